@@ -1,0 +1,3 @@
+from lpstudy.cli import main
+
+main()

@@ -1,0 +1,65 @@
+"""The `lpstudy` command line. Each group of commands lives in its own module and registers itself
+on `app`; `main` turns a user's mistake into one line on standard error and exit status 2."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+try:  # typer ≥ 0.25 vendors click
+    from typer._click import exceptions as click_exceptions
+except ImportError:  # pragma: no cover - older typer on top of click
+    from click import exceptions as click_exceptions
+
+from lpstudy.errors import UserError
+
+app = typer.Typer(
+    name="lpstudy",
+    help="Hyperparameter studies of Lp-QKNorm attention: train, search, watch, export.",
+    no_args_is_help=True,
+    invoke_without_command=False,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+@app.callback()
+def _root() -> None:
+    """Hyperparameter studies of Lp-QKNorm attention: train, search, watch, export."""
+
+
+def fail(message: str) -> None:
+    print(f"lpstudy: error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def main(argv: list[str] | None = None) -> None:
+    _register_commands()
+    try:
+        result = app(args=argv, prog_name="lpstudy", standalone_mode=False)
+    except UserError as exc:
+        fail(str(exc))
+    except click_exceptions.NoArgsIsHelpError as exc:
+        print(exc.ctx.get_help() if exc.ctx else str(exc), file=sys.stderr)
+        sys.exit(2)
+    except click_exceptions.ClickException as exc:  # a usage mistake: unknown option, bad value, ...
+        where = f" (see 'lpstudy {exc.ctx.command_path.split(' ', 1)[-1]} --help')" if getattr(exc, "ctx", None) and " " in exc.ctx.command_path else ""
+        fail(exc.format_message() + where)
+    except (typer.Abort, KeyboardInterrupt):
+        print("lpstudy: interrupted", file=sys.stderr)
+        sys.exit(130)
+    sys.exit(result if isinstance(result, int) else 0)
+
+
+def _register_commands() -> None:
+    """Import the command modules; each adds its commands to `app`."""
+    import importlib
+
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"lpstudy.cli.{name}")
+
+
+# Command modules, in the order their commands are listed by --help.
+COMMAND_MODULES = ["train"]

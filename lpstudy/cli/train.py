@@ -1,0 +1,83 @@
+"""`lpstudy train`: one run, from a preset, a run file and flags (in that order of precedence)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from lpstudy.cli import app
+from lpstudy.errors import UserError
+
+
+def parse_assignments(pairs: list[str] | None) -> dict[str, str]:
+    out = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"--set takes FIELD=VALUE, got {pair!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+@app.command()
+def train(
+    preset: Annotated[Optional[str], typer.Option(help="paper, cpu or smoke (default: the run file's, else cpu).")] = None,
+    config: Annotated[Optional[Path], typer.Option("--config", "-c", help="A run file (YAML or JSON), e.g. from `lpstudy export`.")] = None,
+    p: Annotated[Optional[str], typer.Option("--p", help="Norm exponent, a number ≥ 1 or 'inf'.")] = None,
+    lr: Annotated[Optional[float], typer.Option(help="Peak learning rate.")] = None,
+    gain_init: Annotated[Optional[float], typer.Option(help="Initial attention gain (default log₂(L²−L)).")] = None,
+    fold: Annotated[Optional[int], typer.Option(help="Validation fold, 0-based.")] = None,
+    folds: Annotated[Optional[int], typer.Option(help="Number of folds K.")] = None,
+    seed: Annotated[Optional[int], typer.Option(help="Random seed.")] = None,
+    steps: Annotated[Optional[int], typer.Option(help="Optimisation steps (max_steps).")] = None,
+    attention: Annotated[Optional[str], typer.Option(help="lp or baseline.")] = None,
+    device: Annotated[Optional[str], typer.Option(help="auto, cpu, cuda or cuda:N.")] = None,
+    set_: Annotated[Optional[list[str]], typer.Option("--set", help="Any field: --set n_layer=6 (repeatable).")] = None,
+    data: Annotated[Optional[str], typer.Option(help="Text file to train on (else $LPSTUDY_DATA, the cache, or a download).")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="Directory for the checkpoint, resolved config and metrics history.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the final metrics as one JSON object on stdout.")] = False,
+) -> None:
+    """Train one model and report its validation loss."""
+    from lpstudy.artifacts import json_safe, save_run
+    from lpstudy.config import load_run_file, resolve_config
+    from lpstudy.data import load_corpus
+    from lpstudy.progress import TrainingProgress, stderr_console
+    from lpstudy.train import train as run_training
+
+    overrides: dict = {}
+    file_preset = None
+    if config is not None:
+        file_preset, overrides, _ = load_run_file(config)
+    flags = {"p": p, "lr": lr, "gain_init": gain_init, "fold": fold, "folds": folds, "seed": seed,
+             "max_steps": steps, "attention": attention, "device": device}
+    overrides.update(parse_assignments(set_))
+    overrides.update({k: v for k, v in flags.items() if v is not None})
+    preset_name = preset or file_preset or "cpu"
+    cfg = resolve_config(preset_name, overrides)
+    corpus = load_corpus(data)
+
+    stderr_console.print(
+        f"[bold]lpstudy train[/] preset={preset_name} attention={cfg.attention} p={cfg.p:g} lr={cfg.lr:g} "
+        f"gain_init={cfg.resolved_gain_init:.3g} fold={cfg.fold}/{cfg.folds} seed={cfg.seed} "
+        f"corpus={Path(corpus.source).name} ({len(corpus):,} chars, {corpus.vocab_size} symbols)")
+    with TrainingProgress(cfg.max_steps) as bar:
+        def on_eval(record):
+            bar.on_eval(record)
+        run = run_training(cfg, corpus, on_eval=on_eval, on_step=bar.on_step)
+    s = run.summary
+    if out is not None:
+        save_run(out, run, preset_name, corpus)
+    if s.diverged:
+        stderr_console.print(f"[bold red]diverged[/] at step {s.diverged_step}: the loss became "
+                             "non-finite or far above its start; try a smaller --lr or --gain-init")
+    stderr_console.print(
+        f"final val loss {s.final_val_loss:.4f} · best {s.best_val_loss:.4f} at step {s.best_step} · "
+        f"{s.steps} steps in {s.wall_time_s:.1f}s · {s.tokens_per_s:,.0f} tok/s on {s.device}"
+        + (f" · saved to {out}" if out else ""))
+    if as_json:
+        result = {"preset": preset_name, "config": cfg.to_dict(), **s.to_dict()}
+        sys.stdout.write(json.dumps(json_safe(result)) + "\n")

@@ -1,0 +1,220 @@
+"""What one training run is: every field, how it is validated, and how it is read from YAML.
+
+A run is a preset (see presets.py) plus overrides. The same overrides come from the command
+line, a YAML file (`lpstudy train --config`, and what `lpstudy export` writes), or a study's
+sampled parameters, so all three go through `resolve_config`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from lpstudy.errors import UserError
+from lpstudy.lpnorm import check_p, default_gain_init
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    # model
+    n_layer: int = 4
+    n_head: int = 4
+    n_embd: int = 128
+    block_size: int = 64
+    dropout: float = 0.0
+    bias: bool = False
+    attention: str = "lp"  # "lp" (Lp-QKNorm) or "baseline" (1/√d, no QK normalisation)
+    p: float = 2.0  # the norm exponent, 1 ≤ p ≤ ∞
+    gain_init: float | None = None  # None: QKNorm's log₂(L² − L)
+    gain_per: str = "layer"  # one gain per "layer" or per "head"
+    # optimisation (nanoGPT's Shakespeare recipe)
+    batch_size: int = 12
+    max_steps: int = 2000
+    lr: float = 1e-3
+    min_lr_ratio: float = 0.1  # cosine decay ends at lr · min_lr_ratio (1e-3 → 1e-4)
+    warmup_steps: int = 100
+    weight_decay: float = 0.1
+    beta1: float = 0.9
+    beta2: float = 0.99
+    grad_clip: float = 1.0
+    # evaluation and stopping
+    eval_interval: int = 250
+    eval_iters: int = 20
+    divergence_factor: float = 3.0  # a train loss above this multiple of the first one is divergence
+    # data: fold `fold` of `folds` is held out for validation
+    fold: int = 0
+    folds: int = 10
+    seed: int = 0
+    # hardware
+    device: str = "auto"  # "auto", "cpu", "cuda", "cuda:1", ...
+    dtype: str = "auto"  # "auto" (bf16 autocast on CUDA, fp32 on CPU), "float32", "bfloat16"
+    compile: bool = False
+
+    def __post_init__(self) -> None:
+        problems = []
+        for name, low in [("n_layer", 1), ("n_head", 1), ("n_embd", 1), ("block_size", 2),
+                          ("batch_size", 1), ("max_steps", 1), ("eval_interval", 1),
+                          ("eval_iters", 1), ("folds", 2), ("warmup_steps", 0)]:
+            if getattr(self, name) < low:
+                problems.append(f"{name} must be ≥ {low}, got {getattr(self, name)}")
+        if self.n_embd % self.n_head:
+            problems.append(f"n_embd ({self.n_embd}) must be a multiple of n_head ({self.n_head})")
+        if not 0 <= self.fold < self.folds:
+            problems.append(f"fold must be in 0..{self.folds - 1} for {self.folds} folds, got {self.fold}")
+        if not (self.lr > 0 and math.isfinite(self.lr)):
+            problems.append(f"lr must be a positive number, got {self.lr}")
+        if not 0 <= self.dropout < 1:
+            problems.append(f"dropout must be in [0, 1), got {self.dropout}")
+        if self.attention not in ("lp", "baseline"):
+            problems.append(f"attention must be 'lp' or 'baseline', got {self.attention!r}")
+        if self.gain_per not in ("layer", "head"):
+            problems.append(f"gain_per must be 'layer' or 'head', got {self.gain_per!r}")
+        if self.dtype not in ("auto", "float32", "bfloat16"):
+            problems.append(f"dtype must be 'auto', 'float32' or 'bfloat16', got {self.dtype!r}")
+        if self.gain_init is not None and not math.isfinite(self.gain_init):
+            problems.append(f"gain_init must be a finite number, got {self.gain_init}")
+        if problems:
+            raise UserError("; ".join(problems))
+
+    @property
+    def resolved_gain_init(self) -> float:
+        return default_gain_init(self.block_size) if self.gain_init is None else self.gain_init
+
+    @property
+    def min_lr(self) -> float:
+        return self.lr * self.min_lr_ratio
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
+
+
+FIELD_TYPES: dict[str, Any] = {f.name: f.type for f in fields(TrainConfig)}
+
+
+def _plain(value: Any) -> Any:
+    """YAML/JSON-friendly value: ∞ is written as the string 'inf'."""
+    if isinstance(value, float) and math.isinf(value):
+        return "inf"
+    return value
+
+
+def coerce_field(name: str, value: Any) -> Any:
+    """Convert a user-given value (string from the command line, or YAML scalar) to the field's type."""
+    if name not in FIELD_TYPES:
+        known = ", ".join(sorted(FIELD_TYPES))
+        raise UserError(f"unknown training field {name!r}; known fields: {known}")
+    kind = FIELD_TYPES[name]
+    if name == "p":
+        return check_p(value)
+    if value is None:
+        if "None" in kind:
+            return None
+        raise UserError(f"{name} needs a value")
+    try:
+        if kind.startswith("bool"):
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if text in ("1", "true", "yes", "on"):
+                return True
+            if text in ("0", "false", "no", "off"):
+                return False
+            raise ValueError
+        if kind.startswith("int"):
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError
+            if isinstance(value, bool):
+                raise ValueError
+            return int(str(value)) if isinstance(value, str) else int(value)
+        if kind.startswith("float"):
+            if isinstance(value, bool):
+                raise ValueError
+            if isinstance(value, str) and value.strip().lower() in ("none", "null", "default") and "None" in kind:
+                return None
+            return float(value)
+        return str(value)
+    except (TypeError, ValueError):
+        raise UserError(f"{name} must be {kind.split(' ')[0]}, got {value!r}") from None
+
+
+def resolve_config(preset: str, overrides: dict[str, Any] | None = None) -> TrainConfig:
+    """The preset's config with overrides applied and validated (UserError on any problem)."""
+    from lpstudy.presets import get_preset
+
+    base = get_preset(preset)
+    changes = {name: coerce_field(name, value) for name, value in (overrides or {}).items()}
+    return dataclasses.replace(base, **changes)
+
+
+def overrides_of(config: TrainConfig, preset: str) -> dict[str, Any]:
+    """The fields in which config differs from its preset, as plain values."""
+    from lpstudy.presets import get_preset
+
+    base = get_preset(preset).to_dict()
+    return {k: v for k, v in config.to_dict().items() if base[k] != v}
+
+
+# A run file (`lpstudy train --config`, `lpstudy export`): `preset`, any TrainConfig field, and an
+# optional `source` mapping (where the run came from and the score it reached) that training ignores.
+RUN_FILE_KEYS = {"preset", "source"}
+
+
+def load_run_file(path: str | Path) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """Read a run file; return (preset, overrides, source). UserError on anything malformed."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"config file {path} does not exist") from None
+    except OSError as exc:
+        raise UserError(f"cannot read config file {path}: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)  # JSON is YAML too
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        raise UserError(f"config file {path} is not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise UserError(f"config file {path} must hold a mapping of field: value, got {type(data).__name__}")
+    data = dict(data)
+    preset = data.pop("preset", "cpu")
+    source = data.pop("source", None) or {}
+    if not isinstance(source, dict):
+        raise UserError(f"config file {path}: 'source' must be a mapping")
+    unknown = sorted(set(data) - set(FIELD_TYPES))
+    if unknown:
+        raise UserError(f"config file {path}: unknown field(s) {', '.join(unknown)}; "
+                        f"allowed: preset, source and {', '.join(sorted(FIELD_TYPES))}")
+    return str(preset), data, source
+
+
+def write_run_file(path: str | Path | None, preset: str, config: TrainConfig,
+                   source: dict[str, Any] | None = None, always: tuple[str, ...] = (),
+                   fmt: str = "yaml") -> str:
+    """Serialise a run as the file `lpstudy train --config` reads; write it atomically if a path is given."""
+    import json
+    import os
+    import tempfile
+
+    values = config.to_dict()
+    body: dict[str, Any] = {"preset": preset}
+    body.update({k: values[k] for k in always})
+    body.update(overrides_of(config, preset))
+    if source:
+        body["source"] = source
+    text = (json.dumps(body, indent=2) + "\n") if fmt == "json" else yaml.safe_dump(body, sort_keys=False)
+    if path is not None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    return text

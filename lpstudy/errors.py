@@ -1,0 +1,9 @@
+"""The one exception that means "the user asked for something that cannot be done".
+
+The command line turns it into a single line on standard error and exit status 2.
+Anything else that escapes is a bug and keeps its traceback.
+"""
+
+
+class UserError(Exception):
+    """A mistake in the user's input: the message says what was wrong and what to do next."""
