@@ -1,0 +1,57 @@
+"""Shared fixtures: the corpus from ../shared/data, a throwaway PostgreSQL server, fresh databases."""
+
+from __future__ import annotations
+
+import itertools
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_CORPUS = ROOT.parent / "shared" / "data" / "tinyshakespeare" / "input.txt"
+
+# Tests never download: the corpus comes from ../shared/data (or LPSTUDY_DATA if already set).
+os.environ.setdefault("LPSTUDY_DATA", str(SHARED_CORPUS))
+torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="session")
+def corpus_path() -> Path:
+    path = Path(os.environ["LPSTUDY_DATA"])
+    if not path.is_file():
+        pytest.fail(f"the test corpus {path} is missing; set LPSTUDY_DATA to Tiny Shakespeare's input.txt")
+    return path
+
+
+@pytest.fixture(scope="session")
+def corpus(corpus_path):
+    from lpstudy.data import load_corpus
+
+    return load_corpus(corpus_path)
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """One throwaway server for the session. It fails (never skips) when it cannot start, so that
+    CI cannot pass without having run the PostgreSQL tests."""
+    from tests.pgserver import ThrowawayPostgres
+
+    server = ThrowawayPostgres().start()
+    yield server
+    server.cleanup()
+
+
+_db_counter = itertools.count()
+
+
+@pytest.fixture
+def pg_url(postgres) -> str:
+    """A fresh, empty database on the throwaway server; its URL."""
+    return postgres.create_database(f"t{os.getpid()}_{next(_db_counter)}")
+
+
+@pytest.fixture
+def sqlite_url(tmp_path) -> str:
+    return f"sqlite:///{tmp_path / 'study.db'}"

@@ -1,0 +1,90 @@
+"""A throwaway PostgreSQL server for the tests: initdb in a temporary folder, trust authentication,
+a free port on 127.0.0.1. PostgreSQL refuses to run as root, so as root it runs as `postgres`."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _find(binary: str) -> str:
+    found = shutil.which(binary)
+    if found:
+        return found
+    for candidate in sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{binary}"), reverse=True):
+        return str(candidate)
+    raise RuntimeError(f"PostgreSQL's {binary} was not found; install it (apt-get install -y postgresql)")
+
+
+class ThrowawayPostgres:
+    def __init__(self) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="lpstudy-pg-"))
+        self.datadir = self.root / "data"
+        self.port = _free_port()
+        self.as_root = os.geteuid() == 0
+        if self.as_root:
+            shutil.chown(self.root, "postgres", "postgres")
+            self.root.chmod(0o700)
+
+    def _run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        cmd = list(args)
+        if self.as_root:
+            cmd = ["runuser", "-u", "postgres", "--", *cmd]
+        return subprocess.run(cmd, check=check, capture_output=True, text=True, timeout=120)
+
+    def start(self) -> "ThrowawayPostgres":
+        if not self.datadir.exists():
+            self._run(_find("initdb"), "-D", str(self.datadir), "-A", "trust", "-U", "postgres",
+                      "--no-sync", "-E", "UTF8")
+        self._run(_find("pg_ctl"), "-D", str(self.datadir), "-l", str(self.root / "server.log"), "-w",
+                  "-o", f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off "
+                        "-c max_connections=200",
+                  "start")
+        self._wait_ready()
+        return self
+
+    def _wait_ready(self, timeout: float = 30) -> None:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError(f"PostgreSQL did not start; see {self.root / 'server.log'}")
+
+    def stop(self, mode: str = "fast") -> None:
+        self._run(_find("pg_ctl"), "-D", str(self.datadir), "-m", mode, "-w", "stop", check=False)
+
+    def restart(self, down_for: float = 0.0) -> None:
+        self.stop()
+        time.sleep(down_for)
+        self.start()
+
+    def create_database(self, name: str) -> str:
+        self.psql(f'CREATE DATABASE "{name}"')
+        return self.url(name)
+
+    def psql(self, sql: str, database: str = "postgres", user: str = "postgres") -> str:
+        out = self._run(_find("psql"), "-h", "127.0.0.1", "-p", str(self.port), "-U", user, "-d", database,
+                        "-v", "ON_ERROR_STOP=1", "-At", "-c", sql)
+        return out.stdout
+
+    def url(self, database: str = "postgres", user: str = "postgres", password: str | None = None) -> str:
+        auth = user if password is None else f"{user}:{password}"
+        return f"postgresql+psycopg://{auth}@127.0.0.1:{self.port}/{database}"
+
+    def cleanup(self) -> None:
+        self.stop("immediate")
+        shutil.rmtree(self.root, ignore_errors=True)
