@@ -22,6 +22,8 @@ from lpstudy.model import GPT
 EvalCallback = Callable[[MetricRecord], bool | None]
 # Called after each optimisation step with (step, train loss of that step), for progress bars.
 StepCallback = Callable[[int, float], None]
+# Polled after each optimisation step; True stops the run at once (a signal, a deadline).
+StopCheck = Callable[[], bool]
 
 
 def pick_device(name: str = "auto") -> torch.device:
@@ -68,6 +70,7 @@ def train(
     on_eval: EvalCallback | None = None,
     on_step: StepCallback | None = None,
     loss_threshold: float | None = None,
+    should_stop: StopCheck | None = None,
 ) -> TrainedRun:
     device = pick_device(cfg.device)
     torch.manual_seed(cfg.seed)
@@ -179,6 +182,8 @@ def train(
             break
         if step % cfg.eval_interval == 0 or step == cfg.max_steps:
             stop = evaluate(step)
+        if should_stop is not None and should_stop():
+            stop = True
 
     summary.stopped = stop and not summary.diverged
     summary.wall_time_s = time.perf_counter() - start
