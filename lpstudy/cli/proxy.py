@@ -1,0 +1,115 @@
+"""`lpstudy storage-proxy`: Optuna's gRPC storage proxy in front of the study database.
+
+Every worker holds its own pool of database connections, so thousands of them exhaust PostgreSQL's
+`max_connections`. The proxy holds one pool and serves the workers over gRPC; they take
+`--storage grpc://HOST:PORT` (or LPSTUDY_STORAGE) instead of the database URL. The proxy has no
+authentication of its own: whoever reaches its port can read and write every study, so listen on a
+private network only.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from lpstudy.cli import app
+from lpstudy.errors import UserError
+from lpstudy.storage import redact, storage_kind, storage_url
+
+DEFAULT_PORT = 13000
+_ALL_INTERFACES = ("0.0.0.0", "::", "[::]", "")
+
+
+@app.command("storage-proxy")
+def storage_proxy(
+    storage: Annotated[Optional[str], typer.Option(
+        help="The database to serve: postgresql+psycopg://USER:PASSWORD@HOST/DB (default $LPSTUDY_STORAGE, "
+             "else the local SQLite file).")] = None,
+    host: Annotated[str, typer.Option(
+        help="Address to listen on; 0.0.0.0 for every interface (keep those behind a firewall).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.", min=1, max=65535)] = DEFAULT_PORT,
+    threads: Annotated[int, typer.Option(
+        help="Requests served at once (each may hold one database connection).", min=1)] = 10,
+) -> None:
+    """Serve the study database to workers over gRPC (Optuna's storage proxy): grpc://HOST:PORT."""
+    url = storage_url(storage)
+    kind = storage_kind(url)
+    if kind not in ("postgresql", "mysql", "sqlite"):
+        raise UserError(f"the storage proxy serves a SQL database, not {kind} storage {redact(url)!r}; "
+                        "pass --storage postgresql+psycopg://USER:PASSWORD@HOST/DB")
+    _check_port_free(host, port)
+
+    import warnings
+    from concurrent.futures import ThreadPoolExecutor
+
+    import optuna
+    from optuna.storages import get_storage, run_grpc_proxy_server
+
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    backend = _open_storage(get_storage, url)
+
+    print(f"lpstudy storage-proxy: serving {redact(url)} at grpc://{_display_host(host)}:{port} "
+          f"({threads} threads); workers: lpstudy worker --storage grpc://{_advertised_host(host)}:{port}",
+          flush=True)
+    # SIGTERM (docker stop, scancel) ends the proxy as Ctrl-C does: an exit, not a crash.
+    signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+    try:
+        run_grpc_proxy_server(backend, host=host, port=port,
+                              thread_pool=ThreadPoolExecutor(max_workers=threads))
+    except KeyboardInterrupt:
+        print("lpstudy storage-proxy: stopped", file=sys.stderr, flush=True)
+    except RuntimeError as exc:  # grpc could not bind after all (a race for the port)
+        raise UserError(f"cannot listen on {host}:{port} ({exc}); choose another --port") from None
+
+
+def _open_storage(get_storage, url: str):
+    """Optuna's storage for the URL (creating Optuna's tables if the database is new), or one line
+    saying why the database cannot be used: never a traceback, never the password."""
+    import sqlalchemy.exc
+
+    try:
+        return get_storage(url)
+    except sqlalchemy.exc.SQLAlchemyError as exc:
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        password = _password_of(url)
+        if password:
+            reason = reason.replace(password, "***")
+        raise UserError(f"cannot open the database {redact(url)} ({reason}); check that it is running, "
+                        "the host, port and credentials, and that the role may create Optuna's tables") from None
+
+
+def _password_of(url: str) -> str | None:
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).password
+    except Exception:  # noqa: BLE001 - an unparsable URL has no password we could leak
+        return None
+
+
+def _check_port_free(host: str, port: int) -> None:
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host.strip("[]") or "0.0.0.0", port))
+        except OSError as exc:
+            raise UserError(f"cannot listen on {host}:{port} ({exc.strerror}); "
+                            "choose another --port or stop what holds it") from None
+
+
+def _display_host(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def _advertised_host(host: str) -> str:
+    """The name workers on other machines use: this machine's name where the proxy listens everywhere."""
+    return socket.gethostname() if host in _ALL_INTERFACES else _display_host(host)
+
+
+def _raise_keyboard_interrupt(signum, frame):  # noqa: ARG001 - signal handler signature
+    raise KeyboardInterrupt
