@@ -26,7 +26,7 @@ import pandas as pd
 
 from lpstudy.errors import UserError
 from lpstudy.metrics import METRIC_FIELDS, SUMMARY_FIELDS
-from lpstudy.storage import make_engine, make_url, read_metrics, readonly_url, redact, storage_kind
+from lpstudy.storage import is_sql, make_engine, make_url, read_metrics, readonly_url, redact, storage_kind
 
 METRICS_ATTR_PREFIX = "lpstudy_metrics:"
 STUDY_SPEC_ATTR = "lpstudy"
@@ -81,6 +81,34 @@ def _sql_engine_kwargs(url: str) -> dict[str, Any]:
     return kwargs
 
 
+def check_sqlite_file(storage_url: str) -> None:
+    """StudyUnavailable unless a SQLite URL names a file that exists (mode=ro never creates one)."""
+    database = make_url(storage_url).database
+    if not database or database == ":memory:":
+        raise StudyUnavailable("an in-memory SQLite database holds no studies; pass a file URL")
+    if not Path(database).expanduser().is_file():
+        raise StudyUnavailable(f"no study database at {database}; run `lpstudy create` "
+                               "or pass --storage with the URL the workers use")
+
+
+def readonly_engine(storage_url: str):
+    """A SQLAlchemy engine that cannot write (SQLite mode=ro; PostgreSQL read-only transactions),
+    checked to be reachable; StudyUnavailable otherwise."""
+    import sqlalchemy as sa
+
+    if storage_kind(storage_url) == "sqlite":
+        check_sqlite_file(storage_url)
+    engine = sa.create_engine(readonly_url(storage_url), **_sql_engine_kwargs(storage_url))
+    try:
+        with engine.connect() as conn:  # reach it now, so the error is one clear line
+            conn.execute(sa.text("SELECT 1"))
+    except sa.exc.SQLAlchemyError as exc:
+        engine.dispose()
+        raise StudyUnavailable(f"cannot read the study database at {redact(storage_url)}: "
+                               f"{_first_line(exc)}") from None
+    return engine
+
+
 def open_storage(storage_url: str):
     """An Optuna storage over the database that does not write: no table creation, no schema check,
     SQLite opened with mode=ro, PostgreSQL sessions read-only. StudyUnavailable if it cannot open."""
@@ -92,12 +120,7 @@ def open_storage(storage_url: str):
     try:
         if kind in ("sqlite", "postgresql", "mysql"):
             if kind == "sqlite":
-                database = make_url(storage_url).database
-                if not database or database == ":memory:":
-                    raise StudyUnavailable("an in-memory SQLite database holds no studies; pass a file URL")
-                if not Path(database).expanduser().is_file():
-                    raise StudyUnavailable(f"no study database at {database}; run `lpstudy create` "
-                                           "or pass --storage with the URL the workers use")
+                check_sqlite_file(storage_url)
             storage = optuna.storages.RDBStorage(
                 str(readonly_url(storage_url)), engine_kwargs=_sql_engine_kwargs(storage_url),
                 skip_compatibility_check=True, skip_table_creation=True)
@@ -166,30 +189,50 @@ def _dispose(storage) -> None:
 
 # --- studies --------------------------------------------------------------------------------
 
-def _study_info(frozen) -> StudyInfo:
-    attrs = frozen.user_attrs or {}
+def _spec_of(attrs: dict) -> dict:
     spec = attrs.get(STUDY_SPEC_ATTR) or {}
     if isinstance(spec, str):
         try:
             spec = json.loads(spec)
         except ValueError:
             spec = {}
-    if not isinstance(spec, dict):
-        spec = {}
-    direction = frozen.directions[0].name.lower() if getattr(frozen, "directions", None) else "minimize"
-    return StudyInfo(name=frozen.study_name, kind=str(attrs.get("kind") or spec.get("kind") or "search"),
-                     preset=attrs.get("preset") or spec.get("preset"), direction=direction, spec=spec)
+    return spec if isinstance(spec, dict) else {}
+
+
+def _info(name: str, attrs: dict, direction: str = "minimize") -> StudyInfo:
+    attrs = attrs or {}
+    spec = _spec_of(attrs)
+    return StudyInfo(name=name, kind=str(attrs.get("kind") or spec.get("kind") or "search"),
+                     preset=attrs.get("preset") or spec.get("preset"), direction=direction.lower(), spec=spec)
+
+
+def _frozen_study_info(frozen) -> StudyInfo:
+    direction = frozen.directions[0].name if getattr(frozen, "directions", None) else "minimize"
+    return _info(frozen.study_name, frozen.user_attrs, direction)
 
 
 def study_infos(storage_url: str) -> list[StudyInfo]:
     """Every study in the database with its kind, preset and spec, sorted by name."""
+    from lpstudy import optuna_tables
+
+    if is_sql(storage_url):
+        engine = readonly_engine(storage_url)
+        try:
+            with _guard(storage_url), engine.connect() as conn:
+                names = optuna_tables.study_names(conn)
+                attrs = optuna_tables.study_user_attrs(conn) if names else {}
+            return [_info(name, attrs.get(name, {})) for name in names]
+        except optuna_tables.SchemaMismatch:
+            pass  # a schema this reader does not know: ask Optuna
+        finally:
+            engine.dispose()
     storage = open_storage(storage_url)
     try:
         with _guard(storage_url):
             studies = storage.get_all_studies()
     finally:
         _dispose(storage)
-    return sorted((_study_info(s) for s in studies), key=lambda s: s.name)
+    return sorted((_frozen_study_info(s) for s in studies), key=lambda s: s.name)
 
 
 def list_studies(storage_url: str) -> list[str]:
@@ -197,13 +240,9 @@ def list_studies(storage_url: str) -> list[str]:
     return [info.name for info in study_infos(storage_url)]
 
 
-def _find_study(storage, storage_url: str, study_name: str):
-    studies = storage.get_all_studies()
-    for frozen in studies:
-        if frozen.study_name == study_name:
-            return frozen
-    names = ", ".join(sorted(s.study_name for s in studies)) or "none"
-    raise StudyUnavailable(f"no study named {study_name!r} in {redact(storage_url)} (studies there: {names})")
+def _no_such_study(storage_url: str, study_name: str, names: list[str]) -> StudyUnavailable:
+    listed = ", ".join(sorted(names)) or "none"
+    return StudyUnavailable(f"no study named {study_name!r} in {redact(storage_url)} (studies there: {listed})")
 
 
 # --- trials ---------------------------------------------------------------------------------
@@ -233,7 +272,8 @@ def _number(value: Any) -> float:
 
 
 def trial_row(trial) -> dict[str, Any]:
-    """One trial (an Optuna FrozenTrial) as a row of the trials frame."""
+    """One trial (an Optuna FrozenTrial, or optuna_tables.TrialRecord) as a row of the trials frame,
+    without its last evaluation (see trials_frame)."""
     attrs = trial.user_attrs or {}
     params = dict(trial.params or {})
     if not params and trial.state.name == "WAITING":  # an enqueued cell: its params wait in fixed_params
@@ -258,27 +298,40 @@ def trial_row(trial) -> dict[str, Any]:
         row[name] = _number(value) if name in ("pid", "seed", "folds") else (None if value is None else str(value))
     row["datetime_start"] = trial.datetime_start
     row["datetime_complete"] = trial.datetime_complete
-    intermediate = trial.intermediate_values or {}
-    row["n_evals"] = len(intermediate)
-    if intermediate:
-        last = max(intermediate)
-        row["last_step"], row["last_val_loss"] = float(last), _number(intermediate[last])
-    else:
-        row["last_step"], row["last_val_loss"] = math.nan, math.nan
     for name, value in params.items():  # every searched or fixed parameter, under param_<name>
         row[f"param_{name}"] = parse_p(value) if name == "p" else value
     return row
 
 
-def trials_frame(trials: list) -> pd.DataFrame:
-    """The trials frame of a list of Optuna FrozenTrials (see the module's docstring)."""
-    rows = [trial_row(t) for t in trials]
-    frame = pd.DataFrame(rows)
+def intermediate_frame(trials: list) -> pd.DataFrame:
+    """Optuna's intermediate values of the trials: trial_id, trial_number, step, val_loss."""
+    ids, numbers, steps, values = [], [], [], []
+    for trial in trials:
+        for step, value in (trial.intermediate_values or {}).items():
+            ids.append(trial._trial_id)
+            numbers.append(trial.number)
+            steps.append(int(step))
+            values.append(_number(value))
+    return pd.DataFrame({"trial_id": pd.Series(ids, dtype="int64"), "trial_number": pd.Series(numbers, dtype="int64"),
+                         "step": pd.Series(steps, dtype="int64"), "val_loss": pd.Series(values, dtype="float64")})
+
+
+def trials_frame(trials: list, intermediate: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The trials frame (see the module's docstring) of a list of Optuna FrozenTrials; their last
+    evaluation comes from `intermediate` (intermediate_frame's columns) or their own values."""
+    if intermediate is None:
+        intermediate = intermediate_frame(trials)
+    frame = pd.DataFrame([trial_row(t) for t in trials])
+    if len(intermediate):
+        last = intermediate.sort_values(["trial_id", "step"]).groupby("trial_id").agg(
+            last_step=("step", "last"), last_val_loss=("val_loss", "last"), n_evals=("step", "size"))
+        frame = frame.join(last, on="trial_id")
     for column in TRIAL_COLUMNS:
         if column not in frame.columns:
             frame[column] = pd.Series(dtype="object" if column in _TEXT_FIELDS else "float64")
     extra = sorted(c for c in frame.columns if c not in TRIAL_COLUMNS)
     frame = frame[[*TRIAL_COLUMNS, *extra]]
+    frame["n_evals"] = frame["n_evals"].fillna(0)
     for column in ("datetime_start", "datetime_complete"):
         frame[column] = pd.to_datetime(frame[column])
     frame["duration_s"] = (frame["datetime_complete"] - frame["datetime_start"]).dt.total_seconds()
@@ -292,22 +345,10 @@ def trials_frame(trials: list) -> pd.DataFrame:
     return frame.sort_values("number", ignore_index=True)
 
 
-def _frozen_trials(storage, storage_url: str, study_name: str) -> tuple[StudyInfo, list]:
-    with _guard(storage_url):
-        frozen = _find_study(storage, storage_url, study_name)
-        trials = storage.get_all_trials(frozen._study_id, deepcopy=False)
-    return _study_info(frozen), trials
-
-
 def load_trials(storage_url: str, study_name: str) -> pd.DataFrame:
     """Every trial of a study as a frame, one row per trial (see TRIAL_COLUMNS), sorted by number.
     StudyUnavailable (a UserError) when the database cannot be read or has no such study."""
-    storage = open_storage(storage_url)
-    try:
-        _, trials = _frozen_trials(storage, storage_url, study_name)
-    finally:
-        _dispose(storage)
-    return trials_frame(trials)
+    return load_study(storage_url, study_name, curves=False).trials
 
 
 # --- learning curves ------------------------------------------------------------------------
@@ -317,44 +358,32 @@ def _empty_curves() -> pd.DataFrame:
     return frame.astype({"trial_id": "int64", "trial_number": "int64", "step": "int64"})
 
 
-def curves_from_trials(trials: list) -> pd.DataFrame:
-    """Curves held by the trials themselves: `lpstudy_metrics:<step>` system attributes, then
-    intermediate values (val_loss only) for steps that have no record."""
+def attr_curves(trials: list) -> pd.DataFrame:
+    """Curves held in the trials' `lpstudy_metrics:<step>` system attributes (journal and
+    gRPC-fed studies)."""
     rows: list[dict[str, Any]] = []
     for trial in trials:
-        seen: set[int] = set()
         for key, record in (trial.system_attrs or {}).items():
             if not key.startswith(METRICS_ATTR_PREFIX) or not isinstance(record, dict):
                 continue
-            step = int(record.get("step", key[len(METRICS_ATTR_PREFIX):]))
-            seen.add(step)
             row = {name: _number(record.get(name)) for name in METRIC_FIELDS}
-            row.update(trial_id=trial._trial_id, trial_number=trial.number, step=step, _rank=1)
+            row.update(trial_id=trial._trial_id, trial_number=trial.number,
+                       step=int(record.get("step", key[len(METRICS_ATTR_PREFIX):])))
             rows.append(row)
-        for step, value in (trial.intermediate_values or {}).items():
-            if int(step) not in seen:
-                rows.append({"trial_id": trial._trial_id, "trial_number": trial.number, "step": int(step),
-                             "val_loss": _number(value), "_rank": 2})
-    if not rows:
-        return _empty_curves().assign(_rank=pd.Series(dtype="int64"))
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows) if rows else _empty_curves()
 
 
-def merge_curves(table_rows: pd.DataFrame, trial_rows: pd.DataFrame) -> pd.DataFrame:
-    """One row per (trial, step): the metrics table first, then system attributes, then
-    intermediate values."""
-    parts = []
-    if len(table_rows):
-        parts.append(table_rows.assign(_rank=0))
-    if len(trial_rows):
-        parts.append(trial_rows)
+def merge_curves(*sources: pd.DataFrame) -> pd.DataFrame:
+    """One row per (trial, step) from sources in order of precedence (typically the metrics table,
+    the system attributes, then Optuna's intermediate values, which hold val_loss only)."""
+    parts = [frame.assign(_rank=rank) for rank, frame in enumerate(sources) if len(frame)]
     if not parts:
         return _empty_curves()
     frame = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
-    frame = (frame.sort_values(["trial_number", "step", "_rank"], kind="stable")
-             .drop_duplicates(["trial_id", "step"], keep="first")
-             .drop(columns="_rank")
-             .reset_index(drop=True))
+    frame = frame.sort_values(["trial_number", "step", "_rank"], kind="stable")
+    if len(parts) > 1:
+        frame = frame.drop_duplicates(["trial_id", "step"], keep="first")
+    frame = frame.drop(columns="_rank").reset_index(drop=True)
     for column in CURVE_COLUMNS:
         if column not in frame.columns:
             frame[column] = math.nan
@@ -364,37 +393,73 @@ def merge_curves(table_rows: pd.DataFrame, trial_rows: pd.DataFrame) -> pd.DataF
     return frame.astype({"trial_id": "int64", "trial_number": "int64", "step": "int64"})
 
 
-def _table_curves(storage_url: str, study_name: str) -> pd.DataFrame:
-    if storage_kind(storage_url) not in ("sqlite", "postgresql", "mysql"):
-        return _empty_curves()
-    engine = make_engine(storage_url, readonly=True)
-    try:
-        with _guard(storage_url):
-            return read_metrics(engine, study_name)
-    finally:
-        engine.dispose()
-
-
 def load_curves(storage_url: str, study_name: str) -> pd.DataFrame:
     """Every evaluation of every trial of a study (see CURVE_COLUMNS), sorted by trial and step."""
     return load_study(storage_url, study_name).curves
 
 
-def load_study(storage_url: str, study_name: str) -> StudyData:
-    """A study's info, trials and curves in one read."""
+# --- one study in one read -------------------------------------------------------------------
+
+def _load_sql(storage_url: str, study_name: str, with_curves: bool) -> tuple[StudyInfo, list, pd.DataFrame,
+                                                                           pd.DataFrame] | None:
+    """Read straight from Optuna's tables; None when their layout is unknown (then Optuna reads)."""
+    from lpstudy import optuna_tables
+
+    engine = readonly_engine(storage_url)
+    try:
+        with _guard(storage_url), engine.connect() as conn:
+            try:
+                rows = optuna_tables.read_study(conn, study_name)
+                if rows is None:
+                    raise _no_such_study(storage_url, study_name, optuna_tables.study_names(conn))
+            except optuna_tables.SchemaMismatch:
+                return None
+        info = _info(rows.name, rows.user_attrs, (rows.directions or ["minimize"])[0])
+        with _guard(storage_url):
+            table = read_metrics(engine, study_name) if with_curves else _empty_curves()
+        return info, rows.trials, rows.intermediate, table
+    finally:
+        engine.dispose()
+
+
+def _load_optuna(storage_url: str, study_name: str, with_curves: bool) -> tuple[StudyInfo, list, pd.DataFrame,
+                                                                              pd.DataFrame]:
     storage = open_storage(storage_url)
     try:
-        info, trials = _frozen_trials(storage, storage_url, study_name)
+        with _guard(storage_url):
+            studies = storage.get_all_studies()
+            frozen = next((s for s in studies if s.study_name == study_name), None)
+            if frozen is None:
+                raise _no_such_study(storage_url, study_name, [s.study_name for s in studies])
+            trials = storage.get_all_trials(frozen._study_id, deepcopy=False)
     finally:
         _dispose(storage)
-    curves = merge_curves(_table_curves(storage_url, study_name), curves_from_trials(trials))
-    return StudyData(name=study_name, info=info, trials=trials_frame(trials), curves=curves)
+    table = _empty_curves()
+    if with_curves and is_sql(storage_url):
+        engine = make_engine(storage_url, readonly=True)
+        try:
+            with _guard(storage_url):
+                table = read_metrics(engine, study_name)
+        finally:
+            engine.dispose()
+    return _frozen_study_info(frozen), trials, intermediate_frame(trials), table
+
+
+def load_study(storage_url: str, study_name: str, curves: bool = True, via_optuna: bool = False) -> StudyData:
+    """A study's info, trials and (unless curves=False) curves in one read. SQL databases are read
+    straight from Optuna's tables (fast); journal and gRPC storages, or via_optuna=True, through
+    Optuna's storage API. StudyUnavailable when the database cannot be read or has no such study."""
+    loaded = None
+    if is_sql(storage_url) and not via_optuna:
+        loaded = _load_sql(storage_url, study_name, curves)
+    if loaded is None:
+        loaded = _load_optuna(storage_url, study_name, curves)
+    info, trials, intermediate, table = loaded
+    frame = trials_frame(trials, intermediate)
+    merged = merge_curves(table, attr_curves(trials), intermediate) if curves else _empty_curves()
+    return StudyData(name=study_name, info=info, trials=frame, curves=merged)
 
 
 def study_trials(storage_url: str, study_name: str) -> list:
-    """The study's trials as Optuna FrozenTrials (for Optuna's own tools, e.g. importance)."""
-    storage = open_storage(storage_url)
-    try:
-        return _frozen_trials(storage, storage_url, study_name)[1]
-    finally:
-        _dispose(storage)
+    """The study's trials as Optuna FrozenTrials (for Optuna's own tools)."""
+    return _load_optuna(storage_url, study_name, with_curves=False)[1]
