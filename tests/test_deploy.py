@@ -1,0 +1,453 @@
+"""The deployment: what docker-compose.yml, the Dockerfile, the PostgreSQL init script, the GPU claim
+and the Slurm script promise, checked without a Docker engine (docker-compose validates and resolves
+the file; the init script runs against the tests' throwaway PostgreSQL)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import time
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+COMPOSE = ROOT / "docker-compose.yml"
+ENV_EXAMPLE = ROOT / ".env.example"
+DOCKERFILE = ROOT / "Dockerfile"
+DOCKERIGNORE = ROOT / ".dockerignore"
+INIT_SCRIPT = ROOT / "storage" / "init" / "10-lpstudy-roles.sh"
+CLAIM_GPU = ROOT / "deploy" / "docker" / "lpstudy-claim-gpu"
+SBATCH = ROOT / "deploy" / "slurm" / "lpstudy-worker.sbatch"
+
+DB_SERVICES = ("worker", "worker-cpu", "dashboard", "optuna-dashboard", "storage-proxy")
+DASHBOARDS = ("dashboard", "optuna-dashboard")
+WRITERS = ("worker", "worker-cpu", "storage-proxy")
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    values = {}
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            key, _, value = line.partition("=")
+            values[key.strip()] = value.strip()
+    return values
+
+
+def write_env_file(path: Path, values: dict[str, str]) -> Path:
+    path.write_text("".join(f"{k}={v}\n" for k, v in values.items()))
+    return path
+
+
+def docker_compose(*args: str, env_file: Path, compose_file: Path = COMPOSE) -> subprocess.CompletedProcess:
+    exe = shutil.which("docker-compose")
+    if exe is None:
+        pytest.fail("docker-compose is not installed: apt-get install docker-compose (.ci/run does); "
+                    "the compose file must be validated")
+    # Only the env file feeds the interpolation: nothing from the caller's environment leaks in.
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/tmp")}
+    return subprocess.run(
+        [exe, "--project-directory", str(ROOT), "-f", str(compose_file), "--env-file", str(env_file), *args],
+        capture_output=True, text=True, env=env, timeout=60)
+
+
+def resolve(env_file: Path) -> dict:
+    out = docker_compose("config", env_file=env_file)
+    assert out.returncode == 0, out.stderr
+    return yaml.safe_load(out.stdout)
+
+
+def published(service: dict) -> list[tuple[str, str, str]]:
+    """(host address, host port, container port) of each published port, from the resolved file."""
+    rows = []
+    for port in service.get("ports", []):
+        if isinstance(port, dict):
+            rows.append((port.get("host_ip", ""), str(port.get("published", "")), str(port["target"])))
+        else:
+            parts = str(port).split("/")[0].split(":")
+            rows.append((parts[0], parts[1], parts[2]) if len(parts) == 3 else ("", *parts[-2:]))
+    return rows
+
+
+def storage_of(service: dict):
+    from sqlalchemy.engine import make_url
+
+    return make_url(service["environment"]["LPSTUDY_STORAGE"])
+
+
+@pytest.fixture(scope="module")
+def example_env() -> dict[str, str]:
+    return read_env_file(ENV_EXAMPLE)
+
+
+@pytest.fixture(scope="module")
+def services() -> dict:
+    return resolve(ENV_EXAMPLE)["services"]
+
+
+# --- docker-compose.yml ------------------------------------------------------------------------
+
+
+def test_compose_file_validates_with_the_example_environment(services):
+    assert set(services) == {"db", *DB_SERVICES}
+
+
+def test_an_invalid_compose_file_fails_validation(tmp_path):
+    broken = tmp_path / "docker-compose.yml"
+    broken.write_text(COMPOSE.read_text().replace("    healthcheck:\n", "    healthchek:\n", 1))
+    out = docker_compose("config", env_file=ENV_EXAMPLE, compose_file=broken)
+    assert out.returncode != 0
+    assert "healthchek" in out.stderr
+
+
+def test_without_the_secrets_the_stack_refuses_to_start(tmp_path, example_env):
+    """No password has a default: a missing .env stops compose with the variable's name."""
+    no_secrets = {k: v for k, v in example_env.items() if "PASSWORD" not in k}
+    out = docker_compose("config", env_file=write_env_file(tmp_path / "env", no_secrets))
+    assert out.returncode != 0
+    assert "PASSWORD" in out.stderr and ".env" in out.stderr
+
+
+def test_the_gpu_worker_requests_a_gpu_and_the_cpu_worker_none(services, example_env):
+    gpu, cpu = services["worker"], services["worker-cpu"]
+    devices = gpu["deploy"]["resources"]["reservations"]["devices"]
+    assert any("gpu" in device["capabilities"] and device.get("driver") == "nvidia" for device in devices)
+    assert gpu["profiles"] == ["gpu"] and cpu["profiles"] == ["cpu"]
+    assert "deploy" not in cpu
+    assert gpu["build"]["args"]["TORCH_INDEX"].startswith("cu")
+    assert cpu["build"]["args"]["TORCH_INDEX"] == "cpu"
+    for worker in (gpu, cpu):
+        command = worker["command"] if isinstance(worker["command"], str) else " ".join(worker["command"])
+        assert f"lpstudy worker --study {example_env['LPSTUDY_STUDY']}" in command
+    assert services["worker"]["command"].startswith("lpstudy-claim-gpu ")  # one GPU per scaled replica
+    # No fixed name or host port on a worker: `--scale worker=N` must be able to start N of them.
+    for worker in (gpu, cpu):
+        assert "container_name" not in worker and "ports" not in worker
+
+
+def test_dashboards_use_the_read_only_role_and_workers_the_writer(services, example_env):
+    for name in DASHBOARDS:
+        url = storage_of(services[name])
+        assert (url.username, url.password) == (example_env["LPSTUDY_READER_USER"],
+                                                example_env["LPSTUDY_READER_PASSWORD"]), name
+        assert url.host == "db" and url.database == example_env["LPSTUDY_DB_NAME"]
+    for name in WRITERS:
+        assert storage_of(services[name]).username == example_env["LPSTUDY_WRITER_USER"], name
+    # The URL (with its password) is passed in the environment, never on a command line.
+    for name in DB_SERVICES:
+        command = str(services[name]["command"])
+        assert "postgresql" not in command and "--storage" not in command, name
+
+
+def test_no_secret_is_written_in_the_compose_file(example_env):
+    text = COMPOSE.read_text()
+    for key, value in example_env.items():
+        if "PASSWORD" in key:
+            assert value not in text, f"the value of {key} is written in docker-compose.yml"
+    raw = yaml.safe_load(text)
+    required = re.compile(r"\$\{([A-Z_]+):\?[^}]*\}")  # ${VAR:?message}: no default, an error if unset
+    for name, service in raw["services"].items():
+        for key, value in (service.get("environment") or {}).items():
+            value = str(value)
+            if re.search(r"PASSWORD|SECRET|TOKEN", key):
+                assert required.fullmatch(value), f"{name}.{key} must be a ${{VAR:?...}} reference, not {value!r}"
+            # Credentials in a URL: with every ${...} replaced by <VAR>, both parts must be references.
+            masked = re.sub(r"\$\{([A-Z_]+)[^}]*\}", r"<\1>", value)
+            for user, password in re.findall(r"://([^:/@]+):([^@]+)@", masked):
+                assert re.fullmatch(r"<[A-Z_]+>", user), f"{name}.{key}: the URL's user must come from .env"
+                assert re.fullmatch(r"<[A-Z_]*PASSWORD>", password), f"{name}.{key}: the URL's password must come from .env"
+                assert required.search(value), f"{name}.{key}: the URL's password must be a ${{VAR:?...}} reference"
+    # .env holds the real secrets: git ignores it and the image's build context leaves it out.
+    assert ".env" in (ROOT / ".gitignore").read_text().split()
+    ignore = [line.strip() for line in DOCKERIGNORE.read_text().splitlines()
+              if line.strip() and not line.startswith("#")]
+    assert ignore[0] == "*" and not any(line.startswith("!") and ".env" in line for line in ignore)
+
+
+def test_every_service_that_needs_the_database_waits_for_its_health_check(services):
+    assert "pg_isready" in " ".join(services["db"]["healthcheck"]["test"])
+    for name in DB_SERVICES:
+        assert "@db:" in services[name]["environment"]["LPSTUDY_STORAGE"]
+        assert services[name]["depends_on"]["db"]["condition"] == "service_healthy", name
+
+
+def test_ports_stay_on_the_host_unless_asked(tmp_path, example_env, services):
+    for name, service in services.items():
+        for host_ip, _, _ in published(service):
+            assert host_ip == "127.0.0.1", f"{name} is published beyond this host by the example .env"
+    # The default when .env does not say, and what it does when it does.
+    secrets_only = {k: v for k, v in example_env.items() if "PASSWORD" in k or k == "LPSTUDY_STUDY"}
+    defaults = resolve(write_env_file(tmp_path / "defaults", secrets_only))["services"]
+    assert published(defaults["db"]) == [("127.0.0.1", "5432", "5432")]
+    for name in DASHBOARDS:
+        assert all(host_ip == "127.0.0.1" for host_ip, _, _ in published(defaults[name]))
+    opened = resolve(write_env_file(tmp_path / "opened", {**secrets_only, "LPSTUDY_DB_BIND": "0.0.0.0",
+                                                          "LPSTUDY_DB_PORT": "15432"}))["services"]
+    assert published(opened["db"]) == [("0.0.0.0", "15432", "5432")]
+
+
+def test_the_database_keeps_its_data_and_runs_the_init_script(services):
+    volumes = [str(v) if not isinstance(v, dict) else f"{v.get('source')}:{v['target']}"
+               for v in services["db"]["volumes"]]
+    assert any(v.startswith("pgdata:/var/lib/postgresql/data") for v in volumes)
+    assert any(v.startswith(f"{INIT_SCRIPT.parent}:/docker-entrypoint-initdb.d") for v in volumes)
+    env = services["db"]["environment"]
+    for key in ("LPSTUDY_WRITER_USER", "LPSTUDY_WRITER_PASSWORD", "LPSTUDY_READER_USER", "LPSTUDY_READER_PASSWORD"):
+        assert env[key], key
+    assert os.access(INIT_SCRIPT, os.X_OK), "the postgres image executes *.sh only when executable"
+
+
+# --- Dockerfile --------------------------------------------------------------------------------
+
+
+def test_dockerfile_is_multi_stage_non_root_and_installs_the_package_with_a_chosen_torch():
+    text = DOCKERFILE.read_text()
+    instructions = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    stages = [i for i, line in enumerate(instructions) if line.upper().startswith("FROM ")]
+    assert len(stages) >= 2, "multi-stage: a build stage and a runtime stage"
+    final = instructions[stages[-1]:]
+    users = [line.split()[1] for line in final if line.upper().startswith("USER ")]
+    assert users and users[-1] not in ("root", "0"), "the runtime stage runs as a non-root user"
+    assert any(line.startswith("COPY --from=") for line in final), "the runtime copies the build's environment"
+
+    assert re.search(r"^ARG TORCH_INDEX=\S+", text, re.M)
+    assert "https://download.pytorch.org/whl/${TORCH_INDEX}" in text
+    assert re.search(r"pip install .*\"?\.\[[^\]]*dashboard[^\]]*postgres[^\]]*grpc[^\]]*\]", text)
+    # The wheel's range is pyproject's (declared there; the Dockerfile's default must follow it).
+    spec = re.search(r'^ARG TORCH_SPEC="([^"]+)"', text, re.M).group(1)
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert spec in [d.replace(" ", "") for d in deps]
+
+
+def test_everything_the_dockerfile_copies_is_in_the_build_context():
+    allowed = [line[1:].rstrip("/") for line in DOCKERIGNORE.read_text().splitlines() if line.startswith("!")]
+    sources = []
+    for line in DOCKERFILE.read_text().splitlines():
+        words = line.split()
+        if words[:1] == ["COPY"] and not any(w.startswith("--from") for w in words):
+            sources += [w for w in words[1:-1] if not w.startswith("--")]
+    assert sources
+    for source in sources:
+        assert (ROOT / source).exists(), source
+        assert any(source == a or source.startswith(a + "/") for a in allowed), \
+            f"{source} is copied but .dockerignore leaves it out"
+
+
+def test_compose_build_arguments_are_the_dockerfile_arguments(services):
+    declared = set(re.findall(r"^ARG (\w+)", DOCKERFILE.read_text(), re.M))
+    for name, service in services.items():
+        for arg in (service.get("build") or {}).get("args", {}):
+            assert arg in declared, f"{name} passes {arg}, which the Dockerfile does not declare"
+
+
+# --- shell scripts -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("script", [SBATCH, INIT_SCRIPT, CLAIM_GPU], ids=lambda p: p.name)
+def test_shell_scripts_parse_and_pass_shellcheck(script):
+    out = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    if shutil.which("shellcheck") is None:
+        pytest.skip("shellcheck is not installed (apt-get install shellcheck)")
+    out = subprocess.run(["shellcheck", str(script)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout
+
+
+@pytest.fixture
+def fake_lpstudy(tmp_path) -> dict[str, str]:
+    """An `lpstudy` on PATH that prints how it was called, for the scripts that start it."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "lpstudy"
+    fake.write_text('#!/bin/sh\necho "ARGS $*"\necho "STORAGE ${LPSTUDY_STORAGE:-}"\n'
+                    'echo "GPU ${CUDA_VISIBLE_DEVICES:-}"\nsleep "${FAKE_SLEEP:-0}"\n')
+    fake.chmod(0o755)
+    return {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path)}
+
+
+def test_the_slurm_script_starts_a_worker_on_the_study_with_the_storage_from_a_file(tmp_path, fake_lpstudy):
+    url_file = tmp_path / "storage-url"
+    url_file.write_text("postgresql+psycopg://lpstudy_writer:s3cret@dbhost:5432/lpstudy\n")
+    env = {**fake_lpstudy, "LPSTUDY_STUDY": "lp-search", "LPSTUDY_STORAGE_FILE": str(url_file),
+           "LPSTUDY_WORKER_ARGS": "--n-trials 3", "SLURM_ARRAY_JOB_ID": "77", "SLURM_ARRAY_TASK_ID": "5"}
+    out = subprocess.run(["bash", str(SBATCH)], capture_output=True, text=True, env=env, timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert "ARGS worker --study lp-search --n-trials 3" in out.stdout
+    assert "STORAGE postgresql+psycopg://lpstudy_writer:s3cret@dbhost:5432/lpstudy" in out.stdout
+    assert "job 77 task 5" in out.stdout
+    assert out.stdout.count("s3cret") == 1  # only the worker's own environment, never the script's log
+
+
+@pytest.mark.parametrize("missing", ["LPSTUDY_STUDY", "LPSTUDY_STORAGE"])
+def test_the_slurm_script_says_what_is_missing(fake_lpstudy, missing):
+    env = {**fake_lpstudy, "LPSTUDY_STUDY": "lp-search", "LPSTUDY_STORAGE": "grpc://proxy:13000"}
+    del env[missing]
+    out = subprocess.run(["bash", str(SBATCH)], capture_output=True, text=True, env=env, timeout=30)
+    assert out.returncode == 2
+    assert missing in out.stderr and "ARGS" not in out.stdout
+
+
+def test_scaled_gpu_workers_each_claim_their_own_gpu_before_sharing(tmp_path, fake_lpstudy):
+    """Three replicas on two GPUs: GPUs 0 and 1 first, then one of them twice; a claim lasts as long
+    as its worker and is free again when it exits."""
+    env = {**fake_lpstudy, "LPSTUDY_GPU_CLAIMS": str(tmp_path / "claims"), "LPSTUDY_GPU_COUNT": "2",
+           "FAKE_SLEEP": "3"}
+    replicas = []
+    for _ in range(3):
+        replicas.append(subprocess.Popen([str(CLAIM_GPU), "lpstudy", "worker"], env=env, text=True,
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+        time.sleep(0.3)  # replicas start one after another, as compose starts them
+    gpus = []
+    for replica in replicas:
+        stdout, stderr = replica.communicate(timeout=30)
+        assert replica.returncode == 0, stderr
+        gpus.append(re.search(r"^GPU (\d+)$", stdout, re.M).group(1))
+    assert sorted(gpus[:2]) == ["0", "1"] and sorted(gpus) in (["0", "0", "1"], ["0", "1", "1"])
+    again = subprocess.run([str(CLAIM_GPU), "lpstudy"], env={**env, "FAKE_SLEEP": "0"},
+                           capture_output=True, text=True, timeout=30)
+    assert "GPU 0" in again.stdout
+
+
+# --- the init script against a real PostgreSQL ---------------------------------------------------
+
+
+def _init_env(postgres, database: str, writer: str, reader: str) -> dict[str, str]:
+    from tests.pgserver import _find
+
+    return {
+        "PATH": f"{Path(_find('psql')).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+        "HOME": os.environ.get("HOME", "/tmp"),
+        "PGHOST": "127.0.0.1", "PGPORT": str(postgres.port),
+        "POSTGRES_USER": "postgres", "POSTGRES_DB": database,
+        "LPSTUDY_WRITER_USER": writer, "LPSTUDY_WRITER_PASSWORD": "writer-pw",
+        "LPSTUDY_READER_USER": reader, "LPSTUDY_READER_PASSWORD": "reader-pw",
+    }
+
+
+def run_init_script(postgres, database: str, writer: str, reader: str) -> None:
+    out = subprocess.run(["bash", str(INIT_SCRIPT)], capture_output=True, text=True, timeout=60,
+                         env=_init_env(postgres, database, writer, reader))
+    assert out.returncode == 0, out.stderr
+    assert "writer-pw" not in out.stdout + out.stderr
+
+
+def _seed_as_writer(writer_url: str, study_name: str) -> list:
+    """What a worker does: an Optuna study with trials, and their metrics rows."""
+    import optuna
+
+    from lpstudy.metrics import MetricRecord
+    from lpstudy.storage import ensure_metrics_table, make_engine, write_metrics
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(storage=writer_url, study_name=study_name)
+    study.optimize(lambda t: t.suggest_float("p", 1.0, 4.0), n_trials=2)
+    engine = make_engine(writer_url)
+    ensure_metrics_table(engine)
+    for trial in study.trials:
+        records = [MetricRecord(step=s, train_loss=2.0, val_loss=2.1, lr=1e-3, grad_norm=1.0, grad_norm_max=1.5,
+                                gain_mean=16.0, gain_min=15.0, gain_max=17.0, attn_entropy=1.0,
+                                tokens_per_s=1e4, elapsed_s=float(s)) for s in (0, 10)]
+        write_metrics(engine, study_name, trial._trial_id, trial.number, records)
+    engine.dispose()
+    return study.trials
+
+
+def _unique_roles(database: str) -> tuple[str, str]:
+    return f"writer_{database}", f"reader_{database}"
+
+
+@pytest.mark.postgres
+def test_the_read_only_role_reads_studies_and_metrics_and_is_refused_every_write(postgres, pg_url):
+    import psycopg.errors
+    import sqlalchemy as sa
+    from sqlalchemy.engine import make_url
+
+    from lpstudy.results import list_studies, load_curves, load_trials
+    from lpstudy.storage import METRICS_TABLE, make_engine, read_metrics
+
+    database = make_url(pg_url).database
+    writer, reader = _unique_roles(database)
+    run_init_script(postgres, database, writer, reader)
+    run_init_script(postgres, database, writer, reader)  # idempotent: rerun to apply new passwords
+    writer_url = postgres.url(database, writer, "writer-pw")
+    reader_url = postgres.url(database, reader, "reader-pw")
+    trials = _seed_as_writer(writer_url, "lp-search")  # tables created after the init script ran
+
+    # Reading, as the dashboards do.
+    assert list_studies(reader_url) == ["lp-search"]
+    assert sorted(load_trials(reader_url, "lp-search")["state"]) == ["COMPLETE", "COMPLETE"]
+    assert len(load_curves(reader_url, "lp-search")) == 4
+    assert len(read_metrics(make_engine(reader_url, readonly=True), "lp-search")) == 4
+
+    # Writing: refused by the grants themselves, even after switching the session to read-write.
+    engine = sa.create_engine(reader_url)
+    trial_id = trials[0]._trial_id
+    writes = [
+        f"INSERT INTO {METRICS_TABLE} (trial_id, step, study_name, trial_number) VALUES ({trial_id}, 99, 'x', 0)",
+        f"UPDATE {METRICS_TABLE} SET val_loss = 0",
+        "DELETE FROM trials",
+        "UPDATE studies SET study_name = 'renamed'",
+        "INSERT INTO studies (study_name) VALUES ('intruder')",
+        "CREATE TABLE intruder (x int)",
+        "CREATE TEMPORARY TABLE intruder (x int)",
+        "TRUNCATE trial_values",
+    ]
+    for sql in writes:
+        with engine.connect() as conn:
+            conn.exec_driver_sql("SET TRANSACTION READ WRITE")
+            with pytest.raises(sa.exc.ProgrammingError) as refused:
+                conn.exec_driver_sql(sql)
+            assert isinstance(refused.value.orig, psycopg.errors.InsufficientPrivilege), sql
+    # And by default its sessions are read-only to begin with.
+    with engine.connect() as conn, pytest.raises(sa.exc.InternalError) as refused:
+        conn.exec_driver_sql("DELETE FROM trials")
+    assert isinstance(refused.value.orig, psycopg.errors.ReadOnlySqlTransaction)
+    engine.dispose()
+    assert postgres.psql("SELECT count(*) FROM trials", database=database).strip() == "2"
+    assert postgres.psql(f"SELECT count(*) FROM {METRICS_TABLE}", database=database).strip() == "4"
+
+
+@pytest.mark.postgres
+def test_backup_and_restore_as_the_readme_says(postgres, pg_url, tmp_path):
+    """pg_dump of a live study, pg_restore into a fresh stack's database: the writer owns the
+    restored tables (workers carry on) and the read-only role reads them."""
+    from sqlalchemy.engine import make_url
+
+    from lpstudy.results import load_trials
+
+    source = make_url(pg_url).database
+    target = f"{source}_restored"
+    postgres.create_database(target)
+    writer, reader = _unique_roles(source)
+    run_init_script(postgres, source, writer, reader)
+    _seed_as_writer(postgres.url(source, writer, "writer-pw"), "lp-search")
+    run_init_script(postgres, target, writer, reader)  # a fresh stack: the init script ran on the new volume
+
+    dump = tmp_path / "lpstudy.dump"
+    # The commands of README.md, as they run inside the db container (there without PGHOST/PGPORT).
+    backup = subprocess.run(["sh", "-c", 'pg_dump -U "$POSTGRES_USER" -Fc "$POSTGRES_DB"'],
+                            env=_init_env(postgres, source, writer, reader), capture_output=True, timeout=60)
+    assert backup.returncode == 0, backup.stderr
+    dump.write_bytes(backup.stdout)
+    with open(dump, "rb") as stdin:
+        restore = subprocess.run(
+            ["sh", "-c", 'pg_restore -U "$POSTGRES_USER" -d "$POSTGRES_DB" --no-owner --no-acl '
+                         '--role="$LPSTUDY_WRITER_USER" --exit-on-error'],
+            env=_init_env(postgres, target, writer, reader), stdin=stdin, capture_output=True, timeout=60)
+    assert restore.returncode == 0, restore.stderr
+
+    owners = postgres.psql("SELECT DISTINCT tableowner FROM pg_tables WHERE schemaname = 'public'", database=target)
+    assert owners.split() == [writer]
+    trials = load_trials(postgres.url(target, reader, "reader-pw"), "lp-search")
+    assert len(trials) == 2
+    import optuna
+
+    study = optuna.load_study(study_name="lp-search", storage=postgres.url(target, writer, "writer-pw"))
+    study.optimize(lambda t: t.suggest_float("p", 1.0, 4.0), n_trials=1)  # workers carry on
+    assert len(load_trials(postgres.url(target, reader, "reader-pw"), "lp-search")) == 3
+
