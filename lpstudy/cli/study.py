@@ -1,0 +1,231 @@
+"""The study commands: create, worker, status, export, replicate.
+
+The storage is one URL from --storage, else $LPSTUDY_STORAGE, else sqlite:///storage/lpstudy.db
+(under the current directory); it is printed only with its password replaced by ***.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from lpstudy.cli import app
+from lpstudy.errors import UserError
+
+StorageOpt = Annotated[Optional[str], typer.Option(
+    "--storage", help="Study database URL: sqlite:///FILE, postgresql+psycopg://USER:PW@HOST/DB, "
+                      "journal:///FILE or grpc://HOST:PORT (default $LPSTUDY_STORAGE, else sqlite:///storage/lpstudy.db).")]
+StudyOpt = Annotated[str, typer.Option("--study", "-s", help="The study's name.")]
+HeartbeatOpt = Annotated[Optional[int], typer.Option(
+    help="Seconds between a running trial's heartbeats (SQL storages; default 10).", min=1)]
+GraceOpt = Annotated[Optional[int], typer.Option(
+    help="A running trial without heartbeat this long (s) is failed and retried (default 60).", min=1)]
+RetryOpt = Annotated[Optional[int], typer.Option(
+    help="How often a failed trial (dead or interrupted worker) is retried with its parameters (default 2).", min=0)]
+
+
+def _quiet_optuna() -> None:
+    import warnings
+
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    warnings.filterwarnings("ignore", category=FutureWarning, module="optuna")
+
+
+def _say(message: str) -> None:
+    from lpstudy.progress import stderr_console
+
+    stderr_console.print(message, highlight=False, soft_wrap=True)
+
+
+def _assignments(pairs: list[str] | None, flag: str) -> dict[str, str]:
+    out = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"{flag} takes FIELD=VALUE, got {pair!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+@app.command()
+def create(
+    study: StudyOpt,
+    config: Annotated[Optional[Path], typer.Option("--config", "-c", help="A study YAML (preset, space, sampler, ...).")] = None,
+    preset: Annotated[Optional[str], typer.Option(help="paper, cpu or smoke (default: the YAML's, else cpu).")] = None,
+    p: Annotated[Optional[str], typer.Option("--p", help="p: a value, LOW:HIGH, LOW:HIGH,inf or A,B,C (default 1:4).")] = None,
+    lr: Annotated[Optional[str], typer.Option(help="Learning rate: a value, LOW:HIGH (log scale) or A,B (default 1e-4:1e-2).")] = None,
+    gain_init: Annotated[Optional[str], typer.Option(help="Initial gain: a value, LOW:HIGH (log scale) or A,B (default 2:64).")] = None,
+    fold: Annotated[Optional[str], typer.Option(help="Validation fold (or A,B,C to search over folds).")] = None,
+    folds: Annotated[Optional[int], typer.Option(help="Number of folds K.")] = None,
+    seed: Annotated[Optional[str], typer.Option(help="Training seed (or A,B,C).")] = None,
+    search: Annotated[Optional[list[str]], typer.Option("--search", help="Search any field: --search n_layer=2,4 or --search dropout=0:0.3 (repeatable).")] = None,
+    set_: Annotated[Optional[list[str]], typer.Option("--set", help="Fix any field: --set max_steps=500 (repeatable).")] = None,
+    sampler: Annotated[Optional[str], typer.Option(help="tpe (default), random or grid.")] = None,
+    pruner: Annotated[Optional[str], typer.Option(help="median (default), hyperband or none.")] = None,
+    loss_threshold: Annotated[Optional[float], typer.Option(help="Record the first step each run reaches this validation loss.")] = None,
+    n_trials: Annotated[Optional[int], typer.Option("--n-trials", help="A target: workers stop once the study has this many finished trials.", min=1)] = None,
+    n_startup_trials: Annotated[Optional[int], typer.Option(help="TPE's random trials before it models the space (default 10).", min=0)] = None,
+    sampler_seed: Annotated[Optional[int], typer.Option(help="Seed of the sampler.")] = None,
+    heartbeat_interval: HeartbeatOpt = None,
+    grace_period: GraceOpt = None,
+    max_retry: RetryOpt = None,
+    storage: StorageOpt = None,
+) -> None:
+    """Create a study: its search space, sampler and pruner (run again with the same spec: no change)."""
+    _quiet_optuna()
+    from lpstudy.optuna_storage import open_storage
+    from lpstudy.study import build_spec, create_study, enqueue_missing_cells, read_study_file
+
+    file_data = read_study_file(config) if config is not None else {}
+    entries: dict = {}
+    entries.update(_assignments(set_, "--set"))
+    entries.update(_assignments(search, "--search"))
+    for name, value in (("p", p), ("lr", lr), ("gain_init", gain_init), ("fold", fold), ("folds", folds),
+                        ("seed", seed)):
+        if value is not None:
+            entries[name] = value
+    options = {"preset": preset, "sampler": sampler, "pruner": pruner, "loss_threshold": loss_threshold,
+               "n_trials": n_trials, "n_startup_trials": n_startup_trials, "sampler_seed": sampler_seed,
+               "heartbeat_interval": heartbeat_interval, "grace_period": grace_period, "max_retry": max_retry}
+    spec = build_spec(file_data, entries, options)
+    store = open_storage(storage, create_tables=True)
+    created_study, created = create_study(store, study, spec)
+    enqueued = enqueue_missing_cells(created_study, spec) if spec.is_grid else 0
+    verb = "created" if created else "exists already, unchanged:"
+    _say(f"study {study!r} {verb} in {store.display_url} · {spec.describe()}")
+    _say(f"space: {spec.space.describe()}")
+    if spec.is_grid:
+        _say(f"grid: {enqueued} cell(s) enqueued")
+    _say(f"start workers: lpstudy worker --study {study}" + ("" if storage is None else " --storage URL"))
+
+
+@app.command()
+def worker(
+    study: StudyOpt,
+    devices: Annotated[str, typer.Option(help="auto (every visible GPU, else one CPU worker), cpu, or a list: cuda:0,cuda:1 (one process each).")] = "auto",
+    n_trials: Annotated[Optional[int], typer.Option("--n-trials", help="Run this many trials (shared among the processes), then stop.", min=1)] = None,
+    timeout: Annotated[Optional[float], typer.Option(help="Start no trial after this many seconds.", min=0)] = None,
+    data: Annotated[Optional[str], typer.Option(help="Text file to train on (else $LPSTUDY_DATA, the cache, or a download).")] = None,
+    no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bars, only a line per trial.")] = False,
+    heartbeat_interval: HeartbeatOpt = None,
+    grace_period: GraceOpt = None,
+    max_retry: RetryOpt = None,
+    storage: StorageOpt = None,
+) -> int:
+    """Take trials from a study and train them (run as many workers as you like, anywhere)."""
+    _quiet_optuna()
+    from lpstudy.optuna_storage import open_storage
+    from lpstudy.study import load_spec
+    from lpstudy.worker import WorkerOptions, resolve_devices, run_worker, spawn_workers
+
+    options = WorkerOptions(study=study, storage=storage, n_trials=n_trials, timeout=timeout, data=data,
+                            show_progress=not no_progress, heartbeat_interval=heartbeat_interval,
+                            grace_period=grace_period, max_retry=max_retry)
+    device_list = resolve_devices(devices)
+    if len(device_list) > 1:
+        load_spec(open_storage(storage), study)  # one clear line now rather than one per process
+        return spawn_workers(options, device_list, say=_say)
+    options.device = device_list[0]
+    report = run_worker(options)
+    if report.exit_code:
+        raise UserError(f"worker stopped: {report.reason}")
+    return 0
+
+
+@app.command()
+def status(
+    study: StudyOpt,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the status as one JSON object.")] = False,
+    storage: StorageOpt = None,
+) -> None:
+    """Trials by state, the best trial, who runs what, the time left (and the replicate table)."""
+    from lpstudy.status import render_status, study_status
+    from lpstudy.storage import storage_url
+
+    result = study_status(storage_url(storage), study)
+    if as_json:
+        sys.stdout.write(json.dumps(result) + "\n")
+    else:
+        render_status(result)
+
+
+@app.command()
+def export(
+    study: StudyOpt,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write here (atomically) instead of stdout.")] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="yaml or json.")] = "yaml",
+    top: Annotated[int, typer.Option("--top", help="The best K trials instead of the best one.", min=1)] = 1,
+    storage: StorageOpt = None,
+) -> None:
+    """The best trial (or the top K) as a run file for `lpstudy train --config`."""
+    _quiet_optuna()
+    from lpstudy.export import export_text, train_command, write_export
+    from lpstudy.storage import storage_url
+
+    text = export_text(storage_url(storage), study, top_k=top, fmt=fmt)
+    if output is None:
+        sys.stdout.write(text)
+        return
+    write_export(output, text)
+    hint = f"; retrain: {train_command(str(output))}" if top == 1 else ""
+    _say(f"wrote {output}{hint}")
+
+
+@app.command()
+def replicate(
+    study: StudyOpt,
+    p: Annotated[str, typer.Option("--p", help="The p values, comma-separated ('inf' allowed).")] = "1,1.5,2,2.5,3,3.5,4",
+    folds: Annotated[int, typer.Option(help="K: every p runs on each of the K folds.", min=2)] = 10,
+    preset: Annotated[str, typer.Option(help="paper (default), cpu or smoke.")] = "paper",
+    lr: Annotated[Optional[float], typer.Option(help="Learning rate (default: the preset's).")] = None,
+    gain_init: Annotated[Optional[float], typer.Option(help="Initial gain (default log₂(L²−L)).")] = None,
+    seed: Annotated[Optional[int], typer.Option(help="Training seed (default 0).")] = None,
+    set_: Annotated[Optional[list[str]], typer.Option("--set", help="Fix any other field: --set max_steps=500 (repeatable).")] = None,
+    workers: Annotated[int, typer.Option(help="Also run this many local worker processes and wait for them.", min=0)] = 0,
+    devices: Annotated[str, typer.Option(help="With --workers: auto, cpu, or a list shared out round-robin.")] = "auto",
+    data: Annotated[Optional[str], typer.Option(help="With --workers: the text file to train on.")] = None,
+    no_progress: Annotated[bool, typer.Option("--no-progress", help="With --workers: no progress bars.")] = False,
+    heartbeat_interval: HeartbeatOpt = None,
+    grace_period: GraceOpt = None,
+    max_retry: RetryOpt = None,
+    storage: StorageOpt = None,
+) -> int:
+    """The paper's protocol: a grid of p values × K folds; create (or resume) it, and return."""
+    _quiet_optuna()
+    from lpstudy.replicate import replicate as run_replicate
+    from lpstudy.storage import redact, storage_url
+    from lpstudy.worker import WorkerOptions, resolve_devices, spawn_workers
+
+    fixed = _assignments(set_, "--set")
+    for name, value in (("lr", lr), ("gain_init", gain_init), ("seed", seed)):
+        if value is not None:
+            fixed[name] = value
+    p_values = [v.strip() for v in p.split(",") if v.strip()]
+    options = {"heartbeat_interval": heartbeat_interval, "grace_period": grace_period, "max_retry": max_retry}
+    url = storage_url(storage)
+    result = run_replicate(url, study, preset, p_values, folds, fixed, options)
+    verb = "created" if result.created else "resumed"
+    _say(f"replicate study {study!r} {verb} in {redact(url)}: {result.n_cells} cells "
+         f"({len(p_values)} p × {folds} folds) · {result.done} done · {result.running} running · "
+         f"{result.waiting} waiting ({result.enqueued} enqueued now)")
+    if workers == 0:
+        _say(f"start workers anywhere: lpstudy worker --study {study}; then: lpstudy status --study {study}")
+        return 0
+    available = resolve_devices(devices)
+    device_list = [available[i % len(available)] for i in range(workers)]
+    options_w = WorkerOptions(study=study, storage=url, data=data, show_progress=not no_progress,
+                              heartbeat_interval=heartbeat_interval, grace_period=grace_period,
+                              max_retry=max_retry)
+    code = spawn_workers(options_w, device_list, say=_say)
+    from lpstudy.status import render_status, study_status
+
+    render_status(study_status(url, study))
+    return code
+
