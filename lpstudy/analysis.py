@@ -137,7 +137,7 @@ def data_problem(trials: pd.DataFrame) -> str | None:
 
 def t_interval(values: Sequence[float] | pd.Series, confidence: float = 0.95) -> tuple[float, float, float]:
     """(mean, low, high): Student's t interval for the mean; low/high NaN with fewer than 2 values."""
-    from scipy import stats
+    from scipy.special import stdtrit  # scipy.special imports in a third of scipy.stats' time
 
     x = np.asarray(pd.Series(values, dtype="float64").dropna())
     if len(x) == 0:
@@ -145,17 +145,17 @@ def t_interval(values: Sequence[float] | pd.Series, confidence: float = 0.95) ->
     mean = float(x.mean())
     if len(x) < 2:
         return mean, math.nan, math.nan
-    half = float(stats.t.ppf(0.5 + confidence / 2, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
+    half = float(stdtrit(len(x) - 1, 0.5 + confidence / 2) * x.std(ddof=1) / math.sqrt(len(x)))
     return mean, mean - half, mean + half
 
 
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
     """Wilson's score interval for a proportion; (NaN, NaN) when n = 0."""
-    from scipy import stats
+    from scipy.special import ndtri
 
     if n <= 0:
         return math.nan, math.nan
-    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    z = float(ndtri(0.5 + confidence / 2))
     phat = successes / n
     denom = 1 + z * z / n
     centre = (phat + z * z / (2 * n)) / denom
@@ -209,7 +209,7 @@ def paired_comparison(trials: pd.DataFrame, reference_p: float = 2.0, confidence
     Pairs where either run diverged, or either side is missing, are left out (n_excluded counts the
     folds of p left out). Several completed runs of one (p, fold) are averaged. relative_diff is
     mean_diff / ref_mean_loss over the same pairs. Empty when the reference p has no run."""
-    from scipy import stats
+    from scipy.special import stdtr
 
     empty = pd.DataFrame({c: pd.Series(dtype="object" if c == "p_bin" else "float64") for c in PAIRED_COLUMNS})
     done = finished(trials)
@@ -235,7 +235,7 @@ def paired_comparison(trials: pd.DataFrame, reference_p: float = 2.0, confidence
         ref_mean = float(reference[both].mean()) if both.any() else math.nan
         if len(diff) > 1 and std > 0:
             t_stat = mean / (std / math.sqrt(len(diff)))
-            p_value = float(2 * stats.t.sf(abs(t_stat), len(diff) - 1))
+            p_value = float(2 * stdtr(len(diff) - 1, -abs(t_stat)))
         else:
             t_stat = p_value = math.nan
         rows.append({"p": float(p), "p_bin": format_p(float(p)), "n_pairs": int(both.sum()),
@@ -394,9 +394,11 @@ def curve_bands(curves: pd.DataFrame, trials: pd.DataFrame, column: str = "val_l
     if joined.empty:
         return pd.DataFrame(columns=columns)
     joined = joined.join(p_bins(joined["p"], bins))
-    out = (joined.groupby(["p_order", "p_bin", "step"], sort=True)[column]
-           .agg(median="median", q25=lambda s: s.quantile(0.25), q75=lambda s: s.quantile(0.75), n="size")
-           .reset_index())
+    grouped = joined.groupby(["p_order", "p_bin", "step"], sort=True)[column]
+    out = grouped.quantile([0.25, 0.5, 0.75]).unstack()
+    out.columns = ["q25", "median", "q75"]
+    out["n"] = grouped.size()
+    out = out.reset_index()
     centers = joined.groupby("p_bin")["p_center"].first()
     out["p_center"] = out["p_bin"].map(centers)
     return out[columns]

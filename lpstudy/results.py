@@ -36,7 +36,7 @@ WHO = ("host", "pid", "device", "worker", "version", "started_at", "seed", "pres
 TRIAL_COLUMNS: tuple[str, ...] = (
     "number", "trial_id", "state", "value", "p", "lr", "gain_init", "fold",
     *[name for name in SUMMARY_FIELDS if name != "device"],
-    *WHO, "device", "datetime_start", "datetime_complete", "duration_s",
+    *WHO, "datetime_start", "datetime_complete", "duration_s",
     "last_step", "last_val_loss", "n_evals",
 )
 CURVE_COLUMNS: tuple[str, ...] = ("trial_id", "trial_number", *METRIC_FIELDS)

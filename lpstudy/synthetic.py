@@ -161,7 +161,7 @@ def write_synthetic_study(storage_url: str, study_name: str = "lp-search", *, ki
     states: the newest trials RUNNING/WAITING and a few PRUNED/FAIL. all_diverged: every run diverges.
     """
     import optuna
-    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+    from optuna.distributions import CategoricalDistribution, FloatDistribution
     from optuna.trial import TrialState, create_trial
 
     from lpstudy.results import METRICS_ATTR_PREFIX
@@ -172,21 +172,27 @@ def write_synthetic_study(storage_url: str, study_name: str = "lp-search", *, ki
     runs = _runs(kind, n_trials, rng, p_values, folds, include_inf, states, all_diverged, diverge_scale)
     fold_offsets = rng.normal(0, 0.015, size=max(folds, 1))
     ln_v = uniform_guess_loss(VOCAB_SIZE)
+    encoded_p = ["inf" if math.isinf(p) else float(p) for p in p_values]
+    spec = {"version": 1, "kind": kind, "preset": preset, "folds": folds, "sampler": "tpe", "pruner": "median",
+            "loss_threshold": 2.0, "n_trials": None, "n_startup_trials": 10, "sampler_seed": None,
+            "heartbeat_interval": 10, "grace_period": 60, "max_retry": 2, "n_cells": None}
     if kind == "replicate":
-        spec = {"kind": "replicate", "preset": preset, "folds": folds,
-                "space": {"p": {"values": ["inf" if math.isinf(p) else p for p in p_values]}},
-                "sampler": "grid", "pruner": "none", "loss_threshold": 2.0,
-                "p_values": ["inf" if math.isinf(p) else p for p in p_values], "n_cells": len(runs)}
-        distributions = {"p": CategoricalDistribution(tuple(float(p) for p in p_values)),
-                         "fold": IntDistribution(0, max(folds - 1, 0))}
+        spec.update(sampler="grid", pruner="none", p_values=encoded_p, n_cells=len(runs), space={
+            "folds": {"type": "fixed", "value": folds},
+            "p": {"type": "choice", "choices": encoded_p},
+            "fold": {"type": "choice", "choices": list(range(folds))}})
+        distributions = {"p": CategoricalDistribution(tuple(encoded_p)),
+                         "fold": CategoricalDistribution(tuple(range(folds)))}
     else:
-        spec = {"kind": "search", "preset": preset, "folds": folds,
-                "space": {"p": {"low": 1.0, "high": 4.0, "include_inf": include_inf},
-                          "lr": {"low": 1e-4, "high": 3e-2, "log": True},
-                          "gain_init": {"low": 3.0, "high": 40.0, "log": True}},
-                "sampler": "tpe", "pruner": "median", "loss_threshold": 2.0}
-        distributions = {"lr": FloatDistribution(1e-4, 3e-2, log=True),
-                         "gain_init": FloatDistribution(3.0, 40.0, log=True)}
+        p_range = {"type": "range", "low": 1.0, "high": 4.0, "log": False}
+        if include_inf:
+            p_range["inf"] = True
+        spec["space"] = {"p": p_range,
+                         "lr": {"type": "range", "low": 1e-4, "high": 3e-2, "log": True},
+                         "gain_init": {"type": "range", "low": 3.0, "high": 40.0, "log": True}}
+        distributions = {"p": FloatDistribution(1.0, 4.0), "lr": FloatDistribution(1e-4, 3e-2, log=True),
+                         "gain_init": FloatDistribution(3.0, 40.0, log=True),
+                         "p_inf": CategoricalDistribution((False, True))}
     storage = optuna.storages.get_storage(storage_url) if "://" in storage_url and not storage_url.startswith("journal") \
         else _journal(storage_url)
     study = optuna.create_study(storage=storage, study_name=study_name, direction="minimize", load_if_exists=False)
@@ -202,14 +208,15 @@ def write_synthetic_study(storage_url: str, study_name: str = "lp-search", *, ki
     counts = {s: 0 for s in ("COMPLETE", "PRUNED", "FAIL", "RUNNING", "WAITING")}
     for i, run in enumerate(runs):
         counts[run.state] += 1
-        if kind == "replicate":
-            params, dists = {"p": run.p, "fold": run.fold}, distributions
-        else:  # a float p, and (when ∞ is in the space) a switch to ∞; the user attr p is the p trained
-            params = {"p": run.p if math.isfinite(run.p) else float(rng.uniform(1.0, 4.0)),
-                      "lr": run.lr, "gain_init": run.gain_init}
-            dists = {**distributions, "p": FloatDistribution(1.0, 4.0)}
+        if kind == "replicate":  # as lpstudy.space encodes choices: p = ∞ as the string "inf"
+            params = {"p": "inf" if math.isinf(run.p) else run.p, "fold": run.fold}
+        else:  # a range of p with ∞ adds p_inf; p itself is sampled only when p_inf is False
+            params = {"lr": run.lr, "gain_init": run.gain_init}
             if include_inf:
-                params["p_inf"], dists["p_inf"] = math.isinf(run.p), CategoricalDistribution((False, True))
+                params["p_inf"] = math.isinf(run.p)
+            if math.isfinite(run.p):
+                params["p"] = run.p
+        dists = {name: distributions[name] for name in params}
         if run.state == "WAITING":
             study.enqueue_trial(params)
             continue
@@ -218,13 +225,20 @@ def write_synthetic_study(storage_url: str, study_name: str = "lp-search", *, ki
         began = start + timedelta(seconds=40 * i)
         if run.state == "RUNNING":
             began = datetime.now() - timedelta(seconds=30 + 20 * i % 60)
-        user_attrs = {"p": run.p, "lr": run.lr, "gain_init": run.gain_init, "fold": run.fold, "folds": folds,
-                      "seed": run.seed, "preset": preset, "host": f"node{i % 3 + 1}", "pid": 1000 + i % 4,
-                      "device": "cuda:0" if i % 2 else "cpu", "worker": f"node{i % 3 + 1}:{1000 + i % 4}",
-                      "version": "0.1.0",
-                      "started_at": began.astimezone(timezone.utc).isoformat(timespec="seconds")}
+        host, pid, device = f"node{i % 3 + 1}", 1000 + i % 4, "cuda:0" if i % 2 else "cpu"
+        overrides = {"p": run.p, "lr": run.lr, "gain_init": run.gain_init, "fold": run.fold, "folds": folds,
+                     "seed": run.seed}
+        user_attrs = {**overrides, "preset": preset, "host": host, "pid": pid, "device": device,
+                      "worker": f"{host}/{pid}/{device}", "version": "0.1.0",
+                      "started_at": began.astimezone(timezone.utc).isoformat(timespec="seconds"),
+                      "max_steps": n_evals * EVAL_INTERVAL,
+                      "overrides": {**overrides, "p": "inf" if math.isinf(run.p) else run.p,
+                                    "max_steps": n_evals * EVAL_INTERVAL, "eval_interval": EVAL_INTERVAL}}
         if run.state in ("COMPLETE", "PRUNED"):
             user_attrs.update({k: summary[k] for k in SUMMARY_FIELDS})
+            user_attrs.update(pruned=run.state == "PRUNED", interrupted=False, error=None,
+                              finished_at=(began + timedelta(seconds=summary["wall_time_s"])).astimezone(
+                                  timezone.utc).isoformat(timespec="seconds"))
         value = None
         if run.state == "COMPLETE":
             value = ln_v if summary["diverged"] else summary["final_val_loss"]
