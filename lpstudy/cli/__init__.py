@@ -62,4 +62,4 @@ def _register_commands() -> None:
 
 
 # Command modules, in the order their commands are listed by --help.
-COMMAND_MODULES = ["train", "study", "proxy"]
+COMMAND_MODULES = ["train", "study", "proxy", "dashboard"]

@@ -1,0 +1,131 @@
+"""`lpstudy dashboard`, `lpstudy optuna-dashboard`, `lpstudy report`: look at a study without
+changing it.
+
+    lpstudy dashboard --storage sqlite:///storage/lpstudy.db [--port 8501] [--host 127.0.0.1]
+    lpstudy optuna-dashboard --storage ...                # Optuna's own dashboard, same data
+    lpstudy report --study lp-search -o report.html       # the same figures in one offline HTML file
+
+The storage URL reaches the Streamlit app through the environment ($LPSTUDY_STORAGE), never the
+command line of the server process, so a password does not show in `ps`.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from lpstudy.cli import app
+from lpstudy.errors import UserError
+from lpstudy.storage import DEFAULT_STORAGE, STORAGE_ENV, redact, storage_kind
+
+APP_DIR_ENV = "LPSTUDY_APP_DIR"
+# Where the Streamlit pages live: a source checkout (editable install) or the container image.
+APP_DIR_CANDIDATES = (Path(__file__).resolve().parents[2] / "app", Path("/opt/lpstudy/app"))
+
+StorageOption = Annotated[Optional[str], typer.Option(
+    help="Study database URL (default $LPSTUDY_STORAGE, else sqlite:///storage/lpstudy.db). "
+         "Use a read-only role on PostgreSQL.")]
+
+
+def dashboard_storage(storage: str | None) -> str:
+    """The URL to read: the option, $LPSTUDY_STORAGE, or the default file (never created here)."""
+    url = storage or os.environ.get(STORAGE_ENV) or DEFAULT_STORAGE
+    storage_kind(url)  # UserError for a URL that is not a storage
+    return url
+
+
+def app_home(app_dir: Path | None = None) -> Path:
+    """app/Home.py of the Streamlit dashboard; UserError when it cannot be found."""
+    candidates = [app_dir] if app_dir else [Path(p) for p in filter(None, [os.environ.get(APP_DIR_ENV)])]
+    candidates += [] if app_dir else list(APP_DIR_CANDIDATES)
+    for folder in candidates:
+        if (folder / "Home.py").is_file():
+            return folder / "Home.py"
+    raise UserError("cannot find the dashboard's pages (app/Home.py); run from a source checkout, or set "
+                    f"{APP_DIR_ENV} (or --app-dir) to the folder that holds Home.py and pages/")
+
+
+def check_port_free(host: str, port: int) -> None:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            raise UserError(f"cannot listen on {host}:{port} ({exc.strerror}); pick another --port") from None
+
+
+@app.command()
+def dashboard(
+    storage: StorageOption = None,
+    study: Annotated[Optional[str], typer.Option(help="The study to open first (any study can be chosen in the app).")] = None,
+    port: Annotated[int, typer.Option(help="Port to serve on.", min=1, max=65535)] = 8501,
+    host: Annotated[str, typer.Option(help="Address to listen on; 0.0.0.0 for every interface.")] = "127.0.0.1",
+    headless: Annotated[bool, typer.Option("--headless/--browser", help="Do not open a browser window.")] = False,
+    app_dir: Annotated[Optional[Path], typer.Option(help=f"Folder of Home.py and pages/ (default: found, or ${APP_DIR_ENV}).")] = None,
+) -> None:
+    """Open the study dashboard (Streamlit): the effect of p on convergence and stability, live."""
+    url = dashboard_storage(storage)
+    home = app_home(app_dir)
+    check_port_free(host, port)
+    env = dict(os.environ)
+    env[STORAGE_ENV] = url
+    env.setdefault("STREAMLIT_BROWSER_GATHER_USAGE_STATS", "false")
+    if study:
+        env["LPSTUDY_DASHBOARD_STUDY"] = study
+    argv = [sys.executable, "-m", "streamlit", "run", str(home),
+            "--server.port", str(port), "--server.address", host,
+            "--server.headless", "true" if headless else "false",
+            "--server.fileWatcherType", "none", "--server.runOnSave", "false",
+            "--browser.gatherUsageStats", "false", "--theme.base", "light",
+            "--client.toolbarMode", "minimal"]
+    print(f"lpstudy dashboard: {redact(url)} (read-only) at http://{_shown_host(host)}:{port}", flush=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execvpe(argv[0], argv, env)  # the server replaces this process: stopping it stops the server
+
+
+def _shown_host(host: str) -> str:
+    return "localhost" if host in ("0.0.0.0", "::", "", "127.0.0.1") else host
+
+
+@app.command("optuna-dashboard")
+def optuna_dashboard(
+    storage: StorageOption = None,
+    port: Annotated[int, typer.Option(help="Port to serve on.", min=1, max=65535)] = 8080,
+    host: Annotated[str, typer.Option(help="Address to listen on; 0.0.0.0 for every interface.")] = "127.0.0.1",
+) -> None:
+    """Serve Optuna's own dashboard on the same database, read-only where the database allows it
+    (SQLite opened with mode=ro, PostgreSQL in read-only transactions: its edit buttons fail)."""
+    url = dashboard_storage(storage)
+    check_port_free(host, port)
+    from lpstudy.results import open_storage
+
+    import optuna_dashboard as od
+
+    backend = open_storage(url)
+    print(f"lpstudy optuna-dashboard: {redact(url)} (read-only) at http://{_shown_host(host)}:{port}", flush=True)
+    try:
+        od.run_server(backend, host=host, port=port)
+    except KeyboardInterrupt:
+        pass
+
+
+@app.command()
+def report(
+    study: Annotated[str, typer.Option(help="The study to report on.")],
+    storage: StorageOption = None,
+    output: Annotated[Path, typer.Option("--output", "-o", help="The HTML file to write.")] = Path("report.html"),
+    threshold: Annotated[Optional[float], typer.Option(help="Loss threshold for 'steps to reach' (default: the study's).")] = None,
+    bins: Annotated[Optional[int], typer.Option(help="Number of p bins (default: exact values for a grid, else 8).", min=1)] = None,
+) -> None:
+    """Write the dashboard's figures for one study into one HTML file that works offline."""
+    from lpstudy.report import write_report
+
+    url = dashboard_storage(storage)
+    written = write_report(url, study, output, threshold=threshold, bins=bins)
+    print(f"lpstudy report: {study} → {written} ({written.stat().st_size / 1e6:.1f} MB, opens offline)")
