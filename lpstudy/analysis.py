@@ -269,27 +269,43 @@ def with_lr_bins(trials: pd.DataFrame, n_bins: int = 6) -> pd.DataFrame:
     return out
 
 
-MAP_COLUMNS = ("p_bin", "p_order", "lr_bin", "lr_order", "n", "n_diverged", "divergence_rate", "mean_loss")
+MAP_COLUMNS = ("p_bin", "p_order", "y_bin", "y_order", "n", "n_diverged", "divergence_rate", "mean_loss")
 
 
-def p_lr_map(trials: pd.DataFrame, p_bin_count: int | Sequence[float] | None = DEFAULT_P_BINS,
-             lr_bin_count: int = 6) -> pd.DataFrame:
-    """The p × learning-rate map: one row per occupied cell with the mean final validation loss
-    (non-diverged runs), the number of completed runs and the divergence rate."""
+def map_axis(trials: pd.DataFrame) -> str | None:
+    """What a p × … map is best drawn against: the learning rate where it varies, else the fold
+    (a replicate grid), else None."""
+    done = trials[trials["state"] == "COMPLETE"]
+    if done["lr"].nunique() > 1:
+        return "lr"
+    if done["fold"].nunique() > 1:
+        return "fold"
+    return None
+
+
+def p_map(trials: pd.DataFrame, p_bin_count: int | Sequence[float] | None = DEFAULT_P_BINS,
+             lr_bin_count: int = 6, by: str = "lr") -> pd.DataFrame:
+    """The p × learning-rate map (by="lr"; learning rates in log-spaced bins) or the p × fold map
+    (by="fold"): one row per occupied cell (y_bin, y_order: the lr bin or the fold) with the mean
+    final validation loss (non-diverged runs), the number of completed runs and the divergence rate."""
     done = finished(trials)
-    done = done[done["p"].notna() & done["lr"].notna()]
+    done = done[done["p"].notna() & done[by].notna()]
     if done.empty:
-        return pd.DataFrame({c: pd.Series(dtype="object" if c in ("p_bin", "lr_bin") else "float64")
+        return pd.DataFrame({c: pd.Series(dtype="object" if c in ("p_bin", "y_bin") else "float64")
                              for c in MAP_COLUMNS})
-    cells = with_lr_bins(done.join(p_bins(done["p"], p_bin_count)), lr_bin_count)
-    out = (cells.groupby(["p_order", "p_bin", "lr_order", "lr_bin"], sort=True)
+    cells = done.join(p_bins(done["p"], p_bin_count))
+    if by == "lr":
+        cells = with_lr_bins(cells, lr_bin_count).rename(columns={"lr_bin": "y_bin", "lr_order": "y_order"})
+    else:
+        cells = cells.assign(y_bin=cells[by].map(lambda v: f"{v:g}"), y_order=cells[by].astype("float64"))
+    out = (cells.groupby(["p_order", "p_bin", "y_order", "y_bin"], sort=True)
            .agg(n=("state", "size"), n_diverged=("diverged", "sum"), mean_loss=("loss", "mean"))
            .reset_index())
     out["divergence_rate"] = out["n_diverged"] / out["n"]
     return out[list(MAP_COLUMNS)]
 
 
-def param_importance(trials: pd.DataFrame, params: Sequence[str] = ("p", "lr", "gain_init"),
+def param_importance(trials: pd.DataFrame, params: Sequence[str] = ("p", "lr", "gain_init", "fold"),
                      seed: int = 0) -> pd.Series:
     """How much of the variation of the trial value each searched parameter explains (Optuna's
     PED-ANOVA evaluator, which needs no extra dependencies), over COMPLETE trials with diverged runs

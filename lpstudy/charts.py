@@ -50,6 +50,9 @@ def _p_text(p: pd.Series) -> list[str]:
 
 
 def _lr_colour(lr: pd.Series) -> dict:
+    """Marker colours on a log scale of the learning rate; one colour when it does not vary."""
+    if lr.isna().any() or lr.nunique() < 2:
+        return {"color": "#1f77b4"}
     return {"color": np.log10(lr.astype("float64")), "colorscale": LR_SCALE, "showscale": True,
             "colorbar": {"title": {"text": "lr"}, "tickprefix": "1e", "len": 0.8}}
 
@@ -95,7 +98,7 @@ def loss_vs_p(trials: pd.DataFrame) -> go.Figure:
              "<br>gain₀ %{customdata[3]:.3g}<br>loss %{y:.4f}<extra></extra>")
     custom = np.column_stack([done["number"], _p_text(done["p"]), done["lr"], done["gain_init"]])
     if ok.any():
-        colour = _lr_colour(done.loc[ok, "lr"]) if done.loc[ok, "lr"].notna().all() else {"color": "#1f77b4"}
+        colour = _lr_colour(done.loc[ok, "lr"])
         fig.add_scatter(x=x[ok], y=done.loc[ok, "loss"], mode="markers", name="completed",
                         marker={"size": 7, "opacity": 0.8, **colour}, customdata=custom[ok.to_numpy()],
                         hovertemplate=hover)
@@ -131,32 +134,39 @@ def mean_loss_per_p(summary: pd.DataFrame) -> go.Figure:
     return fig
 
 
-def _heatmap(cells: pd.DataFrame, value: str, title: str, colour_title: str, scale: str, zmin=None, zmax=None
-             ) -> go.Figure:
-    fig = _figure(title, "p", "learning rate")
+MAP_TITLES = {"lr": ("learning rate", "learning rate"), "fold": ("fold", "fold")}
+
+
+def _heatmap(cells: pd.DataFrame, value: str, title: str, colour_title: str, scale: str, by: str,
+             zmin=None, zmax=None) -> go.Figure:
+    y_name = MAP_TITLES.get(by, (by, by))[0]
+    fig = _figure(f"{title} over p × {y_name}", "p", y_name)
     cells = cells.dropna(subset=[value]) if value in cells else cells.iloc[0:0]
     if cells.empty:
         return _empty(fig, "no completed trial yet")
     x_labels = cells.sort_values("p_order")["p_bin"].drop_duplicates().tolist()
-    y_labels = cells.sort_values("lr_order")["lr_bin"].drop_duplicates().tolist()
-    grid = cells.pivot_table(index="lr_bin", columns="p_bin", values=value, aggfunc="first").reindex(
+    y_labels = cells.sort_values("y_order")["y_bin"].drop_duplicates().tolist()
+    grid = cells.pivot_table(index="y_bin", columns="p_bin", values=value, aggfunc="first").reindex(
         index=y_labels, columns=x_labels)
-    counts = cells.pivot_table(index="lr_bin", columns="p_bin", values="n", aggfunc="first").reindex(
+    counts = cells.pivot_table(index="y_bin", columns="p_bin", values="n", aggfunc="first").reindex(
         index=y_labels, columns=x_labels)
     fig.add_heatmap(z=grid.to_numpy(), x=x_labels, y=y_labels, colorscale=scale, zmin=zmin, zmax=zmax,
                     colorbar={"title": {"text": colour_title}}, customdata=counts.to_numpy(),
-                    hovertemplate="p %{x}<br>lr %{y}<br>" + colour_title + " %{z:.3f}<br>runs %{customdata}<extra></extra>")
+                    hovertemplate="p %{x}<br>" + y_name + " %{y}<br>" + colour_title
+                                  + " %{z:.3f}<br>runs %{customdata}<extra></extra>")
     fig.update_xaxes(type="category")
     fig.update_yaxes(type="category")
     return fig
 
 
-def p_lr_loss_map(cells: pd.DataFrame) -> go.Figure:
-    return _heatmap(cells, "mean_loss", "Validation loss over p × learning rate", "loss", "Viridis_r")
+def loss_map(cells: pd.DataFrame, by: str = "lr") -> go.Figure:
+    """Mean final validation loss per cell of p × learning rate (or p × fold for a grid)."""
+    return _heatmap(cells, "mean_loss", "Validation loss", "loss", "Viridis_r", by)
 
 
-def p_lr_divergence_map(cells: pd.DataFrame) -> go.Figure:
-    return _heatmap(cells, "divergence_rate", "Divergence rate over p × learning rate", "diverged", "Reds", 0, 1)
+def divergence_map(cells: pd.DataFrame, by: str = "lr") -> go.Figure:
+    """Share of diverged runs per cell of p × learning rate (or p × fold for a grid)."""
+    return _heatmap(cells, "divergence_rate", "Divergence rate", "diverged", "Reds", by, 0, 1)
 
 
 def importance_chart(importance: pd.Series) -> go.Figure:
@@ -227,6 +237,11 @@ def loss_curves(curves: pd.DataFrame, trials: pd.DataFrame, column: str = "val_l
         fig.add_scatter(x=xs, y=ys, mode="lines", line={"width": 1, "color": _colour_at(centre, low, high)},
                         opacity=0.6, text=texts, hovertemplate="%{text}<br>step %{x}<br>loss %{y:.4f}<extra></extra>",
                         showlegend=False, connectgaps=False)
+    # Diverged runs leave through the top instead of squashing every other curve.
+    first = joined.sort_values("step").groupby("trial_number")[column].first()
+    top = float(first.quantile(0.95)) if len(first) else float(joined[column].max())
+    bottom = float(joined[column].min())
+    fig.update_yaxes(range=[bottom - 0.03 * (top - bottom), top + 0.05 * (top - bottom)])
     ticks = A.p_ticks(joined["p"])
     colourbar = {"title": {"text": "p"}, "len": 0.8}
     if ticks is not None:
@@ -270,7 +285,7 @@ def steps_to_threshold_chart(convergence: pd.DataFrame, threshold: float) -> go.
     x = A.p_positions(rows["p"])
     reached = rows["reached"].astype(bool)
     if reached.any():
-        colour = _lr_colour(rows.loc[reached, "lr"]) if rows.loc[reached, "lr"].notna().all() else {}
+        colour = _lr_colour(rows.loc[reached, "lr"])
         fig.add_scatter(x=x[reached], y=rows.loc[reached, "steps_to_threshold"], mode="markers", name="reached",
                         marker={"size": 7, "opacity": 0.8, **colour},
                         customdata=rows.loc[reached, "trial_number"],
@@ -286,12 +301,11 @@ def steps_to_threshold_chart(convergence: pd.DataFrame, threshold: float) -> go.
 
 
 def auc_chart(convergence: pd.DataFrame) -> go.Figure:
-    fig = _figure("Area under the validation curve against p (mean loss over training)", "p",
-                  "area / steps")
+    fig = _figure("Area under the validation curve against p", "p", "mean loss over training (area / steps)")
     rows = convergence[convergence["p"].notna() & convergence["auc"].notna() & ~convergence["diverged"].astype(bool)]
     if rows.empty:
         return _empty(fig, "no completed trial without divergence yet")
-    colour = _lr_colour(rows["lr"]) if rows["lr"].notna().all() else {}
+    colour = _lr_colour(rows["lr"])
     fig.add_scatter(x=A.p_positions(rows["p"]), y=rows["auc"], mode="markers", marker={"size": 7, "opacity": 0.8, **colour},
                     customdata=rows["trial_number"], hovertemplate="trial %{customdata}<br>area %{y:.4f}<extra></extra>",
                     showlegend=False)

@@ -37,7 +37,8 @@ def report_sections(data: StudyData, threshold: float | None = None, bins: int |
     if trials.empty:
         return [("Overview", overview)]
     summary = A.per_p_summary(trials, bins)
-    effect = [C.loss_vs_p(trials), C.mean_loss_per_p(summary), C.p_lr_loss_map(A.p_lr_map(trials, bins)),
+    by = A.map_axis(trials) or "lr"
+    effect = [C.loss_vs_p(trials), C.mean_loss_per_p(summary), C.loss_map(A.p_map(trials, bins, by=by), by),
               C.importance_chart(A.param_importance(trials))]
     if data.info.kind == "replicate" or trials["fold"].nunique() > 1:
         paired = A.paired_comparison(trials)
@@ -47,9 +48,10 @@ def report_sections(data: StudyData, threshold: float | None = None, bins: int |
     convergence = [C.loss_curves(curves, trials, "val_loss"), C.loss_curves(curves, trials, "train_loss"),
                    C.median_curves(A.curve_bands(curves, trials, "val_loss", bins)),
                    C.steps_to_threshold_chart(convergence_rows, threshold), C.auc_chart(convergence_rows)]
-    stability = [C.divergence_rate_chart(A.divergence_rates(trials, bins)), C.p_lr_divergence_map(A.p_lr_map(trials, bins)),
+    stability = [C.divergence_rate_chart(A.divergence_rates(trials, bins)), C.divergence_map(A.p_map(trials, bins, by=by), by),
                  C.max_grad_norm_chart(A.max_grad_norms(curves, trials)),
-                 C.gain_chart(A.curve_bands(curves, trials, "gain_mean", bins, include_diverged=True)),
+                 C.gain_chart(A.curve_bands(curves, trials, "gain_mean", bins,
+                                         include_diverged=A.successful(trials).empty)),
                  C.spread_chart(trials, bins)]
     return [("Overview", overview), ("Effect of p", effect), ("Convergence", convergence), ("Stability", stability)]
 

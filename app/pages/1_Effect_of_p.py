@@ -24,7 +24,8 @@ with right:
 
 left, right = st.columns(2)
 with left:
-    chart(C.p_lr_loss_map(A.p_lr_map(trials, bins if bins is not None else None)), key="p_lr_map")
+    by = A.map_axis(trials) or "lr"  # p × learning rate; p × fold for a grid at one learning rate
+    chart(C.loss_map(A.p_map(trials, bins, by=by), by), key="loss_map")
 with right:
     done = tuple(trials.loc[trials["state"] == "COMPLETE", "number"])
     chart(C.importance_chart(cached_importance(storage, study.name, done)), key="importance")

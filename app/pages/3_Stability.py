@@ -18,13 +18,15 @@ left, right = st.columns(2)
 with left:
     chart(C.divergence_rate_chart(A.divergence_rates(trials, bins)), key="divergence_rate")
 with right:
-    chart(C.p_lr_divergence_map(A.p_lr_map(trials, bins)), key="divergence_map")
+    by = A.map_axis(trials) or "lr"
+    chart(C.divergence_map(A.p_map(trials, bins, by=by), by), key="divergence_map")
 
 left, right = st.columns(2)
 with left:
     chart(C.max_grad_norm_chart(A.max_grad_norms(curves, trials)), key="grad_norm")
 with right:
-    chart(C.gain_chart(A.curve_bands(curves, trials, "gain_mean", bins, include_diverged=True)), key="gain")
+    chart(C.gain_chart(A.curve_bands(curves, trials, "gain_mean", bins,
+                                         include_diverged=A.successful(trials).empty)), key="gain")
 
 chart(C.spread_chart(trials, bins), key="spread")
 spread = A.replicate_spread(trials, bins)
