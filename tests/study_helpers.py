@@ -1,0 +1,90 @@
+"""Helpers for the study tests: run `python -m lpstudy ...` as a user would, start worker processes,
+and read a study's trials and metrics back."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# A run that takes about a second on one core: the smoke model, 30 steps, 3 evaluations after step 0.
+TINY = ["--set", "max_steps=30", "--set", "eval_interval=10", "--set", "eval_iters=2"]
+TINY_EVALS = 4  # steps 0, 10, 20, 30
+
+
+def lp_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["OMP_NUM_THREADS"] = "1"  # two cores, several workers; also keeps runs bit-for-bit repeatable
+    env.setdefault("PYTHONPATH", str(ROOT))
+    env.update(extra)
+    return env
+
+
+def lpstudy(*args: str, env: dict | None = None, timeout: float = 180, cwd: str | Path | None = None
+            ) -> subprocess.CompletedProcess:
+    """Run the command line in a fresh process and wait for it."""
+    return subprocess.run([sys.executable, "-m", "lpstudy", *args], capture_output=True, text=True,
+                          env=env or lp_env(), timeout=timeout, cwd=cwd)
+
+
+def start_worker(study: str, storage: str, *extra: str, env: dict | None = None, log: Path | None = None
+                 ) -> subprocess.Popen:
+    """A worker process on the CPU; its output goes to `log` (or is dropped)."""
+    out = open(log, "w") if log else subprocess.DEVNULL
+    return subprocess.Popen([sys.executable, "-m", "lpstudy", "worker", "--study", study, "--storage", storage,
+                             "--devices", "cpu", "--no-progress", *extra],
+                            stdout=out, stderr=subprocess.STDOUT, env=env or lp_env())
+
+
+def wait_all(procs: list[subprocess.Popen], timeout: float = 240) -> list[int]:
+    deadline = time.monotonic() + timeout
+    codes = []
+    for proc in procs:
+        try:
+            codes.append(proc.wait(timeout=max(1.0, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            for p in procs:
+                p.kill()
+            raise
+    return codes
+
+
+def open_study(storage: str, name: str):
+    """(optuna.Study, StudySpec) of a study."""
+    import warnings
+
+    import optuna
+
+    from lpstudy.optuna_storage import open_storage
+    from lpstudy.study import load_study
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    return load_study(open_storage(storage), name)
+
+
+def trials_of(storage: str, name: str):
+    study, _ = open_study(storage, name)
+    return study.get_trials(deepcopy=False)
+
+
+def metrics_steps(storage: str, name: str) -> dict[int, list[int]]:
+    """trial_id -> the steps stored in the metrics table."""
+    from lpstudy.storage import make_engine, read_metrics
+
+    frame = read_metrics(make_engine(storage), name)
+    return {int(tid): sorted(int(s) for s in group["step"]) for tid, group in frame.groupby("trial_id")}
+
+
+def wait_for(predicate, timeout: float = 60, every: float = 0.2, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError(f"timed out waiting for {what}")

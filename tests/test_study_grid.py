@@ -1,0 +1,74 @@
+"""A grid (the paper's protocol) pulled by several worker processes runs each cell exactly once, on
+PostgreSQL and on SQLite, with a metrics row for every evaluation; `replicate` run twice resumes."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import pytest
+from optuna.trial import TrialState
+
+from tests.study_helpers import TINY, TINY_EVALS, lpstudy, metrics_steps, start_worker, trials_of, wait_all
+
+P_VALUES = "1,2,3"  # × 4 folds = 12 cells
+
+
+def _replicate(storage: str, study: str, *extra: str):
+    return lpstudy("replicate", "--study", study, "--storage", storage, "--preset", "smoke", "--p", P_VALUES,
+                   "--folds", "4", *TINY, *extra)
+
+
+def _check_grid_complete(storage: str, study: str, n_cells: int = 12) -> None:
+    trials = trials_of(storage, study)
+    complete = [t for t in trials if t.state == TrialState.COMPLETE]
+    assert len(complete) == n_cells, Counter(t.state.name for t in trials)
+    assert not [t for t in trials if t.state in (TrialState.RUNNING, TrialState.WAITING)]
+    cells = Counter((t.user_attrs["p"], t.user_attrs["fold"]) for t in complete)
+    assert set(cells.values()) == {1}, "some cell ran twice"
+    assert set(cells) == {(p, f) for p in (1.0, 2.0, 3.0) for f in range(4)}
+    for t in complete:
+        assert t.params["p"] == t.user_attrs["p"] and t.params["fold"] == t.user_attrs["fold"]
+        assert math.isfinite(t.value) and t.value == pytest.approx(t.user_attrs["final_val_loss"])
+        assert sorted(t.intermediate_values) == [0, 10, 20, 30]
+    steps = metrics_steps(storage, study)
+    for t in complete:
+        assert steps.get(t._trial_id) == [0, 10, 20, 30][:TINY_EVALS], f"trial {t.number} lacks metrics rows"
+
+
+@pytest.mark.postgres
+def test_four_workers_on_postgres_run_each_cell_once(pg_url, tmp_path):
+    done = _replicate(pg_url, "grid")
+    assert done.returncode == 0, done.stderr
+    assert "12 cells" in done.stderr
+    assert "postgres@" in done.stderr  # the URL is shown (without a password: there is none here)
+    workers = [start_worker("grid", pg_url, log=tmp_path / f"w{i}.log") for i in range(4)]
+    codes = wait_all(workers)
+    logs = [(tmp_path / f"w{i}.log").read_text() for i in range(4)]
+    assert codes == [0, 0, 0, 0], logs
+    assert all("no grid cell left" in log for log in logs), logs
+    _check_grid_complete(pg_url, "grid")
+    # every worker took part (4 processes, 12 cells): the cells were shared, not run by one
+    hosts = Counter(t.user_attrs["pid"] for t in trials_of(pg_url, "grid"))
+    assert len(hosts) >= 2
+
+
+def test_two_workers_on_sqlite_run_each_cell_once_and_replicate_resumes(sqlite_url, tmp_path):
+    done = _replicate(sqlite_url, "grid")
+    assert done.returncode == 0, done.stderr
+    again = _replicate(sqlite_url, "grid")  # resumes: nothing enqueued twice
+    assert again.returncode == 0, again.stderr
+    assert "resumed" in again.stderr and "0 enqueued now" in again.stderr
+    assert len(trials_of(sqlite_url, "grid")) == 12
+    workers = [start_worker("grid", sqlite_url, log=tmp_path / f"w{i}.log") for i in range(2)]
+    codes = wait_all(workers)
+    assert codes == [0, 0], [(tmp_path / f"w{i}.log").read_text() for i in range(2)]
+    _check_grid_complete(sqlite_url, "grid")
+    # a third run finds every cell done and enqueues nothing
+    third = _replicate(sqlite_url, "grid")
+    assert "12 done" in third.stderr and "0 enqueued now" in third.stderr
+    assert len(trials_of(sqlite_url, "grid")) == 12
+    # a different protocol under the same name is refused, not merged
+    other = lpstudy("replicate", "--study", "grid", "--storage", sqlite_url, "--preset", "smoke", "--p", "1,4",
+                    "--folds", "4", *TINY)
+    assert other.returncode == 2 and "another spec" in other.stderr
