@@ -124,7 +124,7 @@ class _LpNormalize(torch.autograd.Function):
         n_clamped = n.clamp_min(eps)
         y = u * (m / n_clamped)
         unclamped = n > eps
-        c = torch.where(unclamped, m / n.masked_fill(~unclamped, 1.0), 0.0).pow(p - 1.0)
+        c = torch.where(unclamped, (m / n.masked_fill(~unclamped, 1.0)).pow(p - 1.0), 0.0)
         ctx.save_for_backward(y, g, n_clamped, c)
         ctx.in_dtype = x.dtype
         return y.to(x.dtype)
