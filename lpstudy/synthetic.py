@@ -152,13 +152,14 @@ def write_synthetic_study(storage_url: str, study_name: str = "lp-search", *, ki
                           p_values: Sequence[float] = PAPER_P_VALUES, folds: int = 5,
                           include_inf: bool = True, states: bool = True, all_diverged: bool = False,
                           diverge_scale: float = 1.0, metrics: str = "table",
-                          preset: str = "smoke") -> SyntheticStudy:
+                          preset: str = "smoke", now: datetime | None = None) -> SyntheticStudy:
     """Write a seeded synthetic study into storage_url (created if absent) and return what it holds.
 
     kind: "search" (n_trials trials sampling p, lr, gain_init) or "replicate" (p_values × folds,
     params p and fold). metrics: "table" (the metrics table, as SQL storages get it), "attrs"
     (`lpstudy_metrics:<step>` system attributes, as journal/gRPC-fed studies get it) or "both".
     states: the newest trials RUNNING/WAITING and a few PRUNED/FAIL. all_diverged: every run diverges.
+    now: the clock the trials' times are relative to (default: now; fix it for identical studies).
     """
     import optuna
     from optuna.distributions import CategoricalDistribution, FloatDistribution
@@ -204,7 +205,8 @@ def write_synthetic_study(storage_url: str, study_name: str = "lp-search", *, ki
     if engine is not None:
         ensure_metrics_table(engine)
     study_id = study._study_id
-    start = datetime.now() - timedelta(hours=2)
+    now = now or datetime.now()
+    start = now - timedelta(hours=2)
     counts = {s: 0 for s in ("COMPLETE", "PRUNED", "FAIL", "RUNNING", "WAITING")}
     for i, run in enumerate(runs):
         counts[run.state] += 1
@@ -224,7 +226,7 @@ def write_synthetic_study(storage_url: str, study_name: str = "lp-search", *, ki
         records, summary = _curve(run, n_evals, float(fold_offsets[run.fold % len(fold_offsets)]), rng, stop_at)
         began = start + timedelta(seconds=40 * i)
         if run.state == "RUNNING":
-            began = datetime.now() - timedelta(seconds=30 + 20 * i % 60)
+            began = now - timedelta(seconds=30 + 20 * i % 60)
         host, pid, device = f"node{i % 3 + 1}", 1000 + i % 4, "cuda:0" if i % 2 else "cpu"
         overrides = {"p": run.p, "lr": run.lr, "gain_init": run.gain_init, "fold": run.fold, "folds": folds,
                      "seed": run.seed}

@@ -1,0 +1,275 @@
+"""The numbers behind the dashboard's charts, on hand-made frames: p groups (∞ apart), intervals,
+the per-p summary and the paired comparison to p = 2, steps to a threshold, area under the curve,
+divergence rates, and what a page says when there is nothing to chart."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from lpstudy import analysis as A
+
+T_975 = {2: 4.302652729911275, 3: 3.182446305284263, 4: 2.7764451051977987}  # Student's t, 97.5 %
+
+
+def trials_frame(rows: list[dict]) -> pd.DataFrame:
+    """A trials frame with the columns the analysis reads; unspecified values take defaults."""
+    defaults = {"state": "COMPLETE", "value": math.nan, "p": 2.0, "lr": 1e-3, "gain_init": 16.0, "fold": 0.0,
+                "diverged": False, "final_val_loss": math.nan, "started_at": None, "datetime_start": pd.NaT,
+                "device": "cpu", "host": "h", "worker": "h/1/cpu", "last_step": math.nan, "last_val_loss": math.nan,
+                "seed": 0.0}
+    frame = pd.DataFrame([{**defaults, "number": i, **row} for i, row in enumerate(rows)],
+                         columns=[*defaults, "number"] if not rows else None)
+    frame["diverged"] = frame["diverged"].astype(bool)
+    return frame
+
+
+def curves_frame(per_trial: dict[int, list[tuple[int, float]]]) -> pd.DataFrame:
+    rows = [{"trial_id": n + 1, "trial_number": n, "step": s, "val_loss": v, "train_loss": v - 0.01,
+             "grad_norm": 1.0, "grad_norm_max": 2.0 + n, "gain_mean": 16.0 + s / 100}
+            for n, points in per_trial.items() for s, v in points]
+    return pd.DataFrame(rows)
+
+
+# --- p groups -------------------------------------------------------------------------------
+
+def test_exact_p_values_are_their_own_groups_and_infinity_comes_last():
+    p = pd.Series([3.0, 1.0, math.inf, 2.0, 1.0])
+    groups = A.p_bins(p)
+    assert list(groups["p_bin"]) == ["3", "1", "∞", "2", "1"]
+    order = groups.sort_values("p_order")["p_bin"].drop_duplicates().tolist()
+    assert order == ["1", "2", "3", "∞"]
+
+
+def test_equal_width_bins_over_the_finite_range_with_infinity_apart():
+    p = pd.Series([1.0, 1.4, 2.6, 4.0, math.inf])
+    groups = A.p_bins(p, 3)  # edges 1, 2, 3, 4
+    assert list(groups["p_low"][:4]) == [1.0, 1.0, 2.0, 3.0]
+    assert list(groups["p_high"][:4]) == [2.0, 2.0, 3.0, 4.0]  # the largest value falls in the last bin
+    assert groups["p_bin"].iloc[4] == "∞" and math.isinf(groups["p_order"].iloc[4])
+    assert groups["p_center"].iloc[0] == pytest.approx(1.5)
+
+
+def test_infinity_is_drawn_right_of_the_largest_finite_p_and_labelled():
+    p = pd.Series([1.0, 4.0, math.inf])
+    where = A.inf_position(p)
+    assert where > 4.0
+    assert list(A.p_positions(p)) == [1.0, 4.0, where]
+    values, labels = A.p_ticks(p)
+    assert labels[-1] == "∞" and values[-1] == where
+    assert A.p_ticks(pd.Series([1.0, 2.0])) is None  # nothing to relabel without ∞
+    assert A.format_p(math.inf) == "∞" and A.format_p(2.5) == "2.5"
+
+
+def test_a_grid_keeps_its_values_and_a_search_is_binned():
+    assert A.default_p_bins(pd.Series([1, 1.5, 2, 2.5, 3, 3.5, 4, math.inf] * 10)) is None
+    assert A.default_p_bins(pd.Series(np.linspace(1, 4, 100))) == A.DEFAULT_P_BINS
+
+
+# --- intervals ------------------------------------------------------------------------------
+
+def test_t_interval_matches_the_textbook_formula():
+    values = [1.0, 2.0, 4.0]
+    mean, low, high = A.t_interval(values)
+    half = T_975[2] * np.std(values, ddof=1) / math.sqrt(3)
+    assert mean == pytest.approx(7 / 3)
+    assert (low, high) == (pytest.approx(mean - half), pytest.approx(mean + half))
+    assert math.isnan(A.t_interval([1.0])[1])  # one value: no interval
+
+
+def test_wilson_interval_is_inside_zero_one_even_at_the_edges():
+    low, high = A.wilson_interval(0, 10)
+    assert low == 0.0 and high == pytest.approx(0.2775, abs=1e-4)
+    low, high = A.wilson_interval(10, 10)
+    assert high == 1.0 and low == pytest.approx(0.7225, abs=1e-4)
+    assert all(math.isnan(v) for v in A.wilson_interval(0, 0))
+
+
+# --- effect of p ----------------------------------------------------------------------------
+
+def test_per_p_summary_averages_completed_runs_and_counts_diverged_apart():
+    trials = trials_frame([
+        {"p": 2.0, "value": 1.0}, {"p": 2.0, "value": 2.0}, {"p": 2.0, "value": 4.0},
+        {"p": 2.0, "value": math.log(65), "diverged": True},   # counted, never averaged
+        {"p": 3.0, "value": 1.5}, {"p": 3.0, "state": "PRUNED", "value": 3.0},  # pruned: not a result
+        {"p": math.inf, "value": 1.25},
+        {"p": 2.0, "state": "RUNNING"},
+    ])
+    summary = A.per_p_summary(trials)
+    assert list(summary["p_bin"]) == ["2", "3", "∞"]
+    two = summary.iloc[0]
+    assert (two["n"], two["n_ok"], two["n_diverged"]) == (4, 3, 1)
+    assert two["divergence_rate"] == pytest.approx(0.25)
+    assert two["mean"] == pytest.approx(7 / 3)
+    assert two["std"] == pytest.approx(np.std([1, 2, 4], ddof=1))
+    assert two["ci_high"] - two["mean"] == pytest.approx(T_975[2] * two["std"] / math.sqrt(3))
+    assert two["best"] == 1.0
+    three = summary.iloc[1]
+    assert (three["n"], three["mean"]) == (1, 1.5) and math.isnan(three["ci_low"])
+
+
+def test_paired_comparison_differences_each_fold_against_p_equal_2():
+    ref = [1.0, 1.1, 1.2, 1.3]
+    gain = [0.10, 0.12, 0.08, 0.10]
+    rows = [{"p": 2.0, "fold": f, "value": v} for f, v in enumerate(ref)]
+    rows += [{"p": 3.0, "fold": f, "value": v - g} for f, (v, g) in enumerate(zip(ref, gain))]
+    rows += [{"p": 4.0, "fold": 0, "value": 0.9}, {"p": 4.0, "fold": 1, "value": 4.17, "diverged": True},
+             {"p": 4.0, "fold": 2, "value": 1.1}]
+    paired = A.paired_comparison(trials_frame(rows), reference_p=2.0)
+    assert list(paired["p"]) == [3.0, 4.0]
+    three = paired.iloc[0]
+    diffs = -np.array(gain)
+    assert three["n_pairs"] == 4 and three["n_excluded"] == 0
+    assert three["mean_diff"] == pytest.approx(diffs.mean())
+    half = T_975[3] * diffs.std(ddof=1) / 2
+    assert (three["ci_low"], three["ci_high"]) == (pytest.approx(diffs.mean() - half), pytest.approx(diffs.mean() + half))
+    assert three["relative_diff"] == pytest.approx(diffs.mean() / np.mean(ref))
+    assert three["p_value"] < 0.01  # a consistent gain on every fold
+    four = paired.iloc[1]
+    assert four["n_pairs"] == 2 and four["n_excluded"] == 1  # fold 1 diverged: left out, and said so
+    assert four["mean_diff"] == pytest.approx(((0.9 - 1.0) + (1.1 - 1.2)) / 2)
+
+
+def test_paired_comparison_is_empty_without_the_reference():
+    trials = trials_frame([{"p": 3.0, "fold": 0, "value": 1.0}, {"p": 4.0, "fold": 0, "value": 1.1}])
+    assert A.paired_comparison(trials, reference_p=2.0).empty
+
+
+def test_p_lr_map_bins_learning_rates_on_a_log_scale():
+    trials = trials_frame([
+        {"p": 1.0, "lr": 1e-4, "value": 2.0}, {"p": 1.0, "lr": 1e-2, "value": 4.17, "diverged": True},
+        {"p": 4.0, "lr": 1e-2, "value": 4.17, "diverged": True}, {"p": 4.0, "lr": 1e-2, "value": 1.5},
+    ])
+    cells = A.p_map(trials, None, lr_bin_count=2)
+    high = cells[(cells["p_bin"] == "4") & (cells["y_order"] == 1)].iloc[0]
+    assert (high["n"], high["n_diverged"], high["divergence_rate"], high["mean_loss"]) == (2, 1, 0.5, 1.5)
+    assert set(cells["y_order"]) == {0.0, 1.0}
+    assert A.map_axis(trials) == "lr"
+    grid = trials_frame([{"p": 2.0, "fold": f, "value": 1.0} for f in range(3)])
+    assert A.map_axis(grid) == "fold"
+
+
+def test_parameter_importance_finds_the_parameter_the_loss_depends_on():
+    rng = np.random.default_rng(0)
+    rows = []
+    for _ in range(60):
+        p, lr = rng.uniform(1, 4), 10 ** rng.uniform(-4, -2)
+        rows.append({"p": p, "lr": lr, "gain_init": 16.0, "value": 1.5 + 0.5 * (p - 2.5) ** 2 + rng.normal(0, 0.001)})
+    importance = A.param_importance(trials_frame(rows))
+    assert importance.index[0] == "p"
+    assert importance.sum() == pytest.approx(1.0)
+    assert "gain_init" not in importance  # never varied
+    assert A.param_importance(trials_frame(rows[:3])).empty  # too few trials
+
+
+# --- convergence ----------------------------------------------------------------------------
+
+def test_steps_to_threshold_is_the_first_evaluation_at_or_below_it():
+    curves = curves_frame({0: [(100, 3.0), (200, 2.0), (300, 1.5)], 1: [(100, 3.0), (200, 2.5)],
+                           2: [(100, 1.9), (200, 2.1)]})
+    steps = A.steps_to_threshold(curves, 2.0)
+    assert steps[0] == 200 and math.isnan(steps[1]) and steps[2] == 100
+
+
+def test_area_under_the_curve_is_the_mean_loss_over_the_steps_spanned():
+    curves = curves_frame({0: [(0, 3.0), (100, 2.0), (200, 1.0)], 1: [(0, 3.0), (200, 3.0)], 2: [(50, 2.0)]})
+    auc = A.area_under_curve(curves)
+    assert auc[0] == pytest.approx(2.0) and auc[1] == pytest.approx(3.0)
+    assert math.isnan(auc[2])  # one evaluation: no area
+
+
+def test_curve_bands_give_the_median_and_quartiles_per_p_and_step():
+    trials = trials_frame([{"p": 2.0, "value": 1.0}, {"p": 2.0, "value": 1.0}, {"p": 2.0, "value": 1.0},
+                           {"p": 2.0, "value": 4.17, "diverged": True}])
+    curves = curves_frame({0: [(100, 1.0)], 1: [(100, 2.0)], 2: [(100, 3.0)], 3: [(100, 9.0)]})
+    bands = A.curve_bands(curves, trials)
+    row = bands.iloc[0]
+    assert (row["median"], row["q25"], row["q75"], row["n"]) == (2.0, 1.5, 2.5, 3)  # the diverged run left out
+    assert A.curve_bands(curves, trials, include_diverged=True).iloc[0]["n"] == 4
+
+
+def test_convergence_by_trial_joins_threshold_and_area():
+    trials = trials_frame([{"p": 2.0, "value": 1.5}, {"p": 3.0, "value": 1.4}])
+    curves = curves_frame({0: [(0, 3.0), (100, 1.5)], 1: [(0, 3.0), (100, 2.5)]})
+    table = A.convergence_by_trial(curves, trials, threshold=2.0)
+    assert list(table["reached"]) == [True, False]
+    assert table["auc"].iloc[0] == pytest.approx(2.25)
+
+
+# --- stability ------------------------------------------------------------------------------
+
+def test_divergence_rates_per_p_with_wilson_intervals():
+    trials = trials_frame([{"p": 1.0, "value": 1.0}] * 9 + [{"p": 1.0, "value": 4.17, "diverged": True}]
+                          + [{"p": 4.0, "value": 4.17, "diverged": True}] * 2)
+    rates = A.divergence_rates(trials)
+    one, four = rates.iloc[0], rates.iloc[1]
+    assert (one["n"], one["n_diverged"], one["rate"]) == (10, 1, 0.1)
+    assert one["ci_low"] < 0.1 < one["ci_high"]
+    assert four["rate"] == 1.0 and four["ci_high"] == 1.0
+
+
+def test_largest_gradient_norm_per_trial():
+    trials = trials_frame([{"p": 2.0, "value": 1.0}, {"p": 3.0, "value": 4.17, "diverged": True}])
+    curves = curves_frame({0: [(100, 2.0), (200, 1.0)], 1: [(100, 2.0)]})
+    grads = A.max_grad_norms(curves, trials).set_index("trial_number")
+    assert grads.loc[0, "max_grad_norm"] == 2.0 and grads.loc[1, "max_grad_norm"] == 3.0
+    assert bool(grads.loc[1, "diverged"])
+
+
+def test_replicate_spread_across_folds():
+    trials = trials_frame([{"p": 2.0, "fold": f, "value": v} for f, v in enumerate([1.0, 1.2, 1.4])])
+    spread = A.replicate_spread(trials).iloc[0]
+    assert spread["range"] == pytest.approx(0.4) and spread["std"] == pytest.approx(0.2)
+
+
+# --- overview -------------------------------------------------------------------------------
+
+def test_what_the_pages_say_when_there_is_nothing_to_chart():
+    assert "no trials" in A.data_problem(trials_frame([]))
+    assert "No trial has completed" in A.data_problem(trials_frame([{"state": "RUNNING"}, {"state": "WAITING"}]))
+    assert "Every completed trial diverged" in A.data_problem(
+        trials_frame([{"value": 4.17, "diverged": True}, {"state": "FAIL"}]))
+    assert A.data_problem(trials_frame([{"value": 1.0}])) is None
+
+
+def test_best_trial_ignores_diverged_and_unfinished_runs():
+    trials = trials_frame([{"value": 1.5}, {"value": 0.1, "diverged": True}, {"state": "PRUNED", "value": 0.2},
+                           {"value": 1.2, "p": math.inf}])
+    best = A.best_trial(trials)
+    assert best["number"] == 3 and math.isinf(best["p"])
+    assert list(A.top_trials(trials, 5)["number"]) == [3, 0]
+
+
+def test_state_counts_include_every_state():
+    counts = A.state_counts(trials_frame([{"state": "RUNNING"}, {"state": "COMPLETE", "value": 1.0}]))
+    assert list(counts.index) == list(A.STATES)
+    assert counts["RUNNING"] == 1 and counts["FAIL"] == 0
+
+
+def test_grid_progress_counts_cells_done_once():
+    spec = {"kind": "replicate", "n_cells": 4}
+    trials = trials_frame([{"p": 2.0, "fold": 0, "value": 1.0}, {"p": 2.0, "fold": 0, "value": 1.1},
+                           {"p": 2.0, "fold": 1, "state": "RUNNING"}, {"p": 3.0, "fold": 0, "state": "WAITING"}])
+    progress = A.grid_progress(trials, spec)
+    assert progress == {"n_cells": 4, "done": 1, "running": 1, "waiting": 1, "fraction": 0.25}
+    assert A.grid_progress(trials, {"kind": "search"}) is None
+
+
+def test_running_trials_say_who_runs_what_since_when():
+    start = pd.Timestamp("2026-01-01T10:00:00Z")
+    trials = trials_frame([{"state": "RUNNING", "started_at": start.isoformat(), "device": "cuda:1", "host": "gpu7"}])
+    running = A.running_trials(trials, now=start + pd.Timedelta(seconds=90))
+    assert running.iloc[0]["running_s"] == 90 and running.iloc[0]["device"] == "cuda:1"
+
+
+def test_filter_trials_by_state_p_range_lr_range_and_divergence():
+    trials = trials_frame([{"p": 1.5, "lr": 1e-3, "value": 1.0}, {"p": 3.5, "lr": 1e-2, "value": 4.1, "diverged": True},
+                           {"p": math.inf, "lr": 1e-3, "value": 1.2}, {"p": 2.0, "state": "FAIL"}])
+    assert list(A.filter_trials(trials, states=["COMPLETE"])["number"]) == [0, 1, 2]
+    assert list(A.filter_trials(trials, p_range=(1.0, 2.0))["number"]) == [0, 2, 3]
+    assert list(A.filter_trials(trials, p_range=(1.0, 2.0), include_inf=False)["number"]) == [0, 3]
+    assert list(A.filter_trials(trials, lr_range=(5e-3, 2e-2))["number"]) == [1]
+    assert list(A.filter_trials(trials, diverged=True)["number"]) == [1]
