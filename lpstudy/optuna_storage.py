@@ -18,6 +18,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -237,7 +238,9 @@ class StudyStorage:
         rdb = self.optuna
         rdb.heartbeat_interval = int(interval_s)
         rdb.grace_period = int(grace_period_s) if grace_period_s else 2 * int(interval_s)
-        callback = RetryHeartbeatStaleTrialCallback(max_retry=max_retry)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # ExperimentalWarning
+            callback = RetryHeartbeatStaleTrialCallback(max_retry=max_retry)
         rdb.heartbeat_stale_trial_callback = callback
         rdb.failed_trial_callback = callback
         return True

@@ -423,7 +423,7 @@ def run_trial(ctx: TrialContext, trial: optuna.Trial) -> TrialOutcome:
     from lpstudy import __version__
     from lpstudy.config import overrides_of, resolve_config
     from lpstudy.metrics import SUMMARY_FIELDS, uniform_guess_loss
-    from lpstudy.progress import TrainingProgress, stderr_console
+    from lpstudy.progress import TrainingProgress
     from lpstudy.train import train
 
     spec = ctx.spec
@@ -446,8 +446,9 @@ def run_trial(ctx: TrialContext, trial: optuna.Trial) -> TrialOutcome:
     shown = describe_overrides({"p": cfg.p, "lr": cfg.lr, "gain_init": cfg.gain_init, "fold": cfg.fold,
                                 **{p.name: overrides[p.name] for p in spec.space.searched}})
     if ctx.show_progress:
-        stderr_console.print(f"[bold]trial {trial.number}[/] {shown} on {ctx.device} ({identity['worker']})",
-                             highlight=False, soft_wrap=True)
+        from lpstudy.worker import say_stderr
+
+        say_stderr(f"[bold]trial {trial.number}[/] {shown} on {ctx.device} ({identity['worker']})")
 
     written: set[int] = set()
     pruned = [False]

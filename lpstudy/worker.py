@@ -61,6 +61,13 @@ class WorkerReport:
     exit_code: int = 0
 
 
+def say_stderr(message: str) -> None:
+    """One line (rich markup allowed) on the standard error of the moment, never wrapped."""
+    from rich.console import Console
+
+    Console(file=sys.stderr, highlight=False, soft_wrap=True).print(message)
+
+
 class StopFlag:
     """Set by SIGINT/SIGTERM; polled by the trainer after every step."""
 
@@ -198,9 +205,7 @@ class Worker:
         if self._say is not None:
             self._say(message)
             return
-        from lpstudy.progress import stderr_console
-
-        stderr_console.print(f"[dim]lpstudy worker:[/] {message}", highlight=False, soft_wrap=True)
+        say_stderr(f"[dim]lpstudy worker:[/] {message}")
 
     def run(self) -> WorkerReport:
         opts = self.options

@@ -31,6 +31,20 @@ def lpstudy(*args: str, env: dict | None = None, timeout: float = 180, cwd: str 
                           env=env or lp_env(), timeout=timeout, cwd=cwd)
 
 
+def cli(capsys, *args: str) -> tuple[int, str, str]:
+    """Run the command line in this process (quicker: no new interpreter); (exit status, stdout, stderr)."""
+    from lpstudy.cli import main
+
+    capsys.readouterr()
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
 def start_worker(study: str, storage: str, *extra: str, env: dict | None = None, log: Path | None = None
                  ) -> subprocess.Popen:
     """A worker process on the CPU; its output goes to `log` (or is dropped)."""

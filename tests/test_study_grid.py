@@ -9,14 +9,15 @@ from collections import Counter
 import pytest
 from optuna.trial import TrialState
 
-from tests.study_helpers import TINY, TINY_EVALS, lpstudy, metrics_steps, start_worker, trials_of, wait_all
+from tests.study_helpers import TINY, TINY_EVALS, cli, metrics_steps, start_worker, trials_of, wait_all
 
 P_VALUES = "1,2,3"  # × 4 folds = 12 cells
 
 
-def _replicate(storage: str, study: str, *extra: str):
-    return lpstudy("replicate", "--study", study, "--storage", storage, "--preset", "smoke", "--p", P_VALUES,
-                   "--folds", "4", *TINY, *extra)
+def _replicate(capsys, storage: str, study: str, *extra: str, p: str = P_VALUES) -> tuple[int, str]:
+    code, _, err = cli(capsys, "replicate", "--study", study, "--storage", storage, "--preset", "smoke",
+                       "--p", p, "--folds", "4", *TINY, *extra)
+    return code, err
 
 
 def _check_grid_complete(storage: str, study: str, n_cells: int = 12) -> None:
@@ -37,11 +38,10 @@ def _check_grid_complete(storage: str, study: str, n_cells: int = 12) -> None:
 
 
 @pytest.mark.postgres
-def test_four_workers_on_postgres_run_each_cell_once(pg_url, tmp_path):
-    done = _replicate(pg_url, "grid")
-    assert done.returncode == 0, done.stderr
-    assert "12 cells" in done.stderr
-    assert "postgres@" in done.stderr  # the URL is shown (without a password: there is none here)
+def test_four_workers_on_postgres_run_each_cell_once(pg_url, tmp_path, capsys):
+    code, err = _replicate(capsys, pg_url, "grid")
+    assert code == 0, err
+    assert "12 cells" in err
     workers = [start_worker("grid", pg_url, log=tmp_path / f"w{i}.log") for i in range(4)]
     codes = wait_all(workers)
     logs = [(tmp_path / f"w{i}.log").read_text() for i in range(4)]
@@ -53,22 +53,20 @@ def test_four_workers_on_postgres_run_each_cell_once(pg_url, tmp_path):
     assert len(hosts) >= 2
 
 
-def test_two_workers_on_sqlite_run_each_cell_once_and_replicate_resumes(sqlite_url, tmp_path):
-    done = _replicate(sqlite_url, "grid")
-    assert done.returncode == 0, done.stderr
-    again = _replicate(sqlite_url, "grid")  # resumes: nothing enqueued twice
-    assert again.returncode == 0, again.stderr
-    assert "resumed" in again.stderr and "0 enqueued now" in again.stderr
+def test_two_workers_on_sqlite_run_each_cell_once_and_replicate_resumes(sqlite_url, tmp_path, capsys):
+    code, err = _replicate(capsys, sqlite_url, "grid")
+    assert code == 0, err
+    code, err = _replicate(capsys, sqlite_url, "grid")  # resumes: nothing enqueued twice
+    assert code == 0 and "resumed" in err and "0 enqueued now" in err, err
     assert len(trials_of(sqlite_url, "grid")) == 12
     workers = [start_worker("grid", sqlite_url, log=tmp_path / f"w{i}.log") for i in range(2)]
     codes = wait_all(workers)
     assert codes == [0, 0], [(tmp_path / f"w{i}.log").read_text() for i in range(2)]
     _check_grid_complete(sqlite_url, "grid")
     # a third run finds every cell done and enqueues nothing
-    third = _replicate(sqlite_url, "grid")
-    assert "12 done" in third.stderr and "0 enqueued now" in third.stderr
+    code, err = _replicate(capsys, sqlite_url, "grid")
+    assert code == 0 and "12 done" in err and "0 enqueued now" in err, err
     assert len(trials_of(sqlite_url, "grid")) == 12
     # a different protocol under the same name is refused, not merged
-    other = lpstudy("replicate", "--study", "grid", "--storage", sqlite_url, "--preset", "smoke", "--p", "1,4",
-                    "--folds", "4", *TINY)
-    assert other.returncode == 2 and "another spec" in other.stderr
+    code, err = _replicate(capsys, sqlite_url, "grid", p="1,4")
+    assert code == 2 and "another spec" in err and err.count("\n") == 1, err

@@ -39,9 +39,9 @@ def _quiet_optuna() -> None:
 
 
 def _say(message: str) -> None:
-    from lpstudy.progress import stderr_console
+    from lpstudy.worker import say_stderr
 
-    stderr_console.print(message, highlight=False, soft_wrap=True)
+    say_stderr(message)
 
 
 def _assignments(pairs: list[str] | None, flag: str) -> dict[str, str]:
