@@ -35,7 +35,7 @@ if study.info.kind == "replicate" or has_folds:
     finite = sorted({p for p in A.finished(trials)["p"].dropna()}, key=lambda v: (math.isinf(v), v))
     default = finite.index(2.0) if 2.0 in finite else 0
     reference = st.selectbox("Reference p for the paired comparison", finite, index=default,
-                             format_func=A.format_p)
+                             format_func=A.format_p, key="reference_p")
     paired = A.paired_comparison(trials, reference_p=reference)
     chart(C.paired_chart(paired, reference), key="paired")
     if not paired.empty:

@@ -20,7 +20,7 @@ if trials.empty:
 with st.container(border=True):
     c1, c2, c3, c4 = st.columns([2, 2, 2, 1])
     present = [s for s in A.STATES if (trials["state"] == s).any()]
-    states = c1.multiselect("State", A.STATES, default=present)
+    states = c1.multiselect("State", A.STATES, default=present, key="state_filter")
     finite_p = trials["p"][np.isfinite(trials["p"])]
     p_range = None
     if len(finite_p) and finite_p.max() > finite_p.min():
@@ -35,7 +35,7 @@ with st.container(border=True):
                               (float(np.floor(np.log10(lr.min()) * 10) / 10), float(np.ceil(np.log10(lr.max()) * 10) / 10)),
                               step=0.1)
         lr_range = (10 ** exponents[0], 10 ** exponents[1])
-    diverged_choice = c4.radio("Diverged", ["any", "yes", "no"], horizontal=False)
+    diverged_choice = c4.radio("Diverged", ["any", "yes", "no"], horizontal=False, key="diverged_filter")
 
 rows = A.filter_trials(trials, states=states, p_range=p_range, lr_range=lr_range,
                        diverged={"any": None, "yes": True, "no": False}[diverged_choice], include_inf=include_inf)
@@ -58,7 +58,8 @@ if not numbers:
 best = A.best_trial(rows)
 default = numbers.index(int(best["number"])) if best is not None and int(best["number"]) in numbers else 0
 number = st.selectbox("Trial", numbers, index=default,
-                      format_func=lambda n: f"{n} · {trials.loc[trials['number'] == n, 'state'].iloc[0]}")
+                      format_func=lambda n: f"{n} · {trials.loc[trials['number'] == n, 'state'].iloc[0]}",
+                      key="trial_number")
 trial = trials[trials["number"] == number].iloc[0]
 left, right = st.columns([1, 2])
 with left:

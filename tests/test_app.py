@@ -1,0 +1,234 @@
+"""The Streamlit pages under Streamlit's AppTest: every page renders on a seeded study with its
+charts, the controls change what is shown, the export is what `lpstudy export` writes and retrains
+with `lpstudy train --config`, the app never writes, and an empty, unreachable, unfinished or
+all-diverged study gets a message instead of a traceback."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+import yaml
+from streamlit.testing.v1 import AppTest
+
+from lpstudy.app_common import STUDY_KEY
+from lpstudy.synthetic import write_synthetic_study
+
+APP = Path(__file__).resolve().parents[1] / "app"
+PAGES = {
+    "Home": "Home.py",
+    "Effect of p": "pages/1_Effect_of_p.py",
+    "Convergence": "pages/2_Convergence.py",
+    "Stability": "pages/3_Stability.py",
+    "Trials": "pages/4_Trials.py",
+    "Export": "pages/5_Export.py",
+}
+TITLES = {
+    "Home": {"Trials by state", "Optimisation history"},
+    "Effect of p": {"Final validation loss against p", "Mean final validation loss per p (95 % interval)",
+                    "Validation loss over p × learning rate", "Parameter importance (Optuna PED-ANOVA)"},
+    "Convergence": {"Validation loss curves, coloured by p", "Training loss curves, coloured by p",
+                    "Median validation loss per p (25–75 % band)", "Steps to reach validation loss 2",
+                    "Area under the validation curve against p"},
+    "Stability": {"Divergence rate per p (95 % Wilson interval)", "Divergence rate over p × learning rate",
+                  "Largest gradient norm against p", "Spread of final validation loss across folds and seeds, per p",
+                  "Attention gain over training, per p (median, 25–75 % band)"},
+    "Trials": set(),  # the trial's own charts, checked below
+    "Export": set(),
+}
+NOW = datetime(2026, 1, 1, 12, 0, 0)
+
+
+def digest(path: Path) -> tuple[str, int]:
+    return hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory) -> tuple[str, Path]:
+    """A search study (40 trials, every state, some diverged, p = ∞) and a replicate grid, smoke preset
+    (6 evaluations of 25 steps: the smoke preset's 150 steps, so the export retrains quickly)."""
+    path = tmp_path_factory.mktemp("app") / "study.db"
+    url = f"sqlite:///{path}"
+    write_synthetic_study(url, "search", n_trials=40, n_evals=6, seed=1, now=NOW)
+    write_synthetic_study(url, "grid", kind="replicate", folds=4, n_evals=6, seed=1, now=NOW)
+    return url, path
+
+
+def run_page(page: str, storage: str, study: str | None = None, monkeypatch=None) -> AppTest:
+    os.environ["LPSTUDY_STORAGE"] = storage
+    at = AppTest.from_file(str(APP / PAGES[page]), default_timeout=60)
+    if study:
+        at.session_state[STUDY_KEY] = study
+    return at.run()
+
+
+@pytest.fixture(autouse=True)
+def _storage_env(monkeypatch):
+    monkeypatch.delenv("LPSTUDY_STORAGE", raising=False)  # restored after each test
+    monkeypatch.delenv("LPSTUDY_DASHBOARD_STUDY", raising=False)
+    yield
+
+
+def chart_titles(at: AppTest) -> list[str]:
+    return [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+
+
+def messages(at: AppTest) -> dict[str, list[str]]:
+    return {"error": [e.value for e in at.error], "warning": [w.value for w in at.warning],
+            "info": [i.value for i in at.info], "exception": [e.value for e in at.exception]}
+
+
+@pytest.mark.parametrize("page", list(PAGES))
+def test_every_page_renders_a_search_study_with_its_charts(seeded, page):
+    url, _ = seeded
+    at = run_page(page, url, "search")
+    shown = messages(at)
+    assert not shown["exception"] and not shown["error"], shown
+    assert TITLES[page] <= set(chart_titles(at))
+    assert at.sidebar.selectbox[0].value == "search"
+
+
+def test_home_shows_states_best_trial_workers_and_a_refresh_toggle(seeded):
+    url, _ = seeded
+    at = run_page("Home", url, "search")
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Trials"] == "40" and metrics["Running"] == "2" and metrics["Waiting"] == "1"
+    assert "Final validation loss" in metrics
+    assert at.toggle[0].label == "Refresh while the study runs" and at.toggle[0].value is False
+    running = at.dataframe[0].value
+    assert len(running) == 2 and {"worker", "device", "since", "running_for"} <= set(running.columns)
+    at.toggle[0].set_value(True).run()
+    assert not at.exception
+
+
+def test_a_replicate_study_shows_grid_progress_and_the_paired_comparison(seeded):
+    url, _ = seeded
+    home = run_page("Home", url, "grid")
+    assert not home.exception
+    assert any("Grid:" in str(p.proto) for p in home.get("progress"))
+    effect = run_page("Effect of p", url, "grid")
+    titles = chart_titles(effect)
+    assert "Paired difference to p = 2 across folds (95 % interval)" in titles
+    assert "Validation loss over p × fold" in titles
+    paired = effect.dataframe[0].value
+    assert set(paired["p"]) == {"1", "1.5", "2.5", "3", "3.5", "4"}
+    effect.selectbox(key="reference_p").set_value(3.0).run()  # another reference p
+    assert "Paired difference to p = 3 across folds (95 % interval)" in chart_titles(effect)
+
+
+def test_the_threshold_control_sets_steps_to_reach(seeded):
+    url, _ = seeded
+    at = run_page("Convergence", url, "search")
+    at.number_input[0].set_value(1.8).run()
+    assert "Steps to reach validation loss 1.8" in chart_titles(at)
+
+
+def test_trials_table_filters_and_one_trials_detail(seeded):
+    url, _ = seeded
+    at = run_page("Trials", url, "search")
+    table = at.dataframe[0].value
+    assert len(table) == 40
+    at.radio(key="diverged_filter").set_value("yes").run()
+    diverged = at.dataframe[0].value
+    assert 0 < len(diverged) < 40 and diverged["diverged"].all()
+    at.multiselect(key="state_filter").set_value(["RUNNING"]).run()
+    at.radio(key="diverged_filter").set_value("any").run()
+    assert set(at.dataframe[0].value["state"]) == {"RUNNING"}
+    number = at.selectbox(key="trial_number").value
+    assert f"Trial {number}: loss curves" in chart_titles(at)
+
+
+def test_export_offers_what_lpstudy_export_writes_and_it_retrains(seeded, tmp_path, corpus_path):
+    from lpstudy.export import export_text
+
+    url, _ = seeded
+    at = run_page("Export", url, "search")
+    assert not at.exception and not at.error
+    text = at.code[0].value + "\n"  # st.code shows the download's text without its final newline
+    assert text == export_text(url, "search", top_k=1, fmt="yaml")
+    assert at.code[1].value == "lpstudy train --config search-best.yaml"
+    exported = yaml.safe_load(text)
+    run_file = tmp_path / "search-best.yaml"
+    run_file.write_text(text)
+    done = subprocess.run([sys.executable, "-m", "lpstudy", "train", "--config", str(run_file), "--json",
+                           "--device", "cpu"], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "LPSTUDY_DATA": str(corpus_path)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    trained = json.loads(done.stdout)
+    assert trained["preset"] == "smoke"
+    for name in ("p", "lr", "gain_init", "fold", "seed"):
+        assert trained["config"][name] == pytest.approx(exported[name]), name
+    at.radio[0].set_value("json").run()
+    assert json.loads(at.code[0].value)["p"] == pytest.approx(exported["p"])
+
+
+def test_the_app_never_writes_to_the_database(seeded):
+    url, path = seeded
+    before = digest(path)
+    for page in PAGES:
+        for study in ("search", "grid"):
+            assert not run_page(page, url, study).exception
+    assert digest(path) == before
+
+
+def test_an_empty_database_says_how_to_start_on_every_page(tmp_path):
+    import optuna
+
+    url = f"sqlite:///{tmp_path / 'empty.db'}"
+    storage = optuna.storages.RDBStorage(url)  # Optuna's tables, no study
+    storage.engine.dispose()
+    for page in PAGES:
+        shown = messages(run_page(page, url))
+        assert not shown["exception"] and not shown["error"]
+        assert any("holds no study yet" in m for m in shown["info"]), (page, shown)
+
+
+@pytest.mark.parametrize("storage, expected", [
+    ("sqlite:///{tmp}/missing.db", "no study database at"),
+    ("postgresql+psycopg://reader:s3cret@127.0.0.1:1/lpstudy", "cannot read the study database"),
+])
+def test_a_database_that_cannot_be_reached_gets_an_error_not_a_traceback(tmp_path, storage, expected):
+    url = storage.format(tmp=tmp_path)
+    for page in PAGES:
+        shown = messages(run_page(page, url))
+        assert not shown["exception"]
+        assert len(shown["error"]) == 1 and expected in shown["error"][0], (page, shown)
+        assert "s3cret" not in shown["error"][0]
+    assert not (tmp_path / "missing.db").exists()
+
+
+def test_a_study_without_a_completed_trial_says_so(tmp_path):
+    import optuna
+
+    url = f"sqlite:///{tmp_path / 'waiting.db'}"
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(storage=url, study_name="fresh")
+    study.enqueue_trial({"p": 2.0})
+    trial = study.ask()  # runs the enqueued trial
+    study.enqueue_trial({"p": 4.0})  # and one waits
+    trial.set_user_attr("p", 3.0)
+    trial.report(3.9, 25)
+    for page in PAGES:
+        shown = messages(run_page(page, url))
+        assert not shown["exception"] and not shown["error"], (page, shown)
+        if page != "Trials":
+            assert any("No trial has completed yet (1 running, 1 waiting)" in m for m in shown["info"]), (page, shown)
+
+
+def test_a_study_where_every_run_diverged_warns_and_still_shows_where(tmp_path):
+    url = f"sqlite:///{tmp_path / 'diverged.db'}"
+    write_synthetic_study(url, "hot", n_trials=12, n_evals=6, all_diverged=True, now=NOW)
+    for page in PAGES:
+        at = run_page(page, url)
+        shown = messages(at)
+        assert not shown["exception"] and not shown["error"], (page, shown)
+        if page != "Trials":
+            assert any("Every completed trial diverged" in m for m in shown["warning"]), (page, shown)
+        if page == "Stability":
+            assert "Divergence rate per p (95 % Wilson interval)" in chart_titles(at)
