@@ -61,6 +61,8 @@ def estimate_time_left(trials: pd.DataFrame, running: pd.DataFrame, spec: dict,
     else:
         return {"seconds": None, "running_end_s": max(left_running) if left_running else None,
                 "basis": "no end set (workers run until their --n-trials or --timeout)"}
+    if todo == 0 and not len(running):
+        return {"seconds": 0.0, "basis": "done", "done": True}
     seconds = (todo * mean_s + sum(left_running)) / workers
     return {"seconds": seconds, "basis": f"{what}, mean trial {_duration(mean_s)}, {len(running)} running"}
 
@@ -185,6 +187,8 @@ def render_status(status: dict[str, Any], console=None) -> None:
         running_end = left["running_end_s"]
         tail = "nothing running" if running_end is None else f"the running trials end in about {_duration(running_end)}"
         console.print(f"time left  {left['basis']}; {tail}", highlight=False, soft_wrap=True)
+    elif left.get("done"):
+        console.print("time left  none: nothing is waiting or running", highlight=False, soft_wrap=True)
     elif left["seconds"] is None:
         console.print(f"time left  unknown: {left['basis']}", highlight=False, soft_wrap=True)
     else:
