@@ -95,13 +95,16 @@ def render_report(data: StudyData, storage_url: str, threshold: float | None = N
             if isinstance(item, pd.DataFrame):
                 parts.append(f"<div class='cell wide'>{_table(item)}</div>")
             else:
-                parts.append("<div class='cell'>" + item.to_html(full_html=False, include_plotlyjs=False,
-                                                               config={"displaylogo": False}) + "</div>")
+                parts.append("<div class='cell'>" + item.to_html(
+                    full_html=False, include_plotlyjs=False, default_width="100%",
+                    config={"displaylogo": False, "responsive": True}) + "</div>")
         parts.append("</div>")
     style = """
       body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#222}
       nav a{margin-right:16px} .facts{color:#555;margin:4px 0} .problem{background:#fff3cd;padding:8px 12px}
-      .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(560px,1fr));gap:16px}
+      .grid{display:grid;grid-template-columns:repeat(2,minmax(0,1fr));gap:16px}
+      @media (max-width:1100px){.grid{grid-template-columns:minmax(0,1fr)}}
+      .cell{min-width:0}
       .cell.wide{grid-column:1/-1;overflow-x:auto} table.numbers{border-collapse:collapse;font-size:13px}
       table.numbers td,table.numbers th{padding:3px 8px;border-bottom:1px solid #ddd;text-align:right}
     """

@@ -1,0 +1,182 @@
+"""A real browser on the real dashboard: `lpstudy dashboard` serves a seeded SQLite study, Debian's
+Chromium (driven by Playwright for Python, never a downloaded browser) opens every page through the
+sidebar, waits for the Plotly charts to be drawn, checks their titles, downloads the export, and
+keeps a screenshot of each page under test-artifacts/screenshots/. The offline report is opened
+with the network off and must draw its charts too.
+
+CI installs Chromium (`.ci/run`); without /usr/bin/chromium these tests fail rather than skip."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from lpstudy.synthetic import write_synthetic_study
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[1]
+SCREENSHOTS = ROOT / "test-artifacts" / "screenshots"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+VIEWPORT = {"width": 1400, "height": 2000}
+# (link in the sidebar, chart titles the page must draw)
+PAGES = [
+    ("Home", ["Trials by state", "Optimisation history"]),
+    ("Effect of p", ["Final validation loss against p", "Mean final validation loss per p (95 % interval)",
+                     "Validation loss over p × learning rate", "Parameter importance (Optuna PED-ANOVA)"]),
+    ("Convergence", ["Validation loss curves, coloured by p", "Training loss curves, coloured by p",
+                     "Median validation loss per p (25–75 % band)", "Steps to reach validation loss 2",
+                     "Area under the validation curve against p"]),
+    ("Stability", ["Divergence rate per p (95 % Wilson interval)", "Divergence rate over p × learning rate",
+                   "Largest gradient norm against p", "Attention gain over training, per p (median, 25–75 % band)",
+                   "Spread of final validation loss across folds and seeds, per p"]),
+    ("Trials", []),  # the chosen trial's charts: checked by prefix
+    ("Export", []),
+]
+WAIT_MS = 90_000
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_until_serving(url: str, proc: subprocess.Popen, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"lpstudy dashboard exited with {proc.returncode}: {proc.stdout.read()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise AssertionError(f"lpstudy dashboard did not answer at {url} within {timeout:.0f} s")
+
+
+@pytest.fixture(scope="module")
+def study_db(tmp_path_factory) -> str:
+    path = tmp_path_factory.mktemp("browser") / "study.db"
+    url = f"sqlite:///{path}"
+    now = datetime(2026, 1, 1, 12, 0, 0)
+    write_synthetic_study(url, "search", n_trials=60, n_evals=8, seed=2, now=now)
+    write_synthetic_study(url, "grid", kind="replicate", folds=5, n_evals=8, seed=2, now=now)
+    return url
+
+
+@pytest.fixture(scope="module")
+def dashboard(study_db):
+    """`lpstudy dashboard` as a user starts it; its address."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "lpstudy", "dashboard", "--storage", study_db, "--port", str(port),
+                             "--headless"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_serving(url, proc)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium); "
+                    "the browser tests do not skip")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def wait_for_titles(page, titles: list[str]) -> list[str]:
+    """Wait until every expected chart title is drawn (Plotly's .gtitle); all titles drawn."""
+    page.wait_for_function(
+        """titles => {
+            const drawn = [...document.querySelectorAll('.js-plotly-plot .gtitle')].map(e => e.textContent);
+            return drawn.length > 0 && titles.every(t => drawn.includes(t));
+        }""", arg=titles, timeout=WAIT_MS)
+    return page.locator(".js-plotly-plot .gtitle").all_text_contents()
+
+
+def settle(page) -> None:
+    """Let Streamlit finish its run (no 'running' indicator) so the screenshot shows the whole page."""
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=WAIT_MS)
+    page.wait_for_timeout(500)
+
+
+def test_every_page_draws_its_charts_in_chromium(dashboard, browser, study_db, tmp_path):
+    from lpstudy.export import export_text
+
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    context = browser.new_context(viewport=VIEWPORT, accept_downloads=True)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(f"{dashboard}/?study=search", timeout=WAIT_MS)
+    for number, (name, titles) in enumerate(PAGES, start=1):
+        if name != "Home":
+            page.get_by_role("link", name=name, exact=True).click()
+            page.wait_for_url(f"**/{name.replace(' ', '_')}**", timeout=WAIT_MS)
+        page.get_by_role("heading", level=1).first.wait_for(timeout=WAIT_MS)
+        if name == "Trials":
+            drawn = wait_for_titles(page, [])
+            assert any(t.startswith("Trial ") and t.endswith(": loss curves") for t in drawn), drawn
+        elif name == "Export":
+            page.get_by_text("Retrain it:").wait_for(timeout=WAIT_MS)
+            with page.expect_download(timeout=WAIT_MS) as download:
+                page.get_by_role("button", name="Download search-best.yaml").click()
+            saved = tmp_path / download.value.suggested_filename
+            download.value.save_as(saved)
+            assert saved.name == "search-best.yaml"
+            assert saved.read_text() == export_text(study_db, "search")
+            assert "lpstudy train --config search-best.yaml" in page.locator("code").all_text_contents()
+        else:
+            drawn = wait_for_titles(page, titles)
+            assert set(titles) <= set(drawn), (name, drawn)
+        assert page.locator("[data-testid='stException']").count() == 0, name
+        settle(page)
+        page.screenshot(path=str(SCREENSHOTS / f"{number}_{name.replace(' ', '_')}.png"))
+    # a replicate grid: the paired comparison with p = 2 across folds
+    page.goto(f"{dashboard}/Effect_of_p?study=grid", timeout=WAIT_MS)
+    drawn = wait_for_titles(page, ["Paired difference to p = 2 across folds (95 % interval)",
+                                   "Validation loss over p × fold"])
+    settle(page)
+    page.screenshot(path=str(SCREENSHOTS / "7_Effect_of_p_grid.png"))
+    assert not errors, errors
+    context.close()
+
+
+def test_the_report_draws_its_charts_offline(browser, study_db, tmp_path):
+    report = tmp_path / "report.html"
+    done = subprocess.run([sys.executable, "-m", "lpstudy", "report", "--study", "search", "--storage", study_db,
+                           "-o", str(report)], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    context = browser.new_context(viewport=VIEWPORT, offline=True)  # no network: plotly.js must be inside
+    page = context.new_page()
+    page.goto(report.as_uri(), timeout=WAIT_MS)
+    titles = [t for _, expected in PAGES for t in expected]
+    drawn = wait_for_titles(page, titles)
+    assert set(titles) <= set(drawn)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "8_report.png"))
+    context.close()
