@@ -24,7 +24,6 @@ RUN pip install --index-url "https://download.pytorch.org/whl/${TORCH_INDEX}" "$
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY lpstudy ./lpstudy
-COPY app ./app
 RUN pip install ".[dashboard,postgres,grpc]"
 
 # ---- runtime: the environment, the dashboard's pages and a non-root user; no sources, no pip cache --
@@ -39,6 +38,7 @@ COPY app /opt/lpstudy/app
 COPY deploy/docker/lpstudy-claim-gpu /usr/local/bin/lpstudy-claim-gpu
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
+    LPSTUDY_APP_DIR=/opt/lpstudy/app \
     NVIDIA_DRIVER_CAPABILITIES=compute,utility \
     STREAMLIT_BROWSER_GATHER_USAGE_STATS=false
 USER lpstudy
