@@ -383,7 +383,9 @@ def spawn_workers(options: WorkerOptions, devices: list[str], say=None) -> int:
     for device, share in zip(devices, shares):
         if share == 0:
             continue
-        procs.append(subprocess.Popen(worker_command(options, device, share), env=env))
+        # A session of their own: a Ctrl-C in the terminal reaches them once, forwarded by this
+        # process, rather than twice (which would abort their trials instead of stopping them).
+        procs.append(subprocess.Popen(worker_command(options, device, share), env=env, start_new_session=True))
     if say:
         say(f"started {len(procs)} worker process(es) on {', '.join(devices)}")
 
