@@ -8,7 +8,7 @@ from lpstudy import analysis as A
 from lpstudy import charts as C
 from lpstudy.app_common import CACHE_TTL_S, cached_study, chart, no_traceback, page, show_problem
 
-storage, study = page("lpstudy: how p shapes convergence and stability", "🏠")
+storage, study = page("lpstudy: how p shapes convergence and stability", "🏠", curves=False)
 info = study.info
 st.caption(f"Study **{study.name}** · {info.kind} · preset {info.preset or '?'} · "
            f"the pages on the left show the effect of p, convergence, stability, every trial, and the export.")
@@ -24,7 +24,7 @@ def _fmt(value, spec: str = ".4g") -> str:
 @st.fragment(run_every=CACHE_TTL_S if live else None)
 def overview() -> None:
     with no_traceback():
-        data = cached_study(storage, study.name)
+        data = cached_study(storage, study.name, curves=False)
     trials = data.trials
     counts = A.state_counts(trials)
     cols = st.columns(len(counts) + 1)

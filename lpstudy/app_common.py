@@ -43,10 +43,12 @@ def cached_study_infos(storage_url: str):
 
 
 @st.cache_data(ttl=CACHE_TTL_S, show_spinner="Reading the study…")
-def cached_study(storage_url: str, study_name: str):
+def cached_study(storage_url: str, study_name: str, curves: bool = True):
+    """The study (lpstudy.results.StudyData); curves=False for pages that need only the trials
+    (quicker to read, and to copy out of the cache)."""
     from lpstudy.results import load_study
 
-    return load_study(storage_url, study_name)
+    return load_study(storage_url, study_name, curves=curves)
 
 
 @st.cache_data(ttl=60, show_spinner=False)
@@ -54,7 +56,7 @@ def cached_importance(storage_url: str, study_name: str, trials_key: tuple):
     """Parameter importance, recomputed when the set of completed trials changes."""
     from lpstudy.analysis import param_importance
 
-    return param_importance(cached_study(storage_url, study_name).trials)
+    return param_importance(cached_study(storage_url, study_name, curves=False).trials)
 
 
 @contextmanager
@@ -70,9 +72,10 @@ def no_traceback():
         st.stop()
 
 
-def page(title: str, icon: str = "📈"):
+def page(title: str, icon: str = "📈", curves: bool = True):
     """Set up a page: its config, the sidebar (database, study chooser), and the chosen study's
-    data. Returns (storage_url, study) or stops the page with a message when there is no study."""
+    data (without learning curves unless `curves`). Returns (storage_url, study) or stops the page
+    with a message when there is no study."""
     st.set_page_config(page_title=f"{title} · lpstudy", page_icon=icon, layout="wide")
     storage = storage_from_environment()
     st.sidebar.caption(f"Database: `{redact(storage)}` (read-only)")
@@ -92,7 +95,7 @@ def page(title: str, icon: str = "📈"):
     if st.query_params.get("study") != name:
         st.query_params["study"] = name
     with no_traceback():
-        study = cached_study(storage, name)
+        study = cached_study(storage, name, curves)
     st.title(title)
     return storage, study
 

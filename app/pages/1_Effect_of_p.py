@@ -10,7 +10,7 @@ from lpstudy import analysis as A
 from lpstudy import charts as C
 from lpstudy.app_common import cached_importance, chart, p_bins_control, page, show_problem
 
-storage, study = page("Effect of p", "📉")
+storage, study = page("Effect of p", "📉", curves=False)
 trials = study.trials
 show_problem(trials)
 bins = p_bins_control(trials, key="effect_bins")

@@ -7,7 +7,7 @@ import streamlit as st
 from lpstudy import analysis as A
 from lpstudy.app_common import CACHE_TTL_S, no_traceback, page, show_problem
 
-storage, study = page("Export", "📦")
+storage, study = page("Export", "📦", curves=False)
 trials = study.trials
 show_problem(trials)
 

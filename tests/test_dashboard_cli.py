@@ -1,0 +1,128 @@
+"""`lpstudy report`, `lpstudy dashboard` and `lpstudy optuna-dashboard` as a user runs them: the
+report is one offline HTML file with every chart, the servers never show a password, refuse bad
+input in one line, and Optuna's dashboard cannot change the study."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from lpstudy.synthetic import write_synthetic_study
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def lpstudy(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "lpstudy", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for(url: str, proc: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.stdout.read()
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError(f"nothing answers at {url}")
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory) -> tuple[str, Path]:
+    path = tmp_path_factory.mktemp("cli") / "study.db"
+    url = f"sqlite:///{path}"
+    write_synthetic_study(url, "search", n_trials=30, n_evals=6, seed=4, now=datetime(2026, 1, 1))
+    return url, path
+
+
+def test_report_is_one_html_file_with_every_chart_that_needs_no_network(seeded, tmp_path):
+    url, path = seeded
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    out = tmp_path / "out" / "report.html"
+    done = lpstudy("report", "--study", "search", "--storage", url, "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    assert str(out) in done.stdout
+    html = out.read_text()
+    for title in ("Final validation loss against p", "Mean final validation loss per p (95 % interval)",
+                  "Validation loss curves, coloured by p", "Divergence rate per p (95 % Wilson interval)",
+                  "Parameter importance (Optuna PED-ANOVA)", "Steps to reach validation loss 2"):
+        assert json.dumps(title)[1:-1] in html, title
+    assert "<script src" not in html and "cdn.plot.ly" not in html.split("</script>", 1)[1]
+    assert html.count("Plotly.newPlot") >= 14
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+
+
+def test_report_of_a_missing_study_is_one_line(seeded, tmp_path):
+    url, _ = seeded
+    done = lpstudy("report", "--study", "nope", "--storage", url, "-o", str(tmp_path / "r.html"))
+    assert done.returncode == 2
+    assert done.stderr.strip().startswith("lpstudy: error: no study named 'nope'")
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_dashboard_refuses_a_bad_url_and_a_busy_port_in_one_line():
+    done = lpstudy("dashboard", "--storage", "ftp://example/db", "--headless")
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    assert "is not one of sqlite" in done.stderr
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = lpstudy("dashboard", "--storage", "sqlite:///x.db", "--port", str(port), "--headless")
+    assert done.returncode == 2 and "pick another --port" in done.stderr
+
+
+def test_dashboard_keeps_the_password_out_of_its_command_line_and_output(tmp_path):
+    port = free_port()
+    url = "postgresql+psycopg://reader:pa55word@127.0.0.1:1/lpstudy"
+    proc = subprocess.Popen([sys.executable, "-m", "lpstudy", "dashboard", "--storage", url, "--port", str(port),
+                             "--headless"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+    try:
+        wait_for(f"http://127.0.0.1:{port}/_stcore/health", proc)
+        cmdline = Path(f"/proc/{proc.pid}/cmdline").read_bytes().decode()
+        assert "streamlit" in cmdline and "pa55word" not in cmdline  # the server got it through the environment
+    finally:
+        proc.terminate()
+        output = proc.communicate(timeout=20)[0]
+    assert "reader:***@127.0.0.1:1/lpstudy" in output and "pa55word" not in output
+
+
+def test_optuna_dashboard_serves_the_study_and_cannot_change_it(seeded):
+    url, path = seeded
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "lpstudy", "optuna-dashboard", "--storage", url, "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+    try:
+        wait_for(f"http://127.0.0.1:{port}/api/meta", proc)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/studies", timeout=30) as response:
+            studies = json.load(response)["study_summaries"]
+        assert [s["study_name"] for s in studies] == ["search"]
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/api/studies", method="POST",
+                                         data=json.dumps({"study_name": "new", "directions": ["minimize"]}).encode(),
+                                         headers={"Content-Type": "application/json"})
+        with pytest.raises(urllib.error.HTTPError):
+            urllib.request.urlopen(request, timeout=30)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
