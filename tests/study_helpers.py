@@ -45,12 +45,12 @@ def cli(capsys, *args: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def start_worker(study: str, storage: str, *extra: str, env: dict | None = None, log: Path | None = None
-                 ) -> subprocess.Popen:
-    """A worker process on the CPU; its output goes to `log` (or is dropped)."""
+def start_worker(study: str, storage: str, *extra: str, env: dict | None = None, log: Path | None = None,
+                 devices: str = "cpu") -> subprocess.Popen:
+    """A worker process (one per device in `devices`); its output goes to `log` (or is dropped)."""
     out = open(log, "w") if log else subprocess.DEVNULL
     return subprocess.Popen([sys.executable, "-m", "lpstudy", "worker", "--study", study, "--storage", storage,
-                             "--devices", "cpu", "--no-progress", *extra],
+                             "--devices", devices, "--no-progress", *extra],
                             stdout=out, stderr=subprocess.STDOUT, env=env or lp_env())
 
 

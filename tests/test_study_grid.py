@@ -53,16 +53,20 @@ def test_four_workers_on_postgres_run_each_cell_once(pg_url, tmp_path, capsys):
     assert len(hosts) >= 2
 
 
-def test_two_workers_on_sqlite_run_each_cell_once_and_replicate_resumes(sqlite_url, tmp_path, capsys):
+def test_two_worker_processes_on_sqlite_run_each_cell_once_and_replicate_resumes(sqlite_url, tmp_path, capsys):
     code, err = _replicate(capsys, sqlite_url, "grid")
     assert code == 0, err
     code, err = _replicate(capsys, sqlite_url, "grid")  # resumes: nothing enqueued twice
     assert code == 0 and "resumed" in err and "0 enqueued now" in err, err
     assert len(trials_of(sqlite_url, "grid")) == 12
-    workers = [start_worker("grid", sqlite_url, log=tmp_path / f"w{i}.log") for i in range(2)]
-    codes = wait_all(workers)
-    assert codes == [0, 0], [(tmp_path / f"w{i}.log").read_text() for i in range(2)]
+    # one command, two worker processes: --devices cpu,cpu fans out one process per device
+    parent = start_worker("grid", sqlite_url, log=tmp_path / "w.log", devices="cpu,cpu")
+    assert wait_all([parent]) == [0], (tmp_path / "w.log").read_text()
+    log = (tmp_path / "w.log").read_text()
+    assert "started 2 worker process(es) on cpu, cpu" in log and log.count("no grid cell left") == 2
     _check_grid_complete(sqlite_url, "grid")
+    pids = {t.user_attrs["pid"] for t in trials_of(sqlite_url, "grid")}
+    assert len(pids) == 2 and parent.pid not in pids
     # a third run finds every cell done and enqueues nothing
     code, err = _replicate(capsys, sqlite_url, "grid")
     assert code == 0 and "12 done" in err and "0 enqueued now" in err, err
