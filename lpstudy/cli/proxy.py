@@ -47,10 +47,13 @@ def storage_proxy(
     from concurrent.futures import ThreadPoolExecutor
 
     import optuna
-    from optuna.storages import get_storage, run_grpc_proxy_server
+    from optuna.storages import run_grpc_proxy_server
+
+    from lpstudy.optuna_storage import proxied_storage
 
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
-    backend = _open_storage(get_storage, url)
+    # The workers' retrying storage, so that the proxy too rides out a database restart.
+    backend = proxied_storage(url)
 
     print(f"lpstudy storage-proxy: serving {redact(url)} at grpc://{_display_host(host)}:{port} "
           f"({threads} threads); workers: lpstudy worker --storage grpc://{_advertised_host(host)}:{port}",
@@ -64,31 +67,6 @@ def storage_proxy(
         print("lpstudy storage-proxy: stopped", file=sys.stderr, flush=True)
     except RuntimeError as exc:  # grpc could not bind after all (a race for the port)
         raise UserError(f"cannot listen on {host}:{port} ({exc}); choose another --port") from None
-
-
-def _open_storage(get_storage, url: str):
-    """Optuna's storage for the URL (creating Optuna's tables if the database is new), or one line
-    saying why the database cannot be used: never a traceback, never the password."""
-    import sqlalchemy.exc
-
-    try:
-        return get_storage(url)
-    except sqlalchemy.exc.SQLAlchemyError as exc:
-        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
-        password = _password_of(url)
-        if password:
-            reason = reason.replace(password, "***")
-        raise UserError(f"cannot open the database {redact(url)} ({reason}); check that it is running, "
-                        "the host, port and credentials, and that the role may create Optuna's tables") from None
-
-
-def _password_of(url: str) -> str | None:
-    from sqlalchemy.engine import make_url
-
-    try:
-        return make_url(url).password
-    except Exception:  # noqa: BLE001 - an unparsable URL has no password we could leak
-        return None
 
 
 def _check_port_free(host: str, port: int) -> None:
