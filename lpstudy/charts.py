@@ -53,7 +53,7 @@ def _lr_colour(lr: pd.Series) -> dict:
     """Marker colours on a log scale of the learning rate; one colour when it does not vary."""
     if lr.isna().any() or lr.nunique() < 2:
         return {"color": "#1f77b4"}
-    return {"color": np.log10(lr.astype("float64")), "colorscale": LR_SCALE, "showscale": True,
+    return {"color": np.log10(lr.to_numpy(dtype="float64")), "colorscale": LR_SCALE, "showscale": True,
             "colorbar": {"title": {"text": "lr"}, "tickprefix": "1e", "len": 0.8}}
 
 
@@ -92,24 +92,25 @@ def loss_vs_p(trials: pd.DataFrame) -> go.Figure:
     done = done[done["p"].notna()]
     if done.empty:
         return _empty(fig, "no completed trial yet")
-    x = A.p_positions(done["p"])
-    ok = done["loss"].notna()
-    hover = ("trial %{customdata[0]}<br>p %{customdata[1]}<br>lr %{customdata[2]:.3g}"
-             "<br>gain₀ %{customdata[3]:.3g}<br>loss %{y:.4f}<extra></extra>")
-    custom = np.column_stack([done["number"], _p_text(done["p"]), done["lr"], done["gain_init"]])
+    x = A.p_positions(done["p"]).to_numpy()
+    ok = done["loss"].notna().to_numpy()
+    # numbers in customdata, p's label as text: a float array serialises far faster than mixed objects
+    custom = done[["number", "lr", "gain_init"]].to_numpy(dtype="float64")
+    text = np.array(_p_text(done["p"]), dtype=object)
+    details = "<br>p %{text}<br>lr %{customdata[1]:.3g}<br>gain₀ %{customdata[2]:.3g}"
     if ok.any():
         colour = _lr_colour(done.loc[ok, "lr"])
-        fig.add_scatter(x=x[ok], y=done.loc[ok, "loss"], mode="markers", name="completed",
-                        marker={"size": 7, "opacity": 0.8, **colour}, customdata=custom[ok.to_numpy()],
-                        hovertemplate=hover)
+        fig.add_scatter(x=x[ok], y=done["loss"].to_numpy()[ok], mode="markers", name="completed",
+                        marker={"size": 7, "opacity": 0.8, **colour}, customdata=custom[ok], text=text[ok],
+                        hovertemplate="trial %{customdata[0]}" + details + "<br>loss %{y:.4f}<extra></extra>")
     if (~ok).any():
-        top = float(done.loc[ok, "loss"].max()) if ok.any() else 1.0
-        span = float(done.loc[ok, "loss"].max() - done.loc[ok, "loss"].min()) if ok.sum() > 1 else 0.1
+        losses = done.loc[ok, "loss"]
+        top = float(losses.max()) if ok.any() else 1.0
+        span = float(losses.max() - losses.min()) if ok.sum() > 1 else 0.1
         fig.add_scatter(x=x[~ok], y=np.full(int((~ok).sum()), top + 0.08 * max(span, 0.05)), mode="markers",
                         name="diverged", marker={"symbol": "x", "size": 8, "color": DIVERGED_COLOUR},
-                        customdata=custom[(~ok).to_numpy()],
-                        hovertemplate="trial %{customdata[0]} diverged<br>p %{customdata[1]}<br>lr %{customdata[2]:.3g}"
-                                      "<br>gain₀ %{customdata[3]:.3g}<extra></extra>")
+                        customdata=custom[~ok], text=text[~ok],
+                        hovertemplate="trial %{customdata[0]} diverged" + details + "<extra></extra>")
     _p_axis(fig, done["p"])
     return fig
 
@@ -225,14 +226,15 @@ def loss_curves(curves: pd.DataFrame, trials: pd.DataFrame, column: str = "val_l
     low, high = float(position.min()), float(position.max())
     span = (high - low) or 1.0
     joined = joined.assign(_pos=position, _level=np.minimum(levels - 1, ((position - low) / span * levels).astype(int)))
+    labels = {n: f"trial {n}, p {A.format_p(p)}" for n, p in joined.groupby("trial_number")["p"].first().items()}
+    joined = joined.sort_values(["_level", "trial_number", "step"])
     for level, group in joined.groupby("_level", sort=True):
-        xs, ys, texts = [], [], []
-        for number, trial in group.groupby("trial_number", sort=False):
-            trial = trial.sort_values("step")
-            xs += [*trial["step"].tolist(), None]
-            ys += [*trial[column].tolist(), None]
-            label = f"trial {number}, p {A.format_p(trial['p'].iloc[0])}"
-            texts += [label] * len(trial) + [None]
+        # one trace per colour band: the band's curves joined by gaps (NaN) between trials
+        numbers = group["trial_number"].to_numpy()
+        starts = np.flatnonzero(np.diff(numbers)) + 1
+        xs = np.insert(group["step"].to_numpy(dtype="float64"), starts, np.nan)
+        ys = np.insert(group[column].to_numpy(dtype="float64"), starts, np.nan)
+        texts = np.insert(np.array([labels[n] for n in numbers], dtype=object), starts, "")
         centre = low + (level + 0.5) * span / levels
         fig.add_scatter(x=xs, y=ys, mode="lines", line={"width": 1, "color": _colour_at(centre, low, high)},
                         opacity=0.6, text=texts, hovertemplate="%{text}<br>step %{x}<br>loss %{y:.4f}<extra></extra>",
@@ -266,7 +268,7 @@ def median_curves(bands: pd.DataFrame, column_title: str = "validation loss") ->
         colour = _colour_at(float(position[label]), low, high)
         fill = colour.replace("rgb(", "rgba(").replace(")", ", 0.15)")
         fig.add_scatter(x=[*group["step"], *group["step"][::-1]], y=[*group["q75"], *group["q25"][::-1]],
-                        fill="toself", fillcolor=fill, line={"width": 0}, hoverinfo="skip",
+                        mode="lines", fill="toself", fillcolor=fill, line={"width": 0}, hoverinfo="skip",
                         showlegend=False, legendgroup=label)
         fig.add_scatter(x=group["step"], y=group["median"], mode="lines", name=f"p {label}",
                         line={"color": colour, "width": 2}, legendgroup=label,
@@ -400,7 +402,7 @@ def trial_dynamics_chart(curves: pd.DataFrame, number: int) -> go.Figure:
     fig.add_scatter(x=rows["step"], y=rows["gain_mean"], mode="lines", row=1, col=3)
     if rows["gain_min"].notna().any():
         fig.add_scatter(x=[*rows["step"], *rows["step"][::-1]], y=[*rows["gain_max"], *rows["gain_min"][::-1]],
-                        fill="toself", line={"width": 0}, fillcolor="rgba(31,119,180,0.15)", hoverinfo="skip",
+                        mode="lines", fill="toself", line={"width": 0}, fillcolor="rgba(31,119,180,0.15)", hoverinfo="skip",
                         row=1, col=3)
     return fig
 

@@ -66,7 +66,8 @@ with left:
     params = {k: v for k, v in trial.items() if not (isinstance(v, float) and math.isnan(v)) and v is not None
               and not (isinstance(v, pd.Timestamp) and pd.isna(v))}
     params["p"] = A.format_p(trial["p"])
-    st.dataframe(pd.DataFrame({"field": list(params), "value": [str(v) for v in params.values()]}),
+    shown_values = [f"{v:.6g}" if isinstance(v, float) else str(v) for v in params.values()]
+    st.dataframe(pd.DataFrame({"field": list(params), "value": shown_values}),
                  hide_index=True, width="stretch", height=520)
 with right:
     chart(C.trial_chart(curves, number), key="trial_curves")
