@@ -54,12 +54,15 @@ class TrainConfig:
     device: str = "auto"  # "auto", "cpu", "cuda", "cuda:1", ...
     dtype: str = "auto"  # "auto" (bf16 autocast on CUDA, fp32 on CPU), "float32", "bfloat16"
     compile: bool = False
+    # CPU threads for torch (0: torch's default). Float sums depend on it, so a CPU run is
+    # reproducible to the last digit only with the same count: workers and `lpstudy train` record it.
+    threads: int = 0
 
     def __post_init__(self) -> None:
         problems = []
         for name, low in [("n_layer", 1), ("n_head", 1), ("n_embd", 1), ("block_size", 2),
                           ("batch_size", 1), ("max_steps", 1), ("eval_interval", 1),
-                          ("eval_iters", 1), ("folds", 2), ("warmup_steps", 0)]:
+                          ("eval_iters", 1), ("folds", 2), ("warmup_steps", 0), ("threads", 0)]:
             if getattr(self, name) < low:
                 problems.append(f"{name} must be ≥ {low}, got {getattr(self, name)}")
         if self.n_embd % self.n_head:
@@ -149,6 +152,16 @@ def resolve_config(preset: str, overrides: dict[str, Any] | None = None) -> Trai
     base = get_preset(preset)
     changes = {name: coerce_field(name, value) for name, value in (overrides or {}).items()}
     return dataclasses.replace(base, **changes)
+
+
+def with_cpu_threads(config: TrainConfig, device: str) -> TrainConfig:
+    """On CPU, the config with its thread count made explicit (torch's current one if unset), so that
+    the run can be reproduced to the last digit from its run file."""
+    import torch
+
+    if device != "cpu" or config.threads > 0:
+        return config
+    return dataclasses.replace(config, threads=torch.get_num_threads())
 
 
 def overrides_of(config: TrainConfig, preset: str) -> dict[str, Any]:

@@ -421,7 +421,7 @@ def run_trial(ctx: TrialContext, trial: optuna.Trial) -> TrialOutcome:
     """Train the run that `trial` stands for; store its curve and summary on the trial. Does not
     tell Optuna the result (the worker does), so that a crash here still ends the trial."""
     from lpstudy import __version__
-    from lpstudy.config import overrides_of, resolve_config
+    from lpstudy.config import overrides_of, resolve_config, with_cpu_threads
     from lpstudy.metrics import SUMMARY_FIELDS, uniform_guess_loss
     from lpstudy.progress import TrainingProgress
     from lpstudy.train import train
@@ -430,6 +430,7 @@ def run_trial(ctx: TrialContext, trial: optuna.Trial) -> TrialOutcome:
     overrides = spec.space.suggest(trial)
     cfg = resolve_config(spec.preset, overrides)
     cfg = dataclasses.replace(cfg, gain_init=cfg.resolved_gain_init)  # resolved: the export reproduces it
+    cfg = with_cpu_threads(cfg, ctx.device)  # on CPU the thread count too
     run_overrides = {k: v for k, v in overrides_of(cfg, spec.preset).items() if k != "device"}
     cfg = dataclasses.replace(cfg, device=ctx.device)
 

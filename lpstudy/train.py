@@ -73,6 +73,8 @@ def train(
     should_stop: StopCheck | None = None,
 ) -> TrainedRun:
     device = pick_device(cfg.device)
+    if device.type == "cpu" and cfg.threads > 0:
+        torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True

@@ -34,12 +34,14 @@ def test_export_then_train_reproduces_the_stored_validation_loss(sqlite_url, tmp
         "p": best.user_attrs["p"], "lr": best.user_attrs["lr"], "gain_init": best.user_attrs["gain_init"],
         "fold": 0, "folds": 10, "seed": 7}
     assert data["max_steps"] == 30 and data["eval_interval"] == 10 and "device" not in data
+    assert data["threads"] == 1  # the worker's CPU thread count: float sums depend on it
     assert data["source"] == {"study": "s", "trial": best.number, "value": best.value,
                               "final_val_loss": best.user_attrs["final_val_loss"], "diverged": False,
                               "lpstudy_version": best.user_attrs["version"]}
     assert list(tmp_path.glob(".best.yaml*")) == []  # the temporary file of the atomic write is gone
 
-    retrained = lpstudy("train", "--config", str(out), "--json", env=lp_env(), cwd=tmp_path)
+    # retrained by a process whose default thread count differs from the worker's
+    retrained = lpstudy("train", "--config", str(out), "--json", env=lp_env(OMP_NUM_THREADS="2"), cwd=tmp_path)
     assert retrained.returncode == 0, retrained.stderr
     result = json.loads(retrained.stdout)
     assert result["final_val_loss"] == pytest.approx(best.user_attrs["final_val_loss"], rel=1e-6, abs=1e-7)

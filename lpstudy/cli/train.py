@@ -43,9 +43,10 @@ def train(
 ) -> None:
     """Train one model and report its validation loss."""
     from lpstudy.artifacts import json_safe, save_run
-    from lpstudy.config import load_run_file, resolve_config
+    from lpstudy.config import load_run_file, resolve_config, with_cpu_threads
     from lpstudy.data import load_corpus
     from lpstudy.progress import TrainingProgress, stderr_console
+    from lpstudy.train import pick_device
     from lpstudy.train import train as run_training
 
     overrides: dict = {}
@@ -58,11 +59,13 @@ def train(
     overrides.update({k: v for k, v in flags.items() if v is not None})
     preset_name = preset or file_preset or "cpu"
     cfg = resolve_config(preset_name, overrides)
+    cfg = with_cpu_threads(cfg, pick_device(cfg.device).type)
     corpus = load_corpus(data)
 
     stderr_console.print(
         f"[bold]lpstudy train[/] preset={preset_name} attention={cfg.attention} p={cfg.p:g} lr={cfg.lr:g} "
         f"gain_init={cfg.resolved_gain_init:.3g} fold={cfg.fold}/{cfg.folds} seed={cfg.seed} "
+        + (f"threads={cfg.threads} " if cfg.threads else "") +
         f"corpus={Path(corpus.source).name} ({len(corpus):,} chars, {corpus.vocab_size} symbols)")
     with TrainingProgress(cfg.max_steps) as bar:
         def on_eval(record):
