@@ -12,6 +12,9 @@ coming back); "reread" fresh contexts after lpstudy's data cache expired (the st
 
     python benchmarks/bench_dashboard.py                     # 1,000 x 50, prints a table
     python benchmarks/bench_dashboard.py --json --db /tmp/bench.db --repeats 5
+For scale, the same is timed for a bare Streamlit page with four tiny Plotly charts (the floor of
+any Streamlit + Plotly page on the machine: the browser loads and compiles Streamlit's and
+plotly.js's bundles whatever the data).
 Goal: lpstudy under 2 s, and not slower than optuna-dashboard (ratio ≤ 1).
 """
 
@@ -103,6 +106,16 @@ def timed_load(browser, url: str, ready_js: str, arg, screenshot: Path | None = 
 
 
 KINDS = ("cold_s", "warm_s", "revisit_s", "reread_s")
+# The floor: a bare Streamlit page with four tiny Plotly charts, what any Streamlit + Plotly page costs here.
+FLOOR_APP = """
+import plotly.graph_objects as go
+import streamlit as st
+
+st.title("floor")
+for i in range(4):
+    st.plotly_chart(go.Figure(go.Scatter(x=[1, 2], y=[1, 2])).update_layout(title=f"floor {i}"))
+"""
+FLOOR_TITLES = [f"floor {i}" for i in range(4)]
 LPSTUDY_READY = """titles => {
     const drawn = [...document.querySelectorAll('.js-plotly-plot .gtitle')].map(e => e.textContent);
     return titles.every(t => drawn.includes(t));
@@ -127,12 +140,19 @@ def main(argv: list[str] | None = None) -> dict:
     db = args.db or workdir / "bench.db"
     url, study_id, complete = ensure_study(db, args.trials, args.evals)
     lp_port, od_port = free_port(), free_port()
+    floor_app = workdir / "floor.py"
+    floor_app.write_text(FLOOR_APP)
+    floor_port = free_port()
     servers = [
         subprocess.Popen([sys.executable, "-m", "lpstudy", "dashboard", "--storage", url, "--port", str(lp_port),
                           "--headless", "--study", STUDY], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          text=True, cwd=ROOT),
         subprocess.Popen([sys.executable, "-m", "lpstudy", "optuna-dashboard", "--storage", url, "--port", str(od_port)],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT),
+        subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(floor_app), "--server.port", str(floor_port),
+                          "--server.headless", "true", "--server.fileWatcherType", "none",
+                          "--browser.gatherUsageStats", "false"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True, cwd=workdir),
     ]
     lp_url = f"http://127.0.0.1:{lp_port}/Effect_of_p?study={STUDY}"
     od_url = f"http://127.0.0.1:{od_port}/dashboard/studies/{study_id}"
@@ -141,12 +161,15 @@ def main(argv: list[str] | None = None) -> dict:
     try:
         wait_for(f"http://127.0.0.1:{lp_port}/_stcore/health", servers[0])
         wait_for(f"http://127.0.0.1:{od_port}/api/meta", servers[1])
+        wait_for(f"http://127.0.0.1:{floor_port}/_stcore/health", servers[2])
         # Points the history plot must show: optuna-dashboard draws COMPLETE trials (and pruned ones).
         need = max(1, int(0.95 * complete))
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             for name, target, ready, arg in (("lpstudy", lp_url, LPSTUDY_READY, EFFECT_TITLES),
-                                             ("optuna_dashboard", od_url, OPTUNA_READY, need)):
+                                             ("optuna_dashboard", od_url, OPTUNA_READY, need),
+                                             ("streamlit_floor", f"http://127.0.0.1:{floor_port}/", LPSTUDY_READY,
+                                              FLOOR_TITLES)):
                 cold = timed_load(browser, target, ready, arg, SCREENSHOTS / f"bench_{name}.png")
                 warm = [timed_load(browser, target, ready, arg) for _ in range(args.repeats)]
                 returning = browser.new_context(viewport={"width": 1400, "height": 1600})
@@ -175,7 +198,8 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"{args.trials} trials x {args.evals} evaluations ({complete} complete), SQLite; "
               f"seconds from request to charts drawn in Chromium")
         print(f"{'':26}" + "".join(f"{k[:-2]:>9}" for k in KINDS))
-        for name, label in (("lpstudy", "lpstudy Effect of p"), ("optuna_dashboard", "optuna-dashboard history")):
+        for name, label in (("lpstudy", "lpstudy Effect of p"), ("optuna_dashboard", "optuna-dashboard history"),
+                            ("streamlit_floor", "bare Streamlit+Plotly page")):
             print(f"{label:26}" + "".join(f"{result[name][k]:9.2f}" for k in KINDS))
         print(f"{'ratio lpstudy/optuna':26}" + "".join(f"{result['ratio_' + k[:-2]]:9.2f}" for k in KINDS))
         print(f"screenshots: {SCREENSHOTS}/bench_lpstudy.png, bench_optuna_dashboard.png")

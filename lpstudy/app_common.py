@@ -18,7 +18,9 @@ import streamlit as st
 from lpstudy.errors import UserError
 from lpstudy.storage import DEFAULT_STORAGE, STORAGE_ENV, redact
 
-CACHE_TTL_S = 5  # seconds: a running study's new trials show up this fast, and no sooner
+CACHE_TTL_S = 5  # seconds: the refresh period of a live page, and of storages without a fingerprint
+FINGERPRINT_TTL_S = 2  # seconds between the cheap checks whether a study's data changed
+STUDY_TTL_S = 120  # a study's data is kept this long at most, even if its fingerprint did not change
 STUDY_KEY = "lpstudy_study"  # session state: the chosen study, kept across pages
 STUDY_ENV = "LPSTUDY_DASHBOARD_STUDY"  # a study to open first (`lpstudy dashboard --study`)
 
@@ -42,13 +44,29 @@ def cached_study_infos(storage_url: str):
     return study_infos(storage_url)
 
 
-@st.cache_data(ttl=CACHE_TTL_S, show_spinner="Reading the study…")
-def cached_study(storage_url: str, study_name: str, curves: bool = True):
-    """The study (lpstudy.results.StudyData); curves=False for pages that need only the trials
-    (quicker to read, and to copy out of the cache)."""
+@st.cache_data(ttl=FINGERPRINT_TTL_S, show_spinner=False)
+def cached_fingerprint(storage_url: str, study_name: str):
+    """What identifies the study's current data (lpstudy.results.study_fingerprint: a few counts on
+    SQL databases); on other storages the current CACHE_TTL_S time slot, so they reread on a timer."""
+    import time
+
+    from lpstudy.results import study_fingerprint
+
+    fingerprint = study_fingerprint(storage_url, study_name)
+    return fingerprint if fingerprint is not None else ("slot", int(time.time() // CACHE_TTL_S))
+
+
+@st.cache_data(ttl=STUDY_TTL_S, max_entries=8, show_spinner="Reading the study…")
+def _cached_study_version(storage_url: str, study_name: str, curves: bool, fingerprint):
     from lpstudy.results import load_study
 
     return load_study(storage_url, study_name, curves=curves)
+
+
+def cached_study(storage_url: str, study_name: str, curves: bool = True):
+    """The study (lpstudy.results.StudyData), read again only when its data changed; curves=False
+    for pages that need only the trials (quicker to read, and to copy out of the cache)."""
+    return _cached_study_version(storage_url, study_name, curves, cached_fingerprint(storage_url, study_name))
 
 
 @st.cache_data(ttl=60, show_spinner=False)

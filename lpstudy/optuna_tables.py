@@ -163,6 +163,37 @@ def read_study(conn: Connection, study_name: str) -> StudyRows | None:
     return StudyRows(sid, study_name, directions, user_attrs, list(trials.values()), frame)
 
 
+def study_fingerprint(conn: Connection, study_name: str, metrics_table: str | None) -> tuple | None:
+    """A cheap summary that changes whenever the study gains a trial, a state, a value, an
+    attribute, an evaluation or a metrics row: the dashboard rereads the study only when it
+    changes. None when there is no such study. A few COUNT queries (milliseconds)."""
+    try:
+        found = conn.execute(sa.text("SELECT study_id FROM studies WHERE study_name = :n"),
+                             {"n": study_name}).first()
+        if found is None:
+            return None
+        q = {"sid": int(found[0])}
+        states = tuple(sorted((str(state), int(n), int(top)) for state, n, top in conn.execute(sa.text(
+            "SELECT state, count(*), max(trial_id) FROM trials WHERE study_id = :sid GROUP BY state"), q)))
+        counts = tuple(int(conn.execute(sa.text(
+            f"SELECT count(*) FROM {table} x JOIN trials t ON t.trial_id = x.trial_id WHERE t.study_id = :sid"),
+            q).scalar_one()) for table in ("trial_values", "trial_user_attributes", "trial_system_attributes",
+                                           "trial_intermediate_values", "trial_params"))
+        study_attrs = int(conn.execute(sa.text(
+            "SELECT count(*) FROM study_user_attributes WHERE study_id = :sid"), q).scalar_one())
+        metrics = -1
+        if metrics_table is not None:
+            metrics = int(conn.execute(sa.text(f"SELECT count(*) FROM {metrics_table} WHERE study_name = :n"),
+                                       {"n": study_name}).scalar_one())
+    except (sa.exc.ProgrammingError, sa.exc.NoSuchColumnError) as exc:
+        raise SchemaMismatch(str(exc)) from None
+    except sa.exc.OperationalError as exc:
+        if "no such" in str(exc).lower():
+            raise SchemaMismatch(str(exc)) from None
+        raise
+    return states, counts, study_attrs, metrics
+
+
 def _datetime(value: Any) -> datetime | None:
     if value is None or isinstance(value, datetime):
         return value

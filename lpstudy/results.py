@@ -460,6 +460,33 @@ def load_study(storage_url: str, study_name: str, curves: bool = True, via_optun
     return StudyData(name=study_name, info=info, trials=frame, curves=merged)
 
 
+def study_fingerprint(storage_url: str, study_name: str) -> tuple | None:
+    """Something that changes whenever the study's data changes (SQL databases: a few counts),
+    so that a reader can keep what it loaded until then; None where it cannot be had cheaply
+    (journal, gRPC, an unknown schema): reread on a timer instead. StudyUnavailable when the
+    database cannot be read or has no such study."""
+    import sqlalchemy as sa
+
+    from lpstudy import optuna_tables
+    from lpstudy.storage import METRICS_TABLE
+
+    if not is_sql(storage_url):
+        return None
+    engine = readonly_engine(storage_url)
+    try:
+        with _guard(storage_url), engine.connect() as conn:
+            metrics = METRICS_TABLE if sa.inspect(conn).has_table(METRICS_TABLE) else None
+            try:
+                fingerprint = optuna_tables.study_fingerprint(conn, study_name, metrics)
+            except optuna_tables.SchemaMismatch:
+                return None
+            if fingerprint is None:
+                raise _no_such_study(storage_url, study_name, optuna_tables.study_names(conn))
+            return fingerprint
+    finally:
+        engine.dispose()
+
+
 def study_trials(storage_url: str, study_name: str) -> list:
     """The study's trials as Optuna FrozenTrials (for Optuna's own tools)."""
     return _load_optuna(storage_url, study_name, with_curves=False)[1]

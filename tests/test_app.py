@@ -107,6 +107,25 @@ def test_home_shows_states_best_trial_workers_and_a_refresh_toggle(seeded):
     assert not at.exception
 
 
+def test_home_follows_a_running_study(tmp_path):
+    import time
+
+    import optuna
+
+    from lpstudy.app_common import FINGERPRINT_TTL_S
+
+    url = f"sqlite:///{tmp_path / 'live.db'}"
+    write_synthetic_study(url, "live", n_trials=12, n_evals=6, seed=5, now=NOW)
+    at = run_page("Home", url, "live")
+    assert {m.label: m.value for m in at.metric}["Running"] == "2"
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    optuna.load_study(study_name="live", storage=url).ask()  # a worker takes the waiting trial
+    time.sleep(FINGERPRINT_TTL_S + 0.2)
+    at.run()
+    metrics = {m.label: m.value for m in at.metric}
+    assert (metrics["Running"], metrics["Waiting"], metrics["Trials"]) == ("3", "0", "12")
+
+
 def test_a_replicate_study_shows_grid_progress_and_the_paired_comparison(seeded):
     url, _ = seeded
     home = run_page("Home", url, "grid")

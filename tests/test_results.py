@@ -143,3 +143,21 @@ def test_postgresql_reads_read_only_and_like_sqlite(pg_url, seeded):
             conn.execute(sa.text("DELETE FROM trials"))
     engine.dispose()
     assert len(results.load_trials(pg_url, "search")) == SMALL["n_trials"]
+
+
+def test_the_fingerprint_changes_exactly_when_the_study_does(tmp_path):
+    import optuna
+
+    url = f"sqlite:///{tmp_path / 'live.db'}"
+    write_synthetic_study(url, "live", **SMALL)
+    first = results.study_fingerprint(url, "live")
+    assert first == results.study_fingerprint(url, "live")
+    study = optuna.load_study(study_name="live", storage=url)
+    trial = study.ask()
+    changed = results.study_fingerprint(url, "live")
+    assert changed != first  # a new RUNNING trial
+    trial.report(3.0, 25)
+    assert results.study_fingerprint(url, "live") != changed  # an evaluation
+    assert results.study_fingerprint(f"journal:///{tmp_path / 'x.log'}", "live") is None
+    with pytest.raises(UserError, match="no study named"):
+        results.study_fingerprint(url, "nope")
