@@ -27,6 +27,14 @@ APP_DIR_ENV = "LPSTUDY_APP_DIR"
 # Where the Streamlit pages live: a source checkout (editable install) or the container image.
 APP_DIR_CANDIDATES = (Path(__file__).resolve().parents[2] / "app", Path("/opt/lpstudy/app"))
 
+# The server imports what every page needs before it listens, so that the first visitor does not
+# wait for pandas, Plotly, SciPy and Optuna to import; then it is `streamlit run` as usual.
+PRELOAD_AND_RUN_STREAMLIT = (
+    "import pandas, plotly.graph_objects, plotly.colors, sqlalchemy, scipy.special, optuna.importance; "
+    "import lpstudy.analysis, lpstudy.charts, lpstudy.results, lpstudy.optuna_tables, lpstudy.export; "
+    "import sys; from streamlit.web.cli import main; sys.argv[0] = 'streamlit'; main()"
+)
+
 StorageOption = Annotated[Optional[str], typer.Option(
     help="Study database URL (default $LPSTUDY_STORAGE, else sqlite:///storage/lpstudy.db). "
          "Use a read-only role on PostgreSQL.")]
@@ -77,7 +85,7 @@ def dashboard(
     env.setdefault("STREAMLIT_BROWSER_GATHER_USAGE_STATS", "false")
     if study:
         env["LPSTUDY_DASHBOARD_STUDY"] = study
-    argv = [sys.executable, "-m", "streamlit", "run", str(home),
+    argv = [sys.executable, "-c", PRELOAD_AND_RUN_STREAMLIT, "run", str(home),
             "--server.port", str(port), "--server.address", host,
             "--server.headless", "true" if headless else "false",
             "--server.fileWatcherType", "none", "--server.runOnSave", "false",
