@@ -20,7 +20,7 @@ from typing import Sequence
 
 import numpy as np
 
-from lpstudy.metrics import METRIC_FIELDS, SUMMARY_FIELDS, MetricRecord, uniform_guess_loss
+from lpstudy.metrics import SUMMARY_FIELDS, MetricRecord, uniform_guess_loss
 
 VOCAB_SIZE = 65
 PAPER_P_VALUES = (1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0)

@@ -8,7 +8,6 @@ CI installs Chromium (`.ci/run`); without /usr/bin/chromium these tests fail rat
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys

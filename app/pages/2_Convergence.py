@@ -1,8 +1,6 @@
 """Convergence: validation and training loss curves coloured by p, the median curve per p with
 a band, the steps to reach a loss threshold (you set it) against p, and the area under the curve."""
 
-import math
-
 import streamlit as st
 
 from lpstudy import analysis as A
@@ -12,10 +10,10 @@ from lpstudy.app_common import chart, p_bins_control, page, show_problem
 storage, study = page("Convergence", "⏱️")
 trials, curves = study.trials, study.curves
 if trials.empty or curves.empty:
-    show_problem(trials, stop=False) or st.info("No learning curve recorded yet; curves appear as workers evaluate.")
+    if not show_problem(trials, stop=False):
+        st.info("No learning curve recorded yet; curves appear as workers evaluate.")
     st.stop()
-if show_problem(trials, stop=False):
-    pass  # running trials' curves are still worth seeing
+show_problem(trials, stop=False)  # none completed, or all diverged: say so, and still show the curves there are
 bins = p_bins_control(trials, key="convergence_bins")
 
 spec_threshold = study.info.spec.get("loss_threshold")
