@@ -73,7 +73,7 @@ def export_text(storage_url: str, study_name: str, top_k: int = 1, fmt: str = "y
         raise UserError(f"unknown format {fmt!r}; choose yaml or json")
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise UserError(f"--top must be a positive integer, got {top_k!r}")
-    storage = open_storage(storage_url)
+    storage = open_storage(storage_url, readonly=True)  # an export only reads
     spec = load_spec(storage, study_name)
     study_id = storage.optuna.get_study_id_from_name(study_name)
     done = _completed(storage.optuna.get_all_trials(study_id, deepcopy=False))

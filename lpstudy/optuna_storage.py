@@ -296,11 +296,13 @@ def grpc_address(url: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def open_storage(url: str, create_tables: bool = False, must_exist: bool = True) -> StudyStorage:
+def open_storage(url: str, create_tables: bool = False, must_exist: bool = True,
+                 readonly: bool = False) -> StudyStorage:
     """Open the storage at url. create_tables: create Optuna's tables and the metrics table (only
     `create`/`replicate` do). must_exist: for a SQLite file, refuse a file that is not there.
-    An unreachable storage raises UserError within a few seconds."""
-    from lpstudy.storage import ensure_metrics_table, storage_url
+    readonly: a SQL database that refuses writes (SQLite mode=ro, PostgreSQL read-only sessions),
+    for readers such as export. An unreachable storage raises UserError within a few seconds."""
+    from lpstudy.storage import ensure_metrics_table, readonly_url, storage_url
 
     url = storage_url(url)
     kind = storage_kind(url)
@@ -312,8 +314,11 @@ def open_storage(url: str, create_tables: bool = False, must_exist: bool = True)
                 raise UserError(f"no study database at {database}; create a study first "
                                 "(`lpstudy create` or `lpstudy replicate`) or pass --storage / set LPSTUDY_STORAGE")
         try:
-            rdb = RetryingRDBStorage(url, engine_kwargs=_sql_engine_kwargs(kind),
-                                     skip_table_creation=not create_tables)
+            engine_kwargs = _sql_engine_kwargs(kind)
+            if readonly and kind == "postgresql":
+                engine_kwargs["connect_args"]["options"] = "-c default_transaction_read_only=on"
+            rdb = RetryingRDBStorage(str(readonly_url(url)) if readonly else url, engine_kwargs=engine_kwargs,
+                                     skip_table_creation=not create_tables or readonly)
             if create_tables:
                 policy.call(ensure_metrics_table, rdb.engine)
         except ImportError:
