@@ -6,26 +6,14 @@ old file or the new one, never half of one."""
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import torch
 
 from lpstudy.config import write_run_file
 from lpstudy.data import Corpus
+from lpstudy.files import atomic_write
 from lpstudy.train import TrainedRun
-
-
-def _atomic_write(path: Path, write) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def json_safe(value):
@@ -48,10 +36,10 @@ def save_run(out_dir: str | Path, run: TrainedRun, preset: str, corpus: Corpus) 
     write_run_file(out / "config.yaml", preset, run.config, always=("p", "lr", "gain_init", "fold", "folds", "seed"),
                    source={"final_val_loss": run.summary.final_val_loss})
     history = "".join(json.dumps(json_safe(r.to_dict())) + "\n" for r in run.summary.history)
-    _atomic_write(out / "metrics.jsonl", lambda fh: fh.write(history.encode()))
-    _atomic_write(out / "summary.json",
+    atomic_write(out / "metrics.jsonl", lambda fh: fh.write(history.encode()))
+    atomic_write(out / "summary.json",
                   lambda fh: fh.write(json.dumps(json_safe(run.summary.to_dict()), indent=2).encode()))
     checkpoint = {"model": run.model.state_dict(), "config": run.config.to_dict(), "preset": preset,
                   "chars": corpus.chars}
-    _atomic_write(out / "checkpoint.pt", lambda fh: torch.save(checkpoint, fh))
+    atomic_write(out / "checkpoint.pt", lambda fh: torch.save(checkpoint, fh))
     return out

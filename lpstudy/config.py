@@ -179,24 +179,9 @@ RUN_FILE_KEYS = {"preset", "source"}
 
 def load_run_file(path: str | Path) -> tuple[str, dict[str, Any], dict[str, Any]]:
     """Read a run file; return (preset, overrides, source). UserError on anything malformed."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"config file {path} does not exist") from None
-    except OSError as exc:
-        raise UserError(f"cannot read config file {path}: {exc.strerror}") from None
-    try:
-        data = yaml.safe_load(text)  # JSON is YAML too
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        raise UserError(f"config file {path} is not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise UserError(f"config file {path} must hold a mapping of field: value, got {type(data).__name__}")
-    data = dict(data)
+    from lpstudy.files import read_yaml_mapping
+
+    data = read_yaml_mapping(path, "config file", "preset, source and training fields")
     preset = data.pop("preset", "cpu")
     source = data.pop("source", None) or {}
     if not isinstance(source, dict):
@@ -213,8 +198,8 @@ def write_run_file(path: str | Path | None, preset: str, config: TrainConfig,
                    fmt: str = "yaml") -> str:
     """Serialise a run as the file `lpstudy train --config` reads; write it atomically if a path is given."""
     import json
-    import os
-    import tempfile
+
+    from lpstudy.files import atomic_write_text
 
     values = config.to_dict()
     body: dict[str, Any] = {"preset": preset}
@@ -224,10 +209,5 @@ def write_run_file(path: str | Path | None, preset: str, config: TrainConfig,
         body["source"] = source
     text = (json.dumps(body, indent=2) + "\n") if fmt == "json" else yaml.safe_dump(body, sort_keys=False)
     if path is not None:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
+        atomic_write_text(path, text)
     return text

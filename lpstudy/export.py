@@ -96,18 +96,6 @@ def train_command(run_file_name: str) -> str:
 
 def write_export(path, text: str) -> None:
     """Write the export atomically (a temporary file renamed into place)."""
-    import os
-    import tempfile
-    from pathlib import Path
+    from lpstudy.files import atomic_write_text
 
-    path = Path(path)
-    if path.parent and not path.parent.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_text(path, text)

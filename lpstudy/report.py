@@ -5,8 +5,6 @@
 from __future__ import annotations
 
 import html
-import os
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -14,6 +12,7 @@ import pandas as pd
 
 from lpstudy import analysis as A
 from lpstudy import charts as C
+from lpstudy.files import atomic_write_text
 from lpstudy.results import StudyData, load_study
 from lpstudy.storage import redact
 
@@ -119,17 +118,7 @@ def write_report(storage_url: str, study_name: str, output: str | Path, threshol
     """Load the study (read-only), render it and write the HTML atomically; the path written."""
     data = load_study(storage_url, study_name)
     text = render_report(data, storage_url, threshold, bins)
-    path = Path(output)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return atomic_write_text(output, text)
 
 
 __all__ = ["render_report", "report_sections", "write_report", "default_threshold"]

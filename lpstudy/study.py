@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 import optuna
-import yaml
 from optuna.trial import TrialState
 
 from lpstudy.errors import UserError
@@ -158,24 +157,9 @@ def _fixed_type():
 
 def read_study_file(path: str | Path) -> dict[str, Any]:
     """The mapping in a study YAML; UserError (one line) for anything malformed."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"study file {path} does not exist") from None
-    except OSError as exc:
-        raise UserError(f"cannot read study file {path}: {exc.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        raise UserError(f"study file {path} is not valid YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise UserError(f"study file {path} must hold a mapping (preset:, space:, sampler:, ...), "
-                        f"got {type(data).__name__}")
+    from lpstudy.files import read_yaml_mapping
+
+    data = read_yaml_mapping(path, "study file", "preset:, space:, sampler:, ...")
     unknown = sorted(set(map(str, data)) - set(STUDY_FILE_KEYS))
     if unknown:
         raise UserError(f"study file {path}: unknown key(s) {', '.join(unknown)}; allowed: "

@@ -1,0 +1,57 @@
+"""Files the user hands us and files we hand back: YAML mappings read with one-line errors, and
+writes that are atomic (a temporary file beside the target, renamed into place), so that a crash
+leaves the old file or the new one, never half of one."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+import yaml
+
+from lpstudy.errors import UserError
+
+
+def read_yaml_mapping(path: str | Path, what: str, expected: str) -> dict[str, Any]:
+    """The mapping in a YAML (or JSON) file; UserError naming `what` (e.g. "study file") for a
+    missing, unreadable, malformed or non-mapping file. `expected` describes the mapping's keys."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"{what} {path} does not exist") from None
+    except OSError as exc:
+        raise UserError(f"cannot read {what} {path}: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)  # JSON is YAML too
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        raise UserError(f"{what} {path} is not valid YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise UserError(f"{what} {path} must hold a mapping ({expected}), got {type(data).__name__}")
+    return dict(data)
+
+
+def atomic_write(path: str | Path, write: Callable[[IO[bytes]], Any]) -> Path:
+    """Call write(fh) on a temporary file beside path, then rename it into place."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    return atomic_write(path, lambda fh: fh.write(text.encode("utf-8")))
