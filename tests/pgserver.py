@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -31,7 +32,7 @@ class ThrowawayPostgres:
     def __init__(self) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="lpstudy-pg-"))
         self.datadir = self.root / "data"
-        self.port = _free_port()
+        self.port = free_port()
         self.as_root = os.geteuid() == 0
         if self.as_root:
             shutil.chown(self.root, "postgres", "postgres")

@@ -8,7 +8,6 @@ CI installs Chromium (`.ci/run`); without /usr/bin/chromium these tests fail rat
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from lpstudy.synthetic import write_synthetic_study
+from tests.pgserver import free_port
 
 pytestmark = pytest.mark.browser
 
@@ -44,11 +44,6 @@ PAGES = [
 ]
 WAIT_MS = 90_000
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def wait_until_serving(url: str, proc: subprocess.Popen, timeout: float = 90.0) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from lpstudy.synthetic import write_synthetic_study
+from tests.pgserver import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,11 +27,6 @@ def lpstudy(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "lpstudy", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=ROOT)
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def wait_for(url: str, proc: subprocess.Popen, timeout: float = 60) -> None:

@@ -12,15 +12,11 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from tests.study_helpers import TINY, TINY_EVALS, lp_env
+from tests.pgserver import free_port
 
 LPSTUDY = [sys.executable, "-m", "lpstudy"]
 PASSWORD = "pr0xy-s3cret"  # the test server trusts every connection; the proxy must still hide it
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_for_port(port: int, process: subprocess.Popen, timeout: float = 60) -> None:

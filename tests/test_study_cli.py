@@ -16,6 +16,7 @@ import pytest
 from optuna.trial import TrialState
 
 from tests.study_helpers import TINY, cli, lp_env, lpstudy, metrics_steps, trials_of, wait_for
+from tests.pgserver import free_port
 
 UNREACHABLE = "postgresql+psycopg://writer:s3cret@127.0.0.1:1/lp"  # nothing listens on port 1
 
@@ -197,14 +198,9 @@ def test_a_study_on_a_journal_file_keeps_its_curves_in_trial_attributes(tmp_path
     assert code == 0 and "1 complete" in out
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def test_workers_work_through_the_grpc_storage_proxy(sqlite_url, capsys):
-    port = _free_port()
+    port = free_port()
     proxy = subprocess.Popen([sys.executable, "-m", "lpstudy", "storage-proxy", "--storage", sqlite_url,
                               "--port", str(port)], env=lp_env(), stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)

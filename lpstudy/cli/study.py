@@ -13,7 +13,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from lpstudy.cli import app
+from lpstudy.cli import app, parse_assignments
 from lpstudy.errors import UserError
 
 StorageOpt = Annotated[Optional[str], typer.Option(
@@ -42,16 +42,6 @@ def _say(message: str) -> None:
     from lpstudy.worker import say_stderr
 
     say_stderr(message)
-
-
-def _assignments(pairs: list[str] | None, flag: str) -> dict[str, str]:
-    out = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise UserError(f"{flag} takes FIELD=VALUE, got {pair!r}")
-        out[key.strip()] = value.strip()
-    return out
 
 
 @app.command()
@@ -85,8 +75,8 @@ def create(
 
     file_data = read_study_file(config) if config is not None else {}
     entries: dict = {}
-    entries.update(_assignments(set_, "--set"))
-    entries.update(_assignments(search, "--search"))
+    entries.update(parse_assignments(set_, "--set"))
+    entries.update(parse_assignments(search, "--search"))
     for name, value in (("p", p), ("lr", lr), ("gain_init", gain_init), ("fold", fold), ("folds", folds),
                         ("seed", seed)):
         if value is not None:
@@ -203,7 +193,7 @@ def replicate(
     from lpstudy.storage import redact, storage_url
     from lpstudy.worker import WorkerOptions, resolve_devices, spawn_workers
 
-    fixed = _assignments(set_, "--set")
+    fixed = parse_assignments(set_, "--set")
     for name, value in (("lr", lr), ("gain_init", gain_init), ("seed", seed)):
         if value is not None:
             fixed[name] = value

@@ -9,18 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from lpstudy.cli import app
-from lpstudy.errors import UserError
-
-
-def parse_assignments(pairs: list[str] | None) -> dict[str, str]:
-    out = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise UserError(f"--set takes FIELD=VALUE, got {pair!r}")
-        out[key.strip()] = value.strip()
-    return out
+from lpstudy.cli import app, parse_assignments
 
 
 @app.command()
