@@ -22,7 +22,7 @@ import torch
 
 from lpstudy.config import resolve_config
 from lpstudy.model import GPT
-from lpstudy.train import autocast_for, pick_device
+from lpstudy.train import autocast_for, keep_freed_memory, pick_device
 
 VARIANTS = [("baseline", {"attention": "baseline"}),
             ("p=2", {"p": 2.0}), ("p=3.5", {"p": 3.5}), ("p=2.7", {"p": 2.7}), ("p=inf", {"p": math.inf})]
@@ -65,6 +65,8 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     parser.add_argument("--compile", action="store_true", help="torch.compile every variant")
+    parser.add_argument("--default-malloc", action="store_true",
+                        help="leave glibc's malloc thresholds as they are (training raises them on CPU)")
     parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
                         help="wall: elapsed time; cpu: this process's CPU time (steadier on a shared CPU machine)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
@@ -72,6 +74,8 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     device = pick_device(args.device)
+    if device.type == "cpu" and not args.default_malloc:
+        keep_freed_memory()  # as training does
     clock = time.process_time if args.clock == "cpu" and device.type == "cpu" else time.perf_counter
 
     steppers = {name: make_stepper(args.preset, ov, device, args.compile) for name, ov in VARIANTS}
