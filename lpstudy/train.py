@@ -44,8 +44,9 @@ def keep_freed_memory() -> None:
     A CPU training step allocates and frees the same activation-sized tensors every step; above
     glibc's mmap threshold each one is a fresh mmap, page faults on first touch, then munmap. Raising
     the mmap and trim thresholds makes the step reuse them (benchmarks/bench_step.py, `cpu` preset,
-    one thread: a p = 3.5 step at 1.10× the baseline's instead of 1.12–1.19×; `--default-malloc`
-    compares). Does nothing outside glibc."""
+    one thread, runs on a shared 2-core machine: steps a few per cent faster, a p = 3.5 step at
+    1.10–1.13× the baseline's instead of 1.12–1.19×; `--default-malloc` compares). Does nothing
+    outside glibc."""
     import ctypes
     import ctypes.util
 
