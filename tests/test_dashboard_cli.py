@@ -85,6 +85,9 @@ def test_dashboard_refuses_a_bad_url_and_a_busy_port_in_one_line():
         port = busy.getsockname()[1]
         done = lpstudy("dashboard", "--storage", "sqlite:///x.db", "--port", str(port), "--headless")
     assert done.returncode == 2 and "pick another --port" in done.stderr
+    done = lpstudy("dashboard", "--storage", "sqlite:///no/such/study.db", "--port", str(free_port()))
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    assert "no study database at no/such/study.db" in done.stderr
 
 
 def test_dashboard_keeps_the_password_out_of_its_command_line_and_output(tmp_path):

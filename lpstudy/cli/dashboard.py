@@ -32,7 +32,10 @@ APP_DIR_CANDIDATES = (Path(__file__).resolve().parents[2] / "app", Path("/opt/lp
 PRELOAD_AND_RUN_STREAMLIT = (
     "import pandas, plotly.graph_objects, plotly.colors, sqlalchemy, scipy.special, optuna.importance; "
     "import lpstudy.analysis, lpstudy.charts, lpstudy.results, lpstudy.optuna_tables, lpstudy.export; "
-    "import sys; from streamlit.web.cli import main; sys.argv[0] = 'streamlit'; main()"
+    "import os, sys, threading, webbrowser; "
+    "url = os.environ.pop('LPSTUDY_OPEN_BROWSER', ''); "
+    "url and threading.Timer(3.0, webbrowser.open, [url]).start(); "
+    "from streamlit.web.cli import main; sys.argv[0] = 'streamlit'; main()"
 )
 
 StorageOption = Annotated[Optional[str], typer.Option(
@@ -80,14 +83,22 @@ def dashboard(
     url = dashboard_storage(storage)
     home = app_home(app_dir)
     check_port_free(host, port)
+    if storage_kind(url) == "sqlite":
+        from lpstudy.results import check_sqlite_file
+
+        check_sqlite_file(url)  # a mistyped path: one line now, not an error page later
     env = dict(os.environ)
     env[STORAGE_ENV] = url
     env.setdefault("STREAMLIT_BROWSER_GATHER_USAGE_STATS", "false")
     if study:
         env["LPSTUDY_DASHBOARD_STUDY"] = study
+    if not headless:
+        # Streamlit itself runs headless (otherwise its first run asks for an e-mail address on the
+        # terminal); the browser is opened for it once the server is up.
+        env["LPSTUDY_OPEN_BROWSER"] = f"http://{_shown_host(host)}:{port}"
     argv = [sys.executable, "-c", PRELOAD_AND_RUN_STREAMLIT, "run", str(home),
             "--server.port", str(port), "--server.address", host,
-            "--server.headless", "true" if headless else "false",
+            "--server.headless", "true",
             "--server.fileWatcherType", "none", "--server.runOnSave", "false",
             "--browser.gatherUsageStats", "false", "--theme.base", "light",
             "--client.toolbarMode", "minimal"]
