@@ -33,6 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "app"))  # the dashboard's shared module, as Streamlit sees it
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -66,7 +67,7 @@ def ensure_study(db: Path, trials: int, evals: int) -> tuple[str, int, int]:
     """The study's URL, its Optuna study id and its number of COMPLETE trials (written if absent)."""
     import sqlalchemy as sa
 
-    from lpstudy.synthetic import write_synthetic_study
+    from lpstudy.study.synthetic import write_synthetic_study
 
     url = f"sqlite:///{db}"
     if not db.exists():
@@ -143,7 +144,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     from playwright.sync_api import sync_playwright
 
-    from lpstudy.app_common import FINGERPRINT_TTL_S
+    from common import FINGERPRINT_TTL_S
 
     workdir = Path(tempfile.mkdtemp(prefix="bench_dashboard_"))
     db = args.db or workdir / "bench.db"

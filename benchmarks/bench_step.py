@@ -20,9 +20,9 @@ import time
 
 import torch
 
-from lpstudy.config import resolve_config
-from lpstudy.model import GPT
-from lpstudy.train import autocast_for, keep_freed_memory, pick_device
+from lpstudy.training.config import resolve_config
+from lpstudy.model.gpt import GPT
+from lpstudy.training.trainer import autocast_for, keep_freed_memory, pick_device
 
 VARIANTS = [("baseline", {"attention": "baseline"}),
             ("p=2", {"p": 2.0}), ("p=3.5", {"p": 3.5}), ("p=2.7", {"p": 2.7}), ("p=inf", {"p": math.inf})]

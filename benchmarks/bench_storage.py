@@ -72,9 +72,9 @@ class StorageClock:
         self.calls = 0
 
     def install(self) -> None:
-        import lpstudy.study
+        import lpstudy.study.studies
         import lpstudy.train
-        from lpstudy.optuna_storage import RetryPolicy
+        from lpstudy.db.optuna_storage import RetryPolicy
 
         clock = self
         original_call = RetryPolicy.call
@@ -117,8 +117,9 @@ class StorageClock:
 
 
 def create_study(url: str, name: str, preset: str, fixed: dict, sampler: str = "random") -> None:
-    from lpstudy.optuna_storage import open_storage
-    from lpstudy.study import build_spec, create_study as create
+    from lpstudy.db.optuna_storage import open_storage
+    from lpstudy.study.spec import build_spec
+    from lpstudy.study.studies import create_study as create
 
     spec = build_spec({"preset": preset, "sampler": sampler, "pruner": "median", "sampler_seed": 0,
                        "space": fixed})
@@ -129,7 +130,7 @@ def trial_share(url: str, steps: int, data: str | None) -> dict:
     """One cpu-preset trial of `steps` steps through the worker; the storage share of its time."""
     import torch
 
-    from lpstudy.worker import Worker, WorkerOptions
+    from lpstudy.study.worker import Worker, WorkerOptions
 
     torch.set_num_threads(max(1, (os.cpu_count() or 1)))
     name = f"share-{int(time.time() * 1000)}"
@@ -167,8 +168,8 @@ def trial_share(url: str, steps: int, data: str | None) -> dict:
 def trivial_train(cfg, corpus, on_eval=None, on_step=None, loss_threshold=None, should_stop=None):
     """A stand-in for lpstudy.train.train: the evaluations of a run (same schedule and records), no
     training."""
-    from lpstudy.metrics import MetricRecord, RunSummary
-    from lpstudy.train import TrainedRun
+    from lpstudy.training.metrics import MetricRecord, RunSummary
+    from lpstudy.training.trainer import TrainedRun
 
     start = time.perf_counter()
     summary = RunSummary(device="cpu", n_params=0, loss_threshold=loss_threshold)
@@ -192,7 +193,7 @@ def child(url: str, study: str, seconds: float, start_at: float) -> None:
     """One worker process of the throughput benchmark (started by throughput())."""
     _quiet()
     import lpstudy.train
-    from lpstudy.worker import WorkerOptions, run_worker
+    from lpstudy.study.worker import WorkerOptions, run_worker
 
     lpstudy.train.train = trivial_train
     delay = start_at - time.time()
@@ -242,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="Print the results as one JSON object.")
     args = parser.parse_args(argv)
     _quiet()
-    from lpstudy.storage import redact
+    from lpstudy.db.urls import redact
 
     server = None
     pg_url = args.postgres

@@ -7,3 +7,7 @@ Anything else that escapes is a bug and keeps its traceback.
 
 class UserError(Exception):
     """A mistake in the user's input: the message says what was wrong and what to do next."""
+
+
+class StudyUnavailable(UserError):
+    """A study database cannot be opened or reached, or the study is not in it."""

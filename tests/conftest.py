@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import itertools
 import os
+import sys
 from pathlib import Path
 
 import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "app"))  # the dashboard's shared module (app/common.py), as Streamlit sees it
 SHARED_CORPUS = ROOT.parent / "shared" / "data" / "tinyshakespeare" / "input.txt"
 
 # Tests never download: the corpus comes from ../shared/data (or LPSTUDY_DATA if already set).
@@ -27,7 +29,7 @@ def corpus_path() -> Path:
 
 @pytest.fixture(scope="session")
 def corpus(corpus_path):
-    from lpstudy.data import load_corpus
+    from lpstudy.training.data import load_corpus
 
     return load_corpus(corpus_path)
 

@@ -73,8 +73,8 @@ def open_study(storage: str, name: str):
 
     import optuna
 
-    from lpstudy.optuna_storage import open_storage
-    from lpstudy.study import load_study
+    from lpstudy.db.optuna_storage import open_storage
+    from lpstudy.study.studies import load_study
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
@@ -88,7 +88,8 @@ def trials_of(storage: str, name: str):
 
 def metrics_steps(storage: str, name: str) -> dict[int, list[int]]:
     """trial_id -> the steps stored in the metrics table."""
-    from lpstudy.storage import make_engine, read_metrics
+    from lpstudy.db.engines import make_engine
+    from lpstudy.db.metrics_table import read_metrics
 
     frame = read_metrics(make_engine(storage), name)
     return {int(tid): sorted(int(s) for s in group["step"]) for tid, group in frame.groupby("trial_id")}

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lpstudy import analysis as A
+from lpstudy.results import analysis as A
 
 T_975 = {2: 4.302652729911275, 3: 3.182446305284263, 4: 2.7764451051977987}  # Student's t, 97.5 %
 

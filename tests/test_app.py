@@ -17,17 +17,17 @@ import pytest
 import yaml
 from streamlit.testing.v1 import AppTest
 
-from lpstudy.app_common import STUDY_KEY
-from lpstudy.synthetic import write_synthetic_study
+from common import STUDY_KEY
+from lpstudy.study.synthetic import write_synthetic_study
 
 APP = Path(__file__).resolve().parents[1] / "app"
 PAGES = {
-    "Home": "Home.py",
-    "Effect of p": "pages/1_Effect_of_p.py",
-    "Convergence": "pages/2_Convergence.py",
-    "Stability": "pages/3_Stability.py",
-    "Trials": "pages/4_Trials.py",
-    "Export": "pages/5_Export.py",
+    "Home": "views/home.py",
+    "Effect of p": "views/effect_of_p.py",
+    "Convergence": "views/convergence.py",
+    "Stability": "views/stability.py",
+    "Trials": "views/trials.py",
+    "Export": "views/export.py",
 }
 TITLES = {
     "Home": {"Trials by state", "Optimisation history"},
@@ -62,9 +62,11 @@ def seeded(tmp_path_factory) -> tuple[str, Path]:
 
 def run_page(page: str, storage: str, study: str | None = None, monkeypatch=None) -> AppTest:
     os.environ["LPSTUDY_STORAGE"] = storage
-    at = AppTest.from_file(str(APP / PAGES[page]), default_timeout=60)
+    at = AppTest.from_file(str(APP / "dashboard.py"), default_timeout=60)
     if study:
         at.session_state[STUDY_KEY] = study
+    if page != "Home":
+        at.switch_page(PAGES[page])
     return at.run()
 
 
@@ -112,7 +114,7 @@ def test_home_follows_a_running_study(tmp_path):
 
     import optuna
 
-    from lpstudy.app_common import FINGERPRINT_TTL_S
+    from common import FINGERPRINT_TTL_S
 
     url = f"sqlite:///{tmp_path / 'live.db'}"
     write_synthetic_study(url, "live", n_trials=12, n_evals=6, seed=5, now=NOW)
@@ -164,7 +166,7 @@ def test_trials_table_filters_and_one_trials_detail(seeded):
 
 
 def test_export_offers_what_lpstudy_export_writes_and_it_retrains(seeded, tmp_path, corpus_path):
-    from lpstudy.export import export_text
+    from lpstudy.results.export import export_text
 
     url, _ = seeded
     at = run_page("Export", url, "search")

@@ -5,9 +5,10 @@ import math
 import pytest
 import torch
 
-from lpstudy.config import TrainConfig
-from lpstudy.lpnorm import CausalSelfAttention, default_gain_init
-from lpstudy.model import GPT
+from lpstudy.training.config import TrainConfig
+from lpstudy.model.attention import CausalSelfAttention
+from lpstudy.values import default_gain_init
+from lpstudy.model.gpt import GPT
 
 
 def reference_attention(attn: CausalSelfAttention, x: torch.Tensor) -> torch.Tensor:

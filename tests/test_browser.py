@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from lpstudy.synthetic import write_synthetic_study
+from lpstudy.study.synthetic import write_synthetic_study
 from tests.pgserver import free_port
 
 pytestmark = pytest.mark.browser
@@ -119,7 +119,7 @@ def settle(page) -> None:
 
 
 def test_every_page_draws_its_charts_in_chromium(dashboard, browser, study_db, tmp_path):
-    from lpstudy.export import export_text
+    from lpstudy.results.export import export_text
 
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     context = browser.new_context(viewport=VIEWPORT, accept_downloads=True)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from lpstudy.synthetic import write_synthetic_study
+from lpstudy.study.synthetic import write_synthetic_study
 from tests.pgserver import free_port
 
 ROOT = Path(__file__).resolve().parents[1]

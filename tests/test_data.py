@@ -5,8 +5,8 @@ import hashlib
 import pytest
 import torch
 
-from lpstudy import UserError
-from lpstudy.data import (TINY_SHAKESPEARE_SHA256, BatchSampler, fold_split, load_corpus,
+from lpstudy.errors import UserError
+from lpstudy.training.data import (TINY_SHAKESPEARE_SHA256, BatchSampler, fold_split, load_corpus,
                           resolve_corpus_path, window_starts)
 
 

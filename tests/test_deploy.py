@@ -340,8 +340,9 @@ def _seed_as_writer(writer_url: str, study_name: str) -> list:
     """What a worker does: an Optuna study with trials, and their metrics rows."""
     import optuna
 
-    from lpstudy.metrics import MetricRecord
-    from lpstudy.storage import ensure_metrics_table, make_engine, write_metrics
+    from lpstudy.training.metrics import MetricRecord
+    from lpstudy.db.engines import make_engine
+    from lpstudy.db.metrics_table import ensure_metrics_table, write_metrics
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(storage=writer_url, study_name=study_name)
@@ -367,8 +368,9 @@ def test_the_read_only_role_reads_studies_and_metrics_and_is_refused_every_write
     import sqlalchemy as sa
     from sqlalchemy.engine import make_url
 
-    from lpstudy.results import list_studies, load_curves, load_trials
-    from lpstudy.storage import METRICS_TABLE, make_engine, read_metrics
+    from lpstudy.results.frames import list_studies, load_curves, load_trials
+    from lpstudy.db.engines import make_engine
+    from lpstudy.db.metrics_table import METRICS_TABLE, read_metrics
 
     database = make_url(pg_url).database
     writer, reader = _unique_roles(database)
@@ -418,7 +420,7 @@ def test_backup_and_restore_as_the_readme_says(postgres, pg_url, tmp_path):
     restored tables (workers carry on) and the read-only role reads them."""
     from sqlalchemy.engine import make_url
 
-    from lpstudy.results import load_trials
+    from lpstudy.results.frames import load_trials
 
     source = make_url(pg_url).database
     target = f"{source}_restored"

@@ -5,9 +5,9 @@ import math
 import pytest
 import torch
 
-from lpstudy import lp_normalize
-from lpstudy.config import resolve_config
-from lpstudy.train import train
+from lpstudy.model.lpnorm import lp_normalize
+from lpstudy.training.config import resolve_config
+from lpstudy.training.trainer import train
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]

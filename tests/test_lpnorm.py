@@ -6,8 +6,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from lpstudy import UserError, lp_normalize
-from lpstudy.lpnorm import _lp_norm_general, check_p, lp_norm
+from lpstudy.errors import UserError
+from lpstudy.model.lpnorm import lp_normalize
+from lpstudy.model.lpnorm import _lp_norm_general, lp_norm
+from lpstudy.values import check_p
 
 PS = [1, 1.5, 2, 2.5, 3, 3.5, 4, 7.3, math.inf]
 

@@ -14,10 +14,12 @@ import pandas as pd
 import pytest
 import sqlalchemy as sa
 
-from lpstudy import results
+from lpstudy.db.engines import make_engine
+from lpstudy.results import frames as results
+from lpstudy.values import STATES
 from lpstudy.errors import UserError
-from lpstudy.metrics import METRIC_FIELDS
-from lpstudy.synthetic import write_synthetic_study
+from lpstudy.training.metrics import METRIC_FIELDS
+from lpstudy.study.synthetic import write_synthetic_study
 
 SMALL = {"n_trials": 30, "n_evals": 6, "seed": 3, "now": datetime(2026, 1, 1, 12, 0, 0)}
 
@@ -47,7 +49,7 @@ def test_trials_frame_holds_what_the_study_service_wrote(seeded):
     trials = results.load_trials(url, "search")
     assert list(trials.columns[: len(results.TRIAL_COLUMNS)]) == list(results.TRIAL_COLUMNS)
     assert len(trials) == SMALL["n_trials"] and list(trials["number"]) == list(range(SMALL["n_trials"]))
-    assert set(trials["state"]) == set(results.STATES)
+    assert set(trials["state"]) == set(STATES)
     done = trials[trials["state"] == "COMPLETE"]
     assert done["value"].notna().all()
     diverged = done[done["diverged"]]
@@ -102,7 +104,7 @@ def test_reading_never_writes(seeded):
     results.load_study(url, "grid", via_optuna=True)
     results.study_infos(url)
     assert (digest(path), path.stat().st_mtime_ns) == before
-    engine = results.readonly_engine(url)
+    engine = make_engine(url, readonly=True, check=True)
     with pytest.raises(sa.exc.OperationalError, match="readonly"):
         with engine.begin() as conn:
             conn.execute(sa.text("DELETE FROM trials"))
@@ -137,7 +139,7 @@ def test_postgresql_reads_read_only_and_like_sqlite(pg_url, seeded):
     pd.testing.assert_frame_equal(pg.trials.drop(columns=ignore), lite.trials.drop(columns=ignore))
     floats = [c for c in METRIC_FIELDS if c != "step"]
     pd.testing.assert_frame_equal(pg.curves[floats], lite.curves[floats])
-    engine = results.readonly_engine(pg_url)
+    engine = make_engine(pg_url, readonly=True, check=True)
     with pytest.raises(sa.exc.InternalError, match="read-only transaction"):
         with engine.begin() as conn:
             conn.execute(sa.text("DELETE FROM trials"))

@@ -9,8 +9,8 @@ import optuna
 import pytest
 
 from lpstudy.errors import UserError
-from lpstudy.space import DEFAULT_SPACE, P_INF_PARAM, Choice, Fixed, Range, SearchSpace, parse_param, parse_text
-from lpstudy.study import StudySpec, build_spec, replicate_spec
+from lpstudy.study.space import DEFAULT_SPACE, P_INF_PARAM, Choice, Fixed, Range, SearchSpace, parse_param, parse_text
+from lpstudy.study.spec import StudySpec, build_spec, replicate_spec
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 

@@ -119,12 +119,12 @@ def test_a_diverged_run_completes_with_the_uniform_guess_loss(sqlite_url, corpus
 
 
 def test_a_pruned_run_stops_at_the_evaluation_that_pruned_it(sqlite_url, capsys, monkeypatch):
-    import lpstudy.study
+    import lpstudy.study.studies
 
     code, _, err = cli(capsys, "create", "--study", "pr", "--storage", sqlite_url, "--preset", "smoke", *TINY)
     assert code == 0, err
     # a pruner that prunes every run at its second evaluation: what matters here is the wiring
-    monkeypatch.setattr(lpstudy.study, "make_pruner",
+    monkeypatch.setattr(lpstudy.study.studies, "make_pruner",
                         lambda spec: optuna.pruners.ThresholdPruner(upper=0.0, n_warmup_steps=10))
     code, _, err = cli(capsys, "worker", "--study", "pr", "--storage", sqlite_url, "--devices", "cpu",
                        "--n-trials", "1", "--no-progress")

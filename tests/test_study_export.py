@@ -9,9 +9,9 @@ import math
 import pytest
 import yaml
 
-from lpstudy.config import load_run_file, resolve_config
+from lpstudy.training.config import load_run_file, resolve_config
 from lpstudy.errors import UserError
-from lpstudy.export import export_text, train_command
+from lpstudy.results.export import export_text, train_command
 from tests.study_helpers import TINY, cli, lp_env, lpstudy, trials_of
 
 

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from optuna.trial import TrialState
 
 from lpstudy.errors import UserError
-from lpstudy.optuna_storage import RetryPolicy, StorageUnavailable, is_transient
+from lpstudy.db.optuna_storage import RetryPolicy, StorageUnavailable, is_transient
 from tests.study_helpers import cli, metrics_steps, start_worker, trials_of, wait_all, wait_for
 
 # ~2 s a trial: long enough to be caught in the middle of one.

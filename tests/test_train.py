@@ -4,9 +4,9 @@ import math
 
 import pytest
 
-from lpstudy.config import resolve_config
-from lpstudy.metrics import METRIC_FIELDS
-from lpstudy.train import lr_at, train
+from lpstudy.training.config import resolve_config
+from lpstudy.training.metrics import METRIC_FIELDS
+from lpstudy.training.trainer import lr_at, train
 
 
 def test_smoke_preset_learns(corpus):

@@ -21,9 +21,10 @@ import typer
 
 from lpstudy.cli import app
 from lpstudy.errors import UserError
-from lpstudy.storage import DEFAULT_STORAGE, STORAGE_ENV, redact, storage_kind
+from lpstudy.db.urls import DEFAULT_STORAGE, STORAGE_ENV, missing_file_message, redact, storage_kind
 
 APP_DIR_ENV = "LPSTUDY_APP_DIR"
+APP_ENTRY = "dashboard.py"
 # Where the Streamlit pages live: a source checkout (editable install) or the container image.
 APP_DIR_CANDIDATES = (Path(__file__).resolve().parents[2] / "app", Path("/opt/lpstudy/app"))
 
@@ -31,7 +32,7 @@ APP_DIR_CANDIDATES = (Path(__file__).resolve().parents[2] / "app", Path("/opt/lp
 # wait for pandas, Plotly, SciPy and Optuna to import; then it is `streamlit run` as usual.
 PRELOAD_AND_RUN_STREAMLIT = (
     "import pandas, plotly.graph_objects, plotly.colors, sqlalchemy, scipy.special, optuna.importance; "
-    "import lpstudy.analysis, lpstudy.charts, lpstudy.results, lpstudy.optuna_tables, lpstudy.export; "
+    "import lpstudy.results.analysis, lpstudy.results.charts, lpstudy.results.frames, lpstudy.results.export; "
     "import os, sys, threading, webbrowser; "
     "url = os.environ.pop('LPSTUDY_OPEN_BROWSER', ''); "
     "url and threading.Timer(3.0, webbrowser.open, [url]).start(); "
@@ -51,14 +52,14 @@ def dashboard_storage(storage: str | None) -> str:
 
 
 def app_home(app_dir: Path | None = None) -> Path:
-    """app/Home.py of the Streamlit dashboard; UserError when it cannot be found."""
+    """app/dashboard.py, the Streamlit dashboard's entry; UserError when it cannot be found."""
     candidates = [app_dir] if app_dir else [Path(p) for p in filter(None, [os.environ.get(APP_DIR_ENV)])]
     candidates += [] if app_dir else list(APP_DIR_CANDIDATES)
     for folder in candidates:
-        if (folder / "Home.py").is_file():
-            return folder / "Home.py"
-    raise UserError("cannot find the dashboard's pages (app/Home.py); run from a source checkout, or set "
-                    f"{APP_DIR_ENV} (or --app-dir) to the folder that holds Home.py and pages/")
+        if (folder / APP_ENTRY).is_file():
+            return folder / APP_ENTRY
+    raise UserError(f"cannot find the dashboard (app/{APP_ENTRY}); run from a source checkout, or set "
+                    f"{APP_DIR_ENV} (or --app-dir) to the folder that holds {APP_ENTRY} and views/")
 
 
 def check_port_free(host: str, port: int) -> None:
@@ -77,16 +78,15 @@ def dashboard(
     port: Annotated[int, typer.Option(help="Port to serve on.", min=1, max=65535)] = 8501,
     host: Annotated[str, typer.Option(help="Address to listen on; 0.0.0.0 for every interface.")] = "127.0.0.1",
     headless: Annotated[bool, typer.Option("--headless/--browser", help="Do not open a browser window.")] = False,
-    app_dir: Annotated[Optional[Path], typer.Option(help=f"Folder of Home.py and pages/ (default: found, or ${APP_DIR_ENV}).")] = None,
+    app_dir: Annotated[Optional[Path], typer.Option(help=f"Folder of dashboard.py and views/ (default: found, or ${APP_DIR_ENV}).")] = None,
 ) -> None:
     """Open the study dashboard (Streamlit): the effect of p on convergence and stability, live."""
     url = dashboard_storage(storage)
     home = app_home(app_dir)
     check_port_free(host, port)
-    if storage_kind(url) == "sqlite":
-        from lpstudy.results import check_sqlite_file
-
-        check_sqlite_file(url)  # a mistyped path: one line now, not an error page later
+    problem = missing_file_message(url)  # a mistyped path: one line now, not an error page later
+    if problem:
+        raise UserError(problem)
     env = dict(os.environ)
     env[STORAGE_ENV] = url
     env.setdefault("STREAMLIT_BROWSER_GATHER_USAGE_STATS", "false")
@@ -122,11 +122,11 @@ def optuna_dashboard(
     (SQLite opened with mode=ro, PostgreSQL in read-only transactions: its edit buttons fail)."""
     url = dashboard_storage(storage)
     check_port_free(host, port)
-    from lpstudy.results import open_storage
-
     import optuna_dashboard as od
 
-    backend = open_storage(url)
+    from lpstudy.db.optuna_storage import open_storage
+
+    backend = open_storage(url, readonly=True).optuna
     print(f"lpstudy optuna-dashboard: {redact(url)} (read-only) at http://{_shown_host(host)}:{port}", flush=True)
     try:
         od.run_server(backend, host=host, port=port)
@@ -143,7 +143,7 @@ def report(
     bins: Annotated[Optional[int], typer.Option(help="Number of p bins (default: exact values for a grid, else 8).", min=1)] = None,
 ) -> None:
     """Write the dashboard's figures for one study into one HTML file that works offline."""
-    from lpstudy.report import write_report
+    from lpstudy.results.report import write_report
 
     url = dashboard_storage(storage)
     written = write_report(url, study, output, threshold=threshold, bins=bins)

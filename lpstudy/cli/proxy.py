@@ -18,7 +18,7 @@ import typer
 
 from lpstudy.cli import app
 from lpstudy.errors import UserError
-from lpstudy.storage import redact, storage_kind, storage_url
+from lpstudy.db.urls import redact, storage_kind, storage_url
 
 DEFAULT_PORT = 13000
 _ALL_INTERFACES = ("0.0.0.0", "::", "[::]", "")
@@ -49,7 +49,7 @@ def storage_proxy(
     import optuna
     from optuna.storages import run_grpc_proxy_server
 
-    from lpstudy.optuna_storage import proxied_storage
+    from lpstudy.db.optuna_storage import proxied_storage
 
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     # The workers' retrying storage, so that the proxy too rides out a database restart.

@@ -39,7 +39,7 @@ def _quiet_optuna() -> None:
 
 
 def _say(message: str) -> None:
-    from lpstudy.worker import say_stderr
+    from lpstudy.training.progress import say_stderr
 
     say_stderr(message)
 
@@ -70,8 +70,9 @@ def create(
 ) -> None:
     """Create a study: its search space, sampler and pruner (run again with the same spec: no change)."""
     _quiet_optuna()
-    from lpstudy.optuna_storage import open_storage
-    from lpstudy.study import build_spec, create_study, enqueue_missing_cells, read_study_file
+    from lpstudy.db.optuna_storage import open_storage
+    from lpstudy.study.spec import build_spec, read_study_file
+    from lpstudy.study.studies import create_study, enqueue_missing_cells
 
     file_data = read_study_file(config) if config is not None else {}
     entries: dict = {}
@@ -111,9 +112,10 @@ def worker(
 ) -> int:
     """Take trials from a study and train them (run as many workers as you like, anywhere)."""
     _quiet_optuna()
-    from lpstudy.optuna_storage import open_storage
-    from lpstudy.study import load_spec
-    from lpstudy.worker import WorkerOptions, resolve_devices, run_worker, spawn_workers
+    from lpstudy.db.optuna_storage import open_storage
+    from lpstudy.study.studies import load_spec
+    from lpstudy.study.launch import resolve_devices, spawn_workers
+    from lpstudy.study.worker import WorkerOptions, run_worker
 
     options = WorkerOptions(study=study, storage=storage, n_trials=n_trials, timeout=timeout, data=data,
                             show_progress=not no_progress, heartbeat_interval=heartbeat_interval,
@@ -136,8 +138,8 @@ def status(
     storage: StorageOpt = None,
 ) -> None:
     """Trials by state, the best trial, who runs what, the time left (and the replicate table)."""
-    from lpstudy.status import render_status, study_status
-    from lpstudy.storage import storage_url
+    from lpstudy.results.status import render_status, study_status
+    from lpstudy.db.urls import storage_url
 
     result = study_status(storage_url(storage), study)
     if as_json:
@@ -156,8 +158,8 @@ def export(
 ) -> None:
     """The best trial (or the top K) as a run file for `lpstudy train --config`."""
     _quiet_optuna()
-    from lpstudy.export import export_text, train_command, write_export
-    from lpstudy.storage import storage_url
+    from lpstudy.results.export import export_text, train_command, write_export
+    from lpstudy.db.urls import storage_url
 
     text = export_text(storage_url(storage), study, top_k=top, fmt=fmt)
     if output is None:
@@ -189,9 +191,10 @@ def replicate(
 ) -> int:
     """The paper's protocol: a grid of p values × K folds; create (or resume) it, and return."""
     _quiet_optuna()
-    from lpstudy.replicate import replicate as run_replicate
-    from lpstudy.storage import redact, storage_url
-    from lpstudy.worker import WorkerOptions, resolve_devices, spawn_workers
+    from lpstudy.study.replicate import replicate as run_replicate
+    from lpstudy.db.urls import redact, storage_url
+    from lpstudy.study.launch import resolve_devices, spawn_workers
+    from lpstudy.study.worker import WorkerOptions
 
     fixed = parse_assignments(set_, "--set")
     for name, value in (("lr", lr), ("gain_init", gain_init), ("seed", seed)):
@@ -214,7 +217,7 @@ def replicate(
                               heartbeat_interval=heartbeat_interval, grace_period=grace_period,
                               max_retry=max_retry)
     code = spawn_workers(options_w, device_list, say=_say)
-    from lpstudy.status import render_status, study_status
+    from lpstudy.results.status import render_status, study_status
 
     render_status(study_status(url, study))
     return code

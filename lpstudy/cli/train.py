@@ -31,12 +31,12 @@ def train(
     as_json: Annotated[bool, typer.Option("--json", help="Print the final metrics as one JSON object on stdout.")] = False,
 ) -> None:
     """Train one model and report its validation loss."""
-    from lpstudy.artifacts import json_safe, save_run
-    from lpstudy.config import load_run_file, resolve_config, with_cpu_threads
-    from lpstudy.data import load_corpus
-    from lpstudy.progress import TrainingProgress, stderr_console
-    from lpstudy.train import pick_device
-    from lpstudy.train import train as run_training
+    from lpstudy.training.artifacts import json_safe, save_run
+    from lpstudy.training.config import load_run_file, resolve_config, with_cpu_threads
+    from lpstudy.training.data import load_corpus
+    from lpstudy.training.progress import TrainingProgress, stderr_console
+    from lpstudy.training.trainer import pick_device
+    from lpstudy.training.trainer import train as run_training
 
     overrides: dict = {}
     file_preset = None

@@ -1,0 +1,157 @@
+"""What every page of the Streamlit dashboard shares: where the database is, the study chooser
+(drawn once by dashboard.py), cached read-only loaders, and the messages shown instead of charts
+when there is nothing to show. The pages in views/ stay thin: they call lpstudy.results.analysis
+and lpstudy.results.charts on what this loads.
+
+The storage URL comes from `--storage URL` after `streamlit run app/dashboard.py --`, else
+$LPSTUDY_STORAGE, else lpstudy.db.urls.DEFAULT_STORAGE. It is never put in the page or its URL
+(it may hold a password); the page shows it redacted.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from contextlib import contextmanager
+
+import streamlit as st
+
+from lpstudy.errors import UserError
+from lpstudy.db.urls import DEFAULT_STORAGE, STORAGE_ENV, redact
+
+CACHE_TTL_S = 5  # seconds: the refresh period of a live page, and of storages without a fingerprint
+FINGERPRINT_TTL_S = 2  # seconds between the cheap checks whether a study's data changed
+STUDY_TTL_S = 120  # a study's data is kept this long at most, even if its fingerprint did not change
+STUDY_KEY = "lpstudy_study"  # session state: the chosen study, kept across pages
+STUDY_ENV = "LPSTUDY_DASHBOARD_STUDY"  # a study to open first (`lpstudy dashboard --study`)
+
+
+def storage_from_environment(argv: list[str] | None = None) -> str:
+    """--storage URL from the script's arguments, else $LPSTUDY_STORAGE, else the default file."""
+    args = sys.argv[1:] if argv is None else argv
+    for i, arg in enumerate(args):
+        if arg == "--storage" and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith("--storage="):
+            return arg.split("=", 1)[1]
+    return os.environ.get(STORAGE_ENV) or DEFAULT_STORAGE
+
+
+@st.cache_data(ttl=CACHE_TTL_S, show_spinner=False)
+def cached_study_infos(storage_url: str):
+    from lpstudy.results.frames import study_infos
+
+    return study_infos(storage_url)
+
+
+@st.cache_data(ttl=FINGERPRINT_TTL_S, show_spinner=False)
+def cached_fingerprint(storage_url: str, study_name: str):
+    """What identifies the study's current data (lpstudy.results.frames.study_fingerprint: a few counts on
+    SQL databases); on other storages the current CACHE_TTL_S time slot, so they reread on a timer."""
+    import time
+
+    from lpstudy.results.frames import study_fingerprint
+
+    fingerprint = study_fingerprint(storage_url, study_name)
+    return fingerprint if fingerprint is not None else ("slot", int(time.time() // CACHE_TTL_S))
+
+
+@st.cache_data(ttl=STUDY_TTL_S, max_entries=8, show_spinner="Reading the study…")
+def _cached_study_version(storage_url: str, study_name: str, curves: bool, fingerprint):
+    from lpstudy.results.frames import load_study
+
+    return load_study(storage_url, study_name, curves=curves)
+
+
+def cached_study(storage_url: str, study_name: str, curves: bool = True):
+    """The study (lpstudy.results.frames.StudyData), read again only when its data changed; curves=False
+    for pages that need only the trials (quicker to read, and to copy out of the cache)."""
+    return _cached_study_version(storage_url, study_name, curves, cached_fingerprint(storage_url, study_name))
+
+
+@st.cache_data(ttl=60, show_spinner=False)
+def cached_importance(storage_url: str, study_name: str, trials_key: tuple):
+    """Parameter importance, recomputed when the set of completed trials changes."""
+    from lpstudy.results.analysis import param_importance
+
+    return param_importance(cached_study(storage_url, study_name, curves=False).trials)
+
+
+@contextmanager
+def no_traceback():
+    """Show a failure as one message on the page, never as a traceback."""
+    try:
+        yield
+    except UserError as exc:
+        st.error(str(exc))
+        st.stop()
+    except Exception as exc:  # noqa: BLE001 - the page must not show a traceback
+        st.error(f"The dashboard could not draw this page: {type(exc).__name__}: {exc}")
+        st.stop()
+
+
+def study_chooser(title: str) -> None:
+    """The frame of every page, drawn once by dashboard.py: the database (redacted) and the study
+    chooser in the sidebar. Stops the page with a message when the database holds no study."""
+    storage = storage_from_environment()
+    st.sidebar.caption(f"Database: `{redact(storage)}` (read-only)")
+    with no_traceback():
+        infos = cached_study_infos(storage)
+    if not infos:
+        st.title(title)
+        st.info("This database holds no study yet. Create one with `lpstudy create --study NAME` "
+                "(or `lpstudy replicate`) and start workers; it shows up here by itself.")
+        st.stop()
+    names = [info.name for info in infos]
+    wanted = st.session_state.get(STUDY_KEY) or st.query_params.get("study") or os.environ.get(STUDY_ENV)
+    index = names.index(wanted) if wanted in names else 0
+    name = st.sidebar.selectbox("Study", names, index=index,
+                                format_func=lambda n: f"{n} ({_kind_of(infos, n)})")
+    st.session_state[STUDY_KEY] = name
+    if st.query_params.get("study") != name:
+        st.query_params["study"] = name
+
+
+def page(title: str, curves: bool = True):
+    """The chosen study's data (without learning curves unless `curves`) under the page's title.
+    Returns (storage_url, study)."""
+    storage = storage_from_environment()
+    with no_traceback():
+        study = cached_study(storage, st.session_state[STUDY_KEY], curves)
+    st.title(title)
+    return storage, study
+
+
+def _kind_of(infos, name: str) -> str:
+    return next((i.kind for i in infos if i.name == name), "search")
+
+
+def show_problem(trials, stop: bool = True) -> bool:
+    """When the study has nothing to chart (no trials, none completed, every run diverged), say so
+    (info, or a warning when every run diverged); stop the page if `stop`. True when there was a problem."""
+    from lpstudy.results.analysis import data_problem, successful
+
+    problem = data_problem(trials)
+    if problem is None:
+        return False
+    if len(trials) and (trials["state"] == "COMPLETE").any() and successful(trials).empty:
+        st.warning(problem)
+    else:
+        st.info(problem)
+    if stop:
+        st.stop()
+    return True
+
+
+def chart(fig, key: str | None = None) -> None:
+    st.plotly_chart(fig, width="stretch", key=key, config={"displaylogo": False})
+
+
+def p_bins_control(trials, key: str):
+    """A p-grouping control: exact values for a grid, else a number of bins (sidebar)."""
+    from lpstudy.results.analysis import DEFAULT_P_BINS, default_p_bins
+
+    default = default_p_bins(trials["p"])
+    if default is None:
+        return None
+    return st.sidebar.slider("p bins", min_value=2, max_value=20, value=DEFAULT_P_BINS, key=key)

@@ -1,0 +1,21 @@
+"""lpstudy's dashboard: how p shapes convergence and stability. The entry of `streamlit run`
+(`lpstudy dashboard --storage URL` starts it): the page frame, built once for every page (page
+config, the database and the study chooser in the sidebar), then the chosen page from views/."""
+
+import streamlit as st
+
+from common import study_chooser
+
+st.set_page_config(page_title="lpstudy", page_icon="📈", layout="wide")
+PAGES = [
+    # The URL paths of the pages before st.navigation (app/pages/N_Name.py), so links keep working.
+    st.Page("views/home.py", title="Home", icon="🏠", default=True),
+    st.Page("views/effect_of_p.py", title="Effect of p", icon="📉", url_path="Effect_of_p"),
+    st.Page("views/convergence.py", title="Convergence", icon="⏱️", url_path="Convergence"),
+    st.Page("views/stability.py", title="Stability", icon="🧯", url_path="Stability"),
+    st.Page("views/trials.py", title="Trials", icon="🗂️", url_path="Trials"),
+    st.Page("views/export.py", title="Export", icon="📦", url_path="Export"),
+]
+current = st.navigation(PAGES)
+study_chooser(current.title)
+current.run()

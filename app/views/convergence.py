@@ -1,0 +1,43 @@
+"""Convergence: validation and training loss curves coloured by p, the median curve per p with
+a band, the steps to reach a loss threshold (you set it) against p, and the area under the curve."""
+
+import streamlit as st
+
+from lpstudy.results import analysis as A
+from lpstudy.results import charts as C
+
+from common import chart, p_bins_control, page, show_problem
+
+storage, study = page("Convergence")
+trials, curves = study.trials, study.curves
+if trials.empty or curves.empty:
+    if not show_problem(trials, stop=False):
+        st.info("No learning curve recorded yet; curves appear as workers evaluate.")
+    st.stop()
+show_problem(trials, stop=False)  # none completed, or all diverged: say so, and still show the curves there are
+bins = p_bins_control(trials, key="convergence_bins")
+
+spec_threshold = study.info.spec.get("loss_threshold")
+finals = A.successful(trials)["loss"]
+suggested = float(spec_threshold) if spec_threshold else (
+    round(float(finals.quantile(0.75)), 2) if len(finals) else 2.0)
+threshold = st.number_input("Loss threshold (validation loss)", min_value=0.0, value=suggested, step=0.05,
+                            format="%.3f", help="Steps to reach it are counted at each trial's first evaluation at or below it.")
+
+left, right = st.columns(2)
+with left:
+    chart(C.loss_curves(curves, trials, "val_loss"), key="val_curves")
+with right:
+    chart(C.loss_curves(curves, trials, "train_loss"), key="train_curves")
+
+chart(C.median_curves(A.curve_bands(curves, trials, "val_loss", bins)), key="median_curves")
+
+convergence = A.convergence_by_trial(curves, trials, threshold)
+left, right = st.columns(2)
+with left:
+    chart(C.steps_to_threshold_chart(convergence, threshold), key="steps_to_threshold")
+    ok = convergence[~convergence["diverged"].astype(bool)]
+    if len(ok):
+        st.caption(f"{int(ok['reached'].sum())} of {len(ok)} completed, non-diverged runs reached {threshold:g}.")
+with right:
+    chart(C.auc_chart(convergence), key="auc")

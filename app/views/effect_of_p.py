@@ -1,0 +1,48 @@
+"""Effect of p: final validation loss against p, its mean and 95 % interval per p, the
+p × learning-rate map, parameter importance, and (replicate studies) the paired comparison
+with p = 2 across folds."""
+
+import math
+
+import streamlit as st
+
+from lpstudy.results import analysis as A
+from lpstudy.results import charts as C
+
+from common import cached_importance, chart, p_bins_control, page, show_problem
+
+storage, study = page("Effect of p", curves=False)
+trials = study.trials
+show_problem(trials)
+bins = p_bins_control(trials, key="effect_bins")
+
+left, right = st.columns(2)
+with left:
+    chart(C.loss_vs_p(trials), key="loss_vs_p")
+with right:
+    summary = A.per_p_summary(trials, bins)
+    chart(C.mean_loss_per_p(summary), key="mean_per_p")
+
+left, right = st.columns(2)
+with left:
+    by = A.map_axis(trials) or "lr"  # p × learning rate; p × fold for a grid at one learning rate
+    chart(C.loss_map(A.p_map(trials, bins, by=by), by), key="loss_map")
+with right:
+    done = tuple(trials.loc[trials["state"] == "COMPLETE", "number"])
+    chart(C.importance_chart(cached_importance(storage, study.name, done)), key="importance")
+
+has_folds = trials["fold"].nunique() > 1 and A.finished(trials)["p"].nunique() > 1
+if study.info.kind == "replicate" or has_folds:
+    finite = sorted({p for p in A.finished(trials)["p"].dropna()}, key=lambda v: (math.isinf(v), v))
+    default = finite.index(2.0) if 2.0 in finite else 0
+    reference = st.selectbox("Reference p for the paired comparison", finite, index=default,
+                             format_func=A.format_p, key="reference_p")
+    paired = A.paired_comparison(trials, reference_p=reference)
+    chart(C.paired_chart(paired, reference), key="paired")
+    if not paired.empty:
+        st.dataframe(paired.assign(p=paired["p"].map(A.format_p))[
+            ["p", "n_pairs", "mean_loss", "ref_mean_loss", "mean_diff", "ci_low", "ci_high", "relative_diff",
+             "p_value"]], hide_index=True, width="stretch")
+
+with st.expander("Numbers per p"):
+    st.dataframe(summary.drop(columns=["p"]), hide_index=True, width="stretch")

@@ -1,0 +1,40 @@
+"""Export: the best trial (or the top K) as the YAML or JSON run file that `lpstudy train --config`
+reads, to download, and the exact command that retrains it. The text comes from lpstudy.results.export,
+the same as `lpstudy export`."""
+
+import streamlit as st
+
+from lpstudy.results import analysis as A
+
+from common import CACHE_TTL_S, no_traceback, page, show_problem
+
+storage, study = page("Export", curves=False)
+trials = study.trials
+show_problem(trials)
+
+
+@st.cache_data(ttl=CACHE_TTL_S, show_spinner=False)
+def exported(storage_url: str, study_name: str, top_k: int, fmt: str) -> str:
+    from lpstudy.results.export import export_text
+
+    return export_text(storage_url, study_name, top_k=top_k, fmt=fmt)
+
+
+left, right = st.columns([1, 1])
+fmt = left.radio("Format", ["yaml", "json"], horizontal=True)
+top_k = right.number_input("How many of the best trials", min_value=1, max_value=50, value=1, step=1)
+with no_traceback():
+    from lpstudy.results.export import train_command
+
+    text = exported(storage, study.name, int(top_k), fmt)
+file_name = f"{study.name}-best.{fmt}" if top_k == 1 else f"{study.name}-top{int(top_k)}.{fmt}"
+
+best = A.top_trials(trials, int(top_k))
+st.dataframe(best.assign(p=best["p"].map(A.format_p))[["number", "loss", "p", "lr", "gain_init", "fold", "seed"]],
+             hide_index=True, width="stretch")
+st.download_button(f"Download {file_name}", data=text, file_name=file_name,
+                   mime="application/json" if fmt == "json" else "application/x-yaml", type="primary")
+st.code(text, language=fmt)
+st.markdown("Retrain it:" if top_k == 1 else
+            "This file lists the top runs under `runs:`; save one of them as its own file and retrain it with:")
+st.code(train_command(file_name), language="bash")

@@ -1,0 +1,35 @@
+"""Stability: divergence rate per p and over the p × learning-rate map, the largest gradient norm
+against p, the attention gain's trajectory per p, and the spread across folds or seeds per p."""
+
+import streamlit as st
+
+from lpstudy.results import analysis as A
+from lpstudy.results import charts as C
+
+from common import chart, p_bins_control, page, show_problem
+
+storage, study = page("Stability")
+trials, curves = study.trials, study.curves
+if trials.empty or not (trials["state"] == "COMPLETE").any():
+    show_problem(trials)
+show_problem(trials, stop=False)  # every run diverged: say so, and still show where and how
+bins = p_bins_control(trials, key="stability_bins")
+
+left, right = st.columns(2)
+with left:
+    chart(C.divergence_rate_chart(A.divergence_rates(trials, bins)), key="divergence_rate")
+with right:
+    by = A.map_axis(trials) or "lr"
+    chart(C.divergence_map(A.p_map(trials, bins, by=by), by), key="divergence_map")
+
+left, right = st.columns(2)
+with left:
+    chart(C.max_grad_norm_chart(A.max_grad_norms(curves, trials)), key="grad_norm")
+with right:
+    chart(C.gain_chart(A.curve_bands(curves, trials, "gain_mean", bins,
+                                         include_diverged=A.successful(trials).empty)), key="gain")
+
+chart(C.spread_chart(trials, bins), key="spread")
+spread = A.replicate_spread(trials, bins)
+if len(spread):
+    st.dataframe(spread.drop(columns=["p"]), hide_index=True, width="stretch")

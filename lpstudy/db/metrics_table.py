@@ -1,0 +1,70 @@
+"""The metrics table: one row per evaluation of a trial, beside Optuna's tables in the same
+database. Its columns are built from lpstudy.training.metrics.METRIC_FIELDS (the one schema). It is
+created idempotently and Optuna's own tables are never altered.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from lpstudy.training.metrics import METRIC_FIELDS, MetricRecord
+from lpstudy.values import finite_or_none
+
+METRICS_TABLE = "lpstudy_metrics"
+
+metadata = sa.MetaData()
+_FLOAT_FIELDS = [name for name in METRIC_FIELDS if name != "step"]
+metrics_table = sa.Table(
+    METRICS_TABLE,
+    metadata,
+    sa.Column("trial_id", sa.Integer, primary_key=True),  # Optuna's trial_id: unique in the database
+    sa.Column("step", sa.Integer, primary_key=True),
+    sa.Column("study_name", sa.String(512), nullable=False),
+    sa.Column("trial_number", sa.Integer, nullable=False),
+    *(sa.Column(name, sa.Float, nullable=True) for name in _FLOAT_FIELDS),
+    sa.Index(f"ix_{METRICS_TABLE}_study", "study_name", "trial_number"),
+)
+
+
+def ensure_metrics_table(engine: Engine) -> None:
+    """Create the metrics table if it is not there; safe to call from many workers at once."""
+    try:
+        metadata.create_all(engine, checkfirst=True)
+    except sa.exc.OperationalError:
+        raise
+    except (sa.exc.IntegrityError, sa.exc.ProgrammingError):
+        # Two workers raced to create it: the other one won, which is what we wanted.
+        metadata.create_all(engine, checkfirst=True)
+
+
+def metric_row(study_name: str, trial_id: int, trial_number: int, record: MetricRecord) -> dict:
+    row = {"trial_id": trial_id, "study_name": study_name, "trial_number": trial_number, "step": record.step}
+    row.update({name: finite_or_none(getattr(record, name)) for name in _FLOAT_FIELDS})
+    return row
+
+
+def write_metrics(engine: Engine, study_name: str, trial_id: int, trial_number: int,
+                  records: list[MetricRecord]) -> None:
+    """Insert the records of one evaluation (or several) in one transaction."""
+    if not records:
+        return
+    rows = [metric_row(study_name, trial_id, trial_number, r) for r in records]
+    with engine.begin() as conn:
+        conn.execute(metrics_table.insert(), rows)
+
+
+def read_metrics(engine: Engine, study_name: str):
+    """Every metrics row of a study as a pandas DataFrame (columns: trial_id, trial_number, step,
+    and METRIC_FIELDS), sorted by trial and step; empty if the table does not exist yet."""
+    import pandas as pd
+
+    columns = ["trial_id", "trial_number", *METRIC_FIELDS]
+    if not sa.inspect(engine).has_table(METRICS_TABLE):
+        return pd.DataFrame(columns=columns)
+    query = (sa.select(*(metrics_table.c[c] for c in columns))
+             .where(metrics_table.c.study_name == study_name)
+             .order_by(metrics_table.c.trial_number, metrics_table.c.step))
+    with engine.connect() as conn:
+        frame = pd.read_sql(query, conn)
+    return frame.astype({c: "float64" for c in _FLOAT_FIELDS})

@@ -1,0 +1,114 @@
+"""A decoder-only GPT in nanoGPT's shape (pre-LayerNorm, GELU MLP, tied embeddings, dropout),
+character level, whose attention is Lp-QKNorm (or the baseline, for comparison)."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from lpstudy.model.attention import CausalSelfAttention
+
+if TYPE_CHECKING:
+    from lpstudy.training.config import TrainConfig
+
+
+class MLP(nn.Module):
+    def __init__(self, n_embd: int, dropout: float, bias: bool):
+        super().__init__()
+        self.c_fc = nn.Linear(n_embd, 4 * n_embd, bias=bias)
+        self.c_proj = nn.Linear(4 * n_embd, n_embd, bias=bias)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.dropout(self.c_proj(F.gelu(self.c_fc(x))))
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: TrainConfig):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(cfg.n_embd, bias=cfg.bias)
+        self.attn = CausalSelfAttention(
+            cfg.n_embd, cfg.n_head, cfg.block_size, cfg.dropout, cfg.attention,
+            cfg.p, cfg.resolved_gain_init, cfg.gain_per, cfg.bias,
+        )
+        self.ln_2 = nn.LayerNorm(cfg.n_embd, bias=cfg.bias)
+        self.mlp = MLP(cfg.n_embd, cfg.dropout, cfg.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self, cfg: TrainConfig, vocab_size: int):
+        super().__init__()
+        self.block_size = cfg.block_size
+        self.wte = nn.Embedding(vocab_size, cfg.n_embd)
+        self.wpe = nn.Embedding(cfg.block_size, cfg.n_embd)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
+        self.ln_f = nn.LayerNorm(cfg.n_embd, bias=cfg.bias)
+        self.lm_head = nn.Linear(cfg.n_embd, vocab_size, bias=False)
+        self.lm_head.weight = self.wte.weight  # tied embeddings
+        self.apply(self._init_weights)
+        for name, param in self.named_parameters():  # GPT-2's scaled init of residual projections
+            if name.endswith("c_proj.weight"):
+                nn.init.normal_(param, mean=0.0, std=0.02 / math.sqrt(2 * cfg.n_layer))
+
+    @staticmethod
+    def _init_weights(module: nn.Module) -> None:
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None):
+        T = idx.size(1)
+        pos = torch.arange(T, device=idx.device)
+        x = self.drop(self.wte(idx) + self.wpe(pos))
+        for block in self.blocks:
+            x = block(x)
+        logits = self.lm_head(self.ln_f(x))
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), targets.reshape(-1))
+        return logits, loss
+
+    def attentions(self) -> list[CausalSelfAttention]:
+        return [block.attn for block in self.blocks]
+
+    def gains(self) -> torch.Tensor:
+        """Every attention gain of the model, flattened (empty for the baseline)."""
+        found = [a.gain.detach().float().flatten() for a in self.attentions() if a.gain is not None]
+        return torch.cat(found) if found else torch.empty(0)
+
+    @torch.no_grad()
+    def mean_attention_entropy(self, idx: torch.Tensor) -> float:
+        """Mean entropy of every head's attention rows on one batch (explicit softmax, no kernel)."""
+        attns = self.attentions()
+        for a in attns:
+            a.record_entropy = True
+        try:
+            self(idx)
+            return float(torch.stack([a.last_entropy for a in attns]).mean())
+        finally:
+            for a in attns:
+                a.record_entropy = False
+                a.last_entropy = None
+
+    def optimizer(self, cfg: TrainConfig, device_type: str) -> torch.optim.AdamW:
+        """AdamW with weight decay on matrices only (not on gains, norms or biases), as nanoGPT."""
+        params = [p for p in self.parameters() if p.requires_grad]
+        decay = [p for p in params if p.dim() >= 2]
+        no_decay = [p for p in params if p.dim() < 2]
+        groups = [{"params": decay, "weight_decay": cfg.weight_decay},
+                  {"params": no_decay, "weight_decay": 0.0}]
+        return torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2),
+                                 fused=device_type == "cuda")
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters()) - self.wpe.weight.numel()

@@ -1,0 +1,39 @@
+"""Which trial is best, defined once: the lowest value among COMPLETE trials that did not diverge
+(a diverged run COMPLETEs valued ln V so that samplers avoid it, but it is never a configuration
+to retrain), ties broken by the earlier trial. The Export page, `lpstudy export`, `status`, the
+report and the dashboard's Home page all rank through here, on the trials frame or on Optuna's
+FrozenTrials."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+
+def is_candidate(state: str, value: Any, diverged: Any) -> bool:
+    """Whether a trial can be the best: COMPLETE, a finite value, not diverged."""
+    try:
+        finite = value is not None and math.isfinite(float(value))
+    except (TypeError, ValueError):
+        finite = False
+    return state == "COMPLETE" and finite and not bool(diverged)
+
+
+def ranked_frame(trials: pd.DataFrame, k: int | None = None) -> pd.DataFrame:
+    """The candidate rows of a trials frame (lpstudy.results.frames), best first, with `loss`."""
+    mask = [is_candidate(s, v, d) for s, v, d in zip(trials["state"], trials["value"], trials["diverged"])]
+    best = trials[pd.Series(mask, index=trials.index, dtype=bool)].copy()
+    best["loss"] = best["value"].astype("float64")
+    best = best.sort_values(["loss", "number"], kind="stable")
+    return best if k is None else best.head(k)
+
+
+def ranked_trials(trials: Sequence, k: int | None = None) -> list:
+    """The candidate FrozenTrials, best first."""
+    done = [t for t in trials if is_candidate(t.state.name, t.value if t.values else None,
+                                              (t.user_attrs or {}).get("diverged"))]
+    done.sort(key=lambda t: (float(t.value), t.number))
+    return done if k is None else done[:k]

@@ -1,0 +1,408 @@
+"""One function per figure: Plotly figures of the frames made by lpstudy.results.analysis, shared by the
+Streamlit pages and `lpstudy report`. Every figure has a title (the browser test reads them).
+
+p = ∞ is drawn right of the largest finite p and labelled ∞ (analysis.inf_position/p_ticks);
+learning rates are coloured on a log scale; diverged runs are marked apart (a red ×).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from lpstudy.results import analysis as A
+
+P_SCALE = "Viridis"
+LR_SCALE = "Plasma"
+DIVERGED_COLOUR = "#d62728"
+TEMPLATE = "plotly_white"
+HEIGHT = 420
+
+
+def _figure(title: str, x_title: str = "", y_title: str = "", height: int = HEIGHT) -> go.Figure:
+    fig = go.Figure()
+    fig.update_layout(title={"text": title, "x": 0.01, "xanchor": "left"}, template=TEMPLATE, height=height,
+                      margin={"l": 60, "r": 20, "t": 60, "b": 50}, xaxis_title=x_title, yaxis_title=y_title,
+                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 1, "xanchor": "right"})
+    return fig
+
+
+def _empty(fig: go.Figure, text: str) -> go.Figure:
+    fig.add_annotation(text=text, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5,
+                       font={"size": 14, "color": "#666"})
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    return fig
+
+
+def _p_axis(fig: go.Figure, p: pd.Series, row_col: dict | None = None) -> None:
+    """Label the p axis, with ∞ at its drawn position."""
+    ticks = A.p_ticks(pd.Series(p, dtype="float64"))
+    if ticks is not None:
+        fig.update_xaxes(tickvals=ticks[0], ticktext=ticks[1], **(row_col or {}))
+
+
+def _p_text(p: pd.Series) -> list[str]:
+    return [A.format_p(v) for v in p]
+
+
+def _lr_colour(lr: pd.Series) -> dict:
+    """Marker colours on a log scale of the learning rate; one colour when it does not vary."""
+    if lr.isna().any() or lr.nunique() < 2:
+        return {"color": "#1f77b4"}
+    return {"color": np.log10(lr.to_numpy(dtype="float64")), "colorscale": LR_SCALE, "showscale": True,
+            "colorbar": {"title": {"text": "lr"}, "tickprefix": "1e", "len": 0.8}}
+
+
+# --- Home ------------------------------------------------------------------------------------
+
+def states_chart(counts: pd.Series) -> go.Figure:
+    fig = _figure("Trials by state", "", "trials", height=300)
+    colours = {"COMPLETE": "#2ca02c", "PRUNED": "#ff7f0e", "FAIL": DIVERGED_COLOUR, "RUNNING": "#1f77b4",
+               "WAITING": "#9e9e9e"}
+    fig.add_bar(x=list(counts.index), y=list(counts.values), marker_color=[colours.get(s, "#888") for s in counts.index],
+                text=list(counts.values), textposition="outside", cliponaxis=False)
+    return fig
+
+
+def history_chart(trials: pd.DataFrame) -> go.Figure:
+    """Each COMPLETE trial's final validation loss by trial number, and the best so far."""
+    fig = _figure("Optimisation history", "trial", "final validation loss")
+    done = A.finished(trials).sort_values("number")
+    ok = done[done["loss"].notna()]
+    if ok.empty:
+        return _empty(fig, "no completed trial without divergence yet")
+    fig.add_scatter(x=ok["number"], y=ok["loss"], mode="markers", name="trial",
+                    marker={"size": 5, "opacity": 0.6, "color": "#1f77b4"})
+    best = ok["loss"].cummin()
+    fig.add_scatter(x=ok["number"], y=best, mode="lines", name="best so far", line={"color": "#d62728", "shape": "hv"})
+    return fig
+
+
+# --- Effect of p -----------------------------------------------------------------------------
+
+def loss_vs_p(trials: pd.DataFrame) -> go.Figure:
+    """Final validation loss against p, coloured by learning rate; diverged runs as red × along
+    the top edge."""
+    fig = _figure("Final validation loss against p", "p", "final validation loss")
+    done = A.finished(trials)
+    done = done[done["p"].notna()]
+    if done.empty:
+        return _empty(fig, "no completed trial yet")
+    x = A.p_positions(done["p"]).to_numpy()
+    ok = done["loss"].notna().to_numpy()
+    # numbers in customdata, p's label as text: a float array serialises far faster than mixed objects
+    custom = done[["number", "lr", "gain_init"]].to_numpy(dtype="float64")
+    text = np.array(_p_text(done["p"]), dtype=object)
+    details = "<br>p %{text}<br>lr %{customdata[1]:.3g}<br>gain₀ %{customdata[2]:.3g}"
+    if ok.any():
+        colour = _lr_colour(done.loc[ok, "lr"])
+        fig.add_scatter(x=x[ok], y=done["loss"].to_numpy()[ok], mode="markers", name="completed",
+                        marker={"size": 7, "opacity": 0.8, **colour}, customdata=custom[ok], text=text[ok],
+                        hovertemplate="trial %{customdata[0]}" + details + "<br>loss %{y:.4f}<extra></extra>")
+    if (~ok).any():
+        losses = done.loc[ok, "loss"]
+        top = float(losses.max()) if ok.any() else 1.0
+        span = float(losses.max() - losses.min()) if ok.sum() > 1 else 0.1
+        fig.add_scatter(x=x[~ok], y=np.full(int((~ok).sum()), top + 0.08 * max(span, 0.05)), mode="markers",
+                        name="diverged", marker={"symbol": "x", "size": 8, "color": DIVERGED_COLOUR},
+                        customdata=custom[~ok], text=text[~ok],
+                        hovertemplate="trial %{customdata[0]} diverged" + details + "<extra></extra>")
+    _p_axis(fig, done["p"])
+    return fig
+
+
+def mean_loss_per_p(summary: pd.DataFrame) -> go.Figure:
+    """Mean final validation loss per p group with its 95 % t interval."""
+    fig = _figure("Mean final validation loss per p (95 % interval)", "p", "final validation loss")
+    rows = summary[summary["n_ok"] > 0]
+    if rows.empty:
+        return _empty(fig, "no completed trial without divergence yet")
+    x = A.p_positions(rows["p"].astype("float64"))
+    upper = (rows["ci_high"] - rows["mean"]).fillna(0)
+    lower = (rows["mean"] - rows["ci_low"]).fillna(0)
+    fig.add_scatter(x=x, y=rows["mean"], mode="markers+lines", name="mean",
+                    error_y={"type": "data", "array": upper, "arrayminus": lower, "visible": True},
+                    customdata=np.column_stack([rows["p_bin"], rows["n_ok"], rows["std"].fillna(0)]),
+                    hovertemplate="p %{customdata[0]}<br>mean %{y:.4f} ± %{customdata[2]:.4f} (sd)"
+                                  "<br>n %{customdata[1]}<extra></extra>")
+    _p_axis(fig, rows["p"])
+    if len(rows) <= A.EXACT_P_LIMIT:
+        fig.update_xaxes(tickvals=list(x), ticktext=list(rows["p_bin"]))
+    return fig
+
+
+MAP_TITLES = {"lr": ("learning rate", "learning rate"), "fold": ("fold", "fold")}
+
+
+def _heatmap(cells: pd.DataFrame, value: str, title: str, colour_title: str, scale: str, by: str,
+             zmin=None, zmax=None) -> go.Figure:
+    y_name = MAP_TITLES.get(by, (by, by))[0]
+    fig = _figure(f"{title} over p × {y_name}", "p", y_name)
+    cells = cells.dropna(subset=[value]) if value in cells else cells.iloc[0:0]
+    if cells.empty:
+        return _empty(fig, "no completed trial yet")
+    x_labels = cells.sort_values("p_order")["p_bin"].drop_duplicates().tolist()
+    y_labels = cells.sort_values("y_order")["y_bin"].drop_duplicates().tolist()
+    grid = cells.pivot_table(index="y_bin", columns="p_bin", values=value, aggfunc="first").reindex(
+        index=y_labels, columns=x_labels)
+    counts = cells.pivot_table(index="y_bin", columns="p_bin", values="n", aggfunc="first").reindex(
+        index=y_labels, columns=x_labels)
+    fig.add_heatmap(z=grid.to_numpy(), x=x_labels, y=y_labels, colorscale=scale, zmin=zmin, zmax=zmax,
+                    colorbar={"title": {"text": colour_title}}, customdata=counts.to_numpy(),
+                    hovertemplate="p %{x}<br>" + y_name + " %{y}<br>" + colour_title
+                                  + " %{z:.3f}<br>runs %{customdata}<extra></extra>")
+    fig.update_xaxes(type="category")
+    fig.update_yaxes(type="category")
+    return fig
+
+
+def loss_map(cells: pd.DataFrame, by: str = "lr") -> go.Figure:
+    """Mean final validation loss per cell of p × learning rate (or p × fold for a grid)."""
+    return _heatmap(cells, "mean_loss", "Validation loss", "loss", "Viridis_r", by)
+
+
+def divergence_map(cells: pd.DataFrame, by: str = "lr") -> go.Figure:
+    """Share of diverged runs per cell of p × learning rate (or p × fold for a grid)."""
+    return _heatmap(cells, "divergence_rate", "Divergence rate", "diverged", "Reds", by, 0, 1)
+
+
+def importance_chart(importance: pd.Series) -> go.Figure:
+    fig = _figure("Parameter importance (Optuna PED-ANOVA)", "importance", "", height=300)
+    if importance.empty:
+        return _empty(fig, "needs at least 4 completed trials and a parameter that varies")
+    ordered = importance.sort_values()
+    fig.add_bar(x=ordered.values, y=list(ordered.index), orientation="h", marker_color="#1f77b4",
+                text=[f"{v:.2f}" for v in ordered.values], textposition="auto")
+    fig.update_xaxes(range=[0, 1])
+    return fig
+
+
+def paired_chart(paired: pd.DataFrame, reference_p: float = 2.0) -> go.Figure:
+    """loss(p) − loss(reference) across folds, with its 95 % interval; below 0: p is better."""
+    ref = A.format_p(reference_p)
+    fig = _figure(f"Paired difference to p = {ref} across folds (95 % interval)", "p",
+                  f"loss(p) − loss(p = {ref})")
+    if paired.empty:
+        return _empty(fig, f"needs completed runs of p = {ref} and other p on the same folds")
+    x = A.p_positions(paired["p"].astype("float64"))
+    fig.add_hline(y=0, line={"color": "#888", "dash": "dash"})
+    fig.add_scatter(x=x, y=paired["mean_diff"], mode="markers", name="mean difference",
+                    marker={"size": 9, "color": np.where(paired["mean_diff"] < 0, "#2ca02c", "#d62728")},
+                    error_y={"type": "data", "array": (paired["ci_high"] - paired["mean_diff"]).fillna(0),
+                             "arrayminus": (paired["mean_diff"] - paired["ci_low"]).fillna(0), "visible": True},
+                    customdata=np.column_stack([paired["p_bin"], paired["n_pairs"], paired["relative_diff"] * 100]),
+                    hovertemplate="p %{customdata[0]}<br>Δ %{y:+.4f} (%{customdata[2]:+.2f} %)"
+                                  "<br>folds %{customdata[1]}<extra></extra>")
+    fig.update_xaxes(tickvals=list(x), ticktext=list(paired["p_bin"]))
+    return fig
+
+
+# --- Convergence -----------------------------------------------------------------------------
+
+def _colour_at(value: float, low: float, high: float, scale: str = P_SCALE) -> str:
+    from plotly.colors import sample_colorscale
+
+    t = 0.5 if high <= low else min(1.0, max(0.0, (value - low) / (high - low)))
+    return sample_colorscale(scale, [t])[0]
+
+
+def loss_curves(curves: pd.DataFrame, trials: pd.DataFrame, column: str = "val_loss",
+                levels: int = 12, max_trials: int = 400) -> go.Figure:
+    """Every trial's curve of `column` against step, coloured by p on a continuous scale (∞ at the
+    top). Trials are drawn in `levels` colour bands (one trace each, so a thousand curves stay
+    quick); at most max_trials curves, the latest first."""
+    what = {"val_loss": "Validation", "train_loss": "Training"}.get(column, column)
+    fig = _figure(f"{what} loss curves, coloured by p", "step", f"{what.lower()} loss")
+    joined = A.with_p(curves, trials).dropna(subset=[column, "p"])
+    if joined.empty:
+        return _empty(fig, "no learning curve recorded yet")
+    numbers = sorted(joined["trial_number"].unique())[-max_trials:]
+    joined = joined[joined["trial_number"].isin(numbers)]
+    position = A.p_positions(joined["p"])
+    low, high = float(position.min()), float(position.max())
+    span = (high - low) or 1.0
+    joined = joined.assign(_pos=position, _level=np.minimum(levels - 1, ((position - low) / span * levels).astype(int)))
+    labels = {n: f"trial {n}, p {A.format_p(p)}" for n, p in joined.groupby("trial_number")["p"].first().items()}
+    joined = joined.sort_values(["_level", "trial_number", "step"])
+    for level, group in joined.groupby("_level", sort=True):
+        # one trace per colour band: the band's curves joined by gaps (NaN) between trials
+        numbers = group["trial_number"].to_numpy()
+        starts = np.flatnonzero(np.diff(numbers)) + 1
+        xs = np.insert(group["step"].to_numpy(dtype="float64"), starts, np.nan)
+        ys = np.insert(group[column].to_numpy(dtype="float64"), starts, np.nan)
+        texts = np.insert(np.array([labels[n] for n in numbers], dtype=object), starts, "")
+        centre = low + (level + 0.5) * span / levels
+        fig.add_scatter(x=xs, y=ys, mode="lines", line={"width": 1, "color": _colour_at(centre, low, high)},
+                        opacity=0.6, text=texts, hovertemplate="%{text}<br>step %{x}<br>loss %{y:.4f}<extra></extra>",
+                        showlegend=False, connectgaps=False)
+    # Diverged runs leave through the top instead of squashing every other curve.
+    first = joined.sort_values("step").groupby("trial_number")[column].first()
+    top = float(first.quantile(0.95)) if len(first) else float(joined[column].max())
+    bottom = float(joined[column].min())
+    fig.update_yaxes(range=[bottom - 0.03 * (top - bottom), top + 0.05 * (top - bottom)])
+    ticks = A.p_ticks(joined["p"])
+    colourbar = {"title": {"text": "p"}, "len": 0.8}
+    if ticks is not None:
+        colourbar.update(tickvals=ticks[0], ticktext=ticks[1])
+    fig.add_scatter(x=[None], y=[None], mode="markers", showlegend=False, hoverinfo="skip",
+                    marker={"color": [low, high], "colorscale": P_SCALE, "cmin": low, "cmax": high,
+                            "showscale": True, "colorbar": colourbar})
+    return fig
+
+
+def median_curves(bands: pd.DataFrame, column_title: str = "validation loss") -> go.Figure:
+    """The median curve per p group with the band between its 25th and 75th percentiles."""
+    title = ("Median validation loss per p (25–75 % band)" if column_title == "validation loss"
+             else f"Median {column_title} per p (25–75 % band)")
+    fig = _figure(title, "step", column_title)
+    if bands.empty:
+        return _empty(fig, "no learning curve recorded yet")
+    centres = bands.groupby("p_bin", sort=False)["p_center"].first()
+    position = A.p_positions(centres)
+    low, high = float(position.min()), float(position.max())
+    for label, group in bands.groupby("p_bin", sort=False):
+        colour = _colour_at(float(position[label]), low, high)
+        fill = colour.replace("rgb(", "rgba(").replace(")", ", 0.15)")
+        fig.add_scatter(x=[*group["step"], *group["step"][::-1]], y=[*group["q75"], *group["q25"][::-1]],
+                        mode="lines", fill="toself", fillcolor=fill, line={"width": 0}, hoverinfo="skip",
+                        showlegend=False, legendgroup=label)
+        fig.add_scatter(x=group["step"], y=group["median"], mode="lines", name=f"p {label}",
+                        line={"color": colour, "width": 2}, legendgroup=label,
+                        customdata=group["n"], hovertemplate=f"p {label}<br>step %{{x}}<br>median %{{y:.4f}}"
+                                                             "<br>trials %{customdata}<extra></extra>")
+    fig.update_layout(legend={"orientation": "v", "y": 1, "x": 1.02, "xanchor": "left", "yanchor": "top"})
+    return fig
+
+
+def steps_to_threshold_chart(convergence: pd.DataFrame, threshold: float) -> go.Figure:
+    """Steps to reach the loss threshold against p; runs that never reached it as grey ▲ on top."""
+    fig = _figure(f"Steps to reach validation loss {threshold:g}", "p", "steps")
+    rows = convergence[convergence["p"].notna() & ~convergence["diverged"].astype(bool)]
+    if rows.empty:
+        return _empty(fig, "no completed trial without divergence yet")
+    x = A.p_positions(rows["p"])
+    reached = rows["reached"].astype(bool)
+    if reached.any():
+        colour = _lr_colour(rows.loc[reached, "lr"])
+        fig.add_scatter(x=x[reached], y=rows.loc[reached, "steps_to_threshold"], mode="markers", name="reached",
+                        marker={"size": 7, "opacity": 0.8, **colour},
+                        customdata=rows.loc[reached, "trial_number"],
+                        hovertemplate="trial %{customdata}<br>steps %{y}<extra></extra>")
+    if (~reached).any():
+        top = float(rows["steps_to_threshold"].max()) if reached.any() else 1.0
+        fig.add_scatter(x=x[~reached], y=np.full(int((~reached).sum()), top * 1.08), mode="markers",
+                        name="never reached", marker={"symbol": "triangle-up", "size": 8, "color": "#9e9e9e"},
+                        customdata=rows.loc[~reached, "trial_number"],
+                        hovertemplate="trial %{customdata} never reached it<extra></extra>")
+    _p_axis(fig, rows["p"])
+    return fig
+
+
+def auc_chart(convergence: pd.DataFrame) -> go.Figure:
+    fig = _figure("Area under the validation curve against p", "p", "mean loss over training (area / steps)")
+    rows = convergence[convergence["p"].notna() & convergence["auc"].notna() & ~convergence["diverged"].astype(bool)]
+    if rows.empty:
+        return _empty(fig, "no completed trial without divergence yet")
+    colour = _lr_colour(rows["lr"])
+    fig.add_scatter(x=A.p_positions(rows["p"]), y=rows["auc"], mode="markers", marker={"size": 7, "opacity": 0.8, **colour},
+                    customdata=rows["trial_number"], hovertemplate="trial %{customdata}<br>area %{y:.4f}<extra></extra>",
+                    showlegend=False)
+    _p_axis(fig, rows["p"])
+    return fig
+
+
+# --- Stability -------------------------------------------------------------------------------
+
+def divergence_rate_chart(rates: pd.DataFrame) -> go.Figure:
+    fig = _figure("Divergence rate per p (95 % Wilson interval)", "p", "diverged runs")
+    if rates.empty:
+        return _empty(fig, "no completed trial yet")
+    fig.add_bar(x=list(rates["p_bin"]), y=rates["rate"], marker_color=DIVERGED_COLOUR,
+                error_y={"type": "data", "array": (rates["ci_high"] - rates["rate"]).fillna(0),
+                         "arrayminus": (rates["rate"] - rates["ci_low"]).fillna(0), "visible": True},
+                customdata=np.column_stack([rates["n_diverged"], rates["n"]]),
+                hovertemplate="p %{x}<br>%{customdata[0]} of %{customdata[1]} diverged<extra></extra>")
+    fig.update_xaxes(type="category")
+    fig.update_yaxes(range=[0, 1.05], tickformat=".0%")
+    return fig
+
+
+def max_grad_norm_chart(grads: pd.DataFrame) -> go.Figure:
+    fig = _figure("Largest gradient norm against p", "p", "largest gradient norm (log)")
+    if grads.empty:
+        return _empty(fig, "no gradient norms recorded yet")
+    x = A.p_positions(grads["p"].astype("float64"))
+    diverged = grads["diverged"].astype(bool)
+    for mask, name, marker in ((~diverged, "ran through", {"color": "#1f77b4", "size": 6, "opacity": 0.7}),
+                               (diverged, "diverged", {"color": DIVERGED_COLOUR, "symbol": "x", "size": 8})):
+        if mask.any():
+            fig.add_scatter(x=x[mask], y=grads.loc[mask, "max_grad_norm"], mode="markers", name=name, marker=marker,
+                            customdata=grads.loc[mask, "trial_number"],
+                            hovertemplate="trial %{customdata}<br>%{y:.3g}<extra></extra>")
+    fig.update_yaxes(type="log")
+    _p_axis(fig, grads["p"])
+    return fig
+
+
+def gain_chart(bands: pd.DataFrame) -> go.Figure:
+    fig = median_curves(bands, "attention gain")
+    fig.update_layout(title={"text": "Attention gain over training, per p (median, 25–75 % band)"})
+    return fig
+
+
+def spread_chart(trials: pd.DataFrame, bins: int | Sequence[float] | None = None) -> go.Figure:
+    """The final validation losses of each p group as a box: the spread across folds or seeds."""
+    fig = _figure("Spread of final validation loss across folds and seeds, per p", "p", "final validation loss")
+    ok = A.successful(trials)
+    ok = ok[ok["p"].notna()]
+    if ok.empty:
+        return _empty(fig, "no completed trial without divergence yet")
+    groups = ok.join(A.p_bins(ok["p"], bins)).sort_values("p_order")
+    fig.add_box(x=groups["p_bin"], y=groups["loss"], boxpoints="all", jitter=0.4, pointpos=0,
+                marker={"size": 4, "color": "#1f77b4"}, line={"color": "#1f77b4"}, showlegend=False,
+                customdata=np.column_stack([groups["number"], groups["fold"]]),
+                hovertemplate="trial %{customdata[0]} (fold %{customdata[1]})<br>%{y:.4f}<extra></extra>")
+    fig.update_xaxes(type="category", categoryorder="array", categoryarray=groups["p_bin"].drop_duplicates().tolist())
+    return fig
+
+
+# --- Trials ----------------------------------------------------------------------------------
+
+def trial_chart(curves: pd.DataFrame, number: int) -> go.Figure:
+    """One trial's training and validation loss against step."""
+    fig = _figure(f"Trial {number}: loss curves", "step", "loss", height=380)
+    rows = curves[curves["trial_number"] == number].sort_values("step")
+    if rows.empty:
+        return _empty(fig, "this trial has no evaluation yet")
+    for column, name, colour in (("train_loss", "train", "#ff7f0e"), ("val_loss", "validation", "#1f77b4")):
+        if rows[column].notna().any():
+            fig.add_scatter(x=rows["step"], y=rows[column], mode="lines+markers", name=name,
+                            line={"color": colour}, marker={"size": 4})
+    return fig
+
+
+def trial_dynamics_chart(curves: pd.DataFrame, number: int) -> go.Figure:
+    """One trial's gradient norm, learning rate and attention gain against step."""
+    from plotly.subplots import make_subplots
+
+    rows = curves[curves["trial_number"] == number].sort_values("step")
+    fig = make_subplots(rows=1, cols=3, subplot_titles=("gradient norm", "learning rate", "attention gain"))
+    fig.update_layout(title={"text": f"Trial {number}: gradient, learning rate and gain", "x": 0.01},
+                      template=TEMPLATE, height=300, showlegend=False, margin={"l": 60, "r": 20, "t": 80, "b": 40})
+    if rows.empty:
+        return fig
+    fig.add_scatter(x=rows["step"], y=rows["grad_norm"], mode="lines", row=1, col=1)
+    if rows["grad_norm_max"].notna().any():
+        fig.add_scatter(x=rows["step"], y=rows["grad_norm_max"], mode="lines", line={"dash": "dot"}, row=1, col=1)
+    fig.add_scatter(x=rows["step"], y=rows["lr"], mode="lines", row=1, col=2)
+    fig.add_scatter(x=rows["step"], y=rows["gain_mean"], mode="lines", row=1, col=3)
+    if rows["gain_min"].notna().any():
+        fig.add_scatter(x=[*rows["step"], *rows["step"][::-1]], y=[*rows["gain_max"], *rows["gain_min"][::-1]],
+                        mode="lines", fill="toself", line={"width": 0}, fillcolor="rgba(31,119,180,0.15)", hoverinfo="skip",
+                        row=1, col=3)
+    return fig
+

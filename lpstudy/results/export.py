@@ -1,0 +1,93 @@
+"""The best configuration out of a study, as the run file `lpstudy train --config` reads.
+
+A run file holds the preset, every field the trial changed from it (p, lr, gain_init, fold, folds
+and seed always), and a `source` mapping: the study, the trial's number, its value, its final
+validation loss and whether it diverged. Retraining from it on CPU gives the stored validation loss
+again (same seed, same software). With top_k > 1 the file holds `study:` and `runs:`, a list of
+such run files, best first (feed one of them to `lpstudy train`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+from typing import Any
+
+import yaml
+
+from lpstudy.db.optuna_storage import open_storage
+from lpstudy.errors import UserError
+from lpstudy.files import atomic_write_text
+from lpstudy.results.best import ranked_trials
+from lpstudy.study.studies import load_spec
+from lpstudy.training.config import resolve_config, write_run_file
+from lpstudy.values import RUN_FILE_ALWAYS as ALWAYS
+
+FORMATS = ("yaml", "json")
+
+
+def trial_overrides(trial, spec) -> dict[str, Any]:
+    """The fields in which the trial's run differed from its preset (what the worker stored),
+    falling back to the space's fixed values and the trial's attributes for older trials."""
+    attrs = trial.user_attrs
+    stored = attrs.get("overrides")
+    if isinstance(stored, dict):
+        return dict(stored)
+    overrides = dict(spec.space.fixed)
+    overrides.update({k: v for k, v in trial.params.items() if k in ALWAYS or k in spec.space})
+    for name in ALWAYS:
+        if attrs.get(name) is not None:
+            overrides[name] = attrs[name]
+    overrides.pop("device", None)
+    return overrides
+
+
+def run_file_text(trial, spec, study_name: str, fmt: str = "yaml") -> str:
+    """One trial as a run file (text)."""
+    cfg = resolve_config(spec.preset, trial_overrides(trial, spec))
+    attrs = trial.user_attrs
+    final = attrs.get("final_val_loss")
+    source = {"study": study_name, "trial": trial.number, "value": trial.value,
+              "final_val_loss": final if final is not None else None,
+              "diverged": bool(attrs.get("diverged", False))}
+    if attrs.get("version"):
+        source["lpstudy_version"] = attrs["version"]
+    return write_run_file(None, spec.preset, cfg, source=source, fmt=fmt)
+
+
+def export_text(storage_url: str, study_name: str, top_k: int = 1, fmt: str = "yaml") -> str:
+    """The best trial (lpstudy.results.best) as a run file (top_k=1), or the top K as
+    {study, runs: [...]}, in YAML or JSON. UserError when the study has no such trial (or does not
+    exist)."""
+    from lpstudy.db.optuna_storage import open_storage
+    fmt = (fmt or "yaml").lower()
+    if fmt not in FORMATS:
+        raise UserError(f"unknown format {fmt!r}; choose yaml or json")
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+        raise UserError(f"--top must be a positive integer, got {top_k!r}")
+    storage = open_storage(storage_url, readonly=True)  # an export only reads
+    spec = load_spec(storage, study_name)
+    study_id = storage.optuna.get_study_id_from_name(study_name)
+    done = ranked_trials(storage.optuna.get_all_trials(study_id, deepcopy=False))
+    if not done:
+        raise UserError(f"study {study_name!r} has no completed trial that did not diverge yet; run "
+                        f"`lpstudy worker --study {study_name}` and export when `lpstudy status --study "
+                        f"{study_name}` shows a best trial")
+    if top_k == 1:
+        return run_file_text(done[0], spec, study_name, fmt)
+    runs = [yaml.safe_load(run_file_text(t, spec, study_name, "yaml")) for t in done[:top_k]]
+    body = {"study": study_name, "runs": runs}
+    if fmt == "json":
+        return json.dumps(body, indent=2) + "\n"
+    return yaml.safe_dump(body, sort_keys=False)
+
+
+def train_command(run_file_name: str) -> str:
+    """The command that retrains an exported run file."""
+    return f"lpstudy train --config {shlex.quote(str(run_file_name))}"
+
+
+def write_export(path, text: str) -> None:
+    """Write the export atomically (a temporary file renamed into place)."""
+    atomic_write_text(path, text)

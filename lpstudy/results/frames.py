@@ -1,0 +1,360 @@
+"""The read side of a study database: studies, trials and learning curves as pandas frames.
+
+Everything here only reads. SQL databases are opened read-only where the database allows it
+(SQLite through `mode=ro`, PostgreSQL through read-only transactions and, in a deployment, a
+read-only role); Optuna's RDBStorage is opened without creating tables or checking the schema
+version (both may write). The dashboard, `lpstudy report` and `lpstudy status` read through here.
+
+Frames (column names are a contract; see TRIAL_COLUMNS and CURVE_COLUMNS):
+  trials   one row per trial: number, state, value, p (∞ allowed), lr, gain_init, fold, the run
+           summary (lpstudy.training.metrics.SUMMARY_FIELDS), who ran it, when, and its last evaluation
+  curves   one row per evaluation of a trial: trial_id, trial_number, step and
+           lpstudy.training.metrics.METRIC_FIELDS, merged from the metrics table (SQL storages), the
+           `lpstudy_metrics:<step>` system attributes (journal/gRPC-fed studies) and, where neither
+           has a step, Optuna's intermediate values (validation loss only)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from lpstudy.db import optuna_tables
+from lpstudy.db.engines import make_engine, reading
+from lpstudy.db.metrics_table import METRICS_TABLE, read_metrics
+from lpstudy.db.optuna_storage import open_storage
+from lpstudy.db.urls import is_sql, redact
+from lpstudy.errors import StudyUnavailable
+from lpstudy.training.metrics import METRIC_FIELDS, SUMMARY_FIELDS
+from lpstudy.values import FIXED_PARAMS_ATTR, METRICS_ATTR_PREFIX, SPEC_ATTR, read_p
+
+WHO = ("host", "pid", "device", "worker", "version", "started_at", "seed", "preset", "folds")
+TRIAL_COLUMNS: tuple[str, ...] = (
+    "number", "trial_id", "state", "value", "p", "lr", "gain_init", "fold",
+    *[name for name in SUMMARY_FIELDS if name != "device"],
+    *WHO, "datetime_start", "datetime_complete", "duration_s",
+    "last_step", "last_val_loss", "n_evals",
+)
+CURVE_COLUMNS: tuple[str, ...] = ("trial_id", "trial_number", *METRIC_FIELDS)
+_BOOL_FIELDS = ("diverged", "stopped")
+_TEXT_FIELDS = ("state", "device", "host", "worker", "version", "started_at", "preset")
+
+
+@dataclass
+class StudyInfo:
+    """One study of a database, as the study chooser shows it."""
+
+    name: str
+    kind: str = "search"  # "search" or "replicate"
+    preset: str | None = None
+    direction: str = "minimize"
+    spec: dict = field(default_factory=dict)
+
+
+@dataclass
+class StudyData:
+    """What the dashboard shows of one study, loaded in one go (picklable, so it can be cached)."""
+
+    name: str
+    info: StudyInfo
+    trials: pd.DataFrame
+    curves: pd.DataFrame
+
+
+def _readonly_engine(storage_url: str):
+    return make_engine(storage_url, readonly=True, check=True)
+
+
+def _optuna_reader(storage_url: str):
+    """Optuna's storage over the database, read-only (lpstudy.db.optuna_storage)."""
+    return open_storage(storage_url, readonly=True).optuna
+
+
+def _dispose(storage) -> None:
+    engine = getattr(storage, "engine", None)
+    if engine is not None:
+        engine.dispose()
+
+
+# --- studies --------------------------------------------------------------------------------
+
+def _spec_of(attrs: dict) -> dict:
+    spec = attrs.get(SPEC_ATTR) or {}
+    if isinstance(spec, str):
+        try:
+            spec = json.loads(spec)
+        except ValueError:
+            spec = {}
+    return spec if isinstance(spec, dict) else {}
+
+
+def _info(name: str, attrs: dict, direction: str = "minimize") -> StudyInfo:
+    attrs = attrs or {}
+    spec = _spec_of(attrs)
+    return StudyInfo(name=name, kind=str(attrs.get("kind") or spec.get("kind") or "search"),
+                     preset=attrs.get("preset") or spec.get("preset"), direction=direction.lower(), spec=spec)
+
+
+def _frozen_study_info(frozen) -> StudyInfo:
+    direction = frozen.directions[0].name if getattr(frozen, "directions", None) else "minimize"
+    return _info(frozen.study_name, frozen.user_attrs, direction)
+
+
+def study_infos(storage_url: str) -> list[StudyInfo]:
+    """Every study in the database with its kind, preset and spec, sorted by name."""
+    if is_sql(storage_url):
+        engine = _readonly_engine(storage_url)
+        try:
+            with reading(storage_url), engine.connect() as conn:
+                names = optuna_tables.study_names(conn)
+                attrs = optuna_tables.study_user_attrs(conn) if names else {}
+            return [_info(name, attrs.get(name, {})) for name in names]
+        except optuna_tables.SchemaMismatch:
+            pass  # a schema this reader does not know: ask Optuna
+        finally:
+            engine.dispose()
+    storage = _optuna_reader(storage_url)
+    try:
+        with reading(storage_url):
+            studies = storage.get_all_studies()
+    finally:
+        _dispose(storage)
+    return sorted((_frozen_study_info(s) for s in studies), key=lambda s: s.name)
+
+
+def list_studies(storage_url: str) -> list[str]:
+    """The names of every study in the database, sorted; [] for a database without studies."""
+    return [info.name for info in study_infos(storage_url)]
+
+
+def _no_such_study(storage_url: str, study_name: str, names: list[str]) -> StudyUnavailable:
+    listed = ", ".join(sorted(names)) or "none"
+    return StudyUnavailable(f"no study named {study_name!r} in {redact(storage_url)} (studies there: {listed})")
+
+
+# --- trials ---------------------------------------------------------------------------------
+
+def _number(value: Any) -> float:
+    if value is None or isinstance(value, bool):
+        return math.nan if value is None else float(value)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def trial_row(trial) -> dict[str, Any]:
+    """One trial (an Optuna FrozenTrial, or optuna_tables.TrialRecord) as a row of the trials frame,
+    without its last evaluation (see trials_frame)."""
+    attrs = trial.user_attrs or {}
+    params = dict(trial.params or {})
+    if not params and trial.state.name == "WAITING":  # an enqueued cell: its params wait in fixed_params
+        params = dict((trial.system_attrs or {}).get(FIXED_PARAMS_ATTR) or {})
+    row: dict[str, Any] = {"number": trial.number, "trial_id": trial._trial_id, "state": trial.state.name,
+                           "value": _number(trial.value) if trial.values else math.nan}
+    row["p"] = read_p(attrs["p"] if attrs.get("p") is not None else params.get("p"))
+    if attrs.get("p") is None and params.get("p_inf") is True:  # a space with a switch to p = ∞
+        row["p"] = math.inf
+    for name in ("lr", "gain_init", "fold"):
+        row[name] = _number(attrs[name] if attrs.get(name) is not None else params.get(name))
+    for name in SUMMARY_FIELDS:
+        value = attrs.get(name)
+        if name in _BOOL_FIELDS:
+            row[name] = bool(value) if value is not None else False
+        elif name == "device":
+            row[name] = None if value is None else str(value)
+        else:
+            row[name] = _number(value)
+    for name in WHO:
+        value = attrs.get(name)
+        row[name] = _number(value) if name in ("pid", "seed", "folds") else (None if value is None else str(value))
+    row["datetime_start"] = trial.datetime_start
+    row["datetime_complete"] = trial.datetime_complete
+    for name, value in params.items():  # every searched or fixed parameter, under param_<name>
+        row[f"param_{name}"] = read_p(value) if name == "p" else value
+    return row
+
+
+def intermediate_frame(trials: list) -> pd.DataFrame:
+    """Optuna's intermediate values of the trials: trial_id, trial_number, step, val_loss."""
+    ids, numbers, steps, values = [], [], [], []
+    for trial in trials:
+        for step, value in (trial.intermediate_values or {}).items():
+            ids.append(trial._trial_id)
+            numbers.append(trial.number)
+            steps.append(int(step))
+            values.append(_number(value))
+    return pd.DataFrame({"trial_id": pd.Series(ids, dtype="int64"), "trial_number": pd.Series(numbers, dtype="int64"),
+                         "step": pd.Series(steps, dtype="int64"), "val_loss": pd.Series(values, dtype="float64")})
+
+
+def trials_frame(trials: list, intermediate: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The trials frame (see the module's docstring) of a list of Optuna FrozenTrials; their last
+    evaluation comes from `intermediate` (intermediate_frame's columns) or their own values."""
+    if intermediate is None:
+        intermediate = intermediate_frame(trials)
+    frame = pd.DataFrame([trial_row(t) for t in trials])
+    if len(intermediate):
+        last = intermediate.sort_values(["trial_id", "step"]).groupby("trial_id").agg(
+            last_step=("step", "last"), last_val_loss=("val_loss", "last"), n_evals=("step", "size"))
+        frame = frame.join(last, on="trial_id")
+    for column in TRIAL_COLUMNS:
+        if column not in frame.columns:
+            frame[column] = pd.Series(dtype="object" if column in _TEXT_FIELDS else "float64")
+    extra = sorted(c for c in frame.columns if c not in TRIAL_COLUMNS)
+    frame = frame[[*TRIAL_COLUMNS, *extra]]
+    frame["n_evals"] = frame["n_evals"].fillna(0)
+    for column in ("datetime_start", "datetime_complete"):
+        frame[column] = pd.to_datetime(frame[column])
+    frame["duration_s"] = (frame["datetime_complete"] - frame["datetime_start"]).dt.total_seconds()
+    for column in _BOOL_FIELDS:
+        frame[column] = frame[column].fillna(False).astype(bool)
+    numeric = [c for c in TRIAL_COLUMNS if c not in (*_TEXT_FIELDS, *_BOOL_FIELDS, "datetime_start",
+                                                     "datetime_complete")]
+    frame[numeric] = frame[numeric].apply(pd.to_numeric, errors="coerce").astype("float64")
+    frame["number"] = frame["number"].astype("int64")
+    frame["trial_id"] = frame["trial_id"].astype("int64")
+    return frame.sort_values("number", ignore_index=True)
+
+
+def load_trials(storage_url: str, study_name: str) -> pd.DataFrame:
+    """Every trial of a study as a frame, one row per trial (see TRIAL_COLUMNS), sorted by number.
+    StudyUnavailable (a UserError) when the database cannot be read or has no such study."""
+    return load_study(storage_url, study_name, curves=False).trials
+
+
+# --- learning curves ------------------------------------------------------------------------
+
+def _empty_curves() -> pd.DataFrame:
+    frame = pd.DataFrame({c: pd.Series(dtype="float64") for c in CURVE_COLUMNS})
+    return frame.astype({"trial_id": "int64", "trial_number": "int64", "step": "int64"})
+
+
+def attr_curves(trials: list) -> pd.DataFrame:
+    """Curves held in the trials' `lpstudy_metrics:<step>` system attributes (journal and
+    gRPC-fed studies)."""
+    rows: list[dict[str, Any]] = []
+    for trial in trials:
+        for key, record in (trial.system_attrs or {}).items():
+            if not key.startswith(METRICS_ATTR_PREFIX) or not isinstance(record, dict):
+                continue
+            row = {name: _number(record.get(name)) for name in METRIC_FIELDS}
+            row.update(trial_id=trial._trial_id, trial_number=trial.number,
+                       step=int(record.get("step", key[len(METRICS_ATTR_PREFIX):])))
+            rows.append(row)
+    return pd.DataFrame(rows) if rows else _empty_curves()
+
+
+def merge_curves(*sources: pd.DataFrame) -> pd.DataFrame:
+    """One row per (trial, step) from sources in order of precedence (typically the metrics table,
+    the system attributes, then Optuna's intermediate values, which hold val_loss only)."""
+    parts = [frame.assign(_rank=rank) for rank, frame in enumerate(sources) if len(frame)]
+    if not parts:
+        return _empty_curves()
+    frame = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+    frame = frame.sort_values(["trial_number", "step", "_rank"], kind="stable")
+    if len(parts) > 1:
+        frame = frame.drop_duplicates(["trial_id", "step"], keep="first")
+    frame = frame.drop(columns="_rank").reset_index(drop=True)
+    for column in CURVE_COLUMNS:
+        if column not in frame.columns:
+            frame[column] = math.nan
+    frame = frame[list(CURVE_COLUMNS)]
+    floats = [c for c in METRIC_FIELDS if c != "step"]
+    frame[floats] = frame[floats].astype("float64")
+    return frame.astype({"trial_id": "int64", "trial_number": "int64", "step": "int64"})
+
+
+def load_curves(storage_url: str, study_name: str) -> pd.DataFrame:
+    """Every evaluation of every trial of a study (see CURVE_COLUMNS), sorted by trial and step."""
+    return load_study(storage_url, study_name).curves
+
+
+# --- one study in one read -------------------------------------------------------------------
+
+def _load_sql(storage_url: str, study_name: str, with_curves: bool) -> tuple[StudyInfo, list, pd.DataFrame,
+                                                                           pd.DataFrame] | None:
+    """Read straight from Optuna's tables; None when their layout is unknown (then Optuna reads)."""
+    engine = _readonly_engine(storage_url)
+    try:
+        with reading(storage_url), engine.connect() as conn:
+            try:
+                rows = optuna_tables.read_study(conn, study_name)
+                if rows is None:
+                    raise _no_such_study(storage_url, study_name, optuna_tables.study_names(conn))
+            except optuna_tables.SchemaMismatch:
+                return None
+        info = _info(rows.name, rows.user_attrs, (rows.directions or ["minimize"])[0])
+        with reading(storage_url):
+            table = read_metrics(engine, study_name) if with_curves else _empty_curves()
+        return info, rows.trials, rows.intermediate, table
+    finally:
+        engine.dispose()
+
+
+def _load_optuna(storage_url: str, study_name: str, with_curves: bool) -> tuple[StudyInfo, list, pd.DataFrame,
+                                                                              pd.DataFrame]:
+    storage = _optuna_reader(storage_url)
+    try:
+        with reading(storage_url):
+            studies = storage.get_all_studies()
+            frozen = next((s for s in studies if s.study_name == study_name), None)
+            if frozen is None:
+                raise _no_such_study(storage_url, study_name, [s.study_name for s in studies])
+            trials = storage.get_all_trials(frozen._study_id, deepcopy=False)
+    finally:
+        _dispose(storage)
+    table = _empty_curves()
+    if with_curves and is_sql(storage_url):
+        engine = make_engine(storage_url, readonly=True)
+        try:
+            with reading(storage_url):
+                table = read_metrics(engine, study_name)
+        finally:
+            engine.dispose()
+    return _frozen_study_info(frozen), trials, intermediate_frame(trials), table
+
+
+def load_study(storage_url: str, study_name: str, curves: bool = True, via_optuna: bool = False) -> StudyData:
+    """A study's info, trials and (unless curves=False) curves in one read. SQL databases are read
+    straight from Optuna's tables (fast); journal and gRPC storages, or via_optuna=True, through
+    Optuna's storage API. StudyUnavailable when the database cannot be read or has no such study."""
+    loaded = None
+    if is_sql(storage_url) and not via_optuna:
+        loaded = _load_sql(storage_url, study_name, curves)
+    if loaded is None:
+        loaded = _load_optuna(storage_url, study_name, curves)
+    info, trials, intermediate, table = loaded
+    frame = trials_frame(trials, intermediate)
+    merged = merge_curves(table, attr_curves(trials), intermediate) if curves else _empty_curves()
+    return StudyData(name=study_name, info=info, trials=frame, curves=merged)
+
+
+def study_fingerprint(storage_url: str, study_name: str) -> tuple | None:
+    """Something that changes whenever the study's data changes (SQL databases: a few counts),
+    so that a reader can keep what it loaded until then; None where it cannot be had cheaply
+    (journal, gRPC, an unknown schema): reread on a timer instead. StudyUnavailable when the
+    database cannot be read or has no such study."""
+    import sqlalchemy as sa
+
+
+    if not is_sql(storage_url):
+        return None
+    engine = _readonly_engine(storage_url)
+    try:
+        with reading(storage_url), engine.connect() as conn:
+            metrics = METRICS_TABLE if sa.inspect(conn).has_table(METRICS_TABLE) else None
+            try:
+                fingerprint = optuna_tables.study_fingerprint(conn, study_name, metrics)
+            except optuna_tables.SchemaMismatch:
+                return None
+            if fingerprint is None:
+                raise _no_such_study(storage_url, study_name, optuna_tables.study_names(conn))
+            return fingerprint
+    finally:
+        engine.dispose()
+

@@ -1,0 +1,124 @@
+"""`lpstudy report`: the dashboard's figures for one study in one HTML file that opens offline
+(plotly.js is embedded once), with the numbers per p as tables. The figures are the same functions
+(lpstudy.results.charts over lpstudy.results.analysis) that the Streamlit pages draw."""
+
+from __future__ import annotations
+
+import html
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+
+from lpstudy.results import analysis as A
+from lpstudy.results import charts as C
+from lpstudy.files import atomic_write_text
+from lpstudy.results.frames import StudyData, load_study
+from lpstudy.db.urls import redact
+
+
+def default_threshold(data: StudyData) -> float:
+    spec = data.info.spec.get("loss_threshold")
+    if spec:
+        return float(spec)
+    finals = A.successful(data.trials)["loss"]
+    return round(float(finals.quantile(0.75)), 2) if len(finals) else 2.0
+
+
+def report_sections(data: StudyData, threshold: float | None = None, bins: int | None = None
+                    ) -> list[tuple[str, list]]:
+    """The report's sections: (title, [figures or DataFrames]), the same as the dashboard's pages."""
+    trials, curves = data.trials, data.curves
+    if bins is None:
+        bins = A.default_p_bins(trials["p"]) if len(trials) else None
+    threshold = default_threshold(data) if threshold is None else threshold
+    overview = [C.states_chart(A.state_counts(trials)), C.history_chart(trials)]
+    if trials.empty:
+        return [("Overview", overview)]
+    summary = A.per_p_summary(trials, bins)
+    by = A.map_axis(trials) or "lr"
+    effect = [C.loss_vs_p(trials), C.mean_loss_per_p(summary), C.loss_map(A.p_map(trials, bins, by=by), by),
+              C.importance_chart(A.param_importance(trials))]
+    if data.info.kind == "replicate" or trials["fold"].nunique() > 1:
+        paired = A.paired_comparison(trials)
+        effect += [C.paired_chart(paired), _shown(paired)]
+    effect.append(_shown(summary.drop(columns=["p"])))
+    convergence_rows = A.convergence_by_trial(curves, trials, threshold)
+    convergence = [C.loss_curves(curves, trials, "val_loss"), C.loss_curves(curves, trials, "train_loss"),
+                   C.median_curves(A.curve_bands(curves, trials, "val_loss", bins)),
+                   C.steps_to_threshold_chart(convergence_rows, threshold), C.auc_chart(convergence_rows)]
+    stability = [C.divergence_rate_chart(A.divergence_rates(trials, bins)), C.divergence_map(A.p_map(trials, bins, by=by), by),
+                 C.max_grad_norm_chart(A.max_grad_norms(curves, trials)),
+                 C.gain_chart(A.curve_bands(curves, trials, "gain_mean", bins,
+                                         include_diverged=A.successful(trials).empty)),
+                 C.spread_chart(trials, bins)]
+    return [("Overview", overview), ("Effect of p", effect), ("Convergence", convergence), ("Stability", stability)]
+
+
+def _shown(frame: pd.DataFrame) -> pd.DataFrame:
+    out = frame.copy()
+    if "p" in out:
+        out["p"] = out["p"].map(A.format_p)
+    return out
+
+
+def _table(frame: pd.DataFrame) -> str:
+    return frame.to_html(index=False, float_format=lambda v: f"{v:.4g}", na_rep="–", border=0, classes="numbers")
+
+
+def render_report(data: StudyData, storage_url: str, threshold: float | None = None, bins: int | None = None) -> str:
+    """The whole report as one HTML document (plotly.js inline: no network needed to open it)."""
+    from plotly.offline import get_plotlyjs
+
+    trials = data.trials
+    counts = A.state_counts(trials)
+    best = A.best_trial(trials)
+    problem = A.data_problem(trials)
+    facts = [f"storage {html.escape(redact(storage_url))}", f"kind {html.escape(data.info.kind)}",
+             f"preset {html.escape(str(data.info.preset))}",
+             ", ".join(f"{n} {s.lower()}" for s, n in counts.items() if n)]
+    if best is not None:
+        facts.append(f"best: trial {int(best['number'])}, loss {best['loss']:.4f} at p = {A.format_p(best['p'])}, "
+                     f"lr = {best['lr']:.3g}, gain₀ = {best['gain_init']:.3g}")
+    parts = [f"<h1>lpstudy report: {html.escape(data.name)}</h1>",
+             f"<p class='facts'>{' · '.join(facts)}</p>",
+             f"<p class='facts'>written {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}</p>"]
+    if problem:
+        parts.append(f"<p class='problem'>{html.escape(problem)}</p>")
+    nav = []
+    for number, (title, items) in enumerate(report_sections(data, threshold, bins)):
+        anchor = f"s{number}"
+        nav.append(f"<a href='#{anchor}'>{html.escape(title)}</a>")
+        parts.append(f"<h2 id='{anchor}'>{html.escape(title)}</h2><div class='grid'>")
+        for item in items:
+            if isinstance(item, pd.DataFrame):
+                parts.append(f"<div class='cell wide'>{_table(item)}</div>")
+            else:
+                parts.append("<div class='cell'>" + item.to_html(
+                    full_html=False, include_plotlyjs=False, default_width="100%",
+                    config={"displaylogo": False, "responsive": True}) + "</div>")
+        parts.append("</div>")
+    style = """
+      body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#222}
+      nav a{margin-right:16px} .facts{color:#555;margin:4px 0} .problem{background:#fff3cd;padding:8px 12px}
+      .grid{display:grid;grid-template-columns:repeat(2,minmax(0,1fr));gap:16px}
+      @media (max-width:1100px){.grid{grid-template-columns:minmax(0,1fr)}}
+      .cell{min-width:0}
+      .cell.wide{grid-column:1/-1;overflow-x:auto} table.numbers{border-collapse:collapse;font-size:13px}
+      table.numbers td,table.numbers th{padding:3px 8px;border-bottom:1px solid #ddd;text-align:right}
+    """
+    return ("<!DOCTYPE html><html><head><meta charset='utf-8'>"
+            f"<title>lpstudy report: {html.escape(data.name)}</title><style>{style}</style>"
+            f"<script type='text/javascript'>{get_plotlyjs()}</script></head><body>"
+            f"<nav>{''.join(nav)}</nav>{''.join(parts)}</body></html>")
+
+
+def write_report(storage_url: str, study_name: str, output: str | Path, threshold: float | None = None,
+                 bins: int | None = None) -> Path:
+    """Load the study (read-only), render it and write the HTML atomically; the path written."""
+    data = load_study(storage_url, study_name)
+    text = render_report(data, storage_url, threshold, bins)
+    return atomic_write_text(output, text)
+
+
+__all__ = ["render_report", "report_sections", "write_report", "default_threshold"]

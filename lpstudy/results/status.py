@@ -1,0 +1,214 @@
+"""`lpstudy status`: where a study stands. Trials by state, the best trial, the running trials with
+their device, host and progress, an estimate of the time left, and for a replicate study the
+paper's table (lpstudy.results.analysis: mean ± std of the final validation loss per p, and the paired
+difference to p = 2 across folds with its 95 % confidence interval). Reads only (lpstudy.results.frames).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from lpstudy.db.urls import redact
+from lpstudy.results import analysis
+from lpstudy.results import frames as results
+from lpstudy.study.spec import StudySpec
+from lpstudy.values import REFERENCE_P, json_safe
+
+
+def _float(value: Any) -> float | None:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(value) else value
+
+
+def _max_steps(spec: dict) -> int | None:
+    try:
+        return int(StudySpec.from_plain(spec).base_config().max_steps)
+    except Exception:  # a spec this version cannot read: no progress fractions
+        return None
+
+
+def estimate_time_left(trials: pd.DataFrame, running: pd.DataFrame, spec: dict,
+                       max_steps: int | None) -> dict[str, Any]:
+    """{"seconds": float or None, "basis": str}: the work left (grid cells waiting, or trials up to
+    the study's n_trials target, plus the rest of the running trials) at the mean duration of the
+    completed trials, spread over the workers running now."""
+    done = trials[(trials["state"] == "COMPLETE") & trials["duration_s"].notna()]
+    mean_s = float(done["duration_s"].mean()) if len(done) else None
+    fractions = []
+    for _, row in running.iterrows():
+        step = _float(row.get("last_step"))
+        fractions.append(min(1.0, step / max_steps) if step is not None and max_steps else 0.0)
+    if mean_s is None:
+        guesses = [r / f for r, f in zip(running["running_s"], fractions) if f > 0 and _float(r)]
+        mean_s = sum(guesses) / len(guesses) if guesses else None
+    if mean_s is None:
+        return {"seconds": None, "basis": "no trial has finished yet"}
+    left_running = [max(0.0, mean_s * (1 - f)) if f > 0 else max(0.0, mean_s - (_float(r) or 0.0))
+                    for r, f in zip(running["running_s"], fractions)]
+    workers = max(1, len(running))
+    counts = trials["state"].value_counts()
+    if spec.get("sampler") == "grid" or spec.get("kind") == "replicate":
+        todo = int(counts.get("WAITING", 0))
+        what = f"{todo} cell(s) waiting"
+    elif spec.get("n_trials"):
+        finished = int(counts.get("COMPLETE", 0) + counts.get("PRUNED", 0))
+        todo = max(0, int(spec["n_trials"]) - finished - len(running))
+        what = f"{todo} trial(s) to the target of {int(spec['n_trials'])}"
+    else:
+        return {"seconds": None, "running_end_s": max(left_running) if left_running else None,
+                "basis": "no end set (workers run until their --n-trials or --timeout)"}
+    if todo == 0 and not len(running):
+        return {"seconds": 0.0, "basis": "done", "done": True}
+    seconds = (todo * mean_s + sum(left_running)) / workers
+    return {"seconds": seconds, "basis": f"{what}, mean trial {_duration(mean_s)}, {len(running)} running"}
+
+
+def study_status(storage_url: str, study_name: str) -> dict[str, Any]:
+    """Everything `lpstudy status` shows, as plain data (what --json prints)."""
+    data = results.load_study(storage_url, study_name, curves=False)
+    trials, spec = data.trials, data.info.spec
+    counts = {k: int(v) for k, v in analysis.state_counts(trials).items()}
+    diverged = int(((trials["state"] == "COMPLETE") & trials["diverged"].astype(bool)).sum()) if len(trials) else 0
+    max_steps = _max_steps(spec)
+    best_row = analysis.best_trial(trials)
+    best = None
+    if best_row is not None:
+        best = {k: _plain(best_row.get(k)) for k in ("number", "value", "p", "lr", "gain_init", "fold",
+                                                     "final_val_loss", "best_val_loss", "device", "host")}
+    running = analysis.running_trials(trials)
+    running_rows = []
+    for _, row in running.iterrows():
+        item = {k: _plain(row.get(k)) for k in ("number", "p", "lr", "gain_init", "fold", "device", "host",
+                                                "worker", "running_s", "last_step", "last_val_loss")}
+        since = row.get("since")
+        item["since"] = since.isoformat() if isinstance(since, pd.Timestamp) and not pd.isna(since) else None
+        item["max_steps"] = max_steps
+        running_rows.append(item)
+    status: dict[str, Any] = {
+        "study": study_name, "storage": redact(storage_url), "kind": data.info.kind, "preset": data.info.preset,
+        "sampler": spec.get("sampler"), "pruner": spec.get("pruner"), "counts": counts, "diverged": diverged,
+        "best": best, "running": running_rows, "grid": analysis.grid_progress(trials, spec),
+        "time_left": estimate_time_left(trials, running, spec, max_steps),
+    }
+    if data.info.kind == "replicate":
+        status["per_p"] = _records(analysis.per_p_summary(trials))
+        paired = analysis.paired_comparison(trials, reference_p=REFERENCE_P)
+        status["paired"] = _records(paired)
+        status["reference_p"] = REFERENCE_P
+    return status
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, pd.Series):  # a column name the frame holds twice
+        value = value.iloc[0] if len(value) else None
+    return json_safe(value)
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    return [{k: _plain(v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "–"
+    seconds = float(seconds)
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _p(value: Any) -> str:
+    if value == "inf" or (isinstance(value, float) and math.isinf(value)):
+        return "∞"
+    return "–" if value is None else f"{value:.4g}"
+
+
+def _num(value: Any, spec: str = ".4f") -> str:
+    return "–" if value is None or isinstance(value, str) else format(value, spec)
+
+
+def render_status(status: dict[str, Any], console=None) -> None:
+    """Print the status for a person (rich tables on stdout)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
+    c = status["counts"]
+    console.print(f"[bold]study {status['study']}[/] · {status['kind']} · preset {status['preset']} · "
+                  f"sampler {status['sampler']} · pruner {status['pruner']}", highlight=False, soft_wrap=True)
+    console.print(f"storage  {status['storage']}", highlight=False, soft_wrap=True)
+    console.print(f"trials   {c['COMPLETE']} complete ({status['diverged']} diverged) · {c['PRUNED']} pruned · "
+                  f"{c['FAIL']} failed · {c['RUNNING']} running · {c['WAITING']} waiting", highlight=False, soft_wrap=True)
+    best = status["best"]
+    if best:
+        console.print(f"best     trial {best['number']}: {_num(best['value'])} · p={_p(best['p'])} "
+                      f"lr={_num(best['lr'], '.3g')} gain_init={_num(best['gain_init'], '.3g')} "
+                      f"fold={best['fold'] if best['fold'] is None else int(best['fold'])}", highlight=False, soft_wrap=True)
+    else:
+        console.print("best     none yet (no completed trial that did not diverge)")
+    grid = status.get("grid")
+    if grid:
+        console.print(f"grid     {grid['done']}/{grid['n_cells']} cells done · {grid['running']} running · "
+                      f"{grid['waiting']} waiting", highlight=False, soft_wrap=True)
+    if status["running"]:
+        table = Table(title="running", title_justify="left")
+        for col in ("trial", "p", "lr", "gain_init", "fold", "device", "host", "since", "for", "step", "val loss"):
+            table.add_column(col)
+        for r in status["running"]:
+            step = "–" if r["last_step"] is None else f"{int(r['last_step'])}" + (
+                f"/{r['max_steps']}" if r.get("max_steps") else "")
+            table.add_row(str(r["number"]), _p(r["p"]), _num(r["lr"], ".3g"), _num(r["gain_init"], ".3g"),
+                          "–" if r["fold"] is None else str(int(r["fold"])), str(r["device"] or "–"),
+                          str(r["host"] or "–"), (r["since"] or "–")[:19].replace("T", " "),
+                          _duration(r["running_s"]), step, _num(r["last_val_loss"]))
+        console.print(table)
+    left = status["time_left"]
+    if "running_end_s" in left:
+        running_end = left["running_end_s"]
+        tail = "nothing running" if running_end is None else f"the running trials end in about {_duration(running_end)}"
+        console.print(f"time left  {left['basis']}; {tail}", highlight=False, soft_wrap=True)
+    elif left.get("done"):
+        console.print("time left  none: nothing is waiting or running", highlight=False, soft_wrap=True)
+    elif left["seconds"] is None:
+        console.print(f"time left  unknown: {left['basis']}", highlight=False, soft_wrap=True)
+    else:
+        console.print(f"time left  about {_duration(left['seconds'])} ({left['basis']})", highlight=False, soft_wrap=True)
+    if status["kind"] == "replicate":
+        _render_replicate(status, console)
+
+
+def _render_replicate(status: dict[str, Any], console) -> None:
+    from rich.table import Table
+
+    table = Table(title="final validation loss per p (COMPLETE runs; diverged runs left out of mean ± std)",
+                  title_justify="left")
+    for col in ("p", "runs", "diverged", "mean ± std", "95 % CI", "best"):
+        table.add_column(col, justify="right")
+    for r in status.get("per_p", []):
+        table.add_row(_p(r["p"]), str(r["n"]), str(r["n_diverged"]),
+                      f"{_num(r['mean'])} ± {_num(r['std'])}", f"[{_num(r['ci_low'])}, {_num(r['ci_high'])}]",
+                      _num(r["best"]))
+    console.print(table)
+    paired = status.get("paired") or []
+    if not paired:
+        console.print(f"paired difference to p = {status['reference_p']:g}: none yet (needs runs of p = "
+                      f"{status['reference_p']:g} and another p on the same folds)")
+        return
+    table = Table(title=f"paired difference to p = {status['reference_p']:g} across folds "
+                        "(negative: p beats it)", title_justify="left")
+    for col in ("p", "pairs", "mean diff", "95 % CI", "relative", "p-value"):
+        table.add_column(col, justify="right")
+    for r in paired:
+        rel = r.get("relative_diff")
+        table.add_row(_p(r["p"]), str(r["n_pairs"]), _num(r["mean_diff"], "+.4f"),
+                      f"[{_num(r['ci_low'], '+.4f')}, {_num(r['ci_high'], '+.4f')}]",
+                      "–" if rel is None else f"{rel:+.2%}", _num(r.get("p_value"), ".3g"))
+    console.print(table)

@@ -1,0 +1,93 @@
+"""Launching workers: the devices to train on, and one worker process per device.
+
+`--devices auto` is every visible GPU, else one CPU worker; `cuda:0,cuda:1` or `cpu,cpu` name them.
+Each process is `python -m lpstudy worker` on one device; the storage URL travels in the
+environment, so that a password never shows in the process list.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+from lpstudy.db.urls import STORAGE_ENV, storage_url
+from lpstudy.errors import UserError
+from lpstudy.study.worker import WorkerOptions
+
+
+def resolve_devices(devices: str) -> list[str]:
+    """'auto' -> every visible GPU, else ['cpu']; 'cpu' -> ['cpu']; 'cuda:0,cuda:1' -> both."""
+    text = (devices or "auto").strip()
+    if text == "auto":
+        import torch
+
+        n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        return [f"cuda:{i}" for i in range(n)] or ["cpu"]
+    names = [d.strip() for d in text.split(",") if d.strip()]
+    if not names:
+        raise UserError("--devices needs auto, cpu, or a list such as cuda:0,cuda:1")
+    for name in names:
+        if name != "cpu" and name != "cuda" and not (name.startswith("cuda:") and name[5:].isdigit()):
+            raise UserError(f"unknown device {name!r} in --devices; use auto, cpu, cuda:N (comma-separated)")
+    return names
+
+
+def worker_command(options: WorkerOptions, device: str, n_trials: int | None) -> list[str]:
+    """The command line of one worker process (the storage URL travels in the environment, so that
+    a password never shows in the process list)."""
+    cmd = [sys.executable, "-m", "lpstudy", "worker", "--study", options.study, "--devices", device]
+    if n_trials is not None:
+        cmd += ["--n-trials", str(n_trials)]
+    if options.timeout:
+        cmd += ["--timeout", str(options.timeout)]
+    if options.data:
+        cmd += ["--data", str(options.data)]
+    if not options.show_progress:
+        cmd += ["--no-progress"]
+    for flag, value in (("--heartbeat-interval", options.heartbeat_interval),
+                        ("--grace-period", options.grace_period), ("--max-retry", options.max_retry)):
+        if value is not None:
+            cmd += [flag, str(value)]
+    return cmd
+
+
+def spawn_workers(options: WorkerOptions, devices: list[str], say=None) -> int:
+    """One worker process per device; waits for all; forwards SIGINT/SIGTERM to them. Returns the
+    worst exit status. --n-trials is shared out among the processes."""
+    env = dict(os.environ)
+    env[STORAGE_ENV] = storage_url(options.storage)
+    cpu_workers = sum(1 for d in devices if d == "cpu")
+    if cpu_workers > 1 and "OMP_NUM_THREADS" not in env:
+        env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // cpu_workers))
+    shares: list[int | None] = [None] * len(devices)
+    if options.n_trials is not None:
+        base, extra = divmod(options.n_trials, len(devices))
+        shares = [base + (1 if i < extra else 0) for i in range(len(devices))]
+    procs = []
+    for device, share in zip(devices, shares):
+        if share == 0:
+            continue
+        # A session of their own: a Ctrl-C in the terminal reaches them once, forwarded by this
+        # process, rather than twice (which would abort their trials instead of stopping them).
+        procs.append(subprocess.Popen(worker_command(options, device, share), env=env, start_new_session=True))
+    if say:
+        say(f"started {len(procs)} worker process(es) on {', '.join(devices)}")
+
+    def forward(signum, frame):
+        for proc in procs:
+            if proc.poll() is None:
+                proc.send_signal(signum)
+
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, forward)
+    try:
+        codes = [proc.wait() for proc in procs]
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return max([abs(c) for c in codes] or [0])

@@ -1,0 +1,162 @@
+"""The objective: one trial trains one run, and its curve and summary land on the trial.
+
+Direction: minimise. Value: the final validation loss, or ln(vocabulary size) for a run that
+diverged (it COMPLETES with the user attribute diverged=True, so samplers learn to avoid it).
+Each evaluation is stored as it happens: a row of the metrics table on SQL storages, a trial system
+attribute lpstudy_metrics:<step> on journal and gRPC storages.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import optuna
+import sqlalchemy as sa
+from optuna.trial import TrialState
+
+from lpstudy import __version__
+from lpstudy.db.metrics_table import write_metrics
+from lpstudy.db.optuna_storage import StudyStorage
+from lpstudy.study.space import describe_overrides
+from lpstudy.study.spec import StudySpec
+from lpstudy.training.config import overrides_of, resolve_config, with_cpu_threads
+from lpstudy.training.metrics import SUMMARY_FIELDS, MetricRecord, uniform_guess_loss
+from lpstudy.training.progress import TrainingProgress, say_stderr
+from lpstudy.training.trainer import train
+from lpstudy.values import finite_or_none, metrics_attr_name
+
+@dataclass
+class TrialOutcome:
+    state: TrialState
+    value: float | None
+    summary: Any = None  # RunSummary
+    reason: str = ""  # why FAIL: "interrupted", or the error
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class TrialContext:
+    """What the objective needs besides the trial: where to write, what to train on, where."""
+
+    storage: StudyStorage
+    study: optuna.Study
+    spec: StudySpec
+    corpus: Any  # lpstudy.training.data.Corpus
+    device: str = "cpu"
+    worker_id: str = ""
+    should_stop: Callable[[], bool] = lambda: False
+    show_progress: bool = True
+
+
+def worker_identity(device: str) -> dict[str, Any]:
+    host = socket.gethostname()
+    return {"host": host, "pid": os.getpid(), "device": device, "worker": f"{host}/{os.getpid()}/{device}"}
+
+
+def attr_value(value: Any) -> Any:
+    """A value as a trial attribute: NaN becomes None (Optuna stores attributes as JSON)."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def record_evaluation(ctx: TrialContext, trial: optuna.Trial, record: MetricRecord) -> None:
+    """Store one evaluation: a batch in the metrics table (SQL storages), else a trial system
+    attribute lpstudy_metrics:{step:08d} (journal, gRPC)."""
+    if ctx.storage.is_sql:
+        attempts = [0]
+
+        def write() -> None:
+            attempts[0] += 1
+            try:
+                write_metrics(ctx.storage.engine, ctx.study.study_name, trial._trial_id, trial.number, [record])
+            except sa.exc.IntegrityError:
+                if attempts[0] == 1:
+                    raise
+                # A retry after a lost connection: the first attempt had committed.
+
+        ctx.storage.call(write)
+    else:
+        data = {k: (v if k == "step" else finite_or_none(v)) for k, v in record.to_dict().items()}
+        ctx.storage.optuna.set_trial_system_attr(trial._trial_id, metrics_attr_name(record.step), data)
+
+
+def run_trial(ctx: TrialContext, trial: optuna.Trial) -> TrialOutcome:
+    """Train the run that `trial` stands for; store its curve and summary on the trial. Does not
+    tell Optuna the result (the worker does), so that a crash here still ends the trial."""
+    spec = ctx.spec
+    overrides = spec.space.suggest(trial)
+    cfg = resolve_config(spec.preset, overrides)
+    cfg = dataclasses.replace(cfg, gain_init=cfg.resolved_gain_init)  # resolved: the export reproduces it
+    cfg = with_cpu_threads(cfg, ctx.device)  # on CPU the thread count too
+    run_overrides = {k: v for k, v in overrides_of(cfg, spec.preset).items() if k != "device"}
+    cfg = dataclasses.replace(cfg, device=ctx.device)
+
+    identity = worker_identity(ctx.device)
+    start_attrs = {
+        "p": cfg.p, "lr": cfg.lr, "gain_init": cfg.gain_init, "fold": cfg.fold, "folds": cfg.folds,
+        "seed": cfg.seed, "preset": spec.preset, **identity, "version": __version__,
+        "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "max_steps": cfg.max_steps, "overrides": run_overrides,
+    }
+    for key, value in start_attrs.items():
+        trial.set_user_attr(key, attr_value(value))
+
+    shown = describe_overrides({"p": cfg.p, "lr": cfg.lr, "gain_init": cfg.gain_init, "fold": cfg.fold,
+                                **{p.name: overrides[p.name] for p in spec.space.searched}})
+    if ctx.show_progress:
+        say_stderr(f"[bold]trial {trial.number}[/] {shown} on {ctx.device} ({identity['worker']})")
+
+    written: set[int] = set()
+    pruned = [False]
+
+    def on_eval(record) -> bool:
+        record_evaluation(ctx, trial, record)
+        written.add(record.step)
+        trial.report(record.val_loss, record.step)
+        if bar is not None:
+            bar.on_eval(record)
+        if trial.should_prune():
+            pruned[0] = True
+            return True
+        return False
+
+    bar = None
+    if ctx.show_progress:
+        with TrainingProgress(cfg.max_steps, description=f"trial {trial.number}") as bar:
+            run = train(cfg, ctx.corpus, on_eval=on_eval, on_step=bar.on_step,
+                        loss_threshold=spec.loss_threshold, should_stop=ctx.should_stop)
+    else:
+        run = train(cfg, ctx.corpus, on_eval=on_eval, loss_threshold=spec.loss_threshold,
+                    should_stop=ctx.should_stop)
+    summary = run.summary
+    for record in summary.history:  # the evaluation that found the divergence never reached on_eval
+        if record.step not in written:
+            record_evaluation(ctx, trial, record)
+
+    interrupted = (not pruned[0] and not summary.diverged and summary.steps < cfg.max_steps
+                   and ctx.should_stop())
+    end_attrs = {name: getattr(summary, name) for name in SUMMARY_FIELDS}
+    end_attrs.update(finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                     interrupted=interrupted, pruned=pruned[0], error=None)
+    for key, value in end_attrs.items():
+        trial.set_user_attr(key, attr_value(value))
+
+    if pruned[0]:
+        return TrialOutcome(TrialState.PRUNED, None, summary, overrides=overrides)
+    if summary.diverged:
+        return TrialOutcome(TrialState.COMPLETE, uniform_guess_loss(ctx.corpus.vocab_size), summary,
+                            overrides=overrides)
+    if interrupted:
+        return TrialOutcome(TrialState.FAIL, None, summary, reason="interrupted", overrides=overrides)
+    if not math.isfinite(summary.final_val_loss):
+        return TrialOutcome(TrialState.FAIL, None, summary, reason="no finite validation loss",
+                            overrides=overrides)
+    return TrialOutcome(TrialState.COMPLETE, summary.final_val_loss, summary, overrides=overrides)

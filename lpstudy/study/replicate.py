@@ -1,0 +1,47 @@
+"""The paper's protocol as a grid study: every p value × K folds, every other field fixed.
+
+`replicate` creates the study with every cell enqueued as a WAITING trial (or, run again, resumes
+it: it enqueues only the cells that have no completed, waiting or running trial, e.g. those whose
+retries ran out) and returns, so that workers anywhere can pull the cells. With workers > 0 it also
+runs that many local worker processes and waits for them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from optuna.trial import TrialState
+
+from lpstudy.db.optuna_storage import open_storage
+from lpstudy.study.spec import replicate_spec
+from lpstudy.study.studies import create_study, enqueue_missing_cells, grid_state
+
+
+@dataclass
+class ReplicateResult:
+    study: str
+    created: bool
+    enqueued: int
+    n_cells: int
+    done: int
+    waiting: int
+    running: int
+
+
+def replicate(storage_url: str | None, study_name: str, preset: str, p_values: list, folds: int,
+              fixed: dict[str, Any] | None = None, options: dict[str, Any] | None = None) -> ReplicateResult:
+    """Create or resume the grid study; return where it stands."""
+    spec = replicate_spec(preset, p_values, folds, fixed, options)
+    storage = open_storage(storage_url, create_tables=True)
+    study, created = create_study(storage, study_name, spec)
+    enqueued = enqueue_missing_cells(study, spec)
+    cells = grid_state(study, spec)
+    return ReplicateResult(
+        study=study_name, created=created, enqueued=enqueued, n_cells=len(cells),
+        done=sum(1 for states in cells.values() if TrialState.COMPLETE in states),
+        waiting=sum(1 for states in cells.values()
+                    if TrialState.WAITING in states and TrialState.COMPLETE not in states),
+        running=sum(1 for states in cells.values()
+                    if TrialState.RUNNING in states and TrialState.COMPLETE not in states),
+    )

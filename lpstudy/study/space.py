@@ -1,0 +1,362 @@
+"""The search space, declared once: which training fields a study searches, over what, and how a
+trial's parameters become the overrides of a run.
+
+Every TrainConfig field (except `device`, which each worker chooses) can be fixed or searched. A
+field's entry, in a study YAML under `space:` or on the command line, is one of
+
+    2.5            fixed                          (--set FIELD=VALUE, --p 2.5)
+    [1, 2, inf]    a choice among values          ("1,2,inf" on the command line)
+    {low: 1e-4, high: 1e-2, log: true}            a range ("1e-4:1e-2:log"); `step:` for a grid
+                                                  of values, integers for integer fields
+    {low: 1, high: 4, inf: true}                  p only: the range plus p = ∞ ("1:4,inf")
+
+Unless a search study says otherwise, p, the learning rate and the gain's initial value are searched
+over DEFAULT_SPACE. Optuna's parameter names are the field names; a range of p that includes ∞ adds
+a categorical parameter `p_inf` (True: p = ∞, and no `p` is sampled). Choices of p that include ∞
+keep the value as the string "inf" in Optuna's parameters (JSON cannot hold ∞); the trial's user
+attribute `p` is always the effective float.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from lpstudy.training.config import FIELD_TYPES, coerce_field, resolve_config
+from lpstudy.errors import UserError
+from lpstudy.values import check_p
+
+# The space of a search study unless its YAML or flags say otherwise.
+DEFAULT_SPACE: dict[str, Any] = {
+    "p": {"low": 1.0, "high": 4.0},
+    "lr": {"low": 1e-4, "high": 1e-2, "log": True},
+    "gain_init": {"low": 2.0, "high": 64.0, "log": True},
+}
+# Ranges of these fields are searched on a log scale unless `log: false` is given.
+LOG_SCALE_FIELDS = ("lr", "gain_init")
+# Chosen by each worker (--devices), never by a study.
+WORKER_FIELDS = ("device",)
+P_INF_PARAM = "p_inf"
+
+
+def encode(name: str, value: Any) -> Any:
+    """A field's value as Optuna (and JSON) can hold it: p = ∞ becomes the string 'inf'."""
+    if isinstance(value, float) and math.isinf(value):
+        return "inf"
+    return value
+
+
+def decode(name: str, value: Any) -> Any:
+    """The field's value from its Optuna form (check and convert)."""
+    return coerce_field(name, value)
+
+
+def _kind(name: str) -> str:
+    """'int', 'float', 'bool' or 'str' for a TrainConfig field."""
+    text = FIELD_TYPES[name]
+    for kind in ("int", "float", "bool", "str"):
+        if text.startswith(kind):
+            return kind
+    return "str"  # pragma: no cover - every field is one of the above
+
+
+def _check_field(name: str) -> None:
+    if name in WORKER_FIELDS:
+        raise UserError(f"{name} is chosen by each worker (lpstudy worker --devices), not by the study's space")
+    if name not in FIELD_TYPES:
+        known = ", ".join(sorted(set(FIELD_TYPES) - set(WORKER_FIELDS)))
+        raise UserError(f"unknown field {name!r} in the search space; known fields: {known}")
+
+
+@dataclass(frozen=True)
+class Fixed:
+    name: str
+    value: Any
+
+    def to_plain(self) -> dict:
+        return {"type": "fixed", "value": encode(self.name, self.value)}
+
+    def suggest(self, trial) -> Any:
+        return self.value
+
+    def describe(self) -> str:
+        return f"{self.name}={_fmt(self.value)}"
+
+
+@dataclass(frozen=True)
+class Choice:
+    name: str
+    choices: tuple
+
+    def to_plain(self) -> dict:
+        return {"type": "choice", "choices": [encode(self.name, c) for c in self.choices]}
+
+    def suggest(self, trial) -> Any:
+        picked = trial.suggest_categorical(self.name, [encode(self.name, c) for c in self.choices])
+        return decode(self.name, picked)
+
+    def describe(self) -> str:
+        return f"{self.name} ∈ {{{', '.join(_fmt(c) for c in self.choices)}}}"
+
+
+@dataclass(frozen=True)
+class Range:
+    name: str
+    low: float
+    high: float
+    log: bool = False
+    step: float | None = None
+    integer: bool = False
+    with_inf: bool = False  # p only: p = ∞ is a further choice
+
+    def to_plain(self) -> dict:
+        out: dict[str, Any] = {"type": "range", "low": self.low, "high": self.high, "log": self.log}
+        if self.step is not None:
+            out["step"] = self.step
+        if self.with_inf:
+            out["inf"] = True
+        return out
+
+    def suggest(self, trial) -> Any:
+        if self.with_inf and trial.suggest_categorical(P_INF_PARAM, [False, True]):
+            return math.inf
+        if self.integer:
+            return trial.suggest_int(self.name, int(self.low), int(self.high), log=self.log,
+                                     step=int(self.step or 1))
+        return trial.suggest_float(self.name, self.low, self.high, log=self.log, step=self.step)
+
+    def describe(self) -> str:
+        scale = " log" if self.log else ""
+        step = f" step {_fmt(self.step)}" if self.step is not None else ""
+        inf = " ∪ {∞}" if self.with_inf else ""
+        return f"{self.name} ∈ [{_fmt(self.low)}, {_fmt(self.high)}]{scale}{step}{inf}"
+
+
+Param = Fixed | Choice | Range
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return "inf" if math.isinf(value) else f"{value:g}"
+    return str(value)
+
+
+def _number(name: str, value: Any, what: str) -> float:
+    if isinstance(value, bool) or value is None:
+        raise UserError(f"{name}: {what} must be a number, got {value!r}")
+    if isinstance(value, str) and value.strip().lower() in ("inf", "infinity", "∞", "+inf"):
+        return math.inf
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise UserError(f"{name}: {what} must be a number, got {value!r}") from None
+
+
+def parse_text(name: str, text: str) -> Any:
+    """A field's entry in command-line form: 'LOW:HIGH[:log|:linear]' (p: ',inf' or '+inf' adds ∞),
+    'A,B,C' (choices) or a single value (fixed). Returns the YAML-form entry."""
+    text = text.strip()
+    if ":" in text:
+        body, with_inf = text, False
+        for suffix in (",inf", "+inf", ",∞", "+∞"):
+            if body.lower().endswith(suffix):
+                body, with_inf = body[: -len(suffix)], True
+        parts = [s.strip() for s in body.split(":")]
+        entry: dict[str, Any] = {}
+        if parts and parts[-1].lower() in ("log", "linear"):
+            entry["log"] = parts.pop().lower() == "log"
+        if len(parts) != 2 or not all(parts):
+            raise UserError(f"{name}: a range is LOW:HIGH or LOW:HIGH:log, got {text!r}")
+        entry["low"], entry["high"] = parts
+        if with_inf:
+            entry["inf"] = True
+        return entry
+    if "," in text:
+        return [s.strip() for s in text.split(",") if s.strip()]
+    return text
+
+
+def parse_param(name: str, entry: Any) -> Param:
+    """One field's entry (YAML form, command-line text, or the plain data a study stores)."""
+    _check_field(name)
+    if isinstance(entry, str) and (":" in entry or "," in entry):
+        entry = parse_text(name, entry)
+    if isinstance(entry, (list, tuple)):
+        entry = {"choices": list(entry)}
+    if not isinstance(entry, dict):
+        return Fixed(name, coerce_field(name, entry))
+    keys = set(entry) - {"type"}
+    allowed = {"low", "high", "log", "step", "inf", "choices", "value"}
+    unknown = sorted(keys - allowed)
+    if unknown:
+        raise UserError(f"{name}: unknown key(s) {', '.join(unknown)}; use value, choices, or low/high "
+                        "with optional log, step (and inf for p)")
+    if "value" in entry:
+        if keys != {"value"}:
+            raise UserError(f"{name}: a fixed value takes no other keys")
+        return Fixed(name, coerce_field(name, entry["value"]))
+    if "choices" in entry:
+        if keys != {"choices"}:
+            raise UserError(f"{name}: choices take no other keys")
+        return _parse_choice(name, entry["choices"])
+    if "low" not in entry or "high" not in entry:
+        raise UserError(f"{name}: a range needs both low and high (or give value: or choices:)")
+    return _parse_range(name, entry)
+
+
+def _parse_choice(name: str, choices: Any) -> Choice:
+    if not isinstance(choices, (list, tuple)) or not choices:
+        raise UserError(f"{name}: choices must be a non-empty list")
+    values: list[Any] = []
+    for c in choices:
+        value = coerce_field(name, c)
+        if value not in values:
+            values.append(value)
+    return Choice(name, tuple(values))
+
+
+def _parse_range(name: str, entry: dict) -> Range:
+    kind = _kind(name)
+    if kind not in ("int", "float"):
+        raise UserError(f"{name} is a {kind} field: give a value or a list of choices, not a range")
+    low = _number(name, entry["low"], "low")
+    high = _number(name, entry["high"], "high")
+    with_inf = bool(entry.get("inf", False))
+    if with_inf and name != "p":
+        raise UserError(f"{name}: only p can include inf")
+    if name == "p":
+        check_p(low)
+        if math.isinf(high):
+            raise UserError("p: a range's high must be finite; add p = ∞ with `inf: true` (or '1:4,inf')")
+        check_p(high)
+    elif not (math.isfinite(low) and math.isfinite(high)):
+        raise UserError(f"{name}: low and high must be finite numbers")
+    if low > high:
+        raise UserError(f"{name}: low ({_fmt(low)}) is above high ({_fmt(high)}); swap them")
+    log_value = entry.get("log", name in LOG_SCALE_FIELDS)
+    if not isinstance(log_value, bool):
+        text = str(log_value).strip().lower()
+        if text not in ("true", "false", "yes", "no", "1", "0", "on", "off"):
+            raise UserError(f"{name}: log must be true or false, got {log_value!r}")
+        log_value = text in ("true", "yes", "1", "on")
+    step = entry.get("step")
+    if step is not None:
+        step = _number(name, step, "step")
+        if not step > 0:
+            raise UserError(f"{name}: step must be positive, got {_fmt(step)}")
+        if log_value:
+            raise UserError(f"{name}: a range cannot have both log and step")
+    if log_value and low <= 0:
+        raise UserError(f"{name}: a log-scale range needs low > 0, got {_fmt(low)}")
+    integer = kind == "int"
+    if integer:
+        for what, v in (("low", low), ("high", high), ("step", step)):
+            if v is not None and not float(v).is_integer():
+                raise UserError(f"{name} is an integer field: {what} must be an integer, got {_fmt(v)}")
+        low, high = int(low), int(high)
+        step = int(step) if step is not None else None
+    # the endpoints must be valid values of the field
+    coerce_field(name, low)
+    coerce_field(name, high)
+    return Range(name, low, high, log=log_value, step=step, integer=integer, with_inf=with_inf)
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """The fields a study fixes or searches, in order. Build with from_mapping; store with to_plain."""
+
+    params: tuple[Param, ...]
+
+    @classmethod
+    def from_mapping(cls, mapping: dict[str, Any] | None, defaults: dict[str, Any] | None = None) -> "SearchSpace":
+        """Parse {field: entry}; fields of `defaults` not in mapping are added first."""
+        merged: dict[str, Any] = dict(defaults or {})
+        if mapping is not None and not isinstance(mapping, dict):
+            raise UserError(f"the space must be a mapping of field: entry, got {type(mapping).__name__}")
+        merged.update(mapping or {})
+        return cls(tuple(parse_param(str(name), entry) for name, entry in merged.items()))
+
+    @classmethod
+    def from_plain(cls, plain: dict[str, Any]) -> "SearchSpace":
+        return cls.from_mapping(plain)
+
+    def to_plain(self) -> dict[str, Any]:
+        return {p.name: p.to_plain() for p in self.params}
+
+    def __contains__(self, name: str) -> bool:
+        return any(p.name == name for p in self.params)
+
+    def get(self, name: str) -> Param | None:
+        return next((p for p in self.params if p.name == name), None)
+
+    @property
+    def fixed(self) -> dict[str, Any]:
+        return {p.name: p.value for p in self.params if isinstance(p, Fixed)}
+
+    @property
+    def searched(self) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if not isinstance(p, Fixed))
+
+    @property
+    def is_conditional(self) -> bool:
+        """Whether some parameter is sampled only for some trials (p's range with ∞)."""
+        return any(isinstance(p, Range) and p.with_inf for p in self.params)
+
+    def suggest(self, trial) -> dict[str, Any]:
+        """The run's overrides for an Optuna trial: fixed values and sampled (or enqueued) ones."""
+        return {p.name: p.suggest(trial) for p in self.params}
+
+    def describe(self) -> str:
+        return "; ".join(p.describe() for p in self.params) or "(preset values only)"
+
+    def validate(self, preset: str) -> None:
+        """Refuse a space that cannot be sampled into valid runs: every fixed value, and every
+        range's ends and every choice, with the other fields fixed, must make a valid config."""
+        fixed = self.fixed
+        resolve_config(preset, fixed)
+        for param in self.searched:
+            if isinstance(param, Choice):
+                corners = list(param.choices)
+            else:
+                corners = [param.low, param.high] + ([math.inf] if param.with_inf else [])
+            for value in corners:
+                try:
+                    resolve_config(preset, {**fixed, param.name: value})
+                except UserError as exc:
+                    raise UserError(f"{param.name} = {_fmt(value)} in the space gives an invalid run: {exc}") from None
+
+    # -- grids ---------------------------------------------------------------------------------
+    def grid_cells(self) -> list[dict[str, Any]]:
+        """Every combination of the choices (fields' values), for a grid study; ranges are refused."""
+        ranges = [p.name for p in self.params if isinstance(p, Range)]
+        if ranges:
+            raise UserError(f"a grid needs a list of choices for every searched field; "
+                            f"{', '.join(ranges)} {'is a range' if len(ranges) == 1 else 'are ranges'}")
+        choices = [p for p in self.params if isinstance(p, Choice)]
+        if not choices:
+            raise UserError("a grid needs at least one field with a list of choices")
+        return [dict(zip([c.name for c in choices], combo))
+                for combo in itertools.product(*(c.choices for c in choices))]
+
+    def optuna_params(self, cell: dict[str, Any]) -> dict[str, Any]:
+        """A grid cell as Optuna parameters (for enqueue_trial)."""
+        return {name: encode(name, value) for name, value in cell.items()}
+
+    def cell_of(self, params: dict[str, Any]) -> tuple:
+        """The grid cell a trial's Optuna parameters belong to, as a hashable key."""
+        return tuple((c.name, encode(c.name, decode(c.name, params[c.name])) if c.name in params else None)
+                     for c in self.params if isinstance(c, Choice))
+
+
+def describe_overrides(overrides: dict[str, Any], names: tuple[str, ...] | None = None) -> str:
+    """'p=2.5 lr=0.001 gain_init=10' for the given (or all) fields, floats to 4 significant digits."""
+    keys = names if names is not None else tuple(overrides)
+
+    def short(value: Any) -> str:
+        if isinstance(value, float) and math.isfinite(value):
+            return f"{value:.4g}"
+        return _fmt(value)
+
+    return " ".join(f"{k}={short(overrides[k])}" for k in keys if k in overrides)

@@ -1,0 +1,131 @@
+"""A study in Optuna: its sampler and pruner, creating and loading it with its spec, and the cells
+of a grid (replicate) study, each enqueued once as a WAITING trial."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from typing import Any
+
+import optuna
+from optuna.trial import TrialState
+
+from lpstudy.db.optuna_storage import StudyStorage
+from lpstudy.errors import UserError
+from lpstudy.study.spec import StudySpec
+from lpstudy.values import FIXED_PARAMS_ATTR, SPEC_ATTR
+
+# -- samplers and pruners ---------------------------------------------------------------------------
+
+def make_sampler(spec: StudySpec) -> optuna.samplers.BaseSampler:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ExperimentalWarning for multivariate/constant_liar/group
+        if spec.sampler == "tpe":
+            return optuna.samplers.TPESampler(
+                multivariate=True, constant_liar=True, group=spec.space.is_conditional,
+                n_startup_trials=spec.n_startup_trials, seed=spec.sampler_seed,
+                warn_independent_sampling=False)
+        # "grid": workers only pop enqueued cells, so this sampler never draws a value.
+        return optuna.samplers.RandomSampler(seed=spec.sampler_seed)
+
+
+def make_pruner(spec: StudySpec) -> optuna.pruners.BasePruner:
+    if spec.pruner == "none" or spec.is_grid:
+        return optuna.pruners.NopPruner()
+    cfg = spec.base_config()
+    if spec.pruner == "median":
+        # Never at step 0 nor during warm-up: every run starts near ln V.
+        return optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=max(1, cfg.warmup_steps))
+    return optuna.pruners.HyperbandPruner(min_resource=max(1, cfg.eval_interval), max_resource=cfg.max_steps,
+                                          reduction_factor=3)
+
+
+# -- creating and loading ---------------------------------------------------------------------------
+
+def _canonical(plain: dict[str, Any]) -> str:
+    return json.dumps(plain, sort_keys=True, default=str)
+
+
+def study_names(storage: StudyStorage) -> list[str]:
+    return sorted(s.study_name for s in storage.optuna.get_all_studies())
+
+
+def create_study(storage: StudyStorage, name: str, spec: StudySpec) -> tuple[optuna.Study, bool]:
+    """Create the study (and, for a grid, enqueue its cells). If a study of that name exists with
+    the same spec, load it instead (returns created=False); with another spec, refuse."""
+    _check_study_name(name)
+    plain = spec.to_plain()
+    try:
+        study = optuna.create_study(storage=storage.optuna, study_name=name, direction="minimize",
+                                    sampler=make_sampler(spec), pruner=make_pruner(spec))
+    except optuna.exceptions.DuplicatedStudyError:
+        study, existing = load_study(storage, name)
+        if _canonical(existing.to_plain()) != _canonical(plain):
+            raise UserError(f"study {name!r} already exists in {storage.display_url} with another spec "
+                            f"({existing.describe()}); pick another --study name, or run `lpstudy worker "
+                            f"--study {name}` to continue it") from None
+        return study, False
+    study.set_user_attr(SPEC_ATTR, plain)
+    study.set_user_attr("kind", spec.kind)
+    study.set_user_attr("preset", spec.preset)
+    return study, True
+
+
+def _check_study_name(name: str) -> None:
+    if not name or not name.strip() or len(name) > 512:
+        raise UserError("a study name must be 1 to 512 characters")
+
+
+def load_spec(storage: StudyStorage, name: str) -> StudySpec:
+    try:
+        study_id = storage.optuna.get_study_id_from_name(name)
+    except KeyError:
+        names = study_names(storage)
+        have = f"; studies there: {', '.join(names)}" if names else "; it holds no studies yet"
+        raise UserError(f"no study named {name!r} in {storage.display_url}{have}. Create it with "
+                        f"`lpstudy create --study {name}` or `lpstudy replicate --study {name}`") from None
+    attrs = storage.optuna.get_study_user_attrs(study_id)
+    if SPEC_ATTR not in attrs:
+        raise UserError(f"study {name!r} was not created by lpstudy (it has no '{SPEC_ATTR}' spec); "
+                        "create one with `lpstudy create`")
+    return StudySpec.from_plain(attrs[SPEC_ATTR])
+
+
+def load_study(storage: StudyStorage, name: str) -> tuple[optuna.Study, StudySpec]:
+    spec = load_spec(storage, name)
+    study = optuna.load_study(study_name=name, storage=storage.optuna, sampler=make_sampler(spec),
+                              pruner=make_pruner(spec))
+    return study, spec
+
+
+def trial_params(trial: optuna.trial.FrozenTrial) -> dict[str, Any]:
+    """A trial's Optuna parameters, also those of a WAITING (enqueued) trial that has not run yet."""
+    return {**trial.system_attrs.get(FIXED_PARAMS_ATTR, {}), **trial.params}
+
+
+def grid_state(study: optuna.Study, spec: StudySpec) -> dict[tuple, list[TrialState]]:
+    """For each cell of a grid study, the states of its trials (an empty list: never enqueued)."""
+    cells = {spec.space.cell_of(spec.space.optuna_params(c)): [] for c in spec.space.grid_cells()}
+    for trial in study.get_trials(deepcopy=False):
+        params = trial_params(trial)
+        try:
+            key = spec.space.cell_of(params)
+        except (UserError, KeyError):
+            continue
+        if key in cells:
+            cells[key].append(trial.state)
+    return cells
+
+
+def enqueue_missing_cells(study: optuna.Study, spec: StudySpec) -> int:
+    """Enqueue every grid cell that has no COMPLETE, WAITING or RUNNING trial; return how many.
+    Running it twice enqueues nothing the second time (a replicate resumes, it never duplicates)."""
+    live = (TrialState.COMPLETE, TrialState.WAITING, TrialState.RUNNING)
+    state = grid_state(study, spec)
+    added = 0
+    for cell in spec.space.grid_cells():
+        params = spec.space.optuna_params(cell)
+        if not any(s in live for s in state[spec.space.cell_of(params)]):
+            study.enqueue_trial(params)
+            added += 1
+    return added

@@ -1,0 +1,328 @@
+"""The worker: takes trials from a study and trains them until told to stop.
+
+One worker process trains on one device. It stops after --n-trials trials, after --timeout seconds
+(it finishes the trial it is on), when a grid study has no cell left, when the study reaches its
+n_trials target, or on SIGINT/SIGTERM: then the trial it is on stops after the current step and
+ends FAIL (marked interrupted) and is enqueued again with the same parameters, never left RUNNING.
+A second signal aborts at once (the trial still ends FAIL).
+
+While a trial runs, a thread records its heartbeat (SQL storages). Before taking a trial, a worker
+fails the RUNNING trials whose heartbeat is older than the grace period (their worker died) and
+Optuna's RetryHeartbeatStaleTrialCallback enqueues each again with the same parameters, at most
+max_retry times. Workers of a grid study that find no waiting cell wait while other trials run
+(they may die and come back as waiting cells) and stop when none is left.
+
+lpstudy.study.launch runs one worker process per device (`--devices cuda:0,cuda:1`, `cpu,cpu`).
+"""
+
+from __future__ import annotations
+
+import copy
+import signal
+import threading
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import optuna
+from optuna.storages import RetryHeartbeatStaleTrialCallback
+from optuna.trial import TrialState
+
+from lpstudy.db.metrics_table import ensure_metrics_table
+from lpstudy.db.optuna_storage import StorageUnavailable, StudyStorage, open_storage
+from lpstudy.study.objective import TrialContext, TrialOutcome, run_trial
+from lpstudy.study.spec import StudySpec
+from lpstudy.study.studies import load_study
+from lpstudy.training.data import load_corpus
+from lpstudy.training.progress import say_stderr
+from lpstudy.training.trainer import pick_device
+from lpstudy.values import METRICS_ATTR_PREFIX
+
+# A grid worker with nothing to pop polls this often while other workers' trials run.
+GRID_POLL_S = 1.0
+# This many failures in a row (errors, not interruptions) stop a worker: something is broken.
+MAX_CONSECUTIVE_FAILURES = 3
+
+
+@dataclass
+class WorkerOptions:
+    study: str
+    storage: str | None = None
+    device: str = "auto"
+    n_trials: int | None = None
+    timeout: float | None = None
+    data: str | None = None
+    show_progress: bool = True
+    heartbeat_interval: int | None = None  # override the study's (e.g. for a test)
+    grace_period: int | None = None
+    max_retry: int | None = None
+
+
+@dataclass
+class WorkerReport:
+    trials: dict[str, int] = field(default_factory=dict)  # state name -> count, of this worker's trials
+    reason: str = ""  # why it stopped
+    interrupted: bool = False
+    exit_code: int = 0
+
+
+class StopFlag:
+    """Set by SIGINT/SIGTERM; polled by the trainer after every step."""
+
+    def __init__(self) -> None:
+        self.signal: int | None = None
+        self._event = threading.Event()
+
+    def __call__(self) -> bool:
+        return self._event.is_set()
+
+    def set(self, signum: int | None = None) -> None:
+        self.signal = signum
+        self._event.set()
+
+    def wait(self, seconds: float) -> bool:
+        return self._event.wait(seconds)
+
+
+def install_signal_handlers(stop: StopFlag, say) -> dict:
+    """First SIGINT/SIGTERM: stop after the current step. Second: KeyboardInterrupt. Returns the
+    previous handlers (to restore); does nothing outside the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+
+    def handler(signum, frame):
+        if stop():
+            raise KeyboardInterrupt
+        stop.set(signum)
+        say(f"{signal.Signals(signum).name}: stopping after the current step (again to abort)")
+
+    previous = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        previous[sig] = signal.signal(sig, handler)
+    return previous
+
+
+class Heartbeat:
+    """Records a running trial's heartbeat every interval seconds in a background thread. Errors
+    (a database restart) are ignored: the next beat tries again, within the grace period."""
+
+    def __init__(self, storage: StudyStorage, trial_id: int, interval_s: int | None) -> None:
+        self.storage, self.trial_id, self.interval_s = storage, trial_id, interval_s
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _beat(self) -> None:
+        from optuna.storages import RDBStorage
+
+        try:
+            RDBStorage.record_heartbeat(self.storage.optuna, self.trial_id)  # no retry loop: never blocks
+        except Exception:
+            pass
+
+    def __enter__(self) -> "Heartbeat":
+        if self.interval_s:
+            self._beat()
+            self._thread = threading.Thread(target=self._run, name="lpstudy-heartbeat", daemon=True)
+            self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self._beat()
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+
+def fail_stale_trials(study: optuna.Study) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        optuna.storages.fail_stale_trials(study)
+
+
+def pop_waiting_trial(study: optuna.Study) -> optuna.Trial | None:
+    """The next WAITING trial, now RUNNING and ours; None when there is none. Atomic across workers:
+    the storage moves a trial from WAITING to RUNNING for one caller only.
+
+    Mirrors Optuna 4.x/5.1's private Study._pop_waiting_trial_id, which Optuna uses only inside
+    study.ask(); ask() would sample a new trial when no cell waits, and a grid worker must stop
+    instead, so there is no public way to pop only."""
+    storage = study._storage
+    for frozen in storage.get_all_trials(study._study_id, deepcopy=False, states=(TrialState.WAITING,)):
+        try:
+            if not storage.set_trial_state_values(frozen._trial_id, state=TrialState.RUNNING):
+                continue
+        except optuna.exceptions.UpdateFinishedTrialError:
+            continue
+        if hasattr(study, "_thread_local"):
+            study._thread_local.cached_all_trials = None  # as Study.ask does: sync once per trial
+        return optuna.Trial(study, frozen._trial_id)
+    return None
+
+
+def count_states(study: optuna.Study, states: tuple[TrialState, ...]) -> int:
+    return len(study.get_trials(deepcopy=False, states=states))
+
+
+def requeue(study: optuna.Study, trial_id: int, max_retry: int) -> bool:
+    """Enqueue a failed trial again with its parameters and user attributes (a new WAITING trial)
+    through Optuna's RetryHeartbeatStaleTrialCallback, the same bookkeeping (failed_trial,
+    retry_history) as for a trial whose worker died; False when it has been retried max_retry times.
+    The per-evaluation metrics of a journal or gRPC trial stay with the failed trial."""
+    frozen = copy.copy(study._storage.get_trial(trial_id))
+    if len(frozen.system_attrs.get("retry_history", [])) + 1 > max_retry:
+        return False
+    frozen._system_attrs = {k: (list(v) if k == "retry_history" else v) for k, v in frozen.system_attrs.items()
+                            if not k.startswith(METRICS_ATTR_PREFIX)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ExperimentalWarning
+        RetryHeartbeatStaleTrialCallback(max_retry=max_retry)(study, frozen)
+    return True
+
+
+class Worker:
+    def __init__(self, options: WorkerOptions, say=None) -> None:
+        self.options = options
+        self.stop = StopFlag()
+        self._say = say
+
+    def say(self, message: str) -> None:
+        if self._say is not None:
+            self._say(message)
+            return
+        say_stderr(f"[dim]lpstudy worker:[/] {message}")
+
+    def run(self) -> WorkerReport:
+        opts = self.options
+        storage = open_storage(opts.storage)
+        study, spec = load_study(storage, opts.study)
+        heartbeat_on = storage.configure_heartbeat(
+            opts.heartbeat_interval or spec.heartbeat_interval, opts.grace_period or spec.grace_period,
+            spec.max_retry if opts.max_retry is None else opts.max_retry)
+        max_retry = spec.max_retry if opts.max_retry is None else opts.max_retry
+        if storage.is_sql:
+            storage.call(ensure_metrics_table, storage.engine)
+
+        device = opts.device if opts.device not in ("auto", None) else str(pick_device("auto"))
+        if device != "cpu":
+            pick_device(device)  # refuses cuda on a machine without it
+        corpus = load_corpus(opts.data)
+        ctx = TrialContext(storage=storage, study=study, spec=spec, corpus=corpus, device=device,
+                           should_stop=self.stop, show_progress=opts.show_progress)
+        self.say(f"study {opts.study!r} ({spec.describe()}) in {storage.display_url} on {device}"
+                 + ("" if heartbeat_on else " · no heartbeats on this storage"))
+        previous = install_signal_handlers(self.stop, self.say)
+        try:
+            return self._loop(ctx, study, spec, storage, heartbeat_on, max_retry)
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def _loop(self, ctx: TrialContext, study: optuna.Study, spec: StudySpec, storage: StudyStorage,
+              heartbeat_on: bool, max_retry: int) -> WorkerReport:
+        opts = self.options
+        report = WorkerReport()
+        deadline = time.monotonic() + opts.timeout if opts.timeout else None
+        done = 0
+        failures_in_a_row = 0
+        while True:
+            if self.stop():
+                report.reason, report.interrupted = "stopped by a signal", True
+                break
+            if opts.n_trials is not None and done >= opts.n_trials:
+                report.reason = f"ran {done} trial(s) (--n-trials)"
+                break
+            if deadline is not None and time.monotonic() >= deadline:
+                report.reason = f"--timeout of {opts.timeout:g} s reached"
+                break
+            if spec.n_trials is not None and not spec.is_grid and count_states(
+                    study, (TrialState.COMPLETE, TrialState.PRUNED)) >= spec.n_trials:
+                report.reason = f"the study reached its target of {spec.n_trials} trials"
+                break
+            if heartbeat_on:
+                fail_stale_trials(study)
+            if spec.is_grid:
+                trial = pop_waiting_trial(study)
+                if trial is None:
+                    if heartbeat_on and count_states(study, (TrialState.RUNNING,)):
+                        self.stop.wait(GRID_POLL_S)  # a running cell may yet fail and come back
+                        continue
+                    report.reason = "no grid cell left"
+                    break
+            else:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # "heartbeat is supposed to be used with optimize"
+                    trial = study.ask()
+            outcome = self._run_one(ctx, study, trial, storage if heartbeat_on else None, max_retry)
+            done += 1
+            report.trials[outcome.state.name] = report.trials.get(outcome.state.name, 0) + 1
+            if outcome.state == TrialState.FAIL:
+                interrupted = outcome.reason == "interrupted"
+                if (spec.is_grid or interrupted) and requeue(study, trial._trial_id, max_retry):
+                    self.say(f"trial {trial.number} enqueued again with the same parameters")
+                if not interrupted:
+                    failures_in_a_row += 1
+                    if failures_in_a_row >= MAX_CONSECUTIVE_FAILURES:
+                        report.reason = f"{failures_in_a_row} trials failed in a row; last: {outcome.reason}"
+                        report.exit_code = 1
+                        break
+            else:
+                failures_in_a_row = 0
+        self.say(f"stopped: {report.reason} · this worker's trials: "
+                 + (", ".join(f"{n} {s.lower()}" for s, n in sorted(report.trials.items())) or "none"))
+        return report
+
+    def _run_one(self, ctx: TrialContext, study: optuna.Study, trial: optuna.Trial,
+                 heartbeat_storage: StudyStorage | None, max_retry: int) -> TrialOutcome:
+        interval = heartbeat_storage.optuna.heartbeat_interval if heartbeat_storage else None
+        with Heartbeat(ctx.storage, trial._trial_id, interval):
+            try:
+                outcome = run_trial(ctx, trial)
+            except StorageUnavailable:
+                raise  # nothing can be told; the trial's heartbeat stops and another worker retries it
+            except KeyboardInterrupt:  # a second signal: end the trial, enqueue it again, then abort
+                outcome = TrialOutcome(TrialState.FAIL, None, reason="interrupted")
+                _safe(lambda: trial.set_user_attr("interrupted", True))
+                self._tell(study, trial, outcome)
+                _safe(lambda: requeue(study, trial._trial_id, max_retry))
+                raise
+            except Exception as exc:  # a bug, a device error, an invalid run: the trial fails
+                outcome = TrialOutcome(TrialState.FAIL, None, reason=f"{type(exc).__name__}: {exc}")
+                self.say(f"[red]trial {trial.number} failed[/]: {outcome.reason}")
+                _safe(lambda: trial.set_user_attr("error", outcome.reason[:1000]))
+        self._tell(study, trial, outcome)
+        return outcome
+
+    def _tell(self, study: optuna.Study, trial: optuna.Trial, outcome: TrialOutcome) -> None:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                if outcome.state == TrialState.COMPLETE:
+                    study.tell(trial, outcome.value, skip_if_finished=True)
+                else:
+                    study.tell(trial, state=outcome.state, skip_if_finished=True)
+        except optuna.exceptions.UpdateFinishedTrialError:
+            pass  # another worker declared it dead (stale heartbeat) and failed it; its retry runs it
+        frozen = study._storage.get_trial(trial._trial_id)
+        if frozen.state != outcome.state:
+            self.say(f"trial {trial.number} was already {frozen.state.name} (failed by another worker "
+                     "after a missed heartbeat); its retry counts instead")
+            return
+        value = f" {outcome.value:.4f}" if outcome.value is not None else ""
+        diverged = " (diverged)" if outcome.summary is not None and outcome.summary.diverged else ""
+        why = f" ({outcome.reason})" if outcome.reason else ""
+        self.say(f"trial {trial.number} {outcome.state.name}{value}{diverged}{why}")
+
+
+def _safe(fn) -> None:
+    try:
+        fn()
+    except Exception:
+        pass
+
+
+def run_worker(options: WorkerOptions, say=None) -> WorkerReport:
+    """Run one worker in this process (see the module's docstring)."""
+    return Worker(options, say=say).run()

@@ -1,0 +1,221 @@
+"""What one training run is: every field, the presets (declared once, here), how a run is
+validated, and how it is read from and written to a run file.
+
+A run is a preset plus overrides. The same overrides come from the command line, a YAML file
+(`lpstudy train --config`, and what `lpstudy export` writes), or a study's sampled parameters, so
+all three go through `resolve_config`. Plain Python: the read side imports it without torch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from lpstudy.errors import UserError
+from lpstudy.files import atomic_write_text, read_yaml_mapping
+from lpstudy.values import RUN_FILE_ALWAYS, check_p, default_gain_init, encode_p, parse_bool
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    # model
+    n_layer: int = 4
+    n_head: int = 4
+    n_embd: int = 128
+    block_size: int = 64
+    dropout: float = 0.0
+    bias: bool = False
+    attention: str = "lp"  # "lp" (Lp-QKNorm) or "baseline" (1/√d, no QK normalisation)
+    p: float = 2.0  # the norm exponent, 1 ≤ p ≤ ∞
+    gain_init: float | None = None  # None: QKNorm's log₂(L² − L)
+    gain_per: str = "layer"  # one gain per "layer" or per "head"
+    # optimisation (nanoGPT's Shakespeare recipe)
+    batch_size: int = 12
+    max_steps: int = 2000
+    lr: float = 1e-3
+    min_lr_ratio: float = 0.1  # cosine decay ends at lr · min_lr_ratio (1e-3 → 1e-4)
+    warmup_steps: int = 100
+    weight_decay: float = 0.1
+    beta1: float = 0.9
+    beta2: float = 0.99
+    grad_clip: float = 1.0
+    # evaluation and stopping
+    eval_interval: int = 250
+    eval_iters: int = 20
+    divergence_factor: float = 3.0  # a train loss above this multiple of the first one is divergence
+    # data: fold `fold` of `folds` is held out for validation
+    fold: int = 0
+    folds: int = 10
+    seed: int = 0
+    # hardware
+    device: str = "auto"  # "auto", "cpu", "cuda", "cuda:1", ...
+    dtype: str = "auto"  # "auto" (bf16 autocast on CUDA, fp32 on CPU), "float32", "bfloat16"
+    compile: bool = False
+    # CPU threads for torch (0: torch's default). Float sums depend on it, so a CPU run is
+    # reproducible to the last digit only with the same count: workers and `lpstudy train` record it.
+    threads: int = 0
+
+    def __post_init__(self) -> None:
+        problems = []
+        for name, low in [("n_layer", 1), ("n_head", 1), ("n_embd", 1), ("block_size", 2),
+                          ("batch_size", 1), ("max_steps", 1), ("eval_interval", 1),
+                          ("eval_iters", 1), ("folds", 2), ("warmup_steps", 0), ("threads", 0)]:
+            if getattr(self, name) < low:
+                problems.append(f"{name} must be ≥ {low}, got {getattr(self, name)}")
+        if self.n_embd % self.n_head:
+            problems.append(f"n_embd ({self.n_embd}) must be a multiple of n_head ({self.n_head})")
+        if not 0 <= self.fold < self.folds:
+            problems.append(f"fold must be in 0..{self.folds - 1} for {self.folds} folds, got {self.fold}")
+        if not (self.lr > 0 and math.isfinite(self.lr)):
+            problems.append(f"lr must be a positive number, got {self.lr}")
+        if not 0 <= self.dropout < 1:
+            problems.append(f"dropout must be in [0, 1), got {self.dropout}")
+        if self.attention not in ("lp", "baseline"):
+            problems.append(f"attention must be 'lp' or 'baseline', got {self.attention!r}")
+        if self.gain_per not in ("layer", "head"):
+            problems.append(f"gain_per must be 'layer' or 'head', got {self.gain_per!r}")
+        if self.dtype not in ("auto", "float32", "bfloat16"):
+            problems.append(f"dtype must be 'auto', 'float32' or 'bfloat16', got {self.dtype!r}")
+        if self.gain_init is not None and not math.isfinite(self.gain_init):
+            problems.append(f"gain_init must be a finite number, got {self.gain_init}")
+        if problems:
+            raise UserError("; ".join(problems))
+
+    @property
+    def resolved_gain_init(self) -> float:
+        return default_gain_init(self.block_size) if self.gain_init is None else self.gain_init
+
+    @property
+    def min_lr(self) -> float:
+        return self.lr * self.min_lr_ratio
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: encode_p(getattr(self, f.name)) for f in fields(self)}
+
+
+# The presets, declared once: the trainer, the study, the dashboard and the export read them here.
+PRESETS: dict[str, TrainConfig] = {
+    # The paper's experiment: nanoGPT's Shakespeare-char recipe (6 layers, 6 heads, 384 dims,
+    # context 256, dropout 0.2, batch 64, AdamW β₂ = 0.99, lr 1e-3 → 1e-4 by cosine, 100 warm-up
+    # steps, 5000 steps).
+    "paper": TrainConfig(
+        n_layer=6, n_head=6, n_embd=384, block_size=256, dropout=0.2,
+        batch_size=64, max_steps=5000, lr=1e-3, warmup_steps=100,
+        eval_interval=250, eval_iters=200,
+    ),
+    # nanoGPT's CPU recipe: 4 layers, 4 heads, 128 dims, context 64, batch 12, 2000 steps, no dropout.
+    "cpu": TrainConfig(
+        n_layer=4, n_head=4, n_embd=128, block_size=64, dropout=0.0,
+        batch_size=12, max_steps=2000, lr=1e-3, warmup_steps=100,
+        eval_interval=100, eval_iters=20,
+    ),
+    # A model that learns something in seconds on one CPU core: for tests and trying things out.
+    "smoke": TrainConfig(
+        n_layer=2, n_head=2, n_embd=32, block_size=32, dropout=0.0,
+        batch_size=16, max_steps=150, lr=3e-3, warmup_steps=10,
+        eval_interval=25, eval_iters=4,
+    ),
+}
+
+
+def get_preset(name: str) -> TrainConfig:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise UserError(f"unknown preset {name!r}; choose one of: {', '.join(PRESETS)}") from None
+
+
+FIELD_TYPES: dict[str, Any] = {f.name: f.type for f in fields(TrainConfig)}
+
+
+def coerce_field(name: str, value: Any) -> Any:
+    """Convert a user-given value (string from the command line, or YAML scalar) to the field's type."""
+    if name not in FIELD_TYPES:
+        known = ", ".join(sorted(FIELD_TYPES))
+        raise UserError(f"unknown training field {name!r}; known fields: {known}")
+    kind = FIELD_TYPES[name]
+    if name == "p":
+        return check_p(value)
+    if value is None:
+        if "None" in kind:
+            return None
+        raise UserError(f"{name} needs a value")
+    try:
+        if kind.startswith("bool"):
+            return parse_bool(value)
+        if kind.startswith("int"):
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError
+            if isinstance(value, bool):
+                raise ValueError
+            return int(str(value)) if isinstance(value, str) else int(value)
+        if kind.startswith("float"):
+            if isinstance(value, bool):
+                raise ValueError
+            if isinstance(value, str) and value.strip().lower() in ("none", "null", "default") and "None" in kind:
+                return None
+            return float(value)
+        return str(value)
+    except (TypeError, ValueError):
+        raise UserError(f"{name} must be {kind.split(' ')[0]}, got {value!r}") from None
+
+
+def resolve_config(preset: str, overrides: dict[str, Any] | None = None) -> TrainConfig:
+    """The preset's config with overrides applied and validated (UserError on any problem)."""
+    base = get_preset(preset)
+    changes = {name: coerce_field(name, value) for name, value in (overrides or {}).items()}
+    return dataclasses.replace(base, **changes)
+
+
+def with_cpu_threads(config: TrainConfig, device: str) -> TrainConfig:
+    """On CPU, the config with its thread count made explicit (torch's current one if unset), so that
+    the run can be reproduced to the last digit from its run file."""
+    import torch
+
+    if device != "cpu" or config.threads > 0:
+        return config
+    return dataclasses.replace(config, threads=torch.get_num_threads())
+
+
+def overrides_of(config: TrainConfig, preset: str) -> dict[str, Any]:
+    """The fields in which config differs from its preset, as plain values."""
+    base = get_preset(preset).to_dict()
+    return {k: v for k, v in config.to_dict().items() if base[k] != v}
+
+
+# A run file (`lpstudy train --config`, `lpstudy export`): `preset`, any TrainConfig field, and an
+# optional `source` mapping (where the run came from and the score it reached) that training ignores.
+def load_run_file(path: str | Path) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """Read a run file; return (preset, overrides, source). UserError on anything malformed."""
+    data = read_yaml_mapping(path, "config file", "preset, source and training fields")
+    preset = data.pop("preset", "cpu")
+    source = data.pop("source", None) or {}
+    if not isinstance(source, dict):
+        raise UserError(f"config file {path}: 'source' must be a mapping")
+    unknown = sorted(set(data) - set(FIELD_TYPES))
+    if unknown:
+        raise UserError(f"config file {path}: unknown field(s) {', '.join(unknown)}; "
+                        f"allowed: preset, source and {', '.join(sorted(FIELD_TYPES))}")
+    return str(preset), data, source
+
+
+def write_run_file(path: str | Path | None, preset: str, config: TrainConfig,
+                   source: dict[str, Any] | None = None, always: tuple[str, ...] = RUN_FILE_ALWAYS,
+                   fmt: str = "yaml") -> str:
+    """Serialise a run as the file `lpstudy train --config` reads; write it atomically if a path is given."""
+    values = config.to_dict()
+    body: dict[str, Any] = {"preset": preset}
+    body.update({k: values[k] for k in always})
+    body.update(overrides_of(config, preset))
+    if source:
+        body["source"] = source
+    text = (json.dumps(body, indent=2) + "\n") if fmt == "json" else yaml.safe_dump(body, sort_keys=False)
+    if path is not None:
+        atomic_write_text(path, text)
+    return text

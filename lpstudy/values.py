@@ -1,0 +1,138 @@
+"""Plain values that every layer shares, declared once: how p is read and written, how a value
+becomes JSON, how a yes/no is read, and the names under which lpstudy stores things in Optuna.
+
+Nothing here imports torch, Optuna or a database driver: the read side (db/, results/, cli/, app/)
+and the training side both build on it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from lpstudy.errors import UserError
+
+# -- names lpstudy stores under in an Optuna study ----------------------------------------------
+
+SPEC_ATTR = "lpstudy"  # the study's user attribute that holds its spec (plain JSON)
+METRICS_ATTR_PREFIX = "lpstudy_metrics:"  # trial system attributes holding one evaluation each (no SQL)
+FIXED_PARAMS_ATTR = "fixed_params"  # Optuna's system attribute of an enqueued trial's parameters
+STATES = ("COMPLETE", "PRUNED", "FAIL", "RUNNING", "WAITING")  # Optuna's trial states, in display order
+# Fields a run file (`lpstudy export`, `lpstudy train --out`) always names, even where they equal
+# the preset's: what a reader needs to tell two runs apart at a glance.
+RUN_FILE_ALWAYS = ("p", "lr", "gain_init", "fold", "folds", "seed")
+REFERENCE_P = 2.0  # QKNorm: the p every other p is compared with by default
+
+
+def metrics_attr_name(step: int) -> str:
+    """The system attribute that holds the evaluation at `step` (sorted by name = by step)."""
+    return f"{METRICS_ATTR_PREFIX}{step:08d}"
+
+
+# -- p ------------------------------------------------------------------------------------------
+
+_INF_WORDS = frozenset({"inf", "+inf", "infinity", "+infinity", "∞"})
+
+
+def check_p(p: object) -> float:
+    """p as a float in [1, ∞] from a number or text ('inf', '∞' for ∞); UserError otherwise.
+    For what a user typed: '1e400' is refused, not silently made ∞."""
+    if isinstance(p, str):
+        text = p.strip().lower()
+        if text in _INF_WORDS:
+            return math.inf
+        try:
+            p = float(text)
+        except ValueError:
+            raise UserError(f"p must be a number ≥ 1 or 'inf', got {text!r}") from None
+        if math.isinf(p):
+            raise UserError(f"p = {text} overflows a float; write 'inf' for p = ∞")
+    if isinstance(p, bool) or not isinstance(p, (int, float)):
+        raise UserError(f"p must be a number ≥ 1 or 'inf', got {p!r}")
+    p = float(p)
+    if math.isnan(p) or p < 1:
+        raise UserError(f"p must be a number ≥ 1 or 'inf' (an Lp norm needs p ≥ 1), got {p}")
+    return p
+
+
+def read_p(value: Any) -> float:
+    """p as stored (a number, 'inf', '∞', None): a float, math.inf, or NaN when it cannot be read.
+    For reading a database, where a bad value must not stop the page."""
+    if value is None or isinstance(value, bool):
+        return math.nan
+    if isinstance(value, (int, float)):
+        return float(value)
+    text = str(value).strip().lower()
+    if text in _INF_WORDS:
+        return math.inf
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
+
+
+def encode_p(p: float) -> float | str:
+    """p as JSON and YAML hold it: ∞ as the string 'inf'."""
+    return "inf" if isinstance(p, float) and math.isinf(p) and p > 0 else p
+
+
+def format_p(p: float) -> str:
+    """p for people: '∞', else the shortest form with three digits at most ('2', '2.5', '3.14')."""
+    if p is None or (isinstance(p, float) and math.isnan(p)):
+        return "?"
+    return "∞" if math.isinf(p) else f"{p:.3g}"
+
+
+# -- numbers and JSON ---------------------------------------------------------------------------
+
+def finite_or_none(value: Any) -> float | None:
+    """A finite float, else None (NaN and ±∞ have no place in a SQL float column or JSON)."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def json_safe(value: Any) -> Any:
+    """value as strict JSON: NaN becomes null, ±∞ the strings 'inf'/'-inf', tuples lists,
+    numpy and pandas scalars plain Python; recursively through dicts and lists."""
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)) and callable(value.item):
+        try:
+            value = value.item()  # numpy / pandas scalar
+        except (TypeError, ValueError):
+            return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return None
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def parse_bool(value: Any) -> bool:
+    """A yes/no from a flag, YAML or the environment; ValueError for anything else."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"not a yes/no value: {value!r}")
+
+
+# -- the method's one formula that configs need without torch ----------------------------------
+
+def default_gain_init(block_size: int) -> float:
+    """QKNorm's initial gain, g₀ = log₂(L² − L) for context length L (≈ 16 for L = 256; Henry et
+    al., arXiv:2010.04245), which arXiv:2602.05006 keeps for every p."""
+    return math.log2(block_size * block_size - block_size)
