@@ -65,9 +65,10 @@ def run_page(page: str, storage: str, study: str | None = None, monkeypatch=None
     at = AppTest.from_file(str(APP / "dashboard.py"), default_timeout=60)
     if study:
         at.session_state[STUDY_KEY] = study
+    at.run()
     if page != "Home":
-        at.switch_page(PAGES[page])
-    return at.run()
+        at.switch_page(PAGES[page]).run()
+    return at
 
 
 @pytest.fixture(autouse=True)

@@ -73,10 +73,9 @@ os.environ['LPSTUDY_STORAGE'] = {study_db!r}
 from streamlit.testing.v1 import AppTest
 for page in (None, 'views/effect_of_p.py', 'views/convergence.py', 'views/stability.py', 'views/trials.py',
              'views/export.py'):
-    at = AppTest.from_file({str(ROOT / 'app' / 'dashboard.py')!r}, default_timeout=60)
+    at = AppTest.from_file({str(ROOT / 'app' / 'dashboard.py')!r}, default_timeout=60).run()
     if page:
-        at.switch_page(page)
-    at.run()
+        at.switch_page(page).run()
     assert not at.exception, (page, at.exception)
 print('torch' in sys.modules)
 """
