@@ -259,7 +259,8 @@ def open_storage(url: str | None, readonly: bool = False, create_tables: bool = 
             raise StudyUnavailable(problem)
     if kind in ("sqlite", "postgresql", "mysql"):
         rdb = _open_rdb(url, readonly, create_tables, policy)
-        _attach(rdb, policy)
+        if not readonly:  # a reader fails at once: a refused write is no outage to wait out
+            _attach(rdb, policy)
         return StudyStorage(url, kind, rdb, rdb.engine, policy)
     if kind == "journal":
         from optuna.storages.journal import JournalFileBackend
