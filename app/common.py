@@ -17,7 +17,7 @@ from contextlib import contextmanager
 import streamlit as st
 
 from lpstudy.errors import UserError
-from lpstudy.db.urls import DEFAULT_STORAGE, STORAGE_ENV, redact
+from lpstudy.db.urls import redact, storage_url
 
 CACHE_TTL_S = 5  # seconds: the refresh period of a live page, and of storages without a fingerprint
 FINGERPRINT_TTL_S = 2  # seconds between the cheap checks whether a study's data changed
@@ -34,7 +34,7 @@ def storage_from_environment(argv: list[str] | None = None) -> str:
             return args[i + 1]
         if arg.startswith("--storage="):
             return arg.split("=", 1)[1]
-    return os.environ.get(STORAGE_ENV) or DEFAULT_STORAGE
+    return storage_url()
 
 
 @st.cache_data(ttl=CACHE_TTL_S, show_spinner=False)

@@ -85,6 +85,16 @@ def format_p(p: float) -> str:
 
 # -- numbers and JSON ---------------------------------------------------------------------------
 
+def to_float(value: Any) -> float:
+    """A number as a float; NaN for None or anything that is not one (a read must not fail on it)."""
+    if value is None:
+        return math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
 def finite_or_none(value: Any) -> float | None:
     """A finite float, else None (NaN and ±∞ have no place in a SQL float column or JSON)."""
     if value is None or isinstance(value, bool):

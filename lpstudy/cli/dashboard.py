@@ -21,7 +21,7 @@ import typer
 
 from lpstudy.cli import app
 from lpstudy.errors import UserError
-from lpstudy.db.urls import DEFAULT_STORAGE, STORAGE_ENV, missing_file_message, redact, storage_kind
+from lpstudy.db.urls import STORAGE_ENV, missing_file_message, redact, storage_kind, storage_url
 
 APP_DIR_ENV = "LPSTUDY_APP_DIR"
 APP_ENTRY = "dashboard.py"
@@ -46,7 +46,7 @@ StorageOption = Annotated[Optional[str], typer.Option(
 
 def dashboard_storage(storage: str | None) -> str:
     """The URL to read: the option, $LPSTUDY_STORAGE, or the default file (never created here)."""
-    url = storage or os.environ.get(STORAGE_ENV) or DEFAULT_STORAGE
+    url = storage_url(storage)
     storage_kind(url)  # UserError for a URL that is not a storage
     return url
 

@@ -30,7 +30,7 @@ from lpstudy.db.optuna_storage import open_storage
 from lpstudy.db.urls import is_sql, redact
 from lpstudy.errors import StudyUnavailable
 from lpstudy.training.metrics import METRIC_FIELDS, SUMMARY_FIELDS
-from lpstudy.values import FIXED_PARAMS_ATTR, METRICS_ATTR_PREFIX, SPEC_ATTR, read_p
+from lpstudy.values import FIXED_PARAMS_ATTR, METRICS_ATTR_PREFIX, SPEC_ATTR, read_p, to_float
 
 WHO = ("host", "pid", "device", "worker", "version", "started_at", "seed", "preset", "folds")
 TRIAL_COLUMNS: tuple[str, ...] = (
@@ -138,15 +138,6 @@ def _no_such_study(storage_url: str, study_name: str, names: list[str]) -> Study
 
 # --- trials ---------------------------------------------------------------------------------
 
-def _number(value: Any) -> float:
-    if value is None or isinstance(value, bool):
-        return math.nan if value is None else float(value)
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
-
-
 def trial_row(trial) -> dict[str, Any]:
     """One trial (an Optuna FrozenTrial, or optuna_tables.TrialRecord) as a row of the trials frame,
     without its last evaluation (see trials_frame)."""
@@ -155,12 +146,12 @@ def trial_row(trial) -> dict[str, Any]:
     if not params and trial.state.name == "WAITING":  # an enqueued cell: its params wait in fixed_params
         params = dict((trial.system_attrs or {}).get(FIXED_PARAMS_ATTR) or {})
     row: dict[str, Any] = {"number": trial.number, "trial_id": trial._trial_id, "state": trial.state.name,
-                           "value": _number(trial.value) if trial.values else math.nan}
+                           "value": to_float(trial.value) if trial.values else math.nan}
     row["p"] = read_p(attrs["p"] if attrs.get("p") is not None else params.get("p"))
     if attrs.get("p") is None and params.get("p_inf") is True:  # a space with a switch to p = ∞
         row["p"] = math.inf
     for name in ("lr", "gain_init", "fold"):
-        row[name] = _number(attrs[name] if attrs.get(name) is not None else params.get(name))
+        row[name] = to_float(attrs[name] if attrs.get(name) is not None else params.get(name))
     for name in SUMMARY_FIELDS:
         value = attrs.get(name)
         if name in _BOOL_FIELDS:
@@ -168,10 +159,10 @@ def trial_row(trial) -> dict[str, Any]:
         elif name == "device":
             row[name] = None if value is None else str(value)
         else:
-            row[name] = _number(value)
+            row[name] = to_float(value)
     for name in WHO:
         value = attrs.get(name)
-        row[name] = _number(value) if name in ("pid", "seed", "folds") else (None if value is None else str(value))
+        row[name] = to_float(value) if name in ("pid", "seed", "folds") else (None if value is None else str(value))
     row["datetime_start"] = trial.datetime_start
     row["datetime_complete"] = trial.datetime_complete
     for name, value in params.items():  # every searched or fixed parameter, under param_<name>
@@ -187,7 +178,7 @@ def intermediate_frame(trials: list) -> pd.DataFrame:
             ids.append(trial._trial_id)
             numbers.append(trial.number)
             steps.append(int(step))
-            values.append(_number(value))
+            values.append(to_float(value))
     return pd.DataFrame({"trial_id": pd.Series(ids, dtype="int64"), "trial_number": pd.Series(numbers, dtype="int64"),
                          "step": pd.Series(steps, dtype="int64"), "val_loss": pd.Series(values, dtype="float64")})
 
@@ -242,7 +233,7 @@ def attr_curves(trials: list) -> pd.DataFrame:
         for key, record in (trial.system_attrs or {}).items():
             if not key.startswith(METRICS_ATTR_PREFIX) or not isinstance(record, dict):
                 continue
-            row = {name: _number(record.get(name)) for name in METRIC_FIELDS}
+            row = {name: to_float(record.get(name)) for name in METRIC_FIELDS}
             row.update(trial_id=trial._trial_id, trial_number=trial.number,
                        step=int(record.get("step", key[len(METRICS_ATTR_PREFIX):])))
             rows.append(row)

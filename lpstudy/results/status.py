@@ -15,15 +15,7 @@ from lpstudy.db.urls import redact
 from lpstudy.results import analysis
 from lpstudy.results import frames as results
 from lpstudy.study.spec import StudySpec
-from lpstudy.values import REFERENCE_P, json_safe
-
-
-def _float(value: Any) -> float | None:
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(value) else value
+from lpstudy.values import REFERENCE_P, finite_or_none, format_p, json_safe, read_p
 
 
 def _max_steps(spec: dict) -> int | None:
@@ -42,14 +34,14 @@ def estimate_time_left(trials: pd.DataFrame, running: pd.DataFrame, spec: dict,
     mean_s = float(done["duration_s"].mean()) if len(done) else None
     fractions = []
     for _, row in running.iterrows():
-        step = _float(row.get("last_step"))
+        step = finite_or_none(row.get("last_step"))
         fractions.append(min(1.0, step / max_steps) if step is not None and max_steps else 0.0)
     if mean_s is None:
-        guesses = [r / f for r, f in zip(running["running_s"], fractions) if f > 0 and _float(r)]
+        guesses = [r / f for r, f in zip(running["running_s"], fractions) if f > 0 and finite_or_none(r)]
         mean_s = sum(guesses) / len(guesses) if guesses else None
     if mean_s is None:
         return {"seconds": None, "basis": "no trial has finished yet"}
-    left_running = [max(0.0, mean_s * (1 - f)) if f > 0 else max(0.0, mean_s - (_float(r) or 0.0))
+    left_running = [max(0.0, mean_s * (1 - f)) if f > 0 else max(0.0, mean_s - (finite_or_none(r) or 0.0))
                     for r, f in zip(running["running_s"], fractions)]
     workers = max(1, len(running))
     counts = trials["state"].value_counts()
@@ -126,9 +118,7 @@ def _duration(seconds: float | None) -> str:
 
 
 def _p(value: Any) -> str:
-    if value == "inf" or (isinstance(value, float) and math.isinf(value)):
-        return "∞"
-    return "–" if value is None else f"{value:.4g}"
+    return "–" if value is None else format_p(read_p(value))
 
 
 def _num(value: Any, spec: str = ".4f") -> str:
