@@ -4,6 +4,7 @@ that reads at 80 columns and piped."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -151,3 +152,29 @@ def test_the_last_line_of_train_is_one_line_when_stderr_is_piped():
     last = r.stderr.strip().splitlines()[-1]
     assert re.fullmatch(r"final val loss \d\.\d{4} · best \d\.\d{4} at step \d+ · 30 steps in [\d.]+s · "
                         r"[\d,]+ tok/s on cpu", last), r.stderr
+
+
+@pytest.mark.parametrize("kind", ["search", "replicate"])
+def test_status_at_80_columns_piped_shows_every_number_in_full(kind, tmp_path):
+    from lpstudy.study.synthetic import write_synthetic_study
+
+    url = f"sqlite:///{tmp_path / 'demo.db'}"
+    write_synthetic_study(url, "s", kind=kind, n_trials=40, n_evals=6, folds=5, seed=4)
+    text = lpstudy("status", "--study", "s", "--storage", url, env=lp_env(COLUMNS="80"))
+    data = lpstudy("status", "--study", "s", "--storage", url, "--json", env=lp_env(COLUMNS="80"))
+    assert text.returncode == 0 and data.returncode == 0, text.stderr
+    out, status = text.stdout, json.loads(data.stdout)
+    assert "…" not in out
+    table_lines = [line for line in out.splitlines() if line.startswith("  ")]
+    assert table_lines and max(map(len, table_lines)) <= 80, out
+    expected = []
+    assert status["running"], "the synthetic study has running trials"
+    for r in status["running"]:
+        expected += [f" {r['number']} ", f"{r['lr']:.3g}", f"{r['gain_init']:.3g}", f"{r['last_val_loss']:.4f}",
+                     f"{int(r['last_step'])}/{r['max_steps']}", str(r["host"])]
+    for r in status.get("per_p", []):
+        expected += [f"{r['mean']:.4f} ± {r['std']:.4f}", f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]", f"{r['best']:.4f}"]
+    for r in status.get("paired", []):
+        expected += [f"{r['mean_diff']:+.4f}", f"{r['relative_diff']:+.2%}"]
+    for fragment in expected:
+        assert fragment in out, (fragment, out)
