@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lpstudy.values import format_duration
+
 
 @dataclass(frozen=True)
 class PresetCost:
@@ -26,21 +28,6 @@ PRESET_COSTS: dict[str, PresetCost] = {
     "cpu": PresetCost(n_params=795_908, cpu_trial_s=419.8, gpu_trial_s=20.0),
     "smoke": PresetCost(n_params=26_818, cpu_trial_s=3.5, gpu_trial_s=3.0),
 }
-
-
-def format_duration(seconds: float | None) -> str:
-    """'45 s', '2 min 54 s', '3 h 10 min', '2.5 days': a duration a person reads at a glance."""
-    if seconds is None or seconds != seconds or seconds < 0:
-        return "–"
-    s = int(round(seconds))
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{s // 60} min {s % 60} s" if s % 60 else f"{s // 60} min"
-    if s < 86400 * 2:
-        h, m = divmod(s // 60, 60)
-        return f"{h} h {m} min" if m else f"{h} h"
-    return f"{seconds / 86400:.1f} days"
 
 
 def format_params(n: int) -> str:
