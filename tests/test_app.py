@@ -35,11 +35,11 @@ TITLES = {
     "Effect of p": {"Final validation loss against p", "Mean final validation loss per p (95 % interval)",
                     "Validation loss over p × learning rate", "Parameter importance (Optuna PED-ANOVA)"},
     "Convergence": {"Validation loss curves, coloured by p", "Training loss curves, coloured by p",
-                    "Median validation loss per p (bands drawn for ≤ 4 groups)", "Steps to reach validation loss 2",
+                    "Median validation loss per p", "Steps to reach validation loss 2",
                     "Area under the validation curve against p"},
     "Stability": {"Divergence rate per p (95 % Wilson interval)", "Divergence rate over p × learning rate",
                   "Largest gradient norm against p", "Spread of final validation loss across folds and seeds, per p",
-                  "Attention gain over training, per p (median, bands drawn for ≤ 4 groups)"},
+                  "Attention gain over training, per p (median)"},
     "Trials": set(),  # the trial's own charts, checked below
     "Export": set(),
 }
@@ -301,7 +301,9 @@ def test_effect_of_p_bins_a_search_labels_every_mean_with_n_and_has_the_p_bins_s
     assert slider.label == "p bins" and not slider.disabled
     mean = figures(at)["Mean final validation loss per p (95 % interval)"]
     (trace,) = mean["data"]
-    assert trace["mode"] == "markers+lines+text" and all(t.startswith("n = ") for t in trace["text"])
+    n = json.loads(at.dataframe[0].value.to_json())["n_ok"] if at.dataframe else None  # "Numbers per p"
+    assert trace["mode"] == "markers+lines+text"
+    assert trace["text"] == ["n = 1" if int(k) < 2 else "" for k in n.values()], (trace["text"], n)
     assert trace["error_y"]["visible"]
     assert len(trace["x"]) <= slider.value + 1  # binned: at most the bins (and ∞)
     _ticks_apart(mean)

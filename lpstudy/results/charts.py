@@ -168,10 +168,10 @@ def mean_loss_per_p(summary: pd.DataFrame) -> go.Figure:
     x = A.p_positions(rows["p"].astype("float64"))
     upper = (rows["ci_high"] - rows["mean"]).fillna(0)
     lower = (rows["mean"] - rows["ci_low"]).fillna(0)
-    # every mean carries its n; at n = 1 there is no interval, and the label says so
+    # at n = 1 there is no interval to draw: the point says "n = 1" beside it (every n is in the hover)
     fig.add_scatter(x=x, y=rows["mean"], mode="markers+lines+text", name="mean (95 % interval)",
                     marker={"size": 8, "color": "#1f77b4"}, line={"color": "#1f77b4"},
-                    text=[f"n = {int(n)}" for n in rows["n_ok"]], textposition="top center",
+                    text=["n = 1" if n < 2 else "" for n in rows["n_ok"]], textposition="middle right",
                     textfont={"size": 10, "color": "#555"},
                     error_y={"type": "data", "array": upper, "arrayminus": lower, "visible": True},
                     customdata=np.column_stack([rows["p_bin"], rows["n_ok"], rows["std"].fillna(0)]),
@@ -316,9 +316,9 @@ def median_curves(bands: pd.DataFrame, column_title: str = "validation loss") ->
     into one cloud; the hover still gives each group's n)."""
     centres = bands.groupby("p_bin", sort=False)["p_center"].first() if not bands.empty else pd.Series(dtype=float)
     with_bands = len(centres) <= MAX_BANDS
-    band_text = "25–75 % band" if with_bands else f"bands drawn for ≤ {MAX_BANDS} groups"
-    title = (f"Median validation loss per p ({band_text})" if column_title == "validation loss"
-             else f"Median {column_title} per p ({band_text})")
+    band_text = " (25–75 % band)" if with_bands else ""
+    title = (f"Median validation loss per p{band_text}" if column_title == "validation loss"
+             else f"Median {column_title} per p{band_text}")
     fig = _figure(title, "step", column_title)
     if bands.empty:
         return _empty(fig, "no learning curve recorded yet")
@@ -416,8 +416,8 @@ def max_grad_norm_chart(grads: pd.DataFrame) -> go.Figure:
 def gain_chart(bands: pd.DataFrame) -> go.Figure:
     fig = median_curves(bands, "attention gain")
     groups = bands["p_bin"].nunique() if not bands.empty else 0
-    band_text = "25–75 % band" if groups <= MAX_BANDS else f"bands drawn for ≤ {MAX_BANDS} groups"
-    fig.update_layout(title={"text": f"Attention gain over training, per p (median, {band_text})"})
+    band_text = ", 25–75 % band" if groups <= MAX_BANDS else ""
+    fig.update_layout(title={"text": f"Attention gain over training, per p (median{band_text})"})
     return fig
 
 
