@@ -77,7 +77,8 @@ def _log_ticks(fig: go.Figure, values: pd.Series) -> None:
         return
     low, high = math.floor(math.log10(v.min())), math.ceil(math.log10(v.max()))
     decades = [10.0 ** e for e in range(low, high + 1)]
-    ticks = decades if high - low >= 2 else sorted(d * m for d in decades for m in (1, 2, 5))
+    span = math.log10(v.max()) - math.log10(v.min())  # decades the data spans
+    ticks = decades if span >= 2.5 else sorted(d * m for d in decades for m in (1, 2, 5))
     fig.update_yaxes(type="log", tickvals=ticks, ticktext=[f"{t:g}" for t in ticks])
 
 
@@ -121,6 +122,8 @@ def history_chart(trials: pd.DataFrame) -> go.Figure:
         return _empty(fig, "no completed trial without divergence yet")
     fig.add_scatter(x=ok["number"], y=ok["loss"], mode="markers", name="trial",
                     marker={"size": 5, "opacity": 0.6, "color": "#1f77b4"})
+    if ok["number"].nunique() <= 12:
+        fig.update_xaxes(dtick=1)  # whole trial numbers, never 0.5
     best = ok["loss"].cummin()
     fig.add_scatter(x=ok["number"], y=best, mode="lines", name="best so far", line={"color": "#d62728", "shape": "hv"})
     return fig
