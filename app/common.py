@@ -148,10 +148,52 @@ def chart(fig, key: str | None = None) -> None:
 
 
 def p_bins_control(trials, key: str):
-    """A p-grouping control: exact values for a grid, else a number of bins (sidebar)."""
+    """The p-grouping control (sidebar): a "p bins" slider on every page that groups p, set to
+    the bins that fit an axis (lpstudy.results.analysis.default_p_bins); where the exact p values
+    fit (a grid), they are the default and the slider applies once "Bin p" is switched on."""
+    import numpy as np
+
     from lpstudy.results.analysis import DEFAULT_P_BINS, default_p_bins
 
-    default = default_p_bins(trials["p"])
-    if default is None:
+    p = trials["p"].dropna() if "p" in trials else trials.iloc[0:0]
+    if int(np.isfinite(p.unique()).sum()) < 2:
         return None
-    return st.sidebar.slider("p bins", min_value=2, max_value=20, value=DEFAULT_P_BINS, key=key)
+    default = default_p_bins(p)
+    exact = False
+    if default is None:
+        exact = not st.sidebar.toggle("Bin p", value=False, key=f"{key}_on",
+                                      help="The exact p values fit on the axis; switch on to group them into bins.")
+    bins = st.sidebar.slider("p bins", min_value=2, max_value=20, value=default or DEFAULT_P_BINS, key=key,
+                             disabled=exact, help="Equal-width bins over the finite p range; ∞ is a group of its own.")
+    return None if exact else bins
+
+
+def readable(frame, formats: dict[str, str] | None = None):
+    """A table for a person: numbers with a sensible number of digits, missing values as "–" (never
+    None, NaN or NaT), durations as "2 min 54 s", p as 3.5 or ∞. Every column becomes text."""
+    import math
+
+    import pandas as pd
+
+    from lpstudy.values import format_p
+
+    formats = formats or {}
+
+    def cell(column: str, value) -> str:
+        if value is None or (not isinstance(value, str) and pd.api.types.is_scalar(value) and pd.isna(value)):
+            return "–"
+        if column in formats and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return format(value, formats[column])
+        if column == "p" and isinstance(value, float):
+            return format_p(value)
+        if isinstance(value, bool):
+            return "yes" if value else "no"
+        if isinstance(value, float):
+            if math.isinf(value):
+                return "∞" if value > 0 else "−∞"
+            return f"{value:.0f}" if value.is_integer() and abs(value) < 1e9 else f"{value:.4g}"
+        if isinstance(value, pd.Timestamp):
+            return value.strftime("%Y-%m-%d %H:%M:%S")
+        return str(value)
+
+    return pd.DataFrame({c: [cell(c, v) for v in frame[c]] for c in frame.columns}, index=frame.index)

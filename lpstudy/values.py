@@ -146,3 +146,18 @@ def default_gain_init(block_size: int) -> float:
     """QKNorm's initial gain, g₀ = log₂(L² − L) for context length L (≈ 16 for L = 256; Henry et
     al., arXiv:2010.04245), which arXiv:2602.05006 keeps for every p."""
     return math.log2(block_size * block_size - block_size)
+
+
+def format_duration(seconds: float | None) -> str:
+    """'45 s', '2 min 54 s', '3 h 10 min', '2.5 days': a duration a person reads at a glance."""
+    if seconds is None or seconds != seconds or seconds < 0:
+        return "–"
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60} s" if s % 60 else f"{s // 60} min"
+    if s < 86400 * 2:
+        h, m = divmod(s // 60, 60)
+        return f"{h} h {m} min" if m else f"{h} h"
+    return f"{seconds / 86400:.1f} days"

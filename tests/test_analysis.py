@@ -67,6 +67,11 @@ def test_infinity_is_drawn_right_of_the_largest_finite_p_and_labelled():
 def test_a_grid_keeps_its_values_and_a_search_is_binned():
     assert A.default_p_bins(pd.Series([1, 1.5, 2, 2.5, 3, 3.5, 4, math.inf] * 10)) is None
     assert A.default_p_bins(pd.Series(np.linspace(1, 4, 100))) == A.DEFAULT_P_BINS
+    # a search with few distinct p values, some close together: its labels would overlap, so it is binned,
+    # into fewer bins than a large search (bins that hold more than one run)
+    few = pd.Series([1.2, 2.1, 3.49, 3.52, 3.54, 3.6, 3.9, 2.7])
+    assert not A.exact_p_fit(few) and 2 <= A.default_p_bins(few) < A.DEFAULT_P_BINS
+    assert A.default_p_bins(pd.Series([1.0, 2.5, 4.0])) is None  # a few values far apart fit as they are
 
 
 # --- intervals ------------------------------------------------------------------------------

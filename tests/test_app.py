@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from datetime import datetime
@@ -34,11 +35,11 @@ TITLES = {
     "Effect of p": {"Final validation loss against p", "Mean final validation loss per p (95 % interval)",
                     "Validation loss over p × learning rate", "Parameter importance (Optuna PED-ANOVA)"},
     "Convergence": {"Validation loss curves, coloured by p", "Training loss curves, coloured by p",
-                    "Median validation loss per p (25–75 % band)", "Steps to reach validation loss 2",
+                    "Median validation loss per p", "Steps to reach validation loss 2",
                     "Area under the validation curve against p"},
     "Stability": {"Divergence rate per p (95 % Wilson interval)", "Divergence rate over p × learning rate",
                   "Largest gradient norm against p", "Spread of final validation loss across folds and seeds, per p",
-                  "Attention gain over training, per p (median, 25–75 % band)"},
+                  "Attention gain over training, per p (median)"},
     "Trials": set(),  # the trial's own charts, checked below
     "Export": set(),
 }
@@ -158,7 +159,7 @@ def test_trials_table_filters_and_one_trials_detail(seeded):
     assert len(table) == 40
     at.radio(key="diverged_filter").set_value("yes").run()
     diverged = at.dataframe[0].value
-    assert 0 < len(diverged) < 40 and diverged["diverged"].all()
+    assert 0 < len(diverged) < 40 and (diverged["diverged"] == "yes").all()
     at.multiselect(key="state_filter").set_value(["RUNNING"]).run()
     at.radio(key="diverged_filter").set_value("any").run()
     assert set(at.dataframe[0].value["state"]) == {"RUNNING"}
@@ -254,3 +255,123 @@ def test_a_study_where_every_run_diverged_warns_and_still_shows_where(tmp_path):
             assert any("Every completed trial diverged" in m for m in shown["warning"]), (page, shown)
         if page == "Stability":
             assert "Divergence rate per p (95 % Wilson interval)" in chart_titles(at)
+
+
+# --- read at a glance ----------------------------------------------------------------------------
+
+def figures(at: AppTest) -> dict[str, dict]:
+    out = {}
+    for c in at.get("plotly_chart"):
+        spec = json.loads(c.proto.spec)
+        out[spec["layout"]["title"]["text"]] = spec
+    return out
+
+
+def no_missing_cells(at: AppTest) -> None:
+    for frame in at.dataframe:
+        cells = frame.value.astype(str).to_numpy().ravel().tolist()
+        assert not {"None", "nan", "NaN", "NaT", "<NA>"} & set(cells), frame.value
+        assert not any(re.search(r"days \d\d:\d\d:\d\d", c) for c in cells)  # no raw timedelta text
+
+
+@pytest.fixture(scope="module")
+def few(tmp_path_factory) -> str:
+    """A small search: 8 trials, so a few distinct p values, some close together."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('few') / 'few.db'}"
+    write_synthetic_study(url, "few", n_trials=8, n_evals=6, seed=5, now=NOW, include_inf=False)
+    return url
+
+
+def _ticks_apart(spec: dict) -> None:
+    """Tick labels far enough apart not to print over each other: at most 13, spaced ≥ 1/13 of the axis."""
+    axis = spec["layout"]["xaxis"]
+    values = [v for v in axis["tickvals"]]
+    assert 2 <= len(values) <= 13 and len(set(axis["ticktext"])) == len(values)
+    gaps = [b - a for a, b in zip(values, values[1:])]
+    assert min(gaps) >= (values[-1] - values[0]) / 13, axis
+
+
+@pytest.mark.parametrize("study_fixture", ["few", "seeded"])
+def test_effect_of_p_bins_a_search_labels_every_mean_with_n_and_has_the_p_bins_slider(study_fixture, request):
+    url = request.getfixturevalue(study_fixture)
+    url, name = (url, "few") if study_fixture == "few" else (url[0], "search")
+    at = run_page("Effect of p", url, name)
+    assert not at.exception
+    slider = at.sidebar.slider(key="effect_bins")
+    assert slider.label == "p bins" and not slider.disabled
+    mean = figures(at)["Mean final validation loss per p (95 % interval)"]
+    (trace,) = mean["data"]
+    n = json.loads(at.dataframe[0].value.to_json())["n_ok"] if at.dataframe else None  # "Numbers per p"
+    assert trace["mode"] == "markers+lines+text"
+    assert trace["text"] == ["n = 1" if int(k) < 2 else "" for k in n.values()], (trace["text"], n)
+    assert trace["error_y"]["visible"]
+    assert len(trace["x"]) <= slider.value + 1  # binned: at most the bins (and ∞)
+    _ticks_apart(mean)
+    no_missing_cells(at)
+    slider.set_value(3).run()
+    assert len(figures(at)["Mean final validation loss per p (95 % interval)"]["data"][0]["x"]) <= 4
+
+
+def test_a_grid_keeps_its_p_values_and_offers_to_bin_them(seeded):
+    url, _ = seeded
+    at = run_page("Effect of p", url, "grid")
+    assert at.sidebar.slider(key="effect_bins").disabled  # the exact values fit: they are the default
+    mean = figures(at)["Mean final validation loss per p (95 % interval)"]
+    assert mean["layout"]["xaxis"]["ticktext"] == ["1", "1.5", "2", "2.5", "3", "3.5", "4"]
+    at.sidebar.toggle(key="effect_bins_on").set_value(True).run()
+    assert not at.sidebar.slider(key="effect_bins").disabled
+
+
+def test_stability_draws_rates_as_points_log_ticks_and_bands_that_do_not_merge(seeded, few):
+    url, _ = seeded
+    at = run_page("Stability", url, "search")
+    figs = figures(at)
+    (rate,) = figs["Divergence rate per p (95 % Wilson interval)"]["data"]
+    assert rate["type"] == "scatter" and rate["mode"] == "markers" and rate["error_y"]["visible"]
+    grad = figs["Largest gradient norm against p"]["layout"]["yaxis"]
+    assert grad["type"] == "log"
+    assert all(re.fullmatch(r"(1|2|5)(0*)|0\.0*(1|2|5)", t) for t in grad["ticktext"]), grad["ticktext"]
+    assert len(set(grad["ticktext"])) == len(grad["ticktext"])
+    gain = next(f for t, f in figs.items() if t.startswith("Attention gain over training"))
+    medians = [d for d in gain["data"] if d.get("name", "").startswith("p ")]
+    fills = [d for d in gain["data"] if d.get("fill") == "toself"]
+    assert len(medians) > 4 and not fills  # many groups: medians alone, no cloud of bands
+    assert len({d["line"]["color"] for d in medians}) == len(medians)
+    no_missing_cells(at)
+    at = run_page("Stability", few, "few")
+    gain = next(f for t, f in figures(at).items() if t.startswith("Attention gain over training"))
+    assert any(d.get("fill") == "toself" for d in gain["data"])  # a few groups keep their bands
+    no_missing_cells(at)
+
+
+def test_convergence_gives_each_p_group_its_own_colour(seeded):
+    url, _ = seeded
+    at = run_page("Convergence", url, "search")
+    median = next(f for t, f in figures(at).items() if t.startswith("Median validation loss per p"))
+    lines = [d for d in median["data"] if d.get("name", "").startswith("p ")]
+    colours = [d["line"]["color"] for d in lines]
+    assert 4 < len(lines) <= 10 and len(set(colours)) == len(colours)
+    assert set(colours) <= {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+                            "#7f7f7f", "#bcbd22", "#17becf"}
+
+
+def test_trials_small_panels_have_legends_and_step_axes_and_no_none_cells(seeded):
+    url, _ = seeded
+    at = run_page("Trials", url, "search")
+    no_missing_cells(at)
+    number = at.selectbox(key="trial_number").value
+    dynamics = figures(at)[f"Trial {number}: gradient, learning rate and gain"]
+    layout = dynamics["layout"]
+    assert layout["showlegend"] is True
+    assert all(layout[f"xaxis{i}"]["title"]["text"] == "step" for i in ("", "2", "3"))
+    panel1 = [d for d in dynamics["data"] if d.get("xaxis", "x") == "x"]
+    assert len(panel1) == 2 and all(d["name"] for d in panel1)
+
+
+def test_home_shows_running_durations_as_minutes_and_seconds(tmp_path):
+    url = f"sqlite:///{tmp_path / 'now.db'}"
+    write_synthetic_study(url, "now", n_trials=12, n_evals=6, seed=5)  # trials started minutes ago
+    at = run_page("Home", url, "now")
+    running = at.dataframe[0].value["running_for"].tolist()
+    assert running and all(re.fullmatch(r"\d+ s|\d+ min( \d+ s)?", v) for v in running), running
+    no_missing_cells(at)

@@ -80,6 +80,9 @@ def test_a_study_yaml_with_flags_creates_once_and_refuses_a_different_spec(sqlit
     assert code == 0 and "exists already, unchanged" in err
     err = _one_line_error(*cli(capsys, "create", "--study", "y", "--storage", sqlite_url, "--config", str(spec)))
     assert "already exists" in err and "another spec" in err
+    # it names what differs, stored against new, and nothing that agrees
+    assert "space.gain_init.low stored 4.0, new 2.0" in err and "space.gain_init.high stored 16.0, new 64.0" in err
+    assert "sampler" not in err and "space.p" not in err
     study = optuna.load_study(study_name="y", storage=sqlite_url)
     stored = study.user_attrs["lpstudy"]
     assert study.user_attrs["kind"] == "search" and study.user_attrs["preset"] == "smoke"

@@ -10,7 +10,7 @@ import streamlit as st
 from lpstudy.results import analysis as A
 from lpstudy.results import charts as C
 
-from common import chart, page
+from common import chart, page, readable
 
 storage, study = page("Trials")
 trials, curves = study.trials, study.curves
@@ -46,10 +46,9 @@ st.caption(f"{len(rows)} of {len(trials)} trials")
 shown = rows.assign(p=rows["p"].map(A.format_p))
 columns = ["number", "state", "value", "p", "lr", "gain_init", "fold", "diverged", "diverged_step", "best_val_loss",
            "steps", "steps_to_threshold", "tokens_per_s", "wall_time_s", "device", "worker", "datetime_start"]
-st.dataframe(shown[columns], hide_index=True, width="stretch",
-             column_config={"value": st.column_config.NumberColumn(format="%.4f"),
-                            "lr": st.column_config.NumberColumn(format="%.2e"),
-                            "gain_init": st.column_config.NumberColumn(format="%.3g")})
+st.dataframe(readable(shown[columns], {"value": ".4f", "best_val_loss": ".4f", "lr": ".2e", "gain_init": ".3g",
+                                       "tokens_per_s": ",.0f", "wall_time_s": ".1f"}),
+             hide_index=True, width="stretch")
 
 st.subheader("One trial")
 numbers = rows["number"].tolist()

@@ -22,11 +22,25 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
     context_settings={"help_option_names": ["-h", "--help"]},
+    # Plain help (click's): it wraps at the terminal's width, piped too, and never cuts a value
+    # (rich's option tables cut long words such as the default storage URL at 80 columns).
+    rich_markup_mode=None,
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from lpstudy import __version__
+
+        print(f"lpstudy {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                 help="Print lpstudy's version and exit."),
+) -> None:
     """Hyperparameter studies of Lp-QKNorm attention: train, search, watch, export."""
 
 
@@ -73,4 +87,4 @@ def _register_commands() -> None:
 
 
 # Command modules, in the order their commands are listed by --help.
-COMMAND_MODULES = ["train", "study", "proxy", "dashboard"]
+COMMAND_MODULES = ["search", "train", "study", "proxy", "dashboard"]

@@ -15,6 +15,7 @@ import typer
 
 from lpstudy.cli import app, parse_assignments
 from lpstudy.errors import UserError
+from lpstudy.training.costs import presets_help
 
 StorageOpt = Annotated[Optional[str], typer.Option(
     "--storage", help="Study database URL: sqlite:///FILE, postgresql+psycopg://USER:PW@HOST/DB, "
@@ -44,11 +45,30 @@ def _say(message: str) -> None:
     say_stderr(message)
 
 
+def _replicate_estimate(n_left: int, preset: str, fixed: dict, workers: int, devices: str) -> str:
+    """The cells left and about how long they take, said before any worker starts."""
+    from lpstudy.training.config import resolve_config
+    from lpstudy.training.costs import serial_estimate, study_estimate
+
+    steps = resolve_config(preset, {"max_steps": fixed["max_steps"]}).max_steps if "max_steps" in fixed else None
+    if workers:
+        gpu = devices not in ("cpu",) and not all(d.strip() == "cpu" for d in devices.split(",")) and (
+            devices != "auto" or _cuda_visible())
+        return "runs " + study_estimate(n_left, preset, workers, gpu=gpu, max_steps=steps)
+    return "left: " + serial_estimate(n_left, preset, max_steps=steps)
+
+
+def _cuda_visible() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
 @app.command()
 def create(
     study: StudyOpt,
     config: Annotated[Optional[Path], typer.Option("--config", "-c", help="A study YAML (preset, space, sampler, ...).")] = None,
-    preset: Annotated[Optional[str], typer.Option(help="paper, cpu or smoke (default: the YAML's, else cpu).")] = None,
+    preset: Annotated[Optional[str], typer.Option(help=f"The YAML's, else cpu. {presets_help()}.")] = None,
     p: Annotated[Optional[str], typer.Option("--p", help="p: a value, LOW:HIGH, LOW:HIGH,inf or A,B,C (default 1:4).")] = None,
     lr: Annotated[Optional[str], typer.Option(help="Learning rate: a value, LOW:HIGH (log scale) or A,B (default 1e-4:1e-2).")] = None,
     gain_init: Annotated[Optional[str], typer.Option(help="Initial gain: a value, LOW:HIGH (log scale) or A,B (default 2:64).")] = None,
@@ -173,9 +193,9 @@ def export(
 @app.command()
 def replicate(
     study: StudyOpt,
+    preset: Annotated[str, typer.Option(help=f"Required (no default: the paper's takes days on a CPU): {presets_help()}.")],
     p: Annotated[str, typer.Option("--p", help="The p values, comma-separated ('inf' allowed).")] = "1,1.5,2,2.5,3,3.5,4",
     folds: Annotated[int, typer.Option(help="K: every p runs on each of the K folds.", min=2)] = 10,
-    preset: Annotated[str, typer.Option(help="paper (default), cpu or smoke.")] = "paper",
     lr: Annotated[Optional[float], typer.Option(help="Learning rate (default: the preset's).")] = None,
     gain_init: Annotated[Optional[float], typer.Option(help="Initial gain (default log₂(L²−L)).")] = None,
     seed: Annotated[Optional[int], typer.Option(help="Training seed (default 0).")] = None,
@@ -208,6 +228,7 @@ def replicate(
     _say(f"replicate study {study!r} {verb} in {redact(url)}: {result.n_cells} cells "
          f"({len(p_values)} p × {folds} folds) · {result.done} done · {result.running} running · "
          f"{result.waiting} waiting ({result.enqueued} enqueued now)")
+    _say(_replicate_estimate(result.n_cells - result.done, preset, fixed, workers, devices))
     if workers == 0:
         _say(f"start workers anywhere: lpstudy worker --study {study}; then: lpstudy status --study {study}")
         return 0

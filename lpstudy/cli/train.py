@@ -10,11 +10,12 @@ from typing import Annotated, Optional
 import typer
 
 from lpstudy.cli import app, parse_assignments
+from lpstudy.training.costs import presets_help
 
 
 @app.command()
 def train(
-    preset: Annotated[Optional[str], typer.Option(help="paper, cpu or smoke (default: the run file's, else cpu).")] = None,
+    preset: Annotated[Optional[str], typer.Option(help=f"The run file's, else cpu. {presets_help()}.")] = None,
     config: Annotated[Optional[Path], typer.Option("--config", "-c", help="A run file (YAML or JSON), e.g. from `lpstudy export`.")] = None,
     p: Annotated[Optional[str], typer.Option("--p", help="Norm exponent, a number ≥ 1 or 'inf'.")] = None,
     lr: Annotated[Optional[float], typer.Option(help="Peak learning rate.")] = None,
@@ -55,7 +56,7 @@ def train(
         f"[bold]lpstudy train[/] preset={preset_name} attention={cfg.attention} p={cfg.p:g} lr={cfg.lr:g} "
         f"gain_init={cfg.resolved_gain_init:.3g} fold={cfg.fold}/{cfg.folds} seed={cfg.seed} "
         + (f"threads={cfg.threads} " if cfg.threads else "") +
-        f"corpus={Path(corpus.source).name} ({len(corpus):,} chars, {corpus.vocab_size} symbols)")
+        f"corpus={Path(corpus.source).name} ({len(corpus):,} chars, {corpus.vocab_size} symbols)", soft_wrap=True)
     with TrainingProgress(cfg.max_steps) as bar:
         def on_eval(record):
             bar.on_eval(record)
@@ -69,7 +70,7 @@ def train(
     stderr_console.print(
         f"final val loss {s.final_val_loss:.4f} · best {s.best_val_loss:.4f} at step {s.best_step} · "
         f"{s.steps} steps in {s.wall_time_s:.1f}s · {s.tokens_per_s:,.0f} tok/s on {s.device}"
-        + (f" · saved to {out}" if out else ""))
+        + (f" · saved to {out}" if out else ""), soft_wrap=True)  # one line, even piped (80 columns)
     if as_json:
         result = {"preset": preset_name, "config": cfg.to_dict(), **s.to_dict()}
         sys.stdout.write(json.dumps(json_safe(result)) + "\n")

@@ -56,9 +56,26 @@ def p_ticks(p: pd.Series) -> tuple[list[float], list[str]] | None:
     return [*ticks, inf_position(values.tolist())], [*(format_p(t) for t in ticks), INF_LABEL]
 
 
+def exact_p_fit(p: pd.Series) -> bool:
+    """Whether the distinct p values can each have a place and a label of their own on a p axis:
+    at most EXACT_P_LIMIT of them, no two finite ones closer than 1/EXACT_P_LIMIT of their range (a
+    grid such as 1, 1.5, …, 4 fits; a search's 3.49, 3.52, 3.54 would print labels over each other)."""
+    values = np.unique(p.dropna().to_numpy(dtype="float64"))
+    if len(values) > EXACT_P_LIMIT:
+        return False
+    finite = values[np.isfinite(values)]
+    if len(finite) < 3:
+        return True
+    return float(np.diff(finite).min()) >= (finite[-1] - finite[0]) / EXACT_P_LIMIT
+
+
 def default_p_bins(p: pd.Series) -> int | None:
-    """None (the exact values) for a grid of a few p values, else DEFAULT_P_BINS bins."""
-    return None if p.dropna().nunique() <= EXACT_P_LIMIT else DEFAULT_P_BINS
+    """None (the exact values) where they fit on an axis (exact_p_fit), else a number of equal-width
+    bins: DEFAULT_P_BINS, fewer for a few values (about √n + 1, so that bins hold more than one)."""
+    if exact_p_fit(p):
+        return None
+    distinct = int(np.isfinite(np.unique(p.dropna().to_numpy(dtype="float64"))).sum())
+    return int(max(2, min(DEFAULT_P_BINS, round(math.sqrt(distinct)) + 1)))
 
 
 def p_bins(p: pd.Series, bins: int | Sequence[float] | None = None) -> pd.DataFrame:

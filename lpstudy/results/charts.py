@@ -7,6 +7,7 @@ learning rates are coloured on a log scale; diverged runs are marked apart (a re
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import numpy as np
@@ -16,6 +17,11 @@ import plotly.graph_objects as go
 from lpstudy.results import analysis as A
 
 P_SCALE = "Viridis"
+# Up to ten groups of p get colours a person tells apart (Plotly's D3 palette, a qualitative one);
+# more groups fall back to the continuous P_SCALE.
+GROUP_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+                 "#bcbd22", "#17becf")
+MAX_BANDS = 4  # more 25–75 % bands than this overlap into one cloud: draw the medians alone
 LR_SCALE = "Plasma"
 DIVERGED_COLOUR = "#d62728"
 TEMPLATE = "plotly_white"
@@ -43,6 +49,45 @@ def _p_axis(fig: go.Figure, p: pd.Series, row_col: dict | None = None) -> None:
     ticks = A.p_ticks(pd.Series(p, dtype="float64"))
     if ticks is not None:
         fig.update_xaxes(tickvals=ticks[0], ticktext=ticks[1], **(row_col or {}))
+
+
+def _p_group_axis(fig: go.Figure, rows: pd.DataFrame, x: pd.Series) -> None:
+    """Ticks for a chart of p groups (a per_p_summary-like frame): the values themselves when they
+    are exact values (they fit: analysis.exact_p_fit), else the bins' edges, short numbers that
+    never overlap; ∞ at its drawn place."""
+    finite = np.isfinite(rows["p"].astype("float64")).to_numpy()
+    binned = bool((rows.loc[finite, "p_high"] > rows.loc[finite, "p_low"]).any())
+    if not binned:
+        fig.update_xaxes(tickvals=list(x), ticktext=list(rows["p_bin"]))
+        return
+    edges = np.unique(np.concatenate([rows.loc[finite, "p_low"], rows.loc[finite, "p_high"]]).astype("float64"))
+    if len(edges) > A.EXACT_P_LIMIT:
+        edges = edges[:: int(math.ceil(len(edges) / A.EXACT_P_LIMIT))]
+    values, labels = list(edges), [f"{v:.3g}" for v in edges]
+    if (~finite).any():
+        values.append(float(np.asarray(x)[~finite][0]))
+        labels.append(A.INF_LABEL)
+    fig.update_xaxes(tickvals=values, ticktext=labels)
+
+
+def _log_ticks(fig: go.Figure, values: pd.Series) -> None:
+    """A log axis with readable ticks: 1, 10, 100, … (and 2 and 5 between when it spans little)."""
+    v = values[(values > 0) & np.isfinite(values)].astype("float64")
+    if v.empty:
+        return
+    low, high = math.floor(math.log10(v.min())), math.ceil(math.log10(v.max()))
+    decades = [10.0 ** e for e in range(low, high + 1)]
+    span = math.log10(v.max()) - math.log10(v.min())  # decades the data spans
+    ticks = decades if span >= 2.5 else sorted(d * m for d in decades for m in (1, 2, 5))
+    fig.update_yaxes(type="log", tickvals=ticks, ticktext=[f"{t:g}" for t in ticks])
+
+
+def _group_colours(n: int, positions: Sequence[float]) -> list[str]:
+    """Distinguishable colours for up to ten groups (in p order), else the continuous p scale."""
+    if n <= len(GROUP_COLOURS):
+        return list(GROUP_COLOURS[:n])
+    low, high = min(positions), max(positions)
+    return [_colour_at(float(v), low, high) for v in positions]
 
 
 def _p_text(p: pd.Series) -> list[str]:
@@ -77,6 +122,8 @@ def history_chart(trials: pd.DataFrame) -> go.Figure:
         return _empty(fig, "no completed trial without divergence yet")
     fig.add_scatter(x=ok["number"], y=ok["loss"], mode="markers", name="trial",
                     marker={"size": 5, "opacity": 0.6, "color": "#1f77b4"})
+    if ok["number"].nunique() <= 12:
+        fig.update_xaxes(dtick=1)  # whole trial numbers, never 0.5
     best = ok["loss"].cummin()
     fig.add_scatter(x=ok["number"], y=best, mode="lines", name="best so far", line={"color": "#d62728", "shape": "hv"})
     return fig
@@ -124,14 +171,16 @@ def mean_loss_per_p(summary: pd.DataFrame) -> go.Figure:
     x = A.p_positions(rows["p"].astype("float64"))
     upper = (rows["ci_high"] - rows["mean"]).fillna(0)
     lower = (rows["mean"] - rows["ci_low"]).fillna(0)
-    fig.add_scatter(x=x, y=rows["mean"], mode="markers+lines", name="mean",
+    # at n = 1 there is no interval to draw: the point says "n = 1" beside it (every n is in the hover)
+    fig.add_scatter(x=x, y=rows["mean"], mode="markers+lines+text", name="mean (95 % interval)",
+                    marker={"size": 8, "color": "#1f77b4"}, line={"color": "#1f77b4"},
+                    text=["n = 1" if n < 2 else "" for n in rows["n_ok"]], textposition="middle right",
+                    textfont={"size": 10, "color": "#555"},
                     error_y={"type": "data", "array": upper, "arrayminus": lower, "visible": True},
                     customdata=np.column_stack([rows["p_bin"], rows["n_ok"], rows["std"].fillna(0)]),
                     hovertemplate="p %{customdata[0]}<br>mean %{y:.4f} ± %{customdata[2]:.4f} (sd)"
                                   "<br>n %{customdata[1]}<extra></extra>")
-    _p_axis(fig, rows["p"])
-    if len(rows) <= A.EXACT_P_LIMIT:
-        fig.update_xaxes(tickvals=list(x), ticktext=list(rows["p_bin"]))
+    _p_group_axis(fig, rows, x)
     return fig
 
 
@@ -197,7 +246,10 @@ def paired_chart(paired: pd.DataFrame, reference_p: float = 2.0) -> go.Figure:
                     customdata=np.column_stack([paired["p_bin"], paired["n_pairs"], paired["relative_diff"] * 100]),
                     hovertemplate="p %{customdata[0]}<br>Δ %{y:+.4f} (%{customdata[2]:+.2f} %)"
                                   "<br>folds %{customdata[1]}<extra></extra>")
-    fig.update_xaxes(tickvals=list(x), ticktext=list(paired["p_bin"]))
+    if "p_low" in paired and "p_high" in paired:
+        _p_group_axis(fig, paired, x)
+    else:
+        fig.update_xaxes(tickvals=list(x), ticktext=list(paired["p_bin"]))
     return fig
 
 
@@ -254,22 +306,35 @@ def loss_curves(curves: pd.DataFrame, trials: pd.DataFrame, column: str = "val_l
     return fig
 
 
+def _rgba(colour: str, alpha: float) -> str:
+    if colour.startswith("#"):
+        r, g, b = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
+        return f"rgba({r}, {g}, {b}, {alpha})"
+    return colour.replace("rgb(", "rgba(").replace(")", f", {alpha})")
+
+
 def median_curves(bands: pd.DataFrame, column_title: str = "validation loss") -> go.Figure:
-    """The median curve per p group with the band between its 25th and 75th percentiles."""
-    title = ("Median validation loss per p (25–75 % band)" if column_title == "validation loss"
-             else f"Median {column_title} per p (25–75 % band)")
+    """The median curve per p group, each group its own distinguishable colour, with the band
+    between its 25th and 75th percentiles where there are at most MAX_BANDS groups (more overlap
+    into one cloud; the hover still gives each group's n)."""
+    centres = bands.groupby("p_bin", sort=False)["p_center"].first() if not bands.empty else pd.Series(dtype=float)
+    with_bands = len(centres) <= MAX_BANDS
+    band_text = " (25–75 % band)" if with_bands else ""
+    title = (f"Median validation loss per p{band_text}" if column_title == "validation loss"
+             else f"Median {column_title} per p{band_text}")
     fig = _figure(title, "step", column_title)
     if bands.empty:
         return _empty(fig, "no learning curve recorded yet")
-    centres = bands.groupby("p_bin", sort=False)["p_center"].first()
     position = A.p_positions(centres)
-    low, high = float(position.min()), float(position.max())
-    for label, group in bands.groupby("p_bin", sort=False):
-        colour = _colour_at(float(position[label]), low, high)
-        fill = colour.replace("rgb(", "rgba(").replace(")", ", 0.15)")
-        fig.add_scatter(x=[*group["step"], *group["step"][::-1]], y=[*group["q75"], *group["q25"][::-1]],
-                        mode="lines", fill="toself", fillcolor=fill, line={"width": 0}, hoverinfo="skip",
-                        showlegend=False, legendgroup=label)
+    order = sorted(centres.index, key=lambda label: float(position[label]))
+    colours = dict(zip(order, _group_colours(len(order), [float(position[label]) for label in order])))
+    for label, group in sorted(bands.groupby("p_bin", sort=False), key=lambda item: order.index(item[0])):
+        colour = colours[label]
+        fill = _rgba(colour, 0.15)
+        if with_bands:
+            fig.add_scatter(x=[*group["step"], *group["step"][::-1]], y=[*group["q75"], *group["q25"][::-1]],
+                            mode="lines", fill="toself", fillcolor=fill, line={"width": 0}, hoverinfo="skip",
+                            showlegend=False, legendgroup=label)
         fig.add_scatter(x=group["step"], y=group["median"], mode="lines", name=f"p {label}",
                         line={"color": colour, "width": 2}, legendgroup=label,
                         customdata=group["n"], hovertemplate=f"p {label}<br>step %{{x}}<br>median %{{y:.4f}}"
@@ -321,11 +386,14 @@ def divergence_rate_chart(rates: pd.DataFrame) -> go.Figure:
     fig = _figure("Divergence rate per p (95 % Wilson interval)", "p", "diverged runs")
     if rates.empty:
         return _empty(fig, "no completed trial yet")
-    fig.add_bar(x=list(rates["p_bin"]), y=rates["rate"], marker_color=DIVERGED_COLOUR,
-                error_y={"type": "data", "array": (rates["ci_high"] - rates["rate"]).fillna(0),
-                         "arrayminus": (rates["rate"] - rates["ci_low"]).fillna(0), "visible": True},
-                customdata=np.column_stack([rates["n_diverged"], rates["n"]]),
-                hovertemplate="p %{x}<br>%{customdata[0]} of %{customdata[1]} diverged<extra></extra>")
+    # the rate itself as a point, its Wilson interval as bars around it
+    fig.add_scatter(x=list(rates["p_bin"]), y=rates["rate"], mode="markers", name="rate (95 % Wilson interval)",
+                    marker={"size": 9, "color": DIVERGED_COLOUR, "symbol": "diamond"},
+                    error_y={"type": "data", "array": (rates["ci_high"] - rates["rate"]).fillna(0),
+                             "arrayminus": (rates["rate"] - rates["ci_low"]).fillna(0), "visible": True,
+                             "color": DIVERGED_COLOUR},
+                    customdata=np.column_stack([rates["n_diverged"], rates["n"]]),
+                    hovertemplate="p %{x}<br>%{customdata[0]} of %{customdata[1]} diverged<extra></extra>")
     fig.update_xaxes(type="category")
     fig.update_yaxes(range=[0, 1.05], tickformat=".0%")
     return fig
@@ -343,14 +411,16 @@ def max_grad_norm_chart(grads: pd.DataFrame) -> go.Figure:
             fig.add_scatter(x=x[mask], y=grads.loc[mask, "max_grad_norm"], mode="markers", name=name, marker=marker,
                             customdata=grads.loc[mask, "trial_number"],
                             hovertemplate="trial %{customdata}<br>%{y:.3g}<extra></extra>")
-    fig.update_yaxes(type="log")
+    _log_ticks(fig, grads["max_grad_norm"])
     _p_axis(fig, grads["p"])
     return fig
 
 
 def gain_chart(bands: pd.DataFrame) -> go.Figure:
     fig = median_curves(bands, "attention gain")
-    fig.update_layout(title={"text": "Attention gain over training, per p (median, 25–75 % band)"})
+    groups = bands["p_bin"].nunique() if not bands.empty else 0
+    band_text = ", 25–75 % band" if groups <= MAX_BANDS else ""
+    fig.update_layout(title={"text": f"Attention gain over training, per p (median{band_text})"})
     return fig
 
 
@@ -392,17 +462,23 @@ def trial_dynamics_chart(curves: pd.DataFrame, number: int) -> go.Figure:
     rows = curves[curves["trial_number"] == number].sort_values("step")
     fig = make_subplots(rows=1, cols=3, subplot_titles=("gradient norm", "learning rate", "attention gain"))
     fig.update_layout(title={"text": f"Trial {number}: gradient, learning rate and gain", "x": 0.01},
-                      template=TEMPLATE, height=300, showlegend=False, margin={"l": 60, "r": 20, "t": 80, "b": 40})
+                      template=TEMPLATE, height=340, showlegend=True, margin={"l": 60, "r": 20, "t": 80, "b": 90},
+                      legend={"orientation": "h", "yanchor": "top", "y": -0.3, "x": 0, "xanchor": "left"})
+    fig.update_xaxes(title_text="step")
     if rows.empty:
         return fig
-    fig.add_scatter(x=rows["step"], y=rows["grad_norm"], mode="lines", row=1, col=1)
+    fig.add_scatter(x=rows["step"], y=rows["grad_norm"], mode="lines", name="gradient norm (mean per interval)",
+                    line={"color": "#1f77b4"}, row=1, col=1)
     if rows["grad_norm_max"].notna().any():
-        fig.add_scatter(x=rows["step"], y=rows["grad_norm_max"], mode="lines", line={"dash": "dot"}, row=1, col=1)
-    fig.add_scatter(x=rows["step"], y=rows["lr"], mode="lines", row=1, col=2)
-    fig.add_scatter(x=rows["step"], y=rows["gain_mean"], mode="lines", row=1, col=3)
+        fig.add_scatter(x=rows["step"], y=rows["grad_norm_max"], mode="lines", name="gradient norm (largest)",
+                        line={"dash": "dot", "color": "#d62728"}, row=1, col=1)
+    fig.add_scatter(x=rows["step"], y=rows["lr"], mode="lines", name="learning rate", line={"color": "#2ca02c"},
+                    row=1, col=2)
+    fig.add_scatter(x=rows["step"], y=rows["gain_mean"], mode="lines", name="gain (mean over heads)",
+                    line={"color": "#9467bd"}, row=1, col=3)
     if rows["gain_min"].notna().any():
         fig.add_scatter(x=[*rows["step"], *rows["step"][::-1]], y=[*rows["gain_max"], *rows["gain_min"][::-1]],
-                        mode="lines", fill="toself", line={"width": 0}, fillcolor="rgba(31,119,180,0.15)", hoverinfo="skip",
-                        row=1, col=3)
+                        mode="lines", fill="toself", line={"width": 0}, fillcolor="rgba(148,103,189,0.2)",
+                        hoverinfo="skip", name="gain (min–max over heads)", row=1, col=3)
     return fig
 

@@ -125,6 +125,29 @@ def _num(value: Any, spec: str = ".4f") -> str:
     return "–" if value is None or isinstance(value, str) else format(value, spec)
 
 
+def print_table(console, title: str, columns: list[str], rows: list[list[str]]) -> None:
+    """A table that reads at 80 columns and piped: plain aligned columns where they fit the console,
+    else one line per row as `column value` pairs, wrapped between pairs, never inside a number."""
+    widths = [max([len(name)] + [len(row[i]) for row in rows]) for i, name in enumerate(columns)]
+    console.print(title, highlight=False, soft_wrap=True)
+    if sum(widths) + 2 * (len(widths) - 1) + 2 <= console.width:
+        def line(cells):
+            return "  " + "  ".join(c.rjust(w) if i else c.ljust(w)
+                                    for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+        console.print(line(columns), style="bold", highlight=False, soft_wrap=True)
+        for row in rows:
+            console.print(line(row), highlight=False, soft_wrap=True)
+        return
+    for row in rows:
+        lines = ["  "]
+        for pair in (f"{name} {cell}" for name, cell in zip(columns, row)):  # wrap between pairs only
+            if len(lines[-1]) > 2 and len(lines[-1]) + 3 + len(pair) > console.width:
+                lines.append("    ")
+            lines[-1] += ("" if lines[-1].strip() == "" else " · ") + pair
+        for text in lines:
+            console.print(text, highlight=False, soft_wrap=True)
+
+
 def render_status(status: dict[str, Any], console=None) -> None:
     """Print the status for a person (rich tables on stdout)."""
     from rich.console import Console
@@ -149,17 +172,16 @@ def render_status(status: dict[str, Any], console=None) -> None:
         console.print(f"grid     {grid['done']}/{grid['n_cells']} cells done · {grid['running']} running · "
                       f"{grid['waiting']} waiting", highlight=False, soft_wrap=True)
     if status["running"]:
-        table = Table(title="running", title_justify="left")
-        for col in ("trial", "p", "lr", "gain_init", "fold", "device", "host", "since", "for", "step", "val loss"):
-            table.add_column(col)
+        rows = []
         for r in status["running"]:
             step = "–" if r["last_step"] is None else f"{int(r['last_step'])}" + (
                 f"/{r['max_steps']}" if r.get("max_steps") else "")
-            table.add_row(str(r["number"]), _p(r["p"]), _num(r["lr"], ".3g"), _num(r["gain_init"], ".3g"),
-                          "–" if r["fold"] is None else str(int(r["fold"])), str(r["device"] or "–"),
-                          str(r["host"] or "–"), (r["since"] or "–")[:19].replace("T", " "),
-                          _duration(r["running_s"]), step, _num(r["last_val_loss"]))
-        console.print(table)
+            where = " on ".join(str(x) for x in (r["device"], r["host"]) if x) or "–"
+            rows.append([str(r["number"]), _p(r["p"]), _num(r["lr"], ".3g"), _num(r["gain_init"], ".3g"),
+                         "–" if r["fold"] is None else str(int(r["fold"])), _duration(r["running_s"]), step,
+                         _num(r["last_val_loss"]), where])
+        print_table(console, "running", ["trial", "p", "lr", "gain₀", "fold", "for", "step", "val loss", "where"],
+                    rows)
     left = status["time_left"]
     if "running_end_s" in left:
         running_end = left["running_end_s"]
@@ -176,29 +198,20 @@ def render_status(status: dict[str, Any], console=None) -> None:
 
 
 def _render_replicate(status: dict[str, Any], console) -> None:
-    from rich.table import Table
-
-    table = Table(title="final validation loss per p (COMPLETE runs; diverged runs left out of mean ± std)",
-                  title_justify="left")
-    for col in ("p", "runs", "diverged", "mean ± std", "95 % CI", "best"):
-        table.add_column(col, justify="right")
-    for r in status.get("per_p", []):
-        table.add_row(_p(r["p"]), str(r["n"]), str(r["n_diverged"]),
-                      f"{_num(r['mean'])} ± {_num(r['std'])}", f"[{_num(r['ci_low'])}, {_num(r['ci_high'])}]",
-                      _num(r["best"]))
-    console.print(table)
+    rows = [[_p(r["p"]), str(r["n"]), str(r["n_diverged"]), f"{_num(r['mean'])} ± {_num(r['std'])}",
+             f"[{_num(r['ci_low'])}, {_num(r['ci_high'])}]", _num(r["best"])] for r in status.get("per_p", [])]
+    print_table(console, "final validation loss per p (COMPLETE runs; diverged runs left out of mean ± std)",
+                ["p", "runs", "diverged", "mean ± std", "95 % CI", "best"], rows)
     paired = status.get("paired") or []
     if not paired:
         console.print(f"paired difference to p = {status['reference_p']:g}: none yet (needs runs of p = "
                       f"{status['reference_p']:g} and another p on the same folds)")
         return
-    table = Table(title=f"paired difference to p = {status['reference_p']:g} across folds "
-                        "(negative: p beats it)", title_justify="left")
-    for col in ("p", "pairs", "mean diff", "95 % CI", "relative", "p-value"):
-        table.add_column(col, justify="right")
+    rows = []
     for r in paired:
         rel = r.get("relative_diff")
-        table.add_row(_p(r["p"]), str(r["n_pairs"]), _num(r["mean_diff"], "+.4f"),
-                      f"[{_num(r['ci_low'], '+.4f')}, {_num(r['ci_high'], '+.4f')}]",
-                      "–" if rel is None else f"{rel:+.2%}", _num(r.get("p_value"), ".3g"))
-    console.print(table)
+        rows.append([_p(r["p"]), str(r["n_pairs"]), _num(r["mean_diff"], "+.4f"),
+                     f"[{_num(r['ci_low'], '+.4f')}, {_num(r['ci_high'], '+.4f')}]",
+                     "–" if rel is None else f"{rel:+.2%}", _num(r.get("p_value"), ".3g")])
+    print_table(console, f"paired difference to p = {status['reference_p']:g} across folds (negative: p beats it)",
+                ["p", "pairs", "mean diff", "95 % CI", "relative", "p-value"], rows)

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
 from lpstudy.db.urls import STORAGE_ENV, storage_url
 from lpstudy.errors import UserError
@@ -54,9 +55,11 @@ def worker_command(options: WorkerOptions, device: str, n_trials: int | None) ->
     return cmd
 
 
-def spawn_workers(options: WorkerOptions, devices: list[str], say=None) -> int:
+def spawn_workers(options: WorkerOptions, devices: list[str], say=None, on_line=None, tick=None) -> int:
     """One worker process per device; waits for all; forwards SIGINT/SIGTERM to them. Returns the
-    worst exit status. --n-trials is shared out among the processes."""
+    worst exit status. --n-trials is shared out among the processes. With `on_line`, the workers'
+    output comes through it line by line (so that a progress bar of the caller stays intact);
+    `tick()` is called about once a second while they run."""
     env = dict(os.environ)
     env[STORAGE_ENV] = storage_url(options.storage)
     cpu_workers = sum(1 for d in devices if d == "cpu")
@@ -72,7 +75,13 @@ def spawn_workers(options: WorkerOptions, devices: list[str], say=None) -> int:
             continue
         # A session of their own: a Ctrl-C in the terminal reaches them once, forwarded by this
         # process, rather than twice (which would abort their trials instead of stopping them).
-        procs.append(subprocess.Popen(worker_command(options, device, share), env=env, start_new_session=True))
+        piped = {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT, "text": True, "bufsize": 1} if on_line else {}
+        procs.append(subprocess.Popen(worker_command(options, device, share), env=env, start_new_session=True,
+                                      **piped))
+    readers = [threading.Thread(target=_forward_lines, args=(proc.stdout, on_line), daemon=True)
+               for proc in procs if on_line is not None]
+    for reader in readers:
+        reader.start()
     if say:
         say(f"started {len(procs)} worker process(es) on {', '.join(devices)}")
 
@@ -86,8 +95,18 @@ def spawn_workers(options: WorkerOptions, devices: list[str], say=None) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):
             previous[sig] = signal.signal(sig, forward)
     try:
+        while tick is not None and any(proc.poll() is None for proc in procs):
+            tick()
+            time.sleep(1.0)
         codes = [proc.wait() for proc in procs]
+        for reader in readers:
+            reader.join(timeout=5)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return max([abs(c) for c in codes] or [0])
+
+
+def _forward_lines(stream, on_line) -> None:
+    for line in stream:
+        on_line(line.rstrip("\n"))

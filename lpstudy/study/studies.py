@@ -61,14 +61,33 @@ def create_study(storage: StudyStorage, name: str, spec: StudySpec) -> tuple[opt
     except optuna.exceptions.DuplicatedStudyError:
         study, existing = load_study(storage, name)
         if _canonical(existing.to_plain()) != _canonical(plain):
-            raise UserError(f"study {name!r} already exists in {storage.display_url} with another spec "
-                            f"({existing.describe()}); pick another --study name, or run `lpstudy worker "
-                            f"--study {name}` to continue it") from None
+            raise UserError(f"study {name!r} already exists in {storage.display_url} with another spec: "
+                            f"{spec_differences(existing.to_plain(), plain)}; pick another --study name, "
+                            f"or run `lpstudy worker --study {name}` to continue it") from None
         return study, False
     study.set_user_attr(SPEC_ATTR, plain)
     study.set_user_attr("kind", spec.kind)
     study.set_user_attr("preset", spec.preset)
     return study, True
+
+
+def _flatten(plain: Any, prefix: str = "") -> dict[str, str]:
+    if isinstance(plain, dict):
+        out: dict[str, str] = {}
+        for key, value in plain.items():
+            out.update(_flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return {prefix: json.dumps(plain, default=str)}
+
+
+def spec_differences(stored: dict[str, Any], new: dict[str, Any]) -> str:
+    """The fields where two specs differ, as `field stored X, new Y` (nested fields dotted:
+    space.p.high), so a refusal says what differs rather than repeating the spec."""
+    a, b = _flatten(stored), _flatten(new)
+    missing = "(unset)"
+    parts = [f"{key} stored {a.get(key, missing)}, new {b.get(key, missing)}"
+             for key in sorted(set(a) | set(b)) if a.get(key) != b.get(key)]
+    return "; ".join(parts) or "the same fields in another form"
 
 
 def _check_study_name(name: str) -> None:

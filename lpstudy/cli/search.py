@@ -1,0 +1,112 @@
+"""`lpstudy search`: a study from nothing to its best trial in one command. It creates the study if
+it is missing (from flags or --config, as `create` does; an existing one of the same spec is
+continued), says how many trials it will run and about how long they take, runs N local worker
+processes with one progress bar over the trials, then prints the best trial and the commands that
+open the dashboard and export it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from lpstudy.cli import app, parse_assignments
+from lpstudy.cli.study import StorageOpt, _quiet_optuna, _say
+from lpstudy.training.costs import presets_help
+
+
+@app.command()
+def search(
+    study: Annotated[str, typer.Option("--study", "-s", help="The study's name (created if missing).")] = "lp-search",
+    n_trials: Annotated[int, typer.Option("--n-trials", help="Trials to run now, shared among the workers.", min=1)] = 8,
+    workers: Annotated[int, typer.Option(help="Local worker processes.", min=1)] = 1,
+    devices: Annotated[str, typer.Option(help="auto (every visible GPU, else CPU), cpu, or a list shared out round-robin.")] = "auto",
+    config: Annotated[Optional[Path], typer.Option("--config", "-c", help="A study YAML (preset, space, sampler, ...), e.g. examples/search-smoke.yaml.")] = None,
+    preset: Annotated[Optional[str], typer.Option(help=f"The YAML's, else cpu. {presets_help()}.")] = None,
+    p: Annotated[Optional[str], typer.Option("--p", help="p: a value, LOW:HIGH, LOW:HIGH,inf or A,B,C (default 1:4).")] = None,
+    lr: Annotated[Optional[str], typer.Option(help="Learning rate: a value, LOW:HIGH (log scale) or A,B (default 1e-4:1e-2).")] = None,
+    gain_init: Annotated[Optional[str], typer.Option(help="Initial gain: a value, LOW:HIGH (log scale) or A,B (default 2:64).")] = None,
+    search_: Annotated[Optional[list[str]], typer.Option("--search", help="Search any field: --search n_layer=2,4 (repeatable).")] = None,
+    set_: Annotated[Optional[list[str]], typer.Option("--set", help="Fix any field: --set max_steps=500 (repeatable).")] = None,
+    sampler: Annotated[Optional[str], typer.Option(help="tpe (default), random or grid.")] = None,
+    pruner: Annotated[Optional[str], typer.Option(help="median (default), hyperband or none.")] = None,
+    sampler_seed: Annotated[Optional[int], typer.Option(help="Seed of the sampler.")] = None,
+    data: Annotated[Optional[str], typer.Option(help="Text file to train on (else $LPSTUDY_DATA, the cache, or a download).")] = None,
+    storage: StorageOpt = None,
+) -> int:
+    """Create a study if it is missing, run N local workers with progress, print the best trial."""
+    _quiet_optuna()
+    from lpstudy.db.optuna_storage import open_storage
+    from lpstudy.db.urls import storage_url
+    from lpstudy.results.status import render_status, study_status
+    from lpstudy.study.launch import resolve_devices, spawn_workers
+    from lpstudy.study.spec import build_spec, read_study_file
+    from lpstudy.study.studies import create_study, enqueue_missing_cells
+    from lpstudy.study.worker import WorkerOptions
+    from lpstudy.training.costs import study_estimate
+
+    file_data = read_study_file(config) if config is not None else {}
+    entries: dict = {}
+    entries.update(parse_assignments(set_, "--set"))
+    entries.update(parse_assignments(search_, "--search"))
+    for name, value in (("p", p), ("lr", lr), ("gain_init", gain_init)):
+        if value is not None:
+            entries[name] = value
+    spec = build_spec(file_data, entries, {"preset": preset, "sampler": sampler, "pruner": pruner,
+                                           "sampler_seed": sampler_seed})
+    url = storage_url(storage)
+    store = open_storage(url, create_tables=True)
+    the_study, created = create_study(store, study, spec)
+    if spec.is_grid:
+        enqueue_missing_cells(the_study, spec)
+    before = _finished(the_study)
+    _say(f"study {study!r} {'created' if created else 'continued'} in {store.display_url} · {spec.describe()}")
+    _say(f"space: {spec.space.describe()}")
+
+    available = resolve_devices(devices)
+    device_list = [available[i % len(available)] for i in range(workers)]
+    max_steps = spec.base_config().max_steps
+    _say("runs " + study_estimate(n_trials, spec.preset, workers, gpu=device_list[0] != "cpu",
+                                  max_steps=max_steps))
+    options = WorkerOptions(study=study, storage=url, n_trials=n_trials, data=data, show_progress=False)
+    code = _run_with_progress(options, device_list, the_study, before, n_trials)
+
+    status = study_status(url, study)
+    render_status(status)
+    where = "" if storage is None else " --storage URL"
+    _say(f"dashboard: lpstudy dashboard --study {study}{where}")
+    _say(f"export:    lpstudy export --study {study}{where} -o best.yaml   "
+         f"then: lpstudy train --config best.yaml")
+    return code
+
+
+def _finished(study) -> int:
+    from optuna.trial import TrialState
+
+    return len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)))
+
+
+def _run_with_progress(options, devices: list[str], study, before: int, n_trials: int) -> int:
+    """The workers' lines above one bar over the trials this command runs."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from lpstudy.study.launch import spawn_workers
+    from lpstudy.training.progress import stderr_console
+
+    progress = Progress(TextColumn("[bold]trials"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        console=stderr_console, transient=False)
+    task = progress.add_task("trials", total=n_trials)
+
+    def tick() -> None:
+        try:
+            progress.update(task, completed=min(n_trials, _finished(study) - before))
+        except Exception:  # a busy database: the next tick tries again
+            pass
+
+    with progress:
+        code = spawn_workers(options, devices, say=lambda m: progress.console.print(m, highlight=False, soft_wrap=True),
+                             on_line=lambda line: progress.console.print(line, markup=False, highlight=False, soft_wrap=True),
+                             tick=tick)
+        tick()
+    return code

@@ -1,0 +1,180 @@
+"""The first ten minutes, as a new user meets them: the README's two commands on a fresh copy of the
+repository, the example study files, the costs said before they are paid, and command-line output
+that reads at 80 columns and piped."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import optuna
+import pytest
+import yaml
+from optuna.trial import TrialState
+
+from tests.study_helpers import ROOT, TINY, cli, lp_env, lpstudy
+
+README = (ROOT / "README.md").read_text()
+
+
+def _readme_commands() -> tuple[str, str]:
+    """The install-and-run command and the test command, as the README's first section gives them."""
+    section = README.split("## Two commands", 1)[1].split("\n## ", 1)[0]
+    commands = [line.strip() for line in section.splitlines() if line.startswith("    ")]
+    run = next(c for c in commands if "lpstudy search" in c)
+    test = next(c for c in commands if "pytest" in c)
+    return run, test
+
+
+def _fresh_copy(dest: Path) -> Path:
+    """The repository as a clone has it: tracked and not-ignored files, committed in a new git repo."""
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True,
+                           capture_output=True, text=True).stdout.split("\0")
+    for name in filter(None, files):
+        src = ROOT / name
+        if src.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    subprocess.run([*git, "init", "-q"], cwd=dest, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=dest, check=True)
+    subprocess.run([*git, "commit", "-qm", "fresh"], cwd=dest, check=True)
+    return dest
+
+
+def test_the_readme_opens_with_an_install_and_run_command_and_the_test_command():
+    assert README.index("## Two commands") < README.index("## Install")
+    run, test = _readme_commands()
+    assert run.startswith("pip install torch==") and 'pip install -e ".[dev]"' in run
+    assert "lpstudy search --preset smoke --workers 2" in run
+    assert "python -m pytest" in test and "LPSTUDY_DATA" in test
+    # what the tests need, and how long they take, in that one section
+    section = README.split("## Two commands", 1)[1].split("\n## ", 1)[0]
+    for need in ("corpus", "PostgreSQL", "/usr/bin/chromium", "root", "../shared", "minutes"):
+        assert need in section, need
+
+
+def test_the_readme_run_command_on_a_fresh_copy_completes_a_study_and_prints_the_best(tmp_path):
+    repo = _fresh_copy(tmp_path / "lpstudy")
+    run, _ = _readme_commands()
+    search = run.split("&&")[-1].split()  # no reinstall: this interpreter, the copy on PYTHONPATH
+    assert search[:2] == ["lpstudy", "search"]
+    args = [*search[1:], "--n-trials", "3", *TINY]
+    result = subprocess.run([sys.executable, "-m", "lpstudy", *args], cwd=repo, capture_output=True, text=True,
+                            env=lp_env(PYTHONPATH=str(repo), LPSTUDY_STORAGE=""), timeout=300)
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out
+    assert re.search(r"runs 3 trial\(s\) of preset smoke, ≈ .+ each on 1 CPU thread; 2 worker\(s\): about", out)
+    assert re.search(r"best +trial \d+: \d\.\d{4} · p=", out), out
+    assert "lpstudy dashboard --study lp-search" in out and "lpstudy export --study lp-search" in out
+    study = optuna.load_study(study_name="lp-search", storage=f"sqlite:///{repo / 'storage' / 'lpstudy.db'}")
+    states = [t.state for t in study.trials]
+    assert len(states) == 3 and set(states) <= {TrialState.COMPLETE, TrialState.PRUNED}
+    assert TrialState.COMPLETE in states
+    # nothing lands in the checkout unasked: the database is git-ignored
+    dirty = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True).stdout
+    assert dirty == "", dirty
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "examples").glob("*.yaml")), ids=lambda p: p.name)
+def test_every_example_study_file_loads_and_the_readme_uses_it(path):
+    from lpstudy.study.spec import build_spec, read_study_file
+
+    spec = build_spec(read_study_file(path))
+    assert spec.preset in ("paper", "cpu", "smoke")
+    assert f"examples/{path.name}" in README or path.name in README
+    # the file says how to run it
+    assert "lpstudy " in path.read_text()
+
+
+def test_the_readme_study_yaml_is_the_shipped_example():
+    block = README.split("```yaml\n# examples/study.yaml\n", 1)[1].split("```", 1)[0]
+    shipped = (ROOT / "examples" / "study.yaml").read_text()
+    assert yaml.safe_load(block) == yaml.safe_load(shipped)
+
+
+def test_outputs_that_default_to_the_working_directory_are_git_ignored(tmp_path):
+    for name in ("storage/lpstudy.db", "storage/artifacts/x", "report.html", "best.yaml", "demo.db"):
+        r = subprocess.run(["git", "check-ignore", "-q", name], cwd=ROOT)
+        assert r.returncode == 0, name
+
+
+def test_each_presets_declared_size_is_the_models():
+    import torch  # noqa: F401  (the model)
+
+    from lpstudy.model.gpt import GPT
+    from lpstudy.training.config import PRESETS
+    from lpstudy.training.costs import PRESET_COSTS
+
+    assert set(PRESET_COSTS) == set(PRESETS)
+    for name, cost in PRESET_COSTS.items():
+        assert GPT(PRESETS[name], vocab_size=65).num_params() == cost.n_params, name
+        assert cost.cpu_trial_s > 0 and cost.gpu_trial_s > 0
+
+
+@pytest.mark.parametrize("command", ["train", "create", "replicate", "search"])
+def test_help_of_every_costly_command_gives_each_presets_size_and_time(command):
+    r = lpstudy(command, "--help", env=lp_env(COLUMNS="80"))
+    text = " ".join(r.stdout.split())
+    assert r.returncode == 0
+    for fragment in ("paper (10.6 M params, 3.5 days/trial on 1 CPU thread, ~4 min on a GPU, est.)",
+                     "smoke (27 k params, 4 s/trial"):
+        assert fragment in text, text
+
+
+def test_replicate_requires_a_preset_and_says_the_trials_and_their_cost_first(sqlite_url, capsys):
+    code, _, err = cli(capsys, "replicate", "--study", "r", "--storage", sqlite_url)
+    assert code == 2 and "Missing option '--preset'" in err and err.count("\n") == 1
+    code, _, err = cli(capsys, "replicate", "--study", "r", "--storage", sqlite_url, "--preset", "paper",
+                       "--p", "1,2", "--folds", "2")
+    assert code == 0
+    assert "left: 4 trial(s) of preset paper: about 14.0 days on one CPU thread, ~16 min on one GPU (estimate)" in err
+
+
+def test_version_and_help_that_never_cuts_the_default_storage_url():
+    from lpstudy import __version__
+
+    r = lpstudy("--version")
+    assert r.returncode == 0 and r.stdout.strip() == f"lpstudy {__version__}"
+    for command in ("create", "worker", "status", "replicate", "search", "dashboard"):
+        r = lpstudy(command, "--help", env=lp_env(COLUMNS="80"))
+        assert "sqlite:///storage/lpstudy.db" in r.stdout, command
+        assert "…" not in r.stdout and max(map(len, r.stdout.splitlines())) <= 80, command
+
+
+def test_the_last_line_of_train_is_one_line_when_stderr_is_piped():
+    r = lpstudy("train", "--preset", "smoke", *TINY, env=lp_env(COLUMNS="80"))
+    assert r.returncode == 0, r.stderr
+    last = r.stderr.strip().splitlines()[-1]
+    assert re.fullmatch(r"final val loss \d\.\d{4} · best \d\.\d{4} at step \d+ · 30 steps in [\d.]+s · "
+                        r"[\d,]+ tok/s on cpu", last), r.stderr
+
+
+@pytest.mark.parametrize("kind", ["search", "replicate"])
+def test_status_at_80_columns_piped_shows_every_number_in_full(kind, tmp_path):
+    from lpstudy.study.synthetic import write_synthetic_study
+
+    url = f"sqlite:///{tmp_path / 'demo.db'}"
+    write_synthetic_study(url, "s", kind=kind, n_trials=40, n_evals=6, folds=5, seed=4)
+    text = lpstudy("status", "--study", "s", "--storage", url, env=lp_env(COLUMNS="80"))
+    data = lpstudy("status", "--study", "s", "--storage", url, "--json", env=lp_env(COLUMNS="80"))
+    assert text.returncode == 0 and data.returncode == 0, text.stderr
+    out, status = text.stdout, json.loads(data.stdout)
+    assert "…" not in out
+    table_lines = [line for line in out.splitlines() if line.startswith("  ")]
+    assert table_lines and max(map(len, table_lines)) <= 80, out
+    expected = []
+    assert status["running"], "the synthetic study has running trials"
+    for r in status["running"]:
+        expected += [f" {r['number']} ", f"{r['lr']:.3g}", f"{r['gain_init']:.3g}", f"{r['last_val_loss']:.4f}",
+                     f"{int(r['last_step'])}/{r['max_steps']}", str(r["host"])]
+    for r in status.get("per_p", []):
+        expected += [f"{r['mean']:.4f} ± {r['std']:.4f}", f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]", f"{r['best']:.4f}"]
+    for r in status.get("paired", []):
+        expected += [f"{r['mean_diff']:+.4f}", f"{r['relative_diff']:+.2%}"]
+    for fragment in expected:
+        assert fragment in out, (fragment, out)
