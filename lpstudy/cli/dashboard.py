@@ -21,6 +21,7 @@ import typer
 
 from lpstudy.cli import app
 from lpstudy.errors import UserError
+from lpstudy.names import study_name_option
 from lpstudy.db.urls import DEFAULT_STORAGE, STORAGE_ENV, missing_file_message, redact, storage_kind
 
 APP_DIR_ENV = "LPSTUDY_APP_DIR"
@@ -74,7 +75,7 @@ def check_port_free(host: str, port: int) -> None:
 @app.command()
 def dashboard(
     storage: StorageOption = None,
-    study: Annotated[Optional[str], typer.Option(help="The study to open first (any study can be chosen in the app).")] = None,
+    study: Annotated[Optional[str], typer.Option(help="The study to open first (any study can be chosen in the app).", callback=study_name_option)] = None,
     port: Annotated[int, typer.Option(help="Port to serve on.", min=1, max=65535)] = 8501,
     host: Annotated[str, typer.Option(help="Address to listen on; 0.0.0.0 for every interface.")] = "127.0.0.1",
     headless: Annotated[bool, typer.Option("--headless/--browser", help="Do not open a browser window.")] = False,
@@ -136,15 +137,17 @@ def optuna_dashboard(
 
 @app.command()
 def report(
-    study: Annotated[str, typer.Option(help="The study to report on.")],
+    study: Annotated[str, typer.Option(help="The study to report on.", callback=study_name_option)],
     storage: StorageOption = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="The HTML file to write.")] = Path("report.html"),
     threshold: Annotated[Optional[float], typer.Option(help="Loss threshold for 'steps to reach' (default: the study's).")] = None,
     bins: Annotated[Optional[int], typer.Option(help="Number of p bins (default: exact values for a grid, else 8).", min=1)] = None,
 ) -> None:
     """Write the dashboard's figures for one study into one HTML file that works offline."""
+    from lpstudy.paths import check_output_file
     from lpstudy.results.report import write_report
 
     url = dashboard_storage(storage)
+    check_output_file(output, "--output")
     written = write_report(url, study, output, threshold=threshold, bins=bins)
     print(f"lpstudy report: {study} → {written} ({written.stat().st_size / 1e6:.1f} MB, opens offline)")

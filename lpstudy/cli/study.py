@@ -15,11 +15,12 @@ import typer
 
 from lpstudy.cli import app, parse_assignments
 from lpstudy.errors import UserError
+from lpstudy.names import shell_quoted, study_name_option
 
 StorageOpt = Annotated[Optional[str], typer.Option(
     "--storage", help="Study database URL: sqlite:///FILE, postgresql+psycopg://USER:PW@HOST/DB, "
                       "journal:///FILE or grpc://HOST:PORT (default $LPSTUDY_STORAGE, else sqlite:///storage/lpstudy.db).")]
-StudyOpt = Annotated[str, typer.Option("--study", "-s", help="The study's name.")]
+StudyOpt = Annotated[str, typer.Option("--study", "-s", help="The study's name.", callback=study_name_option)]
 HeartbeatOpt = Annotated[Optional[int], typer.Option(
     help="Seconds between a running trial's heartbeats (SQL storages; default 10).", min=1)]
 GraceOpt = Annotated[Optional[int], typer.Option(
@@ -86,15 +87,20 @@ def create(
                "n_trials": n_trials, "n_startup_trials": n_startup_trials, "sampler_seed": sampler_seed,
                "heartbeat_interval": heartbeat_interval, "grace_period": grace_period, "max_retry": max_retry}
     spec = build_spec(file_data, entries, options)
-    store = open_storage(storage, create_tables=True)
-    created_study, created = create_study(store, study, spec)
-    enqueued = enqueue_missing_cells(created_study, spec) if spec.is_grid else 0
+    from lpstudy.study.undo import undo_on_failure
+
+    with undo_on_failure(storage) as undo:
+        store = open_storage(storage, create_tables=True)
+        created_study, created = create_study(store, study, spec)
+        if created:
+            undo.study(store, study)
+        enqueued = enqueue_missing_cells(created_study, spec) if spec.is_grid else 0
     verb = "created" if created else "exists already, unchanged:"
     _say(f"study {study!r} {verb} in {store.display_url} · {spec.describe()}")
     _say(f"space: {spec.space.describe()}")
     if spec.is_grid:
         _say(f"grid: {enqueued} cell(s) enqueued")
-    _say(f"start workers: lpstudy worker --study {study}" + ("" if storage is None else " --storage URL"))
+    _say(f"start workers: lpstudy worker --study {shell_quoted(study)}" + ("" if storage is None else " --storage URL"))
 
 
 @app.command()
@@ -161,6 +167,10 @@ def export(
     from lpstudy.results.export import export_text, train_command, write_export
     from lpstudy.db.urls import storage_url
 
+    from lpstudy.paths import check_output_file
+
+    if output is not None:
+        check_output_file(output, "--output")
     text = export_text(storage_url(storage), study, top_k=top, fmt=fmt)
     if output is None:
         sys.stdout.write(text)
@@ -203,15 +213,16 @@ def replicate(
     p_values = [v.strip() for v in p.split(",") if v.strip()]
     options = {"heartbeat_interval": heartbeat_interval, "grace_period": grace_period, "max_retry": max_retry}
     url = storage_url(storage)
+    available = resolve_devices(devices) if workers else []  # a wrong device: refused before anything is made
     result = run_replicate(url, study, preset, p_values, folds, fixed, options)
     verb = "created" if result.created else "resumed"
     _say(f"replicate study {study!r} {verb} in {redact(url)}: {result.n_cells} cells "
          f"({len(p_values)} p × {folds} folds) · {result.done} done · {result.running} running · "
          f"{result.waiting} waiting ({result.enqueued} enqueued now)")
     if workers == 0:
-        _say(f"start workers anywhere: lpstudy worker --study {study}; then: lpstudy status --study {study}")
+        _say(f"start workers anywhere: lpstudy worker --study {shell_quoted(study)}; "
+             f"then: lpstudy status --study {shell_quoted(study)}")
         return 0
-    available = resolve_devices(devices)
     device_list = [available[i % len(available)] for i in range(workers)]
     options_w = WorkerOptions(study=study, storage=url, data=data, show_progress=not no_progress,
                               heartbeat_interval=heartbeat_interval, grace_period=grace_period,

@@ -155,7 +155,22 @@ def missing_file_message(url: str) -> str | None:
     if not path.is_file():
         return (f"no study database at {path}; create a study first (`lpstudy create` or `lpstudy "
                 "replicate`) or pass --storage / set LPSTUDY_STORAGE to the URL the workers use")
+    if storage_kind(url) == "sqlite" and not is_sqlite_file(path):
+        return f"{path} is not a SQLite database; check --storage / LPSTUDY_STORAGE"
     return None
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def is_sqlite_file(path: Path) -> bool:
+    """Whether path is a SQLite database (its 16-byte header; an empty file is an empty database)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(SQLITE_HEADER))
+    except OSError:
+        return False
+    return head in (b"", SQLITE_HEADER)
 
 
 def prepare_to_create(url: str) -> Path | None:

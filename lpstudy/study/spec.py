@@ -20,6 +20,7 @@ from typing import Any
 from lpstudy.errors import UserError
 from lpstudy.files import read_yaml_mapping
 from lpstudy.study.space import DEFAULT_SPACE, Fixed, SearchSpace, encode
+from lpstudy.training.bounds import FIELD_BOUNDS
 from lpstudy.training.config import TrainConfig, get_preset, resolve_config
 from lpstudy.values import check_p
 
@@ -172,8 +173,9 @@ def replicate_spec(preset: str, p_values: list[float], folds: int, fixed: dict[s
         value = check_p(p)
         if value not in ps:
             ps.append(value)
-    if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
-        raise UserError(f"--folds must be an integer ≥ 2, got {folds!r}")
+    bound = FIELD_BOUNDS["folds"]
+    if isinstance(folds, bool) or not isinstance(folds, int) or not bound.contains(folds):
+        raise UserError(f"--folds must be an integer in {bound.describe()}, got {folds!r}")
     for name in ("p", "fold", "folds"):
         if name in (fixed or {}):
             raise UserError(f"{name} is set by the replicate grid (--p, --folds); do not --set it")
