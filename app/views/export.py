@@ -6,7 +6,7 @@ import streamlit as st
 
 from lpstudy.results import analysis as A
 
-from common import CACHE_TTL_S, no_traceback, page, show_problem
+from common import CACHE_TTL_S, no_traceback, page, plain, show_problem
 
 storage, study = page("Export", curves=False)
 trials = study.trials
@@ -32,7 +32,7 @@ file_name = f"{study.name}-best.{fmt}" if top_k == 1 else f"{study.name}-top{int
 best = A.top_trials(trials, int(top_k))
 st.dataframe(best.assign(p=best["p"].map(A.format_p))[["number", "loss", "p", "lr", "gain_init", "fold", "seed"]],
              hide_index=True, width="stretch")
-st.download_button(f"Download {file_name}", data=text, file_name=file_name,
+st.download_button(f"Download {plain(file_name)}", data=text, file_name=file_name,
                    mime="application/json" if fmt == "json" else "application/x-yaml", type="primary")
 st.code(text, language=fmt)
 st.markdown("Retrain it:" if top_k == 1 else

@@ -88,6 +88,10 @@ def dashboard(
     problem = missing_file_message(url)  # a mistyped path: one line now, not an error page later
     if problem:
         raise UserError(problem)
+    if storage_kind(url) in ("sqlite", "postgresql", "mysql"):  # a wrong password, a refused port: now
+        from lpstudy.db.engines import make_engine
+
+        make_engine(url, readonly=True, check=True).dispose()
     env = dict(os.environ)
     env[STORAGE_ENV] = url
     env.setdefault("STREAMLIT_BROWSER_GATHER_USAGE_STATS", "false")
