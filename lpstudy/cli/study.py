@@ -14,6 +14,7 @@ from typing import Annotated, Optional
 import typer
 
 from lpstudy.cli import app, parse_assignments
+from lpstudy.cli.options import StorageFileOpt
 from lpstudy.errors import UserError
 from lpstudy.names import shell_quoted, study_name_option
 
@@ -115,9 +116,13 @@ def worker(
     grace_period: GraceOpt = None,
     max_retry: RetryOpt = None,
     storage: StorageOpt = None,
+    storage_file: StorageFileOpt = None,
 ) -> int:
     """Take trials from a study and train them (run as many workers as you like, anywhere)."""
     _quiet_optuna()
+    from lpstudy.db.urls import storage_url
+
+    storage = storage_url(storage, storage_file)  # to the worker processes through the environment
     from lpstudy.db.optuna_storage import open_storage
     from lpstudy.study.studies import load_spec
     from lpstudy.study.launch import resolve_devices, spawn_workers
