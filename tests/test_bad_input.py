@@ -319,3 +319,32 @@ def test_a_failed_create_in_an_existing_database_leaves_no_half_made_study(in_wo
             "--p", "1,2")
     with pytest.raises(Exception, match="no study named 'half'"):
         open_study(DB, "half")
+
+
+def test_a_failed_download_leaves_no_cache_folder(in_workdir, capsys, monkeypatch):
+    monkeypatch.delenv("LPSTUDY_DATA", raising=False)
+    monkeypatch.setenv("LPSTUDY_CACHE", str(in_workdir / "cache" / "lpstudy"))
+    monkeypatch.setenv("LPSTUDY_DATA_URL", "http://127.0.0.1:1/input.txt")  # nothing listens there
+    before = snapshot(in_workdir)
+    code, out, err = cli(capsys, "train", "--preset", "smoke")
+    assert_one_line_refusal(code, out, err)
+    assert "download" in err and "--data" in err
+    assert snapshot(in_workdir) == before  # no cache/ folder
+
+
+def test_a_study_name_in_markdown_is_shown_as_text_in_the_dashboard(tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from lpstudy.study.synthetic import write_synthetic_study
+
+    name = "[click me](http://evil.example) **loud** :red[x]"
+    url = f"sqlite:///{tmp_path / 'md.db'}"
+    write_synthetic_study(url, name, n_trials=4, n_evals=3)
+    monkeypatch.setenv("LPSTUDY_STORAGE", url)
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app" / "dashboard.py"), default_timeout=60)
+    at.run()
+    assert not at.exception
+    (caption,) = [c.value for c in at.caption if "Study" in c.value]
+    # every markdown character of the name is escaped: it renders as the literal name, not a link
+    assert r"\[click me\]\(http\:\/\/evil\.example\) \*\*loud\*\* \:red\[x\]" in caption
+    assert "](http" not in caption and "**loud**" not in caption

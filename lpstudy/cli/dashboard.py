@@ -147,6 +147,7 @@ def optuna_dashboard(
 def report(
     study: Annotated[str, typer.Option(help="The study to report on.", callback=study_name_option)],
     storage: StorageOption = None,
+    storage_file: StorageFileOpt = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="The HTML file to write.")] = Path("report.html"),
     threshold: Annotated[Optional[float], typer.Option(help="Loss threshold for 'steps to reach' (default: the study's).")] = None,
     bins: Annotated[Optional[int], typer.Option(help="Number of p bins (default: exact values for a grid, else 8).", min=1)] = None,
@@ -155,7 +156,7 @@ def report(
     from lpstudy.paths import check_output_file
     from lpstudy.results.report import write_report
 
-    url = dashboard_storage(storage)
+    url = dashboard_storage(storage, storage_file)
     check_output_file(output, "--output")
     written = write_report(url, study, output, threshold=threshold, bins=bins)
     print(f"lpstudy report: {study} → {written} ({written.stat().st_size / 1e6:.1f} MB, opens offline)")

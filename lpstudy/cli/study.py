@@ -69,9 +69,13 @@ def create(
     grace_period: GraceOpt = None,
     max_retry: RetryOpt = None,
     storage: StorageOpt = None,
+    storage_file: StorageFileOpt = None,
 ) -> None:
     """Create a study: its search space, sampler and pruner (run again with the same spec: no change)."""
     _quiet_optuna()
+    from lpstudy.db.urls import storage_url
+
+    shown_storage, storage = storage, storage_url(storage, storage_file)
     from lpstudy.db.optuna_storage import open_storage
     from lpstudy.study.spec import build_spec, read_study_file
     from lpstudy.study.studies import create_study, enqueue_missing_cells
@@ -101,7 +105,7 @@ def create(
     _say(f"space: {spec.space.describe()}")
     if spec.is_grid:
         _say(f"grid: {enqueued} cell(s) enqueued")
-    _say(f"start workers: lpstudy worker --study {shell_quoted(study)}" + ("" if storage is None else " --storage URL"))
+    _say(f"start workers: lpstudy worker --study {shell_quoted(study)}" + ("" if shown_storage is None else " --storage URL"))
 
 
 @app.command()
@@ -147,12 +151,13 @@ def status(
     study: StudyOpt,
     as_json: Annotated[bool, typer.Option("--json", help="Print the status as one JSON object.")] = False,
     storage: StorageOpt = None,
+    storage_file: StorageFileOpt = None,
 ) -> None:
     """Trials by state, the best trial, who runs what, the time left (and the replicate table)."""
     from lpstudy.results.status import render_status, study_status
     from lpstudy.db.urls import storage_url
 
-    result = study_status(storage_url(storage), study)
+    result = study_status(storage_url(storage, storage_file), study)
     if as_json:
         sys.stdout.write(json.dumps(result) + "\n")
     else:
@@ -166,6 +171,7 @@ def export(
     fmt: Annotated[str, typer.Option("--format", "-f", help="yaml or json.")] = "yaml",
     top: Annotated[int, typer.Option("--top", help="The best K trials instead of the best one.", min=1)] = 1,
     storage: StorageOpt = None,
+    storage_file: StorageFileOpt = None,
 ) -> None:
     """The best trial (or the top K) as a run file for `lpstudy train --config`."""
     _quiet_optuna()
@@ -176,7 +182,7 @@ def export(
 
     if output is not None:
         check_output_file(output, "--output")
-    text = export_text(storage_url(storage), study, top_k=top, fmt=fmt)
+    text = export_text(storage_url(storage, storage_file), study, top_k=top, fmt=fmt)
     if output is None:
         sys.stdout.write(text)
         return
@@ -203,6 +209,7 @@ def replicate(
     grace_period: GraceOpt = None,
     max_retry: RetryOpt = None,
     storage: StorageOpt = None,
+    storage_file: StorageFileOpt = None,
 ) -> int:
     """The paper's protocol: a grid of p values × K folds; create (or resume) it, and return."""
     _quiet_optuna()
@@ -217,7 +224,7 @@ def replicate(
             fixed[name] = value
     p_values = [v.strip() for v in p.split(",") if v.strip()]
     options = {"heartbeat_interval": heartbeat_interval, "grace_period": grace_period, "max_retry": max_retry}
-    url = storage_url(storage)
+    url = storage_url(storage, storage_file)
     available = resolve_devices(devices) if workers else []  # a wrong device: refused before anything is made
     result = run_replicate(url, study, preset, p_values, folds, fixed, options)
     verb = "created" if result.created else "resumed"
