@@ -83,6 +83,8 @@ def storage_kind(url: str) -> str:
         backend = ""
     if backend not in SQL_KINDS:
         raise UserError(f"storage URL {redact(url)!r} is not one of {URL_FORMS}")
+    if parsed.port is not None and not 0 < parsed.port < 65536:
+        raise UserError(f"storage URL {redact(url)!r}: port {parsed.port} is not in 1..65535")
     if backend == "sqlite":
         database = parsed.database
         if not database or database == ":memory:" or database.startswith("file::memory:"):
