@@ -11,6 +11,7 @@ $LPSTUDY_STORAGE, else lpstudy.db.urls.DEFAULT_STORAGE. It is never put in the p
 from __future__ import annotations
 
 import os
+import re
 import sys
 from contextlib import contextmanager
 
@@ -77,13 +78,21 @@ def cached_importance(storage_url: str, study_name: str, trials_key: tuple):
     return param_importance(cached_study(storage_url, study_name, curves=False).trials)
 
 
+def plain(text: object) -> str:
+    """text as a markdown element shows it literally (a study name, an error message): every ASCII
+    punctuation character backslash-escaped (CommonMark escapes any of them), control characters
+    written as escapes. Markdown in a name never becomes a link, bold text or a colour."""
+    shown = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in str(text))
+    return re.sub(r"([!-/:-@\[-`{-~])", r"\\\1", shown)
+
+
 @contextmanager
 def no_traceback():
     """Show a failure as one message on the page, never as a traceback."""
     try:
         yield
     except UserError as exc:
-        st.error(str(exc))
+        st.error(plain(exc))
         st.stop()
     except Exception as exc:  # noqa: BLE001 - the page must not show a traceback
         st.error(f"The dashboard could not draw this page: {type(exc).__name__}: {exc}")
@@ -94,7 +103,7 @@ def study_chooser(title: str) -> None:
     """The frame of every page, drawn once by dashboard.py: the database (redacted) and the study
     chooser in the sidebar. Stops the page with a message when the database holds no study."""
     storage = storage_from_environment()
-    st.sidebar.caption(f"Database: `{redact(storage)}` (read-only)")
+    st.sidebar.caption(f"Database: {plain(redact(storage))} (read-only)")
     with no_traceback():
         infos = cached_study_infos(storage)
     if not infos:

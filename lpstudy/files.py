@@ -25,6 +25,10 @@ def read_yaml_mapping(path: str | Path, what: str, expected: str) -> dict[str, A
         raise UserError(f"{what} {path} does not exist") from None
     except OSError as exc:
         raise UserError(f"cannot read {what} {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{what} {path} is not UTF-8 text (byte {exc.start})") from None
+    except ValueError:  # a NUL byte in the path
+        raise UserError(f"{what} {str(path)!r} is not a usable path") from None
     try:
         data = yaml.safe_load(text)  # JSON is YAML too
     except yaml.YAMLError as exc:

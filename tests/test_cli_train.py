@@ -82,7 +82,7 @@ def test_wrong_checksum_is_refused(tmp_path):
     wrong.write_text("To be or not to be\n" * 500)
     env = {"LPSTUDY_DATA": "", "LPSTUDY_CACHE": str(tmp_path / "cache"), "LPSTUDY_DATA_URL": wrong.as_uri()}
     assert_one_line_error(lpstudy("train", "--preset", "smoke", env=env), "SHA-256", "--data")
-    assert not any((tmp_path / "cache").iterdir())
+    assert not (tmp_path / "cache").exists()
 
 
 def test_unknown_option_is_a_usage_error_with_status_2():

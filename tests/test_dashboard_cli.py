@@ -90,9 +90,9 @@ def test_dashboard_refuses_a_bad_url_and_a_busy_port_in_one_line():
     assert "no study database at no/such/study.db" in done.stderr
 
 
-def test_dashboard_keeps_the_password_out_of_its_command_line_and_output(tmp_path):
+def test_dashboard_keeps_the_password_out_of_its_command_line_and_output(tmp_path, postgres):
     port = free_port()
-    url = "postgresql+psycopg://reader:pa55word@127.0.0.1:1/lpstudy"
+    url = postgres.url("postgres", "postgres", "pa55word")  # reachable: the dashboard checks before it starts
     proc = subprocess.Popen([sys.executable, "-m", "lpstudy", "dashboard", "--storage", url, "--port", str(port),
                              "--headless"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
     try:
@@ -102,7 +102,7 @@ def test_dashboard_keeps_the_password_out_of_its_command_line_and_output(tmp_pat
     finally:
         proc.terminate()
         output = proc.communicate(timeout=20)[0]
-    assert "reader:***@127.0.0.1:1/lpstudy" in output and "pa55word" not in output
+    assert f"postgres:***@127.0.0.1:{postgres.port}/postgres" in output and "pa55word" not in output
 
 
 def test_optuna_dashboard_serves_the_study_and_cannot_change_it(seeded):

@@ -7,12 +7,12 @@ import streamlit as st
 from lpstudy.results import analysis as A
 from lpstudy.results import charts as C
 
-from common import CACHE_TTL_S, cached_study, chart, no_traceback, page, readable, show_problem
+from common import CACHE_TTL_S, cached_study, chart, no_traceback, page, plain, readable, show_problem
 from lpstudy.values import format_duration
 
 storage, study = page("lpstudy: how p shapes convergence and stability", curves=False)
 info = study.info
-st.caption(f"Study **{study.name}** · {info.kind} · preset {info.preset or '?'} · "
+st.caption(f"Study **{plain(study.name)}** · {info.kind} · preset {info.preset or '?'} · "
            f"the pages on the left show the effect of p, convergence, stability, every trial, and the export.")
 
 live = st.toggle("Refresh while the study runs", value=False,

@@ -75,6 +75,8 @@ def main(argv: list[str] | None = None) -> None:
     except (typer.Abort, KeyboardInterrupt):
         print("lpstudy: interrupted", file=sys.stderr)
         sys.exit(130)
+    if result == 130:  # typer turns a KeyboardInterrupt (a second Ctrl-C) into exit code 130, silently
+        print("lpstudy: interrupted", file=sys.stderr)
     sys.exit(result if isinstance(result, int) else 0)
 
 

@@ -20,7 +20,9 @@ from typing import Annotated, Optional
 import typer
 
 from lpstudy.cli import app
+from lpstudy.cli.options import StorageFileOpt
 from lpstudy.errors import UserError
+from lpstudy.names import study_name_option
 from lpstudy.db.urls import STORAGE_ENV, missing_file_message, redact, storage_kind, storage_url
 
 APP_DIR_ENV = "LPSTUDY_APP_DIR"
@@ -44,9 +46,10 @@ StorageOption = Annotated[Optional[str], typer.Option(
          "Use a read-only role on PostgreSQL.")]
 
 
-def dashboard_storage(storage: str | None) -> str:
-    """The URL to read: the option, $LPSTUDY_STORAGE, or the default file (never created here)."""
-    url = storage_url(storage)
+def dashboard_storage(storage: str | None, storage_file: str | None = None) -> str:
+    """The URL to read: the option, the storage file, $LPSTUDY_STORAGE, $LPSTUDY_STORAGE_FILE, or
+    the default file (never created here)."""
+    url = storage_url(storage, storage_file)
     storage_kind(url)  # UserError for a URL that is not a storage
     return url
 
@@ -74,19 +77,24 @@ def check_port_free(host: str, port: int) -> None:
 @app.command()
 def dashboard(
     storage: StorageOption = None,
-    study: Annotated[Optional[str], typer.Option(help="The study to open first (any study can be chosen in the app).")] = None,
+    storage_file: StorageFileOpt = None,
+    study: Annotated[Optional[str], typer.Option(help="The study to open first (any study can be chosen in the app).", callback=study_name_option)] = None,
     port: Annotated[int, typer.Option(help="Port to serve on.", min=1, max=65535)] = 8501,
     host: Annotated[str, typer.Option(help="Address to listen on; 0.0.0.0 for every interface.")] = "127.0.0.1",
     headless: Annotated[bool, typer.Option("--headless/--browser", help="Do not open a browser window.")] = False,
     app_dir: Annotated[Optional[Path], typer.Option(help=f"Folder of dashboard.py and views/ (default: found, or ${APP_DIR_ENV}).")] = None,
 ) -> None:
     """Open the study dashboard (Streamlit): the effect of p on convergence and stability, live."""
-    url = dashboard_storage(storage)
+    url = dashboard_storage(storage, storage_file)
     home = app_home(app_dir)
     check_port_free(host, port)
     problem = missing_file_message(url)  # a mistyped path: one line now, not an error page later
     if problem:
         raise UserError(problem)
+    if storage_kind(url) in ("sqlite", "postgresql", "mysql"):  # a wrong password, a refused port: now
+        from lpstudy.db.engines import make_engine
+
+        make_engine(url, readonly=True, check=True).dispose()
     env = dict(os.environ)
     env[STORAGE_ENV] = url
     env.setdefault("STREAMLIT_BROWSER_GATHER_USAGE_STATS", "false")
@@ -115,12 +123,13 @@ def _shown_host(host: str) -> str:
 @app.command("optuna-dashboard")
 def optuna_dashboard(
     storage: StorageOption = None,
+    storage_file: StorageFileOpt = None,
     port: Annotated[int, typer.Option(help="Port to serve on.", min=1, max=65535)] = 8080,
     host: Annotated[str, typer.Option(help="Address to listen on; 0.0.0.0 for every interface.")] = "127.0.0.1",
 ) -> None:
     """Serve Optuna's own dashboard on the same database, read-only where the database allows it
     (SQLite opened with mode=ro, PostgreSQL in read-only transactions: its edit buttons fail)."""
-    url = dashboard_storage(storage)
+    url = dashboard_storage(storage, storage_file)
     check_port_free(host, port)
     import optuna_dashboard as od
 
@@ -136,15 +145,18 @@ def optuna_dashboard(
 
 @app.command()
 def report(
-    study: Annotated[str, typer.Option(help="The study to report on.")],
+    study: Annotated[str, typer.Option(help="The study to report on.", callback=study_name_option)],
     storage: StorageOption = None,
+    storage_file: StorageFileOpt = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="The HTML file to write.")] = Path("report.html"),
     threshold: Annotated[Optional[float], typer.Option(help="Loss threshold for 'steps to reach' (default: the study's).")] = None,
     bins: Annotated[Optional[int], typer.Option(help="Number of p bins (default: exact values for a grid, else 8).", min=1)] = None,
 ) -> None:
     """Write the dashboard's figures for one study into one HTML file that works offline."""
+    from lpstudy.paths import check_output_file
     from lpstudy.results.report import write_report
 
-    url = dashboard_storage(storage)
+    url = dashboard_storage(storage, storage_file)
+    check_output_file(output, "--output")
     written = write_report(url, study, output, threshold=threshold, bins=bins)
     print(f"lpstudy report: {study} → {written} ({written.stat().st_size / 1e6:.1f} MB, opens offline)")

@@ -18,6 +18,7 @@ import typer
 
 from lpstudy.cli import app
 from lpstudy.errors import UserError
+from lpstudy.cli.options import StorageFileOpt
 from lpstudy.db.urls import redact, storage_kind, storage_url
 
 DEFAULT_PORT = 13000
@@ -34,9 +35,10 @@ def storage_proxy(
     port: Annotated[int, typer.Option(help="Port to listen on.", min=1, max=65535)] = DEFAULT_PORT,
     threads: Annotated[int, typer.Option(
         help="Requests served at once (each may hold one database connection).", min=1)] = 10,
+    storage_file: StorageFileOpt = None,
 ) -> None:
     """Serve the study database to workers over gRPC (Optuna's storage proxy): grpc://HOST:PORT."""
-    url = storage_url(storage)
+    url = storage_url(storage, storage_file)
     kind = storage_kind(url)
     if kind not in ("postgresql", "mysql", "sqlite"):
         raise UserError(f"the storage proxy serves a SQL database, not {kind} storage {redact(url)!r}; "

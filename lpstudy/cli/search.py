@@ -12,13 +12,16 @@ from typing import Annotated, Optional
 import typer
 
 from lpstudy.cli import app, parse_assignments
+from lpstudy.cli.options import StorageFileOpt
 from lpstudy.cli.study import StorageOpt, _quiet_optuna, _say
+from lpstudy.names import shell_quoted, study_name_option
 from lpstudy.training.costs import presets_help
 
 
 @app.command()
 def search(
-    study: Annotated[str, typer.Option("--study", "-s", help="The study's name (created if missing).")] = "lp-search",
+    study: Annotated[str, typer.Option("--study", "-s", help="The study's name (created if missing).",
+                                       callback=study_name_option)] = "lp-search",
     n_trials: Annotated[int, typer.Option("--n-trials", help="Trials to run now, shared among the workers.", min=1)] = 8,
     workers: Annotated[int, typer.Option(help="Local worker processes.", min=1)] = 1,
     devices: Annotated[str, typer.Option(help="auto (every visible GPU, else CPU), cpu, or a list shared out round-robin.")] = "auto",
@@ -34,6 +37,7 @@ def search(
     sampler_seed: Annotated[Optional[int], typer.Option(help="Seed of the sampler.")] = None,
     data: Annotated[Optional[str], typer.Option(help="Text file to train on (else $LPSTUDY_DATA, the cache, or a download).")] = None,
     storage: StorageOpt = None,
+    storage_file: StorageFileOpt = None,
 ) -> int:
     """Create a study if it is missing, run N local workers with progress, print the best trial."""
     _quiet_optuna()
@@ -43,6 +47,7 @@ def search(
     from lpstudy.study.launch import resolve_devices, spawn_workers
     from lpstudy.study.spec import build_spec, read_study_file
     from lpstudy.study.studies import create_study, enqueue_missing_cells
+    from lpstudy.study.undo import undo_on_failure
     from lpstudy.study.worker import WorkerOptions
     from lpstudy.training.costs import study_estimate
 
@@ -55,16 +60,19 @@ def search(
             entries[name] = value
     spec = build_spec(file_data, entries, {"preset": preset, "sampler": sampler, "pruner": pruner,
                                            "sampler_seed": sampler_seed})
-    url = storage_url(storage)
-    store = open_storage(url, create_tables=True)
-    the_study, created = create_study(store, study, spec)
-    if spec.is_grid:
-        enqueue_missing_cells(the_study, spec)
+    available = resolve_devices(devices)  # a wrong device is refused before anything is written
+    url = storage_url(storage, storage_file)
+    with undo_on_failure(url) as undo:
+        store = open_storage(url, create_tables=True)
+        the_study, created = create_study(store, study, spec)
+        if created:
+            undo.study(store, study)
+        if spec.is_grid:
+            enqueue_missing_cells(the_study, spec)
     before = _finished(the_study)
     _say(f"study {study!r} {'created' if created else 'continued'} in {store.display_url} · {spec.describe()}")
     _say(f"space: {spec.space.describe()}")
 
-    available = resolve_devices(devices)
     device_list = [available[i % len(available)] for i in range(workers)]
     max_steps = spec.base_config().max_steps
     _say("runs " + study_estimate(n_trials, spec.preset, workers, gpu=device_list[0] != "cpu",
@@ -74,9 +82,10 @@ def search(
 
     status = study_status(url, study)
     render_status(status)
-    where = "" if storage is None else " --storage URL"
-    _say(f"dashboard: lpstudy dashboard --study {study}{where}")
-    _say(f"export:    lpstudy export --study {study}{where} -o best.yaml   "
+    where = "" if storage is None and storage_file is None else " --storage URL"
+    name = shell_quoted(study)
+    _say(f"dashboard: lpstudy dashboard --study {name}{where}")
+    _say(f"export:    lpstudy export --study {name}{where} -o best.yaml   "
          f"then: lpstudy train --config best.yaml")
     return code
 

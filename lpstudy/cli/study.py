@@ -14,13 +14,15 @@ from typing import Annotated, Optional
 import typer
 
 from lpstudy.cli import app, parse_assignments
+from lpstudy.cli.options import StorageFileOpt
 from lpstudy.errors import UserError
+from lpstudy.names import shell_quoted, study_name_option
 from lpstudy.training.costs import presets_help
 
 StorageOpt = Annotated[Optional[str], typer.Option(
     "--storage", help="Study database URL: sqlite:///FILE, postgresql+psycopg://USER:PW@HOST/DB, "
                       "journal:///FILE or grpc://HOST:PORT (default $LPSTUDY_STORAGE, else sqlite:///storage/lpstudy.db).")]
-StudyOpt = Annotated[str, typer.Option("--study", "-s", help="The study's name.")]
+StudyOpt = Annotated[str, typer.Option("--study", "-s", help="The study's name.", callback=study_name_option)]
 HeartbeatOpt = Annotated[Optional[int], typer.Option(
     help="Seconds between a running trial's heartbeats (SQL storages; default 10).", min=1)]
 GraceOpt = Annotated[Optional[int], typer.Option(
@@ -87,9 +89,13 @@ def create(
     grace_period: GraceOpt = None,
     max_retry: RetryOpt = None,
     storage: StorageOpt = None,
+    storage_file: StorageFileOpt = None,
 ) -> None:
     """Create a study: its search space, sampler and pruner (run again with the same spec: no change)."""
     _quiet_optuna()
+    from lpstudy.db.urls import storage_url
+
+    shown_storage, storage = storage, storage_url(storage, storage_file)
     from lpstudy.db.optuna_storage import open_storage
     from lpstudy.study.spec import build_spec, read_study_file
     from lpstudy.study.studies import create_study, enqueue_missing_cells
@@ -106,15 +112,20 @@ def create(
                "n_trials": n_trials, "n_startup_trials": n_startup_trials, "sampler_seed": sampler_seed,
                "heartbeat_interval": heartbeat_interval, "grace_period": grace_period, "max_retry": max_retry}
     spec = build_spec(file_data, entries, options)
-    store = open_storage(storage, create_tables=True)
-    created_study, created = create_study(store, study, spec)
-    enqueued = enqueue_missing_cells(created_study, spec) if spec.is_grid else 0
+    from lpstudy.study.undo import undo_on_failure
+
+    with undo_on_failure(storage) as undo:
+        store = open_storage(storage, create_tables=True)
+        created_study, created = create_study(store, study, spec)
+        if created:
+            undo.study(store, study)
+        enqueued = enqueue_missing_cells(created_study, spec) if spec.is_grid else 0
     verb = "created" if created else "exists already, unchanged:"
     _say(f"study {study!r} {verb} in {store.display_url} · {spec.describe()}")
     _say(f"space: {spec.space.describe()}")
     if spec.is_grid:
         _say(f"grid: {enqueued} cell(s) enqueued")
-    _say(f"start workers: lpstudy worker --study {study}" + ("" if storage is None else " --storage URL"))
+    _say(f"start workers: lpstudy worker --study {shell_quoted(study)}" + ("" if shown_storage is None else " --storage URL"))
 
 
 @app.command()
@@ -129,9 +140,13 @@ def worker(
     grace_period: GraceOpt = None,
     max_retry: RetryOpt = None,
     storage: StorageOpt = None,
+    storage_file: StorageFileOpt = None,
 ) -> int:
     """Take trials from a study and train them (run as many workers as you like, anywhere)."""
     _quiet_optuna()
+    from lpstudy.db.urls import storage_url
+
+    storage = storage_url(storage, storage_file)  # to the worker processes through the environment
     from lpstudy.db.optuna_storage import open_storage
     from lpstudy.study.studies import load_spec
     from lpstudy.study.launch import resolve_devices, spawn_workers
@@ -156,12 +171,13 @@ def status(
     study: StudyOpt,
     as_json: Annotated[bool, typer.Option("--json", help="Print the status as one JSON object.")] = False,
     storage: StorageOpt = None,
+    storage_file: StorageFileOpt = None,
 ) -> None:
     """Trials by state, the best trial, who runs what, the time left (and the replicate table)."""
     from lpstudy.results.status import render_status, study_status
     from lpstudy.db.urls import storage_url
 
-    result = study_status(storage_url(storage), study)
+    result = study_status(storage_url(storage, storage_file), study)
     if as_json:
         sys.stdout.write(json.dumps(result) + "\n")
     else:
@@ -175,13 +191,18 @@ def export(
     fmt: Annotated[str, typer.Option("--format", "-f", help="yaml or json.")] = "yaml",
     top: Annotated[int, typer.Option("--top", help="The best K trials instead of the best one.", min=1)] = 1,
     storage: StorageOpt = None,
+    storage_file: StorageFileOpt = None,
 ) -> None:
     """The best trial (or the top K) as a run file for `lpstudy train --config`."""
     _quiet_optuna()
     from lpstudy.results.export import export_text, train_command, write_export
     from lpstudy.db.urls import storage_url
 
-    text = export_text(storage_url(storage), study, top_k=top, fmt=fmt)
+    from lpstudy.paths import check_output_file
+
+    if output is not None:
+        check_output_file(output, "--output")
+    text = export_text(storage_url(storage, storage_file), study, top_k=top, fmt=fmt)
     if output is None:
         sys.stdout.write(text)
         return
@@ -208,6 +229,7 @@ def replicate(
     grace_period: GraceOpt = None,
     max_retry: RetryOpt = None,
     storage: StorageOpt = None,
+    storage_file: StorageFileOpt = None,
 ) -> int:
     """The paper's protocol: a grid of p values × K folds; create (or resume) it, and return."""
     _quiet_optuna()
@@ -222,7 +244,8 @@ def replicate(
             fixed[name] = value
     p_values = [v.strip() for v in p.split(",") if v.strip()]
     options = {"heartbeat_interval": heartbeat_interval, "grace_period": grace_period, "max_retry": max_retry}
-    url = storage_url(storage)
+    url = storage_url(storage, storage_file)
+    available = resolve_devices(devices) if workers else []  # a wrong device: refused before anything is made
     result = run_replicate(url, study, preset, p_values, folds, fixed, options)
     verb = "created" if result.created else "resumed"
     _say(f"replicate study {study!r} {verb} in {redact(url)}: {result.n_cells} cells "
@@ -230,9 +253,9 @@ def replicate(
          f"{result.waiting} waiting ({result.enqueued} enqueued now)")
     _say(_replicate_estimate(result.n_cells - result.done, preset, fixed, workers, devices))
     if workers == 0:
-        _say(f"start workers anywhere: lpstudy worker --study {study}; then: lpstudy status --study {study}")
+        _say(f"start workers anywhere: lpstudy worker --study {shell_quoted(study)}; "
+             f"then: lpstudy status --study {shell_quoted(study)}")
         return 0
-    available = resolve_devices(devices)
     device_list = [available[i % len(available)] for i in range(workers)]
     options_w = WorkerOptions(study=study, storage=url, data=data, show_progress=not no_progress,
                               heartbeat_interval=heartbeat_interval, grace_period=grace_period,

@@ -35,10 +35,17 @@ def train(
     from lpstudy.training.artifacts import json_safe, save_run
     from lpstudy.training.config import load_run_file, resolve_config, with_cpu_threads
     from lpstudy.training.data import load_corpus
+    from lpstudy.training.fits import check_fits
     from lpstudy.training.progress import TrainingProgress, stderr_console
     from lpstudy.training.trainer import pick_device
     from lpstudy.training.trainer import train as run_training
 
+    from lpstudy.paths import check_input_file, check_output_dir
+
+    if out is not None:
+        check_output_dir(out, "--out")  # before training: a run that cannot be kept is not started
+    if data is not None:
+        check_input_file(data, "data file")
     overrides: dict = {}
     file_preset = None
     if config is not None:
@@ -51,6 +58,7 @@ def train(
     cfg = resolve_config(preset_name, overrides)
     cfg = with_cpu_threads(cfg, pick_device(cfg.device).type)
     corpus = load_corpus(data)
+    check_fits(cfg, pick_device(cfg.device), corpus.vocab_size)  # before the banner: one line if not
 
     stderr_console.print(
         f"[bold]lpstudy train[/] preset={preset_name} attention={cfg.attention} p={cfg.p:g} lr={cfg.lr:g} "

@@ -66,6 +66,8 @@ def is_transient(exc: BaseException) -> bool:
     for e in _chain(exc):
         if isinstance(e, StorageUnavailable):
             return False
+        if "readonly database" in str(e) or "read-only transaction" in str(e):
+            return False  # a write refused by a read-only storage: retrying cannot help
         if isinstance(e, (sa.exc.OperationalError, sa.exc.InterfaceError, sa.exc.DisconnectionError)):
             return True
         if isinstance(e, sa.exc.DBAPIError) and e.connection_invalidated:

@@ -31,9 +31,38 @@ URL_FORMS = ("sqlite:///FILE, postgresql+psycopg://USER:PASSWORD@HOST/DB, journa
 _SECRET_PARAMS = re.compile(r"(?i)([?&](?:password|passwd|pass|pwd|sslpassword|secret|token)=)[^&#]*")
 
 
-def storage_url(url: str | None = None) -> str:
-    """The storage URL to use: the argument, else $LPSTUDY_STORAGE, else the local SQLite file."""
-    return url or os.environ.get(STORAGE_ENV) or DEFAULT_STORAGE
+STORAGE_FILE_ENV = "LPSTUDY_STORAGE_FILE"
+
+
+def storage_url(url: str | None = None, file: str | os.PathLike | None = None) -> str:
+    """The storage URL to use: the argument, else the file named by the argument `file`
+    (--storage-file), else $LPSTUDY_STORAGE, else the file named by $LPSTUDY_STORAGE_FILE, else the
+    local SQLite file. A file keeps a password out of the command line of a long-lived process
+    (a worker, a dashboard, the storage proxy), where `ps` would show it to every user."""
+    if url:
+        return url
+    if file:
+        return read_storage_file(file)
+    if os.environ.get(STORAGE_ENV):
+        return os.environ[STORAGE_ENV]
+    if os.environ.get(STORAGE_FILE_ENV):
+        return read_storage_file(os.environ[STORAGE_FILE_ENV])
+    return DEFAULT_STORAGE
+
+
+def read_storage_file(path: str | os.PathLike) -> str:
+    """The storage URL held in a file (its first non-empty line; chmod 600 it)."""
+    from lpstudy.paths import check_input_file
+
+    path = check_input_file(path, "storage file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        raise UserError(f"storage file {path} cannot be read as UTF-8 text") from None
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        raise UserError(f"storage file {path} is empty; put the storage URL in it")
+    return lines[0]
 
 
 def storage_kind(url: str) -> str:
@@ -54,6 +83,8 @@ def storage_kind(url: str) -> str:
         backend = ""
     if backend not in SQL_KINDS:
         raise UserError(f"storage URL {redact(url)!r} is not one of {URL_FORMS}")
+    if parsed.port is not None and not 0 < parsed.port < 65536:
+        raise UserError(f"storage URL {redact(url)!r}: port {parsed.port} is not in 1..65535")
     if backend == "sqlite":
         database = parsed.database
         if not database or database == ":memory:" or database.startswith("file::memory:"):
@@ -155,7 +186,22 @@ def missing_file_message(url: str) -> str | None:
     if not path.is_file():
         return (f"no study database at {path}; create a study first (`lpstudy create` or `lpstudy "
                 "replicate`) or pass --storage / set LPSTUDY_STORAGE to the URL the workers use")
+    if storage_kind(url) == "sqlite" and not is_sqlite_file(path):
+        return f"{path} is not a SQLite database; check --storage / LPSTUDY_STORAGE"
     return None
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def is_sqlite_file(path: Path) -> bool:
+    """Whether path is a SQLite database (its 16-byte header; an empty file is an empty database)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(SQLITE_HEADER))
+    except OSError:
+        return False
+    return head in (b"", SQLITE_HEADER)
 
 
 def prepare_to_create(url: str) -> Path | None:

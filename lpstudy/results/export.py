@@ -19,6 +19,7 @@ import yaml
 from lpstudy.db.optuna_storage import open_storage
 from lpstudy.errors import UserError
 from lpstudy.files import atomic_write_text
+from lpstudy.names import shell_quoted
 from lpstudy.results.best import ranked_trials
 from lpstudy.study.studies import load_spec
 from lpstudy.training.config import resolve_config, write_run_file
@@ -72,8 +73,8 @@ def export_text(storage_url: str, study_name: str, top_k: int = 1, fmt: str = "y
     done = ranked_trials(storage.optuna.get_all_trials(study_id, deepcopy=False))
     if not done:
         raise UserError(f"study {study_name!r} has no completed trial that did not diverge yet; run "
-                        f"`lpstudy worker --study {study_name}` and export when `lpstudy status --study "
-                        f"{study_name}` shows a best trial")
+                        f"`lpstudy worker --study {shell_quoted(study_name)}` and export when `lpstudy status --study "
+                        f"{shell_quoted(study_name)}` shows a best trial")
     if top_k == 1:
         return run_file_text(done[0], spec, study_name, fmt)
     runs = [yaml.safe_load(run_file_text(t, spec, study_name, "yaml")) for t in done[:top_k]]

@@ -15,6 +15,7 @@ from optuna.trial import TrialState
 
 from lpstudy.db.optuna_storage import open_storage
 from lpstudy.study.spec import replicate_spec
+from lpstudy.study.undo import undo_on_failure
 from lpstudy.study.studies import create_study, enqueue_missing_cells, grid_state
 
 
@@ -33,9 +34,12 @@ def replicate(storage_url: str | None, study_name: str, preset: str, p_values: l
               fixed: dict[str, Any] | None = None, options: dict[str, Any] | None = None) -> ReplicateResult:
     """Create or resume the grid study; return where it stands."""
     spec = replicate_spec(preset, p_values, folds, fixed, options)
-    storage = open_storage(storage_url, create_tables=True)
-    study, created = create_study(storage, study_name, spec)
-    enqueued = enqueue_missing_cells(study, spec)
+    with undo_on_failure(storage_url) as undo:
+        storage = open_storage(storage_url, create_tables=True)
+        study, created = create_study(storage, study_name, spec)
+        if created:
+            undo.study(storage, study_name)
+        enqueued = enqueue_missing_cells(study, spec)
     cells = grid_state(study, spec)
     return ReplicateResult(
         study=study_name, created=created, enqueued=enqueued, n_cells=len(cells),

@@ -39,6 +39,8 @@ LOG_SCALE_FIELDS = ("lr", "gain_init")
 # Chosen by each worker (--devices), never by a study.
 WORKER_FIELDS = ("device",)
 P_INF_PARAM = "p_inf"
+# A grid study enqueues every cell as a trial: beyond this many, a typo, not a plan.
+MAX_GRID_CELLS = 100_000
 
 
 def encode(name: str, value: Any) -> Any:
@@ -337,6 +339,10 @@ class SearchSpace:
         choices = [p for p in self.params if isinstance(p, Choice)]
         if not choices:
             raise UserError("a grid needs at least one field with a list of choices")
+        size = math.prod(len(c.choices) for c in choices)
+        if size > MAX_GRID_CELLS:
+            raise UserError(f"the grid has {size:,} cells ({' × '.join(str(len(c.choices)) for c in choices)}); "
+                            f"at most {MAX_GRID_CELLS:,} can be enqueued")
         return [dict(zip([c.name for c in choices], combo))
                 for combo in itertools.product(*(c.choices for c in choices))]
 

@@ -20,6 +20,7 @@ from typing import Any
 from lpstudy.errors import UserError
 from lpstudy.files import read_yaml_mapping
 from lpstudy.study.space import DEFAULT_SPACE, Fixed, SearchSpace, encode
+from lpstudy.training.bounds import FIELD_BOUNDS
 from lpstudy.training.config import TrainConfig, get_preset, resolve_config
 from lpstudy.values import check_p
 
@@ -31,6 +32,9 @@ KINDS = ("search", "replicate")
 STUDY_FILE_KEYS = ("preset", "space", "sampler", "pruner", "loss_threshold", "n_trials", "n_startup_trials",
                    "sampler_seed", "heartbeat_interval", "grace_period", "max_retry", "fold", "folds", "seed")
 SPACE_SHORTCUTS = ("fold", "folds", "seed")
+# The integer options of a study and the range each can have (sampler seeds: NumPy's 32 bits).
+SPEC_BOUNDS = {"heartbeat_interval": (1, 86_400), "grace_period": (1, 7 * 86_400), "max_retry": (0, 1000),
+               "n_startup_trials": (0, 10**6), "n_trials": (1, 10**7), "sampler_seed": (0, 2**32 - 1)}
 
 
 def metrics_attr_name(step: int) -> str:
@@ -92,14 +96,12 @@ class StudySpec:
             raise UserError(f"unknown sampler {self.sampler!r}; choose one of: {', '.join(SAMPLERS)}")
         if self.pruner not in PRUNERS:
             raise UserError(f"unknown pruner {self.pruner!r}; choose one of: {', '.join(PRUNERS)}")
-        for name, low in (("heartbeat_interval", 1), ("grace_period", 1), ("max_retry", 0),
-                          ("n_startup_trials", 0)):
+        for name, (low, high) in SPEC_BOUNDS.items():
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise UserError(f"{name} must be an integer ≥ {low}, got {value!r}")
-        if self.n_trials is not None and (isinstance(self.n_trials, bool) or not isinstance(self.n_trials, int)
-                                          or self.n_trials < 1):
-            raise UserError(f"n_trials must be a positive integer, got {self.n_trials!r}")
+            if value is None and name in ("n_trials", "sampler_seed"):
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise UserError(f"{name} must be an integer in [{low}, {high}], got {value!r}")
         if self.grace_period <= self.heartbeat_interval:
             raise UserError(f"grace_period ({self.grace_period} s) must be longer than heartbeat_interval "
                             f"({self.heartbeat_interval} s), or live trials would be failed")
@@ -108,6 +110,8 @@ class StudySpec:
                 self.loss_threshold = float(self.loss_threshold)
             except (TypeError, ValueError):
                 raise UserError(f"loss_threshold must be a number, got {self.loss_threshold!r}") from None
+            if not 0 < self.loss_threshold <= 1000:  # a cross-entropy in nats; NaN fails too
+                raise UserError(f"loss_threshold must be in (0, 1000] nats, got {self.loss_threshold!r}")
         folds = self.space.get("folds")
         if folds is not None and not isinstance(folds, Fixed):
             raise UserError("folds must be one fixed number (the K of K-fold cross-validation), not searched")
@@ -172,8 +176,9 @@ def replicate_spec(preset: str, p_values: list[float], folds: int, fixed: dict[s
         value = check_p(p)
         if value not in ps:
             ps.append(value)
-    if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
-        raise UserError(f"--folds must be an integer ≥ 2, got {folds!r}")
+    bound = FIELD_BOUNDS["folds"]
+    if isinstance(folds, bool) or not isinstance(folds, int) or not bound.contains(folds):
+        raise UserError(f"--folds must be an integer in {bound.describe()}, got {folds!r}")
     for name in ("p", "fold", "folds"):
         if name in (fixed or {}):
             raise UserError(f"{name} is set by the replicate grid (--p, --folds); do not --set it")

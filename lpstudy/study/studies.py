@@ -12,6 +12,7 @@ from optuna.trial import TrialState
 
 from lpstudy.db.optuna_storage import StudyStorage
 from lpstudy.errors import UserError
+from lpstudy.names import check_study_name, shell_quoted
 from lpstudy.study.spec import StudySpec
 from lpstudy.values import FIXED_PARAMS_ATTR, SPEC_ATTR
 
@@ -63,7 +64,7 @@ def create_study(storage: StudyStorage, name: str, spec: StudySpec) -> tuple[opt
         if _canonical(existing.to_plain()) != _canonical(plain):
             raise UserError(f"study {name!r} already exists in {storage.display_url} with another spec: "
                             f"{spec_differences(existing.to_plain(), plain)}; pick another --study name, "
-                            f"or run `lpstudy worker --study {name}` to continue it") from None
+                            f"or run `lpstudy worker --study {shell_quoted(name)}` to continue it") from None
         return study, False
     study.set_user_attr(SPEC_ATTR, plain)
     study.set_user_attr("kind", spec.kind)
@@ -91,8 +92,7 @@ def spec_differences(stored: dict[str, Any], new: dict[str, Any]) -> str:
 
 
 def _check_study_name(name: str) -> None:
-    if not name or not name.strip() or len(name) > 512:
-        raise UserError("a study name must be 1 to 512 characters")
+    check_study_name(name)
 
 
 def load_spec(storage: StudyStorage, name: str) -> StudySpec:
@@ -102,7 +102,7 @@ def load_spec(storage: StudyStorage, name: str) -> StudySpec:
         names = study_names(storage)
         have = f"; studies there: {', '.join(names)}" if names else "; it holds no studies yet"
         raise UserError(f"no study named {name!r} in {storage.display_url}{have}. Create it with "
-                        f"`lpstudy create --study {name}` or `lpstudy replicate --study {name}`") from None
+                        f"`lpstudy create --study {shell_quoted(name)}` or `lpstudy replicate --study {shell_quoted(name)}`") from None
     attrs = storage.optuna.get_study_user_attrs(study_id)
     if SPEC_ATTR not in attrs:
         raise UserError(f"study {name!r} was not created by lpstudy (it has no '{SPEC_ATTR}' spec); "

@@ -246,20 +246,49 @@ def write_synthetic_study(storage_url: str, study_name: str = "lp-search", *, ki
         opened.engine.dispose()
     return SyntheticStudy(storage_url, study_name, kind, counts, n_evals)
 
+class _OneLineParser(argparse.ArgumentParser):
+    """A usage mistake is one line and exit status 2, as everywhere in lpstudy."""
+
+    def error(self, message: str):  # noqa: D102 - argparse's hook
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _bounded(low: int, high: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be in [{low}, {high}], got {value}")
+        return value
+    return parse
+
+
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m lpstudy.study.synthetic", description=__doc__.split("\n\n")[0])
+    from lpstudy.errors import UserError
+    from lpstudy.names import check_study_name
+    from lpstudy.study.undo import undo_on_failure
+
+    parser = _OneLineParser(prog="python -m lpstudy.study.synthetic", description=__doc__.split("\n\n")[0])
     parser.add_argument("storage", help="storage URL, e.g. sqlite:///demo.db")
     parser.add_argument("--study", default=None, help="study name (default lp-search or lp-replicate)")
     parser.add_argument("--kind", choices=("search", "replicate"), default="search")
-    parser.add_argument("--trials", type=int, default=120)
-    parser.add_argument("--evals", type=int, default=20)
-    parser.add_argument("--folds", type=int, default=5)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--trials", type=_bounded(1, 100_000), default=120)
+    parser.add_argument("--evals", type=_bounded(1, 10_000), default=20)
+    parser.add_argument("--folds", type=_bounded(2, 1000), default=5)
+    parser.add_argument("--seed", type=_bounded(0, 2**32 - 1), default=0)
     parser.add_argument("--metrics", choices=("table", "attrs", "both"), default="table")
     args = parser.parse_args(argv)
     name = args.study or ("lp-replicate" if args.kind == "replicate" else "lp-search")
-    written = write_synthetic_study(args.storage, name, kind=args.kind, n_trials=args.trials, n_evals=args.evals,
-                                    folds=args.folds, seed=args.seed, metrics=args.metrics)
+    try:
+        check_study_name(name)
+        with undo_on_failure(args.storage):
+            written = write_synthetic_study(args.storage, name, kind=args.kind, n_trials=args.trials,
+                                            n_evals=args.evals, folds=args.folds, seed=args.seed,
+                                            metrics=args.metrics)
+    except UserError as exc:
+        parser.exit(2, f"{parser.prog}: error: {exc}\n")
     print(json.dumps({"study": written.study_name, "kind": written.kind, "counts": written.counts}))
 
 if __name__ == "__main__":

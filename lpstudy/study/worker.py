@@ -71,6 +71,7 @@ class StopFlag:
 
     def __init__(self) -> None:
         self.signal: int | None = None
+        self.aborting = False  # a second signal came: the worker is aborting
         self._event = threading.Event()
 
     def __call__(self) -> bool:
@@ -92,6 +93,9 @@ def install_signal_handlers(stop: StopFlag, say) -> dict:
 
     def handler(signum, frame):
         if stop():
+            if stop.aborting:  # a third signal: the abort is already ending the trial
+                return
+            stop.aborting = True
             raise KeyboardInterrupt
         stop.set(signum)
         say(f"{signal.Signals(signum).name}: stopping after the current step (again to abort)")
@@ -216,6 +220,9 @@ class Worker:
         previous = install_signal_handlers(self.stop, self.say)
         try:
             return self._loop(ctx, study, spec, storage, heartbeat_on, max_retry)
+        except KeyboardInterrupt:
+            self.say("stopped: aborted by a second signal (the trial it ran is failed and enqueued again)")
+            raise
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)

@@ -19,6 +19,7 @@ import yaml
 
 from lpstudy.errors import UserError
 from lpstudy.files import atomic_write_text, read_yaml_mapping
+from lpstudy.training.bounds import problems_of
 from lpstudy.values import RUN_FILE_ALWAYS, check_p, default_gain_init, encode_p, parse_bool
 
 
@@ -62,28 +63,17 @@ class TrainConfig:
     threads: int = 0
 
     def __post_init__(self) -> None:
-        problems = []
-        for name, low in [("n_layer", 1), ("n_head", 1), ("n_embd", 1), ("block_size", 2),
-                          ("batch_size", 1), ("max_steps", 1), ("eval_interval", 1),
-                          ("eval_iters", 1), ("folds", 2), ("warmup_steps", 0), ("threads", 0)]:
-            if getattr(self, name) < low:
-                problems.append(f"{name} must be ≥ {low}, got {getattr(self, name)}")
-        if self.n_embd % self.n_head:
+        problems = problems_of({f.name: getattr(self, f.name) for f in fields(self)})
+        if self.n_head >= 1 and self.n_embd % self.n_head:
             problems.append(f"n_embd ({self.n_embd}) must be a multiple of n_head ({self.n_head})")
         if not 0 <= self.fold < self.folds:
             problems.append(f"fold must be in 0..{self.folds - 1} for {self.folds} folds, got {self.fold}")
-        if not (self.lr > 0 and math.isfinite(self.lr)):
-            problems.append(f"lr must be a positive number, got {self.lr}")
-        if not 0 <= self.dropout < 1:
-            problems.append(f"dropout must be in [0, 1), got {self.dropout}")
         if self.attention not in ("lp", "baseline"):
             problems.append(f"attention must be 'lp' or 'baseline', got {self.attention!r}")
         if self.gain_per not in ("layer", "head"):
             problems.append(f"gain_per must be 'layer' or 'head', got {self.gain_per!r}")
         if self.dtype not in ("auto", "float32", "bfloat16"):
             problems.append(f"dtype must be 'auto', 'float32' or 'bfloat16', got {self.dtype!r}")
-        if self.gain_init is not None and not math.isfinite(self.gain_init):
-            problems.append(f"gain_init must be a finite number, got {self.gain_init}")
         if problems:
             raise UserError("; ".join(problems))
 

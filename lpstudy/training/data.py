@@ -65,7 +65,12 @@ def download_tiny_shakespeare(target: Path) -> Path:
     """Download to a temporary file beside target, check its SHA-256, then rename it into place:
     a failed or corrupted download never leaves a file at target."""
     url = os.environ.get("LPSTUDY_DATA_URL", TINY_SHAKESPEARE_URL)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    made = [folder for folder in target.absolute().parents if not folder.exists()]  # innermost first
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot create the cache folder {target.parent} ({exc.strerror}); set "
+                        f"LPSTUDY_CACHE, or {HOW_TO_PROVIDE}") from None
     fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
     tmp = Path(tmp_name)
     try:
@@ -85,6 +90,12 @@ def download_tiny_shakespeare(target: Path) -> Path:
         return target
     finally:
         tmp.unlink(missing_ok=True)
+        if not target.exists():  # a failed download leaves no empty cache folder behind
+            for folder in made:
+                try:
+                    folder.rmdir()
+                except OSError:
+                    break
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import torch
 from lpstudy.errors import UserError
 from lpstudy.model.gpt import GPT
 from lpstudy.training.config import TrainConfig
+from lpstudy.training.fits import check_fits
 from lpstudy.training.data import BatchSampler, Corpus, fold_split
 from lpstudy.training.metrics import MetricRecord, RunSummary
 
@@ -197,6 +198,7 @@ def train(
 
     split = fold_split(len(corpus), cfg.fold, cfg.folds)
     train_batches = BatchSampler(corpus.tokens, split.training, cfg.block_size, cfg.batch_size, cfg.seed)
+    check_fits(cfg, device, corpus.vocab_size)
     model = GPT(cfg, corpus.vocab_size).to(device)
     optimizer = model.optimizer(cfg, device.type)
     step_model = torch.compile(model) if cfg.compile else model

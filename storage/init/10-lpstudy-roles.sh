@@ -37,8 +37,22 @@ SELECT format('CREATE ROLE %I', :'reader')
  WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = :'reader') \gexec
 ALTER ROLE :"writer" WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD :'writer_password';
 ALTER ROLE :"reader" WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD :'reader_password';
--- Its sessions start read-only; the grants below are what actually refuses its writes.
+-- Its sessions start read-only; the grants below are what actually refuses its writes (a session
+-- can turn its read-only default off).
 ALTER ROLE :"reader" SET default_transaction_read_only = on;
+
+-- Large objects are the one thing any role may create by default, and no quota bounds them: only
+-- a superuser may use them here (Optuna and lpstudy never do). Functions live per database, so
+-- this holds in this database, the only one the two roles can connect to.
+SELECT format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', p.oid::regprocedure)
+  FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+ WHERE n.nspname = 'pg_catalog'
+   AND p.proname IN ('lo_create', 'lo_creat', 'lo_from_bytea', 'lo_import', 'lo_export', 'lo_put',
+                     'lowrite', 'lo_truncate', 'lo_truncate64', 'lo_unlink', 'lo_open') \gexec
+
+-- No role but a superuser connects to the maintenance databases: the two roles reach only this one.
+REVOKE CONNECT, TEMPORARY ON DATABASE postgres FROM PUBLIC;
+REVOKE CONNECT, TEMPORARY ON DATABASE template1 FROM PUBLIC;
 
 -- This database: only these two roles connect; only the writer creates anything.
 REVOKE ALL ON DATABASE :"DBNAME" FROM PUBLIC;

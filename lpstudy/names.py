@@ -1,0 +1,41 @@
+"""Study names: what a name may hold, and how one is shown.
+
+A name is echoed on terminals, pasted into suggested commands and shown on dashboard pages, so it
+must be printable text of bounded length: no control characters (a newline, a terminal's escape
+sequence), no invisible formatting characters. Where a name goes into a command to copy, it goes
+through `shell_quoted`; on a page it is shown as text, never as markdown."""
+
+from __future__ import annotations
+
+import shlex
+import unicodedata
+
+from lpstudy.errors import UserError
+
+MAX_STUDY_NAME = 128
+
+
+def check_study_name(name: object) -> str:
+    """The name, if it is 1..MAX_STUDY_NAME printable characters without surrounding spaces;
+    UserError otherwise (the name quoted with its escapes visible, never raw)."""
+    if not isinstance(name, str) or not name.strip():
+        raise UserError("a study name must be 1 to 128 printable characters, got an empty one")
+    if len(name) > MAX_STUDY_NAME:
+        raise UserError(f"a study name must be at most {MAX_STUDY_NAME} characters, got {len(name)}")
+    bad = [c for c in name if not c.isprintable() or unicodedata.category(c) in ("Cc", "Cf", "Co", "Cs")]
+    if bad:
+        shown = ", ".join(sorted({f"U+{ord(c):04X}" for c in bad}))
+        raise UserError(f"a study name must be printable text; {ascii(name)[:80]} holds {shown}")
+    if name != name.strip():
+        raise UserError(f"a study name must not start or end with a space, got {name!r}")
+    return name
+
+
+def shell_quoted(text: str) -> str:
+    """text as one word of a POSIX shell command (for commands the tool suggests)."""
+    return shlex.quote(text)
+
+
+def study_name_option(value: str | None) -> str | None:
+    """A --study option's callback: the name checked, or None when the option is not given."""
+    return value if value is None else check_study_name(value)

@@ -1,0 +1,75 @@
+"""A failed `create` or `replicate` leaves nothing behind: not the database file it made, not the
+folders it made for it, not a half-set-up study.
+
+    with undo_on_failure(url) as undo:
+        storage = open_storage(url, create_tables=True)
+        study, created = create_study(storage, name, spec)
+        if created:
+            undo.study(storage, name)       # deleted again if what follows fails
+        enqueue_missing_cells(study, spec)
+
+Only what this command made is removed: a file or folder that was there before stays, and a
+study that existed before is never deleted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+from lpstudy.db.urls import local_file, storage_url
+
+# SQLite's companions of a database file.
+_SIDECARS = ("-journal", "-wal", "-shm")
+
+
+class Undo:
+    def __init__(self) -> None:
+        self._studies: list[tuple[object, str]] = []
+
+    def study(self, storage, name: str) -> None:
+        """The study `name` was created by this command: delete it if the command fails."""
+        self._studies.append((storage, name))
+
+    def _delete_studies(self) -> None:
+        import optuna
+
+        for storage, name in self._studies:
+            with contextlib.suppress(Exception):
+                optuna.delete_study(study_name=name, storage=storage.optuna)
+
+
+def _missing_ancestors(path: Path) -> list[Path]:
+    """path's folders that do not exist yet, innermost first."""
+    missing = []
+    for folder in path.absolute().parents:
+        if folder.exists():
+            break
+        missing.append(folder)
+    return missing
+
+
+@contextlib.contextmanager
+def undo_on_failure(url: str | None) -> Iterator[Undo]:
+    url = storage_url(url)
+    try:
+        path = local_file(url, creating=True)
+    except Exception:  # a malformed URL: nothing is made; open_storage says what is wrong
+        path = None
+    existed = path is not None and path.exists()
+    folders = _missing_ancestors(path) if path is not None else []
+    undo = Undo()
+    try:
+        yield undo
+    except BaseException:
+        if path is not None and not existed:
+            for suffix in ("", *_SIDECARS):
+                with contextlib.suppress(OSError):
+                    Path(f"{path}{suffix}").unlink(missing_ok=True)
+            for folder in folders:  # innermost first; only folders left empty
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+        else:
+            undo._delete_studies()
+        raise
