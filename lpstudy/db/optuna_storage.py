@@ -28,7 +28,7 @@ import sqlalchemy as sa
 from optuna.storages import BaseStorage, GrpcStorageProxy, JournalStorage, RDBStorage
 from sqlalchemy.engine import Engine
 
-from lpstudy.db.engines import CONNECT_TIMEOUT_S, engine_kwargs, engine_url, first_line
+from lpstudy.db.engines import CONNECT_TIMEOUT_S, engine_kwargs, engine_url, first_line, serialize_sqlite_writes
 from lpstudy.db.metrics_table import ensure_metrics_table
 from lpstudy.db.urls import (grpc_address, journal_path, missing_file_message, prepare_to_create, redact,
                              storage_kind, storage_url)
@@ -292,6 +292,8 @@ def _open_rdb(url: str, readonly: bool, create_tables: bool, policy: RetryPolicy
         rdb = RetryingRDBStorage(engine_url(url, readonly), engine_kwargs=engine_kwargs(url, readonly),
                                  skip_table_creation=readonly or not create_tables,
                                  skip_compatibility_check=readonly)
+        if not readonly:
+            serialize_sqlite_writes(rdb.engine)  # the WAITING -> RUNNING claim is atomic on SQLite too
         if readonly:
             with rdb.engine.connect() as conn:  # reach it now, so the error is one clear line
                 conn.execute(sa.text("SELECT 1"))
