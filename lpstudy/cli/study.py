@@ -70,9 +70,8 @@ def create(
 ) -> None:
     """Create a study: its search space, sampler and pruner (run again with the same spec: no change)."""
     _quiet_optuna()
-    from lpstudy.db.optuna_storage import open_storage
     from lpstudy.study.spec import build_spec, read_study_file
-    from lpstudy.study.studies import create_study, enqueue_missing_cells
+    from lpstudy.study.studies import open_and_create
 
     file_data = read_study_file(config) if config is not None else {}
     entries: dict = {}
@@ -86,9 +85,7 @@ def create(
                "n_trials": n_trials, "n_startup_trials": n_startup_trials, "sampler_seed": sampler_seed,
                "heartbeat_interval": heartbeat_interval, "grace_period": grace_period, "max_retry": max_retry}
     spec = build_spec(file_data, entries, options)
-    store = open_storage(storage, create_tables=True)
-    created_study, created = create_study(store, study, spec)
-    enqueued = enqueue_missing_cells(created_study, spec) if spec.is_grid else 0
+    store, _, created, enqueued = open_and_create(storage, study, spec)
     verb = "created" if created else "exists already, unchanged:"
     _say(f"study {study!r} {verb} in {store.display_url} · {spec.describe()}")
     _say(f"space: {spec.space.describe()}")

@@ -18,7 +18,6 @@ import os
 import sys
 import threading
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -215,14 +214,12 @@ class StudyStorage:
         parameters up to max_retry times. Returns whether heartbeats are on."""
         if not self.supports_heartbeat or not interval_s:
             return False
-        from optuna.storages import RetryHeartbeatStaleTrialCallback
+        from lpstudy.db.retries import RetryCallback
 
         rdb = self.optuna
         rdb.heartbeat_interval = int(interval_s)
         rdb.grace_period = int(grace_period_s) if grace_period_s else 2 * int(interval_s)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # ExperimentalWarning
-            callback = RetryHeartbeatStaleTrialCallback(max_retry=max_retry)
+        callback = RetryCallback(max_retry)  # Optuna's RetryHeartbeatStaleTrialCallback, interruptions free
         rdb.heartbeat_stale_trial_callback = callback
         rdb.failed_trial_callback = callback
         return True

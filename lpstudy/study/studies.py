@@ -4,6 +4,7 @@ of a grid (replicate) study, each enqueued once as a WAITING trial."""
 from __future__ import annotations
 
 import json
+import time
 import warnings
 from typing import Any
 
@@ -14,6 +15,9 @@ from lpstudy.db.optuna_storage import StudyStorage
 from lpstudy.errors import UserError
 from lpstudy.study.spec import StudySpec
 from lpstudy.values import FIXED_PARAMS_ATTR, SPEC_ATTR
+
+# A study found without its spec is waited for this long: its creator may be setting it right now.
+SPEC_WAIT_S = 10.0
 
 # -- samplers and pruners ---------------------------------------------------------------------------
 
@@ -59,6 +63,7 @@ def create_study(storage: StudyStorage, name: str, spec: StudySpec) -> tuple[opt
         study = optuna.create_study(storage=storage.optuna, study_name=name, direction="minimize",
                                     sampler=make_sampler(spec), pruner=make_pruner(spec))
     except optuna.exceptions.DuplicatedStudyError:
+        _wait_for_spec(storage, name)  # a creator racing us (gRPC, without a lock) may not have set it yet
         study, existing = load_study(storage, name)
         if _canonical(existing.to_plain()) != _canonical(plain):
             raise UserError(f"study {name!r} already exists in {storage.display_url} with another spec "
@@ -69,6 +74,36 @@ def create_study(storage: StudyStorage, name: str, spec: StudySpec) -> tuple[opt
     study.set_user_attr("kind", spec.kind)
     study.set_user_attr("preset", spec.preset)
     return study, True
+
+
+def open_and_create(storage_url: str | None, name: str, spec: StudySpec
+                    ) -> tuple[StudyStorage, optuna.Study, bool, int]:
+    """Open (creating the tables), create the study and enqueue its grid cells, all under the
+    storage's creation lock (lpstudy.db.locks), so that concurrent `create`/`replicate` commands of
+    one study enqueue each cell once and the later one finds the study. Returns (storage, study,
+    created, cells enqueued now)."""
+    from lpstudy.db.locks import creation_lock
+    from lpstudy.db.optuna_storage import open_storage
+    from lpstudy.db.urls import storage_url as resolve_url
+
+    url = resolve_url(storage_url)
+    with creation_lock(url):
+        storage = open_storage(url, create_tables=True)
+        study, created = create_study(storage, name, spec)
+        enqueued = enqueue_missing_cells(study, spec) if spec.is_grid else 0
+    return storage, study, created, enqueued
+
+
+def _wait_for_spec(storage: StudyStorage, name: str, timeout_s: float = SPEC_WAIT_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            study_id = storage.optuna.get_study_id_from_name(name)
+            if SPEC_ATTR in storage.optuna.get_study_user_attrs(study_id):
+                return
+        except KeyError:
+            pass
+        time.sleep(0.2)
 
 
 def _check_study_name(name: str) -> None:

@@ -17,7 +17,6 @@ lpstudy.study.launch runs one worker process per device (`--devices cuda:0,cuda:
 
 from __future__ import annotations
 
-import copy
 import signal
 import threading
 import time
@@ -25,14 +24,14 @@ import warnings
 from dataclasses import dataclass, field
 
 import optuna
-from optuna.storages import RetryHeartbeatStaleTrialCallback
 from optuna.trial import TrialState
 
 from lpstudy.db.metrics_table import ensure_metrics_table
 from lpstudy.db.optuna_storage import StorageUnavailable, StudyStorage, open_storage
+from lpstudy.db.retries import RetryCallback
 from lpstudy.study.objective import TrialContext, TrialOutcome, run_trial
 from lpstudy.study.spec import StudySpec
-from lpstudy.study.studies import load_study
+from lpstudy.study.studies import load_study, trial_params
 from lpstudy.training.data import load_corpus
 from lpstudy.training.progress import say_stderr
 from lpstudy.training.trainer import pick_device
@@ -166,20 +165,37 @@ def count_states(study: optuna.Study, states: tuple[TrialState, ...]) -> int:
     return len(study.get_trials(deepcopy=False, states=states))
 
 
-def requeue(study: optuna.Study, trial_id: int, max_retry: int) -> bool:
-    """Enqueue a failed trial again with its parameters and user attributes (a new WAITING trial)
-    through Optuna's RetryHeartbeatStaleTrialCallback, the same bookkeeping (failed_trial,
-    retry_history) as for a trial whose worker died; False when it has been retried max_retry times.
-    The per-evaluation metrics of a journal or gRPC trial stay with the failed trial."""
-    frozen = copy.copy(study._storage.get_trial(trial_id))
-    if len(frozen.system_attrs.get("retry_history", [])) + 1 > max_retry:
+def requeue(study: optuna.Study, trial_id: int, max_retry: int, interrupted: bool = False,
+            spec: StudySpec | None = None) -> bool:
+    """Enqueue a failed trial again with its parameters and user attributes (a new WAITING trial),
+    with the same bookkeeping (failed_trial, retry_history) as Optuna's
+    RetryHeartbeatStaleTrialCallback for a trial whose worker died; False when a crash has been
+    retried max_retry times (an interruption does not count, see lpstudy.db.retries), or when the
+    trial's grid cell already has another trial that is waiting, running or complete (a cell is
+    never enqueued twice). The per-evaluation metrics of a journal or gRPC trial stay with the
+    failed trial."""
+    frozen = study._storage.get_trial(trial_id)
+    if spec is not None and spec.is_grid and cell_is_live(study, spec, frozen):
         return False
-    frozen._system_attrs = {k: (list(v) if k == "retry_history" else v) for k, v in frozen.system_attrs.items()
-                            if not k.startswith(METRICS_ATTR_PREFIX)}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # ExperimentalWarning
-        RetryHeartbeatStaleTrialCallback(max_retry=max_retry)(study, frozen)
-    return True
+    return RetryCallback(max_retry)(study, frozen, interrupted=interrupted, drop_attrs=(METRICS_ATTR_PREFIX,))
+
+
+def cell_is_live(study: optuna.Study, spec: StudySpec, trial: optuna.trial.FrozenTrial) -> bool:
+    """Whether another trial of this trial's grid cell is waiting, running or complete."""
+    try:
+        key = spec.space.cell_of(trial_params(trial))
+    except Exception:
+        return False
+    live = (TrialState.WAITING, TrialState.RUNNING, TrialState.COMPLETE)
+    for other in study._storage.get_all_trials(study._study_id, deepcopy=False, states=live):
+        if other._trial_id == trial._trial_id:
+            continue
+        try:
+            if spec.space.cell_of(trial_params(other)) == key:
+                return True
+        except Exception:
+            continue
+    return False
 
 
 class Worker:
@@ -255,12 +271,15 @@ class Worker:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # "heartbeat is supposed to be used with optimize"
                     trial = study.ask()
-            outcome = self._run_one(ctx, study, trial, storage if heartbeat_on else None, max_retry)
+            outcome, ours = self._run_one(ctx, study, trial, storage if heartbeat_on else None, max_retry)
             done += 1
             report.trials[outcome.state.name] = report.trials.get(outcome.state.name, 0) + 1
             if outcome.state == TrialState.FAIL:
                 interrupted = outcome.reason == "interrupted"
-                if (spec.is_grid or interrupted) and requeue(study, trial._trial_id, max_retry):
+                # Only the worker whose FAIL stuck retries it: a trial another worker failed as stale
+                # was retried by that worker already.
+                if ours and (spec.is_grid or interrupted) and requeue(
+                        study, trial._trial_id, max_retry, interrupted=interrupted, spec=spec):
                     self.say(f"trial {trial.number} enqueued again with the same parameters")
                 if not interrupted:
                     failures_in_a_row += 1
@@ -275,7 +294,9 @@ class Worker:
         return report
 
     def _run_one(self, ctx: TrialContext, study: optuna.Study, trial: optuna.Trial,
-                 heartbeat_storage: StudyStorage | None, max_retry: int) -> TrialOutcome:
+                 heartbeat_storage: StudyStorage | None, max_retry: int) -> tuple[TrialOutcome, bool]:
+        """Run the trial and tell Optuna; (the outcome, whether the trial ended in that state by this
+        worker's tell rather than already failed by another worker)."""
         interval = heartbeat_storage.optuna.heartbeat_interval if heartbeat_storage else None
         with Heartbeat(ctx.storage, trial._trial_id, interval):
             try:
@@ -285,17 +306,16 @@ class Worker:
             except KeyboardInterrupt:  # a second signal: end the trial, enqueue it again, then abort
                 outcome = TrialOutcome(TrialState.FAIL, None, reason="interrupted")
                 _safe(lambda: trial.set_user_attr("interrupted", True))
-                self._tell(study, trial, outcome)
-                _safe(lambda: requeue(study, trial._trial_id, max_retry))
+                if self._tell(study, trial, outcome):
+                    _safe(lambda: requeue(study, trial._trial_id, max_retry, interrupted=True, spec=ctx.spec))
                 raise
             except Exception as exc:  # a bug, a device error, an invalid run: the trial fails
                 outcome = TrialOutcome(TrialState.FAIL, None, reason=f"{type(exc).__name__}: {exc}")
                 self.say(f"[red]trial {trial.number} failed[/]: {outcome.reason}")
                 _safe(lambda: trial.set_user_attr("error", outcome.reason[:1000]))
-        self._tell(study, trial, outcome)
-        return outcome
+        return outcome, self._tell(study, trial, outcome)
 
-    def _tell(self, study: optuna.Study, trial: optuna.Trial, outcome: TrialOutcome) -> None:
+    def _tell(self, study: optuna.Study, trial: optuna.Trial, outcome: TrialOutcome) -> bool:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -309,11 +329,12 @@ class Worker:
         if frozen.state != outcome.state:
             self.say(f"trial {trial.number} was already {frozen.state.name} (failed by another worker "
                      "after a missed heartbeat); its retry counts instead")
-            return
+            return False
         value = f" {outcome.value:.4f}" if outcome.value is not None else ""
         diverged = " (diverged)" if outcome.summary is not None and outcome.summary.diverged else ""
         why = f" ({outcome.reason})" if outcome.reason else ""
         self.say(f"trial {trial.number} {outcome.state.name}{value}{diverged}{why}")
+        return True
 
 
 def _safe(fn) -> None:
