@@ -105,6 +105,7 @@ def worker(
     heartbeat_interval: HeartbeatOpt = None,
     grace_period: GraceOpt = None,
     max_retry: RetryOpt = None,
+    threads: Annotated[Optional[int], typer.Option(help="Torch threads per CPU worker process (default: the cores split among this command's CPU workers; one CPU worker: torch's default).", min=1)] = None,
     storage: StorageOpt = None,
 ) -> int:
     """Take trials from a study and train them (run as many workers as you like, anywhere)."""
@@ -116,7 +117,7 @@ def worker(
 
     options = WorkerOptions(study=study, storage=storage, n_trials=n_trials, timeout=timeout, data=data,
                             show_progress=not no_progress, heartbeat_interval=heartbeat_interval,
-                            grace_period=grace_period, max_retry=max_retry)
+                            grace_period=grace_period, max_retry=max_retry, threads=threads)
     device_list = resolve_devices(devices)
     if len(device_list) > 1:
         load_spec(open_storage(storage), study)  # one clear line now rather than one per process

@@ -1,9 +1,13 @@
-"""A lock held while a study is created and its grid enqueued, so that two `create` or `replicate`
-commands started at once on one storage do one after the other: the first creates the tables, the
-study and every cell once; the second finds the study (same spec: "exists already", nothing
-enqueued; another spec: refused).
+"""A lock across processes on one storage, for the few steps that must not interleave:
 
-    sqlite:///FILE, journal:///FILE    an exclusive flock on FILE.lpstudy-lock next to the file
+- creating a study and enqueuing its grid (name LOCK_NAME): two `create` or `replicate` commands
+  started at once do one after the other; the first creates the tables, the study and every cell
+  once; the second finds the study (same spec: "exists already", nothing enqueued; another spec:
+  refused);
+- a worker's check of a study's n_trials target and its ask for a new trial (ask_lock_name), so that
+  workers never start more trials than the target.
+
+    sqlite:///FILE, journal:///FILE    an exclusive flock on a file FILE.lpstudy-lock* next to it
     postgresql                         a session advisory lock (pg_advisory_lock), released when
                                        the connection ends, also if the process dies
     grpc, mysql                        none: create studies directly on the database behind the proxy
@@ -26,18 +30,27 @@ from lpstudy.errors import StudyUnavailable
 LOCK_NAME = "lpstudy:create"
 
 
+def ask_lock_name(study: str) -> str:
+    return f"lpstudy:ask:{study}"
+
+
+def supports_lock(url: str) -> bool:
+    return storage_kind(url) in ("sqlite", "journal", "postgresql")
+
+
 def _advisory_key(name: str) -> int:
     return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
 
 
 @contextlib.contextmanager
-def creation_lock(url: str, name: str = LOCK_NAME) -> Iterator[None]:
-    """Hold the storage's creation lock (see the module) for the duration of the block."""
+def storage_lock(url: str, name: str = LOCK_NAME) -> Iterator[None]:
+    """Hold the storage's lock called name (see the module) for the duration of the block."""
     kind = storage_kind(url)
     if kind in ("sqlite", "journal"):
         prepare_to_create(url)
         path = local_file(url, creating=True)
-        with open(f"{path}.lpstudy-lock", "a") as handle:
+        suffix = "" if name == LOCK_NAME else "-" + hashlib.sha256(name.encode()).hexdigest()[:12]
+        with open(f"{path}.lpstudy-lock{suffix}", "a") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             try:
                 yield

@@ -105,6 +105,7 @@ def run_trial(ctx: TrialContext, trial: optuna.Trial) -> TrialOutcome:
         "seed": cfg.seed, "preset": spec.preset, **identity, "version": __version__,
         "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "max_steps": cfg.max_steps, "overrides": run_overrides,
+        "threads": cfg.threads if ctx.device == "cpu" else None,
     }
     for key, value in start_attrs.items():
         trial.set_user_attr(key, attr_value(value))

@@ -82,12 +82,12 @@ def open_and_create(storage_url: str | None, name: str, spec: StudySpec
     storage's creation lock (lpstudy.db.locks), so that concurrent `create`/`replicate` commands of
     one study enqueue each cell once and the later one finds the study. Returns (storage, study,
     created, cells enqueued now)."""
-    from lpstudy.db.locks import creation_lock
+    from lpstudy.db.locks import storage_lock
     from lpstudy.db.optuna_storage import open_storage
     from lpstudy.db.urls import storage_url as resolve_url
 
     url = resolve_url(storage_url)
-    with creation_lock(url):
+    with storage_lock(url):
         storage = open_storage(url, create_tables=True)
         study, created = create_study(storage, name, spec)
         enqueued = enqueue_missing_cells(study, spec) if spec.is_grid else 0

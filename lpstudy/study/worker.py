@@ -17,6 +17,7 @@ lpstudy.study.launch runs one worker process per device (`--devices cuda:0,cuda:
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import threading
 import time
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 import optuna
 from optuna.trial import TrialState
 
+from lpstudy.db.locks import ask_lock_name, storage_lock, supports_lock
 from lpstudy.db.metrics_table import ensure_metrics_table
 from lpstudy.db.optuna_storage import StorageUnavailable, StudyStorage, open_storage
 from lpstudy.db.retries import RetryCallback
@@ -55,6 +57,7 @@ class WorkerOptions:
     heartbeat_interval: int | None = None  # override the study's (e.g. for a test)
     grace_period: int | None = None
     max_retry: int | None = None
+    threads: int | None = None  # torch threads of a CPU worker (None: torch's default)
 
 
 @dataclass
@@ -161,6 +164,45 @@ def pop_waiting_trial(study: optuna.Study) -> optuna.Trial | None:
     return None
 
 
+WAIT = object()  # ask_within_target: the target is taken by running trials; look again later
+
+
+def ask_within_target(study: optuna.Study, spec: StudySpec, storage: StudyStorage):
+    """study.ask(), unless the study's n_trials target is taken: None when that many trials have
+    finished (COMPLETE or PRUNED), WAIT when finished and running trials make up the target. The
+    count and the ask happen under the storage's lock (lpstudy.db.locks), so several workers never
+    start more trials than the target. Without a lock (gRPC) a worker that finds its new trial
+    beyond the target (a racing worker's trial has a lower number) gives it up: it ends FAIL with
+    the user attribute surplus, never run."""
+    def ask() -> optuna.Trial:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "heartbeat is supposed to be used with optimize"
+            return study.ask()
+
+    if spec.n_trials is None:
+        return ask()
+    taken = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING)
+    locked = supports_lock(storage.url)
+    with storage_lock(storage.url, ask_lock_name(study.study_name)) if locked else contextlib.nullcontext():
+        trials = study._storage.get_all_trials(study._study_id, deepcopy=False, states=taken)
+        finished = sum(1 for t in trials if t.state != TrialState.RUNNING)
+        if finished >= spec.n_trials:
+            return None
+        if len(trials) >= spec.n_trials:
+            return WAIT
+        trial = ask()
+    if not locked:
+        numbers = sorted(t.number for t in study._storage.get_all_trials(
+            study._study_id, deepcopy=False, states=taken))
+        if trial.number in numbers and numbers.index(trial.number) >= spec.n_trials:
+            trial.set_user_attr("surplus", True)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
+            return WAIT
+    return trial
+
+
 def count_states(study: optuna.Study, states: tuple[TrialState, ...]) -> int:
     return len(study.get_trials(deepcopy=False, states=states))
 
@@ -224,6 +266,10 @@ class Worker:
         device = opts.device if opts.device not in ("auto", None) else str(pick_device("auto"))
         if device != "cpu":
             pick_device(device)  # refuses cuda on a machine without it
+        elif opts.threads:
+            import torch
+
+            torch.set_num_threads(opts.threads)  # recorded on each trial (user attribute threads)
         corpus = load_corpus(opts.data)
         ctx = TrialContext(storage=storage, study=study, spec=spec, corpus=corpus, device=device,
                            should_stop=self.stop, show_progress=opts.show_progress)
@@ -268,9 +314,17 @@ class Worker:
                     report.reason = "no grid cell left"
                     break
             else:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")  # "heartbeat is supposed to be used with optimize"
-                    trial = study.ask()
+                trial = ask_within_target(study, spec, storage)
+                if trial is None:
+                    report.reason = f"the study reached its target of {spec.n_trials} trials"
+                    break
+                if trial is WAIT:
+                    if heartbeat_on:
+                        self.stop.wait(GRID_POLL_S)  # a running trial may yet fail and free its place
+                        continue
+                    report.reason = (f"the study's target of {spec.n_trials} trials is reached by "
+                                     "finished and running trials")
+                    break
             outcome, ours = self._run_one(ctx, study, trial, storage if heartbeat_on else None, max_retry)
             done += 1
             report.trials[outcome.state.name] = report.trials.get(outcome.state.name, 0) + 1
