@@ -24,6 +24,8 @@ HeartbeatOpt = Annotated[Optional[int], typer.Option(
     help="Seconds between a running trial's heartbeats (SQL storages; default 10).", min=1)]
 GraceOpt = Annotated[Optional[int], typer.Option(
     help="A running trial without heartbeat this long (s) is failed and retried (default 60).", min=1)]
+CheckpointOpt = Annotated[Optional[int], typer.Option(
+    help="Save a resumable checkpoint of each trial every this many evaluations (0: never; default 5).", min=0)]
 RetryOpt = Annotated[Optional[int], typer.Option(
     help="How often a failed trial (dead or interrupted worker) is retried with its parameters (default 2).", min=0)]
 
@@ -66,6 +68,7 @@ def create(
     heartbeat_interval: HeartbeatOpt = None,
     grace_period: GraceOpt = None,
     max_retry: RetryOpt = None,
+    checkpoint_interval: CheckpointOpt = None,
     storage: StorageOpt = None,
 ) -> None:
     """Create a study: its search space, sampler and pruner (run again with the same spec: no change)."""
@@ -83,7 +86,8 @@ def create(
             entries[name] = value
     options = {"preset": preset, "sampler": sampler, "pruner": pruner, "loss_threshold": loss_threshold,
                "n_trials": n_trials, "n_startup_trials": n_startup_trials, "sampler_seed": sampler_seed,
-               "heartbeat_interval": heartbeat_interval, "grace_period": grace_period, "max_retry": max_retry}
+               "heartbeat_interval": heartbeat_interval, "grace_period": grace_period, "max_retry": max_retry,
+               "checkpoint_interval": checkpoint_interval}
     spec = build_spec(file_data, entries, options)
     store, _, created, enqueued = open_and_create(storage, study, spec)
     verb = "created" if created else "exists already, unchanged:"
@@ -106,6 +110,7 @@ def worker(
     grace_period: GraceOpt = None,
     max_retry: RetryOpt = None,
     threads: Annotated[Optional[int], typer.Option(help="Torch threads per CPU worker process (default: the cores split among this command's CPU workers; one CPU worker: torch's default).", min=1)] = None,
+    artifacts: Annotated[Optional[str], typer.Option(help="Where trials keep their checkpoints: a folder every worker sees, or s3://BUCKET (default $LPSTUDY_ARTIFACTS, else FILE.artifacts next to a SQLite or journal file).")] = None,
     storage: StorageOpt = None,
 ) -> int:
     """Take trials from a study and train them (run as many workers as you like, anywhere)."""
@@ -117,7 +122,8 @@ def worker(
 
     options = WorkerOptions(study=study, storage=storage, n_trials=n_trials, timeout=timeout, data=data,
                             show_progress=not no_progress, heartbeat_interval=heartbeat_interval,
-                            grace_period=grace_period, max_retry=max_retry, threads=threads)
+                            grace_period=grace_period, max_retry=max_retry, threads=threads,
+                            artifacts=artifacts)
     device_list = resolve_devices(devices)
     if len(device_list) > 1:
         load_spec(open_storage(storage), study)  # one clear line now rather than one per process
@@ -185,6 +191,7 @@ def replicate(
     heartbeat_interval: HeartbeatOpt = None,
     grace_period: GraceOpt = None,
     max_retry: RetryOpt = None,
+    checkpoint_interval: CheckpointOpt = None,
     storage: StorageOpt = None,
 ) -> int:
     """The paper's protocol: a grid of p values × K folds; create (or resume) it, and return."""
@@ -199,7 +206,8 @@ def replicate(
         if value is not None:
             fixed[name] = value
     p_values = [v.strip() for v in p.split(",") if v.strip()]
-    options = {"heartbeat_interval": heartbeat_interval, "grace_period": grace_period, "max_retry": max_retry}
+    options = {"heartbeat_interval": heartbeat_interval, "grace_period": grace_period, "max_retry": max_retry,
+               "checkpoint_interval": checkpoint_interval}
     url = storage_url(storage)
     result = run_replicate(url, study, preset, p_values, folds, fixed, options)
     verb = "created" if result.created else "resumed"

@@ -68,6 +68,8 @@ def worker_command(options: WorkerOptions, device: str, n_trials: int | None,
         cmd += ["--data", str(options.data)]
     if not options.show_progress:
         cmd += ["--no-progress"]
+    if options.artifacts:
+        cmd += ["--artifacts", str(options.artifacts)]
     if device == "cpu" and threads:
         cmd += ["--threads", str(threads)]
     for flag, value in (("--heartbeat-interval", options.heartbeat_interval),

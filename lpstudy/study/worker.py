@@ -31,6 +31,7 @@ from lpstudy.db.locks import ask_lock_name, storage_lock, supports_lock
 from lpstudy.db.metrics_table import ensure_metrics_table
 from lpstudy.db.optuna_storage import StorageUnavailable, StudyStorage, open_storage
 from lpstudy.db.retries import RetryCallback
+from lpstudy.study.checkpoints import artifact_location, artifact_store
 from lpstudy.study.objective import TrialContext, TrialOutcome, run_trial
 from lpstudy.study.spec import StudySpec
 from lpstudy.study.studies import load_study, trial_params
@@ -58,6 +59,7 @@ class WorkerOptions:
     grace_period: int | None = None
     max_retry: int | None = None
     threads: int | None = None  # torch threads of a CPU worker (None: torch's default)
+    artifacts: str | None = None  # where trials keep checkpoints (lpstudy.study.checkpoints)
 
 
 @dataclass
@@ -271,8 +273,10 @@ class Worker:
 
             torch.set_num_threads(opts.threads)  # recorded on each trial (user attribute threads)
         corpus = load_corpus(opts.data)
+        location = artifact_location(storage.url, opts.artifacts) if spec.checkpoint_interval else None
         ctx = TrialContext(storage=storage, study=study, spec=spec, corpus=corpus, device=device,
-                           should_stop=self.stop, show_progress=opts.show_progress)
+                           should_stop=self.stop, show_progress=opts.show_progress,
+                           artifact_store=artifact_store(location) if location else None)
         self.say(f"study {opts.study!r} ({spec.describe()}) in {storage.display_url} on {device}"
                  + ("" if heartbeat_on else " · no heartbeats on this storage"))
         previous = install_signal_handlers(self.stop, self.say)
