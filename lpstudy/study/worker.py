@@ -6,10 +6,11 @@ n_trials target, or on SIGINT/SIGTERM: then the trial it is on stops after the c
 ends FAIL (marked interrupted) and is enqueued again with the same parameters, never left RUNNING.
 A second signal aborts at once (the trial still ends FAIL).
 
-While a trial runs, a thread records its heartbeat (SQL storages). Before taking a trial, a worker
-fails the RUNNING trials whose heartbeat is older than the grace period (their worker died) and
-Optuna's RetryHeartbeatStaleTrialCallback enqueues each again with the same parameters, at most
-max_retry times. Workers of a grid study that find no waiting cell wait while other trials run
+While a trial runs, a thread records its heartbeat (SQL storages: Optuna's; journal and gRPC: a
+lease of lpstudy's own, lpstudy.study.lease). Before taking a trial, a worker fails the RUNNING
+trials whose heartbeat is older than the grace period (their worker died) and enqueues each again
+with the same parameters (lpstudy.db.retries, Optuna's RetryHeartbeatStaleTrialCallback's
+bookkeeping), at most max_retry times. Workers of a grid study that find no waiting cell wait while other trials run
 (they may die and come back as waiting cells) and stop when none is left.
 
 lpstudy.study.launch runs one worker process per device (`--devices cuda:0,cuda:1`, `cpu,cpu`).
@@ -32,6 +33,7 @@ from lpstudy.db.metrics_table import ensure_metrics_table
 from lpstudy.db.optuna_storage import StorageUnavailable, StudyStorage, open_storage
 from lpstudy.db.retries import RetryCallback
 from lpstudy.study.checkpoints import artifact_location, artifact_store
+from lpstudy.study.lease import LEASE_ATTR, Lease, beat
 from lpstudy.study.objective import TrialContext, TrialOutcome, run_trial
 from lpstudy.study.spec import StudySpec
 from lpstudy.study.studies import load_study, trial_params
@@ -119,7 +121,10 @@ class Heartbeat:
         from optuna.storages import RDBStorage
 
         try:
-            RDBStorage.record_heartbeat(self.storage.optuna, self.trial_id)  # no retry loop: never blocks
+            if isinstance(self.storage.optuna, RDBStorage):
+                RDBStorage.record_heartbeat(self.storage.optuna, self.trial_id)  # no retry loop: never blocks
+            else:
+                beat(self.storage.optuna, self.trial_id)  # journal, gRPC: lpstudy.study.lease
         except Exception:
             pass
 
@@ -221,7 +226,8 @@ def requeue(study: optuna.Study, trial_id: int, max_retry: int, interrupted: boo
     frozen = study._storage.get_trial(trial_id)
     if spec is not None and spec.is_grid and cell_is_live(study, spec, frozen):
         return False
-    return RetryCallback(max_retry)(study, frozen, interrupted=interrupted, drop_attrs=(METRICS_ATTR_PREFIX,))
+    return RetryCallback(max_retry)(study, frozen, interrupted=interrupted,
+                                    drop_attrs=(METRICS_ATTR_PREFIX, LEASE_ATTR))
 
 
 def cell_is_live(study: optuna.Study, spec: StudySpec, trial: optuna.trial.FrozenTrial) -> bool:
@@ -245,6 +251,7 @@ def cell_is_live(study: optuna.Study, spec: StudySpec, trial: optuna.trial.Froze
 class Worker:
     def __init__(self, options: WorkerOptions, say=None) -> None:
         self.options = options
+        self.lease: Lease | None = None
         self.stop = StopFlag()
         self._say = say
 
@@ -262,6 +269,9 @@ class Worker:
             opts.heartbeat_interval or spec.heartbeat_interval, opts.grace_period or spec.grace_period,
             spec.max_retry if opts.max_retry is None else opts.max_retry)
         max_retry = spec.max_retry if opts.max_retry is None else opts.max_retry
+        # journal and gRPC: lpstudy's own lease in place of Optuna's heartbeats (lpstudy.study.lease)
+        self.lease = None if heartbeat_on else Lease(
+            opts.heartbeat_interval or spec.heartbeat_interval, opts.grace_period or spec.grace_period, max_retry)
         if storage.is_sql:
             storage.call(ensure_metrics_table, storage.engine)
 
@@ -278,7 +288,7 @@ class Worker:
                            should_stop=self.stop, show_progress=opts.show_progress,
                            artifact_store=artifact_store(location) if location else None)
         self.say(f"study {opts.study!r} ({spec.describe()}) in {storage.display_url} on {device}"
-                 + ("" if heartbeat_on else " · no heartbeats on this storage"))
+                 + ("" if heartbeat_on else " · heartbeats by lease (trial system attribute)"))
         previous = install_signal_handlers(self.stop, self.say)
         try:
             return self._loop(ctx, study, spec, storage, heartbeat_on, max_retry)
@@ -309,10 +319,14 @@ class Worker:
                 break
             if heartbeat_on:
                 fail_stale_trials(study)
+            elif self.lease is not None:
+                for number in self.lease.fail_stale(study):
+                    self.say(f"trial {number} lost its worker (no heartbeat for {self.lease.grace_period_s} s): "
+                             "failed, and enqueued again")
             if spec.is_grid:
                 trial = pop_waiting_trial(study)
                 if trial is None:
-                    if heartbeat_on and count_states(study, (TrialState.RUNNING,)):
+                    if (heartbeat_on or self.lease) and count_states(study, (TrialState.RUNNING,)):
                         self.stop.wait(GRID_POLL_S)  # a running cell may yet fail and come back
                         continue
                     report.reason = "no grid cell left"
@@ -323,7 +337,7 @@ class Worker:
                     report.reason = f"the study reached its target of {spec.n_trials} trials"
                     break
                 if trial is WAIT:
-                    if heartbeat_on:
+                    if heartbeat_on or self.lease:
                         self.stop.wait(GRID_POLL_S)  # a running trial may yet fail and free its place
                         continue
                     report.reason = (f"the study's target of {spec.n_trials} trials is reached by "
@@ -356,6 +370,8 @@ class Worker:
         """Run the trial and tell Optuna; (the outcome, whether the trial ended in that state by this
         worker's tell rather than already failed by another worker)."""
         interval = heartbeat_storage.optuna.heartbeat_interval if heartbeat_storage else None
+        if interval is None and self.lease is not None:
+            interval = self.lease.interval_s
         with Heartbeat(ctx.storage, trial._trial_id, interval):
             try:
                 outcome = run_trial(ctx, trial)
