@@ -31,8 +31,8 @@ FROM python:${PYTHON_VERSION}-slim AS runtime
 # The mount points of the named volumes belong to the user: a fresh volume takes their owner.
 RUN groupadd --gid 1000 lpstudy \
  && useradd --uid 1000 --gid lpstudy --create-home --shell /usr/sbin/nologin lpstudy \
- && mkdir -p /home/lpstudy/.cache/lpstudy /run/lpstudy-gpus \
- && chown -R lpstudy:lpstudy /home/lpstudy/.cache /run/lpstudy-gpus
+ && mkdir -p /home/lpstudy/.cache/lpstudy /run/lpstudy-gpus /var/lib/lpstudy/artifacts \
+ && chown -R lpstudy:lpstudy /home/lpstudy/.cache /run/lpstudy-gpus /var/lib/lpstudy
 COPY --from=build /opt/venv /opt/venv
 COPY app /opt/lpstudy/app
 COPY deploy/docker/lpstudy-claim-gpu /usr/local/bin/lpstudy-claim-gpu

@@ -42,6 +42,10 @@ def overview() -> None:
         st.progress(min(1.0, grid["fraction"]),
                     text=f"Grid: {grid['done']} of {grid['n_cells']} cells done · {grid['running']} running · "
                          f"{grid['waiting']} waiting")
+    if data.duplicates:
+        from lpstudy.results.cells import duplicates_note
+
+        st.warning(duplicates_note(data.duplicates))
 
     best = A.best_trial(trials)
     left, right = st.columns([1, 2])

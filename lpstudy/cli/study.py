@@ -27,6 +27,8 @@ HeartbeatOpt = Annotated[Optional[int], typer.Option(
     help="Seconds between a running trial's heartbeats (SQL storages; default 10).", min=1)]
 GraceOpt = Annotated[Optional[int], typer.Option(
     help="A running trial without heartbeat this long (s) is failed and retried (default 60).", min=1)]
+CheckpointOpt = Annotated[Optional[int], typer.Option(
+    help="Save a resumable checkpoint of each trial every this many evaluations (0: never; default 5).", min=0)]
 RetryOpt = Annotated[Optional[int], typer.Option(
     help="How often a failed trial (dead or interrupted worker) is retried with its parameters (default 2).", min=0)]
 
@@ -88,6 +90,7 @@ def create(
     heartbeat_interval: HeartbeatOpt = None,
     grace_period: GraceOpt = None,
     max_retry: RetryOpt = None,
+    checkpoint_interval: CheckpointOpt = None,
     storage: StorageOpt = None,
     storage_file: StorageFileOpt = None,
 ) -> None:
@@ -98,7 +101,7 @@ def create(
     shown_storage, storage = storage, storage_url(storage, storage_file)
     from lpstudy.db.optuna_storage import open_storage
     from lpstudy.study.spec import build_spec, read_study_file
-    from lpstudy.study.studies import create_study, enqueue_missing_cells
+    from lpstudy.study.studies import open_and_create
 
     file_data = read_study_file(config) if config is not None else {}
     entries: dict = {}
@@ -110,16 +113,10 @@ def create(
             entries[name] = value
     options = {"preset": preset, "sampler": sampler, "pruner": pruner, "loss_threshold": loss_threshold,
                "n_trials": n_trials, "n_startup_trials": n_startup_trials, "sampler_seed": sampler_seed,
-               "heartbeat_interval": heartbeat_interval, "grace_period": grace_period, "max_retry": max_retry}
+               "heartbeat_interval": heartbeat_interval, "grace_period": grace_period, "max_retry": max_retry,
+               "checkpoint_interval": checkpoint_interval}
     spec = build_spec(file_data, entries, options)
-    from lpstudy.study.undo import undo_on_failure
-
-    with undo_on_failure(storage) as undo:
-        store = open_storage(storage, create_tables=True)
-        created_study, created = create_study(store, study, spec)
-        if created:
-            undo.study(store, study)
-        enqueued = enqueue_missing_cells(created_study, spec) if spec.is_grid else 0
+    store, _, created, enqueued = open_and_create(storage, study, spec)
     verb = "created" if created else "exists already, unchanged:"
     _say(f"study {study!r} {verb} in {store.display_url} · {spec.describe()}")
     _say(f"space: {spec.space.describe()}")
@@ -139,6 +136,8 @@ def worker(
     heartbeat_interval: HeartbeatOpt = None,
     grace_period: GraceOpt = None,
     max_retry: RetryOpt = None,
+    threads: Annotated[Optional[int], typer.Option(help="Torch threads per CPU worker process (default: the cores split among this command's CPU workers; one CPU worker: torch's default).", min=1)] = None,
+    artifacts: Annotated[Optional[str], typer.Option(help="Where trials keep their checkpoints: a folder every worker sees, or s3://BUCKET (default $LPSTUDY_ARTIFACTS, else FILE.artifacts next to a SQLite or journal file).")] = None,
     storage: StorageOpt = None,
     storage_file: StorageFileOpt = None,
 ) -> int:
@@ -154,7 +153,8 @@ def worker(
 
     options = WorkerOptions(study=study, storage=storage, n_trials=n_trials, timeout=timeout, data=data,
                             show_progress=not no_progress, heartbeat_interval=heartbeat_interval,
-                            grace_period=grace_period, max_retry=max_retry)
+                            grace_period=grace_period, max_retry=max_retry, threads=threads,
+                            artifacts=artifacts)
     device_list = resolve_devices(devices)
     if len(device_list) > 1:
         load_spec(open_storage(storage), study)  # one clear line now rather than one per process
@@ -228,6 +228,7 @@ def replicate(
     heartbeat_interval: HeartbeatOpt = None,
     grace_period: GraceOpt = None,
     max_retry: RetryOpt = None,
+    checkpoint_interval: CheckpointOpt = None,
     storage: StorageOpt = None,
     storage_file: StorageFileOpt = None,
 ) -> int:
@@ -243,7 +244,8 @@ def replicate(
         if value is not None:
             fixed[name] = value
     p_values = [v.strip() for v in p.split(",") if v.strip()]
-    options = {"heartbeat_interval": heartbeat_interval, "grace_period": grace_period, "max_retry": max_retry}
+    options = {"heartbeat_interval": heartbeat_interval, "grace_period": grace_period, "max_retry": max_retry,
+               "checkpoint_interval": checkpoint_interval}
     url = storage_url(storage, storage_file)
     available = resolve_devices(devices) if workers else []  # a wrong device: refused before anything is made
     result = run_replicate(url, study, preset, p_values, folds, fixed, options)

@@ -3,7 +3,9 @@
 readonly=True gives an engine that cannot write: SQLite opened with mode=ro (which never creates
 the file either), PostgreSQL sessions with default_transaction_read_only (and, in a deployment,
 the read-only role of storage/init). Writers get SQLite's busy timeout, so that a few workers on
-one file wait for each other's transactions instead of failing.
+one file wait for each other's transactions instead of failing, and serialised transactions
+(serialize_sqlite_writes), so that a read-then-write such as Optuna's WAITING -> RUNNING claim is
+atomic across processes.
 """
 
 from __future__ import annotations
@@ -38,6 +40,32 @@ def engine_kwargs(url: str, readonly: bool = False) -> dict[str, Any]:
     return kwargs
 
 
+def serialize_sqlite_writes(engine: Engine) -> Engine:
+    """Make every transaction of a SQLite writer engine take the database's write lock when it begins
+    (BEGIN IMMEDIATE), so that a SELECT and the UPDATE that follows it are atomic across processes.
+
+    Optuna claims a WAITING trial with SELECT ... FOR UPDATE, then sets it RUNNING. SQLite has no
+    FOR UPDATE, and Python's sqlite3 driver begins a transaction only at the first write, so two
+    processes could both read WAITING and both write RUNNING: two workers ran one grid cell.
+    SQLAlchemy's documented pysqlite recipe ("Serializable isolation / Savepoints / Transactional
+    DDL"): the driver's own transaction handling off, and BEGIN IMMEDIATE on every begin. Existing
+    pooled connections are dropped, so that every connection from now on has the listeners."""
+    if engine.dialect.name != "sqlite" or getattr(engine, "_lpstudy_serialized", False):
+        return engine
+
+    @sa.event.listens_for(engine, "connect")
+    def _driver_autocommit(dbapi_connection, connection_record):
+        dbapi_connection.isolation_level = None  # pysqlite emits no BEGIN of its own
+
+    @sa.event.listens_for(engine, "begin")
+    def _begin_immediate(conn):
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    engine.dispose()
+    engine._lpstudy_serialized = True
+    return engine
+
+
 def engine_url(url: str, readonly: bool = False) -> str:
     return str(readonly_url(url)) if readonly else url
 
@@ -57,6 +85,8 @@ def make_engine(url: str, readonly: bool = False, check: bool = False) -> Engine
     except ImportError:
         raise UserError(f"the database driver for {redact(url)} is not installed; "
                         "pip install 'lpstudy[postgres]'") from None
+    if not readonly:
+        serialize_sqlite_writes(engine)
     if check:
         try:
             with engine.connect() as conn:

@@ -18,7 +18,6 @@ import os
 import sys
 import threading
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -28,7 +27,7 @@ import sqlalchemy as sa
 from optuna.storages import BaseStorage, GrpcStorageProxy, JournalStorage, RDBStorage
 from sqlalchemy.engine import Engine
 
-from lpstudy.db.engines import CONNECT_TIMEOUT_S, engine_kwargs, engine_url, first_line
+from lpstudy.db.engines import CONNECT_TIMEOUT_S, engine_kwargs, engine_url, first_line, serialize_sqlite_writes
 from lpstudy.db.metrics_table import ensure_metrics_table
 from lpstudy.db.urls import (grpc_address, journal_path, missing_file_message, prepare_to_create, redact,
                              storage_kind, storage_url)
@@ -217,14 +216,12 @@ class StudyStorage:
         parameters up to max_retry times. Returns whether heartbeats are on."""
         if not self.supports_heartbeat or not interval_s:
             return False
-        from optuna.storages import RetryHeartbeatStaleTrialCallback
+        from lpstudy.db.retries import RetryCallback
 
         rdb = self.optuna
         rdb.heartbeat_interval = int(interval_s)
         rdb.grace_period = int(grace_period_s) if grace_period_s else 2 * int(interval_s)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # ExperimentalWarning
-            callback = RetryHeartbeatStaleTrialCallback(max_retry=max_retry)
+        callback = RetryCallback(max_retry)  # Optuna's RetryHeartbeatStaleTrialCallback, interruptions free
         rdb.heartbeat_stale_trial_callback = callback
         rdb.failed_trial_callback = callback
         return True
@@ -295,6 +292,8 @@ def _open_rdb(url: str, readonly: bool, create_tables: bool, policy: RetryPolicy
         rdb = RetryingRDBStorage(engine_url(url, readonly), engine_kwargs=engine_kwargs(url, readonly),
                                  skip_table_creation=readonly or not create_tables,
                                  skip_compatibility_check=readonly)
+        if not readonly:
+            serialize_sqlite_writes(rdb.engine)  # the WAITING -> RUNNING claim is atomic on SQLite too
         if readonly:
             with rdb.engine.connect() as conn:  # reach it now, so the error is one clear line
                 conn.execute(sa.text("SELECT 1"))

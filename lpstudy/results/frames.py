@@ -28,6 +28,7 @@ from lpstudy.db.engines import make_engine, reading
 from lpstudy.db.metrics_table import METRICS_TABLE, read_metrics
 from lpstudy.db.optuna_storage import open_storage
 from lpstudy.db.urls import is_sql, redact
+from lpstudy.results.cells import one_per_cell
 from lpstudy.errors import StudyUnavailable
 from lpstudy.training.metrics import METRIC_FIELDS, SUMMARY_FIELDS
 from lpstudy.values import FIXED_PARAMS_ATTR, METRICS_ATTR_PREFIX, SPEC_ATTR, read_p, to_float
@@ -63,6 +64,7 @@ class StudyData:
     info: StudyInfo
     trials: pd.DataFrame
     curves: pd.DataFrame
+    duplicates: list[int] = field(default_factory=list)  # grid trials left out: their cell ran before
 
 
 def _readonly_engine(storage_url: str):
@@ -322,7 +324,10 @@ def load_study(storage_url: str, study_name: str, curves: bool = True, via_optun
     info, trials, intermediate, table = loaded
     frame = trials_frame(trials, intermediate)
     merged = merge_curves(table, attr_curves(trials), intermediate) if curves else _empty_curves()
-    return StudyData(name=study_name, info=info, trials=frame, curves=merged)
+    duplicates: list[int] = []
+    if info.kind == "replicate":  # a grid cell counts once (lpstudy.results.cells)
+        frame, merged, duplicates = one_per_cell(frame, merged)
+    return StudyData(name=study_name, info=info, trials=frame, curves=merged, duplicates=duplicates)
 
 
 def study_fingerprint(storage_url: str, study_name: str) -> tuple | None:

@@ -87,6 +87,7 @@ def study_status(storage_url: str, study_name: str) -> dict[str, Any]:
         "sampler": spec.get("sampler"), "pruner": spec.get("pruner"), "counts": counts, "diverged": diverged,
         "best": best, "running": running_rows, "grid": analysis.grid_progress(trials, spec),
         "time_left": estimate_time_left(trials, running, spec, max_steps),
+        "duplicates": list(data.duplicates),
     }
     if data.info.kind == "replicate":
         status["per_p"] = _records(analysis.per_p_summary(trials))
@@ -171,6 +172,10 @@ def render_status(status: dict[str, Any], console=None) -> None:
     if grid:
         console.print(f"grid     {grid['done']}/{grid['n_cells']} cells done · {grid['running']} running · "
                       f"{grid['waiting']} waiting", highlight=False, soft_wrap=True)
+    if status.get("duplicates"):
+        from lpstudy.results.cells import duplicates_note
+
+        console.print(f"[yellow]note[/]     {duplicates_note(status['duplicates'])}", highlight=False, soft_wrap=True)
     if status["running"]:
         rows = []
         for r in status["running"]:

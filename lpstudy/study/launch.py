@@ -2,7 +2,8 @@
 
 `--devices auto` is every visible GPU, else one CPU worker; `cuda:0,cuda:1` or `cpu,cpu` name them.
 Each process is `python -m lpstudy worker` on one device; the storage URL travels in the
-environment, so that a password never shows in the process list.
+environment, so that a password never shows in the process list. Local CPU worker processes split
+the cores between them (--threads sets the count; see cpu_threads).
 """
 
 from __future__ import annotations
@@ -36,7 +37,27 @@ def resolve_devices(devices: str) -> list[str]:
     return names
 
 
-def worker_command(options: WorkerOptions, device: str, n_trials: int | None) -> list[str]:
+def cpu_count() -> int:
+    """The cores this process may run on (its affinity, e.g. a container's or Slurm's share)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def cpu_threads(devices: list[str], threads: int | None) -> int | None:
+    """Torch threads for each local CPU worker process: --threads if given, else the cores split
+    evenly between the CPU workers (`cpu,cpu` on 2 cores: one each), so that the workers do not
+    oversubscribe the cores (threads that wait on each other); None for a single CPU worker
+    (torch's default, every core)."""
+    if threads:
+        return threads
+    n_cpu = sum(1 for d in devices if d == "cpu")
+    return max(1, cpu_count() // n_cpu) if n_cpu > 1 else None
+
+
+def worker_command(options: WorkerOptions, device: str, n_trials: int | None,
+                   threads: int | None = None) -> list[str]:
     """The command line of one worker process (the storage URL travels in the environment, so that
     a password never shows in the process list)."""
     cmd = [sys.executable, "-m", "lpstudy", "worker", "--study", options.study, "--devices", device]
@@ -48,6 +69,10 @@ def worker_command(options: WorkerOptions, device: str, n_trials: int | None) ->
         cmd += ["--data", str(options.data)]
     if not options.show_progress:
         cmd += ["--no-progress"]
+    if options.artifacts:
+        cmd += ["--artifacts", str(options.artifacts)]
+    if device == "cpu" and threads:
+        cmd += ["--threads", str(threads)]
     for flag, value in (("--heartbeat-interval", options.heartbeat_interval),
                         ("--grace-period", options.grace_period), ("--max-retry", options.max_retry)):
         if value is not None:
@@ -62,9 +87,9 @@ def spawn_workers(options: WorkerOptions, devices: list[str], say=None, on_line=
     `tick()` is called about once a second while they run."""
     env = dict(os.environ)
     env[STORAGE_ENV] = storage_url(options.storage)
-    cpu_workers = sum(1 for d in devices if d == "cpu")
-    if cpu_workers > 1 and "OMP_NUM_THREADS" not in env:
-        env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // cpu_workers))
+    threads = cpu_threads(devices, options.threads)
+    if threads and "OMP_NUM_THREADS" not in env:
+        env["OMP_NUM_THREADS"] = str(threads)
     shares: list[int | None] = [None] * len(devices)
     if options.n_trials is not None:
         base, extra = divmod(options.n_trials, len(devices))
@@ -76,7 +101,7 @@ def spawn_workers(options: WorkerOptions, devices: list[str], say=None, on_line=
         # A session of their own: a Ctrl-C in the terminal reaches them once, forwarded by this
         # process, rather than twice (which would abort their trials instead of stopping them).
         piped = {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT, "text": True, "bufsize": 1} if on_line else {}
-        procs.append(subprocess.Popen(worker_command(options, device, share), env=env, start_new_session=True,
+        procs.append(subprocess.Popen(worker_command(options, device, share, threads), env=env, start_new_session=True,
                                       **piped))
     readers = [threading.Thread(target=_forward_lines, args=(proc.stdout, on_line), daemon=True)
                for proc in procs if on_line is not None]

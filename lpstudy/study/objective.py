@@ -24,6 +24,7 @@ from optuna.trial import TrialState
 from lpstudy import __version__
 from lpstudy.db.metrics_table import write_metrics
 from lpstudy.db.optuna_storage import StudyStorage
+from lpstudy.study.checkpoints import TrialCheckpoints
 from lpstudy.study.space import describe_overrides
 from lpstudy.study.spec import StudySpec
 from lpstudy.training.config import overrides_of, resolve_config, with_cpu_threads
@@ -53,6 +54,7 @@ class TrialContext:
     worker_id: str = ""
     should_stop: Callable[[], bool] = lambda: False
     show_progress: bool = True
+    artifact_store: Any = None  # where trials keep checkpoints (lpstudy.study.checkpoints); None: nowhere
 
 
 def worker_identity(device: str) -> dict[str, Any]:
@@ -105,6 +107,7 @@ def run_trial(ctx: TrialContext, trial: optuna.Trial) -> TrialOutcome:
         "seed": cfg.seed, "preset": spec.preset, **identity, "version": __version__,
         "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "max_steps": cfg.max_steps, "overrides": run_overrides,
+        "threads": cfg.threads if ctx.device == "cpu" else None,
     }
     for key, value in start_attrs.items():
         trial.set_user_attr(key, attr_value(value))
@@ -114,8 +117,19 @@ def run_trial(ctx: TrialContext, trial: optuna.Trial) -> TrialOutcome:
     if ctx.show_progress:
         say_stderr(f"[bold]trial {trial.number}[/] {shown} on {ctx.device} ({identity['worker']})")
 
-    written: set[int] = set()
+    checkpoints = resume = None
+    if ctx.artifact_store is not None and spec.checkpoint_interval > 0:
+        checkpoints = TrialCheckpoints(ctx.artifact_store, ctx.study, trial)
+        resume = checkpoints.load()
+    if resume is not None:
+        trial.set_user_attr("resumed_from_step", resume.step)
+        if ctx.show_progress:
+            say_stderr(f"trial {trial.number} resumes from its checkpoint at step {resume.step}")
+    written: set[int] = {r.step for r in resume.summary.history} if resume is not None else set()
     pruned = [False]
+    train_kwargs = dict(loss_threshold=spec.loss_threshold, should_stop=ctx.should_stop, resume=resume,
+                        on_checkpoint=checkpoints.save if checkpoints else None,
+                        checkpoint_every=spec.checkpoint_interval)
 
     def on_eval(record) -> bool:
         record_evaluation(ctx, trial, record)
@@ -131,11 +145,9 @@ def run_trial(ctx: TrialContext, trial: optuna.Trial) -> TrialOutcome:
     bar = None
     if ctx.show_progress:
         with TrainingProgress(cfg.max_steps, description=f"trial {trial.number}") as bar:
-            run = train(cfg, ctx.corpus, on_eval=on_eval, on_step=bar.on_step,
-                        loss_threshold=spec.loss_threshold, should_stop=ctx.should_stop)
+            run = train(cfg, ctx.corpus, on_eval=on_eval, on_step=bar.on_step, **train_kwargs)
     else:
-        run = train(cfg, ctx.corpus, on_eval=on_eval, loss_threshold=spec.loss_threshold,
-                    should_stop=ctx.should_stop)
+        run = train(cfg, ctx.corpus, on_eval=on_eval, **train_kwargs)
     summary = run.summary
     for record in summary.history:  # the evaluation that found the divergence never reached on_eval
         if record.step not in written:
@@ -149,6 +161,9 @@ def run_trial(ctx: TrialContext, trial: optuna.Trial) -> TrialOutcome:
     for key, value in end_attrs.items():
         trial.set_user_attr(key, attr_value(value))
 
+    if checkpoints is not None and (pruned[0] or summary.diverged or not interrupted
+                                    and math.isfinite(summary.final_val_loss)):
+        checkpoints.finish()  # it will not be retried
     if pruned[0]:
         return TrialOutcome(TrialState.PRUNED, None, summary, overrides=overrides)
     if summary.diverged:

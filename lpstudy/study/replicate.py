@@ -13,10 +13,8 @@ from typing import Any
 
 from optuna.trial import TrialState
 
-from lpstudy.db.optuna_storage import open_storage
 from lpstudy.study.spec import replicate_spec
-from lpstudy.study.undo import undo_on_failure
-from lpstudy.study.studies import create_study, enqueue_missing_cells, grid_state
+from lpstudy.study.studies import grid_state, open_and_create
 
 
 @dataclass
@@ -34,12 +32,7 @@ def replicate(storage_url: str | None, study_name: str, preset: str, p_values: l
               fixed: dict[str, Any] | None = None, options: dict[str, Any] | None = None) -> ReplicateResult:
     """Create or resume the grid study; return where it stands."""
     spec = replicate_spec(preset, p_values, folds, fixed, options)
-    with undo_on_failure(storage_url) as undo:
-        storage = open_storage(storage_url, create_tables=True)
-        study, created = create_study(storage, study_name, spec)
-        if created:
-            undo.study(storage, study_name)
-        enqueued = enqueue_missing_cells(study, spec)
+    storage, study, created, enqueued = open_and_create(storage_url, study_name, spec)
     cells = grid_state(study, spec)
     return ReplicateResult(
         study=study_name, created=created, enqueued=enqueued, n_cells=len(cells),

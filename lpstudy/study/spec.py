@@ -30,15 +30,13 @@ PRUNERS = ("median", "hyperband", "none")
 KINDS = ("search", "replicate")
 # The keys of a study YAML besides `space:`; fold, folds and seed are shortcuts for space entries.
 STUDY_FILE_KEYS = ("preset", "space", "sampler", "pruner", "loss_threshold", "n_trials", "n_startup_trials",
-                   "sampler_seed", "heartbeat_interval", "grace_period", "max_retry", "fold", "folds", "seed")
+                   "sampler_seed", "heartbeat_interval", "grace_period", "max_retry", "fold", "folds", "seed",
+                   "checkpoint_interval")
 SPACE_SHORTCUTS = ("fold", "folds", "seed")
 # The integer options of a study and the range each can have (sampler seeds: NumPy's 32 bits).
 SPEC_BOUNDS = {"heartbeat_interval": (1, 86_400), "grace_period": (1, 7 * 86_400), "max_retry": (0, 1000),
-               "n_startup_trials": (0, 10**6), "n_trials": (1, 10**7), "sampler_seed": (0, 2**32 - 1)}
-
-
-def metrics_attr_name(step: int) -> str:
-    return f"{METRICS_ATTR_PREFIX}{step:08d}"
+               "n_startup_trials": (0, 10**6), "n_trials": (1, 10**7), "sampler_seed": (0, 2**32 - 1),
+               "checkpoint_interval": (0, 10**6)}
 
 
 @dataclass
@@ -58,6 +56,7 @@ class StudySpec:
     heartbeat_interval: int = 10  # seconds between heartbeats of a running trial (SQL storages)
     grace_period: int = 60  # a RUNNING trial without heartbeat for this long is failed and retried
     max_retry: int = 2  # how often a failed (dead, interrupted) trial is retried with its parameters
+    checkpoint_interval: int = 5  # save a resumable checkpoint every this many evaluations (0: never)
     p_values: list[float] | None = None  # replicate: the grid's p values
     n_cells: int | None = None  # grid: the number of cells
 
@@ -72,7 +71,7 @@ class StudySpec:
             "loss_threshold": self.loss_threshold, "n_trials": self.n_trials,
             "n_startup_trials": self.n_startup_trials, "sampler_seed": self.sampler_seed,
             "heartbeat_interval": self.heartbeat_interval, "grace_period": self.grace_period,
-            "max_retry": self.max_retry, "n_cells": self.n_cells,
+            "max_retry": self.max_retry, "n_cells": self.n_cells, "checkpoint_interval": self.checkpoint_interval,
         }
         if self.p_values is not None:
             out["p_values"] = [encode("p", p) for p in self.p_values]

@@ -4,6 +4,7 @@ of a grid (replicate) study, each enqueued once as a WAITING trial."""
 from __future__ import annotations
 
 import json
+import time
 import warnings
 from typing import Any
 
@@ -15,6 +16,9 @@ from lpstudy.errors import UserError
 from lpstudy.names import check_study_name, shell_quoted
 from lpstudy.study.spec import StudySpec
 from lpstudy.values import FIXED_PARAMS_ATTR, SPEC_ATTR
+
+# A study found without its spec is waited for this long: its creator may be setting it right now.
+SPEC_WAIT_S = 10.0
 
 # -- samplers and pruners ---------------------------------------------------------------------------
 
@@ -60,6 +64,7 @@ def create_study(storage: StudyStorage, name: str, spec: StudySpec) -> tuple[opt
         study = optuna.create_study(storage=storage.optuna, study_name=name, direction="minimize",
                                     sampler=make_sampler(spec), pruner=make_pruner(spec))
     except optuna.exceptions.DuplicatedStudyError:
+        _wait_for_spec(storage, name)  # a creator racing us (gRPC, without a lock) may not have set it yet
         study, existing = load_study(storage, name)
         if _canonical(existing.to_plain()) != _canonical(plain):
             raise UserError(f"study {name!r} already exists in {storage.display_url} with another spec: "
@@ -89,6 +94,39 @@ def spec_differences(stored: dict[str, Any], new: dict[str, Any]) -> str:
     parts = [f"{key} stored {a.get(key, missing)}, new {b.get(key, missing)}"
              for key in sorted(set(a) | set(b)) if a.get(key) != b.get(key)]
     return "; ".join(parts) or "the same fields in another form"
+
+
+def open_and_create(storage_url: str | None, name: str, spec: StudySpec
+                    ) -> tuple[StudyStorage, optuna.Study, bool, int]:
+    """Open (creating the tables), create the study and enqueue its grid cells, all under the
+    storage's creation lock (lpstudy.db.locks), so that concurrent `create`/`replicate` commands of
+    one study enqueue each cell once and the later one finds the study. Returns (storage, study,
+    created, cells enqueued now)."""
+    from lpstudy.db.locks import storage_lock
+    from lpstudy.db.optuna_storage import open_storage
+    from lpstudy.db.urls import storage_url as resolve_url
+    from lpstudy.study.undo import undo_on_failure
+
+    url = resolve_url(storage_url)
+    with undo_on_failure(url) as undo, storage_lock(url):  # a failure leaves nothing it made behind
+        storage = open_storage(url, create_tables=True)
+        study, created = create_study(storage, name, spec)
+        if created:
+            undo.study(storage, name)
+        enqueued = enqueue_missing_cells(study, spec) if spec.is_grid else 0
+    return storage, study, created, enqueued
+
+
+def _wait_for_spec(storage: StudyStorage, name: str, timeout_s: float = SPEC_WAIT_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            study_id = storage.optuna.get_study_id_from_name(name)
+            if SPEC_ATTR in storage.optuna.get_study_user_attrs(study_id):
+                return
+        except KeyError:
+            pass
+        time.sleep(0.2)
 
 
 def _check_study_name(name: str) -> None:

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from lpstudy.db.urls import local_file, storage_url
 
-# SQLite's companions of a database file.
-_SIDECARS = ("-journal", "-wal", "-shm")
+# The companions of a database file: SQLite's, and lpstudy's creation lock (lpstudy.db.locks).
+_SIDECARS = ("-journal", "-wal", "-shm", ".lpstudy-lock")
 
 
 class Undo:

@@ -6,10 +6,11 @@ n_trials target, or on SIGINT/SIGTERM: then the trial it is on stops after the c
 ends FAIL (marked interrupted) and is enqueued again with the same parameters, never left RUNNING.
 A second signal aborts at once (the trial still ends FAIL).
 
-While a trial runs, a thread records its heartbeat (SQL storages). Before taking a trial, a worker
-fails the RUNNING trials whose heartbeat is older than the grace period (their worker died) and
-Optuna's RetryHeartbeatStaleTrialCallback enqueues each again with the same parameters, at most
-max_retry times. Workers of a grid study that find no waiting cell wait while other trials run
+While a trial runs, a thread records its heartbeat (SQL storages: Optuna's; journal and gRPC: a
+lease of lpstudy's own, lpstudy.study.lease). Before taking a trial, a worker fails the RUNNING
+trials whose heartbeat is older than the grace period (their worker died) and enqueues each again
+with the same parameters (lpstudy.db.retries, Optuna's RetryHeartbeatStaleTrialCallback's
+bookkeeping), at most max_retry times. Workers of a grid study that find no waiting cell wait while other trials run
 (they may die and come back as waiting cells) and stop when none is left.
 
 lpstudy.study.launch runs one worker process per device (`--devices cuda:0,cuda:1`, `cpu,cpu`).
@@ -17,7 +18,6 @@ lpstudy.study.launch runs one worker process per device (`--devices cuda:0,cuda:
 
 from __future__ import annotations
 
-import copy
 import signal
 import threading
 import time
@@ -25,18 +25,19 @@ import warnings
 from dataclasses import dataclass, field
 
 import optuna
-from optuna.storages import RetryHeartbeatStaleTrialCallback
 from optuna.trial import TrialState
 
 from lpstudy.db.metrics_table import ensure_metrics_table
 from lpstudy.db.optuna_storage import StorageUnavailable, StudyStorage, open_storage
+from lpstudy.study.checkpoints import artifact_location, artifact_store
+from lpstudy.study.claims import WAIT, ask_within_target, count_states, pop_waiting_trial, requeue
+from lpstudy.study.lease import Lease, beat
 from lpstudy.study.objective import TrialContext, TrialOutcome, run_trial
 from lpstudy.study.spec import StudySpec
 from lpstudy.study.studies import load_study
 from lpstudy.training.data import load_corpus
 from lpstudy.training.progress import say_stderr
 from lpstudy.training.trainer import pick_device
-from lpstudy.values import METRICS_ATTR_PREFIX
 
 # A grid worker with nothing to pop polls this often while other workers' trials run.
 GRID_POLL_S = 1.0
@@ -56,6 +57,8 @@ class WorkerOptions:
     heartbeat_interval: int | None = None  # override the study's (e.g. for a test)
     grace_period: int | None = None
     max_retry: int | None = None
+    threads: int | None = None  # torch threads of a CPU worker (None: torch's default)
+    artifacts: str | None = None  # where trials keep checkpoints (lpstudy.study.checkpoints)
 
 
 @dataclass
@@ -119,7 +122,10 @@ class Heartbeat:
         from optuna.storages import RDBStorage
 
         try:
-            RDBStorage.record_heartbeat(self.storage.optuna, self.trial_id)  # no retry loop: never blocks
+            if isinstance(self.storage.optuna, RDBStorage):
+                RDBStorage.record_heartbeat(self.storage.optuna, self.trial_id)  # no retry loop: never blocks
+            else:
+                beat(self.storage.optuna, self.trial_id)  # journal, gRPC: lpstudy.study.lease
         except Exception:
             pass
 
@@ -146,49 +152,10 @@ def fail_stale_trials(study: optuna.Study) -> None:
         optuna.storages.fail_stale_trials(study)
 
 
-def pop_waiting_trial(study: optuna.Study) -> optuna.Trial | None:
-    """The next WAITING trial, now RUNNING and ours; None when there is none. Atomic across workers:
-    the storage moves a trial from WAITING to RUNNING for one caller only.
-
-    Mirrors Optuna 4.x/5.1's private Study._pop_waiting_trial_id, which Optuna uses only inside
-    study.ask(); ask() would sample a new trial when no cell waits, and a grid worker must stop
-    instead, so there is no public way to pop only."""
-    storage = study._storage
-    for frozen in storage.get_all_trials(study._study_id, deepcopy=False, states=(TrialState.WAITING,)):
-        try:
-            if not storage.set_trial_state_values(frozen._trial_id, state=TrialState.RUNNING):
-                continue
-        except optuna.exceptions.UpdateFinishedTrialError:
-            continue
-        if hasattr(study, "_thread_local"):
-            study._thread_local.cached_all_trials = None  # as Study.ask does: sync once per trial
-        return optuna.Trial(study, frozen._trial_id)
-    return None
-
-
-def count_states(study: optuna.Study, states: tuple[TrialState, ...]) -> int:
-    return len(study.get_trials(deepcopy=False, states=states))
-
-
-def requeue(study: optuna.Study, trial_id: int, max_retry: int) -> bool:
-    """Enqueue a failed trial again with its parameters and user attributes (a new WAITING trial)
-    through Optuna's RetryHeartbeatStaleTrialCallback, the same bookkeeping (failed_trial,
-    retry_history) as for a trial whose worker died; False when it has been retried max_retry times.
-    The per-evaluation metrics of a journal or gRPC trial stay with the failed trial."""
-    frozen = copy.copy(study._storage.get_trial(trial_id))
-    if len(frozen.system_attrs.get("retry_history", [])) + 1 > max_retry:
-        return False
-    frozen._system_attrs = {k: (list(v) if k == "retry_history" else v) for k, v in frozen.system_attrs.items()
-                            if not k.startswith(METRICS_ATTR_PREFIX)}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # ExperimentalWarning
-        RetryHeartbeatStaleTrialCallback(max_retry=max_retry)(study, frozen)
-    return True
-
-
 class Worker:
     def __init__(self, options: WorkerOptions, say=None) -> None:
         self.options = options
+        self.lease: Lease | None = None
         self.stop = StopFlag()
         self._say = say
 
@@ -206,17 +173,26 @@ class Worker:
             opts.heartbeat_interval or spec.heartbeat_interval, opts.grace_period or spec.grace_period,
             spec.max_retry if opts.max_retry is None else opts.max_retry)
         max_retry = spec.max_retry if opts.max_retry is None else opts.max_retry
+        # journal and gRPC: lpstudy's own lease in place of Optuna's heartbeats (lpstudy.study.lease)
+        self.lease = None if heartbeat_on else Lease(
+            opts.heartbeat_interval or spec.heartbeat_interval, opts.grace_period or spec.grace_period, max_retry)
         if storage.is_sql:
             storage.call(ensure_metrics_table, storage.engine)
 
         device = opts.device if opts.device not in ("auto", None) else str(pick_device("auto"))
         if device != "cpu":
             pick_device(device)  # refuses cuda on a machine without it
+        elif opts.threads:
+            import torch
+
+            torch.set_num_threads(opts.threads)  # recorded on each trial (user attribute threads)
         corpus = load_corpus(opts.data)
+        location = artifact_location(storage.url, opts.artifacts) if spec.checkpoint_interval else None
         ctx = TrialContext(storage=storage, study=study, spec=spec, corpus=corpus, device=device,
-                           should_stop=self.stop, show_progress=opts.show_progress)
+                           should_stop=self.stop, show_progress=opts.show_progress,
+                           artifact_store=artifact_store(location) if location else None)
         self.say(f"study {opts.study!r} ({spec.describe()}) in {storage.display_url} on {device}"
-                 + ("" if heartbeat_on else " · no heartbeats on this storage"))
+                 + ("" if heartbeat_on else " · heartbeats by lease (trial system attribute)"))
         previous = install_signal_handlers(self.stop, self.say)
         try:
             return self._loop(ctx, study, spec, storage, heartbeat_on, max_retry)
@@ -250,24 +226,39 @@ class Worker:
                 break
             if heartbeat_on:
                 fail_stale_trials(study)
+            elif self.lease is not None:
+                for number in self.lease.fail_stale(study):
+                    self.say(f"trial {number} lost its worker (no heartbeat for {self.lease.grace_period_s} s): "
+                             "failed, and enqueued again")
             if spec.is_grid:
                 trial = pop_waiting_trial(study)
                 if trial is None:
-                    if heartbeat_on and count_states(study, (TrialState.RUNNING,)):
+                    if (heartbeat_on or self.lease) and count_states(study, (TrialState.RUNNING,)):
                         self.stop.wait(GRID_POLL_S)  # a running cell may yet fail and come back
                         continue
                     report.reason = "no grid cell left"
                     break
             else:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")  # "heartbeat is supposed to be used with optimize"
-                    trial = study.ask()
-            outcome = self._run_one(ctx, study, trial, storage if heartbeat_on else None, max_retry)
+                trial = ask_within_target(study, spec, storage)
+                if trial is None:
+                    report.reason = f"the study reached its target of {spec.n_trials} trials"
+                    break
+                if trial is WAIT:
+                    if heartbeat_on or self.lease:
+                        self.stop.wait(GRID_POLL_S)  # a running trial may yet fail and free its place
+                        continue
+                    report.reason = (f"the study's target of {spec.n_trials} trials is reached by "
+                                     "finished and running trials")
+                    break
+            outcome, ours = self._run_one(ctx, study, trial, storage if heartbeat_on else None, max_retry)
             done += 1
             report.trials[outcome.state.name] = report.trials.get(outcome.state.name, 0) + 1
             if outcome.state == TrialState.FAIL:
                 interrupted = outcome.reason == "interrupted"
-                if (spec.is_grid or interrupted) and requeue(study, trial._trial_id, max_retry):
+                # Only the worker whose FAIL stuck retries it: a trial another worker failed as stale
+                # was retried by that worker already.
+                if ours and (spec.is_grid or interrupted) and requeue(
+                        study, trial._trial_id, max_retry, interrupted=interrupted, spec=spec):
                     self.say(f"trial {trial.number} enqueued again with the same parameters")
                 if not interrupted:
                     failures_in_a_row += 1
@@ -282,8 +273,12 @@ class Worker:
         return report
 
     def _run_one(self, ctx: TrialContext, study: optuna.Study, trial: optuna.Trial,
-                 heartbeat_storage: StudyStorage | None, max_retry: int) -> TrialOutcome:
+                 heartbeat_storage: StudyStorage | None, max_retry: int) -> tuple[TrialOutcome, bool]:
+        """Run the trial and tell Optuna; (the outcome, whether the trial ended in that state by this
+        worker's tell rather than already failed by another worker)."""
         interval = heartbeat_storage.optuna.heartbeat_interval if heartbeat_storage else None
+        if interval is None and self.lease is not None:
+            interval = self.lease.interval_s
         with Heartbeat(ctx.storage, trial._trial_id, interval):
             try:
                 outcome = run_trial(ctx, trial)
@@ -292,17 +287,16 @@ class Worker:
             except KeyboardInterrupt:  # a second signal: end the trial, enqueue it again, then abort
                 outcome = TrialOutcome(TrialState.FAIL, None, reason="interrupted")
                 _safe(lambda: trial.set_user_attr("interrupted", True))
-                self._tell(study, trial, outcome)
-                _safe(lambda: requeue(study, trial._trial_id, max_retry))
+                if self._tell(study, trial, outcome):
+                    _safe(lambda: requeue(study, trial._trial_id, max_retry, interrupted=True, spec=ctx.spec))
                 raise
             except Exception as exc:  # a bug, a device error, an invalid run: the trial fails
                 outcome = TrialOutcome(TrialState.FAIL, None, reason=f"{type(exc).__name__}: {exc}")
                 self.say(f"[red]trial {trial.number} failed[/]: {outcome.reason}")
                 _safe(lambda: trial.set_user_attr("error", outcome.reason[:1000]))
-        self._tell(study, trial, outcome)
-        return outcome
+        return outcome, self._tell(study, trial, outcome)
 
-    def _tell(self, study: optuna.Study, trial: optuna.Trial, outcome: TrialOutcome) -> None:
+    def _tell(self, study: optuna.Study, trial: optuna.Trial, outcome: TrialOutcome) -> bool:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -316,11 +310,12 @@ class Worker:
         if frozen.state != outcome.state:
             self.say(f"trial {trial.number} was already {frozen.state.name} (failed by another worker "
                      "after a missed heartbeat); its retry counts instead")
-            return
+            return False
         value = f" {outcome.value:.4f}" if outcome.value is not None else ""
         diverged = " (diverged)" if outcome.summary is not None and outcome.summary.diverged else ""
         why = f" ({outcome.reason})" if outcome.reason else ""
         self.say(f"trial {trial.number} {outcome.state.name}{value}{diverged}{why}")
+        return True
 
 
 def _safe(fn) -> None:

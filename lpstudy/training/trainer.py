@@ -5,6 +5,7 @@ stop the run (pruning, signals)."""
 from __future__ import annotations
 
 import contextlib
+import copy
 import math
 import time
 from collections.abc import Callable
@@ -14,6 +15,7 @@ import torch
 
 from lpstudy.errors import UserError
 from lpstudy.model.gpt import GPT
+from lpstudy.training.checkpoint import Checkpoint, capture
 from lpstudy.training.config import TrainConfig
 from lpstudy.training.fits import check_fits
 from lpstudy.training.data import BatchSampler, Corpus, fold_split
@@ -185,7 +187,13 @@ def train(
     on_step: StepCallback | None = None,
     loss_threshold: float | None = None,
     should_stop: StopCheck | None = None,
+    resume: "Checkpoint | None" = None,
+    on_checkpoint: "Callable[[Checkpoint], None] | None" = None,
+    checkpoint_every: int = 0,
 ) -> TrainedRun:
+    """Train cfg on corpus. resume: carry on from a checkpoint (lpstudy.training.checkpoint; its
+    evaluations are in the summary, on_eval sees only the new ones). on_checkpoint: called with a
+    checkpoint after every checkpoint_every-th evaluation (step 0 not counted)."""
     device = pick_device(cfg.device)
     if device.type == "cpu":
         keep_freed_memory()
@@ -220,8 +228,17 @@ def train(
     started = time.perf_counter()
     model.train()
     interval = Interval()
-    stop = evaluate(0, lr_at(0, cfg), interval)
-    step, first_loss = 0, None
+    if resume is not None:
+        model.load_state_dict(resume.model)
+        optimizer.load_state_dict(resume.optimizer)
+        train_batches.generator.set_state(resume.sampler)
+        torch.set_rng_state(resume.rng)
+        summary = copy.deepcopy(resume.summary)
+        summary.device = str(device)
+        step, first_loss, evals, stop = resume.step, resume.first_loss, resume.evals, False
+    else:
+        stop = evaluate(0, lr_at(0, cfg), interval)
+        step, first_loss, evals = 0, None, 1
     while not stop and step < cfg.max_steps:
         t0 = time.perf_counter()
         lr = lr_at(step, cfg)
@@ -247,6 +264,10 @@ def train(
         if step % cfg.eval_interval == 0 or step == cfg.max_steps:
             stop = evaluate(step, lr, interval)
             interval = Interval()
+            evals += 1
+            if (on_checkpoint is not None and checkpoint_every > 0 and not stop and step < cfg.max_steps
+                    and (evals - 1) % checkpoint_every == 0):
+                on_checkpoint(capture(step, model, optimizer, train_batches, first_loss, summary, evals))
         if should_stop is not None and should_stop():
             stop = True
 

@@ -1,0 +1,112 @@
+"""Trials that resume: a trial's checkpoints in Optuna's artifact store (optuna.artifacts).
+
+Every `checkpoint_interval` evaluations (a study spec field) the worker uploads the run's checkpoint
+(lpstudy.training.checkpoint: model, optimiser, data sampler position, step, RNG states, the
+summary so far) with optuna.artifacts.upload_artifact, so optuna-dashboard lists it with the trial,
+and points the trial's system attribute CHECKPOINT_ATTR at it; the previous one is removed. A
+retry of the trial (an interrupted worker's, or a dead one's after the grace period) inherits the
+system attributes (lpstudy.db.retries), loads the checkpoint and carries on from its step. When a
+trial completes (or is pruned) its checkpoint is removed.
+
+Where the store is: --artifacts / LPSTUDY_ARTIFACTS (a folder every worker sees, or s3://BUCKET
+for Boto3ArtifactStore: S3 or MinIO, configured by boto3's environment, AWS_ENDPOINT_URL for
+MinIO); by default a folder next to a SQLite or journal file (FILE.artifacts). A PostgreSQL or
+gRPC storage has no default: without --artifacts its trials restart from step 0.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import optuna
+
+from lpstudy.db.urls import local_file
+from lpstudy.errors import UserError
+from lpstudy.training.checkpoint import Checkpoint
+
+ARTIFACTS_ENV = "LPSTUDY_ARTIFACTS"
+CHECKPOINT_ATTR = "lpstudy_checkpoint"
+
+
+def artifact_location(storage_url: str, location: str | None = None) -> str | None:
+    """Where the checkpoints of this storage's trials go (see the module); None: nowhere."""
+    location = location or os.environ.get(ARTIFACTS_ENV) or None
+    if location:
+        return location
+    path = local_file(storage_url)
+    return f"{path}.artifacts" if path is not None else None
+
+
+def artifact_store(location: str):
+    """Optuna's artifact store at location: s3://BUCKET, else a folder (made if missing)."""
+    from optuna.artifacts import Boto3ArtifactStore, FileSystemArtifactStore
+
+    if location.startswith("s3://"):
+        bucket = location[5:].strip("/")
+        if not bucket or "/" in bucket:
+            raise UserError(f"--artifacts {location!r}: give s3://BUCKET")
+        try:
+            return Boto3ArtifactStore(bucket)
+        except ImportError:
+            raise UserError("an s3:// artifact store needs boto3: pip install boto3") from None
+    folder = Path(location).expanduser()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot make the artifact folder {folder}: {exc.strerror}") from None
+    return FileSystemArtifactStore(str(folder))
+
+
+class TrialCheckpoints:
+    """The checkpoints of one trial (see the module)."""
+
+    def __init__(self, store: Any, study: optuna.Study, trial: optuna.Trial) -> None:
+        self.store, self.study, self.trial = store, study, trial
+        self.current: str | None = None  # the artifact the trial's attribute points at
+
+    def _meta(self) -> dict | None:
+        return self.study._storage.get_trial(self.trial._trial_id).system_attrs.get(CHECKPOINT_ATTR)
+
+    def load(self) -> Checkpoint | None:
+        """The checkpoint this trial inherited from the run it retries; None if there is none (or it
+        cannot be read: then the trial starts from step 0)."""
+        meta = self._meta()
+        if not meta:
+            return None
+        self.current = meta.get("artifact_id")
+        try:
+            with self.store.open_reader(self.current) as reader:
+                return Checkpoint.from_bytes(reader.read())
+        except Exception:
+            return None
+
+    def save(self, checkpoint: Checkpoint) -> None:
+        from optuna.artifacts import upload_artifact
+
+        with tempfile.NamedTemporaryFile(prefix=f"lpstudy-trial{self.trial.number}-step{checkpoint.step}-",
+                                         suffix=".pt", delete=False) as handle:
+            handle.write(checkpoint.to_bytes())
+        try:
+            artifact_id = upload_artifact(artifact_store=self.store, file_path=handle.name,
+                                          study_or_trial=self.trial, mimetype="application/octet-stream")
+        finally:
+            os.unlink(handle.name)
+        self.study._storage.set_trial_system_attr(self.trial._trial_id, CHECKPOINT_ATTR,
+                                                  {"artifact_id": artifact_id, "step": checkpoint.step})
+        previous, self.current = self.current, artifact_id
+        self._remove(previous)
+
+    def finish(self) -> None:
+        """The trial is over and will not be retried: its checkpoint goes."""
+        self._remove(self.current or (self._meta() or {}).get("artifact_id"))
+        self.current = None
+
+    def _remove(self, artifact_id: str | None) -> None:
+        if artifact_id:
+            try:
+                self.store.remove(artifact_id)
+            except Exception:
+                pass  # gone already

@@ -1,0 +1,118 @@
+"""Taking trials from a study: a waiting cell, a new trial within the study's n_trials target, and
+a failed trial enqueued again. Each is atomic across workers on every storage (see the README's
+"Exactly once, and resume"): the storage moves a WAITING trial to RUNNING for one caller only, the
+target is counted and asked under the storage's lock, and a cell is enqueued again only while it
+has no other live trial."""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+
+import optuna
+from optuna.trial import TrialState
+
+from lpstudy.db.locks import ask_lock_name, storage_lock, supports_lock
+from lpstudy.db.optuna_storage import StudyStorage
+from lpstudy.db.retries import RetryCallback
+from lpstudy.study.lease import LEASE_ATTR
+from lpstudy.study.spec import StudySpec
+from lpstudy.study.studies import trial_params
+from lpstudy.values import METRICS_ATTR_PREFIX
+
+
+def pop_waiting_trial(study: optuna.Study) -> optuna.Trial | None:
+    """The next WAITING trial, now RUNNING and ours; None when there is none. Atomic across workers:
+    the storage moves a trial from WAITING to RUNNING for one caller only.
+
+    Mirrors Optuna 4.x/5.1's private Study._pop_waiting_trial_id, which Optuna uses only inside
+    study.ask(); ask() would sample a new trial when no cell waits, and a grid worker must stop
+    instead, so there is no public way to pop only."""
+    storage = study._storage
+    for frozen in storage.get_all_trials(study._study_id, deepcopy=False, states=(TrialState.WAITING,)):
+        try:
+            if not storage.set_trial_state_values(frozen._trial_id, state=TrialState.RUNNING):
+                continue
+        except optuna.exceptions.UpdateFinishedTrialError:
+            continue
+        if hasattr(study, "_thread_local"):
+            study._thread_local.cached_all_trials = None  # as Study.ask does: sync once per trial
+        return optuna.Trial(study, frozen._trial_id)
+    return None
+
+
+WAIT = object()  # ask_within_target: the target is taken by running trials; look again later
+
+
+def ask_within_target(study: optuna.Study, spec: StudySpec, storage: StudyStorage):
+    """study.ask(), unless the study's n_trials target is taken: None when that many trials have
+    finished (COMPLETE or PRUNED), WAIT when finished and running trials make up the target. The
+    count and the ask happen under the storage's lock (lpstudy.db.locks), so several workers never
+    start more trials than the target. Without a lock (gRPC) a worker that finds its new trial
+    beyond the target (a racing worker's trial has a lower number) gives it up: it ends FAIL with
+    the user attribute surplus, never run."""
+    def ask() -> optuna.Trial:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "heartbeat is supposed to be used with optimize"
+            return study.ask()
+
+    if spec.n_trials is None:
+        return ask()
+    taken = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING)
+    locked = supports_lock(storage.url)
+    with storage_lock(storage.url, ask_lock_name(study.study_name)) if locked else contextlib.nullcontext():
+        trials = study._storage.get_all_trials(study._study_id, deepcopy=False, states=taken)
+        finished = sum(1 for t in trials if t.state != TrialState.RUNNING)
+        if finished >= spec.n_trials:
+            return None
+        if len(trials) >= spec.n_trials:
+            return WAIT
+        trial = ask()
+    if not locked:
+        numbers = sorted(t.number for t in study._storage.get_all_trials(
+            study._study_id, deepcopy=False, states=taken))
+        if trial.number in numbers and numbers.index(trial.number) >= spec.n_trials:
+            trial.set_user_attr("surplus", True)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
+            return WAIT
+    return trial
+
+
+def count_states(study: optuna.Study, states: tuple[TrialState, ...]) -> int:
+    return len(study.get_trials(deepcopy=False, states=states))
+
+
+def requeue(study: optuna.Study, trial_id: int, max_retry: int, interrupted: bool = False,
+            spec: StudySpec | None = None) -> bool:
+    """Enqueue a failed trial again with its parameters and user attributes (a new WAITING trial),
+    with the same bookkeeping (failed_trial, retry_history) as Optuna's
+    RetryHeartbeatStaleTrialCallback for a trial whose worker died; False when a crash has been
+    retried max_retry times (an interruption does not count, see lpstudy.db.retries), or when the
+    trial's grid cell already has another trial that is waiting, running or complete (a cell is
+    never enqueued twice). The per-evaluation metrics of a journal or gRPC trial stay with the
+    failed trial."""
+    frozen = study._storage.get_trial(trial_id)
+    if spec is not None and spec.is_grid and cell_is_live(study, spec, frozen):
+        return False
+    return RetryCallback(max_retry)(study, frozen, interrupted=interrupted,
+                                    drop_attrs=(METRICS_ATTR_PREFIX, LEASE_ATTR))
+
+
+def cell_is_live(study: optuna.Study, spec: StudySpec, trial: optuna.trial.FrozenTrial) -> bool:
+    """Whether another trial of this trial's grid cell is waiting, running or complete."""
+    try:
+        key = spec.space.cell_of(trial_params(trial))
+    except Exception:
+        return False
+    live = (TrialState.WAITING, TrialState.RUNNING, TrialState.COMPLETE)
+    for other in study._storage.get_all_trials(study._study_id, deepcopy=False, states=live):
+        if other._trial_id == trial._trial_id:
+            continue
+        try:
+            if spec.space.cell_of(trial_params(other)) == key:
+                return True
+        except Exception:
+            continue
+    return False

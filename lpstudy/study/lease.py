@@ -1,0 +1,60 @@
+"""Heartbeats where Optuna has none: a lease of lpstudy's own on journal and gRPC storages.
+
+Optuna's heartbeats (RDBStorage.record_heartbeat, fail_stale_trials) need a direct SQL connection.
+On a journal file or behind the gRPC proxy, a running trial's worker writes the wall-clock time
+(Unix seconds) into the trial's system attribute LEASE_ATTR every heartbeat_interval seconds;
+before it takes a trial, every worker fails the RUNNING trials whose last beat is older than
+grace_period and enqueues each again with its parameters (lpstudy.db.retries.RetryCallback: the
+same bookkeeping and max_retry as Optuna's stale-trial callback). Failing a trial is atomic on both
+storages (the journal's log and the proxy's database refuse to finish a trial twice), so only one
+worker enqueues the retry. The workers' clocks must agree to well within grace_period (NTP).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import optuna
+from optuna.trial import TrialState
+
+from lpstudy.db.retries import RetryCallback
+from lpstudy.values import METRICS_ATTR_PREFIX
+
+LEASE_ATTR = "lpstudy_heartbeat"
+
+
+def beat(storage: optuna.storages.BaseStorage, trial_id: int) -> None:
+    storage.set_trial_system_attr(trial_id, LEASE_ATTR, time.time())
+
+
+def last_beat(trial: optuna.trial.FrozenTrial) -> float | None:
+    value = trial.system_attrs.get(LEASE_ATTR)
+    if value is not None:
+        return float(value)
+    start = trial.datetime_start
+    return start.timestamp() if start is not None else None
+
+
+@dataclass
+class Lease:
+    interval_s: int
+    grace_period_s: int
+    max_retry: int | None
+
+    def fail_stale(self, study: optuna.Study) -> list[int]:
+        """Fail the RUNNING trials whose lease ran out and enqueue their retries; their numbers."""
+        storage, now, failed = study._storage, time.time(), []
+        for trial in storage.get_all_trials(study._study_id, deepcopy=False, states=(TrialState.RUNNING,)):
+            last = last_beat(trial)
+            if last is None or now - last <= self.grace_period_s:
+                continue
+            try:
+                if not storage.set_trial_state_values(trial._trial_id, state=TrialState.FAIL):
+                    continue
+            except optuna.exceptions.UpdateFinishedTrialError:
+                continue  # another worker failed it first, and retries it
+            RetryCallback(self.max_retry)(study, storage.get_trial(trial._trial_id),
+                                          drop_attrs=(METRICS_ATTR_PREFIX, LEASE_ATTR))
+            failed.append(trial.number)
+        return failed

@@ -1,0 +1,154 @@
+"""Every grid cell once: concurrent `create`/`replicate` enqueue each cell once and the later one
+finds the study; a failure never enqueues a cell twice; an interruption does not use up max_retry;
+status counts a cell once in a database that already holds duplicates, and says so."""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections import Counter
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from lpstudy.db.optuna_storage import open_storage
+from lpstudy.db.retries import RetryCallback
+from lpstudy.study.replicate import replicate
+from lpstudy.study.studies import load_study
+from lpstudy.study.worker import requeue
+from tests.study_helpers import lp_env
+
+warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+P = [1.0, 2.0, 3.0]
+FOLDS = 2  # 6 cells
+
+
+def race_replicates(url: str, study: str, n: int = 3) -> list:
+    """n replicate calls of one study released at the same instant (a barrier), each with its own
+    storage connection as separate commands would have."""
+    barrier = threading.Barrier(n)
+    results, errors = [None] * n, []
+
+    def one(i: int) -> None:
+        barrier.wait()
+        try:
+            results[i] = replicate(url, study, "smoke", P, FOLDS)
+        except Exception as exc:  # reported below, with the message a user would see
+            errors.append(f"{type(exc).__name__}: {exc}")
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    return results
+
+
+def check_race(url: str, rounds: int = 4) -> None:
+    for r in range(rounds):
+        results = race_replicates(url, f"race{r}")
+        assert sorted(res.created for res in results) == [False, False, True]
+        assert sorted(res.enqueued for res in results) == [0, 0, 6]
+        study, spec = load_study(open_storage(url), f"race{r}")
+        trials = study.get_trials(deepcopy=False)
+        assert len(trials) == 6 and {t.state for t in trials} == {TrialState.WAITING}
+        cells = Counter(spec.space.cell_of(t.system_attrs["fixed_params"]) for t in trials)
+        assert set(cells.values()) == {1}
+
+
+def test_concurrent_replicates_on_sqlite_enqueue_each_cell_once(tmp_path):
+    check_race(f"sqlite:///{tmp_path / 'race.db'}")  # the first round also races to create the tables
+
+
+def test_concurrent_replicates_on_a_journal_enqueue_each_cell_once(tmp_path):
+    check_race(f"journal:///{tmp_path / 'race.log'}", rounds=2)
+
+
+@pytest.mark.postgres
+def test_concurrent_replicates_on_postgres_enqueue_each_cell_once(pg_url):
+    check_race(pg_url)
+
+
+def test_two_creates_at_once_one_creates_the_other_finds_it(tmp_path):
+    import subprocess
+    import sys
+
+    url = f"sqlite:///{tmp_path / 'new' / 'c.db'}"
+    cmd = [sys.executable, "-m", "lpstudy", "create", "--study", "s", "--storage", url, "--preset", "smoke"]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=lp_env())
+             for _ in range(2)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    errs = sorted(err for _, err in outs)
+    assert sum("created in" in e for e in errs) == 1 and sum("exists already" in e for e in errs) == 1, errs
+    assert not any("not created by lpstudy" in e or "Traceback" in e for e in errs), errs
+
+
+def _grid(tmp_path):
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    replicate(url, "g", "smoke", P, FOLDS)
+    return load_study(open_storage(url), "g")
+
+
+def _run_and_fail(study) -> optuna.trial.FrozenTrial:
+    """Take the newest waiting trial (the last retry) as a worker would and end it FAIL."""
+    newest = study.get_trials(deepcopy=False, states=(TrialState.WAITING,))[-1]
+    assert study._storage.set_trial_state_values(newest._trial_id, state=TrialState.RUNNING)
+    trial = optuna.Trial(study, newest._trial_id)
+    trial.set_user_attr("note", "kept")
+    study.tell(trial, state=TrialState.FAIL)
+    return study._storage.get_trial(trial._trial_id)
+
+
+def test_an_interruption_does_not_use_up_max_retry_and_a_crash_does(tmp_path):
+    study, spec = _grid(tmp_path)
+    for _ in range(4):  # four interruptions of one cell with max_retry=1: each is retried
+        failed = _run_and_fail(study)
+        assert requeue(study, failed._trial_id, max_retry=1, interrupted=True, spec=spec)
+    failed = _run_and_fail(study)  # the first crash: retried (max_retry=1) ...
+    assert requeue(study, failed._trial_id, max_retry=1, spec=spec)
+    retry = study.get_trials(deepcopy=False, states=(TrialState.WAITING,))[-1]
+    assert retry.user_attrs["note"] == "kept"  # a retry keeps the failed trial's user attributes
+    assert retry.system_attrs["failed_trial"] == 5 and len(retry.system_attrs["retry_history"]) == 5
+    failed = _run_and_fail(study)  # ... the second is not
+    assert not requeue(study, failed._trial_id, max_retry=1, spec=spec)
+    # Optuna's stale-trial path uses the same rule
+    assert not RetryCallback(1)(study, study._storage.get_trial(failed._trial_id))
+
+
+def test_a_failed_cell_is_not_enqueued_when_it_has_a_live_trial(tmp_path):
+    study, spec = _grid(tmp_path)
+    failed = _run_and_fail(study)
+    assert requeue(study, failed._trial_id, max_retry=3, spec=spec)
+    assert not requeue(study, failed._trial_id, max_retry=3, spec=spec)  # its retry already waits
+    waiting = study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
+    cells = Counter(spec.space.cell_of(t.system_attrs["fixed_params"]) for t in waiting)
+    assert len(waiting) == 6 and set(cells.values()) == {1}
+
+
+def test_status_counts_a_grid_cell_once_and_says_so(tmp_path, capsys):
+    from lpstudy.results.status import render_status, study_status
+    from lpstudy.study.synthetic import write_synthetic_study
+
+    url = f"sqlite:///{tmp_path / 'd.db'}"
+    write_synthetic_study(url, "grid", kind="replicate", p_values=[1.0, 2.0, 3.0], folds=3, seed=1,
+                          n_evals=4, states=False)
+    before = study_status(url, "grid")
+    study, _ = load_study(open_storage(url), "grid")
+    first = [t for t in study.get_trials() if t.state == TrialState.COMPLETE][0]
+    for _ in range(2):  # the same cell completed twice more, as a racing database held them
+        study.add_trial(optuna.trial.create_trial(
+            state=TrialState.COMPLETE, value=first.value - 0.5, params=first.params,
+            distributions=first.distributions, user_attrs=first.user_attrs))
+    after = study_status(url, "grid")
+    assert after["grid"]["done"] == before["grid"]["done"] == 9
+    assert after["per_p"] == before["per_p"] and after["paired"] == before["paired"]
+    assert after["best"] == before["best"]
+    assert after["duplicates"] == [9, 10] and before["duplicates"] == []
+    render_status(after)
+    out = capsys.readouterr().out
+    assert "2 duplicate run(s) of a grid cell left out (trial 9, 10)" in out
