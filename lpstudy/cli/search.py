@@ -41,13 +41,11 @@ def search(
 ) -> int:
     """Create a study if it is missing, run N local workers with progress, print the best trial."""
     _quiet_optuna()
-    from lpstudy.db.optuna_storage import open_storage
     from lpstudy.db.urls import storage_url
     from lpstudy.results.status import render_status, study_status
     from lpstudy.study.launch import resolve_devices, spawn_workers
     from lpstudy.study.spec import build_spec, read_study_file
-    from lpstudy.study.studies import create_study, enqueue_missing_cells
-    from lpstudy.study.undo import undo_on_failure
+    from lpstudy.study.studies import open_and_create
     from lpstudy.study.worker import WorkerOptions
     from lpstudy.training.costs import study_estimate
 
@@ -62,13 +60,7 @@ def search(
                                            "sampler_seed": sampler_seed})
     available = resolve_devices(devices)  # a wrong device is refused before anything is written
     url = storage_url(storage, storage_file)
-    with undo_on_failure(url) as undo:
-        store = open_storage(url, create_tables=True)
-        the_study, created = create_study(store, study, spec)
-        if created:
-            undo.study(store, study)
-        if spec.is_grid:
-            enqueue_missing_cells(the_study, spec)
+    store, the_study, created, _ = open_and_create(url, study, spec)
     before = _finished(the_study)
     _say(f"study {study!r} {'created' if created else 'continued'} in {store.display_url} · {spec.describe()}")
     _say(f"space: {spec.space.describe()}")

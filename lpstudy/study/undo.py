@@ -58,6 +58,8 @@ def undo_on_failure(url: str | None) -> Iterator[Undo]:
     except Exception:  # a malformed URL: nothing is made; open_storage says what is wrong
         path = None
     existed = path is not None and path.exists()
+    lock = Path(f"{path}.lpstudy-lock") if path is not None else None
+    lock_existed = lock is not None and lock.exists()
     folders = _missing_ancestors(path) if path is not None else []
     undo = Undo()
     try:
@@ -72,4 +74,7 @@ def undo_on_failure(url: str | None) -> Iterator[Undo]:
                     folder.rmdir()
         else:
             undo._delete_studies()
+            if lock is not None and not lock_existed:
+                with contextlib.suppress(OSError):
+                    lock.unlink(missing_ok=True)
         raise
