@@ -177,7 +177,7 @@ def replicate(
     folds: Annotated[int, typer.Option(help="K: every p runs on each of the K folds.", min=2)] = 10,
     preset: Annotated[str, typer.Option(help="paper (default), cpu or smoke.")] = "paper",
     lr: Annotated[Optional[float], typer.Option(help="Learning rate (default: the preset's).")] = None,
-    gain_init: Annotated[Optional[float], typer.Option(help="Initial gain (default log₂(L²−L)).")] = None,
+    gain_init: Annotated[Optional[str], typer.Option(help="Initial gain: a number, or 'matched' (temperature-matched to p = 2; default log₂(L²−L)).")] = None,
     seed: Annotated[Optional[int], typer.Option(help="Training seed (default 0).")] = None,
     set_: Annotated[Optional[list[str]], typer.Option("--set", help="Fix any other field: --set max_steps=500 (repeatable).")] = None,
     workers: Annotated[int, typer.Option(help="Also run this many local worker processes and wait for them.", min=0)] = 0,
