@@ -176,7 +176,7 @@ def replicate(
     p: Annotated[str, typer.Option("--p", help="The p values, comma-separated ('inf' allowed).")] = "1,1.5,2,2.5,3,3.5,4",
     folds: Annotated[int, typer.Option(help="K: every p runs on each of the K folds.", min=2)] = 10,
     preset: Annotated[str, typer.Option(help="paper (default), cpu or smoke.")] = "paper",
-    lr: Annotated[Optional[float], typer.Option(help="Learning rate (default: the preset's).")] = None,
+    lr: Annotated[Optional[str], typer.Option(help="Learning rate (default: the preset's), or A,B,C: an LR sweep, every p × lr × fold.")] = None,
     gain_init: Annotated[Optional[str], typer.Option(help="Initial gain: a number, or 'matched' (temperature-matched to p = 2; default log₂(L²−L)).")] = None,
     seed: Annotated[Optional[int], typer.Option(help="Training seed (default 0).")] = None,
     set_: Annotated[Optional[list[str]], typer.Option("--set", help="Fix any other field: --set max_steps=500 (repeatable).")] = None,
@@ -205,8 +205,9 @@ def replicate(
     url = storage_url(storage)
     result = run_replicate(url, study, preset, p_values, folds, fixed, options)
     verb = "created" if result.created else "resumed"
+    n_lr = f"{len(lr.split(','))} lr × " if lr and "," in lr else ""
     _say(f"replicate study {study!r} {verb} in {redact(url)}: {result.n_cells} cells "
-         f"({len(p_values)} p × {folds} folds) · {result.done} done · {result.running} running · "
+         f"({len(p_values)} p × {n_lr}{folds} folds) · {result.done} done · {result.running} running · "
          f"{result.waiting} waiting ({result.enqueued} enqueued now)")
     if workers == 0:
         _say(f"start workers anywhere: lpstudy worker --study {study}; then: lpstudy status --study {study}")

@@ -106,7 +106,7 @@ def attention_stats(q: torch.Tensor, k: torch.Tensor, scale: float | None) -> di
     `entropy` the mean row entropy (nats), `min_head_entropy` the smallest per-head mean (entropy
     collapse: Zhai et al., "Stabilizing Transformer Training by Preventing Attention Entropy
     Collapse", ICML 2023) and `max_logit` the largest unmasked logit (attention-logit growth:
-    Dehghani et al. 2023; Wortsman et al. 2023, §3.1)."""
+    Dehghani et al. 2023; Wortsman et al., arXiv:2309.14322, §3.1.1)."""
     q, k = q.detach().float(), k.detach().float()
     T = q.size(-2)
     scale = 1.0 / math.sqrt(q.size(-1)) if scale is None else scale
