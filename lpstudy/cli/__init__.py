@@ -73,4 +73,4 @@ def _register_commands() -> None:
 
 
 # Command modules, in the order their commands are listed by --help.
-COMMAND_MODULES = ["train", "study", "proxy", "dashboard"]
+COMMAND_MODULES = ["train", "study", "compare", "proxy", "dashboard"]

@@ -122,10 +122,16 @@ def worker(
                             grace_period=grace_period, max_retry=max_retry)
     device_list = resolve_devices(devices)
     if len(device_list) > 1:
-        load_spec(open_storage(storage), study)  # one clear line now rather than one per process
+        from lpstudy.study.compare import load_plan
+
+        if load_plan(open_storage(storage), study) is None:  # a comparison has no spec of its own
+            load_spec(open_storage(storage), study)  # one clear line now rather than one per process
         return spawn_workers(options, device_list, say=_say)
     options.device = device_list[0]
-    report = run_worker(options)
+    from lpstudy.study.compare import load_plan, run_compare_worker
+
+    comparison = load_plan(open_storage(storage), study) is not None  # lpstudy compare: arm by arm
+    report = run_compare_worker(options, say=_say) if comparison else run_worker(options)
     if report.exit_code:
         raise UserError(f"worker stopped: {report.reason}")
     return 0
