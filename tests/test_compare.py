@@ -39,6 +39,9 @@ def test_compare_gives_equal_budgets_then_replicates_each_best_once(sqlite_url, 
     assert code == 0, err
     assert sum(len(trials_of(sqlite_url, f"cmp:{a}:{k}")) for a in ("p=1", "p=2", "p=4") for k in ("tune", "folds")) == 15
 
+    code, out, err = cli(capsys, "status", "--study", "cmp", "--storage", sqlite_url)
+    assert code == 0 and "tuning (3 trials per arm)" in out and "paired against p=2" in out, err
+
     data = load_compare(sqlite_url, "cmp")
     assert list(data.budgets["spent"]) == [3, 3, 3]
     paired = data.paired.set_index("arm")

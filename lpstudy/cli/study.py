@@ -152,6 +152,10 @@ def status(
         sys.stdout.write(json.dumps(result) + "\n")
     else:
         render_status(result)
+        if result.get("kind") == "compare":  # the parent of `lpstudy compare`: its arms' table
+            from lpstudy.cli.compare import render_compare
+
+            render_compare(storage_url(storage), study)
 
 
 @app.command()
