@@ -41,10 +41,10 @@ TITLES = {
     "Stability": {"Divergence rate per p (95 % Wilson interval)", "Divergence rate over p × learning rate",
                   "Largest gradient norm against p", "Spread of final validation loss across folds and seeds, per p",
                   "Attention gain over training, per p (median, 25–75 % band)"},
-    "Stability lens": {"Final validation loss against learning rate, per p (95 % interval)",
-                       "LR sensitivity per p (Wortsman et al. 2023; 95 % interval across folds)",
-                       "Largest attention logit over training, per p (median, 25–75 % band)",
-                       "Smallest head entropy over training, per p (median, 25–75 % band)",
+    "Stability lens": {"Final loss against learning rate per p (95 % interval)",
+                       "LR sensitivity per p (Wortsman et al. 2023; 95 % CI)",
+                       "Largest attention logit per p (median, 25–75 % band)",
+                       "Smallest head entropy per p (median, 25–75 % band)",
                        "Attention entropy at initialisation against p, fixed and matched gains"},
     "Compare": set(),  # no comparison in the seeded database: a message, checked below
     "Trials": set(),  # the trial's own charts, checked below
@@ -286,13 +286,14 @@ def test_the_stability_lens_draws_its_numbers_and_the_compare_page_a_comparison(
     at = run_page("Stability lens", url, "search")
     figures = {json.loads(c.proto.spec)["layout"]["title"]["text"]: json.loads(c.proto.spec)
                for c in at.get("plotly_chart")}
-    logits = figures["Largest attention logit over training, per p (median, 25–75 % band)"]
+    logits = figures["Largest attention logit per p (median, 25–75 % band)"]
     drawn = [y for trace in logits["data"] if trace.get("mode") == "lines" and "name" in trace for y in plotted(trace["y"])]
     study = load_study(url, "search")
     bands = A.curve_bands(study.curves, study.trials, "max_logit", A.default_p_bins(study.trials["p"]))
     assert drawn and sorted(drawn) == pytest.approx(sorted(bands["median"]))  # the chart's numbers are analysis'
-    curve = figures["Final validation loss against learning rate, per p (95 % interval)"]
-    assert sum(len(plotted(t["x"])) for t in curve["data"]) == len(A.lr_curve(study.trials))
+    curve = figures["Final loss against learning rate per p (95 % interval)"]
+    assert sum(len(plotted(t["x"])) for t in curve["data"]) == len(
+        A.lr_curve(study.trials, bins=A.default_p_bins(study.trials["p"])))
 
     empty = run_page("Compare", url, "search")
     assert any("no comparison" in m for m in messages(empty)["info"])

@@ -19,9 +19,9 @@ bins = p_bins_control(trials, key="lens_bins")
 
 left, right = st.columns(2)
 with left:
-    chart(L.lr_curve_chart(A.lr_curve(trials)), key="lr_curve")
+    chart(L.lr_curve_chart(A.lr_curve(trials, bins=bins)), key="lr_curve")
 with right:
-    sensitivity = A.lr_sensitivity(trials)
+    sensitivity = A.lr_sensitivity(trials, bins=bins)
     chart(L.lr_sensitivity_chart(sensitivity), key="lr_sensitivity")
 if len(sensitivity):
     st.dataframe(sensitivity.drop(columns=["p", "p_order"]), hide_index=True, width="stretch")

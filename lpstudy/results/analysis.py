@@ -560,14 +560,15 @@ def capped_losses(trials: pd.DataFrame, initial_loss: float | None = None) -> pd
     return done[done["capped"].notna()]
 
 
-def lr_curve(trials: pd.DataFrame, initial_loss: float | None = None, confidence: float = 0.95) -> pd.DataFrame:
+def lr_curve(trials: pd.DataFrame, initial_loss: float | None = None, confidence: float = 0.95,
+             bins: int | Sequence[float] | None = None) -> pd.DataFrame:
     """Final validation loss against the learning rate, per p (one curve each): per (p, lr) the
     runs, the diverged ones, and the mean of the capped losses (capped_losses) with its t interval
-    across folds or seeds."""
+    across folds or seeds. p is grouped as p_bins does (exact values, or `bins` for a search)."""
     done = capped_losses(trials, initial_loss)
     if done.empty:
         return pd.DataFrame({c: pd.Series(dtype="object" if c == "p_bin" else "float64") for c in LR_CURVE_COLUMNS})
-    done = done.join(p_bins(done["p"], bins=None))
+    done = done.join(p_bins(done["p"], bins))
     rows = []
     for (order, label, lr), group in done.groupby(["p_order", "p_bin", "lr"], sort=True):
         mean, low, high = t_interval(group["capped"], confidence)
@@ -578,7 +579,7 @@ def lr_curve(trials: pd.DataFrame, initial_loss: float | None = None, confidence
 
 
 def lr_sensitivity(trials: pd.DataFrame, initial_loss: float | None = None, pair_on: str = "fold",
-                   confidence: float = 0.95) -> pd.DataFrame:
+                   confidence: float = 0.95, bins: int | Sequence[float] | None = None) -> pd.DataFrame:
     """Learning-rate sensitivity per p (Wortsman et al., "Small-scale proxies for large-scale
     Transformer training instabilities", arXiv:2309.14322, §2): over a sweep of learning rates,
 
@@ -595,7 +596,7 @@ def lr_sensitivity(trials: pd.DataFrame, initial_loss: float | None = None, pair
     done = done[done[pair_on].notna()] if pair_on in done else done.iloc[0:0]
     if done.empty:
         return empty
-    done = done.join(p_bins(done["p"], bins=None))
+    done = done.join(p_bins(done["p"], bins))
     rows = []
     for (order, label), group in done.groupby(["p_order", "p_bin"], sort=True):
         cells = group.groupby([pair_on, "lr"])["capped"].mean().unstack("lr")

@@ -23,7 +23,7 @@ def _error(frame: pd.DataFrame, centre: str = "mean") -> dict:
 
 def lr_curve_chart(curve: pd.DataFrame) -> go.Figure:
     """Final validation loss (capped at the initial loss) against the learning rate, one line per p."""
-    fig = _figure("Final validation loss against learning rate, per p (95 % interval)", "learning rate",
+    fig = _figure("Final loss against learning rate per p (95 % interval)", "learning rate",
                   "final validation loss (diverged = initial loss)")
     fig.update_xaxes(type="log")
     if curve.empty:
@@ -42,7 +42,7 @@ def lr_curve_chart(curve: pd.DataFrame) -> go.Figure:
 
 def lr_sensitivity_chart(sensitivity: pd.DataFrame) -> go.Figure:
     """LR sensitivity per p with its interval across folds (Wortsman et al. 2023)."""
-    fig = _figure("LR sensitivity per p (Wortsman et al. 2023; 95 % interval across folds)", "p",
+    fig = _figure("LR sensitivity per p (Wortsman et al. 2023; 95 % CI)", "p",
                   "E_lr[min(loss, L0)] − min_lr loss (nats)")
     if sensitivity.empty:
         return _empty(fig, "needs a sweep of at least two learning rates per p (lpstudy replicate --lr A,B,C)")
@@ -59,13 +59,13 @@ def lr_sensitivity_chart(sensitivity: pd.DataFrame) -> go.Figure:
 
 def max_logit_chart(bands: pd.DataFrame) -> go.Figure:
     fig = median_curves(bands, "largest attention logit")
-    fig.update_layout(title={"text": "Largest attention logit over training, per p (median, 25–75 % band)"})
+    fig.update_layout(title={"text": "Largest attention logit per p (median, 25–75 % band)"})
     return fig
 
 
 def min_head_entropy_chart(bands: pd.DataFrame) -> go.Figure:
     fig = median_curves(bands, "smallest head entropy (nats)")
-    fig.update_layout(title={"text": "Smallest head entropy over training, per p (median, 25–75 % band)"})
+    fig.update_layout(title={"text": "Smallest head entropy per p (median, 25–75 % band)"})
     return fig
 
 
@@ -106,8 +106,8 @@ def compare_chart(paired: pd.DataFrame, reference: str) -> go.Figure:
 
 def lens_section(trials: pd.DataFrame, curves: pd.DataFrame, bins=None) -> list:
     """The Stability lens page as a list of figures and tables, for `lpstudy report`."""
-    sensitivity = A.lr_sensitivity(trials)
-    items: list = [lr_curve_chart(A.lr_curve(trials)), lr_sensitivity_chart(sensitivity),
+    sensitivity = A.lr_sensitivity(trials, bins=bins)
+    items: list = [lr_curve_chart(A.lr_curve(trials, bins=bins)), lr_sensitivity_chart(sensitivity),
                    max_logit_chart(A.curve_bands(curves, trials, "max_logit", bins)),
                    min_head_entropy_chart(A.curve_bands(curves, trials, "min_head_entropy", bins)),
                    initial_entropy_chart(A.initial_entropy(curves, trials))]
