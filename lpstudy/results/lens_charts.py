@@ -37,6 +37,7 @@ def lr_curve_chart(curve: pd.DataFrame) -> go.Figure:
                         customdata=np.column_stack([group["n"], group["n_diverged"]]),
                         hovertemplate=f"p {label}<br>lr %{{x:.3g}}<br>loss %{{y:.4f}}<br>runs %{{customdata[0]}}"
                                       " (diverged %{customdata[1]})<extra></extra>")
+    fig.update_layout(legend={"orientation": "v", "y": 1, "x": 1.02, "xanchor": "left", "yanchor": "top"})
     return fig
 
 
