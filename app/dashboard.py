@@ -13,6 +13,8 @@ PAGES = [
     st.Page("views/effect_of_p.py", title="Effect of p", icon="📉", url_path="Effect_of_p"),
     st.Page("views/convergence.py", title="Convergence", icon="⏱️", url_path="Convergence"),
     st.Page("views/stability.py", title="Stability", icon="🧯", url_path="Stability"),
+    st.Page("views/lens.py", title="Stability lens", icon="🔬", url_path="Stability_lens"),
+    st.Page("views/compare.py", title="Compare", icon="⚖️", url_path="Compare"),
     st.Page("views/trials.py", title="Trials", icon="🗂️", url_path="Trials"),
     st.Page("views/export.py", title="Export", icon="📦", url_path="Export"),
 ]

@@ -27,6 +27,8 @@ PAGES = {
     "Effect of p": "views/effect_of_p.py",
     "Convergence": "views/convergence.py",
     "Stability": "views/stability.py",
+    "Stability lens": "views/lens.py",
+    "Compare": "views/compare.py",
     "Trials": "views/trials.py",
     "Export": "views/export.py",
 }
@@ -40,6 +42,12 @@ TITLES = {
     "Stability": {"Divergence rate per p (95 % Wilson interval)", "Divergence rate over p × learning rate",
                   "Largest gradient norm against p", "Spread of final validation loss across folds and seeds, per p",
                   "Attention gain over training, per p (median)"},
+    "Stability lens": {"Final loss against learning rate per p (95 % interval)",
+                       "LR sensitivity per p (Wortsman et al. 2023; 95 % CI)",
+                       "Largest attention logit per p (median)",
+                       "Smallest head entropy per p (median)",
+                       "Attention entropy at initialisation against p, fixed and matched gains"},
+    "Compare": set(),  # no comparison in the seeded database: a message, checked below
     "Trials": set(),  # the trial's own charts, checked below
     "Export": set(),
 }
@@ -240,7 +248,7 @@ def test_a_study_without_a_completed_trial_says_so(tmp_path):
     for page in PAGES:
         shown = messages(run_page(page, url))
         assert not shown["exception"] and not shown["error"], (page, shown)
-        if page != "Trials":
+        if page not in ("Trials", "Compare"):  # Compare shows comparisons, not the chosen study
             assert any("No trial has completed yet (1 running, 1 waiting)" in m for m in shown["info"]), (page, shown)
 
 
@@ -251,7 +259,7 @@ def test_a_study_where_every_run_diverged_warns_and_still_shows_where(tmp_path):
         at = run_page(page, url)
         shown = messages(at)
         assert not shown["exception"] and not shown["error"], (page, shown)
-        if page != "Trials":
+        if page not in ("Trials", "Compare"):  # Compare shows comparisons, not the chosen study
             assert any("Every completed trial diverged" in m for m in shown["warning"]), (page, shown)
         if page == "Stability":
             assert "Divergence rate per p (95 % Wilson interval)" in chart_titles(at)
@@ -375,3 +383,53 @@ def test_home_shows_running_durations_as_minutes_and_seconds(tmp_path):
     running = at.dataframe[0].value["running_for"].tolist()
     assert running and all(re.fullmatch(r"\d+ s|\d+ min( \d+ s)?", v) for v in running), running
     no_missing_cells(at)
+
+
+def plotted(values) -> list:
+    """A trace's values as the page got them (Plotly sends numeric arrays base64-encoded)."""
+    import base64
+
+    import numpy as np
+
+    if isinstance(values, dict):
+        return np.frombuffer(base64.b64decode(values["bdata"]), dtype=values["dtype"]).tolist()
+    return list(values)
+
+
+def test_the_stability_lens_draws_its_numbers_and_the_compare_page_a_comparison(seeded, tmp_path):
+    from lpstudy.db.optuna_storage import open_storage
+    from lpstudy.results import analysis as A
+    from lpstudy.results.compare import load_compare
+    from lpstudy.results.frames import load_study
+    from lpstudy.study.compare import create_compare, make_plan
+
+    url, _ = seeded
+    at = run_page("Stability lens", url, "search")
+    figures = {json.loads(c.proto.spec)["layout"]["title"]["text"]: json.loads(c.proto.spec)
+               for c in at.get("plotly_chart")}
+    logits = figures["Largest attention logit per p (median)"]  # many p groups: medians without bands
+    drawn = [y for trace in logits["data"] if trace.get("mode") == "lines" and "name" in trace for y in plotted(trace["y"])]
+    study = load_study(url, "search")
+    bands = A.curve_bands(study.curves, study.trials, "max_logit", A.default_p_bins(study.trials["p"]))
+    assert drawn and sorted(drawn) == pytest.approx(sorted(bands["median"]))  # the chart's numbers are analysis'
+    curve = figures["Final loss against learning rate per p (95 % interval)"]
+    assert sum(len(plotted(t["x"])) for t in curve["data"]) == len(
+        A.lr_curve(study.trials, bins=A.default_p_bins(study.trials["p"])))
+
+    empty = run_page("Compare", url, "search")
+    assert any("no comparison" in m for m in messages(empty)["info"])
+
+    compare_url = f"sqlite:///{tmp_path / 'compare.db'}"  # a comparison whose arms have replicated
+    plan = make_plan("p", ["1", "2"], ["lr"], budget=3, folds=3, preset="smoke")
+    create_compare(open_storage(compare_url, create_tables=True), "cmp", plan)
+    for p in (1.0, 2.0):
+        write_synthetic_study(compare_url, f"cmp:p={p:g}:folds", kind="replicate", p_values=[p], folds=3,
+                              n_evals=4, seed=3, states=False, include_inf=False, now=NOW)
+    at = run_page("Compare", compare_url, "cmp")
+    shown = messages(at)
+    assert not shown["exception"] and not shown["error"], shown
+    assert chart_titles(at) == ["Equal-budget comparison: paired difference to p=2 across folds (95 % interval)"]
+    paired = at.dataframe[1].value
+    expected = load_compare(compare_url, "cmp").paired
+    assert list(paired["arm"]) == ["p=2", "p=1"] and list(paired["n_pairs"]) == [3, 3]
+    assert list(paired["mean_diff"]) == pytest.approx(list(expected["mean_diff"]))

@@ -39,6 +39,11 @@ PAGES = [
     ("Stability", ["Divergence rate per p (95 % Wilson interval)", "Divergence rate over p × learning rate",
                    "Largest gradient norm against p", "Attention gain over training, per p (median",
                    "Spread of final validation loss across folds and seeds, per p"]),
+    ("Stability lens", ["Final loss against learning rate per p (95 % interval)",
+                        "LR sensitivity per p (Wortsman et al. 2023; 95 % CI)",
+                        "Largest attention logit per p (median",
+                        "Smallest head entropy per p (median",
+                        "Attention entropy at initialisation against p, fixed and matched gains"]),
     ("Trials", []),  # the chosen trial's charts: checked by prefix
     ("Export", []),
 ]

@@ -157,10 +157,16 @@ def worker(
                             artifacts=artifacts)
     device_list = resolve_devices(devices)
     if len(device_list) > 1:
-        load_spec(open_storage(storage), study)  # one clear line now rather than one per process
+        from lpstudy.study.compare import load_plan
+
+        if load_plan(open_storage(storage), study) is None:  # a comparison has no spec of its own
+            load_spec(open_storage(storage), study)  # one clear line now rather than one per process
         return spawn_workers(options, device_list, say=_say)
     options.device = device_list[0]
-    report = run_worker(options)
+    from lpstudy.study.compare import load_plan, run_compare_worker
+
+    comparison = load_plan(open_storage(storage), study) is not None  # lpstudy compare: arm by arm
+    report = run_compare_worker(options, say=_say) if comparison else run_worker(options)
     if report.exit_code:
         raise UserError(f"worker stopped: {report.reason}")
     return 0
@@ -182,6 +188,10 @@ def status(
         sys.stdout.write(json.dumps(result) + "\n")
     else:
         render_status(result)
+        if result.get("kind") == "compare":  # the parent of `lpstudy compare`: its arms' table
+            from lpstudy.cli.compare import render_compare
+
+            render_compare(storage_url(storage), study)
 
 
 @app.command()
@@ -217,8 +227,8 @@ def replicate(
     preset: Annotated[str, typer.Option(help=f"Required (no default: the paper's takes days on a CPU): {presets_help()}.")],
     p: Annotated[str, typer.Option("--p", help="The p values, comma-separated ('inf' allowed).")] = "1,1.5,2,2.5,3,3.5,4",
     folds: Annotated[int, typer.Option(help="K: every p runs on each of the K folds.", min=2)] = 10,
-    lr: Annotated[Optional[float], typer.Option(help="Learning rate (default: the preset's).")] = None,
-    gain_init: Annotated[Optional[float], typer.Option(help="Initial gain (default log₂(L²−L)).")] = None,
+    lr: Annotated[Optional[str], typer.Option(help="Learning rate (default: the preset's), or A,B,C: an LR sweep, every p × lr × fold.")] = None,
+    gain_init: Annotated[Optional[str], typer.Option(help="Initial gain: a number, or 'matched' (temperature-matched to p = 2; default log₂(L²−L)).")] = None,
     seed: Annotated[Optional[int], typer.Option(help="Training seed (default 0).")] = None,
     set_: Annotated[Optional[list[str]], typer.Option("--set", help="Fix any other field: --set max_steps=500 (repeatable).")] = None,
     workers: Annotated[int, typer.Option(help="Also run this many local worker processes and wait for them.", min=0)] = 0,
@@ -250,8 +260,9 @@ def replicate(
     available = resolve_devices(devices) if workers else []  # a wrong device: refused before anything is made
     result = run_replicate(url, study, preset, p_values, folds, fixed, options)
     verb = "created" if result.created else "resumed"
+    n_lr = f"{len(lr.split(','))} lr × " if lr and "," in lr else ""
     _say(f"replicate study {study!r} {verb} in {redact(url)}: {result.n_cells} cells "
-         f"({len(p_values)} p × {folds} folds) · {result.done} done · {result.running} running · "
+         f"({len(p_values)} p × {n_lr}{folds} folds) · {result.done} done · {result.running} running · "
          f"{result.waiting} waiting ({result.enqueued} enqueued now)")
     _say(_replicate_estimate(result.n_cells - result.done, preset, fixed, workers, devices))
     if workers == 0:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -19,7 +20,7 @@ def train(
     config: Annotated[Optional[Path], typer.Option("--config", "-c", help="A run file (YAML or JSON), e.g. from `lpstudy export`.")] = None,
     p: Annotated[Optional[str], typer.Option("--p", help="Norm exponent, a number ≥ 1 or 'inf'.")] = None,
     lr: Annotated[Optional[float], typer.Option(help="Peak learning rate.")] = None,
-    gain_init: Annotated[Optional[float], typer.Option(help="Initial attention gain (default log₂(L²−L)).")] = None,
+    gain_init: Annotated[Optional[str], typer.Option(help="Initial attention gain: a number, or 'matched' (the spread of p = 2's logits; default log₂(L²−L)).")] = None,
     fold: Annotated[Optional[int], typer.Option(help="Validation fold, 0-based.")] = None,
     folds: Annotated[Optional[int], typer.Option(help="Number of folds K.")] = None,
     seed: Annotated[Optional[int], typer.Option(help="Random seed.")] = None,
@@ -57,6 +58,7 @@ def train(
     preset_name = preset or file_preset or "cpu"
     cfg = resolve_config(preset_name, overrides)
     cfg = with_cpu_threads(cfg, pick_device(cfg.device).type)
+    cfg = dataclasses.replace(cfg, gain_init=cfg.resolved_gain_init)  # 'matched' as the number it is
     corpus = load_corpus(data)
     check_fits(cfg, pick_device(cfg.device), corpus.vocab_size)  # before the banner: one line if not
 

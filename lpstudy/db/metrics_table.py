@@ -28,7 +28,9 @@ metrics_table = sa.Table(
 
 
 def ensure_metrics_table(engine: Engine) -> None:
-    """Create the metrics table if it is not there; safe to call from many workers at once."""
+    """Create the metrics table if it is not there, and add the columns of metrics that a table made
+    by an older lpstudy lacks (nullable floats: its old rows read as NaN); safe to call from many
+    workers at once."""
     try:
         metadata.create_all(engine, checkfirst=True)
     except sa.exc.OperationalError:
@@ -36,6 +38,22 @@ def ensure_metrics_table(engine: Engine) -> None:
     except (sa.exc.IntegrityError, sa.exc.ProgrammingError):
         # Two workers raced to create it: the other one won, which is what we wanted.
         metadata.create_all(engine, checkfirst=True)
+    for name in missing_columns(engine):
+        try:
+            with engine.begin() as conn:
+                conn.execute(sa.text(f"ALTER TABLE {METRICS_TABLE} ADD COLUMN {name} FLOAT"))
+        except (sa.exc.OperationalError, sa.exc.ProgrammingError):
+            if name in missing_columns(engine):  # not a race with another worker that added it
+                raise
+
+
+def missing_columns(engine: Engine) -> list[str]:
+    """The metric columns the stored table lacks (all of them if there is no table)."""
+    inspector = sa.inspect(engine)
+    if not inspector.has_table(METRICS_TABLE):
+        return list(_FLOAT_FIELDS)
+    present = {c["name"] for c in inspector.get_columns(METRICS_TABLE)}
+    return [name for name in _FLOAT_FIELDS if name not in present]
 
 
 def metric_row(study_name: str, trial_id: int, trial_number: int, record: MetricRecord) -> dict:
@@ -62,9 +80,12 @@ def read_metrics(engine: Engine, study_name: str):
     columns = ["trial_id", "trial_number", *METRIC_FIELDS]
     if not sa.inspect(engine).has_table(METRICS_TABLE):
         return pd.DataFrame(columns=columns)
-    query = (sa.select(*(metrics_table.c[c] for c in columns))
+    absent = set(missing_columns(engine))  # a table of an older lpstudy, read by a read-only role
+    query = (sa.select(*(metrics_table.c[c] for c in columns if c not in absent))
              .where(metrics_table.c.study_name == study_name)
              .order_by(metrics_table.c.trial_number, metrics_table.c.step))
     with engine.connect() as conn:
         frame = pd.read_sql(query, conn)
-    return frame.astype({c: "float64" for c in _FLOAT_FIELDS})
+    for name in absent:
+        frame[name] = float("nan")
+    return frame[columns].astype({c: "float64" for c in _FLOAT_FIELDS})

@@ -56,6 +56,7 @@ class CausalSelfAttention(nn.Module):
         else:
             self.register_parameter("gain", None)
         self.last_entropy: torch.Tensor | None = None  # set by forward when record_entropy is on
+        self.last_stats: dict[str, torch.Tensor] | None = None  # attention_stats(), the same way
         self.record_entropy = False
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -73,7 +74,8 @@ class CausalSelfAttention(nn.Module):
             scale = None  # 1/√d
         v = qkv[:, :, 2].transpose(1, 2)
         if self.record_entropy:
-            self.last_entropy = attention_entropy(q, k, scale)
+            self.last_stats = attention_stats(q, k, scale)
+            self.last_entropy = self.last_stats["entropy"]
         y = F.scaled_dot_product_attention(
             q, k, v, is_causal=True, scale=scale, dropout_p=self.dropout if self.training else 0.0
         )
@@ -88,6 +90,33 @@ def attention_weights(q: torch.Tensor, k: torch.Tensor, scale: float | None) -> 
     logits = (q.float() @ k.float().transpose(-2, -1)) * scale
     mask = torch.ones(T, T, dtype=torch.bool, device=q.device).tril()
     return logits.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+
+
+def logit_bound(gain: float, p: float, head_size: int) -> float:
+    """The largest logit g·q̂·k̂ can reach: |q̂·k̂| ≤ ‖q̂‖_p* ‖k̂‖_p ≤ d^max(0, 1 − 2/p) for unit-Lp q̂, k̂
+    (Hölder; the bound of arXiv:2602.05006's analysis), so g·d^max(0, 1 − 2/p): the effective inverse
+    temperature of the softmax at its coldest."""
+    exponent = 1.0 if math.isinf(p) else max(0.0, 1.0 - 2.0 / p)
+    return gain * head_size ** exponent
+
+
+@torch.no_grad()
+def attention_stats(q: torch.Tensor, k: torch.Tensor, scale: float | None) -> dict[str, torch.Tensor]:
+    """What stability research watches in one attention layer, from one explicit softmax:
+    `entropy` the mean row entropy (nats), `min_head_entropy` the smallest per-head mean (entropy
+    collapse: Zhai et al., "Stabilizing Transformer Training by Preventing Attention Entropy
+    Collapse", ICML 2023) and `max_logit` the largest unmasked logit (attention-logit growth:
+    Dehghani et al. 2023; Wortsman et al., arXiv:2309.14322, §3.1.1)."""
+    q, k = q.detach().float(), k.detach().float()
+    T = q.size(-2)
+    scale = 1.0 / math.sqrt(q.size(-1)) if scale is None else scale
+    logits = (q @ k.transpose(-2, -1)) * scale
+    mask = torch.ones(T, T, dtype=torch.bool, device=q.device).tril()
+    masked = logits.masked_fill(~mask, float("-inf"))
+    w = masked.softmax(dim=-1)
+    rows = -(w * w.clamp_min(1e-30).log()).sum(-1)  # (B, H, T)
+    per_head = rows.mean(dim=(0, 2))
+    return {"entropy": rows.mean(), "min_head_entropy": per_head.min(), "max_logit": masked.amax()}
 
 
 def attention_entropy(q: torch.Tensor, k: torch.Tensor, scale: float | None) -> torch.Tensor:

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lpstudy.model.attention import CausalSelfAttention
+from lpstudy.model.attention import CausalSelfAttention, logit_bound
 
 if TYPE_CHECKING:
     from lpstudy.training.config import TrainConfig
@@ -99,6 +99,29 @@ class GPT(nn.Module):
             for a in attns:
                 a.record_entropy = False
                 a.last_entropy = None
+
+    @torch.no_grad()
+    def attention_stats(self, idx: torch.Tensor) -> dict[str, object]:
+        """The stability lens on one batch, one forward pass: mean attention entropy, the smallest
+        head entropy, the largest logit per layer and over layers, and the largest possible logit
+        g·d^max(0, 1 − 2/p) over layers (NaN for the baseline attention, which has no bound)."""
+        attns = self.attentions()
+        for a in attns:
+            a.record_entropy = True
+        try:
+            self(idx)
+            stats = [a.last_stats for a in attns]
+        finally:
+            for a in attns:
+                a.record_entropy = False
+                a.last_entropy = a.last_stats = None
+        per_layer = [float(s["max_logit"]) for s in stats]
+        bounds = [logit_bound(float(a.gain.max()), a.p, a.c_attn.in_features // a.n_head)
+                  for a in attns if a.gain is not None]
+        return {"entropy": float(torch.stack([s["entropy"] for s in stats]).mean()),
+                "min_head_entropy": min(float(s["min_head_entropy"]) for s in stats),
+                "max_logit_per_layer": per_layer, "max_logit": max(per_layer),
+                "logit_bound": max(bounds) if bounds else math.nan}
 
     def optimizer(self, cfg: TrainConfig, device_type: str) -> torch.optim.AdamW:
         """AdamW with weight decay on matrices only (not on gains, norms or biases), as nanoGPT."""

@@ -33,7 +33,7 @@ from lpstudy.errors import StudyUnavailable
 from lpstudy.training.metrics import METRIC_FIELDS, SUMMARY_FIELDS
 from lpstudy.values import FIXED_PARAMS_ATTR, METRICS_ATTR_PREFIX, SPEC_ATTR, read_p, to_float
 
-WHO = ("host", "pid", "device", "worker", "version", "started_at", "seed", "preset", "folds")
+WHO = ("host", "pid", "device", "worker", "version", "started_at", "seed", "preset", "folds", "gain_rule")
 TRIAL_COLUMNS: tuple[str, ...] = (
     "number", "trial_id", "state", "value", "p", "lr", "gain_init", "fold",
     *[name for name in SUMMARY_FIELDS if name != "device"],
@@ -42,7 +42,7 @@ TRIAL_COLUMNS: tuple[str, ...] = (
 )
 CURVE_COLUMNS: tuple[str, ...] = ("trial_id", "trial_number", *METRIC_FIELDS)
 _BOOL_FIELDS = ("diverged", "stopped")
-_TEXT_FIELDS = ("state", "device", "host", "worker", "version", "started_at", "preset")
+_TEXT_FIELDS = ("state", "device", "host", "worker", "version", "started_at", "preset", "gain_rule")
 
 
 @dataclass

@@ -52,7 +52,10 @@ def report_sections(data: StudyData, threshold: float | None = None, bins: int |
                  C.gain_chart(A.curve_bands(curves, trials, "gain_mean", bins,
                                          include_diverged=A.successful(trials).empty)),
                  C.spread_chart(trials, bins)]
-    return [("Overview", overview), ("Effect of p", effect), ("Convergence", convergence), ("Stability", stability)]
+    from lpstudy.results.lens_charts import lens_section
+
+    return [("Overview", overview), ("Effect of p", effect), ("Convergence", convergence), ("Stability", stability),
+            ("Stability lens", lens_section(trials, curves, bins))]
 
 
 def _shown(frame: pd.DataFrame) -> pd.DataFrame:

@@ -27,6 +27,7 @@ from lpstudy.db.optuna_storage import StudyStorage
 from lpstudy.study.checkpoints import TrialCheckpoints
 from lpstudy.study.space import describe_overrides
 from lpstudy.study.spec import StudySpec
+from lpstudy.training.gain import gain_rule_of
 from lpstudy.training.config import overrides_of, resolve_config, with_cpu_threads
 from lpstudy.training.metrics import SUMMARY_FIELDS, MetricRecord, uniform_guess_loss
 from lpstudy.training.progress import TrainingProgress, say_stderr
@@ -96,6 +97,7 @@ def run_trial(ctx: TrialContext, trial: optuna.Trial) -> TrialOutcome:
     spec = ctx.spec
     overrides = spec.space.suggest(trial)
     cfg = resolve_config(spec.preset, overrides)
+    gain_rule = gain_rule_of(cfg.gain_init)
     cfg = dataclasses.replace(cfg, gain_init=cfg.resolved_gain_init)  # resolved: the export reproduces it
     cfg = with_cpu_threads(cfg, ctx.device)  # on CPU the thread count too
     run_overrides = {k: v for k, v in overrides_of(cfg, spec.preset).items() if k != "device"}
@@ -106,7 +108,7 @@ def run_trial(ctx: TrialContext, trial: optuna.Trial) -> TrialOutcome:
         "p": cfg.p, "lr": cfg.lr, "gain_init": cfg.gain_init, "fold": cfg.fold, "folds": cfg.folds,
         "seed": cfg.seed, "preset": spec.preset, **identity, "version": __version__,
         "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "max_steps": cfg.max_steps, "overrides": run_overrides,
+        "max_steps": cfg.max_steps, "overrides": run_overrides, "gain_rule": gain_rule,
         "threads": cfg.threads if ctx.device == "cpu" else None,
     }
     for key, value in start_attrs.items():

@@ -98,7 +98,11 @@ def _curve(run: _Run, n_evals: int, fold_offset: float, rng: np.random.Generator
             grad_norm_max=grad * (1.3 + abs(float(rng.normal(0, 0.2)))),
             gain_mean=gain, gain_min=gain * 0.9, gain_max=gain * 1.1, attn_entropy=entropy,
             tokens_per_s=TOKENS_PER_S * (1 + float(rng.normal(0, 0.03))),
-            elapsed_s=step * 2048 / TOKENS_PER_S))
+            elapsed_s=step * 2048 / TOKENS_PER_S,
+            # the stability lens, without drawing from rng (the other numbers stay as they were)
+            max_logit=gain * (0.3 + 0.1 * p_eff) * (1 + step / total), min_head_entropy=0.6 * entropy,
+            logit_bound=gain * 1.1 * 16 ** max(0.0, 1 - 2 / p_eff),
+            loss_spikes=float(max(0, k - n_evals + 2)) if diverged_step is not None else 0.0))
         if diverged_step is not None and step >= diverged_step:
             break
     vals = [r.val_loss for r in records]

@@ -79,8 +79,8 @@ def problems_of(values: dict[str, Any]) -> list[str]:
     problems = []
     for name, bound in FIELD_BOUNDS.items():
         value = values.get(name)
-        if value is None or isinstance(value, bool):
-            continue
+        if value is None or isinstance(value, bool) or (name == "gain_init" and isinstance(value, str)):
+            continue  # gain_init may be a rule ("matched"), which TrainConfig checks
         if not isinstance(value, (int, float)) or not bound.contains(float(value)):
             problems.append(f"{name} must be in {bound.describe()}, got {value!r}")
     return problems

@@ -20,7 +20,8 @@ import yaml
 from lpstudy.errors import UserError
 from lpstudy.files import atomic_write_text, read_yaml_mapping
 from lpstudy.training.bounds import problems_of
-from lpstudy.values import RUN_FILE_ALWAYS, check_p, default_gain_init, encode_p, parse_bool
+from lpstudy.training.gain import MATCHED, resolve_gain_init
+from lpstudy.values import RUN_FILE_ALWAYS, check_p, encode_p, parse_bool
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class TrainConfig:
     bias: bool = False
     attention: str = "lp"  # "lp" (Lp-QKNorm) or "baseline" (1/√d, no QK normalisation)
     p: float = 2.0  # the norm exponent, 1 ≤ p ≤ ∞
-    gain_init: float | None = None  # None: QKNorm's log₂(L² − L)
+    gain_init: float | str | None = None  # None: QKNorm's log₂(L² − L); "matched": see training/gain.py
     gain_per: str = "layer"  # one gain per "layer" or per "head"
     # optimisation (nanoGPT's Shakespeare recipe)
     batch_size: int = 12
@@ -74,12 +75,15 @@ class TrainConfig:
             problems.append(f"gain_per must be 'layer' or 'head', got {self.gain_per!r}")
         if self.dtype not in ("auto", "float32", "bfloat16"):
             problems.append(f"dtype must be 'auto', 'float32' or 'bfloat16', got {self.dtype!r}")
+        if isinstance(self.gain_init, str) and self.gain_init != MATCHED:
+            problems.append(f"gain_init must be a number or {MATCHED!r}, got {self.gain_init!r}")
         if problems:
             raise UserError("; ".join(problems))
 
     @property
     def resolved_gain_init(self) -> float:
-        return default_gain_init(self.block_size) if self.gain_init is None else self.gain_init
+        """The initial gain as a number (None: QKNorm's g₀; 'matched': the temperature-matched gain)."""
+        return resolve_gain_init(self.gain_init, self.p, self.n_embd // self.n_head, self.block_size)
 
     @property
     def min_lr(self) -> float:
@@ -132,6 +136,8 @@ def coerce_field(name: str, value: Any) -> Any:
     kind = FIELD_TYPES[name]
     if name == "p":
         return check_p(value)
+    if name == "gain_init" and isinstance(value, str) and value.strip().lower() == MATCHED:
+        return MATCHED
     if value is None:
         if "None" in kind:
             return None
@@ -153,7 +159,8 @@ def coerce_field(name: str, value: Any) -> Any:
             return float(value)
         return str(value)
     except (TypeError, ValueError):
-        raise UserError(f"{name} must be {kind.split(' ')[0]}, got {value!r}") from None
+        what = f"a number or {MATCHED!r}" if name == "gain_init" else kind.split(" ")[0]
+        raise UserError(f"{name} must be {what}, got {value!r}") from None
 
 
 def resolve_config(preset: str, overrides: dict[str, Any] | None = None) -> TrainConfig:

@@ -24,6 +24,11 @@ class MetricRecord:
     attn_entropy: float  # mean entropy (nats) of the attention rows on one validation batch
     tokens_per_s: float  # training throughput since the previous evaluation
     elapsed_s: float  # wall time since the start of training
+    # The stability lens (default NaN: older writers, the baseline attention where a field has no sense)
+    max_logit: float = math.nan  # largest attention logit g·q̂·k̂ (unmasked) over layers, heads, rows
+    min_head_entropy: float = math.nan  # smallest mean row entropy (nats) of one head (Zhai et al. 2023)
+    logit_bound: float = math.nan  # largest possible logit, g·d^max(0, 1 − 2/p), over layers
+    loss_spikes: float = math.nan  # training losses so far far above their running median, counted
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -20,6 +20,7 @@ from lpstudy.training.config import TrainConfig
 from lpstudy.training.fits import check_fits
 from lpstudy.training.data import BatchSampler, Corpus, fold_split
 from lpstudy.training.metrics import MetricRecord, RunSummary
+from lpstudy.training.spikes import LossSpikes
 
 # Called after each evaluation; returning True stops the run (summary.stopped is then set).
 EvalCallback = Callable[[MetricRecord], bool | None]
@@ -141,14 +142,14 @@ class Evaluator:
 
     @torch.no_grad()
     def evaluate(self, model: GPT, step_model: torch.nn.Module, step: int, lr: float, interval: Interval,
-                 started: float) -> MetricRecord:
+                 started: float, loss_spikes: int = 0) -> MetricRecord:
         model.eval()
         train_loss = self.estimate_loss(step_model, self.train_batches)
         val_loss = self.estimate_loss(step_model, self.val_batches)
         self.val_batches.reset()
         x, _ = to_device(self.val_batches.next(), self.device)
         with self.autocast:
-            entropy = model.mean_attention_entropy(x)
+            stats = model.attention_stats(x)  # one extra forward pass on one batch
         model.train()
         gains = model.gains()
         return MetricRecord(
@@ -157,8 +158,10 @@ class Evaluator:
             gain_mean=float(gains.mean()) if gains.numel() else math.nan,
             gain_min=float(gains.min()) if gains.numel() else math.nan,
             gain_max=float(gains.max()) if gains.numel() else math.nan,
-            attn_entropy=entropy, tokens_per_s=interval.tokens_per_s,
+            attn_entropy=stats["entropy"], tokens_per_s=interval.tokens_per_s,
             elapsed_s=time.perf_counter() - started,
+            max_logit=stats["max_logit"], min_head_entropy=stats["min_head_entropy"],
+            logit_bound=stats["logit_bound"], loss_spikes=float(loss_spikes),
         )
 
 
@@ -219,12 +222,13 @@ def train(
 
     def evaluate(step: int, lr: float, interval: Interval) -> bool:
         """Evaluate, record, and say whether the run stops here (divergence, or the callback)."""
-        record = evaluator.evaluate(model, step_model, step, lr, interval, started)
+        record = evaluator.evaluate(model, step_model, step, lr, interval, started, spikes.count)
         note_evaluation(summary, record, loss_threshold)
         if summary.diverged:
             return True
         return bool(on_eval(record)) if on_eval else False
 
+    spikes = LossSpikes()
     started = time.perf_counter()
     model.train()
     interval = Interval()
@@ -258,6 +262,7 @@ def train(
         if on_step:
             on_step(step, loss_value)
         first_loss = loss_value if first_loss is None else first_loss
+        spikes.add(loss_value)
         if not math.isfinite(loss_value) or loss_value > cfg.divergence_factor * first_loss:
             summary.diverged, summary.diverged_step = True, step
             break

@@ -1,0 +1,39 @@
+"""An equal-budget comparison (`lpstudy compare`): each arm's tuning budget and best configuration,
+and the arms' replicate runs paired fold by fold against the reference arm (lpstudy.results.compare)."""
+
+import streamlit as st
+
+from lpstudy.results import lens_charts as L
+
+from common import STUDY_KEY, cached_study_infos, chart, no_traceback, storage_from_environment
+
+st.title("Compare")
+storage = storage_from_environment()
+comparisons = [i.name for i in cached_study_infos(storage) if i.kind == "compare"]
+if not comparisons:
+    st.info("This database holds no comparison. Start one with `lpstudy compare --study NAME --p 1,2,3,4 "
+            "--tune lr,gain_init --budget 20 --folds 5` and point workers at it.")
+    st.stop()
+chosen = st.session_state.get(STUDY_KEY)
+name = chosen if chosen in comparisons else comparisons[0]
+if chosen not in comparisons:
+    st.caption(f"The chosen study is not a comparison; showing `{name}`.")
+
+
+@st.cache_data(ttl=5, show_spinner="Reading the comparison…")
+def cached_compare(storage_url: str, compare_name: str):
+    from lpstudy.results.compare import load_compare
+
+    data = load_compare(storage_url, compare_name)
+    return data.plan, data.budgets, data.paired, data.reference
+
+
+with no_traceback():
+    plan, budgets, paired, reference = cached_compare(storage, name)
+st.markdown(f"**{name}**: arms of `{plan.factor}` · {plan.budget} tuning trials each on fold {plan.tune_fold} "
+            f"(TPE, median pruner) · then each arm's best configuration on {plan.folds} folds · reference {reference}")
+st.subheader("Tuning budget per arm")
+st.dataframe(budgets, hide_index=True, width="stretch")
+chart(L.compare_chart(paired, reference), key="compare")
+if len(paired):
+    st.dataframe(paired, hide_index=True, width="stretch")

@@ -1,0 +1,37 @@
+"""The stability lens: final loss against the learning rate per p and the LR sensitivity derived
+from it (Wortsman et al. 2023), the largest attention logit and the smallest head entropy over
+training (logit growth; entropy collapse, Zhai et al. 2023), and the attention entropy at
+initialisation against p for fixed and matched gains (lpstudy.results.analysis)."""
+
+import streamlit as st
+
+from lpstudy.results import analysis as A
+from lpstudy.results import lens_charts as L
+
+from common import chart, p_bins_control, page, show_problem
+
+storage, study = page("Stability lens")
+trials, curves = study.trials, study.curves
+if trials.empty or not (trials["state"] == "COMPLETE").any():
+    show_problem(trials)
+show_problem(trials, stop=False)  # every run diverged: say so, and still show the learning rates and logits
+bins = p_bins_control(trials, key="lens_bins")
+
+left, right = st.columns(2)
+with left:
+    chart(L.lr_curve_chart(A.lr_curve(trials, bins=bins)), key="lr_curve")
+with right:
+    sensitivity = A.lr_sensitivity(trials, bins=bins)
+    chart(L.lr_sensitivity_chart(sensitivity), key="lr_sensitivity")
+if len(sensitivity):
+    st.dataframe(sensitivity.drop(columns=["p", "p_order"]), hide_index=True, width="stretch")
+
+left, right = st.columns(2)
+with left:
+    chart(L.max_logit_chart(A.curve_bands(curves, trials, "max_logit", bins)), key="max_logit")
+with right:
+    chart(L.min_head_entropy_chart(A.curve_bands(curves, trials, "min_head_entropy", bins)), key="min_head_entropy")
+
+chart(L.initial_entropy_chart(A.initial_entropy(curves, trials)), key="initial_entropy")
+st.caption("A comparison of p at one fixed gain compares softmax temperatures too: `gain_init: matched` "
+           "starts every p at the spread of logits QKNorm's g₀ gives p = 2.")

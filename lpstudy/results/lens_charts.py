@@ -1,0 +1,121 @@
+"""The stability lens as Plotly figures (one function per figure, like lpstudy.results.charts, whose
+helpers they share): final loss against the learning rate per p, LR sensitivity per p, the largest
+attention logit and the smallest head entropy over training, the initial entropy per p for each
+gain rule, and a comparison's paired table. Their numbers come from lpstudy.results.analysis."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from lpstudy.results import analysis as A
+from lpstudy.results.charts import _colour_at, _empty, _figure, median_curves
+
+RULE_COLOURS = {"default": "#1f77b4", "fixed": "#1f77b4", "matched": "#ff7f0e"}
+RULE_NAMES = {"default": "fixed gain g₀ = log₂(L²−L)", "fixed": "fixed gain", "matched": "matched gain"}
+
+
+def _error(frame: pd.DataFrame, centre: str = "mean") -> dict:
+    return {"type": "data", "array": (frame["ci_high"] - frame[centre]).fillna(0),
+            "arrayminus": (frame[centre] - frame["ci_low"]).fillna(0), "visible": True}
+
+
+def lr_curve_chart(curve: pd.DataFrame) -> go.Figure:
+    """Final validation loss (capped at the initial loss) against the learning rate, one line per p."""
+    fig = _figure("Final loss against learning rate per p (95 % interval)", "learning rate",
+                  "final validation loss (diverged = initial loss)")
+    fig.update_xaxes(type="log")
+    if curve.empty:
+        return _empty(fig, "no completed run yet")
+    position = A.p_positions(curve.groupby("p_bin", sort=False)["p"].first())
+    low, high = float(position.min()), float(position.max())
+    for label, group in curve.groupby("p_bin", sort=False):
+        group = group.sort_values("lr")
+        fig.add_scatter(x=group["lr"], y=group["mean"], mode="lines+markers", name=f"p {label}",
+                        line={"color": _colour_at(float(position[label]), low, high)}, error_y=_error(group),
+                        customdata=np.column_stack([group["n"], group["n_diverged"]]),
+                        hovertemplate=f"p {label}<br>lr %{{x:.3g}}<br>loss %{{y:.4f}}<br>runs %{{customdata[0]}}"
+                                      " (diverged %{customdata[1]})<extra></extra>")
+    fig.update_layout(legend={"orientation": "v", "y": 1, "x": 1.02, "xanchor": "left", "yanchor": "top"})
+    return fig
+
+
+def lr_sensitivity_chart(sensitivity: pd.DataFrame) -> go.Figure:
+    """LR sensitivity per p with its interval across folds (Wortsman et al. 2023)."""
+    fig = _figure("LR sensitivity per p (Wortsman et al. 2023; 95 % CI)", "p",
+                  "E_lr[min(loss, L0)] − min_lr loss (nats)")
+    if sensitivity.empty:
+        return _empty(fig, "needs a sweep of at least two learning rates per p (lpstudy replicate --lr A,B,C)")
+    x = A.p_positions(sensitivity["p"].astype("float64"))
+    fig.add_scatter(x=x, y=sensitivity["mean"], mode="markers", name="LR sensitivity", marker={"size": 10},
+                    error_y=_error(sensitivity),
+                    customdata=np.column_stack([sensitivity["p_bin"], sensitivity["n_folds"], sensitivity["n_lrs"],
+                                                sensitivity["best_lr"]]),
+                    hovertemplate="p %{customdata[0]}<br>sensitivity %{y:.4f}<br>folds %{customdata[1]} · "
+                                  "lrs %{customdata[2]} · best lr %{customdata[3]:.3g}<extra></extra>")
+    fig.update_xaxes(tickvals=list(x), ticktext=list(sensitivity["p_bin"]))
+    return fig
+
+
+def _median_chart(bands: pd.DataFrame, what: str, axis_title: str) -> go.Figure:
+    """median_curves' lines (bands only where few groups leave them readable), titled for `what`."""
+    fig = median_curves(bands, axis_title)
+    band = " (median, 25–75 % band)" if "band" in fig.layout.title.text else " (median)"
+    fig.update_layout(title={"text": f"{what} per p{band}"})
+    return fig
+
+
+def max_logit_chart(bands: pd.DataFrame) -> go.Figure:
+    return _median_chart(bands, "Largest attention logit", "largest attention logit")
+
+
+def min_head_entropy_chart(bands: pd.DataFrame) -> go.Figure:
+    return _median_chart(bands, "Smallest head entropy", "smallest head entropy (nats)")
+
+
+def initial_entropy_chart(table: pd.DataFrame) -> go.Figure:
+    """The attention entropy before the first update against p, one line per gain rule."""
+    fig = _figure("Attention entropy at initialisation against p, fixed and matched gains", "p",
+                  "mean attention entropy at step 0 (nats)")
+    if table.empty:
+        return _empty(fig, "no evaluation at step 0 recorded")
+    x_all = A.p_positions(table["p"].astype("float64"))
+    for rule, group in table.groupby("gain_rule", sort=True):
+        fig.add_scatter(x=x_all[group.index], y=group["entropy"], mode="lines+markers",
+                        name=RULE_NAMES.get(rule, rule), line={"color": RULE_COLOURS.get(rule, "#2ca02c")},
+                        customdata=np.column_stack([group["p_bin"], group["gain_init"], group["n"]]),
+                        hovertemplate="p %{customdata[0]}<br>entropy %{y:.3f}<br>gain₀ %{customdata[1]:.3g}"
+                                      "<br>runs %{customdata[2]}<extra></extra>")
+    ticks = table.drop_duplicates("p").assign(x=x_all)
+    fig.update_xaxes(tickvals=list(ticks["x"]), ticktext=list(ticks["p_bin"]))
+    return fig
+
+
+def compare_chart(paired: pd.DataFrame, reference: str) -> go.Figure:
+    """A comparison's arms: loss(arm) − loss(reference) across folds with the 95 % interval."""
+    fig = _figure(f"Equal-budget comparison: paired difference to {reference} across folds (95 % interval)",
+                  "arm", f"loss(arm) − loss({reference})")
+    if paired.empty:
+        return _empty(fig, f"needs the replicate runs of {reference} and another arm on the same folds")
+    fig.add_hline(y=0, line={"color": "#888", "dash": "dash"})
+    fig.add_scatter(x=paired["arm"], y=paired["mean_diff"], mode="markers", name="mean difference",
+                    marker={"size": 10, "color": np.where(paired["mean_diff"] < 0, "#2ca02c", "#d62728")},
+                    error_y={"type": "data", "array": (paired["ci_high"] - paired["mean_diff"]).fillna(0),
+                             "arrayminus": (paired["mean_diff"] - paired["ci_low"]).fillna(0), "visible": True},
+                    customdata=np.column_stack([paired["n_pairs"], paired["relative_diff"] * 100]),
+                    hovertemplate="%{x}<br>Δ %{y:+.4f} (%{customdata[1]:+.2f} %)<br>folds %{customdata[0]}"
+                                  "<extra></extra>")
+    return fig
+
+
+def lens_section(trials: pd.DataFrame, curves: pd.DataFrame, bins=None) -> list:
+    """The Stability lens page as a list of figures and tables, for `lpstudy report`."""
+    sensitivity = A.lr_sensitivity(trials, bins=bins)
+    items: list = [lr_curve_chart(A.lr_curve(trials, bins=bins)), lr_sensitivity_chart(sensitivity),
+                   max_logit_chart(A.curve_bands(curves, trials, "max_logit", bins)),
+                   min_head_entropy_chart(A.curve_bands(curves, trials, "min_head_entropy", bins)),
+                   initial_entropy_chart(A.initial_entropy(curves, trials))]
+    if len(sensitivity):
+        items.append(sensitivity.drop(columns=["p_order"]).assign(p=sensitivity["p"].map(A.format_p)))
+    return items

@@ -1,0 +1,263 @@
+"""An equal-budget comparison of the values of one training field (the arms: p = 1, 2, 3, 4 by
+default, or any field): each arm gets the same tuning budget, then its best configuration is
+replicated across K folds, and the arms are compared fold by fold against a reference arm.
+
+Why several Optuna studies rather than one with an arm parameter: a sampler models one study's
+history, so one TPE over (arm, lr, gain) would spend its trials where it expects the best loss and
+give the arms unequal budgets and unequal search quality. Here each arm is a study of its own,
+sharing the comparison's name as a prefix:
+
+    NAME                 the comparison: no trials, its plan in the user attribute "lpstudy_compare"
+    NAME:p=3:tune        arm p = 3: a TPE search with the median pruner on one fold, `budget` trials
+    NAME:p=3:folds       arm p = 3: its best tuned configuration on each of the K folds (a grid
+                         study, every cell enqueued once when the arm's tuning is done)
+
+`lpstudy worker --study NAME` (anywhere, as many as you like) takes, for each trial, the arm whose
+tuning has used the least of its budget; once an arm's budget is spent its replicate grid is
+created and its cells run. Everything is in the database, so rerunning `lpstudy compare` or a
+worker resumes where the study stands. Two workers that pick an arm at the same moment can give
+it one trial more than the budget; `status` shows each arm's count.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import optuna
+from optuna.trial import TrialState
+
+from lpstudy.db.optuna_storage import StudyStorage, open_storage
+from lpstudy.errors import UserError
+from lpstudy.study.space import DEFAULT_SPACE, encode
+from lpstudy.study.spec import build_spec, replicate_spec
+from lpstudy.study.studies import create_study, enqueue_missing_cells, load_study
+from lpstudy.training.config import coerce_field, get_preset
+from lpstudy.values import REFERENCE_P, check_p, format_p
+
+COMPARE_ATTR = "lpstudy_compare"
+COMPARE_KIND = "compare"
+BUDGET_STATES = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING)
+
+
+def label(factor: str, value: Any) -> str:
+    """'p=3', 'p=∞', 'n_layer=4': an arm's name inside its studies' names."""
+    return f"{factor}={format_p(value) if factor == 'p' else value}"
+
+
+@dataclass
+class ComparePlan:
+    """What a comparison compares and how; stored as plain JSON on its parent study."""
+
+    factor: str
+    values: list
+    reference: Any
+    tune: dict[str, Any]  # field -> space entry (a range or choices), searched in every arm
+    budget: int
+    folds: int
+    preset: str = "cpu"
+    fixed: dict[str, Any] = field(default_factory=dict)
+    tune_fold: int = 0
+    sampler_seed: int | None = None
+
+    def to_plain(self) -> dict[str, Any]:
+        plain = dataclasses.asdict(self)
+        plain["values"] = [encode(self.factor, v) for v in self.values]
+        plain["reference"] = encode(self.factor, self.reference)
+        return plain
+
+    @classmethod
+    def from_plain(cls, plain: dict[str, Any]) -> "ComparePlan":
+        known = {f.name for f in dataclasses.fields(cls)}
+        plan = cls(**{k: v for k, v in plain.items() if k in known})
+        plan.values = [coerce_field(plan.factor, v) for v in plan.values]
+        plan.reference = coerce_field(plan.factor, plan.reference)
+        return plan
+
+    def tune_study(self, name: str, value: Any) -> str:
+        return f"{name}:{label(self.factor, value)}:tune"
+
+    def folds_study(self, name: str, value: Any) -> str:
+        return f"{name}:{label(self.factor, value)}:folds"
+
+    def tune_spec(self, value: Any):
+        entries = {**self.fixed, **self.tune, self.factor: encode(self.factor, value),
+                   "fold": self.tune_fold, "folds": self.folds}
+        return build_spec(None, entries, {"preset": self.preset, "sampler": "tpe", "pruner": "median",
+                                          "n_trials": self.budget, "sampler_seed": self.sampler_seed})
+
+    def folds_spec(self, value: Any, best_values: dict[str, Any]):
+        fixed = {**self.fixed, **best_values}
+        if self.factor == "p":
+            p_values = [value]
+        else:
+            fixed[self.factor] = value
+            p_values = [fixed.pop("p", get_preset(self.preset).p)]
+        return replicate_spec(self.preset, p_values, self.folds, fixed)
+
+
+def make_plan(factor: str, values: list[str], tune: list[str], budget: int, folds: int, preset: str = "cpu",
+              reference: str | None = None, search: dict[str, Any] | None = None,
+              fixed: dict[str, Any] | None = None, sampler_seed: int | None = None) -> ComparePlan:
+    """A plan from what a user typed; UserError (one line) for anything that cannot run."""
+    get_preset(preset)
+    arms = []
+    for text in values:
+        value = check_p(text) if factor == "p" else coerce_field(factor, text)
+        if value not in arms:
+            arms.append(value)
+    if len(arms) < 2:
+        raise UserError(f"a comparison needs at least two values of {factor}, got {values!r}")
+    if reference is None:
+        ref = REFERENCE_P if factor == "p" and REFERENCE_P in arms else arms[0]
+    else:
+        ref = check_p(reference) if factor == "p" else coerce_field(factor, reference)
+    if ref not in arms:
+        raise UserError(f"the reference {factor} = {ref} is not one of the arms ({', '.join(map(str, arms))})")
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+        raise UserError(f"--budget must be a positive number of trials, got {budget!r}")
+    search = dict(search or {})
+    tune_entries: dict[str, Any] = {}
+    for name in [t.strip() for t in tune if t.strip()] + [n for n in search if n not in tune]:
+        if name == factor:
+            raise UserError(f"{factor} is the compared factor; it cannot also be tuned")
+        if name in ("fold", "folds"):
+            raise UserError("the folds are set by --folds; tuning runs on one fold")
+        if name in search:
+            tune_entries[name] = search[name]
+        elif name in DEFAULT_SPACE:
+            tune_entries[name] = DEFAULT_SPACE[name]
+        else:
+            raise UserError(f"no default range for {name!r}: give one with --search {name}=LOW:HIGH")
+    if not tune_entries:
+        raise UserError("give the fields to tune in every arm: --tune lr,gain_init")
+    plan = ComparePlan(factor=factor, values=arms, reference=ref, tune=tune_entries, budget=budget,
+                       folds=folds, preset=preset, fixed=dict(fixed or {}), sampler_seed=sampler_seed)
+    for value in arms:
+        plan.tune_spec(value)  # refuse now what an arm could not run
+    return plan
+
+
+def _parent(storage: StudyStorage, name: str) -> optuna.Study | None:
+    try:
+        return optuna.load_study(study_name=name, storage=storage.optuna)
+    except KeyError:
+        return None
+
+
+def load_plan(storage: StudyStorage, name: str) -> ComparePlan | None:
+    """The plan of the comparison NAME; None when NAME is not a comparison (or does not exist)."""
+    try:
+        study_id = storage.optuna.get_study_id_from_name(name)
+    except KeyError:
+        return None
+    plain = storage.optuna.get_study_user_attrs(study_id).get(COMPARE_ATTR)
+    return ComparePlan.from_plain(plain) if plain else None
+
+
+def create_compare(storage: StudyStorage, name: str, plan: ComparePlan) -> bool:
+    """Create the comparison and every arm's tuning study; with the same plan again, change
+    nothing (returns False); with another plan, refuse."""
+    existing = load_plan(storage, name)
+    created = False
+    if existing is None:
+        if _parent(storage, name) is not None:
+            raise UserError(f"study {name!r} exists and is not a comparison; pick another --study name")
+        parent = optuna.create_study(storage=storage.optuna, study_name=name, direction="minimize")
+        parent.set_user_attr(COMPARE_ATTR, plan.to_plain())
+        parent.set_user_attr("kind", COMPARE_KIND)
+        parent.set_user_attr("preset", plan.preset)
+        created = True
+    elif json.dumps(existing.to_plain(), sort_keys=True, default=str) != json.dumps(plan.to_plain(), sort_keys=True, default=str):
+        raise UserError(f"comparison {name!r} already exists in {storage.display_url} with another plan; "
+                        f"pick another --study name, or run `lpstudy worker --study {name}` to continue it")
+    for value in plan.values:
+        create_study(storage, plan.tune_study(name, value), plan.tune_spec(value))
+    return created
+
+
+def budget_used(study: optuna.Study) -> int:
+    return sum(1 for t in study.get_trials(deepcopy=False) if t.state in BUDGET_STATES)
+
+
+def tuning_done(study: optuna.Study, budget: int) -> bool:
+    states = [t.state for t in study.get_trials(deepcopy=False)]
+    finished = sum(1 for s in states if s in (TrialState.COMPLETE, TrialState.PRUNED))
+    return finished >= budget and not any(s in (TrialState.RUNNING, TrialState.WAITING) for s in states)
+
+
+def best_values(study: optuna.Study, plan: ComparePlan) -> dict[str, Any] | None:
+    """The tuned fields of the arm's best trial (lpstudy.results.best), as the worker ran them."""
+    from lpstudy.results.best import ranked_trials
+
+    ranked = ranked_trials(study.get_trials(deepcopy=False))
+    if not ranked:
+        return None
+    best = ranked[0]
+    return {name: best.user_attrs.get(name, best.params.get(name)) for name in plan.tune}
+
+
+def ensure_folds_study(storage: StudyStorage, name: str, plan: ComparePlan, value: Any) -> optuna.Study | None:
+    """The arm's replicate grid, created (cells enqueued once) when its tuning is done; None before."""
+    tune, _ = load_study(storage, plan.tune_study(name, value))
+    if not tuning_done(tune, plan.budget):
+        return None
+    best = best_values(tune, plan)
+    if best is None:  # every tuning trial diverged or was pruned: nothing to replicate
+        return None
+    study, _ = create_study(storage, plan.folds_study(name, value), plan.folds_spec(value, best))
+    enqueue_missing_cells(study, load_study(storage, plan.folds_study(name, value))[1])
+    return study
+
+
+def next_study(storage: StudyStorage, name: str, plan: ComparePlan) -> str | None:
+    """Where a worker's next trial comes from: the arm whose tuning has used least of its budget,
+    else an arm's replicate grid with a waiting cell; None when nothing is left to run now."""
+    used = {}
+    for value in plan.values:
+        tune, _ = load_study(storage, plan.tune_study(name, value))
+        used[plan.tune_study(name, value)] = budget_used(tune)
+    open_arms = [study for study, n in sorted(used.items(), key=lambda item: item[1]) if n < plan.budget]
+    if open_arms:
+        return open_arms[0]
+    for value in plan.values:
+        study = ensure_folds_study(storage, name, plan, value)
+        if study is not None and any(t.state == TrialState.WAITING for t in study.get_trials(deepcopy=False)):
+            return plan.folds_study(name, value)
+    return None
+
+
+def run_compare_worker(options, say=None):
+    """`lpstudy worker --study NAME` for a comparison: one trial at a time from next_study, until
+    nothing is left, --n-trials is reached or --timeout has passed (no trial starts after it)."""
+    from lpstudy.study.worker import WorkerReport, run_worker
+
+    storage = open_storage(options.storage, create_tables=True)
+    plan = load_plan(storage, options.study)
+    report = WorkerReport()
+    started, done = time.monotonic(), 0
+    while True:
+        if options.n_trials is not None and done >= options.n_trials:
+            report.reason = f"ran {done} trial(s) (--n-trials)"
+            break
+        if options.timeout is not None and time.monotonic() - started > options.timeout:
+            report.reason = "--timeout reached"
+            break
+        target = next_study(storage, options.study, plan)
+        if target is None:
+            report.reason = "nothing left to run in the comparison"
+            break
+        one = run_worker(dataclasses.replace(options, study=target, n_trials=1), say=say)
+        if not one.trials and not one.exit_code:
+            report.reason = f"{target} had no trial to give ({one.reason})"
+            break
+        for state, count in one.trials.items():
+            report.trials[state] = report.trials.get(state, 0) + count
+        done += 1
+        if one.interrupted or one.exit_code:
+            report.interrupted, report.exit_code, report.reason = one.interrupted, one.exit_code, one.reason
+            break
+    return report

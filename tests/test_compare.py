@@ -1,0 +1,65 @@
+"""`lpstudy compare`: every arm gets the same tuning budget, its best configuration is replicated on
+each fold exactly once, rerunning resumes without duplicating, and the paired table compares the
+arms fold by fold against the reference."""
+
+from __future__ import annotations
+
+import pytest
+
+from lpstudy.results.compare import load_compare
+from tests.study_helpers import cli, trials_of
+
+QUICK = ["--set", "max_steps=20", "--set", "eval_interval=10", "--set", "eval_iters=1"]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_compare_gives_equal_budgets_then_replicates_each_best_once(backend, request, capsys):
+    url = request.getfixturevalue("sqlite_url" if backend == "sqlite" else "pg_url")
+    args = ["compare", "--study", "cmp", "--storage", url, "--preset", "smoke", "--p", "1,2,4",
+            "--budget", "3", "--folds", "2", "--sampler-seed", "5", *QUICK]
+    code, _, err = cli(capsys, *args)
+    assert code == 0, err
+    code, _, err = cli(capsys, "worker", "--study", "cmp", "--storage", url, "--devices", "cpu",
+                       "--no-progress", "--n-trials", "4")  # a worker that stops half way ...
+    assert code == 0, err
+    code, _, err = cli(capsys, "worker", "--study", "cmp", "--storage", url, "--devices", "cpu",
+                       "--no-progress")  # ... and one that finishes the comparison
+    assert code == 0, err
+    for arm in ("p=1", "p=2", "p=4"):
+        tuned = trials_of(url, f"cmp:{arm}:tune")
+        assert len(tuned) == 3 and {t.state.name for t in tuned} <= {"COMPLETE", "PRUNED"}
+        assert {t.user_attrs["fold"] for t in tuned} == {0}  # tuning on one fold
+        runs = trials_of(url, f"cmp:{arm}:folds")
+        assert sorted(t.user_attrs["fold"] for t in runs) == [0, 1]  # each fold once
+        best = min((t for t in tuned if t.state.name == "COMPLETE"), key=lambda t: (t.value, t.number))
+        assert {t.user_attrs["lr"] for t in runs} == {best.user_attrs["lr"]}
+        assert {t.user_attrs["gain_init"] for t in runs} == {best.user_attrs["gain_init"]}
+
+    code, out, err = cli(capsys, *args)  # rerun: resumes, adds nothing
+    assert code == 0 and "resumed" in err and "paired against p=2" in out
+    code, _, err = cli(capsys, "worker", "--study", "cmp", "--storage", url, "--devices", "cpu", "--no-progress")
+    assert code == 0, err
+    assert sum(len(trials_of(url, f"cmp:{a}:{k}")) for a in ("p=1", "p=2", "p=4") for k in ("tune", "folds")) == 15
+
+    code, out, err = cli(capsys, "status", "--study", "cmp", "--storage", url)
+    assert code == 0 and "tuning (3 trials per arm)" in out and "paired against p=2" in out, err
+
+    data = load_compare(url, "cmp")
+    assert list(data.budgets["spent"]) == [3, 3, 3]
+    paired = data.paired.set_index("arm")
+    assert list(paired.index) == ["p=2", "p=1", "p=4"] and (paired["n_pairs"] == 2).all()
+    runs = data.folds
+    for arm in ("p=1", "p=4"):
+        mine = runs[runs["arm"] == arm].set_index("fold")["value"]
+        ref = runs[runs["arm"] == "p=2"].set_index("fold")["value"]
+        assert paired.loc[arm, "mean_diff"] == pytest.approx(float((mine - ref).mean()))
+
+
+def test_a_comparison_refuses_what_cannot_run(sqlite_url, capsys):
+    base = ["compare", "--study", "bad", "--storage", sqlite_url, "--preset", "smoke"]
+    code, _, err = cli(capsys, *base, "--p", "2")
+    assert code == 2 and "at least two values" in err
+    code, _, err = cli(capsys, *base, "--p", "1,2", "--tune", "dropout")
+    assert code == 2 and "--search dropout=LOW:HIGH" in err
+    code, _, err = cli(capsys, *base, "--arms", "n_layer=1,2", "--reference", "3")
+    assert code == 2 and "not one of the arms" in err
