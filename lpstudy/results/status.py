@@ -15,7 +15,7 @@ from lpstudy.db.urls import redact
 from lpstudy.results import analysis
 from lpstudy.results import frames as results
 from lpstudy.study.spec import StudySpec
-from lpstudy.values import REFERENCE_P, finite_or_none, format_p, json_safe, read_p
+from lpstudy.values import REFERENCE_P, finite_or_none, format_duration, format_p, json_safe, read_p
 
 
 def _max_steps(spec: dict) -> int | None:
@@ -58,7 +58,7 @@ def estimate_time_left(trials: pd.DataFrame, running: pd.DataFrame, spec: dict,
     if todo == 0 and not len(running):
         return {"seconds": 0.0, "basis": "done", "done": True}
     seconds = (todo * mean_s + sum(left_running)) / workers
-    return {"seconds": seconds, "basis": f"{what}, mean trial {_duration(mean_s)}, {len(running)} running"}
+    return {"seconds": seconds, "basis": f"{what}, mean trial {format_duration(mean_s)}, {len(running)} running"}
 
 
 def study_status(storage_url: str, study_name: str) -> dict[str, Any]:
@@ -105,17 +105,6 @@ def _plain(value: Any) -> Any:
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return [{k: _plain(v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
-
-
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "–"
-    seconds = float(seconds)
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 90 * 60:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 def _p(value: Any) -> str:
@@ -183,21 +172,21 @@ def render_status(status: dict[str, Any], console=None) -> None:
                 f"/{r['max_steps']}" if r.get("max_steps") else "")
             where = " on ".join(str(x) for x in (r["device"], r["host"]) if x) or "–"
             rows.append([str(r["number"]), _p(r["p"]), _num(r["lr"], ".3g"), _num(r["gain_init"], ".3g"),
-                         "–" if r["fold"] is None else str(int(r["fold"])), _duration(r["running_s"]), step,
+                         "–" if r["fold"] is None else str(int(r["fold"])), format_duration(r["running_s"]), step,
                          _num(r["last_val_loss"]), where])
         print_table(console, "running", ["trial", "p", "lr", "gain₀", "fold", "for", "step", "val loss", "where"],
                     rows)
     left = status["time_left"]
     if "running_end_s" in left:
         running_end = left["running_end_s"]
-        tail = "nothing running" if running_end is None else f"the running trials end in about {_duration(running_end)}"
+        tail = "nothing running" if running_end is None else f"the running trials end in about {format_duration(running_end)}"
         console.print(f"time left  {left['basis']}; {tail}", highlight=False, soft_wrap=True)
     elif left.get("done"):
         console.print("time left  none: nothing is waiting or running", highlight=False, soft_wrap=True)
     elif left["seconds"] is None:
         console.print(f"time left  unknown: {left['basis']}", highlight=False, soft_wrap=True)
     else:
-        console.print(f"time left  about {_duration(left['seconds'])} ({left['basis']})", highlight=False, soft_wrap=True)
+        console.print(f"time left  about {format_duration(left['seconds'])} ({left['basis']})", highlight=False, soft_wrap=True)
     if status["kind"] == "replicate":
         _render_replicate(status, console)
 

@@ -1,0 +1,199 @@
+"""The effect of p on the final loss: per-p summaries, the paired comparison across folds, the
+p × learning-rate map and parameter importance."""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from lpstudy.results.analysis.groups import DEFAULT_P_BINS, p_bins, p_positions
+from lpstudy.results.analysis.intervals import t_interval
+from lpstudy.results.analysis.selection import finished
+from lpstudy.values import format_p
+
+
+SUMMARY_COLUMNS = ("p_bin", "p", "p_low", "p_high", "n", "n_ok", "n_diverged", "divergence_rate",
+                   "mean", "std", "sem", "ci_low", "ci_high", "median", "best")
+
+
+def per_p_summary(trials: pd.DataFrame, bins: int | Sequence[float] | None = None,
+                  confidence: float = 0.95) -> pd.DataFrame:
+    """Final validation loss per p (exact values by default, or bins; see p_bins): one row per p
+    group, sorted by p with ∞ last. n counts COMPLETE trials, n_ok those that did not diverge; mean,
+    std (ddof 1), sem, the t interval (ci_low, ci_high), median and best are over the n_ok losses."""
+    done = finished(trials)
+    done = done[done["p"].notna()]
+    if done.empty:
+        return pd.DataFrame({c: pd.Series(dtype="object" if c == "p_bin" else "float64") for c in SUMMARY_COLUMNS})
+    groups = done.join(p_bins(done["p"], bins))
+    rows = []
+    for label, group in groups.groupby("p_bin", sort=False):
+        losses = group["loss"].dropna()
+        mean, low, high = t_interval(losses, confidence)
+        std = float(losses.std(ddof=1)) if len(losses) > 1 else math.nan
+        rows.append({
+            "p_bin": label, "p": group["p_center"].iloc[0], "p_low": group["p_low"].min(),
+            "p_high": group["p_high"].max(), "p_order": group["p_order"].iloc[0],
+            "n": len(group), "n_ok": len(losses), "n_diverged": int(group["diverged"].sum()),
+            "divergence_rate": float(group["diverged"].mean()),
+            "mean": mean, "std": std, "sem": std / math.sqrt(len(losses)) if len(losses) > 1 else math.nan,
+            "ci_low": low, "ci_high": high,
+            "median": float(losses.median()) if len(losses) else math.nan,
+            "best": float(losses.min()) if len(losses) else math.nan,
+        })
+    out = pd.DataFrame(rows).sort_values("p_order", ignore_index=True)
+    return out[list(SUMMARY_COLUMNS)]
+
+
+PAIRED_COLUMNS = ("p", "p_bin", "n_pairs", "n_excluded", "mean_loss", "ref_mean_loss", "mean_diff",
+                  "std_diff", "ci_low", "ci_high", "relative_diff", "t_stat", "p_value")
+
+
+def paired_comparison(trials: pd.DataFrame, reference_p: float = 2.0, confidence: float = 0.95,
+                      pair_on: str = "fold") -> pd.DataFrame:
+    """For a replicate study: per p ≠ reference_p, the paired difference loss(p) − loss(reference)
+    across folds (pair_on), with its t interval. A negative mean_diff means p beats the reference.
+    Pairs where either run diverged, or either side is missing, are left out (n_excluded counts the
+    folds of p left out). Several completed runs of one (p, fold) are averaged. relative_diff is
+    mean_diff / ref_mean_loss over the same pairs. Empty when the reference p has no run."""
+    from scipy.special import stdtr
+
+    empty = pd.DataFrame({c: pd.Series(dtype="object" if c == "p_bin" else "float64") for c in PAIRED_COLUMNS})
+    done = finished(trials)
+    done = done[done["p"].notna() & done[pair_on].notna()]
+    if done.empty:
+        return empty
+    # one loss per (p, fold): NaN when any run of the cell diverged
+    cells = done.groupby(["p", pair_on]).agg(loss=("loss", "mean"), diverged=("diverged", "any"))
+    cells.loc[cells["diverged"], "loss"] = math.nan
+    table = cells["loss"].unstack(pair_on)
+    matches = np.isclose(table.index.to_numpy(dtype="float64"), reference_p) | (
+        np.isinf(reference_p) & np.isinf(table.index.to_numpy(dtype="float64")))
+    if not matches.any():
+        return empty
+    reference = table[matches].iloc[0]
+    rows = []
+    for p, losses in table[~matches].iterrows():
+        ran = int(cells.loc[p].shape[0])  # folds of this p with a completed run, diverged or not
+        both = losses.notna() & reference.notna()
+        diff = (losses - reference)[both]
+        mean, low, high = t_interval(diff, confidence)
+        std = float(diff.std(ddof=1)) if len(diff) > 1 else math.nan
+        ref_mean = float(reference[both].mean()) if both.any() else math.nan
+        if len(diff) > 1 and std > 0:
+            t_stat = mean / (std / math.sqrt(len(diff)))
+            p_value = float(2 * stdtr(len(diff) - 1, -abs(t_stat)))
+        else:
+            t_stat = p_value = math.nan
+        rows.append({"p": float(p), "p_bin": format_p(float(p)), "n_pairs": int(both.sum()),
+                     "n_excluded": ran - int(both.sum()),
+                     "mean_loss": float(losses[both].mean()) if both.any() else math.nan,
+                     "ref_mean_loss": ref_mean, "mean_diff": mean, "std_diff": std,
+                     "ci_low": low, "ci_high": high,
+                     "relative_diff": mean / ref_mean if ref_mean else math.nan,
+                     "t_stat": t_stat, "p_value": p_value})
+    if not rows:
+        return empty
+    return pd.DataFrame(rows, columns=list(PAIRED_COLUMNS)).sort_values("p", ignore_index=True)
+
+
+def with_lr_bins(trials: pd.DataFrame, n_bins: int = 6) -> pd.DataFrame:
+    """The trials with lr_bin (label), lr_center and lr_order: equal-width bins of log10(lr)."""
+    out = trials.copy()
+    lr = out["lr"].astype("float64")
+    valid = lr.notna() & (lr > 0)
+    logs = np.log10(lr[valid])
+    out["lr_bin"], out["lr_center"], out["lr_order"] = None, math.nan, math.nan
+    if logs.empty:
+        return out
+    low, high = logs.min(), logs.max()
+    edges = np.linspace(low, high, n_bins + 1) if high > low else np.array([low - 1e-9, high + 1e-9])
+    index = np.clip(np.searchsorted(edges, logs, side="right") - 1, 0, len(edges) - 2)
+    lows, highs = 10 ** edges[index], 10 ** edges[index + 1]
+    out.loc[valid, "lr_order"] = index.astype("float64")
+    out.loc[valid, "lr_center"] = np.sqrt(lows * highs)
+    out.loc[valid, "lr_bin"] = [f"{a:.2g}–{b:.2g}" for a, b in zip(lows, highs)]
+    return out
+
+
+MAP_COLUMNS = ("p_bin", "p_order", "y_bin", "y_order", "n", "n_diverged", "divergence_rate", "mean_loss")
+
+
+def map_axis(trials: pd.DataFrame) -> str | None:
+    """What a p × … map is best drawn against: the learning rate where it varies, else the fold
+    (a replicate grid), else None."""
+    done = trials[trials["state"] == "COMPLETE"]
+    if done["lr"].nunique() > 1:
+        return "lr"
+    if done["fold"].nunique() > 1:
+        return "fold"
+    return None
+
+
+def p_map(trials: pd.DataFrame, p_bin_count: int | Sequence[float] | None = DEFAULT_P_BINS,
+             lr_bin_count: int = 6, by: str = "lr") -> pd.DataFrame:
+    """The p × learning-rate map (by="lr"; learning rates in log-spaced bins) or the p × fold map
+    (by="fold"): one row per occupied cell (y_bin, y_order: the lr bin or the fold) with the mean
+    final validation loss (non-diverged runs), the number of completed runs and the divergence rate."""
+    done = finished(trials)
+    done = done[done["p"].notna() & done[by].notna()]
+    if done.empty:
+        return pd.DataFrame({c: pd.Series(dtype="object" if c in ("p_bin", "y_bin") else "float64")
+                             for c in MAP_COLUMNS})
+    cells = done.join(p_bins(done["p"], p_bin_count))
+    if by == "lr":
+        cells = with_lr_bins(cells, lr_bin_count).rename(columns={"lr_bin": "y_bin", "lr_order": "y_order"})
+    else:
+        cells = cells.assign(y_bin=cells[by].map(lambda v: f"{v:g}"), y_order=cells[by].astype("float64"))
+    out = (cells.groupby(["p_order", "p_bin", "y_order", "y_bin"], sort=True)
+           .agg(n=("state", "size"), n_diverged=("diverged", "sum"), mean_loss=("loss", "mean"))
+           .reset_index())
+    out["divergence_rate"] = out["n_diverged"] / out["n"]
+    return out[list(MAP_COLUMNS)]
+
+
+def param_importance(trials: pd.DataFrame, params: Sequence[str] = ("p", "lr", "gain_init", "fold"),
+                     seed: int = 0) -> pd.Series:
+    """How much of the variation of the trial value each searched parameter explains (Optuna's
+    PED-ANOVA evaluator, which needs no extra dependencies), over COMPLETE trials with diverged runs
+    at their value ln V; sorted, summing to 1. Parameters that never vary are left out; empty
+    when fewer than 4 trials completed."""
+    import warnings
+
+    import optuna
+    from optuna.distributions import FloatDistribution
+
+    done = trials[(trials["state"] == "COMPLETE") & trials["value"].notna()]
+    columns = [c for c in params if c in done.columns and done[c].notna().all() and done[c].nunique() > 1]
+    if len(done) < 4 or not columns:
+        return pd.Series(dtype="float64", name="importance")
+    values = done[columns].astype("float64").copy()
+    if "p" in values:
+        values["p"] = p_positions(values["p"])
+    distributions = {}
+    for name in columns:
+        low, high = float(values[name].min()), float(values[name].max())
+        log = name in ("lr", "gain_init") and low > 0
+        distributions[name] = FloatDistribution(low, high, log=log)
+    frozen = [optuna.trial.create_trial(params={c: float(row[c]) for c in columns},
+                                        distributions=distributions, value=float(value))
+              for (_, row), value in zip(values.iterrows(), done["value"])]
+    verbosity = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        study = optuna.create_study(direction="minimize", storage=optuna.storages.InMemoryStorage())
+    finally:
+        optuna.logging.set_verbosity(verbosity)
+    study.add_trials(frozen)
+    evaluator = optuna.importance.PedAnovaImportanceEvaluator()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            importances = optuna.importance.get_param_importances(study, evaluator=evaluator, normalize=True)
+        except (ValueError, RuntimeError, ZeroDivisionError):
+            return pd.Series(dtype="float64", name="importance")
+    out = pd.Series(importances, dtype="float64", name="importance")
+    return out.reindex(columns).fillna(0.0).sort_values(ascending=False)

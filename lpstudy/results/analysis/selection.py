@@ -1,0 +1,116 @@
+"""Which trials count (finished, successful), why a study has nothing to chart, and the overview:
+states, the best trials, who runs what, a grid's progress, filters."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+
+from lpstudy.results.best import ranked_frame
+from lpstudy.values import STATES
+
+
+def finished(trials: pd.DataFrame) -> pd.DataFrame:
+    """COMPLETE trials (diverged ones included), each with `loss`: its final validation loss, NaN
+    for a diverged run."""
+    done = trials[trials["state"] == "COMPLETE"].copy()
+    value = done["value"].where(done["value"].notna(), done.get("final_val_loss"))
+    done["loss"] = value.where(~done["diverged"].astype(bool))
+    return done
+
+
+def successful(trials: pd.DataFrame) -> pd.DataFrame:
+    """COMPLETE trials that did not diverge and have a loss."""
+    done = finished(trials)
+    return done[done["loss"].notna()]
+
+
+def data_problem(trials: pd.DataFrame) -> str | None:
+    """Why a study has nothing to chart yet (no trials, none completed, all diverged), as one
+    sentence for the page; None when there are results."""
+    if trials is None or trials.empty:
+        return "This study has no trials yet. Start workers with `lpstudy worker --study NAME`."
+    counts = state_counts(trials)
+    if counts["COMPLETE"] == 0:
+        busy = f"{counts['RUNNING']} running, {counts['WAITING']} waiting"
+        return f"No trial has completed yet ({busy}); results appear here as trials finish."
+    if successful(trials).empty:
+        return (f"Every completed trial diverged ({counts['COMPLETE']} of them): there is no validation "
+                "loss to compare. Try smaller learning rates or gains; divergence rates are on the Stability page.")
+    return None
+
+
+def state_counts(trials: pd.DataFrame) -> pd.Series:
+    """Trials per state, every state present (0 where none), in the order of STATES."""
+    counts = trials["state"].value_counts() if len(trials) else pd.Series(dtype="int64")
+    return counts.reindex(STATES, fill_value=0).astype("int64")
+
+
+def top_trials(trials: pd.DataFrame, k: int = 10) -> pd.DataFrame:
+    """The k best trials (lpstudy.results.best), best first, with `loss`."""
+    return ranked_frame(trials, k)
+
+
+def best_trial(trials: pd.DataFrame) -> pd.Series | None:
+    """The best trial (lpstudy.results.best), or None."""
+    best = top_trials(trials, 1)
+    return None if best.empty else best.iloc[0]
+
+
+def running_trials(trials: pd.DataFrame, now: pd.Timestamp | None = None) -> pd.DataFrame:
+    """RUNNING trials with who runs them and for how long: number, p, lr, gain_init, fold, device,
+    host, worker, since, running_s, last_step, last_val_loss."""
+    running = trials[trials["state"] == "RUNNING"].copy()
+    columns = ["number", "p", "lr", "gain_init", "fold", "device", "host", "worker", "since",
+               "running_s", "last_step", "last_val_loss"]
+    if running.empty:
+        return pd.DataFrame(columns=columns)
+    since = pd.to_datetime(running["started_at"], utc=True, errors="coerce")
+    fallback = pd.to_datetime(running["datetime_start"], errors="coerce")
+    if fallback.dt.tz is None:  # Optuna stores the start as naive local time
+        local = datetime.now().astimezone().tzinfo
+        fallback = fallback.dt.tz_localize(local).dt.tz_convert("UTC")
+    running["since"] = since.where(since.notna(), fallback)
+    now = now or pd.Timestamp.now(tz="UTC")
+    running["running_s"] = (now - running["since"]).dt.total_seconds()
+    return running[columns].sort_values("number", ignore_index=True)
+
+
+def grid_progress(trials: pd.DataFrame, spec: dict | None = None) -> dict | None:
+    """For a replicate (grid) study: cells in the grid, cells done (a COMPLETE trial), running,
+    waiting, and the fraction done; None for a study that is not a grid."""
+    spec = spec or {}
+    if spec.get("kind") != "replicate" and not spec.get("n_cells"):
+        return None
+    p_values = spec.get("p_values") or []
+    folds = spec.get("folds")
+    fold_count = len(folds) if isinstance(folds, (list, tuple)) else folds
+    n_cells = int(spec.get("n_cells") or (len(p_values) * int(fold_count or 0)) or 0)
+    done = trials[trials["state"] == "COMPLETE"]
+    cells_done = len(done.drop_duplicates(["p", "fold"])) if len(done) else 0
+    running = int((trials["state"] == "RUNNING").sum())
+    waiting = int((trials["state"] == "WAITING").sum())
+    n_cells = max(n_cells, cells_done)
+    return {"n_cells": n_cells, "done": cells_done, "running": running, "waiting": waiting,
+            "fraction": cells_done / n_cells if n_cells else 0.0}
+
+
+def filter_trials(trials: pd.DataFrame, states: Iterable[str] | None = None,
+                  p_range: tuple[float, float] | None = None, lr_range: tuple[float, float] | None = None,
+                  diverged: bool | None = None, include_inf: bool = True) -> pd.DataFrame:
+    """The trials matching every given condition: state in states, p within p_range (inclusive; ∞
+    kept when include_inf), lr within lr_range (inclusive), diverged equal to the flag."""
+    mask = pd.Series(True, index=trials.index)
+    if states is not None:
+        mask &= trials["state"].isin(list(states))
+    if p_range is not None:
+        finite = trials["p"].between(p_range[0], p_range[1])
+        mask &= finite | (np.isinf(trials["p"]) & include_inf)
+    if lr_range is not None:
+        mask &= trials["lr"].between(lr_range[0], lr_range[1])
+    if diverged is not None:
+        mask &= trials["diverged"].astype(bool) == diverged
+    return trials[mask]
