@@ -125,3 +125,43 @@ def test_optuna_dashboard_serves_the_study_and_cannot_change_it(seeded):
         proc.terminate()
         proc.wait(timeout=20)
     assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+
+
+def test_optuna_dashboard_serves_a_trials_checkpoint_from_the_workers_artifact_store(tmp_path):
+    """A running trial's checkpoint, uploaded as a worker does (beside the SQLite file by default),
+    is listed with its trial and downloads byte for byte from `lpstudy optuna-dashboard`."""
+    import optuna
+
+    from lpstudy.db.optuna_storage import open_storage
+    from lpstudy.study.checkpoints import TrialCheckpoints, artifact_location, artifact_store
+    from lpstudy.training.checkpoint import Checkpoint
+
+    url = f"sqlite:///{tmp_path / 'ckpt.db'}"
+    write_synthetic_study(url, "search", n_trials=4, n_evals=4, seed=2)
+    storage = open_storage(url)
+    study = optuna.load_study(study_name="search", storage=storage.optuna)
+    trial = study.ask()
+    store = artifact_store(artifact_location(url))
+    checkpoint = Checkpoint.__new__(Checkpoint)  # the bytes matter here, not a real run's state
+    payload = b"lpstudy checkpoint bytes \x00\x01"
+    checkpoint.step, checkpoint.to_bytes = 40, lambda: payload
+    TrialCheckpoints(store, study, trial).save(checkpoint)
+    artifact_id = storage.optuna.get_trial(trial._trial_id).system_attrs["lpstudy_checkpoint"]["artifact_id"]
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "lpstudy", "optuna-dashboard", "--storage", url, "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+    try:
+        wait_for(f"http://127.0.0.1:{port}/api/meta", proc)
+        study_id = storage.optuna.get_study_id_from_name("search")
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/studies/{study_id}?after=0", timeout=30) as response:
+            trials = json.load(response)["trials"]
+        listed = next(t for t in trials if t["trial_id"] == trial._trial_id)["artifacts"]
+        assert [a["artifact_id"] for a in listed] == [artifact_id]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/artifacts/{study_id}/{trial._trial_id}/{artifact_id}",
+                                    timeout=30) as response:
+            assert response.read() == payload
+    finally:
+        proc.terminate()
+        output = proc.communicate(timeout=20)[0]
+    assert "checkpoints from" in output

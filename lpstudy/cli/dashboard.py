@@ -126,19 +126,30 @@ def optuna_dashboard(
     storage_file: StorageFileOpt = None,
     port: Annotated[int, typer.Option(help="Port to serve on.", min=1, max=65535)] = 8080,
     host: Annotated[str, typer.Option(help="Address to listen on; 0.0.0.0 for every interface.")] = "127.0.0.1",
+    artifacts: Annotated[Optional[str], typer.Option(
+        help="The workers' artifact store (their checkpoints): a folder or s3://BUCKET (default "
+             "$LPSTUDY_ARTIFACTS, else FILE.artifacts beside a SQLite or journal file).")] = None,
 ) -> None:
     """Serve Optuna's own dashboard on the same database, read-only where the database allows it
-    (SQLite opened with mode=ro, PostgreSQL in read-only transactions: its edit buttons fail)."""
+    (SQLite opened with mode=ro, PostgreSQL in read-only transactions: its edit buttons fail), with
+    the trials' checkpoints from the workers' artifact store."""
     url = dashboard_storage(storage, storage_file)
     check_port_free(host, port)
     import optuna_dashboard as od
 
     from lpstudy.db.optuna_storage import open_storage
+    from lpstudy.study.checkpoints import artifact_location, artifact_store
 
     backend = open_storage(url, readonly=True).optuna
-    print(f"lpstudy optuna-dashboard: {redact(url)} (read-only) at http://{_shown_host(host)}:{port}", flush=True)
+    location = artifact_location(url, artifacts)
+    # A folder that is not there holds no checkpoint yet: the dashboard never makes one.
+    store = artifact_store(location) if location and (location.startswith("s3://")
+                                                      or Path(location).expanduser().is_dir()) else None
+    shown = f" · checkpoints from {location}" if store is not None else ""
+    print(f"lpstudy optuna-dashboard: {redact(url)} (read-only) at http://{_shown_host(host)}:{port}{shown}",
+          flush=True)
     try:
-        od.run_server(backend, host=host, port=port)
+        od.run_server(backend, host=host, port=port, artifact_store=store)
     except KeyboardInterrupt:
         pass
 
