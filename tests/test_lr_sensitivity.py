@@ -65,6 +65,19 @@ def test_loss_against_learning_rate_one_curve_per_p():
     assert list(curve["p_bin"].unique()) == ["2", "3", "4"]
 
 
+def test_a_searchs_continuous_learning_rates_are_grouped_into_log_bins():
+    """A search samples lr continuously: its curve has one point per lr bin, not one per run."""
+    rows = [(p, 10 ** (-4 + 2 * i / 39), 0, 2.0 + 0.01 * i) for p in (2.0, 4.0) for i in range(40)]
+    curve = lr_curve(frame(rows))
+    for _, group in curve.groupby("p_bin"):
+        assert len(group) == 6 and group["n"].sum() == 40
+        assert group["lr"].min() > 1e-4 and group["lr"].max() < 1e-2  # bin centres, inside the range
+    sensitivity = lr_sensitivity(frame(rows))
+    assert list(sensitivity["n_lrs"]) == [6, 6] and list(sensitivity["n_folds"]) == [1, 1]
+    sweep = lr_curve(TRIALS)  # a sweep keeps its own learning rates
+    assert sorted(set(sweep["lr"])) == [1e-3, 1e-2, 1e-1]
+
+
 def test_initial_entropy_per_p_and_gain_rule():
     trials = pd.DataFrame({"number": [0, 1, 2, 3], "p": [2.0, 4.0, 2.0, 4.0], "gain_init": [12, 12, 12, 3.5],
                            "gain_rule": ["default", "default", "matched", "matched"]})

@@ -70,8 +70,9 @@ def _p_group_axis(fig: go.Figure, rows: pd.DataFrame, x: pd.Series) -> None:
     fig.update_xaxes(tickvals=values, ticktext=labels)
 
 
-def _log_ticks(fig: go.Figure, values: pd.Series) -> None:
-    """A log axis with readable ticks: 1, 10, 100, … (and 2 and 5 between when it spans little)."""
+def _log_ticks(fig: go.Figure, values: pd.Series, axis: str = "y") -> None:
+    """A log axis (y or x) with readable ticks: 1, 10, 100, … (and 2 and 5 between when it spans
+    little)."""
     v = values[(values > 0) & np.isfinite(values)].astype("float64")
     if v.empty:
         return
@@ -79,7 +80,8 @@ def _log_ticks(fig: go.Figure, values: pd.Series) -> None:
     decades = [10.0 ** e for e in range(low, high + 1)]
     span = math.log10(v.max()) - math.log10(v.min())  # decades the data spans
     ticks = decades if span >= 2.5 else sorted(d * m for d in decades for m in (1, 2, 5))
-    fig.update_yaxes(type="log", tickvals=ticks, ticktext=[f"{t:g}" for t in ticks])
+    update = fig.update_yaxes if axis == "y" else fig.update_xaxes
+    update(type="log", tickvals=ticks, ticktext=[f"{t:g}" for t in ticks])
 
 
 def _group_colours(n: int, positions: Sequence[float]) -> list[str]:

@@ -10,7 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from lpstudy.results import analysis as A
-from lpstudy.results.charts import _colour_at, _empty, _figure, median_curves
+from lpstudy.results.charts import _empty, _figure, _group_colours, _log_ticks, median_curves
 
 RULE_COLOURS = {"default": "#1f77b4", "fixed": "#1f77b4", "matched": "#ff7f0e"}
 RULE_NAMES = {"default": "fixed gain g₀ = log₂(L²−L)", "fixed": "fixed gain", "matched": "matched gain"}
@@ -28,12 +28,14 @@ def lr_curve_chart(curve: pd.DataFrame) -> go.Figure:
     fig.update_xaxes(type="log")
     if curve.empty:
         return _empty(fig, "no completed run yet")
+    _log_ticks(fig, curve["lr"], axis="x")
     position = A.p_positions(curve.groupby("p_bin", sort=False)["p"].first())
-    low, high = float(position.min()), float(position.max())
+    order = sorted(position.index, key=lambda label: float(position[label]))
+    colours = dict(zip(order, _group_colours(len(order), [float(position[label]) for label in order])))
     for label, group in curve.groupby("p_bin", sort=False):
         group = group.sort_values("lr")
         fig.add_scatter(x=group["lr"], y=group["mean"], mode="lines+markers", name=f"p {label}",
-                        line={"color": _colour_at(float(position[label]), low, high)}, error_y=_error(group),
+                        line={"color": colours[label]}, error_y=_error(group),
                         customdata=np.column_stack([group["n"], group["n_diverged"]]),
                         hovertemplate=f"p {label}<br>lr %{{x:.3g}}<br>loss %{{y:.4f}}<br>runs %{{customdata[0]}}"
                                       " (diverged %{customdata[1]})<extra></extra>")

@@ -63,11 +63,14 @@ from lpstudy.results.analysis.stability import (  # noqa: F401
     replicate_spread,
 )
 from lpstudy.results.analysis.lens import (  # noqa: F401
+    EXACT_LR_LIMIT,
+    LR_BINS,
     LR_CURVE_COLUMNS,
     SENSITIVITY_COLUMNS,
     capped_losses,
     initial_entropy,
     lr_curve,
+    lr_groups,
     lr_sensitivity,
 )
 from lpstudy.results.analysis.arms import (  # noqa: F401

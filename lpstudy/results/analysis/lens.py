@@ -9,10 +9,24 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from lpstudy.results.analysis.effect import with_lr_bins
 from lpstudy.results.analysis.groups import p_bins
 from lpstudy.results.analysis.intervals import t_interval
 from lpstudy.results.analysis.selection import finished
 from lpstudy.values import format_p
+
+
+EXACT_LR_LIMIT = 8  # at most this many distinct learning rates (a sweep) are kept as they are
+LR_BINS = 6  # more (a search) are grouped into this many bins, equal in log10(lr)
+
+
+def lr_groups(lr: pd.Series) -> pd.Series:
+    """The learning rate each run counts under: its own for a sweep (a few distinct values), else
+    the geometric centre of its bin, LR_BINS equal bins of log10(lr) (a search samples lr
+    continuously, so no two runs share one and a curve over raw values would zigzag)."""
+    if lr.nunique() <= EXACT_LR_LIMIT:
+        return lr.astype("float64")
+    return with_lr_bins(pd.DataFrame({"lr": lr}), LR_BINS)["lr_center"].astype("float64")
 
 
 LR_CURVE_COLUMNS = ("p_bin", "p", "p_order", "lr", "n", "n_diverged", "mean", "ci_low", "ci_high")
@@ -45,7 +59,7 @@ def lr_curve(trials: pd.DataFrame, initial_loss: float | None = None, confidence
     done = capped_losses(trials, initial_loss)
     if done.empty:
         return pd.DataFrame({c: pd.Series(dtype="object" if c == "p_bin" else "float64") for c in LR_CURVE_COLUMNS})
-    done = done.join(p_bins(done["p"], bins))
+    done = done.join(p_bins(done["p"], bins)).assign(lr=lambda d: lr_groups(d["lr"]))
     rows = []
     for (order, label, lr), group in done.groupby(["p_order", "p_bin", "lr"], sort=True):
         mean, low, high = t_interval(group["capped"], confidence)
@@ -58,7 +72,8 @@ def lr_curve(trials: pd.DataFrame, initial_loss: float | None = None, confidence
 def lr_sensitivity(trials: pd.DataFrame, initial_loss: float | None = None, pair_on: str = "fold",
                    confidence: float = 0.95, bins: int | Sequence[float] | None = None) -> pd.DataFrame:
     """Learning-rate sensitivity per p (Wortsman et al., "Small-scale proxies for large-scale
-    Transformer training instabilities", arXiv:2309.14322, §2): over a sweep of learning rates,
+    Transformer training instabilities", arXiv:2309.14322, §2): over a sweep of learning rates
+    (a search's continuous learning rates are grouped first, see lr_groups),
 
         LR sensitivity = E_lr[ min(ℓ(lr), ℓ0) − min_lr ℓ(lr) ]
 
@@ -73,7 +88,7 @@ def lr_sensitivity(trials: pd.DataFrame, initial_loss: float | None = None, pair
     done = done[done[pair_on].notna()] if pair_on in done else done.iloc[0:0]
     if done.empty:
         return empty
-    done = done.join(p_bins(done["p"], bins))
+    done = done.join(p_bins(done["p"], bins)).assign(lr=lambda d: lr_groups(d["lr"]))
     rows = []
     for (order, label), group in done.groupby(["p_order", "p_bin"], sort=True):
         cells = group.groupby([pair_on, "lr"])["capped"].mean().unstack("lr")
