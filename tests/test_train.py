@@ -75,3 +75,25 @@ def test_warmup_then_cosine_to_a_tenth():
     assert lr_at(cfg.max_steps, cfg) == pytest.approx(cfg.lr / 10)
     mid = (cfg.warmup_steps + cfg.max_steps) // 2
     assert lr_at(mid, cfg) == pytest.approx((cfg.lr + cfg.lr / 10) / 2, rel=1e-2)
+
+
+def test_a_run_resumed_from_a_checkpoint_records_what_the_uninterrupted_run_recorded(corpus, monkeypatch):
+    """Every metric after the checkpoint, the loss-spike count included (a counter that flags every
+    loss after its first 10 steps, so that a count restarted at the resume would show), equals the
+    uninterrupted run's; only the clock readings differ."""
+    import functools
+
+    from lpstudy.training import trainer
+    from lpstudy.training.spikes import LossSpikes
+
+    monkeypatch.setattr(trainer, "LossSpikes", functools.partial(LossSpikes, ratio=-1.0))
+    cfg = resolve_config("smoke", {"device": "cpu", "max_steps": 100, "eval_interval": 20, "threads": 1})
+    saved = []
+    whole = train(cfg, corpus, on_checkpoint=saved.append, checkpoint_every=2).summary
+    (checkpoint, *_) = saved
+    assert checkpoint.step == 40
+    resumed = train(cfg, corpus, resume=checkpoint).summary
+    clock = {"tokens_per_s", "elapsed_s"}
+    assert [{k: v for k, v in r.to_dict().items() if k not in clock} for r in resumed.history] == \
+           [{k: v for k, v in r.to_dict().items() if k not in clock} for r in whole.history]
+    assert resumed.history[-1].loss_spikes == 100 - 10

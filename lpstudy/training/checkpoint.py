@@ -30,6 +30,7 @@ class Checkpoint:
     first_loss: float | None
     summary: Any  # lpstudy.training.metrics.RunSummary, a copy
     evals: int = 0  # evaluations so far, step 0 included
+    spikes: Any = None  # lpstudy.training.spikes.LossSpikes: the running window and the count so far
 
     def to_bytes(self) -> bytes:
         buffer = io.BytesIO()
@@ -44,10 +45,10 @@ class Checkpoint:
         return cls(**state)
 
 
-def capture(step: int, model, optimizer, sampler, first_loss, summary, evals: int) -> Checkpoint:
+def capture(step: int, model, optimizer, sampler, first_loss, summary, evals: int, spikes=None) -> Checkpoint:
     def cpu(tree):
         return {k: (v.detach().cpu().clone() if torch.is_tensor(v) else copy.deepcopy(v)) for k, v in tree.items()}
 
     return Checkpoint(step=step, model=cpu(model.state_dict()), optimizer=copy.deepcopy(optimizer.state_dict()),
                       sampler=sampler.generator.get_state(), rng=torch.get_rng_state(), first_loss=first_loss,
-                      summary=copy.deepcopy(summary), evals=evals)
+                      summary=copy.deepcopy(summary), evals=evals, spikes=copy.deepcopy(spikes))

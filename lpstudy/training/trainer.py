@@ -239,6 +239,8 @@ def train(
         torch.set_rng_state(resume.rng)
         summary = copy.deepcopy(resume.summary)
         summary.device = str(device)
+        if resume.spikes is not None:  # a checkpoint from before the counter was saved starts it afresh
+            spikes = copy.deepcopy(resume.spikes)
         step, first_loss, evals, stop = resume.step, resume.first_loss, resume.evals, False
     else:
         stop = evaluate(0, lr_at(0, cfg), interval)
@@ -272,7 +274,7 @@ def train(
             evals += 1
             if (on_checkpoint is not None and checkpoint_every > 0 and not stop and step < cfg.max_steps
                     and (evals - 1) % checkpoint_every == 0):
-                on_checkpoint(capture(step, model, optimizer, train_batches, first_loss, summary, evals))
+                on_checkpoint(capture(step, model, optimizer, train_batches, first_loss, summary, evals, spikes))
         if should_stop is not None and should_stop():
             stop = True
 
