@@ -79,8 +79,10 @@ def storage_kind(url: str) -> str:
         parsed = make_url(url)
         backend = parsed.get_backend_name()
         parsed.port  # noqa: B018 - SQLAlchemy parses the port lazily; a non-number raises here
-    except (ArgumentError, ValueError):
+    except ArgumentError:
         backend = ""
+    except ValueError:  # the only part SQLAlchemy parses as a number
+        raise UserError(f"storage URL {redact(url)!r}: the port must be a number in 1..65535") from None
     if backend not in SQL_KINDS:
         raise UserError(f"storage URL {redact(url)!r} is not one of {URL_FORMS}")
     if parsed.port is not None and not 0 < parsed.port < 65536:
