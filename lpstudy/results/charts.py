@@ -315,12 +315,17 @@ def _rgba(colour: str, alpha: float) -> str:
     return colour.replace("rgb(", "rgba(").replace(")", f", {alpha})")
 
 
+def draws_bands(bands: pd.DataFrame) -> bool:
+    """Whether median_curves draws the 25–75 % bands: only for at most MAX_BANDS p groups."""
+    return bands.empty or bands["p_bin"].nunique() <= MAX_BANDS
+
+
 def median_curves(bands: pd.DataFrame, column_title: str = "validation loss") -> go.Figure:
     """The median curve per p group, each group its own distinguishable colour, with the band
     between its 25th and 75th percentiles where there are at most MAX_BANDS groups (more overlap
     into one cloud; the hover still gives each group's n)."""
     centres = bands.groupby("p_bin", sort=False)["p_center"].first() if not bands.empty else pd.Series(dtype=float)
-    with_bands = len(centres) <= MAX_BANDS
+    with_bands = draws_bands(bands)
     band_text = " (25–75 % band)" if with_bands else ""
     title = (f"Median validation loss per p{band_text}" if column_title == "validation loss"
              else f"Median {column_title} per p{band_text}")

@@ -10,7 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from lpstudy.results import analysis as A
-from lpstudy.results.charts import _empty, _figure, _group_colours, _log_ticks, median_curves
+from lpstudy.results.charts import _empty, _figure, _group_colours, _log_ticks, draws_bands, median_curves
 
 RULE_COLOURS = {"default": "#1f77b4", "fixed": "#1f77b4", "matched": "#ff7f0e"}
 RULE_NAMES = {"default": "fixed gain g₀ = log₂(L²−L)", "fixed": "fixed gain", "matched": "matched gain"}
@@ -63,7 +63,7 @@ def lr_sensitivity_chart(sensitivity: pd.DataFrame) -> go.Figure:
 def _median_chart(bands: pd.DataFrame, what: str, axis_title: str) -> go.Figure:
     """median_curves' lines (bands only where few groups leave them readable), titled for `what`."""
     fig = median_curves(bands, axis_title)
-    band = " (median, 25–75 % band)" if "band" in fig.layout.title.text else " (median)"
+    band = " (median, 25–75 % band)" if draws_bands(bands) else " (median)"
     fig.update_layout(title={"text": f"{what} per p{band}"})
     return fig
 
@@ -103,8 +103,7 @@ def compare_chart(paired: pd.DataFrame, reference: str) -> go.Figure:
     fig.add_hline(y=0, line={"color": "#888", "dash": "dash"})
     fig.add_scatter(x=paired["arm"], y=paired["mean_diff"], mode="markers", name="mean difference",
                     marker={"size": 10, "color": np.where(paired["mean_diff"] < 0, "#2ca02c", "#d62728")},
-                    error_y={"type": "data", "array": (paired["ci_high"] - paired["mean_diff"]).fillna(0),
-                             "arrayminus": (paired["mean_diff"] - paired["ci_low"]).fillna(0), "visible": True},
+                    error_y=_error(paired, "mean_diff"),
                     customdata=np.column_stack([paired["n_pairs"], paired["relative_diff"] * 100]),
                     hovertemplate="%{x}<br>Δ %{y:+.4f} (%{customdata[1]:+.2f} %)<br>folds %{customdata[0]}"
                                   "<extra></extra>")
