@@ -103,3 +103,18 @@ def wait_for(predicate, timeout: float = 60, every: float = 0.2, what: str = "co
             return value
         time.sleep(every)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def wait_until_answers(url: str, proc, timeout: float = 90) -> None:
+    """Wait until an HTTP server started as proc answers at url; fail if it ends or never answers."""
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"the server ended early: {proc.stdout.read() if proc.stdout else ''}"
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError(f"nothing answers at {url}")

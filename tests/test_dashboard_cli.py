@@ -9,7 +9,6 @@ import json
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from datetime import datetime
@@ -19,6 +18,7 @@ import pytest
 
 from lpstudy.study.synthetic import write_synthetic_study
 from tests.pgserver import free_port
+from tests.study_helpers import wait_until_answers
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,17 +28,6 @@ def lpstudy(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
                           timeout=timeout, cwd=ROOT)
 
 
-
-def wait_for(url: str, proc: subprocess.Popen, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, proc.stdout.read()
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except OSError:
-            time.sleep(0.2)
-    raise AssertionError(f"nothing answers at {url}")
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +85,7 @@ def test_dashboard_keeps_the_password_out_of_its_command_line_and_output(tmp_pat
     proc = subprocess.Popen([sys.executable, "-m", "lpstudy", "dashboard", "--storage", url, "--port", str(port),
                              "--headless"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
     try:
-        wait_for(f"http://127.0.0.1:{port}/_stcore/health", proc)
+        wait_until_answers(f"http://127.0.0.1:{port}/_stcore/health", proc)
         cmdline = Path(f"/proc/{proc.pid}/cmdline").read_bytes().decode()
         assert "streamlit" in cmdline and "pa55word" not in cmdline  # the server got it through the environment
     finally:
@@ -112,7 +101,7 @@ def test_optuna_dashboard_serves_the_study_and_cannot_change_it(seeded):
     proc = subprocess.Popen([sys.executable, "-m", "lpstudy", "optuna-dashboard", "--storage", url, "--port", str(port)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
     try:
-        wait_for(f"http://127.0.0.1:{port}/api/meta", proc)
+        wait_until_answers(f"http://127.0.0.1:{port}/api/meta", proc)
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/studies", timeout=30) as response:
             studies = json.load(response)["study_summaries"]
         assert [s["study_name"] for s in studies] == ["search"]
@@ -152,7 +141,7 @@ def test_optuna_dashboard_serves_a_trials_checkpoint_from_the_workers_artifact_s
     proc = subprocess.Popen([sys.executable, "-m", "lpstudy", "optuna-dashboard", "--storage", url, "--port", str(port)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
     try:
-        wait_for(f"http://127.0.0.1:{port}/api/meta", proc)
+        wait_until_answers(f"http://127.0.0.1:{port}/api/meta", proc)
         study_id = storage.optuna.get_study_id_from_name("search")
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/studies/{study_id}?after=0", timeout=30) as response:
             trials = json.load(response)["trials"]

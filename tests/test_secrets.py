@@ -17,7 +17,7 @@ import pytest
 
 from lpstudy.db.urls import redact
 from tests.pgserver import _find, free_port
-from tests.study_helpers import TINY, lp_env
+from tests.study_helpers import TINY, lp_env, wait_until_answers
 
 SECRET = "Pl4nted-pw-7c1e"
 APP = Path(__file__).resolve().parents[1] / "app"
@@ -51,17 +51,6 @@ def _cmdlines(pid: int) -> str:
     return "\n".join(text)
 
 
-def _wait_http(url: str, proc: subprocess.Popen, timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, "the server ended early"
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except OSError:
-            time.sleep(0.3)
-    raise AssertionError(f"nothing answers at {url}")
-
 
 def _get(url: str) -> str:
     with urllib.request.urlopen(url, timeout=30) as response:
@@ -82,7 +71,7 @@ def _serve(args: list[str], env: dict, ready: str, cwd: Path) -> tuple[subproces
     proc = subprocess.Popen([sys.executable, "-m", "lpstudy", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, env=env, cwd=cwd)
     try:
-        _wait_http(ready, proc)
+        wait_until_answers(ready, proc)
         return proc, _cmdlines(proc.pid), _get(ready)
     except BaseException:
         _stop(proc)
