@@ -32,7 +32,7 @@ class Undo:
         """The study `name` was created by this command: delete it if the command fails."""
         self._studies.append((storage, name))
 
-    def _delete_studies(self) -> None:
+    def delete_studies(self) -> None:
         import optuna
 
         for storage, name in self._studies:
@@ -74,7 +74,7 @@ def undo_on_failure(url: str | None) -> Iterator[Undo]:
                 with contextlib.suppress(OSError):
                     folder.rmdir()
         else:
-            undo._delete_studies()
+            undo.delete_studies()
             if lock is not None and not lock_existed:
                 with contextlib.suppress(OSError):
                     lock.unlink(missing_ok=True)

@@ -44,8 +44,9 @@ class StorageKind:
     # --- URL rules ---------------------------------------------------------------------------------
 
     def owns(self, url: str) -> bool:
-        """Whether url is of this kind (by its scheme); says nothing about whether it can be used."""
-        raise NotImplementedError
+        """Whether url is of this kind (by its scheme, here the kind's name in any case); says
+        nothing about whether it can be used."""
+        return "://" in url and url.split("://", 1)[0].lower() == self.name
 
     def validate(self, url: str) -> None:
         """UserError, one line, unless url can be used (a port that is a number, a file named)."""

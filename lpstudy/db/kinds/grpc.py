@@ -28,9 +28,6 @@ class GrpcKind(StorageKind):
     name = "grpc"
     url_form = "grpc://HOST:PORT"
 
-    def owns(self, url: str) -> bool:
-        return url.split("://", 1)[0].lower() == "grpc" if "://" in url else False
-
     def validate(self, url: str) -> None:
         grpc_address(url)
 

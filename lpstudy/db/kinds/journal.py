@@ -20,9 +20,6 @@ class JournalKind(FileKind):
     name = "journal"
     url_form = "journal:///FILE"
 
-    def owns(self, url: str) -> bool:
-        return url.split("://", 1)[0].lower() == "journal" if "://" in url else False
-
     def validate(self, url: str) -> None:
         self.local_file(url)
 
