@@ -9,6 +9,7 @@ import fcntl
 import hashlib
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -89,6 +90,17 @@ def test_a_new_kind_is_one_object_in_the_registry(monkeypatch):
     assert kind_of("memory://a") is memory
     assert kind_of("sqlite:///a.db").name == "sqlite"
     assert len({kind.name for kind in KINDS}) == len(KINDS) == 5
+
+
+def test_telling_a_kind_imports_neither_optuna_nor_a_driver():
+    """The command line checks a URL before it opens anything (`lpstudy --help` and a refused URL
+    stay quick): only opening a storage loads Optuna."""
+    script = ("import sys; from lpstudy.db.kinds import KINDS, kind_of; "
+              "[kind_of(u) for u in ('sqlite:///a.db', 'journal:///a.log', 'grpc://h:1', %r, %r)]; "
+              "print(sorted(m for m in ('optuna', 'psycopg', 'grpc') if m in sys.modules))" % (PG, MYSQL))
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
 
 
 # --- the URL rules ---------------------------------------------------------------------------------

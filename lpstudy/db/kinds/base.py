@@ -1,6 +1,8 @@
 """What every kind of storage answers (see the package's docstring for the kinds).
 
-A kind is one object for all the URLs of its scheme; each question takes the URL. The defaults here
+A kind is one object for all the URLs of its scheme; each question takes the URL. Telling a URL's
+kind imports neither Optuna nor a database driver (the command line's help and checks stay quick);
+opening a storage does. The defaults here
 are those of a server that is not a SQL database (no local file, no engine, no lock); the shared
 behaviour of the SQL kinds is in `sql`, that of the kinds kept in a local file in `files`.
 """
@@ -10,14 +12,16 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from optuna.storages import BaseStorage
-from sqlalchemy.engine import Engine
-
-from lpstudy.db.outages import RetryPolicy
 from lpstudy.db.urls import redact
 from lpstudy.errors import UserError
+
+if TYPE_CHECKING:  # Optuna and the retries load when a storage is opened: `lpstudy --help` stays quick
+    from optuna.storages import BaseStorage
+    from sqlalchemy.engine import Engine
+
+    from lpstudy.db.outages import RetryPolicy
 
 CONNECT_TIMEOUT_S = 5  # an unreachable server fails within this many seconds
 CREATE_LOCK = "lpstudy:create"  # the lock `create` and `replicate` hold (lpstudy.db.locks)

@@ -8,11 +8,15 @@ default store (--artifacts). Every call is retried while the proxy is unreachabl
 
 from __future__ import annotations
 
-from optuna.storages import GrpcStorageProxy
+from typing import TYPE_CHECKING
 
 from lpstudy.db.kinds.base import CONNECT_TIMEOUT_S, StorageKind
-from lpstudy.db.outages import RetryingGrpcStorageProxy, RetryPolicy, attach
 from lpstudy.errors import UserError
+
+if TYPE_CHECKING:
+    from optuna.storages import GrpcStorageProxy
+
+    from lpstudy.db.outages import RetryPolicy
 
 
 def grpc_address(url: str) -> tuple[str, int]:
@@ -33,6 +37,8 @@ class GrpcKind(StorageKind):
 
     def open_optuna(self, url: str, readonly: bool, create_tables: bool,
                     policy: RetryPolicy) -> tuple[GrpcStorageProxy, None]:
+        from lpstudy.db.outages import RetryingGrpcStorageProxy, attach
+
         host, port = grpc_address(url)
         try:
             proxy = RetryingGrpcStorageProxy(host=host, port=port)

@@ -8,12 +8,15 @@ readers only read.
 from __future__ import annotations
 
 from pathlib import Path
-
-from optuna.storages import JournalStorage
+from typing import TYPE_CHECKING
 
 from lpstudy.db.kinds.files import FileKind
-from lpstudy.db.outages import RetryPolicy
 from lpstudy.errors import UserError
+
+if TYPE_CHECKING:
+    from optuna.storages import JournalStorage
+
+    from lpstudy.db.outages import RetryPolicy
 
 
 class JournalKind(FileKind):
@@ -43,6 +46,7 @@ class JournalKind(FileKind):
 
     def open_optuna(self, url: str, readonly: bool, create_tables: bool,
                     policy: RetryPolicy) -> tuple[JournalStorage, None]:
+        from optuna.storages import JournalStorage
         from optuna.storages.journal import JournalFileBackend
 
         if create_tables:

@@ -10,18 +10,19 @@ read-only role of storage/init too. A writer's engine gets the kind's `writer_en
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import optuna
 import sqlalchemy as sa
-from optuna.storages import RDBStorage
 from sqlalchemy.engine import Engine, make_url
 
 from lpstudy.db.kinds.base import StorageKind
-from lpstudy.db.metrics_table import ensure_metrics_table
-from lpstudy.db.outages import RetryingRDBStorage, RetryPolicy, attach, exception_chain
 from lpstudy.db.urls import first_line, redact
 from lpstudy.errors import StudyUnavailable, UserError
+
+if TYPE_CHECKING:
+    from optuna.storages import RDBStorage
+
+    from lpstudy.db.outages import RetryPolicy
 
 _SCHEME = re.compile(r"([\w+]+)://")  # how SQLAlchemy's make_url reads a URL's dialect+driver
 
@@ -89,12 +90,19 @@ class SqlKind(StorageKind):
                     policy: RetryPolicy) -> tuple[RDBStorage, Engine]:
         """RetryingRDBStorage: heartbeats, stale-trial retries, and the engine that the metrics table
         shares. A reader fails at once: a refused write is no outage to wait out."""
+        from lpstudy.db.outages import attach
+
         rdb = self._open_rdb(url, readonly, create_tables, policy)
         if not readonly:
             attach(rdb, policy)
         return rdb, rdb.engine
 
     def _open_rdb(self, url: str, readonly: bool, create_tables: bool, policy: RetryPolicy) -> RDBStorage:
+        import optuna
+
+        from lpstudy.db.metrics_table import ensure_metrics_table
+        from lpstudy.db.outages import RetryingRDBStorage
+
         if create_tables:
             self.prepare_to_create(url)
         try:
@@ -127,6 +135,8 @@ class SqlKind(StorageKind):
 
 def _no_tables(exc: BaseException) -> bool:
     """Optuna's tables are missing: an empty database, not a broken one."""
+    from lpstudy.db.outages import exception_chain
+
     for e in exception_chain(exc):
         text = str(e).lower()
         if "version_info" in text and ("does not exist" in text or "no such table" in text):
