@@ -23,7 +23,8 @@ from lpstudy.cli import app
 from lpstudy.cli.options import StorageFileOpt
 from lpstudy.errors import UserError
 from lpstudy.names import study_name_option
-from lpstudy.db.urls import STORAGE_ENV, missing_file_message, redact, storage_kind, storage_url
+from lpstudy.db.kinds import kind_of
+from lpstudy.db.urls import STORAGE_ENV, redact, storage_url
 
 APP_DIR_ENV = "LPSTUDY_APP_DIR"
 APP_ENTRY = "dashboard.py"
@@ -50,7 +51,7 @@ def dashboard_storage(storage: str | None, storage_file: str | None = None) -> s
     """The URL to read: the option, the storage file, $LPSTUDY_STORAGE, $LPSTUDY_STORAGE_FILE, or
     the default file (never created here)."""
     url = storage_url(storage, storage_file)
-    storage_kind(url)  # UserError for a URL that is not a storage
+    kind_of(url)  # UserError for a URL that is not a storage
     return url
 
 
@@ -88,10 +89,10 @@ def dashboard(
     url = dashboard_storage(storage, storage_file)
     home = app_home(app_dir)
     check_port_free(host, port)
-    problem = missing_file_message(url)  # a mistyped path: one line now, not an error page later
+    problem = kind_of(url).missing_file_message(url)  # a mistyped path: one line now, not an error page later
     if problem:
         raise UserError(problem)
-    if storage_kind(url) in ("sqlite", "postgresql", "mysql"):  # a wrong password, a refused port: now
+    if kind_of(url).sql:  # a wrong password, a refused port: now
         from lpstudy.db.engines import make_engine
 
         make_engine(url, readonly=True, check=True).dispose()

@@ -19,7 +19,8 @@ import typer
 from lpstudy.cli import app
 from lpstudy.errors import UserError
 from lpstudy.cli.options import StorageFileOpt
-from lpstudy.db.urls import redact, storage_kind, storage_url
+from lpstudy.db.kinds import kind_of
+from lpstudy.db.urls import redact, storage_url
 
 DEFAULT_PORT = 13000
 _ALL_INTERFACES = ("0.0.0.0", "::", "[::]", "")
@@ -39,9 +40,9 @@ def storage_proxy(
 ) -> None:
     """Serve the study database to workers over gRPC (Optuna's storage proxy): grpc://HOST:PORT."""
     url = storage_url(storage, storage_file)
-    kind = storage_kind(url)
-    if kind not in ("postgresql", "mysql", "sqlite"):
-        raise UserError(f"the storage proxy serves a SQL database, not {kind} storage {redact(url)!r}; "
+    kind = kind_of(url)
+    if not kind.sql:
+        raise UserError(f"the storage proxy serves a SQL database, not {kind.name} storage {redact(url)!r}; "
                         "pass --storage postgresql+psycopg://USER:PASSWORD@HOST/DB")
     _check_port_free(host, port)
 

@@ -27,7 +27,8 @@ from lpstudy.db import optuna_tables
 from lpstudy.db.engines import make_engine, reading
 from lpstudy.db.metrics_table import METRICS_TABLE, read_metrics
 from lpstudy.db.optuna_storage import open_storage
-from lpstudy.db.urls import is_sql, redact
+from lpstudy.db.kinds import kind_of
+from lpstudy.db.urls import redact
 from lpstudy.results.cells import one_per_cell
 from lpstudy.errors import StudyUnavailable
 from lpstudy.training.metrics import METRIC_FIELDS, SUMMARY_FIELDS
@@ -108,7 +109,7 @@ def _frozen_study_info(frozen) -> StudyInfo:
 
 def study_infos(storage_url: str) -> list[StudyInfo]:
     """Every study in the database with its kind, preset and spec, sorted by name."""
-    if is_sql(storage_url):
+    if kind_of(storage_url).sql:
         engine = _readonly_engine(storage_url)
         try:
             with reading(storage_url), engine.connect() as conn:
@@ -302,7 +303,7 @@ def _load_optuna(storage_url: str, study_name: str, with_curves: bool) -> tuple[
     finally:
         _dispose(storage)
     table = _empty_curves()
-    if with_curves and is_sql(storage_url):
+    if with_curves and kind_of(storage_url).curves_in_table:
         engine = make_engine(storage_url, readonly=True)
         try:
             with reading(storage_url):
@@ -317,7 +318,7 @@ def load_study(storage_url: str, study_name: str, curves: bool = True, via_optun
     straight from Optuna's tables (fast); journal and gRPC storages, or via_optuna=True, through
     Optuna's storage API. StudyUnavailable when the database cannot be read or has no such study."""
     loaded = None
-    if is_sql(storage_url) and not via_optuna:
+    if kind_of(storage_url).sql and not via_optuna:
         loaded = _load_sql(storage_url, study_name, curves)
     if loaded is None:
         loaded = _load_optuna(storage_url, study_name, curves)
@@ -338,7 +339,7 @@ def study_fingerprint(storage_url: str, study_name: str) -> tuple | None:
     import sqlalchemy as sa
 
 
-    if not is_sql(storage_url):
+    if not kind_of(storage_url).sql:
         return None
     engine = _readonly_engine(storage_url)
     try:

@@ -73,7 +73,7 @@ def attr_value(value: Any) -> Any:
 def record_evaluation(ctx: TrialContext, trial: optuna.Trial, record: MetricRecord) -> None:
     """Store one evaluation: a batch in the metrics table (SQL storages), else a trial system
     attribute lpstudy_metrics:{step:08d} (journal, gRPC)."""
-    if ctx.storage.is_sql:
+    if ctx.storage.kind.curves_in_table:
         attempts = [0]
 
         def write() -> None:
