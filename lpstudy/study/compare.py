@@ -32,11 +32,11 @@ from optuna.trial import TrialState
 
 from lpstudy.db.optuna_storage import StudyStorage, open_storage
 from lpstudy.errors import UserError
-from lpstudy.study.space import DEFAULT_SPACE, encode
+from lpstudy.study.space import DEFAULT_SPACE
 from lpstudy.study.spec import build_spec, replicate_spec
 from lpstudy.study.studies import create_study, enqueue_missing_cells, load_study
 from lpstudy.training.config import coerce_field, get_preset
-from lpstudy.values import REFERENCE_P, check_p, format_p
+from lpstudy.values import REFERENCE_P, P, format_p, json_safe
 
 COMPARE_ATTR = "lpstudy_compare"
 COMPARE_KIND = "compare"
@@ -65,8 +65,8 @@ class ComparePlan:
 
     def to_plain(self) -> dict[str, Any]:
         plain = dataclasses.asdict(self)
-        plain["values"] = [encode(self.factor, v) for v in self.values]
-        plain["reference"] = encode(self.factor, self.reference)
+        plain["values"] = json_safe(self.values)
+        plain["reference"] = json_safe(self.reference)
         return plain
 
     @classmethod
@@ -84,7 +84,7 @@ class ComparePlan:
         return f"{name}:{label(self.factor, value)}:folds"
 
     def tune_spec(self, value: Any):
-        entries = {**self.fixed, **self.tune, self.factor: encode(self.factor, value),
+        entries = {**self.fixed, **self.tune, self.factor: json_safe(value),
                    "fold": self.tune_fold, "folds": self.folds}
         return build_spec(None, entries, {"preset": self.preset, "sampler": "tpe", "pruner": "median",
                                           "n_trials": self.budget, "sampler_seed": self.sampler_seed})
@@ -106,7 +106,7 @@ def make_plan(factor: str, values: list[str], tune: list[str], budget: int, fold
     get_preset(preset)
     arms = []
     for text in values:
-        value = check_p(text) if factor == "p" else coerce_field(factor, text)
+        value = P(text) if factor == "p" else coerce_field(factor, text)
         if value not in arms:
             arms.append(value)
     if len(arms) < 2:
@@ -114,7 +114,7 @@ def make_plan(factor: str, values: list[str], tune: list[str], budget: int, fold
     if reference is None:
         ref = REFERENCE_P if factor == "p" and REFERENCE_P in arms else arms[0]
     else:
-        ref = check_p(reference) if factor == "p" else coerce_field(factor, reference)
+        ref = P(reference) if factor == "p" else coerce_field(factor, reference)
     if ref not in arms:
         raise UserError(f"the reference {factor} = {ref} is not one of the arms ({', '.join(map(str, arms))})")
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
