@@ -20,7 +20,7 @@ from typing import Annotated, Optional
 import typer
 
 from lpstudy.cli import app
-from lpstudy.cli.options import StorageFileOpt
+from lpstudy.cli.common import StorageFileOpt, StorageOpt, StudyOpt
 from lpstudy.errors import UserError
 from lpstudy.names import study_name_option
 from lpstudy.db.kinds import kind_of
@@ -41,11 +41,6 @@ PRELOAD_AND_RUN_STREAMLIT = (
     "url and threading.Timer(3.0, webbrowser.open, [url]).start(); "
     "from streamlit.web.cli import main; sys.argv[0] = 'streamlit'; main()"
 )
-
-StorageOption = Annotated[Optional[str], typer.Option(
-    help="Study database URL (default $LPSTUDY_STORAGE, else sqlite:///storage/lpstudy.db). "
-         "Use a read-only role on PostgreSQL.")]
-
 
 def dashboard_storage(storage: str | None, storage_file: str | None = None) -> str:
     """The URL to read: the option, the storage file, $LPSTUDY_STORAGE, $LPSTUDY_STORAGE_FILE, or
@@ -77,7 +72,7 @@ def check_port_free(host: str, port: int) -> None:
 
 @app.command()
 def dashboard(
-    storage: StorageOption = None,
+    storage: StorageOpt = None,
     storage_file: StorageFileOpt = None,
     study: Annotated[Optional[str], typer.Option(help="The study to open first (any study can be chosen in the app).", callback=study_name_option)] = None,
     port: Annotated[int, typer.Option(help="Port to serve on.", min=1, max=65535)] = 8501,
@@ -85,7 +80,8 @@ def dashboard(
     headless: Annotated[bool, typer.Option("--headless/--browser", help="Do not open a browser window.")] = False,
     app_dir: Annotated[Optional[Path], typer.Option(help=f"Folder of dashboard.py and views/ (default: found, or ${APP_DIR_ENV}).")] = None,
 ) -> None:
-    """Open the study dashboard (Streamlit): the effect of p on convergence and stability, live."""
+    """Open the study dashboard (Streamlit): the effect of p on convergence and stability, live.
+    It only reads: on PostgreSQL, give it a read-only role."""
     url = dashboard_storage(storage, storage_file)
     home = app_home(app_dir)
     check_port_free(host, port)
@@ -123,7 +119,7 @@ def _shown_host(host: str) -> str:
 
 @app.command("optuna-dashboard")
 def optuna_dashboard(
-    storage: StorageOption = None,
+    storage: StorageOpt = None,
     storage_file: StorageFileOpt = None,
     port: Annotated[int, typer.Option(help="Port to serve on.", min=1, max=65535)] = 8080,
     host: Annotated[str, typer.Option(help="Address to listen on; 0.0.0.0 for every interface.")] = "127.0.0.1",
@@ -157,8 +153,8 @@ def optuna_dashboard(
 
 @app.command()
 def report(
-    study: Annotated[str, typer.Option(help="The study to report on.", callback=study_name_option)],
-    storage: StorageOption = None,
+    study: StudyOpt,
+    storage: StorageOpt = None,
     storage_file: StorageFileOpt = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="The HTML file to write.")] = Path("report.html"),
     threshold: Annotated[Optional[float], typer.Option(help="Loss threshold for 'steps to reach' (default: the study's).")] = None,

@@ -12,13 +12,13 @@ from __future__ import annotations
 import signal
 import socket
 import sys
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from lpstudy.cli import app
 from lpstudy.errors import UserError
-from lpstudy.cli.options import StorageFileOpt
+from lpstudy.cli.common import StorageFileOpt, StorageOpt
 from lpstudy.db.kinds import kind_of
 from lpstudy.db.urls import redact, storage_url
 
@@ -28,9 +28,7 @@ _ALL_INTERFACES = ("0.0.0.0", "::", "[::]", "")
 
 @app.command("storage-proxy")
 def storage_proxy(
-    storage: Annotated[Optional[str], typer.Option(
-        help="The database to serve: postgresql+psycopg://USER:PASSWORD@HOST/DB (default $LPSTUDY_STORAGE, "
-             "else the local SQLite file).")] = None,
+    storage: StorageOpt = None,
     host: Annotated[str, typer.Option(
         help="Address to listen on; 0.0.0.0 for every interface (keep those behind a firewall).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.", min=1, max=65535)] = DEFAULT_PORT,
@@ -38,7 +36,8 @@ def storage_proxy(
         help="Requests served at once (each may hold one database connection).", min=1)] = 10,
     storage_file: StorageFileOpt = None,
 ) -> None:
-    """Serve the study database to workers over gRPC (Optuna's storage proxy): grpc://HOST:PORT."""
+    """Serve the study database to workers over gRPC (Optuna's storage proxy): grpc://HOST:PORT.
+    --storage names a SQL database, e.g. postgresql+psycopg://USER:PASSWORD@HOST/DB."""
     url = storage_url(storage, storage_file)
     kind = kind_of(url)
     if not kind.sql:

@@ -29,7 +29,7 @@ from typing import Any
 from lpstudy.errors import UserError
 from lpstudy.training.config import coerce_field, resolve_config
 from lpstudy.training.fields import FIELDS
-from lpstudy.values import P, json_safe, read_p
+from lpstudy.values import P, json_safe, parse_bool, read_p
 
 # The space of a search study unless its YAML or flags say otherwise: every field declared with a
 # default search range, on its scale.
@@ -218,12 +218,10 @@ def _parse_range(name: str, entry: dict) -> Range:
         raise UserError(f"{name}: low and high must be finite numbers")
     if low > high:
         raise UserError(f"{name}: low ({_fmt(low)}) is above high ({_fmt(high)}); swap them")
-    log_value = entry.get("log", name in LOG_SCALE_FIELDS)
-    if not isinstance(log_value, bool):
-        text = str(log_value).strip().lower()
-        if text not in ("true", "false", "yes", "no", "1", "0", "on", "off"):
-            raise UserError(f"{name}: log must be true or false, got {log_value!r}")
-        log_value = text in ("true", "yes", "1", "on")
+    try:
+        log_value = parse_bool(entry.get("log", name in LOG_SCALE_FIELDS))
+    except ValueError:
+        raise UserError(f"{name}: log must be true or false, got {entry['log']!r}") from None
     step = entry.get("step")
     if step is not None:
         step = _number(name, step, "step")
