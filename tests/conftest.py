@@ -59,3 +59,12 @@ def pg_url(postgres) -> str:
 @pytest.fixture
 def sqlite_url(tmp_path) -> str:
     return f"sqlite:///{tmp_path / 'study.db'}"
+
+
+@pytest.fixture(scope="session")
+def real_study(tmp_path_factory, corpus_path):
+    """A search and a grid written by real `lpstudy` workers, once per session (tests/real_study.py).
+    Tests only read it."""
+    from tests.real_study import write_real_study
+
+    return write_real_study(tmp_path_factory.mktemp("real-study"))
