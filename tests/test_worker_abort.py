@@ -14,9 +14,13 @@ from tests.study_helpers import cli, lp_env, trials_of, wait_for
 
 
 def test_a_second_ctrl_c_ends_the_worker_with_its_final_line(sqlite_url, tmp_path, capsys):
-    # A long first evaluation (3000 batches): the first signal waits for it, the second cuts it short.
+    # A first evaluation that never ends within the test (10⁶ batches, the bound's largest): the first
+    # signal waits for it, the second cuts it short. With a shorter one (3000 batches), a loaded machine
+    # could finish it between the two signals: the trial then stopped gracefully, the worker gave SIGINT
+    # back to Python's default handler on its way out, and the second signal, landing during the exit,
+    # ended the process as killed by SIGINT (exit -2, as a shell's 130) without lpstudy's last line.
     code, _, err = cli(capsys, "create", "--study", "abort", "--storage", sqlite_url, "--preset", "smoke",
-                       "--sampler", "random", "--set", "eval_iters=3000", "--set", "max_steps=30")
+                       "--sampler", "random", "--set", "eval_iters=1000000", "--set", "max_steps=30")
     assert code == 0, err
     log = tmp_path / "worker.log"
     with open(log, "w") as out:
