@@ -15,16 +15,10 @@ import pytest
 import yaml
 
 from lpstudy.results import frames
-from tests.study_helpers import cli, lp_env, lpstudy, trials_of
+from tests.study_helpers import best_by_hand, cli, lp_env, lpstudy, trials_of
 
 T_975 = {1: 12.706204736174707}  # Student's t, 97.5 %, by degrees of freedom
 STATES = ("COMPLETE", "PRUNED", "FAIL", "RUNNING", "WAITING")
-
-
-def best_by_hand(trials):
-    """The lowest value of a COMPLETE trial that did not diverge; the earlier trial on a tie."""
-    candidates = [t for t in trials if t.state.name == "COMPLETE" and not t.user_attrs.get("diverged")]
-    return min(candidates, key=lambda t: (t.value, t.number))
 
 
 def steps_by_sql(real, name: str) -> dict[int, list[int]]:
