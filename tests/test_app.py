@@ -21,6 +21,7 @@ from streamlit.testing.v1 import AppTest
 
 from common import STUDY_KEY
 from lpstudy.study.synthetic import write_synthetic_study
+from lpstudy.values import read_p
 from tests.study_helpers import best_by_hand, trials_of
 
 APP = Path(__file__).resolve().parents[1] / "app"
@@ -437,7 +438,7 @@ def test_the_stability_lens_draws_the_medians_of_what_real_workers_recorded(real
     logits = next(f for t, f in figures(at).items() if t.startswith("Largest attention logit per p"))
     drawn = {trace["name"]: dict(zip(plotted(trace["x"]), plotted(trace["y"])))
              for trace in logits["data"] if trace.get("name", "").startswith("p ")}
-    p_of = {t._trial_id: t.user_attrs["p"] for t in trials_of(real_study.url, real_study.grid)}
+    p_of = {t._trial_id: read_p(t.user_attrs["p"]) for t in trials_of(real_study.url, real_study.grid)}
     conn = sqlite3.connect(f"file:{real_study.path}?mode=ro", uri=True)
     try:
         rows = conn.execute("SELECT trial_id, step, max_logit FROM lpstudy_metrics WHERE study_name = ?",

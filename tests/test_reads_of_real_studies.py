@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from lpstudy.results import frames
+from lpstudy.values import read_p
 from tests.study_helpers import best_by_hand, cli, lp_env, lpstudy, trials_of
 
 T_975 = {1: 12.706204736174707}  # Student's t, 97.5 %, by degrees of freedom
@@ -39,9 +40,10 @@ def test_the_real_study_holds_what_it_is_for(real_study):
     search = trials_of(real_study.url, real_study.search)
     assert {t.state.name for t in search} == {"COMPLETE", "PRUNED"}
     assert any(t.user_attrs["diverged"] for t in search)
-    assert any(math.isinf(t.user_attrs["p"]) for t in search) and any(math.isfinite(t.user_attrs["p"]) for t in search)
+    assert any(math.isinf(read_p(t.user_attrs["p"])) for t in search)  # stored as "inf"
+    assert any(math.isfinite(read_p(t.user_attrs["p"])) for t in search)
     grid = trials_of(real_study.url, real_study.grid)
-    assert sorted((t.user_attrs["p"], t.user_attrs["fold"]) for t in grid) == [
+    assert sorted((read_p(t.user_attrs["p"]), t.user_attrs["fold"]) for t in grid) == [
         (1.0, 0), (1.0, 1), (2.0, 0), (2.0, 1), (math.inf, 0), (math.inf, 1)]
 
 
@@ -55,7 +57,7 @@ def test_the_trials_frame_is_what_the_workers_stored(real_study, study):
         row, attrs = frame.loc[number], trial.user_attrs
         assert row["state"] == trial.state.name
         assert row["value"] == trial.value
-        assert row["p"] == attrs["p"] and row["lr"] == attrs["lr"] and row["gain_init"] == attrs["gain_init"]
+        assert row["p"] == read_p(attrs["p"]) and row["lr"] == attrs["lr"] and row["gain_init"] == attrs["gain_init"]
         assert row["fold"] == attrs["fold"] and row["seed"] == attrs["seed"]
         assert bool(row["diverged"]) is attrs["diverged"]
         assert row["gain_rule"] == attrs["gain_rule"]
@@ -100,7 +102,7 @@ def test_status_of_a_grid_gives_per_p_means_and_paired_differences_computed_by_h
     assert code == 0
     status = json.loads(out)
     assert (status["grid"]["n_cells"], status["grid"]["done"]) == (6, 6)
-    loss = {(t.user_attrs["p"], t.user_attrs["fold"]): t.value for t in raw}
+    loss = {(read_p(t.user_attrs["p"]), t.user_attrs["fold"]): t.value for t in raw}
     per_p = {row["p_bin"]: row for row in status["per_p"]}
     assert list(per_p) == ["1", "2", "∞"]
     for label, p in (("1", 1.0), ("2", 2.0), ("∞", math.inf)):
@@ -132,7 +134,7 @@ def test_export_writes_the_best_trial_and_retraining_it_gives_its_loss(real_stud
     assert code == 0, err
     exported = yaml.safe_load(out.read_text())
     assert exported["source"]["trial"] == best.number and exported["source"]["value"] == best.value
-    assert float(exported["p"]) == best.user_attrs["p"]  # 'inf' for p = ∞
+    assert float(exported["p"]) == read_p(best.user_attrs["p"])  # 'inf' for p = ∞
     assert (exported["lr"], exported["gain_init"]) == (best.user_attrs["lr"], best.user_attrs["gain_init"])
     # what the search fixed for every trial travels too
     assert (exported["grad_clip"], exported["warmup_steps"], exported["divergence_factor"]) == (0.0, 0, 1.2)
@@ -166,7 +168,7 @@ def test_divergence_rates_per_p_count_what_the_workers_recorded(real_study):
     trials = frames.load_trials(real_study.url, real_study.search)
     rates = A.divergence_rates(trials)
     infinite = rates[rates["p_bin"] == "∞"].iloc[0]
-    complete_inf = [t for t in raw if t.state.name == "COMPLETE" and math.isinf(t.user_attrs["p"])]
+    complete_inf = [t for t in raw if t.state.name == "COMPLETE" and math.isinf(read_p(t.user_attrs["p"]))]
     diverged_inf = [t for t in complete_inf if t.user_attrs["diverged"]]
     assert diverged_inf, "the real study's diverged run is at p = ∞"
     assert (infinite["n"], infinite["n_diverged"]) == (len(complete_inf), len(diverged_inf))
