@@ -14,6 +14,11 @@ bookkeeping), at most max_retry times. Workers of a grid study that find no wait
 (they may die and come back as waiting cells) and stop when none is left.
 
 lpstudy.study.launch runs one worker process per device (`--devices cuda:0,cuda:1`, `cpu,cpu`).
+
+What a trial runs is the worker's objective (lpstudy.study.trial_context): by default training
+(lpstudy.study.objective.run_trial, which brings torch, the corpus and the device); another one,
+such as the load test's stand-in (benchmarks/bench_load.py), goes through the same claims,
+heartbeats, retries and tells without them.
 """
 
 from __future__ import annotations
@@ -29,15 +34,13 @@ from optuna.trial import TrialState
 
 from lpstudy.db.metrics_table import ensure_metrics_table
 from lpstudy.db.optuna_storage import StorageUnavailable, StudyStorage, open_storage
-from lpstudy.study.checkpoints import artifact_location, artifact_store
-from lpstudy.study.claims import WAIT, ask_within_target, count_states, pop_waiting_trial, requeue
+from lpstudy.study.claims import (WAIT, ask_within_target, count_states, for_grid_worker, pop_waiting_trial,
+                                  requeue)
 from lpstudy.study.lease import Lease, beat
-from lpstudy.study.objective import TrialContext, TrialOutcome, run_trial
 from lpstudy.study.spec import StudySpec
 from lpstudy.study.studies import load_study
-from lpstudy.training.data import load_corpus
+from lpstudy.study.trial_context import Objective, TrialContext, TrialOutcome
 from lpstudy.training.progress import say_stderr
-from lpstudy.training.trainer import pick_device
 
 # A grid worker with nothing to pop polls this often while other workers' trials run.
 GRID_POLL_S = 1.0
@@ -153,10 +156,12 @@ def fail_stale_trials(study: optuna.Study) -> None:
 
 
 class Worker:
-    def __init__(self, options: WorkerOptions, say=None) -> None:
+    def __init__(self, options: WorkerOptions, say=None, objective: Objective | None = None) -> None:
+        """objective: what each trial runs (see the module); None: train it."""
         self.options = options
         self.lease: Lease | None = None
         self.stop = StopFlag()
+        self.objective = objective
         self._say = say
 
     def say(self, message: str) -> None:
@@ -169,6 +174,8 @@ class Worker:
         opts = self.options
         storage = open_storage(opts.storage)
         study, spec = load_study(storage, opts.study)
+        if spec.is_grid:
+            study = for_grid_worker(study, storage)
         heartbeat_on = storage.configure_heartbeat(
             opts.heartbeat_interval or spec.heartbeat_interval, opts.grace_period or spec.grace_period,
             spec.max_retry if opts.max_retry is None else opts.max_retry)
@@ -179,19 +186,15 @@ class Worker:
         if storage.kind.curves_in_table:
             storage.call(ensure_metrics_table, storage.engine)
 
-        device = opts.device if opts.device not in ("auto", None) else str(pick_device("auto"))
-        if device != "cpu":
-            pick_device(device)  # refuses cuda on a machine without it
-        elif opts.threads:
-            import torch
+        if self.objective is None:
+            from lpstudy.study.objective import run_trial  # torch
 
-            torch.set_num_threads(opts.threads)  # recorded on each trial (user attribute threads)
-        corpus = load_corpus(opts.data)
-        location = artifact_location(storage.url, opts.artifacts) if spec.checkpoint_interval else None
-        ctx = TrialContext(storage=storage, study=study, spec=spec, corpus=corpus, device=device,
-                           should_stop=self.stop, show_progress=opts.show_progress,
-                           artifact_store=artifact_store(location) if location else None)
-        self.say(f"study {opts.study!r} ({spec.describe()}) in {storage.display_url} on {device}"
+            self.objective = run_trial
+            ctx = self._training_context(storage, study, spec)
+        else:
+            ctx = TrialContext(storage=storage, study=study, spec=spec, corpus=None, device=opts.device,
+                               should_stop=self.stop, show_progress=opts.show_progress)
+        self.say(f"study {opts.study!r} ({spec.describe()}) in {storage.display_url} on {ctx.device}"
                  + ("" if heartbeat_on else " · heartbeats by lease (trial system attribute)"))
         previous = install_signal_handlers(self.stop, self.say)
         try:
@@ -202,6 +205,27 @@ class Worker:
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+
+    def _training_context(self, storage: StudyStorage, study: optuna.Study, spec: StudySpec) -> TrialContext:
+        """The training objective's context: the device (checked), torch's threads, the corpus and
+        the checkpoint store. Imports torch."""
+        from lpstudy.study.checkpoints import artifact_location, artifact_store
+        from lpstudy.training.data import load_corpus
+        from lpstudy.training.trainer import pick_device
+
+        opts = self.options
+        device = opts.device if opts.device not in ("auto", None) else str(pick_device("auto"))
+        if device != "cpu":
+            pick_device(device)  # refuses cuda on a machine without it
+        elif opts.threads:
+            import torch
+
+            torch.set_num_threads(opts.threads)  # recorded on each trial (user attribute threads)
+        corpus = load_corpus(opts.data)
+        location = artifact_location(storage.url, opts.artifacts) if spec.checkpoint_interval else None
+        return TrialContext(storage=storage, study=study, spec=spec, corpus=corpus, device=device,
+                            should_stop=self.stop, show_progress=opts.show_progress,
+                            artifact_store=artifact_store(location) if location else None)
 
     def _loop(self, ctx: TrialContext, study: optuna.Study, spec: StudySpec, storage: StudyStorage,
               heartbeat_on: bool, max_retry: int) -> WorkerReport:
@@ -231,7 +255,7 @@ class Worker:
                     self.say(f"trial {number} lost its worker (no heartbeat for {self.lease.grace_period_s} s): "
                              "failed, and enqueued again")
             if spec.is_grid:
-                trial = pop_waiting_trial(study)
+                trial = pop_waiting_trial(study, storage)
                 if trial is None:
                     if (heartbeat_on or self.lease) and count_states(study, (TrialState.RUNNING,)):
                         self.stop.wait(GRID_POLL_S)  # a running cell may yet fail and come back
@@ -281,7 +305,7 @@ class Worker:
             interval = self.lease.interval_s
         with Heartbeat(ctx.storage, trial._trial_id, interval):
             try:
-                outcome = run_trial(ctx, trial)
+                outcome = self.objective(ctx, trial)
             except StorageUnavailable:
                 raise  # nothing can be told; the trial's heartbeat stops and another worker retries it
             except KeyboardInterrupt:  # a second signal: end the trial, enqueue it again, then abort
@@ -325,6 +349,6 @@ def _safe(fn) -> None:
         pass
 
 
-def run_worker(options: WorkerOptions, say=None) -> WorkerReport:
+def run_worker(options: WorkerOptions, say=None, objective: Objective | None = None) -> WorkerReport:
     """Run one worker in this process (see the module's docstring)."""
-    return Worker(options, say=say).run()
+    return Worker(options, say=say, objective=objective).run()
