@@ -46,6 +46,8 @@ from lpstudy.training.progress import say_stderr
 GRID_POLL_S = 1.0
 # This many failures in a row (errors, not interruptions) stop a worker: something is broken.
 MAX_CONSECUTIVE_FAILURES = 3
+# A grid worker that finds fewer trials than cells waits this long for its creator to enqueue more.
+ENQUEUE_WAIT_S = 60.0
 
 
 @dataclass
@@ -163,6 +165,7 @@ class Worker:
         self.stop = StopFlag()
         self.objective = objective
         self._say = say
+        self._enqueue_seen: tuple[int, float] | None = None  # (trials, when first seen): _cells_not_enqueued
 
     def say(self, message: str) -> None:
         if self._say is not None:
@@ -260,7 +263,11 @@ class Worker:
                     if (heartbeat_on or self.lease) and count_states(study, (TrialState.RUNNING,)):
                         self.stop.wait(GRID_POLL_S)  # a running cell may yet fail and come back
                         continue
-                    report.reason = "no grid cell left"
+                    missing = self._cells_not_enqueued(storage, study, spec)
+                    if missing is None:
+                        self.stop.wait(GRID_POLL_S)  # its creator is still enqueuing the grid
+                        continue
+                    report.reason = missing or "no grid cell left"
                     break
             else:
                 trial = ask_within_target(study, spec, storage)
@@ -295,6 +302,24 @@ class Worker:
         self.say(f"stopped: {report.reason} · this worker's trials: "
                  + (", ".join(f"{n} {s.lower()}" for s, n in sorted(report.trials.items())) or "none"))
         return report
+
+    def _cells_not_enqueued(self, storage: StudyStorage, study: optuna.Study, spec: StudySpec) -> str | None:
+        """Whether a grid with nothing waiting or running is done: '' when every cell has had a
+        trial; None while its creator is still enqueuing cells (a grid study's trials are its cells
+        and their retries, so fewer trials than cells means cells still to come: a worker started
+        beside `replicate` must not stop at the first empty look); the reason to stop when none came
+        for ENQUEUE_WAIT_S. One count, not a read of the trials."""
+        cells = len(spec.space.grid_cells())
+        n = storage.optuna.get_n_trials(study._study_id)  # retried (lpstudy.db.outages)
+        if n >= cells:
+            return ""
+        now = time.monotonic()
+        if self._enqueue_seen is None or self._enqueue_seen[0] != n:
+            self._enqueue_seen = (n, now)
+        if now - self._enqueue_seen[1] < ENQUEUE_WAIT_S:
+            return None
+        return (f"{n} of the grid's {cells} cells are enqueued and none came for {ENQUEUE_WAIT_S:.0f} s "
+                "(its creator stopped?); run `lpstudy replicate` again to enqueue the rest")
 
     def _run_one(self, ctx: TrialContext, study: optuna.Study, trial: optuna.Trial,
                  heartbeat_storage: StudyStorage | None, max_retry: int) -> tuple[TrialOutcome, bool]:
