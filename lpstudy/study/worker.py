@@ -291,7 +291,7 @@ class Worker:
                 if ours and (spec.is_grid or interrupted) and requeue(
                         study, trial._trial_id, max_retry, interrupted=interrupted, spec=spec):
                     self.say(f"trial {trial.number} enqueued again with the same parameters")
-                if not interrupted:
+                if not interrupted and ours:
                     failures_in_a_row += 1
                     if failures_in_a_row >= MAX_CONSECUTIVE_FAILURES:
                         report.reason = f"{failures_in_a_row} trials failed in a row; last: {outcome.reason}"
@@ -333,6 +333,12 @@ class Worker:
                 outcome = self.objective(ctx, trial)
             except StorageUnavailable:
                 raise  # nothing can be told; the trial's heartbeat stops and another worker retries it
+            except optuna.exceptions.UpdateFinishedTrialError:
+                # Another worker failed the trial as stale (its heartbeat came later than the grace
+                # period) and enqueued its retry: this worker's run of it is void, not a failure.
+                self.say(f"trial {trial.number} was already FAIL (failed by another worker after a missed "
+                         "heartbeat: raise grace_period); its retry counts instead")
+                return TrialOutcome(TrialState.FAIL, None, reason="failed by another worker"), False
             except KeyboardInterrupt:  # a second signal: end the trial, enqueue it again, then abort
                 outcome = TrialOutcome(TrialState.FAIL, None, reason="interrupted")
                 _safe(lambda: trial.set_user_attr("interrupted", True))
