@@ -175,7 +175,7 @@ class Worker:
 
     def run(self) -> WorkerReport:
         opts = self.options
-        storage = open_storage(opts.storage)
+        storage = open_storage(opts.storage, wait=True)  # started beside hundreds of others: may time out
         study, spec = load_study(storage, opts.study)
         if spec.is_grid:
             study = for_grid_worker(study, storage)

@@ -17,7 +17,7 @@ from sqlalchemy.engine import Engine, make_url
 
 from lpstudy.db.kinds.base import StorageKind
 from lpstudy.db.urls import first_line, redact
-from lpstudy.errors import StudyUnavailable, UserError
+from lpstudy.errors import NoStudiesYet, StudyUnavailable, UserError
 
 if TYPE_CHECKING:
     from optuna.storages import RDBStorage
@@ -107,7 +107,7 @@ class SqlKind(StorageKind):
             self.prepare_to_create(url)
         try:
             if not create_tables and not self._schema_complete(url, readonly):
-                raise StudyUnavailable(_no_studies_yet(url))
+                raise NoStudiesYet(_no_studies_yet(url))
             rdb = RetryingRDBStorage(self.readonly_url(url) if readonly else url,
                                      engine_kwargs=self.engine_options(url, readonly),
                                      skip_table_creation=readonly or not create_tables,
@@ -125,7 +125,7 @@ class SqlKind(StorageKind):
                             "pip install 'lpstudy[postgres]'") from None
         except (sa.exc.SQLAlchemyError, optuna.exceptions.StorageInternalError) as exc:
             if _no_tables(exc):
-                raise StudyUnavailable(_no_studies_yet(url)) from None
+                raise NoStudiesYet(_no_studies_yet(url)) from None
             raise StudyUnavailable(f"cannot open the study database {redact(url)}: {first_line(exc, url)}; "
                                    "check that it is running and reachable, and the URL "
                                    "(--storage or LPSTUDY_STORAGE)") from None
