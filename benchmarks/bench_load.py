@@ -161,7 +161,7 @@ def wait_for_study(url: str) -> None:
     """Until the study exists with its spec: what the Kubernetes workers' init container waits for."""
     while True:
         try:
-            storage = open_storage(url)
+            storage = open_storage(url, wait=True)  # as the worker opens it
             try:
                 load_spec(storage, STUDY)
                 return
@@ -173,7 +173,7 @@ def wait_for_study(url: str) -> None:
         except UserError as exc:
             if not any(sign in str(exc) for sign in NOT_YET):
                 raise
-        time.sleep(random.uniform(0.3, 0.7))
+        time.sleep(random.uniform(2.0, 5.0))  # the init container looks every 5 s; each look opens the storage
 
 
 def worker_process(slot: int, url: str, plan: LoadPlan, board: Board, go, out: str) -> None:
