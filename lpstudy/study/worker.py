@@ -23,6 +23,7 @@ heartbeats, retries and tells without them.
 
 from __future__ import annotations
 
+import random
 import signal
 import threading
 import time
@@ -42,8 +43,11 @@ from lpstudy.study.studies import load_study
 from lpstudy.study.trial_context import Objective, TrialContext, TrialOutcome
 from lpstudy.training.progress import say_stderr
 
-# A grid worker with nothing to pop polls this often while other workers' trials run.
+# A worker with nothing to take polls after GRID_POLL_S while other workers' trials run, then less
+# and less often, up to IDLE_POLL_MAX_S apart (jittered): 200 idle workers polling every second kept
+# two cores busy with their polls and starved the creator that was enqueuing their cells.
 GRID_POLL_S = 1.0
+IDLE_POLL_MAX_S = 4.0
 # This many failures in a row (errors, not interruptions) stop a worker: something is broken.
 MAX_CONSECUTIVE_FAILURES = 3
 # A grid worker that finds fewer trials than cells waits this long for its creator to enqueue more.
@@ -166,6 +170,7 @@ class Worker:
         self.objective = objective
         self._say = say
         self._enqueue_seen: tuple[int, float] | None = None  # (trials, when first seen): _cells_not_enqueued
+        self._idle_s = GRID_POLL_S  # the next wait of a worker with nothing to take (_idle)
 
     def say(self, message: str) -> None:
         if self._say is not None:
@@ -261,11 +266,11 @@ class Worker:
                 trial = pop_waiting_trial(study, storage)
                 if trial is None:
                     if (heartbeat_on or self.lease) and count_states(study, (TrialState.RUNNING,)):
-                        self.stop.wait(GRID_POLL_S)  # a running cell may yet fail and come back
+                        self._idle()  # a running cell may yet fail and come back
                         continue
                     missing = self._cells_not_enqueued(storage, study, spec)
                     if missing is None:
-                        self.stop.wait(GRID_POLL_S)  # its creator is still enqueuing the grid
+                        self._idle()  # its creator is still enqueuing the grid
                         continue
                     report.reason = missing or "no grid cell left"
                     break
@@ -276,11 +281,12 @@ class Worker:
                     break
                 if trial is WAIT:
                     if heartbeat_on or self.lease:
-                        self.stop.wait(GRID_POLL_S)  # a running trial may yet fail and free its place
+                        self._idle()  # a running trial may yet fail and free its place
                         continue
                     report.reason = (f"the study's target of {spec.n_trials} trials is reached by "
                                      "finished and running trials")
                     break
+            self._idle_s = GRID_POLL_S
             outcome, ours = self._run_one(ctx, study, trial, storage if heartbeat_on else None, max_retry)
             done += 1
             report.trials[outcome.state.name] = report.trials.get(outcome.state.name, 0) + 1
@@ -302,6 +308,11 @@ class Worker:
         self.say(f"stopped: {report.reason} · this worker's trials: "
                  + (", ".join(f"{n} {s.lower()}" for s, n in sorted(report.trials.items())) or "none"))
         return report
+
+    def _idle(self) -> None:
+        """Wait before looking again, longer each time nothing was there (see IDLE_POLL_MAX_S)."""
+        self.stop.wait(random.uniform(0.5, 1.0) * self._idle_s)
+        self._idle_s = min(IDLE_POLL_MAX_S, 2 * self._idle_s)
 
     def _cells_not_enqueued(self, storage: StudyStorage, study: optuna.Study, spec: StudySpec) -> str | None:
         """Whether a grid with nothing waiting or running is done: '' when every cell has had a
