@@ -11,3 +11,8 @@ class UserError(Exception):
 
 class StudyUnavailable(UserError):
     """A study database cannot be opened or reached, or the study is not in it."""
+
+
+class NoStudiesYet(StudyUnavailable):
+    """The database is reachable and holds no studies yet (its creator may be at work): what a worker
+    started beside the creator waits on, never an outage to retry."""

@@ -29,7 +29,8 @@ def _find(binary: str) -> str:
 
 
 class ThrowawayPostgres:
-    def __init__(self) -> None:
+    def __init__(self, max_connections: int = 200) -> None:
+        self.max_connections = max_connections
         self.root = Path(tempfile.mkdtemp(prefix="lpstudy-pg-"))
         self.datadir = self.root / "data"
         self.port = free_port()
@@ -50,7 +51,7 @@ class ThrowawayPostgres:
                       "--no-sync", "-E", "UTF8")
         self._run(_find("pg_ctl"), "-D", str(self.datadir), "-l", str(self.root / "server.log"), "-w",
                   "-o", f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off "
-                        "-c max_connections=200",
+                        f"-c max_connections={self.max_connections}",
                   "start")
         self._wait_ready()
         return self

@@ -133,6 +133,40 @@ def test_a_study_keeps_its_storage_and_id_where_lpstudy_reads_them(tmp_path):
     opened.engine.dispose()
 
 
+def test_a_study_reaches_its_storage_through_study_storage_only(tmp_path):
+    """claims.for_grid_worker puts the RDB storage in place of the cache in front of it by setting
+    Study._storage: Optuna must keep no other reference to the storage (on the study, its sampler or
+    a trial), so that every call of the grid worker then goes straight to the database."""
+    from lpstudy.study.claims import for_grid_worker
+    from lpstudy.study.replicate import replicate
+    from lpstudy.study.studies import load_study
+
+    url = f"sqlite:///{tmp_path / 'direct.db'}"
+    replicate(url, "direct", "smoke", [1.0, 2.0], 2)  # 4 cells
+    opened = open_storage(url)
+    study, _ = load_study(opened, "direct")
+    cache = study._storage
+    assert cache is not opened.optuna  # load_study's Optuna puts its cache in front of the RDB storage
+    held = [name for name, value in vars(study).items() if value is cache]
+    assert held == ["_storage"]
+    study = for_grid_worker(study, opened)
+    assert study._storage is opened.optuna
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the cache was called")
+
+    for name in STORAGE_METHODS:
+        if hasattr(cache, name):
+            setattr(cache, name, refuse)
+    trial = pop_waiting_trial(study, opened)
+    assert trial is not None and trial.suggest_float("x", 0.0, 1.0) is not None
+    trial.report(1.0, 1)
+    study.tell(trial, 0.5)
+    states = [t.state for t in study.get_trials(deepcopy=False)]
+    assert sorted(states) == sorted([TrialState.COMPLETE] + [TrialState.WAITING] * 3)  # any of the cells
+    opened.engine.dispose()
+
+
 def test_frozen_trial_system_attrs_has_a_public_setter_that_changes_the_copy_only(study):
     """lpstudy.db.retries sets a copy's system attributes before Optuna's retry callback reads them."""
     assert isinstance(FrozenTrial.system_attrs, property) and FrozenTrial.system_attrs.fset is not None

@@ -8,8 +8,8 @@
 Each kind opens its own (lpstudy.db.kinds); `open_storage` is the one entry, and `StudyStorage`
 carries the kind, so that callers ask it (`storage.kind.curves_in_table`) rather than compare names.
 Every storage call is retried with backoff while the database (or the proxy) is unreachable
-(lpstudy.db.outages); opening a storage is never retried: an unreachable URL fails within a few
-seconds.
+(lpstudy.db.outages); opening a storage is retried only where the caller waits (a worker): elsewhere
+an unreachable URL fails within a few seconds.
 """
 
 from __future__ import annotations
@@ -68,7 +68,8 @@ class StudyStorage:
         return self.retry.call(fn, *args, **kwargs)
 
 
-def open_storage(url: str | None, readonly: bool = False, create_tables: bool = False) -> StudyStorage:
+def open_storage(url: str | None, readonly: bool = False, create_tables: bool = False,
+                 wait: bool = False) -> StudyStorage:
     """Open the study storage at url (None: $LPSTUDY_STORAGE, else the default file): the one way
     every command, worker, reader and the proxy opens a database.
 
@@ -77,7 +78,10 @@ def open_storage(url: str | None, readonly: bool = False, create_tables: bool = 
     (both may write); StudyUnavailable when it cannot be read.
     create_tables: for `create`/`replicate`: make the file's folder, Optuna's tables and the metrics
     table. Otherwise a SQLite or journal file that is not there is refused, never created.
-    An unreachable storage is one line (UserError) within a few seconds."""
+    An unreachable storage is one line (UserError) within a few seconds, unless wait: then opening is
+    retried as every storage call is (RetryPolicy, LPSTUDY_STORAGE_RETRY_S), for a worker, which runs
+    unattended. 200 workers started at once on a two-core machine timed out connecting (PostgreSQL
+    forks a server process per connection; CONNECT_TIMEOUT_S) and stopped before their first trial."""
     url = storage_url(url)
     kind = kind_of(url)
     policy = RetryPolicy(url)
@@ -85,7 +89,10 @@ def open_storage(url: str | None, readonly: bool = False, create_tables: bool = 
         problem = kind.missing_file_message(url)
         if problem:
             raise StudyUnavailable(problem)
-    optuna_storage, engine = kind.open_optuna(url, readonly=readonly, create_tables=create_tables, policy=policy)
+    def opened():
+        return kind.open_optuna(url, readonly=readonly, create_tables=create_tables, policy=policy)
+
+    optuna_storage, engine = policy.call(opened) if wait else opened()
     return StudyStorage(url, kind, optuna_storage, engine, policy)
 
 

@@ -1,8 +1,8 @@
 """Riding out a storage outage: every storage call is retried with backoff while the database (or
 the gRPC proxy) is unreachable, for at most `retry_s` seconds (LPSTUDY_STORAGE_RETRY_S, default
 120), so that workers ride out a database restart; after that the call fails with one clear line
-(StorageUnavailable). Opening a storage is never retried: an unreachable URL fails within
-CONNECT_TIMEOUT_S seconds (lpstudy.db.kinds.base).
+(StorageUnavailable). Opening a storage is retried only for a worker (open_storage's wait): other
+commands fail within CONNECT_TIMEOUT_S seconds on an unreachable URL (lpstudy.db.kinds.base).
 
 Not to be confused with lpstudy.db.retries, which enqueues a failed *trial* again.
 """
@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from optuna.storages import BaseStorage, GrpcStorageProxy, RDBStorage
 
 from lpstudy.db.urls import first_line, redact
-from lpstudy.errors import UserError
+from lpstudy.errors import NoStudiesYet, UserError
 
 RETRY_ENV = "LPSTUDY_STORAGE_RETRY_S"
 DEFAULT_RETRY_S = 120.0
@@ -56,7 +56,7 @@ def exception_chain(exc: BaseException):
 def is_transient(exc: BaseException) -> bool:
     """A lost or refused connection, a locked SQLite file, an unavailable gRPC proxy: worth retrying."""
     for e in exception_chain(exc):
-        if isinstance(e, StorageUnavailable):
+        if isinstance(e, (StorageUnavailable, NoStudiesYet)):
             return False
         if "readonly database" in str(e) or "read-only transaction" in str(e):
             return False  # a write refused by a read-only storage: retrying cannot help

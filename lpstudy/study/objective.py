@@ -12,8 +12,6 @@ import dataclasses
 import math
 import os
 import socket
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
@@ -22,39 +20,15 @@ import sqlalchemy as sa
 from optuna.trial import TrialState
 
 from lpstudy.db.metrics_table import write_metrics
-from lpstudy.db.optuna_storage import StudyStorage
 from lpstudy.study.checkpoints import TrialCheckpoints
 from lpstudy.study.space import describe_overrides
-from lpstudy.study.spec import StudySpec
 from lpstudy.study.trial_attributes import end_attributes, evaluation_attribute, start_attributes
+from lpstudy.study.trial_context import TrialContext, TrialOutcome
 from lpstudy.training.gain import gain_rule_of
 from lpstudy.training.config import resolve_config, with_cpu_threads
 from lpstudy.training.metrics import MetricRecord, uniform_guess_loss
 from lpstudy.training.progress import TrainingProgress, say_stderr
 from lpstudy.training.trainer import train
-
-@dataclass
-class TrialOutcome:
-    state: TrialState
-    value: float | None
-    summary: Any = None  # RunSummary
-    reason: str = ""  # why FAIL: "interrupted", or the error
-    overrides: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class TrialContext:
-    """What the objective needs besides the trial: where to write, what to train on, where."""
-
-    storage: StudyStorage
-    study: optuna.Study
-    spec: StudySpec
-    corpus: Any  # lpstudy.training.data.Corpus
-    device: str = "cpu"
-    worker_id: str = ""
-    should_stop: Callable[[], bool] = lambda: False
-    show_progress: bool = True
-    artifact_store: Any = None  # where trials keep checkpoints (lpstudy.study.checkpoints); None: nowhere
 
 
 def worker_identity(device: str) -> dict[str, Any]:

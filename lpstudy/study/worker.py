@@ -14,11 +14,17 @@ bookkeeping), at most max_retry times. Workers of a grid study that find no wait
 (they may die and come back as waiting cells) and stop when none is left.
 
 lpstudy.study.launch runs one worker process per device (`--devices cuda:0,cuda:1`, `cpu,cpu`).
+
+What a trial runs is the worker's objective (lpstudy.study.trial_context): by default training
+(lpstudy.study.objective.run_trial, which brings torch, the corpus and the device); another one,
+such as the load test's stand-in (benchmarks/bench_load.py), goes through the same claims,
+heartbeats, retries and tells without them.
 """
 
 from __future__ import annotations
 
 import os
+import random
 import signal
 import sys
 import threading
@@ -31,20 +37,23 @@ from optuna.trial import TrialState
 
 from lpstudy.db.metrics_table import ensure_metrics_table
 from lpstudy.db.optuna_storage import StorageUnavailable, StudyStorage, open_storage
-from lpstudy.study.checkpoints import artifact_location, artifact_store
-from lpstudy.study.claims import WAIT, ask_within_target, count_states, pop_waiting_trial, requeue
+from lpstudy.study.claims import (WAIT, ask_within_target, count_states, for_grid_worker, pop_waiting_trial,
+                                  requeue)
 from lpstudy.study.lease import Lease, beat
-from lpstudy.study.objective import TrialContext, TrialOutcome, run_trial
 from lpstudy.study.spec import StudySpec
 from lpstudy.study.studies import load_study
-from lpstudy.training.data import load_corpus
+from lpstudy.study.trial_context import Objective, TrialContext, TrialOutcome
 from lpstudy.training.progress import say_stderr
-from lpstudy.training.trainer import pick_device
 
-# A grid worker with nothing to pop polls this often while other workers' trials run.
+# A worker with nothing to take polls after GRID_POLL_S while other workers' trials run, then less
+# and less often, up to IDLE_POLL_MAX_S apart (jittered): 200 idle workers polling every second kept
+# two cores busy with their polls and starved the creator that was enqueuing their cells.
 GRID_POLL_S = 1.0
+IDLE_POLL_MAX_S = 4.0
 # This many failures in a row (errors, not interruptions) stop a worker: something is broken.
 MAX_CONSECUTIVE_FAILURES = 3
+# A grid worker that finds fewer trials than cells waits this long for its creator to enqueue more.
+ENQUEUE_WAIT_S = 60.0
 
 
 @dataclass
@@ -189,11 +198,15 @@ def fail_stale_trials(study: optuna.Study) -> None:
 
 
 class Worker:
-    def __init__(self, options: WorkerOptions, say=None) -> None:
+    def __init__(self, options: WorkerOptions, say=None, objective: Objective | None = None) -> None:
+        """objective: what each trial runs (see the module); None: train it."""
         self.options = options
         self.lease: Lease | None = None
         self.stop = StopFlag()
+        self.objective = objective
         self._say = say
+        self._enqueue_seen: tuple[int, float] | None = None  # (trials, when first seen): _cells_not_enqueued
+        self._idle_s = GRID_POLL_S  # the next wait of a worker with nothing to take (_idle)
 
     def say(self, message: str) -> None:
         if self._say is not None:
@@ -203,8 +216,10 @@ class Worker:
 
     def run(self) -> WorkerReport:
         opts = self.options
-        storage = open_storage(opts.storage)
+        storage = open_storage(opts.storage, wait=True)  # started beside hundreds of others: may time out
         study, spec = load_study(storage, opts.study)
+        if spec.is_grid:
+            study = for_grid_worker(study, storage)
         heartbeat_on = storage.configure_heartbeat(
             opts.heartbeat_interval or spec.heartbeat_interval, opts.grace_period or spec.grace_period,
             spec.max_retry if opts.max_retry is None else opts.max_retry)
@@ -215,19 +230,15 @@ class Worker:
         if storage.kind.curves_in_table:
             storage.call(ensure_metrics_table, storage.engine)
 
-        device = opts.device if opts.device not in ("auto", None) else str(pick_device("auto"))
-        if device != "cpu":
-            pick_device(device)  # refuses cuda on a machine without it
-        elif opts.threads:
-            import torch
+        if self.objective is None:
+            from lpstudy.study.objective import run_trial  # torch
 
-            torch.set_num_threads(opts.threads)  # recorded on each trial (user attribute threads)
-        corpus = load_corpus(opts.data)
-        location = artifact_location(storage.url, opts.artifacts) if spec.checkpoint_interval else None
-        ctx = TrialContext(storage=storage, study=study, spec=spec, corpus=corpus, device=device,
-                           should_stop=self.stop, show_progress=opts.show_progress,
-                           artifact_store=artifact_store(location) if location else None)
-        self.say(f"study {opts.study!r} ({spec.describe()}) in {storage.display_url} on {device}"
+            self.objective = run_trial
+            ctx = self._training_context(storage, study, spec)
+        else:
+            ctx = TrialContext(storage=storage, study=study, spec=spec, corpus=None, device=opts.device,
+                               should_stop=self.stop, show_progress=opts.show_progress)
+        self.say(f"study {opts.study!r} ({spec.describe()}) in {storage.display_url} on {ctx.device}"
                  + ("" if heartbeat_on else " · heartbeats by lease (trial system attribute)"))
         previous = install_signal_handlers(self.stop, self.say)
         sys.unraisablehook, unraisable_hook = quiet_dropped_aborts(self.stop)
@@ -242,6 +253,27 @@ class Worker:
             sys.unraisablehook = unraisable_hook
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+
+    def _training_context(self, storage: StudyStorage, study: optuna.Study, spec: StudySpec) -> TrialContext:
+        """The training objective's context: the device (checked), torch's threads, the corpus and
+        the checkpoint store. Imports torch."""
+        from lpstudy.study.checkpoints import artifact_location, artifact_store
+        from lpstudy.training.data import load_corpus
+        from lpstudy.training.trainer import pick_device
+
+        opts = self.options
+        device = opts.device if opts.device not in ("auto", None) else str(pick_device("auto"))
+        if device != "cpu":
+            pick_device(device)  # refuses cuda on a machine without it
+        elif opts.threads:
+            import torch
+
+            torch.set_num_threads(opts.threads)  # recorded on each trial (user attribute threads)
+        corpus = load_corpus(opts.data)
+        location = artifact_location(storage.url, opts.artifacts) if spec.checkpoint_interval else None
+        return TrialContext(storage=storage, study=study, spec=spec, corpus=corpus, device=device,
+                            should_stop=self.stop, show_progress=opts.show_progress,
+                            artifact_store=artifact_store(location) if location else None)
 
     def _loop(self, ctx: TrialContext, study: optuna.Study, spec: StudySpec, storage: StudyStorage,
               heartbeat_on: bool, max_retry: int) -> WorkerReport:
@@ -271,12 +303,16 @@ class Worker:
                     self.say(f"trial {number} lost its worker (no heartbeat for {self.lease.grace_period_s} s): "
                              "failed, and enqueued again")
             if spec.is_grid:
-                trial = pop_waiting_trial(study)
+                trial = pop_waiting_trial(study, storage)
                 if trial is None:
                     if (heartbeat_on or self.lease) and count_states(study, (TrialState.RUNNING,)):
-                        self.stop.wait(GRID_POLL_S)  # a running cell may yet fail and come back
+                        self._idle()  # a running cell may yet fail and come back
                         continue
-                    report.reason = "no grid cell left"
+                    missing = self._cells_not_enqueued(storage, study, spec)
+                    if missing is None:
+                        self._idle()  # its creator is still enqueuing the grid
+                        continue
+                    report.reason = missing or "no grid cell left"
                     break
             else:
                 trial = ask_within_target(study, spec, storage)
@@ -285,11 +321,12 @@ class Worker:
                     break
                 if trial is WAIT:
                     if heartbeat_on or self.lease:
-                        self.stop.wait(GRID_POLL_S)  # a running trial may yet fail and free its place
+                        self._idle()  # a running trial may yet fail and free its place
                         continue
                     report.reason = (f"the study's target of {spec.n_trials} trials is reached by "
                                      "finished and running trials")
                     break
+            self._idle_s = GRID_POLL_S
             outcome, ours = self._run_one(ctx, study, trial, storage if heartbeat_on else None, max_retry)
             done += 1
             report.trials[outcome.state.name] = report.trials.get(outcome.state.name, 0) + 1
@@ -300,7 +337,7 @@ class Worker:
                 if ours and (spec.is_grid or interrupted) and requeue(
                         study, trial._trial_id, max_retry, interrupted=interrupted, spec=spec):
                     self.say(f"trial {trial.number} enqueued again with the same parameters")
-                if not interrupted:
+                if not interrupted and ours:
                     failures_in_a_row += 1
                     if failures_in_a_row >= MAX_CONSECUTIVE_FAILURES:
                         report.reason = f"{failures_in_a_row} trials failed in a row; last: {outcome.reason}"
@@ -312,6 +349,29 @@ class Worker:
                  + (", ".join(f"{n} {s.lower()}" for s, n in sorted(report.trials.items())) or "none"))
         return report
 
+    def _idle(self) -> None:
+        """Wait before looking again, longer each time nothing was there (see IDLE_POLL_MAX_S)."""
+        self.stop.wait(random.uniform(0.5, 1.0) * self._idle_s)
+        self._idle_s = min(IDLE_POLL_MAX_S, 2 * self._idle_s)
+
+    def _cells_not_enqueued(self, storage: StudyStorage, study: optuna.Study, spec: StudySpec) -> str | None:
+        """Whether a grid with nothing waiting or running is done: '' when every cell has had a
+        trial; None while its creator is still enqueuing cells (a grid study's trials are its cells
+        and their retries, so fewer trials than cells means cells still to come: a worker started
+        beside `replicate` must not stop at the first empty look); the reason to stop when none came
+        for ENQUEUE_WAIT_S. One count, not a read of the trials."""
+        cells = len(spec.space.grid_cells())
+        n = storage.optuna.get_n_trials(study._study_id)  # retried (lpstudy.db.outages)
+        if n >= cells:
+            return ""
+        now = time.monotonic()
+        if self._enqueue_seen is None or self._enqueue_seen[0] != n:
+            self._enqueue_seen = (n, now)
+        if now - self._enqueue_seen[1] < ENQUEUE_WAIT_S:
+            return None
+        return (f"{n} of the grid's {cells} cells are enqueued and none came for {ENQUEUE_WAIT_S:.0f} s "
+                "(its creator stopped?); run `lpstudy replicate` again to enqueue the rest")
+
     def _run_one(self, ctx: TrialContext, study: optuna.Study, trial: optuna.Trial,
                  heartbeat_storage: StudyStorage | None, max_retry: int) -> tuple[TrialOutcome, bool]:
         """Run the trial and tell Optuna; (the outcome, whether the trial ended in that state by this
@@ -321,9 +381,15 @@ class Worker:
             interval = self.lease.interval_s
         with Heartbeat(ctx.storage, trial._trial_id, interval):
             try:
-                outcome = run_trial(ctx, trial)
+                outcome = self.objective(ctx, trial)
             except StorageUnavailable:
                 raise  # nothing can be told; the trial's heartbeat stops and another worker retries it
+            except optuna.exceptions.UpdateFinishedTrialError:
+                # Another worker failed the trial as stale (its heartbeat came later than the grace
+                # period) and enqueued its retry: this worker's run of it is void, not a failure.
+                self.say(f"trial {trial.number} was already FAIL (failed by another worker after a missed "
+                         "heartbeat: raise grace_period); its retry counts instead")
+                return TrialOutcome(TrialState.FAIL, None, reason="failed by another worker"), False
             except KeyboardInterrupt:  # a second signal: end the trial, enqueue it again, then abort
                 self.stop.abort_caught = True
                 outcome = TrialOutcome(TrialState.FAIL, None, reason="interrupted")
@@ -366,6 +432,6 @@ def _safe(fn) -> None:
         pass
 
 
-def run_worker(options: WorkerOptions, say=None) -> WorkerReport:
+def run_worker(options: WorkerOptions, say=None, objective: Objective | None = None) -> WorkerReport:
     """Run one worker in this process (see the module's docstring)."""
-    return Worker(options, say=say).run()
+    return Worker(options, say=say, objective=objective).run()

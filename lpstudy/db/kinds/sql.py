@@ -17,7 +17,7 @@ from sqlalchemy.engine import Engine, make_url
 
 from lpstudy.db.kinds.base import StorageKind
 from lpstudy.db.urls import first_line, redact
-from lpstudy.errors import StudyUnavailable, UserError
+from lpstudy.errors import NoStudiesYet, StudyUnavailable, UserError
 
 if TYPE_CHECKING:
     from optuna.storages import RDBStorage
@@ -106,6 +106,8 @@ class SqlKind(StorageKind):
         if create_tables:
             self.prepare_to_create(url)
         try:
+            if not create_tables and not self._schema_complete(url, readonly):
+                raise NoStudiesYet(_no_studies_yet(url))
             rdb = RetryingRDBStorage(self.readonly_url(url) if readonly else url,
                                      engine_kwargs=self.engine_options(url, readonly),
                                      skip_table_creation=readonly or not create_tables,
@@ -123,9 +125,7 @@ class SqlKind(StorageKind):
                             "pip install 'lpstudy[postgres]'") from None
         except (sa.exc.SQLAlchemyError, optuna.exceptions.StorageInternalError) as exc:
             if _no_tables(exc):
-                raise StudyUnavailable(f"the database {redact(url)} holds no studies yet; create one first "
-                                       "(`lpstudy create` or `lpstudy replicate`) or check --storage / "
-                                       "LPSTUDY_STORAGE") from None
+                raise NoStudiesYet(_no_studies_yet(url)) from None
             raise StudyUnavailable(f"cannot open the study database {redact(url)}: {first_line(exc, url)}; "
                                    "check that it is running and reachable, and the URL "
                                    "(--storage or LPSTUDY_STORAGE)") from None
@@ -133,12 +133,42 @@ class SqlKind(StorageKind):
             raise UserError(f"the study database {redact(url)} cannot be used: {first_line(exc)}") from None
 
 
-def _no_tables(exc: BaseException) -> bool:
-    """Optuna's tables are missing: an empty database, not a broken one."""
+    def _schema_complete(self, url: str, readonly: bool) -> bool:
+        """Whether a creator has finished Optuna's schema: its last step, alembic's stamp, is there.
+
+        Optuna's RDBStorage writes to the schema whenever it is opened, even with
+        skip_table_creation: its _VersionManager inserts the version_info row when there is none, and
+        creates and stamps the alembic_version table when that is missing or empty. A creator makes
+        the tables, then that row, then the stamp; a worker that opened the database in between
+        wrote them too, and with many workers starting beside the creator, two wrote at once
+        (PostgreSQL: duplicate key value violates unique constraint "pg_type_typname_nsp_index", the
+        second CREATE TABLE alembic_version; SQLite: table alembic_version already exists), and the
+        worker failed to start. Checked first, on a connection of its own, a database without the
+        stamp is one that holds no studies yet: the worker waits, and only creators write the schema."""
+        options = {k: v for k, v in self.engine_options(url, readonly).items() if k != "pool_pre_ping"}
+        engine = sa.create_engine(self.readonly_url(url) if readonly else url, poolclass=sa.pool.NullPool, **options)
+        try:
+            with engine.connect() as conn:
+                return conn.execute(sa.text("SELECT count(*) FROM alembic_version")).scalar_one() > 0
+        except sa.exc.SQLAlchemyError as exc:
+            if _no_tables(exc, "alembic_version"):
+                return False
+            raise
+        finally:
+            engine.dispose()
+
+
+def _no_studies_yet(url: str) -> str:
+    return (f"the database {redact(url)} holds no studies yet; create one first "
+            "(`lpstudy create` or `lpstudy replicate`) or check --storage / LPSTUDY_STORAGE")
+
+
+def _no_tables(exc: BaseException, table: str = "version_info") -> bool:
+    """Optuna's table is missing: an empty database, not a broken one."""
     from lpstudy.db.outages import exception_chain
 
     for e in exception_chain(exc):
         text = str(e).lower()
-        if "version_info" in text and ("does not exist" in text or "no such table" in text):
+        if table in text and ("does not exist" in text or "no such table" in text):
             return True
     return False

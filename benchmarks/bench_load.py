@@ -1,0 +1,680 @@
+"""Hundreds of workers on one database: lpstudy's real claims, heartbeats, retries and tells, with
+a stand-in for training, SIGKILL for a fifth of the workers in the middle of a trial, and exact counts.
+
+Each storage gets a fresh, empty database: (a) PostgreSQL straight (the tests' throwaway server,
+tests/pgserver.py, `--max-connections`), (b) through one `lpstudy storage-proxy` in front of it,
+(c) SQLite (fewer workers: one file on one machine). The worker processes and the study's creator
+start at the same moment, as on a cluster: each worker waits until the study exists (as the
+Kubernetes workers' init container does), then runs lpstudy's worker loop (lpstudy.study.worker:
+claim, heartbeat or lease, stale-trial failing and retry, tell) with a stand-in objective that
+sleeps `--trial-ms` and reports two intermediate values (no torch in those processes). The creator
+is `replicate` of a p × folds grid (`--cells`). While the cells run, `--kill-fraction` of the
+workers are SIGKILLed, each in the middle of a trial, spread over the run.
+
+Reported per storage, from the database afterwards and the workers' own records:
+
+    cells run exactly once         each cell has one COMPLETE trial (must be all)
+    finished-trial errors          a worker told a trial another had failed, or wrote to it
+                                   (UpdateFinishedTrialError; must be 0)
+    duplicate trial numbers        (must be 0)
+    orphans failed and retried     the killed workers' trials, failed and enqueued again (must be all);
+                                   how long after the kill, against the grace period
+    workers started                started without an error, creating tables included (must be all)
+    peak connections               PostgreSQL's pg_stat_activity, sampled every 0.2 s
+    claim p50/p99                  lpstudy.study.claims.pop_waiting_trial, as each worker timed it
+    between trials p50/p99         from one trial's end to the next one's start: tell, stale check, claim
+                                   (gaps in which the worker waited for a cell to come back left out)
+    memory per worker              RSS, USS (its own pages) and PSS of the worker processes, read from
+                                   /proc/PID/smaps_rollup when a third of the cells are done
+    trials/s                       cells over the time from the first start to the last completion
+
+    python benchmarks/bench_load.py                           # 200 workers, 5,000 cells, all three
+    python benchmarks/bench_load.py --workers 60 --cells 200 --heartbeat-interval 5 --grace-period 30 \
+        --timeout 420 --json                                  # what a shared two-core machine ran
+                                                              # (docs/scale-workers.md)
+
+The worker processes are forked from a server process that has imported lpstudy once
+(multiprocessing's forkserver), so 200 of them start in seconds and share most of their memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import warnings
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import optuna  # noqa: E402
+import sqlalchemy as sa  # noqa: E402
+from optuna.trial import TrialState  # noqa: E402
+
+import lpstudy.study.worker as worker_module  # noqa: E402
+from lpstudy.db.kinds import kind_of  # noqa: E402
+from lpstudy.db.optuna_storage import open_storage  # noqa: E402
+from lpstudy.errors import UserError  # noqa: E402
+from lpstudy.study.claims import pop_waiting_trial  # noqa: E402
+from lpstudy.study.studies import load_spec  # noqa: E402
+from lpstudy.study.trial_context import TrialContext, TrialOutcome  # noqa: E402
+from lpstudy.values import SPEC_ATTR  # noqa: E402
+from lpstudy.study.worker import WorkerOptions, run_worker  # noqa: E402
+
+# The drivers every worker loads when it opens its storage, loaded once in the forkserver: on a
+# cluster each worker loads them on its own node; here 200 loading them at once took minutes of CPU.
+import alembic.migration  # noqa: E402,F401
+import alembic.script  # noqa: E402,F401
+import grpc  # noqa: E402,F401
+import psycopg  # noqa: E402,F401
+import sqlalchemy.dialects.postgresql.psycopg  # noqa: E402,F401
+import sqlalchemy.dialects.sqlite  # noqa: E402,F401
+
+STUDY = "load"
+# What a worker hears while the creator is still at work: the study is not there yet.
+NOT_YET = ("holds no studies yet", "no study named", "was not created by lpstudy", "no study database at")
+# What a worker says (or raises) when it met a trial that another worker had finished.
+FINISHED_TRIAL_SIGNS = ("UpdateFinishedTrialError", "was already", "has already finished", "Cannot tell a")
+STORAGES = ("postgresql", "proxy", "sqlite")
+
+
+@dataclass
+class LoadPlan:
+    """One run: which storage, how many workers and cells, how long a trial, how many to kill."""
+
+    storage: str  # postgresql, proxy or sqlite
+    workers: int
+    p_values: int = 10
+    folds: int = 500  # cells = p_values × folds
+    trial_s: float = 0.3
+    kill_fraction: float = 0.2
+    heartbeat_interval: int = 2
+    grace_period: int = 10
+    max_retry: int = 3
+    proxy_threads: int = 10  # `lpstudy storage-proxy --threads`
+    timeout_s: float = 3600.0
+
+    @property
+    def cells(self) -> int:
+        return self.p_values * self.folds
+
+    @property
+    def kills(self) -> int:
+        return round(self.workers * self.kill_fraction)
+
+
+# --- the worker processes ------------------------------------------------------------------------
+
+class Board:
+    """What the harness sees of the workers: the trial each one is in (-1: none), under one lock.
+    A worker leaves its trial under the lock, and the harness kills only while holding it, so a
+    worker killed on the board's word is always in the middle of that trial."""
+
+    def __init__(self, ctx, n: int) -> None:
+        self.lock = ctx.Lock()
+        self.trials = ctx.Array("i", [-1] * n, lock=False)
+
+
+class StandIn:
+    """The objective of the load test: takes the cell's parameters as training does, then sleeps
+    `trial_s` with two intermediate values reported on the way (storage writes), and completes."""
+
+    def __init__(self, board: Board, slot: int, trial_s: float, record: dict) -> None:
+        self.board, self.slot, self.trial_s, self.record = board, slot, trial_s, record
+
+    def __call__(self, ctx: TrialContext, trial: optuna.Trial) -> TrialOutcome:
+        started = time.monotonic()
+        if self.record["last_end"] is None:
+            self.record["first_trial_at"] = time.time()
+        elif not self.record["idle"]:  # a gap with a wait for a cell to come back is no trial's cost
+            self.record["gaps"].append(started - self.record["last_end"])
+        self.record["idle"] = False
+        params = ctx.spec.space.suggest(trial)
+        with self.board.lock:
+            self.board.trials[self.slot] = trial.number
+        value = abs(float(params["p"]) - 2.5) + 1e-3 * int(params["fold"])
+        for step in (1, 2):
+            time.sleep(self.trial_s / 2)
+            trial.report(value + 0.1 / step, step)
+        with self.board.lock:
+            self.board.trials[self.slot] = -1
+        self.record["trials"] += 1
+        self.record["last_end"] = time.monotonic()
+        return TrialOutcome(TrialState.COMPLETE, value)
+
+
+def _timed_pop(record: dict):
+    def pop(study, storage=None):
+        t0 = time.monotonic()
+        trial = pop_waiting_trial(study, storage)
+        if trial is not None:  # a look that found no cell waiting is a poll, not a claim
+            record["claims"].append(time.monotonic() - t0)
+        record["idle"] = record["idle"] or trial is None  # none waits now: the worker polls
+        return trial
+    return pop
+
+
+def _spec_stored(url: str) -> bool:
+    """Whether the study's spec is in the SQL database at url, by one query on a connection of its own.
+    On a cluster each worker looks from its own node; here 200 opening Optuna's storage on each look
+    (its schema check parses alembic's scripts) kept two cores busy and starved the creator."""
+    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    try:
+        with engine.connect() as conn:
+            return bool(conn.execute(sa.text(
+                "SELECT count(*) FROM study_user_attributes a JOIN studies s ON s.study_id = a.study_id "
+                "WHERE s.study_name = :n AND a.key = :k"), {"n": STUDY, "k": SPEC_ATTR}).scalar_one())
+    except sa.exc.SQLAlchemyError:
+        return False  # no tables yet, or the server is busy: look again
+    finally:
+        engine.dispose()
+
+
+def wait_for_study(url: str) -> None:
+    """Until the study exists with its spec: what the Kubernetes workers' init container waits for."""
+    while kind_of(url).sql and not _spec_stored(url):
+        time.sleep(random.uniform(2.0, 5.0))
+    while True:
+        try:
+            storage = open_storage(url, wait=True)  # as the worker opens it
+            try:
+                load_spec(storage, STUDY)
+                return
+            finally:
+                if storage.engine is not None:
+                    storage.engine.dispose()
+                elif hasattr(storage.optuna, "close"):
+                    storage.optuna.close()
+        except UserError as exc:
+            if not any(sign in str(exc) for sign in NOT_YET):
+                raise
+        time.sleep(random.uniform(2.0, 5.0))  # the init container looks every 5 s; each look opens the storage
+
+
+def worker_process(slot: int, url: str, plan: LoadPlan, board: Board, go, out: str) -> None:
+    """One worker process: wait for the go, then for the study, then run lpstudy's worker loop
+    with the stand-in objective; write what it saw to `out` (a killed worker writes nothing)."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # as the command line does
+    warnings.filterwarnings("ignore")
+    record = {"slot": slot, "pid": os.getpid(), "trials": 0, "claims": [], "gaps": [], "last_end": None, "idle": False,
+              "first_trial_at": None, "finished_trial_errors": [], "said": [], "error": None, "reason": "",
+              "exit_code": 0, "torch": None, "orphans_seen": 0}
+    worker_module.pop_waiting_trial = _timed_pop(record)  # times lpstudy's claim, which it calls
+
+    def say(message: str) -> None:
+        if any(sign in message for sign in FINISHED_TRIAL_SIGNS):
+            record["finished_trial_errors"].append(message)
+        elif "lost its worker" in message:
+            record["orphans_seen"] += 1  # the lease's retry of a killed worker's trial (gRPC): expected
+        elif "failed" in message or "error" in message.lower():
+            record["said"].append(message)
+
+    go.wait()
+    try:
+        wait_for_study(url)
+        report = run_worker(WorkerOptions(study=STUDY, storage=url, device="cpu", show_progress=False),
+                            say=say, objective=StandIn(board, slot, plan.trial_s, record))
+        record["reason"], record["exit_code"] = report.reason, report.exit_code
+    except BaseException as exc:  # reported by the harness, with the message a user would see
+        record["error"] = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
+        record["exit_code"] = 1
+    record["torch"] = "torch" in sys.modules
+    record.pop("last_end")
+    record.pop("idle")
+    Path(out).write_text(json.dumps(record))
+    sys.exit(record["exit_code"])
+
+
+# --- the harness ---------------------------------------------------------------------------------
+
+@dataclass
+class Kill:
+    slot: int
+    pid: int
+    trial: int
+    at: float  # time.time()
+
+
+@dataclass
+class LoadResult:
+    storage: str
+    workers: int
+    cells: int
+    trial_ms: float
+    wall_s: float = 0.0
+    trials_per_s: float = 0.0
+    workers_started: int = 0
+    workers_without_trial: int = 0  # started, found the grid done, and stopped without a trial: no error
+    start_errors: list[str] = field(default_factory=list)
+    worker_errors: list[str] = field(default_factory=list)
+    cells_once: int = 0
+    cells_missing: int = 0
+    cells_more_than_once: int = 0
+    finished_trial_errors: int = 0
+    finished_trial_messages: list[str] = field(default_factory=list)
+    duplicate_numbers: int = 0
+    states: dict[str, int] = field(default_factory=dict)
+    killed: int = 0
+    orphans_failed: int = 0
+    orphans_retried: int = 0
+    orphan_fail_after_kill_s: list[float] = field(default_factory=list)  # per orphan
+    grace_period_s: int = 0
+    heartbeat_interval_s: int = 0
+    failed_not_killed: list[int] = field(default_factory=list)
+    peak_connections: int | None = None
+    worker_rss_mib: float = 0.0  # medians over the worker processes (see the module)
+    worker_uss_mib: float = 0.0
+    workers_pss_gib: float = 0.0  # all worker processes together
+    claim_p50_ms: float = 0.0
+    claim_p99_ms: float = 0.0
+    between_p50_ms: float = 0.0
+    between_p99_ms: float = 0.0
+    claims: int = 0
+    torch_in_workers: int = 0
+    reasons: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return (not self.start_errors and not self.worker_errors and self.cells_once == self.cells
+                and self.finished_trial_errors == 0 and self.duplicate_numbers == 0
+                and self.orphans_failed == self.killed == self.orphans_retried and not self.failed_not_killed
+                and self.orphans_late == 0 and self.torch_in_workers == 0)
+
+    @property
+    def orphans_late(self) -> int:
+        """Orphans failed later than the grace period and one heartbeat interval after the kill (the
+        trial's last beat was at most one interval before it)."""
+        return sum(1 for s in self.orphan_fail_after_kill_s if s > self.grace_period_s + self.heartbeat_interval_s)
+
+
+class ConnectionSampler(threading.Thread):
+    """PostgreSQL's connections to one database, every 0.2 s; the peak (this sampler's own left out)."""
+
+    def __init__(self, admin_url: str, database: str) -> None:
+        super().__init__(daemon=True)
+        self.engine = sa.create_engine(admin_url, poolclass=sa.pool.NullPool)
+        self.database, self.peak, self._done = database, 0, threading.Event()
+
+    def run(self) -> None:
+        # AUTOCOMMIT: within one transaction PostgreSQL answers pg_stat_activity from one snapshot
+        with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            while not self._done.wait(0.2):
+                n = conn.execute(sa.text("SELECT count(*) FROM pg_stat_activity WHERE datname = :d"),
+                                 {"d": self.database}).scalar_one()
+                self.peak = max(self.peak, int(n))
+
+    def stop(self) -> int:
+        self._done.set()
+        self.join(timeout=5)
+        self.engine.dispose()
+        return self.peak
+
+
+class Proxy:
+    """`lpstudy storage-proxy` in front of the database, as a user starts it."""
+
+    def __init__(self, database_url: str, log: Path, threads: int) -> None:
+        from tests.pgserver import free_port
+
+        self.port = free_port()
+        self.url = f"grpc://127.0.0.1:{self.port}"
+        self.log = open(log, "w")
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "lpstudy", "storage-proxy", "--storage", database_url, "--host", "127.0.0.1",
+             "--port", str(self.port), "--threads", str(threads)], stdout=self.log, stderr=subprocess.STDOUT, env=env)
+        import socket
+
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the storage proxy exited with {self.process.returncode}; see {log}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError(f"the storage proxy did not listen within 120 s; see {log}")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+
+
+def _percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def _count_complete(engine: sa.Engine) -> int:
+    try:
+        with engine.connect() as conn:
+            return int(conn.execute(sa.text(
+                "SELECT count(*) FROM trials t JOIN studies s ON s.study_id = t.study_id "
+                "WHERE s.study_name = :n AND t.state = 'COMPLETE'"), {"n": STUDY}).scalar_one())
+    except sa.exc.SQLAlchemyError:
+        return 0  # the creator has not made the tables yet
+
+
+def _study_rows(engine: sa.Engine) -> tuple[list[tuple], dict[int, dict]]:
+    """(trial_id, number, state, datetime_complete) of every trial, and each trial's system attributes."""
+    with engine.connect() as conn:
+        sid = conn.execute(sa.text("SELECT study_id FROM studies WHERE study_name = :n"), {"n": STUDY}).scalar_one()
+        trials = [(trial_id, number, state, _datetime(done)) for trial_id, number, state, done in conn.execute(sa.text(
+            "SELECT trial_id, number, state, datetime_complete FROM trials WHERE study_id = :s"), {"s": sid})]
+        attrs: dict[int, dict] = {}
+        for trial_id, key, value in conn.execute(sa.text(
+                "SELECT a.trial_id, a.key, a.value_json FROM trial_system_attributes a "
+                "JOIN trials t ON t.trial_id = a.trial_id WHERE t.study_id = :s"), {"s": sid}):
+            attrs.setdefault(trial_id, {})[key] = json.loads(value)
+    return trials, attrs
+
+
+def _datetime(value) -> datetime | None:
+    """A datetime column as read by a plain SELECT: a datetime (PostgreSQL) or its text (SQLite)."""
+    return datetime.fromisoformat(value) if isinstance(value, str) else value
+
+
+def _check_database(engine: sa.Engine, plan: LoadPlan, kills: list[Kill], result: LoadResult) -> float | None:
+    """Fill in what the database says (see the module); the time of the last completion."""
+    trials, attrs = _study_rows(engine)
+    states = Counter(str(state).rsplit(".", 1)[-1] for _, _, state, _ in trials)
+    result.states = dict(states)
+    numbers = Counter(number for _, number, _, _ in trials)
+    result.duplicate_numbers = sum(n - 1 for n in numbers.values() if n > 1)
+    complete_cells = Counter(json.dumps(attrs.get(tid, {}).get("fixed_params"), sort_keys=True)
+                             for tid, _, state, _ in trials if str(state).endswith("COMPLETE"))
+    result.cells_once = sum(1 for n in complete_cells.values() if n == 1)
+    result.cells_more_than_once = sum(1 for n in complete_cells.values() if n > 1)
+    result.cells_missing = plan.cells - len(complete_cells)
+    retried = {attrs[tid]["retry_history"][-1] for tid in attrs if attrs[tid].get("retry_history")}
+    by_number = {number: (state, done) for _, number, state, done in trials}
+    killed_numbers = {k.trial: k for k in kills}
+    failed = [number for number, (state, _) in by_number.items() if str(state).endswith("FAIL")]
+    result.failed_not_killed = sorted(n for n in failed if n not in killed_numbers)
+    result.orphans_failed = sum(1 for n in killed_numbers if str(by_number.get(n, ("",))[0]).endswith("FAIL"))
+    result.orphans_retried = sum(1 for n in killed_numbers if n in retried)
+    result.orphan_fail_after_kill_s = sorted(
+        round(by_number[n][1].timestamp() - k.at, 2) for n, k in killed_numbers.items()
+        if n in by_number and by_number[n][1] is not None and str(by_number[n][0]).endswith("FAIL"))
+    completed = [done.timestamp() for _, _, state, done in trials if str(state).endswith("COMPLETE") and done]
+    return max(completed, default=None)
+
+
+def run_load(plan: LoadPlan, workdir: Path, postgres=None, progress=None) -> LoadResult:
+    """One run of the load test (see the module); postgres: a started tests.pgserver.ThrowawayPostgres
+    for the postgresql and proxy storages. progress(done, total, note) is called about once a second."""
+    from lpstudy.db.urls import redact
+    from lpstudy.study.replicate import replicate
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    workdir.mkdir(parents=True, exist_ok=True)
+    result = LoadResult(storage=plan.storage, workers=plan.workers, cells=plan.cells, trial_ms=plan.trial_s * 1000,
+                        grace_period_s=plan.grace_period, heartbeat_interval_s=plan.heartbeat_interval)
+    proxy = sampler = None
+    if plan.storage == "sqlite":
+        database_url = f"sqlite:///{workdir / 'load.db'}"
+    else:
+        name = f"load_{plan.storage}_{os.getpid()}_{int(time.time() * 1000) % 10**8}"
+        database_url = postgres.create_database(name)
+        sampler = ConnectionSampler(postgres.url(), name)
+        sampler.start()
+    try:
+        if plan.storage == "proxy":
+            # The proxy opens the empty database first and makes Optuna's tables; workers reach it only.
+            proxy = Proxy(database_url, workdir / "proxy.log", threads=plan.proxy_threads)
+        worker_url = proxy.url if proxy else database_url
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload([__name__])
+        board, go = Board(ctx, plan.workers), ctx.Event()
+        outs = [workdir / f"worker-{i}.json" for i in range(plan.workers)]
+        procs = [ctx.Process(target=worker_process, args=(i, worker_url, plan, board, go, str(outs[i])), daemon=True)
+                 for i in range(plan.workers)]
+        for proc in procs:
+            proc.start()
+        # read-only: counting must not create the SQLite file before the creator does
+        count_engine = sa.create_engine(kind_of(database_url).readonly_url(database_url), poolclass=sa.pool.NullPool)
+        kills: list[Kill] = []
+        kill_at = sorted(random.uniform(0.1, 0.6) * plan.cells for _ in range(plan.kills))
+        creator_error: list[str] = []
+
+        def create() -> None:
+            try:  # the study's creator, at the same moment as the workers: Optuna's tables, the study, its cells
+                replicate(database_url, STUDY, "smoke", [1.0 + 0.25 * i for i in range(plan.p_values)], plan.folds,
+                          options={"heartbeat_interval": plan.heartbeat_interval, "grace_period": plan.grace_period,
+                                   "max_retry": plan.max_retry, "checkpoint_interval": 0})
+            except BaseException as exc:
+                creator_error.append(f"{type(exc).__name__}: {exc}")
+
+        start = time.time()
+        go.set()
+        creator = threading.Thread(target=create, daemon=True)
+        creator.start()
+        deadline = time.monotonic() + plan.timeout_s
+        while any(p.is_alive() for p in procs) and time.monotonic() < deadline:
+            done = _count_complete(count_engine)
+            if not result.worker_rss_mib and done >= plan.cells / 3:
+                _measure_memory(procs, result)
+            while kill_at and done >= kill_at[0]:
+                victim = _kill_one(board, procs)
+                if victim is None:
+                    break
+                kills.append(victim)
+                kill_at.pop(0)
+            if progress is not None:
+                alive = sum(p.is_alive() for p in procs)
+                progress(done, plan.cells, f"{alive} workers · {len(kills)} killed"
+                         + (f" · peak {sampler.peak} connections" if sampler else ""))
+            time.sleep(0.5)
+        timed_out = any(p.is_alive() for p in procs)
+        for proc in procs:
+            if proc.is_alive():
+                proc.kill()
+            proc.join()
+        creator.join(timeout=600)
+        result.wall_s = time.time() - start
+        if timed_out:
+            result.worker_errors.append(f"workers still running after {plan.timeout_s:g} s: killed")
+        if creator_error:
+            result.start_errors.append("creator: " + creator_error[0])
+        result.killed = len(kills)
+        killed_slots = {k.slot for k in kills}
+        records = []
+        for i, (proc, out) in enumerate(zip(procs, outs)):
+            if i in killed_slots:
+                continue
+            if not out.exists():
+                result.worker_errors.append(f"worker {i} exited {proc.exitcode} without a report")
+                continue
+            records.append(json.loads(out.read_text()))
+        for rec in records:
+            if rec["error"]:
+                started = rec["first_trial_at"] is not None
+                (result.worker_errors if started else result.start_errors).append(f"worker {rec['slot']}: {rec['error']}")
+            result.finished_trial_messages += rec["finished_trial_errors"]
+            result.worker_errors += [f"worker {rec['slot']}: {m}" for m in rec["said"]]
+            result.torch_in_workers += bool(rec["torch"])
+        result.reasons = dict(Counter(rec["reason"] for rec in records if rec["reason"]))
+        result.workers_without_trial = sum(1 for rec in records if rec["first_trial_at"] is None and not rec["error"])
+        result.finished_trial_errors = len(result.finished_trial_messages)
+        # a killed worker was in a trial; a worker that reported started unless it failed before its first trial
+        result.workers_started = len(killed_slots) + sum(1 for rec in records
+                                                         if rec["first_trial_at"] is not None or not rec["error"])
+        claims = [c for rec in records for c in rec["claims"]]
+        gaps = [g for rec in records for g in rec["gaps"]]
+        result.claims = len(claims)
+        result.claim_p50_ms, result.claim_p99_ms = (1000 * _percentile(claims, q) for q in (0.5, 0.99))
+        result.between_p50_ms, result.between_p99_ms = (1000 * _percentile(gaps, q) for q in (0.5, 0.99))
+        last = _check_database(count_engine, plan, kills, result)
+        first = min((rec["first_trial_at"] for rec in records if rec["first_trial_at"]), default=start)
+        if last:
+            result.trials_per_s = result.states.get("COMPLETE", 0) / max(1e-9, last - first)
+        count_engine.dispose()
+    finally:
+        if proxy is not None:
+            proxy.stop()
+        if sampler is not None:
+            result.peak_connections = sampler.stop()
+    if progress is not None:
+        progress(result.cells_once, plan.cells, f"done in {result.wall_s:.0f} s at {redact(database_url)}")
+    return result
+
+
+def _measure_memory(procs, result: LoadResult) -> None:
+    """The live workers' memory from /proc/PID/smaps_rollup (see the module)."""
+    rss, uss, pss = [], [], []
+    for proc in procs:
+        try:
+            fields = dict(line.split(":", 1) for line in Path(f"/proc/{proc.pid}/smaps_rollup").read_text().splitlines()[1:])
+        except (OSError, ValueError):
+            continue  # gone, or killed since
+        kib = {k: int(v.split()[0]) for k, v in fields.items()}
+        rss.append(kib["Rss"] / 1024)
+        uss.append((kib["Private_Clean"] + kib["Private_Dirty"]) / 1024)
+        pss.append(kib["Pss"] / 1024)
+    if rss:
+        result.worker_rss_mib, result.worker_uss_mib = statistics.median(rss), statistics.median(uss)
+        result.workers_pss_gib = sum(pss) / 1024
+
+
+def _kill_one(board: Board, procs) -> Kill | None:
+    """SIGKILL one worker that is in the middle of a trial (see Board); None if none is."""
+    with board.lock:
+        busy = [i for i in range(len(procs)) if board.trials[i] >= 0 and procs[i].is_alive()]
+        if not busy:
+            return None
+        slot = random.choice(busy)
+        kill = Kill(slot=slot, pid=procs[slot].pid, trial=board.trials[slot], at=time.time())
+        os.kill(procs[slot].pid, signal.SIGKILL)
+        board.trials[slot] = -1
+    return kill
+
+
+# --- the command line ----------------------------------------------------------------------------
+
+ROWS = [  # (label, how to show a result's figure)
+    ("workers", lambda r: f"{r.workers}"),
+    ("cells (trial of)", lambda r: f"{r.cells:,} ({r.trial_ms:.0f} ms)"),
+    ("workers started", lambda r: f"{r.workers_started}/{r.workers}" + (f" ({len(r.start_errors)} errors)" if r.start_errors else "")
+     + (f", {r.workers_without_trial} ran none" if r.workers_without_trial else "")),
+    ("cells run exactly once", lambda r: f"{r.cells_once:,}/{r.cells:,}"
+     + (f" ({r.cells_missing} missing, {r.cells_more_than_once} twice)" if r.cells_once != r.cells else "")),
+    ("finished-trial errors", lambda r: f"{r.finished_trial_errors}"),
+    ("duplicate trial numbers", lambda r: f"{r.duplicate_numbers}"),
+    ("killed mid-trial", lambda r: f"{r.killed}"),
+    ("orphans failed, retried", lambda r: f"{r.orphans_failed}, {r.orphans_retried}"),
+    ("orphan failed after kill", lambda r: (f"{min(r.orphan_fail_after_kill_s):.1f}-{max(r.orphan_fail_after_kill_s):.1f} s"
+                                            if r.orphan_fail_after_kill_s else "-")
+     + f" (grace {r.grace_period_s} s" + (f", {r.orphans_late} late)" if r.orphans_late else ")")),
+    ("other failed trials", lambda r: f"{len(r.failed_not_killed)}"),
+    ("peak connections", lambda r: "-" if r.peak_connections is None else f"{r.peak_connections}"),
+    ("claim p50 / p99", lambda r: f"{r.claim_p50_ms:.0f} / {r.claim_p99_ms:.0f} ms"),
+    ("between trials p50 / p99", lambda r: f"{r.between_p50_ms:.0f} / {r.between_p99_ms:.0f} ms"),
+    ("trials/s", lambda r: f"{r.trials_per_s:.1f}"),
+    ("worker RSS / USS", lambda r: f"{r.worker_rss_mib:.0f} / {r.worker_uss_mib:.0f} MiB"),
+    ("all workers' PSS", lambda r: f"{r.workers_pss_gib:.2f} GiB"),
+    ("wall", lambda r: f"{r.wall_s:.0f} s"),
+    ("all as required", lambda r: "yes" if r.ok else "NO"),
+]
+
+
+def print_table(results: list[LoadResult]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="lpstudy under load: stand-in trials, real claims, heartbeats, retries and tells")
+    table.add_column("")
+    for r in results:
+        table.add_column(r.storage, justify="right")
+    for label, show in ROWS:
+        table.add_row(label, *(show(r) for r in results))
+    Console().print(table)
+    for r in results:
+        for line in (r.start_errors + r.worker_errors + r.finished_trial_messages)[:10]:
+            Console(stderr=True).print(f"[red]{r.storage}[/]: {line}", markup=True, highlight=False)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--storages", default=",".join(STORAGES), help="Comma-separated: postgresql, proxy, sqlite.")
+    parser.add_argument("--workers", type=int, default=200, help="Worker processes on PostgreSQL and the proxy.")
+    parser.add_argument("--sqlite-workers", type=int, default=30, help="Worker processes on SQLite.")
+    parser.add_argument("--cells", type=int, default=5000, help="Grid cells (10 p values × cells/10 folds).")
+    parser.add_argument("--sqlite-cells", type=int, default=None, help="Grid cells on SQLite (default: --cells).")
+    parser.add_argument("--trial-ms", type=float, default=300.0, help="Length of a stand-in trial.")
+    parser.add_argument("--kill-fraction", type=float, default=0.2, help="Share of the workers SIGKILLed mid-trial.")
+    parser.add_argument("--heartbeat-interval", type=int, default=2)
+    parser.add_argument("--grace-period", type=int, default=10)
+    parser.add_argument("--max-connections", type=int, default=500, help="PostgreSQL's max_connections.")
+    parser.add_argument("--proxy-threads", type=int, default=10, help="lpstudy storage-proxy --threads.")
+    parser.add_argument("--timeout", type=float, default=3600.0, help="Seconds a storage's run may take.")
+    parser.add_argument("--json", action="store_true", help="Print the results as one JSON object.")
+    args = parser.parse_args(argv)
+    storages = [s.strip() for s in args.storages.split(",") if s.strip()]
+    unknown = set(storages) - set(STORAGES)
+    args.sqlite_cells = args.sqlite_cells or args.cells
+    if unknown or args.cells % 10 or args.cells < 10 or args.sqlite_cells % 10:
+        parser.error(f"--storages takes {', '.join(STORAGES)}; --cells a multiple of 10")
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    postgres = None
+    results: list[LoadResult] = []
+    with tempfile.TemporaryDirectory(prefix="lpstudy-load-") as tmp:
+        try:
+            if set(storages) & {"postgresql", "proxy"}:
+                from tests.pgserver import ThrowawayPostgres
+
+                postgres = ThrowawayPostgres(max_connections=args.max_connections).start()
+            with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[note]}"),
+                          TimeElapsedColumn(), console=__import__("rich.console").console.Console(stderr=True)) as bar:
+                for storage in storages:
+                    workers = args.sqlite_workers if storage == "sqlite" else args.workers
+                    cells = args.sqlite_cells if storage == "sqlite" else args.cells
+                    plan = LoadPlan(storage=storage, workers=workers, folds=cells // 10, trial_s=args.trial_ms / 1000,
+                                    kill_fraction=args.kill_fraction, heartbeat_interval=args.heartbeat_interval,
+                                    grace_period=args.grace_period, proxy_threads=args.proxy_threads,
+                                    timeout_s=args.timeout)
+                    task = bar.add_task(f"{storage} · {workers} workers", total=plan.cells, note="starting")
+
+                    def progress(done: int, total: int, note: str, task=task) -> None:
+                        bar.update(task, completed=done, note=note)
+
+                    results.append(run_load(plan, Path(tmp) / storage, postgres, progress))
+        finally:
+            if postgres is not None:
+                postgres.cleanup()
+    if args.json:
+        print(json.dumps({"max_connections": args.max_connections, "cores": os.cpu_count(),
+                          "results": [asdict(r) | {"ok": r.ok} for r in results]}, indent=2))
+    else:
+        print_table(results)
+    return 0 if all(r.ok for r in results) else 1
+
+
+if __name__ == "__main__":
+    from benchmarks.bench_load import main as _main  # one copy of the module, the one the workers import
+
+    sys.exit(_main())

@@ -1,0 +1,47 @@
+"""What an objective gets and gives back: the worker's contract with whatever runs a trial.
+
+The worker (lpstudy.study.worker) claims a trial, keeps its heartbeat, and tells Optuna the outcome;
+an objective, called with a TrialContext and the claimed trial, runs it and returns a TrialOutcome.
+The default objective trains (lpstudy.study.objective.run_trial); another one, such as the load
+test's stand-in (benchmarks/bench_load.py), runs in the same loop without importing torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import optuna
+from optuna.trial import TrialState
+
+from lpstudy.db.optuna_storage import StudyStorage
+from lpstudy.study.spec import StudySpec
+
+
+@dataclass
+class TrialOutcome:
+    state: TrialState
+    value: float | None
+    summary: Any = None  # RunSummary
+    reason: str = ""  # why FAIL: "interrupted", or the error
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class TrialContext:
+    """What the objective needs besides the trial: where to write, what to train on, where."""
+
+    storage: StudyStorage
+    study: optuna.Study
+    spec: StudySpec
+    corpus: Any  # lpstudy.training.data.Corpus; None for an objective that does not train
+    device: str = "cpu"
+    worker_id: str = ""
+    should_stop: Callable[[], bool] = lambda: False
+    show_progress: bool = True
+    artifact_store: Any = None  # where trials keep checkpoints (lpstudy.study.checkpoints); None: nowhere
+
+
+# Runs the claimed trial and says how it ended; the worker tells Optuna (so that a crash still ends it).
+Objective = Callable[[TrialContext, optuna.Trial], TrialOutcome]

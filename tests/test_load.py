@@ -1,0 +1,201 @@
+"""Many workers on one database, started at the same moment as the study's creator, a fifth of them
+SIGKILLed in the middle of a trial, CPU load beside them: every cell runs exactly once, no worker
+meets a trial another finished, every orphan is failed and retried, every worker starts. The small
+version of benchmarks/bench_load.py (its harness, run_load: lpstudy's real worker loop with a
+stand-in for training), on SQLite, PostgreSQL and through the storage proxy; and the two races of
+starting beside a creator, each shown on its own."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from collections import Counter
+
+import optuna
+import pytest
+import sqlalchemy as sa
+from optuna.trial import TrialState
+
+from benchmarks.bench_load import LoadPlan, run_load
+from lpstudy.db.optuna_storage import open_storage
+from lpstudy.errors import StudyUnavailable
+from lpstudy.study.spec import replicate_spec
+from lpstudy.study.studies import create_study, enqueue_missing_cells
+from lpstudy.study.trial_context import TrialOutcome
+from lpstudy.study.worker import WorkerOptions, run_worker
+
+pytestmark = pytest.mark.stress
+
+WORKERS = 20
+P_VALUES, FOLDS = 10, 12  # 120 cells
+
+
+def busy_loops(n: int) -> list[subprocess.Popen]:
+    """CPU load beside the workers, as on a shared machine."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+
+
+def run_loaded(plan: LoadPlan, tmp_path, postgres=None):
+    load = busy_loops(1)
+    try:
+        return run_load(plan, tmp_path / plan.storage, postgres)
+    finally:
+        for proc in load:
+            proc.kill()
+            proc.wait()
+
+
+def assert_exactly_once(result, plan: LoadPlan) -> None:
+    """What a team relies on, each count exact (see benchmarks/bench_load.py for their meaning)."""
+    problems = result.start_errors + result.worker_errors + result.finished_trial_messages
+    assert not problems, problems[:5]
+    assert result.workers_started == plan.workers
+    assert (result.cells_once, result.cells_missing, result.cells_more_than_once) == (plan.cells, 0, 0)
+    assert result.finished_trial_errors == 0 and result.duplicate_numbers == 0
+    kills = round(plan.workers * plan.kill_fraction)
+    assert result.killed == kills
+    assert result.orphans_failed == kills and result.orphans_retried == kills
+    assert result.failed_not_killed == []
+    # every trial is a cell's one COMPLETE trial or a killed worker's FAIL; nothing left waiting or running
+    assert result.states == {"COMPLETE": plan.cells, "FAIL": kills}
+    assert result.torch_in_workers == 0
+
+
+def plan_for(storage: str) -> LoadPlan:
+    # Heartbeats every 2 s, a grace period of 10 s; on SQLite every 5 s and 30 s: with 20 workers on
+    # one file on two busy cores, a live trial's heartbeat waited over 10 s for the file's write lock
+    # (writers queue on it, unfairly), and another worker failed the trial as stale.
+    beat, grace = (5, 30) if storage == "sqlite" else (2, 10)
+    return LoadPlan(storage=storage, workers=WORKERS, p_values=P_VALUES, folds=FOLDS, trial_s=0.2,
+                    heartbeat_interval=beat, grace_period=grace, timeout_s=500)
+
+
+def test_twenty_workers_on_sqlite_run_each_cell_once_and_retry_every_killed_workers_trial(tmp_path):
+    plan = plan_for("sqlite")
+    assert_exactly_once(run_loaded(plan, tmp_path), plan)
+
+
+@pytest.mark.postgres
+def test_twenty_workers_on_postgres_run_each_cell_once_and_retry_every_killed_workers_trial(tmp_path, postgres):
+    plan = plan_for("postgresql")
+    result = run_loaded(plan, tmp_path, postgres)
+    assert_exactly_once(result, plan)
+    # a worker holds two connections (its main thread's and its heartbeat thread's); the creator at
+    # most three (its lock, its storage's two) and the harness's count one
+    assert WORKERS < result.peak_connections <= 2 * WORKERS + 4
+
+
+@pytest.mark.postgres
+def test_twenty_workers_through_the_storage_proxy_run_each_cell_once_and_retry_every_killed_workers_trial(
+        tmp_path, postgres):
+    plan = plan_for("proxy")
+    result = run_loaded(plan, tmp_path, postgres)
+    assert_exactly_once(result, plan)
+    # the workers hold no database connection: the proxy's pool is all there is
+    assert 0 < result.peak_connections < WORKERS
+
+
+# --- the races of starting beside a creator, one at a time ----------------------------------------
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def empty_url(request, tmp_path):
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'half.db'}"
+    return request.getfixturevalue("pg_url")
+
+
+def test_a_worker_that_opens_a_database_its_creator_is_still_making_waits_and_writes_nothing(empty_url):
+    """The creator makes Optuna's tables, then the version row, then alembic's stamp. Optuna's
+    RDBStorage, opened by a worker in between, wrote the row and the stamp itself; two workers at
+    once collided (duplicate key "pg_type_typname_nsp_index": both created alembic_version), and
+    200 workers started beside a creator lost some of their number that way. A worker now finds
+    "no studies yet" (what it waits on) and leaves the schema to the creator."""
+    from optuna.storages._rdb import models  # the creator's first step, made by hand
+
+    engine = sa.create_engine(empty_url)
+    models.BaseModel.metadata.create_all(engine)
+    with pytest.raises(StudyUnavailable, match="holds no studies yet"):
+        open_storage(empty_url)
+    tables = set(sa.inspect(engine).get_table_names())
+    assert "studies" in tables and "alembic_version" not in tables  # the worker wrote no stamp
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM version_info")).scalar_one() == 0  # nor the row
+    engine.dispose()
+    # the creator then finishes, and the worker opens the database
+    open_storage(empty_url, create_tables=True).engine.dispose()
+    open_storage(empty_url).engine.dispose()
+
+
+def complete_it(ctx, trial) -> TrialOutcome:
+    ctx.spec.space.suggest(trial)
+    return TrialOutcome(TrialState.COMPLETE, 1.0)
+
+
+def test_a_grid_worker_started_before_its_cells_are_enqueued_waits_for_them(sqlite_url):
+    """A worker that starts between the study's creation and the enqueuing of its cells found
+    nothing waiting and nothing running, and stopped ("no grid cell left") while the cells came."""
+    spec = replicate_spec("smoke", [1.0, 2.0], 3, options={"heartbeat_interval": 1, "grace_period": 4})
+    storage = open_storage(sqlite_url, create_tables=True)
+    study, _ = create_study(storage, "early", spec)  # the study exists; no cell is enqueued yet
+    reports = []
+    worker = threading.Thread(target=lambda: reports.append(run_worker(
+        WorkerOptions(study="early", storage=sqlite_url, device="cpu", show_progress=False),
+        say=lambda message: None, objective=complete_it)))
+    worker.start()
+    worker.join(timeout=3)  # it has looked several times (GRID_POLL_S) and found nothing
+    assert worker.is_alive() and not reports
+    assert enqueue_missing_cells(study, spec) == 6
+    worker.join()
+    assert reports[0].reason == "no grid cell left" and reports[0].trials == {"COMPLETE": 6}
+    done = optuna.load_study(study_name="early", storage=storage.optuna).get_trials(deepcopy=False)
+    assert Counter(t.state for t in done) == {TrialState.COMPLETE: 6}
+    storage.engine.dispose()
+
+
+def test_a_trial_failed_by_another_worker_in_the_middle_is_not_this_workers_failure(sqlite_url):
+    """Under load a heartbeat can come later than the grace period: another worker then fails the
+    live trial and enqueues its retry, and the first worker's next write to it raises
+    UpdateFinishedTrialError. That is no failure of the first worker's: three in a row stopped it
+    ("3 trials failed in a row"), each said "trial N failed: UpdateFinishedTrialError"."""
+    from lpstudy.study.claims import requeue
+    from lpstudy.study.replicate import replicate
+
+    replicate(sqlite_url, "stolen", "smoke", [1.0, 2.0], 2, options={"max_retry": 5})  # 4 cells
+    taken_over = []
+
+    def failed_by_another_worker_three_times(ctx, trial) -> TrialOutcome:
+        ctx.spec.space.suggest(trial)
+        if len(taken_over) < 3:  # what another worker's stale check does to it
+            taken_over.append(trial.number)
+            ctx.storage.optuna.set_trial_state_values(trial._trial_id, state=TrialState.FAIL)
+            assert requeue(ctx.study, trial._trial_id, 5)
+        trial.report(0.5, 1)  # raises for a trial another worker failed
+        return TrialOutcome(TrialState.COMPLETE, 1.0)
+
+    said: list[str] = []
+    report = run_worker(WorkerOptions(study="stolen", storage=sqlite_url, device="cpu", show_progress=False),
+                        say=said.append, objective=failed_by_another_worker_three_times)
+    assert report.exit_code == 0 and report.reason == "no grid cell left", said
+    assert sum("was already FAIL (failed by another worker after a missed heartbeat" in m for m in said) == 3
+    assert not [m for m in said if "failed[/]" in m or "enqueued again" in m], said  # retried once, by the other
+    storage = open_storage(sqlite_url)
+    trials = optuna.load_study(study_name="stolen", storage=storage.optuna).get_trials(deepcopy=False)
+    assert Counter(t.state for t in trials) == {TrialState.COMPLETE: 4, TrialState.FAIL: 3}
+    assert sorted(t.number for t in trials if t.state == TrialState.FAIL) == sorted(taken_over)
+    storage.engine.dispose()
+
+
+def test_a_worker_waits_for_the_database_to_answer_and_other_commands_do_not(monkeypatch):
+    """200 workers started at once on two cores timed out connecting to PostgreSQL (it forks a
+    server process per connection) and stopped before their first trial; a worker now retries its
+    open as it retries every storage call, and says for how long. Other commands still fail at once."""
+    from lpstudy.db.optuna_storage import StorageUnavailable
+    from tests.pgserver import free_port
+
+    url = f"postgresql+psycopg://lpstudy@127.0.0.1:{free_port()}/nothing_listens"
+    with pytest.raises(StudyUnavailable, match="cannot open the study database"):
+        open_storage(url)
+    monkeypatch.setenv("LPSTUDY_STORAGE_RETRY_S", "2")
+    with pytest.raises(StorageUnavailable, match=r"stayed unreachable for \d+ s .*LPSTUDY_STORAGE_RETRY_S"):
+        open_storage(url, wait=True)
