@@ -53,6 +53,14 @@ def study_id(conn: Connection, study_name: str) -> int | None:
     return None if found is None else int(found[0])
 
 
+def trial_ids_of(conn: Connection, sid: int, numbers: Sequence[int]) -> dict[int, int]:
+    """{trial_id: number} of the study's trials with these numbers."""
+    marks = ", ".join(f":n{i}" for i in range(len(numbers))) or "NULL"
+    rows = conn.execute(sa.text(f"SELECT trial_id, number FROM trials WHERE study_id = :sid AND number IN ({marks})"),
+                        {"sid": sid, **{f"n{i}": int(n) for i, n in enumerate(numbers)}})
+    return {int(tid): int(number) for tid, number in rows}
+
+
 def study_header(conn: Connection, sid: int) -> tuple[list[str], dict[str, Any]]:
     """The study's directions and user attributes (decoded JSON)."""
     directions = [str(d).rsplit(".", 1)[-1] for (d,) in conn.execute(sa.text(

@@ -489,3 +489,14 @@ def trial_dynamics_chart(curves: pd.DataFrame, number: int) -> go.Figure:
                         hoverinfo="skip", name="gain (min–max over heads)", row=1, col=3)
     return fig
 
+
+
+def mark_sample(fig: go.Figure, note: str) -> go.Figure:
+    """Write on the figure that it draws a sample of the trials' curves (lpstudy.results.curve_sample):
+    its short form under the title, the whole sentence on hover."""
+    from lpstudy.results.curve_sample import sample_label
+
+    fig.add_annotation(text=f"<i>{sample_label(note)}</i>", hovertext=note, showarrow=False, xref="paper",
+                       yref="paper", x=0.0, y=1.0, xanchor="left", yanchor="bottom",
+                       font={"size": 11, "color": "#666"})
+    return fig

@@ -67,8 +67,8 @@ def sample_label(note: str | None) -> str | None:
     """The short form a chart carries: 'sample of 1,102 of 100,000 trials'."""
     if not note:
         return None
-    words = note.split(":")[0]
-    return words.replace("Curves of a ", "").strip() if words.startswith("Curves of a ") else words
+    head = note.split(":")[0]  # "Curves of a sample of 1,102 of 100,000 trials"
+    return "curves of a " + head[len("Curves of a "):] if head.startswith("Curves of a ") else head
 
 
 __all__ = ["CURVE_TRIALS_ALL", "PER_GROUP", "CurveSample", "curve_sample", "sample_label"]

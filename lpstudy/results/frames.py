@@ -61,6 +61,8 @@ class StudyInfo:
     preset: str | None = None
     direction: str = "minimize"
     spec: dict = field(default_factory=dict)
+    n_trials: int | None = None  # where the database answers it cheaply (SQL): its trials
+    best_value: float | None = None  # and the best trial's value (lpstudy.study.best), None if none yet
 
 
 @dataclass
@@ -119,10 +121,18 @@ def study_infos(storage_url: str) -> list[StudyInfo]:
     if kind_of(storage_url).sql:
         engine = _readonly_engine(storage_url)
         try:
+            from lpstudy.db import study_queries as Q
+
             with reading(storage_url), engine.connect() as conn:
                 names = optuna_tables.study_names(conn)
                 attrs = optuna_tables.study_user_attrs(conn) if names else {}
-            return [_info(name, attrs.get(name, {})) for name in names]
+                with Q.guarded():
+                    summaries = Q.study_summaries(conn) if names else {}
+            infos = [_info(name, attrs.get(name, {})) for name in names]
+            for info in infos:
+                info.n_trials = summaries.get(info.name, {}).get("n_trials")
+                info.best_value = summaries.get(info.name, {}).get("best_value")
+            return infos
         except optuna_tables.SchemaMismatch:
             pass  # a schema this reader does not know: ask Optuna
         finally:
@@ -284,6 +294,30 @@ def merge_curves(*sources: pd.DataFrame) -> pd.DataFrame:
     return frame.astype({"trial_id": "int64", "trial_number": "int64", "step": "int64"})
 
 
+def trial_curves(storage_url: str, study_name: str, numbers: list[int]) -> pd.DataFrame:
+    """The curves of the trials with these numbers only (see CURVE_COLUMNS): on a SQL database
+    only their rows are read."""
+    if kind_of(storage_url).sql:
+        from lpstudy.db import study_queries as Q
+
+        engine = _readonly_engine(storage_url)
+        try:
+            with reading(storage_url), engine.connect() as conn:
+                try:
+                    with Q.guarded():
+                        sid = Q.study_id(conn, study_name)
+                        if sid is None:
+                            raise _no_such_study(storage_url, study_name, optuna_tables.study_names(conn))
+                        ids = Q.trial_ids_of(conn, sid, numbers)
+                        return _sql_curves(conn, engine, sid, study_name, ids, list(ids))
+                except optuna_tables.SchemaMismatch:
+                    pass
+        finally:
+            engine.dispose()
+    curves = load_study(storage_url, study_name, via_optuna=True).curves
+    return curves[curves["trial_number"].isin(numbers)].reset_index(drop=True)
+
+
 def load_curves(storage_url: str, study_name: str) -> pd.DataFrame:
     """Every evaluation of every trial of a study (see CURVE_COLUMNS), sorted by trial and step."""
     return load_study(storage_url, study_name).curves
@@ -321,21 +355,22 @@ def _load_sql(storage_url: str, study_name: str, with_curves: bool) -> StudyData
             if with_curves:
                 best = ranked_frame(frame, 1)
                 sample = curve_sample(frame, int(best["number"].iloc[0]) if len(best) else None)
-                curves = _sql_curves(conn, engine, sid, study_name, frame, sample.trial_ids)
+                curves = _sql_curves(conn, engine, sid, study_name, dict(zip(frame["trial_id"], frame["number"])),
+                                     sample.trial_ids)
         return StudyData(name=study_name, info=info, trials=frame, curves=curves, duplicates=duplicates,
                          curve_note=sample.note)
     finally:
         engine.dispose()
 
 
-def _sql_curves(conn, engine, sid: int, study_name: str, trials: pd.DataFrame, ids) -> pd.DataFrame:
+def _sql_curves(conn, engine, sid: int, study_name: str, numbers: dict, ids) -> pd.DataFrame:
     """The curves of the trials `ids` (None: every trial) from the metrics table, the
-    `lpstudy_metrics:<step>` system attributes and Optuna's intermediate values, merged."""
+    `lpstudy_metrics:<step>` system attributes and Optuna's intermediate values, merged; only the
+    trials of `numbers` ({trial_id: number}) are kept."""
     from lpstudy.db import study_queries as Q
 
-    kept = set(trials["trial_id"])
+    kept = set(numbers)
     table = read_metrics(engine, study_name, trial_ids=ids)
-    numbers = dict(zip(trials["trial_id"], trials["number"]))
     attrs = attr_curve_rows((tid, numbers[tid], key, _json(text)) for tid, key, text in Q.system_attr_rows(
         conn, sid, [f"{METRICS_ATTR_PREFIX}%"], ids=ids) if tid in numbers)
     raw = Q.intermediate_rows(conn, sid, ids=ids)
