@@ -72,10 +72,12 @@ def cached_study(storage_url: str, study_name: str, curves: bool = True):
 
 @st.cache_data(ttl=60, show_spinner=False)
 def cached_importance(storage_url: str, study_name: str, trials_key: tuple):
-    """Parameter importance, recomputed when the set of completed trials changes."""
+    """Parameter importance, recomputed when the set of completed trials changes (in a big study
+    over an even sample of the completed trials: lpstudy.results.curve_sample.importance_sample)."""
     from lpstudy.results.analysis import param_importance
+    from lpstudy.results.curve_sample import importance_sample
 
-    return param_importance(cached_study(storage_url, study_name, curves=False).trials)
+    return param_importance(importance_sample(cached_study(storage_url, study_name, curves=False).trials))
 
 
 def plain(text: object) -> str:
