@@ -18,7 +18,7 @@ COLUMNS = {  # shown column: (label, Streamlit number format or None for text)
     "number": ("trial", "%d"), "state": ("state", None), "value": ("value", "%.4f"), "p": ("p", None),
     "lr": ("learning rate", "%.2e"), "gain_init": ("gain₀", "%.3g"), "fold": ("fold", "%d"),
     "diverged": ("diverged", None), "best_val_loss": ("best val loss", "%.4f"), "steps": ("steps", "%d"),
-    "tokens_per_s": ("tokens/s", "localized"), "wall_time_s": ("time (s)", "%.1f"), "worker": ("worker", None),
+    "wall_time_s": ("time (s)", "%.1f"), "worker": ("worker", None),
     "datetime_start": ("started", None),
 }
 
@@ -29,9 +29,9 @@ if trials.empty:
     st.stop()
 
 with st.container(border=True):
-    c1, c2, c3, c4 = st.columns([2, 2, 2, 1])
     present = [s for s in A.STATES if (trials["state"] == s).any()]
-    states = c1.multiselect("State", A.STATES, default=present, key="state_filter")
+    states = st.multiselect("State", A.STATES, default=present, key="state_filter")  # a row of its own: chips fit
+    c2, c3, c4 = st.columns([2, 2, 1])
     finite_p = trials["p"][np.isfinite(trials["p"])]
     p_range = None
     if len(finite_p) and finite_p.max() > finite_p.min():

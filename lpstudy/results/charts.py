@@ -492,11 +492,11 @@ def trial_dynamics_chart(curves: pd.DataFrame, number: int) -> go.Figure:
 
 
 def mark_sample(fig: go.Figure, note: str) -> go.Figure:
-    """Write on the figure that it draws a sample of the trials' curves (lpstudy.results.curve_sample):
-    its short form under the title, the whole sentence on hover."""
+    """Write on the figure, under its title, that it draws a sample of the trials' curves
+    (lpstudy.results.curve_sample)."""
     from lpstudy.results.curve_sample import sample_label
 
-    fig.add_annotation(text=f"<i>{sample_label(note)}</i>", hovertext=note, showarrow=False, xref="paper",
-                       yref="paper", x=0.0, y=1.0, xanchor="left", yanchor="bottom",
-                       font={"size": 11, "color": "#666"})
+    top = max(int(fig.layout.margin.t or 0), 80)
+    fig.update_layout(title={"subtitle": {"text": sample_label(note), "font": {"size": 11, "color": "#666"}}},
+                      margin={"t": top})
     return fig
