@@ -77,6 +77,16 @@ def tree(pid: int) -> list[int]:
     return out
 
 
+def stop(server: subprocess.Popen) -> None:
+    """Stop a server and the processes it started."""
+    for pid in reversed(tree(server.pid)):
+        try:
+            os.kill(pid, 15)
+        except OSError:
+            pass
+    server.wait(timeout=30)
+
+
 def env_for(code: Path) -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(code)
@@ -145,12 +155,7 @@ def time_dashboard(code: Path, url: str, browser, timeout_s: float, shots: Path 
             print(f"    page {name}: {out[name]}", file=sys.stderr)
         out["peak_mib"] = round(peak_kib(tree(server.pid)) / 1024)
     finally:
-        for pid in reversed(tree(server.pid)):
-            try:
-                os.kill(pid, 15)
-            except OSError:
-                pass
-        server.wait(timeout=30)
+        stop(server)
     return out
 
 
@@ -182,12 +187,7 @@ def time_optuna_dashboard(url: str, browser, timeout_s: float) -> dict:
         context.close()
         return {"first": first, "timeout_s": timeout_s, "peak_mib": round(peak_kib(tree(server.pid)) / 1024)}
     finally:
-        for pid in reversed(tree(server.pid)):
-            try:
-                os.kill(pid, 15)
-            except OSError:
-                pass
-        server.wait(timeout=30)
+        stop(server)
 
 
 def study_url(backend: str, n: int, workdir: Path, pg) -> str:

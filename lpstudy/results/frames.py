@@ -297,23 +297,15 @@ def merge_curves(*sources: pd.DataFrame) -> pd.DataFrame:
 def trial_curves(storage_url: str, study_name: str, numbers: list[int]) -> pd.DataFrame:
     """The curves of the trials with these numbers only (see CURVE_COLUMNS): on a SQL database
     only their rows are read."""
-    if kind_of(storage_url).sql:
-        from lpstudy.db import study_queries as Q
+    from lpstudy.db import study_queries as Q
 
-        engine = _readonly_engine(storage_url)
-        try:
-            with reading(storage_url), engine.connect() as conn:
-                try:
-                    with Q.guarded():
-                        sid = Q.study_id(conn, study_name)
-                        if sid is None:
-                            raise _no_such_study(storage_url, study_name, optuna_tables.study_names(conn))
-                        ids = Q.trial_ids_of(conn, sid, numbers)
-                        return _sql_curves(conn, engine, sid, study_name, ids, list(ids))
-                except optuna_tables.SchemaMismatch:
-                    pass
-        finally:
-            engine.dispose()
+    def read(conn, engine, sid):
+        ids = Q.trial_ids_of(conn, sid, numbers)
+        return _sql_curves(conn, engine, sid, study_name, ids, list(ids))
+
+    curves = answer_from_sql(storage_url, study_name, read)
+    if curves is not None:
+        return curves
     curves = load_study(storage_url, study_name, via_optuna=True).curves
     return curves[curves["trial_number"].isin(numbers)].reset_index(drop=True)
 
@@ -325,15 +317,14 @@ def load_curves(storage_url: str, study_name: str) -> pd.DataFrame:
 
 # --- one study in one read -------------------------------------------------------------------
 
-def _load_sql(storage_url: str, study_name: str, with_curves: bool) -> StudyData | None:
-    """Read the study with SQL doing the work (lpstudy.db.study_queries, lpstudy.results.trial_table):
-    every trial as a row, and the curves of every trial or, in a big study, of a sample
-    (lpstudy.results.curve_sample). None when Optuna's tables are laid out otherwise (then Optuna
-    reads)."""
+def answer_from_sql(storage_url: str, study_name: str, read):
+    """read(conn, engine, study_id) on the study's SQL database, opened read-only; None where SQL
+    cannot answer (a storage that is not SQL, or Optuna's tables laid out otherwise: then read
+    through Optuna). StudyUnavailable when there is no such study."""
     from lpstudy.db import study_queries as Q
-    from lpstudy.results.curve_sample import CurveSample, curve_sample
-    from lpstudy.results.trial_table import sql_trials_frame
 
+    if not kind_of(storage_url).sql:
+        return None
     engine = _readonly_engine(storage_url)
     try:
         with reading(storage_url), engine.connect() as conn:
@@ -342,25 +333,39 @@ def _load_sql(storage_url: str, study_name: str, with_curves: bool) -> StudyData
                     sid = Q.study_id(conn, study_name)
                     if sid is None:
                         raise _no_such_study(storage_url, study_name, optuna_tables.study_names(conn))
-                    directions, attrs = Q.study_header(conn, sid)
-                    raw, last = sql_trials_frame(conn, sid, RUN_FIELDS, WHO, _BOOL_FIELDS)
+                    return read(conn, engine, sid)
             except optuna_tables.SchemaMismatch:
                 return None
-            info = _info(study_name, attrs, (directions or ["minimize"])[0])
-            frame = finish_trials_frame(raw, last)
-            duplicates: list[int] = []
-            if info.kind == "replicate":  # a grid cell counts once (lpstudy.results.cells)
-                frame, _, duplicates = one_per_cell(frame)
-            curves, sample = _empty_curves(), CurveSample(None)
-            if with_curves:
-                best = ranked_frame(frame, 1)
-                sample = curve_sample(frame, int(best["number"].iloc[0]) if len(best) else None)
-                curves = _sql_curves(conn, engine, sid, study_name, dict(zip(frame["trial_id"], frame["number"])),
-                                     sample.trial_ids)
-        return StudyData(name=study_name, info=info, trials=frame, curves=curves, duplicates=duplicates,
-                         curve_note=sample.note)
     finally:
         engine.dispose()
+
+
+def _load_sql(storage_url: str, study_name: str, with_curves: bool) -> StudyData | None:
+    """Read the study with SQL doing the work (lpstudy.db.study_queries, lpstudy.results.trial_table):
+    every trial as a row, and the curves of every trial or, in a big study, of a sample
+    (lpstudy.results.curve_sample). None when SQL cannot answer (then Optuna reads)."""
+    from lpstudy.db import study_queries as Q
+    from lpstudy.results.curve_sample import CurveSample, curve_sample
+    from lpstudy.results.trial_table import sql_trials_frame
+
+    def read(conn, engine, sid):
+        directions, attrs = Q.study_header(conn, sid)
+        raw, last = sql_trials_frame(conn, sid, RUN_FIELDS, WHO, _BOOL_FIELDS)
+        info = _info(study_name, attrs, (directions or ["minimize"])[0])
+        frame = finish_trials_frame(raw, last)
+        duplicates: list[int] = []
+        if info.kind == "replicate":  # a grid cell counts once (lpstudy.results.cells)
+            frame, _, duplicates = one_per_cell(frame)
+        curves, sample = _empty_curves(), CurveSample(None)
+        if with_curves:
+            best = ranked_frame(frame, 1)
+            sample = curve_sample(frame, int(best["number"].iloc[0]) if len(best) else None)
+            curves = _sql_curves(conn, engine, sid, study_name, dict(zip(frame["trial_id"], frame["number"])),
+                                 sample.trial_ids)
+        return StudyData(name=study_name, info=info, trials=frame, curves=curves, duplicates=duplicates,
+                         curve_note=sample.note)
+
+    return answer_from_sql(storage_url, study_name, read)
 
 
 def _sql_curves(conn, engine, sid: int, study_name: str, numbers: dict, ids) -> pd.DataFrame:
@@ -417,7 +422,7 @@ def load_study(storage_url: str, study_name: str, curves: bool = True, via_optun
     """A study's info, trials and (unless curves=False) curves in one read. SQL databases are read
     straight from Optuna's tables (fast); journal and gRPC storages, or via_optuna=True, through
     Optuna's storage API. StudyUnavailable when the database cannot be read or has no such study."""
-    if kind_of(storage_url).sql and not via_optuna:
+    if not via_optuna:
         data = _load_sql(storage_url, study_name, curves)
         if data is not None:
             return data

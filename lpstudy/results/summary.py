@@ -11,10 +11,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from lpstudy.db import optuna_tables
 from lpstudy.db import study_queries as Q
-from lpstudy.db.engines import make_engine, reading
-from lpstudy.db.kinds import kind_of
 from lpstudy.results import frames
 from lpstudy.values import STATES
 
@@ -47,49 +44,24 @@ def study_summary(storage_url: str, study_name: str) -> StudySummary | None:
     """The summary of a search study on a SQL database; None where it cannot be had from SQL (not
     a SQL storage, an unknown schema, a grid: see needs_every_trial). StudyUnavailable when there
     is no such study."""
-    if not kind_of(storage_url).sql:
-        return None
-    engine = make_engine(storage_url, readonly=True, check=True)
-    try:
-        with reading(storage_url), engine.connect() as conn:
-            try:
-                with Q.guarded():
-                    sid = Q.study_id(conn, study_name)
-                    if sid is None:
-                        raise frames._no_such_study(storage_url, study_name, optuna_tables.study_names(conn))
-                    directions, attrs = Q.study_header(conn, sid)
-                    info = frames._info(study_name, attrs, (directions or ["minimize"])[0])
-                    if needs_every_trial(info):
-                        return None
-                    counts = {state: 0 for state in STATES}
-                    counts.update(Q.state_counts(conn, sid))
-                    best_ids = [tid for tid, _, _ in Q.ranked_trial_ids(conn, sid, 1)]
-                    return StudySummary(
-                        info=info, counts=counts, diverged=Q.diverged_count(conn, sid),
-                        best=_trials_of(conn, sid, ids=best_ids) if best_ids else _trials_of(conn, sid, ids=[]),
-                        running=_trials_of(conn, sid, state="RUNNING"),
-                        mean_complete_s=Q.mean_complete_seconds(conn, sid))
-            except optuna_tables.SchemaMismatch:
-                return None
-    finally:
-        engine.dispose()
+
+    def read(conn, engine, sid):
+        directions, attrs = Q.study_header(conn, sid)
+        info = frames._info(study_name, attrs, (directions or ["minimize"])[0])
+        if needs_every_trial(info):
+            return None
+        counts = {state: 0 for state in STATES}
+        counts.update(Q.state_counts(conn, sid))
+        best_ids = [tid for tid, _, _ in Q.ranked_trial_ids(conn, sid, 1)]
+        return StudySummary(info=info, counts=counts, diverged=Q.diverged_count(conn, sid),
+                            best=_trials_of(conn, sid, ids=best_ids), running=_trials_of(conn, sid, state="RUNNING"),
+                            mean_complete_s=Q.mean_complete_seconds(conn, sid))
+
+    return frames.answer_from_sql(storage_url, study_name, read)
 
 
 def ranked_trial_ids(storage_url: str, study_name: str, k: int) -> list[int] | None:
     """Optuna trial ids of the k best trials (lpstudy.study.best's rule), best first; None where SQL
     cannot answer (then read the trials through Optuna)."""
-    if not kind_of(storage_url).sql:
-        return None
-    engine = make_engine(storage_url, readonly=True, check=True)
-    try:
-        with reading(storage_url), engine.connect() as conn:
-            try:
-                with Q.guarded():
-                    sid = Q.study_id(conn, study_name)
-                    if sid is None:
-                        raise frames._no_such_study(storage_url, study_name, optuna_tables.study_names(conn))
-                    return [tid for tid, _, _ in Q.ranked_trial_ids(conn, sid, k)]
-            except optuna_tables.SchemaMismatch:
-                return None
-    finally:
-        engine.dispose()
+    return frames.answer_from_sql(storage_url, study_name,
+                                  lambda conn, engine, sid: [tid for tid, _, _ in Q.ranked_trial_ids(conn, sid, k)])
