@@ -72,10 +72,12 @@ def cached_study(storage_url: str, study_name: str, curves: bool = True):
 
 @st.cache_data(ttl=60, show_spinner=False)
 def cached_importance(storage_url: str, study_name: str, trials_key: tuple):
-    """Parameter importance, recomputed when the set of completed trials changes."""
+    """Parameter importance, recomputed when the set of completed trials changes (in a big study
+    over an even sample of the completed trials: lpstudy.results.curve_sample.importance_sample)."""
     from lpstudy.results.analysis import param_importance
+    from lpstudy.results.curve_sample import importance_sample
 
-    return param_importance(cached_study(storage_url, study_name, curves=False).trials)
+    return param_importance(importance_sample(cached_study(storage_url, study_name, curves=False).trials))
 
 
 def plain(text: object) -> str:
@@ -114,8 +116,10 @@ def study_chooser(title: str) -> None:
     names = [info.name for info in infos]
     wanted = st.session_state.get(STUDY_KEY) or st.query_params.get("study") or os.environ.get(STUDY_ENV)
     index = names.index(wanted) if wanted in names else 0
-    name = st.sidebar.selectbox("Study", names, index=index,
-                                format_func=lambda n: f"{n} ({_kind_of(infos, n)})")
+    by_name = {info.name: info for info in infos}
+    name = st.sidebar.selectbox("Study", names, index=index, format_func=lambda n: study_label(by_name[n]),
+                                help="Each study with its kind, its number of trials and its best value "
+                                     "(the lowest final validation loss of a completed run that did not diverge).")
     st.session_state[STUDY_KEY] = name
     if st.query_params.get("study") != name:
         st.query_params["study"] = name
@@ -128,11 +132,31 @@ def page(title: str, curves: bool = True):
     with no_traceback():
         study = cached_study(storage, st.session_state[STUDY_KEY], curves)
     st.title(title)
+    if curves and study.curve_note:
+        st.caption(study.curve_note)
     return storage, study
 
 
-def _kind_of(infos, name: str) -> str:
-    return next((i.kind for i in infos if i.name == name), "search")
+@st.cache_data(ttl=STUDY_TTL_S, max_entries=64, show_spinner=False)
+def _cached_trial_curves(storage_url: str, study_name: str, number: int, fingerprint):
+    from lpstudy.results.frames import trial_curves
+
+    return trial_curves(storage_url, study_name, [number])
+
+
+def cached_trial_curves(storage_url: str, study_name: str, number: int):
+    """One trial's curves (lpstudy.results.frames.trial_curves), read again when the study changed."""
+    return _cached_trial_curves(storage_url, study_name, number, cached_fingerprint(storage_url, study_name))
+
+
+def study_label(info) -> str:
+    """A study as the chooser lists it: "lp-search (search) · 10,000 trials · best 1.5512"."""
+    label = f"{info.name} ({info.kind})"
+    if info.n_trials is not None:
+        label += f" · {info.n_trials:,} trial{'' if info.n_trials == 1 else 's'}"
+    if info.best_value is not None:
+        label += f" · best {info.best_value:.4f}"
+    return label
 
 
 def show_problem(trials, stop: bool = True) -> bool:
@@ -152,7 +176,12 @@ def show_problem(trials, stop: bool = True) -> bool:
     return True
 
 
-def chart(fig, key: str | None = None) -> None:
+def chart(fig, key: str | None = None, note: str | None = None) -> None:
+    """A figure across its column; `note` (a curve sample: lpstudy.results.curve_sample) is written on it."""
+    if note:
+        from lpstudy.results.charts import mark_sample
+
+        mark_sample(fig, note)
     st.plotly_chart(fig, width="stretch", key=key, config={"displaylogo": False})
 
 

@@ -26,18 +26,20 @@ threshold = st.number_input("Loss threshold (validation loss)", min_value=0.0, v
 
 left, right = st.columns(2)
 with left:
-    chart(C.loss_curves(curves, trials, "val_loss"), key="val_curves")
+    chart(C.loss_curves(curves, trials, "val_loss"), key="val_curves", note=study.curve_note)
 with right:
-    chart(C.loss_curves(curves, trials, "train_loss"), key="train_curves")
+    chart(C.loss_curves(curves, trials, "train_loss"), key="train_curves", note=study.curve_note)
 
-chart(C.median_curves(A.curve_bands(curves, trials, "val_loss", bins)), key="median_curves")
+chart(C.median_curves(A.curve_bands(curves, trials, "val_loss", bins)), key="median_curves", note=study.curve_note)
 
-convergence = A.convergence_by_trial(curves, trials, threshold)
+drawn = trials[trials["number"].isin(set(curves["trial_number"]))] if study.curve_note else trials  # the sample
+convergence = A.convergence_by_trial(curves, drawn, threshold)
 left, right = st.columns(2)
 with left:
-    chart(C.steps_to_threshold_chart(convergence, threshold), key="steps_to_threshold")
+    chart(C.steps_to_threshold_chart(convergence, threshold), key="steps_to_threshold", note=study.curve_note)
     ok = convergence[~convergence["diverged"].astype(bool)]
     if len(ok):
-        st.caption(f"{int(ok['reached'].sum())} of {len(ok)} completed, non-diverged runs reached {threshold:g}.")
+        st.caption(f"{int(ok['reached'].sum())} of {len(ok)} completed, non-diverged runs "
+                   f"{'in the sample ' if study.curve_note else ''}reached {threshold:g}.")
 with right:
-    chart(C.auc_chart(convergence), key="auc")
+    chart(C.auc_chart(convergence), key="auc", note=study.curve_note)

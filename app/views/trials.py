@@ -1,5 +1,6 @@
-"""Trials: a filterable table of every trial (state, p range, learning-rate range, diverged), and
-one trial's detail with its curves and parameters."""
+"""Trials: a filterable table of every trial (state, p range, learning-rate range, diverged), sorted
+and paged on the server (a 100,000-trial study sends one page of rows to the browser), the filtered
+table as CSV, and one trial's detail with its curves (read for that trial only) and parameters."""
 
 import math
 
@@ -10,18 +11,27 @@ import streamlit as st
 from lpstudy.results import analysis as A
 from lpstudy.results import charts as C
 
-from common import chart, page, readable
+from common import cached_trial_curves, chart, page
 
-storage, study = page("Trials")
-trials, curves = study.trials, study.curves
+PAGE_ROWS = 100
+COLUMNS = {  # shown column: (label, Streamlit number format or None for text)
+    "number": ("trial", "%d"), "state": ("state", None), "value": ("value", "%.4f"), "p": ("p", None),
+    "lr": ("learning rate", "%.2e"), "gain_init": ("gain₀", "%.3g"), "fold": ("fold", "%d"),
+    "diverged": ("diverged", None), "best_val_loss": ("best val loss", "%.4f"), "steps": ("steps", "%d"),
+    "wall_time_s": ("time (s)", "%.1f"), "worker": ("worker", None),
+    "datetime_start": ("started", None),
+}
+
+storage, study = page("Trials", curves=False)
+trials = study.trials
 if trials.empty:
     st.info(A.data_problem(trials))
     st.stop()
 
 with st.container(border=True):
-    c1, c2, c3, c4 = st.columns([2, 2, 2, 1])
     present = [s for s in A.STATES if (trials["state"] == s).any()]
-    states = c1.multiselect("State", A.STATES, default=present, key="state_filter")
+    states = st.multiselect("State", A.STATES, default=present, key="state_filter")  # a row of its own: chips fit
+    c2, c3, c4 = st.columns([2, 2, 1])
     finite_p = trials["p"][np.isfinite(trials["p"])]
     p_range = None
     if len(finite_p) and finite_p.max() > finite_p.min():
@@ -42,25 +52,54 @@ rows = A.filter_trials(trials, states=states, p_range=p_range, lr_range=lr_range
                        diverged={"any": None, "yes": True, "no": False}[diverged_choice], include_inf=include_inf)
 if p_range is None and not include_inf:
     rows = rows[~np.isinf(rows["p"])]
-st.caption(f"{len(rows)} of {len(trials)} trials")
-shown = rows.assign(p=rows["p"].map(A.format_p))
-columns = ["number", "state", "value", "p", "lr", "gain_init", "fold", "diverged", "diverged_step", "best_val_loss",
-           "steps", "steps_to_threshold", "tokens_per_s", "wall_time_s", "device", "worker", "datetime_start"]
-st.dataframe(readable(shown[columns], {"value": ".4f", "best_val_loss": ".4f", "lr": ".2e", "gain_init": ".3g",
-                                       "tokens_per_s": ",.0f", "wall_time_s": ".1f"}),
-             hide_index=True, width="stretch")
+
+c1, c2, c3 = st.columns([2, 1, 1])
+order = c1.selectbox("Sort by", list(COLUMNS), format_func=lambda c: COLUMNS[c][0], key="trials_sort")
+descending = c2.toggle("Descending", value=False, key="trials_descending")
+pages = max(1, math.ceil(len(rows) / PAGE_ROWS))
+page_number = int(c3.number_input(f"Page (of {pages:,})", min_value=1, max_value=pages, value=1, step=1,
+                                  key="trials_page"))
+rows = rows.sort_values([order, "number"], ascending=[not descending, True], kind="stable", na_position="last")
+start = (min(page_number, pages) - 1) * PAGE_ROWS
+shown = rows.iloc[start:start + PAGE_ROWS]
+st.caption(f"{len(rows):,} of {len(trials):,} trials match; rows {start + 1 if len(rows) else 0:,}–"
+           f"{start + len(shown):,}, sorted by {COLUMNS[order][0]}{' (descending)' if descending else ''}.")
+
+
+def table(frame: pd.DataFrame) -> pd.DataFrame:
+    """The shown columns: numbers stay numbers (they sort as numbers), p and the text as text."""
+    out = frame[list(COLUMNS)].copy()
+    out["p"] = out["p"].map(A.format_p)
+    out["diverged"] = out["diverged"].map({True: "yes", False: "no"})
+    out["datetime_start"] = out["datetime_start"].dt.strftime("%Y-%m-%d %H:%M:%S")
+    return out
+
+
+config = {c: (st.column_config.NumberColumn(label, format=fmt) if fmt else st.column_config.TextColumn(label))
+          for c, (label, fmt) in COLUMNS.items()}
+st.dataframe(table(shown), hide_index=True, width="stretch", column_config=config, placeholder="–")
+
+
+def csv_of_filtered() -> str:
+    """Every filtered trial, every column but Optuna's internal trial_id, full precision."""
+    return rows.drop(columns=["trial_id"]).to_csv(index=False)
+
+
+st.download_button(f"Download the {len(rows):,} filtered trials (CSV)", data=csv_of_filtered,
+                   file_name=f"{study.name}-trials.csv", mime="text/csv", key="trials_csv")
 
 st.subheader("One trial")
-numbers = rows["number"].tolist()
+numbers = shown["number"].tolist()
 if not numbers:
     st.info("No trial matches these filters.")
     st.stop()
 best = A.best_trial(rows)
 default = numbers.index(int(best["number"])) if best is not None and int(best["number"]) in numbers else 0
-number = st.selectbox("Trial", numbers, index=default,
-                      format_func=lambda n: f"{n} · {trials.loc[trials['number'] == n, 'state'].iloc[0]}",
+number = st.selectbox("Trial (of this page)", numbers, index=default,
+                      format_func=lambda n: f"{n} · {shown.loc[shown['number'] == n, 'state'].iloc[0]}",
                       key="trial_number")
 trial = trials[trials["number"] == number].iloc[0]
+curves = cached_trial_curves(storage, study.name, int(number))
 left, right = st.columns([1, 2])
 with left:
     params = {k: v for k, v in trial.items() if not (isinstance(v, float) and math.isnan(v)) and v is not None

@@ -72,9 +72,10 @@ def write_metrics(engine: Engine, study_name: str, trial_id: int, trial_number: 
         conn.execute(metrics_table.insert(), rows)
 
 
-def read_metrics(engine: Engine, study_name: str):
-    """Every metrics row of a study as a pandas DataFrame (columns: trial_id, trial_number, step,
-    and METRIC_FIELDS), sorted by trial and step; empty if the table does not exist yet."""
+def read_metrics(engine: Engine, study_name: str, trial_ids=None):
+    """Every metrics row of a study (or of the trials trial_ids only) as a pandas DataFrame (columns:
+    trial_id, trial_number, step, and METRIC_FIELDS), sorted by trial and step; empty if the table
+    does not exist yet."""
     import pandas as pd
 
     columns = ["trial_id", "trial_number", *METRIC_FIELDS]
@@ -82,7 +83,8 @@ def read_metrics(engine: Engine, study_name: str):
         return pd.DataFrame(columns=columns)
     absent = set(missing_columns(engine))  # a table of an older lpstudy, read by a read-only role
     query = (sa.select(*(metrics_table.c[c] for c in columns if c not in absent))
-             .where(metrics_table.c.study_name == study_name)
+             .where(metrics_table.c.study_name == study_name if trial_ids is None else  # trial ids are unique
+                    metrics_table.c.trial_id.in_([int(i) for i in trial_ids]))
              .order_by(metrics_table.c.trial_number, metrics_table.c.step))
     with engine.connect() as conn:
         frame = pd.read_sql(query, conn)

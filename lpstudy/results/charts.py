@@ -489,3 +489,14 @@ def trial_dynamics_chart(curves: pd.DataFrame, number: int) -> go.Figure:
                         hoverinfo="skip", name="gain (min–max over heads)", row=1, col=3)
     return fig
 
+
+
+def mark_sample(fig: go.Figure, note: str) -> go.Figure:
+    """Write on the figure, under its title, that it draws a sample of the trials' curves
+    (lpstudy.results.curve_sample)."""
+    from lpstudy.results.curve_sample import sample_label
+
+    top = max(int(fig.layout.margin.t or 0), 80)
+    fig.update_layout(title={"subtitle": {"text": sample_label(note), "font": {"size": 11, "color": "#666"}}},
+                      margin={"t": top})
+    return fig

@@ -18,6 +18,7 @@ import yaml
 from lpstudy.errors import UserError
 from lpstudy.files import atomic_write_text
 from lpstudy.names import shell_quoted
+from lpstudy.results.summary import ranked_trial_ids
 from lpstudy.study.best import ranked_trials
 from lpstudy.study.studies import load_spec
 from lpstudy.training.config import resolve_config, write_run_file
@@ -56,7 +57,8 @@ def run_file_text(trial, spec, study_name: str, fmt: str = "yaml") -> str:
 
 
 def export_text(storage_url: str, study_name: str, top_k: int = 1, fmt: str = "yaml") -> str:
-    """The best trial (lpstudy.study.best) as a run file (top_k=1), or the top K as
+    """The best trial (lpstudy.study.best; on SQL databases ranked by SQL, lpstudy.results.summary,
+    and only the chosen trials read) as a run file (top_k=1), or the top K as
     {study, runs: [...]}, in YAML or JSON. UserError when the study has no such trial (or does not
     exist)."""
     from lpstudy.db.optuna_storage import open_storage
@@ -68,7 +70,11 @@ def export_text(storage_url: str, study_name: str, top_k: int = 1, fmt: str = "y
     storage = open_storage(storage_url, readonly=True)  # an export only reads
     spec = load_spec(storage, study_name)
     study_id = storage.optuna.get_study_id_from_name(study_name)
-    done = ranked_trials(storage.optuna.get_all_trials(study_id, deepcopy=False))
+    ids = ranked_trial_ids(storage_url, study_name, top_k)  # SQL ranks; Optuna reads only those trials
+    if ids is None:
+        done = ranked_trials(storage.optuna.get_all_trials(study_id, deepcopy=False))
+    else:
+        done = [storage.optuna.get_trial(trial_id) for trial_id in ids]
     if not done:
         raise UserError(f"study {study_name!r} has no completed trial that did not diverge yet; run "
                         f"`lpstudy worker --study {shell_quoted(study_name)}` and export when `lpstudy status --study "

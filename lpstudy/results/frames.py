@@ -32,6 +32,7 @@ from lpstudy.db.optuna_storage import open_storage
 from lpstudy.db.kinds import kind_of
 from lpstudy.db.urls import redact
 from lpstudy.results.cells import one_per_cell
+from lpstudy.study.best import ranked_frame
 from lpstudy.errors import StudyUnavailable
 from lpstudy.training.fields import FIELDS
 from lpstudy.training.metrics import METRIC_FIELDS, SUMMARY_FIELDS
@@ -60,6 +61,8 @@ class StudyInfo:
     preset: str | None = None
     direction: str = "minimize"
     spec: dict = field(default_factory=dict)
+    n_trials: int | None = None  # where the database answers it cheaply (SQL): its trials
+    best_value: float | None = None  # and the best trial's value (lpstudy.study.best), None if none yet
 
 
 @dataclass
@@ -71,6 +74,7 @@ class StudyData:
     trials: pd.DataFrame
     curves: pd.DataFrame
     duplicates: list[int] = field(default_factory=list)  # grid trials left out: their cell ran before
+    curve_note: str | None = None  # set when `curves` holds a sample of the trials (lpstudy.results.curve_sample)
 
 
 def _readonly_engine(storage_url: str):
@@ -117,10 +121,18 @@ def study_infos(storage_url: str) -> list[StudyInfo]:
     if kind_of(storage_url).sql:
         engine = _readonly_engine(storage_url)
         try:
+            from lpstudy.db import study_queries as Q
+
             with reading(storage_url), engine.connect() as conn:
                 names = optuna_tables.study_names(conn)
                 attrs = optuna_tables.study_user_attrs(conn) if names else {}
-            return [_info(name, attrs.get(name, {})) for name in names]
+                with Q.guarded():
+                    summaries = Q.study_summaries(conn) if names else {}
+            infos = [_info(name, attrs.get(name, {})) for name in names]
+            for info in infos:
+                info.n_trials = summaries.get(info.name, {}).get("n_trials")
+                info.best_value = summaries.get(info.name, {}).get("best_value")
+            return infos
         except optuna_tables.SchemaMismatch:
             pass  # a schema this reader does not know: ask Optuna
         finally:
@@ -197,9 +209,17 @@ def trials_frame(trials: list, intermediate: pd.DataFrame | None = None) -> pd.D
     if intermediate is None:
         intermediate = intermediate_frame(trials)
     frame = pd.DataFrame([trial_row(t) for t in trials])
+    last = None
     if len(intermediate):
         last = intermediate.sort_values(["trial_id", "step"]).groupby("trial_id").agg(
             last_step=("step", "last"), last_val_loss=("val_loss", "last"), n_evals=("step", "size"))
+    return finish_trials_frame(frame, last)
+
+
+def finish_trials_frame(frame: pd.DataFrame, last: pd.DataFrame | None) -> pd.DataFrame:
+    """The trials frame from one row per trial (trial_row's columns) and the last evaluations by
+    trial_id (last_step, last_val_loss, n_evals): its columns in order, typed, sorted by number."""
+    if last is not None and len(last) and len(frame):
         frame = frame.join(last, on="trial_id")
     for column in TRIAL_COLUMNS:
         if column not in frame.columns:
@@ -208,7 +228,8 @@ def trials_frame(trials: list, intermediate: pd.DataFrame | None = None) -> pd.D
     frame = frame[[*TRIAL_COLUMNS, *extra]]
     frame["n_evals"] = frame["n_evals"].fillna(0)
     for column in ("datetime_start", "datetime_complete"):
-        frame[column] = pd.to_datetime(frame[column])
+        frame[column] = pd.to_datetime(frame[column], format="ISO8601") if frame[column].dtype == object and \
+            frame[column].map(lambda v: isinstance(v, str)).any() else pd.to_datetime(frame[column])
     frame["duration_s"] = (frame["datetime_complete"] - frame["datetime_start"]).dt.total_seconds()
     for column in _BOOL_FIELDS:
         frame[column] = frame[column].fillna(False).astype(bool)
@@ -236,15 +257,20 @@ def _empty_curves() -> pd.DataFrame:
 def attr_curves(trials: list) -> pd.DataFrame:
     """Curves held in the trials' `lpstudy_metrics:<step>` system attributes (journal and
     gRPC-fed studies)."""
+    return attr_curve_rows((trial._trial_id, trial.number, key, record) for trial in trials
+                           for key, record in (trial.system_attrs or {}).items())
+
+
+def attr_curve_rows(items) -> pd.DataFrame:
+    """Curves from (trial_id, trial_number, system attribute key, its value) items; keys other than
+    `lpstudy_metrics:<step>` are left out."""
     rows: list[dict[str, Any]] = []
-    for trial in trials:
-        for key, record in (trial.system_attrs or {}).items():
-            if not key.startswith(METRICS_ATTR_PREFIX) or not isinstance(record, dict):
-                continue
-            row = {name: to_float(record.get(name)) for name in METRIC_FIELDS}
-            row.update(trial_id=trial._trial_id, trial_number=trial.number,
-                       step=int(record.get("step", key[len(METRICS_ATTR_PREFIX):])))
-            rows.append(row)
+    for trial_id, number, key, record in items:
+        if not key.startswith(METRICS_ATTR_PREFIX) or not isinstance(record, dict):
+            continue
+        row = {name: to_float(record.get(name)) for name in METRIC_FIELDS}
+        row.update(trial_id=trial_id, trial_number=number, step=int(record.get("step", key[len(METRICS_ATTR_PREFIX):])))
+        rows.append(row)
     return pd.DataFrame(rows) if rows else _empty_curves()
 
 
@@ -268,6 +294,22 @@ def merge_curves(*sources: pd.DataFrame) -> pd.DataFrame:
     return frame.astype({"trial_id": "int64", "trial_number": "int64", "step": "int64"})
 
 
+def trial_curves(storage_url: str, study_name: str, numbers: list[int]) -> pd.DataFrame:
+    """The curves of the trials with these numbers only (see CURVE_COLUMNS): on a SQL database
+    only their rows are read."""
+    from lpstudy.db import study_queries as Q
+
+    def read(conn, engine, sid):
+        ids = Q.trial_ids_of(conn, sid, numbers)
+        return _sql_curves(conn, engine, sid, study_name, ids, list(ids))
+
+    curves = answer_from_sql(storage_url, study_name, read)
+    if curves is not None:
+        return curves
+    curves = load_study(storage_url, study_name, via_optuna=True).curves
+    return curves[curves["trial_number"].isin(numbers)].reset_index(drop=True)
+
+
 def load_curves(storage_url: str, study_name: str) -> pd.DataFrame:
     """Every evaluation of every trial of a study (see CURVE_COLUMNS), sorted by trial and step."""
     return load_study(storage_url, study_name).curves
@@ -275,24 +317,82 @@ def load_curves(storage_url: str, study_name: str) -> pd.DataFrame:
 
 # --- one study in one read -------------------------------------------------------------------
 
-def _load_sql(storage_url: str, study_name: str, with_curves: bool) -> tuple[StudyInfo, list, pd.DataFrame,
-                                                                           pd.DataFrame] | None:
-    """Read straight from Optuna's tables; None when their layout is unknown (then Optuna reads)."""
+def answer_from_sql(storage_url: str, study_name: str, read):
+    """read(conn, engine, study_id) on the study's SQL database, opened read-only; None where SQL
+    cannot answer (a storage that is not SQL, or Optuna's tables laid out otherwise: then read
+    through Optuna). StudyUnavailable when there is no such study."""
+    from lpstudy.db import study_queries as Q
+
+    if not kind_of(storage_url).sql:
+        return None
     engine = _readonly_engine(storage_url)
     try:
         with reading(storage_url), engine.connect() as conn:
             try:
-                rows = optuna_tables.read_study(conn, study_name)
-                if rows is None:
-                    raise _no_such_study(storage_url, study_name, optuna_tables.study_names(conn))
+                with Q.guarded():
+                    sid = Q.study_id(conn, study_name)
+                    if sid is None:
+                        raise _no_such_study(storage_url, study_name, optuna_tables.study_names(conn))
+                    return read(conn, engine, sid)
             except optuna_tables.SchemaMismatch:
                 return None
-        info = _info(rows.name, rows.user_attrs, (rows.directions or ["minimize"])[0])
-        with reading(storage_url):
-            table = read_metrics(engine, study_name) if with_curves else _empty_curves()
-        return info, rows.trials, rows.intermediate, table
     finally:
         engine.dispose()
+
+
+def _load_sql(storage_url: str, study_name: str, with_curves: bool) -> StudyData | None:
+    """Read the study with SQL doing the work (lpstudy.db.study_queries, lpstudy.results.trial_table):
+    every trial as a row, and the curves of every trial or, in a big study, of a sample
+    (lpstudy.results.curve_sample). None when SQL cannot answer (then Optuna reads)."""
+    from lpstudy.db import study_queries as Q
+    from lpstudy.results.curve_sample import CurveSample, curve_sample
+    from lpstudy.results.trial_table import sql_trials_frame
+
+    def read(conn, engine, sid):
+        directions, attrs = Q.study_header(conn, sid)
+        raw, last = sql_trials_frame(conn, sid, RUN_FIELDS, WHO, _BOOL_FIELDS)
+        info = _info(study_name, attrs, (directions or ["minimize"])[0])
+        frame = finish_trials_frame(raw, last)
+        duplicates: list[int] = []
+        if info.kind == "replicate":  # a grid cell counts once (lpstudy.results.cells)
+            frame, _, duplicates = one_per_cell(frame)
+        curves, sample = _empty_curves(), CurveSample(None)
+        if with_curves:
+            best = ranked_frame(frame, 1)
+            sample = curve_sample(frame, int(best["number"].iloc[0]) if len(best) else None)
+            curves = _sql_curves(conn, engine, sid, study_name, dict(zip(frame["trial_id"], frame["number"])),
+                                 sample.trial_ids)
+        return StudyData(name=study_name, info=info, trials=frame, curves=curves, duplicates=duplicates,
+                         curve_note=sample.note)
+
+    return answer_from_sql(storage_url, study_name, read)
+
+
+def _sql_curves(conn, engine, sid: int, study_name: str, numbers: dict, ids) -> pd.DataFrame:
+    """The curves of the trials `ids` (None: every trial) from the metrics table, the
+    `lpstudy_metrics:<step>` system attributes and Optuna's intermediate values, merged; only the
+    trials of `numbers` ({trial_id: number}) are kept."""
+    from lpstudy.db import study_queries as Q
+
+    kept = set(numbers)
+    table = read_metrics(engine, study_name, trial_ids=ids)
+    attrs = attr_curve_rows((tid, numbers[tid], key, _json(text)) for tid, key, text in Q.system_attr_rows(
+        conn, sid, [f"{METRICS_ATTR_PREFIX}%"], ids=ids) if tid in numbers)
+    raw = Q.intermediate_rows(conn, sid, ids=ids)
+    kinds = raw["intermediate_value_type"].map(lambda k: str(k).rsplit(".", 1)[-1].upper())
+    values = pd.to_numeric(raw["intermediate_value"], errors="coerce").astype("float64")
+    intermediate = pd.DataFrame({"trial_id": raw["trial_id"].astype("int64"), "trial_number": raw["number"].astype("int64"),
+                                 "step": raw["step"].astype("int64"),
+                                 "val_loss": values.mask(kinds == "INF_POS", math.inf).mask(kinds == "INF_NEG", -math.inf)})
+    merged = merge_curves(table, attrs, intermediate)
+    return merged[merged["trial_id"].isin(kept)].reset_index(drop=True)  # not a duplicate cell's
+
+
+def _json(text):
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return text
 
 
 def _load_optuna(storage_url: str, study_name: str, with_curves: bool) -> tuple[StudyInfo, list, pd.DataFrame,
@@ -322,12 +422,11 @@ def load_study(storage_url: str, study_name: str, curves: bool = True, via_optun
     """A study's info, trials and (unless curves=False) curves in one read. SQL databases are read
     straight from Optuna's tables (fast); journal and gRPC storages, or via_optuna=True, through
     Optuna's storage API. StudyUnavailable when the database cannot be read or has no such study."""
-    loaded = None
-    if kind_of(storage_url).sql and not via_optuna:
-        loaded = _load_sql(storage_url, study_name, curves)
-    if loaded is None:
-        loaded = _load_optuna(storage_url, study_name, curves)
-    info, trials, intermediate, table = loaded
+    if not via_optuna:
+        data = _load_sql(storage_url, study_name, curves)
+        if data is not None:
+            return data
+    info, trials, intermediate, table = _load_optuna(storage_url, study_name, curves)
     frame = trials_frame(trials, intermediate)
     merged = merge_curves(table, attr_curves(trials), intermediate) if curves else _empty_curves()
     duplicates: list[int] = []

@@ -13,6 +13,7 @@ import pandas as pd
 from lpstudy.results import analysis as A
 from lpstudy.results import charts as C
 from lpstudy.files import atomic_write_text
+from lpstudy.results.curve_sample import importance_sample
 from lpstudy.results.frames import StudyData, load_study
 from lpstudy.db.urls import redact
 
@@ -38,12 +39,14 @@ def report_sections(data: StudyData, threshold: float | None = None, bins: int |
     summary = A.per_p_summary(trials, bins)
     by = A.map_axis(trials) or "lr"
     effect = [C.loss_vs_p(trials), C.mean_loss_per_p(summary), C.loss_map(A.p_map(trials, bins, by=by), by),
-              C.importance_chart(A.param_importance(trials))]
+              C.importance_chart(A.param_importance(importance_sample(trials)))]
     if data.info.kind == "replicate" or trials["fold"].nunique() > 1:
         paired = A.paired_comparison(trials)
         effect += [C.paired_chart(paired), _shown(paired)]
     effect.append(_shown(summary.drop(columns=["p"])))
-    convergence_rows = A.convergence_by_trial(curves, trials, threshold)
+    note = data.curve_note  # a big study: the curves of a sample (lpstudy.results.curve_sample)
+    drawn = trials[trials["number"].isin(set(curves["trial_number"]))] if note else trials
+    convergence_rows = A.convergence_by_trial(curves, drawn, threshold)
     convergence = [C.loss_curves(curves, trials, "val_loss"), C.loss_curves(curves, trials, "train_loss"),
                    C.median_curves(A.curve_bands(curves, trials, "val_loss", bins)),
                    C.steps_to_threshold_chart(convergence_rows, threshold), C.auc_chart(convergence_rows)]
@@ -54,8 +57,13 @@ def report_sections(data: StudyData, threshold: float | None = None, bins: int |
                  C.spread_chart(trials, bins)]
     from lpstudy.results.lens_charts import lens_section
 
+    lens = lens_section(trials, curves, bins)
+    if note:
+        for fig in [*convergence, stability[2], stability[3], *lens[2:]]:
+            if not isinstance(fig, pd.DataFrame):
+                C.mark_sample(fig, note)
     return [("Overview", overview), ("Effect of p", effect), ("Convergence", convergence), ("Stability", stability),
-            ("Stability lens", lens_section(trials, curves, bins))]
+            ("Stability lens", lens)]
 
 
 def _shown(frame: pd.DataFrame) -> pd.DataFrame:
@@ -88,6 +96,8 @@ def render_report(data: StudyData, storage_url: str, threshold: float | None = N
              f"<p class='facts'>written {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}</p>"]
     if problem:
         parts.append(f"<p class='problem'>{html.escape(problem)}</p>")
+    if data.curve_note:
+        parts.append(f"<p class='facts'>{html.escape(data.curve_note)}</p>")
     nav = []
     for number, (title, items) in enumerate(report_sections(data, threshold, bins)):
         anchor = f"s{number}"

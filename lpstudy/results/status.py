@@ -31,6 +31,13 @@ def estimate_time_left(trials: pd.DataFrame, running: pd.DataFrame, spec: dict,
     completed trials, spread over the workers running now."""
     done = trials[(trials["state"] == "COMPLETE") & trials["duration_s"].notna()]
     mean_s = float(done["duration_s"].mean()) if len(done) else None
+    counts = {k: int(v) for k, v in trials["state"].value_counts().items()}
+    return time_left(mean_s, counts, running, spec, max_steps)
+
+
+def time_left(mean_s: float | None, counts: dict[str, int], running: pd.DataFrame, spec: dict,
+              max_steps: int | None) -> dict[str, Any]:
+    """estimate_time_left from the mean duration of a completed trial and the trials by state."""
     fractions = []
     for _, row in running.iterrows():
         step = finite_or_none(row.get("last_step"))
@@ -43,7 +50,6 @@ def estimate_time_left(trials: pd.DataFrame, running: pd.DataFrame, spec: dict,
     left_running = [max(0.0, mean_s * (1 - f)) if f > 0 else max(0.0, mean_s - (finite_or_none(r) or 0.0))
                     for r, f in zip(running["running_s"], fractions)]
     workers = max(1, len(running))
-    counts = trials["state"].value_counts()
     if spec.get("sampler") == "grid" or spec.get("kind") == "replicate":
         todo = int(counts.get("WAITING", 0))
         what = f"{todo} cell(s) waiting"
@@ -61,18 +67,33 @@ def estimate_time_left(trials: pd.DataFrame, running: pd.DataFrame, spec: dict,
 
 
 def study_status(storage_url: str, study_name: str) -> dict[str, Any]:
-    """Everything `lpstudy status` shows, as plain data (what --json prints)."""
-    data = results.load_study(storage_url, study_name, curves=False)
-    trials, spec = data.trials, data.info.spec
-    counts = {k: int(v) for k, v in analysis.state_counts(trials).items()}
-    diverged = int(((trials["state"] == "COMPLETE") & trials["diverged"].astype(bool)).sum()) if len(trials) else 0
-    max_steps = _max_steps(spec)
-    best_row = analysis.best_trial(trials)
+    """Everything `lpstudy status` shows, as plain data (what --json prints). A search study on a
+    SQL database is answered from SQL (lpstudy.results.summary) without reading every trial."""
+    from lpstudy.results.summary import study_summary
+
+    summary = study_summary(storage_url, study_name)
+    if summary is not None:
+        info, spec, duplicates = summary.info, summary.info.spec, []
+        counts, diverged = summary.counts, summary.diverged
+        best_row = analysis.best_trial(summary.best)
+        running = analysis.running_trials(summary.running)
+        max_steps = _max_steps(spec)
+        left = time_left(summary.mean_complete_s, counts, running, spec, max_steps)
+        grid = None
+    else:
+        data = results.load_study(storage_url, study_name, curves=False)
+        trials, info, spec, duplicates = data.trials, data.info, data.info.spec, list(data.duplicates)
+        counts = {k: int(v) for k, v in analysis.state_counts(trials).items()}
+        diverged = int(((trials["state"] == "COMPLETE") & trials["diverged"].astype(bool)).sum()) if len(trials) else 0
+        max_steps = _max_steps(spec)
+        best_row = analysis.best_trial(trials)
+        running = analysis.running_trials(trials)
+        left = estimate_time_left(trials, running, spec, max_steps)
+        grid = analysis.grid_progress(trials, spec)
     best = None
     if best_row is not None:
         best = {k: _plain(best_row.get(k)) for k in ("number", "value", "p", "lr", "gain_init", "fold",
                                                      "final_val_loss", "best_val_loss", "device", "host")}
-    running = analysis.running_trials(trials)
     running_rows = []
     for _, row in running.iterrows():
         item = {k: _plain(row.get(k)) for k in ("number", "p", "lr", "gain_init", "fold", "device", "host",
@@ -82,13 +103,11 @@ def study_status(storage_url: str, study_name: str) -> dict[str, Any]:
         item["max_steps"] = max_steps
         running_rows.append(item)
     status: dict[str, Any] = {
-        "study": study_name, "storage": redact(storage_url), "kind": data.info.kind, "preset": data.info.preset,
+        "study": study_name, "storage": redact(storage_url), "kind": info.kind, "preset": info.preset,
         "sampler": spec.get("sampler"), "pruner": spec.get("pruner"), "counts": counts, "diverged": diverged,
-        "best": best, "running": running_rows, "grid": analysis.grid_progress(trials, spec),
-        "time_left": estimate_time_left(trials, running, spec, max_steps),
-        "duplicates": list(data.duplicates),
+        "best": best, "running": running_rows, "grid": grid, "time_left": left, "duplicates": duplicates,
     }
-    if data.info.kind == "replicate":
+    if info.kind == "replicate":
         status["per_p"] = _records(analysis.per_p_summary(trials))
         paired = analysis.paired_comparison(trials, reference_p=REFERENCE_P)
         status["paired"] = _records(paired)

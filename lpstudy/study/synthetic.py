@@ -153,29 +153,27 @@ def _runs(kind: str, n_trials: int, rng: np.random.Generator, p_values: Sequence
         runs[len(runs) // 4].state = "FAIL"
     return runs
 
-def write_synthetic_study(storage_url: str, study_name: str = "lp-search", *, kind: str = "search",
-                          n_trials: int = 60, n_evals: int = 20, seed: int = 0,
-                          p_values: Sequence[float] = PAPER_P_VALUES, folds: int = 5,
-                          include_inf: bool = True, states: bool = True, all_diverged: bool = False,
-                          diverge_scale: float = 1.0, metrics: str = "table",
-                          preset: str = "smoke", now: datetime | None = None) -> SyntheticStudy:
-    """Write a seeded synthetic study into storage_url (created if absent) and return what it holds.
+@dataclass
+class SyntheticTrial:
+    """One trial as the worker would have written it: Optuna's columns, its user and system
+    attributes, and its evaluations (the metrics table's rows)."""
 
-    kind: "search" (n_trials trials sampling p, lr, gain_init) or "replicate" (p_values × folds,
-    params p and fold). metrics: "table" (the metrics table, as SQL storages get it), "attrs"
-    (`lpstudy_metrics:<step>` system attributes, as journal/gRPC-fed studies get it) or "both".
-    states: the newest trials RUNNING/WAITING and a few PRUNED/FAIL. all_diverged: every run diverges.
-    now: the clock the trials' times are relative to (default: now; fix it for identical studies).
-    """
-    import optuna
+    number: int
+    state: str
+    params: dict
+    distributions: dict
+    user_attrs: dict
+    system_attrs: dict
+    value: float | None
+    records: list[MetricRecord]
+    datetime_start: datetime | None
+    datetime_complete: datetime | None
+
+
+def synthetic_spec(kind: str, preset: str, p_values: Sequence[float], folds: int, include_inf: bool):
+    """The study spec and the parameters' Optuna distributions of a synthetic study."""
     from optuna.distributions import CategoricalDistribution, FloatDistribution
-    from optuna.trial import TrialState, create_trial
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    rng = np.random.default_rng(seed)
-    runs = _runs(kind, n_trials, rng, p_values, folds, include_inf, states, all_diverged, diverge_scale)
-    fold_offsets = rng.normal(0, 0.015, size=max(folds, 1))
-    ln_v = uniform_guess_loss(VOCAB_SIZE)
     if kind == "replicate":
         spec = replicate_spec(preset, list(p_values), folds, options={"loss_threshold": 2.0})
         distributions = {"p": CategoricalDistribution(tuple(json_safe(spec.p_values))),
@@ -189,16 +187,25 @@ def write_synthetic_study(storage_url: str, study_name: str = "lp-search", *, ki
         distributions = {"p": FloatDistribution(1.0, 4.0), "lr": FloatDistribution(1e-4, 3e-2, log=True),
                          "gain_init": FloatDistribution(3.0, 40.0, log=True),
                          "p_inf": CategoricalDistribution((False, True))}
-    opened = open_storage(storage_url, create_tables=True)
-    storage = opened.optuna
-    study, _ = create_study(opened, study_name, spec)
-    engine = opened.engine if metrics in ("table", "both") else None
-    study_id = study._study_id
+    return spec, distributions
+
+
+def synthetic_trials(*, kind: str = "search", n_trials: int = 60, n_evals: int = 20, seed: int = 0,
+                     p_values: Sequence[float] = PAPER_P_VALUES, folds: int = 5, include_inf: bool = True,
+                     states: bool = True, all_diverged: bool = False, diverge_scale: float = 1.0,
+                     attrs_metrics: bool = False, preset: str = "smoke", now: datetime | None = None):
+    """The trials of a synthetic study (write_synthetic_study's arguments), one SyntheticTrial at a
+    time, numbered from 0: what write_synthetic_study stores trial by trial through Optuna and a bulk
+    writer (benchmarks/bench_scale.py) stores many at once. attrs_metrics: the evaluations also as
+    `lpstudy_metrics:<step>` system attributes."""
+    rng = np.random.default_rng(seed)
+    runs = _runs(kind, n_trials, rng, p_values, folds, include_inf, states, all_diverged, diverge_scale)
+    fold_offsets = rng.normal(0, 0.015, size=max(folds, 1))
+    ln_v = uniform_guess_loss(VOCAB_SIZE)
+    _, distributions = synthetic_spec(kind, preset, p_values, folds, include_inf)
     now = now or datetime.now()
     start = now - timedelta(hours=2)
-    counts = {s: 0 for s in STATES}
     for i, run in enumerate(runs):
-        counts[run.state] += 1
         if kind == "replicate":  # as lpstudy.study.space encodes choices: p = ∞ as the string "inf"
             params = {"p": json_safe(float(run.p)), "fold": run.fold}
         else:  # a range of p with ∞ adds p_inf; p itself is sampled only when p_inf is False
@@ -209,7 +216,7 @@ def write_synthetic_study(storage_url: str, study_name: str = "lp-search", *, ki
                 params["p"] = run.p
         dists = {name: distributions[name] for name in params}
         if run.state == "WAITING":
-            study.enqueue_trial(params)
+            yield SyntheticTrial(i, "WAITING", params, dists, {}, {}, None, [], None, None)
             continue
         stop_at = {"PRUNED": n_evals // 2, "RUNNING": max(1, n_evals // 3), "FAIL": n_evals // 4}.get(run.state)
         host, pid, device = f"node{i % 3 + 1}", 1000 + i % 4, "cuda:0" if i % 2 else "cpu"
@@ -232,17 +239,53 @@ def write_synthetic_study(storage_url: str, study_name: str = "lp-search", *, ki
             value = ln_v if summary.diverged else summary.final_val_loss
         elif run.state == "PRUNED":
             value = records[-1].val_loss if records else None
-        system_attrs = dict(evaluation_attribute(r) for r in records) if metrics in ("attrs", "both") else {}
+        system_attrs = dict(evaluation_attribute(r) for r in records) if attrs_metrics else {}
+        complete = None if run.state == "RUNNING" else began + timedelta(seconds=summary.wall_time_s or 1.0)
+        yield SyntheticTrial(i, run.state, params, dists, user_attrs, system_attrs, value, records, began, complete)
+
+
+def write_synthetic_study(storage_url: str, study_name: str = "lp-search", *, kind: str = "search",
+                          n_trials: int = 60, n_evals: int = 20, seed: int = 0,
+                          p_values: Sequence[float] = PAPER_P_VALUES, folds: int = 5,
+                          include_inf: bool = True, states: bool = True, all_diverged: bool = False,
+                          diverge_scale: float = 1.0, metrics: str = "table",
+                          preset: str = "smoke", now: datetime | None = None) -> SyntheticStudy:
+    """Write a seeded synthetic study into storage_url (created if absent) and return what it holds.
+
+    kind: "search" (n_trials trials sampling p, lr, gain_init) or "replicate" (p_values × folds,
+    params p and fold). metrics: "table" (the metrics table, as SQL storages get it), "attrs"
+    (`lpstudy_metrics:<step>` system attributes, as journal/gRPC-fed studies get it) or "both".
+    states: the newest trials RUNNING/WAITING and a few PRUNED/FAIL. all_diverged: every run diverges.
+    now: the clock the trials' times are relative to (default: now; fix it for identical studies).
+    """
+    import optuna
+    from optuna.trial import TrialState, create_trial
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    spec, _ = synthetic_spec(kind, preset, p_values, folds, include_inf)
+    opened = open_storage(storage_url, create_tables=True)
+    storage = opened.optuna
+    study, _ = create_study(opened, study_name, spec)
+    engine = opened.engine if metrics in ("table", "both") else None
+    study_id = study._study_id
+    counts = {s: 0 for s in STATES}
+    for trial in synthetic_trials(kind=kind, n_trials=n_trials, n_evals=n_evals, seed=seed, p_values=p_values,
+                                  folds=folds, include_inf=include_inf, states=states, all_diverged=all_diverged,
+                                  diverge_scale=diverge_scale, attrs_metrics=metrics in ("attrs", "both"),
+                                  preset=preset, now=now):
+        counts[trial.state] += 1
+        if trial.state == "WAITING":
+            study.enqueue_trial(trial.params)
+            continue
         frozen = create_trial(
-            state=TrialState[run.state], value=value, params=params, distributions=dists,
-            user_attrs=user_attrs, system_attrs=system_attrs,
-            intermediate_values={r.step: r.val_loss for r in records if math.isfinite(r.val_loss)})
-        frozen.datetime_start = began
-        frozen.datetime_complete = None if run.state == "RUNNING" else began + timedelta(
-            seconds=summary.wall_time_s or 1.0)
+            state=TrialState[trial.state], value=trial.value, params=trial.params, distributions=trial.distributions,
+            user_attrs=trial.user_attrs, system_attrs=trial.system_attrs,
+            intermediate_values={r.step: r.val_loss for r in trial.records if math.isfinite(r.val_loss)})
+        frozen.datetime_start = trial.datetime_start
+        frozen.datetime_complete = trial.datetime_complete
         trial_id = storage.create_new_trial(study_id, template_trial=frozen)
-        if engine is not None and records:
-            write_metrics(engine, study_name, trial_id, storage.get_trial_number_from_id(trial_id), records)
+        if engine is not None and trial.records:
+            write_metrics(engine, study_name, trial_id, storage.get_trial_number_from_id(trial_id), trial.records)
     if opened.engine is not None:
         opened.engine.dispose()
     return SyntheticStudy(storage_url, study_name, kind, counts, n_evals)

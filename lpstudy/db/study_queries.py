@@ -1,0 +1,211 @@
+"""What the readers ask of a big study, answered by the database: counts, the best trials, one row
+per trial with the attributes pivoted into columns, the last evaluation of each trial, and the
+evaluations of chosen trials only.
+
+lpstudy.db.optuna_tables reads a whole study into Python (every attribute row, every evaluation):
+at 10,000 trials × 50 evaluations that is 330,000 attribute rows decoded one by one and half a
+million evaluations, seconds before anything is drawn. Here the joins, GROUP BYs, ORDER BY ... LIMIT
+and the pivot of attributes into columns (MAX(CASE WHEN key = ...)) run in SQL over Optuna's schema
+(stable since Optuna 3) and the metrics table, and only what a reader shows leaves the database.
+The same plain SQL runs on SQLite and PostgreSQL. Callers catch optuna_tables.SchemaMismatch (an
+unknown schema) through `guarded`, and fall back to Optuna's API.
+
+The best trial is lpstudy.study.best's rule written in SQL: COMPLETE, a finite value, not diverged
+(the user attribute `diverged` absent or falsy), lowest value first, ties to the lower number.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pandas as pd
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from lpstudy.db.optuna_tables import SchemaMismatch, _loads
+
+# JSON texts a falsy `diverged` attribute can hold (bool(json.loads(text)) is False)
+_FALSY_JSON = ("false", "null", "0", "0.0", '""', "[]", "{}")
+_NOT_DIVERGED = (f"(d.value_json IS NULL OR d.value_json IN ({', '.join(repr(x) for x in _FALSY_JSON)}))")
+
+
+@contextlib.contextmanager
+def guarded() -> Iterator[None]:
+    """Turn the errors of a schema this module does not know into SchemaMismatch."""
+    try:
+        yield
+    except (sa.exc.ProgrammingError, sa.exc.NoSuchColumnError, KeyError) as exc:
+        raise SchemaMismatch(str(exc)) from None
+    except sa.exc.OperationalError as exc:
+        if "no such" in str(exc).lower():  # SQLite: no such table / column
+            raise SchemaMismatch(str(exc)) from None
+        raise
+
+
+def _state(value: Any) -> str:
+    return str(value).rsplit(".", 1)[-1]
+
+
+def study_id(conn: Connection, study_name: str) -> int | None:
+    found = conn.execute(sa.text("SELECT study_id FROM studies WHERE study_name = :n"), {"n": study_name}).first()
+    return None if found is None else int(found[0])
+
+
+def trial_ids_of(conn: Connection, sid: int, numbers: Sequence[int]) -> dict[int, int]:
+    """{trial_id: number} of the study's trials with these numbers."""
+    marks = ", ".join(f":n{i}" for i in range(len(numbers))) or "NULL"
+    rows = conn.execute(sa.text(f"SELECT trial_id, number FROM trials WHERE study_id = :sid AND number IN ({marks})"),
+                        {"sid": sid, **{f"n{i}": int(n) for i, n in enumerate(numbers)}})
+    return {int(tid): int(number) for tid, number in rows}
+
+
+def study_header(conn: Connection, sid: int) -> tuple[list[str], dict[str, Any]]:
+    """The study's directions and user attributes (decoded JSON)."""
+    directions = [str(d).rsplit(".", 1)[-1] for (d,) in conn.execute(sa.text(
+        "SELECT direction FROM study_directions WHERE study_id = :sid ORDER BY objective"), {"sid": sid})]
+    attrs = {key: _loads(value) for key, value in conn.execute(sa.text(
+        "SELECT key, value_json FROM study_user_attributes WHERE study_id = :sid"), {"sid": sid})}
+    return directions, attrs
+
+
+def state_counts(conn: Connection, sid: int) -> dict[str, int]:
+    """Trials by state."""
+    rows = conn.execute(sa.text("SELECT state, count(*) FROM trials WHERE study_id = :sid GROUP BY state"),
+                        {"sid": sid})
+    return {_state(state): int(n) for state, n in rows}
+
+
+def diverged_count(conn: Connection, sid: int) -> int:
+    """COMPLETE trials whose `diverged` attribute is truthy."""
+    return int(conn.execute(sa.text(
+        "SELECT count(*) FROM trials t JOIN trial_user_attributes d ON d.trial_id = t.trial_id "
+        f"AND d.key = 'diverged' WHERE t.study_id = :sid AND t.state = 'COMPLETE' AND NOT {_NOT_DIVERGED}"),
+        {"sid": sid}).scalar_one())
+
+
+_CANDIDATE_JOINS = ("JOIN trial_values v ON v.trial_id = t.trial_id AND v.objective = 0 "
+                    "LEFT JOIN trial_user_attributes d ON d.trial_id = t.trial_id AND d.key = 'diverged'")
+_CANDIDATE_RULE = f"t.state = 'COMPLETE' AND v.value_type = 'FINITE' AND v.value IS NOT NULL AND {_NOT_DIVERGED}"
+
+
+def ranked_trial_ids(conn: Connection, sid: int, k: int | None = 1) -> list[tuple[int, int, float]]:
+    """(trial_id, number, value) of the best trials (lpstudy.study.best's rule), best first."""
+    limit = "" if k is None else f" LIMIT {int(k)}"
+    rows = conn.execute(sa.text(f"SELECT t.trial_id, t.number, v.value FROM trials t {_CANDIDATE_JOINS} WHERE t.study_id = :sid "
+                                f"AND {_CANDIDATE_RULE} "
+                                f"ORDER BY v.value, t.number{limit}"), {"sid": sid})
+    return [(int(tid), int(number), float(value)) for tid, number, value in rows]
+
+
+def study_summaries(conn: Connection) -> dict[str, dict[str, Any]]:
+    """Per study name: its number of trials and its best value (None when no trial can be best)."""
+    counts = dict(conn.execute(sa.text(
+        "SELECT s.study_name, count(t.trial_id) FROM studies s LEFT JOIN trials t ON t.study_id = s.study_id "
+        "GROUP BY s.study_name")).all())
+    best = dict(conn.execute(sa.text(
+        f"SELECT s.study_name, min(v.value) FROM studies s JOIN trials t ON t.study_id = s.study_id {_CANDIDATE_JOINS} "
+        f"WHERE {_CANDIDATE_RULE} GROUP BY s.study_name")).all())
+    return {name: {"n_trials": int(n), "best_value": None if best.get(name) is None else float(best[name])}
+            for name, n in counts.items()}
+
+
+def mean_complete_seconds(conn: Connection, sid: int) -> float | None:
+    """The mean duration in seconds of the COMPLETE trials with both times."""
+    if conn.dialect.name == "postgresql":
+        seconds = "EXTRACT(EPOCH FROM (datetime_complete - datetime_start))"
+    else:
+        seconds = "(julianday(datetime_complete) - julianday(datetime_start)) * 86400.0"
+    value = conn.execute(sa.text(
+        f"SELECT avg({seconds}) FROM trials WHERE study_id = :sid AND state = 'COMPLETE' "
+        "AND datetime_start IS NOT NULL AND datetime_complete IS NOT NULL"), {"sid": sid}).scalar_one()
+    return None if value is None else float(value)
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _where(ids: Sequence[int] | None, state: str | None) -> tuple[str, dict[str, Any]]:
+    sql, params = "", {}
+    if state is not None:
+        sql += " AND t.state = :state"
+        params["state"] = state
+    if ids is not None:
+        marks = ", ".join(f":id{i}" for i in range(len(ids)))
+        sql += f" AND t.trial_id IN ({marks or 'NULL'})"
+        params.update({f"id{i}": int(tid) for i, tid in enumerate(ids)})
+    return sql, params
+
+
+def trial_rows(conn: Connection, sid: int, attr_keys: Sequence[str], ids: Sequence[int] | None = None,
+               state: str | None = None) -> pd.DataFrame:
+    """One row per trial of the study (or of `ids`, or of one state): trial_id, number, state,
+    datetime_start, datetime_complete, value, value_type, and each user attribute of attr_keys as
+    its JSON text (NULL when absent) in a column of its name; pivoted in SQL."""
+    keys = list(dict.fromkeys(attr_keys))
+    key_params = {f"k{i}": key for i, key in enumerate(keys)}
+    pivots = "".join(f", max(CASE WHEN a.key = :k{i} THEN a.value_json END) AS {_quoted('a_' + key)}"
+                     for i, key in enumerate(keys))
+    where, params = _where(ids, state)
+    if conn.dialect.name == "postgresql":  # compiling this one query costs more than it saves
+        conn.exec_driver_sql("SET LOCAL jit = off")
+    frame = pd.read_sql(sa.text(
+        "SELECT t.trial_id, min(t.number) AS number, min(t.state) AS state, min(t.datetime_start) AS datetime_start, "
+        "min(t.datetime_complete) AS datetime_complete, min(v.value) AS value, min(v.value_type) AS value_type"
+        f"{pivots} FROM trials t LEFT JOIN trial_values v ON v.trial_id = t.trial_id AND v.objective = 0 "
+        f"LEFT JOIN trial_user_attributes a ON a.trial_id = t.trial_id "
+        f"AND a.key IN ({', '.join(':' + k for k in key_params) or 'NULL'}) "
+        f"WHERE t.study_id = :sid{where} GROUP BY t.trial_id ORDER BY min(t.number)"), conn,
+        params={"sid": sid, **params, **key_params})
+    frame.columns = [c[2:] if c.startswith("a_") and c[2:] in keys else c for c in frame.columns]
+    frame["state"] = frame["state"].map(_state)
+    return frame
+
+
+def param_rows(conn: Connection, sid: int, ids: Sequence[int] | None = None,
+               state: str | None = None) -> pd.DataFrame:
+    """Every parameter of the study's trials (or of `ids`): trial_id, param_name, param_value
+    (Optuna's internal float) and distribution_json."""
+    where, params = _where(ids, state)
+    return pd.read_sql(sa.text(
+        "SELECT p.trial_id, p.param_name, p.param_value, p.distribution_json FROM trial_params p "
+        f"JOIN trials t ON t.trial_id = p.trial_id WHERE t.study_id = :sid{where}"), conn,
+        params={"sid": sid, **params})
+
+
+def system_attr_rows(conn: Connection, sid: int, keys_like: Sequence[str], ids: Sequence[int] | None = None,
+                     state: str | None = None) -> list[tuple[int, str, str]]:
+    """(trial_id, key, value_json) of the system attributes whose key matches one of keys_like
+    (SQL LIKE patterns)."""
+    where, params = _where(ids, state)
+    likes = " OR ".join(f"a.key LIKE :like{i}" for i in range(len(keys_like)))
+    params.update({f"like{i}": pattern for i, pattern in enumerate(keys_like)})
+    return [tuple(row) for row in conn.execute(sa.text(
+        "SELECT a.trial_id, a.key, a.value_json FROM trial_system_attributes a JOIN trials t "
+        f"ON t.trial_id = a.trial_id WHERE t.study_id = :sid{where} AND ({likes})"), {"sid": sid, **params})]
+
+
+def last_evaluations(conn: Connection, sid: int, ids: Sequence[int] | None = None,
+                     state: str | None = None) -> pd.DataFrame:
+    """Per trial with an intermediate value: last_step, its value and type, and n_evals."""
+    where, params = _where(ids, state)
+    return pd.read_sql(sa.text(
+        "SELECT i.trial_id, i.step AS last_step, i.intermediate_value, i.intermediate_value_type, c.n AS n_evals "
+        "FROM trial_intermediate_values i JOIN (SELECT x.trial_id, max(x.step) AS top, count(*) AS n "
+        "FROM trial_intermediate_values x JOIN trials t ON t.trial_id = x.trial_id "
+        f"WHERE t.study_id = :sid{where} GROUP BY x.trial_id) c ON c.trial_id = i.trial_id AND i.step = c.top"),
+        conn, params={"sid": sid, **params})
+
+
+def intermediate_rows(conn: Connection, sid: int, ids: Sequence[int] | None = None) -> pd.DataFrame:
+    """Optuna's intermediate values of the study's trials (or of `ids`): trial_id, number, step,
+    intermediate_value, intermediate_value_type."""
+    where, params = _where(ids, None)
+    if ids is not None:  # trial ids are unique in the database: look them up by the index
+        where = where.replace("t.trial_id IN", "i.trial_id IN")
+    return pd.read_sql(sa.text(
+        "SELECT i.trial_id, t.number, i.step, i.intermediate_value, i.intermediate_value_type "
+        "FROM trial_intermediate_values i JOIN trials t ON t.trial_id = i.trial_id "
+        f"WHERE t.study_id = :sid{where}"), conn, params={"sid": sid, **params})

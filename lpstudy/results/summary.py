@@ -1,0 +1,67 @@
+"""Where a study stands without reading every trial: counts by state, diverged runs, the best
+trials, the running ones and the mean duration of a completed trial, each one SQL query
+(lpstudy.db.study_queries). `lpstudy status`, `lpstudy export` and the study chooser read a
+100,000-trial study in about the time of a handful of indexed queries; the numbers are those of the
+full read (lpstudy.results.frames.load_study), exactly: the tests compare the two.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from lpstudy.db import study_queries as Q
+from lpstudy.results import frames
+from lpstudy.values import STATES
+
+
+@dataclass
+class StudySummary:
+    """What `status` shows of a search study, from SQL."""
+
+    info: frames.StudyInfo
+    counts: dict[str, int]
+    diverged: int
+    best: pd.DataFrame  # the best trial's row of the trials frame (empty when none can be best)
+    running: pd.DataFrame  # the RUNNING trials' rows of the trials frame
+    mean_complete_s: float | None
+
+
+def _trials_of(conn, sid: int, ids=None, state=None) -> pd.DataFrame:
+    from lpstudy.results.trial_table import sql_trials_frame
+
+    raw, last = sql_trials_frame(conn, sid, frames.RUN_FIELDS, frames.WHO, frames._BOOL_FIELDS, ids=ids, state=state)
+    return frames.finish_trials_frame(raw, last)
+
+
+def needs_every_trial(info: frames.StudyInfo) -> bool:
+    """A grid (replicate, or a spec with n_cells) counts cells and per-p tables: it reads every trial."""
+    return info.kind != "search" or bool(info.spec.get("n_cells")) or info.spec.get("sampler") == "grid"
+
+
+def study_summary(storage_url: str, study_name: str) -> StudySummary | None:
+    """The summary of a search study on a SQL database; None where it cannot be had from SQL (not
+    a SQL storage, an unknown schema, a grid: see needs_every_trial). StudyUnavailable when there
+    is no such study."""
+
+    def read(conn, engine, sid):
+        directions, attrs = Q.study_header(conn, sid)
+        info = frames._info(study_name, attrs, (directions or ["minimize"])[0])
+        if needs_every_trial(info):
+            return None
+        counts = {state: 0 for state in STATES}
+        counts.update(Q.state_counts(conn, sid))
+        best_ids = [tid for tid, _, _ in Q.ranked_trial_ids(conn, sid, 1)]
+        return StudySummary(info=info, counts=counts, diverged=Q.diverged_count(conn, sid),
+                            best=_trials_of(conn, sid, ids=best_ids), running=_trials_of(conn, sid, state="RUNNING"),
+                            mean_complete_s=Q.mean_complete_seconds(conn, sid))
+
+    return frames.answer_from_sql(storage_url, study_name, read)
+
+
+def ranked_trial_ids(storage_url: str, study_name: str, k: int) -> list[int] | None:
+    """Optuna trial ids of the k best trials (lpstudy.study.best's rule), best first; None where SQL
+    cannot answer (then read the trials through Optuna)."""
+    return frames.answer_from_sql(storage_url, study_name,
+                                  lambda conn, engine, sid: [tid for tid, _, _ in Q.ranked_trial_ids(conn, sid, k)])

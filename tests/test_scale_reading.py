@@ -1,0 +1,136 @@
+"""Reading a big study with SQL doing the work (lpstudy.db.study_queries, lpstudy.results.summary,
+lpstudy.results.trial_table, lpstudy.results.curve_sample): the exact numbers stay exact. Each
+answer is compared with an independent computation over Optuna's own API (every trial read, the
+best-trial rule written out here), on a study real workers ran and on hand-made ones, on SQLite and
+PostgreSQL."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+
+import optuna
+import pandas as pd
+import pytest
+
+from lpstudy.results import frames
+from lpstudy.results.export import export_text
+from lpstudy.results.status import study_status
+from lpstudy.results.summary import study_summary
+from lpstudy.study.synthetic import write_synthetic_study
+from tests.study_helpers import TINY, cli
+
+NOW = datetime(2026, 1, 1, 12, 0, 0)
+
+
+def independent(url: str, name: str) -> dict:
+    """What the readers must say, from Optuna's API and the rule of lpstudy.study.best written out."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    trials = optuna.load_study(study_name=name, storage=url).get_trials(deepcopy=False)
+    counts = {s: sum(t.state.name == s for t in trials) for s in ("COMPLETE", "PRUNED", "FAIL", "RUNNING", "WAITING")}
+    candidates = [t for t in trials if t.state.name == "COMPLETE" and t.value is not None
+                  and math.isfinite(t.value) and not t.user_attrs.get("diverged")]
+    ranked = sorted(candidates, key=lambda t: (t.value, t.number))
+    durations = [(t.datetime_complete - t.datetime_start).total_seconds() for t in trials
+                 if t.state.name == "COMPLETE" and t.datetime_start and t.datetime_complete]
+    return {"counts": counts, "ranked": [t.number for t in ranked], "best_value": ranked[0].value if ranked else None,
+            "diverged": sum(t.state.name == "COMPLETE" and bool(t.user_attrs.get("diverged")) for t in trials),
+            "running": sorted(t.number for t in trials if t.state.name == "RUNNING"), "n": len(trials),
+            "mean_s": sum(durations) / len(durations) if durations else None}
+
+
+def check_reads(url: str, name: str) -> None:
+    want = independent(url, name)
+    status = study_status(url, name)
+    assert status["counts"] == want["counts"]
+    assert status["diverged"] == want["diverged"]
+    assert status["best"]["number"] == want["ranked"][0] and status["best"]["value"] == want["best_value"]
+    assert sorted(r["number"] for r in status["running"]) == want["running"]
+    top = min(3, len(want["ranked"]))
+    exported = yaml_runs(export_text(url, name, top_k=top))
+    assert [run["source"]["trial"] for run in exported] == want["ranked"][:top]
+    info = next(i for i in frames.study_infos(url) if i.name == name)
+    assert (info.n_trials, info.best_value) == (want["n"], want["best_value"])
+    fast = frames.load_study(url, name)
+    slow = frames.load_study(url, name, via_optuna=True)  # Optuna's API, every attribute decoded one by one
+    pd.testing.assert_frame_equal(fast.trials, slow.trials, check_exact=True)
+    if fast.curve_note is None:
+        pd.testing.assert_frame_equal(fast.curves, slow.curves, check_exact=True)
+
+
+def yaml_runs(text: str) -> list[dict]:
+    import yaml
+
+    body = yaml.safe_load(text)
+    return body["runs"] if "runs" in body else [body]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_status_export_chooser_and_frames_from_sql_match_optunas_api_on_a_real_study(backend, request, capsys):
+    url = request.getfixturevalue("sqlite_url" if backend == "sqlite" else "pg_url")
+    code, _, err = cli(capsys, "create", "--study", "real", "--storage", url, "--preset", "smoke",
+                       "--sampler-seed", "3", *TINY)
+    assert code == 0, err
+    code, _, err = cli(capsys, "worker", "--study", "real", "--storage", url, "--devices", "cpu", "--no-progress",
+                       "--n-trials", "4")
+    assert code == 0, err
+    assert independent(url, "real")["n"] == 4
+    check_reads(url, "real")
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_status_export_chooser_and_frames_from_sql_match_optunas_api_on_hand_made_studies(backend, request):
+    url = request.getfixturevalue("sqlite_url" if backend == "sqlite" else "pg_url")
+    write_synthetic_study(url, "made", n_trials=60, n_evals=5, seed=11, now=NOW)  # every state, p = ∞, diverged
+    write_synthetic_study(url, "other", n_trials=12, n_evals=3, seed=12, now=NOW)
+    write_synthetic_study(url, "lost", n_trials=10, n_evals=3, seed=13, all_diverged=True, now=NOW)
+    check_reads(url, "made")
+    check_reads(url, "other")
+    want = independent(url, "made")
+    assert study_summary(url, "made").mean_complete_s == pytest.approx(want["mean_s"], rel=1e-9)
+    lost = next(i for i in frames.study_infos(url) if i.name == "lost")
+    assert lost.n_trials == 10 and lost.best_value is None  # every run diverged: nothing can be best
+    assert study_status(url, "lost")["best"] is None
+
+
+def test_a_tie_goes_to_the_earlier_trial_and_a_diverged_run_is_never_best(sqlite_url):
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    write_synthetic_study(sqlite_url, "ties", n_trials=10, n_evals=3, seed=1, states=False, now=NOW)
+    study = optuna.load_study(study_name="ties", storage=sqlite_url)
+    low = min(t.value for t in study.trials)
+    for attrs in ({"diverged": True}, {"diverged": False}, {"diverged": None}, {}):  # numbers 10, 11, 12, 13
+        trial = study.ask()
+        for key, value in attrs.items():
+            trial.set_user_attr(key, value)
+        study.tell(trial, low - 1.0 if attrs.get("diverged") else low - 0.5)
+    assert study_status(sqlite_url, "ties")["best"]["number"] == 11  # 10 diverged; 11, 12 and 13 tie
+    assert [r["source"]["trial"] for r in yaml_runs(export_text(sqlite_url, "ties", top_k=3))] == [11, 12, 13]
+
+
+def test_a_big_study_reads_the_curves_of_a_sample_and_says_so(sqlite_url, monkeypatch):
+    from lpstudy.results import curve_sample
+
+    monkeypatch.setattr(curve_sample, "CURVE_TRIALS_ALL", 20)
+    monkeypatch.setattr(curve_sample, "PER_GROUP", 3)
+    write_synthetic_study(sqlite_url, "big", n_trials=80, n_evals=4, seed=5, now=NOW)
+    sampled = frames.load_study(sqlite_url, "big")
+    full = frames.load_study(sqlite_url, "big", via_optuna=True)
+    pd.testing.assert_frame_equal(sampled.trials, full.trials, check_exact=True)  # every trial, still
+    drawn = set(sampled.curves["trial_number"])
+    assert 3 <= len(drawn) < 80
+    expected = full.curves[full.curves["trial_number"].isin(drawn)].reset_index(drop=True)
+    pd.testing.assert_frame_equal(sampled.curves, expected, check_exact=True)  # the sample's curves, whole
+    trials = full.trials
+    best = trials[(trials["state"] == "COMPLETE") & ~trials["diverged"]].sort_values(["value", "number"]).iloc[0]
+    running = set(trials.loc[trials["state"] == "RUNNING", "number"])
+    assert int(best["number"]) in drawn and running <= drawn
+    finite = trials[(trials["state"] != "WAITING") & trials["p"].map(math.isfinite)]
+    low, high = finite["p"].min(), finite["p"].max()
+    group = ((finite["p"] - low) / (high - low) * 10).astype(int).clip(upper=9)  # the groups, written out
+    per_group = finite[finite["number"].isin(drawn - running - {int(best["number"])})].groupby(group).size()
+    assert per_group.max() <= 3
+    assert sampled.curve_note.startswith(f"Curves of a sample of {len(drawn)} of {int((trials['state'] != 'WAITING').sum())} trials")
+    assert "use every trial" in sampled.curve_note
+    one = frames.trial_curves(sqlite_url, "big", [int(best["number"])])
+    pd.testing.assert_frame_equal(one, full.curves[full.curves["trial_number"] == best["number"]].reset_index(drop=True),
+                                  check_exact=True)
