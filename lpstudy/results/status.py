@@ -13,6 +13,7 @@ import pandas as pd
 from lpstudy.db.urls import redact
 from lpstudy.results import analysis
 from lpstudy.results import frames as results
+from lpstudy.results.cells import PAPER_CELL, duplicates_note, grid_fields, setting_fields
 from lpstudy.study.spec import StudySpec
 from lpstudy.values import REFERENCE_P, finite_or_none, format_duration, format_p, json_safe, read_p
 
@@ -86,11 +87,13 @@ def study_status(storage_url: str, study_name: str) -> dict[str, Any]:
         "sampler": spec.get("sampler"), "pruner": spec.get("pruner"), "counts": counts, "diverged": diverged,
         "best": best, "running": running_rows, "grid": analysis.grid_progress(trials, spec),
         "time_left": estimate_time_left(trials, running, spec, max_steps),
-        "duplicates": list(data.duplicates),
+        "duplicates": list(data.duplicates), "cell": list(grid_fields(spec)),
     }
     if data.info.kind == "replicate":
-        status["per_p"] = _records(analysis.per_p_summary(trials))
-        paired = analysis.paired_comparison(trials, reference_p=REFERENCE_P)
+        settings = setting_fields(spec)  # a sweep's lr: p is summed up and paired at each one
+        status["settings"] = list(settings)
+        status["per_p"] = _records(analysis.per_p_summary(trials, within=settings))
+        paired = analysis.paired_comparison(trials, reference_p=REFERENCE_P, within=settings)
         status["paired"] = _records(paired)
         status["reference_p"] = REFERENCE_P
     return status
@@ -160,9 +163,9 @@ def render_status(status: dict[str, Any], console=None) -> None:
         console.print(f"grid     {grid['done']}/{grid['n_cells']} cells done · {grid['running']} running · "
                       f"{grid['waiting']} waiting", highlight=False, soft_wrap=True)
     if status.get("duplicates"):
-        from lpstudy.results.cells import duplicates_note
 
-        console.print(f"[yellow]note[/]     {duplicates_note(status['duplicates'])}", highlight=False, soft_wrap=True)
+        console.print(f"[yellow]note[/]     {duplicates_note(status['duplicates'], tuple(status.get('cell') or PAPER_CELL))}",
+                      highlight=False, soft_wrap=True)
     if status["running"]:
         rows = []
         for r in status["running"]:
@@ -189,11 +192,19 @@ def render_status(status: dict[str, Any], console=None) -> None:
         _render_replicate(status, console)
 
 
+def _setting(value: Any) -> str:
+    """A gridded field's value in a table (a learning rate as 0.003, 'matched' as it is)."""
+    return _num(value, ".3g") if isinstance(value, (int, float)) else "–" if value is None else str(value)
+
+
 def _render_replicate(status: dict[str, Any], console) -> None:
-    rows = [[_p(r["p"]), str(r["n"]), str(r["n_diverged"]), f"{_num(r['mean'])} ± {_num(r['std'])}",
-             f"[{_num(r['ci_low'])}, {_num(r['ci_high'])}]", _num(r["best"])] for r in status.get("per_p", [])]
-    print_table(console, "final validation loss per p (COMPLETE runs; diverged runs left out of mean ± std)",
-                ["p", "runs", "diverged", "mean ± std", "95 % CI", "best"], rows)
+    settings = status.get("settings") or []
+    at = "per p" + "".join(f" and {name}" for name in settings)
+    rows = [[_p(r["p"]), *(_setting(r.get(name)) for name in settings), str(r["n"]), str(r["n_diverged"]),
+             f"{_num(r['mean'])} ± {_num(r['std'])}", f"[{_num(r['ci_low'])}, {_num(r['ci_high'])}]", _num(r["best"])]
+            for r in status.get("per_p", [])]
+    print_table(console, f"final validation loss {at} (COMPLETE runs; diverged runs left out of mean ± std)",
+                ["p", *settings, "runs", "diverged", "mean ± std", "95 % CI", "best"], rows)
     paired = status.get("paired") or []
     if not paired:
         console.print(f"paired difference to p = {status['reference_p']:g}: none yet (needs runs of p = "
@@ -202,8 +213,10 @@ def _render_replicate(status: dict[str, Any], console) -> None:
     rows = []
     for r in paired:
         rel = r.get("relative_diff")
-        rows.append([_p(r["p"]), str(r["n_pairs"]), _num(r["mean_diff"], "+.4f"),
-                     f"[{_num(r['ci_low'], '+.4f')}, {_num(r['ci_high'], '+.4f')}]",
+        rows.append([_p(r["p"]), *(_setting(r.get(name)) for name in settings), str(r["n_pairs"]),
+                     _num(r["mean_diff"], "+.4f"), f"[{_num(r['ci_low'], '+.4f')}, {_num(r['ci_high'], '+.4f')}]",
                      "–" if rel is None else f"{rel:+.2%}", _num(r.get("p_value"), ".3g")])
-    print_table(console, f"paired difference to p = {status['reference_p']:g} across folds (negative: p beats it)",
-                ["p", "pairs", "mean diff", "95 % CI", "relative", "p-value"], rows)
+    where = "".join(f" at each {name}" for name in settings)
+    print_table(console, f"paired difference to p = {status['reference_p']:g} across folds{where} "
+                         "(negative: p beats it)",
+                ["p", *settings, "pairs", "mean diff", "95 % CI", "relative", "p-value"], rows)
