@@ -46,6 +46,36 @@ def space_entries(set_: list[str] | None, search: list[str] | None, named: dict[
     return entries
 
 
+def checked_storage_url(storage: str | None, storage_file: str | None) -> str:
+    """The storage URL this command uses (--storage, --storage-file, the environment, the default),
+    checked by its kind's rules (lpstudy.db.kinds: a port that is a number, no unencoded '@' in a
+    password, ...) without connecting or creating anything."""
+    from lpstudy.db.kinds import kind_of
+    from lpstudy.db.urls import storage_url
+
+    url = storage_url(storage, storage_file)
+    kind_of(url)
+    return url
+
+
+def checked_corpus(data: str | None) -> str:
+    """The corpus this command's local workers will train on, found now (--data, $LPSTUDY_DATA,
+    the cache) or downloaded into the cache, before a study is created or a worker started: one
+    line (UserError) when there is none, said once rather than by every worker. Its absolute path,
+    handed to the workers."""
+    from lpstudy.training.data import resolve_corpus_path  # torch: only where this command trains
+
+    return str(resolve_corpus_path(data).absolute())
+
+
+def preflight(storage: str | None, storage_file: str | None, data: str | None, trains: bool) -> tuple[str, str | None]:
+    """What a command that creates a study or starts workers checks before it does either (search,
+    replicate, compare, worker): the storage URL, and where it trains, the corpus. (the URL, the
+    corpus's absolute path or None when this command trains nothing here)."""
+    url = checked_storage_url(storage, storage_file)
+    return url, checked_corpus(data) if trains else None
+
+
 def say(message: str) -> None:
     """One line to the user on standard error (rich markup allowed)."""
     from lpstudy.training.progress import say_stderr

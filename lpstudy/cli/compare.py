@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from lpstudy.cli import app
-from lpstudy.cli.common import StorageFileOpt, StorageOpt, StudyOpt, parse_assignments, quiet_optuna, say
+from lpstudy.cli.common import StorageFileOpt, StorageOpt, StudyOpt, parse_assignments, preflight, quiet_optuna, say
 from lpstudy.names import shell_quoted
 
 
@@ -34,7 +34,6 @@ def compare(
     """Compare the values of one field fairly: the same tuning budget per arm, then K folds each."""
     quiet_optuna()
     from lpstudy.db.optuna_storage import open_storage
-    from lpstudy.db.urls import storage_url
     from lpstudy.errors import UserError
     from lpstudy.results.compare import render_compare
     from lpstudy.study.compare import create_compare, make_plan
@@ -46,7 +45,11 @@ def compare(
         raise UserError(f"--arms takes FIELD=A,B,C, got {arms!r}")
     plan = make_plan(factor.strip(), values.split(","), tune.split(","), budget, folds, preset, reference,
                      parse_assignments(search, "--search"), parse_assignments(set_, "--set"), sampler_seed)
-    url = storage_url(storage, storage_file)
+    if workers:
+        from lpstudy.study.launch import resolve_devices
+
+        available = resolve_devices(devices)  # a wrong device: refused before anything is made
+    url, data = preflight(storage, storage_file, data, trains=workers > 0)
     store = open_storage(url, create_tables=True)
     created = create_compare(store, study, plan)
     say(f"comparison {study!r} {'created' if created else 'resumed'} in {store.display_url}: "
@@ -54,10 +57,9 @@ def compare(
         f"{plan.tune_fold} · then {plan.folds} folds each")
     code = 0
     if workers:
-        from lpstudy.study.launch import resolve_devices, spawn_workers
+        from lpstudy.study.launch import spawn_workers
         from lpstudy.study.worker import WorkerOptions
 
-        available = resolve_devices(devices)
         code = spawn_workers(WorkerOptions(study=study, storage=url, data=data, show_progress=False),
                              [available[i % len(available)] for i in range(workers)], say=say)
     else:

@@ -15,7 +15,7 @@ import typer
 
 from lpstudy.cli import app
 from lpstudy.cli.common import (GainSpaceOpt, LrSpaceOpt, PSpaceOpt, StorageFileOpt, StorageOpt, StudyOpt,
-                                parse_assignments, quiet_optuna, say, space_entries)
+                                parse_assignments, preflight, quiet_optuna, say, space_entries)
 from lpstudy.errors import UserError
 from lpstudy.names import shell_quoted
 from lpstudy.training.costs import presets_help
@@ -118,20 +118,20 @@ def worker(
 ) -> int:
     """Take trials from a study and train them (run as many workers as you like, anywhere)."""
     quiet_optuna()
-    from lpstudy.db.urls import storage_url
+    from lpstudy.study.launch import resolve_devices, spawn_workers
 
-    storage = storage_url(storage, storage_file)  # to the worker processes through the environment
+    device_list = resolve_devices(devices)
+    # to the worker processes through the environment; the corpus found once, before any process
+    storage, data = preflight(storage, storage_file, data, trains=True)
     from lpstudy.db.optuna_storage import open_storage
     from lpstudy.study.compare import load_plan, run_compare_worker
     from lpstudy.study.studies import load_spec
-    from lpstudy.study.launch import resolve_devices, spawn_workers
     from lpstudy.study.worker import WorkerOptions, run_worker
 
     options = WorkerOptions(study=study, storage=storage, n_trials=n_trials, timeout=timeout, data=data,
                             show_progress=not no_progress, heartbeat_interval=heartbeat_interval,
                             grace_period=grace_period, max_retry=max_retry, threads=threads,
                             artifacts=artifacts)
-    device_list = resolve_devices(devices)
     if len(device_list) > 1:
         if load_plan(open_storage(storage), study) is None:  # a comparison has no spec of its own
             load_spec(open_storage(storage), study)  # one clear line now rather than one per process
@@ -218,7 +218,7 @@ def replicate(
     """The paper's protocol: a grid of p values × K folds; create (or resume) it, and return."""
     quiet_optuna()
     from lpstudy.study.replicate import replicate as run_replicate
-    from lpstudy.db.urls import redact, storage_url
+    from lpstudy.db.urls import redact
     from lpstudy.study.launch import resolve_devices, spawn_workers
     from lpstudy.study.worker import WorkerOptions
 
@@ -229,8 +229,8 @@ def replicate(
     p_values = [v.strip() for v in p.split(",") if v.strip()]
     options = {"heartbeat_interval": heartbeat_interval, "grace_period": grace_period, "max_retry": max_retry,
                "checkpoint_interval": checkpoint_interval}
-    url = storage_url(storage, storage_file)
     available = resolve_devices(devices) if workers else []  # a wrong device: refused before anything is made
+    url, data = preflight(storage, storage_file, data, trains=workers > 0)  # offline: one line, nothing made
     result = run_replicate(url, study, preset, p_values, folds, fixed, options)
     verb = "created" if result.created else "resumed"
     n_lr = f"{len(lr.split(','))} lr × " if lr and "," in lr else ""
