@@ -116,7 +116,7 @@ def test_each_presets_declared_size_is_the_models():
         assert cost.cpu_trial_s > 0 and cost.gpu_trial_s > 0
 
 
-@pytest.mark.parametrize("command", ["train", "create", "replicate", "search"])
+@pytest.mark.parametrize("command", ["train", "create", "replicate", "search", "compare"])
 def test_help_of_every_costly_command_gives_each_presets_size_and_time(command):
     r = lpstudy(command, "--help", env=lp_env(COLUMNS="80"))
     text = " ".join(r.stdout.split())

@@ -76,6 +76,27 @@ def preflight(storage: str | None, storage_file: str | None, data: str | None, t
     return url, checked_corpus(data) if trains else None
 
 
+def work_estimate(n_left: int, preset: str, fixed: dict, workers: int, devices: str) -> str:
+    """The trials left (a replicate's cells, a comparison's tuning trials and fold runs) and about
+    how long they take, said before any worker starts: with local workers, for them; else for one
+    CPU thread and one GPU."""
+    from lpstudy.training.config import resolve_config
+    from lpstudy.training.costs import serial_estimate, study_estimate
+
+    steps = resolve_config(preset, {"max_steps": fixed["max_steps"]}).max_steps if "max_steps" in fixed else None
+    if workers:
+        gpu = devices not in ("cpu",) and not all(d.strip() == "cpu" for d in devices.split(",")) and (
+            devices != "auto" or cuda_visible())
+        return "runs " + study_estimate(n_left, preset, workers, gpu=gpu, max_steps=steps)
+    return "left: " + serial_estimate(n_left, preset, max_steps=steps)
+
+
+def cuda_visible() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
 def say(message: str) -> None:
     """One line to the user on standard error (rich markup allowed)."""
     from lpstudy.training.progress import say_stderr

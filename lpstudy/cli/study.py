@@ -15,7 +15,8 @@ import typer
 
 from lpstudy.cli import app
 from lpstudy.cli.common import (GainSpaceOpt, LrSpaceOpt, PSpaceOpt, StorageFileOpt, StorageOpt, StudyOpt,
-                                parse_assignments, preflight, quiet_optuna, say, space_entries)
+                                parse_assignments, preflight, quiet_optuna, say, space_entries,
+                                work_estimate)
 from lpstudy.errors import UserError
 from lpstudy.names import shell_quoted
 from lpstudy.training.costs import presets_help
@@ -28,25 +29,6 @@ CheckpointOpt = Annotated[Optional[int], typer.Option(
     help="Save a resumable checkpoint of each trial every this many evaluations (0: never; default 5).", min=0)]
 RetryOpt = Annotated[Optional[int], typer.Option(
     help="How often a failed trial (dead or interrupted worker) is retried with its parameters (default 2).", min=0)]
-
-
-def _replicate_estimate(n_left: int, preset: str, fixed: dict, workers: int, devices: str) -> str:
-    """The cells left and about how long they take, said before any worker starts."""
-    from lpstudy.training.config import resolve_config
-    from lpstudy.training.costs import serial_estimate, study_estimate
-
-    steps = resolve_config(preset, {"max_steps": fixed["max_steps"]}).max_steps if "max_steps" in fixed else None
-    if workers:
-        gpu = devices not in ("cpu",) and not all(d.strip() == "cpu" for d in devices.split(",")) and (
-            devices != "auto" or _cuda_visible())
-        return "runs " + study_estimate(n_left, preset, workers, gpu=gpu, max_steps=steps)
-    return "left: " + serial_estimate(n_left, preset, max_steps=steps)
-
-
-def _cuda_visible() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
 
 
 @app.command()
@@ -162,9 +144,10 @@ def status(
     else:
         render_status(result)
         if result.get("kind") == "compare":  # the parent of `lpstudy compare`: its arms' table
-            from lpstudy.results.compare import render_compare
+            from lpstudy.results.compare import next_command, render_compare
 
-            render_compare(url, study)
+            shown = None if storage is None and storage_file is None else "URL"
+            render_compare(url, study, next_hint=next_command(study, shown))
 
 
 @app.command()
@@ -237,7 +220,7 @@ def replicate(
     say(f"replicate study {study!r} {verb} in {redact(url)}: {result.n_cells} cells "
         f"({len(p_values)} p × {n_lr}{folds} folds) · {result.done} done · {result.running} running · "
         f"{result.waiting} waiting ({result.enqueued} enqueued now)")
-    say(_replicate_estimate(result.n_cells - result.done, preset, fixed, workers, devices))
+    say(work_estimate(result.n_cells - result.done, preset, fixed, workers, devices))
     if workers == 0:
         say(f"start workers anywhere: lpstudy worker --study {shell_quoted(study)}; "
             f"then: lpstudy status --study {shell_quoted(study)}")

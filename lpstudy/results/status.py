@@ -89,6 +89,10 @@ def study_status(storage_url: str, study_name: str) -> dict[str, Any]:
         "time_left": estimate_time_left(trials, running, spec, max_steps),
         "duplicates": list(data.duplicates), "cell": list(grid_fields(spec)),
     }
+    if data.info.kind == "compare":  # the parent of `lpstudy compare`: no trials of its own, its arms'
+        from lpstudy.results.compare import compare_progress, load_compare
+
+        status["comparison"] = compare_progress(load_compare(storage_url, study_name))
     if data.info.kind == "replicate":
         settings = setting_fields(spec)  # a sweep's lr: p is summed up and paired at each one
         status["settings"] = list(settings)
@@ -145,6 +149,11 @@ def render_status(status: dict[str, Any], console=None) -> None:
     from rich.console import Console
 
     console = console or Console()
+    if status["kind"] == "compare":  # its arms are studies of their own: lpstudy.results.compare says them
+        console.print(f"[bold]study {status['study']}[/] · comparison · preset {status['preset']}",
+                      highlight=False, soft_wrap=True)
+        console.print(f"storage  {status['storage']}", highlight=False, soft_wrap=True)
+        return
     c = status["counts"]
     console.print(f"[bold]study {status['study']}[/] · {status['kind']} · preset {status['preset']} · "
                   f"sampler {status['sampler']} · pruner {status['pruner']}", highlight=False, soft_wrap=True)

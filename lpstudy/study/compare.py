@@ -255,11 +255,16 @@ def next_study(storage: StudyStorage, name: str, plan: ComparePlan) -> str | Non
 
 def run_compare_worker(options, say=None):
     """`lpstudy worker --study NAME` for a comparison: one trial at a time from next_study, until
-    nothing is left, --n-trials is reached or --timeout has passed (no trial starts after it)."""
-    from lpstudy.study.worker import WorkerReport, run_worker
+    nothing is left, --n-trials is reached or --timeout has passed (no trial starts after it). It
+    says once what it works on and why it stopped; each trial's line names its arm's study."""
+    from lpstudy.study.worker import WorkerReport, run_worker, stop_line
+    from lpstudy.training.progress import say_stderr
 
+    speak = say or (lambda message: say_stderr(f"[dim]lpstudy worker:[/] {message}"))
     storage = open_storage(options.storage, create_tables=True)
     plan = load_plan(storage, options.study)
+    speak(f"comparison {options.study!r} in {storage.display_url}: {len(plan.values)} arms of {plan.factor}, "
+          "a trial at a time from the arm with the least of its tuning budget spent, then the folds")
     report = WorkerReport()
     started, done = time.monotonic(), 0
     while True:
@@ -273,7 +278,8 @@ def run_compare_worker(options, say=None):
         if target is None:
             report.reason = "nothing left to run in the comparison"
             break
-        one = run_worker(dataclasses.replace(options, study=target, n_trials=1), say=say)
+        one = run_worker(dataclasses.replace(options, study=target, n_trials=1, announce=False),
+                         say=lambda message, arm=target: speak(f"{arm}: {message}"))
         if not one.trials and not one.exit_code:
             report.reason = f"{target} had no trial to give ({one.reason})"
             break
@@ -283,4 +289,5 @@ def run_compare_worker(options, say=None):
         if one.interrupted or one.exit_code:
             report.interrupted, report.exit_code, report.reason = one.interrupted, one.exit_code, one.reason
             break
+    speak(stop_line(report))
     return report
