@@ -9,10 +9,11 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from lpstudy.results.compare import load_compare
-from tests.study_helpers import cli
+from tests.study_helpers import cli, lpstudy
 
 APP = Path(__file__).resolve().parents[1] / "app"
 QUICK = ["--set", "max_steps=20", "--set", "eval_interval=10", "--set", "eval_iters=1"]
@@ -40,59 +41,85 @@ def _metrics(at: AppTest) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
 
 
-def test_a_comparison_before_and_after_its_workers_says_what_is_left_and_the_next_command_only_then(
-        sqlite_url, capsys):
-    args = ["compare", "--study", "cmp", "--storage", sqlite_url, "--preset", "smoke", "--p", "1,2",
-            "--tune", "lr", "--budget", "2", "--folds", "2", "--sampler-seed", "1", *QUICK]
-    code, out, err = cli(capsys, *args)
+COMPARE = ["compare", "--study", "cmp", "--preset", "smoke", "--p", "1,2", "--tune", "lr", "--budget", "2",
+           "--folds", "2", "--sampler-seed", "1", *QUICK]
+FRESH_LINE = "2 arms · tuning 0/4 trials · folds 0/4 runs · left: 4 tuning trial(s) and 4 fold run(s)"
+
+
+def test_compare_and_status_before_any_worker_say_what_is_left_and_how_to_run_it(sqlite_url, capsys):
+    code, out, err = cli(capsys, *COMPARE, "--storage", sqlite_url)
     assert code == 0, err
-    # before: 2 arms × (2 tuning trials + 2 folds), nothing run; what that costs, and how to run it
+    # 2 arms × (2 tuning trials + 2 folds), nothing run: what that costs, and how to run it
     assert "left: 8 trial(s) of preset smoke" in err
     assert "start workers anywhere: lpstudy worker --study cmp --storage URL" in err
-    assert "arms     2 arms · tuning 0/4 trials · folds 0/4 runs · left: 4 tuning trial(s) and 4 fold run(s)" in out
+    assert f"arms     {FRESH_LINE}" in out
     code, out, err = cli(capsys, "status", "--study", "cmp", "--storage", sqlite_url)
     assert code == 0, err
-    assert "next     lpstudy worker --study cmp --storage URL" in out
+    assert f"arms     {FRESH_LINE}" in out and "next     lpstudy worker --study cmp --storage URL" in out
+    # every arm has its row before it has a trial
+    assert [line.split()[:2] for line in out.splitlines() if line.lstrip().startswith("p=")] == [
+        ["p=1", "0/2"], ["p=2", "0/2"]]
+
+
+def test_home_of_a_fresh_comparison_shows_its_arms_and_the_command_that_runs_them(sqlite_url, capsys):
+    assert cli(capsys, *COMPARE, "--storage", sqlite_url)[0] == 0
     at = _home(sqlite_url, "cmp")
     assert _metrics(at) == {"Arms": "2", "Tuning trials": "0 / 4", "Fold runs": "0 / 4", "Left": "8"}
     assert [i.value for i in at.info] == [
-        "2 arms · tuning 0/4 trials · folds 0/4 runs · left: 4 tuning trial(s) and 4 fold run(s). Run it with "
-        f"`lpstudy worker --study cmp --storage {sqlite_url}` (as many workers as you like)."]
+        f"{FRESH_LINE}. Run it with `lpstudy worker --study cmp --storage {sqlite_url}` (as many workers as you like)."]
 
-    code, out, err = cli(capsys, "worker", "--study", "cmp", "--storage", sqlite_url, "--devices", "cpu",
-                         "--no-progress")
-    assert code == 0, err
-    # one line per trial, naming its arm's study; the worker says once why it stopped
-    assert "(--n-trials)" not in err
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory) -> dict:
+    """A comparison run to its end by one worker, then `compare` and `status` again: their outputs."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('cmp') / 'cmp.db'}"
+    made = lpstudy(*COMPARE, "--storage", url)
+    assert made.returncode == 0, made.stderr
+    worker = lpstudy("worker", "--study", "cmp", "--storage", url, "--devices", "cpu", "--no-progress", timeout=600)
+    assert worker.returncode == 0, worker.stderr
+    again = lpstudy(*COMPARE, "--storage", url)
+    status = lpstudy("status", "--study", "cmp", "--storage", url)
+    as_json = lpstudy("status", "--study", "cmp", "--storage", url, "--json")
+    assert again.returncode == status.returncode == as_json.returncode == 0
+    return {"url": url, "worker": worker.stderr, "again": again, "status": status.stdout,
+            "json": json.loads(as_json.stdout)}
+
+
+def test_the_comparisons_worker_names_each_trials_arm_and_says_once_why_it_stopped(finished):
+    err = finished["worker"]
+    assert "(--n-trials)" not in err  # no --n-trials was given
     assert err.count("stopped:") == 1, err
     assert "stopped: nothing left to run in the comparison · this worker's trials: 8 complete" in err
     for study in ("cmp:p=1:tune", "cmp:p=2:tune", "cmp:p=1:folds", "cmp:p=2:folds"):
         for number in (0, 1):
             assert f"{study}: trial {number} COMPLETE" in err
 
-    code, out, err = cli(capsys, *args)  # all done: compare says so, and no "start workers"
-    assert code == 0, err
-    assert "start workers" not in err and "trial(s) of preset" not in err
-    assert "nothing left: every arm is tuned and replicated" in out
 
-    code, out, err = cli(capsys, "status", "--study", "cmp", "--storage", sqlite_url)
-    assert code == 0, err
+def test_compare_on_a_finished_comparison_says_nothing_is_left_and_not_to_start_workers(finished):
+    done = finished["again"]
+    assert "start workers" not in done.stderr and "trial(s) of preset" not in done.stderr
+    assert "arms     2 arms · tuning 4/4 trials · folds 4/4 runs · nothing left: every arm is tuned and replicated" \
+        in done.stdout
+
+
+def test_status_of_a_finished_comparison_speaks_of_its_arms_without_nan(finished):
+    out = finished["status"]
     assert out.splitlines()[0] == "study cmp · comparison · preset smoke"
     for wrong in ("sampler None", "pruner None", "no trial has finished yet", "nan", "next "):
         assert wrong not in out, (wrong, out)
     assert "arms     2 arms · tuning 4/4 trials · folds 4/4 runs · nothing left" in out
-    # the reference arm's row: its mean, and no difference to itself
-    data = load_compare(sqlite_url, "cmp")
-    ref_mean = data.folds[data.folds["arm"] == "p=2"]["value"].mean()  # its two folds, from the frame
+    # the reference arm's row: its mean over its two folds, and no difference to itself
+    data = load_compare(finished["url"], "cmp")
+    ref_mean = data.folds[data.folds["arm"] == "p=2"]["value"].mean()
     reference_row = next(line for line in out.splitlines() if line.lstrip().startswith("p=2") and "reference" in line)
     assert reference_row.split() == ["p=2", "2", f"{ref_mean:.4f}", "reference", "–", "–", "–"]
-
-    status = json.loads(cli(capsys, "status", "--study", "cmp", "--storage", sqlite_url, "--json")[1])
-    assert {k: status["comparison"][k] for k in ("tuning_spent", "tuning_total", "cells_done", "cells_total",
-                                                 "left", "done")} == {
+    progress = finished["json"]["comparison"]
+    assert {k: progress[k] for k in ("tuning_spent", "tuning_total", "cells_done", "cells_total", "left", "done")} == {
         "tuning_spent": 4, "tuning_total": 4, "cells_done": 4, "cells_total": 4, "left": 0, "done": True}
 
-    at = _home(sqlite_url, "cmp")
+
+def test_home_of_a_finished_comparison_says_it_is_done_without_a_placeholder(finished):
+    at = _home(finished["url"], "cmp")
     assert _metrics(at) == {"Arms": "2", "Tuning trials": "4 / 4", "Fold runs": "4 / 4", "Left": "0"}
     shown = " ".join(str(node.value) for node in [*at.info, *at.success, *at.markdown, *at.caption])
     assert "NAME" not in shown and "lpstudy worker" not in shown and "Start workers" not in shown

@@ -139,6 +139,10 @@ def status(
 
     url = storage_url(storage, storage_file)
     result = study_status(url, study)
+    if result.get("kind") == "compare":  # the parent of `lpstudy compare`: no trials of its own; its arms'
+        from lpstudy.results.compare import compare_progress, load_compare
+
+        result["comparison"] = compare_progress(load_compare(url, study))
     if as_json:
         sys.stdout.write(json.dumps(result) + "\n")
     else:

@@ -89,10 +89,6 @@ def study_status(storage_url: str, study_name: str) -> dict[str, Any]:
         "time_left": estimate_time_left(trials, running, spec, max_steps),
         "duplicates": list(data.duplicates), "cell": list(grid_fields(spec)),
     }
-    if data.info.kind == "compare":  # the parent of `lpstudy compare`: no trials of its own, its arms'
-        from lpstudy.results.compare import compare_progress, load_compare
-
-        status["comparison"] = compare_progress(load_compare(storage_url, study_name))
     if data.info.kind == "replicate":
         settings = setting_fields(spec)  # a sweep's lr: p is summed up and paired at each one
         status["settings"] = list(settings)
