@@ -228,7 +228,7 @@ CONFIG_FILES += [("config", ["create", *NEW, "--config", f], (_CONFIG_PROBLEMS[f
 URLS = [
     f"postgresql+psycopg://writer:{SECRET}@db-host:abc/lpstudy",   # a port that is not a number
     f"postgresql+psycopg://writer:{SECRET}@db-host:99999999/lpstudy",
-    f"postgresql+psycopg://wri@ter:{SECRET}@x@127.0.0.1:1/lpstudy",  # '@' in the user-info, refused port
+    f"postgresql+psycopg://wri@ter:{SECRET}@x@127.0.0.1:1/lpstudy",  # unencoded @ in the user-info
     f"postgresql+psycopg://127.0.0.1:1/lpstudy?user=w&password={SECRET}",  # the password as a parameter
     REFUSED_PG,
     f"mysql+pymysql://u:{SECRET}@h:port/db",
@@ -251,7 +251,9 @@ def _url_problem(command: str, url: str) -> tuple[str, ...]:
     by_url = {
         URLS[0]: ("writer:***@db-host:abc", "the port must be a number in 1..65535"),
         URLS[1]: ("port 99999999 is not in 1..65535",),
-        URLS[2]: (cannot_reach, "postgresql+psycopg://wri@ter:***@127.0.0.1:1/lpstudy"),
+        # refused before connecting (db/urls.check_user_info): the driver would take "x@127..." for the host
+        URLS[2]: ("storage URL 'postgresql+psycopg://wri@ter:***@127.0.0.1:1/lpstudy' has an '@' in its user name",
+                  "percent-encode it as %40"),
         URLS[3]: (cannot_reach, "?user=w&password=***"),
         REFUSED_PG: (cannot_reach, "writer:***@127.0.0.1:1/lpstudy"),
         URLS[5]: ("mysql+pymysql://u:***@h:port/db", "the port must be a number"),

@@ -138,7 +138,7 @@ def test_the_readme_documents_each_presets_size_as_the_model_has_it():
         assert int(row["params"].replace(",", "")) == counted == PRESET_COSTS[name].n_params, name
 
 
-@pytest.mark.parametrize("command", ["train", "create", "replicate", "search"])
+@pytest.mark.parametrize("command", ["train", "create", "replicate", "search", "compare"])
 def test_help_of_every_costly_command_gives_each_presets_size_and_time(command):
     r = lpstudy(command, "--help", env=lp_env(COLUMNS="80"))
     text = " ".join(r.stdout.split())

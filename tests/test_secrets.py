@@ -31,10 +31,64 @@ APP = Path(__file__).resolve().parents[1] / "app"
     (f"postgresql+psycopg://db/lp?PASSWORD={SECRET}&sslmode=require",
      "postgresql+psycopg://db/lp?PASSWORD=***&sslmode=require"),
     (f"mysql+pymysql://w:{SECRET}@db/lp?passwd={SECRET}", "mysql+pymysql://w:***@db/lp?passwd=***"),
+    (f"grpc://w:{SECRET}@proxy:50051", "grpc://w:***@proxy:50051"),
     ("sqlite:///storage/lpstudy.db", "sqlite:///storage/lpstudy.db"),
 ])
 def test_redact_hides_a_password_with_any_characters_in_user_info_and_query(url, shown):
     assert redact(url) == shown
+
+
+# The planted password with an '@' in it, unencoded: the drivers would take what follows it for the host.
+AT_SECRET = f"{SECRET[:7]}@{SECRET[7:]}"
+
+
+@pytest.mark.parametrize("command", [
+    ["status", "--study", "sec"],
+    ["create", "--study", "sec", "--preset", "smoke"],
+    ["dashboard", "--headless", "--port", "1"],
+    ["worker", "--study", "sec", "--devices", "cpu"],
+    ["export", "--study", "sec"],
+])
+@pytest.mark.parametrize("url, refusal", [
+    (f"postgresql+psycopg://w:{AT_SECRET}@127.0.0.1:1/lp",
+     "lpstudy: error: storage URL 'postgresql+psycopg://w:***@127.0.0.1:1/lp' has an '@' in its user name "
+     "or password: percent-encode it as %40"),
+    (f"grpc://w:{SECRET}@127.0.0.1:1",
+     "lpstudy: error: gRPC storage URL 'grpc://w:***@127.0.0.1:1' must be grpc://HOST:PORT, without a user "
+     "or password"),
+], ids=["unencoded-at", "grpc-user-info"])
+def test_a_password_the_url_cannot_carry_is_refused_before_connecting(command, url, refusal, tmp_path):
+    env = {k: v for k, v in lp_env().items() if k != "LPSTUDY_STORAGE"}
+    done = subprocess.run([sys.executable, "-m", "lpstudy", *command, "--storage", url], capture_output=True,
+                          text=True, env=env, cwd=tmp_path, timeout=300)
+    assert done.returncode == 2
+    assert done.stderr.startswith(refusal) and done.stderr.count("\n") == 1, done.stderr  # one line
+    for part in (SECRET[:7], SECRET[7:]):  # neither side of the '@', e.g. in a driver's "host not found"
+        assert part not in done.stdout + done.stderr
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+def test_an_unreachable_grpc_proxy_is_one_line_without_a_warning(tmp_path):
+    port = free_port()
+    done = subprocess.run([sys.executable, "-m", "lpstudy", "status", "--study", "sec", "--storage",
+                           f"grpc://127.0.0.1:{port}"], capture_output=True, text=True, env=lp_env(),
+                          cwd=tmp_path, timeout=300)
+    assert done.returncode == 2
+    # Optuna's ExperimentalWarning for the proxy added a source path and a line of code before
+    assert done.stderr == (f"lpstudy: error: no storage proxy answers at grpc://127.0.0.1:{port} within 5 s; "
+                           "start one with `lpstudy storage-proxy` or check --storage\n")
+
+
+def test_a_warning_is_one_line_without_its_source(capsys):
+    import warnings
+
+    from lpstudy.cli import one_line_warning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = one_line_warning
+        warnings.warn("the proxy is experimental\nsecond line", UserWarning)
+    assert capsys.readouterr().err == "lpstudy: warning: the proxy is experimental\n"
 
 
 def _cmdlines(pid: int) -> str:
@@ -128,7 +182,8 @@ def test_a_planted_password_shows_nowhere(postgres, tmp_path):
         first = proxy.stdout.readline()
         assert "serving postgresql+psycopg://postgres:***@" in first, first
         seen += [first, _cmdlines(proxy.pid)]
-        run("status", "--study", "sec", "--storage", f"grpc://127.0.0.1:{port}", environment=env)
+        through_proxy = run("status", "--study", "sec", "--storage", f"grpc://127.0.0.1:{port}", environment=env)
+        assert "Warning" not in through_proxy.stderr, through_proxy.stderr
     finally:
         seen.append(_stop(proxy))
 

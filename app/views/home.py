@@ -15,6 +15,40 @@ info = study.info
 st.caption(f"Study **{plain(study.name)}** · {info.kind} · preset {info.preset or '?'} · "
            f"the pages on the left show the effect of p, convergence, stability, every trial, and the export.")
 
+
+
+def comparison_overview(storage_url: str, name: str) -> None:
+    """The parent study of `lpstudy compare` has no trials of its own: its arms, the tuning budget
+    they spent, the fold runs done, what is left, and the command that runs it while anything is."""
+    from lpstudy.db.urls import DEFAULT_STORAGE, redact
+    from lpstudy.results.compare import compare_progress, load_compare, next_command, progress_line
+
+    with no_traceback():
+        progress = compare_progress(load_compare(storage_url, name))
+    cols = st.columns(4)
+    cols[0].metric("Arms", progress["n_arms"])
+    cols[1].metric("Tuning trials", f"{progress['tuning_spent']} / {progress['tuning_total']}",
+                   help=f"{progress['budget']} per arm: the equal budget")
+    cols[2].metric("Fold runs", f"{progress['cells_done']} / {progress['cells_total']}",
+                   help=f"each arm's best configuration on {progress['folds']} folds")
+    cols[3].metric("Left", progress["left"], help="tuning trials and fold runs still to run")
+    st.dataframe(pd.DataFrame([{
+        "Arm": arm["arm"], "Tuning trials": f"{arm['tuning_done']} / {arm['budget']}",
+        "Fold runs": ("none: no tuning trial counts" if arm["nothing_to_replicate"]
+                      else f"{arm['folds_done']} / {arm['folds']}"),
+        "Left": arm["tuning_left"] + arm["folds_left"]} for arm in progress["arms"]]),
+        hide_index=True, width="stretch")
+    if progress["done"]:
+        st.success("Every arm is tuned and replicated: the Compare page pairs them fold by fold.")
+    else:
+        shown = None if storage_url == DEFAULT_STORAGE else redact(storage_url)
+        st.info(f"{progress_line(progress)}. Run it with `{next_command(name, shown)}` (as many workers as you like).")
+
+
+if info.kind == "compare":
+    comparison_overview(storage, study.name)
+    st.stop()
+
 live = st.toggle("Refresh while the study runs", value=False,
                  help=f"Reread the database every {CACHE_TTL_S} s and redraw this overview.")
 

@@ -49,7 +49,16 @@ def fail(message: str) -> None:
     sys.exit(2)
 
 
+def one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning as one line on standard error (Python's own adds its source file and line of code)."""
+    text = str(message).strip().splitlines()
+    print(f"lpstudy: warning: {text[0] if text else category.__name__}", file=file or sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> None:
+    import warnings
+
+    warnings.showwarning = one_line_warning
     _register_commands()
     try:
         result = app(args=argv, prog_name="lpstudy", standalone_mode=False)

@@ -46,6 +46,57 @@ def space_entries(set_: list[str] | None, search: list[str] | None, named: dict[
     return entries
 
 
+def checked_storage_url(storage: str | None, storage_file: str | None) -> str:
+    """The storage URL this command uses (--storage, --storage-file, the environment, the default),
+    checked by its kind's rules (lpstudy.db.kinds: a port that is a number, no unencoded '@' in a
+    password, ...) without connecting or creating anything."""
+    from lpstudy.db.kinds import kind_of
+    from lpstudy.db.urls import storage_url
+
+    url = storage_url(storage, storage_file)
+    kind_of(url)
+    return url
+
+
+def checked_corpus(data: str | None) -> str:
+    """The corpus this command's local workers will train on, found now (--data, $LPSTUDY_DATA,
+    the cache) or downloaded into the cache, before a study is created or a worker started: one
+    line (UserError) when there is none, said once rather than by every worker. Its absolute path,
+    handed to the workers."""
+    from lpstudy.training.data import resolve_corpus_path  # torch: only where this command trains
+
+    return str(resolve_corpus_path(data).absolute())
+
+
+def preflight(storage: str | None, storage_file: str | None, data: str | None, trains: bool) -> tuple[str, str | None]:
+    """What a command that creates a study or starts workers checks before it does either (search,
+    replicate, compare, worker): the storage URL, and where it trains, the corpus. (the URL, the
+    corpus's absolute path or None when this command trains nothing here)."""
+    url = checked_storage_url(storage, storage_file)
+    return url, checked_corpus(data) if trains else None
+
+
+def work_estimate(n_left: int, preset: str, fixed: dict, workers: int, devices: str) -> str:
+    """The trials left (a replicate's cells, a comparison's tuning trials and fold runs) and about
+    how long they take, said before any worker starts: with local workers, for them; else for one
+    CPU thread and one GPU."""
+    from lpstudy.training.config import resolve_config
+    from lpstudy.training.costs import serial_estimate, study_estimate
+
+    steps = resolve_config(preset, {"max_steps": fixed["max_steps"]}).max_steps if "max_steps" in fixed else None
+    if workers:
+        gpu = devices not in ("cpu",) and not all(d.strip() == "cpu" for d in devices.split(",")) and (
+            devices != "auto" or cuda_visible())
+        return "runs " + study_estimate(n_left, preset, workers, gpu=gpu, max_steps=steps)
+    return "left: " + serial_estimate(n_left, preset, max_steps=steps)
+
+
+def cuda_visible() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
 def say(message: str) -> None:
     """One line to the user on standard error (rich markup allowed)."""
     from lpstudy.training.progress import say_stderr

@@ -8,13 +8,15 @@ from typing import Annotated, Optional
 import typer
 
 from lpstudy.cli import app
-from lpstudy.cli.common import StorageFileOpt, StorageOpt, StudyOpt, parse_assignments, quiet_optuna, say
-from lpstudy.names import shell_quoted
+from lpstudy.cli.common import (StorageFileOpt, StorageOpt, StudyOpt, parse_assignments, preflight, quiet_optuna, say,
+                                work_estimate)
+from lpstudy.training.costs import presets_help
 
 
 @app.command()
 def compare(
     study: StudyOpt,
+    preset: Annotated[str, typer.Option(help=f"Required, as for replicate (a comparison runs arms × (budget + K) trials): {presets_help()}.")],
     p: Annotated[Optional[str], typer.Option("--p", help="The arms: p values, comma-separated (shortcut for --arms p=...).")] = None,
     arms: Annotated[Optional[str], typer.Option(help="The arms as FIELD=A,B,C: any training field (e.g. n_layer=2,4).")] = None,
     reference: Annotated[Optional[str], typer.Option(help="The reference arm's value (default p = 2, else the first).")] = None,
@@ -22,7 +24,6 @@ def compare(
     search: Annotated[Optional[list[str]], typer.Option("--search", help="A tuned field's range: --search lr=3e-4:3e-2 (repeatable).")] = None,
     budget: Annotated[int, typer.Option(help="Tuning trials per arm (TPE with the median pruner, on fold 0).", min=1)] = 20,
     folds: Annotated[int, typer.Option(help="K: each arm's best configuration runs on each of the K folds.", min=2)] = 5,
-    preset: Annotated[str, typer.Option(help="paper, cpu or smoke.")] = "cpu",
     set_: Annotated[Optional[list[str]], typer.Option("--set", help="Fix any other field: --set max_steps=500 (repeatable).")] = None,
     sampler_seed: Annotated[Optional[int], typer.Option(help="Seed of every arm's sampler.")] = None,
     workers: Annotated[int, typer.Option(help="Also run this many local worker processes and wait for them.", min=0)] = 0,
@@ -34,9 +35,8 @@ def compare(
     """Compare the values of one field fairly: the same tuning budget per arm, then K folds each."""
     quiet_optuna()
     from lpstudy.db.optuna_storage import open_storage
-    from lpstudy.db.urls import storage_url
     from lpstudy.errors import UserError
-    from lpstudy.results.compare import render_compare
+    from lpstudy.results.compare import compare_progress, load_compare, next_command, render_compare
     from lpstudy.study.compare import create_compare, make_plan
 
     if (p is None) == (arms is None):
@@ -46,21 +46,28 @@ def compare(
         raise UserError(f"--arms takes FIELD=A,B,C, got {arms!r}")
     plan = make_plan(factor.strip(), values.split(","), tune.split(","), budget, folds, preset, reference,
                      parse_assignments(search, "--search"), parse_assignments(set_, "--set"), sampler_seed)
-    url = storage_url(storage, storage_file)
+    if workers:
+        from lpstudy.study.launch import resolve_devices
+
+        available = resolve_devices(devices)  # a wrong device: refused before anything is made
+    url, data = preflight(storage, storage_file, data, trains=workers > 0)
     store = open_storage(url, create_tables=True)
     created = create_compare(store, study, plan)
     say(f"comparison {study!r} {'created' if created else 'resumed'} in {store.display_url}: "
         f"{len(plan.values)} arms of {plan.factor} · {plan.budget} tuning trials each on fold "
         f"{plan.tune_fold} · then {plan.folds} folds each")
+    left = compare_progress(load_compare(url, study))["left"]
+    if left:
+        say(work_estimate(left, plan.preset, plan.fixed, workers, devices))
     code = 0
     if workers:
-        from lpstudy.study.launch import resolve_devices, spawn_workers
+        from lpstudy.study.launch import spawn_workers
         from lpstudy.study.worker import WorkerOptions
 
-        available = resolve_devices(devices)
         code = spawn_workers(WorkerOptions(study=study, storage=url, data=data, show_progress=False),
                              [available[i % len(available)] for i in range(workers)], say=say)
-    else:
-        say(f"start workers anywhere: lpstudy worker --study {shell_quoted(study)}")
-    render_compare(url, study)
+    progress = render_compare(url, study)
+    if not progress["done"]:  # the next command only while something is left
+        shown = None if storage is None and storage_file is None else "URL"
+        say(f"start workers anywhere: {next_command(study, shown)}")
     return code

@@ -13,7 +13,7 @@ import typer
 
 from lpstudy.cli import app
 from lpstudy.cli.common import (GainSpaceOpt, LrSpaceOpt, PSpaceOpt, StorageFileOpt, StorageOpt, StudyOpt,
-                                quiet_optuna, say, space_entries)
+                                preflight, quiet_optuna, say, space_entries)
 from lpstudy.names import shell_quoted
 from lpstudy.training.costs import presets_help
 
@@ -40,7 +40,6 @@ def search(
 ) -> int:
     """Create a study if it is missing, run N local workers with progress, print the best trial."""
     quiet_optuna()
-    from lpstudy.db.urls import storage_url
     from lpstudy.results.status import render_status, study_status
     from lpstudy.study.launch import resolve_devices
     from lpstudy.study.spec import build_spec, read_study_file
@@ -53,7 +52,7 @@ def search(
     spec = build_spec(file_data, entries, {"preset": preset, "sampler": sampler, "pruner": pruner,
                                            "sampler_seed": sampler_seed})
     available = resolve_devices(devices)  # a wrong device is refused before anything is written
-    url = storage_url(storage, storage_file)
+    url, data = preflight(storage, storage_file, data, trains=True)  # offline: one line, no study made
     store, the_study, created, _ = open_and_create(url, study, spec)
     before = _finished(the_study)
     say(f"study {study!r} {'created' if created else 'continued'} in {store.display_url} · {spec.describe()}")

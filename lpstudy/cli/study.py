@@ -15,7 +15,8 @@ import typer
 
 from lpstudy.cli import app
 from lpstudy.cli.common import (GainSpaceOpt, LrSpaceOpt, PSpaceOpt, StorageFileOpt, StorageOpt, StudyOpt,
-                                parse_assignments, quiet_optuna, say, space_entries)
+                                parse_assignments, preflight, quiet_optuna, say, space_entries,
+                                work_estimate)
 from lpstudy.errors import UserError
 from lpstudy.names import shell_quoted
 from lpstudy.training.costs import presets_help
@@ -28,25 +29,6 @@ CheckpointOpt = Annotated[Optional[int], typer.Option(
     help="Save a resumable checkpoint of each trial every this many evaluations (0: never; default 5).", min=0)]
 RetryOpt = Annotated[Optional[int], typer.Option(
     help="How often a failed trial (dead or interrupted worker) is retried with its parameters (default 2).", min=0)]
-
-
-def _replicate_estimate(n_left: int, preset: str, fixed: dict, workers: int, devices: str) -> str:
-    """The cells left and about how long they take, said before any worker starts."""
-    from lpstudy.training.config import resolve_config
-    from lpstudy.training.costs import serial_estimate, study_estimate
-
-    steps = resolve_config(preset, {"max_steps": fixed["max_steps"]}).max_steps if "max_steps" in fixed else None
-    if workers:
-        gpu = devices not in ("cpu",) and not all(d.strip() == "cpu" for d in devices.split(",")) and (
-            devices != "auto" or _cuda_visible())
-        return "runs " + study_estimate(n_left, preset, workers, gpu=gpu, max_steps=steps)
-    return "left: " + serial_estimate(n_left, preset, max_steps=steps)
-
-
-def _cuda_visible() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
 
 
 @app.command()
@@ -118,20 +100,20 @@ def worker(
 ) -> int:
     """Take trials from a study and train them (run as many workers as you like, anywhere)."""
     quiet_optuna()
-    from lpstudy.db.urls import storage_url
+    from lpstudy.study.launch import resolve_devices, spawn_workers
 
-    storage = storage_url(storage, storage_file)  # to the worker processes through the environment
+    device_list = resolve_devices(devices)
+    # to the worker processes through the environment; the corpus found once, before any process
+    storage, data = preflight(storage, storage_file, data, trains=True)
     from lpstudy.db.optuna_storage import open_storage
     from lpstudy.study.compare import load_plan, run_compare_worker
     from lpstudy.study.studies import load_spec
-    from lpstudy.study.launch import resolve_devices, spawn_workers
     from lpstudy.study.worker import WorkerOptions, run_worker
 
     options = WorkerOptions(study=study, storage=storage, n_trials=n_trials, timeout=timeout, data=data,
                             show_progress=not no_progress, heartbeat_interval=heartbeat_interval,
                             grace_period=grace_period, max_retry=max_retry, threads=threads,
                             artifacts=artifacts)
-    device_list = resolve_devices(devices)
     if len(device_list) > 1:
         if load_plan(open_storage(storage), study) is None:  # a comparison has no spec of its own
             load_spec(open_storage(storage), study)  # one clear line now rather than one per process
@@ -157,14 +139,19 @@ def status(
 
     url = storage_url(storage, storage_file)
     result = study_status(url, study)
+    if result.get("kind") == "compare":  # the parent of `lpstudy compare`: no trials of its own; its arms'
+        from lpstudy.results.compare import compare_progress, load_compare
+
+        result["comparison"] = compare_progress(load_compare(url, study))
     if as_json:
         sys.stdout.write(json.dumps(result) + "\n")
     else:
         render_status(result)
         if result.get("kind") == "compare":  # the parent of `lpstudy compare`: its arms' table
-            from lpstudy.results.compare import render_compare
+            from lpstudy.results.compare import next_command, render_compare
 
-            render_compare(url, study)
+            shown = None if storage is None and storage_file is None else "URL"
+            render_compare(url, study, next_hint=next_command(study, shown))
 
 
 @app.command()
@@ -218,7 +205,7 @@ def replicate(
     """The paper's protocol: a grid of p values × K folds; create (or resume) it, and return."""
     quiet_optuna()
     from lpstudy.study.replicate import replicate as run_replicate
-    from lpstudy.db.urls import redact, storage_url
+    from lpstudy.db.urls import redact
     from lpstudy.study.launch import resolve_devices, spawn_workers
     from lpstudy.study.worker import WorkerOptions
 
@@ -229,15 +216,15 @@ def replicate(
     p_values = [v.strip() for v in p.split(",") if v.strip()]
     options = {"heartbeat_interval": heartbeat_interval, "grace_period": grace_period, "max_retry": max_retry,
                "checkpoint_interval": checkpoint_interval}
-    url = storage_url(storage, storage_file)
     available = resolve_devices(devices) if workers else []  # a wrong device: refused before anything is made
+    url, data = preflight(storage, storage_file, data, trains=workers > 0)  # offline: one line, nothing made
     result = run_replicate(url, study, preset, p_values, folds, fixed, options)
     verb = "created" if result.created else "resumed"
     n_lr = f"{len(lr.split(','))} lr × " if lr and "," in lr else ""
     say(f"replicate study {study!r} {verb} in {redact(url)}: {result.n_cells} cells "
         f"({len(p_values)} p × {n_lr}{folds} folds) · {result.done} done · {result.running} running · "
         f"{result.waiting} waiting ({result.enqueued} enqueued now)")
-    say(_replicate_estimate(result.n_cells - result.done, preset, fixed, workers, devices))
+    say(work_estimate(result.n_cells - result.done, preset, fixed, workers, devices))
     if workers == 0:
         say(f"start workers anywhere: lpstudy worker --study {shell_quoted(study)}; "
             f"then: lpstudy status --study {shell_quoted(study)}")

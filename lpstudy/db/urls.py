@@ -77,6 +77,30 @@ def redact(url: str) -> str:
     return _SECRET_PARAMS.sub(r"\1***", f"{scheme}://{before_query}{qmark}{query}")
 
 
+def unencoded_at_in_user_info(url: str) -> bool:
+    """Whether the user name or password of a server URL holds an '@' that is not percent-encoded
+    (USER:secr@et@HOST): the drivers split at the first '@' and would take the rest of the password
+    for the host, and quote it in their errors. A file URL (scheme:///PATH) has no user-info: an '@'
+    in its path is a file name's."""
+    _, sep, rest = str(url).partition("://")
+    if not sep or rest.startswith("/"):
+        return False
+    first_at = rest.find("@")
+    if first_at < 0:
+        return False
+    after = [i for i in (rest.find(c, first_at) for c in "/?#") if i >= 0]
+    authority = rest[:min(after)] if after else rest
+    return authority.count("@") > 1
+
+
+def check_user_info(url: str) -> None:
+    """UserError, one line and before anything connects, for an unencoded '@' in the user-info."""
+    if unencoded_at_in_user_info(url):
+        raise UserError(f"storage URL {redact(url)!r} has an '@' in its user name or password: "
+                        "percent-encode it as %40 (and ':' as %3A, '/' as %2F), e.g. "
+                        "postgresql+psycopg://USER:secr%40et@HOST/DB")
+
+
 def password_of(url: str) -> str | None:
     """The URL's password (user-info or query), to take out of error messages that quote it."""
     try:

@@ -1,31 +1,86 @@
-"""A grid cell counted once: a replicate study's cells are (p, fold) pairs, each meant to run once.
+"""A grid cell counted once. A grid study's cells are every combination of the fields its space
+gives a list of choices (lpstudy.study.space: Choice): (p, fold) for the paper's protocol, (p, lr,
+fold) for a learning-rate sweep, (p, lr, gain_init, fold) for a `create` grid over all four.
 
 A database written before claims were atomic (or by a `replicate` that raced another) can hold two
 COMPLETE trials of one cell. Counted as two folds, they would narrow every interval of the paired
 comparison; so the readers (status, the dashboard, the report) keep the first completed trial of
-each cell (the lowest trial number) and say how many copies they left out.
+each cell (the lowest trial number) and say how many copies they left out. A cell is keyed on
+every gridded field: on (p, fold) alone, a sweep's learning rates after the first would be taken
+for copies of the first.
+
+A trial's cell is read from its Optuna parameters (the frame's `param_<field>` columns: what the
+cell was enqueued with, `matched` for a matched gain), else from the field's own column.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-CELL_KEYS = ("p", "fold")
+from lpstudy.study.space import Choice, SearchSpace
+
+# The cells of a replicate study whose spec has no readable space (written by an older lpstudy).
+PAPER_CELL = ("p", "fold")
+# Fields that tell the replicates of one configuration apart, not configurations.
+REPLICATE_FIELDS = ("fold", "seed")
 
 
-def duplicate_cells(trials: pd.DataFrame) -> list[int]:
+def grid_fields(spec: dict | None) -> tuple[str, ...]:
+    """The fields a grid study's cells are made of, in the order of its space; () for a study
+    that is not a grid (a search samples, no two trials share a cell by design)."""
+    spec = spec or {}
+    if spec.get("sampler") != "grid" and spec.get("kind") != "replicate":
+        return ()
+    try:
+        space = SearchSpace.from_plain(spec.get("space") or {})
+    except Exception:  # a space this version cannot read
+        return PAPER_CELL
+    fields = tuple(param.name for param in space.params if isinstance(param, Choice))
+    return fields or PAPER_CELL
+
+
+def setting_fields(spec: dict | None) -> tuple[str, ...]:
+    """The gridded fields besides p and the replicates (fold, seed): the settings a table shows p
+    at, one row each (a sweep's learning rates); () for the paper's protocol."""
+    return tuple(f for f in grid_fields(spec) if f != "p" and f not in REPLICATE_FIELDS)
+
+
+def cell_values(trials: pd.DataFrame, name: str) -> pd.Series:
+    """The value of field `name` that puts each trial in its cell: its Optuna parameter, else its
+    column (NaN where it has neither)."""
+    param = f"param_{name}"
+    own = trials[name] if name in trials.columns else pd.Series(float("nan"), index=trials.index, dtype="object")
+    if param not in trials.columns:
+        return own.rename(name)
+    return trials[param].where(trials[param].notna(), own).rename(name)
+
+
+def cell_frame(trials: pd.DataFrame, fields: tuple[str, ...]) -> pd.DataFrame:
+    """One column per gridded field: each trial's cell."""
+    return pd.DataFrame({name: cell_values(trials, name) for name in fields}, index=trials.index)
+
+
+def cells_done(trials: pd.DataFrame, fields: tuple[str, ...]) -> int:
+    """The number of distinct cells with a COMPLETE trial."""
+    done = trials[trials["state"] == "COMPLETE"]
+    if done.empty:
+        return 0
+    return len(cell_frame(done, fields or PAPER_CELL).drop_duplicates())
+
+
+def duplicate_cells(trials: pd.DataFrame, fields: tuple[str, ...] = PAPER_CELL) -> list[int]:
     """Numbers of the COMPLETE trials that repeat a cell already completed by a lower-numbered trial."""
-    if trials.empty or any(k not in trials.columns for k in CELL_KEYS):
+    if trials.empty or not fields:
         return []
     done = trials[trials["state"] == "COMPLETE"].sort_values("number")
-    repeated = done.duplicated(list(CELL_KEYS), keep="first")
+    repeated = cell_frame(done, fields).duplicated(keep="first")
     return [int(n) for n in done.loc[repeated, "number"]]
 
 
-def one_per_cell(trials: pd.DataFrame, curves: pd.DataFrame | None = None
+def one_per_cell(trials: pd.DataFrame, curves: pd.DataFrame | None = None, fields: tuple[str, ...] = PAPER_CELL
                  ) -> tuple[pd.DataFrame, pd.DataFrame | None, list[int]]:
     """(trials, curves) without the duplicate cells' trials, and those trials' numbers."""
-    numbers = duplicate_cells(trials)
+    numbers = duplicate_cells(trials, fields)
     if not numbers:
         return trials, curves, []
     dropped = trials["number"].isin(numbers)
@@ -36,8 +91,8 @@ def one_per_cell(trials: pd.DataFrame, curves: pd.DataFrame | None = None
     return kept, curves, numbers
 
 
-def duplicates_note(numbers: list[int]) -> str:
+def duplicates_note(numbers: list[int], fields: tuple[str, ...] = PAPER_CELL) -> str:
     """One line for a reader: what was left out."""
     shown = ", ".join(str(n) for n in numbers[:10]) + (", …" if len(numbers) > 10 else "")
-    return (f"{len(numbers)} duplicate run(s) of a grid cell left out (trial {shown}): each (p, fold) "
-            "cell counts once, its first completed trial")
+    return (f"{len(numbers)} duplicate run(s) of a grid cell left out (trial {shown}): each "
+            f"({', '.join(fields)}) cell counts once, its first completed trial")

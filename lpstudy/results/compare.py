@@ -6,6 +6,7 @@ compare` and `lpstudy status` (render_compare) show the same numbers."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
@@ -33,6 +34,56 @@ class CompareData:
         return A.tuning_summary(self.tuning)
 
 
+def compare_progress(data: CompareData) -> dict[str, Any]:
+    """Where a comparison stands, as `status`, `compare`, the worker and the dashboard's Home say it:
+    per arm, the tuning trials finished of its budget and the folds its best configuration has run;
+    and what is left (tuning trials and fold cells; the folds of an arm whose tuning is still open
+    count in full). An arm whose every tuning trial diverged or was pruned has nothing to replicate."""
+    plan, rows = data.plan, []
+    for value in plan.values:
+        arm = plan.label(value)
+        tuning = data.tuning[data.tuning["arm"] == arm] if len(data.tuning) else data.tuning
+        folds = data.folds[data.folds["arm"] == arm] if len(data.folds) else data.folds
+        finished = int(tuning["state"].isin(["COMPLETE", "PRUNED"]).sum()) if len(tuning) else 0
+        open_now = int(tuning["state"].isin(["RUNNING", "WAITING"]).sum()) if len(tuning) else 0
+        tuned = finished >= plan.budget and not open_now
+        done_folds = int(folds.loc[folds["state"] == "COMPLETE", "fold"].nunique()) if len(folds) else 0
+        nothing_to_replicate = tuned and not len(folds) and A.best_trial(tuning) is None
+        rows.append({"arm": arm, "tuning_done": min(finished, plan.budget), "budget": plan.budget,
+                     "folds_done": done_folds, "folds": plan.folds,
+                     "tuning_left": max(0, plan.budget - finished),
+                     "folds_left": 0 if nothing_to_replicate else plan.folds - done_folds,
+                     "nothing_to_replicate": nothing_to_replicate})
+    tuning_left = sum(r["tuning_left"] for r in rows)
+    folds_left = sum(r["folds_left"] for r in rows)
+    return {"arms": rows, "n_arms": len(rows), "budget": plan.budget, "folds": plan.folds,
+            "tuning_spent": sum(r["tuning_done"] for r in rows), "tuning_total": plan.budget * len(rows),
+            "cells_done": sum(r["folds_done"] for r in rows), "cells_total": plan.folds * len(rows),
+            "tuning_left": tuning_left, "cells_left": folds_left, "left": tuning_left + folds_left,
+            "done": tuning_left + folds_left == 0}
+
+
+def progress_line(progress: dict[str, Any]) -> str:
+    """'2 arms · tuning 4/4 trials · folds 3/4 runs · left: 1 fold run' (or 'nothing left')."""
+    left = progress["left"]
+    parts = []
+    if progress["tuning_left"]:
+        parts.append(f"{progress['tuning_left']} tuning trial(s)")
+    if progress["cells_left"]:
+        parts.append(f"{progress['cells_left']} fold run(s)")
+    return (f"{progress['n_arms']} arms · tuning {progress['tuning_spent']}/{progress['tuning_total']} trials "
+            f"· folds {progress['cells_done']}/{progress['cells_total']} runs · "
+            + (f"left: {' and '.join(parts)}" if left else "nothing left: every arm is tuned and replicated"))
+
+
+def next_command(study: str, storage: str | None = None) -> str:
+    """The command that runs what is left of the comparison study; `storage` as the user should
+    write it (a redacted URL, 'URL'), None when it is the default one."""
+    from lpstudy.names import shell_quoted
+
+    return f"lpstudy worker --study {shell_quoted(study)}" + (f" --storage {shell_quoted(storage)}" if storage else "")
+
+
 def load_compare(storage_url: str | None, name: str) -> CompareData:
     """The comparison NAME; UserError when there is none of that name."""
     storage = open_storage(storage_url, readonly=True)
@@ -51,29 +102,47 @@ def load_compare(storage_url: str | None, name: str) -> CompareData:
     return CompareData(name, plan, join(tuning), join(folds), plan.label(plan.reference))
 
 
-def render_compare(url: str, study: str) -> None:
-    """The arms' budgets and the paired table, as rich tables on standard output."""
+def _cell(value: Any, spec: str) -> str:
+    return "–" if value is None or pd.isna(value) else format(value, spec)
+
+
+def render_compare(url: str, study: str, next_hint: str | None = None) -> dict[str, Any]:
+    """Where the comparison stands (compare_progress), the arms' budgets and the paired table, on
+    standard output; then `next_hint` (the command that runs the rest) only when something is left.
+    Returns the progress."""
     from rich.console import Console
-    from rich.table import Table
+
+    from lpstudy.results.status import print_table  # plain columns at any width, no number cut
 
     data = load_compare(url, study)
+    progress = compare_progress(data)
     console = Console()
-    budgets = Table(title=f"tuning ({data.plan.budget} trials per arm)")
-    for col in ("arm", "spent", "complete", "pruned", "diverged", "best loss", "lr", "gain_init"):
-        budgets.add_column(col)
-    for _, r in data.budgets.iterrows():
-        budgets.add_row(r["arm"], str(r["spent"]), str(r["complete"]), str(r["pruned"]), str(r["diverged"]),
-                        f"{r['best_loss']:.4f}", f"{r['best_lr']:.3g}", f"{r['best_gain_init']:.3g}")
-    console.print(budgets)
+    console.print(f"arms     {progress_line(progress)}", highlight=False, soft_wrap=True)
+    summary = {r["arm"]: r for _, r in data.budgets.iterrows()}
+    rows = []
+    for arm in progress["arms"]:
+        r = summary.get(arm["arm"], {})
+        folds = "none (no tuning trial counts)" if arm["nothing_to_replicate"] else f"{arm['folds_done']}/{arm['folds']}"
+        rows.append([arm["arm"], f"{arm['tuning_done']}/{arm['budget']}", str(r.get("pruned", 0)), str(r.get("diverged", 0)), _cell(r.get("best_loss"), ".4f"),
+                     _cell(r.get("best_lr"), ".3g"), _cell(r.get("best_gain_init"), ".3g"), folds])
+    print_table(console, f"tuning ({data.plan.budget} trials per arm)",
+                ["arm", "tuned", "pruned", "diverged", "best loss", "lr", "gain_init", "folds"], rows)
     paired = data.paired
     if paired.empty:
         console.print(f"paired table: none yet (needs the {data.reference} arm and another on the same folds)")
-        return
-    table = Table(title=f"final validation loss on {data.plan.folds} folds, paired against {data.reference} (95 % CI)")
-    for col in ("arm", "pairs", "mean", "diff", "95 % CI", "relative", "p-value"):
-        table.add_column(col)
-    for _, r in paired.iterrows():
-        table.add_row(r["arm"], str(r["n_pairs"]), f"{r['mean_loss']:.4f}", f"{r['mean_diff']:+.4f}",
-                      f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]", f"{100 * r['relative_diff']:+.2f} %",
-                      f"{r['p_value']:.3g}")
-    console.print(table)
+    else:
+        rows = []
+        for _, r in paired.iterrows():
+            if r["arm"] == data.reference:  # the arm the others are measured against: no difference of its own
+                rows.append([r["arm"], str(int(r["n_pairs"])), _cell(r["mean_loss"], ".4f"), "reference", "–", "–", "–"])
+                continue
+            ci = "–" if pd.isna(r["ci_low"]) else f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]"
+            relative = "–" if pd.isna(r["relative_diff"]) else f"{100 * r['relative_diff']:+.2f} %"
+            rows.append([r["arm"], str(int(r["n_pairs"])), _cell(r["mean_loss"], ".4f"),
+                         _cell(r["mean_diff"], "+.4f"), ci, relative, _cell(r["p_value"], ".3g")])
+        print_table(console, f"final validation loss on {data.plan.folds} folds, paired against {data.reference} "
+                             "(95 % CI; negative diff: the arm beats it)",
+                    ["arm", "pairs", "mean", "diff", "95 % CI", "relative", "p-value"], rows)
+    if next_hint and not progress["done"]:
+        console.print(f"next     {next_hint}", highlight=False, soft_wrap=True)
+    return progress

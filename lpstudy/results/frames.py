@@ -31,7 +31,7 @@ from lpstudy.db.metrics_table import METRICS_TABLE, read_metrics
 from lpstudy.db.optuna_storage import open_storage
 from lpstudy.db.kinds import kind_of
 from lpstudy.db.urls import redact
-from lpstudy.results.cells import one_per_cell
+from lpstudy.results.cells import grid_fields, one_per_cell
 from lpstudy.study.best import ranked_frame
 from lpstudy.errors import StudyUnavailable
 from lpstudy.training.fields import FIELDS
@@ -430,8 +430,9 @@ def load_study(storage_url: str, study_name: str, curves: bool = True, via_optun
     frame = trials_frame(trials, intermediate)
     merged = merge_curves(table, attr_curves(trials), intermediate) if curves else _empty_curves()
     duplicates: list[int] = []
-    if info.kind == "replicate":  # a grid cell counts once (lpstudy.results.cells)
-        frame, merged, duplicates = one_per_cell(frame, merged)
+    cell = grid_fields(info.spec)
+    if cell:  # a grid cell counts once (lpstudy.results.cells), keyed on every gridded field
+        frame, merged, duplicates = one_per_cell(frame, merged, cell)
     return StudyData(name=study_name, info=info, trials=frame, curves=merged, duplicates=duplicates)
 
 

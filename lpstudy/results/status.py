@@ -13,6 +13,7 @@ import pandas as pd
 from lpstudy.db.urls import redact
 from lpstudy.results import analysis
 from lpstudy.results import frames as results
+from lpstudy.results.cells import PAPER_CELL, duplicates_note, grid_fields, setting_fields
 from lpstudy.study.spec import StudySpec
 from lpstudy.values import REFERENCE_P, finite_or_none, format_duration, format_p, json_safe, read_p
 
@@ -106,10 +107,13 @@ def study_status(storage_url: str, study_name: str) -> dict[str, Any]:
         "study": study_name, "storage": redact(storage_url), "kind": info.kind, "preset": info.preset,
         "sampler": spec.get("sampler"), "pruner": spec.get("pruner"), "counts": counts, "diverged": diverged,
         "best": best, "running": running_rows, "grid": grid, "time_left": left, "duplicates": duplicates,
+        "cell": list(grid_fields(spec)),
     }
     if info.kind == "replicate":
-        status["per_p"] = _records(analysis.per_p_summary(trials))
-        paired = analysis.paired_comparison(trials, reference_p=REFERENCE_P)
+        settings = setting_fields(spec)  # a sweep's lr: p is summed up and paired at each one
+        status["settings"] = list(settings)
+        status["per_p"] = _records(analysis.per_p_summary(trials, within=settings))
+        paired = analysis.paired_comparison(trials, reference_p=REFERENCE_P, within=settings)
         status["paired"] = _records(paired)
         status["reference_p"] = REFERENCE_P
     return status
@@ -161,6 +165,11 @@ def render_status(status: dict[str, Any], console=None) -> None:
     from rich.console import Console
 
     console = console or Console()
+    if status["kind"] == "compare":  # its arms are studies of their own: lpstudy.results.compare says them
+        console.print(f"[bold]study {status['study']}[/] · comparison · preset {status['preset']}",
+                      highlight=False, soft_wrap=True)
+        console.print(f"storage  {status['storage']}", highlight=False, soft_wrap=True)
+        return
     c = status["counts"]
     console.print(f"[bold]study {status['study']}[/] · {status['kind']} · preset {status['preset']} · "
                   f"sampler {status['sampler']} · pruner {status['pruner']}", highlight=False, soft_wrap=True)
@@ -179,9 +188,9 @@ def render_status(status: dict[str, Any], console=None) -> None:
         console.print(f"grid     {grid['done']}/{grid['n_cells']} cells done · {grid['running']} running · "
                       f"{grid['waiting']} waiting", highlight=False, soft_wrap=True)
     if status.get("duplicates"):
-        from lpstudy.results.cells import duplicates_note
 
-        console.print(f"[yellow]note[/]     {duplicates_note(status['duplicates'])}", highlight=False, soft_wrap=True)
+        console.print(f"[yellow]note[/]     {duplicates_note(status['duplicates'], tuple(status.get('cell') or PAPER_CELL))}",
+                      highlight=False, soft_wrap=True)
     if status["running"]:
         rows = []
         for r in status["running"]:
@@ -208,11 +217,19 @@ def render_status(status: dict[str, Any], console=None) -> None:
         _render_replicate(status, console)
 
 
+def _setting(value: Any) -> str:
+    """A gridded field's value in a table (a learning rate as 0.003, 'matched' as it is)."""
+    return _num(value, ".3g") if isinstance(value, (int, float)) else "–" if value is None else str(value)
+
+
 def _render_replicate(status: dict[str, Any], console) -> None:
-    rows = [[_p(r["p"]), str(r["n"]), str(r["n_diverged"]), f"{_num(r['mean'])} ± {_num(r['std'])}",
-             f"[{_num(r['ci_low'])}, {_num(r['ci_high'])}]", _num(r["best"])] for r in status.get("per_p", [])]
-    print_table(console, "final validation loss per p (COMPLETE runs; diverged runs left out of mean ± std)",
-                ["p", "runs", "diverged", "mean ± std", "95 % CI", "best"], rows)
+    settings = status.get("settings") or []
+    at = "per p" + "".join(f" and {name}" for name in settings)
+    rows = [[_p(r["p"]), *(_setting(r.get(name)) for name in settings), str(r["n"]), str(r["n_diverged"]),
+             f"{_num(r['mean'])} ± {_num(r['std'])}", f"[{_num(r['ci_low'])}, {_num(r['ci_high'])}]", _num(r["best"])]
+            for r in status.get("per_p", [])]
+    print_table(console, f"final validation loss {at} (COMPLETE runs; diverged runs left out of mean ± std)",
+                ["p", *settings, "runs", "diverged", "mean ± std", "95 % CI", "best"], rows)
     paired = status.get("paired") or []
     if not paired:
         console.print(f"paired difference to p = {status['reference_p']:g}: none yet (needs runs of p = "
@@ -221,8 +238,10 @@ def _render_replicate(status: dict[str, Any], console) -> None:
     rows = []
     for r in paired:
         rel = r.get("relative_diff")
-        rows.append([_p(r["p"]), str(r["n_pairs"]), _num(r["mean_diff"], "+.4f"),
-                     f"[{_num(r['ci_low'], '+.4f')}, {_num(r['ci_high'], '+.4f')}]",
+        rows.append([_p(r["p"]), *(_setting(r.get(name)) for name in settings), str(r["n_pairs"]),
+                     _num(r["mean_diff"], "+.4f"), f"[{_num(r['ci_low'], '+.4f')}, {_num(r['ci_high'], '+.4f')}]",
                      "–" if rel is None else f"{rel:+.2%}", _num(r.get("p_value"), ".3g")])
-    print_table(console, f"paired difference to p = {status['reference_p']:g} across folds (negative: p beats it)",
-                ["p", "pairs", "mean diff", "95 % CI", "relative", "p-value"], rows)
+    where = "".join(f" at each {name}" for name in settings)
+    print_table(console, f"paired difference to p = {status['reference_p']:g} across folds{where} "
+                         "(negative: p beats it)",
+                ["p", *settings, "pairs", "mean diff", "95 % CI", "relative", "p-value"], rows)

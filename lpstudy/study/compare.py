@@ -35,7 +35,7 @@ from lpstudy.db.optuna_storage import StudyStorage, open_storage
 from lpstudy.errors import UserError
 from lpstudy.study.best import ranked_trials
 from lpstudy.study.space import DEFAULT_SPACE
-from lpstudy.study.spec import build_spec, replicate_spec
+from lpstudy.study.spec import StudySpec, build_spec, replicate_spec
 from lpstudy.study.studies import create_study, enqueue_missing_cells, load_study
 from lpstudy.training.config import coerce_field, get_preset
 from lpstudy.values import REFERENCE_P, P, format_p, json_safe
@@ -97,8 +97,16 @@ class ComparePlan:
     def folds_study(self, name: str, value: Any) -> str:
         return f"{name}:{self.label(value)}:folds"
 
+    def untuned(self) -> dict[str, Any]:
+        """The fields a search would sample by default (DEFAULT_SPACE) that this comparison neither
+        tunes, nor compares, nor fixes with --set: fixed at the preset's value in every arm, so that
+        an arm's tuning searches exactly --tune and its replicates run what the tuning ran."""
+        preset = get_preset(self.preset).to_dict()
+        return {name: preset[name] for name in DEFAULT_SPACE
+                if name not in self.tune and name not in self.fixed and name != self.factor}
+
     def tune_spec(self, value: Any):
-        entries = {**self.fixed, **self.tune, self.factor: json_safe(value),
+        entries = {**self.untuned(), **self.fixed, **self.tune, self.factor: json_safe(value),
                    "fold": self.tune_fold, "folds": self.folds}
         return build_spec(None, entries, {"preset": self.preset, "sampler": "tpe", "pruner": "median",
                                           "n_trials": self.budget, "sampler_seed": self.sampler_seed})
@@ -203,21 +211,24 @@ def tuning_done(study: optuna.Study, budget: int) -> bool:
     return finished >= budget and not any(s in (TrialState.RUNNING, TrialState.WAITING) for s in states)
 
 
-def best_values(study: optuna.Study, plan: ComparePlan) -> dict[str, Any] | None:
-    """The tuned fields of the arm's best trial (lpstudy.study.best), as the worker ran them."""
+def best_values(study: optuna.Study, spec: StudySpec) -> dict[str, Any] | None:
+    """Every field the arm's tuning searched (its stored spec: --tune, and in a comparison made
+    before untuned fields were fixed, whatever it sampled besides), at the arm's best trial
+    (lpstudy.study.best), as the worker ran them; None before any trial counts."""
     ranked = ranked_trials(study.get_trials(deepcopy=False))
     if not ranked:
         return None
     best = ranked[0]
-    return {name: best.user_attrs.get(name, best.params.get(name)) for name in plan.tune}
+    return {param.name: best.user_attrs.get(param.name, best.params.get(param.name))
+            for param in spec.space.searched}
 
 
 def ensure_folds_study(storage: StudyStorage, name: str, plan: ComparePlan, value: Any) -> optuna.Study | None:
     """The arm's replicate grid, created (cells enqueued once) when its tuning is done; None before."""
-    tune, _ = load_study(storage, plan.tune_study(name, value))
+    tune, spec = load_study(storage, plan.tune_study(name, value))
     if not tuning_done(tune, plan.budget):
         return None
-    best = best_values(tune, plan)
+    best = best_values(tune, spec)
     if best is None:  # every tuning trial diverged or was pruned: nothing to replicate
         return None
     study, _ = create_study(storage, plan.folds_study(name, value), plan.folds_spec(value, best))
@@ -244,11 +255,16 @@ def next_study(storage: StudyStorage, name: str, plan: ComparePlan) -> str | Non
 
 def run_compare_worker(options, say=None):
     """`lpstudy worker --study NAME` for a comparison: one trial at a time from next_study, until
-    nothing is left, --n-trials is reached or --timeout has passed (no trial starts after it)."""
-    from lpstudy.study.worker import WorkerReport, run_worker
+    nothing is left, --n-trials is reached or --timeout has passed (no trial starts after it). It
+    says once what it works on and why it stopped; each trial's line names its arm's study."""
+    from lpstudy.study.worker import WorkerReport, run_worker, stop_line
+    from lpstudy.training.progress import say_stderr
 
+    speak = say or (lambda message: say_stderr(f"[dim]lpstudy worker:[/] {message}"))
     storage = open_storage(options.storage, create_tables=True)
     plan = load_plan(storage, options.study)
+    speak(f"comparison {options.study!r} in {storage.display_url}: {len(plan.values)} arms of {plan.factor}, "
+          "a trial at a time from the arm with the least of its tuning budget spent, then the folds")
     report = WorkerReport()
     started, done = time.monotonic(), 0
     while True:
@@ -262,7 +278,8 @@ def run_compare_worker(options, say=None):
         if target is None:
             report.reason = "nothing left to run in the comparison"
             break
-        one = run_worker(dataclasses.replace(options, study=target, n_trials=1), say=say)
+        one = run_worker(dataclasses.replace(options, study=target, n_trials=1, announce=False),
+                         say=lambda message, arm=target: speak(f"{arm}: {message}"))
         if not one.trials and not one.exit_code:
             report.reason = f"{target} had no trial to give ({one.reason})"
             break
@@ -272,4 +289,5 @@ def run_compare_worker(options, say=None):
         if one.interrupted or one.exit_code:
             report.interrupted, report.exit_code, report.reason = one.interrupted, one.exit_code, one.reason
             break
+    speak(stop_line(report))
     return report

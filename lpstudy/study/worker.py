@@ -70,6 +70,9 @@ class WorkerOptions:
     max_retry: int | None = None
     threads: int | None = None  # torch threads of a CPU worker (None: torch's default)
     artifacts: str | None = None  # where trials keep checkpoints (lpstudy.study.checkpoints)
+    # Say the study it works on and why it stopped. A comparison's worker runs one trial at a time
+    # through a Worker each (lpstudy.study.compare) and says these itself, once.
+    announce: bool = True
 
 
 @dataclass
@@ -238,8 +241,9 @@ class Worker:
         else:
             ctx = TrialContext(storage=storage, study=study, spec=spec, corpus=None, device=opts.device,
                                should_stop=self.stop, show_progress=opts.show_progress)
-        self.say(f"study {opts.study!r} ({spec.describe()}) in {storage.display_url} on {ctx.device}"
-                 + ("" if heartbeat_on else " · heartbeats by lease (trial system attribute)"))
+        if opts.announce:
+            self.say(f"study {opts.study!r} ({spec.describe()}) in {storage.display_url} on {ctx.device}"
+                     + ("" if heartbeat_on else " · heartbeats by lease (trial system attribute)"))
         previous = install_signal_handlers(self.stop, self.say)
         sys.unraisablehook, unraisable_hook = quiet_dropped_aborts(self.stop)
         try:
@@ -345,8 +349,8 @@ class Worker:
                         break
             else:
                 failures_in_a_row = 0
-        self.say(f"stopped: {report.reason} · this worker's trials: "
-                 + (", ".join(f"{n} {s.lower()}" for s, n in sorted(report.trials.items())) or "none"))
+        if opts.announce:
+            self.say(stop_line(report))
         return report
 
     def _idle(self) -> None:
@@ -423,6 +427,12 @@ class Worker:
         why = f" ({outcome.reason})" if outcome.reason else ""
         self.say(f"trial {trial.number} {outcome.state.name}{value}{diverged}{why}")
         return True
+
+
+def stop_line(report: WorkerReport) -> str:
+    """'stopped: no grid cell left · this worker's trials: 3 complete, 1 pruned'."""
+    return (f"stopped: {report.reason} · this worker's trials: "
+            + (", ".join(f"{n} {s.lower()}" for s, n in sorted(report.trials.items())) or "none"))
 
 
 def _safe(fn) -> None:

@@ -26,7 +26,7 @@ from lpstudy.db.kinds.journal import JOURNAL
 from lpstudy.db.kinds.mysql import MYSQL
 from lpstudy.db.kinds.postgresql import POSTGRESQL
 from lpstudy.db.kinds.sqlite import SQLITE
-from lpstudy.db.urls import redact
+from lpstudy.db.urls import check_user_info, redact
 from lpstudy.errors import UserError
 
 # Every kind, in the order the forms are listed to a user whose URL is none of them.
@@ -38,7 +38,9 @@ URL_FORMS = ", ".join(_forms[:-1]) + " or " + _forms[-1]
 
 def kind_of(url: str) -> StorageKind:
     """The kind of the storage at url, after checking that the URL can be used (a port is a number,
-    a file URL names a file); UserError with one line otherwise."""
+    a file URL names a file, no unencoded '@' in a password); UserError with one line otherwise,
+    before anything connects."""
+    check_user_info(url)
     for kind in KINDS:
         if kind.owns(url):
             kind.validate(url)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lpstudy.db.kinds.base import CONNECT_TIMEOUT_S, StorageKind
+from lpstudy.db.urls import redact
 from lpstudy.errors import UserError
 
 if TYPE_CHECKING:
@@ -20,11 +21,16 @@ if TYPE_CHECKING:
 
 
 def grpc_address(url: str) -> tuple[str, int]:
-    """(host, port) of a grpc://HOST:PORT URL; UserError unless both are there."""
+    """(host, port) of a grpc://HOST:PORT URL; UserError unless both are there, or with a user or
+    password (the proxy authenticates no one: the database's password stays with the proxy)."""
     rest = url.split("://", 1)[1].rstrip("/")
+    if "@" in rest:
+        raise UserError(f"gRPC storage URL {redact(url)!r} must be grpc://HOST:PORT, without a user or "
+                        "password: the storage proxy asks for none (the database's stays with "
+                        "`lpstudy storage-proxy`)")
     host, sep, port = rest.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise UserError(f"gRPC storage URL {url!r} must be grpc://HOST:PORT")
+        raise UserError(f"gRPC storage URL {redact(url)!r} must be grpc://HOST:PORT")
     return host, int(port)
 
 
@@ -37,16 +43,22 @@ class GrpcKind(StorageKind):
 
     def open_optuna(self, url: str, readonly: bool, create_tables: bool,
                     policy: RetryPolicy) -> tuple[GrpcStorageProxy, None]:
+        import warnings
+
+        from optuna.exceptions import ExperimentalWarning
+
         from lpstudy.db.outages import RetryingGrpcStorageProxy, attach
 
         host, port = grpc_address(url)
         try:
-            proxy = RetryingGrpcStorageProxy(host=host, port=port)
+            with warnings.catch_warnings():  # Optuna's ExperimentalWarning: the proxy is lpstudy's choice
+                warnings.simplefilter("ignore", ExperimentalWarning)
+                proxy = RetryingGrpcStorageProxy(host=host, port=port)
             proxy.wait_server_ready(timeout=CONNECT_TIMEOUT_S)
         except ImportError:
             raise UserError("gRPC storage needs grpcio: pip install 'lpstudy[grpc]'") from None
         except ConnectionError:
-            raise UserError(f"no storage proxy answers at {url} within {CONNECT_TIMEOUT_S} s; "
+            raise UserError(f"no storage proxy answers at {redact(url)} within {CONNECT_TIMEOUT_S} s; "
                             "start one with `lpstudy storage-proxy` or check --storage") from None
         attach(proxy, policy)
         return proxy, None

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from lpstudy.results.analysis.groups import DEFAULT_P_BINS, equal_width_bins, p_bins, p_positions
+from lpstudy.results.cells import cell_frame
 from lpstudy.results.analysis.intervals import t_interval
 from lpstudy.results.analysis.paired import fold_losses, paired_differences
 from lpstudy.results.analysis.selection import finished
@@ -20,11 +21,45 @@ SUMMARY_COLUMNS = ("p_bin", "p", "p_low", "p_high", "n", "n_ok", "n_diverged", "
                    "mean", "std", "sem", "ci_low", "ci_high", "median", "best")
 
 
+def _within(trials: pd.DataFrame, within: Sequence[str], table, empty: pd.DataFrame) -> pd.DataFrame:
+    """table(group) for each setting of the fields `within` (a grid's other gridded fields, each
+    trial's cell value: lpstudy.results.cells), those fields as columns after p's, rows sorted by
+    p then by the setting."""
+    values = cell_frame(trials, tuple(within))
+    parts = []
+    for setting, group in trials.groupby([values[name] for name in within], sort=False, dropna=False):
+        part = table(group)
+        if part.empty:
+            continue
+        setting = setting if isinstance(setting, tuple) else (setting,)
+        at = list(part.columns).index("p") + 1
+        for offset, (name, value) in enumerate(zip(within, setting)):
+            part.insert(at + offset, name, [value] * len(part))
+        parts.append(part)
+    if not parts:
+        out = empty.copy()
+        for offset, name in enumerate(within):
+            out.insert(list(out.columns).index("p") + 1 + offset, name, pd.Series(dtype="object"))
+        return out
+    out = pd.concat(parts, ignore_index=True)
+    order = p_positions(out["p"].astype("float64"))
+    keys = [out[name].map(lambda v: (isinstance(v, str), v if not isinstance(v, str) else 0, str(v)))
+            for name in within]
+    return (out.assign(_order=order, **{f"_k{i}": k for i, k in enumerate(keys)})
+            .sort_values(["_order", *[f"_k{i}" for i in range(len(keys))]], kind="stable")
+            .drop(columns=["_order", *[f"_k{i}" for i in range(len(keys))]]).reset_index(drop=True))
+
+
 def per_p_summary(trials: pd.DataFrame, bins: int | Sequence[float] | None = None,
-                  confidence: float = 0.95) -> pd.DataFrame:
+                  confidence: float = 0.95, within: Sequence[str] = ()) -> pd.DataFrame:
     """Final validation loss per p (exact values by default, or bins; see p_bins): one row per p
     group, sorted by p with ∞ last. n counts COMPLETE trials, n_ok those that did not diverge; mean,
-    std (ddof 1), sem, the t interval (ci_low, ci_high), median and best are over the n_ok losses."""
+    std (ddof 1), sem, the t interval (ci_low, ci_high), median and best are over the n_ok losses.
+    With `within` (a grid's other gridded fields, lpstudy.results.cells.setting_fields: a sweep's
+    lr), one row per p and setting, the setting's fields as columns after p."""
+    if within:
+        return _within(trials, within, lambda group: per_p_summary(group, bins, confidence),
+                       per_p_summary(trials.iloc[0:0], bins, confidence))
     done = finished(trials)
     done = done[done["p"].notna()]
     if done.empty:
@@ -54,13 +89,17 @@ PAIRED_COLUMNS = ("p", "p_bin", "n_pairs", "n_excluded", "mean_loss", "ref_mean_
 
 
 def paired_comparison(trials: pd.DataFrame, reference_p: float = 2.0, confidence: float = 0.95,
-                      pair_on: str = "fold") -> pd.DataFrame:
+                      pair_on: str = "fold", within: Sequence[str] = ()) -> pd.DataFrame:
     """For a replicate study: per p ≠ reference_p, the paired difference loss(p) − loss(reference)
     across folds (pair_on), with its t interval (paired.paired_differences). A negative mean_diff
     means p beats the reference. Pairs where either run diverged, or either side is missing, are
     left out (n_excluded counts the folds of p left out). Several completed runs of one (p, fold)
     are averaged. relative_diff is mean_diff / ref_mean_loss over the same pairs. Sorted by p;
-    empty when the reference p has no run."""
+    empty when the reference p has no run. With `within` (a grid's other gridded fields: a sweep's
+    lr), p is paired with the reference at each setting, one row per p and setting."""
+    if within:
+        return _within(trials, within, lambda group: paired_comparison(group, reference_p, confidence, pair_on),
+                       paired_comparison(trials.iloc[0:0], reference_p, confidence, pair_on))
     empty = pd.DataFrame({c: pd.Series(dtype="object" if c == "p_bin" else "float64") for c in PAIRED_COLUMNS})
     losses = fold_losses(trials, "p", pair_on)
     p_values = np.asarray(list(dict.fromkeys(losses.index.get_level_values(0))), dtype="float64")

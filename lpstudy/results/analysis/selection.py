@@ -9,6 +9,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
+from lpstudy.results.cells import cells_done, grid_fields
 from lpstudy.study.best import ranked_frame
 from lpstudy.values import STATES
 
@@ -80,22 +81,23 @@ def running_trials(trials: pd.DataFrame, now: pd.Timestamp | None = None) -> pd.
 
 
 def grid_progress(trials: pd.DataFrame, spec: dict | None = None) -> dict | None:
-    """For a replicate (grid) study: cells in the grid, cells done (a COMPLETE trial), running,
-    waiting, and the fraction done; None for a study that is not a grid."""
+    """For a grid study (replicate, or `create --sampler grid`): cells in the grid, cells done (a
+    COMPLETE trial; a cell is every gridded field, lpstudy.results.cells), running, waiting, and
+    the fraction done; None for a study that is not a grid."""
     spec = spec or {}
-    if spec.get("kind") != "replicate" and not spec.get("n_cells"):
+    fields = grid_fields(spec)
+    if not fields:
         return None
     p_values = spec.get("p_values") or []
     folds = spec.get("folds")
     fold_count = len(folds) if isinstance(folds, (list, tuple)) else folds
     n_cells = int(spec.get("n_cells") or (len(p_values) * int(fold_count or 0)) or 0)
-    done = trials[trials["state"] == "COMPLETE"]
-    cells_done = len(done.drop_duplicates(["p", "fold"])) if len(done) else 0
+    done = cells_done(trials, fields) if len(trials) else 0
     running = int((trials["state"] == "RUNNING").sum())
     waiting = int((trials["state"] == "WAITING").sum())
-    n_cells = max(n_cells, cells_done)
-    return {"n_cells": n_cells, "done": cells_done, "running": running, "waiting": waiting,
-            "fraction": cells_done / n_cells if n_cells else 0.0}
+    n_cells = max(n_cells, done)
+    return {"n_cells": n_cells, "done": done, "running": running, "waiting": waiting,
+            "fraction": done / n_cells if n_cells else 0.0}
 
 
 def filter_trials(trials: pd.DataFrame, states: Iterable[str] | None = None,
