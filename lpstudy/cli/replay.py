@@ -125,6 +125,12 @@ def _render(plain: dict) -> None:
                       f"{m['reach_share']:.0%}", str(m["borda"]), f"{m['trials_median']:.0f}",
                       f"{m['pruned_share']:.0%}", f"{m['capped_share']:.0%}")
     console.print(table)
+    rho = plain.get("rank_correlation") or {}
+    if rho:
+        steps = list(rho)
+        shown = [steps[i] for i in sorted({0, len(steps) // 4, len(steps) // 2, len(steps) - 2}) if 0 <= i < len(steps)]
+        _say("rank correlation of the loss at a step with the final loss (Spearman, every run): "
+             + ", ".join(f"step {s}: {rho[s]:.2f}" for s in shown))
     versus = plain.get("default_vs_random")
     if versus:
         regret = versus["random_regret_median"]

@@ -97,6 +97,26 @@ class GridTable:
         se = float(values.std(ddof=1) / math.sqrt(len(values))) if len(values) > 1 else 0.0
         return max(se, 0.005 * float(values.mean()))
 
+    def rank_correlations(self) -> dict[int, float]:
+        """Whether early evaluations carry information: for each evaluation step, Spearman's rank
+        correlation across every run (configuration × fold) between the validation loss there and
+        the run's final value (a run that stopped earlier keeps its last loss)."""
+        from scipy.stats import spearmanr
+
+        keys = sorted(self.runs)
+        finals = [self.runs[k].value for k in keys]
+        steps = sorted({s for run in self.runs.values() for s in run.steps if s > 0})
+        out: dict[int, float] = {}
+        for step in steps:
+            at = []
+            for k in keys:
+                run = self.runs[k]
+                before = [v for s, v in zip(run.steps, run.val_loss) if s <= step]
+                at.append(before[-1] if before else math.nan)
+            rho = spearmanr(at, finals, nan_policy="omit").statistic
+            out[step] = float(rho)
+        return out
+
     # -- mapping a sampled point onto the grid ----------------------------------------------
     def nearest(self, params: dict[str, Any]) -> int:
         """The configuration nearest to a sampled point, field by field (on a log scale for lr and

@@ -228,6 +228,7 @@ class ReplayResult:
             "grid": self.table.shape(),
             "best": {"config": dict(zip(self.table.params, best)), "loss": self.best_loss, "epsilon": self.epsilon},
             "budget": self.budget, "seeds": len(self.seeds), "methods": methods,
+            "rank_correlation": {str(k): v for k, v in self.table.rank_correlations().items()},
             "default_vs_random": default_against_random(self),
         })
 
