@@ -154,7 +154,7 @@ def export_grid(
 
     check_output_file(output, "--output")
     table = from_study(storage_url(storage, storage_file), study)
-    table.source["command"] = f"lpstudy export-grid --study {study} -o {output.name}"
+    table.source["command"] = f"lpstudy export-grid --study {study} -o {output}"
     write_table(table, output)
     shape = table.shape()
     size = output.stat().st_size
