@@ -139,6 +139,29 @@ def test_methods_are_picked_by_name_and_the_default_is_what_search_uses():
     assert StudySpec.__dataclass_fields__["sampler"].default == default_method().sampler
 
 
+def test_searchs_default_is_the_benchmarks_winner_where_cma_es_can_model_the_space():
+    import optuna
+
+    from lpstudy.study.spec import build_spec
+    from lpstudy.study.studies import make_pruner, make_sampler
+
+    spec = build_spec({"preset": "smoke"})
+    assert (spec.sampler, spec.pruner) == ("cmaes", "sha")
+    assert isinstance(make_sampler(spec), optuna.samplers.CmaEsSampler)
+    pruner = make_pruner(spec)
+    assert isinstance(pruner, optuna.pruners.SuccessiveHalvingPruner)
+    assert pruner._min_resource == spec.base_config().eval_interval and pruner._reduction_factor == 3
+    # p = ∞ (a switch) or a choice: CMA-ES would draw them at random, so TPE with Hyperband
+    for entries in ({"p": "1:4,inf"}, {"n_layer": "2,4"}):
+        spec = build_spec({"preset": "smoke"}, entries)
+        assert (spec.sampler, spec.pruner) == ("tpe", "hyperband"), entries
+    # what a user names is kept
+    spec = build_spec({"preset": "smoke", "sampler": "cmaes"}, {"p": "1:4,inf"})
+    assert (spec.sampler, spec.pruner) == ("cmaes", "sha")
+    spec = build_spec({"preset": "smoke", "pruner": "median"}, {"p": "1:4,inf"})
+    assert (spec.sampler, spec.pruner) == ("tpe", "median")
+
+
 def test_file_round_trip_keeps_every_run(tmp_path):
     table = _table(HAND)
     path = write_table(table, tmp_path / "grid.json.gz")

@@ -5,13 +5,13 @@ SAMPLERS and PRUNERS), it is built by the very code a study uses (lpstudy.study.
 make_sampler and make_pruner, from a spec of the grid's space), so the method marked `default` is
 what `lpstudy search` runs. The others are Optuna's, with Optuna's defaults unless said here:
 
-    samplers  random (lpstudy's), tpe (lpstudy's: multivariate, constant liar, 10 random trials),
-              tpe-optuna (Optuna's default TPESampler(seed=...): since Optuna 5 it is multivariate
-              with the constant liar too, and replays trial for trial as lpstudy's; measured with
-              no pruner only, by default), gp (GPSampler), cmaes (CmaEsSampler)
-    pruners   none, median (lpstudy's: 5 trials, none during warm-up), hyperband (lpstudy's: from
-              one evaluation interval to max_steps, η = 3), sha (SuccessiveHalvingPruner from one
-              evaluation interval, η = 3), wilcoxon (WilcoxonPruner over the folds: each trial runs
+    samplers  random, cmaes (CmaEsSampler), tpe (multivariate, constant liar, 10 random trials):
+              lpstudy's; tpe-optuna (Optuna's default TPESampler(seed=...): since Optuna 5 it is
+              multivariate with the constant liar too, and replays trial for trial as lpstudy's;
+              measured with no pruner only, by default), gp (Optuna's GPSampler)
+    pruners   none, sha (successive halving from one evaluation interval, η = 3), median (5
+              trials, none during warm-up), hyperband (from one evaluation interval to max_steps,
+              η = 3): lpstudy's; wilcoxon (WilcoxonPruner over the folds: each trial runs
               the configuration fold by fold, as `compare` replicates it, and stops once it is
               significantly worse than the best)
 """
@@ -100,8 +100,6 @@ def build_sampler(method: Method, spec: StudySpec, seed: int) -> optuna.samplers
             return optuna.samplers.TPESampler(seed=seed)
         if method.sampler == "gp":
             return optuna.samplers.GPSampler(seed=seed)
-        if method.sampler == "cmaes":
-            return optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False)
     raise UserError(f"no sampler {method.sampler!r}")  # pragma: no cover - pick_methods refuses it first
 
 
@@ -109,9 +107,6 @@ def build_pruner(method: Method, spec: StudySpec) -> optuna.pruners.BasePruner:
     """The method's pruner; lpstudy's own through make_pruner."""
     if method.pruner in PRUNERS:
         return make_pruner(_with(spec, pruner=method.pruner))
-    cfg = spec.base_config()
-    if method.pruner == "sha":
-        return optuna.pruners.SuccessiveHalvingPruner(min_resource=max(1, cfg.eval_interval), reduction_factor=3)
     if method.pruner == FOLD_PRUNER:
         return optuna.pruners.WilcoxonPruner(p_threshold=0.1)
     raise UserError(f"no pruner {method.pruner!r}")  # pragma: no cover
