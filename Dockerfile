@@ -24,7 +24,8 @@ RUN pip install --index-url "https://download.pytorch.org/whl/${TORCH_INDEX}" "$
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY lpstudy ./lpstudy
-RUN pip install ".[dashboard,postgres,grpc]"
+# s3: boto3, for an artifact store on S3 or MinIO (LPSTUDY_ARTIFACTS=s3://BUCKET).
+RUN pip install ".[dashboard,postgres,grpc,s3]"
 
 # ---- runtime: the environment, the dashboard's pages and a non-root user; no sources, no pip cache --
 FROM python:${PYTHON_VERSION}-slim AS runtime
@@ -43,8 +44,9 @@ ENV PATH=/opt/venv/bin:$PATH \
     STREAMLIT_BROWSER_GATHER_USAGE_STATS=false
 USER lpstudy
 WORKDIR /home/lpstudy
-# Fails the build if the installed command does not start.
-RUN lpstudy --help >/dev/null
+# Fails the build if the installed command does not start. No ENTRYPOINT: a container's command
+# (lpstudy ..., python ...) runs as given, in docker compose and Kubernetes alike.
+RUN lpstudy --version && lpstudy --help >/dev/null
 # dashboard, optuna-dashboard, storage-proxy
 EXPOSE 8501 8080 13000
 CMD ["lpstudy", "--help"]

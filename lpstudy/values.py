@@ -31,12 +31,28 @@ def metrics_attr_name(step: int) -> str:
 
 # -- p ------------------------------------------------------------------------------------------
 
-_INF_WORDS = frozenset({"inf", "+inf", "infinity", "+infinity", "∞"})
+INF_TEXT = "inf"  # how lpstudy writes p = ∞ (and any ∞) wherever it writes: JSON, YAML, Optuna
+_INF_WORDS = frozenset({INF_TEXT, "+inf", "infinity", "+infinity", "∞"})  # what it reads as ∞
 
 
-def check_p(p: object) -> float:
-    """p as a float in [1, ∞] from a number or text ('inf', '∞' for ∞); UserError otherwise.
-    For what a user typed: '1e400' is refused, not silently made ∞."""
+class P(float):
+    """The norm exponent p of an Lp norm: a float in [1, ∞], never NaN, checked once when it is made.
+
+    `P(value)` takes a number or text ('inf', '∞' for ∞; '1e400' is refused rather than silently
+    made ∞) and raises the one-line UserError for anything else; `P(a_p)` is `a_p`, not checked
+    again. Where p enters (a flag, a run file, a study's space, an Optuna parameter, a TrainConfig)
+    it becomes a P, and everything after takes the P as it is: the model computes with it as the
+    float it is. What lpstudy writes, json_safe writes (∞ as the string 'inf')."""
+
+    __slots__ = ()
+
+    def __new__(cls, value: object) -> "P":
+        if isinstance(value, P):
+            return value
+        return super().__new__(cls, _checked_p(value))
+
+
+def _checked_p(p: object) -> float:
     if isinstance(p, str):
         text = p.strip().lower()
         if text in _INF_WORDS:
@@ -56,8 +72,9 @@ def check_p(p: object) -> float:
 
 
 def read_p(value: Any) -> float:
-    """p as stored (a number, 'inf', '∞', None): a float, math.inf, or NaN when it cannot be read.
-    For reading a database, where a bad value must not stop the page."""
+    """p as stored by any version of lpstudy (a number, 'inf', 'Infinity', '∞', None): a float,
+    math.inf, or NaN when it cannot be read. For reading a database, where a bad value must not
+    stop the page."""
     if value is None or isinstance(value, bool):
         return math.nan
     if isinstance(value, (int, float)):
@@ -69,11 +86,6 @@ def read_p(value: Any) -> float:
         return float(text)
     except ValueError:
         return math.nan
-
-
-def encode_p(p: float) -> float | str:
-    """p as JSON and YAML hold it: ∞ as the string 'inf'."""
-    return "inf" if isinstance(p, float) and math.isinf(p) and p > 0 else p
 
 
 def format_p(p: float) -> str:
@@ -107,7 +119,8 @@ def finite_or_none(value: Any) -> float | None:
 
 
 def json_safe(value: Any) -> Any:
-    """value as strict JSON: NaN becomes null, ±∞ the strings 'inf'/'-inf', tuples lists,
+    """value as lpstudy writes it (strict JSON): NaN becomes null, ±∞ the strings 'inf'/'-inf'
+    (p = ∞ included: the one way ∞ is written), P a plain float, tuples lists,
     numpy and pandas scalars plain Python; recursively through dicts and lists."""
     if isinstance(value, dict):
         return {str(k): json_safe(v) for k, v in value.items()}
@@ -122,7 +135,8 @@ def json_safe(value: Any) -> Any:
         if math.isnan(value):
             return None
         if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
+            return INF_TEXT if value > 0 else "-" + INF_TEXT
+        return float(value)  # a P too: YAML writes plain floats only
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     return str(value)

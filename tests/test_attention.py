@@ -5,9 +5,9 @@ import math
 import pytest
 import torch
 
+from lpstudy.errors import UserError
 from lpstudy.training.config import TrainConfig
-from lpstudy.model.attention import CausalSelfAttention
-from lpstudy.values import default_gain_init
+from lpstudy.model.attention import AttentionConfig, CausalSelfAttention
 from lpstudy.model.gpt import GPT
 
 
@@ -18,7 +18,7 @@ def reference_attention(attn: CausalSelfAttention, x: torch.Tensor) -> torch.Ten
     d = C // H
     q, k, v = (x @ attn.c_attn.weight.T).split(C, dim=2)
     q, k, v = (t.reshape(B, T, H, d).permute(0, 2, 1, 3) for t in (q, k, v))
-    if attn.attention == "lp":
+    if attn.config.attention == "lp":
         p = attn.p
         norm = (lambda t: t.abs().amax(-1, keepdim=True)) if math.isinf(p) else \
                (lambda t: t.abs().pow(p).sum(-1, keepdim=True).pow(1 / p))
@@ -41,8 +41,8 @@ def reference_attention(attn: CausalSelfAttention, x: torch.Tensor) -> torch.Ten
 ])
 def test_attention_equals_the_formula(attention, p, gain_per):
     torch.manual_seed(0)
-    attn = CausalSelfAttention(n_embd=32, n_head=4, block_size=16, attention=attention, p=p,
-                               gain_init=5.0, gain_per=gain_per).double().eval()
+    attn = CausalSelfAttention(AttentionConfig(n_embd=32, n_head=4, p=p, gain_init=5.0, gain_per=gain_per,
+                                               attention=attention)).double().eval()
     if attn.gain is not None:  # distinct gains per head, so that a mix-up of heads would show
         with torch.no_grad():
             attn.gain.copy_(torch.linspace(3.0, 9.0, attn.gain.numel(), dtype=torch.float64))
@@ -51,11 +51,28 @@ def test_attention_equals_the_formula(attention, p, gain_per):
 
 
 def test_gain_defaults_to_qknorm_initialisation():
-    attn = CausalSelfAttention(n_embd=16, n_head=2, block_size=256)
-    assert attn.gain.item() == pytest.approx(math.log2(256 * 256 - 256))
-    assert default_gain_init(256) == pytest.approx(15.994, abs=1e-3)
-    per_head = CausalSelfAttention(n_embd=16, n_head=2, block_size=64, gain_init=7.0, gain_per="head")
+    model = GPT(TrainConfig(n_layer=2, n_head=2, n_embd=16, block_size=256), vocab_size=10)
+    assert [a.gain.item() for a in model.attentions()] == pytest.approx([math.log2(256 * 256 - 256)] * 2)
+    assert math.log2(256 * 256 - 256) == pytest.approx(15.994, abs=1e-3)
+    per_head = CausalSelfAttention(AttentionConfig.of(TrainConfig(n_head=2, n_embd=16, gain_init=7.0,
+                                                                  gain_per="head")))
     assert per_head.gain.tolist() == [7.0, 7.0]
+
+
+def test_the_model_takes_every_setting_of_its_config():
+    cfg = TrainConfig(n_layer=1, n_head=4, n_embd=32, block_size=16, p="inf", gain_init=3.0, gain_per="head",
+                      dropout=0.1, bias=True)
+    attn = GPT(cfg, vocab_size=10).attentions()[0]
+    assert attn.config == AttentionConfig(n_embd=32, n_head=4, p=math.inf, gain_init=3.0, gain_per="head",
+                                          attention="lp", dropout=0.1, bias=True)
+    assert math.isinf(attn.p) and attn.gain.shape == (4,) and attn.c_attn.bias is not None
+    assert attn.resid_dropout.p == 0.1
+
+
+@pytest.mark.parametrize("bad", [0.5, float("nan"), "abc"])
+def test_an_attention_config_refuses_a_p_that_is_no_norm(bad):
+    with pytest.raises(UserError, match="p must be a number ≥ 1 or 'inf'"):
+        AttentionConfig(n_embd=16, n_head=2, p=bad, gain_init=1.0)
 
 
 def test_gain_is_learned_and_not_weight_decayed():

@@ -107,7 +107,7 @@ SEARCH_RANGE = [("create", ["create", "--study", "new", "--storage", "sqlite:///
 
 # Study options and study files.
 STUDY_OPTIONS = [("create", ["create", "--study", "new", "--storage", "sqlite:///new.db", *args]) for args in (
-    ["--sampler", "cmaes"], ["--pruner", "sometimes"], ["--preset", "huge"], ["--sampler-seed", "abc"],
+    ["--sampler", "nsgaii"], ["--pruner", "sometimes"], ["--preset", "huge"], ["--sampler-seed", "abc"],
     ["--sampler-seed", "-1"], ["--sampler-seed", "99999999999999"], ["--n-trials", "0"],
     ["--n-trials", "100000000000"], ["--heartbeat-interval", "0"], ["--heartbeat-interval", "100000000"],
     ["--grace-period", "5", "--heartbeat-interval", "10"], ["--max-retry", "-1"], ["--max-retry", "100000"],

@@ -4,9 +4,13 @@ arms fold by fold against the reference."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
+from lpstudy.db.optuna_storage import open_storage
 from lpstudy.results.compare import load_compare
+from lpstudy.study.studies import load_spec, study_names
 from tests.study_helpers import cli, trials_of
 
 QUICK = ["--set", "max_steps=20", "--set", "eval_interval=10", "--set", "eval_iters=1"]
@@ -63,3 +67,60 @@ def test_a_comparison_refuses_what_cannot_run(sqlite_url, capsys):
     assert code == 2 and "--search dropout=LOW:HIGH" in err
     code, _, err = cli(capsys, *base, "--arms", "n_layer=1,2", "--reference", "3")
     assert code == 2 and "not one of the arms" in err
+
+
+def test_arm_names_keep_three_digits_and_add_more_only_where_two_arms_would_share_one():
+    from lpstudy.study.compare import arm_labels
+
+    assert arm_labels("p", [1.0, 3.14159, math.inf]) == ["p=1", "p=3.14", "p=∞"]
+    assert arm_labels("p", [1.0, 1.001, 3.14159]) == ["p=1", "p=1.001", "p=3.142"]  # 4 digits tell them apart
+    assert arm_labels("p", [1.0, 1.0 + 2 ** -52]) == ["p=1", "p=1.0000000000000002"]  # the next float after 1
+    assert arm_labels("n_layer", [2, 4]) == ["n_layer=2", "n_layer=4"]
+
+
+def test_arms_closer_than_three_digits_get_a_study_each(sqlite_url, capsys):
+    code, _, err = cli(capsys, "compare", "--study", "near", "--storage", sqlite_url, "--preset", "smoke",
+                       "--p", "1,1.001,2.5", "--budget", "2", "--folds", "2", *QUICK)
+    assert code == 0, err
+    storage = open_storage(sqlite_url)
+    assert sorted(study_names(storage)) == ["near", "near:p=1.001:tune", "near:p=1:tune", "near:p=2.5:tune"]
+    for arm, p in (("p=1", 1.0), ("p=1.001", 1.001), ("p=2.5", 2.5)):
+        assert load_spec(storage, f"near:{arm}:tune").to_plain()["space"]["p"] == {"type": "fixed", "value": p}
+
+
+def _storage_file(tmp_path, url: str):
+    path = tmp_path / "storage-url"
+    path.write_text(url + "\n")
+    path.chmod(0o600)
+    return str(path)
+
+
+@pytest.fixture
+def elsewhere(tmp_path, monkeypatch):
+    """A working directory without a storage of its own, and no storage in the environment: a
+    command that forgets --storage-file reads (or makes) ./storage/lpstudy.db here."""
+    folder = tmp_path / "elsewhere"
+    folder.mkdir()
+    monkeypatch.chdir(folder)
+    monkeypatch.delenv("LPSTUDY_STORAGE", raising=False)
+    monkeypatch.delenv("LPSTUDY_STORAGE_FILE", raising=False)
+    return folder
+
+
+def test_compare_takes_its_storage_from_a_storage_file(sqlite_url, tmp_path, elsewhere, capsys):
+    code, _, err = cli(capsys, "compare", "--study", "cmp", "--storage-file", _storage_file(tmp_path, sqlite_url),
+                       "--preset", "smoke", "--p", "1,2", "--budget", "2", "--folds", "2", *QUICK)
+    assert code == 0, err
+    assert f"comparison 'cmp' created in {sqlite_url}" in err
+    assert sorted(study_names(open_storage(sqlite_url))) == ["cmp", "cmp:p=1:tune", "cmp:p=2:tune"]
+    assert not (elsewhere / "storage").exists()
+
+
+def test_status_of_a_comparison_reads_the_storage_file(sqlite_url, tmp_path, elsewhere, capsys):
+    code, _, err = cli(capsys, "compare", "--study", "cmp", "--storage", sqlite_url, "--preset", "smoke",
+                       "--p", "1,2", "--budget", "2", "--folds", "2", *QUICK)
+    assert code == 0, err
+    code, out, err = cli(capsys, "status", "--study", "cmp", "--storage-file", _storage_file(tmp_path, sqlite_url))
+    assert code == 0, err
+    assert "tuning (2 trials per arm)" in out and "needs the p=2 arm" in out
+    assert not (elsewhere / "storage").exists()

@@ -1,6 +1,6 @@
 """The layout keeps its promises: the read side (db/, results/, cli/, the dashboard) starts without
-torch, every command that only reads runs without importing it, and no module imports itself back
-through another at import time."""
+torch, every command that only reads runs without importing it, no module imports itself back
+through another (counting imports inside functions), and the parts of the house import one way."""
 
 from __future__ import annotations
 
@@ -84,46 +84,182 @@ print('torch' in sys.modules)
     assert done.stdout.strip().splitlines()[-1] == "False"
 
 
-def module_imports(path: Path) -> set[str]:
-    """The lpstudy modules a file imports at module level (not inside functions)."""
-    tree = ast.parse(path.read_text())
-    found = set()
-    for node in tree.body:
-        if isinstance(node, ast.If):  # `if TYPE_CHECKING:` imports do not run
-            continue
+# -- the import graph ---------------------------------------------------------------------------
+
+def source_modules(roots: dict[str, Path]) -> dict[str, Path]:
+    """Every module under the roots by its dotted name ({"lpstudy": lpstudy/, "app": app/}: the
+    dashboard's pages are app.views.NAME); a package by its own name (its __init__.py)."""
+    modules = {}
+    for top, folder in roots.items():
+        for path in folder.rglob("*.py"):
+            parts = path.relative_to(folder).with_suffix("").parts
+            parts = parts[:-1] if parts[-1] == "__init__" else parts
+            modules[".".join((top, *parts))] = path
+    return modules
+
+
+def _type_checking_only(node: ast.AST) -> bool:
+    test = getattr(node, "test", None)
+    return isinstance(node, ast.If) and (getattr(test, "id", None) == "TYPE_CHECKING"
+                                         or getattr(test, "attr", None) == "TYPE_CHECKING")
+
+
+def imported_modules(name: str, path: Path, modules: dict[str, Path], at_import_time: bool = False) -> set[str]:
+    """The modules of `modules` that module `name` (its file `path`) imports: every `import` and
+    `from ... import` at any depth (inside functions, methods, try and if blocks), relative names
+    resolved, `from X import Y` counted as X.Y where Y is a module, else as X. Imports under
+    `if TYPE_CHECKING:` never run and do not count. at_import_time: only what runs when the module
+    is imported (no function bodies). A bare name that is a sibling top-level module (the
+    dashboard's `from common import ...`, run with app/ on sys.path) resolves to it."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    top = name.split(".")[0]
+
+    def resolve(target: str) -> str | None:
+        for candidate in (target, f"{top}.{target}"):
+            if candidate in modules:
+                return candidate
+        return None
+
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if _type_checking_only(child):
+                for rest in child.orelse:
+                    visit_one(rest)
+                continue
+            visit_one(child)
+
+    def visit_one(node: ast.AST) -> None:
+        if at_import_time and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return
         if isinstance(node, ast.Import):
-            found |= {a.name for a in node.names if a.name.startswith("lpstudy")}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("lpstudy"):
             for alias in node.names:
-                sub = f"{node.module}.{alias.name}"
-                found.add(sub if (PACKAGE.parent / (sub.replace(".", "/") + ".py")).exists() else node.module)
+                target = resolve(alias.name)
+                if target:
+                    found.add(target)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parts = parts[:len(parts) - (node.level - 1)]
+                base = ".".join(parts + ([base] if base else []))
+            for alias in node.names:
+                target = resolve(f"{base}.{alias.name}") or resolve(base)
+                if target:
+                    found.add(target)
+        visit(node)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")))
+    found.discard(name)
     return found
 
 
-def module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+def import_graph(roots: dict[str, Path], at_import_time: bool = False) -> dict[str, set[str]]:
+    modules = source_modules(roots)
+    return {name: imported_modules(name, path, modules, at_import_time) for name, path in modules.items()}
 
 
-def test_no_import_cycle_and_the_read_side_never_reaches_torch_code():
-    graph = {module_name(p): module_imports(p) for p in PACKAGE.rglob("*.py")}
-    # no cycle among module-level imports
-    state: dict[str, int] = {}
+def layer_of(name: str, parts_of_the_house: set[str]) -> str:
+    """The part of the house a module belongs to: the first of its enclosing packages that is a
+    part (lpstudy.study, lpstudy.results, app, ...), else the module itself (lpstudy.values)."""
+    dotted = name.split(".")
+    for n in range(1, len(dotted) + 1):
+        if ".".join(dotted[:n]) in parts_of_the_house:
+            return ".".join(dotted[:n])
+    return name
 
-    def visit(name: str, trail: list[str]) -> None:
-        if state.get(name) == 2 or name not in graph:
-            return
-        assert state.get(name) != 1, f"import cycle: {' -> '.join(trail + [name])}"
-        state[name] = 1
-        for dep in graph[name]:
-            visit(dep, trail + [name])
-        state[name] = 2
 
-    for name in graph:
-        visit(name, [])
+def layer_graph(graph: dict[str, set[str]], parts_of_the_house: set[str]) -> dict[str, dict[str, str]]:
+    """Which layer imports which, each edge with one import that makes it ('a.x -> b.y')."""
+    layers: dict[str, dict[str, str]] = {}
+    for name, deps in sorted(graph.items()):
+        mine = layer_of(name, parts_of_the_house)
+        layers.setdefault(mine, {})
+        for dep in sorted(deps):
+            theirs = layer_of(dep, parts_of_the_house)
+            if theirs != mine:
+                layers[mine].setdefault(theirs, f"{name} -> {dep}")
+    return layers
 
-    # what db/, results/ and cli/ reach at import time holds no torch code
-    torch_modules = {n for n, p in ((module_name(p), p) for p in PACKAGE.rglob("*.py"))
+
+def find_cycle(graph: dict) -> list[str] | None:
+    """One cycle of the directed graph {node: its successors} as [a, b, ..., a], or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    for start in sorted(graph):
+        if state.get(start):
+            continue
+        path, stack = [start], [iter(sorted(graph[start]))]
+        state[start] = 1
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                state[path.pop()] = 2
+                stack.pop()
+            elif state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            elif not state.get(nxt) and nxt in graph:
+                state[nxt] = 1
+                path.append(nxt)
+                stack.append(iter(sorted(graph[nxt])))
+    return None
+
+
+ROOTS = {"lpstudy": PACKAGE, "app": ROOT / "app"}
+PARTS_OF_THE_HOUSE = {f"lpstudy.{p.parent.name}" for p in PACKAGE.glob("*/__init__.py")} | {"app"}
+
+
+def test_no_module_imports_itself_back_not_even_inside_a_function():
+    cycle = find_cycle(import_graph(ROOTS))
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_the_parts_of_the_house_import_one_way():
+    """model, training, db, study, results, cli and the dashboard: no part imports one that imports
+    it back, through any module and at any depth; the read side and the front ends (results, cli,
+    app) are imported by none of the parts below them."""
+    layers = layer_graph(import_graph(ROOTS), PARTS_OF_THE_HOUSE)
+    cycle = find_cycle(layers)
+    assert cycle is None, "the parts import each other back: " + "; ".join(
+        layers[a][b] for a, b in zip(cycle, cycle[1:]))
+    for low in ("lpstudy.model", "lpstudy.training", "lpstudy.db", "lpstudy.study"):
+        for high in ("lpstudy.results", "lpstudy.cli", "app"):
+            assert high not in layers[low], layers[low][high]
+
+
+def test_the_import_graph_sees_what_todays_checks_missed(tmp_path):
+    """The checker itself can fail: a tree with the two cycles the module-level check let through
+    (a module imported back from inside a function, as cli/study.py did with cli/compare.py; two
+    parts importing each other through an import inside a function, as study/compare.py and
+    results/compare.py did) and a relative import; imports under TYPE_CHECKING do not count."""
+    pkg = tmp_path / "pkg"
+    for folder, files in {"cli": {"study.py": "from pkg.cli import compare\n",
+                                  "compare.py": "def f():\n    from pkg.cli.study import x\n"},
+                          "study": {"pair.py": "class C:\n    def m(self):\n        from ..results import best\n"},
+                          "results": {"best.py": "", "pair.py": "try:\n    from pkg.study.pair import C\nexcept ImportError:\n    pass\n"},
+                          "model": {"gpt.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.cli import study\n"}}.items():
+        (pkg / folder).mkdir(parents=True)
+        (pkg / folder / "__init__.py").write_text("")
+        for file, text in files.items():
+            (pkg / folder / file).write_text(text)
+    (pkg / "__init__.py").write_text("")
+    roots = {"pkg": pkg}
+    graph = import_graph(roots)
+    assert graph["pkg.cli.compare"] == {"pkg.cli.study"} and graph["pkg.study.pair"] == {"pkg.results.best"}
+    assert graph["pkg.model.gpt"] == set()
+    assert find_cycle(graph) == ["pkg.cli.compare", "pkg.cli.study", "pkg.cli.compare"]
+    assert import_graph(roots, at_import_time=True)["pkg.cli.compare"] == set()
+    graph["pkg.cli.compare"] = set()
+    assert find_cycle(graph) is None  # module by module, the other cycle is invisible ...
+    layers = layer_graph(graph, {"pkg.cli", "pkg.study", "pkg.results", "pkg.model"})
+    assert find_cycle(layers) == ["pkg.results", "pkg.study", "pkg.results"]  # ... part by part, not
+    assert layers["pkg.study"]["pkg.results"] == "pkg.study.pair -> pkg.results.best"
+
+
+def test_the_read_side_never_reaches_torch_code_at_import_time():
+    graph = import_graph(ROOTS, at_import_time=True)
+    # what db/, results/, cli/ and the dashboard reach at import time holds no torch code
+    torch_modules = {n for n, p in source_modules(ROOTS).items()
                      if "import torch" in p.read_text().split("\ndef ", 1)[0]}
     assert {"lpstudy.model.lpnorm", "lpstudy.training.trainer", "lpstudy.training.data"} <= torch_modules
 
@@ -135,5 +271,5 @@ def test_no_import_cycle_and_the_read_side_never_reaches_torch_code():
         return seen
 
     for name in graph:
-        if name.startswith(("lpstudy.db", "lpstudy.results", "lpstudy.cli")) or name == "lpstudy":
+        if name.startswith(("lpstudy.db", "lpstudy.results", "lpstudy.cli", "app")) or name == "lpstudy":
             assert not reach(name, set()) & torch_modules, name

@@ -86,7 +86,7 @@ def test_a_space_that_cannot_be_sampled_is_refused(space, message):
 
 
 def test_bad_study_options_are_refused():
-    for options, message in [({"sampler": "cmaes"}, "unknown sampler"), ({"pruner": "sha"}, "unknown pruner"),
+    for options, message in [({"sampler": "nsgaii"}, "unknown sampler"), ({"pruner": "patient"}, "unknown pruner"),
                              ({"preset": "huge"}, "unknown preset"),
                              ({"heartbeat_interval": 10, "grace_period": 5}, "must be longer"),
                              ({"sampler": "grid"}, "grid needs at least one field")]:

@@ -44,17 +44,6 @@ def _root(
     """Hyperparameter studies of Lp-QKNorm attention: train, search, watch, export."""
 
 
-def parse_assignments(pairs: list[str] | None, flag: str = "--set") -> dict[str, str]:
-    """FIELD=VALUE pairs of a repeatable option (--set, --search) as a dict."""
-    out = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise UserError(f"{flag} takes FIELD=VALUE, got {pair!r}")
-        out[key.strip()] = value.strip()
-    return out
-
-
 def fail(message: str) -> None:
     print(f"lpstudy: error: {message}", file=sys.stderr)
     sys.exit(2)

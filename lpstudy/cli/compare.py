@@ -7,8 +7,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from lpstudy.cli import app, parse_assignments
-from lpstudy.cli.study import StorageOpt, StudyOpt, _quiet_optuna, _say
+from lpstudy.cli import app
+from lpstudy.cli.common import StorageFileOpt, StorageOpt, StudyOpt, parse_assignments, quiet_optuna, say
+from lpstudy.names import shell_quoted
 
 
 @app.command()
@@ -28,12 +29,14 @@ def compare(
     devices: Annotated[str, typer.Option(help="With --workers: auto, cpu, or a list shared out round-robin.")] = "auto",
     data: Annotated[Optional[str], typer.Option(help="With --workers: the text file to train on.")] = None,
     storage: StorageOpt = None,
+    storage_file: StorageFileOpt = None,
 ) -> int:
     """Compare the values of one field fairly: the same tuning budget per arm, then K folds each."""
-    _quiet_optuna()
+    quiet_optuna()
     from lpstudy.db.optuna_storage import open_storage
     from lpstudy.db.urls import storage_url
     from lpstudy.errors import UserError
+    from lpstudy.results.compare import render_compare
     from lpstudy.study.compare import create_compare, make_plan
 
     if (p is None) == (arms is None):
@@ -43,12 +46,12 @@ def compare(
         raise UserError(f"--arms takes FIELD=A,B,C, got {arms!r}")
     plan = make_plan(factor.strip(), values.split(","), tune.split(","), budget, folds, preset, reference,
                      parse_assignments(search, "--search"), parse_assignments(set_, "--set"), sampler_seed)
-    url = storage_url(storage)
+    url = storage_url(storage, storage_file)
     store = open_storage(url, create_tables=True)
     created = create_compare(store, study, plan)
-    _say(f"comparison {study!r} {'created' if created else 'resumed'} in {store.display_url}: "
-         f"{len(plan.values)} arms of {plan.factor} · {plan.budget} tuning trials each on fold "
-         f"{plan.tune_fold} · then {plan.folds} folds each")
+    say(f"comparison {study!r} {'created' if created else 'resumed'} in {store.display_url}: "
+        f"{len(plan.values)} arms of {plan.factor} · {plan.budget} tuning trials each on fold "
+        f"{plan.tune_fold} · then {plan.folds} folds each")
     code = 0
     if workers:
         from lpstudy.study.launch import resolve_devices, spawn_workers
@@ -56,38 +59,8 @@ def compare(
 
         available = resolve_devices(devices)
         code = spawn_workers(WorkerOptions(study=study, storage=url, data=data, show_progress=False),
-                             [available[i % len(available)] for i in range(workers)], say=_say)
+                             [available[i % len(available)] for i in range(workers)], say=say)
     else:
-        _say(f"start workers anywhere: lpstudy worker --study {study}")
+        say(f"start workers anywhere: lpstudy worker --study {shell_quoted(study)}")
     render_compare(url, study)
     return code
-
-
-def render_compare(url: str, study: str) -> None:
-    """The arms' budgets and the paired table, as rich tables on standard output."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from lpstudy.results.compare import load_compare
-
-    data = load_compare(url, study)
-    console = Console()
-    budgets = Table(title=f"tuning ({data.plan.budget} trials per arm)")
-    for col in ("arm", "spent", "complete", "pruned", "diverged", "best loss", "lr", "gain_init"):
-        budgets.add_column(col)
-    for _, r in data.budgets.iterrows():
-        budgets.add_row(r["arm"], str(r["spent"]), str(r["complete"]), str(r["pruned"]), str(r["diverged"]),
-                        f"{r['best_loss']:.4f}", f"{r['best_lr']:.3g}", f"{r['best_gain_init']:.3g}")
-    console.print(budgets)
-    paired = data.paired
-    if paired.empty:
-        console.print(f"paired table: none yet (needs the {data.reference} arm and another on the same folds)")
-        return
-    table = Table(title=f"final validation loss on {data.plan.folds} folds, paired against {data.reference} (95 % CI)")
-    for col in ("arm", "pairs", "mean", "diff", "95 % CI", "relative", "p-value"):
-        table.add_column(col)
-    for _, r in paired.iterrows():
-        table.add_row(r["arm"], str(r["n_pairs"]), f"{r['mean_loss']:.4f}", f"{r['mean_diff']:+.4f}",
-                      f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]", f"{100 * r['relative_diff']:+.2f} %",
-                      f"{r['p_value']:.3g}")
-    console.print(table)

@@ -20,10 +20,11 @@ from typing import Annotated, Optional
 import typer
 
 from lpstudy.cli import app
-from lpstudy.cli.options import StorageFileOpt
+from lpstudy.cli.common import StorageFileOpt, StorageOpt, StudyOpt
 from lpstudy.errors import UserError
 from lpstudy.names import study_name_option
-from lpstudy.db.urls import STORAGE_ENV, missing_file_message, redact, storage_kind, storage_url
+from lpstudy.db.kinds import kind_of
+from lpstudy.db.urls import STORAGE_ENV, redact, storage_url
 
 APP_DIR_ENV = "LPSTUDY_APP_DIR"
 APP_ENTRY = "dashboard.py"
@@ -41,16 +42,11 @@ PRELOAD_AND_RUN_STREAMLIT = (
     "from streamlit.web.cli import main; sys.argv[0] = 'streamlit'; main()"
 )
 
-StorageOption = Annotated[Optional[str], typer.Option(
-    help="Study database URL (default $LPSTUDY_STORAGE, else sqlite:///storage/lpstudy.db). "
-         "Use a read-only role on PostgreSQL.")]
-
-
 def dashboard_storage(storage: str | None, storage_file: str | None = None) -> str:
     """The URL to read: the option, the storage file, $LPSTUDY_STORAGE, $LPSTUDY_STORAGE_FILE, or
     the default file (never created here)."""
     url = storage_url(storage, storage_file)
-    storage_kind(url)  # UserError for a URL that is not a storage
+    kind_of(url)  # UserError for a URL that is not a storage
     return url
 
 
@@ -76,7 +72,7 @@ def check_port_free(host: str, port: int) -> None:
 
 @app.command()
 def dashboard(
-    storage: StorageOption = None,
+    storage: StorageOpt = None,
     storage_file: StorageFileOpt = None,
     study: Annotated[Optional[str], typer.Option(help="The study to open first (any study can be chosen in the app).", callback=study_name_option)] = None,
     port: Annotated[int, typer.Option(help="Port to serve on.", min=1, max=65535)] = 8501,
@@ -84,14 +80,15 @@ def dashboard(
     headless: Annotated[bool, typer.Option("--headless/--browser", help="Do not open a browser window.")] = False,
     app_dir: Annotated[Optional[Path], typer.Option(help=f"Folder of dashboard.py and views/ (default: found, or ${APP_DIR_ENV}).")] = None,
 ) -> None:
-    """Open the study dashboard (Streamlit): the effect of p on convergence and stability, live."""
+    """Open the study dashboard (Streamlit): the effect of p on convergence and stability, live.
+    It only reads: on PostgreSQL, give it a read-only role."""
     url = dashboard_storage(storage, storage_file)
     home = app_home(app_dir)
     check_port_free(host, port)
-    problem = missing_file_message(url)  # a mistyped path: one line now, not an error page later
+    problem = kind_of(url).missing_file_message(url)  # a mistyped path: one line now, not an error page later
     if problem:
         raise UserError(problem)
-    if storage_kind(url) in ("sqlite", "postgresql", "mysql"):  # a wrong password, a refused port: now
+    if kind_of(url).sql:  # a wrong password, a refused port: now
         from lpstudy.db.engines import make_engine
 
         make_engine(url, readonly=True, check=True).dispose()
@@ -122,7 +119,7 @@ def _shown_host(host: str) -> str:
 
 @app.command("optuna-dashboard")
 def optuna_dashboard(
-    storage: StorageOption = None,
+    storage: StorageOpt = None,
     storage_file: StorageFileOpt = None,
     port: Annotated[int, typer.Option(help="Port to serve on.", min=1, max=65535)] = 8080,
     host: Annotated[str, typer.Option(help="Address to listen on; 0.0.0.0 for every interface.")] = "127.0.0.1",
@@ -156,8 +153,8 @@ def optuna_dashboard(
 
 @app.command()
 def report(
-    study: Annotated[str, typer.Option(help="The study to report on.", callback=study_name_option)],
-    storage: StorageOption = None,
+    study: StudyOpt,
+    storage: StorageOpt = None,
     storage_file: StorageFileOpt = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="The HTML file to write.")] = Path("report.html"),
     threshold: Annotated[Optional[float], typer.Option(help="Loss threshold for 'steps to reach' (default: the study's).")] = None,

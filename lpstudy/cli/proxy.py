@@ -12,14 +12,15 @@ from __future__ import annotations
 import signal
 import socket
 import sys
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from lpstudy.cli import app
 from lpstudy.errors import UserError
-from lpstudy.cli.options import StorageFileOpt
-from lpstudy.db.urls import redact, storage_kind, storage_url
+from lpstudy.cli.common import StorageFileOpt, StorageOpt
+from lpstudy.db.kinds import kind_of
+from lpstudy.db.urls import redact, storage_url
 
 DEFAULT_PORT = 13000
 _ALL_INTERFACES = ("0.0.0.0", "::", "[::]", "")
@@ -27,9 +28,7 @@ _ALL_INTERFACES = ("0.0.0.0", "::", "[::]", "")
 
 @app.command("storage-proxy")
 def storage_proxy(
-    storage: Annotated[Optional[str], typer.Option(
-        help="The database to serve: postgresql+psycopg://USER:PASSWORD@HOST/DB (default $LPSTUDY_STORAGE, "
-             "else the local SQLite file).")] = None,
+    storage: StorageOpt = None,
     host: Annotated[str, typer.Option(
         help="Address to listen on; 0.0.0.0 for every interface (keep those behind a firewall).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.", min=1, max=65535)] = DEFAULT_PORT,
@@ -37,11 +36,12 @@ def storage_proxy(
         help="Requests served at once (each may hold one database connection).", min=1)] = 10,
     storage_file: StorageFileOpt = None,
 ) -> None:
-    """Serve the study database to workers over gRPC (Optuna's storage proxy): grpc://HOST:PORT."""
+    """Serve the study database to workers over gRPC (Optuna's storage proxy): grpc://HOST:PORT.
+    --storage names a SQL database, e.g. postgresql+psycopg://USER:PASSWORD@HOST/DB."""
     url = storage_url(storage, storage_file)
-    kind = storage_kind(url)
-    if kind not in ("postgresql", "mysql", "sqlite"):
-        raise UserError(f"the storage proxy serves a SQL database, not {kind} storage {redact(url)!r}; "
+    kind = kind_of(url)
+    if not kind.sql:
+        raise UserError(f"the storage proxy serves a SQL database, not {kind.name} storage {redact(url)!r}; "
                         "pass --storage postgresql+psycopg://USER:PASSWORD@HOST/DB")
     _check_port_free(host, port)
 

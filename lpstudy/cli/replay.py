@@ -12,8 +12,7 @@ from typing import Annotated, Optional
 import typer
 
 from lpstudy.cli import app
-from lpstudy.cli.options import StorageFileOpt
-from lpstudy.cli.study import StorageOpt, _quiet_optuna, _say
+from lpstudy.cli.common import StorageFileOpt, StorageOpt, quiet_optuna, say
 from lpstudy.errors import UserError
 from lpstudy.names import study_name_option
 
@@ -52,7 +51,7 @@ def replay(
     storage_file: StorageFileOpt = None,
 ) -> None:
     """Replay search methods (sampler + pruner) against a grid of real curves; score what each spends."""
-    _quiet_optuna()
+    quiet_optuna()
     from lpstudy.paths import check_output_file
     from lpstudy.results.replay import run_replay
     from lpstudy.results.replay_methods import pick_methods
@@ -64,7 +63,7 @@ def replay(
     seed_list = list(range(seeds))
     shape = table.shape()
     if not as_json:
-        _say(f"grid: {shape['configs']} configurations × {shape['folds']} folds, {shape['evals']} evaluations a "
+        say(f"grid: {shape['configs']} configurations × {shape['folds']} folds, {shape['evals']} evaluations a "
              f"curve, {shape['steps_total']:,} steps in all · {len(picked)} method(s) × {seeds} seeds, "
              f"{budget:g} of the grid's compute each")
     if no_progress:
@@ -81,7 +80,7 @@ def replay(
         return
     _render(plain)
     if chart is not None:
-        _say(f"chart: {chart}")
+        say(f"chart: {chart}")
 
 
 def _with_progress(table, methods, seeds, budget, jobs, max_trials):
@@ -114,7 +113,7 @@ def _render(plain: dict) -> None:
 
     best = plain["best"]
     config = " ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in best["config"].items())
-    _say(f"best configuration: {config} · mean loss {best['loss']:.4f} over the folds · ε = {best['epsilon']:.4f}")
+    say(f"best configuration: {config} · mean loss {best['loss']:.4f} over the folds · ε = {best['epsilon']:.4f}")
     table = Table(title=f"F: fraction of the grid's compute until within ε (median [IQR], {plain['seeds']} seeds)")
     for column in ("method", "F median [IQR]", "reach ε", "Borda", "trials", "pruned", "capped"):
         table.add_column(column, justify="left" if column == "method" else "right", no_wrap=True)
@@ -129,12 +128,12 @@ def _render(plain: dict) -> None:
     if rho:
         steps = list(rho)
         shown = [steps[i] for i in sorted({0, len(steps) // 4, len(steps) // 2, len(steps) - 2}) if 0 <= i < len(steps)]
-        _say("rank correlation of the loss at a step with the final loss (Spearman, every run): "
+        say("rank correlation of the loss at a step with the final loss (Spearman, every run): "
              + ", ".join(f"step {s}: {rho[s]:.2f}" for s in shown))
     versus = plain.get("default_vs_random")
     if versus:
         regret = versus["random_regret_median"]
-        _say(f"default at F = {versus['budget']:.3f}: {versus['default_reach_share']:.0%} of seeds within ε, median "
+        say(f"default at F = {versus['budget']:.3f}: {versus['default_reach_share']:.0%} of seeds within ε, median "
              f"regret {versus['default_regret_median']:.4f}; random search at twice that: "
              f"{versus['random_reach_share']:.0%} within ε, median regret "
              + ("not measured (beyond --budget)" if regret is None else f"{regret:.4f}"))
@@ -158,6 +157,6 @@ def export_grid(
     write_table(table, output)
     shape = table.shape()
     size = output.stat().st_size
-    _say(f"wrote {output} ({size / 1024:.0f} KiB): {shape['configs']} configurations × {shape['folds']} folds, "
+    say(f"wrote {output} ({size / 1024:.0f} KiB): {shape['configs']} configurations × {shape['folds']} folds, "
          f"{shape['evals']} evaluations a curve, {shape['steps_total']:,} steps; replay it: "
          f"lpstudy replay --grid {output}")

@@ -11,25 +11,24 @@ from typing import Annotated, Optional
 
 import typer
 
-from lpstudy.cli import app, parse_assignments
-from lpstudy.cli.options import StorageFileOpt
-from lpstudy.cli.study import StorageOpt, _quiet_optuna, _say
-from lpstudy.names import shell_quoted, study_name_option
+from lpstudy.cli import app
+from lpstudy.cli.common import (GainSpaceOpt, LrSpaceOpt, PSpaceOpt, StorageFileOpt, StorageOpt, StudyOpt,
+                                quiet_optuna, say, space_entries)
+from lpstudy.names import shell_quoted
 from lpstudy.training.costs import presets_help
 
 
 @app.command()
 def search(
-    study: Annotated[str, typer.Option("--study", "-s", help="The study's name (created if missing).",
-                                       callback=study_name_option)] = "lp-search",
+    study: StudyOpt = "lp-search",
     n_trials: Annotated[int, typer.Option("--n-trials", help="Trials to run now, shared among the workers.", min=1)] = 8,
     workers: Annotated[int, typer.Option(help="Local worker processes.", min=1)] = 1,
     devices: Annotated[str, typer.Option(help="auto (every visible GPU, else CPU), cpu, or a list shared out round-robin.")] = "auto",
     config: Annotated[Optional[Path], typer.Option("--config", "-c", help="A study YAML (preset, space, sampler, ...), e.g. examples/search-smoke.yaml.")] = None,
     preset: Annotated[Optional[str], typer.Option(help=f"The YAML's, else cpu. {presets_help()}.")] = None,
-    p: Annotated[Optional[str], typer.Option("--p", help="p: a value, LOW:HIGH, LOW:HIGH,inf or A,B,C (default 1:4).")] = None,
-    lr: Annotated[Optional[str], typer.Option(help="Learning rate: a value, LOW:HIGH (log scale) or A,B (default 1e-4:1e-2).")] = None,
-    gain_init: Annotated[Optional[str], typer.Option(help="Initial gain: a value, LOW:HIGH (log scale) or A,B (default 2:64).")] = None,
+    p: PSpaceOpt = None,
+    lr: LrSpaceOpt = None,
+    gain_init: GainSpaceOpt = None,
     search_: Annotated[Optional[list[str]], typer.Option("--search", help="Search any field: --search n_layer=2,4 (repeatable).")] = None,
     set_: Annotated[Optional[list[str]], typer.Option("--set", help="Fix any field: --set max_steps=500 (repeatable).")] = None,
     sampler: Annotated[Optional[str], typer.Option(help="cmaes (default), tpe, random or grid.")] = None,
@@ -40,35 +39,30 @@ def search(
     storage_file: StorageFileOpt = None,
 ) -> int:
     """Create a study if it is missing, run N local workers with progress, print the best trial."""
-    _quiet_optuna()
+    quiet_optuna()
     from lpstudy.db.urls import storage_url
     from lpstudy.results.status import render_status, study_status
-    from lpstudy.study.launch import resolve_devices, spawn_workers
+    from lpstudy.study.launch import resolve_devices
     from lpstudy.study.spec import build_spec, read_study_file
     from lpstudy.study.studies import open_and_create
     from lpstudy.study.worker import WorkerOptions
     from lpstudy.training.costs import study_estimate
 
     file_data = read_study_file(config) if config is not None else {}
-    entries: dict = {}
-    entries.update(parse_assignments(set_, "--set"))
-    entries.update(parse_assignments(search_, "--search"))
-    for name, value in (("p", p), ("lr", lr), ("gain_init", gain_init)):
-        if value is not None:
-            entries[name] = value
+    entries = space_entries(set_, search_, {"p": p, "lr": lr, "gain_init": gain_init})
     spec = build_spec(file_data, entries, {"preset": preset, "sampler": sampler, "pruner": pruner,
                                            "sampler_seed": sampler_seed})
     available = resolve_devices(devices)  # a wrong device is refused before anything is written
     url = storage_url(storage, storage_file)
     store, the_study, created, _ = open_and_create(url, study, spec)
     before = _finished(the_study)
-    _say(f"study {study!r} {'created' if created else 'continued'} in {store.display_url} · {spec.describe()}")
-    _say(f"space: {spec.space.describe()}")
+    say(f"study {study!r} {'created' if created else 'continued'} in {store.display_url} · {spec.describe()}")
+    say(f"space: {spec.space.describe()}")
 
     device_list = [available[i % len(available)] for i in range(workers)]
     max_steps = spec.base_config().max_steps
-    _say("runs " + study_estimate(n_trials, spec.preset, workers, gpu=device_list[0] != "cpu",
-                                  max_steps=max_steps))
+    say("runs " + study_estimate(n_trials, spec.preset, workers, gpu=device_list[0] != "cpu",
+                                 max_steps=max_steps))
     options = WorkerOptions(study=study, storage=url, n_trials=n_trials, data=data, show_progress=False)
     code = _run_with_progress(options, device_list, the_study, before, n_trials)
 
@@ -76,9 +70,9 @@ def search(
     render_status(status)
     where = "" if storage is None and storage_file is None else " --storage URL"
     name = shell_quoted(study)
-    _say(f"dashboard: lpstudy dashboard --study {name}{where}")
-    _say(f"export:    lpstudy export --study {name}{where} -o best.yaml   "
-         f"then: lpstudy train --config best.yaml")
+    say(f"dashboard: lpstudy dashboard --study {name}{where}")
+    say(f"export:    lpstudy export --study {name}{where} -o best.yaml   "
+        f"then: lpstudy train --config best.yaml")
     return code
 
 

@@ -13,16 +13,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from lpstudy.cli import app, parse_assignments
-from lpstudy.cli.options import StorageFileOpt
+from lpstudy.cli import app
+from lpstudy.cli.common import (GainSpaceOpt, LrSpaceOpt, PSpaceOpt, StorageFileOpt, StorageOpt, StudyOpt,
+                                parse_assignments, quiet_optuna, say, space_entries)
 from lpstudy.errors import UserError
-from lpstudy.names import shell_quoted, study_name_option
+from lpstudy.names import shell_quoted
 from lpstudy.training.costs import presets_help
 
-StorageOpt = Annotated[Optional[str], typer.Option(
-    "--storage", help="Study database URL: sqlite:///FILE, postgresql+psycopg://USER:PW@HOST/DB, "
-                      "journal:///FILE or grpc://HOST:PORT (default $LPSTUDY_STORAGE, else sqlite:///storage/lpstudy.db).")]
-StudyOpt = Annotated[str, typer.Option("--study", "-s", help="The study's name.", callback=study_name_option)]
 HeartbeatOpt = Annotated[Optional[int], typer.Option(
     help="Seconds between a running trial's heartbeats (SQL storages; default 10).", min=1)]
 GraceOpt = Annotated[Optional[int], typer.Option(
@@ -31,22 +28,6 @@ CheckpointOpt = Annotated[Optional[int], typer.Option(
     help="Save a resumable checkpoint of each trial every this many evaluations (0: never; default 5).", min=0)]
 RetryOpt = Annotated[Optional[int], typer.Option(
     help="How often a failed trial (dead or interrupted worker) is retried with its parameters (default 2).", min=0)]
-
-
-def _quiet_optuna() -> None:
-    import warnings
-
-    import optuna
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
-    warnings.filterwarnings("ignore", category=FutureWarning, module="optuna")
-
-
-def _say(message: str) -> None:
-    from lpstudy.training.progress import say_stderr
-
-    say_stderr(message)
 
 
 def _replicate_estimate(n_left: int, preset: str, fixed: dict, workers: int, devices: str) -> str:
@@ -73,9 +54,9 @@ def create(
     study: StudyOpt,
     config: Annotated[Optional[Path], typer.Option("--config", "-c", help="A study YAML (preset, space, sampler, ...).")] = None,
     preset: Annotated[Optional[str], typer.Option(help=f"The YAML's, else cpu. {presets_help()}.")] = None,
-    p: Annotated[Optional[str], typer.Option("--p", help="p: a value, LOW:HIGH, LOW:HIGH,inf or A,B,C (default 1:4).")] = None,
-    lr: Annotated[Optional[str], typer.Option(help="Learning rate: a value, LOW:HIGH (log scale) or A,B (default 1e-4:1e-2).")] = None,
-    gain_init: Annotated[Optional[str], typer.Option(help="Initial gain: a value, LOW:HIGH (log scale) or A,B (default 2:64).")] = None,
+    p: PSpaceOpt = None,
+    lr: LrSpaceOpt = None,
+    gain_init: GainSpaceOpt = None,
     fold: Annotated[Optional[str], typer.Option(help="Validation fold (or A,B,C to search over folds).")] = None,
     folds: Annotated[Optional[int], typer.Option(help="Number of folds K.")] = None,
     seed: Annotated[Optional[str], typer.Option(help="Training seed (or A,B,C).")] = None,
@@ -95,22 +76,16 @@ def create(
     storage_file: StorageFileOpt = None,
 ) -> None:
     """Create a study: its search space, sampler and pruner (run again with the same spec: no change)."""
-    _quiet_optuna()
+    quiet_optuna()
     from lpstudy.db.urls import storage_url
 
     shown_storage, storage = storage, storage_url(storage, storage_file)
-    from lpstudy.db.optuna_storage import open_storage
     from lpstudy.study.spec import build_spec, read_study_file
     from lpstudy.study.studies import open_and_create
 
     file_data = read_study_file(config) if config is not None else {}
-    entries: dict = {}
-    entries.update(parse_assignments(set_, "--set"))
-    entries.update(parse_assignments(search, "--search"))
-    for name, value in (("p", p), ("lr", lr), ("gain_init", gain_init), ("fold", fold), ("folds", folds),
-                        ("seed", seed)):
-        if value is not None:
-            entries[name] = value
+    entries = space_entries(set_, search, {"p": p, "lr": lr, "gain_init": gain_init, "fold": fold,
+                                           "folds": folds, "seed": seed})
     options = {"preset": preset, "sampler": sampler, "pruner": pruner, "loss_threshold": loss_threshold,
                "n_trials": n_trials, "n_startup_trials": n_startup_trials, "sampler_seed": sampler_seed,
                "heartbeat_interval": heartbeat_interval, "grace_period": grace_period, "max_retry": max_retry,
@@ -118,11 +93,11 @@ def create(
     spec = build_spec(file_data, entries, options)
     store, _, created, enqueued = open_and_create(storage, study, spec)
     verb = "created" if created else "exists already, unchanged:"
-    _say(f"study {study!r} {verb} in {store.display_url} · {spec.describe()}")
-    _say(f"space: {spec.space.describe()}")
+    say(f"study {study!r} {verb} in {store.display_url} · {spec.describe()}")
+    say(f"space: {spec.space.describe()}")
     if spec.is_grid:
-        _say(f"grid: {enqueued} cell(s) enqueued")
-    _say(f"start workers: lpstudy worker --study {shell_quoted(study)}" + ("" if shown_storage is None else " --storage URL"))
+        say(f"grid: {enqueued} cell(s) enqueued")
+    say(f"start workers: lpstudy worker --study {shell_quoted(study)}" + ("" if shown_storage is None else " --storage URL"))
 
 
 @app.command()
@@ -142,11 +117,12 @@ def worker(
     storage_file: StorageFileOpt = None,
 ) -> int:
     """Take trials from a study and train them (run as many workers as you like, anywhere)."""
-    _quiet_optuna()
+    quiet_optuna()
     from lpstudy.db.urls import storage_url
 
     storage = storage_url(storage, storage_file)  # to the worker processes through the environment
     from lpstudy.db.optuna_storage import open_storage
+    from lpstudy.study.compare import load_plan, run_compare_worker
     from lpstudy.study.studies import load_spec
     from lpstudy.study.launch import resolve_devices, spawn_workers
     from lpstudy.study.worker import WorkerOptions, run_worker
@@ -157,16 +133,12 @@ def worker(
                             artifacts=artifacts)
     device_list = resolve_devices(devices)
     if len(device_list) > 1:
-        from lpstudy.study.compare import load_plan
-
         if load_plan(open_storage(storage), study) is None:  # a comparison has no spec of its own
             load_spec(open_storage(storage), study)  # one clear line now rather than one per process
-        return spawn_workers(options, device_list, say=_say)
+        return spawn_workers(options, device_list, say=say)
     options.device = device_list[0]
-    from lpstudy.study.compare import load_plan, run_compare_worker
-
     comparison = load_plan(open_storage(storage), study) is not None  # lpstudy compare: arm by arm
-    report = run_compare_worker(options, say=_say) if comparison else run_worker(options)
+    report = run_compare_worker(options, say=say) if comparison else run_worker(options)
     if report.exit_code:
         raise UserError(f"worker stopped: {report.reason}")
     return 0
@@ -183,15 +155,16 @@ def status(
     from lpstudy.results.status import render_status, study_status
     from lpstudy.db.urls import storage_url
 
-    result = study_status(storage_url(storage, storage_file), study)
+    url = storage_url(storage, storage_file)
+    result = study_status(url, study)
     if as_json:
         sys.stdout.write(json.dumps(result) + "\n")
     else:
         render_status(result)
         if result.get("kind") == "compare":  # the parent of `lpstudy compare`: its arms' table
-            from lpstudy.cli.compare import render_compare
+            from lpstudy.results.compare import render_compare
 
-            render_compare(storage_url(storage), study)
+            render_compare(url, study)
 
 
 @app.command()
@@ -204,7 +177,7 @@ def export(
     storage_file: StorageFileOpt = None,
 ) -> None:
     """The best trial (or the top K) as a run file for `lpstudy train --config`."""
-    _quiet_optuna()
+    quiet_optuna()
     from lpstudy.results.export import export_text, train_command, write_export
     from lpstudy.db.urls import storage_url
 
@@ -218,7 +191,7 @@ def export(
         return
     write_export(output, text)
     hint = f"; retrain: {train_command(str(output))}" if top == 1 else ""
-    _say(f"wrote {output}{hint}")
+    say(f"wrote {output}{hint}")
 
 
 @app.command()
@@ -243,7 +216,7 @@ def replicate(
     storage_file: StorageFileOpt = None,
 ) -> int:
     """The paper's protocol: a grid of p values × K folds; create (or resume) it, and return."""
-    _quiet_optuna()
+    quiet_optuna()
     from lpstudy.study.replicate import replicate as run_replicate
     from lpstudy.db.urls import redact, storage_url
     from lpstudy.study.launch import resolve_devices, spawn_workers
@@ -261,19 +234,19 @@ def replicate(
     result = run_replicate(url, study, preset, p_values, folds, fixed, options)
     verb = "created" if result.created else "resumed"
     n_lr = f"{len(lr.split(','))} lr × " if lr and "," in lr else ""
-    _say(f"replicate study {study!r} {verb} in {redact(url)}: {result.n_cells} cells "
-         f"({len(p_values)} p × {n_lr}{folds} folds) · {result.done} done · {result.running} running · "
-         f"{result.waiting} waiting ({result.enqueued} enqueued now)")
-    _say(_replicate_estimate(result.n_cells - result.done, preset, fixed, workers, devices))
+    say(f"replicate study {study!r} {verb} in {redact(url)}: {result.n_cells} cells "
+        f"({len(p_values)} p × {n_lr}{folds} folds) · {result.done} done · {result.running} running · "
+        f"{result.waiting} waiting ({result.enqueued} enqueued now)")
+    say(_replicate_estimate(result.n_cells - result.done, preset, fixed, workers, devices))
     if workers == 0:
-        _say(f"start workers anywhere: lpstudy worker --study {shell_quoted(study)}; "
-             f"then: lpstudy status --study {shell_quoted(study)}")
+        say(f"start workers anywhere: lpstudy worker --study {shell_quoted(study)}; "
+            f"then: lpstudy status --study {shell_quoted(study)}")
         return 0
     device_list = [available[i % len(available)] for i in range(workers)]
     options_w = WorkerOptions(study=study, storage=url, data=data, show_progress=not no_progress,
                               heartbeat_interval=heartbeat_interval, grace_period=grace_period,
                               max_retry=max_retry)
-    code = spawn_workers(options_w, device_list, say=_say)
+    code = spawn_workers(options_w, device_list, say=say)
     from lpstudy.results.status import render_status, study_status
 
     render_status(study_status(url, study))

@@ -10,7 +10,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from lpstudy.cli import app, parse_assignments
+from lpstudy.cli import app
+from lpstudy.cli.common import parse_assignments
 from lpstudy.training.costs import presets_help
 
 

@@ -44,7 +44,7 @@ class RetryCallback:
             attrs[INTERRUPTIONS_ATTR] = int(attrs.get(INTERRUPTIONS_ATTR, 0)) + 1
         elif self.max_retry is not None and crashes_so_far(trial) + 1 > self.max_retry:
             return False
-        frozen._system_attrs = attrs
+        frozen.system_attrs = attrs  # the public setter: the copy only, the stored trial stays
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # ExperimentalWarning
             RetryHeartbeatStaleTrialCallback(max_retry=None)(study, frozen)

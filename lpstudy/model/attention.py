@@ -9,87 +9,84 @@ p = 2 is QKNorm (Henry et al., 2020). The baseline (1/√d, no normalisation) is
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lpstudy.errors import UserError
 from lpstudy.model.lpnorm import lp_normalize
-from lpstudy.values import check_p, default_gain_init
+from lpstudy.values import P
+
+if TYPE_CHECKING:
+    from lpstudy.training.config import TrainConfig
+
+
+@dataclass(frozen=True)
+class AttentionConfig:
+    """What one attention layer is: its width and heads, the norm exponent p (a P: checked where it
+    entered, never again here), the gain's initial value g₀ and whether there is one gain per layer
+    or per head, or the baseline instead; dropout and biases as the rest of the model."""
+
+    n_embd: int
+    n_head: int
+    p: P
+    gain_init: float  # g₀, a number (TrainConfig.resolved_gain_init)
+    gain_per: str = "layer"  # "layer" or "head"
+    attention: str = "lp"  # "lp" or "baseline"
+    dropout: float = 0.0
+    bias: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "p", P(self.p))  # a P stays as it is; a plain number is checked here
+
+    @classmethod
+    def of(cls, cfg: TrainConfig) -> AttentionConfig:
+        return cls(n_embd=cfg.n_embd, n_head=cfg.n_head, p=cfg.p, gain_init=cfg.resolved_gain_init,
+                   gain_per=cfg.gain_per, attention=cfg.attention, dropout=cfg.dropout, bias=cfg.bias)
+
+    @property
+    def head_size(self) -> int:
+        return self.n_embd // self.n_head
 
 
 class CausalSelfAttention(nn.Module):
     """Multi-head causal self-attention, either Lp-QKNorm (`attention="lp"`) or the usual
     scaled dot product (`attention="baseline"`, 1/√d, no normalisation)."""
 
-    def __init__(
-        self,
-        n_embd: int,
-        n_head: int,
-        block_size: int,
-        dropout: float = 0.0,
-        attention: str = "lp",
-        p: float = 2.0,
-        gain_init: float | None = None,
-        gain_per: str = "layer",
-        bias: bool = False,
-    ):
+    def __init__(self, config: AttentionConfig):
         super().__init__()
-        if n_embd % n_head:
-            raise UserError(f"n_embd ({n_embd}) must be a multiple of n_head ({n_head})")
-        if attention not in ("lp", "baseline"):
-            raise UserError(f"attention must be 'lp' or 'baseline', got {attention!r}")
-        if gain_per not in ("layer", "head"):
-            raise UserError(f"gain_per must be 'layer' or 'head', got {gain_per!r}")
-        self.n_head = n_head
-        self.attention = attention
-        self.p = check_p(p)
-        self.dropout = dropout
-        self.c_attn = nn.Linear(n_embd, 3 * n_embd, bias=bias)
-        self.c_proj = nn.Linear(n_embd, n_embd, bias=bias)
-        self.resid_dropout = nn.Dropout(dropout)
-        if attention == "lp":
-            g0 = default_gain_init(block_size) if gain_init is None else float(gain_init)
-            shape = (1,) if gain_per == "layer" else (n_head,)
-            self.gain = nn.Parameter(torch.full(shape, g0))
+        self.config = config
+        self.n_head = config.n_head
+        self.p = float(config.p)  # the kernels take a plain float
+        self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd, bias=config.bias)
+        self.c_proj = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
+        self.resid_dropout = nn.Dropout(config.dropout)
+        if config.attention == "lp":
+            shape = (1,) if config.gain_per == "layer" else (config.n_head,)
+            self.gain = nn.Parameter(torch.full(shape, float(config.gain_init)))
         else:
             self.register_parameter("gain", None)
-        self.last_entropy: torch.Tensor | None = None  # set by forward when record_entropy is on
-        self.last_stats: dict[str, torch.Tensor] | None = None  # attention_stats(), the same way
-        self.record_entropy = False
+        self.record_stats = False  # GPT.attention_stats turns it on for one forward pass
+        self.last_stats: dict[str, torch.Tensor] | None = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, T, C = x.shape
         qkv = self.c_attn(x).view(B, T, 3, self.n_head, C // self.n_head)
-        if self.attention == "lp":
-            # q̂ = q/‖q‖_p, k̂ = k/‖k‖_p (one call for both), and the gain folded into q̂, so that
-            # the fused kernel computes softmax(g · q̂k̂ᵀ) V with scale 1.
-            qk = lp_normalize(qkv[:, :, :2], self.p)
-            q = (qk[:, :, 0] * self.gain.view(-1, 1).to(qk.dtype)).transpose(1, 2)
-            k = qk[:, :, 1].transpose(1, 2)
-            scale = 1.0
+        if self.gain is not None:
+            qk = lp_normalize(qkv[:, :, :2], self.p)  # q̂ = q/‖q‖_p, k̂ = k/‖k‖_p, in one call
+            q = qk[:, :, 0] * self.gain.view(-1, 1).to(qk.dtype)  # g · q̂, so that the kernel's scale is 1
+            k, scale = qk[:, :, 1], 1.0
         else:
-            q, k = qkv[:, :, 0].transpose(1, 2), qkv[:, :, 1].transpose(1, 2)
-            scale = None  # 1/√d
-        v = qkv[:, :, 2].transpose(1, 2)
-        if self.record_entropy:
+            q, k, scale = qkv[:, :, 0], qkv[:, :, 1], None  # the baseline: q kᵀ / √d
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), qkv[:, :, 2].transpose(1, 2)  # (B, H, T, d)
+        if self.record_stats:
             self.last_stats = attention_stats(q, k, scale)
-            self.last_entropy = self.last_stats["entropy"]
-        y = F.scaled_dot_product_attention(
-            q, k, v, is_causal=True, scale=scale, dropout_p=self.dropout if self.training else 0.0
-        )
-        y = y.transpose(1, 2).contiguous().view(B, T, C)
-        return self.resid_dropout(self.c_proj(y))
-
-
-def attention_weights(q: torch.Tensor, k: torch.Tensor, scale: float | None) -> torch.Tensor:
-    """softmax(scale · q kᵀ + causal mask), written out: the reference the fused kernel must match."""
-    T = q.size(-2)
-    scale = 1.0 / math.sqrt(q.size(-1)) if scale is None else scale
-    logits = (q.float() @ k.float().transpose(-2, -1)) * scale
-    mask = torch.ones(T, T, dtype=torch.bool, device=q.device).tril()
-    return logits.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+        # softmax(g · q̂ k̂ᵀ + causal mask) V, fused
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale,
+                                           dropout_p=self.config.dropout if self.training else 0.0)
+        return self.resid_dropout(self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C)))
 
 
 def logit_bound(gain: float, p: float, head_size: int) -> float:
@@ -117,9 +114,3 @@ def attention_stats(q: torch.Tensor, k: torch.Tensor, scale: float | None) -> di
     rows = -(w * w.clamp_min(1e-30).log()).sum(-1)  # (B, H, T)
     per_head = rows.mean(dim=(0, 2))
     return {"entropy": rows.mean(), "min_head_entropy": per_head.min(), "max_logit": masked.amax()}
-
-
-def attention_entropy(q: torch.Tensor, k: torch.Tensor, scale: float | None) -> torch.Tensor:
-    """Mean Shannon entropy (nats) of the attention rows: low means peaked, high means diffuse."""
-    w = attention_weights(q.detach(), k.detach(), scale)
-    return -(w * w.clamp_min(1e-30).log()).sum(-1).mean()

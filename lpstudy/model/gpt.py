@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lpstudy.model.attention import CausalSelfAttention, logit_bound
+from lpstudy.model.attention import AttentionConfig, CausalSelfAttention, logit_bound
 
 if TYPE_CHECKING:
     from lpstudy.training.config import TrainConfig
@@ -28,13 +28,10 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, cfg: TrainConfig):
+    def __init__(self, cfg: TrainConfig, attention: AttentionConfig):
         super().__init__()
         self.ln_1 = nn.LayerNorm(cfg.n_embd, bias=cfg.bias)
-        self.attn = CausalSelfAttention(
-            cfg.n_embd, cfg.n_head, cfg.block_size, cfg.dropout, cfg.attention,
-            cfg.p, cfg.resolved_gain_init, cfg.gain_per, cfg.bias,
-        )
+        self.attn = CausalSelfAttention(attention)
         self.ln_2 = nn.LayerNorm(cfg.n_embd, bias=cfg.bias)
         self.mlp = MLP(cfg.n_embd, cfg.dropout, cfg.bias)
 
@@ -50,7 +47,8 @@ class GPT(nn.Module):
         self.wte = nn.Embedding(vocab_size, cfg.n_embd)
         self.wpe = nn.Embedding(cfg.block_size, cfg.n_embd)
         self.drop = nn.Dropout(cfg.dropout)
-        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
+        attention = AttentionConfig.of(cfg)
+        self.blocks = nn.ModuleList(Block(cfg, attention) for _ in range(cfg.n_layer))
         self.ln_f = nn.LayerNorm(cfg.n_embd, bias=cfg.bias)
         self.lm_head = nn.Linear(cfg.n_embd, vocab_size, bias=False)
         self.lm_head.weight = self.wte.weight  # tied embeddings
@@ -89,16 +87,7 @@ class GPT(nn.Module):
     @torch.no_grad()
     def mean_attention_entropy(self, idx: torch.Tensor) -> float:
         """Mean entropy of every head's attention rows on one batch (explicit softmax, no kernel)."""
-        attns = self.attentions()
-        for a in attns:
-            a.record_entropy = True
-        try:
-            self(idx)
-            return float(torch.stack([a.last_entropy for a in attns]).mean())
-        finally:
-            for a in attns:
-                a.record_entropy = False
-                a.last_entropy = None
+        return self.attention_stats(idx)["entropy"]
 
     @torch.no_grad()
     def attention_stats(self, idx: torch.Tensor) -> dict[str, object]:
@@ -107,17 +96,16 @@ class GPT(nn.Module):
         g·d^max(0, 1 − 2/p) over layers (NaN for the baseline attention, which has no bound)."""
         attns = self.attentions()
         for a in attns:
-            a.record_entropy = True
+            a.record_stats = True
         try:
             self(idx)
             stats = [a.last_stats for a in attns]
         finally:
             for a in attns:
-                a.record_entropy = False
-                a.last_entropy = a.last_stats = None
+                a.record_stats = False
+                a.last_stats = None
         per_layer = [float(s["max_logit"]) for s in stats]
-        bounds = [logit_bound(float(a.gain.max()), a.p, a.c_attn.in_features // a.n_head)
-                  for a in attns if a.gain is not None]
+        bounds = [logit_bound(float(a.gain.max()), a.p, a.config.head_size) for a in attns if a.gain is not None]
         return {"entropy": float(torch.stack([s["entropy"] for s in stats]).mean()),
                 "min_head_entropy": min(float(s["min_head_entropy"]) for s in stats),
                 "max_logit_per_layer": per_layer, "max_logit": max(per_layer),

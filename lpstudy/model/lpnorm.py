@@ -8,8 +8,6 @@ import math
 
 import torch
 
-from lpstudy.values import check_p
-
 DEFAULT_EPS = 1e-6
 
 
@@ -44,13 +42,13 @@ def _lp_norm_general(x: torch.Tensor, p: float, dim: int = -1) -> torch.Tensor:
 
 
 def lp_normalize(x: torch.Tensor, p: float, dim: int = -1, eps: float = DEFAULT_EPS) -> torch.Tensor:
-    """x / max(‖x‖_p, eps) along dim, for p in [1, ∞].
+    """x / max(‖x‖_p, eps) along dim, for p in [1, ∞] (a checked value: lpstudy.values.P, or any
+    float ≥ 1; it is not checked again on every call).
 
     The norm is computed in float32 (or float64 for float64 input) whatever the input dtype, so
     bf16 and fp16 activations normalise safely; the result has the input's dtype. A zero vector
     maps to zero with finite gradients.
     """
-    p = check_p(p)
     if math.isinf(p):
         norm = lp_norm(x, p, dim).clamp_min(eps)
         wide = x if x.dtype in (torch.float32, torch.float64) else x.float()

@@ -10,17 +10,15 @@ such run files, best first (feed one of them to `lpstudy train`).
 from __future__ import annotations
 
 import json
-import math
 import shlex
 from typing import Any
 
 import yaml
 
-from lpstudy.db.optuna_storage import open_storage
 from lpstudy.errors import UserError
 from lpstudy.files import atomic_write_text
 from lpstudy.names import shell_quoted
-from lpstudy.results.best import ranked_trials
+from lpstudy.study.best import ranked_trials
 from lpstudy.study.studies import load_spec
 from lpstudy.training.config import resolve_config, write_run_file
 from lpstudy.values import RUN_FILE_ALWAYS as ALWAYS
@@ -58,7 +56,7 @@ def run_file_text(trial, spec, study_name: str, fmt: str = "yaml") -> str:
 
 
 def export_text(storage_url: str, study_name: str, top_k: int = 1, fmt: str = "yaml") -> str:
-    """The best trial (lpstudy.results.best) as a run file (top_k=1), or the top K as
+    """The best trial (lpstudy.study.best) as a run file (top_k=1), or the top K as
     {study, runs: [...]}, in YAML or JSON. UserError when the study has no such trial (or does not
     exist)."""
     from lpstudy.db.optuna_storage import open_storage

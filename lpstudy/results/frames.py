@@ -6,8 +6,10 @@ read-only role); Optuna's RDBStorage is opened without creating tables or checki
 version (both may write). The dashboard, `lpstudy report` and `lpstudy status` read through here.
 
 Frames (column names are a contract; see TRIAL_COLUMNS and CURVE_COLUMNS):
-  trials   one row per trial: number, state, value, p (∞ allowed), lr, gain_init, fold, the run
-           summary (lpstudy.training.metrics.SUMMARY_FIELDS), who ran it, when, and its last evaluation
+  trials   one row per trial: number, state, value, the training fields each trial stores
+           (lpstudy.training.fields: p (∞ allowed), lr, gain_init, max_steps, fold, folds, seed,
+           threads), the run summary (lpstudy.training.metrics.SUMMARY_FIELDS), who ran it, when,
+           and its last evaluation
   curves   one row per evaluation of a trial: trial_id, trial_number, step and
            lpstudy.training.metrics.METRIC_FIELDS, merged from the metrics table (SQL storages), the
            `lpstudy_metrics:<step>` system attributes (journal/gRPC-fed studies) and, where neither
@@ -27,22 +29,26 @@ from lpstudy.db import optuna_tables
 from lpstudy.db.engines import make_engine, reading
 from lpstudy.db.metrics_table import METRICS_TABLE, read_metrics
 from lpstudy.db.optuna_storage import open_storage
-from lpstudy.db.urls import is_sql, redact
+from lpstudy.db.kinds import kind_of
+from lpstudy.db.urls import redact
 from lpstudy.results.cells import one_per_cell
 from lpstudy.errors import StudyUnavailable
+from lpstudy.training.fields import FIELDS
 from lpstudy.training.metrics import METRIC_FIELDS, SUMMARY_FIELDS
-from lpstudy.values import FIXED_PARAMS_ATTR, METRICS_ATTR_PREFIX, SPEC_ATTR, read_p, to_float
+from lpstudy.values import FIXED_PARAMS_ATTR, METRICS_ATTR_PREFIX, SPEC_ATTR, P, read_p, to_float
 
-WHO = ("host", "pid", "device", "worker", "version", "started_at", "seed", "preset", "folds", "gain_rule")
+RUN_FIELDS = tuple(f for f in FIELDS.values() if f.trial_attr)  # the training fields a trial stores
+WHO = ("host", "pid", "device", "worker", "version", "started_at", "preset", "gain_rule")
 TRIAL_COLUMNS: tuple[str, ...] = (
-    "number", "trial_id", "state", "value", "p", "lr", "gain_init", "fold",
+    "number", "trial_id", "state", "value", *(f.name for f in RUN_FIELDS),
     *[name for name in SUMMARY_FIELDS if name != "device"],
     *WHO, "datetime_start", "datetime_complete", "duration_s",
     "last_step", "last_val_loss", "n_evals",
 )
 CURVE_COLUMNS: tuple[str, ...] = ("trial_id", "trial_number", *METRIC_FIELDS)
 _BOOL_FIELDS = ("diverged", "stopped")
-_TEXT_FIELDS = ("state", "device", "host", "worker", "version", "started_at", "preset", "gain_rule")
+_TEXT_FIELDS = ("state", "device", "host", "worker", "version", "started_at", "preset", "gain_rule",
+                *(f.name for f in RUN_FIELDS if not f.numeric))
 
 
 @dataclass
@@ -108,7 +114,7 @@ def _frozen_study_info(frozen) -> StudyInfo:
 
 def study_infos(storage_url: str) -> list[StudyInfo]:
     """Every study in the database with its kind, preset and spec, sorted by name."""
-    if is_sql(storage_url):
+    if kind_of(storage_url).sql:
         engine = _readonly_engine(storage_url)
         try:
             with reading(storage_url), engine.connect() as conn:
@@ -149,11 +155,11 @@ def trial_row(trial) -> dict[str, Any]:
         params = dict((trial.system_attrs or {}).get(FIXED_PARAMS_ATTR) or {})
     row: dict[str, Any] = {"number": trial.number, "trial_id": trial._trial_id, "state": trial.state.name,
                            "value": to_float(trial.value) if trial.values else math.nan}
-    row["p"] = read_p(attrs["p"] if attrs.get("p") is not None else params.get("p"))
+    for f in RUN_FIELDS:  # the trial's attribute, else its parameter (trials older than the attribute)
+        value = attrs[f.name] if attrs.get(f.name) is not None else params.get(f.name)
+        row[f.name] = read_p(value) if f.type is P else to_float(value) if f.numeric else value
     if attrs.get("p") is None and params.get("p_inf") is True:  # a space with a switch to p = ∞
         row["p"] = math.inf
-    for name in ("lr", "gain_init", "fold"):
-        row[name] = to_float(attrs[name] if attrs.get(name) is not None else params.get(name))
     for name in SUMMARY_FIELDS:
         value = attrs.get(name)
         if name in _BOOL_FIELDS:
@@ -164,7 +170,7 @@ def trial_row(trial) -> dict[str, Any]:
             row[name] = to_float(value)
     for name in WHO:
         value = attrs.get(name)
-        row[name] = to_float(value) if name in ("pid", "seed", "folds") else (None if value is None else str(value))
+        row[name] = to_float(value) if name == "pid" else (None if value is None else str(value))
     row["datetime_start"] = trial.datetime_start
     row["datetime_complete"] = trial.datetime_complete
     for name, value in params.items():  # every searched or fixed parameter, under param_<name>
@@ -302,7 +308,7 @@ def _load_optuna(storage_url: str, study_name: str, with_curves: bool) -> tuple[
     finally:
         _dispose(storage)
     table = _empty_curves()
-    if with_curves and is_sql(storage_url):
+    if with_curves and kind_of(storage_url).curves_in_table:
         engine = make_engine(storage_url, readonly=True)
         try:
             with reading(storage_url):
@@ -317,7 +323,7 @@ def load_study(storage_url: str, study_name: str, curves: bool = True, via_optun
     straight from Optuna's tables (fast); journal and gRPC storages, or via_optuna=True, through
     Optuna's storage API. StudyUnavailable when the database cannot be read or has no such study."""
     loaded = None
-    if is_sql(storage_url) and not via_optuna:
+    if kind_of(storage_url).sql and not via_optuna:
         loaded = _load_sql(storage_url, study_name, curves)
     if loaded is None:
         loaded = _load_optuna(storage_url, study_name, curves)
@@ -338,7 +344,7 @@ def study_fingerprint(storage_url: str, study_name: str) -> tuple | None:
     import sqlalchemy as sa
 
 
-    if not is_sql(storage_url):
+    if not kind_of(storage_url).sql:
         return None
     engine = _readonly_engine(storage_url)
     try:

@@ -8,7 +8,7 @@ is reported evaluation by evaluation; a pruned trial pays only the steps it ran,
 the steps of its whole run. Many seeds; seed s tunes on fold s mod K, so the folds take turns.
 
 Scores, per method over seeds (the returned configuration is lpstudy's best trial,
-lpstudy.results.best: lowest value, never a diverged run, the earlier on a tie):
+lpstudy.study.best: lowest value, never a diverged run, the earlier on a tie):
 
 - the normalised regret of the returned configuration, judged by its mean loss over all folds
   (not the fold it was tuned on): (L(c) − L*) / (L_worst − L*), 0 at the grid's best, 1 for the
@@ -36,11 +36,12 @@ import numpy as np
 import optuna
 from optuna.trial import TrialState
 
-from lpstudy.results.best import is_candidate
+from lpstudy.study.best import is_candidate
 from lpstudy.results.grid_table import FOLD, GridTable
 from lpstudy.results.replay_methods import Method, build_pruner, build_sampler, default_method
-from lpstudy.study.space import SearchSpace, encode
+from lpstudy.study.space import SearchSpace
 from lpstudy.study.spec import StudySpec
+from lpstudy.values import json_safe
 
 CURVE_POINTS = 201  # compute fractions at which the regret curves are sampled
 RANDOM = Method("random", "none")
@@ -103,7 +104,7 @@ def replay_one(table: GridTable, method: Method, seed: int, budget_steps: int,
             warnings.simplefilter("ignore")
             trial = study.ask()
             overrides = spec.space.suggest(trial)
-        config = table.nearest({name: encode(name, overrides[name]) for name in table.params})
+        config = table.nearest({name: json_safe(overrides[name]) for name in table.params})
         if method.over_folds:
             cost, value, state, diverged = _over_folds(table, trial, config, rng)
         else:
@@ -212,8 +213,6 @@ class ReplayResult:
 
     def to_json(self) -> dict[str, Any]:
         """The `--json` object: grid, methods (and ε, the best configuration, default against random)."""
-        from lpstudy.values import json_safe
-
         best = self.table.configs[self.table.best_config()]
         default = default_method()
         methods = []

@@ -6,7 +6,6 @@ difference to p = 2 across folds with its 95 % confidence interval). Reads only 
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import pandas as pd
@@ -141,7 +140,6 @@ def print_table(console, title: str, columns: list[str], rows: list[list[str]]) 
 def render_status(status: dict[str, Any], console=None) -> None:
     """Print the status for a person (rich tables on stdout)."""
     from rich.console import Console
-    from rich.table import Table
 
     console = console or Console()
     c = status["counts"]

@@ -23,7 +23,7 @@ from typing import Any
 
 import optuna
 
-from lpstudy.db.urls import local_file
+from lpstudy.db.kinds import kind_of
 from lpstudy.errors import UserError
 from lpstudy.training.checkpoint import Checkpoint
 
@@ -34,10 +34,7 @@ CHECKPOINT_ATTR = "lpstudy_checkpoint"
 def artifact_location(storage_url: str, location: str | None = None) -> str | None:
     """Where the checkpoints of this storage's trials go (see the module); None: nowhere."""
     location = location or os.environ.get(ARTIFACTS_ENV) or None
-    if location:
-        return location
-    path = local_file(storage_url)
-    return f"{path}.artifacts" if path is not None else None
+    return location or kind_of(storage_url).default_artifacts(storage_url)
 
 
 def artifact_store(location: str):

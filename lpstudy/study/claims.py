@@ -6,13 +6,12 @@ has no other live trial."""
 
 from __future__ import annotations
 
-import contextlib
 import warnings
 
 import optuna
 from optuna.trial import TrialState
 
-from lpstudy.db.locks import ask_lock_name, storage_lock, supports_lock
+from lpstudy.db.locks import ask_lock_name
 from lpstudy.db.optuna_storage import StudyStorage
 from lpstudy.db.retries import RetryCallback
 from lpstudy.study.lease import LEASE_ATTR
@@ -25,20 +24,14 @@ def pop_waiting_trial(study: optuna.Study) -> optuna.Trial | None:
     """The next WAITING trial, now RUNNING and ours; None when there is none. Atomic across workers:
     the storage moves a trial from WAITING to RUNNING for one caller only.
 
-    Mirrors Optuna 4.x/5.1's private Study._pop_waiting_trial_id, which Optuna uses only inside
-    study.ask(); ask() would sample a new trial when no cell waits, and a grid worker must stop
-    instead, so there is no public way to pop only."""
-    storage = study._storage
-    for frozen in storage.get_all_trials(study._study_id, deepcopy=False, states=(TrialState.WAITING,)):
-        try:
-            if not storage.set_trial_state_values(frozen._trial_id, state=TrialState.RUNNING):
-                continue
-        except optuna.exceptions.UpdateFinishedTrialError:
-            continue
-        if hasattr(study, "_thread_local"):
-            study._thread_local.cached_all_trials = None  # as Study.ask does: sync once per trial
-        return optuna.Trial(study, frozen._trial_id)
-    return None
+    Optuna's own pop, the private Study._pop_waiting_trial_id, is the first half of study.ask():
+    ask() would then sample a new trial when no cell waits, and a grid worker must stop instead, so
+    there is no public way to pop only. Calling Optuna's (rather than keeping a copy of it) keeps
+    its claim protocol Optuna's to get right; tests/test_optuna_private.py fails if its name,
+    signature or behaviour changes."""
+    study._thread_local.cached_all_trials = None  # as Study.ask does: sync with the storage once per trial
+    trial_id = study._pop_waiting_trial_id()
+    return None if trial_id is None else optuna.Trial(study, trial_id)
 
 
 WAIT = object()  # ask_within_target: the target is taken by running trials; look again later
@@ -48,7 +41,7 @@ def ask_within_target(study: optuna.Study, spec: StudySpec, storage: StudyStorag
     """study.ask(), unless the study's n_trials target is taken: None when that many trials have
     finished (COMPLETE or PRUNED), WAIT when finished and running trials make up the target. The
     count and the ask happen under the storage's lock (lpstudy.db.locks), so several workers never
-    start more trials than the target. Without a lock (gRPC) a worker that finds its new trial
+    start more trials than the target. Without a lock (gRPC, MySQL) a worker that finds its new trial
     beyond the target (a racing worker's trial has a lower number) gives it up: it ends FAIL with
     the user attribute surplus, never run."""
     def ask() -> optuna.Trial:
@@ -59,9 +52,9 @@ def ask_within_target(study: optuna.Study, spec: StudySpec, storage: StudyStorag
     if spec.n_trials is None:
         return ask()
     taken = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING)
-    locked = supports_lock(storage.url)
-    with storage_lock(storage.url, ask_lock_name(study.study_name)) if locked else contextlib.nullcontext():
-        trials = study._storage.get_all_trials(study._study_id, deepcopy=False, states=taken)
+    locked = storage.kind.has_lock
+    with storage.kind.lock(storage.url, ask_lock_name(study.study_name)):
+        trials = study.get_trials(deepcopy=False, states=taken)
         finished = sum(1 for t in trials if t.state != TrialState.RUNNING)
         if finished >= spec.n_trials:
             return None
@@ -69,8 +62,7 @@ def ask_within_target(study: optuna.Study, spec: StudySpec, storage: StudyStorag
             return WAIT
         trial = ask()
     if not locked:
-        numbers = sorted(t.number for t in study._storage.get_all_trials(
-            study._study_id, deepcopy=False, states=taken))
+        numbers = sorted(t.number for t in study.get_trials(deepcopy=False, states=taken))
         if trial.number in numbers and numbers.index(trial.number) >= spec.n_trials:
             trial.set_user_attr("surplus", True)
             with warnings.catch_warnings():
@@ -107,7 +99,7 @@ def cell_is_live(study: optuna.Study, spec: StudySpec, trial: optuna.trial.Froze
     except Exception:
         return False
     live = (TrialState.WAITING, TrialState.RUNNING, TrialState.COMPLETE)
-    for other in study._storage.get_all_trials(study._study_id, deepcopy=False, states=live):
+    for other in study.get_trials(deepcopy=False, states=live):
         if other._trial_id == trial._trial_id:
             continue
         try:

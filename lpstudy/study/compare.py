@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,20 +33,29 @@ from optuna.trial import TrialState
 
 from lpstudy.db.optuna_storage import StudyStorage, open_storage
 from lpstudy.errors import UserError
-from lpstudy.study.space import DEFAULT_SPACE, encode
+from lpstudy.study.best import ranked_trials
+from lpstudy.study.space import DEFAULT_SPACE
 from lpstudy.study.spec import build_spec, replicate_spec
 from lpstudy.study.studies import create_study, enqueue_missing_cells, load_study
 from lpstudy.training.config import coerce_field, get_preset
-from lpstudy.values import REFERENCE_P, check_p, format_p
+from lpstudy.values import REFERENCE_P, P, format_p, json_safe
 
 COMPARE_ATTR = "lpstudy_compare"
 COMPARE_KIND = "compare"
 BUDGET_STATES = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING)
 
 
-def label(factor: str, value: Any) -> str:
-    """'p=3', 'p=∞', 'n_layer=4': an arm's name inside its studies' names."""
-    return f"{factor}={format_p(value) if factor == 'p' else value}"
+def arm_labels(factor: str, values: list) -> list[str]:
+    """The arms' names inside their studies' names, one per value: 'p=3', 'p=∞', 'n_layer=4'. p
+    is shown as people read it (three significant digits, format_p), with more digits where two
+    arms would otherwise share a name and so a study (1 and 1.001: 'p=1', 'p=1.001')."""
+    if factor != "p":
+        return [f"{factor}={value}" for value in values]
+    for digits in range(3, 18):  # 17 significant digits tell any two floats apart
+        names = [f"p={format_p(v) if digits == 3 or math.isinf(v) else f'{v:.{digits}g}'}" for v in values]
+        if len(set(names)) == len(names):
+            break
+    return names
 
 
 @dataclass
@@ -65,8 +75,8 @@ class ComparePlan:
 
     def to_plain(self) -> dict[str, Any]:
         plain = dataclasses.asdict(self)
-        plain["values"] = [encode(self.factor, v) for v in self.values]
-        plain["reference"] = encode(self.factor, self.reference)
+        plain["values"] = json_safe(self.values)
+        plain["reference"] = json_safe(self.reference)
         return plain
 
     @classmethod
@@ -77,14 +87,18 @@ class ComparePlan:
         plan.reference = coerce_field(plan.factor, plan.reference)
         return plan
 
+    def label(self, value: Any) -> str:
+        """The arm of `value` as its studies' names show it (arm_labels)."""
+        return dict(zip(self.values, arm_labels(self.factor, self.values)))[value]
+
     def tune_study(self, name: str, value: Any) -> str:
-        return f"{name}:{label(self.factor, value)}:tune"
+        return f"{name}:{self.label(value)}:tune"
 
     def folds_study(self, name: str, value: Any) -> str:
-        return f"{name}:{label(self.factor, value)}:folds"
+        return f"{name}:{self.label(value)}:folds"
 
     def tune_spec(self, value: Any):
-        entries = {**self.fixed, **self.tune, self.factor: encode(self.factor, value),
+        entries = {**self.fixed, **self.tune, self.factor: json_safe(value),
                    "fold": self.tune_fold, "folds": self.folds}
         return build_spec(None, entries, {"preset": self.preset,  # search's sampler and pruner
                                           "n_trials": self.budget, "sampler_seed": self.sampler_seed})
@@ -106,7 +120,7 @@ def make_plan(factor: str, values: list[str], tune: list[str], budget: int, fold
     get_preset(preset)
     arms = []
     for text in values:
-        value = check_p(text) if factor == "p" else coerce_field(factor, text)
+        value = P(text) if factor == "p" else coerce_field(factor, text)
         if value not in arms:
             arms.append(value)
     if len(arms) < 2:
@@ -114,7 +128,7 @@ def make_plan(factor: str, values: list[str], tune: list[str], budget: int, fold
     if reference is None:
         ref = REFERENCE_P if factor == "p" and REFERENCE_P in arms else arms[0]
     else:
-        ref = check_p(reference) if factor == "p" else coerce_field(factor, reference)
+        ref = P(reference) if factor == "p" else coerce_field(factor, reference)
     if ref not in arms:
         raise UserError(f"the reference {factor} = {ref} is not one of the arms ({', '.join(map(str, arms))})")
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
@@ -190,9 +204,7 @@ def tuning_done(study: optuna.Study, budget: int) -> bool:
 
 
 def best_values(study: optuna.Study, plan: ComparePlan) -> dict[str, Any] | None:
-    """The tuned fields of the arm's best trial (lpstudy.results.best), as the worker ran them."""
-    from lpstudy.results.best import ranked_trials
-
+    """The tuned fields of the arm's best trial (lpstudy.study.best), as the worker ran them."""
     ranked = ranked_trials(study.get_trials(deepcopy=False))
     if not ranked:
         return None

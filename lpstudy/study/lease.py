@@ -45,7 +45,7 @@ class Lease:
     def fail_stale(self, study: optuna.Study) -> list[int]:
         """Fail the RUNNING trials whose lease ran out and enqueue their retries; their numbers."""
         storage, now, failed = study._storage, time.time(), []
-        for trial in storage.get_all_trials(study._study_id, deepcopy=False, states=(TrialState.RUNNING,)):
+        for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
             last = last_beat(trial)
             if last is None or now - last <= self.grace_period_s:
                 continue

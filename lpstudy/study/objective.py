@@ -21,18 +21,17 @@ import optuna
 import sqlalchemy as sa
 from optuna.trial import TrialState
 
-from lpstudy import __version__
 from lpstudy.db.metrics_table import write_metrics
 from lpstudy.db.optuna_storage import StudyStorage
 from lpstudy.study.checkpoints import TrialCheckpoints
 from lpstudy.study.space import describe_overrides
 from lpstudy.study.spec import StudySpec
+from lpstudy.study.trial_attributes import end_attributes, evaluation_attribute, start_attributes
 from lpstudy.training.gain import gain_rule_of
-from lpstudy.training.config import overrides_of, resolve_config, with_cpu_threads
-from lpstudy.training.metrics import SUMMARY_FIELDS, MetricRecord, uniform_guess_loss
+from lpstudy.training.config import resolve_config, with_cpu_threads
+from lpstudy.training.metrics import MetricRecord, uniform_guess_loss
 from lpstudy.training.progress import TrainingProgress, say_stderr
 from lpstudy.training.trainer import train
-from lpstudy.values import finite_or_none, metrics_attr_name
 
 @dataclass
 class TrialOutcome:
@@ -63,17 +62,10 @@ def worker_identity(device: str) -> dict[str, Any]:
     return {"host": host, "pid": os.getpid(), "device": device, "worker": f"{host}/{os.getpid()}/{device}"}
 
 
-def attr_value(value: Any) -> Any:
-    """A value as a trial attribute: NaN becomes None (Optuna stores attributes as JSON)."""
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value
-
-
 def record_evaluation(ctx: TrialContext, trial: optuna.Trial, record: MetricRecord) -> None:
     """Store one evaluation: a batch in the metrics table (SQL storages), else a trial system
     attribute lpstudy_metrics:{step:08d} (journal, gRPC)."""
-    if ctx.storage.is_sql:
+    if ctx.storage.kind.curves_in_table:
         attempts = [0]
 
         def write() -> None:
@@ -87,8 +79,7 @@ def record_evaluation(ctx: TrialContext, trial: optuna.Trial, record: MetricReco
 
         ctx.storage.call(write)
     else:
-        data = {k: (v if k == "step" else finite_or_none(v)) for k, v in record.to_dict().items()}
-        ctx.storage.optuna.set_trial_system_attr(trial._trial_id, metrics_attr_name(record.step), data)
+        ctx.storage.optuna.set_trial_system_attr(trial._trial_id, *evaluation_attribute(record))
 
 
 def run_trial(ctx: TrialContext, trial: optuna.Trial) -> TrialOutcome:
@@ -100,19 +91,11 @@ def run_trial(ctx: TrialContext, trial: optuna.Trial) -> TrialOutcome:
     gain_rule = gain_rule_of(cfg.gain_init)
     cfg = dataclasses.replace(cfg, gain_init=cfg.resolved_gain_init)  # resolved: the export reproduces it
     cfg = with_cpu_threads(cfg, ctx.device)  # on CPU the thread count too
-    run_overrides = {k: v for k, v in overrides_of(cfg, spec.preset).items() if k != "device"}
     cfg = dataclasses.replace(cfg, device=ctx.device)
 
     identity = worker_identity(ctx.device)
-    start_attrs = {
-        "p": cfg.p, "lr": cfg.lr, "gain_init": cfg.gain_init, "fold": cfg.fold, "folds": cfg.folds,
-        "seed": cfg.seed, "preset": spec.preset, **identity, "version": __version__,
-        "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "max_steps": cfg.max_steps, "overrides": run_overrides, "gain_rule": gain_rule,
-        "threads": cfg.threads if ctx.device == "cpu" else None,
-    }
-    for key, value in start_attrs.items():
-        trial.set_user_attr(key, attr_value(value))
+    for key, value in start_attributes(cfg, spec.preset, gain_rule, identity, datetime.now(timezone.utc)).items():
+        trial.set_user_attr(key, value)
 
     shown = describe_overrides({"p": cfg.p, "lr": cfg.lr, "gain_init": cfg.gain_init, "fold": cfg.fold,
                                 **{p.name: overrides[p.name] for p in spec.space.searched}})
@@ -157,11 +140,8 @@ def run_trial(ctx: TrialContext, trial: optuna.Trial) -> TrialOutcome:
 
     interrupted = (not pruned[0] and not summary.diverged and summary.steps < cfg.max_steps
                    and ctx.should_stop())
-    end_attrs = {name: getattr(summary, name) for name in SUMMARY_FIELDS}
-    end_attrs.update(finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                     interrupted=interrupted, pruned=pruned[0], error=None)
-    for key, value in end_attrs.items():
-        trial.set_user_attr(key, attr_value(value))
+    for key, value in end_attributes(summary, datetime.now(timezone.utc), interrupted, pruned[0]).items():
+        trial.set_user_attr(key, value)
 
     if checkpoints is not None and (pruned[0] or summary.diverged or not interrupted
                                     and math.isfinite(summary.final_val_loss)):

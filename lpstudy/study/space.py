@@ -10,11 +10,13 @@ field's entry, in a study YAML under `space:` or on the command line, is one of
                                                   of values, integers for integer fields
     {low: 1, high: 4, inf: true}                  p only: the range plus p = ∞ ("1:4,inf")
 
-Unless a search study says otherwise, p, the learning rate and the gain's initial value are searched
-over DEFAULT_SPACE. Optuna's parameter names are the field names; a range of p that includes ∞ adds
-a categorical parameter `p_inf` (True: p = ∞, and no `p` is sampled). Choices of p that include ∞
-keep the value as the string "inf" in Optuna's parameters (JSON cannot hold ∞); the trial's user
-attribute `p` is always the effective float.
+Unless a search study says otherwise, the fields declared with a default search range
+(lpstudy.training.fields: p, the learning rate and the gain's initial value) are searched over
+DEFAULT_SPACE. Optuna's parameter names are the field names; a range of p that includes ∞ adds
+a categorical parameter `p_inf` (True: p = ∞, and no `p` is sampled): Optuna samples a range and a
+further point only as two parameters, and studies that have it keep sampling it the same way.
+Every value of p lpstudy writes (a choice among Optuna's parameters, the stored spec, a trial's
+user attribute `p`, always the effective value) writes ∞ as the string "inf" (values.json_safe).
 """
 
 from __future__ import annotations
@@ -24,51 +26,30 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from lpstudy.training.config import FIELD_TYPES, coerce_field, resolve_config
 from lpstudy.errors import UserError
-from lpstudy.values import check_p
+from lpstudy.training.config import coerce_field, resolve_config
+from lpstudy.training.fields import FIELDS
+from lpstudy.values import P, json_safe, parse_bool, read_p
 
-# The space of a search study unless its YAML or flags say otherwise.
+# The space of a search study unless its YAML or flags say otherwise: every field declared with a
+# default search range, on its scale.
 DEFAULT_SPACE: dict[str, Any] = {
-    "p": {"low": 1.0, "high": 4.0},
-    "lr": {"low": 1e-4, "high": 1e-2, "log": True},
-    "gain_init": {"low": 2.0, "high": 64.0, "log": True},
-}
+    f.name: {"low": f.search[0], "high": f.search[1], **({"log": True} if f.log else {})}
+    for f in FIELDS.values() if f.search is not None}
 # Ranges of these fields are searched on a log scale unless `log: false` is given.
-LOG_SCALE_FIELDS = ("lr", "gain_init")
+LOG_SCALE_FIELDS = tuple(f.name for f in FIELDS.values() if f.log)
 # Chosen by each worker (--devices), never by a study.
-WORKER_FIELDS = ("device",)
+WORKER_FIELDS = tuple(f.name for f in FIELDS.values() if f.by_worker)
 P_INF_PARAM = "p_inf"
 # A grid study enqueues every cell as a trial: beyond this many, a typo, not a plan.
 MAX_GRID_CELLS = 100_000
 
 
-def encode(name: str, value: Any) -> Any:
-    """A field's value as Optuna (and JSON) can hold it: p = ∞ becomes the string 'inf'."""
-    if isinstance(value, float) and math.isinf(value):
-        return "inf"
-    return value
-
-
-def decode(name: str, value: Any) -> Any:
-    """The field's value from its Optuna form (check and convert)."""
-    return coerce_field(name, value)
-
-
-def _kind(name: str) -> str:
-    """'int', 'float', 'bool' or 'str' for a TrainConfig field."""
-    text = FIELD_TYPES[name]
-    for kind in ("int", "float", "bool", "str"):
-        if text.startswith(kind):
-            return kind
-    return "str"  # pragma: no cover - every field is one of the above
-
-
 def _check_field(name: str) -> None:
     if name in WORKER_FIELDS:
         raise UserError(f"{name} is chosen by each worker (lpstudy worker --devices), not by the study's space")
-    if name not in FIELD_TYPES:
-        known = ", ".join(sorted(set(FIELD_TYPES) - set(WORKER_FIELDS)))
+    if name not in FIELDS:
+        known = ", ".join(sorted(set(FIELDS) - set(WORKER_FIELDS)))
         raise UserError(f"unknown field {name!r} in the search space; known fields: {known}")
 
 
@@ -78,7 +59,7 @@ class Fixed:
     value: Any
 
     def to_plain(self) -> dict:
-        return {"type": "fixed", "value": encode(self.name, self.value)}
+        return {"type": "fixed", "value": json_safe(self.value)}
 
     def suggest(self, trial) -> Any:
         return self.value
@@ -93,11 +74,10 @@ class Choice:
     choices: tuple
 
     def to_plain(self) -> dict:
-        return {"type": "choice", "choices": [encode(self.name, c) for c in self.choices]}
+        return {"type": "choice", "choices": json_safe(self.choices)}
 
     def suggest(self, trial) -> Any:
-        picked = trial.suggest_categorical(self.name, [encode(self.name, c) for c in self.choices])
-        return decode(self.name, picked)
+        return coerce_field(self.name, trial.suggest_categorical(self.name, json_safe(self.choices)))
 
     def describe(self) -> str:
         return f"{self.name} ∈ {{{', '.join(_fmt(c) for c in self.choices)}}}"
@@ -114,7 +94,8 @@ class Range:
     with_inf: bool = False  # p only: p = ∞ is a further choice
 
     def to_plain(self) -> dict:
-        out: dict[str, Any] = {"type": "range", "low": self.low, "high": self.high, "log": self.log}
+        out: dict[str, Any] = {"type": "range", "low": json_safe(self.low), "high": json_safe(self.high),
+                               "log": self.log}
         if self.step is not None:
             out["step"] = self.step
         if self.with_inf:
@@ -148,7 +129,7 @@ def _fmt(value: Any) -> str:
 def _number(name: str, value: Any, what: str) -> float:
     if isinstance(value, bool) or value is None:
         raise UserError(f"{name}: {what} must be a number, got {value!r}")
-    if isinstance(value, str) and value.strip().lower() in ("inf", "infinity", "∞", "+inf"):
+    if isinstance(value, str) and read_p(value) == math.inf:  # "∞" too
         return math.inf
     try:
         return float(value)
@@ -220,29 +201,27 @@ def _parse_choice(name: str, choices: Any) -> Choice:
 
 
 def _parse_range(name: str, entry: dict) -> Range:
-    kind = _kind(name)
-    if kind not in ("int", "float"):
-        raise UserError(f"{name} is a {kind} field: give a value or a list of choices, not a range")
+    field = FIELDS[name]
+    if not field.numeric:
+        raise UserError(f"{name} is a {field.type.__name__} field: give a value or a list of choices, not a range")
     low = _number(name, entry["low"], "low")
     high = _number(name, entry["high"], "high")
     with_inf = bool(entry.get("inf", False))
-    if with_inf and name != "p":
+    if with_inf and field.type is not P:
         raise UserError(f"{name}: only p can include inf")
-    if name == "p":
-        check_p(low)
+    if field.type is P:
+        low = P(low)
         if math.isinf(high):
             raise UserError("p: a range's high must be finite; add p = ∞ with `inf: true` (or '1:4,inf')")
-        check_p(high)
+        high = P(high)
     elif not (math.isfinite(low) and math.isfinite(high)):
         raise UserError(f"{name}: low and high must be finite numbers")
     if low > high:
         raise UserError(f"{name}: low ({_fmt(low)}) is above high ({_fmt(high)}); swap them")
-    log_value = entry.get("log", name in LOG_SCALE_FIELDS)
-    if not isinstance(log_value, bool):
-        text = str(log_value).strip().lower()
-        if text not in ("true", "false", "yes", "no", "1", "0", "on", "off"):
-            raise UserError(f"{name}: log must be true or false, got {log_value!r}")
-        log_value = text in ("true", "yes", "1", "on")
+    try:
+        log_value = parse_bool(entry.get("log", name in LOG_SCALE_FIELDS))
+    except ValueError:
+        raise UserError(f"{name}: log must be true or false, got {entry['log']!r}") from None
     step = entry.get("step")
     if step is not None:
         step = _number(name, step, "step")
@@ -252,7 +231,7 @@ def _parse_range(name: str, entry: dict) -> Range:
             raise UserError(f"{name}: a range cannot have both log and step")
     if log_value and low <= 0:
         raise UserError(f"{name}: a log-scale range needs low > 0, got {_fmt(low)}")
-    integer = kind == "int"
+    integer = field.type is int
     if integer:
         for what, v in (("low", low), ("high", high), ("step", step)):
             if v is not None and not float(v).is_integer():
@@ -348,11 +327,11 @@ class SearchSpace:
 
     def optuna_params(self, cell: dict[str, Any]) -> dict[str, Any]:
         """A grid cell as Optuna parameters (for enqueue_trial)."""
-        return {name: encode(name, value) for name, value in cell.items()}
+        return json_safe(cell)
 
     def cell_of(self, params: dict[str, Any]) -> tuple:
         """The grid cell a trial's Optuna parameters belong to, as a hashable key."""
-        return tuple((c.name, encode(c.name, decode(c.name, params[c.name])) if c.name in params else None)
+        return tuple((c.name, json_safe(coerce_field(c.name, params[c.name])) if c.name in params else None)
                      for c in self.params if isinstance(c, Choice))
 
 

@@ -23,10 +23,10 @@ from typing import Any
 
 from lpstudy.errors import UserError
 from lpstudy.files import read_yaml_mapping
-from lpstudy.study.space import DEFAULT_SPACE, Fixed, Range, SearchSpace, encode
+from lpstudy.study.space import DEFAULT_SPACE, Fixed, Range, SearchSpace
 from lpstudy.training.bounds import FIELD_BOUNDS
 from lpstudy.training.config import TrainConfig, get_preset, resolve_config
-from lpstudy.values import check_p
+from lpstudy.values import P, json_safe
 
 SPEC_VERSION = 1
 SAMPLERS = ("cmaes", "tpe", "random", "grid")
@@ -65,7 +65,7 @@ class StudySpec:
     grace_period: int = 60  # a RUNNING trial without heartbeat for this long is failed and retried
     max_retry: int = 2  # how often a failed (dead, interrupted) trial is retried with its parameters
     checkpoint_interval: int = 5  # save a resumable checkpoint every this many evaluations (0: never)
-    p_values: list[float] | None = None  # replicate: the grid's p values
+    p_values: list[P] | None = None  # replicate: the grid's p values
     n_cells: int | None = None  # grid: the number of cells
 
     @property
@@ -82,7 +82,7 @@ class StudySpec:
             "max_retry": self.max_retry, "n_cells": self.n_cells, "checkpoint_interval": self.checkpoint_interval,
         }
         if self.p_values is not None:
-            out["p_values"] = [encode("p", p) for p in self.p_values]
+            out["p_values"] = json_safe(self.p_values)
         return out
 
     @classmethod
@@ -91,7 +91,7 @@ class StudySpec:
         values = {k: v for k, v in plain.items() if k in known}
         values["space"] = SearchSpace.from_plain(plain.get("space") or {})
         if values.get("p_values") is not None:
-            values["p_values"] = [check_p(p) for p in values["p_values"]]
+            values["p_values"] = [P(p) for p in values["p_values"]]
         return cls(**values)
 
     def validate(self) -> "StudySpec":
@@ -187,9 +187,9 @@ def replicate_spec(preset: str, p_values: list[float], folds: int, fixed: dict[s
     """The paper's protocol: a grid of p values × K folds, every other field fixed."""
     if not p_values:
         raise UserError("give at least one p value (--p 1,1.5,2,...)")
-    ps: list[float] = []
+    ps: list[P] = []
     for p in p_values:
-        value = check_p(p)
+        value = P(p)
         if value not in ps:
             ps.append(value)
     bound = FIELD_BOUNDS["folds"]
@@ -200,7 +200,7 @@ def replicate_spec(preset: str, p_values: list[float], folds: int, fixed: dict[s
             raise UserError(f"{name} is set by the replicate grid (--p, --folds); do not --set it")
     space_map: dict[str, Any] = dict(fixed or {})
     space_map["folds"] = folds
-    space_map["p"] = {"choices": [encode("p", p) for p in ps]}
+    space_map["p"] = {"choices": ps}
     space_map["fold"] = {"choices": list(range(folds))}
     options = {k: v for k, v in (options or {}).items() if v is not None}
     known = {f.name for f in dataclasses.fields(StudySpec)} - {"space", "kind", "p_values", "n_cells", "folds",

@@ -1,6 +1,8 @@
 """Synthetic studies for tests, demos and benchmarks: Optuna studies written exactly as the study
 service writes them (see lpstudy.results.frames for the contract), with learning curves that depend on
 p, the learning rate and the gain in a plausible way, some runs diverged, and trials in every state.
+Each trial's attributes are written through lpstudy.study.trial_attributes, as the worker writes
+its own, from a TrainConfig of the run it stands for.
 
     python -m lpstudy.study.synthetic sqlite:///demo.db --trials 200 --evals 30
     python -m lpstudy.study.synthetic sqlite:///demo.db --kind replicate --folds 10
@@ -15,7 +17,7 @@ import argparse
 import json
 import math
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Sequence
 
 import numpy as np
@@ -24,9 +26,11 @@ from lpstudy.db.metrics_table import write_metrics
 from lpstudy.db.optuna_storage import open_storage
 from lpstudy.study.spec import build_spec, replicate_spec
 from lpstudy.study.studies import create_study
-
-from lpstudy.training.metrics import SUMMARY_FIELDS, MetricRecord, uniform_guess_loss
-from lpstudy.values import STATES, json_safe, metrics_attr_name
+from lpstudy.study.trial_attributes import end_attributes, evaluation_attribute, start_attributes
+from lpstudy.training.config import resolve_config
+from lpstudy.training.gain import gain_rule_of
+from lpstudy.training.metrics import MetricRecord, RunSummary, uniform_guess_loss
+from lpstudy.values import STATES, json_safe
 
 VOCAB_SIZE = 65
 PAPER_P_VALUES = (1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0)
@@ -65,9 +69,9 @@ def _divergence_probability(p: float, lr: float, gain: float) -> float:
     score = 3.0 * (math.log10(lr) - math.log10(8e-3)) + 0.9 * (p_eff - 3.0) + 1.5 * math.log2(gain / 24.0)
     return 1 / (1 + math.exp(-score))
 
-def _curve(run: _Run, n_evals: int, fold_offset: float, rng: np.random.Generator, stop_at: int | None = None
-           ) -> tuple[list[MetricRecord], dict]:
-    """The evaluation records of one run and its summary (lpstudy.training.metrics.RunSummary's fields)."""
+def _curve(run: _Run, n_evals: int, fold_offset: float, rng: np.random.Generator, stop_at: int | None = None,
+           device: str = "cpu") -> RunSummary:
+    """One run's summary, its evaluation records as its history."""
     total = n_evals * EVAL_INTERVAL
     start_loss = math.log(VOCAB_SIZE) + 0.05
     final = _final_loss(run.p, run.lr, run.gain_init, fold_offset, rng)
@@ -108,22 +112,21 @@ def _curve(run: _Run, n_evals: int, fold_offset: float, rng: np.random.Generator
     vals = [r.val_loss for r in records]
     best = int(np.argmin(vals)) if vals else 0
     diverged = diverged_step is not None and bool(records) and records[-1].step >= diverged_step
-    summary = {
-        "final_val_loss": None if diverged or not records else records[-1].val_loss,
-        "best_val_loss": vals[best] if vals else None,
-        "best_step": records[best].step if records else 0,
-        "steps": records[-1].step if records else 0,
-        "diverged": diverged,
-        "diverged_step": diverged_step if diverged else None,
-        "stopped": stop_at is not None,
-        "steps_to_threshold": next((r.step for r in records if r.val_loss <= 2.0), None),
-        "loss_threshold": 2.0,
-        "tokens_per_s": TOKENS_PER_S,
-        "wall_time_s": records[-1].elapsed_s if records else 0.0,
-        "device": "cpu",
-        "n_params": 27_000,
-    }
-    return records, summary
+    return RunSummary(
+        final_val_loss=math.nan if diverged or not records else records[-1].val_loss,
+        best_val_loss=vals[best] if vals else math.nan,
+        best_step=records[best].step if records else 0,
+        steps=records[-1].step if records else 0,
+        diverged=diverged,
+        diverged_step=diverged_step if diverged else None,
+        stopped=stop_at is not None,
+        steps_to_threshold=next((r.step for r in records if r.val_loss <= 2.0), None),
+        loss_threshold=2.0,
+        tokens_per_s=TOKENS_PER_S,
+        wall_time_s=records[-1].elapsed_s if records else 0.0,
+        device=device,
+        n_params=27_000,
+        history=records)
 
 def _runs(kind: str, n_trials: int, rng: np.random.Generator, p_values: Sequence[float], folds: int,
           include_inf: bool, states: bool, all_diverged: bool, diverge_scale: float) -> list[_Run]:
@@ -173,10 +176,9 @@ def write_synthetic_study(storage_url: str, study_name: str = "lp-search", *, ki
     runs = _runs(kind, n_trials, rng, p_values, folds, include_inf, states, all_diverged, diverge_scale)
     fold_offsets = rng.normal(0, 0.015, size=max(folds, 1))
     ln_v = uniform_guess_loss(VOCAB_SIZE)
-    encoded_p = ["inf" if math.isinf(p) else float(p) for p in p_values]
     if kind == "replicate":
         spec = replicate_spec(preset, list(p_values), folds, options={"loss_threshold": 2.0})
-        distributions = {"p": CategoricalDistribution(tuple(encoded_p)),
+        distributions = {"p": CategoricalDistribution(tuple(json_safe(spec.p_values))),
                          "fold": CategoricalDistribution(tuple(range(folds)))}
     else:
         spec = build_spec(space_entries={"p": {"low": 1.0, "high": 4.0, "inf": include_inf},
@@ -198,7 +200,7 @@ def write_synthetic_study(storage_url: str, study_name: str = "lp-search", *, ki
     for i, run in enumerate(runs):
         counts[run.state] += 1
         if kind == "replicate":  # as lpstudy.study.space encodes choices: p = ∞ as the string "inf"
-            params = {"p": "inf" if math.isinf(run.p) else run.p, "fold": run.fold}
+            params = {"p": json_safe(float(run.p)), "fold": run.fold}
         else:  # a range of p with ∞ adds p_inf; p itself is sampled only when p_inf is False
             params = {"lr": run.lr, "gain_init": run.gain_init}
             if include_inf:
@@ -210,39 +212,34 @@ def write_synthetic_study(storage_url: str, study_name: str = "lp-search", *, ki
             study.enqueue_trial(params)
             continue
         stop_at = {"PRUNED": n_evals // 2, "RUNNING": max(1, n_evals // 3), "FAIL": n_evals // 4}.get(run.state)
-        records, summary = _curve(run, n_evals, float(fold_offsets[run.fold % len(fold_offsets)]), rng, stop_at)
+        host, pid, device = f"node{i % 3 + 1}", 1000 + i % 4, "cuda:0" if i % 2 else "cpu"
+        summary = _curve(run, n_evals, float(fold_offsets[run.fold % len(fold_offsets)]), rng, stop_at, device)
+        records = summary.history
         began = start + timedelta(seconds=40 * i)
         if run.state == "RUNNING":
             began = now - timedelta(seconds=30 + 20 * i % 60)
-        host, pid, device = f"node{i % 3 + 1}", 1000 + i % 4, "cuda:0" if i % 2 else "cpu"
-        overrides = {"p": run.p, "lr": run.lr, "gain_init": run.gain_init, "fold": run.fold, "folds": folds,
-                     "seed": run.seed}
-        user_attrs = {**overrides, "preset": preset, "host": host, "pid": pid, "device": device,
-                      "worker": f"{host}/{pid}/{device}", "version": "0.1.0",
-                      "started_at": began.astimezone(timezone.utc).isoformat(timespec="seconds"),
-                      "max_steps": n_evals * EVAL_INTERVAL,
-                      "overrides": {**overrides, "p": "inf" if math.isinf(run.p) else run.p,
-                                    "max_steps": n_evals * EVAL_INTERVAL, "eval_interval": EVAL_INTERVAL}}
+        cfg = resolve_config(preset, {"p": run.p, "lr": run.lr, "gain_init": run.gain_init, "fold": run.fold,
+                                      "folds": folds, "seed": run.seed, "max_steps": n_evals * EVAL_INTERVAL,
+                                      "eval_interval": EVAL_INTERVAL, "device": device,
+                                      "threads": 1 if device == "cpu" else 0})
+        identity = {"host": host, "pid": pid, "device": device, "worker": f"{host}/{pid}/{device}"}
+        user_attrs = start_attributes(cfg, preset, gain_rule_of(run.gain_init), identity, began)
         if run.state in ("COMPLETE", "PRUNED"):
-            user_attrs.update({k: summary[k] for k in SUMMARY_FIELDS})
-            user_attrs.update(pruned=run.state == "PRUNED", interrupted=False, error=None,
-                              finished_at=(began + timedelta(seconds=summary["wall_time_s"])).astimezone(
-                                  timezone.utc).isoformat(timespec="seconds"))
+            user_attrs.update(end_attributes(summary, began + timedelta(seconds=summary.wall_time_s),
+                                             pruned=run.state == "PRUNED"))
         value = None
         if run.state == "COMPLETE":
-            value = ln_v if summary["diverged"] else summary["final_val_loss"]
+            value = ln_v if summary.diverged else summary.final_val_loss
         elif run.state == "PRUNED":
             value = records[-1].val_loss if records else None
-        system_attrs = {}
-        if metrics in ("attrs", "both"):
-            system_attrs = {metrics_attr_name(r.step): json_safe(r.to_dict()) for r in records}
+        system_attrs = dict(evaluation_attribute(r) for r in records) if metrics in ("attrs", "both") else {}
         frozen = create_trial(
             state=TrialState[run.state], value=value, params=params, distributions=dists,
-            user_attrs=json_safe(user_attrs), system_attrs=system_attrs,
+            user_attrs=user_attrs, system_attrs=system_attrs,
             intermediate_values={r.step: r.val_loss for r in records if math.isfinite(r.val_loss)})
         frozen.datetime_start = began
         frozen.datetime_complete = None if run.state == "RUNNING" else began + timedelta(
-            seconds=summary["wall_time_s"] or 1.0)
+            seconds=summary.wall_time_s or 1.0)
         trial_id = storage.create_new_trial(study_id, template_trial=frozen)
         if engine is not None and records:
             write_metrics(engine, study_name, trial_id, storage.get_trial_number_from_id(trial_id), records)

@@ -18,10 +18,10 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from lpstudy.db.urls import local_file, storage_url
+from lpstudy.db.kinds import kind_of
+from lpstudy.db.locks import lock_file
+from lpstudy.db.urls import storage_url
 
-# The companions of a database file: SQLite's, and lpstudy's creation lock (lpstudy.db.locks).
-_SIDECARS = ("-journal", "-wal", "-shm", ".lpstudy-lock")
 
 
 class Undo:
@@ -32,7 +32,7 @@ class Undo:
         """The study `name` was created by this command: delete it if the command fails."""
         self._studies.append((storage, name))
 
-    def _delete_studies(self) -> None:
+    def delete_studies(self) -> None:
         import optuna
 
         for storage, name in self._studies:
@@ -54,11 +54,12 @@ def _missing_ancestors(path: Path) -> list[Path]:
 def undo_on_failure(url: str | None) -> Iterator[Undo]:
     url = storage_url(url)
     try:
-        path = local_file(url, creating=True)
+        kind = kind_of(url)
+        path = kind.local_file(url, creating=True)
     except Exception:  # a malformed URL: nothing is made; open_storage says what is wrong
-        path = None
+        kind, path = None, None
     existed = path is not None and path.exists()
-    lock = Path(f"{path}.lpstudy-lock") if path is not None else None
+    lock = lock_file(path) if path is not None else None  # the creation lock (lpstudy.db.locks)
     lock_existed = lock is not None and lock.exists()
     folders = _missing_ancestors(path) if path is not None else []
     undo = Undo()
@@ -66,14 +67,14 @@ def undo_on_failure(url: str | None) -> Iterator[Undo]:
         yield undo
     except BaseException:
         if path is not None and not existed:
-            for suffix in ("", *_SIDECARS):
+            for made in (path, *(Path(f"{path}{suffix}") for suffix in kind.companions), lock):
                 with contextlib.suppress(OSError):
-                    Path(f"{path}{suffix}").unlink(missing_ok=True)
+                    made.unlink(missing_ok=True)
             for folder in folders:  # innermost first; only folders left empty
                 with contextlib.suppress(OSError):
                     folder.rmdir()
         else:
-            undo._delete_studies()
+            undo.delete_studies()
             if lock is not None and not lock_existed:
                 with contextlib.suppress(OSError):
                     lock.unlink(missing_ok=True)

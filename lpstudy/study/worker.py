@@ -122,7 +122,7 @@ class Heartbeat:
         from optuna.storages import RDBStorage
 
         try:
-            if isinstance(self.storage.optuna, RDBStorage):
+            if self.storage.kind.optuna_heartbeats:
                 RDBStorage.record_heartbeat(self.storage.optuna, self.trial_id)  # no retry loop: never blocks
             else:
                 beat(self.storage.optuna, self.trial_id)  # journal, gRPC: lpstudy.study.lease
@@ -176,7 +176,7 @@ class Worker:
         # journal and gRPC: lpstudy's own lease in place of Optuna's heartbeats (lpstudy.study.lease)
         self.lease = None if heartbeat_on else Lease(
             opts.heartbeat_interval or spec.heartbeat_interval, opts.grace_period or spec.grace_period, max_retry)
-        if storage.is_sql:
+        if storage.kind.curves_in_table:
             storage.call(ensure_metrics_table, storage.engine)
 
         device = opts.device if opts.device not in ("auto", None) else str(pick_device("auto"))

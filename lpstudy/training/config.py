@@ -1,5 +1,6 @@
-"""What one training run is: every field, the presets (declared once, here), how a run is
-validated, and how it is read from and written to a run file.
+"""What one training run is: the config made of every field (declared in lpstudy.training.fields),
+the presets (declared once, here), how a run is validated, and how it is read from and written to
+a run file.
 
 A run is a preset plus overrides. The same overrides come from the command line, a YAML file
 (`lpstudy train --config`, and what `lpstudy export` writes), or a study's sampled parameters, so
@@ -10,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -19,64 +19,42 @@ import yaml
 
 from lpstudy.errors import UserError
 from lpstudy.files import atomic_write_text, read_yaml_mapping
-from lpstudy.training.bounds import problems_of
-from lpstudy.training.gain import MATCHED, resolve_gain_init
-from lpstudy.values import RUN_FILE_ALWAYS, check_p, encode_p, parse_bool
+from lpstudy.training.fields import FIELDS, field_named
+from lpstudy.training.gain import resolve_gain_init
+from lpstudy.values import RUN_FILE_ALWAYS, json_safe
+
+
+def _declared_fields(cls: type) -> type:
+    """Give the class (before @dataclass) the fields of lpstudy.training.fields.FIELDS: each one's
+    type, default and help, in their order."""
+    cls.__annotations__ = {f.name: f.annotation for f in FIELDS.values()}
+    for f in FIELDS.values():
+        setattr(cls, f.name, dataclasses.field(default=f.default, metadata={"help": f.help}))
+    return cls
 
 
 @dataclass(frozen=True)
+@_declared_fields
 class TrainConfig:
-    # model
-    n_layer: int = 4
-    n_head: int = 4
-    n_embd: int = 128
-    block_size: int = 64
-    dropout: float = 0.0
-    bias: bool = False
-    attention: str = "lp"  # "lp" (Lp-QKNorm) or "baseline" (1/√d, no QK normalisation)
-    p: float = 2.0  # the norm exponent, 1 ≤ p ≤ ∞
-    gain_init: float | str | None = None  # None: QKNorm's log₂(L² − L); "matched": see training/gain.py
-    gain_per: str = "layer"  # one gain per "layer" or per "head"
-    # optimisation (nanoGPT's Shakespeare recipe)
-    batch_size: int = 12
-    max_steps: int = 2000
-    lr: float = 1e-3
-    min_lr_ratio: float = 0.1  # cosine decay ends at lr · min_lr_ratio (1e-3 → 1e-4)
-    warmup_steps: int = 100
-    weight_decay: float = 0.1
-    beta1: float = 0.9
-    beta2: float = 0.99
-    grad_clip: float = 1.0
-    # evaluation and stopping
-    eval_interval: int = 250
-    eval_iters: int = 20
-    divergence_factor: float = 3.0  # a train loss above this multiple of the first one is divergence
-    # data: fold `fold` of `folds` is held out for validation
-    fold: int = 0
-    folds: int = 10
-    seed: int = 0
-    # hardware
-    device: str = "auto"  # "auto", "cpu", "cuda", "cuda:1", ...
-    dtype: str = "auto"  # "auto" (bf16 autocast on CUDA, fp32 on CPU), "float32", "bfloat16"
-    compile: bool = False
-    # CPU threads for torch (0: torch's default). Float sums depend on it, so a CPU run is
-    # reproducible to the last digit only with the same count: workers and `lpstudy train` record it.
-    threads: int = 0
+    """One training run: every field of lpstudy.training.fields (its type, default, range and help
+    are declared there), checked when the config is made: a field outside its range, p below 1 or
+    NaN, a word a field does not take are one UserError naming each problem. p is a P from then on."""
 
     def __post_init__(self) -> None:
-        problems = problems_of({f.name: getattr(self, f.name) for f in fields(self)})
+        problems = []
+        for f in FIELDS.values():
+            value = getattr(self, f.name)
+            try:
+                held = f.checked(value)
+            except UserError as exc:
+                problems.append(str(exc))
+                continue
+            if held is not value:
+                object.__setattr__(self, f.name, held)  # p as a P
         if self.n_head >= 1 and self.n_embd % self.n_head:
             problems.append(f"n_embd ({self.n_embd}) must be a multiple of n_head ({self.n_head})")
         if not 0 <= self.fold < self.folds:
             problems.append(f"fold must be in 0..{self.folds - 1} for {self.folds} folds, got {self.fold}")
-        if self.attention not in ("lp", "baseline"):
-            problems.append(f"attention must be 'lp' or 'baseline', got {self.attention!r}")
-        if self.gain_per not in ("layer", "head"):
-            problems.append(f"gain_per must be 'layer' or 'head', got {self.gain_per!r}")
-        if self.dtype not in ("auto", "float32", "bfloat16"):
-            problems.append(f"dtype must be 'auto', 'float32' or 'bfloat16', got {self.dtype!r}")
-        if isinstance(self.gain_init, str) and self.gain_init != MATCHED:
-            problems.append(f"gain_init must be a number or {MATCHED!r}, got {self.gain_init!r}")
         if problems:
             raise UserError("; ".join(problems))
 
@@ -90,7 +68,8 @@ class TrainConfig:
         return self.lr * self.min_lr_ratio
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: encode_p(getattr(self, f.name)) for f in fields(self)}
+        """Every field as lpstudy writes it (p = ∞ as 'inf')."""
+        return {f.name: json_safe(getattr(self, f.name)) for f in fields(self)}
 
 
 # The presets, declared once: the trainer, the study, the dashboard and the export read them here.
@@ -125,42 +104,9 @@ def get_preset(name: str) -> TrainConfig:
         raise UserError(f"unknown preset {name!r}; choose one of: {', '.join(PRESETS)}") from None
 
 
-FIELD_TYPES: dict[str, Any] = {f.name: f.type for f in fields(TrainConfig)}
-
-
 def coerce_field(name: str, value: Any) -> Any:
     """Convert a user-given value (string from the command line, or YAML scalar) to the field's type."""
-    if name not in FIELD_TYPES:
-        known = ", ".join(sorted(FIELD_TYPES))
-        raise UserError(f"unknown training field {name!r}; known fields: {known}")
-    kind = FIELD_TYPES[name]
-    if name == "p":
-        return check_p(value)
-    if name == "gain_init" and isinstance(value, str) and value.strip().lower() == MATCHED:
-        return MATCHED
-    if value is None:
-        if "None" in kind:
-            return None
-        raise UserError(f"{name} needs a value")
-    try:
-        if kind.startswith("bool"):
-            return parse_bool(value)
-        if kind.startswith("int"):
-            if isinstance(value, float) and not value.is_integer():
-                raise ValueError
-            if isinstance(value, bool):
-                raise ValueError
-            return int(str(value)) if isinstance(value, str) else int(value)
-        if kind.startswith("float"):
-            if isinstance(value, bool):
-                raise ValueError
-            if isinstance(value, str) and value.strip().lower() in ("none", "null", "default") and "None" in kind:
-                return None
-            return float(value)
-        return str(value)
-    except (TypeError, ValueError):
-        what = f"a number or {MATCHED!r}" if name == "gain_init" else kind.split(" ")[0]
-        raise UserError(f"{name} must be {what}, got {value!r}") from None
+    return field_named(name).coerce(value)
 
 
 def resolve_config(preset: str, overrides: dict[str, Any] | None = None) -> TrainConfig:
@@ -195,10 +141,10 @@ def load_run_file(path: str | Path) -> tuple[str, dict[str, Any], dict[str, Any]
     source = data.pop("source", None) or {}
     if not isinstance(source, dict):
         raise UserError(f"config file {path}: 'source' must be a mapping")
-    unknown = sorted(set(data) - set(FIELD_TYPES))
+    unknown = sorted(set(data) - set(FIELDS))
     if unknown:
         raise UserError(f"config file {path}: unknown field(s) {', '.join(unknown)}; "
-                        f"allowed: preset, source and {', '.join(sorted(FIELD_TYPES))}")
+                        f"allowed: preset, source and {', '.join(sorted(FIELDS))}")
     return str(preset), data, source
 
 

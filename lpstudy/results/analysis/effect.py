@@ -9,8 +9,9 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from lpstudy.results.analysis.groups import DEFAULT_P_BINS, p_bins, p_positions
+from lpstudy.results.analysis.groups import DEFAULT_P_BINS, equal_width_bins, p_bins, p_positions
 from lpstudy.results.analysis.intervals import t_interval
+from lpstudy.results.analysis.paired import fold_losses, paired_differences
 from lpstudy.results.analysis.selection import finished
 from lpstudy.values import format_p
 
@@ -55,49 +56,23 @@ PAIRED_COLUMNS = ("p", "p_bin", "n_pairs", "n_excluded", "mean_loss", "ref_mean_
 def paired_comparison(trials: pd.DataFrame, reference_p: float = 2.0, confidence: float = 0.95,
                       pair_on: str = "fold") -> pd.DataFrame:
     """For a replicate study: per p ≠ reference_p, the paired difference loss(p) − loss(reference)
-    across folds (pair_on), with its t interval. A negative mean_diff means p beats the reference.
-    Pairs where either run diverged, or either side is missing, are left out (n_excluded counts the
-    folds of p left out). Several completed runs of one (p, fold) are averaged. relative_diff is
-    mean_diff / ref_mean_loss over the same pairs. Empty when the reference p has no run."""
-    from scipy.special import stdtr
-
+    across folds (pair_on), with its t interval (paired.paired_differences). A negative mean_diff
+    means p beats the reference. Pairs where either run diverged, or either side is missing, are
+    left out (n_excluded counts the folds of p left out). Several completed runs of one (p, fold)
+    are averaged. relative_diff is mean_diff / ref_mean_loss over the same pairs. Sorted by p;
+    empty when the reference p has no run."""
     empty = pd.DataFrame({c: pd.Series(dtype="object" if c == "p_bin" else "float64") for c in PAIRED_COLUMNS})
-    done = finished(trials)
-    done = done[done["p"].notna() & done[pair_on].notna()]
-    if done.empty:
-        return empty
-    # one loss per (p, fold): NaN when any run of the cell diverged
-    cells = done.groupby(["p", pair_on]).agg(loss=("loss", "mean"), diverged=("diverged", "any"))
-    cells.loc[cells["diverged"], "loss"] = math.nan
-    table = cells["loss"].unstack(pair_on)
-    matches = np.isclose(table.index.to_numpy(dtype="float64"), reference_p) | (
-        np.isinf(reference_p) & np.isinf(table.index.to_numpy(dtype="float64")))
+    losses = fold_losses(trials, "p", pair_on)
+    p_values = np.asarray(list(dict.fromkeys(losses.index.get_level_values(0))), dtype="float64")
+    matches = np.isclose(p_values, reference_p) | (np.isinf(reference_p) & np.isinf(p_values))
     if not matches.any():
         return empty
-    reference = table[matches].iloc[0]
-    rows = []
-    for p, losses in table[~matches].iterrows():
-        ran = int(cells.loc[p].shape[0])  # folds of this p with a completed run, diverged or not
-        both = losses.notna() & reference.notna()
-        diff = (losses - reference)[both]
-        mean, low, high = t_interval(diff, confidence)
-        std = float(diff.std(ddof=1)) if len(diff) > 1 else math.nan
-        ref_mean = float(reference[both].mean()) if both.any() else math.nan
-        if len(diff) > 1 and std > 0:
-            t_stat = mean / (std / math.sqrt(len(diff)))
-            p_value = float(2 * stdtr(len(diff) - 1, -abs(t_stat)))
-        else:
-            t_stat = p_value = math.nan
-        rows.append({"p": float(p), "p_bin": format_p(float(p)), "n_pairs": int(both.sum()),
-                     "n_excluded": ran - int(both.sum()),
-                     "mean_loss": float(losses[both].mean()) if both.any() else math.nan,
-                     "ref_mean_loss": ref_mean, "mean_diff": mean, "std_diff": std,
-                     "ci_low": low, "ci_high": high,
-                     "relative_diff": mean / ref_mean if ref_mean else math.nan,
-                     "t_stat": t_stat, "p_value": p_value})
-    if not rows:
+    stats = paired_differences(losses, p_values[matches][0], confidence).drop(index=p_values[matches])
+    if stats.empty:
         return empty
-    return pd.DataFrame(rows, columns=list(PAIRED_COLUMNS)).sort_values("p", ignore_index=True)
+    out = stats.rename_axis("p").reset_index().astype({"p": "float64"})
+    out["p_bin"] = out["p"].map(format_p)
+    return out[list(PAIRED_COLUMNS)].sort_values("p", ignore_index=True)
 
 
 def with_lr_bins(trials: pd.DataFrame, n_bins: int = 6) -> pd.DataFrame:
@@ -109,10 +84,8 @@ def with_lr_bins(trials: pd.DataFrame, n_bins: int = 6) -> pd.DataFrame:
     out["lr_bin"], out["lr_center"], out["lr_order"] = None, math.nan, math.nan
     if logs.empty:
         return out
-    low, high = logs.min(), logs.max()
-    edges = np.linspace(low, high, n_bins + 1) if high > low else np.array([low - 1e-9, high + 1e-9])
-    index = np.clip(np.searchsorted(edges, logs, side="right") - 1, 0, len(edges) - 2)
-    lows, highs = 10 ** edges[index], 10 ** edges[index + 1]
+    index, low_logs, high_logs = equal_width_bins(logs.to_numpy(), n_bins)
+    lows, highs = 10 ** low_logs, 10 ** high_logs
     out.loc[valid, "lr_order"] = index.astype("float64")
     out.loc[valid, "lr_center"] = np.sqrt(lows * highs)
     out.loc[valid, "lr_bin"] = [f"{a:.2g}–{b:.2g}" for a, b in zip(lows, highs)]

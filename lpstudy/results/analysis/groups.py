@@ -65,6 +65,24 @@ def default_p_bins(p: pd.Series) -> int | None:
     return int(max(2, min(DEFAULT_P_BINS, round(math.sqrt(distinct)) + 1)))
 
 
+def equal_width_bins(values: np.ndarray, n_bins: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """n_bins equal-width bins over the range of finite values: each value's bin index (0 first)
+    and its bin's low and high edge. One narrow bin when every value is the same."""
+    low, high = (values.min(), values.max()) if len(values) else (1.0, 1.0)
+    if high <= low:
+        edges = np.array([low - 1e-9, high + 1e-9])
+    else:
+        edges = np.linspace(low, high, max(1, n_bins) + 1)
+    return bins_of(values, edges)
+
+
+def bins_of(values: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each value's bin between sorted edges (values beyond them in the first or last bin): its
+    index and its bin's low and high edge."""
+    index = np.clip(np.searchsorted(edges, values, side="right") - 1, 0, len(edges) - 2)
+    return index, edges[index], edges[index + 1]
+
+
 def p_bins(p: pd.Series, bins: int | Sequence[float] | None = None) -> pd.DataFrame:
     """The p group of every value, indexed like p: columns p_bin (label), p_center (a representative
     p; ∞ for ∞), p_low, p_high, p_order (sort key; ∞ last). bins: None for the exact values, an
@@ -78,16 +96,9 @@ def p_bins(p: pd.Series, bins: int | Sequence[float] | None = None) -> pd.DataFr
         out["p_center"] = out["p_low"] = out["p_high"] = out["p_order"] = p
     else:
         if isinstance(bins, int):
-            values = p[finite]
-            low, high = (values.min(), values.max()) if len(values) else (1.0, 1.0)
-            if high <= low:
-                edges = np.array([low - 1e-9, high + 1e-9])
-            else:
-                edges = np.linspace(low, high, max(1, bins) + 1)
+            index, lows, highs = equal_width_bins(p[finite].to_numpy(), bins)
         else:
-            edges = np.asarray(sorted(bins), dtype="float64")
-        index = np.clip(np.searchsorted(edges, p[finite], side="right") - 1, 0, len(edges) - 2)
-        lows, highs = edges[index], edges[index + 1]
+            index, lows, highs = bins_of(p[finite].to_numpy(), np.asarray(sorted(bins), dtype="float64"))
         out.loc[finite, "p_low"] = lows
         out.loc[finite, "p_high"] = highs
         out.loc[finite, "p_center"] = (lows + highs) / 2

@@ -9,7 +9,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from lpstudy.results.best import ranked_frame
+from lpstudy.study.best import ranked_frame
 from lpstudy.values import STATES
 
 
@@ -50,12 +50,12 @@ def state_counts(trials: pd.DataFrame) -> pd.Series:
 
 
 def top_trials(trials: pd.DataFrame, k: int = 10) -> pd.DataFrame:
-    """The k best trials (lpstudy.results.best), best first, with `loss`."""
+    """The k best trials (lpstudy.study.best), best first, with `loss`."""
     return ranked_frame(trials, k)
 
 
 def best_trial(trials: pd.DataFrame) -> pd.Series | None:
-    """The best trial (lpstudy.results.best), or None."""
+    """The best trial (lpstudy.study.best), or None."""
     best = top_trials(trials, 1)
     return None if best.empty else best.iloc[0]
 

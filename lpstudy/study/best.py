@@ -1,16 +1,18 @@
 """Which trial is best, defined once: the lowest value among COMPLETE trials that did not diverge
 (a diverged run COMPLETEs valued ln V so that samplers avoid it, but it is never a configuration
-to retrain), ties broken by the earlier trial. The Export page, `lpstudy export`, `status`, the
-report and the dashboard's Home page all rank through here, on the trials frame or on Optuna's
-FrozenTrials."""
+to retrain), ties broken by the earlier trial. A comparison's worker (which arm's configuration it
+replicates), the Export page, `lpstudy export`, `status`, the report, the dashboard's pages and the
+compare table all rank through here, on Optuna's FrozenTrials or on the trials frame
+(lpstudy.results.frames)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def is_candidate(state: str, value: Any, diverged: Any) -> bool:
@@ -24,6 +26,8 @@ def is_candidate(state: str, value: Any, diverged: Any) -> bool:
 
 def ranked_frame(trials: pd.DataFrame, k: int | None = None) -> pd.DataFrame:
     """The candidate rows of a trials frame (lpstudy.results.frames), best first, with `loss`."""
+    import pandas as pd
+
     mask = [is_candidate(s, v, d) for s, v, d in zip(trials["state"], trials["value"], trials["diverged"])]
     best = trials[pd.Series(mask, index=trials.index, dtype=bool)].copy()
     best["loss"] = best["value"].astype("float64")

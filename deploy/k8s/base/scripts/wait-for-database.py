@@ -1,0 +1,58 @@
+"""Wait until the database of $LPSTUDY_STORAGE accepts its user, then exit 0: an init container.
+
+    LPSTUDY_STORAGE=postgresql+psycopg://USER:PASSWORD@HOST:5432/DB python wait-for-database.py
+
+Connects as the URL's user and runs SELECT 1, every $LPSTUDY_WAIT_INTERVAL_S seconds (default 2)
+until it works, with one line each time it does not (the URL with its password replaced by ***,
+and the driver's reason: server not up yet, role missing, wrong password). It waits for the server
+and for the roles both: the official postgres image listens on TCP only once its init scripts,
+which create the roles, have run. The URL comes from the environment (a Secret), never the command
+line. It never gives up: a pod that stays in Init says why in its log.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import sqlalchemy as sa
+from sqlalchemy.engine import make_url
+
+
+def reason(exc: BaseException, password: str | None) -> str:
+    text = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+    line = text[0] if text else type(exc).__name__
+    return line.replace(password, "***") if password else line
+
+
+def main() -> int:
+    url = os.environ.get("LPSTUDY_STORAGE", "")
+    if not url:
+        print("wait-for-database: set LPSTUDY_STORAGE (from the Secret) to the database URL", file=sys.stderr)
+        return 2
+    try:
+        parsed = make_url(url)
+        timeout = {"connect_timeout": 5} if parsed.get_backend_name() == "postgresql" else {}
+        engine = sa.create_engine(url, poolclass=sa.pool.NullPool, connect_args=timeout)
+    except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError) as exc:
+        print(f"wait-for-database: LPSTUDY_STORAGE is not a database URL this image can open ({exc})",
+              file=sys.stderr)
+        return 2
+    shown = parsed.render_as_string(hide_password=True)
+    interval = float(os.environ.get("LPSTUDY_WAIT_INTERVAL_S", "2"))
+    started = time.monotonic()
+    while True:
+        try:
+            with engine.connect() as conn:
+                conn.exec_driver_sql("SELECT 1")
+        except (sa.exc.DBAPIError, OSError) as exc:
+            print(f"wait-for-database: {shown} not ready: {reason(exc, parsed.password)}", flush=True)
+            time.sleep(interval)
+            continue
+        print(f"wait-for-database: {shown} answers (after {time.monotonic() - started:.0f} s)", flush=True)
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,89 @@
+"""What the kinds kept in one local file share (SQLite, journal): the file's rules, its lock, its
+checkpoints beside it.
+
+File URLs read as SQLite reads its own: three slashes and a relative path (sqlite:///storage/a.db),
+four for an absolute one (sqlite:////srv/a.db). Resolving a URL never touches the disk; only
+`prepare_to_create` makes the folder of a file that a study is about to be created in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from lpstudy.db.kinds.base import CREATE_LOCK, StorageKind
+from lpstudy.db.urls import redact
+from lpstudy.errors import UserError
+
+LOCK_SUFFIX = ".lpstudy-lock"
+ARTIFACTS_SUFFIX = ".artifacts"
+
+
+def lock_file(path: Path, name: str = CREATE_LOCK) -> Path:
+    """The file next to a database file that the lock called name is taken on: FILE.lpstudy-lock for
+    the creation lock, FILE.lpstudy-lock-<hash of name> for any other (lpstudy.db.locks)."""
+    suffix = "" if name == CREATE_LOCK else "-" + hashlib.sha256(name.encode()).hexdigest()[:12]
+    return Path(f"{path}{LOCK_SUFFIX}{suffix}")
+
+
+class FileKind(StorageKind):
+    """A storage kept in one local file (or a file on a shared file system)."""
+
+    has_lock = True
+
+    def local_file(self, url: str, creating: bool = False) -> Path:
+        raise NotImplementedError
+
+    def file_problem(self, path: Path) -> str | None:
+        """Why an existing file is not a storage of this kind, or None."""
+        return None
+
+    def missing_file_message(self, url: str) -> str | None:
+        path = self.local_file(url)
+        if path.is_dir():
+            return f"the storage {redact(url)} names a folder ({path}), not a database file"
+        if not path.is_file():
+            return (f"no study database at {path}; create a study first (`lpstudy create` or `lpstudy "
+                    "replicate`) or pass --storage / set LPSTUDY_STORAGE to the URL the workers use")
+        return self.file_problem(path)
+
+    def prepare_to_create(self, url: str) -> Path | None:
+        """Check that the file can be made, make its folder, and return the folder if it was made now
+        (so that a failed create can remove it)."""
+        path = self.local_file(url, creating=True)
+        if path.is_dir():
+            raise UserError(f"the storage {redact(url)} names a folder ({path}), not a database file")
+        made = None
+        parent = path.parent
+        for ancestor in [parent, *parent.parents]:
+            if ancestor.exists():
+                if not ancestor.is_dir():
+                    raise UserError(f"cannot create {path}: {ancestor} is a file, not a folder")
+                break
+            made = ancestor
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"cannot create the folder {parent} for {path}: {exc.strerror}") from None
+        if not os.access(parent, os.W_OK):
+            raise UserError(f"cannot write in {parent}; pick another --storage")
+        return made
+
+    @contextlib.contextmanager
+    def lock(self, url: str, name: str = CREATE_LOCK) -> Iterator[None]:
+        """An exclusive flock on a file next to the database file (lock_file)."""
+        self.prepare_to_create(url)
+        with open(lock_file(self.local_file(url, creating=True), name), "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def default_artifacts(self, url: str) -> str:
+        """FILE.artifacts, a folder next to the file."""
+        return f"{self.local_file(url)}{ARTIFACTS_SUFFIX}"

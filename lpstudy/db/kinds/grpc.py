@@ -1,0 +1,55 @@
+"""grpc://HOST:PORT: Optuna's storage proxy (`lpstudy storage-proxy`) in front of a database, so
+that thousands of workers share its one pool of connections.
+
+Locks: none (create studies on the database behind the proxy). Liveness: lpstudy's lease (Optuna's
+heartbeats need a direct SQL connection). Curves: the trials' system attributes. Checkpoints: no
+default store (--artifacts). Every call is retried while the proxy is unreachable.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lpstudy.db.kinds.base import CONNECT_TIMEOUT_S, StorageKind
+from lpstudy.errors import UserError
+
+if TYPE_CHECKING:
+    from optuna.storages import GrpcStorageProxy
+
+    from lpstudy.db.outages import RetryPolicy
+
+
+def grpc_address(url: str) -> tuple[str, int]:
+    """(host, port) of a grpc://HOST:PORT URL; UserError unless both are there."""
+    rest = url.split("://", 1)[1].rstrip("/")
+    host, sep, port = rest.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UserError(f"gRPC storage URL {url!r} must be grpc://HOST:PORT")
+    return host, int(port)
+
+
+class GrpcKind(StorageKind):
+    name = "grpc"
+    url_form = "grpc://HOST:PORT"
+
+    def validate(self, url: str) -> None:
+        grpc_address(url)
+
+    def open_optuna(self, url: str, readonly: bool, create_tables: bool,
+                    policy: RetryPolicy) -> tuple[GrpcStorageProxy, None]:
+        from lpstudy.db.outages import RetryingGrpcStorageProxy, attach
+
+        host, port = grpc_address(url)
+        try:
+            proxy = RetryingGrpcStorageProxy(host=host, port=port)
+            proxy.wait_server_ready(timeout=CONNECT_TIMEOUT_S)
+        except ImportError:
+            raise UserError("gRPC storage needs grpcio: pip install 'lpstudy[grpc]'") from None
+        except ConnectionError:
+            raise UserError(f"no storage proxy answers at {url} within {CONNECT_TIMEOUT_S} s; "
+                            "start one with `lpstudy storage-proxy` or check --storage") from None
+        attach(proxy, policy)
+        return proxy, None
+
+
+GRPC = GrpcKind()

@@ -1,0 +1,62 @@
+"""postgresql+psycopg://USER:PASSWORD@HOST/DB: many workers on many machines.
+
+Locks: a session advisory lock (pg_advisory_lock), released when the connection ends, also when
+the process dies. Liveness: Optuna's heartbeats. Curves: the metrics table. Checkpoints: no default
+store (--artifacts). Read-only: sessions with default_transaction_read_only (and, in a deployment,
+the read-only role of storage/init).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from collections.abc import Iterator
+from typing import Any
+
+import sqlalchemy as sa
+
+from lpstudy.db.kinds.base import CONNECT_TIMEOUT_S, CREATE_LOCK
+from lpstudy.db.kinds.sql import SqlKind
+from lpstudy.db.urls import first_line, redact
+from lpstudy.errors import StudyUnavailable
+
+
+def advisory_key(name: str) -> int:
+    """The 64-bit key of the advisory lock called name."""
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
+
+
+class PostgreSQLKind(SqlKind):
+    name = "postgresql"
+    url_form = "postgresql+psycopg://USER:PASSWORD@HOST/DB"
+    has_lock = True
+
+    def engine_options(self, url: str, readonly: bool = False) -> dict[str, Any]:
+        connect_args: dict[str, Any] = {"connect_timeout": CONNECT_TIMEOUT_S}
+        if readonly:
+            connect_args["options"] = "-c default_transaction_read_only=on"
+        return {**super().engine_options(url, readonly), "connect_args": connect_args}
+
+    @contextlib.contextmanager
+    def lock(self, url: str, name: str = CREATE_LOCK) -> Iterator[None]:
+        """A session advisory lock on a connection of its own, held for the block."""
+        options = {k: v for k, v in self.engine_options(url).items() if k != "pool_pre_ping"}
+        engine = sa.create_engine(url, poolclass=sa.pool.NullPool, **options)
+        key = advisory_key(name)
+        try:
+            conn = engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+            conn.execute(sa.text("SELECT pg_advisory_lock(:k)"), {"k": key})
+        except sa.exc.SQLAlchemyError as exc:
+            engine.dispose()
+            raise StudyUnavailable(f"cannot open the study database {redact(url)}: {first_line(exc, url)}; "
+                                   "check that it is running and reachable, and the URL") from None
+        try:
+            yield
+        finally:
+            with contextlib.suppress(sa.exc.SQLAlchemyError):
+                conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": key})
+            conn.close()
+            engine.dispose()
+
+
+POSTGRESQL = PostgreSQLKind()

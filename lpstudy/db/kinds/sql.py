@@ -1,0 +1,144 @@
+"""What the SQL kinds share (SQLite, PostgreSQL, MySQL): SQLAlchemy URLs, engines, Optuna's
+RDBStorage with its heartbeats, and the metrics table beside Optuna's tables.
+
+readonly=True gives an engine that cannot write: the kind's read-only URL (SQLite's mode=ro, which
+never creates the file either) and options (PostgreSQL's read-only sessions); in a deployment, the
+read-only role of storage/init too. A writer's engine gets the kind's `writer_engine` treatment
+(SQLite: serialised transactions, so that Optuna's WAITING -> RUNNING claim is atomic).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine, make_url
+
+from lpstudy.db.kinds.base import StorageKind
+from lpstudy.db.urls import first_line, redact
+from lpstudy.errors import StudyUnavailable, UserError
+
+if TYPE_CHECKING:
+    from optuna.storages import RDBStorage
+
+    from lpstudy.db.outages import RetryPolicy
+
+_SCHEME = re.compile(r"([\w+]+)://")  # how SQLAlchemy's make_url reads a URL's dialect+driver
+
+
+def sql_backend(url: str) -> str:
+    """The database a SQLAlchemy URL names (postgresql for postgresql+psycopg://...), else ''."""
+    match = _SCHEME.match(url)
+    return match.group(1).split("+", 1)[0] if match else ""
+
+
+class SqlKind(StorageKind):
+    """A database that SQLAlchemy and Optuna's RDBStorage speak to."""
+
+    sql = True
+    curves_in_table = True
+    optuna_heartbeats = True
+
+    def owns(self, url: str) -> bool:
+        return sql_backend(url) == self.name
+
+    def validate(self, url: str) -> None:
+        try:
+            port = make_url(url).port
+        except ValueError:  # the only part SQLAlchemy parses as a number
+            raise UserError(f"storage URL {redact(url)!r}: the port must be a number in 1..65535") from None
+        except sa.exc.ArgumentError:
+            raise UserError(f"storage URL {redact(url)!r} cannot be read as a database URL") from None
+        if port is not None and not 0 < port < 65536:
+            raise UserError(f"storage URL {redact(url)!r}: port {port} is not in 1..65535")
+
+    def engine_options(self, url: str, readonly: bool = False) -> dict[str, Any]:
+        return {"pool_pre_ping": True}
+
+    def writer_engine(self, engine: Engine) -> Engine:
+        """What a writer's engine needs besides its options (see SQLite's); here nothing."""
+        return engine
+
+    def _create_engine(self, url: str, readonly: bool) -> Engine:
+        try:
+            return sa.create_engine(self.readonly_url(url) if readonly else url,
+                                    **self.engine_options(url, readonly))
+        except ImportError:
+            raise UserError(f"the database driver for {redact(url)} is not installed; "
+                            "pip install 'lpstudy[postgres]'") from None
+
+    def engine(self, url: str, readonly: bool = False, check: bool = False) -> Engine:
+        if readonly:
+            problem = self.missing_file_message(url)
+            if problem:
+                raise StudyUnavailable(problem)
+        engine = self._create_engine(url, readonly)
+        if not readonly:
+            self.writer_engine(engine)
+        if check:
+            try:
+                with engine.connect() as conn:
+                    conn.execute(sa.text("SELECT 1"))
+            except sa.exc.SQLAlchemyError as exc:
+                engine.dispose()
+                raise StudyUnavailable(f"cannot read the study database at {redact(url)}: "
+                                       f"{first_line(exc, url)}") from None
+        return engine
+
+    def open_optuna(self, url: str, readonly: bool, create_tables: bool,
+                    policy: RetryPolicy) -> tuple[RDBStorage, Engine]:
+        """RetryingRDBStorage: heartbeats, stale-trial retries, and the engine that the metrics table
+        shares. A reader fails at once: a refused write is no outage to wait out."""
+        from lpstudy.db.outages import attach
+
+        rdb = self._open_rdb(url, readonly, create_tables, policy)
+        if not readonly:
+            attach(rdb, policy)
+        return rdb, rdb.engine
+
+    def _open_rdb(self, url: str, readonly: bool, create_tables: bool, policy: RetryPolicy) -> RDBStorage:
+        import optuna
+
+        from lpstudy.db.metrics_table import ensure_metrics_table
+        from lpstudy.db.outages import RetryingRDBStorage
+
+        if create_tables:
+            self.prepare_to_create(url)
+        try:
+            rdb = RetryingRDBStorage(self.readonly_url(url) if readonly else url,
+                                     engine_kwargs=self.engine_options(url, readonly),
+                                     skip_table_creation=readonly or not create_tables,
+                                     skip_compatibility_check=readonly)
+            if not readonly:
+                self.writer_engine(rdb.engine)
+            if readonly:
+                with rdb.engine.connect() as conn:  # reach it now, so the error is one clear line
+                    conn.execute(sa.text("SELECT 1"))
+            if create_tables:
+                policy.call(ensure_metrics_table, rdb.engine)
+            return rdb
+        except ImportError:
+            raise UserError(f"the database driver for {redact(url)} is not installed; "
+                            "pip install 'lpstudy[postgres]'") from None
+        except (sa.exc.SQLAlchemyError, optuna.exceptions.StorageInternalError) as exc:
+            if _no_tables(exc):
+                raise StudyUnavailable(f"the database {redact(url)} holds no studies yet; create one first "
+                                       "(`lpstudy create` or `lpstudy replicate`) or check --storage / "
+                                       "LPSTUDY_STORAGE") from None
+            raise StudyUnavailable(f"cannot open the study database {redact(url)}: {first_line(exc, url)}; "
+                                   "check that it is running and reachable, and the URL "
+                                   "(--storage or LPSTUDY_STORAGE)") from None
+        except RuntimeError as exc:  # Optuna's schema version check
+            raise UserError(f"the study database {redact(url)} cannot be used: {first_line(exc)}") from None
+
+
+def _no_tables(exc: BaseException) -> bool:
+    """Optuna's tables are missing: an empty database, not a broken one."""
+    from lpstudy.db.outages import exception_chain
+
+    for e in exception_chain(exc):
+        text = str(e).lower()
+        if "version_info" in text and ("does not exist" in text or "no such table" in text):
+            return True
+    return False

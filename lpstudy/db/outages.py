@@ -1,0 +1,197 @@
+"""Riding out a storage outage: every storage call is retried with backoff while the database (or
+the gRPC proxy) is unreachable, for at most `retry_s` seconds (LPSTUDY_STORAGE_RETRY_S, default
+120), so that workers ride out a database restart; after that the call fails with one clear line
+(StorageUnavailable). Opening a storage is never retried: an unreachable URL fails within
+CONNECT_TIMEOUT_S seconds (lpstudy.db.kinds.base).
+
+Not to be confused with lpstudy.db.retries, which enqueues a failed *trial* again.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import optuna
+import sqlalchemy as sa
+from optuna.storages import BaseStorage, GrpcStorageProxy, RDBStorage
+
+from lpstudy.db.urls import first_line, redact
+from lpstudy.errors import UserError
+
+RETRY_ENV = "LPSTUDY_STORAGE_RETRY_S"
+DEFAULT_RETRY_S = 120.0
+T = TypeVar("T")
+
+
+class StorageUnavailable(UserError):
+    """The storage stayed unreachable for longer than the retry budget."""
+
+
+def retry_budget() -> float:
+    text = os.environ.get(RETRY_ENV)
+    if not text:
+        return DEFAULT_RETRY_S
+    try:
+        return max(0.0, float(text))
+    except ValueError:
+        raise UserError(f"{RETRY_ENV} must be a number of seconds, got {text!r}") from None
+
+
+def exception_chain(exc: BaseException):
+    """exc, its cause, its cause's cause, ..., each once."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def is_transient(exc: BaseException) -> bool:
+    """A lost or refused connection, a locked SQLite file, an unavailable gRPC proxy: worth retrying."""
+    for e in exception_chain(exc):
+        if isinstance(e, StorageUnavailable):
+            return False
+        if "readonly database" in str(e) or "read-only transaction" in str(e):
+            return False  # a write refused by a read-only storage: retrying cannot help
+        if isinstance(e, (sa.exc.OperationalError, sa.exc.InterfaceError, sa.exc.DisconnectionError)):
+            return True
+        if isinstance(e, sa.exc.DBAPIError) and e.connection_invalidated:
+            return True
+        code = getattr(e, "code", None)
+        if callable(code) and type(e).__module__.startswith("grpc"):
+            try:
+                name = getattr(code(), "name", "")
+            except Exception:  # pragma: no cover - a grpc error without a code
+                name = ""
+            if name in ("UNAVAILABLE", "DEADLINE_EXCEEDED"):
+                return True
+        if isinstance(e, ConnectionError):
+            return True
+    return False
+
+
+@dataclass
+class RetryPolicy:
+    """How long, and how, a storage call is retried while the storage is unreachable."""
+
+    url: str
+    budget_s: float = field(default_factory=retry_budget)
+    first_wait_s: float = 0.25
+    max_wait_s: float = 5.0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _down_since: float | None = field(default=None, repr=False)
+
+    def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """fn(*args, **kwargs), retried on transient errors for at most budget_s seconds."""
+        start = time.monotonic()
+        wait = self.first_wait_s
+        attempt = 0
+        while True:
+            try:
+                result = fn(*args, **kwargs)
+            except Exception as exc:
+                if not is_transient(exc):
+                    raise
+                elapsed = time.monotonic() - start
+                if elapsed >= self.budget_s:
+                    raise StorageUnavailable(
+                        f"the study storage {redact(self.url)} stayed unreachable for {elapsed:.0f} s "
+                        f"({first_line(exc, self.url)}); check that it is running, then start the "
+                        f"worker again (LPSTUDY_STORAGE_RETRY_S sets how long to wait)") from None
+                self._note_down(exc)
+                time.sleep(min(wait, max(0.0, self.budget_s - elapsed)))
+                wait = min(self.max_wait_s, wait * 2)
+                attempt += 1
+                continue
+            if attempt:
+                self._note_up()
+            return result
+
+    def _note_down(self, exc: BaseException) -> None:
+        with self._lock:
+            if self._down_since is None:
+                self._down_since = time.monotonic()
+                print(f"lpstudy: storage {redact(self.url)} unreachable ({first_line(exc, self.url)}); "
+                      f"retrying for up to {self.budget_s:.0f} s", file=sys.stderr, flush=True)
+
+    def _note_up(self) -> None:
+        with self._lock:
+            if self._down_since is not None:
+                print(f"lpstudy: storage back after {time.monotonic() - self._down_since:.1f} s",
+                      file=sys.stderr, flush=True)
+                self._down_since = None
+
+
+# Optuna's storage interface (BaseStorage): every call that Optuna, a study, a trial or lpstudy makes.
+STORAGE_METHODS = (
+    "create_new_study", "delete_study", "set_study_user_attr", "set_study_system_attr",
+    "get_study_id_from_name", "get_study_name_from_id", "get_study_directions",
+    "get_study_user_attrs", "get_study_system_attrs", "get_all_studies", "create_new_trial",
+    "set_trial_param", "get_trial_id_from_study_id_trial_number", "get_trial_number_from_id",
+    "get_trial_param", "set_trial_state_values", "set_trial_intermediate_value",
+    "set_trial_user_attr", "set_trial_system_attr", "get_trial", "get_all_trials", "get_n_trials",
+    "get_best_trial", "get_trial_params", "get_trial_user_attrs", "get_trial_system_attrs",
+)
+# RDBStorage's too: its heartbeats (BaseHeartbeat, _get_stale_trial_ids private), and the private
+# methods that Optuna's cache calls on it in place of public ones. optuna.load_study puts that cache
+# (optuna.storages._CachedStorage) in front of every RDBStorage, so a worker's trials are read
+# (_get_trials), created (_create_new_trial) and given parameters (_set_trial_param) through these.
+# tests/test_optuna_private.py reads Optuna's cache to check that this list covers every call it makes.
+RDB_METHODS = (
+    *STORAGE_METHODS, "record_heartbeat", "_get_stale_trial_ids",
+    "_create_new_trial", "_set_trial_param", "_get_trials", "_get_best_trial_id",
+)
+
+
+def _retrying_method(method: Callable[..., T]) -> Callable[..., T]:
+    @functools.wraps(method)
+    def wrapper(self, *args: Any, **kwargs: Any) -> T:
+        policy: RetryPolicy | None = getattr(self, "_lpstudy_retry", None)
+        if policy is None or getattr(self._lpstudy_depth, "value", 0):
+            return method(self, *args, **kwargs)  # a nested call: the outer call retries
+        self._lpstudy_depth.value = 1
+        try:
+            return policy.call(method, self, *args, **kwargs)
+        finally:
+            self._lpstudy_depth.value = 0
+
+    return wrapper
+
+
+def with_retries(*names: str) -> Callable[[type], type]:
+    """Wrap the storage class's methods called names in the retry policy. A name the class lacks is
+    an error when this module is imported (Optuna renamed or dropped it): its calls would otherwise
+    go unretried without a word."""
+    def wrap(cls: type) -> type:
+        missing = [name for name in names if not callable(getattr(cls, name, None))]
+        if missing:
+            raise ImportError(f"optuna {optuna.__version__}: {cls.__name__} has no {', '.join(missing)}; "
+                              "lpstudy's storage retries (lpstudy.db.outages) must follow Optuna's change")
+        for name in names:
+            setattr(cls, name, _retrying_method(getattr(cls, name)))
+        return cls
+
+    return wrap
+
+
+@with_retries(*RDB_METHODS)
+class RetryingRDBStorage(RDBStorage):
+    """RDBStorage whose calls ride out a database restart (see RetryPolicy)."""
+
+
+@with_retries(*STORAGE_METHODS)
+class RetryingGrpcStorageProxy(GrpcStorageProxy):
+    """GrpcStorageProxy whose calls ride out a proxy restart (see RetryPolicy)."""
+
+
+def attach(storage: BaseStorage, policy: RetryPolicy) -> None:
+    """Retry the storage's calls under policy (a storage made without it is never retried)."""
+    storage._lpstudy_retry = policy
+    storage._lpstudy_depth = threading.local()

