@@ -13,6 +13,7 @@ import pandas as pd
 from lpstudy.db.urls import redact
 from lpstudy.results import analysis
 from lpstudy.results import frames as results
+from lpstudy.results.compute import compute_line, compute_summary
 from lpstudy.study.spec import StudySpec
 from lpstudy.values import REFERENCE_P, finite_or_none, format_duration, format_p, json_safe, read_p
 
@@ -87,6 +88,7 @@ def study_status(storage_url: str, study_name: str) -> dict[str, Any]:
         "best": best, "running": running_rows, "grid": analysis.grid_progress(trials, spec),
         "time_left": estimate_time_left(trials, running, spec, max_steps),
         "duplicates": list(data.duplicates),
+        "compute": compute_summary(trials),
     }
     if data.info.kind == "replicate":
         status["per_p"] = _records(analysis.per_p_summary(trials))
@@ -155,6 +157,8 @@ def render_status(status: dict[str, Any], console=None) -> None:
                       f"fold={best['fold'] if best['fold'] is None else int(best['fold'])}", highlight=False, soft_wrap=True)
     else:
         console.print("best     none yet (no completed trial that did not diverge)")
+    if status.get("compute"):
+        console.print(f"compute  {compute_line(status['compute'])}", highlight=False, soft_wrap=True)
     grid = status.get("grid")
     if grid:
         console.print(f"grid     {grid['done']}/{grid['n_cells']} cells done · {grid['running']} running · "
