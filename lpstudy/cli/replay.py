@@ -115,13 +115,13 @@ def _render(plain: dict) -> None:
     config = " ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in best["config"].items())
     say(f"best configuration: {config} · mean loss {best['loss']:.4f} over the folds · ε = {best['epsilon']:.4f}")
     table = Table(title=f"F: fraction of the grid's compute until within ε (median [IQR], {plain['seeds']} seeds)")
-    for column in ("method", "F median [IQR]", "reach ε", "Borda", "trials", "pruned", "capped"):
+    for column in ("method", "F median [IQR]", "reach ε", "F ≤ 0.10", "Borda", "trials", "pruned", "capped"):
         table.add_column(column, justify="left" if column == "method" else "right", no_wrap=True)
     for m in plain["methods"]:
         q25, q75 = m["f_iqr"]
         name = m["name"] + (" (default)" if m["default"] else "")
         table.add_row(name, f"{_fraction(m['f_median'])} [{_fraction(q25)}, {_fraction(q75)}]",
-                      f"{m['reach_share']:.0%}", str(m["borda"]), f"{m['trials_median']:.0f}",
+                      f"{m['reach_share']:.0%}", f"{m['target_share']:.0%}", str(m["borda"]), f"{m['trials_median']:.0f}",
                       f"{m['pruned_share']:.0%}", f"{m['capped_share']:.0%}")
     console.print(table)
     rho = plain.get("rank_correlation") or {}
@@ -137,6 +137,8 @@ def _render(plain: dict) -> None:
              f"regret {versus['default_regret_median']:.4f}; random search at twice that: "
              f"{versus['random_reach_share']:.0%} within ε, median regret "
              + ("not measured (beyond --budget)" if regret is None else f"{regret:.4f}"))
+        say(f"goal F ≤ {versus['target_f']:g}: the default within ε by then in {versus['default_target_share']:.0%} "
+            f"of seeds; random search by {2 * versus['target_f']:g} in {versus['random_twice_target_share']:.0%}")
 
 
 @app.command("export-grid")

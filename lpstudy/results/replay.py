@@ -48,6 +48,7 @@ RANDOM = Method("random", "none")
 MAX_TRIALS = 2000  # per seed, at most
 STALL = 25  # trials in a row pruned at one configuration: the method is stuck there
 BUDGET = 0.4  # of the full grid's compute, per seed
+TARGET_F = 0.10  # issue 16's goal for the default: within ε by this fraction of the grid's compute
 
 
 @dataclass
@@ -183,6 +184,10 @@ class MethodScore:
     def f_median(self) -> float:
         return float(np.median(self.f))
 
+    def share_within(self, fraction: float) -> float:
+        """The share of seeds within ε by `fraction` of the grid's compute."""
+        return float(np.mean([f <= fraction for f in self.f]))
+
     @property
     def f_iqr(self) -> tuple[float, float]:
         q25, q75 = np.percentile(self.f, [25, 75]) if all(map(math.isfinite, self.f)) else _inf_quantiles(self.f)
@@ -221,6 +226,7 @@ class ReplayResult:
             methods.append({"name": s.method.name, "sampler": s.method.sampler, "pruner": s.method.pruner,
                             "f_median": _finite(s.f_median), "f_iqr": [_finite(q25), _finite(q75)],
                             "reach_share": s.reach_share, "borda": s.borda, "borda_points": s.borda_points,
+                            "target_share": s.share_within(TARGET_F),
                             "trials_median": s.trials, "pruned_share": s.pruned_share, "capped_share": s.capped_share,
                             "end_regret_median": float(np.median(s.end_regret)), "default": s.method == default})
         return json_safe({
@@ -317,7 +323,10 @@ def default_against_random(result: ReplayResult) -> dict[str, Any] | None:
             "random_reach_share": float(np.mean([f <= 2 * b for f in random.f])),
             "default_regret_median": _median_regret_at(result, default, b, regrets, total),
             "random_regret_median": _median_regret_at(result, random, 2 * b, regrets, total),
-            "random_over_default_f": random.f_median / b if b > 0 else None}
+            "random_over_default_f": random.f_median / b if b > 0 else None,
+            # at the goal: the default's share of seeds within ε by TARGET_F, random's by twice that
+            "target_f": TARGET_F, "default_target_share": default.share_within(TARGET_F),
+            "random_twice_target_share": random.share_within(2 * TARGET_F)}
 
 
 def _median_regret_at(result: ReplayResult, score_: MethodScore, fraction: float, regrets: np.ndarray,
