@@ -92,9 +92,10 @@ def compute_line(compute: dict[str, Any]) -> str:
 
 def best_against_compute(trials: pd.DataFrame) -> pd.DataFrame:
     """Finished trials in the order they finished, with the compute spent by then (steps and
-    seconds of every finished trial, pruned and failed ones included) and the best value so far
-    (the lowest among completed, non-diverged trials; NaN before there is one)."""
-    columns = ["number", "state", "value", "steps", "time_s", "cumulative_steps", "cumulative_s", "best_value"]
+    seconds of every finished trial, pruned and failed ones included), whether it can be the best
+    (completed, not diverged) and the best value so far (NaN before there is one)."""
+    columns = ["number", "state", "value", "candidate", "steps", "time_s", "cumulative_steps", "cumulative_s",
+               "best_value"]
     if trials.empty:
         return pd.DataFrame(columns=columns)
     done = trials[trials["state"].isin(FINISHED_STATES)]
@@ -106,7 +107,7 @@ def best_against_compute(trials: pd.DataFrame) -> pd.DataFrame:
     candidate = [is_candidate(s, v, d) for s, v, d in zip(order["state"], values, diverged)]
     best = np.fmin.accumulate(np.where(candidate, values, np.nan)) if len(values) else values
     numbers = order["number"].to_numpy()
-    frame = pd.DataFrame({"number": numbers, "state": order["state"].to_numpy(), "value": values,
+    frame = pd.DataFrame({"number": numbers, "state": order["state"].to_numpy(), "value": values, "candidate": candidate,
                           "steps": rows.loc[numbers, "steps"].to_numpy(), "time_s": rows.loc[numbers, "time_s"].to_numpy()})
     frame["cumulative_steps"] = frame["steps"].cumsum()
     frame["cumulative_s"] = frame["time_s"].cumsum()

@@ -43,12 +43,13 @@ def best_against_compute_chart(frame: pd.DataFrame) -> go.Figure:
     if np.isfinite(best).any():
         fig.add_scatter(x=x, y=best, mode="lines", line={"shape": "hv", "width": 2.5, "color": "#d62728"},
                         name="best so far", text=text, hovertemplate="%{text}<br>best %{y:.4f}<extra></extra>")
-        finite = best[np.isfinite(best)]
-        values = frame["value"].to_numpy(dtype="float64")
-        top = float(np.nanquantile(values[np.isfinite(values)], 0.9)) if np.isfinite(values).any() else finite.max()
-        bottom = float(finite.min())
+        # diverged runs (ln V) leave through the top instead of squashing the rest
+        shown = frame.loc[frame["candidate"].astype(bool) | (frame["state"] == "PRUNED"), "value"]
+        shown = shown[np.isfinite(shown.to_numpy(dtype="float64"))]
+        bottom = float(np.nanmin(best))
+        top = max(float(np.nanmax(best)), float(shown.quantile(0.95)) if len(shown) else -np.inf)
         pad = 0.05 * ((top - bottom) or 1.0)
-        fig.update_yaxes(range=[bottom - pad, max(top, finite.max()) + pad])
+        fig.update_yaxes(range=[bottom - pad, top + pad])
     return fig
 
 
