@@ -204,20 +204,23 @@ def test_export_grid_and_replay_on_a_real_grid_study(grid_study, capsys):
     assert "4 configurations × 2 folds" in err
     assert read_table(out).runs.keys() == table.runs.keys()
 
-    methods = "random+none,tpe+median,tpe+wilcoxon"
+    methods = "random+none,tpe+median,tpe+wilcoxon,cmaes+sha"
     code, stdout, err = cli(capsys, "replay", "--study", "g", "--storage", url, "--json", "--seeds", "3",
                             "--methods", methods, "--budget", "1", "--no-progress")
     assert code == 0, err
-    plain = json.loads(stdout)
+    plain = json.loads(stdout)  # one object, as issue 16 gives its shape
     assert plain["grid"] == {"configs": 4, "folds": 2, "evals": 4, "steps_total": 240}
-    assert [m["name"] for m in sorted(plain["methods"], key=lambda m: methods.split(",").index(m["name"]))] \
-        == methods.split(",")
-    keys = {"name", "sampler", "pruner", "f_median", "f_iqr", "reach_share", "borda", "default"}
+    assert sorted(m["name"] for m in plain["methods"]) == sorted(methods.split(","))
     for m in plain["methods"]:
-        assert keys <= set(m)
-        assert len(m["f_iqr"]) == 2 and 0 <= m["reach_share"] <= 1
-        assert m["default"] == (m["name"] == default_method().name)
-    assert sorted(m["borda"] for m in plain["methods"]) == [1, 2, 3]
+        assert m["name"] == f"{m['sampler']}+{m['pruner']}"
+        for key in ("f_median", "reach_share"):
+            assert m[key] is None or isinstance(m[key], float), (key, m)
+        assert isinstance(m["f_iqr"], list) and len(m["f_iqr"]) == 2
+        assert all(q is None or isinstance(q, float) for q in m["f_iqr"])
+        assert 0 <= m["reach_share"] <= 1 and (m["f_median"] is None) == (m["reach_share"] < 0.5)
+        assert isinstance(m["borda"], int) and isinstance(m["default"], bool)
+    assert [m["name"] for m in plain["methods"] if m["default"]] == [default_method().name] == ["cmaes+sha"]
+    assert sorted(m["borda"] for m in plain["methods"]) == [1, 2, 3, 4]
     assert plain["seeds"] == 3
 
     chart = tmp / "chart.png"
