@@ -107,6 +107,7 @@ def _render(plain: dict) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from lpstudy.results.replay import TARGET_F
     from lpstudy.training.progress import stderr_console
 
     console = stderr_console if stderr_console.is_terminal else Console(file=sys.stderr, width=120)
@@ -115,7 +116,7 @@ def _render(plain: dict) -> None:
     config = " ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in best["config"].items())
     say(f"best configuration: {config} · mean loss {best['loss']:.4f} over the folds · ε = {best['epsilon']:.4f}")
     table = Table(title=f"F: fraction of the grid's compute until within ε (median [IQR], {plain['seeds']} seeds)")
-    for column in ("method", "F median [IQR]", "reach ε", "F ≤ 0.10", "Borda", "trials", "pruned", "capped"):
+    for column in ("method", "F median [IQR]", "reach ε", f"F ≤ {TARGET_F:.2f}", "Borda", "trials", "pruned", "capped"):
         table.add_column(column, justify="left" if column == "method" else "right", no_wrap=True)
     for m in plain["methods"]:
         q25, q75 = m["f_iqr"]
