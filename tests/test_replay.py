@@ -155,10 +155,15 @@ def test_searchs_default_is_the_benchmarks_winner_where_cma_es_can_model_the_spa
     for entries in ({"p": "1:4,inf"}, {"n_layer": "2,4"}):
         spec = build_spec({"preset": "smoke"}, entries)
         assert (spec.sampler, spec.pruner) == ("tpe", "hyperband"), entries
-    # what a user names is kept
+    # what a user names is kept; a sampler named alone gets the pruner that served it best
     spec = build_spec({"preset": "smoke", "sampler": "cmaes"}, {"p": "1:4,inf"})
     assert (spec.sampler, spec.pruner) == ("cmaes", "sha")
     spec = build_spec({"preset": "smoke", "pruner": "median"}, {"p": "1:4,inf"})
+    assert (spec.sampler, spec.pruner) == ("tpe", "median")
+    for sampler, pruner in (("tpe", "hyperband"), ("random", "sha"), ("grid", "sha")):
+        spec = build_spec({"preset": "smoke", "sampler": sampler}, {"p": "1,2", "lr": "1e-3,1e-2"})
+        assert (spec.sampler, spec.pruner) == (sampler, pruner)
+    spec = build_spec({"preset": "smoke", "sampler": "tpe", "pruner": "median"})
     assert (spec.sampler, spec.pruner) == ("tpe", "median")
 
 

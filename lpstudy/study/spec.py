@@ -6,10 +6,10 @@ of its keys as plain strings.
 
 Samplers: "cmaes" (the default where every searched field is a range: CMA-ES; choices and p = ∞'s
 switch, which it cannot model, it would draw at random, so a search of such a space defaults to
-"tpe" with "hyperband"), "tpe" (multivariate, constant liar: parallel workers do not
+"tpe"), "tpe" (multivariate, constant liar: parallel workers do not
 all sample the same point), "random", and "grid": every cell of the space's choices is enqueued
-once as a WAITING trial, and workers only pop waiting trials. Pruners: "sha" (the default:
-successive halving), "median", "hyperband", "none"; they read the validation loss reported at each
+once as a WAITING trial, and workers only pop waiting trials. Pruners: "sha" (successive
+halving: the default with cmaes and random), "median", "hyperband" (the default with tpe), "none"; they read the validation loss reported at each
 evaluation. The defaults are the method that won the replay benchmark (`lpstudy replay`,
 docs/search-cost.md). Plain Python (no Optuna, no torch).
 """
@@ -31,10 +31,12 @@ from lpstudy.values import P, json_safe
 SPEC_VERSION = 1
 SAMPLERS = ("cmaes", "tpe", "random", "grid")
 PRUNERS = ("sha", "median", "hyperband", "none")
-# Unless a search names its sampler: the defaults (cmaes, sha) where every searched field is a
-# range, else TPE, which models choices and p = ∞, with the pruner that served it best in the
-# replay benchmark (Hyperband: ε reached in 95 % of 100 seeds, against 68 % with the median pruner).
-SAMPLER_BEYOND_RANGES, PRUNER_BEYOND_RANGES = "tpe", "hyperband"
+# Unless a search names its sampler: cmaes where every searched field is a range, else TPE, which
+# models choices and p = ∞. Unless it names its pruner: the one that served its sampler best in
+# the replay benchmark (docs/search-cost.md; TPE with Hyperband reached ε in 95 % of 100 seeds,
+# with the median pruner in 68 %, with successive halving in 54 %).
+SAMPLER_BEYOND_RANGES = "tpe"
+BEST_PRUNER = {"cmaes": "sha", "tpe": "hyperband", "random": "sha"}
 KINDS = ("search", "replicate")
 # The keys of a study YAML besides `space:`; fold, folds and seed are shortcuts for space entries.
 STUDY_FILE_KEYS = ("preset", "space", "sampler", "pruner", "loss_threshold", "n_trials", "n_startup_trials",
@@ -171,8 +173,8 @@ def build_spec(file_data: dict[str, Any] | None = None, space_entries: dict[str,
     spec.sampler = sampler
     if "sampler" not in data and not ranges_only(space):  # CMA-ES cannot model this space
         spec.sampler = SAMPLER_BEYOND_RANGES
-        if "pruner" not in data:
-            spec.pruner = PRUNER_BEYOND_RANGES
+    if "pruner" not in data:
+        spec.pruner = BEST_PRUNER.get(spec.sampler, StudySpec.pruner)
     spec.pruner = str(spec.pruner).lower()
     return spec.validate()
 
