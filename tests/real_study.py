@@ -50,7 +50,7 @@ def write_real_study(folder: Path) -> RealStudy:
                 "--folds", str(GRID_FOLDS), *TINY),
         lpstudy("create", "--study", "search", "--storage", url, "--preset", "smoke", *TINY, "--sampler", "random",
                 "--sampler-seed", str(SAMPLER_SEED), "--p", "1:4,inf", "--lr", "1e-3:1", "--gain-init", "2:64",
-                *HOT),
+                "--pruner", "median", *HOT),
     ]
     for done in made:
         assert done.returncode == 0, done.stderr

@@ -155,7 +155,7 @@ SEARCH_RANGE += [("create", ["create", *NEW, "--preset", "smoke", "--search", "p
 
 # Study options and study files.
 STUDY_OPTIONS = [("create", ["create", *NEW, *args], expected) for args, expected in (
-    (["--sampler", "cmaes"], ("unknown sampler 'cmaes'",)),
+    (["--sampler", "nsgaii"], ("unknown sampler 'nsgaii'",)),
     (["--pruner", "sometimes"], ("unknown pruner 'sometimes'",)),
     (["--preset", "huge"], ("unknown preset 'huge'",)),
     (["--sampler-seed", "abc"], ("'--sampler-seed'", "valid integer")),

@@ -1,10 +1,12 @@
 """Convergence: validation and training loss curves coloured by p, the median curve per p with
-a band, the steps to reach a loss threshold (you set it) against p, and the area under the curve."""
+a band (pruned trials marked × where they stopped), the steps to reach a loss threshold (you set it) against p, and the area under the curve."""
 
 import streamlit as st
 
 from lpstudy.results import analysis as A
 from lpstudy.results import charts as C
+from lpstudy.results.compute import pruned_stops
+from lpstudy.results.compute_charts import mark_pruned
 
 from common import chart, p_bins_control, page, show_problem
 
@@ -26,7 +28,8 @@ threshold = st.number_input("Loss threshold (validation loss)", min_value=0.0, v
 
 left, right = st.columns(2)
 with left:
-    chart(C.loss_curves(curves, trials, "val_loss"), key="val_curves", note=study.curve_note)
+    chart(mark_pruned(C.loss_curves(curves, trials, "val_loss"), pruned_stops(curves, trials)), key="val_curves",
+          note=study.curve_note)
 with right:
     chart(C.loss_curves(curves, trials, "train_loss"), key="train_curves", note=study.curve_note)
 

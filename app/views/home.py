@@ -110,6 +110,24 @@ def overview() -> None:
                               {"lr": ".3g", "gain_init": ".3g", "last_val_loss": ".4f"}),
                      hide_index=True, width="stretch")
     chart(C.history_chart(trials), key="history")
+    compute_section(trials)
+
+
+def compute_section(trials: pd.DataFrame) -> None:
+    """Compute spent by every trial, what pruning saved, and the best value against compute."""
+    from lpstudy.results.compute import best_against_compute, compute_line, compute_summary
+    from lpstudy.results.compute_charts import best_against_compute_chart
+
+    st.subheader("Compute")
+    spent = compute_summary(trials)
+    cols = st.columns(4)
+    cols[0].metric("Steps trained", f"{spent['steps']:,}", help="by every trial: completed, pruned, failed, running")
+    cols[1].metric("CPU time", format_duration(spent["cpu_s"]))
+    cols[2].metric("GPU time", format_duration(spent["gpu_s"]))
+    cols[3].metric("Saved by pruning", f"{spent['saved_share']:.0%}",
+                   help="steps pruned trials did not run, of the steps of running every trial to its end")
+    st.caption(compute_line(spent))
+    chart(best_against_compute_chart(best_against_compute(trials)), key="best_vs_compute")
 
 
 overview()

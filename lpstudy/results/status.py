@@ -14,6 +14,7 @@ from lpstudy.db.urls import redact
 from lpstudy.results import analysis
 from lpstudy.results import frames as results
 from lpstudy.results.cells import PAPER_CELL, duplicates_note, grid_fields, setting_fields
+from lpstudy.results.compute import compute_line, compute_summary
 from lpstudy.study.spec import StudySpec
 from lpstudy.values import REFERENCE_P, finite_or_none, format_duration, format_p, json_safe, read_p
 
@@ -80,7 +81,7 @@ def study_status(storage_url: str, study_name: str) -> dict[str, Any]:
         running = analysis.running_trials(summary.running)
         max_steps = _max_steps(spec)
         left = time_left(summary.mean_complete_s, counts, running, spec, max_steps)
-        grid = None
+        grid, compute = None, summary.compute
     else:
         data = results.load_study(storage_url, study_name, curves=False)
         trials, info, spec, duplicates = data.trials, data.info, data.info.spec, list(data.duplicates)
@@ -90,7 +91,7 @@ def study_status(storage_url: str, study_name: str) -> dict[str, Any]:
         best_row = analysis.best_trial(trials)
         running = analysis.running_trials(trials)
         left = estimate_time_left(trials, running, spec, max_steps)
-        grid = analysis.grid_progress(trials, spec)
+        grid, compute = analysis.grid_progress(trials, spec), compute_summary(trials)
     best = None
     if best_row is not None:
         best = {k: _plain(best_row.get(k)) for k in ("number", "value", "p", "lr", "gain_init", "fold",
@@ -107,7 +108,7 @@ def study_status(storage_url: str, study_name: str) -> dict[str, Any]:
         "study": study_name, "storage": redact(storage_url), "kind": info.kind, "preset": info.preset,
         "sampler": spec.get("sampler"), "pruner": spec.get("pruner"), "counts": counts, "diverged": diverged,
         "best": best, "running": running_rows, "grid": grid, "time_left": left, "duplicates": duplicates,
-        "cell": list(grid_fields(spec)),
+        "cell": list(grid_fields(spec)), "compute": compute,
     }
     if info.kind == "replicate":
         settings = setting_fields(spec)  # a sweep's lr: p is summed up and paired at each one
@@ -183,6 +184,8 @@ def render_status(status: dict[str, Any], console=None) -> None:
                       f"fold={best['fold'] if best['fold'] is None else int(best['fold'])}", highlight=False, soft_wrap=True)
     else:
         console.print("best     none yet (no completed trial that did not diverge)")
+    if status.get("compute"):
+        console.print(f"compute  {compute_line(status['compute'])}", highlight=False, soft_wrap=True)
     grid = status.get("grid")
     if grid:
         console.print(f"grid     {grid['done']}/{grid['n_cells']} cells done · {grid['running']} running · "

@@ -7,13 +7,15 @@ full read (lpstudy.results.frames.load_study), exactly: the tests compare the tw
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import pandas as pd
 
 from lpstudy.db import study_queries as Q
 from lpstudy.results import frames
-from lpstudy.values import STATES
+from lpstudy.results.compute import compute_summary
+from lpstudy.values import STATES, to_float
 
 
 @dataclass
@@ -26,6 +28,7 @@ class StudySummary:
     best: pd.DataFrame  # the best trial's row of the trials frame (empty when none can be best)
     running: pd.DataFrame  # the RUNNING trials' rows of the trials frame
     mean_complete_s: float | None
+    compute: dict  # results.compute.compute_summary of every trial, read from four attributes only
 
 
 def _trials_of(conn, sid: int, ids=None, state=None) -> pd.DataFrame:
@@ -33,6 +36,22 @@ def _trials_of(conn, sid: int, ids=None, state=None) -> pd.DataFrame:
 
     raw, last = sql_trials_frame(conn, sid, frames.RUN_FIELDS, frames.WHO, frames._BOOL_FIELDS, ids=ids, state=state)
     return frames.finish_trials_frame(raw, last)
+
+
+def _compute_frame(conn, sid: int) -> pd.DataFrame:
+    """Every trial's columns that results.compute reads (state, steps, wall_time_s, max_steps,
+    device, last_step, duration_s), pivoted from four attributes instead of the whole trials frame."""
+    rows = Q.trial_rows(conn, sid, ["steps", "wall_time_s", "max_steps", "device"])
+    last = Q.last_evaluations(conn, sid)[["trial_id", "last_step"]].set_index("trial_id")
+    frame = pd.DataFrame({"number": rows["number"].astype("int64"), "state": rows["state"].astype(str)})
+    for name in ("steps", "wall_time_s", "max_steps"):
+        frame[name] = rows[name].map(to_float).astype("float64")
+    frame["device"] = rows["device"].map(lambda text: None if text is None else str(json.loads(text)))
+    frame["last_step"] = rows["trial_id"].map(last["last_step"]).astype("float64")
+    start, end = (pd.to_datetime(rows[c], format="ISO8601") if rows[c].map(lambda v: isinstance(v, str)).any()
+                  else pd.to_datetime(rows[c]) for c in ("datetime_start", "datetime_complete"))
+    frame["duration_s"] = (end - start).dt.total_seconds()
+    return frame
 
 
 def needs_every_trial(info: frames.StudyInfo) -> bool:
@@ -55,7 +74,8 @@ def study_summary(storage_url: str, study_name: str) -> StudySummary | None:
         best_ids = [tid for tid, _, _ in Q.ranked_trial_ids(conn, sid, 1)]
         return StudySummary(info=info, counts=counts, diverged=Q.diverged_count(conn, sid),
                             best=_trials_of(conn, sid, ids=best_ids), running=_trials_of(conn, sid, state="RUNNING"),
-                            mean_complete_s=Q.mean_complete_seconds(conn, sid))
+                            mean_complete_s=Q.mean_complete_seconds(conn, sid),
+                            compute=compute_summary(_compute_frame(conn, sid)))
 
     return frames.answer_from_sql(storage_url, study_name, read)
 

@@ -108,7 +108,7 @@ class ComparePlan:
     def tune_spec(self, value: Any):
         entries = {**self.untuned(), **self.fixed, **self.tune, self.factor: json_safe(value),
                    "fold": self.tune_fold, "folds": self.folds}
-        return build_spec(None, entries, {"preset": self.preset, "sampler": "tpe", "pruner": "median",
+        return build_spec(None, entries, {"preset": self.preset,  # search's sampler and pruner
                                           "n_trials": self.budget, "sampler_seed": self.sampler_seed})
 
     def folds_spec(self, value: Any, best_values: dict[str, Any]):

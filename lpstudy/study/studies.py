@@ -25,6 +25,10 @@ SPEC_WAIT_S = 10.0
 def make_sampler(spec: StudySpec) -> optuna.samplers.BaseSampler:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ExperimentalWarning for multivariate/constant_liar/group
+        if spec.sampler == "cmaes":
+            # Fields it cannot model (choices, p = ∞'s switch) are drawn by Optuna's independent
+            # sampler (random); n_startup_trials is TPE's and does not apply.
+            return optuna.samplers.CmaEsSampler(seed=spec.sampler_seed, warn_independent_sampling=False)
         if spec.sampler == "tpe":
             return optuna.samplers.TPESampler(
                 multivariate=True, constant_liar=True, group=spec.space.is_conditional,
@@ -41,6 +45,9 @@ def make_pruner(spec: StudySpec) -> optuna.pruners.BasePruner:
     if spec.pruner == "median":
         # Never at step 0 nor during warm-up: every run starts near ln V.
         return optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=max(1, cfg.warmup_steps))
+    if spec.pruner == "sha":
+        # Rungs at one evaluation interval × 3^k steps; a trial goes on if in the best third there.
+        return optuna.pruners.SuccessiveHalvingPruner(min_resource=max(1, cfg.eval_interval), reduction_factor=3)
     return optuna.pruners.HyperbandPruner(min_resource=max(1, cfg.eval_interval), max_resource=cfg.max_steps,
                                           reduction_factor=3)
 

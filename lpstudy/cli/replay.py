@@ -1,0 +1,165 @@
+"""`lpstudy replay`: what a search method spends to find a grid's best configuration, measured by
+replaying samplers and pruners against a grid of real learning curves (lpstudy.results.replay);
+`lpstudy export-grid`: a grid study as the compact table file replay reads."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from lpstudy.cli import app
+from lpstudy.cli.common import StorageFileOpt, StorageOpt, quiet_optuna, say
+from lpstudy.errors import UserError
+from lpstudy.names import study_name_option
+
+SHIPPED_GRID = "benchmarks/data/grid-mid600.json.gz"
+
+
+def _table(grid: Optional[Path], study: Optional[str], storage: Optional[str], storage_file: Optional[str]):
+    from lpstudy.results.grid_table import from_study, read_table
+
+    if grid is not None and study is not None:
+        raise UserError("give --grid FILE or --study NAME (a grid study in --storage), not both")
+    if grid is not None:
+        return read_table(grid)
+    if study is None:
+        raise UserError(f"give --grid FILE (the shipped grid: --grid {SHIPPED_GRID}) or --study NAME, "
+                        "a grid study of your database (--storage URL)")
+    from lpstudy.db.urls import storage_url
+
+    return from_study(storage_url(storage, storage_file), study)
+
+
+@app.command()
+def replay(
+    grid: Annotated[Optional[Path], typer.Option("--grid", help=f"A grid table file (`lpstudy export-grid`), e.g. {SHIPPED_GRID}.")] = None,
+    study: Annotated[Optional[str], typer.Option("--study", "-s", help="Or a grid study of the database (every cell completed).",
+                                                 callback=lambda v: None if v is None else study_name_option(v))] = None,
+    methods: Annotated[Optional[str], typer.Option(help="SAMPLER+PRUNER,... (e.g. tpe+median,random+none,gp+*); default: all.")] = None,
+    seeds: Annotated[int, typer.Option(help="Seeds per method (seed s tunes on fold s mod K).", min=1, max=10_000)] = 20,
+    budget: Annotated[float, typer.Option(help="Compute per seed, as a fraction of the full grid's (every configuration on every fold).", min=0.001, max=10.0)] = 0.4,
+    max_trials: Annotated[int, typer.Option("--max-trials", help="Trials per seed at most.", min=1, max=100_000)] = 2000,
+    jobs: Annotated[int, typer.Option(help="Processes that replay seeds side by side.", min=1, max=256)] = 1,
+    chart: Annotated[Optional[Path], typer.Option(help="Write the chart of regret against compute here (PNG).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object (grid, methods, ...) on stdout.")] = False,
+    no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bar.")] = False,
+    storage: StorageOpt = None,
+    storage_file: StorageFileOpt = None,
+) -> None:
+    """Replay search methods (sampler + pruner) against a grid of real curves; score what each spends."""
+    quiet_optuna()
+    from lpstudy.paths import check_output_file
+    from lpstudy.results.replay import run_replay
+    from lpstudy.results.replay_methods import pick_methods
+
+    picked = pick_methods(methods)
+    if chart is not None:
+        check_output_file(chart, "--chart")
+    table = _table(grid, study, storage, storage_file)
+    seed_list = list(range(seeds))
+    shape = table.shape()
+    if not as_json:
+        say(f"grid: {shape['configs']} configurations × {shape['folds']} folds, {shape['evals']} evaluations a "
+             f"curve, {shape['steps_total']:,} steps in all · {len(picked)} method(s) × {seeds} seeds, "
+             f"{budget:g} of the grid's compute each")
+    if no_progress:
+        result = run_replay(table, picked, seed_list, budget=budget, jobs=jobs, max_trials=max_trials)
+    else:
+        result = _with_progress(table, picked, seed_list, budget, jobs, max_trials)
+    if chart is not None:
+        from lpstudy.results.replay_chart import write_chart
+
+        write_chart(result, chart)
+    plain = result.to_json()
+    if as_json:
+        sys.stdout.write(json.dumps(plain) + "\n")
+        return
+    _render(plain)
+    if chart is not None:
+        say(f"chart: {chart}")
+
+
+def _with_progress(table, methods, seeds, budget, jobs, max_trials):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from lpstudy.results.replay import run_replay
+    from lpstudy.training.progress import stderr_console
+
+    with Progress(TextColumn("[bold]replay[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), TimeRemainingColumn(), console=stderr_console, transient=True) as progress:
+        task = progress.add_task("", total=len(methods) * len(seeds))
+
+        def done(method, seed) -> None:
+            progress.update(task, advance=1, description=f"{method.name} seed {seed}")
+
+        return run_replay(table, methods, seeds, budget=budget, jobs=jobs, max_trials=max_trials, on_done=done)
+
+
+def _fraction(x) -> str:
+    return "∞" if x is None else f"{x:.3f}"
+
+
+def _render(plain: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from lpstudy.results.replay import TARGET_F
+    from lpstudy.training.progress import stderr_console
+
+    console = stderr_console if stderr_console.is_terminal else Console(file=sys.stderr, width=120)
+
+    best = plain["best"]
+    config = " ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in best["config"].items())
+    say(f"best configuration: {config} · mean loss {best['loss']:.4f} over the folds · ε = {best['epsilon']:.4f}")
+    table = Table(title=f"F: fraction of the grid's compute until within ε (median [IQR], {plain['seeds']} seeds)")
+    for column in ("method", "F median [IQR]", "reach ε", f"F ≤ {TARGET_F:.2f}", "Borda", "trials", "pruned", "capped"):
+        table.add_column(column, justify="left" if column == "method" else "right", no_wrap=True)
+    for m in plain["methods"]:
+        q25, q75 = m["f_iqr"]
+        name = m["name"] + (" (default)" if m["default"] else "")
+        table.add_row(name, f"{_fraction(m['f_median'])} [{_fraction(q25)}, {_fraction(q75)}]",
+                      f"{m['reach_share']:.0%}", f"{m['target_share']:.0%}", str(m["borda"]), f"{m['trials_median']:.0f}",
+                      f"{m['pruned_share']:.0%}", f"{m['capped_share']:.0%}")
+    console.print(table)
+    rho = plain.get("rank_correlation") or {}
+    if rho:
+        steps = list(rho)
+        shown = [steps[i] for i in sorted({0, len(steps) // 4, len(steps) // 2, len(steps) - 2}) if 0 <= i < len(steps)]
+        say("rank correlation of the loss at a step with the final loss (Spearman, every run): "
+             + ", ".join(f"step {s}: {rho[s]:.2f}" for s in shown))
+    versus = plain.get("default_vs_random")
+    if versus:
+        regret = versus["random_regret_median"]
+        say(f"default at F = {versus['budget']:.3f}: {versus['default_reach_share']:.0%} of seeds within ε, median "
+             f"regret {versus['default_regret_median']:.4f}; random search at twice that: "
+             f"{versus['random_reach_share']:.0%} within ε, median regret "
+             + ("not measured (beyond --budget)" if regret is None else f"{regret:.4f}"))
+        say(f"goal F ≤ {versus['target_f']:g}: the default within ε by then in {versus['default_target_share']:.0%} "
+            f"of seeds; random search by {2 * versus['target_f']:g} in {versus['random_twice_target_share']:.0%}")
+
+
+@app.command("export-grid")
+def export_grid(
+    study: Annotated[str, typer.Option("--study", "-s", help="A grid study (every cell completed).", callback=study_name_option)],
+    output: Annotated[Path, typer.Option("--output", "-o", help="The table file to write (gzipped JSON, e.g. grid.json.gz).")],
+    storage: StorageOpt = None,
+    storage_file: StorageFileOpt = None,
+) -> None:
+    """A grid study as a compact table file (every configuration × fold: curve, steps, wall time, diverged)."""
+    from lpstudy.db.urls import storage_url
+    from lpstudy.paths import check_output_file
+    from lpstudy.results.grid_table import write_table, from_study
+
+    check_output_file(output, "--output")
+    table = from_study(storage_url(storage, storage_file), study)
+    table.source["command"] = f"lpstudy export-grid --study {study} -o {output}"
+    write_table(table, output)
+    shape = table.shape()
+    size = output.stat().st_size
+    say(f"wrote {output} ({size / 1024:.0f} KiB): {shape['configs']} configurations × {shape['folds']} folds, "
+         f"{shape['evals']} evaluations a curve, {shape['steps_total']:,} steps; replay it: "
+         f"lpstudy replay --grid {output}")

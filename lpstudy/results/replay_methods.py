@@ -1,0 +1,118 @@
+"""The search methods the replay benchmark compares: a sampler and a pruner each, by name.
+
+Where a method is lpstudy's own (a sampler or pruner a study spec can name: lpstudy.study.spec's
+SAMPLERS and PRUNERS), it is built by the very code a study uses (lpstudy.study.studies'
+make_sampler and make_pruner, from a spec of the grid's space), so the method marked `default` is
+what `lpstudy search` runs. The others are Optuna's, with Optuna's defaults unless said here:
+
+    samplers  random, cmaes (CmaEsSampler), tpe (multivariate, constant liar, 10 random trials):
+              lpstudy's; tpe-optuna (Optuna's default TPESampler(seed=...): since Optuna 5 it is
+              multivariate with the constant liar too, and replays trial for trial as lpstudy's;
+              measured with no pruner only, by default), gp (Optuna's GPSampler)
+    pruners   none, sha (successive halving from one evaluation interval, η = 3), median (5
+              trials, none during warm-up), hyperband (from one evaluation interval to max_steps,
+              η = 3): lpstudy's; wilcoxon (WilcoxonPruner over the folds: each trial runs
+              the configuration fold by fold, as `compare` replicates it, and stops once it is
+              significantly worse than the best)
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import optuna
+
+from lpstudy.errors import UserError
+from lpstudy.study.spec import PRUNERS, SAMPLERS, StudySpec
+from lpstudy.study.studies import make_pruner, make_sampler
+
+SAMPLER_NAMES = ("random", "tpe", "tpe-optuna", "gp", "cmaes")
+PRUNER_NAMES = ("none", "median", "sha", "hyperband")
+FOLD_PRUNER = "wilcoxon"  # prunes across folds, not along a curve
+# Samplers paired with the fold pruner (Optuna's example pairs WilcoxonPruner with TPE).
+FOLD_SAMPLERS = ("tpe",)
+# Measured with no pruner only (the others by --methods): Optuna's default TPE is lpstudy's.
+SAMPLERS_WITHOUT_PRUNERS = ("tpe-optuna",)
+
+
+@dataclass(frozen=True)
+class Method:
+    sampler: str
+    pruner: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.sampler}+{self.pruner}"
+
+    @property
+    def over_folds(self) -> bool:
+        return self.pruner == FOLD_PRUNER
+
+
+def default_method() -> Method:
+    """What `lpstudy search` uses: the spec's default sampler and pruner."""
+    spec_defaults = StudySpec(space=None)  # type: ignore[arg-type]  # only its defaults are read
+    return Method(spec_defaults.sampler, spec_defaults.pruner)
+
+
+def all_methods() -> list[Method]:
+    methods = [Method(s, p) for s in SAMPLER_NAMES for p in PRUNER_NAMES
+               if s not in SAMPLERS_WITHOUT_PRUNERS or p == "none"]
+    methods += [Method(s, FOLD_PRUNER) for s in FOLD_SAMPLERS]
+    default = default_method()
+    if default not in methods:  # a default this catalogue does not list yet still gets measured
+        methods.insert(0, default)
+    return methods
+
+
+def pick_methods(text: str | None) -> list[Method]:
+    """The methods named in a comma-separated list (`tpe+median,random+none`; `SAMPLER+*` or
+    `*+PRUNER` for every pruner or sampler), or all of them."""
+    methods = all_methods()
+    if not text:
+        return methods
+    methods += [Method(s, p) for s in SAMPLER_NAMES for p in PRUNER_NAMES if Method(s, p) not in methods]
+    picked: list[Method] = []
+    for part in (s.strip() for s in text.split(",")):
+        if not part:
+            continue
+        sampler, sep, pruner = part.partition("+")
+        if not sep:
+            raise UserError(f"--methods takes SAMPLER+PRUNER names, got {part!r}; e.g. tpe+median, random+none, "
+                            f"gp+*; samplers: {', '.join(SAMPLER_NAMES)}; pruners: {', '.join(PRUNER_NAMES)}, "
+                            f"{FOLD_PRUNER}")
+        found = [m for m in methods if sampler in ("*", m.sampler) and pruner in ("*", m.pruner)]
+        if not found:
+            raise UserError(f"--methods: no method {part!r}; samplers: {', '.join(SAMPLER_NAMES)}; pruners: "
+                            f"{', '.join(PRUNER_NAMES)} ({FOLD_PRUNER} with {', '.join(FOLD_SAMPLERS)})")
+        picked += [m for m in found if m not in picked]
+    return picked
+
+
+def build_sampler(method: Method, spec: StudySpec, seed: int) -> optuna.samplers.BaseSampler:
+    """The method's sampler, seeded; lpstudy's own through make_sampler."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ExperimentalWarning (GP, constant liar)
+        if method.sampler in SAMPLERS and method.sampler != "grid":
+            return make_sampler(_with(spec, sampler=method.sampler, sampler_seed=seed))
+        if method.sampler == "tpe-optuna":
+            return optuna.samplers.TPESampler(seed=seed)
+        if method.sampler == "gp":
+            return optuna.samplers.GPSampler(seed=seed)
+    raise UserError(f"no sampler {method.sampler!r}")  # pragma: no cover - pick_methods refuses it first
+
+
+def build_pruner(method: Method, spec: StudySpec) -> optuna.pruners.BasePruner:
+    """The method's pruner; lpstudy's own through make_pruner."""
+    if method.pruner in PRUNERS:
+        return make_pruner(_with(spec, pruner=method.pruner))
+    if method.pruner == FOLD_PRUNER:
+        return optuna.pruners.WilcoxonPruner(p_threshold=0.1)
+    raise UserError(f"no pruner {method.pruner!r}")  # pragma: no cover
+
+
+def _with(spec: StudySpec, **changes) -> StudySpec:
+    import dataclasses
+
+    return dataclasses.replace(spec, **changes)

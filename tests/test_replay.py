@@ -1,0 +1,259 @@
+"""The replay benchmark (lpstudy.results.replay, `lpstudy replay`, `lpstudy export-grid`): regret,
+F and Borda on hand-made tables whose answers are worked out here by hand; what a pruned trial
+pays; and the whole path on a real grid study made by real workers."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from lpstudy.results.grid_table import GridTable, Run, from_study, read_table, write_table
+from lpstudy.results.replay import (MethodScore, Trace, _borda, f_of, regret_of, replay_one, replay_spec,
+                                    run_replay)
+from lpstudy.results.replay_methods import Method, default_method, pick_methods
+from tests.study_helpers import TINY, cli, lpstudy, start_worker, wait_all
+
+STEPS = (0, 10, 20, 30)
+FIXED = {"max_steps": 30, "eval_interval": 10, "warmup_steps": 10, "eval_iters": 2, "folds": 10}
+
+
+def _run(final: float, start: float = 4.0) -> Run:
+    """A curve from `start` straight down to `final` at steps 0, 10, 20, 30."""
+    values = tuple(start + (final - start) * s / 30 for s in STEPS)
+    return Run(steps=STEPS, val_loss=values, steps_run=30, value=final)
+
+
+def _table(finals: dict[float, tuple[float, float]]) -> GridTable:
+    """A grid over lr (values: the keys) × folds 0 and 1, each run ending at the given loss."""
+    lrs = list(finals)
+    runs = {(i, f): _run(finals[lr][f]) for i, lr in enumerate(lrs) for f in (0, 1)}
+    return GridTable(params=("lr",), values={"lr": lrs}, configs=[(lr,) for lr in lrs], folds=[0, 1], runs=runs,
+                     preset="smoke", fixed=dict(FIXED))
+
+
+# Fold 0 prefers lr = 1e-2 (1.85), but over both folds lr = 1e-3 is best (1.90 against 2.00).
+HAND = {1e-4: (2.0, 2.2), 1e-3: (1.9, 1.9), 1e-2: (1.85, 2.15), 1e-1: (2.5, 2.7)}
+
+
+def test_regret_is_the_mean_over_folds_against_the_grids_best_and_worst_by_hand():
+    table = _table(HAND)
+    # means 2.1, 1.9, 2.0, 2.6: best 1.9, worst 2.6, span 0.7; nothing returned yet: 1
+    assert regret_of(table) == pytest.approx([0.2 / 0.7, 0.0, 0.1 / 0.7, 1.0, 1.0])
+    assert table.best_config() == 1
+    assert table.epsilon() == pytest.approx(0.005 * 1.9)  # its folds agree: the standard error is 0
+    assert table.steps_total == 4 * 2 * 30
+
+
+def test_a_configuration_tuned_on_one_fold_is_judged_on_all_of_them():
+    table = _table(HAND)
+    # seed 0 tunes on fold 0, where lr = 1e-2 wins; with the grid's compute 10 times over, random
+    # search has seen every configuration, returns lr = 1e-2, and its regret is (2.0 - 1.9) / 0.7.
+    trace = replay_one(table, Method("random", "none"), seed=0, budget_steps=10 * table.steps_total)
+    assert set(c for c, _ in trace.last) == {0, 1, 2, 3}
+    assert trace.returned[-1] == 2
+    assert regret_of(table)[trace.returned[-1]] == pytest.approx(1 / 7)
+    assert f_of(trace, table, table.epsilon()) == math.inf  # 2.0 is not within 0.0095 of 1.9
+    # seed 1 tunes on fold 1, where lr = 1e-3 is best: found
+    trace = replay_one(table, Method("random", "none"), seed=1, budget_steps=10 * table.steps_total)
+    assert trace.returned[-1] == 1
+
+
+def test_f_is_the_compute_spent_when_the_returned_configuration_first_is_within_epsilon():
+    table = _table(HAND)
+    trace = Trace(spent=[30, 60, 90, 100], returned=[0, 2, 1, 1])
+    assert f_of(trace, table, table.epsilon()) == pytest.approx(90 / 240)
+    # a wider ε takes lr = 1e-2 (0.1 above the best) at 60 steps
+    assert f_of(trace, table, 0.1 + 1e-9) == pytest.approx(60 / 240)
+
+
+def test_a_method_that_returns_the_known_best_gets_f_at_its_first_trial():
+    table = _table({1e-3: (1.9, 1.9)})  # one configuration: whatever is sampled is the best
+    for method in (Method("random", "none"), Method("tpe", "median"), Method("cmaes", "none")):
+        trace = replay_one(table, method, seed=0, budget_steps=table.steps_total)
+        assert trace.returned[0] == 0
+        assert f_of(trace, table, table.epsilon()) == pytest.approx(30 / 60), method.name
+
+
+def test_a_pruned_trial_pays_only_the_steps_it_ran():
+    # Three good configurations share their curve up to step 20; lr = 1e-1 stays near ln V. Once
+    # the median pruner has 5 finished trials, mostly good, a trial of lr = 1e-1 is above the
+    # median at step 10 (the first evaluation after the 10 warm-up steps) and stops there: it
+    # pays 10 steps. A good trial is never above the median before its last evaluation: it pays 30.
+    def good(final):
+        return Run(steps=STEPS, val_loss=(4.0, 3.3, 2.6, final), steps_run=30, value=final)
+
+    bad = Run(steps=STEPS, val_loss=(4.0, 3.99, 3.98, 3.97), steps_run=30, value=3.97)
+    lrs = [1e-4, 1e-3, 1e-2, 1e-1]
+    runs = {(i, f): good(1.9 + 0.05 * i) if i < 3 else bad for i in range(4) for f in (0, 1)}
+    table = GridTable(params=("lr",), values={"lr": lrs}, configs=[(lr,) for lr in lrs], folds=[0, 1], runs=runs,
+                      preset="smoke", fixed=dict(FIXED))
+    trace = replay_one(table, Method("random", "median"), seed=3, budget_steps=10 * table.steps_total)
+    costs = np.diff([0, *trace.spent])
+    pruned_bad = 0
+    for cost, (config, was_pruned) in zip(costs, trace.last):
+        if config == 3 and was_pruned:
+            assert cost == 10
+            pruned_bad += 1
+        else:
+            assert cost == 30
+    assert pruned_bad >= 3 and trace.pruned >= pruned_bad
+    assert trace.spent[-1] == sum(costs)
+
+
+def test_nearest_grid_point_of_lr_is_on_a_log_scale_and_p_is_linear():
+    table = GridTable(params=("p", "lr"), values={"p": [1.0, 2.0, 4.0], "lr": [1e-3, 1e-2]},
+                      configs=[(p, lr) for p in (1.0, 2.0, 4.0) for lr in (1e-3, 1e-2)], folds=[0, 1],
+                      runs={}, preset="smoke", fixed=dict(FIXED))
+    # 3e-3 is nearer 1e-3 on a log scale (0.48 decades against 0.52), nearer 1e-2 on a linear one
+    assert table.configs[table.nearest({"p": 2.9, "lr": 3e-3})] == (2.0, 1e-3)
+    assert table.configs[table.nearest({"p": 3.1, "lr": 4e-3})] == (4.0, 1e-2)
+    spec = replay_spec(table, fold=1)
+    assert spec.space.get("lr").log and not spec.space.get("p").log
+    assert (spec.space.get("p").low, spec.space.get("p").high) == (1.0, 4.0)
+    assert spec.space.fixed["fold"] == 1 and spec.space.fixed["max_steps"] == 30
+
+
+def test_borda_counts_the_methods_each_one_beats_per_seed():
+    def score(name, f, end):
+        return MethodScore(method=Method(name, "none"), f=f, end_regret=end, curve={}, trials=0, pruned_share=0)
+
+    a = score("random", [0.1, 0.3], [0.0, 0.0])
+    b = score("tpe", [0.2, 0.1], [0.0, 0.0])
+    c = score("gp", [math.inf, 0.1], [0.5, 0.0])
+    _borda([a, b, c])
+    # seed 0: a beats b, c; b beats c.  seed 1: b and c tie (half each), both beat a.
+    assert (a.borda_points, b.borda_points, c.borda_points) == (2.0, 2.5, 1.5)
+    assert (b.borda, a.borda, c.borda) == (1, 2, 3)
+
+
+def test_methods_are_picked_by_name_and_the_default_is_what_search_uses():
+    from lpstudy.study.spec import StudySpec, build_spec
+
+    spec = build_spec({"preset": "smoke"})
+    assert default_method() == Method(spec.sampler, spec.pruner)
+    assert [m.name for m in pick_methods("tpe+median,random+none")] == ["tpe+median", "random+none"]
+    assert {m.pruner for m in pick_methods("gp+*")} == {"none", "median", "sha", "hyperband"}
+    assert StudySpec.__dataclass_fields__["sampler"].default == default_method().sampler
+
+
+def test_searchs_default_is_the_benchmarks_winner_where_cma_es_can_model_the_space():
+    import optuna
+
+    from lpstudy.study.spec import build_spec
+    from lpstudy.study.studies import make_pruner, make_sampler
+
+    spec = build_spec({"preset": "smoke"})
+    assert (spec.sampler, spec.pruner) == ("cmaes", "sha")
+    assert isinstance(make_sampler(spec), optuna.samplers.CmaEsSampler)
+    pruner = make_pruner(spec)
+    assert isinstance(pruner, optuna.pruners.SuccessiveHalvingPruner)
+    assert pruner._min_resource == spec.base_config().eval_interval and pruner._reduction_factor == 3
+    # p = ∞ (a switch) or a choice: CMA-ES would draw them at random, so TPE with Hyperband
+    for entries in ({"p": "1:4,inf"}, {"n_layer": "2,4"}):
+        spec = build_spec({"preset": "smoke"}, entries)
+        assert (spec.sampler, spec.pruner) == ("tpe", "hyperband"), entries
+    # what a user names is kept; a sampler named alone gets the pruner that served it best
+    spec = build_spec({"preset": "smoke", "sampler": "cmaes"}, {"p": "1:4,inf"})
+    assert (spec.sampler, spec.pruner) == ("cmaes", "sha")
+    spec = build_spec({"preset": "smoke", "pruner": "median"}, {"p": "1:4,inf"})
+    assert (spec.sampler, spec.pruner) == ("tpe", "median")
+    for sampler, pruner in (("tpe", "hyperband"), ("random", "sha"), ("grid", "sha")):
+        spec = build_spec({"preset": "smoke", "sampler": sampler}, {"p": "1,2", "lr": "1e-3,1e-2"})
+        assert (spec.sampler, spec.pruner) == (sampler, pruner)
+    spec = build_spec({"preset": "smoke", "sampler": "tpe", "pruner": "median"})
+    assert (spec.sampler, spec.pruner) == ("tpe", "median")
+
+
+def test_file_round_trip_keeps_every_run(tmp_path):
+    table = _table(HAND)
+    path = write_table(table, tmp_path / "grid.json.gz")
+    again = read_table(path)
+    assert again.configs == table.configs and again.folds == table.folds and again.fixed == table.fixed
+    for key, run in table.runs.items():
+        other = again.runs[key]
+        assert (other.steps, other.steps_run, other.value, other.diverged) == (run.steps, run.steps_run,
+                                                                                 run.value, run.diverged)
+        assert other.val_loss == pytest.approx(run.val_loss, abs=1e-5)
+    assert write_table(again, tmp_path / "again.json.gz").read_bytes() == path.read_bytes()
+
+
+# -- the command line, on a real grid study ---------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def grid_study(tmp_path_factory):
+    """A grid of 2 p × 2 lr × 2 folds on the smoke model (30 steps), run by two real workers."""
+    tmp = tmp_path_factory.mktemp("replay")
+    url = f"sqlite:///{tmp / 'grid.db'}"
+    made = lpstudy("create", "--study", "g", "--storage", url, "--preset", "smoke", "--sampler", "grid",
+                   "--p", "1,3", "--lr", "1e-3,1e-2", "--fold", "0,1", *TINY)
+    assert made.returncode == 0, made.stderr
+    assert wait_all([start_worker("g", url, log=tmp / "w.log", devices="cpu,cpu")]) == [0]
+    return url, tmp
+
+
+def test_export_grid_and_replay_on_a_real_grid_study(grid_study, capsys):
+    url, tmp = grid_study
+    table = from_study(url, "g")
+    assert table.shape() == {"configs": 4, "folds": 2, "evals": 4, "steps_total": 8 * 30}
+    assert table.params == ("p", "lr")
+    for run in table.runs.values():
+        assert run.steps == STEPS and run.steps_run == 30 and not run.diverged
+        assert run.value == pytest.approx(run.val_loss[-1], abs=1e-5)
+
+    out = tmp / "g.json.gz"
+    code, _, err = cli(capsys, "export-grid", "--study", "g", "--storage", url, "-o", str(out))
+    assert code == 0, err
+    assert "4 configurations × 2 folds" in err
+    assert read_table(out).runs.keys() == table.runs.keys()
+
+    methods = "random+none,tpe+median,tpe+wilcoxon,cmaes+sha"
+    code, stdout, err = cli(capsys, "replay", "--study", "g", "--storage", url, "--json", "--seeds", "3",
+                            "--methods", methods, "--budget", "1", "--no-progress")
+    assert code == 0, err
+    plain = json.loads(stdout)  # one object, as issue 16 gives its shape
+    assert plain["grid"] == {"configs": 4, "folds": 2, "evals": 4, "steps_total": 240}
+    assert sorted(m["name"] for m in plain["methods"]) == sorted(methods.split(","))
+    for m in plain["methods"]:
+        assert m["name"] == f"{m['sampler']}+{m['pruner']}"
+        for key in ("f_median", "reach_share"):
+            assert m[key] is None or isinstance(m[key], float), (key, m)
+        assert isinstance(m["f_iqr"], list) and len(m["f_iqr"]) == 2
+        assert all(q is None or isinstance(q, float) for q in m["f_iqr"])
+        assert 0 <= m["reach_share"] <= 1 and (m["f_median"] is None) == (m["reach_share"] < 0.5)
+        assert isinstance(m["borda"], int) and isinstance(m["default"], bool)
+    assert [m["name"] for m in plain["methods"] if m["default"]] == [default_method().name] == ["cmaes+sha"]
+    assert sorted(m["borda"] for m in plain["methods"]) == [1, 2, 3, 4]
+    assert plain["seeds"] == 3
+
+    chart = tmp / "chart.png"
+    code, _, err = cli(capsys, "replay", "--grid", str(out), "--seeds", "2", "--methods", "random+*",
+                       "--chart", str(chart), "--no-progress")
+    assert code == 0, err
+    assert "random+median" in err and "F median [IQR]" in err
+    assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_replay_refuses_what_it_cannot_replay(grid_study, capsys, tmp_path):
+    url, _ = grid_study
+    code, _, err = cli(capsys, "replay", "--study", "g", "--storage", url, "--grid", "x.json.gz")
+    assert code == 2 and "not both" in err
+    code, _, err = cli(capsys, "replay", "--study", "g", "--storage", url, "--methods", "tpe+sometimes")
+    assert code == 2 and "no method 'tpe+sometimes'" in err
+    code, _, err = cli(capsys, "replay", "--grid", str(tmp_path / "none.json.gz"))
+    assert code == 2 and "does not exist" in err
+    # a grid with cells not yet run
+    half = f"sqlite:///{tmp_path / 'half.db'}"
+    code, _, err = cli(capsys, "create", "--study", "h", "--storage", half, "--preset", "smoke", "--sampler", "grid",
+                       "--p", "1,3", "--fold", "0,1", *TINY)
+    assert code == 0, err
+    code, _, err = cli(capsys, "replay", "--study", "h", "--storage", half)
+    assert code == 2 and "4 of 4 cells without a completed run" in err and "lpstudy worker --study h" in err
+    # a search is not a grid
+    code, _, err = cli(capsys, "create", "--study", "s", "--storage", half, "--preset", "smoke", *TINY)
+    assert code == 0, err
+    code, _, err = cli(capsys, "export-grid", "--study", "s", "--storage", half, "-o", str(tmp_path / "s.json.gz"))
+    assert code == 2 and "not a grid" in err
+    assert not (tmp_path / "s.json.gz").exists()
