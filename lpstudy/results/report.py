@@ -12,6 +12,7 @@ import pandas as pd
 
 from lpstudy.results import analysis as A
 from lpstudy.results import charts as C
+from lpstudy.results.columns import labelled
 from lpstudy.files import atomic_write_text
 from lpstudy.results.frames import StudyData, load_study
 from lpstudy.db.urls import redact
@@ -41,8 +42,8 @@ def report_sections(data: StudyData, threshold: float | None = None, bins: int |
               C.importance_chart(A.param_importance(trials))]
     if data.info.kind == "replicate" or trials["fold"].nunique() > 1:
         paired = A.paired_comparison(trials)
-        effect += [C.paired_chart(paired), _shown(paired)]
-    effect.append(_shown(summary.drop(columns=["p"])))
+        effect += [C.paired_chart(paired), paired.drop(columns=["p_bin"])]
+    effect.append(summary.drop(columns=["p", "p_low", "p_high"]))
     convergence_rows = A.convergence_by_trial(curves, trials, threshold)
     convergence = [C.loss_curves(curves, trials, "val_loss"), C.loss_curves(curves, trials, "train_loss"),
                    C.median_curves(A.curve_bands(curves, trials, "val_loss", bins)),
@@ -58,15 +59,9 @@ def report_sections(data: StudyData, threshold: float | None = None, bins: int |
             ("Stability lens", lens_section(trials, curves, bins))]
 
 
-def _shown(frame: pd.DataFrame) -> pd.DataFrame:
-    out = frame.copy()
-    if "p" in out:
-        out["p"] = out["p"].map(A.format_p)
-    return out
-
-
 def _table(frame: pd.DataFrame) -> str:
-    return frame.to_html(index=False, float_format=lambda v: f"{v:.4g}", na_rep="–", border=0, classes="numbers")
+    """A table under human headers, each number in its column's format (lpstudy.results.columns)."""
+    return labelled(frame).to_html(index=False, na_rep="–", border=0, classes="numbers")
 
 
 def render_report(data: StudyData, storage_url: str, threshold: float | None = None, bins: int | None = None) -> str:
