@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from lpstudy.results.columns import Column, column, formatted, shown_values, table_overrides
+from lpstudy.results.columns import MISSING, Column, column, formatted, shown_values, table_overrides
 
 
 def column_config(frame, overrides: dict[str, Column] | None = None) -> dict:
@@ -21,10 +21,10 @@ def styled(frame, overrides: dict[str, Column] | None = None):
     overrides = table_overrides(frame, overrides)
     values = shown_values(frame)
     formats = {name: (lambda v, spec=column(name, overrides): formatted(v, spec)) for name in values.columns}
-    return values.style.format(formats, na_rep="–")
+    return values.style.format(formats, na_rep=MISSING)
 
 
 def table(frame, overrides: dict[str, Column] | None = None, key: str | None = None) -> None:
     """The frame as a sortable table under human headers (no index)."""
-    st.dataframe(styled(frame, overrides), hide_index=True, width="stretch",
+    st.dataframe(styled(frame, overrides), hide_index=True, width="stretch", placeholder=MISSING,
                  column_config=column_config(frame, overrides), key=key)

@@ -19,9 +19,10 @@ if trials.empty:
     st.stop()
 
 with st.container(border=True):
-    c1, c2, c3, c4 = st.columns([2, 2, 2, 1])
     present = [s for s in A.STATES if (trials["state"] == s).any()]
-    states = c1.multiselect("State", A.STATES, default=present, key="state_filter")
+    # a row of its own: the chips of all five states fit there (in a quarter of the row they overflowed)
+    states = st.multiselect("State", A.STATES, default=present, key="state_filter")
+    c2, c3, c4 = st.columns([2, 2, 1])
     finite_p = trials["p"][np.isfinite(trials["p"])]
     p_range = None
     if len(finite_p) and finite_p.max() > finite_p.min():

@@ -23,6 +23,7 @@ class Column:
     percent: bool = False
 
 
+MISSING = "–"  # a missing value, in every table
 LOSS = ".4f"
 DIFF = "+.4f"
 
@@ -123,7 +124,7 @@ def formatted(value, spec: Column) -> str:
     """One value as text (the report's tables): the column's format, a per-cent as "+3.76 %",
     missing as "–"."""
     if value is None or (not isinstance(value, str) and pd.api.types.is_scalar(value) and pd.isna(value)):
-        return "–"
+        return MISSING
     if not spec.spec or isinstance(value, str):
         return str(value)
     if spec.percent:
