@@ -14,8 +14,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "app"))  # the dashboard's shared module (app/common.py), as Streamlit sees it
 SHARED_CORPUS = ROOT.parent / "shared" / "data" / "tinyshakespeare" / "input.txt"
 
-# Tests never download: the corpus comes from ../shared/data (or LPSTUDY_DATA if already set).
-os.environ.setdefault("LPSTUDY_DATA", str(SHARED_CORPUS))
+# Tests never download: the corpus comes from LPSTUDY_DATA, else ../shared/data. Resolved once, here,
+# to an absolute path against the folder pytest starts in (the README's command gives it relative to
+# the repository root): the tests and every process they start, from whatever folder, read that file.
+os.environ["LPSTUDY_DATA"] = str(Path(os.environ.get("LPSTUDY_DATA") or SHARED_CORPUS).expanduser().resolve())
 torch.set_num_threads(1)
 
 
@@ -57,3 +59,12 @@ def pg_url(postgres) -> str:
 @pytest.fixture
 def sqlite_url(tmp_path) -> str:
     return f"sqlite:///{tmp_path / 'study.db'}"
+
+
+@pytest.fixture(scope="session")
+def real_study(tmp_path_factory, corpus_path):
+    """A search and a grid written by real `lpstudy` workers, once per session (tests/real_study.py).
+    Tests only read it."""
+    from tests.real_study import write_real_study
+
+    return write_real_study(tmp_path_factory.mktemp("real-study"))

@@ -118,3 +118,10 @@ def wait_until_answers(url: str, proc, timeout: float = 90) -> None:
         except OSError:
             time.sleep(0.2)
     raise AssertionError(f"nothing answers at {url}")
+
+
+def best_by_hand(trials):
+    """The best trial as a user means it, written out here rather than taken from lpstudy: the COMPLETE
+    trial with the lowest value that did not diverge, the earlier one on a tie (FrozenTrials)."""
+    done = [t for t in trials if t.state.name == "COMPLETE" and not t.user_attrs.get("diverged")]
+    return min(done, key=lambda t: (t.value, t.number))

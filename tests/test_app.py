@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import subprocess
@@ -20,6 +21,7 @@ from streamlit.testing.v1 import AppTest
 
 from common import STUDY_KEY
 from lpstudy.study.synthetic import write_synthetic_study
+from tests.study_helpers import best_by_hand, trials_of
 
 APP = Path(__file__).resolve().parents[1] / "app"
 PAGES = {
@@ -106,6 +108,31 @@ def test_every_page_renders_a_search_study_with_its_charts(seeded, page):
     assert at.sidebar.selectbox[0].value == "search"
 
 
+@pytest.mark.parametrize("page", list(PAGES))
+def test_every_page_renders_what_real_workers_wrote(real_study, page):
+    for study in (real_study.search, real_study.grid):
+        at = run_page(page, real_study.url, study)
+        shown = messages(at)
+        assert not shown["exception"] and not shown["error"], (study, shown)
+        if study == real_study.search:  # a search draws every chart a seeded search does (its bands and
+            drawn = chart_titles(at)    # default threshold, in a title's tail, depend on the data)
+            for title in TITLES[page]:
+                stem = title.split(" (")[0].rstrip(" 0123456789.")
+                assert any(d.startswith(stem) for d in drawn), (title, drawn)
+        no_missing_cells(at)
+
+
+def test_home_and_trials_count_a_real_search_as_optuna_holds_it(real_study):
+    raw = trials_of(real_study.url, real_study.search)
+    home = run_page("Home", real_study.url, real_study.search)
+    assert {m.label: m.value for m in home.metric}["Trials"] == str(len(raw))
+    at = run_page("Trials", real_study.url, real_study.search)
+    assert len(at.dataframe[0].value) == len(raw)
+    at.radio(key="diverged_filter").set_value("yes").run()
+    shown = at.dataframe[0].value
+    assert sorted(int(n) for n in shown["number"]) == sorted(t.number for t in raw if t.user_attrs["diverged"])
+
+
 def test_home_shows_states_best_trial_workers_and_a_refresh_toggle(seeded):
     url, _ = seeded
     at = run_page("Home", url, "search")
@@ -175,16 +202,18 @@ def test_trials_table_filters_and_one_trials_detail(seeded):
     assert f"Trial {number}: loss curves" in chart_titles(at)
 
 
-def test_export_offers_what_lpstudy_export_writes_and_it_retrains(seeded, tmp_path, corpus_path):
-    from lpstudy.results.export import export_text
-
+def test_export_offers_the_best_trial_as_a_run_file_and_it_retrains(seeded, tmp_path, corpus_path):
     url, _ = seeded
     at = run_page("Export", url, "search")
     assert not at.exception and not at.error
     text = at.code[0].value + "\n"  # st.code shows the download's text without its final newline
-    assert text == export_text(url, "search", top_k=1, fmt="yaml")
     assert at.code[1].value == "lpstudy train --config search-best.yaml"
     exported = yaml.safe_load(text)
+    best = best_by_hand(trials_of(url, "search"))
+    assert exported["source"]["study"] == "search" and exported["source"]["trial"] == best.number
+    assert exported["source"]["value"] == best.value and exported["preset"] == "smoke"
+    for name in ("p", "lr", "gain_init"):
+        assert float(exported[name]) == float(best.user_attrs[name]), name
     run_file = tmp_path / "search-best.yaml"
     run_file.write_text(text)
     done = subprocess.run([sys.executable, "-m", "lpstudy", "train", "--config", str(run_file), "--json",
@@ -408,27 +437,46 @@ def plotted(values) -> list:
     return list(values)
 
 
-def test_the_stability_lens_draws_its_numbers_and_the_compare_page_a_comparison(seeded, tmp_path):
+def test_the_stability_lens_draws_the_medians_of_what_real_workers_recorded(real_study):
+    """The lens on the real grid (p ∈ {1, 2, ∞}, 2 folds): its largest-logit curves are, per p and
+    step, the median of the two folds' max_logit, computed here from the metrics table."""
+    import sqlite3
+    import statistics
+
+    at = run_page("Stability lens", real_study.url, real_study.grid)
+    assert not at.exception and not at.error
+    no_missing_cells(at)
+    logits = next(f for t, f in figures(at).items() if t.startswith("Largest attention logit per p"))
+    drawn = {trace["name"]: dict(zip(plotted(trace["x"]), plotted(trace["y"])))
+             for trace in logits["data"] if trace.get("name", "").startswith("p ")}
+    p_of = {t._trial_id: t.user_attrs["p"] for t in trials_of(real_study.url, real_study.grid)}
+    conn = sqlite3.connect(f"file:{real_study.path}?mode=ro", uri=True)
+    try:
+        rows = conn.execute("SELECT trial_id, step, max_logit FROM lpstudy_metrics WHERE study_name = ?",
+                            (real_study.grid,)).fetchall()
+    finally:
+        conn.close()
+    by_p_step: dict[tuple[float, int], list[float]] = {}
+    for trial_id, step, value in rows:
+        by_p_step.setdefault((p_of[trial_id], step), []).append(value)
+    expected = {f"p {label}": {step: statistics.median(v) for (p, step), v in by_p_step.items() if p == value}
+                for label, value in (("1", 1.0), ("2", 2.0), ("∞", math.inf))}
+    assert set(drawn) == set(expected)
+    for name, points in expected.items():
+        assert sorted(drawn[name]) == sorted(points) == [0, 10, 20, 30], name
+        assert [drawn[name][s] for s in sorted(points)] == pytest.approx([points[s] for s in sorted(points)]), name
+    # one learning rate: the loss-against-lr chart has one point per p
+    curve = figures(at)["Final loss against learning rate per p (95 % interval)"]
+    assert sorted(len(plotted(t["x"])) for t in curve["data"] if t.get("name", "").startswith("p ")) == [1, 1, 1]
+
+
+def test_the_compare_page_draws_the_paired_differences_of_a_comparison(seeded, tmp_path):
+    import optuna
+
     from lpstudy.db.optuna_storage import open_storage
-    from lpstudy.results import analysis as A
-    from lpstudy.results.compare import load_compare
-    from lpstudy.results.frames import load_study
     from lpstudy.study.compare import create_compare, make_plan
 
     url, _ = seeded
-    at = run_page("Stability lens", url, "search")
-    no_missing_cells(at)
-    figures = {json.loads(c.proto.spec)["layout"]["title"]["text"]: json.loads(c.proto.spec)
-               for c in at.get("plotly_chart")}
-    logits = figures["Largest attention logit per p (median)"]  # many p groups: medians without bands
-    drawn = [y for trace in logits["data"] if trace.get("mode") == "lines" and "name" in trace for y in plotted(trace["y"])]
-    study = load_study(url, "search")
-    bands = A.curve_bands(study.curves, study.trials, "max_logit", A.default_p_bins(study.trials["p"]))
-    assert drawn and sorted(drawn) == pytest.approx(sorted(bands["median"]))  # the chart's numbers are analysis'
-    curve = figures["Final loss against learning rate per p (95 % interval)"]
-    assert sum(len(plotted(t["x"])) for t in curve["data"]) == len(
-        A.lr_curve(study.trials, bins=A.default_p_bins(study.trials["p"])))
-
     empty = run_page("Compare", url, "search")
     assert any("no comparison" in m for m in messages(empty)["info"])
 
@@ -443,7 +491,13 @@ def test_the_stability_lens_draws_its_numbers_and_the_compare_page_a_comparison(
     assert not shown["exception"] and not shown["error"], shown
     assert chart_titles(at) == ["Equal-budget comparison: paired difference to p=2 across folds (95 % interval)"]
     paired = at.dataframe[1].value
-    expected = load_compare(compare_url, "cmp").paired
     assert list(paired["arm"]) == ["p=2", "p=1"] and list(paired["n_pairs"]) == [3, 3]  # numbers, sorted as numbers
-    assert [float(x) for x in paired["mean_diff"]] == pytest.approx(list(expected["mean_diff"]), rel=1e-3, abs=1e-4)
+    # by hand: the mean over folds of loss(p = 1) − loss(p = 2), folds where either run diverged left out
+    loss = {}
+    for p in (1, 2):
+        for t in optuna.load_study(study_name=f"cmp:p={p}:folds", storage=compare_url).trials:
+            loss[p, t.user_attrs["fold"]] = None if t.user_attrs.get("diverged") else t.value
+    diffs = [loss[1, f] - loss[2, f] for f in range(3) if loss[1, f] is not None and loss[2, f] is not None]
+    assert len(diffs) == 3
+    assert [float(x) for x in paired["mean_diff"]] == pytest.approx([0.0, sum(diffs) / 3], rel=1e-3, abs=1e-4)
     no_missing_cells(at)

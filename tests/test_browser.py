@@ -16,9 +16,11 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+import yaml
 
 from lpstudy.study.synthetic import write_synthetic_study
 from tests.pgserver import free_port
+from tests.study_helpers import best_by_hand, trials_of
 
 pytestmark = pytest.mark.browser
 
@@ -128,8 +130,6 @@ def settle(page) -> None:
 
 
 def test_every_page_draws_its_charts_in_chromium(dashboard, browser, study_db, tmp_path):
-    from lpstudy.results.export import export_text
-
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     context = browser.new_context(viewport=VIEWPORT, accept_downloads=True)
     page = context.new_page()
@@ -151,7 +151,10 @@ def test_every_page_draws_its_charts_in_chromium(dashboard, browser, study_db, t
             saved = tmp_path / download.value.suggested_filename
             download.value.save_as(saved)
             assert saved.name == "search-best.yaml"
-            assert saved.read_text() == export_text(study_db, "search")
+            exported, best = yaml.safe_load(saved.read_text()), best_by_hand(trials_of(study_db, "search"))
+            assert exported["source"]["trial"] == best.number and exported["source"]["value"] == best.value
+            assert [float(exported[k]) for k in ("p", "lr", "gain_init")] == [
+                float(best.user_attrs[k]) for k in ("p", "lr", "gain_init")]
             assert "lpstudy train --config search-best.yaml" in page.locator("code").all_text_contents()
         else:
             drawn = wait_for_titles(page, titles)

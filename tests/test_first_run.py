@@ -59,6 +59,15 @@ def test_the_readme_opens_with_an_install_and_run_command_and_the_test_command()
         assert need in section, need
 
 
+def test_ci_runs_the_readme_test_command_as_written_from_the_repository_root():
+    _, test = _readme_commands()
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert test in [line.strip() for line in ci.splitlines()], test  # the very line, relative path included
+    assert 'cd "$(dirname "$0")/.."' in ci  # from the repository root
+    tests_section = DOCS["tests-and-benchmarks.md"].split("\n## Tests\n", 1)[1].split("\n## ", 1)[0]
+    assert f"    {test}\n" in tests_section
+
+
 def test_the_readme_run_command_on_a_fresh_copy_completes_a_study_and_prints_the_best(tmp_path):
     repo = _fresh_copy(tmp_path / "lpstudy")
     run, _ = _readme_commands()
@@ -69,7 +78,11 @@ def test_the_readme_run_command_on_a_fresh_copy_completes_a_study_and_prints_the
                             env=lp_env(PYTHONPATH=str(repo), LPSTUDY_STORAGE=""), timeout=300)
     out = result.stdout + result.stderr
     assert result.returncode == 0, out
-    assert re.search(r"runs 3 trial\(s\) of preset smoke, ≈ .+ each on 1 CPU thread; 2 worker\(s\): about", out)
+    estimate = re.search(r"runs 3 trial\(s\) of preset smoke, ≈ (\d+) s each on 1 CPU thread; 2 worker\(s\): "
+                         r"about (\d+) s", out)
+    assert estimate, out
+    each, total = map(int, estimate.groups())
+    assert total >= 2 * each  # 3 trials on 2 workers: two waves, plus starting the processes
     assert re.search(r"best +trial \d+: \d\.\d{4} · p=", out), out
     assert "lpstudy dashboard --study lp-search" in out and "lpstudy export --study lp-search" in out
     study = optuna.load_study(study_name="lp-search", storage=f"sqlite:///{repo / 'storage' / 'lpstudy.db'}")
@@ -105,17 +118,26 @@ def test_outputs_that_default_to_the_working_directory_are_git_ignored(tmp_path)
         assert r.returncode == 0, name
 
 
-def test_each_presets_declared_size_is_the_models():
+def readme_costs() -> dict[str, dict[str, str]]:
+    """The README's table of what a trial costs, as documented: preset -> parameters, CPU and GPU time."""
+    section = README.split("**What a trial costs**", 1)[1].split("\n\n", 2)[1]
+    rows = [[cell.strip(" `") for cell in line.strip("|").split("|")] for line in section.splitlines()[2:]]
+    return {row[0]: {"params": row[2], "cpu": row[3], "gpu": row[4]} for row in rows}
+
+
+def test_the_readme_documents_each_presets_size_as_the_model_has_it():
     import torch  # noqa: F401  (the model)
 
     from lpstudy.model.gpt import GPT
     from lpstudy.training.config import PRESETS
+
     from lpstudy.training.costs import PRESET_COSTS
 
-    assert set(PRESET_COSTS) == set(PRESETS)
-    for name, cost in PRESET_COSTS.items():
-        assert GPT(PRESETS[name], vocab_size=65).num_params() == cost.n_params, name
-        assert cost.cpu_trial_s > 0 and cost.gpu_trial_s > 0
+    table = readme_costs()
+    assert set(table) == set(PRESETS) == set(PRESET_COSTS)
+    for name, row in table.items():
+        counted = GPT(PRESETS[name], vocab_size=65).num_params()
+        assert int(row["params"].replace(",", "")) == counted == PRESET_COSTS[name].n_params, name
 
 
 @pytest.mark.parametrize("command", ["train", "create", "replicate", "search"])
@@ -123,9 +145,13 @@ def test_help_of_every_costly_command_gives_each_presets_size_and_time(command):
     r = lpstudy(command, "--help", env=lp_env(COLUMNS="80"))
     text = " ".join(r.stdout.split())
     assert r.returncode == 0
-    for fragment in ("paper (10.6 M params, 3.5 days/trial on 1 CPU thread, ~4 min on a GPU, est.)",
-                     "smoke (27 k params, 4 s/trial"):
-        assert fragment in text, text
+    table = readme_costs()  # the help says what the README documents, in its own words
+    for name in ("paper", "smoke"):
+        params = int(table[name]["params"].replace(",", ""))
+        size = f"{params / 1e6:.1f} M" if params >= 1_000_000 else f"{round(params / 1000)} k"
+        fragment = f"{name} ({size} params, {table[name]['cpu']}/trial on 1 CPU thread, {table[name]['gpu']} on a GPU"
+        assert fragment in text, (fragment, text)
+    assert "paper (10.6 M params, 3.5 days/trial" in text  # the table above, written out
 
 
 def test_replicate_requires_a_preset_and_says_the_trials_and_their_cost_first(sqlite_url, capsys):
@@ -134,7 +160,10 @@ def test_replicate_requires_a_preset_and_says_the_trials_and_their_cost_first(sq
     code, _, err = cli(capsys, "replicate", "--study", "r", "--storage", sqlite_url, "--preset", "paper",
                        "--p", "1,2", "--folds", "2")
     assert code == 0
-    assert "left: 4 trial(s) of preset paper: about 14.0 days on one CPU thread, ~16 min on one GPU (estimate)" in err
+    # 2 p × 2 folds = 4 trials of the README's documented 3.5 days (1 CPU thread) and ~4 min (GPU) each
+    paper = readme_costs()["paper"]
+    assert (paper["cpu"], paper["gpu"]) == ("3.5 days", "~4 min")
+    assert f"left: 4 trial(s) of preset paper: about {4 * 3.5:.1f} days on one CPU thread, ~{4 * 4} min on one GPU" in err
 
 
 def test_version_and_help_that_never_cuts_the_default_storage_url():

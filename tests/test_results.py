@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import time
 from datetime import datetime
 from pathlib import Path
 
@@ -119,12 +118,11 @@ def test_a_database_that_cannot_be_read_says_so_in_one_line(tmp_path, seeded):
     assert not (tmp_path / "missing.db").exists()  # mode=ro never creates a file
     with pytest.raises(UserError, match=r"no study named 'nope'.*grid, search"):
         results.load_trials(url, "nope")
-    start = time.monotonic()
     with pytest.raises(UserError) as caught:
         results.list_studies("postgresql+psycopg://reader:s3cret@127.0.0.1:1/lpstudy")
-    assert "s3cret" not in str(caught.value) and "***" in str(caught.value)
-    assert "\n" not in str(caught.value)
-    assert time.monotonic() - start < 30
+    message = str(caught.value)
+    assert "s3cret" not in message and "reader:***@127.0.0.1:1" in message and "\n" not in message
+    assert "cannot read the study database" in message and "Connection refused" in message
     empty = tmp_path / "empty.db"
     empty.touch()
     assert results.list_studies(f"sqlite:///{empty}") == []

@@ -58,8 +58,17 @@ def test_a_killed_workers_trial_is_failed_after_the_grace_period_and_retried(sql
     complete = [t for t in trials if t.state == TrialState.COMPLETE]
     assert Counter(t.params["fold"] for t in complete) == {0: 1, 1: 1}  # the first cell was not lost
     assert not [t for t in trials if t.state in (TrialState.RUNNING, TrialState.WAITING)]
+    # The retry resumes from the victim's last checkpoint (every 5 evaluations: step 50, 100) when it
+    # saved one before it was killed, else it starts again; either way the curve runs to the end with
+    # no gap: the victim's evaluations up to the checkpoint, the retry's after it.
     steps = metrics_steps(sqlite_url, "kill")
-    assert steps[retry._trial_id] == list(range(0, 151, 10))
+    resumed = retry.user_attrs.get("resumed_from_step")
+    if resumed is None:
+        assert steps[retry._trial_id] == list(range(0, 151, 10))
+    else:
+        assert resumed in (50, 100)
+        assert steps[retry._trial_id] == list(range(resumed + 10, 151, 10))
+        assert steps[victim._trial_id][: resumed // 10 + 1] == list(range(0, resumed + 1, 10))
 
 
 def test_sigterm_ends_the_running_trial_as_failed_and_enqueues_it_again(sqlite_url, tmp_path, capsys):
@@ -101,12 +110,21 @@ def test_workers_ride_out_a_postgres_restart(postgres, pg_url, tmp_path, capsys)
     assert all(steps[t._trial_id] == list(range(0, 151, 10)) for t in complete)
 
 
-def test_a_storage_that_stays_down_fails_with_one_line_after_the_retry_budget():
+def test_a_storage_that_stays_down_fails_with_one_line_after_the_retry_budget(monkeypatch):
     url = "postgresql+psycopg://writer:s3cret@db.example:5432/lp"
-    calls = []
+    clock = {"now": 1000.0}  # a clock that moves only when the policy waits: no wall-clock in the test
+    waits: list[float] = []
+    calls: list[float] = []
+
+    def wait(seconds: float) -> None:
+        waits.append(seconds)
+        clock["now"] += seconds
+
+    monkeypatch.setattr(time, "monotonic", lambda: clock["now"])
+    monkeypatch.setattr(time, "sleep", wait)
 
     def down():
-        calls.append(time.monotonic())
+        calls.append(clock["now"])
         raise sa.exc.OperationalError("SELECT 1", {}, Exception("connection to server refused (s3cret)"))
 
     policy = RetryPolicy(url, budget_s=0.6, first_wait_s=0.05)
@@ -115,7 +133,10 @@ def test_a_storage_that_stays_down_fails_with_one_line_after_the_retry_budget():
     message = str(caught.value)
     assert isinstance(caught.value, UserError) and "\n" not in message
     assert "s3cret" not in message and "writer:***@db.example" in message and "stayed unreachable" in message
-    assert len(calls) >= 3 and calls[-1] - calls[0] < 2
+    # backoff: each wait twice the last, from first_wait_s; the last one cut so the waits fill the budget
+    assert waits[:3] == pytest.approx([0.05, 0.1, 0.2]) and waits[-1] <= 2 * waits[-2]
+    assert sum(waits) == pytest.approx(0.6) and len(calls) == len(waits) + 1
+    assert calls[-1] - calls[0] == pytest.approx(0.6)  # the last try at the end of the budget, then the error
     # a mistake in the data is not a lost connection: not retried
     assert not is_transient(sa.exc.IntegrityError("INSERT", {}, Exception("duplicate key")))
     assert math.isclose(RetryPolicy(url, budget_s=5).call(lambda: 1.5), 1.5)

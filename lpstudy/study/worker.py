@@ -18,7 +18,9 @@ lpstudy.study.launch runs one worker process per device (`--devices cuda:0,cuda:
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
 import threading
 import time
 import warnings
@@ -75,6 +77,7 @@ class StopFlag:
     def __init__(self) -> None:
         self.signal: int | None = None
         self.aborting = False  # a second signal came: the worker is aborting
+        self.abort_caught = False  # the worker caught the abort (or is done): later signals change nothing
         self._event = threading.Event()
 
     def __call__(self) -> bool:
@@ -96,9 +99,10 @@ def install_signal_handlers(stop: StopFlag, say) -> dict:
 
     def handler(signum, frame):
         if stop():
-            if stop.aborting:  # a third signal: the abort is already ending the trial
+            if stop.abort_caught:  # a third signal: the abort is already ending the trial
                 return
             stop.aborting = True
+            _deliver_again_unless_caught(stop, signum)
             raise KeyboardInterrupt
         stop.set(signum)
         say(f"{signal.Signals(signum).name}: stopping after the current step (again to abort)")
@@ -107,6 +111,38 @@ def install_signal_handlers(stop: StopFlag, say) -> dict:
     for sig in (signal.SIGINT, signal.SIGTERM):
         previous[sig] = signal.signal(sig, handler)
     return previous
+
+
+def quiet_dropped_aborts(stop: StopFlag):
+    """A sys.unraisablehook that says nothing of an abort's KeyboardInterrupt Python dropped in a
+    weakref callback or a __del__ (it is delivered again), and hands anything else to `previous`."""
+    previous = sys.unraisablehook
+
+    def hook(unraisable) -> None:
+        if stop.aborting and issubclass(unraisable.exc_type, KeyboardInterrupt):
+            return
+        previous(unraisable)
+
+    return hook, previous
+
+
+ABORT_REDELIVERY_S = 1.0
+
+
+def _deliver_again_unless_caught(stop: StopFlag, signum: int) -> None:
+    """The KeyboardInterrupt a signal handler raises lands wherever the main thread is, and Python
+    drops it (printing 'Exception ignored') when that is a weakref callback or a __del__, which
+    tensors freed in a training step run often: the worker then carried on as if the second signal
+    had not come, and ignored every later one. So the signal is sent again, a second later, until
+    the worker has caught the abort."""
+
+    def again() -> None:
+        if not stop.abort_caught:
+            os.kill(os.getpid(), signum)
+
+    timer = threading.Timer(ABORT_REDELIVERY_S, again)
+    timer.daemon = True
+    timer.start()
 
 
 class Heartbeat:
@@ -194,12 +230,16 @@ class Worker:
         self.say(f"study {opts.study!r} ({spec.describe()}) in {storage.display_url} on {device}"
                  + ("" if heartbeat_on else " · heartbeats by lease (trial system attribute)"))
         previous = install_signal_handlers(self.stop, self.say)
+        sys.unraisablehook, unraisable_hook = quiet_dropped_aborts(self.stop)
         try:
             return self._loop(ctx, study, spec, storage, heartbeat_on, max_retry)
         except KeyboardInterrupt:
+            self.stop.abort_caught = True
             self.say("stopped: aborted by a second signal (the trial it ran is failed and enqueued again)")
             raise
         finally:
+            self.stop.abort_caught = True  # nothing is sent again once the handlers are gone
+            sys.unraisablehook = unraisable_hook
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
 
@@ -285,6 +325,7 @@ class Worker:
             except StorageUnavailable:
                 raise  # nothing can be told; the trial's heartbeat stops and another worker retries it
             except KeyboardInterrupt:  # a second signal: end the trial, enqueue it again, then abort
+                self.stop.abort_caught = True
                 outcome = TrialOutcome(TrialState.FAIL, None, reason="interrupted")
                 _safe(lambda: trial.set_user_attr("interrupted", True))
                 if self._tell(study, trial, outcome):
