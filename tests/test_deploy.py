@@ -431,7 +431,7 @@ def test_backup_and_restore_as_the_readme_says(postgres, pg_url, tmp_path):
     run_init_script(postgres, target, writer, reader)  # a fresh stack: the init script ran on the new volume
 
     dump = tmp_path / "lpstudy.dump"
-    # The commands of README.md, as they run inside the db container (there without PGHOST/PGPORT).
+    # The commands of docs/deployment.md, as they run inside the db container (there without PGHOST/PGPORT).
     backup = subprocess.run(["sh", "-c", 'pg_dump -U "$POSTGRES_USER" -Fc "$POSTGRES_DB"'],
                             env=_init_env(postgres, source, writer, reader), capture_output=True, timeout=60)
     assert backup.returncode == 0, backup.stderr

@@ -66,7 +66,7 @@ def test_the_bounds_are_the_readmes_table():
 
 
 def test_the_default_space_is_the_readmes_in_the_order_it_is_sampled():
-    # README: p in [1, 4], the learning rate in [1e-4, 1e-2] (log scale), the gain's initial value in [2, 64] (log)
+    # docs/studies.md: p in [1, 4], the learning rate in [1e-4, 1e-2] (log scale), the gain's initial value in [2, 64] (log)
     assert list(DEFAULT_SPACE.items()) == [("p", {"low": 1.0, "high": 4.0}),
                                            ("lr", {"low": 1e-4, "high": 1e-2, "log": True}),
                                            ("gain_init", {"low": 2.0, "high": 64.0, "log": True})]
@@ -82,7 +82,7 @@ def test_only_number_fields_are_searched_over_a_range():
 
 
 def test_the_presets_keep_their_values():
-    # nanoGPT's recipes as the README states them (the fields' declaration must not move them)
+    # nanoGPT's recipes as the README and docs/studies.md state them (the fields' declaration must not move them)
     paper, cpu, smoke = PRESETS["paper"], PRESETS["cpu"], PRESETS["smoke"]
     assert (paper.n_layer, paper.n_head, paper.n_embd, paper.block_size, paper.dropout, paper.batch_size,
             paper.max_steps, paper.lr, paper.beta2) == (6, 6, 384, 256, 0.2, 64, 5000, 1e-3, 0.99)

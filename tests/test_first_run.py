@@ -19,6 +19,7 @@ from optuna.trial import TrialState
 from tests.study_helpers import ROOT, TINY, cli, lp_env, lpstudy
 
 README = (ROOT / "README.md").read_text()
+DOCS = {path.name: path.read_text() for path in sorted((ROOT / "docs").glob("*.md"))}
 
 
 def _readme_commands() -> tuple[str, str]:
@@ -63,7 +64,7 @@ def test_ci_runs_the_readme_test_command_as_written_from_the_repository_root():
     ci = (ROOT / ".ci" / "run").read_text()
     assert test in [line.strip() for line in ci.splitlines()], test  # the very line, relative path included
     assert 'cd "$(dirname "$0")/.."' in ci  # from the repository root
-    tests_section = README.split("\n## Tests\n", 1)[1].split("\n## ", 1)[0]
+    tests_section = DOCS["tests-and-benchmarks.md"].split("\n## Tests\n", 1)[1].split("\n## ", 1)[0]
     assert f"    {test}\n" in tests_section
 
 
@@ -99,13 +100,14 @@ def test_every_example_study_file_loads_and_the_readme_uses_it(path):
 
     spec = build_spec(read_study_file(path))
     assert spec.preset in ("paper", "cpu", "smoke")
-    assert f"examples/{path.name}" in README or path.name in README
+    told = [README, DOCS["studies.md"]]  # the tour, and the page on studies
+    assert any(f"examples/{path.name}" in text for text in told) or path.name in README
     # the file says how to run it
     assert "lpstudy " in path.read_text()
 
 
-def test_the_readme_study_yaml_is_the_shipped_example():
-    block = README.split("```yaml\n# examples/study.yaml\n", 1)[1].split("```", 1)[0]
+def test_the_docs_study_yaml_is_the_shipped_example():
+    block = DOCS["studies.md"].split("```yaml\n# examples/study.yaml\n", 1)[1].split("```", 1)[0]
     shipped = (ROOT / "examples" / "study.yaml").read_text()
     assert yaml.safe_load(block) == yaml.safe_load(shipped)
 

@@ -3,7 +3,7 @@ with `kubectl kustomize` and validated against the Kubernetes schemas from 1.30 
 (kubernetes-validate, strict: an unknown field fails), then checked for what a user relies on.
 The pods' helper scripts and the creator's and workers' commands, as the built manifests give them,
 run here for real against SQLite and a throwaway PostgreSQL. No cluster: what only a cluster can
-show (scheduling, the GPU device plugin, volumes, a drain) is not tested here; README.md says so."""
+show (scheduling, the GPU device plugin, volumes, a drain) is not tested here; docs/deployment.md says so."""
 
 from __future__ import annotations
 
@@ -30,12 +30,12 @@ COMPONENTS = sorted(p.name for p in (K8S / "components").iterdir() if (p / "kust
 SECRET_EXAMPLE = K8S / "lpstudy.env.example"
 ROLES_SCRIPT = ROOT / "storage" / "init" / "10-lpstudy-roles.sh"
 SCRIPTS = K8S / "base" / "scripts"
-README = ROOT / "README.md"
+DEPLOYMENT = ROOT / "docs" / "deployment.md"  # the README links it
 
 # The longest time a worker took from SIGTERM to exit, measured with benchmarks/bench_worker_stop.py
 # (the `cpu` preset, PostgreSQL, checkpoints on, two torch threads, on this repository's shared
 # 2-core machine at a load average of 9-18; its worst case: an evaluation and a checkpoint upload
-# after every step). README.md, "On Kubernetes", gives the same figure.
+# after every step). docs/deployment.md, "On Kubernetes", gives the same figure.
 LONGEST_STOP_S = 55.1
 SIGTERM_EXIT = 128 + int(signal.SIGTERM)  # what a shell reports for a process ended by SIGTERM
 
@@ -312,12 +312,12 @@ def test_workers_are_an_indexed_job_with_a_per_index_backoff_that_ignores_stops(
 
 
 def test_the_grace_period_outlasts_the_longest_measured_stop():
-    """The figure the README states, from benchmarks/bench_worker_stop.py; the grace period is what
+    """The figure docs/deployment.md states, from benchmarks/bench_worker_stop.py; the grace period is what
     Kubernetes waits between SIGTERM and SIGKILL."""
     job = find(kustomize(K8S / "overlays" / "gpu"), "Job", "lpstudy-workers")
     grace = pod_spec(job)["terminationGracePeriodSeconds"]
     assert grace > LONGEST_STOP_S
-    section = readme_section()
+    section = kubernetes_section()
     assert f"{LONGEST_STOP_S:g} s" in section and f"{grace} s" in section
     assert f"{grace / LONGEST_STOP_S:.0f}× the longest stop" in section  # the margin, as a multiple
 
@@ -386,12 +386,12 @@ def test_the_real_secret_file_stays_out_of_git_and_the_image():
 
 
 def test_the_example_secret_file_makes_fresh_passwords_with_the_readme_command(tmp_path):
-    """The command in the example's header (and the README) replaces every placeholder, keeps each
+    """The command in the example's header (and docs/deployment.md) replaces every placeholder, keeps each
     password equal to the one inside its URL, and leaves no two passwords equal."""
     header = SECRET_EXAMPLE.read_text().split("\n\n")[0]
     command = re.search(r"#   (umask 077; sed .*?lpstudy\.env)\n", header, re.S).group(1)
     command = re.sub(r"\\\n#\s+", " ", command)
-    assert command in re.sub(r"\\\n\s+", " ", readme_section())  # the README says the same
+    assert command in re.sub(r"\\\n\s+", " ", kubernetes_section())  # docs/deployment.md says the same
     command = command.replace("deploy/k8s/", f"{K8S}/", 1)
     command = command.replace("> deploy/k8s/lpstudy.env", f"> {tmp_path / 'lpstudy.env'}")
     assert subprocess.run(["bash", "-c", command], cwd=ROOT).returncode == 0
@@ -760,13 +760,13 @@ def test_lpstudy_answers_its_version():
     assert __version__ == tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 
 
-# --- the README ----------------------------------------------------------------------------------
+# --- docs/deployment.md, "On Kubernetes" -----------------------------------------------------------
 
 
-def readme_section() -> str:
-    text = README.read_text()
-    start = text.index("### On Kubernetes")
-    end = text.find("\n### ", start + 1)
+def kubernetes_section() -> str:
+    text = DEPLOYMENT.read_text()
+    start = text.index("## On Kubernetes")
+    end = text.find("\n## ", start + 1)
     return text[start:end if end > 0 else None]
 
 
@@ -776,7 +776,7 @@ def indented_blocks(text: str) -> list[list[str]]:
 
 
 def test_the_readme_gives_the_three_commands_and_says_what_was_not_run():
-    section = readme_section()
+    section = kubernetes_section()
     first = next(block for block in indented_blocks(section) if block[0].startswith("kubectl"))
     assert first == [
         "kubectl create secret generic lpstudy --from-env-file=deploy/k8s/lpstudy.env",
@@ -793,9 +793,9 @@ def test_the_readme_gives_the_three_commands_and_says_what_was_not_run():
 
 
 def test_the_readmes_own_study_kustomization_builds_and_does_what_it_says(tmp_path):
-    """The README's example of a user's own kustomization, beside a copy of the repository's
+    """docs/deployment.md's example of a user's own kustomization, beside a copy of the repository's
     deploy/k8s (kustomize paths are relative)."""
-    text = re.search(r"```yaml\n# my-study/kustomization.yaml\n(.*?)```", readme_section(), re.S).group(1)
+    text = re.search(r"```yaml\n# my-study/kustomization.yaml\n(.*?)```", kubernetes_section(), re.S).group(1)
     folder = tmp_path / "my-study"
     folder.mkdir()
     (folder / "kustomization.yaml").write_text(text.replace("../deploy/k8s/", os.path.relpath(K8S, folder) + "/"))

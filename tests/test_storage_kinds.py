@@ -1,6 +1,6 @@
 """Each kind of storage answers for its URLs (lpstudy.db.kinds), and no module outside that package
 asks which kind a URL is. Expected values are written out here by hand: what each URL form means
-(README "Where the data lives" and "Exactly once, and resume")."""
+(docs/storages.md and docs/exactly-once.md)."""
 
 from __future__ import annotations
 

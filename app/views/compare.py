@@ -5,7 +5,10 @@ import streamlit as st
 
 from lpstudy.results import lens_charts as L
 
-from common import STUDY_KEY, cached_study_infos, chart, no_traceback, readable, storage_from_environment
+from lpstudy.results.columns import signed
+
+from common import STUDY_KEY, cached_study_infos, chart, no_traceback, storage_from_environment
+from tables import table
 
 st.title("Compare")
 storage = storage_from_environment()
@@ -33,7 +36,7 @@ with no_traceback():
 st.markdown(f"**{name}**: arms of `{plan.factor}` · {plan.budget} tuning trials each on fold {plan.tune_fold} "
             f"(TPE, median pruner) · then each arm's best configuration on {plan.folds} folds · reference {reference}")
 st.subheader("Tuning budget per arm")
-st.dataframe(readable(budgets), hide_index=True, width="stretch")
+table(budgets)
 chart(L.compare_chart(paired, reference), key="compare")
 if len(paired):
-    st.dataframe(readable(paired), hide_index=True, width="stretch")
+    table(paired, signed())

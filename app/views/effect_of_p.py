@@ -9,7 +9,10 @@ import streamlit as st
 from lpstudy.results import analysis as A
 from lpstudy.results import charts as C
 
-from common import cached_importance, chart, p_bins_control, page, readable, show_problem
+from lpstudy.results.columns import signed
+
+from common import cached_importance, chart, p_bins_control, page, show_problem
+from tables import table
 
 storage, study = page("Effect of p", curves=False)
 trials = study.trials
@@ -40,13 +43,8 @@ if study.info.kind == "replicate" or has_folds:
     paired = A.paired_comparison(trials, reference_p=reference)
     chart(C.paired_chart(paired, reference), key="paired")
     if not paired.empty:
-        st.dataframe(readable(paired.assign(p=paired["p"].map(A.format_p))[
-            ["p", "n_pairs", "mean_loss", "ref_mean_loss", "mean_diff", "ci_low", "ci_high", "relative_diff",
-             "p_value"]], {"mean_loss": ".4f", "ref_mean_loss": ".4f", "mean_diff": "+.4f", "ci_low": "+.4f",
-                           "ci_high": "+.4f", "relative_diff": "+.2%", "p_value": ".3g"}),
-                     hide_index=True, width="stretch")
+        table(paired[["p", "n_pairs", "mean_loss", "ref_mean_loss", "mean_diff", "ci_low", "ci_high",
+                      "relative_diff", "p_value"]], signed())
 
 with st.expander("Numbers per p"):
-    st.dataframe(readable(summary.drop(columns=["p"]), {c: ".4f" for c in ("mean", "std", "sem", "ci_low", "ci_high",
-                                                                          "median", "best")}),
-                 hide_index=True, width="stretch")
+    table(summary.drop(columns=["p", "p_low", "p_high"]))

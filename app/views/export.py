@@ -6,7 +6,8 @@ import streamlit as st
 
 from lpstudy.results import analysis as A
 
-from common import CACHE_TTL_S, no_traceback, page, plain, readable, show_problem
+from common import CACHE_TTL_S, no_traceback, page, plain, show_problem
+from tables import table
 
 storage, study = page("Export", curves=False)
 trials = study.trials
@@ -30,9 +31,7 @@ with no_traceback():
 file_name = f"{study.name}-best.{fmt}" if top_k == 1 else f"{study.name}-top{int(top_k)}.{fmt}"
 
 best = A.top_trials(trials, int(top_k))
-st.dataframe(readable(best.assign(p=best["p"].map(A.format_p))[["number", "loss", "p", "lr", "gain_init", "fold", "seed"]],
-                      {"loss": ".4f", "lr": ".3g", "gain_init": ".3g"}),
-             hide_index=True, width="stretch")
+table(best[["number", "loss", "p", "lr", "gain_init", "fold", "seed"]])
 st.download_button(f"Download {plain(file_name)}", data=text, file_name=file_name,
                    mime="application/json" if fmt == "json" else "application/x-yaml", type="primary")
 st.code(text, language=fmt)

@@ -7,7 +7,8 @@ import streamlit as st
 from lpstudy.results import analysis as A
 from lpstudy.results import charts as C
 
-from common import CACHE_TTL_S, cached_study, chart, no_traceback, page, plain, readable, show_problem
+from common import CACHE_TTL_S, cached_study, chart, no_traceback, page, plain, show_problem
+from tables import table
 from lpstudy.values import format_duration
 
 storage, study = page("lpstudy: how p shapes convergence and stability", curves=False)
@@ -102,13 +103,10 @@ def overview() -> None:
     if running.empty:
         st.caption("No trial is running.")
     else:
-        shown = running.assign(p=running["p"].map(A.format_p),
-                               since=running["since"].dt.strftime("%Y-%m-%d %H:%M:%S UTC"),
+        shown = running.assign(since=running["since"].dt.strftime("%Y-%m-%d %H:%M:%S UTC"),
                                running_for=running["running_s"].map(format_duration))  # "2 min 54 s"
-        st.dataframe(readable(shown[["number", "worker", "device", "host", "since", "running_for", "p", "lr",
-                                     "gain_init", "fold", "last_step", "last_val_loss"]],
-                              {"lr": ".3g", "gain_init": ".3g", "last_val_loss": ".4f"}),
-                     hide_index=True, width="stretch")
+        table(shown[["number", "worker", "device", "host", "since", "running_for", "p", "lr", "gain_init", "fold",
+                     "last_step", "last_val_loss"]])
     chart(C.history_chart(trials), key="history")
     compute_section(trials)
 

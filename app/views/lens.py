@@ -8,7 +8,8 @@ import streamlit as st
 from lpstudy.results import analysis as A
 from lpstudy.results import lens_charts as L
 
-from common import chart, p_bins_control, page, readable, show_problem
+from common import chart, p_bins_control, page, show_problem
+from tables import table
 
 storage, study = page("Stability lens")
 trials, curves = study.trials, study.curves
@@ -24,7 +25,7 @@ with right:
     sensitivity = A.lr_sensitivity(trials, bins=bins)
     chart(L.lr_sensitivity_chart(sensitivity), key="lr_sensitivity")
 if len(sensitivity):
-    st.dataframe(readable(sensitivity.drop(columns=["p", "p_order"])), hide_index=True, width="stretch")
+    table(sensitivity.drop(columns=["p", "p_order"]).rename(columns={"mean": "lr_sensitivity"}))
 
 left, right = st.columns(2)
 with left:

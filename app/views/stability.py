@@ -6,7 +6,8 @@ import streamlit as st
 from lpstudy.results import analysis as A
 from lpstudy.results import charts as C
 
-from common import chart, p_bins_control, page, readable, show_problem
+from common import chart, p_bins_control, page, show_problem
+from tables import table
 
 storage, study = page("Stability")
 trials, curves = study.trials, study.curves
@@ -32,4 +33,4 @@ with right:
 chart(C.spread_chart(trials, bins), key="spread")
 spread = A.replicate_spread(trials, bins)
 if len(spread):
-    st.dataframe(readable(spread.drop(columns=["p"])), hide_index=True, width="stretch")
+    table(spread.drop(columns=["p"]))

@@ -30,7 +30,8 @@ if trials.empty:
 
 with st.container(border=True):
     present = [s for s in A.STATES if (trials["state"] == s).any()]
-    states = st.multiselect("State", A.STATES, default=present, key="state_filter")  # a row of its own: chips fit
+    # a row of its own: the chips of all five states fit there (in a quarter of the row they overflowed)
+    states = st.multiselect("State", A.STATES, default=present, key="state_filter")
     c2, c3, c4 = st.columns([2, 2, 1])
     finite_p = trials["p"][np.isfinite(trials["p"])]
     p_range = None

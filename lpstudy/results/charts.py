@@ -51,23 +51,25 @@ def _p_axis(fig: go.Figure, p: pd.Series, row_col: dict | None = None) -> None:
         fig.update_xaxes(tickvals=ticks[0], ticktext=ticks[1], **(row_col or {}))
 
 
+MAX_BIN_LABELS = 6  # up to this many p bins are labelled with their range ("1–1.38"), more by their centre
+MAX_GROUP_TICKS = 10  # more p groups than this get a tick at every k-th point
+
+
 def _p_group_axis(fig: go.Figure, rows: pd.DataFrame, x: pd.Series) -> None:
-    """Ticks for a chart of p groups (a per_p_summary-like frame): the values themselves when they
-    are exact values (they fit: analysis.exact_p_fit), else the bins' edges, short numbers that
-    never overlap; ∞ at its drawn place."""
-    finite = np.isfinite(rows["p"].astype("float64")).to_numpy()
+    """Ticks for a chart of p groups (a per_p_summary-like frame), at the points themselves: the
+    values where they are exact values (they fit: analysis.exact_p_fit); for bins, each bin's range
+    ("1–1.38") where there are few, else its centre (short numbers that never overlap); at most
+    MAX_GROUP_TICKS of them; ∞ at its drawn place."""
+    p = rows["p"].astype("float64").to_numpy()
+    finite = np.isfinite(p)
     binned = bool((rows.loc[finite, "p_high"] > rows.loc[finite, "p_low"]).any())
-    if not binned:
-        fig.update_xaxes(tickvals=list(x), ticktext=list(rows["p_bin"]))
-        return
-    edges = np.unique(np.concatenate([rows.loc[finite, "p_low"], rows.loc[finite, "p_high"]]).astype("float64"))
-    if len(edges) > A.EXACT_P_LIMIT:
-        edges = edges[:: int(math.ceil(len(edges) / A.EXACT_P_LIMIT))]
-    values, labels = list(edges), [f"{v:.3g}" for v in edges]
-    if (~finite).any():
-        values.append(float(np.asarray(x)[~finite][0]))
-        labels.append(A.INF_LABEL)
-    fig.update_xaxes(tickvals=values, ticktext=labels)
+    labels = list(rows["p_bin"])
+    if binned and len(rows) > MAX_BIN_LABELS:
+        labels = [A.INF_LABEL if not f else A.format_p(round(float(v), 2)) for v, f in zip(p, finite)]
+    values = list(np.asarray(x, dtype="float64"))
+    step = int(math.ceil(len(values) / MAX_GROUP_TICKS))
+    keep = [i for i in range(len(values)) if i % step == 0 or not finite[i]]
+    fig.update_xaxes(tickvals=[values[i] for i in keep], ticktext=[labels[i] for i in keep])
 
 
 def _log_ticks(fig: go.Figure, values: pd.Series, axis: str = "y") -> None:
@@ -81,7 +83,21 @@ def _log_ticks(fig: go.Figure, values: pd.Series, axis: str = "y") -> None:
     span = math.log10(v.max()) - math.log10(v.min())  # decades the data spans
     ticks = decades if span >= 2.5 else sorted(d * m for d in decades for m in (1, 2, 5))
     update = fig.update_yaxes if axis == "y" else fig.update_xaxes
-    update(type="log", tickvals=ticks, ticktext=[f"{t:g}" for t in ticks])
+    update(type="log", tickvals=ticks, ticktext=[tick_text(t) for t in ticks])
+
+
+SUPERSCRIPTS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def tick_text(value: float) -> str:
+    """A tick's label on a log axis: 0.001, 20, 5000 as they are; from 10⁵ up (and below 10⁻⁴) as
+    10⁶ or 2×10⁶, never Python's or Plotly's 1e+06."""
+    if value == 0 or 1e-4 <= abs(value) < 1e5:
+        return f"{value:g}"
+    exponent = math.floor(math.log10(abs(value)))
+    mantissa = round(value / 10.0 ** exponent, 3)
+    power = f"10{str(exponent).translate(SUPERSCRIPTS)}"
+    return power if mantissa == 1 else f"{mantissa:g}×{power}"
 
 
 def _group_colours(n: int, positions: Sequence[float]) -> list[str]:

@@ -10,7 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from lpstudy.results import analysis as A
-from lpstudy.results.charts import _empty, _figure, _group_colours, _log_ticks, draws_bands, median_curves
+from lpstudy.results.charts import _empty, _figure, _group_colours, _log_ticks, _p_axis, draws_bands, median_curves
 
 RULE_COLOURS = {"default": "#1f77b4", "fixed": "#1f77b4", "matched": "#ff7f0e"}
 RULE_NAMES = {"default": "fixed gain g₀ = log₂(L²−L)", "fixed": "fixed gain", "matched": "matched gain"}
@@ -76,21 +76,34 @@ def min_head_entropy_chart(bands: pd.DataFrame) -> go.Figure:
     return _median_chart(bands, "Smallest head entropy", "smallest head entropy (nats)")
 
 
+RULE_SYMBOLS = {"default": "circle", "fixed": "circle", "matched": "diamond"}
+
+
 def initial_entropy_chart(table: pd.DataFrame) -> go.Figure:
-    """The attention entropy before the first update against p, one line per gain rule."""
+    """The attention entropy before the first update against p: points, one trace per gain rule
+    (named in the legend, even when there is one), never a line (a search's runs at nearby p are
+    separate runs, not a curve). Ticks at the exact p values where they fit on the axis
+    (analysis.exact_p_fit), else evenly spaced ones; ∞ at its drawn place."""
     fig = _figure("Attention entropy at initialisation against p, fixed and matched gains", "p",
                   "mean attention entropy at step 0 (nats)")
     if table.empty:
         return _empty(fig, "no evaluation at step 0 recorded")
-    x_all = A.p_positions(table["p"].astype("float64"))
+    p = table["p"].astype("float64")
+    x_all = A.p_positions(p)
     for rule, group in table.groupby("gain_rule", sort=True):
-        fig.add_scatter(x=x_all[group.index], y=group["entropy"], mode="lines+markers",
-                        name=RULE_NAMES.get(rule, rule), line={"color": RULE_COLOURS.get(rule, "#2ca02c")},
+        fig.add_scatter(x=x_all[group.index], y=group["entropy"], mode="markers", showlegend=True,
+                        name=RULE_NAMES.get(rule, rule),
+                        marker={"color": RULE_COLOURS.get(rule, "#2ca02c"), "size": 8, "opacity": 0.8,
+                                "symbol": RULE_SYMBOLS.get(rule, "square")},
                         customdata=np.column_stack([group["p_bin"], group["gain_init"], group["n"]]),
                         hovertemplate="p %{customdata[0]}<br>entropy %{y:.3f}<br>gain₀ %{customdata[1]:.3g}"
                                       "<br>runs %{customdata[2]}<extra></extra>")
-    ticks = table.drop_duplicates("p").assign(x=x_all)
-    fig.update_xaxes(tickvals=list(ticks["x"]), ticktext=list(ticks["p_bin"]))
+    fig.update_layout(showlegend=True)
+    if A.exact_p_fit(p):
+        ticks = table.assign(x=x_all).drop_duplicates("p").sort_values("x")
+        fig.update_xaxes(tickvals=list(ticks["x"]), ticktext=list(ticks["p_bin"]))
+    else:
+        _p_axis(fig, p)
     return fig
 
 
@@ -118,5 +131,5 @@ def lens_section(trials: pd.DataFrame, curves: pd.DataFrame, bins=None) -> list:
                    min_head_entropy_chart(A.curve_bands(curves, trials, "min_head_entropy", bins)),
                    initial_entropy_chart(A.initial_entropy(curves, trials))]
     if len(sensitivity):
-        items.append(sensitivity.drop(columns=["p_order"]).assign(p=sensitivity["p"].map(A.format_p)))
+        items.append(sensitivity.drop(columns=["p", "p_order"]).rename(columns={"mean": "lr_sensitivity"}))
     return items

@@ -12,6 +12,7 @@ import pandas as pd
 
 from lpstudy.results import analysis as A
 from lpstudy.results import charts as C
+from lpstudy.results.columns import labelled
 from lpstudy.files import atomic_write_text
 from lpstudy.results.curve_sample import importance_sample
 from lpstudy.results.frames import StudyData, load_study
@@ -42,8 +43,8 @@ def report_sections(data: StudyData, threshold: float | None = None, bins: int |
               C.importance_chart(A.param_importance(importance_sample(trials)))]
     if data.info.kind == "replicate" or trials["fold"].nunique() > 1:
         paired = A.paired_comparison(trials)
-        effect += [C.paired_chart(paired), _shown(paired)]
-    effect.append(_shown(summary.drop(columns=["p"])))
+        effect += [C.paired_chart(paired), paired.drop(columns=["p_bin"])]
+    effect.append(summary.drop(columns=["p", "p_low", "p_high"]))
     note = data.curve_note  # a big study: the curves of a sample (lpstudy.results.curve_sample)
     drawn = trials[trials["number"].isin(set(curves["trial_number"]))] if note else trials
     convergence_rows = A.convergence_by_trial(curves, drawn, threshold)
@@ -66,15 +67,9 @@ def report_sections(data: StudyData, threshold: float | None = None, bins: int |
             ("Stability lens", lens)]
 
 
-def _shown(frame: pd.DataFrame) -> pd.DataFrame:
-    out = frame.copy()
-    if "p" in out:
-        out["p"] = out["p"].map(A.format_p)
-    return out
-
-
 def _table(frame: pd.DataFrame) -> str:
-    return frame.to_html(index=False, float_format=lambda v: f"{v:.4g}", na_rep="–", border=0, classes="numbers")
+    """A table under human headers, each number in its column's format (lpstudy.results.columns)."""
+    return labelled(frame).to_html(index=False, na_rep="–", border=0, classes="numbers")
 
 
 def render_report(data: StudyData, storage_url: str, threshold: float | None = None, bins: int | None = None) -> str:

@@ -1,6 +1,6 @@
 """Taking trials from a study: a waiting cell, a new trial within the study's n_trials target, and
-a failed trial enqueued again. Each is atomic across workers on every storage (see the README's
-"Exactly once, and resume"): the storage moves a WAITING trial to RUNNING for one caller only, the
+a failed trial enqueued again. Each is atomic across workers on every storage (see
+docs/exactly-once.md): the storage moves a WAITING trial to RUNNING for one caller only, the
 target is counted and asked under the storage's lock, and a cell is enqueued again only while it
 has no other live trial."""
 

@@ -1,0 +1,30 @@
+"""A results table on a page: human column labels (lpstudy.results.columns) as Streamlit's
+column_config, and each number shown in its column's format through a pandas Styler, whose display
+text Streamlit draws while it sorts by the numbers underneath (a click on a header sorts numbers as
+numbers, not as text). A per-cent reads as the command line prints it; a missing value as "–"."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from lpstudy.results.columns import MISSING, Column, column, formatted, shown_values, table_overrides
+
+
+def column_config(frame, overrides: dict[str, Column] | None = None) -> dict:
+    """Streamlit's column_config for the frame: every column under its human label."""
+    overrides = table_overrides(frame, overrides)
+    return {name: column(name, overrides).label for name in frame.columns}
+
+
+def styled(frame, overrides: dict[str, Column] | None = None):
+    """The frame's values (still numbers; p as 3.5 or ∞) with each column's display format."""
+    overrides = table_overrides(frame, overrides)
+    values = shown_values(frame)
+    formats = {name: (lambda v, spec=column(name, overrides): formatted(v, spec)) for name in values.columns}
+    return values.style.format(formats, na_rep=MISSING)
+
+
+def table(frame, overrides: dict[str, Column] | None = None, key: str | None = None) -> None:
+    """The frame as a sortable table under human headers (no index)."""
+    st.dataframe(styled(frame, overrides), hide_index=True, width="stretch", placeholder=MISSING,
+                 column_config=column_config(frame, overrides), key=key)

@@ -1,0 +1,164 @@
+"""The pages read at a glance: tables under human headers whose numbers stay numbers (they sort as
+numbers) and show per-cents as the command line prints them, the entropy chart as points per gain
+rule with a legend, ticks at the points and never `1e+06`, icons that need no emoji font."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from lpstudy.study.synthetic import write_synthetic_study
+from tests.test_app import NOW, displayed, figures, plotted, run_page
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def search(tmp_path_factory) -> str:
+    url = f"sqlite:///{tmp_path_factory.mktemp('readable') / 'study.db'}"
+    write_synthetic_study(url, "search", n_trials=40, n_evals=6, seed=1, now=NOW)
+    write_synthetic_study(url, "grid", kind="replicate", folds=4, n_evals=6, seed=1, now=NOW)
+    return url
+
+
+def headers(frame) -> dict[str, str]:
+    """column name → the label the page shows over it."""
+    config = json.loads(frame.proto.columns or "{}")
+    return {name: spec["label"] for name, spec in config.items() if "label" in spec}
+
+
+def test_stability_and_lens_tables_have_human_labels_and_numeric_columns(search):
+    at = run_page("Stability", search, "search")
+    assert not at.exception
+    spread = at.dataframe[-1]
+    labels = headers(spread)
+    assert {labels[c] for c in ("n", "std", "range", "cv")} == {"runs", "standard deviation", "range (max − min)",
+                                                                "coefficient of variation"}
+    assert labels["p_bin"] == "p range"  # a search: binned p, "1.24–1.62"
+    values = spread.value
+    for name in ("n", "std", "range", "cv"):
+        assert pd.api.types.is_numeric_dtype(values[name]), (name, values[name].dtype)
+    # a click on a header sorts by the numbers: 10 after 9, not before 2 as text would
+    assert sorted(values["n"]) == sorted(float(v) for v in values["n"])
+    shown = displayed(spread)
+    assert [f"{v:.4f}" if not math.isnan(v) else "–" for v in values["std"]] == list(shown["std"])
+
+    lens = run_page("Stability lens", search, "search")
+    assert not lens.exception
+    (sensitivity,) = lens.dataframe
+    labels = headers(sensitivity)
+    assert labels["n_lrs"] == "learning rates" and labels["ci_low"] == "95 % CI low"
+    assert labels["n_folds"] == "folds" and labels["lr_sensitivity"] == "LR sensitivity (nats)"
+    assert not any("_" in label for label in labels.values()), labels
+    assert pd.api.types.is_numeric_dtype(sensitivity.value["lr_sensitivity"])
+
+
+def test_effect_of_p_shows_the_relative_difference_as_the_command_line_does(search):
+    at = run_page("Effect of p", search, "grid")
+    paired = at.dataframe[0]
+    labels = headers(paired)
+    assert labels["n_pairs"] == "pairs" and labels["ref_mean_loss"] == "reference mean loss"
+    assert labels["relative_diff"] == "relative difference" and labels["p_value"] == "p-value"
+    fractions = paired.value["relative_diff"]
+    assert pd.api.types.is_numeric_dtype(fractions) and fractions.abs().max() < 1  # a fraction underneath
+    # `lpstudy status` prints f"{rel:+.2%}": "+3.76%"; the page "+3.76 %"
+    assert list(displayed(paired)["relative_diff"]) == [f"{100 * v:+.2f} %" for v in fractions]
+    cells = list(displayed(paired)["ci_low"])
+    assert all(re.fullmatch(r"[+-]\d\.\d{4}|–", v) for v in cells) and "–" != cells[0], cells  # signed
+
+
+def test_the_compare_page_labels_its_tables(search, tmp_path):
+    from lpstudy.db.optuna_storage import open_storage
+    from lpstudy.study.compare import create_compare, make_plan
+
+    url = f"sqlite:///{tmp_path / 'compare.db'}"
+    plan = make_plan("p", ["1", "2"], ["lr"], budget=3, folds=3, preset="smoke")
+    create_compare(open_storage(url, create_tables=True), "cmp", plan)
+    for p in (1.0, 2.0):
+        write_synthetic_study(url, f"cmp:p={p:g}:folds", kind="replicate", p_values=[p], folds=3, n_evals=4,
+                              seed=3, states=False, include_inf=False, now=NOW)
+    at = run_page("Compare", url, "cmp")
+    assert not at.exception
+    budgets, paired = at.dataframe
+    assert headers(budgets)["spent"] == "trials spent" and headers(budgets)["best_lr"] == "best learning rate"
+    labels = headers(paired)
+    assert (labels["n_pairs"], labels["ref_mean_loss"], labels["ci_low"], labels["ci_high"]) == (
+        "pairs", "reference mean loss", "95 % CI low", "95 % CI high")
+    arm = paired.value.set_index("arm").loc["p=1"]
+    shown = displayed(paired).set_index(paired.value["arm"]).loc["p=1"]
+    assert shown["relative_diff"] == f"{100 * arm['relative_diff']:+.2f} %"
+
+
+def entropy_table() -> pd.DataFrame:
+    """A search's step-0 entropies: many close p values (3.94, 3.95, ...), two gain rules, and ∞."""
+    rng = np.random.default_rng(0)
+    p = np.concatenate([np.sort(rng.uniform(1, 4, 30)), [3.94, 3.95, math.inf]])
+    rows = [{"gain_rule": rule, "p": v, "n": 1, "entropy": 3.3 - 0.6 * min(v, 5) + (rule == "matched"),
+             "gain_init": 12.0} for rule in ("default", "matched") for v in p]
+    frame = pd.DataFrame(rows)
+    frame["p_bin"] = frame["p"].map(lambda v: "∞" if math.isinf(v) else f"{v:g}")
+    return frame[["p_bin", "p", "gain_rule", "n", "entropy", "gain_init"]]
+
+
+def test_the_entropy_chart_is_points_per_gain_rule_with_a_legend_and_ticks_apart():
+    from lpstudy.results.lens_charts import initial_entropy_chart
+
+    fig = initial_entropy_chart(entropy_table()).to_plotly_json()
+    traces = fig["data"]
+    assert [t["name"] for t in traces] == ["fixed gain g₀ = log₂(L²−L)", "matched gain"]
+    assert all(t["mode"] == "markers" for t in traces)  # no line joins separate runs across p
+    assert all(t["showlegend"] for t in traces) and fig["layout"]["showlegend"] is True
+    axis = fig["layout"]["xaxis"]
+    values, labels = list(axis["tickvals"]), list(axis["ticktext"])
+    assert labels[-1] == "∞" and 3 <= len(values) <= 13 and len(set(labels)) == len(labels)
+    gaps = np.diff(values)
+    assert gaps.min() >= (values[-1] - values[0]) / 13, values  # never 3.94 over 3.95
+
+
+def test_one_gain_rule_still_has_its_legend():
+    from lpstudy.results.lens_charts import initial_entropy_chart
+
+    table = entropy_table()
+    fig = initial_entropy_chart(table[table["gain_rule"] == "matched"].reset_index(drop=True)).to_plotly_json()
+    assert fig["layout"]["showlegend"] is True and fig["data"][0]["name"] == "matched gain"
+
+
+def test_the_mean_per_p_chart_puts_its_ticks_at_the_points(search):
+    at = run_page("Effect of p", search, "search")
+    mean = figures(at)["Mean final validation loss per p (95 % interval)"]
+    (trace,) = mean["data"]
+    points = plotted(trace["x"])
+    ticks = mean["layout"]["xaxis"]["tickvals"]
+    assert ticks and set(ticks) <= set(points)  # a tick sits under a point, never on a bin edge between them
+    assert len(ticks) >= min(len(points), 6)
+
+
+def test_log_ticks_above_ten_to_the_five_are_powers_of_ten():
+    from lpstudy.results.charts import max_grad_norm_chart
+
+    grads = pd.DataFrame({"trial_number": [0, 1, 2, 3], "max_grad_norm": [0.5, 40.0, 3e5, 2.5e6],
+                          "p": [1.0, 2.0, 3.0, 4.0], "lr": [1e-3] * 4, "state": ["COMPLETE"] * 4,
+                          "diverged": [False, False, False, True]})
+    axis = max_grad_norm_chart(grads).to_plotly_json()["layout"]["yaxis"]
+    assert axis["type"] == "log"
+    assert not any("e+" in t or "e-" in t for t in axis["ticktext"]), axis["ticktext"]
+    shown = dict(zip(axis["tickvals"], axis["ticktext"]))
+    assert shown[1e6] == "10⁶" and shown[1.0] == "1" and shown[100.0] == "100"
+
+
+def test_the_sidebar_icons_are_material_icons_not_emoji():
+    from streamlit.string_util import validate_material_icon
+
+    source = (ROOT / "app" / "dashboard.py").read_text()
+    icons = re.findall(r"(?:page_)?icon=\"([^\"]*)\"", source)
+    assert len(icons) == 9  # the page's own and one per page
+    for icon in icons:
+        assert re.fullmatch(r":material/[a-z0-9_]+:", icon), icon
+        validate_material_icon(icon)  # a name Streamlit's icon font has
+    assert not re.search("[\U0001F300-\U0001FAFF\u2600-\u27BF]", source)  # no emoji left
