@@ -40,6 +40,7 @@ The worker processes are forked from a server process that has imported lpstudy 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import multiprocessing
 import os
@@ -52,6 +53,7 @@ import tempfile
 import threading
 import time
 import traceback
+import types
 import warnings
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -424,6 +426,23 @@ def _check_database(engine: sa.Engine, plan: LoadPlan, kills: list[Kill], result
     return max(completed, default=None)
 
 
+@contextlib.contextmanager
+def _main_left_out():
+    """Start processes without re-running the parent's __main__ in each: multiprocessing re-imports
+    the __main__ module's file in a child, and inside a test run that can be whatever script ran
+    last (Streamlit's AppTest leaves the dashboard there: every worker then failed on importing
+    it). Needed only where the workers' function is not in __main__ itself."""
+    if __name__ == "__main__":
+        yield
+        return
+    main = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main
+
+
 def run_load(plan: LoadPlan, workdir: Path, postgres=None, progress=None) -> LoadResult:
     """One run of the load test (see the module); postgres: a started tests.pgserver.ThrowawayPostgres
     for the postgresql and proxy storages. progress(done, total, note) is called about once a second."""
@@ -453,8 +472,9 @@ def run_load(plan: LoadPlan, workdir: Path, postgres=None, progress=None) -> Loa
         outs = [workdir / f"worker-{i}.json" for i in range(plan.workers)]
         procs = [ctx.Process(target=worker_process, args=(i, worker_url, plan, board, go, str(outs[i])), daemon=True)
                  for i in range(plan.workers)]
-        for proc in procs:
-            proc.start()
+        with _main_left_out():
+            for proc in procs:
+                proc.start()
         # read-only: counting must not create the SQLite file before the creator does
         count_engine = sa.create_engine(kind_of(database_url).readonly_url(database_url), poolclass=sa.pool.NullPool)
         kills: list[Kill] = []

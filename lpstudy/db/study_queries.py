@@ -25,6 +25,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from lpstudy.db.optuna_tables import SchemaMismatch, _loads
+from lpstudy.db.kinds.sql import seconds_between, without_jit
 
 # JSON texts a falsy `diverged` attribute can hold (bool(json.loads(text)) is False)
 _FALSY_JSON = ("false", "null", "0", "0.0", '""', "[]", "{}")
@@ -113,10 +114,7 @@ def study_summaries(conn: Connection) -> dict[str, dict[str, Any]]:
 
 def mean_complete_seconds(conn: Connection, sid: int) -> float | None:
     """The mean duration in seconds of the COMPLETE trials with both times."""
-    if conn.dialect.name == "postgresql":
-        seconds = "EXTRACT(EPOCH FROM (datetime_complete - datetime_start))"
-    else:
-        seconds = "(julianday(datetime_complete) - julianday(datetime_start)) * 86400.0"
+    seconds = seconds_between(conn, "datetime_start", "datetime_complete")
     value = conn.execute(sa.text(
         f"SELECT avg({seconds}) FROM trials WHERE study_id = :sid AND state = 'COMPLETE' "
         "AND datetime_start IS NOT NULL AND datetime_complete IS NOT NULL"), {"sid": sid}).scalar_one()
@@ -149,8 +147,7 @@ def trial_rows(conn: Connection, sid: int, attr_keys: Sequence[str], ids: Sequen
     pivots = "".join(f", max(CASE WHEN a.key = :k{i} THEN a.value_json END) AS {_quoted('a_' + key)}"
                      for i, key in enumerate(keys))
     where, params = _where(ids, state)
-    if conn.dialect.name == "postgresql":  # compiling this one query costs more than it saves
-        conn.exec_driver_sql("SET LOCAL jit = off")
+    without_jit(conn)
     frame = pd.read_sql(sa.text(
         "SELECT t.trial_id, min(t.number) AS number, min(t.state) AS state, min(t.datetime_start) AS datetime_start, "
         "min(t.datetime_complete) AS datetime_complete, min(v.value) AS value, min(v.value_type) AS value_type"

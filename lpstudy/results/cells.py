@@ -77,7 +77,7 @@ def duplicate_cells(trials: pd.DataFrame, fields: tuple[str, ...] = PAPER_CELL) 
     return [int(n) for n in done.loc[repeated, "number"]]
 
 
-def one_per_cell(trials: pd.DataFrame, curves: pd.DataFrame | None = None, fields: tuple[str, ...] = PAPER_CELL
+def one_per_cell(trials: pd.DataFrame, curves: pd.DataFrame | None, fields: tuple[str, ...]
                  ) -> tuple[pd.DataFrame, pd.DataFrame | None, list[int]]:
     """(trials, curves) without the duplicate cells' trials, and those trials' numbers."""
     numbers = duplicate_cells(trials, fields)

@@ -47,7 +47,7 @@ TRIAL_COLUMNS: tuple[str, ...] = (
     "last_step", "last_val_loss", "n_evals",
 )
 CURVE_COLUMNS: tuple[str, ...] = ("trial_id", "trial_number", *METRIC_FIELDS)
-_BOOL_FIELDS = ("diverged", "stopped")
+BOOL_FIELDS = ("diverged", "stopped")
 _TEXT_FIELDS = ("state", "device", "host", "worker", "version", "started_at", "preset", "gain_rule",
                 *(f.name for f in RUN_FIELDS if not f.numeric))
 
@@ -104,7 +104,7 @@ def _spec_of(attrs: dict) -> dict:
     return spec if isinstance(spec, dict) else {}
 
 
-def _info(name: str, attrs: dict, direction: str = "minimize") -> StudyInfo:
+def study_info(name: str, attrs: dict, direction: str = "minimize") -> StudyInfo:
     attrs = attrs or {}
     spec = _spec_of(attrs)
     return StudyInfo(name=name, kind=str(attrs.get("kind") or spec.get("kind") or "search"),
@@ -113,7 +113,7 @@ def _info(name: str, attrs: dict, direction: str = "minimize") -> StudyInfo:
 
 def _frozen_study_info(frozen) -> StudyInfo:
     direction = frozen.directions[0].name if getattr(frozen, "directions", None) else "minimize"
-    return _info(frozen.study_name, frozen.user_attrs, direction)
+    return study_info(frozen.study_name, frozen.user_attrs, direction)
 
 
 def study_infos(storage_url: str) -> list[StudyInfo]:
@@ -128,7 +128,7 @@ def study_infos(storage_url: str) -> list[StudyInfo]:
                 attrs = optuna_tables.study_user_attrs(conn) if names else {}
                 with Q.guarded():
                     summaries = Q.study_summaries(conn) if names else {}
-            infos = [_info(name, attrs.get(name, {})) for name in names]
+            infos = [study_info(name, attrs.get(name, {})) for name in names]
             for info in infos:
                 info.n_trials = summaries.get(info.name, {}).get("n_trials")
                 info.best_value = summaries.get(info.name, {}).get("best_value")
@@ -174,7 +174,7 @@ def trial_row(trial) -> dict[str, Any]:
         row["p"] = math.inf
     for name in SUMMARY_FIELDS:
         value = attrs.get(name)
-        if name in _BOOL_FIELDS:
+        if name in BOOL_FIELDS:
             row[name] = bool(value) if value is not None else False
         elif name == "device":
             row[name] = None if value is None else str(value)
@@ -231,9 +231,9 @@ def finish_trials_frame(frame: pd.DataFrame, last: pd.DataFrame | None) -> pd.Da
         frame[column] = pd.to_datetime(frame[column], format="ISO8601") if frame[column].dtype == object and \
             frame[column].map(lambda v: isinstance(v, str)).any() else pd.to_datetime(frame[column])
     frame["duration_s"] = (frame["datetime_complete"] - frame["datetime_start"]).dt.total_seconds()
-    for column in _BOOL_FIELDS:
+    for column in BOOL_FIELDS:
         frame[column] = frame[column].fillna(False).astype(bool)
-    numeric = [c for c in TRIAL_COLUMNS if c not in (*_TEXT_FIELDS, *_BOOL_FIELDS, "datetime_start",
+    numeric = [c for c in TRIAL_COLUMNS if c not in (*_TEXT_FIELDS, *BOOL_FIELDS, "datetime_start",
                                                      "datetime_complete")]
     frame[numeric] = frame[numeric].apply(pd.to_numeric, errors="coerce").astype("float64")
     frame["number"] = frame["number"].astype("int64")
@@ -350,12 +350,13 @@ def _load_sql(storage_url: str, study_name: str, with_curves: bool) -> StudyData
 
     def read(conn, engine, sid):
         directions, attrs = Q.study_header(conn, sid)
-        raw, last = sql_trials_frame(conn, sid, RUN_FIELDS, WHO, _BOOL_FIELDS)
-        info = _info(study_name, attrs, (directions or ["minimize"])[0])
+        raw, last = sql_trials_frame(conn, sid, RUN_FIELDS, WHO, BOOL_FIELDS)
+        info = study_info(study_name, attrs, (directions or ["minimize"])[0])
         frame = finish_trials_frame(raw, last)
         duplicates: list[int] = []
-        if info.kind == "replicate":  # a grid cell counts once (lpstudy.results.cells)
-            frame, _, duplicates = one_per_cell(frame)
+        cell = grid_fields(info.spec)
+        if cell:  # a grid cell counts once (lpstudy.results.cells), keyed on every gridded field
+            frame, _, duplicates = one_per_cell(frame, None, cell)
         curves, sample = _empty_curves(), CurveSample(None)
         if with_curves:
             best = ranked_frame(frame, 1)

@@ -201,8 +201,7 @@ def from_study(storage_url: str, study_name: str) -> GridTable:
     trials = data.trials.sort_values("number")
     curves = data.curves
     by_cell: dict[tuple[int, int], list] = {}
-    for row in trials.itertuples(index=False):
-        row = row._asdict()
+    for row in trials.to_dict("records"):
         optuna_params = {k[len("param_"):]: v for k, v in row.items() if k.startswith("param_")
                          and v is not None and not (isinstance(v, float) and math.isnan(v))}
         try:

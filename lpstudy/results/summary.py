@@ -34,7 +34,7 @@ class StudySummary:
 def _trials_of(conn, sid: int, ids=None, state=None) -> pd.DataFrame:
     from lpstudy.results.trial_table import sql_trials_frame
 
-    raw, last = sql_trials_frame(conn, sid, frames.RUN_FIELDS, frames.WHO, frames._BOOL_FIELDS, ids=ids, state=state)
+    raw, last = sql_trials_frame(conn, sid, frames.RUN_FIELDS, frames.WHO, frames.BOOL_FIELDS, ids=ids, state=state)
     return frames.finish_trials_frame(raw, last)
 
 
@@ -46,7 +46,7 @@ def _compute_frame(conn, sid: int) -> pd.DataFrame:
     frame = pd.DataFrame({"number": rows["number"].astype("int64"), "state": rows["state"].astype(str)})
     for name in ("steps", "wall_time_s", "max_steps"):
         frame[name] = rows[name].map(to_float).astype("float64")
-    frame["device"] = rows["device"].map(lambda text: None if text is None else str(json.loads(text)))
+    frame["device"] = rows["device"].map(lambda text: str(json.loads(text)) if isinstance(text, str) else None)
     frame["last_step"] = rows["trial_id"].map(last["last_step"]).astype("float64")
     start, end = (pd.to_datetime(rows[c], format="ISO8601") if rows[c].map(lambda v: isinstance(v, str)).any()
                   else pd.to_datetime(rows[c]) for c in ("datetime_start", "datetime_complete"))
@@ -66,7 +66,7 @@ def study_summary(storage_url: str, study_name: str) -> StudySummary | None:
 
     def read(conn, engine, sid):
         directions, attrs = Q.study_header(conn, sid)
-        info = frames._info(study_name, attrs, (directions or ["minimize"])[0])
+        info = frames.study_info(study_name, attrs, (directions or ["minimize"])[0])
         if needs_every_trial(info):
             return None
         counts = {state: 0 for state in STATES}

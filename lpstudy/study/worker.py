@@ -90,7 +90,19 @@ class StopFlag:
         self.signal: int | None = None
         self.aborting = False  # a second signal came: the worker is aborting
         self.abort_caught = False  # the worker caught the abort (or is done): later signals change nothing
+        self.redeliveries: list[threading.Timer] = []  # see _deliver_again_unless_caught
         self._event = threading.Event()
+
+    def end_redeliveries(self) -> None:
+        """No abort is sent again from now on, and one already sent has reached this process's
+        handler (which ignores it) before the caller restores the handlers it replaced: a signal
+        sent again in between would otherwise reach Python's own handler, whose KeyboardInterrupt
+        made an aborted worker exit by SIGINT (-2) instead of 130."""
+        self.abort_caught = True
+        for timer in self.redeliveries:
+            timer.cancel()
+            timer.join()
+        time.sleep(0.01)  # the main thread runs a pending signal's handler here, ours
 
     def __call__(self) -> bool:
         return self._event.is_set()
@@ -154,6 +166,7 @@ def _deliver_again_unless_caught(stop: StopFlag, signum: int) -> None:
 
     timer = threading.Timer(ABORT_REDELIVERY_S, again)
     timer.daemon = True
+    stop.redeliveries.append(timer)
     timer.start()
 
 
@@ -253,7 +266,7 @@ class Worker:
             self.say("stopped: aborted by a second signal (the trial it ran is failed and enqueued again)")
             raise
         finally:
-            self.stop.abort_caught = True  # nothing is sent again once the handlers are gone
+            self.stop.end_redeliveries()  # nothing is sent again once the handlers are gone
             sys.unraisablehook = unraisable_hook
             for sig, handler in previous.items():
                 signal.signal(sig, handler)

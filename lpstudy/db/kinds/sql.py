@@ -172,3 +172,18 @@ def _no_tables(exc: BaseException, table: str = "version_info") -> bool:
         if table in text and ("does not exist" in text or "no such table" in text):
             return True
     return False
+
+
+def seconds_between(conn, start: str, end: str) -> str:
+    """SQL for the seconds from column `start` to column `end` in the connection's dialect."""
+    if conn.dialect.name == "postgresql":
+        return f"EXTRACT(EPOCH FROM ({end} - {start}))"
+    if conn.dialect.name == "mysql":
+        return f"TIMESTAMPDIFF(MICROSECOND, {start}, {end}) / 1000000.0"
+    return f"(julianday({end}) - julianday({start})) * 86400.0"
+
+
+def without_jit(conn) -> None:
+    """PostgreSQL's JIT off for the transaction: compiling one big pivot costs more than it saves."""
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql("SET LOCAL jit = off")
