@@ -583,7 +583,7 @@ def test_a_worker_pod_waits_for_the_study_then_its_worker_exits_0_when_the_study
                                 stderr=subprocess.STDOUT)
         wait_for(lambda: f"no study named {study!r}" in log.read_text(), timeout=120, what="the init container's first try")
         assert waiting.poll() is None  # still waiting
-        create_study(url, study, "--n-trials", "2", "--set", "max_steps=20", "--set", "eval_interval=10",
+        create_study(url, study, "--n-trials", "2", "--pruner", "none", "--set", "max_steps=20", "--set", "eval_interval=10",
                      "--set", "eval_iters=2")
         assert waiting.wait(timeout=120) == 0, log.read_text()
     code, text = run_to_end(run_container(docs, job, "worker", secret, tmp_path / "pod",
