@@ -164,7 +164,7 @@ def show_problem(trials, stop: bool = True) -> bool:
     (info, or a warning when every run diverged); stop the page if `stop`. True when there was a problem."""
     from lpstudy.results.analysis import data_problem, successful
 
-    problem = data_problem(trials)
+    problem = data_problem(trials, st.session_state[STUDY_KEY])
     if problem is None:
         return False
     if len(trials) and (trials["state"] == "COMPLETE").any() and successful(trials).empty:

@@ -233,11 +233,12 @@ def test_replicate_spread_across_folds():
 # --- overview -------------------------------------------------------------------------------
 
 def test_what_the_pages_say_when_there_is_nothing_to_chart():
-    assert "no trials" in A.data_problem(trials_frame([]))
-    assert "No trial has completed" in A.data_problem(trials_frame([{"state": "RUNNING"}, {"state": "WAITING"}]))
+    assert A.data_problem(trials_frame([]), "s1") == (
+        "This study has no trials yet. Start workers with `lpstudy worker --study s1 --storage URL`.")
+    assert "No trial has completed" in A.data_problem(trials_frame([{"state": "RUNNING"}, {"state": "WAITING"}]), "s1")
     assert "Every completed trial diverged" in A.data_problem(
-        trials_frame([{"value": 4.17, "diverged": True}, {"state": "FAIL"}]))
-    assert A.data_problem(trials_frame([{"value": 1.0}])) is None
+        trials_frame([{"value": 4.17, "diverged": True}, {"state": "FAIL"}]), "s1")
+    assert A.data_problem(trials_frame([{"value": 1.0}]), "s1") is None
 
 
 def test_best_trial_ignores_diverged_and_unfinished_runs():

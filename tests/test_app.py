@@ -284,6 +284,20 @@ def test_a_study_without_a_completed_trial_says_so(tmp_path):
             assert any("No trial has completed yet (1 running, 1 waiting)" in m for m in shown["info"]), (page, shown)
 
 
+def test_a_study_without_trials_says_how_to_start_its_workers(tmp_path):
+    import optuna
+
+    url = f"sqlite:///{tmp_path / 'new.db'}"
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    optuna.create_study(storage=url, study_name="newborn")
+    for page in PAGES:
+        if page == "Compare":  # Compare shows comparisons, not the chosen study
+            continue
+        shown = messages(run_page(page, url))
+        assert not shown["exception"] and not shown["error"], (page, shown)
+        assert any("lpstudy worker --study newborn --storage URL" in m for m in shown["info"]), (page, shown)
+
+
 def test_a_study_where_every_run_diverged_warns_and_still_shows_where(tmp_path):
     url = f"sqlite:///{tmp_path / 'diverged.db'}"
     write_synthetic_study(url, "hot", n_trials=12, n_evals=6, all_diverged=True, now=NOW)

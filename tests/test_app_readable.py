@@ -152,6 +152,19 @@ def test_log_ticks_above_ten_to_the_five_are_powers_of_ten():
     assert shown[1e6] == "10⁶" and shown[1.0] == "1" and shown[100.0] == "100"
 
 
+def test_the_learning_rate_colour_bar_labels_its_ticks_as_learning_rates():
+    from lpstudy.results.charts import loss_vs_p
+
+    trials = pd.DataFrame({"number": range(4), "state": ["COMPLETE"] * 4, "value": [2.1, 2.2, 2.3, 2.4],
+                           "p": [1.0, 2.0, 3.0, 4.0], "lr": [1e-4, 3e-4, 1e-2, 4.6e-2], "gain_init": [12.0] * 4,
+                           "diverged": [False] * 4})
+    (trace,) = loss_vs_p(trials).data
+    bar = trace.marker.colorbar
+    shown = dict(zip(bar.tickvals, bar.ticktext))  # at log10(lr): 1e-4 … 1e-1
+    assert shown == {-4.0: "0.0001", -3.0: "0.001", -2.0: "0.01", -1.0: "0.1"}, shown
+    assert list(trace.marker.color) == pytest.approx([-4.0, np.log10(3e-4), -2.0, np.log10(4.6e-2)])
+
+
 def test_the_sidebar_icons_are_material_icons_not_emoji():
     from streamlit.string_util import validate_material_icon
 

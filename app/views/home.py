@@ -69,7 +69,7 @@ def overview() -> None:
     for col, (state, n) in zip(cols[1:], counts.items()):
         col.metric(state.title(), int(n))
     if trials.empty:
-        st.info(A.data_problem(trials))
+        st.info(A.data_problem(trials, study.name))
         return
 
     grid = A.grid_progress(trials, info.spec)

@@ -25,7 +25,7 @@ COLUMNS = {  # shown column: (label, Streamlit number format or None for text)
 storage, study = page("Trials", curves=False)
 trials = study.trials
 if trials.empty:
-    st.info(A.data_problem(trials))
+    st.info(A.data_problem(trials, study.name))
     st.stop()
 
 with st.container(border=True):

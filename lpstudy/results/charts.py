@@ -116,8 +116,14 @@ def _lr_colour(lr: pd.Series) -> dict:
     """Marker colours on a log scale of the learning rate; one colour when it does not vary."""
     if lr.isna().any() or lr.nunique() < 2:
         return {"color": "#1f77b4"}
-    return {"color": np.log10(lr.to_numpy(dtype="float64")), "colorscale": LR_SCALE, "showscale": True,
-            "colorbar": {"title": {"text": "lr"}, "tickprefix": "1e", "len": 0.8}}
+    exponents = np.log10(lr.to_numpy(dtype="float64"))
+    low, high = math.floor(exponents.min()), math.ceil(exponents.max())
+    ticks = [float(e) for e in range(low, high + 1)]  # the decades, labelled as on a log axis
+    if len([t for t in ticks if exponents.min() <= t <= exponents.max()]) < 2:  # less than a decade: 1, 2, 5
+        ticks = [math.log10(10.0 ** e * m) for e in range(low, high + 1) for m in (1, 2, 5)]
+    return {"color": exponents, "colorscale": LR_SCALE, "showscale": True,
+            "colorbar": {"title": {"text": "lr"}, "tickvals": ticks,
+                         "ticktext": [tick_text(10.0 ** t) for t in ticks], "len": 0.8}}
 
 
 # --- Home ------------------------------------------------------------------------------------

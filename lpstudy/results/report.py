@@ -79,7 +79,7 @@ def render_report(data: StudyData, storage_url: str, threshold: float | None = N
     trials = data.trials
     counts = A.state_counts(trials)
     best = A.best_trial(trials)
-    problem = A.data_problem(trials)
+    problem = A.data_problem(trials, data.name)
     facts = [f"storage {html.escape(redact(storage_url))}", f"kind {html.escape(data.info.kind)}",
              f"preset {html.escape(str(data.info.preset))}",
              ", ".join(f"{n} {s.lower()}" for s, n in counts.items() if n)]

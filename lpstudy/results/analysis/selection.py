@@ -29,11 +29,11 @@ def successful(trials: pd.DataFrame) -> pd.DataFrame:
     return done[done["loss"].notna()]
 
 
-def data_problem(trials: pd.DataFrame) -> str | None:
-    """Why a study has nothing to chart yet (no trials, none completed, all diverged), as one
-    sentence for the page; None when there are results."""
+def data_problem(trials: pd.DataFrame, study: str) -> str | None:
+    """Why the study named `study` has nothing to chart yet (no trials, none completed, all
+    diverged), as one sentence for the page; None when there are results."""
     if trials is None or trials.empty:
-        return "This study has no trials yet. Start workers with `lpstudy worker --study NAME`."
+        return f"This study has no trials yet. Start workers with `lpstudy worker --study {study} --storage URL`."
     counts = state_counts(trials)
     if counts["COMPLETE"] == 0:
         busy = f"{counts['RUNNING']} running, {counts['WAITING']} waiting"
