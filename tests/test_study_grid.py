@@ -56,6 +56,9 @@ def test_four_workers_on_postgres_run_each_cell_once(pg_url, tmp_path, capsys):
 def test_two_worker_processes_on_sqlite_run_each_cell_once_and_replicate_resumes(sqlite_url, tmp_path, capsys):
     code, err = _replicate(capsys, sqlite_url, "grid")
     assert code == 0, err
+    # the next command names the storage it was given (as URL: a password never shows)
+    assert "start workers anywhere: lpstudy worker --study grid --storage URL; " in err, err
+    assert "then: lpstudy status --study grid --storage URL" in err, err
     code, err = _replicate(capsys, sqlite_url, "grid")  # resumes: nothing enqueued twice
     assert code == 0 and "resumed" in err and "0 enqueued now" in err, err
     assert len(trials_of(sqlite_url, "grid")) == 12

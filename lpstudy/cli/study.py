@@ -226,8 +226,9 @@ def replicate(
         f"{result.waiting} waiting ({result.enqueued} enqueued now)")
     say(work_estimate(result.n_cells - result.done, preset, fixed, workers, devices))
     if workers == 0:
-        say(f"start workers anywhere: lpstudy worker --study {shell_quoted(study)}; "
-            f"then: lpstudy status --study {shell_quoted(study)}")
+        where = "" if storage is None and storage_file is None else " --storage URL"  # never the password
+        say(f"start workers anywhere: lpstudy worker --study {shell_quoted(study)}{where}; "
+            f"then: lpstudy status --study {shell_quoted(study)}{where}")
         return 0
     device_list = [available[i % len(available)] for i in range(workers)]
     options_w = WorkerOptions(study=study, storage=url, data=data, show_progress=not no_progress,
