@@ -38,7 +38,7 @@ def run_round(capsys, storage: str, study: str, tmp_path, create_storage: str | 
     try:
         logs = [tmp_path / f"{study}-w{i}.log" for i in range(N_WORKERS)]
         workers = [start_worker(study, storage, log=log, env=lp_env()) for log in logs]
-        codes = wait_all(workers, timeout=200)
+        codes = wait_all(workers, timeout=900)  # a hang guard only: six torch imports beside a load average of 90 took over 200 s
     finally:
         for proc in load:
             proc.kill()
