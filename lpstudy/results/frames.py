@@ -344,29 +344,42 @@ def _load_sql(storage_url: str, study_name: str, with_curves: bool) -> StudyData
     """Read the study with SQL doing the work (lpstudy.db.study_queries, lpstudy.results.trial_table):
     every trial as a row, and the curves of every trial or, in a big study, of a sample
     (lpstudy.results.curve_sample). None when SQL cannot answer (then Optuna reads)."""
-    from lpstudy.db import study_queries as Q
-    from lpstudy.results.curve_sample import CurveSample, curve_sample
-    from lpstudy.results.trial_table import sql_trials_frame
 
     def read(conn, engine, sid):
-        directions, attrs = Q.study_header(conn, sid)
-        raw, last = sql_trials_frame(conn, sid, RUN_FIELDS, WHO, BOOL_FIELDS)
-        info = study_info(study_name, attrs, (directions or ["minimize"])[0])
-        frame = finish_trials_frame(raw, last)
-        duplicates: list[int] = []
-        cell = grid_fields(info.spec)
-        if cell:  # a grid cell counts once (lpstudy.results.cells), keyed on every gridded field
-            frame, _, duplicates = one_per_cell(frame, None, cell)
-        curves, sample = _empty_curves(), CurveSample(None)
-        if with_curves:
-            best = ranked_frame(frame, 1)
-            sample = curve_sample(frame, int(best["number"].iloc[0]) if len(best) else None)
-            curves = _sql_curves(conn, engine, sid, study_name, dict(zip(frame["trial_id"], frame["number"])),
-                                 sample.trial_ids)
-        return StudyData(name=study_name, info=info, trials=frame, curves=curves, duplicates=duplicates,
-                         curve_note=sample.note)
+        return sql_study_data(conn, engine, sid, study_name, sql_trials(conn, sid), with_curves)
 
     return answer_from_sql(storage_url, study_name, read)
+
+
+def sql_trials(conn, sid: int, ids=None) -> pd.DataFrame:
+    """The trials frame of the study's trials (or of `ids`) read with SQL, before a grid's repeated
+    cells are left out."""
+    from lpstudy.results.trial_table import sql_trials_frame
+
+    raw, last = sql_trials_frame(conn, sid, RUN_FIELDS, WHO, BOOL_FIELDS, ids=ids)
+    return finish_trials_frame(raw, last)
+
+
+def sql_study_data(conn, engine, sid: int, study_name: str, frame: pd.DataFrame, with_curves: bool) -> StudyData:
+    """The StudyData of a study whose trials frame (every trial, sql_trials) is at hand: its info,
+    a grid's repeated cells left out, and the curves of every trial or of a sample."""
+    from lpstudy.db import study_queries as Q
+    from lpstudy.results.curve_sample import CurveSample, curve_sample
+
+    directions, attrs = Q.study_header(conn, sid)
+    info = study_info(study_name, attrs, (directions or ["minimize"])[0])
+    duplicates: list[int] = []
+    cell = grid_fields(info.spec)
+    if cell:  # a grid cell counts once (lpstudy.results.cells), keyed on every gridded field
+        frame, _, duplicates = one_per_cell(frame, None, cell)
+    curves, sample = _empty_curves(), CurveSample(None)
+    if with_curves:
+        best = ranked_frame(frame, 1)
+        sample = curve_sample(frame, int(best["number"].iloc[0]) if len(best) else None)
+        curves = _sql_curves(conn, engine, sid, study_name, dict(zip(frame["trial_id"], frame["number"])),
+                             sample.trial_ids)
+    return StudyData(name=study_name, info=info, trials=frame, curves=curves, duplicates=duplicates,
+                     curve_note=sample.note)
 
 
 def _sql_curves(conn, engine, sid: int, study_name: str, numbers: dict, ids) -> pd.DataFrame:
