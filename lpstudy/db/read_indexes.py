@@ -4,8 +4,12 @@ Optuna's trial_user_attributes is indexed by (trial_id, key) only: a reader that
 attributes of every trial of a study (`lpstudy status` pivots steps, wall_time_s, max_steps and
 device; the best-trial rule joins `diverged`) walks every attribute row of the study. An index on
 (key, trial_id) reads only the rows of those keys: at 100,000 trials, 400,000 index entries
-instead of 3.3 million rows for status. It is a safe addition: Optuna neither reads nor writes it
-by name, its migrations do not touch it, and a database without it reads the same, only slower.
+instead of 3.3 million rows for status. Optuna's trial_values is indexed by (trial_id, objective)
+only: the best trial (ORDER BY value, number LIMIT 1, `status` and `export`) sorted every value of
+the study; an index on (objective, value) walks the values from the lowest and stops at the first
+trial that may be best (0.2 ms instead of 2 s at 100,000 trials on a loaded machine). Both are
+safe additions: Optuna neither reads nor writes it
+by name, its migrations do not touch them, and a database without them reads the same, only slower.
 
 Made by whoever creates tables (`lpstudy create`, `replicate`, workers: beside the metrics table,
 lpstudy.db.metrics_table.ensure_metrics_table) when it is missing; building it on a big existing
@@ -22,6 +26,7 @@ from lpstudy.db.kinds.sql import create_index_sql
 # name: (Optuna's table, columns)
 READ_INDEXES: dict[str, tuple[str, tuple[str, ...]]] = {
     "lpstudy_trial_user_attributes_key": ("trial_user_attributes", ("key", "trial_id")),
+    "lpstudy_trial_values_value": ("trial_values", ("objective", "value")),
 }
 
 

@@ -28,7 +28,6 @@ import pandas as pd
 from lpstudy.db import optuna_tables
 from lpstudy.db.engines import make_engine, reading
 from lpstudy.db.metrics_table import METRICS_TABLE, read_metrics
-from lpstudy.db.optuna_storage import open_storage
 from lpstudy.db.kinds import kind_of
 from lpstudy.db.urls import redact
 from lpstudy.results.cells import grid_fields, one_per_cell
@@ -82,7 +81,10 @@ def _readonly_engine(storage_url: str):
 
 
 def _optuna_reader(storage_url: str):
-    """Optuna's storage over the database, read-only (lpstudy.db.optuna_storage)."""
+    """Optuna's storage over the database, read-only (lpstudy.db.optuna_storage; Optuna is imported
+    here, so that the readers that answer from SQL, such as `lpstudy status`, never import it)."""
+    from lpstudy.db.optuna_storage import open_storage
+
     return open_storage(storage_url, readonly=True).optuna
 
 
@@ -228,8 +230,7 @@ def finish_trials_frame(frame: pd.DataFrame, last: pd.DataFrame | None) -> pd.Da
     frame = frame[[*TRIAL_COLUMNS, *extra]]
     frame["n_evals"] = frame["n_evals"].fillna(0)
     for column in ("datetime_start", "datetime_complete"):
-        frame[column] = pd.to_datetime(frame[column], format="ISO8601") if frame[column].dtype == object and \
-            frame[column].map(lambda v: isinstance(v, str)).any() else pd.to_datetime(frame[column])
+        frame[column] = to_datetimes(frame[column])
     frame["duration_s"] = (frame["datetime_complete"] - frame["datetime_start"]).dt.total_seconds()
     for column in BOOL_FIELDS:
         frame[column] = frame[column].fillna(False).astype(bool)
@@ -239,6 +240,15 @@ def finish_trials_frame(frame: pd.DataFrame, last: pd.DataFrame | None) -> pd.Da
     frame["number"] = frame["number"].astype("int64")
     frame["trial_id"] = frame["trial_id"].astype("int64")
     return frame.sort_values("number", ignore_index=True)
+
+
+def to_datetimes(column: pd.Series) -> pd.Series:
+    """Optuna's trial times as datetimes: SQLite gives ISO 8601 texts, PostgreSQL datetimes (a column
+    of one kind: one database's; its first value tells which, instead of a test per row)."""
+    present = column.dropna()
+    if column.dtype == object and len(present) and isinstance(present.iloc[0], str):
+        return pd.to_datetime(column, format="ISO8601")
+    return pd.to_datetime(column)
 
 
 def load_trials(storage_url: str, study_name: str) -> pd.DataFrame:

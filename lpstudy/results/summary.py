@@ -51,10 +51,10 @@ def _compute_frame(conn, sid: int) -> pd.DataFrame:
     last = pd.concat([Q.last_evaluations(conn, sid, ids=chunk, counts=False) for chunk in Q.in_chunks(unknown)]
                      or [pd.DataFrame(columns=["trial_id", "last_step"])])
     last = last[["trial_id", "last_step"]].set_index("trial_id")
-    frame["device"] = rows["device"].map(lambda text: str(json.loads(text)) if isinstance(text, str) else None)
+    devices = {text: str(json.loads(text)) for text in rows["device"].dropna().unique()}  # each text decoded once
+    frame["device"] = rows["device"].map(devices).astype(object).where(rows["device"].notna(), None)
     frame["last_step"] = rows["trial_id"].map(last["last_step"]).astype("float64")
-    start, end = (pd.to_datetime(rows[c], format="ISO8601") if rows[c].map(lambda v: isinstance(v, str)).any()
-                  else pd.to_datetime(rows[c]) for c in ("datetime_start", "datetime_complete"))
+    start, end = (frames.to_datetimes(rows[c]) for c in ("datetime_start", "datetime_complete"))
     frame["duration_s"] = (end - start).dt.total_seconds()
     return frame
 

@@ -50,20 +50,29 @@ def _decoded(texts: pd.Series, convert: Callable[[Any], Any]) -> list:
     return [missing if text is None or text is np.nan else table[text] for text in texts.to_numpy(dtype=object)]
 
 
+def _external_values(dist_json: str, internal: np.ndarray) -> list:
+    """Optuna's internal parameter values (floats) as the values the trial saw, for one distribution
+    in Optuna's JSON ({"name": ..., "attributes": ...}): a categorical's choice by index, an int
+    distribution's integer, else the float. Read here rather than through
+    optuna.distributions.json_to_distribution, so that reading a study from SQL (`lpstudy status`)
+    does not import Optuna (a third of a second); every distribution name Optuna writes or reads
+    (the current ones and the deprecated Uniform, LogUniform, DiscreteUniform, IntUniform and
+    IntLogUniform) is covered, and the tests compare the frame with Optuna's own reading."""
+    dist = json.loads(dist_json)
+    name = dist.get("name", "")
+    if name == "CategoricalDistribution":
+        choices = dist["attributes"]["choices"]
+        return [choices[int(v)] for v in internal]
+    if name.startswith("Int"):
+        return [int(v) for v in internal]
+    return [float(v) for v in internal]
+
+
 def _external_params(rows: pd.DataFrame) -> dict[int, dict[str, Any]]:
     """{trial_id: {name: external value}} of param_rows, mapped once per distribution."""
-    from optuna.distributions import CategoricalDistribution, IntDistribution, json_to_distribution
-
     out: dict[int, dict[str, Any]] = {}
     for dist_json, group in rows.groupby("distribution_json", sort=False):
-        dist = json_to_distribution(dist_json)
-        internal = group["param_value"].to_numpy(dtype="float64")
-        if isinstance(dist, CategoricalDistribution):
-            values = [dist.choices[int(v)] for v in internal]
-        elif isinstance(dist, IntDistribution):
-            values = [int(v) for v in internal]
-        else:
-            values = [float(v) for v in internal]
+        values = _external_values(dist_json, group["param_value"].to_numpy(dtype="float64"))
         for tid, name, value in zip(group["trial_id"].to_numpy(), group["param_name"].to_numpy(), values):
             out.setdefault(int(tid), {})[name] = value
     return out
