@@ -264,6 +264,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--page-timeout", type=float, default=180.0)
     parser.add_argument("--od-timeout", type=float, default=120.0)
     parser.add_argument("--no-pages", action="store_true")
+    parser.add_argument("--pages-for", default="before,after",
+                        help="whose dashboard is timed (e.g. after: the before code's pages at 100,000 trials "
+                             "take most of an hour on a loaded machine)")
     parser.add_argument("--screenshots", type=Path, default=ROOT / "test-artifacts" / "screenshots")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     args = parser.parse_args(argv)
@@ -300,7 +303,7 @@ def main(argv: list[str] | None = None) -> dict:
                             print(f"    indexes built: {indexes}", file=sys.stderr)
                         load_before = Path("/proc/loadavg").read_text().split()[:3]
                         entry[label] = time_commands(code, url, workdir)
-                        if not args.no_pages:
+                        if not args.no_pages and label in args.pages_for.split(","):
                             shots = args.screenshots if n == 10_000 and label == "after" else None
                             entry[label]["pages"] = time_dashboard(code, url, browser, args.page_timeout, shots,
                                                                    f"scale_{backend}_{n}")

@@ -31,10 +31,10 @@ READ_INDEXES: dict[str, tuple[str, tuple[str, ...]]] = {
 
 
 def ensure_read_indexes(engine: Engine) -> None:
-    """Create the missing READ_INDEXES; safe to call from many workers at once (one that lost the race
-    to create an index finds it made)."""
+    """Create the missing READ_INDEXES on the Optuna tables the database has; safe to call from many
+    workers at once (one that lost the race to create an index finds it made)."""
     for name, (table, columns) in READ_INDEXES.items():
-        if _has_index(engine, table, name):
+        if not sa.inspect(engine).has_table(table) or _has_index(engine, table, name):
             continue  # checked first: CREATE INDEX IF NOT EXISTS would still lock the table on PostgreSQL
         try:
             with engine.begin() as conn:

@@ -165,8 +165,13 @@ def trial_rows(conn: Connection, sid: int, attr_keys: Sequence[str], ids: Sequen
         f"WHERE t.study_id = :sid{where} GROUP BY t.trial_id ORDER BY min(t.number)"), conn,
         params={"sid": sid, **params, **key_params})
     frame.columns = [c[2:] if c.startswith("a_") and c[2:] in keys else c for c in frame.columns]
-    frame["state"] = frame["state"].map(_state)
+    frame["state"] = _states(frame["state"])
     return frame
+
+
+def _states(column: pd.Series) -> pd.Series:
+    """Optuna's states as names (COMPLETE, ...), each distinct value turned once."""
+    return column.map({value: _state(value) for value in column.dropna().unique()})
 
 
 def param_rows(conn: Connection, sid: int, ids: Sequence[int] | None = None,

@@ -41,10 +41,12 @@ def _trials_of(conn, sid: int, ids=None, state=None) -> pd.DataFrame:
 def _compute_frame(conn, sid: int) -> pd.DataFrame:
     """Every trial's columns that results.compute reads (state, steps, wall_time_s, max_steps,
     device, last_step, duration_s), pivoted from four attributes instead of the whole trials frame."""
+    from lpstudy.results.trial_table import numbers_of
+
     rows = Q.trial_rows(conn, sid, ["steps", "wall_time_s", "max_steps", "device"])
     frame = pd.DataFrame({"number": rows["number"].astype("int64"), "state": rows["state"].astype(str)})
     for name in ("steps", "wall_time_s", "max_steps"):
-        frame[name] = rows[name].map(to_float).astype("float64")
+        frame[name] = numbers_of(rows[name], to_float)
     # compute.per_trial reads last_step only where `steps` is not a positive number (a running trial,
     # one killed before its summary): the last evaluations of those trials only, by index lookups
     unknown = rows.loc[~(frame["steps"] > 0) & frame["state"].isin(SPENT_STATES), "trial_id"].astype(int).tolist()

@@ -31,7 +31,7 @@ def _loads(text: Any) -> Any:
         return text
 
 
-def _numbers(texts: pd.Series, convert: Callable[[Any], float]) -> np.ndarray:
+def numbers_of(texts: pd.Series, convert: Callable[[Any], float]) -> np.ndarray:
     """JSON texts as floats, as convert(json.loads(text)) gives them: numbers parsed in one vectorised
     pass (pandas parses a JSON number's text to the same float as Python), the JSON decoder only for
     the rest (null, "inf", true, ...)."""
@@ -104,7 +104,7 @@ def sql_trials_frame(conn: Connection, sid: int, run_fields: Sequence, who: Sequ
     for f in run_fields:  # the trial's attribute, else its parameter (trials older than the attribute)
         convert = read_p if f.type is P else to_float
         texts = rows[f.name]
-        column = _numbers(texts, convert)
+        column = numbers_of(texts, convert)
         absent = (texts.isna() | (texts == "null")).to_numpy()  # JSON's null is the text null
         for i in np.flatnonzero(absent):
             column[i] = convert(per_trial[i].get(f.name))
@@ -119,10 +119,10 @@ def sql_trials_frame(conn: Connection, sid: int, run_fields: Sequence, who: Sequ
         elif name == "device":
             frame[name] = _decoded(rows[name], lambda v: None if v is None else str(v))
         else:
-            frame[name] = _numbers(rows[name], to_float)
+            frame[name] = numbers_of(rows[name], to_float)
     for name in who:
         if name == "pid":
-            frame[name] = _numbers(rows[name], to_float)
+            frame[name] = numbers_of(rows[name], to_float)
         else:
             frame[name] = _decoded(rows[name], lambda v: None if v is None else str(v))
     frame["datetime_start"] = rows["datetime_start"]
