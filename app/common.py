@@ -57,11 +57,21 @@ def cached_fingerprint(storage_url: str, study_name: str):
     return fingerprint if fingerprint is not None else ("slot", int(time.time() // CACHE_TTL_S))
 
 
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _live_study(storage_url: str, study_name: str):
+    """The server's one copy of the study (lpstudy.results.live_study): read fully once, then only
+    its unfinished and new trials whenever its fingerprint changes."""
+    from lpstudy.results.live_study import LiveStudy
+
+    return LiveStudy(storage_url, study_name)
+
+
 @st.cache_data(ttl=STUDY_TTL_S, max_entries=8, show_spinner="Reading the study…")
 def _cached_study_version(storage_url: str, study_name: str, curves: bool, fingerprint):
     from lpstudy.results.frames import load_study
 
-    return load_study(storage_url, study_name, curves=curves)
+    data = _live_study(storage_url, study_name).read(curves)
+    return data if data is not None else load_study(storage_url, study_name, curves=curves)
 
 
 def cached_study(storage_url: str, study_name: str, curves: bool = True):

@@ -12,7 +12,9 @@ writes), then timed, in one run:
     its processes);
   - optuna-dashboard's study page (its history plot drawn), the same way, up to --od-timeout.
 --before DIR times the same commands and pages with another checkout's code (e.g. `git archive main`
-unpacked in DIR) beside this one, so that before and after are measured side by side.
+unpacked in DIR) beside this one, so that before and after are measured side by side: "after" runs
+on the database with the indexes lpstudy adds (lpstudy.db.read_indexes: built first, their build
+time recorded as index_build_s), "before" without them, as that code leaves the database.
 
     python benchmarks/bench_scale.py --sizes 1000,10000,100000 --backends postgresql,sqlite
     python benchmarks/bench_scale.py --sizes 10000 --before /tmp/main-code --json out.json
@@ -190,6 +192,34 @@ def time_optuna_dashboard(url: str, browser, timeout_s: float) -> dict:
         stop(server)
 
 
+def set_read_indexes(url: str, present: bool) -> dict:
+    """The indexes lpstudy adds to Optuna's tables (lpstudy.db.read_indexes) made (present: as this
+    code's first worker or `create` makes them) or dropped (as the database of a checkout without
+    them is); {index: seconds to build} of those built now."""
+    import sqlalchemy as sa
+
+    from lpstudy.db.read_indexes import READ_INDEXES, ensure_read_indexes
+
+    engine = sa.create_engine(url)
+    built = {}
+    try:
+        existing = {i["name"] for table, _ in READ_INDEXES.values() for i in sa.inspect(engine).get_indexes(table)}
+        if present:
+            started = time.perf_counter()
+            ensure_read_indexes(engine)
+            if set(READ_INDEXES) - existing:
+                built = {"all": round(time.perf_counter() - started, 2)}
+            with engine.begin() as conn:
+                conn.exec_driver_sql("ANALYZE")
+        else:
+            with engine.begin() as conn:
+                for name in set(READ_INDEXES) & existing:
+                    conn.exec_driver_sql(f"DROP INDEX {name}")
+    finally:
+        engine.dispose()
+    return built
+
+
 def study_url(backend: str, n: int, workdir: Path, pg) -> str:
     """The database of the N-trial study (written if absent)."""
     from scale_study import write_scale_study
@@ -234,6 +264,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--page-timeout", type=float, default=180.0)
     parser.add_argument("--od-timeout", type=float, default=120.0)
     parser.add_argument("--no-pages", action="store_true")
+    parser.add_argument("--pages-for", default="before,after",
+                        help="whose dashboard is timed (e.g. after: the before code's pages at 100,000 trials "
+                             "take most of an hour on a loaded machine)")
     parser.add_argument("--screenshots", type=Path, default=ROOT / "test-artifacts" / "screenshots")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     args = parser.parse_args(argv)
@@ -248,9 +281,8 @@ def main(argv: list[str] | None = None) -> dict:
 
         pg["server"] = ThrowawayPostgres().start()
         pg["url"] = pg["server"].url()
-    codes = {"after": ROOT}
-    if args.before is not None:
-        codes["before"] = args.before.resolve()
+    codes = {"before": args.before.resolve()} if args.before is not None else {}
+    codes["after"] = ROOT
     results: dict = {}
     try:
         from playwright.sync_api import sync_playwright
@@ -265,11 +297,17 @@ def main(argv: list[str] | None = None) -> dict:
                         if label == "before" and str(n) not in args.before_sizes.split(","):
                             continue
                         print(f"{backend} {n} trials, {label}:", file=sys.stderr)
+                        indexes = set_read_indexes(url, label == "after")
+                        if indexes:
+                            entry.setdefault("index_build_s", indexes)
+                            print(f"    indexes built: {indexes}", file=sys.stderr)
+                        load_before = Path("/proc/loadavg").read_text().split()[:3]
                         entry[label] = time_commands(code, url, workdir)
-                        if not args.no_pages:
+                        if not args.no_pages and label in args.pages_for.split(","):
                             shots = args.screenshots if n == 10_000 and label == "after" else None
                             entry[label]["pages"] = time_dashboard(code, url, browser, args.page_timeout, shots,
                                                                    f"scale_{backend}_{n}")
+                        entry[label]["load_average"] = [load_before, Path("/proc/loadavg").read_text().split()[:3]]
                     if not args.no_pages:
                         entry["optuna_dashboard"] = time_optuna_dashboard(url, browser, args.od_timeout)
                         print(f"  optuna-dashboard: {entry['optuna_dashboard']}", file=sys.stderr)

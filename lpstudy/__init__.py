@@ -6,11 +6,19 @@ data, trainer) ← study/ (space, spec, objective, workers) → db/ (the one sto
 lpstudy imports no torch: only model/ and training's trainer, data and artifacts do.
 """
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("lpstudy")
-except PackageNotFoundError:  # running from a source tree that is not installed
-    __version__ = "0.0.0+local"
-
 __all__ = ["__version__"]
+
+
+def __getattr__(name: str) -> str:
+    """`lpstudy.__version__`, looked up in the installed package's metadata when first asked for:
+    importlib.metadata costs about a tenth of a second, which every command paid on start."""
+    if name != "__version__":
+        raise AttributeError(f"module 'lpstudy' has no attribute {name!r}")
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        found = version("lpstudy")
+    except PackageNotFoundError:  # running from a source tree that is not installed
+        found = "0.0.0+local"
+    globals()["__version__"] = found
+    return found

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from lpstudy.results import frames
+from lpstudy.results.compute import compute_summary
 from lpstudy.results.export import export_text
 from lpstudy.results.status import study_status
 from lpstudy.results.summary import study_summary
@@ -54,6 +55,8 @@ def check_reads(url: str, name: str) -> None:
     fast = frames.load_study(url, name)
     slow = frames.load_study(url, name, via_optuna=True)  # Optuna's API, every attribute decoded one by one
     pd.testing.assert_frame_equal(fast.trials, slow.trials, check_exact=True)
+    summary = study_summary(url, name)  # the compute line: four attributes, last steps only where needed
+    assert summary.compute == compute_summary(slow.trials)
     if fast.curve_note is None:
         pd.testing.assert_frame_equal(fast.curves, slow.curves, check_exact=True)
 
@@ -134,3 +137,53 @@ def test_a_big_study_reads_the_curves_of_a_sample_and_says_so(sqlite_url, monkey
     one = frames.trial_curves(sqlite_url, "big", [int(best["number"])])
     pd.testing.assert_frame_equal(one, full.curves[full.curves["trial_number"] == best["number"]].reset_index(drop=True),
                                   check_exact=True)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_live_study_read_again_incrementally_equals_a_full_read(backend, request):
+    """The dashboard's copy of a live study (lpstudy.results.live_study) reads only the trials that were
+    unfinished and the new ones; after trials changed state and new ones arrived it equals a full read,
+    and a full read through Optuna's API."""
+    from lpstudy.results.live_study import LiveStudy
+
+    url = request.getfixturevalue("sqlite_url" if backend == "sqlite" else "pg_url")
+    write_synthetic_study(url, "live", n_trials=40, n_evals=4, seed=21, now=NOW)  # RUNNING, WAITING, every state
+    live = LiveStudy(url, "live")
+    first = live.read()
+    assert live.last_read == ("full", 40)
+    pd.testing.assert_frame_equal(first.trials, frames.load_study(url, "live").trials, check_exact=True)
+    study = optuna.load_study(study_name="live", storage=url)
+    before = {t.number: t.state.name for t in study.get_trials(deepcopy=False)}
+    running = [n for n, s in before.items() if s == "RUNNING"]
+    waiting = [n for n, s in before.items() if s == "WAITING"]
+    assert len(running) >= 2 and waiting
+    assert live.read().trials.equals(first.trials) and live.last_read == ("incremental", len(running) + len(waiting))
+
+    ids = {t.number: t._trial_id for t in study.get_trials(deepcopy=False)}
+    storage = study._storage
+    storage.set_trial_user_attr(ids[running[0]], "steps", 999)  # a running trial goes on, then completes
+    storage.set_trial_intermediate_value(ids[running[0]], 999, 0.25)
+    study.tell(running[0], 1.5)
+    study.tell(running[1], state=optuna.trial.TrialState.FAIL)  # another fails
+    claimed = study.ask()  # a waiting cell is claimed: RUNNING now, with its parameters
+    assert claimed.number == waiting[0]
+    claimed.report(2.0, step=7)
+    fresh = study.ask({"lr": optuna.distributions.FloatDistribution(1e-5, 1e-2, log=True)})  # a new trial
+    fresh.set_user_attr("p", 3.5)
+    study.tell(fresh, 0.125)
+    study.enqueue_trial({"p": 1.25, "lr": 1e-3})  # a new waiting cell
+    changed = live.read()
+    n_open = len(running) + len(waiting)
+    assert live.last_read == ("incremental", n_open + 2)
+    full = frames.load_study(url, "live")
+    pd.testing.assert_frame_equal(changed.trials, full.trials, check_exact=True)
+    pd.testing.assert_frame_equal(changed.curves, full.curves, check_exact=True)
+    pd.testing.assert_frame_equal(changed.trials, frames.load_study(url, "live", via_optuna=True).trials,
+                                  check_exact=True)
+    row = changed.trials.set_index("number")
+    assert row.loc[running[0], "state"] == "COMPLETE" and row.loc[running[0], "value"] == 1.5
+    assert row.loc[running[0], "last_step"] == 999 and row.loc[running[0], "steps"] == 999
+    assert row.loc[running[1], "state"] == "FAIL" and row.loc[waiting[0], "state"] == "RUNNING"
+    assert row.loc[fresh.number, "p"] == 3.5 and len(changed.trials) == 42
+    live.read()  # the trials finished by now are no longer read
+    assert live.last_read == ("incremental", n_open - 2 + 1)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from lpstudy.db.read_indexes import ensure_read_indexes
 from lpstudy.training.metrics import METRIC_FIELDS, MetricRecord
 from lpstudy.values import finite_or_none
 
@@ -29,8 +30,8 @@ metrics_table = sa.Table(
 
 def ensure_metrics_table(engine: Engine) -> None:
     """Create the metrics table if it is not there, and add the columns of metrics that a table made
-    by an older lpstudy lacks (nullable floats: its old rows read as NaN); safe to call from many
-    workers at once."""
+    by an older lpstudy lacks (nullable floats: its old rows read as NaN), and the indexes of
+    lpstudy.db.read_indexes; safe to call from many workers at once."""
     try:
         metadata.create_all(engine, checkfirst=True)
     except sa.exc.OperationalError:
@@ -45,6 +46,7 @@ def ensure_metrics_table(engine: Engine) -> None:
         except (sa.exc.OperationalError, sa.exc.ProgrammingError):
             if name in missing_columns(engine):  # not a race with another worker that added it
                 raise
+    ensure_read_indexes(engine)  # the indexes lpstudy's readers use on Optuna's tables
 
 
 def missing_columns(engine: Engine) -> list[str]:

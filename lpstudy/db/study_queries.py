@@ -25,7 +25,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from lpstudy.db.optuna_tables import SchemaMismatch, _loads
-from lpstudy.db.kinds.sql import seconds_between, without_jit
+from lpstudy.db.kinds.sql import last_evaluation_join, seconds_between, without_jit
 
 # JSON texts a falsy `diverged` attribute can hold (bool(json.loads(text)) is False)
 _FALSY_JSON = ("false", "null", "0", "0.0", '""', "[]", "{}")
@@ -84,6 +84,14 @@ def diverged_count(conn: Connection, sid: int) -> int:
         "SELECT count(*) FROM trials t JOIN trial_user_attributes d ON d.trial_id = t.trial_id "
         f"AND d.key = 'diverged' WHERE t.study_id = :sid AND t.state = 'COMPLETE' AND NOT {_NOT_DIVERGED}"),
         {"sid": sid}).scalar_one())
+
+
+IDS_PER_QUERY = 2000  # trial ids in one IN (...) list (SQLite allows 32,766 parameters a statement)
+
+
+def in_chunks(ids: Sequence[int]) -> list[Sequence[int]]:
+    """ids in lists of at most IDS_PER_QUERY, for one query each."""
+    return [ids[i:i + IDS_PER_QUERY] for i in range(0, len(ids), IDS_PER_QUERY)]
 
 
 _CANDIDATE_JOINS = ("JOIN trial_values v ON v.trial_id = t.trial_id AND v.objective = 0 "
@@ -157,8 +165,13 @@ def trial_rows(conn: Connection, sid: int, attr_keys: Sequence[str], ids: Sequen
         f"WHERE t.study_id = :sid{where} GROUP BY t.trial_id ORDER BY min(t.number)"), conn,
         params={"sid": sid, **params, **key_params})
     frame.columns = [c[2:] if c.startswith("a_") and c[2:] in keys else c for c in frame.columns]
-    frame["state"] = frame["state"].map(_state)
+    frame["state"] = _states(frame["state"])
     return frame
+
+
+def _states(column: pd.Series) -> pd.Series:
+    """Optuna's states as names (COMPLETE, ...), each distinct value turned once."""
+    return column.map({value: _state(value) for value in column.dropna().unique()})
 
 
 def param_rows(conn: Connection, sid: int, ids: Sequence[int] | None = None,
@@ -185,14 +198,16 @@ def system_attr_rows(conn: Connection, sid: int, keys_like: Sequence[str], ids: 
 
 
 def last_evaluations(conn: Connection, sid: int, ids: Sequence[int] | None = None,
-                     state: str | None = None) -> pd.DataFrame:
-    """Per trial with an intermediate value: last_step, its value and type, and n_evals."""
+                     state: str | None = None, counts: bool = True) -> pd.DataFrame:
+    """Per trial with an intermediate value: last_step, its value and type, and (with counts)
+    n_evals. The last one by an index lookup per trial (lpstudy.db.kinds.sql.last_evaluation_join),
+    the count by a count over the trial's (trial_id, step) index entries."""
     where, params = _where(ids, state)
+    count = (", (SELECT count(*) FROM trial_intermediate_values c WHERE c.trial_id = t.trial_id) AS n_evals"
+             if counts else "")
     return pd.read_sql(sa.text(
-        "SELECT i.trial_id, i.step AS last_step, i.intermediate_value, i.intermediate_value_type, c.n AS n_evals "
-        "FROM trial_intermediate_values i JOIN (SELECT x.trial_id, max(x.step) AS top, count(*) AS n "
-        "FROM trial_intermediate_values x JOIN trials t ON t.trial_id = x.trial_id "
-        f"WHERE t.study_id = :sid{where} GROUP BY x.trial_id) c ON c.trial_id = i.trial_id AND i.step = c.top"),
+        f"SELECT t.trial_id, l.step AS last_step, l.intermediate_value, l.intermediate_value_type{count} "
+        f"FROM trials t {last_evaluation_join(conn)} WHERE t.study_id = :sid{where}"),
         conn, params={"sid": sid, **params})
 
 

@@ -28,7 +28,6 @@ import pandas as pd
 from lpstudy.db import optuna_tables
 from lpstudy.db.engines import make_engine, reading
 from lpstudy.db.metrics_table import METRICS_TABLE, read_metrics
-from lpstudy.db.optuna_storage import open_storage
 from lpstudy.db.kinds import kind_of
 from lpstudy.db.urls import redact
 from lpstudy.results.cells import grid_fields, one_per_cell
@@ -82,7 +81,10 @@ def _readonly_engine(storage_url: str):
 
 
 def _optuna_reader(storage_url: str):
-    """Optuna's storage over the database, read-only (lpstudy.db.optuna_storage)."""
+    """Optuna's storage over the database, read-only (lpstudy.db.optuna_storage; Optuna is imported
+    here, so that the readers that answer from SQL, such as `lpstudy status`, never import it)."""
+    from lpstudy.db.optuna_storage import open_storage
+
     return open_storage(storage_url, readonly=True).optuna
 
 
@@ -228,8 +230,7 @@ def finish_trials_frame(frame: pd.DataFrame, last: pd.DataFrame | None) -> pd.Da
     frame = frame[[*TRIAL_COLUMNS, *extra]]
     frame["n_evals"] = frame["n_evals"].fillna(0)
     for column in ("datetime_start", "datetime_complete"):
-        frame[column] = pd.to_datetime(frame[column], format="ISO8601") if frame[column].dtype == object and \
-            frame[column].map(lambda v: isinstance(v, str)).any() else pd.to_datetime(frame[column])
+        frame[column] = to_datetimes(frame[column])
     frame["duration_s"] = (frame["datetime_complete"] - frame["datetime_start"]).dt.total_seconds()
     for column in BOOL_FIELDS:
         frame[column] = frame[column].fillna(False).astype(bool)
@@ -239,6 +240,15 @@ def finish_trials_frame(frame: pd.DataFrame, last: pd.DataFrame | None) -> pd.Da
     frame["number"] = frame["number"].astype("int64")
     frame["trial_id"] = frame["trial_id"].astype("int64")
     return frame.sort_values("number", ignore_index=True)
+
+
+def to_datetimes(column: pd.Series) -> pd.Series:
+    """Optuna's trial times as datetimes: SQLite gives ISO 8601 texts, PostgreSQL datetimes (a column
+    of one kind: one database's; its first value tells which, instead of a test per row)."""
+    present = column.dropna()
+    if column.dtype == object and len(present) and isinstance(present.iloc[0], str):
+        return pd.to_datetime(column, format="ISO8601")
+    return pd.to_datetime(column)
 
 
 def load_trials(storage_url: str, study_name: str) -> pd.DataFrame:
@@ -344,29 +354,42 @@ def _load_sql(storage_url: str, study_name: str, with_curves: bool) -> StudyData
     """Read the study with SQL doing the work (lpstudy.db.study_queries, lpstudy.results.trial_table):
     every trial as a row, and the curves of every trial or, in a big study, of a sample
     (lpstudy.results.curve_sample). None when SQL cannot answer (then Optuna reads)."""
-    from lpstudy.db import study_queries as Q
-    from lpstudy.results.curve_sample import CurveSample, curve_sample
-    from lpstudy.results.trial_table import sql_trials_frame
 
     def read(conn, engine, sid):
-        directions, attrs = Q.study_header(conn, sid)
-        raw, last = sql_trials_frame(conn, sid, RUN_FIELDS, WHO, BOOL_FIELDS)
-        info = study_info(study_name, attrs, (directions or ["minimize"])[0])
-        frame = finish_trials_frame(raw, last)
-        duplicates: list[int] = []
-        cell = grid_fields(info.spec)
-        if cell:  # a grid cell counts once (lpstudy.results.cells), keyed on every gridded field
-            frame, _, duplicates = one_per_cell(frame, None, cell)
-        curves, sample = _empty_curves(), CurveSample(None)
-        if with_curves:
-            best = ranked_frame(frame, 1)
-            sample = curve_sample(frame, int(best["number"].iloc[0]) if len(best) else None)
-            curves = _sql_curves(conn, engine, sid, study_name, dict(zip(frame["trial_id"], frame["number"])),
-                                 sample.trial_ids)
-        return StudyData(name=study_name, info=info, trials=frame, curves=curves, duplicates=duplicates,
-                         curve_note=sample.note)
+        return sql_study_data(conn, engine, sid, study_name, sql_trials(conn, sid), with_curves)
 
     return answer_from_sql(storage_url, study_name, read)
+
+
+def sql_trials(conn, sid: int, ids=None) -> pd.DataFrame:
+    """The trials frame of the study's trials (or of `ids`) read with SQL, before a grid's repeated
+    cells are left out."""
+    from lpstudy.results.trial_table import sql_trials_frame
+
+    raw, last = sql_trials_frame(conn, sid, RUN_FIELDS, WHO, BOOL_FIELDS, ids=ids)
+    return finish_trials_frame(raw, last)
+
+
+def sql_study_data(conn, engine, sid: int, study_name: str, frame: pd.DataFrame, with_curves: bool) -> StudyData:
+    """The StudyData of a study whose trials frame (every trial, sql_trials) is at hand: its info,
+    a grid's repeated cells left out, and the curves of every trial or of a sample."""
+    from lpstudy.db import study_queries as Q
+    from lpstudy.results.curve_sample import CurveSample, curve_sample
+
+    directions, attrs = Q.study_header(conn, sid)
+    info = study_info(study_name, attrs, (directions or ["minimize"])[0])
+    duplicates: list[int] = []
+    cell = grid_fields(info.spec)
+    if cell:  # a grid cell counts once (lpstudy.results.cells), keyed on every gridded field
+        frame, _, duplicates = one_per_cell(frame, None, cell)
+    curves, sample = _empty_curves(), CurveSample(None)
+    if with_curves:
+        best = ranked_frame(frame, 1)
+        sample = curve_sample(frame, int(best["number"].iloc[0]) if len(best) else None)
+        curves = _sql_curves(conn, engine, sid, study_name, dict(zip(frame["trial_id"], frame["number"])),
+                             sample.trial_ids)
+    return StudyData(name=study_name, info=info, trials=frame, curves=curves, duplicates=duplicates,
+                     curve_note=sample.note)
 
 
 def _sql_curves(conn, engine, sid: int, study_name: str, numbers: dict, ids) -> pd.DataFrame:

@@ -14,7 +14,7 @@ import pandas as pd
 
 from lpstudy.db import study_queries as Q
 from lpstudy.results import frames
-from lpstudy.results.compute import compute_summary
+from lpstudy.results.compute import SPENT_STATES, compute_summary
 from lpstudy.values import STATES, to_float
 
 
@@ -41,15 +41,22 @@ def _trials_of(conn, sid: int, ids=None, state=None) -> pd.DataFrame:
 def _compute_frame(conn, sid: int) -> pd.DataFrame:
     """Every trial's columns that results.compute reads (state, steps, wall_time_s, max_steps,
     device, last_step, duration_s), pivoted from four attributes instead of the whole trials frame."""
+    from lpstudy.results.trial_table import numbers_of
+
     rows = Q.trial_rows(conn, sid, ["steps", "wall_time_s", "max_steps", "device"])
-    last = Q.last_evaluations(conn, sid)[["trial_id", "last_step"]].set_index("trial_id")
     frame = pd.DataFrame({"number": rows["number"].astype("int64"), "state": rows["state"].astype(str)})
     for name in ("steps", "wall_time_s", "max_steps"):
-        frame[name] = rows[name].map(to_float).astype("float64")
-    frame["device"] = rows["device"].map(lambda text: str(json.loads(text)) if isinstance(text, str) else None)
+        frame[name] = numbers_of(rows[name], to_float)
+    # compute.per_trial reads last_step only where `steps` is not a positive number (a running trial,
+    # one killed before its summary): the last evaluations of those trials only, by index lookups
+    unknown = rows.loc[~(frame["steps"] > 0) & frame["state"].isin(SPENT_STATES), "trial_id"].astype(int).tolist()
+    last = pd.concat([Q.last_evaluations(conn, sid, ids=chunk, counts=False) for chunk in Q.in_chunks(unknown)]
+                     or [pd.DataFrame(columns=["trial_id", "last_step"])])
+    last = last[["trial_id", "last_step"]].set_index("trial_id")
+    devices = {text: str(json.loads(text)) for text in rows["device"].dropna().unique()}  # each text decoded once
+    frame["device"] = rows["device"].map(devices).astype(object).where(rows["device"].notna(), None)
     frame["last_step"] = rows["trial_id"].map(last["last_step"]).astype("float64")
-    start, end = (pd.to_datetime(rows[c], format="ISO8601") if rows[c].map(lambda v: isinstance(v, str)).any()
-                  else pd.to_datetime(rows[c]) for c in ("datetime_start", "datetime_complete"))
+    start, end = (frames.to_datetimes(rows[c]) for c in ("datetime_start", "datetime_complete"))
     frame["duration_s"] = (end - start).dt.total_seconds()
     return frame
 

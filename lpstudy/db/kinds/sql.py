@@ -187,3 +187,27 @@ def without_jit(conn) -> None:
     """PostgreSQL's JIT off for the transaction: compiling one big pivot costs more than it saves."""
     if conn.dialect.name == "postgresql":
         conn.exec_driver_sql("SET LOCAL jit = off")
+
+
+def last_evaluation_join(conn, trials: str = "t", last: str = "l") -> str:
+    """SQL that joins each trial of the alias `trials` to its last evaluation, the alias `last` with
+    the columns step, intermediate_value and intermediate_value_type of Optuna's
+    trial_intermediate_values row with the trial's highest step; trials without one are left out.
+    Each trial's row is found through the (trial_id, step) index (the newest entry of the trial),
+    so the work is one index lookup per trial read, not a GROUP BY over every evaluation of the
+    study. PostgreSQL (and MySQL 8): a LATERAL subquery with ORDER BY step DESC LIMIT 1; SQLite: a
+    correlated max(step), which SQLite answers from the same index."""
+    if conn.dialect.name in ("postgresql", "mysql"):
+        return (f"JOIN LATERAL (SELECT e.step, e.intermediate_value, e.intermediate_value_type "
+                f"FROM trial_intermediate_values e WHERE e.trial_id = {trials}.trial_id "
+                f"ORDER BY e.step DESC LIMIT 1) {last} ON TRUE")
+    return (f"JOIN trial_intermediate_values {last} ON {last}.trial_id = {trials}.trial_id AND {last}.step = "
+            f"(SELECT max(e.step) FROM trial_intermediate_values e WHERE e.trial_id = {trials}.trial_id)")
+
+
+def create_index_sql(conn, name: str, table: str, columns: tuple[str, ...]) -> str | None:
+    """CREATE INDEX IF NOT EXISTS in the connection's dialect (PostgreSQL, SQLite); None where the
+    dialect has no such statement (MySQL: lpstudy adds no index there)."""
+    if conn.dialect.name not in ("postgresql", "sqlite"):
+        return None
+    return f"CREATE INDEX IF NOT EXISTS {name} ON {table} ({', '.join(columns)})"

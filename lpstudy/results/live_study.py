@@ -1,0 +1,89 @@
+"""A study that a long-lived reader (the dashboard) keeps, and reads again incrementally when it
+changed: only the trials that were not finished at the last read and the trials added since.
+
+Reading the trials frame of a 100,000-trial study costs seconds of SQL (lpstudy.results.frames:
+every attribute row pivoted, every trial's last evaluation); a live study changes every few
+seconds, but only in its unfinished trials (a RUNNING trial's attributes, evaluations and state;
+a WAITING cell being claimed) and by new trials. A finished trial (COMPLETE, PRUNED, FAIL) does not
+change: Optuna refuses to write to it (UpdateFinishedTrialError). So each read after the first
+asks the database for
+
+  - the trials whose id is above the largest id read so far (new trials: ids only grow), and
+  - the trials that were RUNNING or WAITING at the last read (whatever state they are in now),
+
+reads the trials frame of those only (lpstudy.results.frames.sql_trials, by trial id, a few
+thousand a query), and puts their rows in place of the old ones. The result equals a full read
+(the tests compare the two after trials changed state and new ones arrived). A full read is done
+again when the study is another one (a new study id: the study was deleted and made again), or
+when the number of trials the database holds is not the number this copy expects (a trial removed
+by hand). The learning curves are read again at every read: they are those of a sample of at most
+about a thousand trials (lpstudy.results.curve_sample), or of every trial of a small study.
+
+SQL storages only; `read` returns None where SQL cannot answer (then read the study through
+Optuna, lpstudy.results.frames.load_study).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pandas as pd
+
+from lpstudy.db import study_queries as Q
+from lpstudy.results import frames
+
+UNFINISHED = ("RUNNING", "WAITING")
+
+
+class LiveStudy:
+    """One study of one database, read fully once, then incrementally (see the module's docstring)."""
+
+    def __init__(self, storage_url: str, study_name: str) -> None:
+        self.storage_url = storage_url
+        self.study_name = study_name
+        self._lock = threading.Lock()
+        self._sid: int | None = None
+        self._frame: pd.DataFrame | None = None  # every trial, sorted by number (frames.sql_trials)
+        self._open: set[int] = set()  # trial ids RUNNING or WAITING at the last read
+        self._top = -1  # the largest trial id read
+        self.last_read: tuple[str, int] = ("none", 0)  # ("full" or "incremental", trials read)
+
+    def read(self, curves: bool = True) -> frames.StudyData | None:
+        """The study as it is now (frames.StudyData); None where SQL cannot answer."""
+        with self._lock:
+            return frames.answer_from_sql(self.storage_url, self.study_name,
+                                          lambda conn, engine, sid: self._read(conn, engine, sid, curves))
+
+    def _read(self, conn, engine, sid: int, curves: bool) -> frames.StudyData:
+        frame = self._incremental(conn, sid) if sid == self._sid and self._frame is not None else None
+        if frame is None:
+            frame = frames.sql_trials(conn, sid)
+            self.last_read = ("full", len(frame))
+        self._sid, self._frame = sid, frame
+        self._open = set(frame.loc[frame["state"].isin(UNFINISHED), "trial_id"].astype(int))
+        self._top = int(frame["trial_id"].max()) if len(frame) else -1
+        return frames.sql_study_data(conn, engine, sid, self.study_name, frame, curves)
+
+    def _incremental(self, conn, sid: int) -> pd.DataFrame | None:
+        """The frame with the unfinished and new trials read again; None when a full read is needed."""
+        import sqlalchemy as sa
+
+        held = self._frame
+        total, new = conn.execute(sa.text(
+            "SELECT count(*), count(CASE WHEN trial_id > :top THEN 1 END) FROM trials WHERE study_id = :sid"),
+            {"sid": sid, "top": self._top}).one()
+        if int(total) != len(held) + int(new):  # a trial went away, or ids did not only grow
+            return None
+        ids = sorted(self._open)
+        if new:
+            ids += [int(tid) for (tid,) in conn.execute(sa.text(
+                "SELECT trial_id FROM trials WHERE study_id = :sid AND trial_id > :top ORDER BY trial_id"),
+                {"sid": sid, "top": self._top})]
+        self.last_read = ("incremental", len(ids))
+        if not ids:
+            return held
+        parts = [frames.sql_trials(conn, sid, ids=chunk) for chunk in Q.in_chunks(ids)]
+        kept = held[~held["trial_id"].isin(ids)]
+        merged = pd.concat([kept, *parts], ignore_index=True)
+        extra = sorted(c for c in merged.columns if c not in frames.TRIAL_COLUMNS)  # param_<name>, as a full read
+        return merged[[*frames.TRIAL_COLUMNS, *extra]].sort_values("number", ignore_index=True)
