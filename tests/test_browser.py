@@ -155,6 +155,9 @@ def test_every_page_draws_its_charts_in_chromium(dashboard, browser, study_db, t
             assert exported["source"]["trial"] == best.number and exported["source"]["value"] == best.value
             assert [float(exported[k]) for k in ("p", "lr", "gain_init")] == [
                 float(best.user_attrs[k]) for k in ("p", "lr", "gain_init")]
+            # the download's click reruns the page: wait for the command to be drawn again, not read it mid-rerun
+            page.locator("code", has_text="lpstudy train --config search-best.yaml").first.wait_for(timeout=WAIT_MS)
+            settle(page)
             assert "lpstudy train --config search-best.yaml" in page.locator("code").all_text_contents()
         else:
             drawn = wait_for_titles(page, titles)
@@ -162,6 +165,8 @@ def test_every_page_draws_its_charts_in_chromium(dashboard, browser, study_db, t
         assert page.locator("[data-testid='stException']").count() == 0, name
         settle(page)
         page.screenshot(path=str(SCREENSHOTS / f"{number}_{name.replace(' ', '_')}.png"))
+        if name in ("Home", "Convergence"):
+            _check_compute_is_visible(page, name, study_db)
     # a replicate grid: the paired comparison with p = 2 across folds
     page.goto(f"{dashboard}/Effect_of_p?study=grid", timeout=WAIT_MS)
     drawn = wait_for_titles(page, ["Paired difference to p = 2 across folds (95 % interval)",
@@ -170,6 +175,30 @@ def test_every_page_draws_its_charts_in_chromium(dashboard, browser, study_db, t
     page.screenshot(path=str(SCREENSHOTS / "7_Effect_of_p_grid.png"))
     assert not errors, errors
     context.close()
+
+
+def _check_compute_is_visible(page, name: str, study_db: str) -> None:
+    """Home: the compute spent and saved, and the best value against compute with pruned trials as ×;
+    Convergence: each pruned trial marked on the validation curves. Each chart also kept on its own
+    (1_Home_compute.png, 3_Convergence_pruned.png)."""
+    from optuna.trial import TrialState
+
+    pruned = sum(t.state == TrialState.PRUNED for t in trials_of(study_db, "search"))
+    assert pruned >= 1  # the synthetic search has pruned trials, or there is nothing to mark
+    if name == "Home":
+        wait_for_titles(page, ["Best value so far against compute spent"])
+        assert page.get_by_text("Steps trained", exact=True).count() == 1
+        assert page.get_by_text("Saved by pruning", exact=True).count() == 1
+        compute = _chart(page, "Best value so far against compute spent")
+        legend = compute.locator(".legend .legendtext").all_text_contents()
+        assert legend == ["complete", "pruned", "best so far"], legend
+        assert compute.locator(".scatterlayer .trace").nth(1).locator(".point").count() == pruned
+        compute.scroll_into_view_if_needed()
+        compute.screenshot(path=str(SCREENSHOTS / "1_Home_compute.png"))
+    else:
+        curves = _chart(page, "Validation loss curves, coloured by p")
+        assert f"pruned ({pruned})" in curves.locator(".legend .legendtext").all_text_contents()
+        curves.screenshot(path=str(SCREENSHOTS / "3_Convergence_pruned.png"))
 
 
 def test_the_report_draws_its_charts_offline(browser, study_db, tmp_path):

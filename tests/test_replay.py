@@ -14,7 +14,8 @@ from lpstudy.results.grid_table import GridTable, Run, from_study, read_table, w
 from lpstudy.results.replay import (MethodScore, Trace, _borda, f_of, regret_of, replay_one, replay_spec,
                                     run_replay)
 from lpstudy.results.replay_methods import Method, default_method, pick_methods
-from tests.study_helpers import TINY, cli, lpstudy, start_worker, wait_all
+from lpstudy.errors import UserError
+from tests.study_helpers import ROOT, TINY, cli, lpstudy, start_worker, wait_all
 
 STEPS = (0, 10, 20, 30)
 FIXED = {"max_steps": 30, "eval_interval": 10, "warmup_steps": 10, "eval_iters": 2, "folds": 10}
@@ -184,13 +185,19 @@ def test_file_round_trip_keeps_every_run(tmp_path):
 
 @pytest.fixture(scope="module")
 def grid_study(tmp_path_factory):
-    """A grid of 2 p × 2 lr × 2 folds on the smoke model (30 steps), run by two real workers."""
+    """A grid of 2 p × 2 lr × 2 folds on the smoke model (30 steps), run by two real workers; and
+    two grid studies of lr = 0.1 alone beside it: "g-lr" shares g's fixed settings (a column run
+    later), "g-k5" splits the corpus into K = 5 folds instead of 10."""
     tmp = tmp_path_factory.mktemp("replay")
     url = f"sqlite:///{tmp / 'grid.db'}"
-    made = lpstudy("create", "--study", "g", "--storage", url, "--preset", "smoke", "--sampler", "grid",
-                   "--p", "1,3", "--lr", "1e-3,1e-2", "--fold", "0,1", *TINY)
-    assert made.returncode == 0, made.stderr
-    assert wait_all([start_worker("g", url, log=tmp / "w.log", devices="cpu,cpu")]) == [0]
+    for study, extra in (("g", ("--lr", "1e-3,1e-2")), ("g-lr", ("--lr", "1e-1")),
+                         ("g-k5", ("--lr", "1e-1", "--folds", "5"))):
+        made = lpstudy("create", "--study", study, "--storage", url, "--preset", "smoke", "--sampler", "grid",
+                       "--p", "1,3", "--fold", "0,1", *extra, *TINY)
+        assert made.returncode == 0, made.stderr
+    workers = [start_worker("g", url, log=tmp / "w.log", devices="cpu,cpu")]
+    workers += [start_worker(study, url, log=tmp / f"{study}.log") for study in ("g-lr", "g-k5")]
+    assert wait_all(workers, timeout=900) == [0, 0, 0]  # a guard against a hang: four torch processes on a busy machine
     return url, tmp
 
 
@@ -257,3 +264,87 @@ def test_replay_refuses_what_it_cannot_replay(grid_study, capsys, tmp_path):
     code, _, err = cli(capsys, "export-grid", "--study", "s", "--storage", half, "-o", str(tmp_path / "s.json.gz"))
     assert code == 2 and "not a grid" in err
     assert not (tmp_path / "s.json.gz").exists()
+
+
+# -- grid studies run in parts, joined ----------------------------------------------------------------
+
+def test_export_grid_joins_grid_studies_that_share_their_fixed_settings(grid_study, capsys):
+    url, tmp = grid_study
+    out = tmp / "joined.json.gz"
+    code, _, err = cli(capsys, "export-grid", "--study", "g", "--study", "g-lr", "--storage", url, "-o", str(out))
+    assert code == 0, err
+    assert "from 2 grid studies" in err and "6 configurations × 2 folds" in err
+    joined = read_table(out)
+    # g grids lr over {1e-3, 1e-2}, g-lr fixes it at 0.1: together lr is gridded over all three
+    assert joined.params == ("p", "lr") and joined.values == {"p": [1.0, 3.0], "lr": [1e-3, 1e-2, 1e-1]}
+    assert joined.folds == [0, 1] and len(joined.runs) == 12
+    assert joined.fixed["folds"] == 10 and "lr" not in joined.fixed
+    assert joined.source["studies"] == ["g", "g-lr"]
+    assert joined.source["command"] == f"lpstudy export-grid --study g --study g-lr -o {out}"
+    # every run is the very run of the study that made it
+    g, g_lr = from_study(url, "g"), from_study(url, "g-lr")
+    for (c, fold), run in g.runs.items():
+        assert joined.run(joined.index_of(g.configs[c]), fold).val_loss == pytest.approx(run.val_loss, abs=1e-5)
+    for (c, fold), run in g_lr.runs.items():
+        (p,) = g_lr.configs[c]  # g-lr grids p only
+        mine = joined.run(joined.index_of((p, 0.1)), fold)
+        assert mine.val_loss == pytest.approx(run.val_loss, abs=1e-5) and mine.value == pytest.approx(run.value, abs=1e-5)
+    # replay reads the same joined grid straight from the database
+    code, stdout, err = cli(capsys, "replay", "--study", "g", "--study", "g-lr", "--storage", url, "--json",
+                            "--seeds", "1", "--methods", "random+none", "--no-progress")
+    assert code == 0, err
+    assert json.loads(stdout)["grid"] == {"configs": 6, "folds": 2, "evals": 4, "steps_total": 12 * 30}
+
+
+def test_export_grid_refuses_studies_that_are_not_one_grid(grid_study, capsys, tmp_path):
+    url, _ = grid_study
+    out = tmp_path / "x.json.gz"
+    code, _, err = cli(capsys, "export-grid", "--study", "g", "--study", "g-k5", "--storage", url, "-o", str(out))
+    assert code == 2 and err.count("\n") == 1, err
+    assert "grid studies 'g' and 'g-k5' differ in their fixed settings (folds: g 10, g-k5 5)" in err
+    code, _, err = cli(capsys, "export-grid", "--study", "g", "--study", "g", "--storage", url, "-o", str(out))
+    assert code == 2 and "--study g is given twice" in err
+    assert not out.exists()
+
+
+def test_joining_refuses_a_cell_run_twice_and_a_grid_with_cells_left_out():
+    from lpstudy.results.grid_join import join_tables
+
+    with pytest.raises(UserError, match=r"grid studies 'a' and 'b' both ran lr=0.0001 fold=0"):
+        join_tables([_table(HAND), _table(HAND)], ["a", "b"])
+    # b adds lr = 1 on folds 0, 1 and 2: a never ran fold 2, so 4 lrs × 1 fold of 5 lrs × 3 folds are missing
+    b = GridTable(params=("lr",), values={"lr": [1.0]}, configs=[(1.0,)], folds=[0, 1, 2],
+                  runs={(0, f): _run(3.0) for f in (0, 1, 2)}, preset="smoke", fixed=dict(FIXED))
+    with pytest.raises(UserError, match=r"together leave 4 of 15 cells .* e\.g\. lr=0\.0001 fold=2"):
+        join_tables([_table(HAND), b], ["a", "b"])
+    joined = join_tables([_table(HAND), GridTable(params=("lr",), values={"lr": [1.0]}, configs=[(1.0,)],
+                                                  folds=[0, 1], runs={(0, f): _run(3.0) for f in (0, 1)},
+                                                  preset="smoke", fixed=dict(FIXED))], ["a", "b"])
+    assert joined.values["lr"] == [1e-4, 1e-3, 1e-2, 1e-1, 1.0] and len(joined.runs) == 10
+    assert joined.best_config() == 1  # lr = 1e-3, mean 1.90, as in HAND
+
+
+# -- the shipped grid -----------------------------------------------------------------------------
+
+def test_the_shipped_grid_spans_learning_rates_from_too_small_to_the_largest_allowed():
+    from lpstudy.cli.replay import SHIPPED_GRID
+    from lpstudy.training.bounds import FIELD_BOUNDS
+
+    table = read_table(ROOT / SHIPPED_GRID)
+    assert table.params == ("p", "lr", "gain_init")
+    assert table.values["p"] == [1.0, 1.5, 2.0, 2.5, 3.0, 4.0]
+    assert table.values["lr"] == [1e-4, 4.6e-4, 2.2e-3, 1e-2, 4.6e-2, 0.22, 1.0]
+    assert table.values["gain_init"] == [3.0, 12.0, 48.0]
+    assert table.values["lr"][-1] == FIELD_BOUNDS["lr"].high  # the largest learning rate the field allows
+    assert table.folds == [0, 1] and len(table.runs) == 6 * 7 * 3 * 2 == 252
+    assert table.n_evals >= 15 and all(len(run.steps) == table.n_evals or run.diverged for run in table.runs.values())
+    assert table.source["studies"] == ["grid-mid600", "grid-mid600-lr1"]
+    # diverging: some runs at lr = 1.0 diverge (the trainer's rule: a train loss above 3 × the first),
+    # stopped early and valued ln V (65 symbols); none at a smaller learning rate does
+    diverged = [(table.configs[c], run) for (c, _), run in table.runs.items() if run.diverged]
+    assert diverged and {config[1] for config, _ in diverged} == {1.0}
+    assert all(run.steps_run < 600 and run.value == pytest.approx(math.log(65), abs=1e-5) for _, run in diverged)
+    # too small: lr = 1e-4 ends every run far above the best configuration's mean
+    losses = table.config_losses()
+    smallest = [i for i, c in enumerate(table.configs) if c[1] == 1e-4]
+    assert min(losses[smallest]) > losses.min() + 0.5

@@ -77,3 +77,20 @@ def test_two_worker_processes_on_sqlite_run_each_cell_once_and_replicate_resumes
     # a different protocol under the same name is refused, not merged
     code, err = _replicate(capsys, sqlite_url, "grid", p="1,4")
     assert code == 2 and "another spec" in err and err.count("\n") == 1, err
+
+
+def test_a_grid_made_under_another_default_pruner_is_the_same_grid(sqlite_url, capsys):
+    # A grid never prunes, so its pruner tells no two grids apart: a grid created when the default
+    # pruner was the median one is found unchanged now that it is successive halving (and resumes).
+    grid = ["--storage", sqlite_url, "--preset", "smoke", "--sampler", "grid", "--p", "1,3", "--fold", "0,1", *TINY]
+    code, _, err = cli(capsys, "create", "--study", "old", *grid, "--pruner", "median")
+    assert code == 0 and "created" in err, err
+    for pruner in ([], ["--pruner", "none"]):
+        code, _, err = cli(capsys, "create", "--study", "old", *grid, *pruner)
+        assert code == 0 and "exists already, unchanged" in err and "0 cell(s) enqueued" in err, err
+    # a search does prune: there the pruner is part of the study
+    search = ["--storage", sqlite_url, "--preset", "smoke", *TINY]
+    code, _, err = cli(capsys, "create", "--study", "s", *search, "--pruner", "median")
+    assert code == 0, err
+    code, _, err = cli(capsys, "create", "--study", "s", *search)
+    assert code == 2 and "another spec" in err and "pruner stored \"median\", new \"sha\"" in err, err

@@ -19,8 +19,13 @@ from lpstudy.names import study_name_option
 SHIPPED_GRID = "benchmarks/data/grid-mid600.json.gz"
 
 
-def _table(grid: Optional[Path], study: Optional[str], storage: Optional[str], storage_file: Optional[str]):
-    from lpstudy.results.grid_table import from_study, read_table
+def _study_names(names: Optional[list[str]]) -> Optional[list[str]]:
+    return None if not names else [study_name_option(n) for n in names]
+
+
+def _table(grid: Optional[Path], study: Optional[list[str]], storage: Optional[str], storage_file: Optional[str]):
+    from lpstudy.results.grid_join import from_studies
+    from lpstudy.results.grid_table import read_table
 
     if grid is not None and study is not None:
         raise UserError("give --grid FILE or --study NAME (a grid study in --storage), not both")
@@ -31,14 +36,14 @@ def _table(grid: Optional[Path], study: Optional[str], storage: Optional[str], s
                         "a grid study of your database (--storage URL)")
     from lpstudy.db.urls import storage_url
 
-    return from_study(storage_url(storage, storage_file), study)
+    return from_studies(storage_url(storage, storage_file), study)
 
 
 @app.command()
 def replay(
     grid: Annotated[Optional[Path], typer.Option("--grid", help=f"A grid table file (`lpstudy export-grid`), e.g. {SHIPPED_GRID}.")] = None,
-    study: Annotated[Optional[str], typer.Option("--study", "-s", help="Or a grid study of the database (every cell completed).",
-                                                 callback=lambda v: None if v is None else study_name_option(v))] = None,
+    study: Annotated[Optional[list[str]], typer.Option("--study", "-s", help="Or a grid study of the database (every cell completed); repeat it to join grid studies that share their fixed settings.",
+                                                       callback=_study_names)] = None,
     methods: Annotated[Optional[str], typer.Option(help="SAMPLER+PRUNER,... (e.g. tpe+median,random+none,gp+*); default: all.")] = None,
     seeds: Annotated[int, typer.Option(help="Seeds per method (seed s tunes on fold s mod K).", min=1, max=10_000)] = 20,
     budget: Annotated[float, typer.Option(help="Compute per seed, as a fraction of the full grid's (every configuration on every fold).", min=0.001, max=10.0)] = 0.4,
@@ -144,22 +149,26 @@ def _render(plain: dict) -> None:
 
 @app.command("export-grid")
 def export_grid(
-    study: Annotated[str, typer.Option("--study", "-s", help="A grid study (every cell completed).", callback=study_name_option)],
+    study: Annotated[list[str], typer.Option("--study", "-s", help="A grid study (every cell completed); repeat it to join grid studies run in parts (they must share every fixed setting).", callback=_study_names)],
     output: Annotated[Path, typer.Option("--output", "-o", help="The table file to write (gzipped JSON, e.g. grid.json.gz).")],
     storage: StorageOpt = None,
     storage_file: StorageFileOpt = None,
 ) -> None:
-    """A grid study as a compact table file (every configuration × fold: curve, steps, wall time, diverged)."""
+    """A grid study (or grid studies run in parts, joined) as a compact table file (every configuration × fold: curve, steps, wall time, diverged)."""
     from lpstudy.db.urls import storage_url
+    from lpstudy.names import shell_quoted
     from lpstudy.paths import check_output_file
-    from lpstudy.results.grid_table import write_table, from_study
+    from lpstudy.results.grid_join import from_studies
+    from lpstudy.results.grid_table import write_table
 
     check_output_file(output, "--output")
-    table = from_study(storage_url(storage, storage_file), study)
-    table.source["command"] = f"lpstudy export-grid --study {study} -o {output}"
+    table = from_studies(storage_url(storage, storage_file), study)
+    studies = " ".join(f"--study {shell_quoted(name)}" for name in study)
+    table.source["command"] = f"lpstudy export-grid {studies} -o {output}"
     write_table(table, output)
     shape = table.shape()
     size = output.stat().st_size
-    say(f"wrote {output} ({size / 1024:.0f} KiB): {shape['configs']} configurations × {shape['folds']} folds, "
+    joined = f" from {len(study)} grid studies" if len(study) > 1 else ""
+    say(f"wrote {output} ({size / 1024:.0f} KiB){joined}: {shape['configs']} configurations × {shape['folds']} folds, "
          f"{shape['evals']} evaluations a curve, {shape['steps_total']:,} steps; replay it: "
          f"lpstudy replay --grid {output}")

@@ -55,6 +55,8 @@ def make_pruner(spec: StudySpec) -> optuna.pruners.BasePruner:
 # -- creating and loading ---------------------------------------------------------------------------
 
 def _canonical(plain: dict[str, Any]) -> str:
+    if plain.get("sampler") == "grid":  # a grid never prunes (make_pruner): its pruner does not tell two apart
+        plain = {k: v for k, v in plain.items() if k != "pruner"}
     return json.dumps(plain, sort_keys=True, default=str)
 
 
@@ -64,7 +66,8 @@ def study_names(storage: StudyStorage) -> list[str]:
 
 def create_study(storage: StudyStorage, name: str, spec: StudySpec) -> tuple[optuna.Study, bool]:
     """Create the study (and, for a grid, enqueue its cells). If a study of that name exists with
-    the same spec, load it instead (returns created=False); with another spec, refuse."""
+    the same spec (a grid's pruner aside: a grid made before the default pruner changed is still
+    the same grid), load it instead (returns created=False); with another spec, refuse."""
     _check_study_name(name)
     plain = spec.to_plain()
     try:
