@@ -21,7 +21,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from lpstudy.db.kinds.sql import create_index_sql
+from lpstudy.db.kinds.index_sql import create_index_sql
 
 # name: (Optuna's table, columns)
 READ_INDEXES: dict[str, tuple[str, tuple[str, ...]]] = {

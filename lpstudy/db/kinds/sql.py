@@ -203,11 +203,3 @@ def last_evaluation_join(conn, trials: str = "t", last: str = "l") -> str:
                 f"ORDER BY e.step DESC LIMIT 1) {last} ON TRUE")
     return (f"JOIN trial_intermediate_values {last} ON {last}.trial_id = {trials}.trial_id AND {last}.step = "
             f"(SELECT max(e.step) FROM trial_intermediate_values e WHERE e.trial_id = {trials}.trial_id)")
-
-
-def create_index_sql(conn, name: str, table: str, columns: tuple[str, ...]) -> str | None:
-    """CREATE INDEX IF NOT EXISTS in the connection's dialect (PostgreSQL, SQLite); None where the
-    dialect has no such statement (MySQL: lpstudy adds no index there)."""
-    if conn.dialect.name not in ("postgresql", "sqlite"):
-        return None
-    return f"CREATE INDEX IF NOT EXISTS {name} ON {table} ({', '.join(columns)})"
