@@ -29,12 +29,17 @@ Reported per storage, from the database afterwards and the workers' own records:
     trials/s                       cells over the time from the first start to the last completion
 
     python benchmarks/bench_load.py                           # 200 workers, 5,000 cells, all three
-    python benchmarks/bench_load.py --workers 60 --cells 200 --heartbeat-interval 5 --grace-period 30 \
-        --timeout 420 --json                                  # what a shared two-core machine ran
+    python benchmarks/bench_load.py --workers 200 --threads 4 --cells 5000 --heartbeat-interval 5 \
+        --grace-period 30 --json                              # what a shared two-core machine ran
                                                               # (docs/scale-workers.md)
 
 The worker processes are forked from a server process that has imported lpstudy once
 (multiprocessing's forkserver), so 200 of them start in seconds and share most of their memory.
+With --threads N each process runs N workers, each in a thread of its own with its own storage
+(its own connections and heartbeat thread, or its own gRPC channel): where 200 processes do not fit
+the cores (docs/scale-workers.md), 50 processes × 4 threads are still 200 workers to the database.
+A fifth of the processes are SIGKILLed, each while every trial its workers hold is in its
+objective (Board); each such trial is one orphan.
 """
 
 from __future__ import annotations
@@ -368,25 +373,22 @@ class LoadResult:
 
 
 class ConnectionSampler(threading.Thread):
-    """PostgreSQL's connections to one database, every 0.2 s; the peak (this sampler's own left out)."""
+    """PostgreSQL's connections to one database every 0.2 s (tests.pgserver.ConnectionCounter,
+    its own left out); the peak."""
 
-    def __init__(self, admin_url: str, database: str) -> None:
+    def __init__(self, postgres, database: str) -> None:
         super().__init__(daemon=True)
-        self.engine = sa.create_engine(admin_url, poolclass=sa.pool.NullPool)
-        self.database, self.peak, self._done = database, 0, threading.Event()
+        self.counter = postgres.connection_counter(database)
+        self.peak, self._done = 0, threading.Event()
 
     def run(self) -> None:
-        # AUTOCOMMIT: within one transaction PostgreSQL answers pg_stat_activity from one snapshot
-        with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            while not self._done.wait(0.2):
-                n = conn.execute(sa.text("SELECT count(*) FROM pg_stat_activity WHERE datname = :d"),
-                                 {"d": self.database}).scalar_one()
-                self.peak = max(self.peak, int(n))
+        while not self._done.wait(0.2):
+            self.peak = max(self.peak, self.counter.count())
 
     def stop(self) -> int:
         self._done.set()
         self.join(timeout=5)
-        self.engine.dispose()
+        self.counter.close()
         return self.peak
 
 
@@ -394,7 +396,7 @@ class Proxy:
     """`lpstudy storage-proxy` in front of the database, as a user starts it."""
 
     def __init__(self, database_url: str, log: Path, threads: int) -> None:
-        from tests.pgserver import free_port
+        from tests.pgserver import free_port, wait_for_port
 
         self.port = free_port()
         self.url = f"grpc://127.0.0.1:{self.port}"
@@ -403,18 +405,8 @@ class Proxy:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "lpstudy", "storage-proxy", "--storage", database_url, "--host", "127.0.0.1",
              "--port", str(self.port), "--threads", str(threads)], stdout=self.log, stderr=subprocess.STDOUT, env=env)
-        import socket
-
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the storage proxy exited with {self.process.returncode}; see {log}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    return
-            except OSError:
-                time.sleep(0.2)
-        raise RuntimeError(f"the storage proxy did not listen within 120 s; see {log}")
+        wait_for_port(self.port, f"the storage proxy (see {log})", 120, exited=lambda: self.process.poll() is not None
+                      and f"the storage proxy exited with {self.process.returncode}; see {log}")
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -523,7 +515,7 @@ def run_load(plan: LoadPlan, workdir: Path, postgres=None, progress=None) -> Loa
     else:
         name = f"load_{plan.storage}_{os.getpid()}_{int(time.time() * 1000) % 10**8}"
         database_url = postgres.create_database(name)
-        sampler = ConnectionSampler(postgres.url(), name)
+        sampler = ConnectionSampler(postgres, name)
         sampler.start()
     try:
         if plan.storage == "proxy":
