@@ -432,7 +432,11 @@ class Worker:
                 outcome = TrialOutcome(TrialState.FAIL, None, reason=f"{type(exc).__name__}: {exc}")
                 self.say(f"[red]trial {trial.number} failed[/]: {outcome.reason}")
                 _safe(lambda: trial.set_user_attr("error", outcome.reason[:1000]))
-        return outcome, self._tell(study, trial, outcome)
+            # Told while the heartbeat still beats: a tell that waits (a busy database, a starved
+            # process) must not make the trial look dead. With the tell after the heartbeat's end,
+            # 200 workers on two cores had one live trial failed as stale between its last write and
+            # its tell, with a 60 s grace period (docs/scale-workers.md).
+            return outcome, self._tell(study, trial, outcome)
 
     def _tell(self, study: optuna.Study, trial: optuna.Trial, outcome: TrialOutcome) -> bool:
         try:
