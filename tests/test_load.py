@@ -158,13 +158,6 @@ def test_a_worker_fails_the_trial_whose_heartbeat_is_older_than_the_grace_period
 
 # --- the races of starting beside a creator, one at a time ----------------------------------------
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def empty_url(request, tmp_path):
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'half.db'}"
-    return request.getfixturevalue("pg_url")
-
-
 def test_a_worker_that_opens_a_database_its_creator_is_still_making_waits_and_writes_nothing(empty_url):
     """The creator makes Optuna's tables, then the version row, then alembic's stamp. Optuna's
     RDBStorage, opened by a worker in between, wrote the row and the stamp itself; two workers at

@@ -116,14 +116,7 @@ def test_pop_resets_the_studys_per_trial_cache_as_ask_does(study):
 
 # --- Optuna's schema, written by lpstudy: a grid's cells enqueued in bulk ----------------------------
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def sql_url(request, tmp_path):
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'bulk.db'}"
-    return request.getfixturevalue("pg_url")
-
-
-def test_cells_enqueued_in_bulk_are_the_trials_optunas_enqueue_trial_makes(sql_url):
+def test_cells_enqueued_in_bulk_are_the_trials_optunas_enqueue_trial_makes(empty_url):
     """lpstudy.db.waiting_trials writes Optuna's rows itself: each trial must read back through
     Optuna as enqueue_trial's would (state, number, fixed parameters, nothing else), be popped and
     told as usual, and a trial Optuna creates afterwards gets the next number."""
@@ -131,7 +124,7 @@ def test_cells_enqueued_in_bulk_are_the_trials_optunas_enqueue_trial_makes(sql_u
 
     from lpstudy.db.waiting_trials import enqueue_waiting_trials
 
-    opened = open_storage(sql_url, create_tables=True)
+    opened = open_storage(empty_url, create_tables=True)
     by_optuna = optuna.create_study(study_name="by-optuna", storage=opened.optuna)
     in_bulk = optuna.create_study(study_name="in-bulk", storage=opened.optuna)
     cells = [{"p": 1.0 + 0.5 * i, "fold": i % 3} for i in range(7)]
