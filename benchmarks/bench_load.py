@@ -343,6 +343,8 @@ class LoadResult:
     orphans_failed: int = 0
     orphans_retried: int = 0
     orphan_fail_after_kill_s: list[float] = field(default_factory=list)  # per orphan
+    killed_at_s: list[float] = field(default_factory=list)  # each orphan's kill, seconds after the start
+    orphans_not_failed: list[int] = field(default_factory=list)  # killed trials not FAIL at the end
     grace_period_s: int = 0
     heartbeat_interval_s: int = 0
     failed_not_killed: list[int] = field(default_factory=list)
@@ -474,6 +476,7 @@ def _check_database(engine: sa.Engine, plan: LoadPlan, kills: list[Kill], result
     result.failed_not_killed = sorted(n for n in failed if n not in killed_numbers)
     result.orphans_failed = sum(1 for n in killed_numbers if str(by_number.get(n, ("",))[0]).endswith("FAIL"))
     result.orphans_retried = sum(1 for n in killed_numbers if n in retried)
+    result.orphans_not_failed = sorted(n for n in killed_numbers if not str(by_number.get(n, ("",))[0]).endswith("FAIL"))
     result.orphan_fail_after_kill_s = sorted(
         round(by_number[n][1].timestamp() - k.at, 2) for n, k in killed_numbers.items()
         if n in by_number and by_number[n][1] is not None and str(by_number[n][0]).endswith("FAIL"))
@@ -577,6 +580,7 @@ def run_load(plan: LoadPlan, workdir: Path, postgres=None, progress=None) -> Loa
         if creator_error:
             result.start_errors.append("creator: " + creator_error[0])
         result.killed = len(kills)
+        result.killed_at_s = [round(k.at - start, 1) for k in kills]
         killed_processes = {k.process for k in kills}
         result.processes_killed = len(killed_processes)
         records = []
