@@ -29,12 +29,17 @@ Reported per storage, from the database afterwards and the workers' own records:
     trials/s                       cells over the time from the first start to the last completion
 
     python benchmarks/bench_load.py                           # 200 workers, 5,000 cells, all three
-    python benchmarks/bench_load.py --workers 60 --cells 200 --heartbeat-interval 5 --grace-period 30 \
-        --timeout 420 --json                                  # what a shared two-core machine ran
+    python benchmarks/bench_load.py --workers 200 --threads 4 --cells 5000 --heartbeat-interval 5 \
+        --grace-period 30 --json                              # what a shared two-core machine ran
                                                               # (docs/scale-workers.md)
 
 The worker processes are forked from a server process that has imported lpstudy once
 (multiprocessing's forkserver), so 200 of them start in seconds and share most of their memory.
+With --threads N each process runs N workers, each in a thread of its own with its own storage
+(its own connections and heartbeat thread, or its own gRPC channel): where 200 processes do not fit
+the cores (docs/scale-workers.md), 50 processes × 4 threads are still 200 workers to the database.
+A fifth of the processes are SIGKILLed, each while every trial its workers hold is in its
+objective (Board); each such trial is one orphan.
 """
 
 from __future__ import annotations
@@ -76,7 +81,7 @@ from lpstudy.study.claims import pop_waiting_trial  # noqa: E402
 from lpstudy.study.studies import load_spec  # noqa: E402
 from lpstudy.study.trial_context import TrialContext, TrialOutcome  # noqa: E402
 from lpstudy.values import SPEC_ATTR  # noqa: E402
-from lpstudy.study.worker import WorkerOptions, run_worker  # noqa: E402
+from lpstudy.study.worker import Worker, WorkerOptions  # noqa: E402
 
 # The drivers every worker loads when it opens its storage, loaded once in the forkserver: on a
 # cluster each worker loads them on its own node; here 200 loading them at once took minutes of CPU.
@@ -97,10 +102,11 @@ STORAGES = ("postgresql", "proxy", "sqlite")
 
 @dataclass
 class LoadPlan:
-    """One run: which storage, how many workers and cells, how long a trial, how many to kill."""
+    """One run: which storage, how many workers (processes × threads) and cells, how long a trial,
+    how many processes to kill."""
 
     storage: str  # postgresql, proxy or sqlite
-    workers: int
+    workers: int  # worker threads in all: processes × threads_per_process
     p_values: int = 10
     folds: int = 500  # cells = p_values × folds
     trial_s: float = 0.3
@@ -110,36 +116,54 @@ class LoadPlan:
     max_retry: int = 3
     proxy_threads: int = 10  # `lpstudy storage-proxy --threads`
     timeout_s: float = 3600.0
+    threads_per_process: int = 1  # each thread a full worker: its own storage, connections, heartbeat
 
     @property
     def cells(self) -> int:
         return self.p_values * self.folds
 
     @property
+    def processes(self) -> int:
+        return self.workers // self.threads_per_process
+
+    @property
     def kills(self) -> int:
-        return round(self.workers * self.kill_fraction)
+        """Processes SIGKILLed: a fifth of them, so a fifth of the workers."""
+        return round(self.processes * self.kill_fraction)
 
 
 # --- the worker processes ------------------------------------------------------------------------
 
 class Board:
-    """What the harness sees of the workers: the trial each one is in (-1: none), under one lock.
-    A worker leaves its trial under the lock, and the harness kills only while holding it, so a
-    worker killed on the board's word is always in the middle of that trial."""
+    """What the harness sees of the workers: the trial each worker (slot) holds, from its claim to
+    the end of its tell (-1: none), under one lock per process. A worker claims and tells under its
+    process's lock, and the harness kills a process only while holding that lock, so the trials
+    on the board of a killed process are exactly the RUNNING trials it leaves behind. It kills only
+    a process whose every held trial is in its objective, past its first heartbeat: a trial killed
+    between its claim and its first heartbeat has no heartbeat, and Optuna's stale check passes
+    over such a trial (see docs/scale-workers.md)."""
 
-    def __init__(self, ctx, n: int) -> None:
-        self.lock = ctx.Lock()
-        self.trials = ctx.Array("i", [-1] * n, lock=False)
+    def __init__(self, ctx, processes: int, threads: int) -> None:
+        self.threads = threads
+        self.locks = [ctx.Lock() for _ in range(processes)]
+        self.trials = ctx.Array("i", [-1] * (processes * threads), lock=False)
+        self.started = ctx.Array("b", [0] * (processes * threads), lock=False)  # began a first trial
+        # in the objective: the trial's first heartbeat is written (the worker beats before it runs)
+        self.running = ctx.Array("b", [0] * (processes * threads), lock=False)
+
+    def slots(self, process: int) -> range:
+        return range(process * self.threads, (process + 1) * self.threads)
 
 
 class StandIn:
     """The objective of the load test: takes the cell's parameters as training does, then sleeps
     `trial_s` with two intermediate values reported on the way (storage writes), and completes."""
 
-    def __init__(self, board: Board, slot: int, trial_s: float, record: dict) -> None:
-        self.board, self.slot, self.trial_s, self.record = board, slot, trial_s, record
+    def __init__(self, trial_s: float, record: dict, board: Board, slot: int) -> None:
+        self.trial_s, self.record, self.board, self.slot = trial_s, record, board, slot
 
     def __call__(self, ctx: TrialContext, trial: optuna.Trial) -> TrialOutcome:
+        self.board.running[self.slot] = 1
         started = time.monotonic()
         if self.record["last_end"] is None:
             self.record["first_trial_at"] = time.time()
@@ -147,28 +171,50 @@ class StandIn:
             self.record["gaps"].append(started - self.record["last_end"])
         self.record["idle"] = False
         params = ctx.spec.space.suggest(trial)
-        with self.board.lock:
-            self.board.trials[self.slot] = trial.number
         value = abs(float(params["p"]) - 2.5) + 1e-3 * int(params["fold"])
         for step in (1, 2):
             time.sleep(self.trial_s / 2)
             trial.report(value + 0.1 / step, step)
-        with self.board.lock:
-            self.board.trials[self.slot] = -1
         self.record["trials"] += 1
         self.record["last_end"] = time.monotonic()
         return TrialOutcome(TrialState.COMPLETE, value)
 
 
-def _timed_pop(record: dict):
+_thread = threading.local()  # this thread's worker: slot, record
+
+
+def _claim_on_the_board(board: Board, lock):
+    """lpstudy's claim (which the worker loop calls), timed, with the claimed trial put on the board
+    under the process's lock (see Board)."""
     def pop(study, storage=None):
-        t0 = time.monotonic()
-        trial = pop_waiting_trial(study, storage)
+        record, slot = _thread.record, _thread.slot
+        with lock:
+            t0 = time.monotonic()
+            trial = pop_waiting_trial(study, storage)
+            if trial is not None:
+                board.trials[slot] = trial.number
+                board.running[slot] = 0
+                board.started[slot] = 1
         if trial is not None:  # a look that found no cell waiting is a poll, not a claim
             record["claims"].append(time.monotonic() - t0)
         record["idle"] = record["idle"] or trial is None  # none waits now: the worker polls
         return trial
     return pop
+
+
+class LoadWorker(Worker):
+    """lpstudy's worker, its tell taken off the board under the process's lock (see Board)."""
+
+    def __init__(self, *args, board: Board, lock, slot: int, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.board, self.lock, self.slot = board, lock, slot
+
+    def _tell(self, study, trial, outcome):
+        with self.lock:
+            told = super()._tell(study, trial, outcome)
+            self.board.trials[self.slot] = -1
+            self.board.running[self.slot] = 0
+        return told
 
 
 def _spec_stored(url: str) -> bool:
@@ -208,15 +254,14 @@ def wait_for_study(url: str) -> None:
         time.sleep(random.uniform(2.0, 5.0))  # the init container looks every 5 s; each look opens the storage
 
 
-def worker_process(slot: int, url: str, plan: LoadPlan, board: Board, go, out: str) -> None:
-    """One worker process: wait for the go, then for the study, then run lpstudy's worker loop
-    with the stand-in objective; write what it saw to `out` (a killed worker writes nothing)."""
-    optuna.logging.set_verbosity(optuna.logging.WARNING)  # as the command line does
-    warnings.filterwarnings("ignore")
+def _worker_thread(slot: int, url: str, plan: LoadPlan, board: Board, lock, go, records: list) -> None:
+    """One worker: wait for the go, then for the study, then run lpstudy's worker loop with the
+    stand-in objective; what it saw goes into records."""
     record = {"slot": slot, "pid": os.getpid(), "trials": 0, "claims": [], "gaps": [], "last_end": None, "idle": False,
               "first_trial_at": None, "finished_trial_errors": [], "said": [], "error": None, "reason": "",
               "exit_code": 0, "torch": None, "orphans_seen": 0}
-    worker_module.pop_waiting_trial = _timed_pop(record)  # times lpstudy's claim, which it calls
+    records.append(record)
+    _thread.record, _thread.slot = record, slot
 
     def say(message: str) -> None:
         if any(sign in message for sign in FINISHED_TRIAL_SIGNS):
@@ -229,23 +274,43 @@ def worker_process(slot: int, url: str, plan: LoadPlan, board: Board, go, out: s
     go.wait()
     try:
         wait_for_study(url)
-        report = run_worker(WorkerOptions(study=STUDY, storage=url, device="cpu", show_progress=False),
-                            say=say, objective=StandIn(board, slot, plan.trial_s, record))
+        report = LoadWorker(WorkerOptions(study=STUDY, storage=url, device="cpu", show_progress=False),
+                            say=say, objective=StandIn(plan.trial_s, record, board, slot), board=board, lock=lock, slot=slot).run()
         record["reason"], record["exit_code"] = report.reason, report.exit_code
     except BaseException as exc:  # reported by the harness, with the message a user would see
         record["error"] = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
         record["exit_code"] = 1
-    record["torch"] = "torch" in sys.modules
     record.pop("last_end")
     record.pop("idle")
-    Path(out).write_text(json.dumps(record))
-    sys.exit(record["exit_code"])
+
+
+def worker_process(process: int, url: str, plan: LoadPlan, board: Board, go, out: str) -> None:
+    """One worker process: plan.threads_per_process workers, each in a thread of its own with its
+    own storage (connections, heartbeat thread); write what they saw to `out` (a killed process
+    writes nothing)."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # as the command line does
+    warnings.filterwarnings("ignore")
+    lock = board.locks[process]
+    worker_module.pop_waiting_trial = _claim_on_the_board(board, lock)  # lpstudy's claim, which the loop calls
+    records: list[dict] = []
+    threads = [threading.Thread(target=_worker_thread, args=(slot, url, plan, board, lock, go, records))
+               for slot in board.slots(process)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for record in records:
+        record["torch"] = "torch" in sys.modules
+    Path(out).write_text(json.dumps(records))
+    sys.exit(max(record["exit_code"] for record in records))
 
 
 # --- the harness ---------------------------------------------------------------------------------
 
 @dataclass
 class Kill:
+    """One trial left RUNNING by a SIGKILLed process (one per worker of it that held a trial)."""
+    process: int
     slot: int
     pid: int
     trial: int
@@ -258,6 +323,9 @@ class LoadResult:
     workers: int
     cells: int
     trial_ms: float
+    processes: int = 0
+    threads_per_process: int = 1
+    processes_killed: int = 0
     wall_s: float = 0.0
     trials_per_s: float = 0.0
     workers_started: int = 0
@@ -275,6 +343,8 @@ class LoadResult:
     orphans_failed: int = 0
     orphans_retried: int = 0
     orphan_fail_after_kill_s: list[float] = field(default_factory=list)  # per orphan
+    killed_at_s: list[float] = field(default_factory=list)  # each orphan's kill, seconds after the start
+    orphans_not_failed: list[int] = field(default_factory=list)  # killed trials not FAIL at the end
     grace_period_s: int = 0
     heartbeat_interval_s: int = 0
     failed_not_killed: list[int] = field(default_factory=list)
@@ -305,25 +375,22 @@ class LoadResult:
 
 
 class ConnectionSampler(threading.Thread):
-    """PostgreSQL's connections to one database, every 0.2 s; the peak (this sampler's own left out)."""
+    """PostgreSQL's connections to one database every 0.2 s (tests.pgserver.ConnectionCounter,
+    its own left out); the peak."""
 
-    def __init__(self, admin_url: str, database: str) -> None:
+    def __init__(self, postgres, database: str) -> None:
         super().__init__(daemon=True)
-        self.engine = sa.create_engine(admin_url, poolclass=sa.pool.NullPool)
-        self.database, self.peak, self._done = database, 0, threading.Event()
+        self.counter = postgres.connection_counter(database)
+        self.peak, self._done = 0, threading.Event()
 
     def run(self) -> None:
-        # AUTOCOMMIT: within one transaction PostgreSQL answers pg_stat_activity from one snapshot
-        with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            while not self._done.wait(0.2):
-                n = conn.execute(sa.text("SELECT count(*) FROM pg_stat_activity WHERE datname = :d"),
-                                 {"d": self.database}).scalar_one()
-                self.peak = max(self.peak, int(n))
+        while not self._done.wait(0.2):
+            self.peak = max(self.peak, self.counter.count())
 
     def stop(self) -> int:
         self._done.set()
         self.join(timeout=5)
-        self.engine.dispose()
+        self.counter.close()
         return self.peak
 
 
@@ -331,7 +398,7 @@ class Proxy:
     """`lpstudy storage-proxy` in front of the database, as a user starts it."""
 
     def __init__(self, database_url: str, log: Path, threads: int) -> None:
-        from tests.pgserver import free_port
+        from tests.pgserver import free_port, wait_for_port
 
         self.port = free_port()
         self.url = f"grpc://127.0.0.1:{self.port}"
@@ -340,18 +407,8 @@ class Proxy:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "lpstudy", "storage-proxy", "--storage", database_url, "--host", "127.0.0.1",
              "--port", str(self.port), "--threads", str(threads)], stdout=self.log, stderr=subprocess.STDOUT, env=env)
-        import socket
-
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the storage proxy exited with {self.process.returncode}; see {log}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    return
-            except OSError:
-                time.sleep(0.2)
-        raise RuntimeError(f"the storage proxy did not listen within 120 s; see {log}")
+        wait_for_port(self.port, f"the storage proxy (see {log})", 120, exited=lambda: self.process.poll() is not None
+                      and f"the storage proxy exited with {self.process.returncode}; see {log}")
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -419,6 +476,7 @@ def _check_database(engine: sa.Engine, plan: LoadPlan, kills: list[Kill], result
     result.failed_not_killed = sorted(n for n in failed if n not in killed_numbers)
     result.orphans_failed = sum(1 for n in killed_numbers if str(by_number.get(n, ("",))[0]).endswith("FAIL"))
     result.orphans_retried = sum(1 for n in killed_numbers if n in retried)
+    result.orphans_not_failed = sorted(n for n in killed_numbers if not str(by_number.get(n, ("",))[0]).endswith("FAIL"))
     result.orphan_fail_after_kill_s = sorted(
         round(by_number[n][1].timestamp() - k.at, 2) for n, k in killed_numbers.items()
         if n in by_number and by_number[n][1] is not None and str(by_number[n][0]).endswith("FAIL"))
@@ -452,6 +510,7 @@ def run_load(plan: LoadPlan, workdir: Path, postgres=None, progress=None) -> Loa
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     workdir.mkdir(parents=True, exist_ok=True)
     result = LoadResult(storage=plan.storage, workers=plan.workers, cells=plan.cells, trial_ms=plan.trial_s * 1000,
+                        processes=plan.processes, threads_per_process=plan.threads_per_process,
                         grace_period_s=plan.grace_period, heartbeat_interval_s=plan.heartbeat_interval)
     proxy = sampler = None
     if plan.storage == "sqlite":
@@ -459,7 +518,7 @@ def run_load(plan: LoadPlan, workdir: Path, postgres=None, progress=None) -> Loa
     else:
         name = f"load_{plan.storage}_{os.getpid()}_{int(time.time() * 1000) % 10**8}"
         database_url = postgres.create_database(name)
-        sampler = ConnectionSampler(postgres.url(), name)
+        sampler = ConnectionSampler(postgres, name)
         sampler.start()
     try:
         if plan.storage == "proxy":
@@ -468,10 +527,10 @@ def run_load(plan: LoadPlan, workdir: Path, postgres=None, progress=None) -> Loa
         worker_url = proxy.url if proxy else database_url
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload([__name__])
-        board, go = Board(ctx, plan.workers), ctx.Event()
-        outs = [workdir / f"worker-{i}.json" for i in range(plan.workers)]
+        board, go = Board(ctx, plan.processes, plan.threads_per_process), ctx.Event()
+        outs = [workdir / f"worker-{i}.json" for i in range(plan.processes)]
         procs = [ctx.Process(target=worker_process, args=(i, worker_url, plan, board, go, str(outs[i])), daemon=True)
-                 for i in range(plan.workers)]
+                 for i in range(plan.processes)]
         with _main_left_out():
             for proc in procs:
                 proc.start()
@@ -500,13 +559,13 @@ def run_load(plan: LoadPlan, workdir: Path, postgres=None, progress=None) -> Loa
                 _measure_memory(procs, result)
             while kill_at and done >= kill_at[0]:
                 victim = _kill_one(board, procs)
-                if victim is None:
+                if not victim:
                     break
-                kills.append(victim)
+                kills += victim
                 kill_at.pop(0)
             if progress is not None:
                 alive = sum(p.is_alive() for p in procs)
-                progress(done, plan.cells, f"{alive} workers · {len(kills)} killed"
+                progress(done, plan.cells, f"{alive} processes · {len({k.process for k in kills})} killed"
                          + (f" · peak {sampler.peak} connections" if sampler else ""))
             time.sleep(0.5)
         timed_out = any(p.is_alive() for p in procs)
@@ -521,15 +580,17 @@ def run_load(plan: LoadPlan, workdir: Path, postgres=None, progress=None) -> Loa
         if creator_error:
             result.start_errors.append("creator: " + creator_error[0])
         result.killed = len(kills)
-        killed_slots = {k.slot for k in kills}
+        result.killed_at_s = [round(k.at - start, 1) for k in kills]
+        killed_processes = {k.process for k in kills}
+        result.processes_killed = len(killed_processes)
         records = []
         for i, (proc, out) in enumerate(zip(procs, outs)):
-            if i in killed_slots:
+            if i in killed_processes:
                 continue
             if not out.exists():
-                result.worker_errors.append(f"worker {i} exited {proc.exitcode} without a report")
+                result.worker_errors.append(f"worker process {i} exited {proc.exitcode} without a report")
                 continue
-            records.append(json.loads(out.read_text()))
+            records += json.loads(out.read_text())
         for rec in records:
             if rec["error"]:
                 started = rec["first_trial_at"] is not None
@@ -540,9 +601,10 @@ def run_load(plan: LoadPlan, workdir: Path, postgres=None, progress=None) -> Loa
         result.reasons = dict(Counter(rec["reason"] for rec in records if rec["reason"]))
         result.workers_without_trial = sum(1 for rec in records if rec["first_trial_at"] is None and not rec["error"])
         result.finished_trial_errors = len(result.finished_trial_messages)
-        # a killed worker was in a trial; a worker that reported started unless it failed before its first trial
-        result.workers_started = len(killed_slots) + sum(1 for rec in records
-                                                         if rec["first_trial_at"] is not None or not rec["error"])
+        # a killed process's workers started if they began a trial (the board says); a worker that
+        # reported started unless it failed before its first trial
+        result.workers_started = sum(1 for p in killed_processes for slot in board.slots(p) if board.started[slot]) + sum(
+            1 for rec in records if rec["first_trial_at"] is not None or not rec["error"])
         claims = [c for rec in records for c in rec["claims"]]
         gaps = [g for rec in records for g in rec["gaps"]]
         result.claims = len(claims)
@@ -580,23 +642,35 @@ def _measure_memory(procs, result: LoadResult) -> None:
         result.workers_pss_gib = sum(pss) / 1024
 
 
-def _kill_one(board: Board, procs) -> Kill | None:
-    """SIGKILL one worker that is in the middle of a trial (see Board); None if none is."""
-    with board.lock:
-        busy = [i for i in range(len(procs)) if board.trials[i] >= 0 and procs[i].is_alive()]
-        if not busy:
-            return None
-        slot = random.choice(busy)
-        kill = Kill(slot=slot, pid=procs[slot].pid, trial=board.trials[slot], at=time.time())
-        os.kill(procs[slot].pid, signal.SIGKILL)
-        board.trials[slot] = -1
-    return kill
+def _kill_one(board: Board, procs) -> list[Kill]:
+    """SIGKILL one worker process that is in the middle of a trial (see Board): the trials its
+    workers held; none if no process holds one."""
+    def in_trials(process: int) -> list[int] | None:
+        """The slots holding a trial, if there are some and all are in their objective."""
+        held = [slot for slot in board.slots(process) if board.trials[slot] >= 0]
+        return held if held and all(board.running[slot] for slot in held) else None
+
+    busy = [p for p in range(len(procs)) if procs[p].is_alive() and in_trials(p)]
+    random.shuffle(busy)
+    for process in busy:
+        with board.locks[process]:
+            held = in_trials(process)
+            if not held or not procs[process].is_alive():
+                continue  # it told or claimed meanwhile
+            at = time.time()
+            os.kill(procs[process].pid, signal.SIGKILL)
+            kills = [Kill(process, slot, procs[process].pid, board.trials[slot], at) for slot in held]
+            for slot in held:
+                board.trials[slot] = -1
+        procs[process].join()
+        return kills
+    return []
 
 
 # --- the command line ----------------------------------------------------------------------------
 
 ROWS = [  # (label, how to show a result's figure)
-    ("workers", lambda r: f"{r.workers}"),
+    ("workers (processes × threads)", lambda r: f"{r.workers} ({r.processes} × {r.threads_per_process})"),
     ("cells (trial of)", lambda r: f"{r.cells:,} ({r.trial_ms:.0f} ms)"),
     ("workers started", lambda r: f"{r.workers_started}/{r.workers}" + (f" ({len(r.start_errors)} errors)" if r.start_errors else "")
      + (f", {r.workers_without_trial} ran none" if r.workers_without_trial else "")),
@@ -604,7 +678,7 @@ ROWS = [  # (label, how to show a result's figure)
      + (f" ({r.cells_missing} missing, {r.cells_more_than_once} twice)" if r.cells_once != r.cells else "")),
     ("finished-trial errors", lambda r: f"{r.finished_trial_errors}"),
     ("duplicate trial numbers", lambda r: f"{r.duplicate_numbers}"),
-    ("killed mid-trial", lambda r: f"{r.killed}"),
+    ("killed mid-trial: processes, trials", lambda r: f"{r.processes_killed}, {r.killed}"),
     ("orphans failed, retried", lambda r: f"{r.orphans_failed}, {r.orphans_retried}"),
     ("orphan failed after kill", lambda r: (f"{min(r.orphan_fail_after_kill_s):.1f}-{max(r.orphan_fail_after_kill_s):.1f} s"
                                             if r.orphan_fail_after_kill_s else "-")
@@ -640,8 +714,11 @@ def print_table(results: list[LoadResult]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--storages", default=",".join(STORAGES), help="Comma-separated: postgresql, proxy, sqlite.")
-    parser.add_argument("--workers", type=int, default=200, help="Worker processes on PostgreSQL and the proxy.")
-    parser.add_argument("--sqlite-workers", type=int, default=30, help="Worker processes on SQLite.")
+    parser.add_argument("--workers", type=int, default=200, help="Workers on PostgreSQL and the proxy.")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="Workers per process on PostgreSQL and the proxy, each a thread with its own storage "
+                             "(--workers a multiple of it).")
+    parser.add_argument("--sqlite-workers", type=int, default=30, help="Worker processes on SQLite (one thread each).")
     parser.add_argument("--cells", type=int, default=5000, help="Grid cells (10 p values × cells/10 folds).")
     parser.add_argument("--sqlite-cells", type=int, default=None, help="Grid cells on SQLite (default: --cells).")
     parser.add_argument("--trial-ms", type=float, default=300.0, help="Length of a stand-in trial.")
@@ -656,8 +733,8 @@ def main(argv: list[str] | None = None) -> int:
     storages = [s.strip() for s in args.storages.split(",") if s.strip()]
     unknown = set(storages) - set(STORAGES)
     args.sqlite_cells = args.sqlite_cells or args.cells
-    if unknown or args.cells % 10 or args.cells < 10 or args.sqlite_cells % 10:
-        parser.error(f"--storages takes {', '.join(STORAGES)}; --cells a multiple of 10")
+    if unknown or args.cells % 10 or args.cells < 10 or args.sqlite_cells % 10 or args.workers % args.threads:
+        parser.error(f"--storages takes {', '.join(STORAGES)}; --cells a multiple of 10; --workers a multiple of --threads")
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     postgres = None
@@ -676,7 +753,7 @@ def main(argv: list[str] | None = None) -> int:
                     plan = LoadPlan(storage=storage, workers=workers, folds=cells // 10, trial_s=args.trial_ms / 1000,
                                     kill_fraction=args.kill_fraction, heartbeat_interval=args.heartbeat_interval,
                                     grace_period=args.grace_period, proxy_threads=args.proxy_threads,
-                                    timeout_s=args.timeout)
+                                    timeout_s=args.timeout, threads_per_process=1 if storage == "sqlite" else args.threads)
                     task = bar.add_task(f"{storage} · {workers} workers", total=plan.cells, note="starting")
 
                     def progress(done: int, total: int, note: str, task=task) -> None:

@@ -56,6 +56,14 @@ def pg_url(postgres) -> str:
     return postgres.create_database(f"t{os.getpid()}_{next(_db_counter)}")
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def empty_url(request, tmp_path) -> str:
+    """An empty database of each SQL kind: a SQLite file not yet made, a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'empty.db'}"
+    return request.getfixturevalue("pg_url")
+
+
 @pytest.fixture
 def sqlite_url(tmp_path) -> str:
     return f"sqlite:///{tmp_path / 'study.db'}"

@@ -19,6 +19,43 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_for_port(port: int, what: str, timeout: float = 30, exited=lambda: None) -> None:
+    """Until something listens on 127.0.0.1:port; RuntimeError naming `what` after timeout seconds,
+    or at once when exited() returns a message (the server's process ended)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        gone = exited()
+        if gone:
+            raise RuntimeError(gone)
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"{what} did not listen within {timeout:g} s")
+
+
+class ConnectionCounter:
+    """The server's connections to one database (pg_stat_activity), on one connection of its own,
+    which is left out of the count."""
+
+    def __init__(self, admin_url: str, database: str) -> None:
+        import sqlalchemy as sa
+
+        self._engine = sa.create_engine(admin_url, poolclass=sa.pool.NullPool)
+        # AUTOCOMMIT: within one transaction PostgreSQL answers pg_stat_activity from one snapshot
+        self._conn = self._engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+        self._query = sa.text("SELECT count(*) FROM pg_stat_activity WHERE datname = :d AND pid <> pg_backend_pid()")
+        self.database = database
+
+    def count(self) -> int:
+        return int(self._conn.execute(self._query, {"d": self.database}).scalar_one())
+
+    def close(self) -> None:
+        self._conn.close()
+        self._engine.dispose()
+
+
 def _find(binary: str) -> str:
     found = shutil.which(binary)
     if found:
@@ -57,14 +94,10 @@ class ThrowawayPostgres:
         return self
 
     def _wait_ready(self, timeout: float = 30) -> None:
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    return
-            except OSError:
-                time.sleep(0.1)
-        raise RuntimeError(f"PostgreSQL did not start; see {self.root / 'server.log'}")
+        try:
+            wait_for_port(self.port, "PostgreSQL", timeout)
+        except RuntimeError:
+            raise RuntimeError(f"PostgreSQL did not start; see {self.root / 'server.log'}") from None
 
     def stop(self, mode: str = "fast") -> None:
         self._run(_find("pg_ctl"), "-D", str(self.datadir), "-m", mode, "-w", "stop", check=False)
@@ -86,6 +119,10 @@ class ThrowawayPostgres:
     def url(self, database: str = "postgres", user: str = "postgres", password: str | None = None) -> str:
         auth = user if password is None else f"{user}:{password}"
         return f"postgresql+psycopg://{auth}@127.0.0.1:{self.port}/{database}"
+
+    def connection_counter(self, database: str) -> ConnectionCounter:
+        """A counter of this server's connections to `database` (see ConnectionCounter)."""
+        return ConnectionCounter(self.url(), database)
 
     def cleanup(self) -> None:
         self.stop("immediate")

@@ -6,30 +6,16 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-import time
 
 import pytest
 from sqlalchemy.engine import make_url
 
 from tests.study_helpers import TINY, TINY_EVALS, lp_env
-from tests.pgserver import free_port
+from tests.pgserver import free_port, wait_for_port
 
 LPSTUDY = [sys.executable, "-m", "lpstudy"]
 PASSWORD = "pr0xy-s3cret"  # the test server trusts every connection; the proxy must still hide it
 
-
-
-def wait_for_port(port: int, process: subprocess.Popen, timeout: float = 60) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"the proxy exited with {process.returncode}: {process.stdout.read()}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return
-        except OSError:
-            time.sleep(0.2)
-    raise AssertionError(f"the proxy did not listen on port {port} within {timeout} s")
 
 
 def with_password(url: str) -> str:
@@ -46,7 +32,8 @@ class RunningProxy:
             [*LPSTUDY, "storage-proxy", "--storage", with_password(database_url),
              "--host", "127.0.0.1", "--port", str(self.port)],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=lp_env())
-        wait_for_port(self.port, self.process)
+        wait_for_port(self.port, f"the proxy on port {self.port}", 60, exited=lambda: self.process.poll() is not None
+                      and f"the proxy exited with {self.process.returncode}: {self.process.stdout.read()}")
 
     def stop(self) -> str:
         if self.process.poll() is None:

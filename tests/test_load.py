@@ -96,14 +96,67 @@ def test_twenty_workers_through_the_storage_proxy_run_each_cell_once_and_retry_e
     assert 0 < result.peak_connections < WORKERS
 
 
+@pytest.mark.postgres
+def test_twenty_workers_as_threads_of_five_processes_run_each_cell_once_and_retry_every_killed_process_trials(
+        tmp_path, postgres):
+    """What the full-size run does where 200 processes do not fit two cores: each thread a full
+    worker (its own storage, connections and heartbeat); a killed process leaves one orphan per
+    worker of it that was in a trial, and each is failed and retried."""
+    plan = LoadPlan(storage="postgresql", workers=WORKERS, p_values=P_VALUES, folds=FOLDS, trial_s=0.2,
+                    heartbeat_interval=2, grace_period=10, timeout_s=500, threads_per_process=4)
+    result = run_loaded(plan, tmp_path, postgres)
+    problems = result.start_errors + result.worker_errors + result.finished_trial_messages
+    assert not problems, problems[:5]
+    assert result.workers_started == WORKERS and result.processes == 5 and result.processes_killed == 1
+    assert 1 <= result.killed <= 4  # the killed process's workers that held a trial
+    assert (result.cells_once, result.cells_missing, result.cells_more_than_once) == (plan.cells, 0, 0)
+    assert result.finished_trial_errors == 0 and result.duplicate_numbers == 0
+    assert result.orphans_failed == result.killed == result.orphans_retried and result.failed_not_killed == []
+    assert result.states == {"COMPLETE": plan.cells, "FAIL": result.killed}
+    assert WORKERS < result.peak_connections <= 2 * WORKERS + 4  # two per worker thread, as per process
+
+
+def test_a_worker_fails_the_trial_whose_heartbeat_is_older_than_the_grace_period_and_no_other(empty_url):
+    """The worker's stale check runs Optuna's (which loads every RUNNING trial) only when one count
+    finds a heartbeat older than the grace period: a trial 40 s without a heartbeat (grace 30 s) is
+    failed and enqueued again; one 20 s without stays RUNNING, and nothing is failed then."""
+    from lpstudy.study.claims import for_grid_worker, pop_waiting_trial
+    from lpstudy.study.replicate import replicate
+    from lpstudy.study.studies import load_study
+    from lpstudy.study.worker import fail_stale_trials
+
+    replicate(empty_url, "beats", "smoke", [1.0, 2.0], 2, options={"max_retry": 3})  # four cells
+    storage = open_storage(empty_url)
+    study, _ = load_study(storage, "beats")
+    study = for_grid_worker(study, storage)
+    storage.configure_heartbeat(1, 30, 3)
+    old, recent = pop_waiting_trial(study, storage), pop_waiting_trial(study, storage)
+    for trial in (old, recent):
+        optuna.storages.RDBStorage.record_heartbeat(storage.optuna, trial._trial_id)
+    beats = sa.Table("trial_heartbeats", sa.MetaData(), sa.Column("trial_id", sa.Integer), sa.Column("heartbeat", sa.DateTime))
+
+    def set_back(trial, seconds: int) -> None:
+        with storage.engine.begin() as conn:
+            when = conn.execute(sa.select(beats.c.heartbeat).where(beats.c.trial_id == trial._trial_id)).scalar_one()
+            conn.execute(beats.update().where(beats.c.trial_id == trial._trial_id)
+                         .values(heartbeat=when - __import__("datetime").timedelta(seconds=seconds)))
+
+    def states() -> dict[int, str]:
+        return {t.number: t.state.name for t in storage.optuna.get_all_trials(study._study_id)}
+
+    waiting = {n: "WAITING" for n in range(4) if n not in (old.number, recent.number)}  # claims take any of the oldest
+    set_back(recent, 20)
+    fail_stale_trials(study, storage)
+    assert states() == {old.number: "RUNNING", recent.number: "RUNNING", **waiting}
+    set_back(old, 40)
+    fail_stale_trials(study, storage)
+    assert states() == {old.number: "FAIL", recent.number: "RUNNING", **waiting, 4: "WAITING"}
+    trials = storage.optuna.get_all_trials(study._study_id)
+    assert trials[4].system_attrs["fixed_params"] == trials[old.number].system_attrs["fixed_params"]
+    storage.engine.dispose()
+
+
 # --- the races of starting beside a creator, one at a time ----------------------------------------
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def empty_url(request, tmp_path):
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'half.db'}"
-    return request.getfixturevalue("pg_url")
-
 
 def test_a_worker_that_opens_a_database_its_creator_is_still_making_waits_and_writes_nothing(empty_url):
     """The creator makes Optuna's tables, then the version row, then alembic's stamp. Optuna's

@@ -114,6 +114,49 @@ def test_pop_resets_the_studys_per_trial_cache_as_ask_does(study):
     assert study._thread_local.cached_all_trials is None  # what ask() does, which the pop mirrors
 
 
+# --- Optuna's schema, written by lpstudy: a grid's cells enqueued in bulk ----------------------------
+
+def test_cells_enqueued_in_bulk_are_the_trials_optunas_enqueue_trial_makes(empty_url):
+    """lpstudy.db.waiting_trials writes Optuna's rows itself: each trial must read back through
+    Optuna as enqueue_trial's would (state, number, fixed parameters, nothing else), be popped and
+    told as usual, and a trial Optuna creates afterwards gets the next number."""
+    import sqlalchemy as sa
+
+    from lpstudy.db.waiting_trials import enqueue_waiting_trials
+
+    opened = open_storage(empty_url, create_tables=True)
+    by_optuna = optuna.create_study(study_name="by-optuna", storage=opened.optuna)
+    in_bulk = optuna.create_study(study_name="in-bulk", storage=opened.optuna)
+    cells = [{"p": 1.0 + 0.5 * i, "fold": i % 3} for i in range(7)]
+    by_optuna.enqueue_trial(cells[0])  # a trial before the bulk, as a resumed replicate has
+    in_bulk.enqueue_trial(cells[0])
+    for params in cells[1:]:
+        by_optuna.enqueue_trial(params)
+    with opened.engine.begin() as conn:
+        assert enqueue_waiting_trials(conn, in_bulk._study_id, cells[1:]) == 6
+
+    def seen(study):
+        return [(t.number, t.state, t.params, t.system_attrs, t.user_attrs, t.values, t.intermediate_values,
+                 t.datetime_start, t.datetime_complete) for t in opened.optuna.get_all_trials(study._study_id)]
+
+    expected = [(i, TrialState.WAITING, {}, {"fixed_params": cells[i]}, {}, None, {}, None, None) for i in range(7)]
+    assert seen(by_optuna) == expected
+    assert seen(in_bulk) == expected
+    trial = in_bulk.ask()  # Optuna's pop: the oldest waiting cell, its parameters fixed
+    assert trial.number == 0 and trial.suggest_float("p", 0.0, 5.0) == cells[0]["p"]
+    in_bulk.tell(trial, 1.0)
+    with opened.engine.begin() as conn:  # a second bulk continues the numbers
+        enqueue_waiting_trials(conn, in_bulk._study_id, [{"p": 9.0, "fold": 0}])
+    opened.optuna.create_new_trial(in_bulk._study_id)  # and Optuna's own next trial after it
+    assert [t.number for t in opened.optuna.get_all_trials(in_bulk._study_id)] == list(range(9))
+    assert opened.optuna.get_all_trials(in_bulk._study_id)[7].system_attrs == {"fixed_params": {"p": 9.0, "fold": 0}}
+    with opened.engine.connect() as conn:  # one fixed_params row per trial, no other attribute
+        assert conn.execute(sa.text("SELECT count(*), count(DISTINCT trial_id) FROM trial_system_attributes a "
+                                    "JOIN trials t USING (trial_id) WHERE t.study_id = :s"),
+                            {"s": in_bulk._study_id}).one() == (8, 8)
+    opened.engine.dispose()
+
+
 # --- Study._storage, Study._study_id, the trial and study ids --------------------------------------
 
 def test_a_study_keeps_its_storage_and_id_where_lpstudy_reads_them(tmp_path):

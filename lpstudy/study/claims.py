@@ -121,7 +121,17 @@ def ask_within_target(study: optuna.Study, spec: StudySpec, storage: StudyStorag
     return trial
 
 
-def count_states(study: optuna.Study, states: tuple[TrialState, ...]) -> int:
+def count_states(study: optuna.Study, states: tuple[TrialState, ...], storage: StudyStorage | None = None) -> int:
+    """How many of the study's trials are in these states: on a SQL storage one count
+    (lpstudy.db.trial_states), elsewhere Optuna's read of those trials."""
+    if storage is not None and storage.kind.sql:
+        from lpstudy.db.trial_states import count_trials
+
+        def count() -> int:
+            with storage.engine.connect() as conn:
+                return count_trials(conn, study._study_id, tuple(s.name for s in states))
+
+        return storage.call(count)
     return len(study.get_trials(deepcopy=False, states=states))
 
 

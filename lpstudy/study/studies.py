@@ -123,7 +123,7 @@ def open_and_create(storage_url: str | None, name: str, spec: StudySpec
         study, created = create_study(storage, name, spec)
         if created:
             undo.study(storage, name)
-        enqueued = enqueue_missing_cells(study, spec) if spec.is_grid else 0
+        enqueued = enqueue_missing_cells(study, spec, storage) if spec.is_grid else 0
     return storage, study, created, enqueued
 
 
@@ -184,15 +184,27 @@ def grid_state(study: optuna.Study, spec: StudySpec) -> dict[tuple, list[TrialSt
     return cells
 
 
-def enqueue_missing_cells(study: optuna.Study, spec: StudySpec) -> int:
+def enqueue_missing_cells(study: optuna.Study, spec: StudySpec, storage: StudyStorage | None = None) -> int:
     """Enqueue every grid cell that has no COMPLETE, WAITING or RUNNING trial; return how many.
-    Running it twice enqueues nothing the second time (a replicate resumes, it never duplicates)."""
+    Running it twice enqueues nothing the second time (a replicate resumes, it never duplicates).
+    With the study's SQL storage given, the cells go in one transaction (lpstudy.db.waiting_trials:
+    the rows Optuna's enqueue_trial writes, 5,000 cells in about a second instead of minutes);
+    otherwise one enqueue_trial each."""
     live = (TrialState.COMPLETE, TrialState.WAITING, TrialState.RUNNING)
     state = grid_state(study, spec)
-    added = 0
+    missing = []
     for cell in spec.space.grid_cells():
         params = spec.space.optuna_params(cell)
         if not any(s in live for s in state[spec.space.cell_of(params)]):
-            study.enqueue_trial(params)
-            added += 1
-    return added
+            missing.append(params)
+    if storage is not None and storage.kind.sql:
+        from lpstudy.db.waiting_trials import enqueue_waiting_trials
+
+        def bulk() -> int:
+            with storage.engine.begin() as conn:
+                return enqueue_waiting_trials(conn, study._study_id, missing)
+
+        return storage.call(bulk)
+    for params in missing:
+        study.enqueue_trial(params)
+    return len(missing)

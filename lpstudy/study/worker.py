@@ -207,7 +207,19 @@ class Heartbeat:
             self._thread.join(timeout=5)
 
 
-def fail_stale_trials(study: optuna.Study) -> None:
+def fail_stale_trials(study: optuna.Study, storage: StudyStorage) -> None:
+    """Optuna's stale-trial failing (each trial failed once, its callback retrying it), run only
+    when a one-query look finds a heartbeat older than the grace period (lpstudy.db.trial_states):
+    Optuna's check loads every RUNNING trial, and 200 workers ran it before every trial."""
+    if storage.kind.sql:
+        from lpstudy.db.trial_states import may_have_stale
+
+        def look() -> bool:
+            with storage.engine.connect() as conn:
+                return may_have_stale(conn, study._study_id, storage.optuna.grace_period)
+
+        if not storage.call(look):
+            return
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         optuna.storages.fail_stale_trials(study)
@@ -223,6 +235,7 @@ class Worker:
         self._say = say
         self._enqueue_seen: tuple[int, float] | None = None  # (trials, when first seen): _cells_not_enqueued
         self._idle_s = GRID_POLL_S  # the next wait of a worker with nothing to take (_idle)
+        self._storage: StudyStorage | None = None  # opened by run()
 
     def say(self, message: str) -> None:
         if self._say is not None:
@@ -233,6 +246,7 @@ class Worker:
     def run(self) -> WorkerReport:
         opts = self.options
         storage = open_storage(opts.storage, wait=True)  # started beside hundreds of others: may time out
+        self._storage = storage
         study, spec = load_study(storage, opts.study)
         if spec.is_grid:
             study = for_grid_worker(study, storage)
@@ -310,11 +324,11 @@ class Worker:
                 report.reason = f"--timeout of {opts.timeout:g} s reached"
                 break
             if spec.n_trials is not None and not spec.is_grid and count_states(
-                    study, (TrialState.COMPLETE, TrialState.PRUNED)) >= spec.n_trials:
+                    study, (TrialState.COMPLETE, TrialState.PRUNED), storage) >= spec.n_trials:
                 report.reason = f"the study reached its target of {spec.n_trials} trials"
                 break
             if heartbeat_on:
-                fail_stale_trials(study)
+                fail_stale_trials(study, storage)
             elif self.lease is not None:
                 for number in self.lease.fail_stale(study):
                     self.say(f"trial {number} lost its worker (no heartbeat for {self.lease.grace_period_s} s): "
@@ -322,7 +336,7 @@ class Worker:
             if spec.is_grid:
                 trial = pop_waiting_trial(study, storage)
                 if trial is None:
-                    if (heartbeat_on or self.lease) and count_states(study, (TrialState.RUNNING,)):
+                    if (heartbeat_on or self.lease) and count_states(study, (TrialState.RUNNING,), storage):
                         self._idle()  # a running cell may yet fail and come back
                         continue
                     missing = self._cells_not_enqueued(storage, study, spec)
@@ -378,7 +392,7 @@ class Worker:
         beside `replicate` must not stop at the first empty look); the reason to stop when none came
         for ENQUEUE_WAIT_S. One count, not a read of the trials."""
         cells = len(spec.space.grid_cells())
-        n = storage.optuna.get_n_trials(study._study_id)  # retried (lpstudy.db.outages)
+        n = count_states(study, tuple(TrialState), storage)
         if n >= cells:
             return ""
         now = time.monotonic()
@@ -418,7 +432,11 @@ class Worker:
                 outcome = TrialOutcome(TrialState.FAIL, None, reason=f"{type(exc).__name__}: {exc}")
                 self.say(f"[red]trial {trial.number} failed[/]: {outcome.reason}")
                 _safe(lambda: trial.set_user_attr("error", outcome.reason[:1000]))
-        return outcome, self._tell(study, trial, outcome)
+            # Told while the heartbeat still beats: a tell that waits (a busy database, a starved
+            # process) must not make the trial look dead. With the tell after the heartbeat's end,
+            # 200 workers on two cores had one live trial failed as stale between its last write and
+            # its tell, with a 60 s grace period (docs/scale-workers.md).
+            return outcome, self._tell(study, trial, outcome)
 
     def _tell(self, study: optuna.Study, trial: optuna.Trial, outcome: TrialOutcome) -> bool:
         try:
@@ -430,9 +448,9 @@ class Worker:
                     study.tell(trial, state=outcome.state, skip_if_finished=True)
         except optuna.exceptions.UpdateFinishedTrialError:
             pass  # another worker declared it dead (stale heartbeat) and failed it; its retry runs it
-        frozen = study._storage.get_trial(trial._trial_id)
-        if frozen.state != outcome.state:
-            self.say(f"trial {trial.number} was already {frozen.state.name} (failed by another worker "
+        state = self._state_of(study, trial)
+        if state != outcome.state:
+            self.say(f"trial {trial.number} was already {state.name} (failed by another worker "
                      "after a missed heartbeat); its retry counts instead")
             return False
         value = f" {outcome.value:.4f}" if outcome.value is not None else ""
@@ -440,6 +458,21 @@ class Worker:
         why = f" ({outcome.reason})" if outcome.reason else ""
         self.say(f"trial {trial.number} {outcome.state.name}{value}{diverged}{why}")
         return True
+
+
+    def _state_of(self, study: optuna.Study, trial: optuna.Trial) -> TrialState:
+        """The trial's state now: on a SQL storage one query (lpstudy.db.trial_states), elsewhere
+        Optuna's read of the trial."""
+        storage = self._storage
+        if storage is not None and storage.kind.sql:
+            from lpstudy.db.trial_states import trial_state
+
+            def read() -> str:
+                with storage.engine.connect() as conn:
+                    return trial_state(conn, trial._trial_id)
+
+            return TrialState[storage.call(read)]
+        return study._storage.get_trial(trial._trial_id).state
 
 
 def stop_line(report: WorkerReport) -> str:
