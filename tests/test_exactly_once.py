@@ -152,3 +152,31 @@ def test_status_counts_a_grid_cell_once_and_says_so(tmp_path, capsys):
     render_status(after)
     out = capsys.readouterr().out
     assert "2 duplicate run(s) of a grid cell left out (trial 9, 10)" in out
+
+
+def test_a_bulk_enqueue_run_again_after_its_commit_adds_no_cell_twice(tmp_path):
+    """The cells go in one transaction, retried on an outage; when the commit landed but its reply was
+    lost, the retry runs the enqueue again, and it must look the cells up again, not insert them again."""
+    from lpstudy.study.spec import replicate_spec
+    from lpstudy.study.studies import create_study, enqueue_missing_cells
+
+    class ReplyLostOnce:  # the retry policy seen from the caller: it ran fn, committed, and runs fn again
+        runs = 0
+
+        def call(self, fn, *args, **kwargs):
+            self.runs += 1
+            fn(*args, **kwargs)
+            self.runs += 1
+            return fn(*args, **kwargs)
+
+    storage = open_storage(f"sqlite:///{tmp_path / 'lost.db'}", create_tables=True)
+    spec = replicate_spec("smoke", [1.0, 2.0, 3.0], 2)
+    study, _ = create_study(storage, "lost", spec)
+    storage.retry = policy = ReplyLostOnce()
+    assert enqueue_missing_cells(study, spec, storage) == 0  # the second run found all six enqueued
+    assert policy.runs == 2
+    trials = study.get_trials(deepcopy=False)
+    assert len(trials) == 6 and all(t.state == TrialState.WAITING for t in trials)
+    assert sorted((t.system_attrs["fixed_params"]["p"], t.system_attrs["fixed_params"]["fold"]) for t in trials) == [
+        (p, f) for p in (1.0, 2.0, 3.0) for f in (0, 1)]
+    storage.engine.dispose()

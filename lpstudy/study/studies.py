@@ -191,20 +191,22 @@ def enqueue_missing_cells(study: optuna.Study, spec: StudySpec, storage: StudySt
     the rows Optuna's enqueue_trial writes, 5,000 cells in about a second instead of minutes);
     otherwise one enqueue_trial each."""
     live = (TrialState.COMPLETE, TrialState.WAITING, TrialState.RUNNING)
-    state = grid_state(study, spec)
-    missing = []
-    for cell in spec.space.grid_cells():
-        params = spec.space.optuna_params(cell)
-        if not any(s in live for s in state[spec.space.cell_of(params)]):
-            missing.append(params)
+
+    def missing_cells() -> list[dict]:
+        state = grid_state(study, spec)
+        return [params for params in map(spec.space.optuna_params, spec.space.grid_cells())
+                if not any(s in live for s in state[spec.space.cell_of(params)])]
+
     if storage is not None and storage.kind.sql:
         from lpstudy.db.waiting_trials import enqueue_waiting_trials
 
-        def bulk() -> int:
+        def bulk() -> int:  # retried on an outage: the cells are looked up again, so a commit whose
+            missing = missing_cells()  # reply was lost is not enqueued twice
             with storage.engine.begin() as conn:
                 return enqueue_waiting_trials(conn, study._study_id, missing)
 
         return storage.call(bulk)
+    missing = missing_cells()
     for params in missing:
         study.enqueue_trial(params)
     return len(missing)
