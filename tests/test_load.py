@@ -185,6 +185,35 @@ def complete_it(ctx, trial) -> TrialOutcome:
     return TrialOutcome(TrialState.COMPLETE, 1.0)
 
 
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_cell_whose_worker_died_before_its_first_heartbeat_runs_again(backend, request):
+    """A worker killed between its claim and its first heartbeat left a RUNNING trial that has no
+    heartbeat at all; Optuna's stale check skips such a trial, so the cell stayed RUNNING for ever
+    and every other worker waited for it. Now a worker that sees it so for a grace period gives it
+    an old heartbeat, and Optuna's check fails it and enqueues the cell again."""
+    from lpstudy.study.claims import for_grid_worker, pop_waiting_trial
+
+    url = request.getfixturevalue("sqlite_url" if backend == "sqlite" else "pg_url")
+    spec = replicate_spec("smoke", [1.0, 2.0], 2, options={"heartbeat_interval": 1, "grace_period": 2})
+    storage = open_storage(url, create_tables=True)
+    study, _ = create_study(storage, "unbeaten", spec)
+    assert enqueue_missing_cells(study, spec, storage) == 4
+    orphan = pop_waiting_trial(for_grid_worker(study, storage), storage)  # and its worker dies here
+    reports = []
+    worker = threading.Thread(target=lambda: reports.append(run_worker(
+        WorkerOptions(study="unbeaten", storage=url, device="cpu", show_progress=False),
+        say=lambda message: None, objective=complete_it)))
+    worker.start()
+    worker.join(timeout=300)  # a hang guard: before the fix it waited for the orphan for ever
+    assert not worker.is_alive() and reports[0].reason == "no grid cell left", reports
+    trials = optuna.load_study(study_name="unbeaten", storage=storage.optuna).get_trials(deepcopy=False)
+    assert [t.state for t in trials if t.number == orphan.number] == [TrialState.FAIL]
+    cells = Counter((t.params["p"], t.params["fold"]) for t in trials if t.state == TrialState.COMPLETE)
+    assert cells == {(p, fold): 1 for p in (1.0, 2.0) for fold in (0, 1)}, cells
+    assert Counter(t.state for t in trials) == {TrialState.COMPLETE: 4, TrialState.FAIL: 1}
+    storage.engine.dispose()
+
+
 def test_a_grid_worker_started_before_its_cells_are_enqueued_waits_for_them(sqlite_url):
     """A worker that starts between the study's creation and the enqueuing of its cells found
     nothing waiting and nothing running, and stopped ("no grid cell left") while the cells came."""

@@ -10,6 +10,9 @@ release that renames or changes one fails here, loudly, instead of quietly at ru
     RDBStorage._get_stale_trial_ids, _create_new_trial, _set_trial_param, _get_trials,
     _get_best_trial_id                 db.outages wraps them in the retry policy (Optuna's cache calls
                                        them in place of the public methods)
+    Optuna's tables, written           db.waiting_trials (cells enqueued in bulk) and
+                                       db.trial_states.backdate_heartbeat (a heartbeat row): each
+                                       checked against what Optuna itself writes and reads
 """
 
 from __future__ import annotations
@@ -158,6 +161,29 @@ def test_cells_enqueued_in_bulk_are_the_trials_optunas_enqueue_trial_makes(empty
 
 
 # --- Study._storage, Study._study_id, the trial and study ids --------------------------------------
+
+def test_a_backdated_heartbeat_is_one_optunas_stale_check_fails_and_a_live_beat_moves_on(empty_url):
+    import sqlalchemy as sa
+
+    from lpstudy.db.trial_states import backdate_heartbeat, unbeaten_trials
+
+    opened = open_storage(empty_url, create_tables=True)
+    opened.optuna.heartbeat_interval, opened.optuna.grace_period = 1, 5
+    study = optuna.create_study(study_name="beats", storage=opened.optuna)
+    dead, alive, beating = study.ask(), study.ask(), study.ask()
+    opened.optuna.record_heartbeat(beating._trial_id)  # Optuna's own row
+    with opened.engine.connect() as conn:
+        assert unbeaten_trials(conn, study._study_id) == {dead._trial_id, alive._trial_id}
+    with opened.engine.begin() as conn:
+        assert backdate_heartbeat(conn, dead._trial_id, 6.0) and backdate_heartbeat(conn, alive._trial_id, 6.0)
+        assert not backdate_heartbeat(conn, beating._trial_id, 6.0)  # it has a heartbeat: left as it is
+    opened.optuna.record_heartbeat(alive._trial_id)  # its worker beats after all: now, not 6 s ago
+    assert opened.optuna._get_stale_trial_ids(study._study_id) == [dead._trial_id]
+    with opened.engine.connect() as conn:
+        assert unbeaten_trials(conn, study._study_id) == set()
+        assert conn.execute(sa.text("SELECT count(*), count(DISTINCT trial_id) FROM trial_heartbeats")).one() == (3, 3)
+    opened.engine.dispose()
+
 
 def test_a_study_keeps_its_storage_and_id_where_lpstudy_reads_them(tmp_path):
     opened = open_storage(f"sqlite:///{tmp_path / 'ids.db'}", create_tables=True)

@@ -207,22 +207,62 @@ class Heartbeat:
             self._thread.join(timeout=5)
 
 
-def fail_stale_trials(study: optuna.Study, storage: StudyStorage) -> None:
+def fail_stale_trials(study: optuna.Study, storage: StudyStorage, unbeaten: dict[int, float] | None = None) -> None:
     """Optuna's stale-trial failing (each trial failed once, its callback retrying it), run only
     when a one-query look finds a heartbeat older than the grace period (lpstudy.db.trial_states):
-    Optuna's check loads every RUNNING trial, and 200 workers ran it before every trial."""
+    Optuna's check loads every RUNNING trial, and 200 workers ran it before every trial.
+
+    A RUNNING trial without any heartbeat (its worker died between the claim and its first beat)
+    is one Optuna's check never fails. `unbeaten` (the caller's, kept across calls: trial id → when
+    this worker first saw it so, on its own monotonic clock, so that no two machines' clocks are
+    compared) holds them; one still without a heartbeat a grace period after it was first seen
+    gets a heartbeat as old as the grace period, and Optuna's check fails and retries it."""
     if storage.kind.sql:
-        from lpstudy.db.trial_states import may_have_stale
+        from lpstudy.db.trial_states import may_have_stale, unbeaten_trials
 
-        def look() -> bool:
+        grace = storage.optuna.grace_period or 2 * storage.optuna.heartbeat_interval
+
+        def look() -> tuple[bool, set[int]]:
             with storage.engine.connect() as conn:
-                return may_have_stale(conn, study._study_id, storage.optuna.grace_period)
+                return (may_have_stale(conn, study._study_id, grace),
+                        unbeaten_trials(conn, study._study_id) if unbeaten is not None else set())
 
-        if not storage.call(look):
+        stale, without = storage.call(look)
+        if unbeaten is not None and adopt_unbeaten(storage, unbeaten, without, grace):
+            stale = True
+        if not stale:
             return
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         optuna.storages.fail_stale_trials(study)
+
+
+def adopt_unbeaten(storage: StudyStorage, unbeaten: dict[int, float], without: set[int], grace: float) -> bool:
+    """Note the trials seen without a heartbeat (forget those that have one now or ended); backdate
+    the heartbeat of those seen so for longer than the grace period; whether any was backdated."""
+    import sqlalchemy as sa
+
+    from lpstudy.db.trial_states import backdate_heartbeat
+
+    now = time.monotonic()
+    for trial_id in set(unbeaten) - without:
+        del unbeaten[trial_id]
+    for trial_id in without:
+        unbeaten.setdefault(trial_id, now)
+    due = [trial_id for trial_id, seen in unbeaten.items() if now - seen > grace]
+    backdated = False
+    for trial_id in due:
+        del unbeaten[trial_id]
+
+        def backdate(trial_id: int = trial_id) -> bool:
+            with storage.engine.begin() as conn:
+                return backdate_heartbeat(conn, trial_id, grace + 1.0)
+
+        try:
+            backdated = storage.call(backdate) or backdated
+        except sa.exc.IntegrityError:  # its worker beat at that very moment: alive after all
+            pass
+    return backdated
 
 
 class Worker:
@@ -235,6 +275,7 @@ class Worker:
         self._say = say
         self._enqueue_seen: tuple[int, float] | None = None  # (trials, when first seen): _cells_not_enqueued
         self._idle_s = GRID_POLL_S  # the next wait of a worker with nothing to take (_idle)
+        self._unbeaten: dict[int, float] = {}  # RUNNING trials seen without a heartbeat (fail_stale_trials)
         self._storage: StudyStorage | None = None  # opened by run()
 
     def say(self, message: str) -> None:
@@ -328,7 +369,7 @@ class Worker:
                 report.reason = f"the study reached its target of {spec.n_trials} trials"
                 break
             if heartbeat_on:
-                fail_stale_trials(study, storage)
+                fail_stale_trials(study, storage, self._unbeaten)
             elif self.lease is not None:
                 for number in self.lease.fail_stale(study):
                     self.say(f"trial {number} lost its worker (no heartbeat for {self.lease.grace_period_s} s): "
