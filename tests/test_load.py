@@ -202,7 +202,7 @@ def test_a_cell_whose_worker_died_before_its_first_heartbeat_runs_again(backend,
     reports = []
     worker = threading.Thread(target=lambda: reports.append(run_worker(
         WorkerOptions(study="unbeaten", storage=url, device="cpu", show_progress=False),
-        say=lambda message: None, objective=complete_it)))
+        say=lambda message: None, objective=complete_it)), daemon=True)  # a hung worker must not hang pytest
     worker.start()
     worker.join(timeout=300)  # a hang guard: before the fix it waited for the orphan for ever
     assert not worker.is_alive() and reports[0].reason == "no grid cell left", reports
