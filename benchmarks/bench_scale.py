@@ -203,7 +203,7 @@ def set_read_indexes(url: str, present: bool) -> dict:
     engine = sa.create_engine(url)
     built = {}
     try:
-        existing = {i["name"] for table, _ in READ_INDEXES.values() for i in sa.inspect(engine).get_indexes(table)}
+        existing = {i["name"] for index in READ_INDEXES.values() for i in sa.inspect(engine).get_indexes(index.table)}
         if present:
             started = time.perf_counter()
             ensure_read_indexes(engine)

@@ -18,6 +18,7 @@ SPEC_ATTR = "lpstudy"  # the study's user attribute that holds its spec (plain J
 METRICS_ATTR_PREFIX = "lpstudy_metrics:"  # trial system attributes holding one evaluation each (no SQL)
 FIXED_PARAMS_ATTR = "fixed_params"  # Optuna's system attribute of an enqueued trial's parameters
 STATES = ("COMPLETE", "PRUNED", "FAIL", "RUNNING", "WAITING")  # Optuna's trial states, in display order
+SPENT_STATES = ("COMPLETE", "PRUNED", "FAIL", "RUNNING")  # the states of trials that spent compute (not WAITING)
 # Fields a run file (`lpstudy export`, `lpstudy train --out`) always names, even where they equal
 # the preset's: what a reader needs to tell two runs apart at a glance.
 RUN_FILE_ALWAYS = ("p", "lr", "gain_init", "fold", "folds", "seed")

@@ -55,10 +55,21 @@ def check_reads(url: str, name: str) -> None:
     fast = frames.load_study(url, name)
     slow = frames.load_study(url, name, via_optuna=True)  # Optuna's API, every attribute decoded one by one
     pd.testing.assert_frame_equal(fast.trials, slow.trials, check_exact=True)
-    summary = study_summary(url, name)  # the compute line: four attributes, last steps only where needed
-    assert summary.compute == compute_summary(slow.trials)
+    summary = study_summary(url, name)  # the compute line: summed in SQL, last steps only where needed
+    assert_same_compute(summary.compute, compute_summary(slow.trials))
     if fast.curve_note is None:
         pd.testing.assert_frame_equal(fast.curves, slow.curves, check_exact=True)
+
+
+def assert_same_compute(from_sql: dict, from_frame: dict) -> None:
+    """The compute summary summed in SQL is the one of the frame: counts and steps exactly, seconds to
+    rounding (SQL adds in another order; SQLite's julianday keeps times to about 0.1 ms)."""
+    assert from_sql.keys() == from_frame.keys()
+    for key, want in from_frame.items():
+        if isinstance(want, float):
+            assert from_sql[key] == pytest.approx(want, rel=1e-9, abs=1e-3), key
+        else:
+            assert from_sql[key] == want, key
 
 
 def yaml_runs(text: str) -> list[dict]:
@@ -187,3 +198,28 @@ def test_a_live_study_read_again_incrementally_equals_a_full_read(backend, reque
     assert row.loc[fresh.number, "p"] == 3.5 and len(changed.trials) == 42
     live.read()  # the trials finished by now are no longer read
     assert live.last_read == ("incremental", n_open - 2 + 1)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_create_adds_the_read_indexes_and_the_summed_attributes_index_carries_their_values(backend, request, capsys):
+    import sqlalchemy as sa
+
+    from lpstudy.db.read_indexes import READ_INDEXES, SUMMED_ATTRIBUTES
+
+    url = request.getfixturevalue("sqlite_url" if backend == "sqlite" else "pg_url")
+    code, _, err = cli(capsys, "create", "--study", "indexed", "--storage", url, "--preset", "smoke", *TINY)
+    assert code == 0, err
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            if backend == "sqlite":
+                sql = dict(conn.execute(sa.text("SELECT name, sql FROM sqlite_master WHERE type = 'index'")).all())
+            else:
+                sql = dict(conn.execute(sa.text("SELECT indexname, indexdef FROM pg_indexes")).all())
+    finally:
+        engine.dispose()
+    assert set(READ_INDEXES) <= set(sql)
+    summed = sql["lpstudy_trial_user_attributes_summed"]
+    carried = "INCLUDE (value_json)" if backend == "postgresql" else "(key, trial_id, value_json)"
+    assert carried in summed, summed  # the values are read from the index, not the table
+    assert all(f"'{key}'" in summed for key in SUMMED_ATTRIBUTES), summed  # partial: those keys only

@@ -25,7 +25,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from lpstudy.db.optuna_tables import SchemaMismatch, _loads
-from lpstudy.db.kinds.sql import last_evaluation_join, seconds_between, without_jit
+from lpstudy.db.kinds.sql import json_number, last_evaluation_join, seconds_between, without_jit
+from lpstudy.values import SPENT_STATES
 
 # JSON texts a falsy `diverged` attribute can hold (bool(json.loads(text)) is False)
 _FALSY_JSON = ("false", "null", "0", "0.0", '""', "[]", "{}")
@@ -78,6 +79,13 @@ def state_counts(conn: Connection, sid: int) -> dict[str, int]:
     return {_state(state): int(n) for state, n in rows}
 
 
+def trial_ids_in_state(conn: Connection, sid: int, state: str) -> list[int]:
+    """Optuna trial ids of the study's trials in one state (RUNNING, ...), in number order."""
+    return [int(tid) for (tid,) in conn.execute(sa.text(
+        "SELECT trial_id FROM trials WHERE study_id = :sid AND state = :state ORDER BY number"),
+        {"sid": sid, "state": state})]
+
+
 def diverged_count(conn: Connection, sid: int) -> int:
     """COMPLETE trials whose `diverged` attribute is truthy."""
     return int(conn.execute(sa.text(
@@ -127,6 +135,53 @@ def mean_complete_seconds(conn: Connection, sid: int) -> float | None:
         f"SELECT avg({seconds}) FROM trials WHERE study_id = :sid AND state = 'COMPLETE' "
         "AND datetime_start IS NOT NULL AND datetime_complete IS NOT NULL"), {"sid": sid}).scalar_one()
     return None if value is None else float(value)
+
+
+def compute_sums(conn: Connection, sid: int) -> tuple[list[dict[str, Any]], float]:
+    """What lpstudy.results.compute.per_trial computes of every trial that spent compute, summed in
+    SQL by state and device kind, and the study's median pace (seconds a step over the trials with
+    steps and a time): ([{state, cpu, trials, steps, time_s, unpaced_steps, saved_steps, saved_s,
+    unpaced_saved_steps}, ...], pace). Per trial, as per_trial: steps the `steps` attribute where
+    positive, else the last evaluated step (looked up only for those trials), else 0; time the
+    `wall_time_s` attribute where positive, else start to end; cpu where the device is absent, ""
+    or "cpu"; a pruned trial saved max(0, max_steps − steps) steps. A trial without a time counts
+    its steps at the median pace (unpaced_steps), as does what a pruned trial without a pace of its
+    own saved (unpaced_saved_steps). Attributes that are not JSON numbers count as absent."""
+    def attribute(alias: str) -> str:
+        return json_number(conn, f"{alias}.value_json")
+
+    states = ", ".join(f"'{state}'" for state in SPENT_STATES)
+    duration = seconds_between(conn, "t.datetime_start", "t.datetime_complete")
+    per_trial = (
+        "SELECT t.state, CASE WHEN dv.value_json IS NULL OR lower(dv.value_json) IN ('\"cpu\"', '\"\"') "
+        "THEN 1 ELSE 0 END AS cpu, "
+        f"COALESCE(CASE WHEN {attribute('st')} > 0 THEN {attribute('st')} END, "
+        "(SELECT max(e.step) FROM trial_intermediate_values e WHERE e.trial_id = t.trial_id), 0) AS steps, "
+        f"COALESCE(CASE WHEN {attribute('wt')} > 0 THEN {attribute('wt')} END, {duration}) AS time_s, "
+        f"{attribute('ms')} AS max_steps FROM trials t "
+        + "".join(f"LEFT JOIN trial_user_attributes {alias} ON {alias}.trial_id = t.trial_id AND {alias}.key = '{key}' "
+                  for alias, key in (("st", "steps"), ("wt", "wall_time_s"), ("ms", "max_steps"), ("dv", "device")))
+        + f"WHERE t.study_id = :sid AND t.state IN ({states})")
+    saved = ("CASE WHEN state = 'PRUNED' AND COALESCE(max_steps, steps) > steps "
+             "THEN COALESCE(max_steps, steps) - steps ELSE 0 END")
+    paced = "steps > 0 AND time_s IS NOT NULL"
+    without_jit(conn)
+    # the median as pandas takes it: the middle pace, or the mean of the two middle ones
+    median = ("(SELECT avg(pace) FROM (SELECT pace FROM paces ORDER BY pace LIMIT (SELECT 2 - n % 2 FROM n) "
+              "OFFSET (SELECT (n - 1) / 2 FROM n)) middle)")
+    rows = conn.execute(sa.text(
+        f"WITH per AS ({per_trial}), paces AS (SELECT time_s / steps AS pace FROM per WHERE {paced}), "
+        "n AS (SELECT count(*) AS n FROM paces) "
+        "SELECT state, cpu, count(*) AS trials, sum(steps) AS steps, sum(time_s) AS time_s, "
+        "sum(CASE WHEN time_s IS NULL THEN steps ELSE 0 END) AS unpaced_steps, "
+        f"sum({saved}) AS saved_steps, "
+        f"sum(CASE WHEN {paced} THEN ({saved}) * time_s / steps ELSE 0 END) AS saved_s, "
+        f"sum(CASE WHEN {paced} THEN 0 ELSE {saved} END) AS unpaced_saved_steps, {median} AS pace "
+        "FROM per GROUP BY state, cpu"), {"sid": sid}).mappings().all()
+    pace = rows[0]["pace"] if rows else None
+    groups = [{**{k: (float(v) if v is not None else 0.0) for k, v in row.items() if k not in ("state", "cpu", "pace")},
+               "state": _state(row["state"]), "cpu": bool(row["cpu"])} for row in rows]
+    return groups, float(pace) if pace is not None else 0.0
 
 
 def _quoted(name: str) -> str:

@@ -23,9 +23,8 @@ import numpy as np
 import pandas as pd
 
 from lpstudy.study.best import is_candidate
-from lpstudy.values import format_duration
+from lpstudy.values import SPENT_STATES, format_duration
 
-SPENT_STATES = ("COMPLETE", "PRUNED", "FAIL", "RUNNING")  # WAITING trials have spent nothing
 FINISHED_STATES = ("COMPLETE", "PRUNED", "FAIL")
 
 
@@ -76,6 +75,30 @@ def compute_summary(trials: pd.DataFrame) -> dict[str, Any]:
         "pruned": int((rows["state"] == "PRUNED").sum()),
         "saved_steps": int(saved),
         "saved_s": float(rows["saved_s"].sum()),
+        "saved_share": saved / (steps + saved) if steps + saved > 0 else 0.0,
+    }
+
+
+def compute_summary_of_sums(groups: list[dict[str, Any]], pace: float) -> dict[str, Any]:
+    """compute_summary from per_trial's columns summed by state and device kind in SQL
+    (lpstudy.db.study_queries.compute_sums), the trials without a time of their own at the median
+    `pace`: the same numbers without a row per trial."""
+    def total(column: str, **where: Any) -> float:
+        return sum(g[column] for g in groups if all(g[k] == v for k, v in where.items()))
+
+    def time_s(**where: Any) -> float:
+        return total("time_s", **where) + total("unpaced_steps", **where) * pace
+
+    steps, saved = total("steps"), total("saved_steps")
+    return {
+        "trials": int(total("trials")),
+        "steps": int(steps),
+        "steps_by_state": {state: int(total("steps", state=state)) for state in SPENT_STATES},
+        "cpu_s": time_s(cpu=True),
+        "gpu_s": time_s(cpu=False),
+        "pruned": int(total("trials", state="PRUNED")),
+        "saved_steps": int(saved),
+        "saved_s": total("saved_s") + total("unpaced_saved_steps") * pace,
         "saved_share": saved / (steps + saved) if steps + saved > 0 else 0.0,
     }
 

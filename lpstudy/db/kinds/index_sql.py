@@ -6,9 +6,17 @@ statement cannot live there without an import cycle."""
 from __future__ import annotations
 
 
-def create_index_sql(conn, name: str, table: str, columns: tuple[str, ...]) -> str | None:
+def create_index_sql(conn, name: str, table: str, columns: tuple[str, ...], include: tuple[str, ...] = (),
+                     where: str | None = None) -> str | None:
     """CREATE INDEX IF NOT EXISTS in the connection's dialect (PostgreSQL, SQLite); None where the
-    dialect has no such statement (MySQL: lpstudy adds no index there)."""
+    dialect has no such statement (MySQL: lpstudy adds no index there). `include`: columns the
+    index carries for index-only reads (PostgreSQL's INCLUDE; SQLite has none, so they become its
+    last key columns); `where`: a partial index's condition."""
     if conn.dialect.name not in ("postgresql", "sqlite"):
         return None
-    return f"CREATE INDEX IF NOT EXISTS {name} ON {table} ({', '.join(columns)})"
+    if conn.dialect.name == "postgresql":
+        keys, carried = columns, f" INCLUDE ({', '.join(include)})" if include else ""
+    else:
+        keys, carried = columns + include, ""
+    return (f"CREATE INDEX IF NOT EXISTS {name} ON {table} ({', '.join(keys)}){carried}"
+            + (f" WHERE {where}" if where else ""))

@@ -203,3 +203,18 @@ def last_evaluation_join(conn, trials: str = "t", last: str = "l") -> str:
                 f"ORDER BY e.step DESC LIMIT 1) {last} ON TRUE")
     return (f"JOIN trial_intermediate_values {last} ON {last}.trial_id = {trials}.trial_id AND {last}.step = "
             f"(SELECT max(e.step) FROM trial_intermediate_values e WHERE e.trial_id = {trials}.trial_id)")
+
+
+def json_number(conn, column: str) -> str:
+    """SQL for the float a JSON text in `column` holds when it is a JSON number, else NULL (null,
+    true, a string, and Python's NaN and ±Infinity, which are no JSON numbers). PostgreSQL: a JSON
+    text that starts with a digit, or a minus and a digit, is a number (no other JSON value does),
+    then a cast (a cast of anything else would fail the query); SQLite and MySQL: their JSON
+    functions' type of the value."""
+    if conn.dialect.name == "postgresql":
+        return f"(CASE WHEN {column} ~ '^-?[0-9]' THEN CAST({column} AS double precision) END)"
+    if conn.dialect.name == "mysql":
+        return (f"(CASE WHEN JSON_VALID({column}) AND JSON_TYPE({column}) IN "
+                f"('INTEGER', 'UNSIGNED INTEGER', 'DOUBLE', 'DECIMAL') THEN {column} + 0.0 END)")
+    return (f"(CASE WHEN json_valid({column}) THEN CASE WHEN json_type({column}) IN ('integer', 'real') "
+            f"THEN CAST({column} AS REAL) END END)")
