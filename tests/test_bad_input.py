@@ -242,7 +242,7 @@ STORAGE_COMMANDS = [
     ["report", "--study", "s", "-o", "r.html"], ["dashboard"], ["optuna-dashboard"], ["storage-proxy"],
 ]
 _WRITERS = ("create", "replicate", "storage-proxy")  # they create the database file (db/urls.prepare_to_create)
-_READERS = ("status", "report", "dashboard")  # they read through db/engines' read-only engine
+_READERS = ("status", "export", "report", "dashboard")  # they read through db/engines' read-only engine
 
 
 def _url_problem(command: str, url: str) -> tuple[str, ...]:

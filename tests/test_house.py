@@ -27,7 +27,7 @@ try:
     main()
 except SystemExit as exc:
     code = exc.code
-print(json.dumps({'torch': 'torch' in sys.modules, 'code': code}))
+print(json.dumps({'torch': 'torch' in sys.modules, 'optuna': 'optuna' in sys.modules, 'code': code}))
 """
 
 
@@ -63,6 +63,17 @@ def test_reading_commands_import_no_torch(study_db, tmp_path):
         assert result["code"] in (0, None), result["stderr"]
         assert result["torch"] is False, args
     assert (tmp_path / "best.yaml").is_file() and (tmp_path / "r.html").is_file()
+
+
+def test_status_and_export_of_a_search_study_on_sql_import_no_optuna(study_db, tmp_path):
+    """They answer from SQL (lpstudy.results.summary, lpstudy.results.export.chosen_from_sql):
+    importing Optuna and opening its storage was a second of each command's time."""
+    for args in (("status", "--study", "s", "--storage", study_db),
+                 ("export", "--study", "s", "--storage", study_db, "-o", str(tmp_path / "best.yaml"))):
+        result = run_cli_fresh(*args)
+        assert result["code"] in (0, None), result["stderr"]
+        assert result["optuna"] is False, args
+    assert "source:" in (tmp_path / "best.yaml").read_text()
 
 
 def test_the_dashboard_draws_every_page_without_torch(study_db):

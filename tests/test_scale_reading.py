@@ -223,3 +223,17 @@ def test_create_adds_the_read_indexes_and_the_summed_attributes_index_carries_th
     carried = "INCLUDE (value_json)" if backend == "postgresql" else "(key, trial_id, value_json)"
     assert carried in summed, summed  # the values are read from the index, not the table
     assert all(f"'{key}'" in summed for key in SUMMED_ATTRIBUTES), summed  # partial: those keys only
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_export_read_with_sql_equals_the_export_read_through_optuna(backend, request):
+    from lpstudy.results import export
+
+    url = request.getfixturevalue("sqlite_url" if backend == "sqlite" else "pg_url")
+    write_synthetic_study(url, "made", n_trials=40, n_evals=4, seed=21, now=NOW)
+    spec, chosen = export.chosen_from_sql(url, "made", 3)
+    optuna_spec, through_optuna = export._chosen_through_optuna(url, "made", 3)
+    assert spec == optuna_spec and [t.number for t in chosen] == [t.number for t in through_optuna]
+    for mine, theirs in zip(chosen, through_optuna):
+        assert export.run_file_text(mine, spec, "made") == export.run_file_text(theirs, spec, "made")
+        assert mine.user_attrs == theirs.user_attrs and mine.value == theirs.value

@@ -105,11 +105,7 @@ def say(message: str) -> None:
 
 
 def quiet_optuna() -> None:
-    """Optuna's info lines and experimental warnings off: a command prints its own lines."""
-    import warnings
+    """Optuna's info lines and experimental warnings off (lpstudy.db.optuna_storage.quiet_optuna)."""
+    from lpstudy.db.optuna_storage import quiet_optuna as quiet
 
-    import optuna
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
-    warnings.filterwarnings("ignore", category=FutureWarning, module="optuna")
+    quiet()

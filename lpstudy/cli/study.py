@@ -164,7 +164,6 @@ def export(
     storage_file: StorageFileOpt = None,
 ) -> None:
     """The best trial (or the top K) as a run file for `lpstudy train --config`."""
-    quiet_optuna()
     from lpstudy.results.export import export_text, train_command, write_export
     from lpstudy.db.urls import storage_url
 

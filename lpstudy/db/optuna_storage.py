@@ -68,6 +68,18 @@ class StudyStorage:
         return self.retry.call(fn, *args, **kwargs)
 
 
+def quiet_optuna() -> None:
+    """Optuna's info lines and experimental warnings off: lpstudy's commands print their own lines.
+    Every storage lpstudy opens is opened so (open_storage)."""
+    import warnings
+
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    warnings.filterwarnings("ignore", category=FutureWarning, module="optuna")
+
+
 def open_storage(url: str | None, readonly: bool = False, create_tables: bool = False,
                  wait: bool = False) -> StudyStorage:
     """Open the study storage at url (None: $LPSTUDY_STORAGE, else the default file): the one way
@@ -82,6 +94,7 @@ def open_storage(url: str | None, readonly: bool = False, create_tables: bool = 
     retried as every storage call is (RetryPolicy, LPSTUDY_STORAGE_RETRY_S), for a worker, which runs
     unattended. 200 workers started at once on a two-core machine timed out connecting (PostgreSQL
     forks a server process per connection; CONNECT_TIMEOUT_S) and stopped before their first trial."""
+    quiet_optuna()
     url = storage_url(url)
     kind = kind_of(url)
     policy = RetryPolicy(url)

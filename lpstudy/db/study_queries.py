@@ -79,6 +79,17 @@ def state_counts(conn: Connection, sid: int) -> dict[str, int]:
     return {_state(state): int(n) for state, n in rows}
 
 
+def user_attributes_of(conn: Connection, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """{trial_id: {key: decoded value}} of every user attribute of the trials `ids` (a few)."""
+    marks = ", ".join(f":id{i}" for i in range(len(ids))) or "NULL"
+    rows = conn.execute(sa.text(f"SELECT trial_id, key, value_json FROM trial_user_attributes WHERE trial_id IN ({marks})"),
+                        {f"id{i}": int(tid) for i, tid in enumerate(ids)})
+    attributes: dict[int, dict[str, Any]] = {int(tid): {} for tid in ids}
+    for tid, key, text in rows:
+        attributes[int(tid)][key] = _loads(text)
+    return attributes
+
+
 def trial_ids_in_state(conn: Connection, sid: int, state: str) -> list[int]:
     """Optuna trial ids of the study's trials in one state (RUNNING, ...), in number order."""
     return [int(tid) for (tid,) in conn.execute(sa.text(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -18,11 +19,10 @@ import yaml
 from lpstudy.errors import UserError
 from lpstudy.files import atomic_write_text
 from lpstudy.names import shell_quoted
-from lpstudy.results.summary import ranked_trial_ids
-from lpstudy.study.best import ranked_trials
-from lpstudy.study.studies import load_spec
+from lpstudy.study.spec import StudySpec
 from lpstudy.training.config import resolve_config, write_run_file
 from lpstudy.values import RUN_FILE_ALWAYS as ALWAYS
+from lpstudy.values import SPEC_ATTR
 
 FORMATS = ("yaml", "json")
 
@@ -56,25 +56,68 @@ def run_file_text(trial, spec, study_name: str, fmt: str = "yaml") -> str:
     return write_run_file(None, spec.preset, cfg, source=source, fmt=fmt)
 
 
-def export_text(storage_url: str, study_name: str, top_k: int = 1, fmt: str = "yaml") -> str:
-    """The best trial (lpstudy.study.best; on SQL databases ranked by SQL, lpstudy.results.summary,
-    and only the chosen trials read) as a run file (top_k=1), or the top K as
-    {study, runs: [...]}, in YAML or JSON. UserError when the study has no such trial (or does not
-    exist)."""
+@dataclass(frozen=True)
+class StoredTrial:
+    """What a run file needs of a trial, read with SQL (Optuna's FrozenTrial has the same fields)."""
+
+    number: int
+    value: float
+    params: dict[str, Any]
+    user_attrs: dict[str, Any]
+
+
+def chosen_from_sql(storage_url: str, study_name: str, top_k: int) -> tuple[StudySpec, list[StoredTrial]] | None:
+    """The study's spec and its best top_k trials (lpstudy.study.best's rule, ranked in SQL:
+    lpstudy.db.study_queries), read without opening Optuna's storage; None where SQL cannot answer
+    (not a SQL database, another schema, no spec, or a chosen trial from before workers stored
+    their `overrides`, whose parameters need Optuna's distributions to decode)."""
+    from lpstudy.db import study_queries as Q
+    from lpstudy.results.frames import answer_from_sql
+
+    def read(conn, engine, sid):
+        _, attrs = Q.study_header(conn, sid)
+        if not isinstance(attrs.get(SPEC_ATTR), dict):
+            return None
+        ranked = Q.ranked_trial_ids(conn, sid, top_k)
+        stored = Q.user_attributes_of(conn, [tid for tid, _, _ in ranked])
+        trials = [StoredTrial(number, value, {}, stored[tid]) for tid, number, value in ranked]
+        if any(not isinstance(t.user_attrs.get("overrides"), dict) for t in trials):
+            return None
+        return StudySpec.from_plain(attrs[SPEC_ATTR]), trials
+
+    return answer_from_sql(storage_url, study_name, read)
+
+
+def _chosen_through_optuna(storage_url: str, study_name: str, top_k: int) -> tuple[StudySpec, list]:
+    """chosen_from_sql through Optuna's storage (its FrozenTrials): on a SQL database SQL still
+    ranks, and Optuna reads only the chosen trials."""
+    from lpstudy.db import study_queries as Q
     from lpstudy.db.optuna_storage import open_storage
+    from lpstudy.results.frames import answer_from_sql
+    from lpstudy.study.best import ranked_trials
+    from lpstudy.study.studies import load_spec
+
+    storage = open_storage(storage_url, readonly=True)  # an export only reads
+    spec = load_spec(storage, study_name)
+    ids = answer_from_sql(storage_url, study_name, lambda conn, engine, sid: [
+        tid for tid, _, _ in Q.ranked_trial_ids(conn, sid, top_k)])
+    if ids is not None:
+        return spec, [storage.optuna.get_trial(trial_id) for trial_id in ids]
+    study_id = storage.optuna.get_study_id_from_name(study_name)
+    return spec, ranked_trials(storage.optuna.get_all_trials(study_id, deepcopy=False))[:top_k]
+
+
+def export_text(storage_url: str, study_name: str, top_k: int = 1, fmt: str = "yaml") -> str:
+    """The best trial (lpstudy.study.best) as a run file (top_k=1), or the top K as
+    {study, runs: [...]}, in YAML or JSON. On a SQL database the trials are ranked by SQL and only
+    the chosen ones read, without Optuna (chosen_from_sql); elsewhere through Optuna's storage.
+    UserError when the study has no such trial (or does not exist)."""
     fmt = (fmt or "yaml").lower()
     if fmt not in FORMATS:
         raise UserError(f"unknown format {fmt!r}; choose yaml or json")
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise UserError(f"--top must be a positive integer, got {top_k!r}")
-    storage = open_storage(storage_url, readonly=True)  # an export only reads
-    spec = load_spec(storage, study_name)
-    study_id = storage.optuna.get_study_id_from_name(study_name)
-    ids = ranked_trial_ids(storage_url, study_name, top_k)  # SQL ranks; Optuna reads only those trials
-    if ids is None:
-        done = ranked_trials(storage.optuna.get_all_trials(study_id, deepcopy=False))
-    else:
-        done = [storage.optuna.get_trial(trial_id) for trial_id in ids]
+    spec, done = chosen_from_sql(storage_url, study_name, top_k) or _chosen_through_optuna(storage_url, study_name, top_k)
     if not done:
         raise UserError(f"study {study_name!r} has no completed trial that did not diverge yet; run "
                         f"`lpstudy worker --study {shell_quoted(study_name)}` and export when `lpstudy status --study "

@@ -33,6 +33,7 @@ from lpstudy.db.urls import redact
 from lpstudy.results.cells import grid_fields, one_per_cell
 from lpstudy.study.best import ranked_frame
 from lpstudy.errors import StudyUnavailable
+from lpstudy.names import shell_quoted
 from lpstudy.training.fields import FIELDS
 from lpstudy.training.metrics import METRIC_FIELDS, SUMMARY_FIELDS
 from lpstudy.values import FIXED_PARAMS_ATTR, METRICS_ATTR_PREFIX, SPEC_ATTR, P, read_p, to_float
@@ -155,7 +156,9 @@ def list_studies(storage_url: str) -> list[str]:
 
 def _no_such_study(storage_url: str, study_name: str, names: list[str]) -> StudyUnavailable:
     listed = ", ".join(sorted(names)) or "none"
-    return StudyUnavailable(f"no study named {study_name!r} in {redact(storage_url)} (studies there: {listed})")
+    return StudyUnavailable(f"no study named {study_name!r} in {redact(storage_url)} (studies there: {listed}); "
+                            f"create it with `lpstudy create --study {shell_quoted(study_name)}` or `lpstudy replicate "
+                            f"--study {shell_quoted(study_name)}`")
 
 
 # --- trials ---------------------------------------------------------------------------------

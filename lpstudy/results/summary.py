@@ -63,10 +63,3 @@ def study_summary(storage_url: str, study_name: str) -> StudySummary | None:
                             compute=compute_summary_of_sums(*Q.compute_sums(conn, sid)))
 
     return frames.answer_from_sql(storage_url, study_name, read)
-
-
-def ranked_trial_ids(storage_url: str, study_name: str, k: int) -> list[int] | None:
-    """Optuna trial ids of the k best trials (lpstudy.study.best's rule), best first; None where SQL
-    cannot answer (then read the trials through Optuna)."""
-    return frames.answer_from_sql(storage_url, study_name,
-                                  lambda conn, engine, sid: [tid for tid, _, _ in Q.ranked_trial_ids(conn, sid, k)])
