@@ -304,7 +304,7 @@ def main(argv: list[str] | None = None) -> dict:
                         load_before = Path("/proc/loadavg").read_text().split()[:3]
                         entry[label] = time_commands(code, url, workdir)
                         if not args.no_pages and label in args.pages_for.split(","):
-                            shots = args.screenshots if n == 10_000 and label == "after" else None
+                            shots = args.screenshots if n >= 10_000 and label == "after" else None
                             entry[label]["pages"] = time_dashboard(code, url, browser, args.page_timeout, shots,
                                                                    f"scale_{backend}_{n}")
                         entry[label]["load_average"] = [load_before, Path("/proc/loadavg").read_text().split()[:3]]

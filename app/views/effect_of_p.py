@@ -31,8 +31,9 @@ with left:
     by = A.map_axis(trials) or "lr"  # p × learning rate; p × fold for a grid at one learning rate
     chart(C.loss_map(A.p_map(trials, bins, by=by), by), key="loss_map")
 with right:
-    done = tuple(trials.loc[trials["state"] == "COMPLETE", "number"])
-    chart(C.importance_chart(cached_importance(storage, study.name, done)), key="importance")
+    done = trials.loc[trials["state"] == "COMPLETE", "number"]  # finished trials never change: their count and
+    key = (len(done), int(done.sum()))  # the sum of their numbers tell the set (hashing 100,000 numbers took 0.6 s)
+    chart(C.importance_chart(cached_importance(storage, study.name, key)), key="importance")
 
 has_folds = trials["fold"].nunique() > 1 and A.finished(trials)["p"].nunique() > 1
 if study.info.kind == "replicate" or has_folds:

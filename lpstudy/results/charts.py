@@ -15,6 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from lpstudy.results import analysis as A
+from lpstudy.results.point_sample import CHART_POINTS, box_statistics, drawn_points, step_points
 
 P_SCALE = "Viridis"
 # Up to ten groups of p get colours a person tells apart (Plotly's D3 palette, a qualitative one);
@@ -144,13 +145,14 @@ def history_chart(trials: pd.DataFrame) -> go.Figure:
     ok = done[done["loss"].notna()]
     if ok.empty:
         return _empty(fig, "no completed trial without divergence yet")
-    fig.add_scatter(x=ok["number"], y=ok["loss"], mode="markers", name="trial",
+    drawn = drawn_points(ok)  # a big study: a sample of the points; the best-so-far line stays exact
+    fig.add_scatter(x=drawn.rows["number"], y=drawn.rows["loss"], mode="markers", name="trial",
                     marker={"size": 5, "opacity": 0.6, "color": "#1f77b4"})
     if ok["number"].nunique() <= 12:
         fig.update_xaxes(dtick=1)  # whole trial numbers, never 0.5
-    best = ok["loss"].cummin()
-    fig.add_scatter(x=ok["number"], y=best, mode="lines", name="best so far", line={"color": "#d62728", "shape": "hv"})
-    return fig
+    x, best = step_points(ok["number"].to_numpy(), ok["loss"].cummin().to_numpy(dtype="float64"))
+    fig.add_scatter(x=x, y=best, mode="lines", name="best so far", line={"color": "#d62728", "shape": "hv"})
+    return mark_sample(fig, drawn.note) if drawn.note else fig
 
 
 # --- Effect of p -----------------------------------------------------------------------------
@@ -163,6 +165,8 @@ def loss_vs_p(trials: pd.DataFrame) -> go.Figure:
     done = done[done["p"].notna()]
     if done.empty:
         return _empty(fig, "no completed trial yet")
+    every, drawn = done, drawn_points(done)  # a big study: a sample of the points (the lowest losses always)
+    done = drawn.rows
     x = A.p_positions(done["p"]).to_numpy()
     ok = done["loss"].notna().to_numpy()
     # numbers in customdata, p's label as text: a float array serialises far faster than mixed objects
@@ -175,15 +179,15 @@ def loss_vs_p(trials: pd.DataFrame) -> go.Figure:
                         marker={"size": 7, "opacity": 0.8, **colour}, customdata=custom[ok], text=text[ok],
                         hovertemplate="trial %{customdata[0]}" + details + "<br>loss %{y:.4f}<extra></extra>")
     if (~ok).any():
-        losses = done.loc[ok, "loss"]
-        top = float(losses.max()) if ok.any() else 1.0
-        span = float(losses.max() - losses.min()) if ok.sum() > 1 else 0.1
+        losses = every["loss"].dropna()
+        top = float(losses.max()) if len(losses) else 1.0
+        span = float(losses.max() - losses.min()) if len(losses) > 1 else 0.1
         fig.add_scatter(x=x[~ok], y=np.full(int((~ok).sum()), top + 0.08 * max(span, 0.05)), mode="markers",
                         name="diverged", marker={"symbol": "x", "size": 8, "color": DIVERGED_COLOUR},
                         customdata=custom[~ok], text=text[~ok],
                         hovertemplate="trial %{customdata[0]} diverged" + details + "<extra></extra>")
-    _p_axis(fig, done["p"])
-    return fig
+    _p_axis(fig, every["p"])
+    return mark_sample(fig, drawn.note) if drawn.note else fig
 
 
 def mean_loss_per_p(summary: pd.DataFrame) -> go.Figure:
@@ -461,11 +465,18 @@ def spread_chart(trials: pd.DataFrame, bins: int | Sequence[float] | None = None
     if ok.empty:
         return _empty(fig, "no completed trial without divergence yet")
     groups = ok.join(A.p_bins(ok["p"], bins)).sort_values("p_order")
-    fig.add_box(x=groups["p_bin"], y=groups["loss"], boxpoints="all", jitter=0.4, pointpos=0,
-                marker={"size": 4, "color": "#1f77b4"}, line={"color": "#1f77b4"}, showlegend=False,
-                customdata=np.column_stack([groups["number"], groups["fold"]]),
-                hovertemplate="trial %{customdata[0]} (fold %{customdata[1]})<br>%{y:.4f}<extra></extra>")
-    fig.update_xaxes(type="category", categoryorder="array", categoryarray=groups["p_bin"].drop_duplicates().tolist())
+    order = groups["p_bin"].drop_duplicates().tolist()
+    if len(groups) <= CHART_POINTS:
+        fig.add_box(x=groups["p_bin"], y=groups["loss"], boxpoints="all", jitter=0.4, pointpos=0,
+                    marker={"size": 4, "color": "#1f77b4"}, line={"color": "#1f77b4"}, showlegend=False,
+                    customdata=np.column_stack([groups["number"], groups["fold"]]),
+                    hovertemplate="trial %{customdata[0]} (fold %{customdata[1]})<br>%{y:.4f}<extra></extra>")
+    else:  # a big study: each box from every trial's loss, computed here; no points
+        stats = [box_statistics(groups.loc[groups["p_bin"] == label, "loss"]) for label in order]
+        fig.add_box(x=order, **{k: [s[k] for s in stats] for k in stats[0]}, boxpoints=False,
+                    line={"color": "#1f77b4"}, showlegend=False)
+        fig = mark_sample(fig, f"Boxes of all {len(groups):,} trials, without their points")
+    fig.update_xaxes(type="category", categoryorder="array", categoryarray=order)
     return fig
 
 
@@ -515,7 +526,7 @@ def trial_dynamics_chart(curves: pd.DataFrame, number: int) -> go.Figure:
 
 def mark_sample(fig: go.Figure, note: str) -> go.Figure:
     """Write on the figure, under its title, that it draws a sample of the trials' curves
-    (lpstudy.results.curve_sample)."""
+    (lpstudy.results.curve_sample) or points (lpstudy.results.point_sample)."""
     from lpstudy.results.curve_sample import sample_label
 
     top = max(int(fig.layout.margin.t or 0), 80)

@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from lpstudy.results.charts import _empty, _figure
+from lpstudy.results.charts import _empty, _figure, mark_sample
+from lpstudy.results.point_sample import drawn_points, step_points
 
 PRUNED_MARKER = {"symbol": "x", "size": 7, "color": "#444444", "line": {"width": 1}}
 
@@ -30,19 +31,21 @@ def best_against_compute_chart(frame: pd.DataFrame) -> go.Figure:
     x = frame["cumulative_s"].to_numpy(dtype="float64") / scale
     fig.update_xaxes(title_text=f"compute spent by all trials ({unit} of device time)")
     steps = frame["cumulative_steps"].to_numpy(dtype="float64")
-    text = [f"trial {n} ({s.lower()})<br>{int(c):,} steps in all" for n, s, c in
-            zip(frame["number"], frame["state"], steps)]
+    drawn = drawn_points(frame.assign(loss=frame["value"].where(frame["candidate"].astype(bool))))
+    shown = frame.index.isin(drawn.rows.index)  # a big study: a sample of the points; the line stays exact
+    text = np.array([f"trial {n} ({s.lower()})<br>{int(c):,} steps in all" for n, s, c in
+                     zip(frame["number"], frame["state"], steps)], dtype=object)
     for state, symbol, colour in (("COMPLETE", "circle", "#1f77b4"), ("PRUNED", "x", "#7f7f7f")):
-        mask = (frame["state"] == state).to_numpy() & np.isfinite(frame["value"].to_numpy(dtype="float64"))
+        mask = (frame["state"] == state).to_numpy() & np.isfinite(frame["value"].to_numpy(dtype="float64")) & shown
         if mask.any():
             fig.add_scatter(x=x[mask], y=frame["value"].to_numpy()[mask], mode="markers", name=state.lower(),
                             marker={"symbol": symbol, "size": 6, "color": colour, "opacity": 0.6},
-                            text=np.array(text, dtype=object)[mask],
-                            hovertemplate="%{text}<br>value %{y:.4f}<extra></extra>")
+                            text=text[mask], hovertemplate="%{text}<br>value %{y:.4f}<extra></extra>")
     best = frame["best_value"].to_numpy(dtype="float64")
     if np.isfinite(best).any():
-        fig.add_scatter(x=x, y=best, mode="lines", line={"shape": "hv", "width": 2.5, "color": "#d62728"},
-                        name="best so far", text=text, hovertemplate="%{text}<br>best %{y:.4f}<extra></extra>")
+        changes = step_points(np.arange(len(best)), best)[0]  # where the line moves, and its end
+        fig.add_scatter(x=x[changes], y=best[changes], mode="lines", line={"shape": "hv", "width": 2.5, "color": "#d62728"},
+                        name="best so far", text=text[changes], hovertemplate="%{text}<br>best %{y:.4f}<extra></extra>")
         # diverged runs (ln V) leave through the top instead of squashing the rest
         shown = frame.loc[frame["candidate"].astype(bool) | (frame["state"] == "PRUNED"), "value"]
         shown = shown[np.isfinite(shown.to_numpy(dtype="float64"))]
@@ -50,7 +53,7 @@ def best_against_compute_chart(frame: pd.DataFrame) -> go.Figure:
         top = max(float(np.nanmax(best)), float(shown.quantile(0.95)) if len(shown) else -np.inf)
         pad = 0.05 * ((top - bottom) or 1.0)
         fig.update_yaxes(range=[bottom - pad, top + pad])
-    return fig
+    return mark_sample(fig, drawn.note) if drawn.note else fig
 
 
 def mark_pruned(fig: go.Figure, stops: pd.DataFrame, column: str = "val_loss") -> go.Figure:
