@@ -168,6 +168,8 @@ def test_parameter_importance_finds_the_parameter_the_loss_depends_on():
     assert importance.sum() == pytest.approx(1.0)
     assert "gain_init" not in importance  # never varied
     assert A.param_importance(trials_frame(rows[:3])).empty  # too few trials
+    without_params = trials_frame(rows + [{"value": 1.0, "p": math.nan, "lr": math.nan}])  # a trial added by hand
+    assert A.param_importance(without_params).index[0] == "p"  # that trial is left out, not the parameters
 
 
 # --- convergence ----------------------------------------------------------------------------
@@ -279,3 +281,19 @@ def test_filter_trials_by_state_p_range_lr_range_and_divergence():
     assert list(A.filter_trials(trials, p_range=(1.0, 2.0), include_inf=False)["number"]) == [0, 3]
     assert list(A.filter_trials(trials, lr_range=(5e-3, 2e-2))["number"]) == [1]
     assert list(A.filter_trials(trials, diverged=True)["number"]) == [1]
+
+
+def test_the_ranked_frame_is_is_candidates_rule_row_by_row():
+    from lpstudy.study.best import is_candidate, ranked_frame
+
+    rng = np.random.default_rng(3)
+    states = ["COMPLETE", "COMPLETE", "COMPLETE", "PRUNED", "FAIL", "RUNNING"]
+    values = [1.0, 1.0, 0.5, math.nan, math.inf, -math.inf, 2.0, None]
+    rows = [{"state": str(rng.choice(states)), "value": values[int(rng.integers(len(values)))],
+             "diverged": bool(rng.integers(2) == 0)} for _ in range(400)]
+    trials = trials_frame(rows).sample(frac=1.0, random_state=1)  # not in number order
+    want = sorted((float(r.value), r.number) for r in trials.itertuples() if is_candidate(r.state, r.value, r.diverged))
+    ranked = ranked_frame(trials)
+    assert list(zip(ranked["loss"], ranked["number"])) == want
+    assert list(ranked_frame(trials, 3)["number"]) == [n for _, n in want[:3]]
+    assert ranked_frame(trials.iloc[0:0]).empty

@@ -60,8 +60,10 @@ def _fmt(value, spec: str = ".4g") -> str:
 
 @st.fragment(run_every=CACHE_TTL_S if live else None)
 def overview() -> None:
-    with no_traceback():
-        data = cached_study(storage, study.name, curves=False)
+    data = study  # read once with the page; a live refresh (the fragment alone) reads it again
+    if live:
+        with no_traceback():
+            data = cached_study(storage, study.name, curves=False)
     trials = data.trials
     counts = A.state_counts(trials)
     cols = st.columns(len(counts) + 1)

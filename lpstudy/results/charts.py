@@ -529,7 +529,8 @@ def mark_sample(fig: go.Figure, note: str) -> go.Figure:
     (lpstudy.results.curve_sample) or points (lpstudy.results.point_sample)."""
     from lpstudy.results.curve_sample import sample_label
 
-    top = max(int(fig.layout.margin.t or 0), 80)
-    fig.update_layout(title={"subtitle": {"text": sample_label(note), "font": {"size": 11, "color": "#666"}}},
+    top = max(int(fig.layout.margin.t or 0), 100)  # title and note at the top, the legend above the plot below them
+    fig.update_layout(title={"subtitle": {"text": sample_label(note), "font": {"size": 11, "color": "#666"}},
+                             "y": 0.98, "yref": "container", "yanchor": "top"},
                       margin={"t": top})
     return fig

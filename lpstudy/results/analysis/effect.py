@@ -179,7 +179,9 @@ def param_importance(trials: pd.DataFrame, params: Sequence[str] = ("p", "lr", "
     from optuna.distributions import FloatDistribution
 
     done = trials[(trials["state"] == "COMPLETE") & trials["value"].notna()]
-    columns = [c for c in params if c in done.columns and done[c].notna().all() and done[c].nunique() > 1]
+    columns = [c for c in params if c in done.columns and done[c].nunique() > 1]
+    done = done.dropna(subset=columns)  # a trial without one of them (added by hand, an older version) is left out
+    columns = [c for c in columns if done[c].nunique() > 1]
     if len(done) < 4 or not columns:
         return pd.Series(dtype="float64", name="importance")
     values = done[columns].astype("float64").copy()

@@ -92,7 +92,8 @@ def p_bins(p: pd.Series, bins: int | Sequence[float] | None = None) -> pd.DataFr
     finite = np.isfinite(p)
     infinite = np.isinf(p)
     if bins is None:
-        out.loc[p.notna(), "p_bin"] = p[p.notna()].map(format_p)
+        known = p[p.notna()]
+        out.loc[p.notna(), "p_bin"] = known.map({value: format_p(value) for value in known.unique()})  # once a value
         out["p_center"] = out["p_low"] = out["p_high"] = out["p_order"] = p
     else:
         if isinstance(bins, int):
@@ -103,7 +104,9 @@ def p_bins(p: pd.Series, bins: int | Sequence[float] | None = None) -> pd.DataFr
         out.loc[finite, "p_high"] = highs
         out.loc[finite, "p_center"] = (lows + highs) / 2
         out.loc[finite, "p_order"] = index.astype("float64")
-        out.loc[finite, "p_bin"] = [f"{format_p(a)}–{format_p(b)}" for a, b in zip(lows, highs)]
+        groups, first = np.unique(index, return_index=True)  # each bin's label made once, not once a trial
+        labels = np.array([f"{format_p(lows[i])}–{format_p(highs[i])}" for i in first], dtype=object)
+        out.loc[finite, "p_bin"] = labels[np.searchsorted(groups, index)]
         out.loc[infinite, ["p_low", "p_high", "p_center", "p_order"]] = math.inf
     out.loc[infinite, "p_bin"] = INF_LABEL
     for column in ("p_center", "p_low", "p_high", "p_order"):
