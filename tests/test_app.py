@@ -111,6 +111,24 @@ def test_every_page_renders_a_search_study_with_its_charts(seeded, page):
     assert at.sidebar.selectbox[0].value == "search"
 
 
+def test_no_page_changes_the_study_that_every_page_shares(seeded):
+    """The pages share one copy of the study without copying it (common._cached_study_version is a
+    cache_resource): after every page has drawn both studies, that copy still equals a fresh read."""
+    import common
+    from lpstudy.results.frames import load_study
+
+    url, _ = seeded
+    for study in ("search", "grid"):
+        for page in PAGES:
+            assert not run_page(page, url, study).exception, (study, page)
+        for curves in (True, False):
+            shared = common.cached_study(url, study, curves=curves)
+            fresh = load_study(url, study, curves=curves)
+            pd.testing.assert_frame_equal(shared.trials, fresh.trials, check_exact=True)
+            pd.testing.assert_frame_equal(shared.curves, fresh.curves, check_exact=True)
+            assert common.cached_study(url, study, curves=curves) is shared  # shared, not a copy
+
+
 @pytest.mark.parametrize("page", list(PAGES))
 def test_every_page_renders_what_real_workers_wrote(real_study, page):
     for study in (real_study.search, real_study.grid):
