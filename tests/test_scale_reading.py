@@ -237,3 +237,14 @@ def test_export_read_with_sql_equals_the_export_read_through_optuna(backend, req
     for mine, theirs in zip(chosen, through_optuna):
         assert export.run_file_text(mine, spec, "made") == export.run_file_text(theirs, spec, "made")
         assert mine.user_attrs == theirs.user_attrs and mine.value == theirs.value
+
+
+def test_status_reads_many_running_trials_a_chunk_of_ids_at_a_time(sqlite_url, monkeypatch):
+    from lpstudy.db import study_queries as Q
+
+    write_synthetic_study(sqlite_url, "made", n_trials=30, n_evals=3, seed=8, now=NOW)
+    want = independent(sqlite_url, "made")
+    monkeypatch.setattr(Q, "IDS_PER_QUERY", 1)  # each trial id a query of its own
+    status = study_status(sqlite_url, "made")
+    assert sorted(r["number"] for r in status["running"]) == want["running"] and len(want["running"]) >= 2
+    assert status["best"]["number"] == want["ranked"][0]

@@ -33,24 +33,25 @@ def best_against_compute_chart(frame: pd.DataFrame) -> go.Figure:
     steps = frame["cumulative_steps"].to_numpy(dtype="float64")
     drawn = drawn_points(frame.assign(loss=frame["value"].where(frame["candidate"].astype(bool))))
     shown = frame.index.isin(drawn.rows.index)  # a big study: a sample of the points; the line stays exact
-    text = np.array([f"trial {n} ({s.lower()})<br>{int(c):,} steps in all" for n, s, c in
-                     zip(frame["number"], frame["state"], steps)], dtype=object)
+    best = frame["best_value"].to_numpy(dtype="float64")
+    changes = step_points(np.arange(len(best)), best)[0]  # where the best-so-far line moves, and its end
+    text = np.full(len(frame), None, dtype=object)  # hover text for the drawn points only (not 100,000 of them)
+    for i in np.union1d(np.flatnonzero(shown), changes):
+        text[i] = f"trial {frame['number'].iat[i]} ({frame['state'].iat[i].lower()})<br>{int(steps[i]):,} steps in all"
     for state, symbol, colour in (("COMPLETE", "circle", "#1f77b4"), ("PRUNED", "x", "#7f7f7f")):
         mask = (frame["state"] == state).to_numpy() & np.isfinite(frame["value"].to_numpy(dtype="float64")) & shown
         if mask.any():
             fig.add_scatter(x=x[mask], y=frame["value"].to_numpy()[mask], mode="markers", name=state.lower(),
                             marker={"symbol": symbol, "size": 6, "color": colour, "opacity": 0.6},
                             text=text[mask], hovertemplate="%{text}<br>value %{y:.4f}<extra></extra>")
-    best = frame["best_value"].to_numpy(dtype="float64")
     if np.isfinite(best).any():
-        changes = step_points(np.arange(len(best)), best)[0]  # where the line moves, and its end
         fig.add_scatter(x=x[changes], y=best[changes], mode="lines", line={"shape": "hv", "width": 2.5, "color": "#d62728"},
                         name="best so far", text=text[changes], hovertemplate="%{text}<br>best %{y:.4f}<extra></extra>")
         # diverged runs (ln V) leave through the top instead of squashing the rest
-        shown = frame.loc[frame["candidate"].astype(bool) | (frame["state"] == "PRUNED"), "value"]
-        shown = shown[np.isfinite(shown.to_numpy(dtype="float64"))]
+        ranged = frame.loc[frame["candidate"].astype(bool) | (frame["state"] == "PRUNED"), "value"]
+        ranged = ranged[np.isfinite(ranged.to_numpy(dtype="float64"))]
         bottom = float(np.nanmin(best))
-        top = max(float(np.nanmax(best)), float(shown.quantile(0.95)) if len(shown) else -np.inf)
+        top = max(float(np.nanmax(best)), float(ranged.quantile(0.95)) if len(ranged) else -np.inf)
         pad = 0.05 * ((top - bottom) or 1.0)
         fig.update_yaxes(range=[bottom - pad, top + pad])
     return mark_sample(fig, drawn.note) if drawn.note else fig

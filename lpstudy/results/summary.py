@@ -56,7 +56,9 @@ def study_summary(storage_url: str, study_name: str) -> StudySummary | None:
         counts.update(Q.state_counts(conn, sid))
         best_ids = [tid for tid, _, _ in Q.ranked_trial_ids(conn, sid, 1)]
         running_ids = Q.trial_ids_in_state(conn, sid, "RUNNING")
-        shown = _trials_of(conn, sid, ids=sorted(set(best_ids + running_ids)))  # one read of both: rows cost little, reads do
+        ids = sorted(set(best_ids + running_ids))  # one read of both (rows cost little, reads do), a few thousand ids a query
+        shown = pd.concat([_trials_of(conn, sid, ids=chunk) for chunk in Q.in_chunks(ids)] or [_trials_of(conn, sid, ids=[])],
+                          ignore_index=True)
         return StudySummary(info=info, counts=counts, diverged=Q.diverged_count(conn, sid),
                             best=shown[shown["trial_id"].isin(best_ids)], running=shown[shown["trial_id"].isin(running_ids)],
                             mean_complete_s=Q.mean_complete_seconds(conn, sid),
