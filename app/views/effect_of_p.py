@@ -11,7 +11,7 @@ from lpstudy.results import charts as C
 
 from lpstudy.results.columns import signed
 
-from common import cached_importance, chart, p_bins_control, page, show_problem
+from common import cached_importance, chart, once, p_bins_control, page, show_problem
 from tables import table
 
 storage, study = page("Effect of p", curves=False)
@@ -21,28 +21,29 @@ bins = p_bins_control(trials, key="effect_bins")
 
 left, right = st.columns(2)
 with left:
-    chart(C.loss_vs_p(trials), key="loss_vs_p")
+    chart(once(study, ("loss_vs_p",), lambda: C.loss_vs_p(trials)), key="loss_vs_p")
 with right:
-    summary = A.per_p_summary(trials, bins)
-    chart(C.mean_loss_per_p(summary), key="mean_per_p")
+    summary = once(study, ("per_p_summary", bins), lambda: A.per_p_summary(trials, bins))
+    chart(once(study, ("mean_per_p", bins), lambda: C.mean_loss_per_p(summary)), key="mean_per_p")
 
 left, right = st.columns(2)
 with left:
-    by = A.map_axis(trials) or "lr"  # p × learning rate; p × fold for a grid at one learning rate
-    chart(C.loss_map(A.p_map(trials, bins, by=by), by), key="loss_map")
+    by = once(study, ("map_axis",), lambda: A.map_axis(trials)) or "lr"  # p × lr; p × fold for a grid at one lr
+    chart(once(study, ("loss_map", bins, by), lambda: C.loss_map(A.p_map(trials, bins, by=by), by)), key="loss_map")
 with right:
     done = trials.loc[trials["state"] == "COMPLETE", "number"]  # finished trials never change: their count and
     key = (len(done), int(done.sum()))  # the sum of their numbers tell the set (hashing 100,000 numbers took 0.6 s)
-    chart(C.importance_chart(cached_importance(storage, study.name, key)), key="importance")
+    chart(once(study, ("importance",), lambda: C.importance_chart(cached_importance(storage, study.name, key))),
+          key="importance")
 
-has_folds = trials["fold"].nunique() > 1 and A.finished(trials)["p"].nunique() > 1
+has_folds = once(study, ("has_folds",), lambda: trials["fold"].nunique() > 1 and A.finished(trials)["p"].nunique() > 1)
 if study.info.kind == "replicate" or has_folds:
     finite = sorted({p for p in A.finished(trials)["p"].dropna()}, key=lambda v: (math.isinf(v), v))
     default = finite.index(2.0) if 2.0 in finite else 0
     reference = st.selectbox("Reference p for the paired comparison", finite, index=default,
                              format_func=A.format_p, key="reference_p")
-    paired = A.paired_comparison(trials, reference_p=reference)
-    chart(C.paired_chart(paired, reference), key="paired")
+    paired = once(study, ("paired", reference), lambda: A.paired_comparison(trials, reference_p=reference))
+    chart(once(study, ("paired_chart", reference), lambda: C.paired_chart(paired, reference)), key="paired")
     if not paired.empty:
         table(paired[["p", "n_pairs", "mean_loss", "ref_mean_loss", "mean_diff", "ci_low", "ci_high",
                       "relative_diff", "p_value"]], signed())

@@ -7,7 +7,7 @@ import streamlit as st
 from lpstudy.results import analysis as A
 from lpstudy.results import charts as C
 
-from common import CACHE_TTL_S, cached_study, chart, no_traceback, page, plain, show_problem
+from common import CACHE_TTL_S, cached_study, chart, no_traceback, once, page, plain, show_problem
 from tables import table
 from lpstudy.values import format_duration
 
@@ -65,7 +65,7 @@ def overview() -> None:
         with no_traceback():
             data = cached_study(storage, study.name, curves=False)
     trials = data.trials
-    counts = A.state_counts(trials)
+    counts = once(data, ("state_counts",), lambda: A.state_counts(trials))
     cols = st.columns(len(counts) + 1)
     cols[0].metric("Trials", int(counts.sum()))
     for col, (state, n) in zip(cols[1:], counts.items()):
@@ -74,7 +74,7 @@ def overview() -> None:
         st.info(A.data_problem(trials, study.name))
         return
 
-    grid = A.grid_progress(trials, info.spec)
+    grid = once(data, ("grid_progress",), lambda: A.grid_progress(trials, info.spec))
     if grid is not None:
         st.progress(min(1.0, grid["fraction"]),
                     text=f"Grid: {grid['done']} of {grid['n_cells']} cells done · {grid['running']} running · "
@@ -84,7 +84,7 @@ def overview() -> None:
 
         st.warning(duplicates_note(data.duplicates))
 
-    best = A.best_trial(trials)
+    best = once(data, ("best_trial",), lambda: A.best_trial(trials))
     left, right = st.columns([1, 2])
     with left:
         st.subheader("Best trial")
@@ -95,13 +95,13 @@ def overview() -> None:
             st.markdown(f"Trial **{int(best['number'])}** · p = **{A.format_p(best['p'])}** · "
                         f"lr = **{_fmt(best['lr'], '.3g')}** · gain₀ = **{_fmt(best['gain_init'], '.3g')}**"
                         + (f" · fold {int(best['fold'])}" if pd.notna(best['fold']) else ""))
-            diverged = int(A.finished(trials)["diverged"].sum())
+            diverged = once(data, ("diverged",), lambda: int(A.finished(trials)["diverged"].sum()))
             st.caption(f"{diverged} of {int(counts['COMPLETE'])} completed runs diverged.")
     with right:
-        chart(C.states_chart(counts), key="states")
+        chart(once(data, ("states_chart",), lambda: C.states_chart(counts)), key="states")
 
     st.subheader("Running now")
-    running = A.running_trials(trials)
+    running = A.running_trials(trials)  # "running for" is counted to now: not kept
     if running.empty:
         st.caption("No trial is running.")
     else:
@@ -109,17 +109,17 @@ def overview() -> None:
                                running_for=running["running_s"].map(format_duration))  # "2 min 54 s"
         table(shown[["number", "worker", "device", "host", "since", "running_for", "p", "lr", "gain_init", "fold",
                      "last_step", "last_val_loss"]])
-    chart(C.history_chart(trials), key="history")
-    compute_section(trials)
+    chart(once(data, ("history_chart",), lambda: C.history_chart(trials)), key="history")
+    compute_section(data)
 
 
-def compute_section(trials: pd.DataFrame) -> None:
+def compute_section(data) -> None:
     """Compute spent by every trial, what pruning saved, and the best value against compute."""
     from lpstudy.results.compute import best_against_compute, compute_line, compute_summary
     from lpstudy.results.compute_charts import best_against_compute_chart
 
     st.subheader("Compute")
-    spent = compute_summary(trials)
+    spent = once(data, ("compute_summary",), lambda: compute_summary(data.trials))
     cols = st.columns(4)
     cols[0].metric("Steps trained", f"{spent['steps']:,}", help="by every trial: completed, pruned, failed, running")
     cols[1].metric("CPU time", format_duration(spent["cpu_s"]))
@@ -127,7 +127,8 @@ def compute_section(trials: pd.DataFrame) -> None:
     cols[3].metric("Saved by pruning", f"{spent['saved_share']:.0%}",
                    help="steps pruned trials did not run, of the steps of running every trial to its end")
     st.caption(compute_line(spent))
-    chart(best_against_compute_chart(best_against_compute(trials)), key="best_vs_compute")
+    chart(once(data, ("best_vs_compute",), lambda: best_against_compute_chart(best_against_compute(data.trials))),
+          key="best_vs_compute")
 
 
 overview()

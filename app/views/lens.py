@@ -8,7 +8,7 @@ import streamlit as st
 from lpstudy.results import analysis as A
 from lpstudy.results import lens_charts as L
 
-from common import chart, p_bins_control, page, show_problem
+from common import chart, once, p_bins_control, page, show_problem
 from tables import table
 
 storage, study = page("Stability lens")
@@ -20,19 +20,24 @@ bins = p_bins_control(trials, key="lens_bins")
 
 left, right = st.columns(2)
 with left:
-    chart(L.lr_curve_chart(A.lr_curve(trials, bins=bins)), key="lr_curve")
+    chart(once(study, ("lr_curve", bins), lambda: L.lr_curve_chart(A.lr_curve(trials, bins=bins))), key="lr_curve")
 with right:
-    sensitivity = A.lr_sensitivity(trials, bins=bins)
-    chart(L.lr_sensitivity_chart(sensitivity), key="lr_sensitivity")
+    sensitivity = once(study, ("lr_sensitivity", bins), lambda: A.lr_sensitivity(trials, bins=bins))
+    chart(once(study, ("lr_sensitivity_chart", bins), lambda: L.lr_sensitivity_chart(sensitivity)),
+          key="lr_sensitivity")
 if len(sensitivity):
     table(sensitivity.drop(columns=["p", "p_order"]).rename(columns={"mean": "lr_sensitivity"}))
 
 left, right = st.columns(2)
 with left:
-    chart(L.max_logit_chart(A.curve_bands(curves, trials, "max_logit", bins)), key="max_logit")
+    chart(once(study, ("max_logit", bins), lambda: L.max_logit_chart(A.curve_bands(curves, trials, "max_logit", bins))),
+          key="max_logit")
 with right:
-    chart(L.min_head_entropy_chart(A.curve_bands(curves, trials, "min_head_entropy", bins)), key="min_head_entropy")
+    chart(once(study, ("min_head_entropy", bins),
+               lambda: L.min_head_entropy_chart(A.curve_bands(curves, trials, "min_head_entropy", bins))),
+          key="min_head_entropy")
 
-chart(L.initial_entropy_chart(A.initial_entropy(curves, trials)), key="initial_entropy")
+chart(once(study, ("initial_entropy",), lambda: L.initial_entropy_chart(A.initial_entropy(curves, trials))),
+      key="initial_entropy")
 st.caption("A comparison of p at one fixed gain compares softmax temperatures too: `gain_init: matched` "
            "starts every p at the spread of logits QKNorm's g₀ gives p = 2.")

@@ -6,7 +6,7 @@ import streamlit as st
 from lpstudy.results import analysis as A
 from lpstudy.results import charts as C
 
-from common import chart, p_bins_control, page, show_problem
+from common import chart, once, p_bins_control, page, show_problem
 from tables import table
 
 storage, study = page("Stability")
@@ -18,19 +18,21 @@ bins = p_bins_control(trials, key="stability_bins")
 
 left, right = st.columns(2)
 with left:
-    chart(C.divergence_rate_chart(A.divergence_rates(trials, bins)), key="divergence_rate")
+    chart(once(study, ("divergence_rate", bins), lambda: C.divergence_rate_chart(A.divergence_rates(trials, bins))),
+          key="divergence_rate")
 with right:
-    by = A.map_axis(trials) or "lr"
-    chart(C.divergence_map(A.p_map(trials, bins, by=by), by), key="divergence_map")
+    by = once(study, ("map_axis",), lambda: A.map_axis(trials)) or "lr"
+    chart(once(study, ("divergence_map", bins, by), lambda: C.divergence_map(A.p_map(trials, bins, by=by), by)),
+          key="divergence_map")
 
 left, right = st.columns(2)
 with left:
-    chart(C.max_grad_norm_chart(A.max_grad_norms(curves, trials)), key="grad_norm")
+    chart(once(study, ("grad_norm",), lambda: C.max_grad_norm_chart(A.max_grad_norms(curves, trials))), key="grad_norm")
 with right:
-    chart(C.gain_chart(A.curve_bands(curves, trials, "gain_mean", bins,
-                                         include_diverged=A.successful(trials).empty)), key="gain")
+    chart(once(study, ("gain", bins), lambda: C.gain_chart(A.curve_bands(
+        curves, trials, "gain_mean", bins, include_diverged=A.successful(trials).empty))), key="gain")
 
-chart(C.spread_chart(trials, bins), key="spread")
-spread = A.replicate_spread(trials, bins)
+chart(once(study, ("spread_chart", bins), lambda: C.spread_chart(trials, bins)), key="spread")
+spread = once(study, ("replicate_spread", bins), lambda: A.replicate_spread(trials, bins))
 if len(spread):
     table(spread.drop(columns=["p"]))

@@ -75,6 +75,8 @@ class StudyData:
     curves: pd.DataFrame
     duplicates: list[int] = field(default_factory=list)  # grid trials left out: their cell ran before
     curve_note: str | None = None  # set when `curves` holds a sample of the trials (lpstudy.results.curve_sample)
+    # what a reader computed from this data, once (the dashboard's charts: app/common.once); not the data itself
+    derived: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 def _readonly_engine(storage_url: str):
