@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 CURVE_TRIALS_ALL = 1000  # up to this many trials (not WAITING), every curve is read
-PER_GROUP = 100  # above it, at most this many trials per p group
+PER_GROUP = 50  # above it, at most this many trials per p group
 GROUPS = 10  # equal-width groups over the finite p range
 
 

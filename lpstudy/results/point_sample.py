@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-CHART_POINTS = 4000  # above this many trials, a chart of one point per trial draws a sample
+CHART_POINTS = 1500  # above this many trials, a chart of one point per trial draws a sample
 KEEP_BEST = 200  # the trials with the lowest loss, always drawn
 
 
