@@ -58,7 +58,7 @@ def cached_fingerprint(storage_url: str, study_name: str):
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
-def _live_study(storage_url: str, study_name: str):
+def live_study(storage_url: str, study_name: str):
     """The server's one copy of the study (lpstudy.results.live_study): read fully once, then only
     its unfinished and new trials whenever its fingerprint changes."""
     from lpstudy.results.live_study import LiveStudy
@@ -73,7 +73,7 @@ def _cached_study_version(storage_url: str, study_name: str, curves: bool, finge
     copy-on-write keeps every frame derived from it apart, and no page assigns into it."""
     from lpstudy.results.frames import load_study
 
-    data = _live_study(storage_url, study_name).read(curves)
+    data = live_study(storage_url, study_name).read(curves)
     return data if data is not None else load_study(storage_url, study_name, curves=curves)
 
 

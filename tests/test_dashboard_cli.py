@@ -9,6 +9,7 @@ import json
 import socket
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from datetime import datetime
@@ -92,6 +93,31 @@ def test_dashboard_keeps_the_password_out_of_its_command_line_and_output(tmp_pat
         proc.terminate()
         output = proc.communicate(timeout=20)[0]
     assert f"postgres:***@127.0.0.1:{postgres.port}/postgres" in output and "pa55word" not in output
+
+
+def test_dashboard_reads_the_study_it_opens_before_the_first_visitor(tmp_path):
+    """The server starts reading the study it opens first as it starts (app/read_ahead.py), before any
+    browser asks, and says what it read: the first page then waits for no whole read."""
+    url = f"sqlite:///{tmp_path / 'two.db'}"
+    write_synthetic_study(url, "a-first", n_trials=12, n_evals=3, seed=4, now=datetime(2026, 1, 1))
+    write_synthetic_study(url, "b-second", n_trials=20, n_evals=3, seed=5, now=datetime(2026, 1, 1))
+    for study, name, trials in ((None, "a-first", 12), ("b-second", "b-second", 20)):
+        args = ["--study", study] if study else []
+        log = tmp_path / f"{name}.log"
+        with log.open("w") as out:
+            proc = subprocess.Popen([sys.executable, "-m", "lpstudy", "dashboard", "--storage", url, "--port",
+                                     str(free_port()), "--headless", *args], stdout=out, stderr=subprocess.STDOUT,
+                                    text=True, cwd=ROOT)
+        try:  # no browser asks for a page
+            deadline = time.monotonic() + 60
+            while "ahead of the first visitor" not in log.read_text() and time.monotonic() < deadline:
+                time.sleep(0.2)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)
+        lines = [line for line in log.read_text().splitlines() if "ahead of the first visitor" in line]
+        assert lines, log.read_text()
+        assert lines[0].startswith(f"lpstudy dashboard: read study {name!r} ahead of the first visitor: {trials} trials in")
 
 
 def test_optuna_dashboard_serves_the_study_and_cannot_change_it(seeded):

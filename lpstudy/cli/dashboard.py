@@ -32,11 +32,15 @@ APP_ENTRY = "dashboard.py"
 APP_DIR_CANDIDATES = (Path(__file__).resolve().parents[2] / "app", Path("/opt/lpstudy/app"))
 
 # The server imports what every page needs before it listens, so that the first visitor does not
-# wait for pandas, Plotly, SciPy and Optuna to import; then it is `streamlit run` as usual.
+# wait for pandas, Plotly, SciPy and Optuna to import, and starts reading the study that visitor
+# sees (app/read_ahead.py: into the pages' own copy, in the background); then it is `streamlit run`
+# as usual (sys.argv: -c run APP_DIR/dashboard.py ...).
 PRELOAD_AND_RUN_STREAMLIT = (
     "import pandas, plotly.graph_objects, plotly.colors, sqlalchemy, scipy.special, optuna.importance; "
     "import lpstudy.results.analysis, lpstudy.results.charts, lpstudy.results.frames, lpstudy.results.export; "
     "import os, sys, threading, webbrowser; "
+    "sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[2]))); from read_ahead import read_ahead; "
+    "read_ahead(os.environ['LPSTUDY_STORAGE'], os.environ.get('LPSTUDY_DASHBOARD_STUDY')); "
     "url = os.environ.pop('LPSTUDY_OPEN_BROWSER', ''); "
     "url and threading.Timer(3.0, webbrowser.open, [url]).start(); "
     "from streamlit.web.cli import main; sys.argv[0] = 'streamlit'; main()"
