@@ -14,7 +14,8 @@ writes), then timed, in one run:
 --before DIR times the same commands and pages with another checkout's code (e.g. `git archive main`
 unpacked in DIR) beside this one, so that before and after are measured side by side: "after" runs
 on the database with the indexes lpstudy adds (lpstudy.db.read_indexes: built first, their build
-time recorded as index_build_s), "before" without them, as that code leaves the database.
+time recorded as index_build_s), "before" without them, as that code leaves the database (with them
+when --before-indexes says that code makes them too).
 
     python benchmarks/bench_scale.py --sizes 1000,10000,100000 --backends postgresql,sqlite
     python benchmarks/bench_scale.py --sizes 10000 --before /tmp/main-code --json out.json
@@ -261,6 +262,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--workdir", type=Path, default=None, help="where SQLite files and outputs go (kept)")
     parser.add_argument("--before", type=Path, default=None, help="another checkout's code, timed beside this one")
     parser.add_argument("--before-sizes", default="10000", help="the sizes at which --before is timed")
+    parser.add_argument("--before-indexes", action="store_true",
+                        help="the --before code makes lpstudy's indexes too: keep them for it")
     parser.add_argument("--page-timeout", type=float, default=180.0)
     parser.add_argument("--od-timeout", type=float, default=120.0)
     parser.add_argument("--no-pages", action="store_true")
@@ -297,7 +300,7 @@ def main(argv: list[str] | None = None) -> dict:
                         if label == "before" and str(n) not in args.before_sizes.split(","):
                             continue
                         print(f"{backend} {n} trials, {label}:", file=sys.stderr)
-                        indexes = set_read_indexes(url, label == "after")
+                        indexes = set_read_indexes(url, label == "after" or args.before_indexes)
                         if indexes:
                             entry.setdefault("index_build_s", indexes)
                             print(f"    indexes built: {indexes}", file=sys.stderr)
