@@ -88,6 +88,7 @@ def test_a_grid_made_under_another_default_pruner_is_the_same_grid(sqlite_url, c
     for pruner in ([], ["--pruner", "none"]):
         code, _, err = cli(capsys, "create", "--study", "old", *grid, *pruner)
         assert code == 0 and "exists already, unchanged" in err and "0 cell(s) enqueued" in err, err
+        assert "pruner median" in err and "pruner sha" not in err and "pruner none" not in err, err  # the stored one
     # a search does prune: there the pruner is part of the study
     search = ["--storage", sqlite_url, "--preset", "smoke", *TINY]
     code, _, err = cli(capsys, "create", "--study", "s", *search, "--pruner", "median")

@@ -63,7 +63,7 @@ def create(
 
     shown_storage, storage = storage, storage_url(storage, storage_file)
     from lpstudy.study.spec import build_spec, read_study_file
-    from lpstudy.study.studies import open_and_create
+    from lpstudy.study.studies import load_spec, open_and_create
 
     file_data = read_study_file(config) if config is not None else {}
     entries = space_entries(set_, search, {"p": p, "lr": lr, "gain_init": gain_init, "fold": fold,
@@ -74,6 +74,8 @@ def create(
                "checkpoint_interval": checkpoint_interval}
     spec = build_spec(file_data, entries, options)
     store, _, created, enqueued = open_and_create(storage, study, spec)
+    if not created:  # what the study is: a grid made under another default pruner keeps its own
+        spec = load_spec(store, study)
     verb = "created" if created else "exists already, unchanged:"
     say(f"study {study!r} {verb} in {store.display_url} · {spec.describe()}")
     say(f"space: {spec.space.describe()}")
