@@ -169,6 +169,7 @@ def test_the_study_read_ahead_at_start_is_the_copy_the_first_page_draws(seeded, 
 
     url, _ = seeded
     common.live_study.clear()
+    common._cached_study_version.clear()  # no version drawn before: the page must read
     read_ahead(url, wait_for_runtime=False).join(timeout=60)
     first = common.cached_study_infos(url)[0].name  # the chooser's first study, opened without a choice
     assert common.live_study(url, first).last_read == ("full", len(trials_of(url, first)))
