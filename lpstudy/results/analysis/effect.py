@@ -192,9 +192,8 @@ def param_importance(trials: pd.DataFrame, params: Sequence[str] = ("p", "lr", "
         low, high = float(values[name].min()), float(values[name].max())
         log = name in ("lr", "gain_init") and low > 0
         distributions[name] = FloatDistribution(low, high, log=log)
-    frozen = [optuna.trial.create_trial(params={c: float(row[c]) for c in columns},
-                                        distributions=distributions, value=float(value))
-              for (_, row), value in zip(values.iterrows(), done["value"])]
+    frozen = [optuna.trial.create_trial(params=dict(zip(columns, row)), distributions=distributions, value=value)
+              for row, value in zip(values[columns].to_numpy().tolist(), done["value"].astype("float64").tolist())]
     verbosity = optuna.logging.get_verbosity()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
