@@ -10,6 +10,11 @@ release that renames or changes one fails here, loudly, instead of quietly at ru
     RDBStorage._get_stale_trial_ids, _create_new_trial, _set_trial_param, _get_trials,
     _get_best_trial_id                 db.outages wraps them in the retry policy (Optuna's cache calls
                                        them in place of the public methods)
+    optuna.storages._grpc.server.make_server
+                                       db.proxy_calls: Optuna's proxy server, lpstudy's calls added
+    optuna.storages._cached_storage._CachedStorage (its _lock, _trial_id_to_study_id_and_number, _backend)
+                                       db.optuna_storage.proxied_storage: the proxy's cache, which
+                                       takes the parameters of a trial it has not read
     Optuna's tables, written           db.waiting_trials (cells enqueued in bulk) and
                                        db.trial_states.backdate_heartbeat (a heartbeat row): each
                                        checked against what Optuna itself writes and reads
@@ -233,6 +238,50 @@ def test_a_study_reaches_its_storage_through_study_storage_only(tmp_path):
     study.tell(trial, 0.5)
     states = [t.state for t in study.get_trials(deepcopy=False)]
     assert sorted(states) == sorted([TrialState.COMPLETE] + [TrialState.WAITING] * 3)  # any of the cells
+    opened.engine.dispose()
+
+
+def test_make_server_takes_a_storage_host_port_and_pool_and_returns_an_unstarted_grpc_server(tmp_path):
+    import grpc
+    from optuna.storages import get_storage
+    from optuna.storages._grpc.server import make_server
+
+    assert _params(make_server) == ["storage", "host", "port", "thread_pool"]
+    opened = open_storage(f"sqlite:///{tmp_path / 's.db'}", create_tables=True)
+    server = make_server(get_storage(opened.optuna), "127.0.0.1", 0)
+    assert isinstance(server, grpc.Server)
+    server.add_generic_rpc_handlers(())  # lpstudy's calls go in before start
+    server.stop(0)
+    opened.engine.dispose()
+
+
+def test_the_proxys_cache_takes_the_parameters_of_a_trial_it_never_read_where_optunas_refuses(tmp_path):
+    """lpstudy's proxy claims a trial with SQL of its own, so Optuna's cache on the proxy has not
+    read it; its set_trial_param then raises KeyError (it looks the trial's study up in what it read).
+    proxied_storage's cache writes such a parameter straight on the RDB storage, which still checks
+    it against the study's other trials."""
+    from optuna.distributions import CategoricalDistribution
+    from optuna.storages._cached_storage import _CachedStorage
+
+    from lpstudy.db.optuna_storage import proxied_storage
+
+    url = f"sqlite:///{tmp_path / 'cache.db'}"
+    opened, cache = proxied_storage(url)
+    assert isinstance(cache, _CachedStorage) and cache._backend is opened.optuna
+    study_id = cache.create_new_study([optuna.study.StudyDirection.MINIMIZE], "cache")
+    cache.get_all_trials(study_id)  # the cache has read the study: no trial yet
+    trial_id = opened.optuna.create_new_trial(study_id)  # made beside the cache, as a claim is
+    distribution = FloatDistribution(1.0, 4.0)
+    with pytest.raises(KeyError):
+        _CachedStorage(opened.optuna).set_trial_param(trial_id, "p", 2.0, distribution)
+    cache.set_trial_param(trial_id, "p", 2.0, distribution)
+    assert opened.optuna.get_trial(trial_id).params == {"p": 2.0}
+    other = opened.optuna.create_new_trial(study_id)
+    with pytest.raises(ValueError):  # the RDB storage's own check: p is a float range in this study
+        cache.set_trial_param(other, "p", 0, CategoricalDistribution(["a"]))
+    known = cache.create_new_trial(study_id)  # a trial the cache made: its own path, as before
+    cache.set_trial_param(known, "p", 3.0, distribution)
+    assert opened.optuna.get_trial(known).params == {"p": 3.0}
     opened.engine.dispose()
 
 

@@ -5,6 +5,10 @@ Every worker holds its own pool of database connections, so thousands of them ex
 `--storage grpc://HOST:PORT` (or LPSTUDY_STORAGE) instead of the database URL. The proxy has no
 authentication of its own: whoever reaches its port can read and write every study, so listen on a
 private network only.
+
+Beside Optuna's methods the proxy serves lpstudy's own (lpstudy.db.proxy_calls): a grid worker's
+claim, counts and lease check, each one SQL query on the proxy's side instead of a read of every
+unfinished trial through Optuna's client.
 """
 
 from __future__ import annotations
@@ -46,29 +50,28 @@ def storage_proxy(
     _check_port_free(host, port)
 
     import warnings
-    from concurrent.futures import ThreadPoolExecutor
 
     import optuna
-    from optuna.storages import run_grpc_proxy_server
 
-    from lpstudy.db.optuna_storage import proxied_storage
+    from lpstudy.db.optuna_storage import make_proxy_server
 
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
-    # The workers' retrying storage, so that the proxy too rides out a database restart.
-    backend = proxied_storage(url)
+    try:
+        server = make_proxy_server(url, host, port, threads)
+    except RuntimeError as exc:  # grpc could not bind after all (a race for the port)
+        raise UserError(f"cannot listen on {host}:{port} ({exc}); choose another --port") from None
 
     print(f"lpstudy storage-proxy: serving {redact(url)} at grpc://{_display_host(host)}:{port} "
           f"({threads} threads); workers: lpstudy worker --storage grpc://{_advertised_host(host)}:{port}",
           flush=True)
     # SIGTERM (docker stop, scancel) ends the proxy as Ctrl-C does: an exit, not a crash.
     signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+    server.start()
     try:
-        run_grpc_proxy_server(backend, host=host, port=port,
-                              thread_pool=ThreadPoolExecutor(max_workers=threads))
+        server.wait_for_termination()
     except KeyboardInterrupt:
+        server.stop(grace=5).wait()
         print("lpstudy storage-proxy: stopped", file=sys.stderr, flush=True)
-    except RuntimeError as exc:  # grpc could not bind after all (a race for the port)
-        raise UserError(f"cannot listen on {host}:{port} ({exc}); choose another --port") from None
 
 
 def _check_port_free(host: str, port: int) -> None:

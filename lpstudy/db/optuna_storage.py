@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from optuna.storages import BaseStorage
 from sqlalchemy.engine import Engine
@@ -27,7 +27,13 @@ from lpstudy.db.outages import RetryPolicy, StorageUnavailable, is_transient
 from lpstudy.db.urls import redact, storage_url
 from lpstudy.errors import StudyUnavailable
 
-__all__ = ["RetryPolicy", "StorageUnavailable", "StudyStorage", "is_transient", "open_storage", "proxied_storage"]
+if TYPE_CHECKING:
+    import grpc
+
+    from lpstudy.db.proxy_calls import ProxyCalls
+
+__all__ = ["RetryPolicy", "StorageUnavailable", "StudyStorage", "is_transient", "make_proxy_server", "open_storage",
+           "proxied_storage"]
 T = TypeVar("T")
 
 
@@ -42,6 +48,7 @@ class StudyStorage:
     optuna: BaseStorage
     engine: Engine | None
     retry: RetryPolicy
+    proxy_calls: ProxyCalls | None = None  # lpstudy's own calls on its storage proxy (gRPC)
 
     @property
     def display_url(self) -> str:
@@ -106,12 +113,49 @@ def open_storage(url: str | None, readonly: bool = False, create_tables: bool = 
         return kind.open_optuna(url, readonly=readonly, create_tables=create_tables, policy=policy)
 
     optuna_storage, engine = policy.call(opened) if wait else opened()
-    return StudyStorage(url, kind, optuna_storage, engine, policy)
+    return StudyStorage(url, kind, optuna_storage, engine, policy, kind.proxy_calls(url, policy))
 
 
-def proxied_storage(url: str) -> BaseStorage:
-    """The storage a gRPC proxy server should serve for url: Optuna's cache over the retrying RDB
-    storage, as run_grpc_proxy_server recommends (get_storage puts it in front of an RDBStorage)."""
-    from optuna.storages import get_storage
+def proxied_storage(url: str) -> tuple[StudyStorage, BaseStorage]:
+    """What a gRPC proxy server serves for url: the study storage (its SQL engine answers lpstudy's
+    own calls, lpstudy.db.proxy_calls) and, for Optuna's calls, Optuna's cache over the retrying RDB
+    storage, as run_grpc_proxy_server recommends (get_storage puts it in front of an RDBStorage),
+    which also takes the parameters of trials it has not read (_ProxyCache)."""
+    storage = open_storage(url, create_tables=True)
+    return storage, _proxy_cache()(storage.optuna)
 
-    return get_storage(open_storage(url, create_tables=True).optuna)
+
+def make_proxy_server(url: str, host: str, port: int, threads: int) -> grpc.Server:
+    """`lpstudy storage-proxy`'s server, not started: Optuna's run_grpc_proxy_server for the SQL
+    database at url (its private make_server, checked in tests/test_optuna_private.py), with
+    lpstudy's own calls (lpstudy.db.proxy_calls) beside Optuna's on the same port. RuntimeError
+    where it cannot listen."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from optuna.storages._grpc.server import make_server
+
+    from lpstudy.db.proxy_calls import add_proxy_calls
+
+    storage, backend = proxied_storage(url)  # the workers' retrying storage: the proxy too rides out a restart
+    server = make_server(backend, host, port, ThreadPoolExecutor(max_workers=threads))
+    add_proxy_calls(server, storage, backend)
+    return server
+
+
+def _proxy_cache() -> type:
+    """Optuna's _CachedStorage, except that a trial it has not read takes its parameters straight on
+    the RDB storage (which checks them against the study's other trials itself) instead of failing
+    with KeyError. lpstudy's proxy claims trials with SQL of its own (lpstudy.db.proxy_calls), and
+    the cache knows only the trials some GetTrials read. tests/test_optuna_private.py checks it."""
+    from optuna.storages._cached_storage import _CachedStorage
+
+    class _ProxyCache(_CachedStorage):
+        def set_trial_param(self, trial_id, param_name, param_value_internal, distribution) -> None:
+            with self._lock:
+                known = trial_id in self._trial_id_to_study_id_and_number
+            if known:
+                super().set_trial_param(trial_id, param_name, param_value_internal, distribution)
+            else:
+                self._backend.set_trial_param(trial_id, param_name, param_value_internal, distribution)
+
+    return _ProxyCache

@@ -18,12 +18,23 @@ Optuna's schema stores a trial's state by name (WAITING), as lpstudy.db.optuna_t
 from __future__ import annotations
 
 import json
-from typing import Any
+import random
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from lpstudy.values import FIXED_PARAMS_ATTR
+
+if TYPE_CHECKING:
+    from optuna.storages import BaseStorage
+
+    from lpstudy.db.optuna_storage import StudyStorage
+
+# A claim on a SQL storage tries the oldest CLAIM_WINDOW waiting trials in a random order: workers
+# that claim at the same moment then rarely reach for the same trial (in order, each would queue on
+# the first one's row lock, then the next one's, ...).
+CLAIM_WINDOW = 64
 
 
 def waiting_trial_ids(conn: Connection, study_id: int, limit: int) -> list[int]:
@@ -31,6 +42,31 @@ def waiting_trial_ids(conn: Connection, study_id: int, limit: int) -> list[int]:
     return [int(trial_id) for (trial_id,) in conn.execute(sa.text(
         "SELECT trial_id FROM trials WHERE study_id = :sid AND state = 'WAITING' ORDER BY trial_id LIMIT :n"),
         {"sid": study_id, "n": limit})]
+
+
+def claim_waiting_trial_id(storage: StudyStorage, optuna_storage: BaseStorage, study_id: int) -> int | None:
+    """Claim one of the oldest waiting trials of a study on a SQL storage: the ids of the oldest
+    CLAIM_WINDOW from one query (lpstudy.db.waiting_trials), tried in a random order with the same
+    atomic step as Optuna's pop (optuna_storage's set_trial_state_values); read again while others
+    took them all first. The trial's id, or None when none waits."""
+    def candidates() -> list[int]:
+        with storage.engine.connect() as conn:
+            return waiting_trial_ids(conn, study_id, CLAIM_WINDOW)
+
+    from optuna.exceptions import UpdateFinishedTrialError
+    from optuna.trial import TrialState
+
+    while True:
+        ids = storage.call(candidates)
+        if not ids:
+            return None
+        random.shuffle(ids)
+        for trial_id in ids:
+            try:
+                if optuna_storage.set_trial_state_values(trial_id, state=TrialState.RUNNING):
+                    return trial_id
+            except UpdateFinishedTrialError:
+                continue  # another worker took it and finished it since the query
 
 
 def enqueue_waiting_trials(conn: Connection, study_id: int, params: list[dict[str, Any]]) -> int:

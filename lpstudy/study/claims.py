@@ -6,7 +6,6 @@ has no other live trial."""
 
 from __future__ import annotations
 
-import random
 import warnings
 
 import optuna
@@ -14,7 +13,7 @@ from optuna.trial import TrialState
 
 from lpstudy.db.locks import ask_lock_name
 from lpstudy.db.optuna_storage import StudyStorage
-from lpstudy.db.waiting_trials import waiting_trial_ids
+from lpstudy.db.waiting_trials import claim_waiting_trial_id
 from lpstudy.db.retries import RetryCallback
 from lpstudy.study.lease import LEASE_ATTR
 from lpstudy.study.spec import StudySpec
@@ -22,29 +21,26 @@ from lpstudy.study.studies import trial_params
 from lpstudy.values import METRICS_ATTR_PREFIX
 
 
-# A claim on a SQL storage tries the oldest CLAIM_WINDOW waiting trials in a random order: workers
-# that claim at the same moment then rarely reach for the same trial (in order, each would queue on
-# the first one's row lock, then the next one's, ...).
-CLAIM_WINDOW = 64
-
-
 def pop_waiting_trial(study: optuna.Study, storage: StudyStorage | None = None) -> optuna.Trial | None:
     """A WAITING trial, now RUNNING and ours; None when there is none. Atomic across workers: the
     storage moves a trial from WAITING to RUNNING for one caller only (Optuna's
     set_trial_state_values: SELECT ... FOR UPDATE on PostgreSQL, BEGIN IMMEDIATE on SQLite).
 
-    Which trial: on a SQL storage, one of the CLAIM_WINDOW oldest (claim_waiting_trial_id). Elsewhere
-    (journal, gRPC) Optuna's own pop, the private Study._pop_waiting_trial_id, the first half of
-    study.ask() (ask() would then sample a new trial when no cell waits, and a grid worker must stop
+    Which trial: on a SQL storage, one of the oldest (lpstudy.db.waiting_trials.claim_waiting_trial_id),
+    and through lpstudy's storage proxy the same, run by the proxy (lpstudy.db.proxy_calls).
+    Elsewhere (journal, another gRPC proxy) Optuna's own pop, the private Study._pop_waiting_trial_id,
+    the first half of study.ask() (ask() would then sample a new trial when no cell waits, and a grid worker must stop
     instead, so there is no public way to pop only); tests/test_optuna_private.py fails if its name,
     signature or behaviour changes. Optuna's pop loads every waiting trial to take the first: with
     1,000 cells waiting, 230 ms a claim on PostgreSQL against 6 ms for claim_waiting_trial_id
     (docs/scale-workers.md)."""
     study._thread_local.cached_all_trials = None  # as Study.ask does: sync with the storage once per trial
     if storage is not None and storage.kind.sql:
-        trial_id = claim_waiting_trial_id(study, storage)
+        trial_id = claim_waiting_trial_id(storage, study._storage, study._study_id)
     else:
-        trial_id = study._pop_waiting_trial_id()
+        calls = storage.proxy_calls if storage is not None else None
+        claimed = calls.claim_waiting_trial(study._study_id) if calls is not None else None
+        trial_id = claimed[0] if claimed is not None else study._pop_waiting_trial_id()
     return None if trial_id is None else optuna.Trial(study, trial_id)
 
 
@@ -59,28 +55,6 @@ def for_grid_worker(study: optuna.Study, storage: StudyStorage) -> optuna.Study:
     if storage.kind.sql:
         study._storage = storage.optuna
     return study
-
-
-def claim_waiting_trial_id(study: optuna.Study, storage: StudyStorage) -> int | None:
-    """Claim one of the oldest waiting trials of a study on a SQL storage: the ids of the oldest
-    CLAIM_WINDOW from one query (lpstudy.db.waiting_trials), tried in a random order
-    with the same atomic step as Optuna's pop; read again while others took them all first. The
-    trial's id, or None when none waits."""
-    def candidates() -> list[int]:
-        with storage.engine.connect() as conn:
-            return waiting_trial_ids(conn, study._study_id, CLAIM_WINDOW)
-
-    while True:
-        ids = storage.call(candidates)
-        if not ids:
-            return None
-        random.shuffle(ids)
-        for trial_id in ids:
-            try:
-                if study._storage.set_trial_state_values(trial_id, state=TrialState.RUNNING):
-                    return trial_id
-            except optuna.exceptions.UpdateFinishedTrialError:
-                continue  # another worker took it and finished it since the query
 
 
 WAIT = object()  # ask_within_target: the target is taken by running trials; look again later
@@ -123,15 +97,21 @@ def ask_within_target(study: optuna.Study, spec: StudySpec, storage: StudyStorag
 
 def count_states(study: optuna.Study, states: tuple[TrialState, ...], storage: StudyStorage | None = None) -> int:
     """How many of the study's trials are in these states: on a SQL storage one count
-    (lpstudy.db.trial_states), elsewhere Optuna's read of those trials."""
+    (lpstudy.db.trial_states), through lpstudy's storage proxy the same count run by the proxy,
+    elsewhere Optuna's read of those trials."""
+    names = tuple(s.name for s in states)
     if storage is not None and storage.kind.sql:
         from lpstudy.db.trial_states import count_trials
 
         def count() -> int:
             with storage.engine.connect() as conn:
-                return count_trials(conn, study._study_id, tuple(s.name for s in states))
+                return count_trials(conn, study._study_id, names)
 
         return storage.call(count)
+    if storage is not None and storage.proxy_calls is not None:
+        n = storage.proxy_calls.count_trials(study._study_id, names)
+        if n is not None:
+            return n
     return len(study.get_trials(deepcopy=False, states=states))
 
 

@@ -14,12 +14,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import optuna
 from optuna.trial import TrialState
 
 from lpstudy.db.retries import RetryCallback
 from lpstudy.values import METRICS_ATTR_PREFIX
+
+if TYPE_CHECKING:
+    from lpstudy.db.proxy_calls import ProxyCalls
 
 LEASE_ATTR = "lpstudy_heartbeat"
 
@@ -42,19 +46,30 @@ class Lease:
     grace_period_s: int
     max_retry: int | None
 
-    def fail_stale(self, study: optuna.Study) -> list[int]:
-        """Fail the RUNNING trials whose lease ran out and enqueue their retries; their numbers."""
+    def fail_stale(self, study: optuna.Study, calls: ProxyCalls | None = None) -> list[int]:
+        """Fail the RUNNING trials whose lease ran out and enqueue their retries; their numbers.
+        calls: lpstudy's storage proxy, which reads the running trials' beats in one query."""
         storage, now, failed = study._storage, time.time(), []
-        for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-            last = last_beat(trial)
+        for trial_id, number, last in running_beats(study, calls):
             if last is None or now - last <= self.grace_period_s:
                 continue
             try:
-                if not storage.set_trial_state_values(trial._trial_id, state=TrialState.FAIL):
+                if not storage.set_trial_state_values(trial_id, state=TrialState.FAIL):
                     continue
             except optuna.exceptions.UpdateFinishedTrialError:
                 continue  # another worker failed it first, and retries it
-            RetryCallback(self.max_retry)(study, storage.get_trial(trial._trial_id),
+            RetryCallback(self.max_retry)(study, storage.get_trial(trial_id),
                                           drop_attrs=(METRICS_ATTR_PREFIX, LEASE_ATTR))
-            failed.append(trial.number)
+            failed.append(number)
         return failed
+
+
+def running_beats(study: optuna.Study, calls: ProxyCalls | None = None) -> list[tuple[int, int, float | None]]:
+    """(trial id, number, last beat) of the study's RUNNING trials: from lpstudy's storage proxy
+    where it offers them, else from Optuna's read of the trials (through Optuna's gRPC client, a
+    read of every unfinished trial, a grid's waiting cells included)."""
+    beats = calls.running_beats(study._study_id, LEASE_ATTR) if calls is not None else None
+    if beats is not None:
+        return beats
+    return [(t._trial_id, t.number, last_beat(t))
+            for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))]

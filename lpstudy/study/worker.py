@@ -371,7 +371,7 @@ class Worker:
             if heartbeat_on:
                 fail_stale_trials(study, storage, self._unbeaten)
             elif self.lease is not None:
-                for number in self.lease.fail_stale(study):
+                for number in self.lease.fail_stale(study, storage.proxy_calls):
                     self.say(f"trial {number} lost its worker (no heartbeat for {self.lease.grace_period_s} s): "
                              "failed, and enqueued again")
             if spec.is_grid:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # Optuna and the retries load when a storage is opened: `lpst
     from sqlalchemy.engine import Engine
 
     from lpstudy.db.outages import RetryPolicy
+    from lpstudy.db.proxy_calls import ProxyCalls
 
 CONNECT_TIMEOUT_S = 5  # an unreachable server fails within this many seconds
 CREATE_LOCK = "lpstudy:create"  # the lock `create` and `replicate` hold (lpstudy.db.locks)
@@ -89,6 +90,11 @@ class StorageKind:
         """Optuna's storage on url and, where SQL is at hand, the engine the metrics table shares
         (lpstudy.db.optuna_storage.open_storage says what readonly and create_tables mean)."""
         raise NotImplementedError
+
+    def proxy_calls(self, url: str, policy: RetryPolicy) -> ProxyCalls | None:
+        """lpstudy's own calls on a storage proxy at url (lpstudy.db.proxy_calls), retried as
+        policy says; None for the kinds that are no proxy."""
+        return None
 
     # --- across processes --------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from optuna.storages import GrpcStorageProxy
 
     from lpstudy.db.outages import RetryPolicy
+    from lpstudy.db.proxy_calls import ProxyCalls
 
 
 def grpc_address(url: str) -> tuple[str, int]:
@@ -62,6 +63,11 @@ class GrpcKind(StorageKind):
                             "start one with `lpstudy storage-proxy` or check --storage") from None
         attach(proxy, policy)
         return proxy, None
+
+    def proxy_calls(self, url: str, policy: RetryPolicy) -> ProxyCalls:
+        from lpstudy.db.proxy_calls import ProxyCalls
+
+        return ProxyCalls(*grpc_address(url), retry=policy)
 
 
 GRPC = GrpcKind()
