@@ -2,14 +2,15 @@
 a stand-in for training, SIGKILL for a fifth of the workers in the middle of a trial, and exact counts.
 
 Each storage gets a fresh, empty database: (a) PostgreSQL straight (the tests' throwaway server,
-tests/pgserver.py, `--max-connections`), (b) through one `lpstudy storage-proxy` in front of it,
-(c) SQLite (fewer workers: one file on one machine). The worker processes and the study's creator
-start at the same moment, as on a cluster: each worker waits until the study exists (as the
-Kubernetes workers' init container does), then runs lpstudy's worker loop (lpstudy.study.worker:
-claim, heartbeat or lease, stale-trial failing and retry, tell) with a stand-in objective that
-sleeps `--trial-ms` and reports two intermediate values (no torch in those processes). The creator
-is `replicate` of a p × folds grid (`--cells`). While the cells run, `--kill-fraction` of the
-workers are SIGKILLed, each in the middle of a trial, spread over the run.
+tests/pgserver.py, `--max-connections`), (b) through one `lpstudy storage-proxy` in front of it, (c)
+SQLite (fewer workers: one file on one machine); and for comparison, `optuna-proxy`: Optuna's own
+run_grpc_proxy_server in front of PostgreSQL, without lpstudy's calls (lpstudy.db.proxy_calls).
+The worker processes and the study's creator start at the same moment, as on a cluster: each worker
+waits until the study exists (as the Kubernetes workers' init container does), then runs lpstudy's
+worker loop (lpstudy.study.worker: claim, heartbeat or lease, stale-trial failing and retry, tell)
+with a stand-in objective that sleeps `--trial-ms` and reports two intermediate values (no torch in
+those processes). The creator is `replicate` of a p × folds grid (`--cells`). While the cells run,
+`--kill-fraction` of the workers are SIGKILLed, each in the middle of a trial, spread over the run.
 
 Reported per storage, from the database afterwards and the workers' own records:
 
@@ -97,7 +98,19 @@ STUDY = "load"
 NOT_YET = ("holds no studies yet", "no study named", "was not created by lpstudy", "no study database at")
 # What a worker says (or raises) when it met a trial that another worker had finished.
 FINISHED_TRIAL_SIGNS = ("UpdateFinishedTrialError", "was already", "has already finished", "Cannot tell a")
-STORAGES = ("postgresql", "proxy", "sqlite")
+STORAGES = ("postgresql", "proxy", "optuna-proxy", "sqlite")
+PROXIES = ("proxy", "optuna-proxy")
+# optuna-proxy: Optuna's own run_grpc_proxy_server in front of the database (what lpstudy's proxy was
+# before its own calls, lpstudy.db.proxy_calls): the workers then claim, count and check leases
+# through Optuna's reads of the trials.
+OPTUNA_PROXY = """import sys
+from concurrent.futures import ThreadPoolExecutor
+from optuna.storages import get_storage, run_grpc_proxy_server
+from lpstudy.db.optuna_storage import open_storage
+url, port, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+run_grpc_proxy_server(get_storage(open_storage(url, create_tables=True).optuna), host="127.0.0.1", port=port,
+                      thread_pool=ThreadPoolExecutor(max_workers=threads))
+"""
 
 
 @dataclass
@@ -105,7 +118,7 @@ class LoadPlan:
     """One run: which storage, how many workers (processes × threads) and cells, how long a trial,
     how many processes to kill."""
 
-    storage: str  # postgresql, proxy or sqlite
+    storage: str  # one of STORAGES
     workers: int  # worker threads in all: processes × threads_per_process
     p_values: int = 10
     folds: int = 500  # cells = p_values × folds
@@ -348,6 +361,7 @@ class LoadResult:
     grace_period_s: int = 0
     heartbeat_interval_s: int = 0
     failed_not_killed: list[int] = field(default_factory=list)
+    failed_not_killed_detail: list[str] = field(default_factory=list)  # each one's times and attributes
     peak_connections: int | None = None
     worker_rss_mib: float = 0.0  # medians over the worker processes (see the module)
     worker_uss_mib: float = 0.0
@@ -395,18 +409,20 @@ class ConnectionSampler(threading.Thread):
 
 
 class Proxy:
-    """`lpstudy storage-proxy` in front of the database, as a user starts it."""
+    """`lpstudy storage-proxy` in front of the database, as a user starts it; optuna_only: Optuna's
+    own proxy server instead (OPTUNA_PROXY)."""
 
-    def __init__(self, database_url: str, log: Path, threads: int) -> None:
+    def __init__(self, database_url: str, log: Path, threads: int, optuna_only: bool = False) -> None:
         from tests.pgserver import free_port, wait_for_port
 
         self.port = free_port()
         self.url = f"grpc://127.0.0.1:{self.port}"
         self.log = open(log, "w")
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "lpstudy", "storage-proxy", "--storage", database_url, "--host", "127.0.0.1",
-             "--port", str(self.port), "--threads", str(threads)], stdout=self.log, stderr=subprocess.STDOUT, env=env)
+        command = ([sys.executable, "-c", OPTUNA_PROXY, database_url, str(self.port), str(threads)] if optuna_only else
+                   [sys.executable, "-m", "lpstudy", "storage-proxy", "--storage", database_url, "--host", "127.0.0.1",
+                    "--port", str(self.port), "--threads", str(threads)])
+        self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT, env=env)
         wait_for_port(self.port, f"the storage proxy (see {log})", 120, exited=lambda: self.process.poll() is not None
                       and f"the storage proxy exited with {self.process.returncode}; see {log}")
 
@@ -452,6 +468,13 @@ def _study_rows(engine: sa.Engine) -> tuple[list[tuple], dict[int, dict]]:
     return trials, attrs
 
 
+def _trial_starts(engine: sa.Engine) -> dict[int, datetime | None]:
+    with engine.connect() as conn:
+        return {tid: _datetime(start) for tid, start in conn.execute(sa.text(
+            "SELECT t.trial_id, t.datetime_start FROM trials t JOIN studies s ON s.study_id = t.study_id "
+            "WHERE s.study_name = :n"), {"n": STUDY})}
+
+
 def _datetime(value) -> datetime | None:
     """A datetime column as read by a plain SELECT: a datetime (PostgreSQL) or its text (SQLite)."""
     return datetime.fromisoformat(value) if isinstance(value, str) else value
@@ -474,6 +497,11 @@ def _check_database(engine: sa.Engine, plan: LoadPlan, kills: list[Kill], result
     killed_numbers = {k.trial: k for k in kills}
     failed = [number for number, (state, _) in by_number.items() if str(state).endswith("FAIL")]
     result.failed_not_killed = sorted(n for n in failed if n not in killed_numbers)
+    starts = _trial_starts(engine)
+    by_id = {number: tid for tid, number, _, _ in trials}
+    result.failed_not_killed_detail = [
+        f"trial {n} FAIL, not killed: started {starts.get(by_id[n])}, failed {by_number[n][1]}, "
+        f"system attributes {sorted(attrs.get(by_id[n], {}))}" for n in result.failed_not_killed]
     result.orphans_failed = sum(1 for n in killed_numbers if str(by_number.get(n, ("",))[0]).endswith("FAIL"))
     result.orphans_retried = sum(1 for n in killed_numbers if n in retried)
     result.orphans_not_failed = sorted(n for n in killed_numbers if not str(by_number.get(n, ("",))[0]).endswith("FAIL"))
@@ -516,14 +544,15 @@ def run_load(plan: LoadPlan, workdir: Path, postgres=None, progress=None) -> Loa
     if plan.storage == "sqlite":
         database_url = f"sqlite:///{workdir / 'load.db'}"
     else:
-        name = f"load_{plan.storage}_{os.getpid()}_{int(time.time() * 1000) % 10**8}"
+        name = f"load_{plan.storage.replace('-', '_')}_{os.getpid()}_{int(time.time() * 1000) % 10**8}"
         database_url = postgres.create_database(name)
         sampler = ConnectionSampler(postgres, name)
         sampler.start()
     try:
-        if plan.storage == "proxy":
+        if plan.storage in PROXIES:
             # The proxy opens the empty database first and makes Optuna's tables; workers reach it only.
-            proxy = Proxy(database_url, workdir / "proxy.log", threads=plan.proxy_threads)
+            proxy = Proxy(database_url, workdir / "proxy.log", threads=plan.proxy_threads,
+                          optuna_only=plan.storage == "optuna-proxy")
         worker_url = proxy.url if proxy else database_url
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload([__name__])
@@ -707,13 +736,14 @@ def print_table(results: list[LoadResult]) -> None:
         table.add_row(label, *(show(r) for r in results))
     Console().print(table)
     for r in results:
-        for line in (r.start_errors + r.worker_errors + r.finished_trial_messages)[:10]:
+        for line in (r.start_errors + r.worker_errors + r.finished_trial_messages + r.failed_not_killed_detail)[:10]:
             Console(stderr=True).print(f"[red]{r.storage}[/]: {line}", markup=True, highlight=False)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--storages", default=",".join(STORAGES), help="Comma-separated: postgresql, proxy, sqlite.")
+    parser.add_argument("--storages", default="postgresql,proxy,sqlite",
+                        help=f"Comma-separated: {', '.join(STORAGES)} (Optuna's own proxy server, for comparison).")
     parser.add_argument("--workers", type=int, default=200, help="Workers on PostgreSQL and the proxy.")
     parser.add_argument("--threads", type=int, default=1,
                         help="Workers per process on PostgreSQL and the proxy, each a thread with its own storage "
@@ -741,7 +771,7 @@ def main(argv: list[str] | None = None) -> int:
     results: list[LoadResult] = []
     with tempfile.TemporaryDirectory(prefix="lpstudy-load-") as tmp:
         try:
-            if set(storages) & {"postgresql", "proxy"}:
+            if set(storages) - {"sqlite"}:
                 from tests.pgserver import ThrowawayPostgres
 
                 postgres = ThrowawayPostgres(max_connections=args.max_connections).start()
