@@ -104,6 +104,13 @@ def cached_importance(storage_url: str, study_name: str, trials_key: tuple):
     return param_importance(importance_sample(cached_study(storage_url, study_name, curves=False).trials))
 
 
+def importance_key(trials) -> tuple:
+    """The set of completed trials, as cached_importance is keyed: finished trials never change, so
+    their count and the sum of their numbers tell the set (hashing 100,000 numbers took 0.6 s)."""
+    done = trials.loc[trials["state"] == "COMPLETE", "number"]
+    return (len(done), int(done.sum()))
+
+
 def plain(text: object) -> str:
     """text as a markdown element shows it literally (a study name, an error message): every ASCII
     punctuation character backslash-escaped (CommonMark escapes any of them), control characters

@@ -161,22 +161,33 @@ def test_a_revisit_of_an_unchanged_study_draws_the_same_charts_without_computing
     assert {"divergence_rate_chart", "divergence_map", "spread_chart"} <= set(calls)
 
 
-def test_the_study_read_ahead_at_start_is_the_copy_the_first_page_draws(seeded, capsys):
+def test_the_study_read_ahead_at_start_is_the_copy_the_first_page_draws(seeded, capsys, monkeypatch):
     """lpstudy dashboard starts app/read_ahead.py with the server: the study the chooser opens first
-    is read into the pages' copy before anyone asks, and the first page then reads only what changed."""
+    is read into the pages' copy before anyone asks, and its parameter importance into the cache
+    Effect of p draws from; the first page then reads only what changed and computes no importance."""
     import common
+    import lpstudy.results.analysis as analysis
     from read_ahead import read_ahead
 
     url, _ = seeded
     common.live_study.clear()
     common._cached_study_version.clear()  # no version drawn before: the page must read
+    common.cached_importance.clear()
     read_ahead(url, wait_for_runtime=False).join(timeout=60)
     first = common.cached_study_infos(url)[0].name  # the chooser's first study, opened without a choice
-    assert common.live_study(url, first).last_read == ("full", len(trials_of(url, first)))
-    assert f"read study {first!r} ahead of the first visitor" in capsys.readouterr().err
+    n = len(trials_of(url, first))
+    assert f"read study {first!r} ahead of the first visitor: {n} trials in" in capsys.readouterr().err
     at = run_page("Home", url)
     assert not at.exception and at.sidebar.selectbox[0].value == first
     assert common.live_study(url, first).last_read[0] == "incremental"
+
+    def not_again(*args, **kwargs):
+        raise AssertionError("parameter importance computed again")
+
+    monkeypatch.setattr(analysis, "param_importance", not_again)
+    at = run_page("Effect of p", url)
+    assert not at.exception, at.exception
+    assert any(title.startswith("Parameter importance") for title in chart_titles(at)), chart_titles(at)
 
 
 @pytest.mark.parametrize("page", list(PAGES))
