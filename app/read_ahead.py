@@ -1,9 +1,10 @@
 """Reading the study the first visitor sees while the dashboard's server starts (`lpstudy dashboard`
 starts it before Streamlit's own code runs), so that the first page does not wait for a whole read of
 a big study (7-10 s at 100,000 trials on PostgreSQL), nor for the parameter importance that Effect
-of p shows. The study goes into the pages' own copy (common.live_study), the importance into its
-cache (common.cached_importance): a page that comes during the read waits for the rest of it, then
-reads only what changed since. Nothing is shown on a page from here; a failure is left to the page,
+of p shows. The study goes into the pages' own copy of its current version (common.cached_study),
+the importance into its cache (common.cached_importance): a page that comes during the read waits
+for the rest of it; one that comes later reads nothing while the study is unchanged, and only what
+changed since otherwise. Nothing is shown on a page from here; a failure is left to the page,
 which reads again and says what is wrong.
 """
 
@@ -35,7 +36,7 @@ def read_ahead(storage_url: str, study_name: str | None = None, wait_for_runtime
             name = study_name or next((info.name for info in study_infos(storage_url)), None)
             if name is None:
                 return
-            data = common.live_study(storage_url, name).read(curves=False)
+            data = common.cached_study(storage_url, name, curves=False)  # the version the first page draws
             read_s = time.perf_counter() - started
             # Effect of p's longest part on a first draw (0.43 of its 0.77 s of server time at 10,000 trials)
             common.cached_importance(storage_url, name, common.importance_key(data.trials))

@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from datetime import datetime
 from pathlib import Path
 
@@ -164,7 +165,8 @@ def test_a_revisit_of_an_unchanged_study_draws_the_same_charts_without_computing
 def test_the_study_read_ahead_at_start_is_the_copy_the_first_page_draws(seeded, capsys, monkeypatch):
     """lpstudy dashboard starts app/read_ahead.py with the server: the study the chooser opens first
     is read into the pages' copy before anyone asks, and its parameter importance into the cache
-    Effect of p draws from; the first page then reads only what changed and computes no importance."""
+    Effect of p draws from; the first page then reads nothing (the study is unchanged) and computes
+    no importance."""
     import common
     import lpstudy.results.analysis as analysis
     from read_ahead import read_ahead
@@ -177,9 +179,11 @@ def test_the_study_read_ahead_at_start_is_the_copy_the_first_page_draws(seeded, 
     first = common.cached_study_infos(url)[0].name  # the chooser's first study, opened without a choice
     n = len(trials_of(url, first))
     assert f"read study {first!r} ahead of the first visitor: {n} trials in" in capsys.readouterr().err
+    assert common.live_study(url, first).last_read == ("full", n)  # one read, the importance included
+    time.sleep(common.FINGERPRINT_TTL_S + 0.5)  # the page checks the study's fingerprint anew: unchanged
     at = run_page("Home", url)
     assert not at.exception and at.sidebar.selectbox[0].value == first
-    assert common.live_study(url, first).last_read[0] == "incremental"
+    assert common.live_study(url, first).last_read == ("full", n)  # the page read nothing more
 
     def not_again(*args, **kwargs):
         raise AssertionError("parameter importance computed again")

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from optuna.storages import BaseStorage
+from optuna.storages._cached_storage import _CachedStorage
 from sqlalchemy.engine import Engine
 
 from lpstudy.db.kinds import kind_of
@@ -122,7 +123,7 @@ def proxied_storage(url: str) -> tuple[StudyStorage, BaseStorage]:
     storage, as run_grpc_proxy_server recommends (get_storage puts it in front of an RDBStorage),
     which also takes the parameters of trials it has not read (_ProxyCache)."""
     storage = open_storage(url, create_tables=True)
-    return storage, _proxy_cache()(storage.optuna)
+    return storage, _ProxyCache(storage.optuna)
 
 
 def make_proxy_server(url: str, host: str, port: int, threads: int) -> grpc.Server:
@@ -142,20 +143,17 @@ def make_proxy_server(url: str, host: str, port: int, threads: int) -> grpc.Serv
     return server
 
 
-def _proxy_cache() -> type:
-    """Optuna's _CachedStorage, except that a trial it has not read takes its parameters straight on
-    the RDB storage (which checks them against the study's other trials itself) instead of failing
-    with KeyError. lpstudy's proxy claims trials with SQL of its own (lpstudy.db.proxy_calls), and
-    the cache knows only the trials some GetTrials read. tests/test_optuna_private.py checks it."""
-    from optuna.storages._cached_storage import _CachedStorage
+class _ProxyCache(_CachedStorage):
+    """Optuna's cache in front of the RDB storage (what get_storage makes), except that a trial it has
+    not read takes its parameters straight on the RDB storage, which checks them against the study's
+    other trials itself, instead of failing with KeyError: lpstudy's proxy claims trials with SQL of
+    its own (lpstudy.db.proxy_calls), and the cache knows only the trials some GetTrials read.
+    tests/test_optuna_private.py checks it."""
 
-    class _ProxyCache(_CachedStorage):
-        def set_trial_param(self, trial_id, param_name, param_value_internal, distribution) -> None:
-            with self._lock:
-                known = trial_id in self._trial_id_to_study_id_and_number
-            if known:
-                super().set_trial_param(trial_id, param_name, param_value_internal, distribution)
-            else:
-                self._backend.set_trial_param(trial_id, param_name, param_value_internal, distribution)
-
-    return _ProxyCache
+    def set_trial_param(self, trial_id, param_name, param_value_internal, distribution) -> None:
+        with self._lock:
+            known = trial_id in self._trial_id_to_study_id_and_number
+        if known:
+            super().set_trial_param(trial_id, param_name, param_value_internal, distribution)
+        else:
+            self._backend.set_trial_param(trial_id, param_name, param_value_internal, distribution)
