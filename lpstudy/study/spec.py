@@ -37,15 +37,18 @@ PRUNERS = ("sha", "median", "hyperband", "none")
 # with the median pruner in 77 %, with successive halving in 53 %).
 SAMPLER_BEYOND_RANGES = "tpe"
 BEST_PRUNER = {"cmaes": "sha", "tpe": "hyperband", "random": "sha"}
+# A search's spread phase (lpstudy.study.spread): this many first trials cover the space evenly and
+# run to the end, before the sampler models the space and the pruner stops trials.
+SPREAD_TRIALS = 8
 KINDS = ("search", "replicate")
 # The keys of a study YAML besides `space:`; fold, folds and seed are shortcuts for space entries.
-STUDY_FILE_KEYS = ("preset", "space", "sampler", "pruner", "loss_threshold", "n_trials", "n_startup_trials",
+STUDY_FILE_KEYS = ("preset", "space", "sampler", "pruner", "loss_threshold", "n_trials", "spread_trials", "n_startup_trials",
                    "sampler_seed", "heartbeat_interval", "grace_period", "max_retry", "fold", "folds", "seed",
                    "checkpoint_interval")
 SPACE_SHORTCUTS = ("fold", "folds", "seed")
 # The integer options of a study and the range each can have (sampler seeds: NumPy's 32 bits).
 SPEC_BOUNDS = {"heartbeat_interval": (1, 86_400), "grace_period": (1, 7 * 86_400), "max_retry": (0, 1000),
-               "n_startup_trials": (0, 10**6), "n_trials": (1, 10**7), "sampler_seed": (0, 2**32 - 1),
+               "spread_trials": (0, 4096), "n_startup_trials": (0, 10**6), "n_trials": (1, 10**7), "sampler_seed": (0, 2**32 - 1),
                "checkpoint_interval": (0, 10**6)}
 
 
@@ -61,6 +64,10 @@ class StudySpec:
     pruner: str = "sha"
     loss_threshold: float | None = None
     n_trials: int | None = None  # a target: workers stop once this many trials COMPLETE or PRUNED
+    # The spread phase (lpstudy.study.spread): the first trials, spread over the space by a Sobol
+    # sequence and never pruned. A study stored without the key reads the default: it changes
+    # nothing there (only trials enqueued as spread trials are exempt from pruning).
+    spread_trials: int = SPREAD_TRIALS
     n_startup_trials: int = 10  # TPE's random trials before it models the space
     sampler_seed: int | None = None
     heartbeat_interval: int = 10  # seconds between heartbeats of a running trial (SQL storages)
@@ -78,7 +85,7 @@ class StudySpec:
         out = {
             "version": SPEC_VERSION, "kind": self.kind, "preset": self.preset, "folds": self.folds,
             "space": self.space.to_plain(), "sampler": self.sampler, "pruner": self.pruner,
-            "loss_threshold": self.loss_threshold, "n_trials": self.n_trials,
+            "loss_threshold": self.loss_threshold, "n_trials": self.n_trials, "spread_trials": self.spread_trials,
             "n_startup_trials": self.n_startup_trials, "sampler_seed": self.sampler_seed,
             "heartbeat_interval": self.heartbeat_interval, "grace_period": self.grace_period,
             "max_retry": self.max_retry, "n_cells": self.n_cells, "checkpoint_interval": self.checkpoint_interval,
@@ -171,12 +178,19 @@ def build_spec(file_data: dict[str, Any] | None = None, space_entries: dict[str,
     known = {f.name for f in dataclasses.fields(StudySpec)} - {"space", "kind", "p_values", "n_cells", "folds"}
     spec = StudySpec(space=space, kind="search", **{k: v for k, v in data.items() if k in known})
     spec.sampler = sampler
-    if "sampler" not in data and not ranges_only(space):  # CMA-ES cannot model this space
-        spec.sampler = SAMPLER_BEYOND_RANGES
+    if "sampler" not in data:
+        spec.sampler = search_defaults(space)["sampler"]
     if "pruner" not in data:
         spec.pruner = BEST_PRUNER.get(spec.sampler, StudySpec.pruner)
     spec.pruner = str(spec.pruner).lower()
     return spec.validate()
+
+
+def search_defaults(space: SearchSpace) -> dict[str, Any]:
+    """What a search of `space` runs unless told otherwise: its sampler, pruner and spread phase
+    (`lpstudy replay` marks this method as the default for a grid of that space)."""
+    sampler = StudySpec.sampler if ranges_only(space) else SAMPLER_BEYOND_RANGES  # CMA-ES models ranges only
+    return {"sampler": sampler, "pruner": BEST_PRUNER.get(sampler, StudySpec.pruner), "spread_trials": SPREAD_TRIALS}
 
 
 def ranges_only(space: SearchSpace) -> bool:

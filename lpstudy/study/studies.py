@@ -15,6 +15,8 @@ from lpstudy.db.optuna_storage import StudyStorage
 from lpstudy.errors import UserError
 from lpstudy.names import check_study_name, shell_quoted
 from lpstudy.study.spec import StudySpec
+from lpstudy.study.spread import (SpreadHyperbandPruner, SpreadMedianPruner, SpreadSuccessiveHalvingPruner,
+                                  enqueue_spread)
 from lpstudy.values import FIXED_PARAMS_ATTR, SPEC_ATTR
 
 # A study found without its spec is waited for this long: its creator may be setting it right now.
@@ -42,14 +44,15 @@ def make_pruner(spec: StudySpec) -> optuna.pruners.BasePruner:
     if spec.pruner == "none" or spec.is_grid:
         return optuna.pruners.NopPruner()
     cfg = spec.base_config()
+    # Each pruner lets the spread phase's trials run to the end (lpstudy.study.spread).
     if spec.pruner == "median":
         # Never at step 0 nor during warm-up: every run starts near ln V.
-        return optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=max(1, cfg.warmup_steps))
+        return SpreadMedianPruner(n_startup_trials=5, n_warmup_steps=max(1, cfg.warmup_steps))
     if spec.pruner == "sha":
         # Rungs at one evaluation interval × 3^k steps; a trial goes on if in the best third there.
-        return optuna.pruners.SuccessiveHalvingPruner(min_resource=max(1, cfg.eval_interval), reduction_factor=3)
-    return optuna.pruners.HyperbandPruner(min_resource=max(1, cfg.eval_interval), max_resource=cfg.max_steps,
-                                          reduction_factor=3)
+        return SpreadSuccessiveHalvingPruner(min_resource=max(1, cfg.eval_interval), reduction_factor=3)
+    return SpreadHyperbandPruner(min_resource=max(1, cfg.eval_interval), max_resource=cfg.max_steps,
+                                 reduction_factor=3)
 
 
 # -- creating and loading ---------------------------------------------------------------------------
@@ -81,6 +84,8 @@ def create_study(storage: StudyStorage, name: str, spec: StudySpec) -> tuple[opt
                             f"{spec_differences(existing.to_plain(), plain)}; pick another --study name, "
                             f"or run `lpstudy worker --study {shell_quoted(name)}` to continue it") from None
         return study, False
+    if not spec.is_grid:  # before the spec: workers wait for the spec, so none samples before these wait
+        enqueue_spread(study, spec.space, spec.spread_trials, spec.sampler_seed)
     study.set_user_attr(SPEC_ATTR, plain)
     study.set_user_attr("kind", spec.kind)
     study.set_user_attr("preset", spec.preset)

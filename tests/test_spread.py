@@ -1,0 +1,97 @@
+"""The spread phase: a search's first trials cover the space evenly and are never pruned."""
+
+from __future__ import annotations
+
+import math
+
+import optuna
+import pytest
+
+from lpstudy.study.space import P_INF_PARAM, SearchSpace
+from lpstudy.study.spec import build_spec
+from lpstudy.study.spread import SPREAD_ATTR, enqueue_spread, spread_points
+from lpstudy.study.studies import make_pruner
+
+
+def _quarter(p: float) -> int:
+    return min(int((p - 1.0) / 0.75), 3)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7, 12345])
+def test_eight_points_put_two_in_each_quarter_of_p_and_stay_in_range(seed):
+    space = SearchSpace.from_mapping({"p": "1:4", "lr": "1e-4:1e-2", "gain_init": "2:64"})
+    points = spread_points(space, 8, seed)
+    assert len(points) == 8
+    assert sorted(_quarter(pt["p"]) for pt in points) == [0, 0, 1, 1, 2, 2, 3, 3]
+    for pt in points:
+        assert 1 <= pt["p"] <= 4 and 1e-4 <= pt["lr"] <= 1e-2 and 2 <= pt["gain_init"] <= 64
+    # a log range is spread on its log scale: each decade of lr's two holds four points
+    assert sorted(int(math.log10(pt["lr"]) + 4) for pt in points) == [0] * 4 + [1] * 4
+
+
+def test_p_with_infinity_gives_one_point_in_eight_to_infinity_and_choices_their_share():
+    space = SearchSpace.from_mapping({"p": "1:4,inf", "n_layer": "1,2", "lr": "1e-3"})
+    points = spread_points(space, 8, seed=3)
+    assert sum(pt[P_INF_PARAM] for pt in points) == 1
+    assert all(("p" in pt) != pt[P_INF_PARAM] for pt in points)  # the space's own encoding of ∞
+    assert sorted(pt["n_layer"] for pt in points) == [1] * 4 + [2] * 4
+    assert all("lr" not in pt for pt in points)  # a fixed field is not spread
+
+
+def test_the_worker_reads_a_spread_trial_back_as_the_space_suggests_it():
+    spec = build_spec({"preset": "smoke"}, {"p": "1:4,inf"})
+    study = optuna.create_study()
+    assert enqueue_spread(study, spec.space, 8, seed=5) == 8
+    seen = []
+    for _ in range(8):
+        trial = study.ask()
+        seen.append(spec.space.suggest(trial))
+        assert trial.user_attrs[SPREAD_ATTR] is True
+        study.tell(trial, 1.0)
+    assert sum(math.isinf(o["p"]) for o in seen) == 1
+    assert all(1e-4 <= o["lr"] <= 1e-2 for o in seen)  # the default space's lr range
+
+
+@pytest.mark.parametrize("pruner", ["sha", "median", "hyperband"])
+def test_no_pruner_stops_a_spread_trial_that_it_stops_otherwise(pruner):
+    spec = build_spec({"preset": "smoke", "pruner": pruner})
+    study = optuna.create_study(pruner=make_pruner(spec), sampler=optuna.samplers.RandomSampler(seed=0))
+    steps = range(spec.base_config().eval_interval, spec.base_config().max_steps + 1, spec.base_config().eval_interval)
+    for _ in range(12):  # good curves first, so that a bad one is behind at every rung
+        trial = study.ask()
+        for step in steps:
+            trial.report(1.0, step)
+        study.tell(trial, 1.0)
+
+    def pruned_at(user_attrs: dict) -> int | None:
+        study.enqueue_trial({"p": 2.0, "lr": 1e-3, "gain_init": 8.0}, user_attrs=user_attrs)
+        trial = study.ask()
+        for step in steps:
+            trial.report(5.0, step)
+            if trial.should_prune():
+                study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+                return step
+        study.tell(trial, 5.0)
+        return None
+
+    assert pruned_at({}) is not None  # the same curve, not marked spread, is pruned
+    assert pruned_at({SPREAD_ATTR: True}) is None
+
+
+def test_a_search_study_is_created_with_its_spread_trials_waiting(tmp_path):
+    from lpstudy.study.studies import open_and_create
+
+    spec = build_spec({"preset": "smoke", "sampler_seed": 4})
+    _, study, created, _ = open_and_create(f"sqlite:///{tmp_path / 's.db'}", "s", spec)
+    assert created
+    waiting = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,))
+    assert len(waiting) == spec.spread_trials == 8
+    assert sorted(_quarter(t.params["p"]) for t in waiting) == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert all(t.user_attrs[SPREAD_ATTR] for t in waiting)
+    # created again with the same spec: found, and nothing enqueued twice
+    _, again, created, _ = open_and_create(f"sqlite:///{tmp_path / 's.db'}", "s", spec)
+    assert not created and len(again.get_trials(deepcopy=False)) == 8
+    # a grid has no spread phase: its cells are its trials
+    grid = build_spec({"preset": "smoke", "sampler": "grid"}, {"p": "1,2", "lr": "1e-3"})
+    _, g, _, enqueued = open_and_create(f"sqlite:///{tmp_path / 's.db'}", "g", grid)
+    assert enqueued == 2 and len(g.get_trials(deepcopy=False)) == 2
