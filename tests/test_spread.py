@@ -61,6 +61,7 @@ def test_no_pruner_stops_a_spread_trial_that_it_stops_otherwise(pruner):
         trial = study.ask()
         for step in steps:
             trial.report(1.0, step)
+            assert not trial.should_prune()  # successive halving records its rungs as it is asked
         study.tell(trial, 1.0)
 
     def pruned_at(user_attrs: dict) -> int | None:
@@ -86,7 +87,7 @@ def test_a_search_study_is_created_with_its_spread_trials_waiting(tmp_path):
     assert created
     waiting = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,))
     assert len(waiting) == spec.spread_trials == 8
-    assert sorted(_quarter(t.params["p"]) for t in waiting) == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert sorted(_quarter(t.system_attrs["fixed_params"]["p"]) for t in waiting) == [0, 0, 1, 1, 2, 2, 3, 3]
     assert all(t.user_attrs[SPREAD_ATTR] for t in waiting)
     # created again with the same spec: found, and nothing enqueued twice
     _, again, created, _ = open_and_create(f"sqlite:///{tmp_path / 's.db'}", "s", spec)
