@@ -134,7 +134,10 @@ def test_methods_are_picked_by_name_and_the_default_is_what_search_uses():
     from lpstudy.study.spec import StudySpec, build_spec
 
     spec = build_spec({"preset": "smoke"})
-    assert default_method() == Method(spec.sampler, spec.pruner)
+    assert default_method() == Method(spec.sampler, spec.pruner, spec.spread_trials)
+    with_inf = build_spec({"preset": "smoke"}, {"p": "1:4,inf"})
+    assert default_method(with_inf.space) == Method(with_inf.sampler, with_inf.pruner, with_inf.spread_trials)
+    assert [m.name for m in pick_methods("cmaes+sha@8,random+sha@3")] == ["cmaes+sha@8", "random+sha@3"]
     assert [m.name for m in pick_methods("tpe+median,random+none")] == ["tpe+median", "random+none"]
     assert {m.pruner for m in pick_methods("gp+*")} == {"none", "median", "sha", "hyperband"}
     assert StudySpec.__dataclass_fields__["sampler"].default == default_method().sampler
@@ -216,7 +219,7 @@ def test_export_grid_and_replay_on_a_real_grid_study(grid_study, capsys):
     assert "4 configurations × 2 folds" in err
     assert read_table(out).runs.keys() == table.runs.keys()
 
-    methods = "random+none,tpe+median,tpe+wilcoxon,cmaes+sha"
+    methods = f"random+none,tpe+median,tpe+wilcoxon,cmaes+sha,{default_method().name}"
     code, stdout, err = cli(capsys, "replay", "--study", "g", "--storage", url, "--json", "--seeds", "3",
                             "--methods", methods, "--budget", "1", "--no-progress")
     assert code == 0, err
@@ -224,15 +227,19 @@ def test_export_grid_and_replay_on_a_real_grid_study(grid_study, capsys):
     assert plain["grid"] == {"configs": 4, "folds": 2, "evals": 4, "steps_total": 240}
     assert sorted(m["name"] for m in plain["methods"]) == sorted(methods.split(","))
     for m in plain["methods"]:
-        assert m["name"] == f"{m['sampler']}+{m['pruner']}"
+        assert m["name"].split("@")[0] == f"{m['sampler']}+{m['pruner']}"
         for key in ("f_median", "reach_share"):
             assert m[key] is None or isinstance(m[key], float), (key, m)
         assert isinstance(m["f_iqr"], list) and len(m["f_iqr"]) == 2
         assert all(q is None or isinstance(q, float) for q in m["f_iqr"])
         assert 0 <= m["reach_share"] <= 1 and (m["f_median"] is None) == (m["reach_share"] < 0.5)
         assert isinstance(m["borda"], int) and isinstance(m["default"], bool)
-    assert [m["name"] for m in plain["methods"] if m["default"]] == [default_method().name] == ["cmaes+sha"]
-    assert sorted(m["borda"] for m in plain["methods"]) == [1, 2, 3, 4]
+    from lpstudy.study.spec import build_spec
+
+    spec = build_spec({"preset": "smoke"}, {"p": "1:3", "lr": "1e-3:1e-2"})  # the grid's space, as search has it
+    searched = f"{spec.sampler}+{spec.pruner}" + (f"@{spec.spread_trials}" if spec.spread_trials else "")
+    assert [m["name"] for m in plain["methods"] if m["default"]] == [searched]
+    assert sorted(m["borda"] for m in plain["methods"]) == [1, 2, 3, 4, 5]
     assert plain["seeds"] == 3
 
     chart = tmp / "chart.png"
@@ -348,3 +355,70 @@ def test_the_shipped_grid_spans_learning_rates_from_too_small_to_the_largest_all
     losses = table.config_losses()
     smallest = [i for i, c in enumerate(table.configs) if c[1] == 1e-4]
     assert min(losses[smallest]) > losses.min() + 0.5
+
+
+# -- a suite of grids -------------------------------------------------------------------------------
+
+def test_replay_of_a_suite_ranks_over_grids_and_leaves_each_grid_out(grid_study, capsys):
+    url, tmp = grid_study
+    files = []
+    for study in ("g", "g-k5"):
+        path = tmp / f"grid-{study}.json.gz"
+        code, _, err = cli(capsys, "export-grid", "--study", study, "--storage", url, "-o", str(path))
+        assert code == 0, err
+        files += ["--grid", str(path)]
+    methods = "random+none,cmaes+sha,cmaes+sha@2"
+    code, stdout, err = cli(capsys, "replay", *files, "--json", "--seeds", "3", "--methods", methods,
+                            "--budget", "1", "--no-progress")
+    assert code == 0, err
+    plain = json.loads(stdout)
+    assert plain["grid"]["suite"] == ["g", "g-k5"]
+    assert [g["name"] for g in plain["grids"]] == ["g", "g-k5"]
+    for grid in plain["grids"]:
+        assert sorted(m["name"] for m in grid["methods"]) == sorted(methods.split(","))
+    by_name = {g["name"]: {m["name"]: m for m in g["methods"]} for g in plain["grids"]}
+    for m in plain["methods"]:  # the suite's columns are the grids' own figures, put together
+        shares = [by_name[g][m["name"]]["reach_share"] for g in ("g", "g-k5")]
+        assert m["worst_reach_share"] == min(shares)
+        assert m["mean_borda"] == pytest.approx(sum(by_name[g][m["name"]]["borda"] for g in ("g", "g-k5")) / 2)
+    # leaving a grid out, the choice is made on the other grid alone: its best by reach, then Borda
+    for row in plain["leave_one_out"]:
+        other = by_name["g-k5" if row["held_out"] == "g" else "g"]
+        expected = min(other.values(), key=lambda m: (-m["reach_share"], m["borda"], m["name"]))
+        assert row["chosen"] == expected["name"]
+        assert row["chosen_reach_share"] == by_name[row["held_out"]][row["chosen"]]["reach_share"]
+    assert [r["held_out"] for r in plain["leave_one_out"]] == ["g", "g-k5"]
+    # the table for people says the same
+    code, _, err = cli(capsys, "replay", *files, "--seeds", "2", "--methods", methods, "--budget", "1", "--no-progress")
+    assert code == 0, err
+    assert "The suite: 2 grids" in err and "Leave one grid out" in err and "chosen on the whole suite:" in err
+
+
+def test_replay_marks_searchs_default_for_the_grids_space_and_prints_no_sampler_warnings(capsys, tmp_path):
+    from lpstudy.results.grid_table import write_table
+
+    ps, lrs = [1.0, 2.0, "inf"], [0.01, 0.1]
+    configs = [(p, lr) for p in ps for lr in lrs]
+    runs = {(i, f): _run(2.0 + i * 0.1 + f * 0.01) for i in range(len(configs)) for f in (0, 1)}
+    table = GridTable(params=("p", "lr"), values={"p": ps, "lr": lrs}, configs=configs, folds=[0, 1], runs=runs,
+                      preset="smoke", fixed=dict(FIXED))
+    path = write_table(table, tmp_path / "inf.json.gz")
+    code, stdout, err = cli(capsys, "replay", "--grid", str(path), "--json", "--seeds", "2", "--budget", "1",
+                            "--methods", "cmaes+sha,tpe+hyperband@8,gp+sha", "--no-progress")
+    assert code == 0, err
+    plain = json.loads(stdout)
+    from lpstudy.study.spec import build_spec
+
+    spec = build_spec({"preset": "smoke"}, {"p": "1:2,inf", "lr": "0.01:0.1"})  # the grid's space, as search has it
+    expected = f"{spec.sampler}+{spec.pruner}@{spec.spread_trials}"
+    assert [m["name"] for m in plain["methods"] if m["default"]] == [expected] == ["tpe+hyperband@8"]
+    assert "warn" not in err.lower() and "[W " not in err, err[:2000]
+
+
+def test_replay_refuses_a_methods_list_that_names_nothing(capsys):
+    for empty in ("", " , "):
+        code, _, err = cli(capsys, "replay", "--grid", "benchmarks/data/grid-mid600.json.gz", "--methods", empty)
+        assert code == 2
+        assert "--methods names no method" in err and "leave --methods out for the whole catalogue" in err
+    code, _, err = cli(capsys, "replay", "--grid", "benchmarks/data/grid-mid600.json.gz", "--methods", "cmaes+sha@x")
+    assert code == 2 and "SAMPLER+PRUNER[@N]" in err

@@ -17,75 +17,120 @@ from lpstudy.errors import UserError
 from lpstudy.names import study_name_option
 
 SHIPPED_GRID = "benchmarks/data/grid-mid600.json.gz"
+# The suite the search defaults are chosen on (docs/search-cost.md); grid-small300-inf is held out of it.
+SUITE_GRIDS = ("benchmarks/data/grid-mid600.json.gz", "benchmarks/data/grid-smoke-inf.json.gz",
+               "benchmarks/data/grid-matched800.json.gz")
 
 
 def _study_names(names: Optional[list[str]]) -> Optional[list[str]]:
     return None if not names else [study_name_option(n) for n in names]
 
 
-def _table(grid: Optional[Path], study: Optional[list[str]], storage: Optional[str], storage_file: Optional[str]):
+def _grid_name(path: Path) -> str:
+    name = path.name.removesuffix(".gz").removesuffix(".json")
+    return name.removeprefix("grid-")
+
+
+def _tables(grids: Optional[list[Path]], suite: bool, study: Optional[list[str]], storage: Optional[str],
+            storage_file: Optional[str]) -> list[tuple[str, object]]:
+    """(name, table) for each grid to replay: files, the shipped suite, or grid studies joined."""
     from lpstudy.results.grid_join import from_studies
     from lpstudy.results.grid_table import read_table
 
-    if grid is not None and study is not None:
-        raise UserError("give --grid FILE or --study NAME (a grid study in --storage), not both")
-    if grid is not None:
-        return read_table(grid)
+    files = list(grids or []) + ([Path(p) for p in SUITE_GRIDS] if suite else [])
+    if files and study is not None:
+        raise UserError("give --grid FILE (or --suite) or --study NAME (a grid study in --storage), not both")
+    if files:
+        names = [_grid_name(f) for f in files]
+        if len(set(names)) < len(names):
+            raise UserError(f"--grid names a grid twice ({', '.join(names)}); give each grid once")
+        return [(name, read_table(f)) for name, f in zip(names, files)]
     if study is None:
-        raise UserError(f"give --grid FILE (the shipped grid: --grid {SHIPPED_GRID}) or --study NAME, "
-                        "a grid study of your database (--storage URL)")
+        raise UserError(f"give --grid FILE (the shipped grid: --grid {SHIPPED_GRID}; --grid repeats), --suite "
+                        "(the shipped suite of grids) or --study NAME, a grid study of your database (--storage URL)")
     from lpstudy.db.urls import storage_url
 
-    return from_studies(storage_url(storage, storage_file), study)
+    return [("+".join(study), from_studies(storage_url(storage, storage_file), study))]
 
 
 @app.command()
 def replay(
-    grid: Annotated[Optional[Path], typer.Option("--grid", help=f"A grid table file (`lpstudy export-grid`), e.g. {SHIPPED_GRID}.")] = None,
+    grid: Annotated[Optional[list[Path]], typer.Option("--grid", help=f"A grid table file (`lpstudy export-grid`), e.g. {SHIPPED_GRID}; repeat it for a suite of grids.")] = None,
+    suite: Annotated[bool, typer.Option("--suite", help="Replay the shipped suite of grids (" + ", ".join(Path(p).name for p in SUITE_GRIDS) + ") and rank the methods over it.")] = False,
     study: Annotated[Optional[list[str]], typer.Option("--study", "-s", help="Or a grid study of the database (every cell completed); repeat it to join grid studies that share their fixed settings.",
                                                        callback=_study_names)] = None,
-    methods: Annotated[Optional[str], typer.Option(help="SAMPLER+PRUNER,... (e.g. tpe+median,random+none,gp+*); default: all.")] = None,
+    methods: Annotated[Optional[str], typer.Option(help="SAMPLER+PRUNER[@N],... (e.g. tpe+median,random+none,gp+*,cmaes+sha@8: @N a spread phase of N trials); default: the catalogue (GP only when named).")] = None,
     seeds: Annotated[int, typer.Option(help="Seeds per method (seed s tunes on fold s mod K).", min=1, max=10_000)] = 20,
     budget: Annotated[float, typer.Option(help="Compute per seed, as a fraction of the full grid's (every configuration on every fold).", min=0.001, max=10.0)] = 0.4,
     max_trials: Annotated[int, typer.Option("--max-trials", help="Trials per seed at most.", min=1, max=100_000)] = 2000,
     jobs: Annotated[int, typer.Option(help="Processes that replay seeds side by side.", min=1, max=256)] = 1,
-    chart: Annotated[Optional[Path], typer.Option(help="Write the chart of regret against compute here (PNG).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object (grid, methods, ...) on stdout.")] = False,
+    chart: Annotated[Optional[Path], typer.Option(help="Write the chart of regret against compute here (PNG; with several grids, one file each, named after the grid).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object (grid, methods, ...; with several grids also grids and leave_one_out) on stdout.")] = False,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bar.")] = False,
     storage: StorageOpt = None,
     storage_file: StorageFileOpt = None,
 ) -> None:
-    """Replay search methods (sampler + pruner) against a grid of real curves; score what each spends."""
+    """Replay search methods (sampler + pruner) against grids of real curves; score what each spends."""
     quiet_optuna()
     from lpstudy.paths import check_output_file
     from lpstudy.results.replay import run_replay
     from lpstudy.results.replay_methods import pick_methods
+    from lpstudy.results.replay_suite import SuiteResult
 
-    picked = pick_methods(methods)
+    pick_methods(methods)  # a wrong --methods is refused before any grid is read
     if chart is not None:
         check_output_file(chart, "--chart")
-    table = _table(grid, study, storage, storage_file)
-    seed_list = list(range(seeds))
-    shape = table.shape()
-    if not as_json:
-        say(f"grid: {shape['configs']} configurations × {shape['folds']} folds, {shape['evals']} evaluations a "
-             f"curve, {shape['steps_total']:,} steps in all · {len(picked)} method(s) × {seeds} seeds, "
-             f"{budget:g} of the grid's compute each")
-    if no_progress:
-        result = run_replay(table, picked, seed_list, budget=budget, jobs=jobs, max_trials=max_trials)
-    else:
-        result = _with_progress(table, picked, seed_list, budget, jobs, max_trials)
-    if chart is not None:
-        from lpstudy.results.replay_chart import write_chart
+    tables = _tables(grid, suite, study, storage, storage_file)
+    results = []
+    for name, table in tables:
+        from lpstudy.results.replay import replay_spec
 
-        write_chart(result, chart)
-    plain = result.to_json()
+        picked = pick_methods(methods, replay_spec(table, table.folds[0]).space)
+        if len(tables) > 1:
+            picked = _same_methods(picked, [t for _, t in tables], methods)
+        seed_list = list(range(seeds))
+        shape = table.shape()
+        if not as_json:
+            say(f"grid {name}: {shape['configs']} configurations × {shape['folds']} folds, {shape['evals']} evaluations "
+                f"a curve, {shape['steps_total']:,} steps in all · {len(picked)} method(s) × {seeds} seeds, "
+                f"{budget:g} of the grid's compute each")
+        if no_progress:
+            result = run_replay(table, picked, seed_list, budget=budget, jobs=jobs, max_trials=max_trials)
+        else:
+            result = _with_progress(table, picked, seed_list, budget, jobs, max_trials)
+        results.append(result)
+        if chart is not None:
+            from lpstudy.results.replay_chart import write_chart
+
+            path = chart if len(tables) == 1 else chart.with_name(f"{chart.stem}-{name}{chart.suffix}")
+            write_chart(result, path)
+            if not as_json:
+                say(f"chart: {path}")
+        if not as_json:
+            _render(result.to_json())
+    if len(results) == 1:
+        if as_json:
+            sys.stdout.write(json.dumps(results[0].to_json()) + "\n")
+        return
+    plain = SuiteResult([name for name, _ in tables], results).to_json()
     if as_json:
         sys.stdout.write(json.dumps(plain) + "\n")
         return
-    _render(plain)
-    if chart is not None:
-        say(f"chart: {chart}")
+    _render_suite(plain)
+
+
+def _same_methods(picked, tables, text):
+    """Over several grids every grid replays the same methods, each grid's default among them."""
+    from lpstudy.results.replay import replay_spec
+    from lpstudy.results.replay_methods import default_method
+
+    out = list(picked)
+    if text is None:
+        for table in tables:
+            default = default_method(replay_spec(table, table.folds[0]).space)
+            if default not in out:
+                out.append(default)
+    return out
 
 
 def _with_progress(table, methods, seeds, budget, jobs, max_trials):
@@ -145,6 +190,36 @@ def _render(plain: dict) -> None:
              + ("not measured (beyond --budget)" if regret is None else f"{regret:.4f}"))
         say(f"goal F ≤ {versus['target_f']:g}: the default within ε by then in {versus['default_target_share']:.0%} "
             f"of seeds; random search by {2 * versus['target_f']:g} in {versus['random_twice_target_share']:.0%}")
+
+
+def _render_suite(plain: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from lpstudy.training.progress import stderr_console
+
+    console = stderr_console if stderr_console.is_terminal else Console(file=sys.stderr, width=160)
+    names = plain["grid"]["suite"]
+    table = Table(title=f"The suite: {len(names)} grids, methods ranked by their worst share of seeds within ε, "
+                        "then by their mean Borda rank")
+    for column in ("method", "worst reach", "mean Borda", *names):
+        table.add_column(column, justify="left" if column == "method" else "right", no_wrap=True)
+    for m in plain["methods"]:
+        default = f" (default on {', '.join(m['default_on'])})" if m["default_on"] else ""
+        cells = [f"{m['reach_shares'][n]:.0%} · F {_fraction(m['f_medians'][n])}" for n in names]
+        table.add_row(m["name"] + default, f"{m['worst_reach_share']:.0%}", f"{m['mean_borda']:.1f}", *cells)
+    console.print(table)
+    say("each grid's cell: share of seeds within ε of the grid's best within the budget · median F (fraction of "
+        "the grid's compute spent until then; ∞: most seeds never got there)")
+    loo = Table(title="Leave one grid out: the method the other grids choose, scored on the grid left out")
+    for column in ("left out", "chosen by the others", "its reach", "its F", "its Borda", "best there", "best's reach"):
+        loo.add_column(column, justify="left" if column in ("left out", "chosen by the others", "best there") else "right",
+                       no_wrap=True)
+    for row in plain["leave_one_out"]:
+        loo.add_row(row["held_out"], row["chosen"], f"{row['chosen_reach_share']:.0%}", _fraction(row["chosen_f_median"]),
+                    str(row["chosen_borda"]), row["best"], f"{row['best_reach_share']:.0%}")
+    console.print(loo)
+    say(f"chosen on the whole suite: {plain['chosen']}")
 
 
 @app.command("export-grid")

@@ -41,6 +41,7 @@ from lpstudy.results.grid_table import FOLD, GridTable
 from lpstudy.results.replay_methods import Method, build_pruner, build_sampler, default_method
 from lpstudy.study.space import SearchSpace
 from lpstudy.study.spec import StudySpec
+from lpstudy.study.spread import enqueue_spread
 from lpstudy.values import json_safe
 
 CURVE_POINTS = 201  # compute fractions at which the regret curves are sampled
@@ -87,13 +88,14 @@ def replay_one(table: GridTable, method: Method, seed: int, budget_steps: int,
     the configuration it just saw pruned again and again, its model unchanged; after STALL such
     trials in a row the rest of the budget would go the same way, so the configuration it returns
     stays what it is. `max_trials` bounds the trials of a seed all the same."""
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    optuna.logging.set_verbosity(optuna.logging.ERROR)  # samplers' warnings (the GP's: one a trial) say nothing here
     fold = table.folds[seed % len(table.folds)]
     spec = replay_spec(table, fold)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         study = optuna.create_study(study_name=f"replay-{method.name}-{seed}", direction="minimize",
                                     sampler=build_sampler(method, spec, seed), pruner=build_pruner(method, spec))
+    enqueue_spread(study, spec.space, method.spread, seed)
     rng = np.random.default_rng(seed)
     trace = Trace()
     spent, best = 0, (math.inf, -1)  # (value, config) of the best candidate so far
@@ -212,6 +214,7 @@ class ReplayResult:
     best_loss: float
     worst_loss: float
     traces: dict[Method, list[Trace]] = field(default_factory=dict)
+    default: Method | None = None  # what `lpstudy search` runs for a search of this grid's space
 
     def score(self, method: Method) -> MethodScore | None:
         return next((s for s in self.scores if s.method == method), None)
@@ -219,7 +222,7 @@ class ReplayResult:
     def to_json(self) -> dict[str, Any]:
         """The `--json` object: grid, methods (and ε, the best configuration, default against random)."""
         best = self.table.configs[self.table.best_config()]
-        default = default_method()
+        default = self.default
         methods = []
         for s in sorted(self.scores, key=lambda s: s.borda):
             q25, q75 = s.f_iqr
@@ -289,7 +292,12 @@ def score(table: GridTable, traces: dict[Method, list[Trace]], budget: float, se
     _borda(scores)
     return ReplayResult(table=table, budget=budget, seeds=seeds, scores=scores, fractions=fractions.tolist(),
                         epsilon=epsilon, best_loss=float(losses.min()), worst_loss=float(losses.max()),
-                        traces=traces)
+                        traces=traces, default=grid_default(table))
+
+
+def grid_default(table: GridTable) -> Method:
+    """The method `lpstudy search` would run for a search of the grid's space."""
+    return default_method(replay_spec(table, table.folds[0]).space)
 
 
 def _borda(scores: list[MethodScore]) -> None:
@@ -312,7 +320,7 @@ def _borda(scores: list[MethodScore]) -> None:
 def default_against_random(result: ReplayResult) -> dict[str, Any] | None:
     """The default method at its median F against random search (no pruner) given twice that
     compute: each one's median regret there and the share of seeds within ε by then."""
-    default, random = result.score(default_method()), result.score(RANDOM)
+    default, random = result.score(result.default), result.score(RANDOM)
     if default is None or random is None or not math.isfinite(default.f_median):
         return None
     b = default.f_median

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import optuna
 
 from lpstudy.errors import UserError
-from lpstudy.study.spec import PRUNERS, SAMPLERS, StudySpec
+from lpstudy.study.space import DEFAULT_SPACE, SearchSpace
+from lpstudy.study.spec import PRUNERS, SAMPLERS, StudySpec, search_defaults
 from lpstudy.study.studies import make_pruner, make_sampler
 
 SAMPLER_NAMES = ("random", "tpe", "tpe-optuna", "gp", "cmaes")
@@ -34,59 +35,77 @@ FOLD_PRUNER = "wilcoxon"  # prunes across folds, not along a curve
 FOLD_SAMPLERS = ("tpe",)
 # Measured with no pruner only (the others by --methods): Optuna's default TPE is lpstudy's.
 SAMPLERS_WITHOUT_PRUNERS = ("tpe-optuna",)
+# Measured only when --methods names them: a GP seed costs a GP fit per trial.
+SAMPLERS_ON_REQUEST = ("gp",)
 
 
 @dataclass(frozen=True)
 class Method:
     sampler: str
     pruner: str
+    spread: int = 0  # the spread phase's trials (lpstudy.study.spread): Sobol points, never pruned
 
     @property
     def name(self) -> str:
-        return f"{self.sampler}+{self.pruner}"
+        return f"{self.sampler}+{self.pruner}" + (f"@{self.spread}" if self.spread else "")
 
     @property
     def over_folds(self) -> bool:
         return self.pruner == FOLD_PRUNER
 
 
-def default_method() -> Method:
-    """What `lpstudy search` uses: the spec's default sampler and pruner."""
-    spec_defaults = StudySpec(space=None)  # type: ignore[arg-type]  # only its defaults are read
-    return Method(spec_defaults.sampler, spec_defaults.pruner)
+def default_method(space: SearchSpace | None = None) -> Method:
+    """What `lpstudy search` runs for a search of `space` (the default space if None)."""
+    chosen = search_defaults(space if space is not None else SearchSpace.from_mapping(DEFAULT_SPACE))
+    return Method(chosen["sampler"], chosen["pruner"], chosen["spread_trials"])
 
 
-def all_methods() -> list[Method]:
-    methods = [Method(s, p) for s in SAMPLER_NAMES for p in PRUNER_NAMES
-               if s not in SAMPLERS_WITHOUT_PRUNERS or p == "none"]
+def all_methods(space: SearchSpace | None = None) -> list[Method]:
+    """The catalogue: every sampler with every pruner, without a spread phase and with the default's;
+    the GP sampler only when asked (a GP fit a trial: about 40 times a CMA-ES seed's time)."""
+    spread = default_method(space).spread
+    methods = [Method(s, p, n) for n in (0, spread) for s in SAMPLER_NAMES for p in PRUNER_NAMES
+               if s not in SAMPLERS_ON_REQUEST and (s not in SAMPLERS_WITHOUT_PRUNERS or p == "none")
+               and not (n and p == "none" and s != "random")]
     methods += [Method(s, FOLD_PRUNER) for s in FOLD_SAMPLERS]
-    default = default_method()
+    default = default_method(space)
     if default not in methods:  # a default this catalogue does not list yet still gets measured
         methods.insert(0, default)
     return methods
 
 
-def pick_methods(text: str | None) -> list[Method]:
-    """The methods named in a comma-separated list (`tpe+median,random+none`; `SAMPLER+*` or
-    `*+PRUNER` for every pruner or sampler), or all of them."""
-    methods = all_methods()
-    if not text:
+def pick_methods(text: str | None, space: SearchSpace | None = None) -> list[Method]:
+    """The methods named in a comma-separated list, or the catalogue (all_methods) when None.
+    Each name is SAMPLER+PRUNER, with `@N` for a spread phase of N trials (`cmaes+sha@8`); `*`
+    stands for every sampler, pruner or (after @) spread count of the catalogue: `random+*`,
+    `*+sha@*`. A list that names nothing is refused."""
+    methods = all_methods(space)
+    if text is None:
         return methods
     methods += [Method(s, p) for s in SAMPLER_NAMES for p in PRUNER_NAMES if Method(s, p) not in methods]
     picked: list[Method] = []
     for part in (s.strip() for s in text.split(",")):
         if not part:
             continue
-        sampler, sep, pruner = part.partition("+")
-        if not sep:
-            raise UserError(f"--methods takes SAMPLER+PRUNER names, got {part!r}; e.g. tpe+median, random+none, "
+        head, at, spread_text = part.partition("@")
+        sampler, sep, pruner = head.partition("+")
+        if not sep or (at and spread_text != "*" and not spread_text.isdigit()):
+            raise UserError(f"--methods takes SAMPLER+PRUNER[@N] names, got {part!r}; e.g. tpe+median, cmaes+sha@8, "
                             f"gp+*; samplers: {', '.join(SAMPLER_NAMES)}; pruners: {', '.join(PRUNER_NAMES)}, "
                             f"{FOLD_PRUNER}")
-        found = [m for m in methods if sampler in ("*", m.sampler) and pruner in ("*", m.pruner)]
+        spread = 0 if not at else None if spread_text == "*" else int(spread_text)
+        found = [m for m in methods if sampler in ("*", m.sampler) and pruner in ("*", m.pruner)
+                 and spread in (None, m.spread)]
+        if not found and spread and sampler in SAMPLER_NAMES and pruner in PRUNER_NAMES:
+            found = [Method(sampler, pruner, spread)]  # any spread count of a known method
         if not found:
             raise UserError(f"--methods: no method {part!r}; samplers: {', '.join(SAMPLER_NAMES)}; pruners: "
-                            f"{', '.join(PRUNER_NAMES)} ({FOLD_PRUNER} with {', '.join(FOLD_SAMPLERS)})")
+                            f"{', '.join(PRUNER_NAMES)} ({FOLD_PRUNER} with {', '.join(FOLD_SAMPLERS)}); "
+                            "@N adds a spread phase of N trials")
         picked += [m for m in found if m not in picked]
+    if not picked:
+        raise UserError(f"--methods names no method ({text!r}); give SAMPLER+PRUNER names such as cmaes+sha,random+sha, "
+                        "or leave --methods out for the whole catalogue")
     return picked
 
 
@@ -106,7 +125,7 @@ def build_sampler(method: Method, spec: StudySpec, seed: int) -> optuna.samplers
 def build_pruner(method: Method, spec: StudySpec) -> optuna.pruners.BasePruner:
     """The method's pruner; lpstudy's own through make_pruner."""
     if method.pruner in PRUNERS:
-        return make_pruner(_with(spec, pruner=method.pruner))
+        return make_pruner(_with(spec, pruner=method.pruner, spread_trials=method.spread))
     if method.pruner == FOLD_PRUNER:
         return optuna.pruners.WilcoxonPruner(p_threshold=0.1)
     raise UserError(f"no pruner {method.pruner!r}")  # pragma: no cover
