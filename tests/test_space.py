@@ -27,7 +27,7 @@ def _sample(space: SearchSpace, n: int = 30, seed: int = 0) -> list[dict]:
 
 def test_the_default_search_space_is_p_lr_and_gain_on_their_scales():
     spec = build_spec()
-    assert spec.preset == "cpu" and spec.sampler == "cmaes" and spec.pruner == "sha"
+    assert spec.preset == "cpu" and spec.sampler == "tpe" and spec.pruner == "none"
     p, lr, gain = (spec.space.get(n) for n in ("p", "lr", "gain_init"))
     assert (p.low, p.high, p.log) == (1.0, 4.0, False)
     assert lr.log and gain.log and lr.low == DEFAULT_SPACE["lr"]["low"]

@@ -83,11 +83,7 @@ def replay(
     tables = _tables(grid, suite, study, storage, storage_file)
     results = []
     for name, table in tables:
-        from lpstudy.results.replay import replay_spec
-
-        picked = pick_methods(methods, replay_spec(table, table.folds[0]).space)
-        if len(tables) > 1:
-            picked = _same_methods(picked, [t for _, t in tables], methods)
+        picked = pick_methods(methods)
         seed_list = list(range(seeds))
         shape = table.shape()
         if not as_json:
@@ -112,25 +108,11 @@ def replay(
         if as_json:
             sys.stdout.write(json.dumps(results[0].to_json()) + "\n")
         return
-    plain = SuiteResult([name for name, _ in tables], results).to_json()
+    plain = SuiteResult([name for name, _ in tables], [r.to_json() for r in results]).to_json()
     if as_json:
         sys.stdout.write(json.dumps(plain) + "\n")
         return
     _render_suite(plain)
-
-
-def _same_methods(picked, tables, text):
-    """Over several grids every grid replays the same methods, each grid's default among them."""
-    from lpstudy.results.replay import replay_spec
-    from lpstudy.results.replay_methods import default_method
-
-    out = list(picked)
-    if text is None:
-        for table in tables:
-            default = default_method(replay_spec(table, table.folds[0]).space)
-            if default not in out:
-                out.append(default)
-    return out
 
 
 def _with_progress(table, methods, seeds, budget, jobs, max_trials):
@@ -219,7 +201,7 @@ def _render_suite(plain: dict) -> None:
         loo.add_row(row["held_out"], row["chosen"], f"{row['chosen_reach_share']:.0%}", _fraction(row["chosen_f_median"]),
                     str(row["chosen_borda"]), row["best"], f"{row['best_reach_share']:.0%}")
     console.print(loo)
-    say(f"chosen on the whole suite: {plain['chosen']}")
+    say(f"chosen on the whole suite (among methods with a spread phase, which a first run needs): {plain['chosen']}")
 
 
 @app.command("export-grid")

@@ -292,12 +292,7 @@ def score(table: GridTable, traces: dict[Method, list[Trace]], budget: float, se
     _borda(scores)
     return ReplayResult(table=table, budget=budget, seeds=seeds, scores=scores, fractions=fractions.tolist(),
                         epsilon=epsilon, best_loss=float(losses.min()), worst_loss=float(losses.max()),
-                        traces=traces, default=grid_default(table))
-
-
-def grid_default(table: GridTable) -> Method:
-    """The method `lpstudy search` would run for a search of the grid's space."""
-    return default_method(replay_spec(table, table.folds[0]).space)
+                        traces=traces, default=default_method())
 
 
 def _borda(scores: list[MethodScore]) -> None:

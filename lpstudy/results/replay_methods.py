@@ -24,8 +24,7 @@ from dataclasses import dataclass
 import optuna
 
 from lpstudy.errors import UserError
-from lpstudy.study.space import DEFAULT_SPACE, SearchSpace
-from lpstudy.study.spec import PRUNERS, SAMPLERS, StudySpec, search_defaults
+from lpstudy.study.spec import PRUNERS, SAMPLERS, StudySpec
 from lpstudy.study.studies import make_pruner, make_sampler
 
 SAMPLER_NAMES = ("random", "tpe", "tpe-optuna", "gp", "cmaes")
@@ -54,32 +53,32 @@ class Method:
         return self.pruner == FOLD_PRUNER
 
 
-def default_method(space: SearchSpace | None = None) -> Method:
-    """What `lpstudy search` runs for a search of `space` (the default space if None)."""
-    chosen = search_defaults(space if space is not None else SearchSpace.from_mapping(DEFAULT_SPACE))
-    return Method(chosen["sampler"], chosen["pruner"], chosen["spread_trials"])
+def default_method() -> Method:
+    """What `lpstudy search` runs unless told otherwise: the spec's default sampler, pruner and spread phase."""
+    spec = StudySpec(space=None)  # type: ignore[arg-type]  # only its defaults are read
+    return Method(spec.sampler, spec.pruner, spec.spread_trials)
 
 
-def all_methods(space: SearchSpace | None = None) -> list[Method]:
+def all_methods() -> list[Method]:
     """The catalogue: every sampler with every pruner, without a spread phase and with the default's;
     the GP sampler only when asked (a GP fit a trial: about 40 times a CMA-ES seed's time)."""
-    spread = default_method(space).spread
+    spread = default_method().spread
     methods = [Method(s, p, n) for n in (0, spread) for s in SAMPLER_NAMES for p in PRUNER_NAMES
                if s not in SAMPLERS_ON_REQUEST and (s not in SAMPLERS_WITHOUT_PRUNERS or p == "none")
-               and not (n and p == "none" and s != "random")]
+               and not (n and s in SAMPLERS_WITHOUT_PRUNERS)]
     methods += [Method(s, FOLD_PRUNER) for s in FOLD_SAMPLERS]
-    default = default_method(space)
+    default = default_method()
     if default not in methods:  # a default this catalogue does not list yet still gets measured
         methods.insert(0, default)
     return methods
 
 
-def pick_methods(text: str | None, space: SearchSpace | None = None) -> list[Method]:
+def pick_methods(text: str | None) -> list[Method]:
     """The methods named in a comma-separated list, or the catalogue (all_methods) when None.
     Each name is SAMPLER+PRUNER, with `@N` for a spread phase of N trials (`cmaes+sha@8`); `*`
     stands for every sampler, pruner or (after @) spread count of the catalogue: `random+*`,
     `*+sha@*`. A list that names nothing is refused."""
-    methods = all_methods(space)
+    methods = all_methods()
     if text is None:
         return methods
     methods += [Method(s, p) for s in SAMPLER_NAMES for p in PRUNER_NAMES if Method(s, p) not in methods]

@@ -4,14 +4,14 @@ anything is written. Stored as plain JSON in the Optuna study's user attribute "
 same space, preset, sampler and pruner; the study's user attributes "kind" and "preset" repeat two
 of its keys as plain strings.
 
-Samplers: "cmaes" (the default where every searched field is a range: CMA-ES; choices and p = ∞'s
-switch, which it cannot model, it would draw at random, so a search of such a space defaults to
-"tpe"), "tpe" (multivariate, constant liar: parallel workers do not
-all sample the same point), "random", and "grid": every cell of the space's choices is enqueued
-once as a WAITING trial, and workers only pop waiting trials. Pruners: "sha" (successive
-halving: the default with cmaes and random), "median", "hyperband" (the default with tpe), "none"; they read the validation loss reported at each
-evaluation. The defaults are the method that won the replay benchmark (`lpstudy replay`,
-docs/search-cost.md). Plain Python (no Optuna, no torch).
+Samplers: "tpe" (the default; multivariate, constant liar: parallel workers do not all sample the
+same point; it models ranges, choices and p = ∞), "cmaes" (CMA-ES: ranges only; choices and p = ∞'s
+switch it draws at random), "random", and "grid": every cell of the space's choices is enqueued
+once as a WAITING trial, and workers only pop waiting trials. Pruners: "none" (the default),
+"sha" (successive halving), "median", "hyperband"; they read the validation loss reported at each
+evaluation. A search's first `spread_trials` trials are spread over the space and never pruned
+(lpstudy.study.spread). The defaults are the method chosen on the replay benchmark's suite of grids
+(`lpstudy replay --suite`, docs/search-cost.md). Plain Python (no Optuna, no torch).
 """
 
 from __future__ import annotations
@@ -31,12 +31,11 @@ from lpstudy.values import P, json_safe
 SPEC_VERSION = 1
 SAMPLERS = ("cmaes", "tpe", "random", "grid")
 PRUNERS = ("sha", "median", "hyperband", "none")
-# Unless a search names its sampler: cmaes where every searched field is a range, else TPE, which
-# models choices and p = ∞. Unless it names its pruner: the one that served its sampler best in
-# the replay benchmark (docs/search-cost.md; TPE with Hyperband reached ε in 97 % of 30 seeds,
-# with the median pruner in 77 %, with successive halving in 53 %).
-SAMPLER_BEYOND_RANGES = "tpe"
-BEST_PRUNER = {"cmaes": "sha", "tpe": "hyperband", "random": "sha"}
+# What a search runs unless told otherwise: the method chosen on the replay benchmark's suite of
+# grids (docs/search-cost.md: the highest worst-grid share of seeds within ε among the methods with
+# a spread phase): TPE without a pruner after 8 spread trials. Pruning paid little there once the
+# spread phase ran, and on a grid where p's effect shows late (the matched gain, 800 steps) every
+# pruner lost the best configuration in most seeds. A pruner runs only where a study names one.
 # A search's spread phase (lpstudy.study.spread): this many first trials cover the space evenly and
 # run to the end, before the sampler models the space and the pruner stops trials.
 SPREAD_TRIALS = 8
@@ -60,8 +59,8 @@ class StudySpec:
     preset: str = "cpu"
     kind: str = "search"
     folds: int = 10
-    sampler: str = "cmaes"  # the replay benchmark's winner with "sha" (docs/search-cost.md)
-    pruner: str = "sha"
+    sampler: str = "tpe"  # chosen on the replay benchmark's suite (docs/search-cost.md)
+    pruner: str = "none"
     loss_threshold: float | None = None
     n_trials: int | None = None  # a target: workers stop once this many trials COMPLETE or PRUNED
     # The spread phase (lpstudy.study.spread): the first trials, spread over the space by a Sobol
@@ -178,24 +177,8 @@ def build_spec(file_data: dict[str, Any] | None = None, space_entries: dict[str,
     known = {f.name for f in dataclasses.fields(StudySpec)} - {"space", "kind", "p_values", "n_cells", "folds"}
     spec = StudySpec(space=space, kind="search", **{k: v for k, v in data.items() if k in known})
     spec.sampler = sampler
-    if "sampler" not in data:
-        spec.sampler = search_defaults(space)["sampler"]
-    if "pruner" not in data:
-        spec.pruner = BEST_PRUNER.get(spec.sampler, StudySpec.pruner)
     spec.pruner = str(spec.pruner).lower()
     return spec.validate()
-
-
-def search_defaults(space: SearchSpace) -> dict[str, Any]:
-    """What a search of `space` runs unless told otherwise: its sampler, pruner and spread phase
-    (`lpstudy replay` marks this method as the default for a grid of that space)."""
-    sampler = StudySpec.sampler if ranges_only(space) else SAMPLER_BEYOND_RANGES  # CMA-ES models ranges only
-    return {"sampler": sampler, "pruner": BEST_PRUNER.get(sampler, StudySpec.pruner), "spread_trials": SPREAD_TRIALS}
-
-
-def ranges_only(space: SearchSpace) -> bool:
-    """Whether every searched field is a range without p = ∞: all that CMA-ES models."""
-    return all(isinstance(p, Range) and not p.with_inf for p in space.searched)
 
 
 def replicate_spec(preset: str, p_values: list[float], folds: int, fixed: dict[str, Any] | None = None,
