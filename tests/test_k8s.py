@@ -39,6 +39,7 @@ DEPLOYMENT = ROOT / "docs" / "deployment.md"  # the README links it
 # after every step). docs/deployment.md, "On Kubernetes", gives the same figure.
 LONGEST_STOP_S = 55.1
 SIGTERM_EXIT = 128 + int(signal.SIGTERM)  # what a shell reports for a process ended by SIGTERM
+IMAGE_CORPUS = "/opt/lpstudy/data/tinyshakespeare.txt"  # where the Dockerfile puts the corpus
 
 
 def kubernetes_versions(floor: tuple[int, int] = (1, 30)) -> list[str]:
@@ -619,6 +620,7 @@ def test_the_sign_in_component_puts_oauth2_proxy_in_front_of_the_dashboard(build
 def test_the_workers_read_the_corpus_the_image_carries(builds):
     docs = builds["gpu"]
     data = env_values(docs, container(worker_job(docs), "worker"), {})["LPSTUDY_DATA"]
+    assert data == IMAGE_CORPUS
     text = (ROOT / "Dockerfile").read_text()
     final = text[text.rindex("\nFROM "):]
     from lpstudy.training.data import TINY_SHAKESPEARE_SHA256, TINY_SHAKESPEARE_URL
@@ -844,6 +846,10 @@ def run_container(docs: list[dict], doc: dict, name: str, secret: dict[str, str]
     expanded, and its ConfigMap volumes written out under tmp in place of their mount paths."""
     c = container(doc, name)
     values = env_values(docs, c, secret)
+    if values.get("LPSTUDY_DATA") == IMAGE_CORPUS:  # the image's copy of the corpus: this machine's
+        values.pop("LPSTUDY_DATA")
+        if os.environ.get("LPSTUDY_DATA"):
+            values["LPSTUDY_DATA"] = os.environ["LPSTUDY_DATA"]
     values.update(env_extra or {})
     mounts = {}
     for mount in c.get("volumeMounts", []):
