@@ -1,45 +1,64 @@
 # syntax=docker/dockerfile:1
-# The lpstudy image. The torch wheel follows the hardware, chosen by a build argument:
+# The lpstudy image. The torch wheel follows the hardware, chosen by a build argument; everything
+# else, torch's version included, comes from constraints.txt, so that the two builds carry the same
+# Optuna, SQLAlchemy and psycopg against one database, however far apart they were built:
 #
-#   docker build --build-arg TORCH_INDEX=cu128 -t lpstudy:gpu .   # CUDA build (the default)
-#   docker build --build-arg TORCH_INDEX=cpu   -t lpstudy:cpu .   # CPU build, a fraction the size
+#   docker build --build-arg TORCH_INDEX=cu128 -t lpstudy:0.1.0-gpu .   # CUDA build (the default)
+#   docker build --build-arg TORCH_INDEX=cpu   -t lpstudy:0.1.0-cpu .   # CPU build, a fraction the size
 #
 # TORCH_INDEX names an index under https://download.pytorch.org/whl/ (cu126, cu128, cu130, cpu, ...);
-# pick one your driver supports. docker-compose.yml builds both images.
+# pick one your driver supports. docker-compose.yml builds both images. The tag is lpstudy's version
+# (pyproject.toml); the Kubernetes overlays pin it with the digest of your push (docs/deployment.md).
+# constraints.txt is made by deploy/docker/freeze-constraints.py from an environment with
+# lpstudy's image extras installed.
 
-ARG PYTHON_VERSION=3.11
+# A version tag, not a moving one; add @sha256:... from `docker buildx imagetools inspect` to pin
+# the very image.
+ARG PYTHON_IMAGE=python:3.11.13-slim-bookworm
 
-# ---- build: one virtual environment, torch from PyTorch's index, lpstudy from this tree ----------
-FROM python:${PYTHON_VERSION}-slim AS build
+# ---- build: one virtual environment, torch from PyTorch's index, the dependencies, then lpstudy -----
+FROM ${PYTHON_IMAGE} AS build
 ARG TORCH_INDEX=cu128
-# The same range as pyproject.toml's dependency (a test keeps them equal).
+# The same range as pyproject.toml's dependency (a test keeps them equal); constraints.txt picks the
+# version within it.
 ARG TORCH_SPEC="torch>=2.4,<2.14"
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PATH=/opt/venv/bin:$PATH
 RUN python -m venv /opt/venv
-# torch alone first: the biggest layer, rebuilt only when the index or the range changes. Once it
-# is installed, installing lpstudy below keeps it (it satisfies the range) instead of taking PyPI's.
-RUN pip install --index-url "https://download.pytorch.org/whl/${TORCH_INDEX}" "${TORCH_SPEC}"
 WORKDIR /src
+COPY constraints.txt ./
+# torch alone first: the biggest layer, rebuilt only when the index or the constraints change. Its
+# pin has no local label, so the index's +cu128 or +cpu build of that version satisfies it.
+RUN pip install --index-url "https://download.pytorch.org/whl/${TORCH_INDEX}" \
+        --extra-index-url https://pypi.org/simple -c constraints.txt "${TORCH_SPEC}"
+# Every other dependency, exactly as pinned, before any source: a change of lpstudy's code reuses
+# this layer and reinstalls nothing.
+RUN pip install -r constraints.txt
 COPY pyproject.toml README.md ./
 COPY lpstudy ./lpstudy
-# s3: boto3, for an artifact store on S3 or MinIO (LPSTUDY_ARTIFACTS=s3://BUCKET).
-RUN pip install ".[dashboard,postgres,grpc,s3]"
+# s3: boto3, for an artifact store on S3 or MinIO (LPSTUDY_ARTIFACTS=s3://BUCKET). Everything it
+# needs is installed already; pip check fails the build if the constraints missed a requirement.
+RUN pip install -c constraints.txt ".[dashboard,postgres,grpc,s3]" && pip check
 
-# ---- runtime: the environment, the dashboard's pages and a non-root user; no sources, no pip cache --
-FROM python:${PYTHON_VERSION}-slim AS runtime
+# ---- runtime: the environment, the dashboard's pages, the corpus and a non-root user ---------------
+FROM ${PYTHON_IMAGE} AS runtime
 # The mount points of the named volumes belong to the user: a fresh volume takes their owner.
 RUN groupadd --gid 1000 lpstudy \
  && useradd --uid 1000 --gid lpstudy --create-home --shell /usr/sbin/nologin lpstudy \
- && mkdir -p /home/lpstudy/.cache/lpstudy /run/lpstudy-gpus /var/lib/lpstudy/artifacts \
+ && mkdir -p /home/lpstudy/.cache/lpstudy /run/lpstudy-gpus /var/lib/lpstudy/artifacts /opt/lpstudy/data \
  && chown -R lpstudy:lpstudy /home/lpstudy/.cache /run/lpstudy-gpus /var/lib/lpstudy
+# The corpus in a layer of its own (1.1 MB), checked against lpstudy's checksum: workers read it
+# through LPSTUDY_DATA and never download it, so they run on nodes without internet access.
+ADD --checksum=sha256:86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed --chmod=0644 https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt /opt/lpstudy/data/tinyshakespeare.txt
 COPY --from=build /opt/venv /opt/venv
 COPY app /opt/lpstudy/app
 COPY deploy/docker/lpstudy-claim-gpu /usr/local/bin/lpstudy-claim-gpu
+COPY deploy/docker/lpstudy-with-secrets /usr/local/bin/lpstudy-with-secrets
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     LPSTUDY_APP_DIR=/opt/lpstudy/app \
+    LPSTUDY_DATA=/opt/lpstudy/data/tinyshakespeare.txt \
     NVIDIA_DRIVER_CAPABILITIES=compute,utility \
     STREAMLIT_BROWSER_GATHER_USAGE_STATS=false
 USER lpstudy
@@ -47,6 +66,6 @@ WORKDIR /home/lpstudy
 # Fails the build if the installed command does not start. No ENTRYPOINT: a container's command
 # (lpstudy ..., python ...) runs as given, in docker compose and Kubernetes alike.
 RUN lpstudy --version && lpstudy --help >/dev/null
-# dashboard, optuna-dashboard, storage-proxy
-EXPOSE 8501 8080 13000
+# dashboard, optuna-dashboard, storage-proxy, a worker's metrics
+EXPOSE 8501 8080 13000 9108
 CMD ["lpstudy", "--help"]

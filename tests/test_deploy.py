@@ -25,6 +25,11 @@ CLAIM_GPU = ROOT / "deploy" / "docker" / "lpstudy-claim-gpu"
 SBATCH = ROOT / "deploy" / "slurm" / "lpstudy-worker.sbatch"
 
 DB_SERVICES = ("worker", "worker-cpu", "dashboard", "optuna-dashboard", "storage-proxy")
+SERVERS = {"dashboard": 8501, "optuna-dashboard": 8080, "storage-proxy": 13000, "prometheus": 9090}
+SECRETS_DIR = ROOT / "secrets"
+WITH_SECRETS = ROOT / "deploy" / "docker" / "lpstudy-with-secrets"
+PROMETHEUS_CONFIG = ROOT / "deploy" / "docker" / "prometheus.yml"
+CONSTRAINTS = ROOT / "constraints.txt"
 DASHBOARDS = ("dashboard", "optuna-dashboard")
 WRITERS = ("worker", "worker-cpu", "storage-proxy")
 
@@ -94,7 +99,7 @@ def services() -> dict:
 
 
 def test_compose_file_validates_with_the_example_environment(services):
-    assert set(services) == {"db", *DB_SERVICES}
+    assert set(services) == {"db", *DB_SERVICES, "prometheus"}
 
 
 def test_an_invalid_compose_file_fails_validation(tmp_path):
@@ -105,12 +110,55 @@ def test_an_invalid_compose_file_fails_validation(tmp_path):
     assert "healthchek" in out.stderr
 
 
-def test_without_the_secrets_the_stack_refuses_to_start(tmp_path, example_env):
-    """No password has a default: a missing .env stops compose with the variable's name."""
-    no_secrets = {k: v for k, v in example_env.items() if "PASSWORD" not in k}
-    out = docker_compose("config", env_file=write_env_file(tmp_path / "env", no_secrets))
-    assert out.returncode != 0
-    assert "PASSWORD" in out.stderr and ".env" in out.stderr
+def secret_file_of(resolved: dict, service: dict, path: str) -> Path:
+    """The host file behind /run/secrets/NAME in a service, which must list the secret."""
+    name = Path(path).name
+    assert Path(path).parent == Path("/run/secrets"), path
+    listed = [s if isinstance(s, str) else s["source"] for s in service.get("secrets", [])]
+    assert name in listed, f"the service does not mount the secret {name}"
+    return Path(resolved["secrets"][name]["file"])
+
+
+def test_the_passwords_reach_the_containers_only_as_secret_files(example_env):
+    """No password in .env, none in any environment value, and no URL with one: each is a file under
+    secrets/, mounted as a compose secret; the database reads them as *_FILE, lpstudy's services as
+    PGPASSWORD_FILE through lpstudy-with-secrets."""
+    resolved = resolve(ENV_EXAMPLE)
+    assert not [k for k in example_env if "PASSWORD" in k], ".env holds no password"
+    files = {name: Path(s["file"]) for name, s in resolved["secrets"].items()}
+    assert {f.parent for f in files.values()} == {SECRETS_DIR}
+    assert sorted(f.name for f in files.values()) == ["postgres-password", "reader-password", "writer-password"]
+    services = resolved["services"]
+    db = services["db"]["environment"]
+    assert secret_file_of(resolved, services["db"], db["POSTGRES_PASSWORD_FILE"]).name == "postgres-password"
+    assert secret_file_of(resolved, services["db"], db["LPSTUDY_WRITER_PASSWORD_FILE"]).name == "writer-password"
+    assert secret_file_of(resolved, services["db"], db["LPSTUDY_READER_PASSWORD_FILE"]).name == "reader-password"
+    for name in DB_SERVICES:
+        env = services[name]["environment"]
+        assert storage_of(services[name]).password is None, name
+        expected = "reader-password" if name in DASHBOARDS else "writer-password"
+        assert secret_file_of(resolved, services[name], env["PGPASSWORD_FILE"]).name == expected, name
+        assert str(services[name]["command"]).startswith("lpstudy-with-secrets "), name
+    for name, service in services.items():
+        for key, value in (service.get("environment") or {}).items():
+            assert not re.search(r"://[^/@\s:]+:[^/@\s]+@", str(value)), f"{name}.{key}: a URL with a password"
+            if re.search(r"PASSWORD|SECRET|TOKEN", key):
+                assert key.endswith("_FILE"), f"{name}.{key}: a secret as a plain environment value"
+
+
+def test_the_secrets_wrapper_exports_the_password_of_its_file_only_to_its_command(tmp_path):
+    secret = tmp_path / "pw"
+    secret.write_text("s3cret-pw\n")
+    env = {"PATH": "/usr/bin:/bin", "PGPASSWORD_FILE": str(secret)}
+    out = subprocess.run([str(WITH_SECRETS), "sh", "-c", 'echo "[$PGPASSWORD] [${PGPASSWORD_FILE:-}]"'],
+                         capture_output=True, text=True, env=env, timeout=30)
+    assert out.returncode == 0 and out.stdout.strip() == "[s3cret-pw] []", out.stderr
+    out = subprocess.run([str(WITH_SECRETS), "true"], capture_output=True, text=True, timeout=30,
+                         env={**env, "PGPASSWORD_FILE": str(tmp_path / "missing")})
+    assert out.returncode == 2 and "cannot be read" in out.stderr
+    out = subprocess.run([str(WITH_SECRETS), "sh", "-c", 'echo "[${PGPASSWORD:-}]"'], capture_output=True, text=True,
+                         env={"PATH": "/usr/bin:/bin"}, timeout=30)
+    assert out.stdout.strip() == "[]"  # no file named: nothing changed
 
 
 def test_the_gpu_worker_requests_a_gpu_and_the_cpu_worker_none(services, example_env):
@@ -124,7 +172,9 @@ def test_the_gpu_worker_requests_a_gpu_and_the_cpu_worker_none(services, example
     for worker in (gpu, cpu):
         command = worker["command"] if isinstance(worker["command"], str) else " ".join(worker["command"])
         assert f"lpstudy worker --study {example_env['LPSTUDY_STUDY']}" in command
-    assert services["worker"]["command"].startswith("lpstudy-claim-gpu ")  # one GPU per scaled replica
+    # One GPU per scaled replica, and a worker that insists on it (no GPU seen: one line, not a CPU run).
+    assert services["worker"]["command"].startswith("lpstudy-with-secrets lpstudy-claim-gpu lpstudy worker ")
+    assert "--devices cuda:0" in services["worker"]["command"]
     # No fixed name or host port on a worker: `--scale worker=N` must be able to start N of them.
     for worker in (gpu, cpu):
         assert "container_name" not in worker and "ports" not in worker
@@ -133,8 +183,8 @@ def test_the_gpu_worker_requests_a_gpu_and_the_cpu_worker_none(services, example
 def test_dashboards_use_the_read_only_role_and_workers_the_writer(services, example_env):
     for name in DASHBOARDS:
         url = storage_of(services[name])
-        assert (url.username, url.password) == (example_env["LPSTUDY_READER_USER"],
-                                                example_env["LPSTUDY_READER_PASSWORD"]), name
+        assert url.username == example_env["LPSTUDY_READER_USER"], name
+        assert services[name]["environment"]["PGPASSWORD_FILE"].endswith("/lpstudy-reader-password"), name
         assert url.host == "db" and url.database == example_env["LPSTUDY_DB_NAME"]
     for name in WRITERS:
         assert storage_of(services[name]).username == example_env["LPSTUDY_WRITER_USER"], name
@@ -144,29 +194,71 @@ def test_dashboards_use_the_read_only_role_and_workers_the_writer(services, exam
         assert "postgresql" not in command and "--storage" not in command, name
 
 
-def test_no_secret_is_written_in_the_compose_file(example_env):
-    text = COMPOSE.read_text()
-    for key, value in example_env.items():
-        if "PASSWORD" in key:
-            assert value not in text, f"the value of {key} is written in docker-compose.yml"
-    raw = yaml.safe_load(text)
-    required = re.compile(r"\$\{([A-Z_]+):\?[^}]*\}")  # ${VAR:?message}: no default, an error if unset
+def test_no_secret_is_written_in_the_compose_file_and_the_files_stay_out_of_git_and_the_image():
+    raw = yaml.safe_load(COMPOSE.read_text())
     for name, service in raw["services"].items():
         for key, value in (service.get("environment") or {}).items():
-            value = str(value)
-            if re.search(r"PASSWORD|SECRET|TOKEN", key):
-                assert required.fullmatch(value), f"{name}.{key} must be a ${{VAR:?...}} reference, not {value!r}"
-            # Credentials in a URL: with every ${...} replaced by <VAR>, both parts must be references.
-            masked = re.sub(r"\$\{([A-Z_]+)[^}]*\}", r"<\1>", value)
-            for user, password in re.findall(r"://([^:/@]+):([^@]+)@", masked):
-                assert re.fullmatch(r"<[A-Z_]+>", user), f"{name}.{key}: the URL's user must come from .env"
-                assert re.fullmatch(r"<[A-Z_]*PASSWORD>", password), f"{name}.{key}: the URL's password must come from .env"
-                assert required.search(value), f"{name}.{key}: the URL's password must be a ${{VAR:?...}} reference"
-    # .env holds the real secrets: git ignores it and the image's build context leaves it out.
-    assert ".env" in (ROOT / ".gitignore").read_text().split()
+            masked = re.sub(r"\$\{[^}]*\}", "<VAR>", str(value))  # ${VAR:-default}: one word, whatever its default
+            assert not re.search(r"://[^/@\s:]+:[^/@\s]+@", masked), f"{name}.{key}: a URL with a password"
+    # secrets/ holds the real passwords: git ignores it and the image's build context leaves it out.
+    assert "secrets/" in (ROOT / ".gitignore").read_text().split()
+    assert subprocess.run(["git", "check-ignore", "-q", str(SECRETS_DIR / "writer-password")], cwd=ROOT).returncode == 0
     ignore = [line.strip() for line in DOCKERIGNORE.read_text().splitlines()
               if line.strip() and not line.startswith("#")]
-    assert ignore[0] == "*" and not any(line.startswith("!") and ".env" in line for line in ignore)
+    assert ignore[0] == "*" and not any(line.startswith("!") and ("secrets" in line or ".env" in line) for line in ignore)
+
+
+def test_the_commands_that_make_the_secret_files_are_the_same_everywhere(tmp_path):
+    """The header of docker-compose.yml, .env.example and docs/deployment.md give one command; run,
+    it makes three different passwords in files only their owner's folder reaches."""
+    def command_in(text: str) -> str:
+        found = re.search(r"umask 077; mkdir -p secrets.*?chmod 644 secrets/\*-password", text, re.S).group(0)
+        return re.sub(r"\s*(\\\n)?#?\s+", " ", found)
+    commands = {command_in(path.read_text()) for path in (COMPOSE, ENV_EXAMPLE, ROOT / "docs" / "deployment.md")}
+    assert len(commands) == 1, commands
+    out = subprocess.run(["bash", "-c", commands.pop()], cwd=tmp_path, capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    made = {p.name: p.read_text().strip() for p in (tmp_path / "secrets").iterdir()}
+    assert sorted(made) == ["postgres-password", "reader-password", "writer-password"]
+    assert len(set(made.values())) == 3 and all(re.fullmatch(r"[0-9a-f]{48}", v) for v in made.values())
+    assert oct((tmp_path / "secrets").stat().st_mode & 0o777) == "0o700"
+
+
+def test_workers_get_more_than_the_longest_measured_stop_to_end_their_trial(services):
+    from tests.test_k8s import LONGEST_STOP_S
+
+    for name in ("worker", "worker-cpu"):
+        grace = services[name]["stop_grace_period"]
+        seconds = int(re.fullmatch(r"(\d+)s", grace).group(1))
+        assert seconds >= 2 * LONGEST_STOP_S, f"{name}: {grace}"
+
+
+def test_every_server_has_a_healthcheck_on_its_own_port(services):
+    for name, port in SERVERS.items():
+        check = " ".join(services[name]["healthcheck"]["test"])
+        assert f"127.0.0.1:{port}" in check or f"'127.0.0.1', {port}" in check, f"{name}: {check}"
+        command = " ".join(services[name]["command"]) if isinstance(services[name]["command"], list) \
+            else services[name]["command"]
+        if name != "prometheus":
+            assert f"--port {port}" in command, name
+        assert any(target == str(port) for _, _, target in published(services[name])), name
+
+
+def test_the_prometheus_profile_scrapes_every_worker_replica(services):
+    prometheus = services["prometheus"]
+    assert prometheus["profiles"] == ["prometheus"]
+    assert re.fullmatch(r"prom/prometheus:v\d+\.\d+\.\d+", prometheus["image"])
+    mounted = {Path(str(v).split(":")[0]) if not isinstance(v, dict) else Path(v["source"]): v
+               for v in prometheus["volumes"]}
+    assert PROMETHEUS_CONFIG in mounted
+    config = yaml.safe_load(PROMETHEUS_CONFIG.read_text())
+    [job] = config["scrape_configs"]
+    [sd] = job["dns_sd_configs"]
+    assert sorted(sd["names"]) == ["worker", "worker-cpu"]
+    for name in sd["names"]:
+        env = services[name]["environment"]
+        assert str(sd["port"]) == env["LPSTUDY_METRICS_PORT"] and str(sd["port"]) in [str(p) for p in services[name]["expose"]]
+    assert job.get("metrics_path", "/metrics") == "/metrics"
 
 
 def test_every_service_that_needs_the_database_waits_for_its_health_check(services):
@@ -197,7 +289,7 @@ def test_the_database_keeps_its_data_and_runs_the_init_script(services):
     assert any(v.startswith("pgdata:/var/lib/postgresql/data") for v in volumes)
     assert any(v.startswith(f"{INIT_SCRIPT.parent}:/docker-entrypoint-initdb.d") for v in volumes)
     env = services["db"]["environment"]
-    for key in ("LPSTUDY_WRITER_USER", "LPSTUDY_WRITER_PASSWORD", "LPSTUDY_READER_USER", "LPSTUDY_READER_PASSWORD"):
+    for key in ("LPSTUDY_WRITER_USER", "LPSTUDY_WRITER_PASSWORD_FILE", "LPSTUDY_READER_USER", "LPSTUDY_READER_PASSWORD_FILE"):
         assert env[key], key
     assert os.access(INIT_SCRIPT, os.X_OK), "the postgres image executes *.sh only when executable"
 
@@ -224,6 +316,49 @@ def test_dockerfile_is_multi_stage_non_root_and_installs_the_package_with_a_chos
     assert spec in [d.replace(" ", "") for d in deps]
 
 
+def test_the_dependencies_come_from_the_constraints_before_the_source_is_copied():
+    """A change of lpstudy's code rebuilds from its COPY on: every dependency is installed, pinned,
+    in the layers before. Both images (cpu, gpu) run the same lines with the same file."""
+    lines = [line.strip() for line in DOCKERFILE.read_text().splitlines() if line.strip() and not line.startswith("#")]
+    build = lines[:next(i for i, line in enumerate(lines) if line.startswith("FROM ") and "AS runtime" in line)]
+    source = next(i for i, line in enumerate(build) if line.startswith("COPY lpstudy"))
+    constraints = next(i for i, line in enumerate(build) if line.startswith("COPY constraints.txt"))
+    installs = [i for i, line in enumerate(build) if "pip install -r constraints.txt" in line]
+    assert constraints < installs[0] < source, "the dependencies are installed before the source is copied"
+    torch = next(i for i, line in enumerate(build) if "download.pytorch.org" in line)
+    assert constraints < torch < source and "-c constraints.txt" in " ".join(build[torch:torch + 2])
+    for line in build[source:]:
+        if "pip install" in line:
+            assert "-c constraints.txt" in line, line
+    assert re.search(r"^ARG PYTHON_IMAGE=python:\d+\.\d+\.\d+-slim-\w+$", DOCKERFILE.read_text(), re.M)
+    assert "FROM python:" not in DOCKERFILE.read_text()  # every stage from the one pinned base
+
+
+def test_the_constraints_pin_every_runtime_dependency_within_pyprojects_ranges():
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    pins = {}
+    for line in CONSTRAINTS.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            assert version and name == re.sub(r"[-_.]+", "-", name).lower(), line
+            assert name not in pins, f"{name} pinned twice"
+            pins[name] = Version(version)
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = project["dependencies"] + [r for extra in ("dashboard", "postgres", "grpc", "s3")
+                                        for r in project["optional-dependencies"][extra]]
+    for text in wanted:
+        requirement = Requirement(text)
+        name = re.sub(r"[-_.]+", "-", requirement.name).lower()
+        assert name in pins, f"{name} is a runtime dependency but constraints.txt does not pin it " \
+                             f"(python deploy/docker/freeze-constraints.py > constraints.txt)"
+        assert pins[name] in requirement.specifier, f"{name}=={pins[name]} is outside pyproject's {requirement}"
+        for extra in requirement.extras:  # psycopg[binary]: the extra's package is pinned too
+            assert f"{name}-{extra}" in pins or extra not in ("binary",), f"{name}[{extra}]"
+    assert not pins["torch"].local, "no +cpu or +cu128: the CPU and the CUDA build both satisfy the pin"
+
+
 def test_everything_the_dockerfile_copies_is_in_the_build_context():
     allowed = [line[1:].rstrip("/") for line in DOCKERIGNORE.read_text().splitlines() if line.startswith("!")]
     sources = []
@@ -248,7 +383,9 @@ def test_compose_build_arguments_are_the_dockerfile_arguments(services):
 # --- shell scripts -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("script", [SBATCH, INIT_SCRIPT, CLAIM_GPU], ids=lambda p: p.name)
+@pytest.mark.parametrize("script", [SBATCH, INIT_SCRIPT, CLAIM_GPU, WITH_SECRETS,
+                                    ROOT / "deploy" / "k8s" / "base" / "scripts" / "wait-for-study.sh"],
+                         ids=lambda p: p.name)
 def test_shell_scripts_parse_and_pass_shellcheck(script):
     out = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
@@ -265,7 +402,8 @@ def fake_lpstudy(tmp_path) -> dict[str, str]:
     bin_dir.mkdir()
     fake = bin_dir / "lpstudy"
     fake.write_text('#!/bin/sh\necho "ARGS $*"\necho "STORAGE ${LPSTUDY_STORAGE:-}"\n'
-                    'echo "GPU ${CUDA_VISIBLE_DEVICES:-}"\nsleep "${FAKE_SLEEP:-0}"\n')
+                    'echo "GPU ${CUDA_VISIBLE_DEVICES:-}"\necho "THREADS ${OMP_NUM_THREADS:-}"\n'
+                    'sleep "${FAKE_SLEEP:-0}"\n')
     fake.chmod(0o755)
     return {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path)}
 
@@ -277,10 +415,24 @@ def test_the_slurm_script_starts_a_worker_on_the_study_with_the_storage_from_a_f
            "LPSTUDY_WORKER_ARGS": "--n-trials 3", "SLURM_ARRAY_JOB_ID": "77", "SLURM_ARRAY_TASK_ID": "5"}
     out = subprocess.run(["bash", str(SBATCH)], capture_output=True, text=True, env=env, timeout=30)
     assert out.returncode == 0, out.stderr
-    assert "ARGS worker --study lp-search --n-trials 3" in out.stdout
+    assert "ARGS worker --study lp-search --devices cuda:0 --n-trials 3" in out.stdout
     assert "STORAGE postgresql+psycopg://lpstudy_writer:s3cret@dbhost:5432/lpstudy" in out.stdout
     assert "job 77 task 5" in out.stdout
     assert out.stdout.count("s3cret") == 1  # only the worker's own environment, never the script's log
+
+
+def test_the_slurm_worker_insists_on_its_gpu_and_uses_the_cores_of_its_task(fake_lpstudy):
+    env = {**fake_lpstudy, "LPSTUDY_STUDY": "lp-search", "LPSTUDY_STORAGE": "grpc://proxy:13000",
+           "SLURM_CPUS_PER_TASK": "6", "OMP_NUM_THREADS": "64"}
+    out = subprocess.run(["bash", str(SBATCH)], capture_output=True, text=True, env=env, timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert "ARGS worker --study lp-search --devices cuda:0" in out.stdout  # no GPU: refused, not a CPU run
+    assert "THREADS 6" in out.stdout
+    declared = re.search(r"^#SBATCH --cpus-per-task=(\d+)", SBATCH.read_text(), re.M)
+    assert declared and int(declared.group(1)) >= 1
+    out = subprocess.run(["bash", str(SBATCH)], capture_output=True, text=True, timeout=30,
+                         env={**env, "LPSTUDY_DEVICES": "cpu"})
+    assert "--devices cpu" in out.stdout
 
 
 @pytest.mark.parametrize("missing", ["LPSTUDY_STUDY", "LPSTUDY_STORAGE"])

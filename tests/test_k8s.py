@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests import k8s_checks
 from tests.study_helpers import lp_env, trials_of, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,6 +39,7 @@ DEPLOYMENT = ROOT / "docs" / "deployment.md"  # the README links it
 # after every step). docs/deployment.md, "On Kubernetes", gives the same figure.
 LONGEST_STOP_S = 55.1
 SIGTERM_EXIT = 128 + int(signal.SIGTERM)  # what a shell reports for a process ended by SIGTERM
+IMAGE_CORPUS = "/opt/lpstudy/data/tinyshakespeare.txt"  # where the Dockerfile puts the corpus
 
 
 def kubernetes_versions(floor: tuple[int, int] = (1, 30)) -> list[str]:
@@ -51,6 +53,14 @@ def kubernetes_versions(floor: tuple[int, int] = (1, 30)) -> list[str]:
 KUBERNETES_VERSIONS = kubernetes_versions()
 
 WORKLOAD_KINDS = ("Job", "Deployment", "StatefulSet")
+# Kinds of custom resources (the Prometheus Operator's): no Kubernetes schema knows them, so
+# tests/k8s_checks.py checks them instead (pod_monitors_scrape_a_port).
+CUSTOM_KINDS = ("PodMonitor",)
+# What the workers serve on their metrics port (lpstudy/study/telemetry.py), as the Grafana
+# dashboard and the docs name them.
+WORKER_METRICS = ("lpstudy_trials_started_total", "lpstudy_trials_finished_total", "lpstudy_claim_seconds",
+                  "lpstudy_storage_retries_total", "lpstudy_storage_outage_seconds_total",
+                  "lpstudy_running_trial_heartbeat_age_seconds", "lpstudy_steps_per_second")
 DASHBOARDS = ("lpstudy-dashboard", "lpstudy-optuna-dashboard")
 WRITERS = ("lpstudy-create-study", "lpstudy-workers", "lpstudy-storage-proxy")
 
@@ -192,6 +202,7 @@ def test_every_overlay_validates_strictly_against_kubernetes_1_30_and_later(buil
 
     assert KUBERNETES_VERSIONS[0] == "1.30"
     for doc in builds[overlay]:
+        assert doc["kind"] not in CUSTOM_KINDS
         kubernetes_validate.validate(doc, version, strict=True)
 
 
@@ -200,6 +211,8 @@ def test_every_component_builds_and_validates_on_top_of_an_overlay(builds, combi
     import kubernetes_validate
 
     for doc in builds[combination]:
+        if doc["kind"] in CUSTOM_KINDS:
+            continue  # no schema: tests/k8s_checks.py checks it
         for version in (KUBERNETES_VERSIONS[0], KUBERNETES_VERSIONS[-1]):
             kubernetes_validate.validate(doc, version, strict=True)
 
@@ -256,6 +269,368 @@ def test_every_reference_inside_a_build_resolves(builds, example_secret):
                 assert port["targetPort"] in ports, f"{name}: {service['metadata']['name']} {port}"
 
 
+# --- what every build must hold beyond its schemas (tests/k8s_checks.py) --------------------------
+
+
+@pytest.mark.parametrize("build", sorted(OVERLAYS) + sorted(COMBINATIONS))
+def test_every_build_passes_pod_security_restricted_and_every_other_check(builds, build):
+    """Pod Security "restricted" for every pod, selectors against labels, probe ports against
+    container ports, pod failure policies, no credentials in plain values, read-only root
+    filesystems, pinned images, fsGroup for claimed volumes, the database fenced."""
+    assert k8s_checks.problems_of(builds[build]) == []
+
+
+def copy_of_the_deployment(tmp: Path) -> Path:
+    """deploy/ and storage/ copied side by side (the base reads ../../../storage), as a reviewer's
+    working copy would be."""
+    for folder in ("deploy", "storage"):
+        shutil.copytree(ROOT / folder, tmp / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    return tmp / "deploy" / "k8s"
+
+
+# The breakages a reviewer applied to copies: (file, text, replacement, what a check must then say).
+BREAKAGES = {
+    "a Deployment selector that does not match its labels": (
+        "base/dashboard.yaml", "  selector:\n    matchLabels:\n      app.kubernetes.io/name: lpstudy-dashboard\n",
+        "  selector:\n    matchLabels:\n      app.kubernetes.io/name: lpstudy-dashbord\n",
+        "Deployment lpstudy-dashboard: its selector"),
+    "a probe naming a port that does not exist": (
+        "base/dashboard.yaml", "          readinessProbe:\n            httpGet:\n              path: /_stcore/health\n"
+                               "              port: http\n",
+        "          readinessProbe:\n            httpGet:\n              path: /_stcore/health\n              port: htpp\n",
+        "the readinessProbe's port 'htpp' is not among the container's ports"),
+    "a URL with a password in config.env": (
+        "base/config.env", "LPSTUDY_STUDY=lp-search\n",
+        "LPSTUDY_STUDY=lp-search\nLPSTUDY_RESULTS=postgresql+psycopg://lpstudy_writer:hunter2@lpstudy-db:5432/lpstudy\n",
+        "ConfigMap lpstudy-config: LPSTUDY_RESULTS holds credentials in a URL"),
+    "the creator with restartPolicy OnFailure beside a pod failure policy": (
+        "base/create-study.yaml", "      restartPolicy: Never\n", "      restartPolicy: OnFailure\n",
+        "Job lpstudy-create-study: a podFailurePolicy needs restartPolicy Never, not OnFailure"),
+    "a misspelled containerName in that policy": (
+        "base/create-study.yaml", "          containerName: create-study\n          operator: In\n          values: [2]\n",
+        "          containerName: create-studdy\n          operator: In\n          values: [2]\n",
+        "Job lpstudy-create-study: the podFailurePolicy's containerName 'create-studdy' is no container"),
+    "seccomp removed": (
+        "base/workers.yaml", "        seccompProfile:\n          type: RuntimeDefault\n", "",
+        "Job lpstudy-workers/worker: seccompProfile is not set, not RuntimeDefault or Localhost"),
+    "fsGroup removed from the database": (
+        "base/database.yaml", "        fsGroup: 999\n", "",
+        "StatefulSet lpstudy-db: writes to the volume claim(s) ['data'] as a non-root user but sets no fsGroup"),
+}
+
+
+@pytest.mark.parametrize("breakage", sorted(BREAKAGES))
+def test_each_breakage_of_a_copy_passes_the_schemas_and_fails_a_check(tmp_path, breakage):
+    import kubernetes_validate
+
+    path, text, replacement, said = BREAKAGES[breakage]
+    k8s = copy_of_the_deployment(tmp_path)
+    assert k8s_checks.problems_of(kustomize(k8s / "overlays" / "gpu")) == []  # the copy, intact
+    target = k8s / path
+    assert target.read_text().count(text) == 1, f"{path} no longer has the text this breakage changes"
+    target.write_text(target.read_text().replace(text, replacement))
+    docs = kustomize(k8s / "overlays" / "gpu")
+    for doc in docs:  # what the schemas alone would let through
+        kubernetes_validate.validate(doc, KUBERNETES_VERSIONS[-1], strict=True)
+    problems = k8s_checks.problems_of(docs)
+    assert any(said in problem for problem in problems), f"{breakage}: {problems}"
+
+
+def test_the_wrong_order_of_components_fails_the_build(tmp_path):
+    """s3-artifacts deletes the artifact volume claim; optuna-dashboard listed after it would mount the
+    deleted claim and wait for ever. Its kustomization patches the claim, so the build fails, naming it."""
+    folder = overlay_with(tmp_path / "wrong", "gpu", ["s3-artifacts", "optuna-dashboard"])
+    out = subprocess.run([kubectl(), "kustomize", str(folder)], capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0
+    assert "PersistentVolumeClaim" in out.stderr and "lpstudy-artifacts" in out.stderr, out.stderr
+    assert "optuna-dashboard" in out.stderr  # the component whose order is wrong
+    # The right order builds, with the dashboard's checkpoints from the bucket.
+    docs = kustomize(overlay_with(tmp_path / "right", "gpu", ["optuna-dashboard", "s3-artifacts"]))
+    assert not [d for d in docs if d["kind"] == "PersistentVolumeClaim"]
+    assert k8s_checks.problems_of(docs) == []
+
+
+def test_the_checks_read_label_selectors_as_the_api_server_does():
+    labels = {"app.kubernetes.io/name": "lpstudy-worker", "tier": "gpu"}
+    assert k8s_checks.selects({"matchLabels": {"tier": "gpu"}}, labels)
+    assert not k8s_checks.selects({"matchLabels": {"tier": "cpu"}}, labels)
+    assert k8s_checks.selects({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["gpu", "x"]}]}, labels)
+    assert not k8s_checks.selects({"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["gpu"]}]}, labels)
+    assert not k8s_checks.selects({"matchExpressions": [{"key": "zone", "operator": "Exists"}]}, labels)
+    assert k8s_checks.selects({"matchExpressions": [{"key": "zone", "operator": "DoesNotExist"}]}, labels)
+    assert k8s_checks.selects({}, labels) and not k8s_checks.selects(None, labels)
+
+
+def test_the_pod_security_check_refuses_what_restricted_forbids(builds):
+    """Each control of the profile, broken on a copy of a real pod, is reported."""
+    base = find(builds["gpu"], "Deployment", "lpstudy-dashboard")
+    breakages = {
+        "hostNetwork": lambda spec: spec.update(hostNetwork=True),
+        "hostPath": lambda spec: spec["volumes"].append({"name": "h", "hostPath": {"path": "/"}}),
+        "privileged": lambda spec: spec["containers"][0]["securityContext"].update(privileged=True),
+        "allowPrivilegeEscalation": lambda spec: spec["containers"][0]["securityContext"].pop("allowPrivilegeEscalation"),
+        "drop ALL": lambda spec: spec["containers"][0]["securityContext"]["capabilities"].update(drop=[]),
+        "adds capability NET_ADMIN": lambda spec: spec["containers"][0]["securityContext"]["capabilities"].update(
+            add=["NET_ADMIN"]),
+        "runAsNonRoot": lambda spec: spec["securityContext"].pop("runAsNonRoot"),
+        "runAsUser 0": lambda spec: spec["containers"][0]["securityContext"].update(runAsUser=0),
+        "seccompProfile is Unconfined": lambda spec: spec["securityContext"].update(seccompProfile={"type": "Unconfined"}),
+        "hostPort": lambda spec: spec["containers"][0]["ports"][0].update(hostPort=8501),
+        "sysctl": lambda spec: spec["securityContext"].update(sysctls=[{"name": "kernel.msgmax", "value": "1"}]),
+    }
+    assert k8s_checks.pod_security_restricted([base]) == []
+    for said, breaking in breakages.items():
+        doc = json.loads(json.dumps(base))
+        breaking(pod_spec(doc))
+        problems = k8s_checks.pod_security_restricted([doc])
+        assert any(said in p for p in problems), f"{said}: {problems}"
+
+
+# --- the database, fenced and kept -----------------------------------------------------------------
+
+
+def test_only_lpstudys_database_clients_reach_the_database(builds):
+    for name in ("gpu", "cpu", "gpu+optuna-dashboard", "gpu+storage-proxy", "gpu+sign-in"):
+        docs = builds[name]
+        db = find(docs, "StatefulSet", "lpstudy-db")
+        policy = find(docs, "NetworkPolicy", "lpstudy-db")
+        assert k8s_checks.selects(policy["spec"]["podSelector"], db["spec"]["template"]["metadata"]["labels"])
+        assert policy["spec"]["policyTypes"] == ["Ingress"]
+        [rule] = policy["spec"]["ingress"]
+        assert rule["ports"] == [{"protocol": "TCP", "port": 5432}]
+        for doc in workloads(docs):
+            labels = doc["spec"]["template"]["metadata"]["labels"]
+            admitted = any(k8s_checks.selects(s["podSelector"], labels) for s in rule["from"])
+            uses = any("secretKeyRef" in env_of(c).get("LPSTUDY_STORAGE", {}).get("valueFrom", {}) for c in containers(doc))
+            assert admitted == uses, f"{name}: {doc['metadata']['name']} admitted={admitted}, uses the database={uses}"
+    # Behind the proxy, the workers no longer reach the database; the sign-in proxy never does.
+    proxied = builds["gpu+storage-proxy"]
+    rule = find(proxied, "NetworkPolicy", "lpstudy-db")["spec"]["ingress"][0]
+    worker_labels = worker_job(proxied)["spec"]["template"]["metadata"]["labels"]
+    assert not any(k8s_checks.selects(s["podSelector"], worker_labels) for s in rule["from"])
+    assert find(builds["gpu+sign-in"], "Deployment", "lpstudy-sign-in")
+
+
+def test_the_database_is_neither_evicted_by_a_drain_nor_preempted(builds):
+    docs = builds["gpu"]
+    db = find(docs, "StatefulSet", "lpstudy-db")
+    labels = db["spec"]["template"]["metadata"]["labels"]
+    budget = find(docs, "PodDisruptionBudget", "lpstudy-db")
+    assert k8s_checks.selects(budget["spec"]["selector"], labels)
+    assert budget["spec"]["maxUnavailable"] == 0  # one replica: no voluntary eviction at all
+    priority = find(docs, "PriorityClass", pod_spec(db)["priorityClassName"])
+    assert priority["value"] > 0 and priority["globalDefault"] is False
+    assert priority["value"] < 1_000_000_000  # below the cluster's own system classes
+    # The managed database has none of these.
+    external = builds["gpu+external-database"]
+    assert not [d for d in external if d["kind"] in ("NetworkPolicy", "PodDisruptionBudget", "PriorityClass")
+                and d["metadata"]["name"].startswith("lpstudy-d")]
+
+
+def test_every_writable_path_of_a_read_only_container_is_a_volume(builds):
+    """readOnlyRootFilesystem everywhere (tests/k8s_checks.py): /tmp is an emptyDir in every lpstudy
+    and PostgreSQL container, and so is the home of the processes that keep caches there."""
+    for name in ("gpu", "cpu", "managed-gpu"):
+        for doc in workloads(builds[name]):
+            volumes = {v["name"]: v for v in pod_spec(doc).get("volumes", [])}
+            for c in containers(doc):
+                mounts = {m["mountPath"]: volumes.get(m["name"], {}) for m in c.get("volumeMounts", [])}
+                assert "emptyDir" in mounts.get("/tmp", {}), f"{name}: {doc['metadata']['name']}/{c['name']}"
+    for kind, name, main in (("Job", "lpstudy-workers", "worker"), ("Deployment", "lpstudy-dashboard", "dashboard")):
+        doc = find(builds["gpu"], kind, name)
+        volumes = {v["name"]: v for v in pod_spec(doc)["volumes"]}
+        home = next(m for m in container(doc, main)["volumeMounts"] if m["mountPath"] == "/home/lpstudy")
+        assert "emptyDir" in volumes[home["name"]]
+    db = container(find(builds["gpu"], "StatefulSet", "lpstudy-db"), "postgres")
+    assert {"/var/run/postgresql", "/tmp", "/var/lib/postgresql/data"} <= {m["mountPath"] for m in db["volumeMounts"]}
+
+
+def test_the_cpu_overlays_worker_pods_are_guaranteed(builds):
+    """Guaranteed QoS: every container, the init container too, with CPU and memory limits equal to
+    its requests; one container without is enough to make the pod Burstable."""
+    job = worker_job(builds["cpu"])
+    for c in containers(job):
+        resources = c["resources"]
+        for resource in ("cpu", "memory"):
+            assert resources["limits"].get(resource) == resources["requests"].get(resource), f"{c['name']}: {resource}"
+
+
+def test_every_lpstudy_image_carries_this_version_and_a_digest(builds):
+    from lpstudy import __version__
+
+    for name in OVERLAYS:
+        for doc in workloads(builds[name]):
+            for c in containers(doc):
+                if c["image"].startswith("lpstudy"):
+                    assert re.fullmatch(rf"lpstudy:{re.escape(__version__)}-(cpu|gpu)@sha256:[0-9a-f]{{64}}", c["image"]), \
+                        f"{name}: {c['image']}"
+                else:
+                    assert k8s_checks.VERSION_TAG.search(c["image"]), c["image"]
+
+
+# --- init containers and the workers' wait ---------------------------------------------------------
+
+
+def run_as_pid_1(argv: list[str], env: dict[str, str]) -> tuple[subprocess.Popen, int]:
+    """Start a command as the first process of its own PID namespace, as a container's command runs,
+    and return it with its pid as seen from here. The kernel gives such a process no default
+    signal handling: a SIGTERM from outside reaches it only if it installed a handler."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        pytest.fail("unshare (util-linux) is not installed: a command cannot be run as a container's PID 1")
+    user = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
+    proc = subprocess.Popen([unshare, *user, "--pid", "--fork", "--kill-child", *argv], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+    pid = wait_for(lambda: children.read_text().split()[:1], timeout=30, what="the command to start")[0]
+    return proc, int(pid)
+
+
+def read_until(proc: subprocess.Popen, text: str, timeout: float = 120) -> str:
+    seen = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        assert line, "".join(seen)
+        seen.append(line)
+        if text in line:
+            return "".join(seen)
+    pytest.fail(f"no {text!r} in {''.join(seen)}")
+
+
+def test_a_plain_wait_loop_as_pid_1_ignores_sigterm():
+    """The oracle for the two tests below: a shell loop without a trap, run as PID 1, outlives SIGTERM
+    (as the old init container did, for the pod's whole grace period)."""
+    proc, pid = run_as_pid_1(["sh", "-c", "echo started; while :; do sleep 1; done"], dict(os.environ))
+    read_until(proc, "started")
+    os.kill(pid, signal.SIGTERM)
+    with pytest.raises(subprocess.TimeoutExpired):
+        proc.wait(timeout=4)
+    proc.kill()
+    proc.wait(timeout=30)
+
+
+@pytest.mark.parametrize("init", ["wait-for-database", "wait-for-study"])
+def test_init_containers_stop_at_once_on_sigterm_as_pid_1(builds, tmp_path, init):
+    docs = builds["gpu"]
+    doc = find(docs, "Job", "lpstudy-create-study" if init == "wait-for-database" else "lpstudy-workers")
+    c = container(doc, init)
+    url = ("postgresql+psycopg://nobody:x@127.0.0.1:9/none" if init == "wait-for-database"  # nothing listens there
+           else f"sqlite:///{tmp_path / 'empty.db'}")
+    values = env_values(docs, c, {"LPSTUDY_WRITER_URL": url})
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    for key, text in config_data(docs, "lpstudy-scripts").items():
+        (scripts / key).write_text(text)
+    words = [w.replace("/opt/lpstudy-k8s", str(scripts)) for w in c["command"] + c.get("args", [])]
+    words = [sys.executable if w == "python" else w for w in words]
+    env = lp_env(**values, LPSTUDY_WAIT_INTERVAL_S="0.5")
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    proc, pid = run_as_pid_1(words, env)
+    read_until(proc, "not ready" if init == "wait-for-database" else "no study")
+    os.kill(pid, signal.SIGTERM)
+    assert proc.wait(timeout=60) == SIGTERM_EXIT  # seconds, not the pod's grace period
+    proc.stdout.close()
+
+
+def test_the_wait_for_the_study_gives_up_after_its_deadline_with_one_line(builds, tmp_path):
+    docs = builds["gpu"]
+    job = worker_job(docs)
+    study = config_data(docs)["LPSTUDY_STUDY"]
+    assert int(config_data(docs)["LPSTUDY_WAIT_FOR_SPEC_S"]) >= 300
+    # The worker itself waits for the creator's spec, as long as its init container waits for the study.
+    worker = container(job, "worker")
+    at = worker["args"].index("--wait-for-spec-s")
+    assert worker["args"][at + 1] == "$(LPSTUDY_WAIT_FOR_SPEC_S)"
+    code, text = run_to_end(run_container(docs, job, "wait-for-study", {"LPSTUDY_WRITER_URL": f"sqlite:///{tmp_path / 'x.db'}"},
+                                          tmp_path / "pod", {"LPSTUDY_WAIT_FOR_SPEC_S": "1"},
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    assert code == 1, text
+    assert f"no study named '{study}' after 1 s" in text and "kubectl logs job/lpstudy-create-study" in text
+
+
+def test_the_creator_retries_an_unreachable_database_and_fails_on_a_mistake(builds):
+    job = find(builds["gpu"], "Job", "lpstudy-create-study")
+    rules = job["spec"]["podFailurePolicy"]["rules"]
+    by_code = {code: r["action"] for r in rules if "onExitCodes" in r for code in r["onExitCodes"]["values"]}
+    assert by_code[2] == "FailJob"
+    assert by_code[75] == "Count"  # EX_TEMPFAIL: another pod, within backoffLimit
+    assert job["spec"]["backoffLimit"] >= 4
+    # Its retry budget, like the workers', outlasts a move of the database's volume (minutes).
+    for doc, name in ((job, "create-study"), (worker_job(builds["gpu"]), "worker")):
+        env = env_values(builds["gpu"], container(doc, name), {})
+        assert int(env["LPSTUDY_STORAGE_RETRY_S"]) >= 600, name
+
+
+# --- metrics, the dashboard's sign-in, the corpus ---------------------------------------------------
+
+
+def test_every_worker_serves_metrics_on_the_port_its_pod_announces(builds):
+    for name in ("gpu", "cpu", "managed-gpu"):
+        job = worker_job(builds[name])
+        worker = container(job, "worker")
+        port = int(env_values(builds[name], worker, {})["LPSTUDY_METRICS_PORT"])
+        assert {"name": "metrics", "containerPort": port} in worker["ports"]
+        annotations = job["spec"]["template"]["metadata"]["annotations"]
+        assert annotations["prometheus.io/scrape"] == "true" and annotations["prometheus.io/port"] == str(port)
+        assert annotations["prometheus.io/path"] == "/metrics"
+
+
+def test_the_monitoring_component_scrapes_the_workers_and_ships_the_grafana_dashboard(builds):
+    docs = builds["gpu+monitoring"]
+    monitor = find(docs, "PodMonitor", "lpstudy-workers")
+    assert k8s_checks.selects(monitor["spec"]["selector"], worker_job(docs)["spec"]["template"]["metadata"]["labels"])
+    assert [e["port"] for e in monitor["spec"]["podMetricsEndpoints"]] == ["metrics"]
+    board = next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].startswith("lpstudy-grafana"))
+    assert board["metadata"]["labels"]["grafana_dashboard"] == "1"
+    [(file, text)] = board["data"].items()
+    assert text == (K8S / "components" / "monitoring" / file).read_text()
+    dashboard = json.loads(text)
+    exprs = [t["expr"] for panel in dashboard["panels"] for t in panel["targets"]]
+    named = {m for e in exprs for m in re.findall(r"\blpstudy_\w+", e)}
+    served = {re.sub(r"_(bucket|sum|count)$", "", m) for m in named}
+    assert served == set(WORKER_METRICS), served ^ set(WORKER_METRICS)  # every metric shown, nothing unknown
+
+
+def test_the_sign_in_component_puts_oauth2_proxy_in_front_of_the_dashboard(builds):
+    docs = builds["gpu+sign-in"]
+    proxy = find(docs, "Deployment", "lpstudy-sign-in")
+    c = container(proxy, "oauth2-proxy")
+    args = dict(a.removeprefix("--").split("=", 1) for a in c["args"])
+    service = find(docs, "Service", "lpstudy-dashboard")
+    assert args["upstream"] == f"http://lpstudy-dashboard:{service['spec']['ports'][0]['port']}"
+    emails = next(m for m in c["volumeMounts"] if args["authenticated-emails-file"].startswith(m["mountPath"] + "/"))
+    volume = next(v for v in pod_spec(proxy)["volumes"] if v["name"] == emails["name"])
+    assert Path(args["authenticated-emails-file"]).name in find(docs, "ConfigMap", volume["configMap"]["name"])["data"]
+    settings = find(docs, "ConfigMap", c["envFrom"][0]["configMapRef"]["name"])["data"]
+    assert settings["OAUTH2_PROXY_EMAIL_DOMAINS"] and settings["OAUTH2_PROXY_PROVIDER"] == "oidc"
+    for key in ("OAUTH2_PROXY_CLIENT_ID", "OAUTH2_PROXY_CLIENT_SECRET", "OAUTH2_PROXY_COOKIE_SECRET"):
+        assert env_of(c)[key]["valueFrom"]["secretKeyRef"] == {"name": "lpstudy", "key": key}
+    # No pod reaches the dashboard but the sign-in proxy.
+    policy = find(docs, "NetworkPolicy", "lpstudy-dashboard")
+    dashboard = find(docs, "Deployment", "lpstudy-dashboard")
+    assert k8s_checks.selects(policy["spec"]["podSelector"], dashboard["spec"]["template"]["metadata"]["labels"])
+    [rule] = policy["spec"]["ingress"]
+    for doc in workloads(docs):
+        admitted = any(k8s_checks.selects(s["podSelector"], doc["spec"]["template"]["metadata"]["labels"])
+                       for s in rule["from"])
+        assert admitted == (doc is proxy), doc["metadata"]["name"]
+
+
+def test_the_workers_read_the_corpus_the_image_carries(builds):
+    docs = builds["gpu"]
+    data = env_values(docs, container(worker_job(docs), "worker"), {})["LPSTUDY_DATA"]
+    assert data == IMAGE_CORPUS
+    text = (ROOT / "Dockerfile").read_text()
+    final = text[text.rindex("\nFROM "):]
+    from lpstudy.training.data import TINY_SHAKESPEARE_SHA256, TINY_SHAKESPEARE_URL
+
+    added = re.search(rf"^ADD --checksum=sha256:(\w+) --chmod=0644 (\S+) {re.escape(data)}$", final, re.M)
+    assert added, f"the image does not put the corpus at {data}"
+    assert added.group(1) == TINY_SHAKESPEARE_SHA256 and added.group(2) == TINY_SHAKESPEARE_URL
+    assert f"LPSTUDY_DATA={data}" in final  # `lpstudy worker` in the image reads it without being told
+
+
 # --- workers -------------------------------------------------------------------------------------
 
 
@@ -268,8 +643,9 @@ def test_every_gpu_worker_pod_asks_for_one_gpu_and_insists_on_it(builds, overlay
     job = worker_job(builds[overlay])
     worker = container(job, "worker")
     assert worker["resources"]["limits"]["nvidia.com/gpu"] == 1
-    assert worker["image"].endswith(":gpu")
-    assert worker["args"][-2:] == ["--devices", "cuda:0"]  # no GPU visible: refused, not a CPU run
+    assert re.search(r":\d+\.\d+\.\d+-gpu@sha256:", worker["image"]), worker["image"]
+    args = expand(worker["args"], env_values(builds[overlay], worker, {}))
+    assert args[-2:] == ["--devices", "cuda:0"]  # no GPU visible: refused, not a CPU run
     assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in pod_spec(job)["tolerations"]
     for c in containers(job):  # one image per GPU node
         assert c["image"] == worker["image"], c["name"]
@@ -282,10 +658,10 @@ def test_no_pod_of_the_cpu_overlay_asks_for_a_gpu(builds):
             resources = c.get("resources", {})
             for kind in ("requests", "limits"):
                 assert not any("gpu" in key for key in resources.get(kind, {})), f"{doc['metadata']['name']}/{c['name']}"
-            assert not c["image"].endswith(":gpu"), c["name"]
+            assert "gpu" not in c["image"], c["name"]
         assert "tolerations" not in pod_spec(doc)
     worker = container(worker_job(docs), "worker")
-    assert worker["args"][-2:] == ["--devices", "cpu"]
+    assert expand(worker["args"], env_values(docs, worker, {}))[-2:] == ["--devices", "cpu"]
     assert worker["resources"]["requests"]["cpu"] == worker["resources"]["limits"]["cpu"]
 
 
@@ -470,6 +846,10 @@ def run_container(docs: list[dict], doc: dict, name: str, secret: dict[str, str]
     expanded, and its ConfigMap volumes written out under tmp in place of their mount paths."""
     c = container(doc, name)
     values = env_values(docs, c, secret)
+    if values.get("LPSTUDY_DATA") == IMAGE_CORPUS:  # the image's copy of the corpus: this machine's
+        values.pop("LPSTUDY_DATA")
+        if os.environ.get("LPSTUDY_DATA"):
+            values["LPSTUDY_DATA"] = os.environ["LPSTUDY_DATA"]
     values.update(env_extra or {})
     mounts = {}
     for mount in c.get("volumeMounts", []):
@@ -570,8 +950,18 @@ def create_study(url: str, name: str, *args: str) -> None:
     assert out.returncode == 0, out.stderr
 
 
-def test_a_worker_pod_waits_for_the_study_then_its_worker_exits_0_when_the_study_is_done(builds, tmp_path):
-    docs = builds["cpu"]
+def with_study_file(docs: list[dict], text: str) -> list[dict]:
+    """The build with another study.yaml in the ConfigMap the creator and the workers read."""
+    changed = json.loads(json.dumps(docs))
+    find(changed, "ConfigMap", "lpstudy-study")["data"]["study.yaml"] = text
+    return changed
+
+
+SMALL_STUDY = "preset: smoke\npruner: none\nn_trials: 2\nspace:\n  max_steps: {steps}\n  eval_interval: 10\n  eval_iters: 2\n"
+
+
+def test_a_worker_pod_waits_for_the_creator_then_its_worker_exits_0_when_the_study_is_done(builds, tmp_path):
+    docs = with_study_file(builds["cpu"], SMALL_STUDY.format(steps=20))
     job = worker_job(docs)
     url = f"sqlite:///{tmp_path / 'study.db'}"
     secret = {"LPSTUDY_WRITER_URL": url}
@@ -583,8 +973,8 @@ def test_a_worker_pod_waits_for_the_study_then_its_worker_exits_0_when_the_study
                                 stderr=subprocess.STDOUT)
         wait_for(lambda: f"no study named {study!r}" in log.read_text(), timeout=120, what="the init container's first try")
         assert waiting.poll() is None  # still waiting
-        create_study(url, study, "--n-trials", "2", "--pruner", "none", "--set", "max_steps=20", "--set", "eval_interval=10",
-                     "--set", "eval_iters=2")
+        code, text = run_creator(docs, url, tmp_path / "creator")  # the creator's own command and study file
+        assert code == 0 and "created" in text, text
         assert waiting.wait(timeout=120) == 0, log.read_text()
     code, text = run_to_end(run_container(docs, job, "worker", secret, tmp_path / "pod",
                                           {"LPSTUDY_ARTIFACTS": str(tmp_path / "artifacts")},
@@ -595,16 +985,32 @@ def test_a_worker_pod_waits_for_the_study_then_its_worker_exits_0_when_the_study
     assert len(complete) == 2
 
 
+def test_a_worker_pod_refuses_a_spec_its_creator_did_not_write(builds, tmp_path):
+    """The creator was refused a changed study file under the same name (or the workers were given
+    another one): the workers stop with one line, exit 2, instead of running the old spec."""
+    docs = with_study_file(builds["cpu"], SMALL_STUDY.format(steps=20))
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    code, text = run_creator(docs, url, tmp_path / "creator")
+    assert code == 0, text
+    changed = with_study_file(docs, SMALL_STUDY.format(steps=30))
+    code, text = run_to_end(run_container(changed, worker_job(changed), "worker", {"LPSTUDY_WRITER_URL": url},
+                                          tmp_path / "pod", {"LPSTUDY_ARTIFACTS": str(tmp_path / "artifacts")},
+                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
+    assert code == 2, text
+    assert "another spec" in text and "max_steps" in text, text
+    assert not trials_of(url, config_data(docs)["LPSTUDY_STUDY"])  # nothing was trained
+
+
 def test_a_worker_pod_stopped_by_sigterm_exits_143_and_its_trial_is_enqueued_again(builds, tmp_path):
     """What a drain does: SIGTERM to the container's main process. The worker ends its trial as
     interrupted and enqueues it again; the pod exits 143, which the Job's podFailurePolicy
     ignores, so the index starts again elsewhere (an exit 0 would count the index as done)."""
-    docs = builds["cpu"]
+    docs = with_study_file(builds["cpu"], SMALL_STUDY.format(steps=100000))
     job = worker_job(docs)
     url = f"sqlite:///{tmp_path / 'study.db'}"
     study = config_data(docs)["LPSTUDY_STUDY"]
-    create_study(url, study, "--n-trials", "2", "--set", "max_steps=100000", "--set", "eval_interval=10",
-                 "--set", "eval_iters=2")
+    code, text = run_creator(docs, url, tmp_path / "creator")
+    assert code == 0, text
     log = tmp_path / "worker.log"
     artifacts = tmp_path / "artifacts"
     with open(log, "w") as out:
@@ -701,12 +1107,18 @@ def test_the_rwx_artifact_volume_is_shared_by_every_worker_and_read_by_optuna_da
 
 
 def test_the_kueue_component_queues_the_workers_and_nothing_else(builds):
-    docs = builds["gpu+kueue"]
-    job = worker_job(docs)
-    assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] and job["spec"]["suspend"] is True
-    creator = find(docs, "Job", "lpstudy-create-study")
-    assert "kueue.x-k8s.io/queue-name" not in creator["metadata"]["labels"] and "suspend" not in creator["spec"]
-    assert "suspend" not in worker_job(builds["gpu"])["spec"]
+    """Kueue's webhook suspends a queued Job when it is created. A manifest that said `suspend: true`
+    itself would write it again onto the admitted Job at every `kubectl apply -k`, and every
+    worker would be deleted: no build says it. Partial admission lets a short quota start fewer."""
+    for name in ("gpu+kueue", "managed-gpu"):
+        docs = builds[name]
+        job = worker_job(docs)
+        assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], name
+        assert "suspend" not in job["spec"], f"{name}: a re-apply would suspend the admitted workers"
+        minimum = int(job["metadata"]["annotations"]["kueue.x-k8s.io/job-min-parallelism"])
+        assert 1 <= minimum <= job["spec"]["parallelism"]
+        creator = find(docs, "Job", "lpstudy-create-study")
+        assert "kueue.x-k8s.io/queue-name" not in creator["metadata"]["labels"] and "suspend" not in creator["spec"]
 
 
 @pytest.mark.parametrize("build", ["gpu", "cpu", "managed-gpu"])
@@ -745,10 +1157,12 @@ def test_the_image_runs_the_commands_the_manifests_give_it():
     assert re.search(r"^ENV PATH=/opt/venv/bin:\$PATH", final, re.M)
     assert re.search(r"^RUN lpstudy --version\b", final, re.M)
     assert re.search(r"^USER lpstudy$", final, re.M) and "--uid 1000" in final
-    images = {c["image"] for overlay in ("gpu", "cpu") for doc in workloads(kustomize(K8S / "overlays" / overlay))
-              for c in containers(doc)}
-    assert images == {"lpstudy:gpu", "lpstudy:cpu", "postgres:16"}
-    assert "-t lpstudy:gpu" in text and "-t lpstudy:cpu" in text
+    images = {c["image"].split("@")[0] for overlay in ("gpu", "cpu")
+              for doc in workloads(kustomize(K8S / "overlays" / overlay)) for c in containers(doc)}
+    from lpstudy import __version__
+
+    assert images == {f"lpstudy:{__version__}-gpu", f"lpstudy:{__version__}-cpu", "postgres:16.9-bookworm"}
+    assert f"-t lpstudy:{__version__}-gpu" in text and f"-t lpstudy:{__version__}-cpu" in text
 
 
 def test_lpstudy_answers_its_version():
@@ -809,5 +1223,9 @@ def test_the_readmes_own_study_kustomization_builds_and_does_what_it_says(tmp_pa
     assert config_data(docs)["LPSTUDY_STUDY"] == "p-sweep"
     job = worker_job(docs)
     assert job["spec"]["parallelism"] == job["spec"]["completions"] == 8
-    assert container(job, "worker")["image"] == "registry.example.org/lpstudy:gpu"
+    from lpstudy import __version__
+
+    digest = re.search(r"digest: (sha256:[0-9a-f]{64})", text).group(1)
+    assert container(job, "worker")["image"] == f"registry.example.org/lpstudy:{__version__}-gpu@{digest}"
+    assert container(job, "wait-for-study")["image"] == container(job, "worker")["image"]
     assert find(docs, "Deployment", "lpstudy-optuna-dashboard")

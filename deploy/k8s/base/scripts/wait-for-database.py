@@ -1,18 +1,21 @@
 """Wait until the database of $LPSTUDY_STORAGE accepts its user, then exit 0: an init container.
 
-    LPSTUDY_STORAGE=postgresql+psycopg://USER:PASSWORD@HOST:5432/DB python wait-for-database.py
+    LPSTUDY_STORAGE="$(cat writer-url)" python wait-for-database.py   # the URL, from the Secret
 
 Connects as the URL's user and runs SELECT 1, every $LPSTUDY_WAIT_INTERVAL_S seconds (default 2)
 until it works, with one line each time it does not (the URL with its password replaced by ***,
 and the driver's reason: server not up yet, role missing, wrong password). It waits for the server
 and for the roles both: the official postgres image listens on TCP only once its init scripts,
 which create the roles, have run. The URL comes from the environment (a Secret), never the command
-line. It never gives up: a pod that stays in Init says why in its log.
+line. It never gives up: a pod that stays in Init says why in its log. SIGTERM ends it at once
+(exit 143): as a container's first process it would otherwise ignore the signal, and a deleted pod
+would wait out its whole grace period.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 
@@ -26,7 +29,14 @@ def reason(exc: BaseException, password: str | None) -> str:
     return line.replace(password, "***") if password else line
 
 
+def stop_on_sigterm() -> None:
+    """A container's first process gets no default signal handling from the kernel: without a
+    handler, SIGTERM is ignored and only SIGKILL, a grace period later, ends the wait."""
+    signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
+
+
 def main() -> int:
+    stop_on_sigterm()
     url = os.environ.get("LPSTUDY_STORAGE", "")
     if not url:
         print("wait-for-database: set LPSTUDY_STORAGE (from the Secret) to the database URL", file=sys.stderr)

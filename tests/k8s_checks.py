@@ -1,0 +1,353 @@
+"""What a built Kubernetes deployment (`kubectl kustomize` of deploy/k8s) must hold beyond its schemas,
+each a function from the built documents to a list of problems, one line each (an empty list: it
+holds). tests/test_k8s.py runs every check on every build, and applies the breakages a reviewer
+would make to a copy of deploy/ to prove that each one fails a check.
+
+The Pod Security "restricted" check is written from the Pod Security Standards
+(kubernetes.io/docs/concepts/security/pod-security-standards, the baseline and restricted
+profiles), not from these manifests: every control the two profiles list for Linux pods."""
+
+from __future__ import annotations
+
+import re
+from typing import Callable, Iterator
+
+WORKLOAD_KINDS = ("Job", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "CronJob")
+
+# A URL that carries a user and a password (user:password@host).
+CREDENTIALS_IN_URL = re.compile(r"://[^/@\s:]+:[^/@\s]+@")
+# A version tag (1.2, v7.8.1, 16.9-bookworm, 0.1.0-gpu) or a content digest.
+VERSION_TAG = re.compile(r":v?\d+(\.\d+)+([.-][\w.-]*)?$")
+DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
+
+# Pod Security Standards, baseline: the capabilities a container may add, the sysctls a pod may set,
+# the SELinux types it may ask for. Restricted: the volume types, and the one capability it may add.
+BASELINE_CAPABILITIES = {"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
+                         "NET_BIND_SERVICE", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"}
+SAFE_SYSCTLS = {"kernel.shm_rmid_forced", "net.ipv4.ip_local_port_range", "net.ipv4.ip_unprivileged_port_start",
+                "net.ipv4.tcp_syncookies", "net.ipv4.ping_group_range", "net.ipv4.ip_local_reserved_ports",
+                "net.ipv4.tcp_keepalive_time", "net.ipv4.tcp_fin_timeout", "net.ipv4.tcp_keepalive_intvl",
+                "net.ipv4.tcp_keepalive_probes"}
+SELINUX_TYPES = {"", "container_t", "container_init_t", "container_kvm_t", "container_engine_t"}
+RESTRICTED_VOLUME_TYPES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim",
+                           "projected", "secret"}
+RESTRICTED_ADDABLE_CAPABILITIES = {"NET_BIND_SERVICE"}
+
+
+# --- walking a build -----------------------------------------------------------------------------
+
+
+def name_of(doc: dict) -> str:
+    return f"{doc['kind']} {doc['metadata']['name']}"
+
+
+def pod_template(doc: dict) -> dict | None:
+    if doc["kind"] == "CronJob":
+        return doc["spec"]["jobTemplate"]["spec"]["template"]
+    if doc["kind"] in WORKLOAD_KINDS:
+        return doc["spec"]["template"]
+    return None
+
+
+def pods(docs: list[dict]) -> Iterator[tuple[dict, dict]]:
+    """(the workload, its pod template) for every workload of the build."""
+    for doc in docs:
+        template = pod_template(doc)
+        if template is not None:
+            yield doc, template
+
+
+def all_containers(spec: dict) -> list[dict]:
+    return spec.get("initContainers", []) + spec.get("containers", []) + spec.get("ephemeralContainers", [])
+
+
+def selects(selector: dict | None, labels: dict) -> bool:
+    """A label selector (matchLabels and matchExpressions) against a pod's labels, as the API server
+    reads it. An empty selector selects everything."""
+    if selector is None:
+        return False
+    if not selector.get("matchLabels") and not selector.get("matchExpressions"):
+        return True
+    if not selector.get("matchLabels", {}).items() <= labels.items():
+        return False
+    for expression in selector.get("matchExpressions", []):
+        key, operator, values = expression["key"], expression["operator"], expression.get("values", [])
+        if operator == "In" and labels.get(key) not in values:
+            return False
+        if operator == "NotIn" and key in labels and labels[key] in values:
+            return False
+        if operator == "Exists" and key not in labels:
+            return False
+        if operator == "DoesNotExist" and key in labels:
+            return False
+    return True
+
+
+def pod_labels(docs: list[dict]) -> list[tuple[dict, dict]]:
+    return [(doc, template["metadata"].get("labels", {})) for doc, template in pods(docs)]
+
+
+# --- the checks ----------------------------------------------------------------------------------
+
+
+def pod_security_restricted(docs: list[dict]) -> list[str]:
+    problems = []
+    for doc, template in pods(docs):
+        spec = template["spec"]
+        where = name_of(doc)
+        pod_sc = spec.get("securityContext", {})
+        for field in ("hostNetwork", "hostPID", "hostIPC"):
+            if spec.get(field):
+                problems.append(f"{where}: {field} is true (Pod Security baseline)")
+        if pod_sc.get("windowsOptions", {}).get("hostProcess"):
+            problems.append(f"{where}: a hostProcess pod (Pod Security baseline)")
+        for volume in spec.get("volumes", []):
+            kinds = set(volume) - {"name"}
+            if "hostPath" in kinds:
+                problems.append(f"{where}: volume {volume['name']} is a hostPath (Pod Security baseline)")
+            elif not kinds <= RESTRICTED_VOLUME_TYPES:
+                problems.append(f"{where}: volume {volume['name']} is of type {sorted(kinds)}, "
+                                f"not one restricted allows")
+        for sysctl in pod_sc.get("sysctls", []):
+            if sysctl["name"] not in SAFE_SYSCTLS:
+                problems.append(f"{where}: sysctl {sysctl['name']} is not a safe one (Pod Security baseline)")
+        for key, value in template["metadata"].get("annotations", {}).items():
+            if key.startswith("container.apparmor.security.beta.kubernetes.io/") \
+                    and not (value == "runtime/default" or value.startswith("localhost/")):
+                problems.append(f"{where}: AppArmor profile {value} (Pod Security baseline)")
+        pod_seccomp = pod_sc.get("seccompProfile", {}).get("type")
+        pod_non_root = pod_sc.get("runAsNonRoot")
+        problems += _selinux_and_apparmor(where, pod_sc)
+        if pod_sc.get("runAsUser") == 0:
+            problems.append(f"{where}: runAsUser 0 (Pod Security restricted)")
+        for c in all_containers(spec):
+            at = f"{where}/{c['name']}"
+            sc = c.get("securityContext", {})
+            problems += _selinux_and_apparmor(at, sc)
+            if sc.get("privileged"):
+                problems.append(f"{at}: privileged (Pod Security baseline)")
+            if sc.get("procMount", "Default") != "Default":
+                problems.append(f"{at}: procMount {sc['procMount']} (Pod Security baseline)")
+            if sc.get("windowsOptions", {}).get("hostProcess"):
+                problems.append(f"{at}: hostProcess (Pod Security baseline)")
+            for port in c.get("ports", []):
+                if port.get("hostPort"):
+                    problems.append(f"{at}: hostPort {port['hostPort']} (Pod Security baseline)")
+            if sc.get("allowPrivilegeEscalation") is not False:
+                problems.append(f"{at}: allowPrivilegeEscalation is not false (Pod Security restricted)")
+            capabilities = sc.get("capabilities", {})
+            if "ALL" not in capabilities.get("drop", []):
+                problems.append(f"{at}: capabilities do not drop ALL (Pod Security restricted)")
+            for added in capabilities.get("add", []):
+                if added not in RESTRICTED_ADDABLE_CAPABILITIES:
+                    problems.append(f"{at}: adds capability {added} (Pod Security restricted)")
+            non_root = sc.get("runAsNonRoot", pod_non_root)
+            if non_root is not True:
+                problems.append(f"{at}: runAsNonRoot is not true, for the pod or the container "
+                                f"(Pod Security restricted)")
+            if sc.get("runAsUser") == 0:
+                problems.append(f"{at}: runAsUser 0 (Pod Security restricted)")
+            seccomp = sc.get("seccompProfile", {}).get("type", pod_seccomp)
+            if seccomp not in ("RuntimeDefault", "Localhost"):
+                problems.append(f"{at}: seccompProfile is {seccomp or 'not set'}, not RuntimeDefault or Localhost "
+                                f"(Pod Security restricted)")
+    return problems
+
+
+def _selinux_and_apparmor(where: str, sc: dict) -> list[str]:
+    problems = []
+    selinux = sc.get("seLinuxOptions", {})
+    if selinux.get("type", "") not in SELINUX_TYPES:
+        problems.append(f"{where}: SELinux type {selinux['type']} (Pod Security baseline)")
+    if selinux.get("user") or selinux.get("role"):
+        problems.append(f"{where}: SELinux user or role set (Pod Security baseline)")
+    apparmor = sc.get("appArmorProfile", {}).get("type")
+    if apparmor not in (None, "RuntimeDefault", "Localhost"):
+        problems.append(f"{where}: AppArmor profile {apparmor} (Pod Security baseline)")
+    return problems
+
+
+def selectors_match_labels(docs: list[dict]) -> list[str]:
+    """A workload's selector must select its own pods (the API refuses it otherwise); a Service,
+    a PodDisruptionBudget, a NetworkPolicy and a PodMonitor must select some pod of the build."""
+    problems = []
+    labelled = pod_labels(docs)
+    for doc, template in pods(docs):
+        selector = doc["spec"].get("selector")
+        if doc["kind"] == "Job" and selector is None:
+            continue  # generated by the API from the Job's uid
+        if not selects(selector, template["metadata"].get("labels", {})):
+            problems.append(f"{name_of(doc)}: its selector {selector} does not match its pod template's labels")
+    for doc in docs:
+        selector = {"Service": lambda d: {"matchLabels": d["spec"].get("selector", {})},
+                    "PodDisruptionBudget": lambda d: d["spec"].get("selector"),
+                    "NetworkPolicy": lambda d: d["spec"].get("podSelector"),
+                    "PodMonitor": lambda d: d["spec"].get("selector")}.get(doc["kind"], lambda d: None)(doc)
+        if selector is not None and not any(selects(selector, labels) for _, labels in labelled):
+            problems.append(f"{name_of(doc)}: its selector {selector} selects no pod of the build")
+    return problems
+
+
+def probe_ports_exist(docs: list[dict]) -> list[str]:
+    """A probe's port, named or numeric, is one of its container's ports; a Service's targetPort one of
+    its pods' ports."""
+    problems = []
+    for doc, template in pods(docs):
+        for c in all_containers(template["spec"]):
+            names = {p.get("name") for p in c.get("ports", []) if p.get("name")}
+            numbers = {p["containerPort"] for p in c.get("ports", [])}
+            for kind in ("startupProbe", "readinessProbe", "livenessProbe"):
+                probe = c.get(kind) or {}
+                for handler in ("httpGet", "tcpSocket", "grpc"):
+                    if handler in probe:
+                        port = probe[handler]["port"]
+                        if port not in (names if isinstance(port, str) else numbers):
+                            problems.append(f"{name_of(doc)}/{c['name']}: the {kind}'s port {port!r} is not "
+                                            f"among the container's ports {sorted(names) + sorted(numbers)}")
+    labelled = pod_labels(docs)
+    for service in (d for d in docs if d["kind"] == "Service"):
+        chosen = [doc for doc, labels in labelled if selects({"matchLabels": service["spec"].get("selector", {})}, labels)]
+        ports = [p for doc in chosen for c in pod_template(doc)["spec"]["containers"] for p in c.get("ports", [])]
+        for port in service["spec"]["ports"]:
+            target = port.get("targetPort", port["port"])
+            if not any(target == (p.get("name") if isinstance(target, str) else p["containerPort"]) for p in ports):
+                problems.append(f"{name_of(service)}: targetPort {target!r} is no port of the pods it selects")
+    return problems
+
+
+def pod_monitors_scrape_a_port(docs: list[dict]) -> list[str]:
+    """A PodMonitor (the Prometheus Operator's, which no Kubernetes schema knows) scrapes a named port
+    of every pod it selects."""
+    problems = []
+    for monitor in (d for d in docs if d["kind"] == "PodMonitor"):
+        chosen = [doc for doc, labels in pod_labels(docs) if selects(monitor["spec"].get("selector"), labels)]
+        for endpoint in monitor["spec"].get("podMetricsEndpoints", []):
+            for doc in chosen:
+                names = {p.get("name") for c in pod_template(doc)["spec"]["containers"] for p in c.get("ports", [])}
+                if endpoint.get("port") not in names:
+                    problems.append(f"{name_of(monitor)}: port {endpoint.get('port')!r} is no port of {name_of(doc)}")
+    return problems
+
+
+def pod_failure_policies(docs: list[dict]) -> list[str]:
+    """A Job's podFailurePolicy needs restartPolicy Never, and its rules' containerName must name one
+    of the pod's containers: the API refuses the Job otherwise, which no schema says."""
+    problems = []
+    for doc in docs:
+        if doc["kind"] != "Job" or "podFailurePolicy" not in doc["spec"]:
+            continue
+        spec = doc["spec"]["template"]["spec"]
+        if spec.get("restartPolicy") != "Never":
+            problems.append(f"{name_of(doc)}: a podFailurePolicy needs restartPolicy Never, "
+                            f"not {spec.get('restartPolicy')}")
+        names = {c["name"] for c in spec.get("initContainers", []) + spec["containers"]}
+        for rule in doc["spec"]["podFailurePolicy"]["rules"]:
+            name = rule.get("onExitCodes", {}).get("containerName")
+            if name is not None and name not in names:
+                problems.append(f"{name_of(doc)}: the podFailurePolicy's containerName {name!r} is no container "
+                                f"of the pod ({', '.join(sorted(names))})")
+    return problems
+
+
+def no_credentials_in_plain_values(docs: list[dict]) -> list[str]:
+    """No URL with user:password@ in a ConfigMap, a container's env literal, its command or args:
+    those are read by anyone who may read the namespace's ConfigMaps and pods. Credentials live in
+    the Secret."""
+    problems = []
+    for doc in docs:
+        if doc["kind"] == "ConfigMap":
+            for key, value in (doc.get("data") or {}).items():
+                for line in str(value).splitlines():
+                    if CREDENTIALS_IN_URL.search(line):
+                        problems.append(f"{name_of(doc)}: {key} holds credentials in a URL (put it in the Secret)")
+    for doc, template in pods(docs):
+        for c in all_containers(template["spec"]):
+            words = c.get("command", []) + c.get("args", [])
+            words += [f"{e['name']}={e['value']}" for e in c.get("env", []) if "value" in e]
+            for word in words:
+                if CREDENTIALS_IN_URL.search(word):
+                    problems.append(f"{name_of(doc)}/{c['name']}: credentials in a URL in plain text: {word}")
+    return problems
+
+
+def read_only_root_filesystems(docs: list[dict]) -> list[str]:
+    return [f"{name_of(doc)}/{c['name']}: readOnlyRootFilesystem is not true"
+            for doc, template in pods(docs) for c in all_containers(template["spec"])
+            if c.get("securityContext", {}).get("readOnlyRootFilesystem") is not True]
+
+
+def images_pinned(docs: list[dict]) -> list[str]:
+    return [f"{name_of(doc)}/{c['name']}: image {c['image']} has neither a version tag nor a digest"
+            for doc, template in pods(docs) for c in all_containers(template["spec"])
+            if not (VERSION_TAG.search(c["image"].split("@")[0]) or DIGEST.search(c["image"]))]
+
+
+def claimed_volumes_have_an_fs_group(docs: list[dict]) -> list[str]:
+    """A pod that runs as a non-root user and writes to a volume claim needs fsGroup, or the fresh
+    volume belongs to root and the pod cannot write it; OnRootMismatch, or every start re-chowns it."""
+    problems = []
+    for doc, template in pods(docs):
+        spec = template["spec"]
+        claims = {v["name"] for v in spec.get("volumes", []) if "persistentVolumeClaim" in v
+                  and not v["persistentVolumeClaim"].get("readOnly")}
+        claims |= {t["metadata"]["name"] for t in doc["spec"].get("volumeClaimTemplates", [])}
+        written = {m["name"] for c in all_containers(spec) for m in c.get("volumeMounts", [])
+                   if m["name"] in claims and not m.get("readOnly")}
+        if not written:
+            continue
+        sc = spec.get("securityContext", {})
+        if "fsGroup" not in sc:
+            problems.append(f"{name_of(doc)}: writes to the volume claim(s) {sorted(written)} as a non-root user "
+                            f"but sets no fsGroup")
+        elif sc.get("fsGroupChangePolicy") != "OnRootMismatch":
+            problems.append(f"{name_of(doc)}: fsGroup without fsGroupChangePolicy OnRootMismatch re-chowns "
+                            f"{sorted(written)} at every start")
+    return problems
+
+
+def database_fenced(docs: list[dict]) -> list[str]:
+    """Where the build has its own database: a NetworkPolicy selects its pods, and admits exactly the
+    pods that connect to it (those given a database URL from the Secret), on its port."""
+    database = next((d for d in docs if d["kind"] == "StatefulSet" and d["metadata"]["name"] == "lpstudy-db"), None)
+    if database is None:
+        return []
+    labels = database["spec"]["template"]["metadata"]["labels"]
+    policies = [d for d in docs if d["kind"] == "NetworkPolicy" and selects(d["spec"]["podSelector"], labels)]
+    if not policies:
+        return ["StatefulSet lpstudy-db: no NetworkPolicy selects the database's pods: any pod reaches it"]
+    problems = []
+    admitted = lambda pod_labels: any(  # noqa: E731
+        "Ingress" in p["spec"].get("policyTypes", ["Ingress"])
+        and any(any(selects(source.get("podSelector"), pod_labels) for source in rule.get("from", []))
+                and any(port.get("port") in (5432, "postgres") for port in rule.get("ports", []))
+                for rule in p["spec"].get("ingress", []))
+        for p in policies)
+    for doc, template in pods(docs):
+        if doc is database:
+            continue
+        urls = [e for c in all_containers(template["spec"]) for e in c.get("env", [])
+                if e["name"] == "LPSTUDY_STORAGE" and "secretKeyRef" in e.get("valueFrom", {})]
+        allowed = admitted(template["metadata"].get("labels", {}))
+        if urls and not allowed:
+            problems.append(f"{name_of(doc)}: connects to the database, which its NetworkPolicy does not let it")
+        if not urls and allowed:
+            problems.append(f"{name_of(doc)}: does not use the database, yet its NetworkPolicy lets it in")
+    return problems
+
+
+CHECKS: list[Callable[[list[dict]], list[str]]] = [
+    pod_security_restricted,
+    selectors_match_labels,
+    probe_ports_exist,
+    pod_monitors_scrape_a_port,
+    pod_failure_policies,
+    no_credentials_in_plain_values,
+    read_only_root_filesystems,
+    images_pinned,
+    claimed_volumes_have_an_fs_group,
+    database_fenced,
+]
+
+
+def problems_of(docs: list[dict]) -> list[str]:
+    return [problem for check in CHECKS for problem in check(docs)]
