@@ -82,6 +82,7 @@ def _options_by_command() -> dict[str, set[str]]:
     return wanted
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", sorted(_options_by_command()))
 def test_every_command_the_pages_give_exists_with_its_options(command):
     result = subprocess.run([sys.executable, "-m", "lpstudy", command, "--help"], capture_output=True, text=True,
