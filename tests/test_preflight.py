@@ -44,7 +44,6 @@ def test_a_missing_corpus_is_one_line_before_any_study_or_worker(command, tmp_pa
     assert not (tmp_path / "cache").exists()
 
 
-@pytest.mark.slow
 def test_search_without_a_corpus_and_no_download_says_how_to_provide_one(tmp_path):
     env = _offline_env(tmp_path)
     env.pop("LPSTUDY_DATA", None)
