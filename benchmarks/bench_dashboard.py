@@ -43,6 +43,8 @@ EFFECT_TITLES = ["Final validation loss against p", "Mean final validation loss 
                  "Validation loss over p × learning rate", "Parameter importance (Optuna PED-ANOVA)"]
 SCREENSHOTS = ROOT / "test-artifacts" / "screenshots"
 
+from benchmarks.results_file import add_result_argument, load_average, write_result  # noqa: E402
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -140,7 +142,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--db", type=Path, default=None, help="SQLite file to reuse (written if absent)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_result_argument(parser, "dashboard")
     args = parser.parse_args(argv)
+    load_at_start = load_average()
 
     from playwright.sync_api import sync_playwright
 
@@ -214,6 +218,18 @@ def main(argv: list[str] | None = None) -> dict:
             print(f"{label:26}" + "".join(f"{result[name][k]:9.2f}" for k in KINDS))
         print(f"{'ratio lpstudy/optuna':26}" + "".join(f"{result['ratio_' + k[:-2]]:9.2f}" for k in KINDS))
         print(f"screenshots: {SCREENSHOTS}/bench_lpstudy.png, bench_optuna_dashboard.png")
+    labels = (("lpstudy", "lpstudy Effect of p"), ("optuna_dashboard", "optuna-dashboard history"),
+              ("streamlit_floor", "bare Streamlit+Plotly page"))
+    write_result(args.result, None,
+                 [["seconds to charts drawn", *(k[:-2] for k in KINDS)],
+                  *([label, *(f"{result[name][k]:.2f}" for k in KINDS)] for name, label in labels),
+                  ["ratio lpstudy/optuna", *(f"{result['ratio_' + k[:-2]]:.2f}" for k in KINDS)]],
+                 title="The dashboard's Effect of p page against optuna-dashboard's history page",
+                 load_at_start=load_at_start,
+                 notes=f"{args.trials} trials × {args.evals} evaluations ({complete} complete), SQLite; seconds from "
+                       f"request to charts drawn in Chromium, the median of {args.repeats}. cold: the first load after "
+                       f"the server started; warm: a fresh browser context; revisit: the same context again; "
+                       f"reread: after the study changed.")
     return result
 
 

@@ -74,6 +74,7 @@ import optuna  # noqa: E402
 import sqlalchemy as sa  # noqa: E402
 from optuna.trial import TrialState  # noqa: E402
 
+from benchmarks.results_file import add_result_argument, load_average, write_result  # noqa: E402
 import lpstudy.study.worker as worker_module  # noqa: E402
 from lpstudy.db.kinds import kind_of  # noqa: E402
 from lpstudy.db.optuna_storage import open_storage  # noqa: E402
@@ -759,7 +760,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--proxy-threads", type=int, default=10, help="lpstudy storage-proxy --threads.")
     parser.add_argument("--timeout", type=float, default=3600.0, help="Seconds a storage's run may take.")
     parser.add_argument("--json", action="store_true", help="Print the results as one JSON object.")
+    add_result_argument(parser, "load")
     args = parser.parse_args(argv)
+    load_at_start = load_average()
     storages = [s.strip() for s in args.storages.split(",") if s.strip()]
     unknown = set(storages) - set(STORAGES)
     args.sqlite_cells = args.sqlite_cells or args.cells
@@ -798,6 +801,13 @@ def main(argv: list[str] | None = None) -> int:
                           "results": [asdict(r) | {"ok": r.ok} for r in results]}, indent=2))
     else:
         print_table(results)
+    write_result(args.result, None, [["", *(r.storage for r in results)],
+                                     *([label, *(show(r) for r in results)] for label, show in ROWS)],
+                 title="Many workers on one grid: stand-in trials, real claims, heartbeats, retries and tells",
+                 load_at_start=load_at_start,
+                 notes=f"PostgreSQL's max_connections {args.max_connections}; heartbeat every "
+                       f"{args.heartbeat_interval} s, grace period {args.grace_period} s; "
+                       f"{args.kill_fraction:.0%} of the workers SIGKILLed mid-trial.")
     return 0 if all(r.ok for r in results) else 1
 
 

@@ -20,6 +20,8 @@ import time
 
 import torch
 
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1]))
+from benchmarks.results_file import add_result_argument, load_average, write_result  # noqa: E402
 from lpstudy.model.gpt import GPT
 from lpstudy.training.config import PRESETS, resolve_config
 from lpstudy.training.trainer import autocast_for, keep_freed_memory, pick_device
@@ -63,7 +65,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     parser.add_argument("--json", action="store_true")
+    add_result_argument(parser, "presets")
     args = parser.parse_args()
+    load_at_start = load_average()
     if args.threads:
         torch.set_num_threads(args.threads)
     device = pick_device(args.device)
@@ -92,6 +96,14 @@ def main() -> None:
     smoke = next((r["trial_s"] for r in rows if r["preset"] == "smoke"), None)
     for r in rows:
         r["ratio_to_smoke"] = r["trial_s"] / smoke if smoke else None
+    write_result(args.result, None,
+                 [["preset", "parameters", "step (ms)", "forward (ms)", "one trial (s)", "× smoke"],
+                  *([r["preset"], f"{r['n_params']:,}", f"{r['step_ms']:.2f}", f"{r['forward_ms']:.2f}",
+                     f"{r['trial_s']:.1f}", f"{r['ratio_to_smoke']:.0f}" if r["ratio_to_smoke"] else "–"]
+                    for r in rows)],
+                 title="What one trial of each preset costs", load_at_start=load_at_start,
+                 notes=f"device {device}, {torch.get_num_threads()} threads, median over {args.rounds} rounds, the "
+                       "presets interleaved; a trial is max_steps steps plus its evaluations' forward passes.")
     if args.json:
         json.dump({"device": str(device), "threads": torch.get_num_threads(), "rounds": args.rounds,
                    "results": rows}, sys.stdout, indent=2)

@@ -24,6 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.results_file import add_result_argument, load_average, write_result  # noqa: E402
+
 FIRST_PAGE = """
 import os, sys
 sys.path.insert(0, {app!r})
@@ -57,7 +59,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_result_argument(parser, "startup")
     args = parser.parse_args()
+    load_at_start = load_average()
 
     from lpstudy.study.synthetic import write_synthetic_study
 
@@ -76,6 +80,12 @@ def main() -> None:
     result = {name: {"median_s": round(statistics.median(t), 3), "min_s": round(min(t), 3),
                      "max_s": round(max(t), 3), "ratio_to_import_torch": round(statistics.median(t) / reference, 2)}
               for name, t in times.items()}
+    write_result(args.result, None,
+                 [["command", "median (s)", "range (s)", "÷ import torch"],
+                  *([name, f"{row['median_s']:.2f}", f"{row['min_s']:.2f}–{row['max_s']:.2f}",
+                     f"{row['ratio_to_import_torch']:.2f}"] for name, row in result.items())],
+                 title="How long the read side takes to start, against import torch", load_at_start=load_at_start,
+                 notes=f"{args.rounds} rounds, the commands interleaved; a synthetic study of 60 trials on SQLite.")
     if args.json:
         print(json.dumps({"rounds": args.rounds, "commands": result}))
         return

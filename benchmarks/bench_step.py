@@ -20,6 +20,8 @@ import time
 
 import torch
 
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1]))
+from benchmarks.results_file import add_result_argument, load_average, write_result  # noqa: E402
 from lpstudy.training.config import resolve_config
 from lpstudy.model.gpt import GPT
 from lpstudy.training.trainer import autocast_for, keep_freed_memory, pick_device
@@ -70,7 +72,9 @@ def main() -> None:
     parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
                         help="wall: elapsed time; cpu: this process's CPU time (steadier on a shared CPU machine)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    add_result_argument(parser, "step")
     args = parser.parse_args()
+    load_at_start = load_average()
     if args.threads:
         torch.set_num_threads(args.threads)
     device = pick_device(args.device)
@@ -96,6 +100,14 @@ def main() -> None:
     l2 = statistics.median(times["p=2"])
     rows = [{"variant": name, "step_ms": 1000 * statistics.median(t), "ratio": statistics.median(t) / base,
              "ratio_to_p2": statistics.median(t) / l2} for name, t in times.items()]
+    write_result(args.result, None,
+                 [["variant", "step (ms)", "vs baseline", "vs p=2 (QKNorm)"],
+                  *([row["variant"], f"{row['step_ms']:.2f}", f"{row['ratio']:.3f}×", f"{row['ratio_to_p2']:.3f}×"]
+                    for row in rows)],
+                 title="Lp attention's step time against the baseline", load_at_start=load_at_start,
+                 notes=f"preset {args.preset}, device {device}, {torch.get_num_threads()} threads, compile "
+                       f"{args.compile}, clock {args.clock}; median step time over {args.rounds} rounds × "
+                       f"{args.steps} steps, the variants interleaved round by round.")
     if args.json:
         json.dump({"preset": args.preset, "device": str(device), "threads": torch.get_num_threads(),
                    "compile": args.compile, "clock": args.clock, "rounds": args.rounds, "steps_per_round": args.steps,

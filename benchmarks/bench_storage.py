@@ -37,6 +37,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.results_file import add_result_argument, load_average, write_result  # noqa: E402
+
 CPU_PRESET_STEPS = 2000
 
 
@@ -227,6 +229,30 @@ def throughput(url: str, workers: int, seconds: float) -> dict:
             "errors": errors}
 
 
+def write_storage_result(args: argparse.Namespace, results: dict, load_at_start: str) -> None:
+    tables = []
+    if results["share"]:
+        tables.append((f"The storage's share of one `cpu`-preset trial ({args.steps} of {CPU_PRESET_STEPS} steps, an "
+                       "evaluation every 100 steps):",
+                       [["storage", "trial s", "storage s", "per trial s", "per evaluation ms", "metrics s", "calls",
+                         "share", "full run (estimate)"],
+                        *([kind, f"{r['trial_s']:.2f}", f"{r['storage_s']:.3f}", f"{r['per_trial_storage_s']:.3f}",
+                           f"{r['per_evaluation_storage_s'] * 1000:.1f}", f"{r['metrics_s']:.3f}", r["storage_calls"],
+                           f"{r['share']:.2%}", f"{r['share_full_run_estimate']:.2%}"]
+                          for kind, r in results["share"].items())]))
+    if results["throughput"]:
+        base = results["throughput"][0]["trials_per_min"] or math.nan
+        tables.append((f"Completed trials per minute on PostgreSQL, trivial objective (21 evaluations a trial, random "
+                       f"sampler, {args.seconds:g} s window):",
+                       [["workers", "completed", "trials/min", "per worker", "vs 1 worker"],
+                        *([r["workers"], r["completed"], f"{r['trials_per_min']:.0f}", f"{r['per_worker_per_min']:.0f}",
+                           f"{r['trials_per_min'] / base:.2f}×"] for r in results["throughput"])]))
+    if tables:
+        (caption, rows), *more = tables
+        write_result(args.result, None, rows, caption, more_tables=more, load_at_start=load_at_start,
+                     title="The database's share of a trial, and trials per minute")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "--child":
@@ -241,7 +267,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-share", action="store_true")
     parser.add_argument("--skip-throughput", action="store_true")
     parser.add_argument("--json", action="store_true", help="Print the results as one JSON object.")
+    add_result_argument(parser, "storage")
     args = parser.parse_args(argv)
+    load_at_start = load_average()
     _quiet()
     from lpstudy.db.urls import redact
 
@@ -268,6 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if server is not None:
             server.cleanup()
+    write_storage_result(args, results, load_at_start)
     if args.json:
         print(json.dumps(results))
         return 0

@@ -47,6 +47,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.results_file import add_result_argument, load_average, write_result  # noqa: E402
+
 WRAPPER = ROOT / "deploy" / "k8s" / "base" / "scripts" / "not-done-on-signal.py"
 WORKERS_JOB = ROOT / "deploy" / "k8s" / "base" / "workers.yaml"
 FAR_AWAY = "100000"  # max_steps: no trial finishes while it is measured
@@ -120,7 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", default="2", help="OMP_NUM_THREADS, as the pod's CPU request sets it")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true", help="Print the results as one JSON object.")
+    add_result_argument(parser, "worker-stop")
     args = parser.parse_args(argv)
+    load_at_start = load_average()
     rng = random.Random(args.seed)
 
     from tests.pgserver import ThrowawayPostgres
@@ -166,6 +170,13 @@ def main(argv: list[str] | None = None) -> int:
                "median_s": {k: statistics.median(v) for k, v in exits.items()},
                "max_s": {k: max(v) for k, v in exits.items()},
                "grace_period_s": grace, "grace_over_longest": grace / longest}
+    write_result(args.result, None,
+                 [["study", "median stop (s)", "longest stop (s)", "stops"],
+                  *([name, f"{summary['median_s'][name]:.2f}", f"{summary['max_s'][name]:.2f}", len(exits[name])]
+                    for name in studies)],
+                 title="How long a worker takes to stop on SIGTERM", load_at_start=load_at_start,
+                 notes=f"{args.preset} preset, OMP_NUM_THREADS={args.threads}, PostgreSQL. The Kubernetes "
+                       f"terminationGracePeriodSeconds, {grace} s, is {grace / longest:.0f}× the longest stop.")
     if args.json:
         print(json.dumps(summary, indent=2))
     else:

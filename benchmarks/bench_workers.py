@@ -30,6 +30,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.results_file import add_result_argument, load_average, write_result  # noqa: E402
+
 
 def lpstudy(*args: str, env: dict) -> None:
     subprocess.run([sys.executable, "-m", "lpstudy", *args], check=True, env=env,
@@ -98,7 +100,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--checkpoint-preset", default="cpu",
                         help="preset of the checkpoint-share trial (after the rounds)")
+    add_result_argument(parser, "workers")
     args = parser.parse_args(argv)
+    load_at_start = load_average()
     cells = len(args.p.split(",")) * args.folds
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}  # lpstudy chooses the threads
     env.setdefault("PYTHONPATH", str(ROOT))
@@ -135,6 +139,17 @@ def main(argv: list[str] | None = None) -> None:
         print(f"checkpoints ({ck['preset']} preset, one thread): {ck['save_s'] * 1000:.0f} ms per save, "
               f"{ck['share']:.2%} of a trial saving every 50 steps, {ck['share_at_default']:.3%} at the "
               "default spacing (every 5 evaluations of 100 steps)")
+    labels = list(configs)
+    write_result(args.result, None,
+                 [["round", *(f"{label} (trials/h)" for label in labels), "ratio"],
+                  *([r["round"], *(f"{r['trials_per_hour'][label]:.0f}" for label in labels), f"{r['ratio']:.2f}"]
+                    for r in rows)],
+                 title="CPU workers: one worker on every core against one worker per core",
+                 load_at_start=load_at_start,
+                 notes=f"{cells} cells of `{args.preset}` ({args.steps} steps) on {cpu_count()} cores, both layouts "
+                       f"in each round, their order alternated. Checkpoints ({ck['preset']} preset, one thread): "
+                       f"{ck['save_s'] * 1000:.0f} ms per save, {ck['share']:.2%} of a trial saving every 50 steps, "
+                       f"{ck['share_at_default']:.3%} at the default spacing (every 5 evaluations of 100 steps).")
 
 
 if __name__ == "__main__":

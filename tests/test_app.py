@@ -614,6 +614,7 @@ def test_the_chooser_shows_each_studys_trials_and_best_value(seeded):
     assert f"search (search) · 40 trials · best {best:.4f}" in labels, labels
 
 
+@pytest.mark.slow
 def test_the_trials_table_pages_sorts_numbers_as_numbers_and_offers_the_filtered_csv(tmp_path):
     url = f"sqlite:///{tmp_path / 'paged.db'}"
     write_synthetic_study(url, "paged", n_trials=130, n_evals=2, seed=4, now=NOW)

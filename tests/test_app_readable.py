@@ -33,6 +33,7 @@ def headers(frame) -> dict[str, str]:
     return {name: spec["label"] for name, spec in config.items() if "label" in spec}
 
 
+@pytest.mark.slow
 def test_stability_and_lens_tables_have_human_labels_and_numeric_columns(search):
     at = run_page("Stability", search, "search")
     assert not at.exception

@@ -477,6 +477,7 @@ SUBPROCESS_CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv, expected", SUBPROCESS_CASES, ids=[repr(" ".join(a))[:60] for a, _ in SUBPROCESS_CASES])
 def test_bad_input_in_a_fresh_process(argv, expected, workdir):
     before = snapshot(workdir)

@@ -22,7 +22,7 @@ from lpstudy.study.synthetic import write_synthetic_study
 from tests.pgserver import free_port
 from tests.study_helpers import best_by_hand, trials_of
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[1]
 SCREENSHOTS = ROOT / "test-artifacts" / "screenshots"

@@ -25,6 +25,7 @@ def assert_one_line_error(result, *fragments):
         assert fragment in lines[0]
 
 
+@pytest.mark.slow
 def test_json_output_is_one_object_on_stdout_and_out_dir_is_complete(tmp_path):
     out = tmp_path / "run"
     r = lpstudy("train", "--preset", "smoke", "--p", "3.5", "--lr", "3e-3", "--gain-init", "8",
@@ -43,6 +44,7 @@ def test_json_output_is_one_object_on_stdout_and_out_dir_is_complete(tmp_path):
     assert saved["preset"] == "smoke" and saved["p"] == 3.5 and saved["max_steps"] == 50
 
 
+@pytest.mark.slow
 def test_config_file_reproduces_the_run(tmp_path):
     first = lpstudy("train", "--preset", "smoke", "--p", "inf", "--steps", "30", "--set", "eval_interval=15",
                     "--json", "--out", str(tmp_path / "a"))
@@ -54,6 +56,7 @@ def test_config_file_reproduces_the_run(tmp_path):
     assert b["final_val_loss"] == a["final_val_loss"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args,fragments", [
     (["--p", "0.5"], ["p must be", "0.5"]),
     (["--p", "nan"], ["p must be"]),
@@ -68,6 +71,7 @@ def test_bad_input_is_one_clear_line_and_status_2(args, fragments):
     assert_one_line_error(lpstudy("train", "--preset", "smoke", *args), *fragments)
 
 
+@pytest.mark.slow
 def test_malformed_yaml_is_one_clear_line(tmp_path):
     bad = tmp_path / "best.yaml"
     bad.write_text("preset: smoke\np: [3.5\n")
@@ -77,6 +81,7 @@ def test_malformed_yaml_is_one_clear_line(tmp_path):
     assert_one_line_error(lpstudy("train", "--config", str(unknown)), "learning_rate")
 
 
+@pytest.mark.slow
 def test_wrong_checksum_is_refused(tmp_path):
     wrong = tmp_path / "mirror.txt"
     wrong.write_text("To be or not to be\n" * 500)

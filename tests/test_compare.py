@@ -16,6 +16,7 @@ from tests.study_helpers import cli, trials_of
 QUICK = ["--set", "max_steps=20", "--set", "eval_interval=10", "--set", "eval_iters=1"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_compare_gives_equal_budgets_then_replicates_each_best_once(backend, request, capsys):
     url = request.getfixturevalue("sqlite_url" if backend == "sqlite" else "pg_url")
@@ -78,6 +79,7 @@ def test_arm_names_keep_three_digits_and_add_more_only_where_two_arms_would_shar
     assert arm_labels("n_layer", [2, 4]) == ["n_layer=2", "n_layer=4"]
 
 
+@pytest.mark.slow
 def test_arms_closer_than_three_digits_get_a_study_each(sqlite_url, capsys):
     code, _, err = cli(capsys, "compare", "--study", "near", "--storage", sqlite_url, "--preset", "smoke",
                        "--p", "1,1.001,2.5", "--budget", "2", "--folds", "2", *QUICK)

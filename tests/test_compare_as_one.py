@@ -85,6 +85,7 @@ def finished(tmp_path_factory) -> dict:
             "json": json.loads(as_json.stdout)}
 
 
+@pytest.mark.slow
 def test_the_comparisons_worker_names_each_trials_arm_and_says_once_why_it_stopped(finished):
     err = finished["worker"]
     assert "(--n-trials)" not in err  # no --n-trials was given

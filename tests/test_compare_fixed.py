@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from lpstudy.study.best import ranked_trials
 from tests.study_helpers import cli, open_study, trials_of
 
@@ -16,6 +18,7 @@ SMOKE_G0 = math.log2(32 ** 2 - 32)
 RUN_FIELDS = ("p", "lr", "gain_init", "gain_rule", "max_steps", "folds", "seed")
 
 
+@pytest.mark.slow
 def test_a_field_left_out_of_tune_is_fixed_and_the_replicates_run_the_best_tuned_run(sqlite_url, capsys):
     args = ["compare", "--study", "cmp", "--storage", sqlite_url, "--preset", "smoke", "--p", "1,2",
             "--tune", "lr", "--budget", "3", "--folds", "2", "--sampler-seed", "3", *QUICK]

@@ -111,6 +111,7 @@ def study(tmp_path_factory) -> tuple[str, dict]:
     return url, expected
 
 
+@pytest.mark.slow
 def test_status_says_what_the_trials_spent_and_what_pruning_saved(study, capsys):
     url, want = study
     code, out, err = cli(capsys, "status", "--study", "spent", "--storage", url)
@@ -179,6 +180,7 @@ def test_home_shows_compute_and_the_best_value_against_it(study, monkeypatch):
     assert len(_plotted(pruned["x"])) == want["pruned"]
 
 
+@pytest.mark.slow
 def test_convergence_marks_pruned_trials_where_they_stopped(study, monkeypatch):
     url, want = study
     monkeypatch.delenv("LPSTUDY_DASHBOARD_STUDY", raising=False)

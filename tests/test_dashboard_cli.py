@@ -39,6 +39,7 @@ def seeded(tmp_path_factory) -> tuple[str, Path]:
     return url, path
 
 
+@pytest.mark.slow
 def test_report_is_one_html_file_with_every_chart_that_needs_no_network(seeded, tmp_path):
     url, path = seeded
     before = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -65,6 +66,7 @@ def test_report_of_a_missing_study_is_one_line(seeded, tmp_path):
     assert not (tmp_path / "r.html").exists()
 
 
+@pytest.mark.slow
 def test_dashboard_refuses_a_bad_url_and_a_busy_port_in_one_line():
     done = lpstudy("dashboard", "--storage", "ftp://example/db", "--headless")
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
@@ -80,6 +82,7 @@ def test_dashboard_refuses_a_bad_url_and_a_busy_port_in_one_line():
     assert "no study database at no/such/study.db" in done.stderr
 
 
+@pytest.mark.slow
 def test_dashboard_keeps_the_password_out_of_its_command_line_and_output(tmp_path, postgres):
     port = free_port()
     url = postgres.url("postgres", "postgres", "pa55word")  # reachable: the dashboard checks before it starts
@@ -95,6 +98,7 @@ def test_dashboard_keeps_the_password_out_of_its_command_line_and_output(tmp_pat
     assert f"postgres:***@127.0.0.1:{postgres.port}/postgres" in output and "pa55word" not in output
 
 
+@pytest.mark.slow
 def test_dashboard_reads_the_study_it_opens_before_the_first_visitor(tmp_path):
     """The server starts reading the study it opens first as it starts (app/read_ahead.py), before any
     browser asks, and says what it read: the first page then waits for no whole read."""
@@ -120,6 +124,7 @@ def test_dashboard_reads_the_study_it_opens_before_the_first_visitor(tmp_path):
         assert lines[0].startswith(f"lpstudy dashboard: read study {name!r} ahead of the first visitor: {trials} trials in")
 
 
+@pytest.mark.slow
 def test_optuna_dashboard_serves_the_study_and_cannot_change_it(seeded):
     url, path = seeded
     before = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -142,6 +147,7 @@ def test_optuna_dashboard_serves_the_study_and_cannot_change_it(seeded):
     assert hashlib.sha256(path.read_bytes()).hexdigest() == before
 
 
+@pytest.mark.slow
 def test_optuna_dashboard_serves_a_trials_checkpoint_from_the_workers_artifact_store(tmp_path):
     """A running trial's checkpoint, uploaded as a worker does (beside the SQLite file by default),
     is listed with its trial and downloads byte for byte from `lpstudy optuna-dashboard`."""

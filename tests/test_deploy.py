@@ -444,6 +444,7 @@ def test_the_slurm_script_says_what_is_missing(fake_lpstudy, missing):
     assert missing in out.stderr and "ARGS" not in out.stdout
 
 
+@pytest.mark.slow
 def test_scaled_gpu_workers_each_claim_their_own_gpu_before_sharing(tmp_path, fake_lpstudy):
     """Three replicas on two GPUs: GPUs 0 and 1 first, then one of them twice; a claim lasts as long
     as its worker and is free again when it exits."""
@@ -514,6 +515,7 @@ def _unique_roles(database: str) -> tuple[str, str]:
     return f"writer_{database}", f"reader_{database}"
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_the_read_only_role_reads_studies_and_metrics_and_is_refused_every_write(postgres, pg_url):
     import psycopg.errors
@@ -566,6 +568,7 @@ def test_the_read_only_role_reads_studies_and_metrics_and_is_refused_every_write
     assert postgres.psql(f"SELECT count(*) FROM {METRICS_TABLE}", database=database).strip() == "4"
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_backup_and_restore_as_the_readme_says(postgres, pg_url, tmp_path):
     """pg_dump of a live study, pg_restore into a fresh stack's database: the writer owns the

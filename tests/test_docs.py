@@ -82,6 +82,7 @@ def _options_by_command() -> dict[str, set[str]]:
     return wanted
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", sorted(_options_by_command()))
 def test_every_command_the_pages_give_exists_with_its_options(command):
     result = subprocess.run([sys.executable, "-m", "lpstudy", command, "--help"], capture_output=True, text=True,
@@ -89,3 +90,79 @@ def test_every_command_the_pages_give_exists_with_its_options(command):
     assert result.returncode == 0, (command, result.stderr[-500:])
     for option in _options_by_command()[command]:
         assert re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", result.stdout), (command, option)
+
+
+# What a page for users never says: how the work was done. A tracker's issue, a round of work, a commit
+# hash (seven to forty hex digits with a letter and a digit), a change or branch spoken of as such.
+WORK_WORDS = re.compile(
+    r"\bissues?\b|(?<![-\w])rounds?(?![-\w])|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b"
+    r"|\bthis (?:change|branch|round|session)\b|\bmain (?:before|after)\b|\bbefore this\b",
+    re.IGNORECASE)
+
+
+def test_no_page_tells_how_the_work_was_done():
+    found = [f"{path.relative_to(ROOT)}:{number}: {match.group(0)!r} in {line.strip()[:100]!r}"
+             for path, text in pages().items()
+             for number, line in enumerate(text.splitlines(), 1)
+             for match in WORK_WORDS.finditer(line)]
+    assert not found, "a page for users speaks of the work, not of what to do and what it costs:\n" + "\n".join(found)
+
+
+def test_the_work_words_are_caught_and_ordinary_words_are_not():
+    caught = ["as the issue asks", "Issue 19 fixed", "this round's change", "rounds of work", "main before it",
+              "at dfd2f79", "(4befc47, `git archive`)", "before this fix", "this branch's code"]
+    passed = ["a lock around the count", "the background job", "`--rounds 5`", "10646790 parameters",
+              "a worker issued", "round-trip", "the cache's fingerprint", "abcdefab"]
+    assert all(WORK_WORDS.search(text) for text in caught), [t for t in caught if not WORK_WORDS.search(t)]
+    assert not any(WORK_WORDS.search(text) for text in passed), [t for t in passed if WORK_WORDS.search(t)]
+
+
+def _result_file_problems(path: Path) -> list[str]:
+    """What a benchmark's result file lacks: a `Command:` that runs a script of benchmarks/ that exists,
+    a `Machine:` with its cores, a `Date:` with a day, and a markdown table."""
+    text = path.read_text()
+    fields = dict(re.findall(r"(?m)^(Command|Machine|Date): (.+)$", text))
+    problems = []
+    command = re.search(r"`[^`]*?(benchmarks/bench_\w+\.py)[^`]*`", fields.get("Command", ""))
+    if not command:
+        problems.append("no `Command:` line running a benchmark script")
+    elif not (ROOT / command.group(1)).is_file():
+        problems.append(f"its command runs {command.group(1)}, which is missing")
+    if "cores" not in fields.get("Machine", ""):
+        problems.append("no `Machine:` line with its cores")
+    if not re.search(r"\b20\d\d-\d\d-\d\d\b", fields.get("Date", "")):
+        problems.append("no `Date:` line with a day (YYYY-MM-DD)")
+    if not re.search(r"(?m)^\|.*\|\n\|(?: *:?-+:? *\|)+\n\|", text):
+        problems.append("no markdown table")
+    return problems
+
+
+def test_every_benchmark_result_names_its_command_machine_and_date_and_a_page_cites_it():
+    results = sorted((ROOT / "benchmarks" / "results").glob("*.md"))
+    assert results, "benchmarks/results/ holds no result file"
+    cited = "\n".join(pages().values())
+    for path in results:
+        assert _result_file_problems(path) == [], (path.name, _result_file_problems(path))
+        assert f"benchmarks/results/{path.name}" in cited, f"no page of docs/ or the README cites {path.name}"
+
+
+def test_the_file_a_benchmark_writes_names_its_command_machine_and_date(tmp_path, monkeypatch):
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.results_file import write_result
+
+    monkeypatch.setattr(sys, "argv", [str(ROOT / "benchmarks" / "bench_step.py"), "--preset", "smoke"])
+    path = write_result("step", None, [["variant", "step (ms)"], ["baseline", "1.50"], ["p=2", "1.62"]],
+                        "a note", folder=tmp_path)
+    text = path.read_text()
+    assert "Command: `python benchmarks/bench_step.py --preset smoke`" in text, text
+    assert f"{__import__('os').cpu_count()} cores" in text and "load average" in text, text
+    assert "| baseline | 1.50 |" in text and "| p=2 | 1.62 |" in text, text
+    assert _result_file_problems(path) == []
+    assert write_result("none", None, [["a"], ["1"]], folder=tmp_path / "none") is None
+    assert not (tmp_path / "none").exists()
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in (ROOT / "benchmarks").glob("bench_*.py")))
+def test_every_benchmark_script_writes_its_result_file(script):
+    source = (ROOT / "benchmarks" / script).read_text()
+    assert "write_result(" in source and "add_result_argument(parser" in source, script

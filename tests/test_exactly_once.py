@@ -60,6 +60,7 @@ def check_race(url: str, rounds: int = 4) -> None:
         assert set(cells.values()) == {1}
 
 
+@pytest.mark.slow
 def test_concurrent_replicates_on_sqlite_enqueue_each_cell_once(tmp_path):
     check_race(f"sqlite:///{tmp_path / 'race.db'}")  # the first round also races to create the tables
 
@@ -68,11 +69,13 @@ def test_concurrent_replicates_on_a_journal_enqueue_each_cell_once(tmp_path):
     check_race(f"journal:///{tmp_path / 'race.log'}", rounds=2)
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_concurrent_replicates_on_postgres_enqueue_each_cell_once(pg_url):
     check_race(pg_url)
 
 
+@pytest.mark.slow
 def test_two_creates_at_once_one_creates_the_other_finds_it(tmp_path):
     import subprocess
     import sys
@@ -130,6 +133,7 @@ def test_a_failed_cell_is_not_enqueued_when_it_has_a_live_trial(tmp_path):
     assert len(waiting) == 6 and set(cells.values()) == {1}
 
 
+@pytest.mark.slow
 def test_status_counts_a_grid_cell_once_and_says_so(tmp_path, capsys):
     from lpstudy.results.status import render_status, study_status
     from lpstudy.study.synthetic import write_synthetic_study

@@ -23,12 +23,19 @@ DOCS = {path.name: path.read_text() for path in sorted((ROOT / "docs").glob("*.m
 
 
 def _readme_commands() -> tuple[str, str]:
-    """The install-and-run command and the test command, as the README's first section gives them."""
+    """The install-and-run command and the (fast tier's) test command, as the README's first section gives them."""
+    run = next(c for c in _readme_code_lines() if "lpstudy search" in c)
+    return run, _readme_test_commands()[0]
+
+
+def _readme_code_lines() -> list[str]:
     section = README.split("## Two commands", 1)[1].split("\n## ", 1)[0]
-    commands = [line.strip() for line in section.splitlines() if line.startswith("    ")]
-    run = next(c for c in commands if "lpstudy search" in c)
-    test = next(c for c in commands if "pytest" in c)
-    return run, test
+    return [line.strip() for line in section.splitlines() if line.startswith("    ")]
+
+
+def _readme_test_commands() -> list[str]:
+    """The README's test commands: the fast tier, then the slow rest."""
+    return [c for c in _readme_code_lines() if "pytest" in c]
 
 
 def _fresh_copy(dest: Path) -> Path:
@@ -59,15 +66,21 @@ def test_the_readme_opens_with_an_install_and_run_command_and_the_test_command()
         assert need in section, need
 
 
-def test_ci_runs_the_readme_test_command_as_written_from_the_repository_root():
-    _, test = _readme_commands()
-    ci = (ROOT / ".ci" / "run").read_text()
-    assert test in [line.strip() for line in ci.splitlines()], test  # the very line, relative path included
+def test_ci_runs_the_readme_test_commands_as_written_from_the_repository_root():
+    tests = _readme_test_commands()
+    # the fast tier, then the slow rest: the two marker expressions split the suite, each test in one
+    assert [t.split("python -m pytest", 1)[1].strip() for t in tests] == ['-m "not slow"', "-m slow"], tests
+    ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    for test in tests:
+        assert test in ci, test  # the very line, relative path included
+    assert [ci.index(t) for t in tests] == sorted(ci.index(t) for t in tests)  # the fast tier first
     assert 'cd "$(dirname "$0")/.."' in ci  # from the repository root
     tests_section = DOCS["tests-and-benchmarks.md"].split("\n## Tests\n", 1)[1].split("\n## ", 1)[0]
-    assert f"    {test}\n" in tests_section
+    for test in tests:
+        assert f"    {test}\n" in tests_section, test
 
 
+@pytest.mark.slow
 def test_the_readme_run_command_on_a_fresh_copy_completes_a_study_and_prints_the_best(tmp_path):
     repo = _fresh_copy(tmp_path / "lpstudy")
     run, _ = _readme_commands()
@@ -140,6 +153,7 @@ def test_the_readme_documents_each_presets_size_as_the_model_has_it():
         assert int(row["params"].replace(",", "")) == counted == PRESET_COSTS[name].n_params, name
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["train", "create", "replicate", "search", "compare"])
 def test_help_of_every_costly_command_gives_each_presets_size_and_time(command):
     r = lpstudy(command, "--help", env=lp_env(COLUMNS="80"))
@@ -166,6 +180,7 @@ def test_replicate_requires_a_preset_and_says_the_trials_and_their_cost_first(sq
     assert f"left: 4 trial(s) of preset paper: about {4 * 3.5:.1f} days on one CPU thread, ~{4 * 4} min on one GPU" in err
 
 
+@pytest.mark.slow
 def test_version_and_help_that_never_cuts_the_default_storage_url():
     from lpstudy import __version__
 
@@ -177,6 +192,7 @@ def test_version_and_help_that_never_cuts_the_default_storage_url():
         assert "…" not in r.stdout and max(map(len, r.stdout.splitlines())) <= 80, command
 
 
+@pytest.mark.slow
 def test_the_last_line_of_train_is_one_line_when_stderr_is_piped():
     r = lpstudy("train", "--preset", "smoke", *TINY, env=lp_env(COLUMNS="80"))
     assert r.returncode == 0, r.stderr
@@ -185,6 +201,7 @@ def test_the_last_line_of_train_is_one_line_when_stderr_is_piped():
                         r"[\d,]+ tok/s on cpu", last), r.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["search", "replicate"])
 def test_status_at_80_columns_piped_shows_every_number_in_full(kind, tmp_path):
     from lpstudy.study.synthetic import write_synthetic_study

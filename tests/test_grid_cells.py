@@ -9,6 +9,7 @@ import math
 import statistics
 
 import pandas as pd
+import pytest
 
 from lpstudy.results import analysis as A
 from lpstudy.results.frames import load_study
@@ -26,6 +27,7 @@ def _values(url: str, study: str) -> dict[tuple[float, float, int], float]:
     return out
 
 
+@pytest.mark.slow
 def test_an_lr_sweep_run_by_workers_keeps_every_learning_rate(tmp_path):
     url = f"sqlite:///{tmp_path / 'sweep.db'}"
     done = lpstudy("replicate", "--study", "sw", "--storage", url, "--preset", "smoke", "--p", "1,2",

@@ -49,6 +49,7 @@ def proxy(pg_url):
     running.stop()
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_two_workers_through_the_proxy_complete_a_grid_with_each_cell_once(proxy, pg_url):
     from lpstudy.results.frames import load_curves, load_trials

@@ -76,6 +76,7 @@ def test_status_and_export_of_a_search_study_on_sql_import_no_optuna(study_db, t
     assert "source:" in (tmp_path / "best.yaml").read_text()
 
 
+@pytest.mark.slow
 def test_the_dashboard_draws_every_page_without_torch(study_db):
     script = f"""
 import os, sys

@@ -881,6 +881,7 @@ def run_creator(docs: list[dict], url: str, tmp: Path) -> tuple[int, str]:
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE))
 
 
+@pytest.mark.slow
 def test_the_creator_succeeds_again_on_a_rerun_and_refuses_a_changed_spec(builds, tmp_path):
     docs = builds["gpu"]
     url = f"sqlite:///{tmp_path / 'study.db'}"
@@ -895,6 +896,7 @@ def test_the_creator_succeeds_again_on_a_rerun_and_refuses_a_changed_spec(builds
     assert code == 2 and "another spec" in text and "n_trials" in text, text
 
 
+@pytest.mark.slow
 def test_the_replicate_component_enqueues_the_grid_once_and_resumes_on_a_rerun(builds, tmp_path):
     docs = builds["gpu+replicate"]
     config = config_data(docs)
@@ -906,6 +908,7 @@ def test_the_replicate_component_enqueues_the_grid_once_and_resumes_on_a_rerun(b
     assert code == 0 and "resumed" in text and "(0 enqueued now)" in text, text
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_wait_for_database_waits_for_the_role_then_exits_and_never_shows_the_password(postgres, pg_url, tmp_path):
     """The init container's script against a real server: while the role does not exist it says so
@@ -960,6 +963,7 @@ def with_study_file(docs: list[dict], text: str) -> list[dict]:
 SMALL_STUDY = "preset: smoke\npruner: none\nn_trials: 2\nspace:\n  max_steps: {steps}\n  eval_interval: 10\n  eval_iters: 2\n"
 
 
+@pytest.mark.slow
 def test_a_worker_pod_waits_for_the_creator_then_its_worker_exits_0_when_the_study_is_done(builds, tmp_path):
     docs = with_study_file(builds["cpu"], SMALL_STUDY.format(steps=20))
     job = worker_job(docs)
@@ -985,6 +989,7 @@ def test_a_worker_pod_waits_for_the_creator_then_its_worker_exits_0_when_the_stu
     assert len(complete) == 2
 
 
+@pytest.mark.slow
 def test_a_worker_pod_refuses_a_spec_its_creator_did_not_write(builds, tmp_path):
     """The creator was refused a changed study file under the same name (or the workers were given
     another one): the workers stop with one line, exit 2, instead of running the old spec."""
@@ -1001,6 +1006,7 @@ def test_a_worker_pod_refuses_a_spec_its_creator_did_not_write(builds, tmp_path)
     assert not trials_of(url, config_data(docs)["LPSTUDY_STUDY"])  # nothing was trained
 
 
+@pytest.mark.slow
 def test_a_worker_pod_stopped_by_sigterm_exits_143_and_its_trial_is_enqueued_again(builds, tmp_path):
     """What a drain does: SIGTERM to the container's main process. The worker ends its trial as
     interrupted and enqueues it again; the pod exits 143, which the Job's podFailurePolicy

@@ -25,7 +25,7 @@ from lpstudy.study.studies import create_study, enqueue_missing_cells
 from lpstudy.study.trial_context import TrialOutcome
 from lpstudy.study.worker import WorkerOptions, run_worker
 
-pytestmark = pytest.mark.stress
+pytestmark = [pytest.mark.stress, pytest.mark.slow]
 
 WORKERS = 20
 P_VALUES, FOLDS = 10, 12  # 120 cells

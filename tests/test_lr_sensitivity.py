@@ -88,6 +88,7 @@ def test_initial_entropy_per_p_and_gain_rule():
     assert table.loc[("default", "2"), "n"] == 1  # step 100 is not the initial entropy
 
 
+@pytest.mark.slow
 def test_an_lr_sweep_is_a_grid_of_p_by_lr_by_fold_run_once(sqlite_url, capsys):
     args = ["replicate", "--study", "sweep", "--storage", sqlite_url, "--preset", "smoke", "--p", "2,4",
             "--folds", "2", "--lr", "1e-3,3e-2", "--set", "max_steps=10", "--set", "eval_interval=10",

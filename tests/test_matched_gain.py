@@ -114,6 +114,7 @@ def test_a_config_resolves_matched_to_that_number_and_refuses_other_words():
         resolve_config("cpu", {"gain_init": "cold"})
 
 
+@pytest.mark.slow
 def test_a_study_stores_the_resolved_matched_gain_and_the_export_writes_it(sqlite_url, tmp_path, capsys):
     code, _, err = cli(capsys, "replicate", "--study", "m", "--storage", sqlite_url, "--preset", "smoke",
                        "--p", "4", "--folds", "2", "--gain-init", "matched", *TINY)

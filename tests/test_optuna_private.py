@@ -361,6 +361,7 @@ def _during_an_outage(postgres, call, down_s: float = 1.5):
         back.join()
 
 
+@pytest.mark.slow
 def test_a_loaded_study_rides_out_a_database_restart_through_optunas_cache(postgres, pg_url, capsys):
     """Each private method that Optuna's cache calls, reached first while PostgreSQL is down: retried
     until it is back (before, these raised OperationalError at once)."""

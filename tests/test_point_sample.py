@@ -17,6 +17,8 @@ from lpstudy.results.compute import best_against_compute
 from lpstudy.results.frames import load_study
 from lpstudy.study.synthetic import write_synthetic_study
 
+pytestmark = pytest.mark.slow  # the slow tier: writing its 300-trial study dominates
+
 LIMIT, BEST = 60, 10
 
 

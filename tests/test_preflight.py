@@ -24,6 +24,7 @@ def _missing_file_line(path) -> str:
             "give the path of a UTF-8 text file\n")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [
     ["search", "--study", "s", "--preset", "smoke", "--workers", "2", "--devices", "cpu", *TINY],
     ["replicate", "--study", "s", "--preset", "smoke", "--p", "1,2", "--folds", "2", "--workers", "2",
@@ -58,6 +59,7 @@ def test_search_without_a_corpus_and_no_download_says_how_to_provide_one(tmp_pat
     assert not (tmp_path / "cache").exists()  # nor a half-downloaded corpus
 
 
+@pytest.mark.slow
 def test_a_worker_without_a_corpus_starts_no_process_and_leaves_the_study_as_it_was(tmp_path):
     db = tmp_path / "s.db"
     url = f"sqlite:///{db}"

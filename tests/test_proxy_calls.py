@@ -130,6 +130,7 @@ def test_the_answers_through_lpstudys_proxy_are_optunas(lpstudy_proxy, grid):
     assert sorted((tid, number) for tid, number, _ in running_beats(study, storage.proxy_calls)) == running
 
 
+@pytest.mark.slow
 def test_workers_claiming_at_once_through_lpstudys_proxy_take_each_cell_once(lpstudy_proxy, grid):
     """Eight workers, each with its own storage and channel, claim until no cell waits, three
     rounds, with a busy loop beside them: every cell is claimed by exactly one."""

@@ -126,6 +126,7 @@ def test_status_of_a_grid_gives_per_p_means_and_paired_differences_computed_by_h
         assert f"{statistics.mean([loss[p, 0], loss[p, 1]]):.4f}" in text, text
 
 
+@pytest.mark.slow
 def test_export_writes_the_best_trial_and_retraining_it_gives_its_loss(real_study, tmp_path, capsys):
     raw = trials_of(real_study.url, real_study.search)
     best = best_by_hand(raw)

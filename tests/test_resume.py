@@ -16,6 +16,8 @@ from optuna.trial import TrialState
 from lpstudy.study.checkpoints import CHECKPOINT_ATTR
 from tests.study_helpers import cli, metrics_steps, start_worker, trials_of, wait_all, wait_for
 
+pytestmark = pytest.mark.slow  # the slow tier: `pytest -m slow`
+
 RUN = ["--set", "max_steps=200", "--set", "eval_interval=10", "--set", "eval_iters=2"]
 STEPS = list(range(0, 201, 10))
 

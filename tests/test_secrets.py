@@ -42,6 +42,7 @@ def test_redact_hides_a_password_with_any_characters_in_user_info_and_query(url,
 AT_SECRET = f"{SECRET[:7]}@{SECRET[7:]}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [
     ["status", "--study", "sec"],
     ["create", "--study", "sec", "--preset", "smoke"],
@@ -132,6 +133,7 @@ def _serve(args: list[str], env: dict, ready: str, cwd: Path) -> tuple[subproces
         raise
 
 
+@pytest.mark.slow
 def test_a_planted_password_shows_nowhere(postgres, tmp_path):
     database = "secrets_db"
     postgres.psql(f'CREATE DATABASE "{database}"')

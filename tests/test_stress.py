@@ -15,7 +15,7 @@ from optuna.trial import TrialState
 
 from tests.study_helpers import cli, lp_env, start_worker, trials_of, wait_all
 
-pytestmark = pytest.mark.stress
+pytestmark = [pytest.mark.stress, pytest.mark.slow]
 
 N_WORKERS = 6
 P_VALUES = "1,1.5,2,2.5,3,4"  # × 5 folds = 30 cells

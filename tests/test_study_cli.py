@@ -191,6 +191,7 @@ def test_status_of_a_replicate_prints_the_table_per_p_and_the_paired_difference(
     assert paired["mean_diff"] == pytest.approx(expected)
 
 
+@pytest.mark.slow
 def test_a_study_on_a_journal_file_keeps_its_curves_in_trial_attributes(tmp_path, capsys):
     url = f"journal:///{tmp_path / 'study.log'}"
     code, _, err = cli(capsys, "create", "--study", "j", "--storage", url, "--preset", "smoke", *TINY,
@@ -211,6 +212,7 @@ def test_a_study_on_a_journal_file_keeps_its_curves_in_trial_attributes(tmp_path
 
 
 
+@pytest.mark.slow
 def test_workers_work_through_the_grpc_storage_proxy(sqlite_url, capsys):
     port = free_port()
     proxy = subprocess.Popen([sys.executable, "-m", "lpstudy", "storage-proxy", "--storage", sqlite_url,

@@ -15,6 +15,7 @@ from lpstudy.results.export import export_text, train_command
 from tests.study_helpers import TINY, cli, lp_env, lpstudy, trials_of
 
 
+@pytest.mark.slow
 def test_export_then_train_reproduces_the_stored_validation_loss(sqlite_url, tmp_path, capsys):
     code, _, err = cli(capsys, "create", "--study", "s", "--storage", sqlite_url, "--preset", "smoke", *TINY,
                        "--sampler", "random", "--sampler-seed", "3", "--pruner", "none", "--seed", "7")

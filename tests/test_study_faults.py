@@ -34,6 +34,7 @@ def _running_with_metrics(storage: str, study: str):
     return None
 
 
+@pytest.mark.slow
 def test_a_killed_workers_trial_is_failed_after_the_grace_period_and_retried(sqlite_url, tmp_path, capsys):
     _grid(capsys, sqlite_url, "kill", "2", 2, *SLOW, "--heartbeat-interval", "1", "--grace-period", "2")
     doomed = start_worker("kill", sqlite_url, log=tmp_path / "doomed.log")
@@ -71,6 +72,7 @@ def test_a_killed_workers_trial_is_failed_after_the_grace_period_and_retried(sql
         assert steps[victim._trial_id][: resumed // 10 + 1] == list(range(0, resumed + 1, 10))
 
 
+@pytest.mark.slow
 def test_sigterm_ends_the_running_trial_as_failed_and_enqueues_it_again(sqlite_url, tmp_path, capsys):
     _grid(capsys, sqlite_url, "term", "2", 2, "--set", "max_steps=5000", "--set", "eval_interval=10",
           "--set", "eval_iters=2")
@@ -89,6 +91,7 @@ def test_sigterm_ends_the_running_trial_as_failed_and_enqueues_it_again(sqlite_u
     assert not [t for t in trials if t.state == TrialState.RUNNING]
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_workers_ride_out_a_postgres_restart(postgres, pg_url, tmp_path, capsys):
     _grid(capsys, pg_url, "restart", "1,2", 3, *SLOW)

@@ -37,6 +37,7 @@ def _check_grid_complete(storage: str, study: str, n_cells: int = 12) -> None:
         assert steps.get(t._trial_id) == [0, 10, 20, 30][:TINY_EVALS], f"trial {t.number} lacks metrics rows"
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_four_workers_on_postgres_run_each_cell_once(pg_url, tmp_path, capsys):
     code, err = _replicate(capsys, pg_url, "grid")
@@ -53,6 +54,7 @@ def test_four_workers_on_postgres_run_each_cell_once(pg_url, tmp_path, capsys):
     assert len(hosts) >= 2
 
 
+@pytest.mark.slow
 def test_two_worker_processes_on_sqlite_run_each_cell_once_and_replicate_resumes(sqlite_url, tmp_path, capsys):
     code, err = _replicate(capsys, sqlite_url, "grid")
     assert code == 0, err

@@ -14,6 +14,8 @@ from optuna.trial import TrialState
 
 from tests.study_helpers import cli, lp_env, trials_of, wait_for
 
+pytestmark = pytest.mark.slow  # the slow tier: `pytest -m slow`
+
 
 def test_a_second_ctrl_c_ends_the_worker_with_its_final_line(sqlite_url, tmp_path, capsys):
     # A first evaluation that never ends within the test (10⁶ batches, the bound's largest): the first

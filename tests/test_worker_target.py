@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
 import yaml
 from optuna.trial import TrialState
 
@@ -21,6 +22,7 @@ def test_local_cpu_workers_split_the_cores_unless_told():
     assert cpu_threads(["cuda:0", "cuda:1"], None) is None
 
 
+@pytest.mark.slow
 def test_three_workers_end_a_study_of_8_trials_with_8_and_record_their_threads(tmp_path, capsys):
     url = f"sqlite:///{tmp_path / 's.db'}"
     code, _, err = cli(capsys, "create", "--study", "t", "--storage", url, "--preset", "smoke",
