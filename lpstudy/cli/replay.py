@@ -12,7 +12,9 @@ from typing import Annotated, Optional
 import typer
 
 from lpstudy.cli import app
-from lpstudy.cli.common import StorageFileOpt, StorageOpt, quiet_optuna, say
+from lpstudy.cli.common import quiet_optuna, say
+from lpstudy.cli.option_groups import option_groups
+from lpstudy.cli.storage_option import StorageChoice
 from lpstudy.errors import UserError
 from lpstudy.names import study_name_option
 
@@ -23,7 +25,7 @@ def _study_names(names: Optional[list[str]]) -> Optional[list[str]]:
     return None if not names else [study_name_option(n) for n in names]
 
 
-def _table(grid: Optional[Path], study: Optional[list[str]], storage: Optional[str], storage_file: Optional[str]):
+def _table(grid: Optional[Path], study: Optional[list[str]], storage: StorageChoice):
     from lpstudy.results.grid_join import from_studies
     from lpstudy.results.grid_table import read_table
 
@@ -34,13 +36,13 @@ def _table(grid: Optional[Path], study: Optional[list[str]], storage: Optional[s
     if study is None:
         raise UserError(f"give --grid FILE (the shipped grid: --grid {SHIPPED_GRID}) or --study NAME, "
                         "a grid study of your database (--storage URL)")
-    from lpstudy.db.urls import storage_url
-
-    return from_studies(storage_url(storage, storage_file), study)
+    return from_studies(storage.url(), study)
 
 
 @app.command()
+@option_groups
 def replay(
+    *,
     grid: Annotated[Optional[Path], typer.Option("--grid", help=f"A grid table file (`lpstudy export-grid`), e.g. {SHIPPED_GRID}.")] = None,
     study: Annotated[Optional[list[str]], typer.Option("--study", "-s", help="Or a grid study of the database (every cell completed); repeat it to join grid studies that share their fixed settings.",
                                                        callback=_study_names)] = None,
@@ -52,8 +54,7 @@ def replay(
     chart: Annotated[Optional[Path], typer.Option(help="Write the chart of regret against compute here (PNG).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object (grid, methods, ...) on stdout.")] = False,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bar.")] = False,
-    storage: StorageOpt = None,
-    storage_file: StorageFileOpt = None,
+    storage: StorageChoice,
 ) -> None:
     """Replay search methods (sampler + pruner) against a grid of real curves; score what each spends."""
     quiet_optuna()
@@ -64,7 +65,7 @@ def replay(
     picked = pick_methods(methods)
     if chart is not None:
         check_output_file(chart, "--chart")
-    table = _table(grid, study, storage, storage_file)
+    table = _table(grid, study, storage)
     seed_list = list(range(seeds))
     shape = table.shape()
     if not as_json:
@@ -148,21 +149,21 @@ def _render(plain: dict) -> None:
 
 
 @app.command("export-grid")
+@option_groups
 def export_grid(
+    *,
     study: Annotated[list[str], typer.Option("--study", "-s", help="A grid study (every cell completed); repeat it to join grid studies run in parts (they must share every fixed setting).", callback=_study_names)],
     output: Annotated[Path, typer.Option("--output", "-o", help="The table file to write (gzipped JSON, e.g. grid.json.gz).")],
-    storage: StorageOpt = None,
-    storage_file: StorageFileOpt = None,
+    storage: StorageChoice,
 ) -> None:
     """A grid study (or grid studies run in parts, joined) as a compact table file (every configuration × fold: curve, steps, wall time, diverged)."""
-    from lpstudy.db.urls import storage_url
     from lpstudy.names import shell_quoted
     from lpstudy.paths import check_output_file
     from lpstudy.results.grid_join import from_studies
     from lpstudy.results.grid_table import write_table
 
     check_output_file(output, "--output")
-    table = from_studies(storage_url(storage, storage_file), study)
+    table = from_studies(storage.url(), study)
     studies = " ".join(f"--study {shell_quoted(name)}" for name in study)
     table.source["command"] = f"lpstudy export-grid {studies} -o {output}"
     write_table(table, output)
