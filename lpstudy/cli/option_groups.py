@@ -7,7 +7,9 @@ group: the storage, a study's options) and taken by a command as one parameter.
 
 `option_groups` puts each group's fields in the group parameter's place in the command's signature
 (so --help lists them there, with their own help) and hands the command the group built from the
-values given. Adding an option to a group adds it to every command that takes the group.
+values given. Adding an option to a group adds it to every command that takes the group. A group
+parameter has no default: a command that takes one starts its parameters with `*,`, so that the
+group may follow options that have one.
 """
 
 from __future__ import annotations
