@@ -3,13 +3,15 @@
 when there is nothing to show. The pages in views/ stay thin: they call lpstudy.results.analysis
 and lpstudy.results.charts on what this loads.
 
-The storage URL comes from `--storage URL` after `streamlit run app/dashboard.py --`, else
-$LPSTUDY_STORAGE, else lpstudy.db.urls.DEFAULT_STORAGE. It is never put in the page or its URL
+The storage URL comes from `--storage URL` (or `--storage-file FILE`) after
+`streamlit run app/dashboard.py --`, else $LPSTUDY_STORAGE (what `lpstudy dashboard` sets), else
+lpstudy.db.urls.DEFAULT_STORAGE. It is never put in the page or its URL
 (it may hold a password); the page shows it redacted.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import sys
@@ -28,14 +30,18 @@ STUDY_ENV = "LPSTUDY_DASHBOARD_STUDY"  # a study to open first (`lpstudy dashboa
 
 
 def storage_from_environment(argv: list[str] | None = None) -> str:
-    """--storage URL from the script's arguments, else $LPSTUDY_STORAGE, else the default file."""
-    args = sys.argv[1:] if argv is None else argv
-    for i, arg in enumerate(args):
-        if arg == "--storage" and i + 1 < len(args):
-            return args[i + 1]
-        if arg.startswith("--storage="):
-            return arg.split("=", 1)[1]
-    return storage_url()
+    """The storage URL: --storage URL or --storage-file FILE among the script's arguments (what
+    Streamlit passes after `streamlit run app/dashboard.py --`; others are left to Streamlit), else
+    $LPSTUDY_STORAGE, $LPSTUDY_STORAGE_FILE or the default file (lpstudy.db.urls.storage_url)."""
+    parser = argparse.ArgumentParser(prog="app/dashboard.py", add_help=False, allow_abbrev=False,
+                                     exit_on_error=False)
+    parser.add_argument("--storage")
+    parser.add_argument("--storage-file")
+    try:
+        given, _ = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+    except argparse.ArgumentError as exc:
+        raise UserError(f"the dashboard's arguments: {exc}") from None
+    return storage_url(given.storage, given.storage_file)
 
 
 @st.cache_data(ttl=CACHE_TTL_S, show_spinner=False)

@@ -22,6 +22,7 @@ def comparison_overview(storage_url: str, name: str) -> None:
     """The parent study of `lpstudy compare` has no trials of its own: its arms, the tuning budget
     they spent, the fold runs done, what is left, and the command that runs it while anything is."""
     from lpstudy.db.urls import DEFAULT_STORAGE, redact
+    from lpstudy.names import shell_quoted
     from lpstudy.results.compare import compare_progress, load_compare, next_command, progress_line
 
     with no_traceback():
@@ -42,7 +43,7 @@ def comparison_overview(storage_url: str, name: str) -> None:
     if progress["done"]:
         st.success("Every arm is tuned and replicated: the Compare page pairs them fold by fold.")
     else:
-        shown = None if storage_url == DEFAULT_STORAGE else redact(storage_url)
+        shown = "" if storage_url == DEFAULT_STORAGE else f" --storage {shell_quoted(redact(storage_url))}"
         st.info(f"{progress_line(progress)}. Run it with `{next_command(name, shown)}` (as many workers as you like).")
 
 

@@ -1,28 +1,21 @@
-"""What the command modules share, each declared once: the storage, storage-file and study
-options, the options of a study's search space, FIELD=VALUE pairs, one line to the user and a quiet
-Optuna. Not a command module: it registers nothing."""
+"""What the command modules share, each declared once: the study option, FIELD=VALUE pairs, the
+checks before a command creates a study or starts workers, one line to the user and a quiet Optuna
+(the storage options: storage_option; a study's options: study_options). Not a command module: it
+registers nothing."""
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from lpstudy.errors import UserError
 from lpstudy.names import study_name_option
 
-StorageOpt = Annotated[Optional[str], typer.Option(
-    "--storage", help="Study database URL: sqlite:///FILE, postgresql+psycopg://USER:PW@HOST/DB, "
-                      "journal:///FILE or grpc://HOST:PORT (default $LPSTUDY_STORAGE, else sqlite:///storage/lpstudy.db).")]
-StorageFileOpt = Annotated[Optional[str], typer.Option(
-    "--storage-file", help="A file holding the storage URL (chmod 600): keeps its password out of the "
-                           "process list, where `ps` shows it to every user (default $LPSTUDY_STORAGE_FILE).")]
-StudyOpt = Annotated[str, typer.Option("--study", "-s", help="The study's name.", callback=study_name_option)]
+if TYPE_CHECKING:
+    from lpstudy.cli.storage_option import StorageChoice
 
-# A study's search space on the command line (create, search); --config and --search say the rest.
-PSpaceOpt = Annotated[Optional[str], typer.Option("--p", help="p: a value, LOW:HIGH, LOW:HIGH,inf or A,B,C (default 1:4).")]
-LrSpaceOpt = Annotated[Optional[str], typer.Option(help="Learning rate: a value, LOW:HIGH (log scale) or A,B (default 1e-4:1e-2).")]
-GainSpaceOpt = Annotated[Optional[str], typer.Option(help="Initial gain: a value, LOW:HIGH (log scale) or A,B (default 2:64).")]
+StudyOpt = Annotated[str, typer.Option("--study", "-s", help="The study's name.", callback=study_name_option)]
 
 
 def parse_assignments(pairs: list[str] | None, flag: str = "--set") -> dict[str, str]:
@@ -36,28 +29,6 @@ def parse_assignments(pairs: list[str] | None, flag: str = "--set") -> dict[str,
     return out
 
 
-def space_entries(set_: list[str] | None, search: list[str] | None, named: dict[str, object]) -> dict:
-    """A study's entries from the command line: --set, then --search, then the named options
-    (--p, --lr, ...) that were given, each later one winning."""
-    entries: dict = {}
-    entries.update(parse_assignments(set_, "--set"))
-    entries.update(parse_assignments(search, "--search"))
-    entries.update({name: value for name, value in named.items() if value is not None})
-    return entries
-
-
-def checked_storage_url(storage: str | None, storage_file: str | None) -> str:
-    """The storage URL this command uses (--storage, --storage-file, the environment, the default),
-    checked by its kind's rules (lpstudy.db.kinds: a port that is a number, no unencoded '@' in a
-    password, ...) without connecting or creating anything."""
-    from lpstudy.db.kinds import kind_of
-    from lpstudy.db.urls import storage_url
-
-    url = storage_url(storage, storage_file)
-    kind_of(url)
-    return url
-
-
 def checked_corpus(data: str | None) -> str:
     """The corpus this command's local workers will train on, found now (--data, $LPSTUDY_DATA,
     the cache) or downloaded into the cache, before a study is created or a worker started: one
@@ -68,12 +39,27 @@ def checked_corpus(data: str | None) -> str:
     return str(resolve_corpus_path(data).absolute())
 
 
-def preflight(storage: str | None, storage_file: str | None, data: str | None, trains: bool) -> tuple[str, str | None]:
+def preflight(storage: StorageChoice, data: str | None, trains: bool) -> tuple[str, str | None]:
     """What a command that creates a study or starts workers checks before it does either (search,
     replicate, compare, worker): the storage URL, and where it trains, the corpus. (the URL, the
     corpus's absolute path or None when this command trains nothing here)."""
-    url = checked_storage_url(storage, storage_file)
+    url = storage.checked_url()
     return url, checked_corpus(data) if trains else None
+
+
+def check_port_free(host: str, port: int) -> None:
+    """UserError (one line) when this machine cannot listen on host:port (busy, or not an address
+    of this machine), before a server (dashboard, storage proxy) starts; host may be bracketed IPv6."""
+    import socket
+
+    address = host.strip("[]")
+    with socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((address or "0.0.0.0", port))
+        except OSError as exc:
+            raise UserError(f"cannot listen on {host}:{port} ({exc.strerror}); "
+                            "pick another --port or stop what holds it") from None
 
 
 def work_estimate(n_left: int, preset: str, fixed: dict, workers: int, devices: str) -> str:

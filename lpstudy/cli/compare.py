@@ -8,29 +8,31 @@ from typing import Annotated, Optional
 import typer
 
 from lpstudy.cli import app
-from lpstudy.cli.common import (StorageFileOpt, StorageOpt, StudyOpt, parse_assignments, preflight, quiet_optuna, say,
-                                work_estimate)
+from lpstudy.cli.common import StudyOpt, parse_assignments, preflight, quiet_optuna, say, work_estimate
+from lpstudy.cli.local_workers import LocalWorkers
+from lpstudy.cli.option_groups import option_groups
+from lpstudy.cli.storage_option import StorageChoice
+from lpstudy.cli.study_options import SamplerSeedOpt, SearchOpt, SetOpt
 from lpstudy.training.costs import presets_help
 
 
 @app.command()
+@option_groups
 def compare(
+    *,
     study: StudyOpt,
     preset: Annotated[str, typer.Option(help=f"Required, as for replicate (a comparison runs arms × (budget + K) trials): {presets_help()}.")],
     p: Annotated[Optional[str], typer.Option("--p", help="The arms: p values, comma-separated (shortcut for --arms p=...).")] = None,
     arms: Annotated[Optional[str], typer.Option(help="The arms as FIELD=A,B,C: any training field (e.g. n_layer=2,4).")] = None,
     reference: Annotated[Optional[str], typer.Option(help="The reference arm's value (default p = 2, else the first).")] = None,
     tune: Annotated[str, typer.Option(help="Fields tuned in every arm, comma-separated (default ranges: lr 1e-4:1e-2, gain_init 2:64).")] = "lr,gain_init",
-    search: Annotated[Optional[list[str]], typer.Option("--search", help="A tuned field's range: --search lr=3e-4:3e-2 (repeatable).")] = None,
+    search: SearchOpt = None,
     budget: Annotated[int, typer.Option(help="Tuning trials per arm (TPE with the median pruner, on fold 0).", min=1)] = 20,
     folds: Annotated[int, typer.Option(help="K: each arm's best configuration runs on each of the K folds.", min=2)] = 5,
-    set_: Annotated[Optional[list[str]], typer.Option("--set", help="Fix any other field: --set max_steps=500 (repeatable).")] = None,
-    sampler_seed: Annotated[Optional[int], typer.Option(help="Seed of every arm's sampler.")] = None,
-    workers: Annotated[int, typer.Option(help="Also run this many local worker processes and wait for them.", min=0)] = 0,
-    devices: Annotated[str, typer.Option(help="With --workers: auto, cpu, or a list shared out round-robin.")] = "auto",
-    data: Annotated[Optional[str], typer.Option(help="With --workers: the text file to train on.")] = None,
-    storage: StorageOpt = None,
-    storage_file: StorageFileOpt = None,
+    set_: SetOpt = None,
+    sampler_seed: SamplerSeedOpt = None,
+    local: LocalWorkers,
+    storage: StorageChoice,
 ) -> int:
     """Compare the values of one field fairly: the same tuning budget per arm, then K folds each."""
     quiet_optuna()
@@ -46,11 +48,8 @@ def compare(
         raise UserError(f"--arms takes FIELD=A,B,C, got {arms!r}")
     plan = make_plan(factor.strip(), values.split(","), tune.split(","), budget, folds, preset, reference,
                      parse_assignments(search, "--search"), parse_assignments(set_, "--set"), sampler_seed)
-    if workers:
-        from lpstudy.study.launch import resolve_devices
-
-        available = resolve_devices(devices)  # a wrong device: refused before anything is made
-    url, data = preflight(storage, storage_file, data, trains=workers > 0)
+    device_list = local.device_list()  # a wrong device: refused before anything is made
+    url, data = preflight(storage, local.data, trains=bool(device_list))
     store = open_storage(url, create_tables=True)
     created = create_compare(store, study, plan)
     say(f"comparison {study!r} {'created' if created else 'resumed'} in {store.display_url}: "
@@ -58,16 +57,15 @@ def compare(
         f"{plan.tune_fold} · then {plan.folds} folds each")
     left = compare_progress(load_compare(url, study))["left"]
     if left:
-        say(work_estimate(left, plan.preset, plan.fixed, workers, devices))
+        say(work_estimate(left, plan.preset, plan.fixed, local.workers, local.devices))
     code = 0
-    if workers:
+    if device_list:
         from lpstudy.study.launch import spawn_workers
         from lpstudy.study.worker import WorkerOptions
 
         code = spawn_workers(WorkerOptions(study=study, storage=url, data=data, show_progress=False),
-                             [available[i % len(available)] for i in range(workers)], say=say)
+                             device_list, say=say)
     progress = render_compare(url, study)
     if not progress["done"]:  # the next command only while something is left
-        shown = None if storage is None and storage_file is None else "URL"
-        say(f"start workers anywhere: {next_command(study, shown)}")
+        say(f"start workers anywhere: {next_command(study, storage.hint)}")
     return code

@@ -12,7 +12,6 @@ command line of the server process, so a password does not show in `ps`.
 from __future__ import annotations
 
 import os
-import socket
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -20,11 +19,13 @@ from typing import Annotated, Optional
 import typer
 
 from lpstudy.cli import app
-from lpstudy.cli.common import StorageFileOpt, StorageOpt, StudyOpt
+from lpstudy.cli.common import StudyOpt, check_port_free
+from lpstudy.cli.option_groups import option_groups
+from lpstudy.cli.storage_option import StorageChoice
 from lpstudy.errors import UserError
 from lpstudy.names import study_name_option
 from lpstudy.db.kinds import kind_of
-from lpstudy.db.urls import STORAGE_ENV, redact, storage_url
+from lpstudy.db.urls import STORAGE_ENV, redact
 
 APP_DIR_ENV = "LPSTUDY_APP_DIR"
 APP_ENTRY = "dashboard.py"
@@ -46,14 +47,6 @@ PRELOAD_AND_RUN_STREAMLIT = (
     "from streamlit.web.cli import main; sys.argv[0] = 'streamlit'; main()"
 )
 
-def dashboard_storage(storage: str | None, storage_file: str | None = None) -> str:
-    """The URL to read: the option, the storage file, $LPSTUDY_STORAGE, $LPSTUDY_STORAGE_FILE, or
-    the default file (never created here)."""
-    url = storage_url(storage, storage_file)
-    kind_of(url)  # UserError for a URL that is not a storage
-    return url
-
-
 def app_home(app_dir: Path | None = None) -> Path:
     """app/dashboard.py, the Streamlit dashboard's entry; UserError when it cannot be found."""
     candidates = [app_dir] if app_dir else [Path(p) for p in filter(None, [os.environ.get(APP_DIR_ENV)])]
@@ -65,19 +58,11 @@ def app_home(app_dir: Path | None = None) -> Path:
                     f"{APP_DIR_ENV} (or --app-dir) to the folder that holds {APP_ENTRY} and views/")
 
 
-def check_port_free(host: str, port: int) -> None:
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError as exc:
-            raise UserError(f"cannot listen on {host}:{port} ({exc.strerror}); pick another --port") from None
-
-
 @app.command()
+@option_groups
 def dashboard(
-    storage: StorageOpt = None,
-    storage_file: StorageFileOpt = None,
+    *,
+    storage: StorageChoice,
     study: Annotated[Optional[str], typer.Option(help="The study to open first (any study can be chosen in the app).", callback=study_name_option)] = None,
     port: Annotated[int, typer.Option(help="Port to serve on.", min=1, max=65535)] = 8501,
     host: Annotated[str, typer.Option(help="Address to listen on; 0.0.0.0 for every interface.")] = "127.0.0.1",
@@ -86,7 +71,7 @@ def dashboard(
 ) -> None:
     """Open the study dashboard (Streamlit): the effect of p on convergence and stability, live.
     It only reads: on PostgreSQL, give it a read-only role."""
-    url = dashboard_storage(storage, storage_file)
+    url = storage.checked_url()
     home = app_home(app_dir)
     check_port_free(host, port)
     problem = kind_of(url).missing_file_message(url)  # a mistyped path: one line now, not an error page later
@@ -122,9 +107,10 @@ def _shown_host(host: str) -> str:
 
 
 @app.command("optuna-dashboard")
+@option_groups
 def optuna_dashboard(
-    storage: StorageOpt = None,
-    storage_file: StorageFileOpt = None,
+    *,
+    storage: StorageChoice,
     port: Annotated[int, typer.Option(help="Port to serve on.", min=1, max=65535)] = 8080,
     host: Annotated[str, typer.Option(help="Address to listen on; 0.0.0.0 for every interface.")] = "127.0.0.1",
     artifacts: Annotated[Optional[str], typer.Option(
@@ -134,7 +120,7 @@ def optuna_dashboard(
     """Serve Optuna's own dashboard on the same database, read-only where the database allows it
     (SQLite opened with mode=ro, PostgreSQL in read-only transactions: its edit buttons fail), with
     the trials' checkpoints from the workers' artifact store."""
-    url = dashboard_storage(storage, storage_file)
+    url = storage.checked_url()
     check_port_free(host, port)
     import optuna_dashboard as od
 
@@ -156,10 +142,11 @@ def optuna_dashboard(
 
 
 @app.command()
+@option_groups
 def report(
+    *,
     study: StudyOpt,
-    storage: StorageOpt = None,
-    storage_file: StorageFileOpt = None,
+    storage: StorageChoice,
     output: Annotated[Path, typer.Option("--output", "-o", help="The HTML file to write.")] = Path("report.html"),
     threshold: Annotated[Optional[float], typer.Option(help="Loss threshold for 'steps to reach' (default: the study's).")] = None,
     bins: Annotated[Optional[int], typer.Option(help="Number of p bins (default: exact values for a grid, else 8).", min=1)] = None,
@@ -168,7 +155,7 @@ def report(
     from lpstudy.paths import check_output_file
     from lpstudy.results.report import write_report
 
-    url = dashboard_storage(storage, storage_file)
+    url = storage.checked_url()
     check_output_file(output, "--output")
     written = write_report(url, study, output, threshold=threshold, bins=bins)
     print(f"lpstudy report: {study} → {written} ({written.stat().st_size / 1e6:.1f} MB, opens offline)")

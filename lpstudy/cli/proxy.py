@@ -22,32 +22,35 @@ import typer
 
 from lpstudy.cli import app
 from lpstudy.errors import UserError
-from lpstudy.cli.common import StorageFileOpt, StorageOpt
+from lpstudy.cli.common import check_port_free
+from lpstudy.cli.option_groups import option_groups
+from lpstudy.cli.storage_option import StorageChoice
 from lpstudy.db.kinds import kind_of
-from lpstudy.db.urls import redact, storage_url
+from lpstudy.db.urls import redact
 
 DEFAULT_PORT = 13000
 _ALL_INTERFACES = ("0.0.0.0", "::", "[::]", "")
 
 
 @app.command("storage-proxy")
+@option_groups
 def storage_proxy(
-    storage: StorageOpt = None,
+    *,
+    storage: StorageChoice,
     host: Annotated[str, typer.Option(
         help="Address to listen on; 0.0.0.0 for every interface (keep those behind a firewall).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.", min=1, max=65535)] = DEFAULT_PORT,
     threads: Annotated[int, typer.Option(
         help="Requests served at once (each may hold one database connection).", min=1)] = 10,
-    storage_file: StorageFileOpt = None,
 ) -> None:
     """Serve the study database to workers over gRPC (Optuna's storage proxy): grpc://HOST:PORT.
     --storage names a SQL database, e.g. postgresql+psycopg://USER:PASSWORD@HOST/DB."""
-    url = storage_url(storage, storage_file)
+    url = storage.url()
     kind = kind_of(url)
     if not kind.sql:
         raise UserError(f"the storage proxy serves a SQL database, not {kind.name} storage {redact(url)!r}; "
                         "pass --storage postgresql+psycopg://USER:PASSWORD@HOST/DB")
-    _check_port_free(host, port)
+    check_port_free(host, port)
 
     import warnings
 
@@ -72,17 +75,6 @@ def storage_proxy(
     except KeyboardInterrupt:
         server.stop(grace=5).wait()
         print("lpstudy storage-proxy: stopped", file=sys.stderr, flush=True)
-
-
-def _check_port_free(host: str, port: int) -> None:
-    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((host.strip("[]") or "0.0.0.0", port))
-        except OSError as exc:
-            raise UserError(f"cannot listen on {host}:{port} ({exc.strerror}); "
-                            "choose another --port or stop what holds it") from None
 
 
 def _display_host(host: str) -> str:

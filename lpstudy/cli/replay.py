@@ -12,7 +12,9 @@ from typing import Annotated, Optional
 import typer
 
 from lpstudy.cli import app
-from lpstudy.cli.common import StorageFileOpt, StorageOpt, quiet_optuna, say
+from lpstudy.cli.common import quiet_optuna, say
+from lpstudy.cli.option_groups import option_groups
+from lpstudy.cli.storage_option import StorageChoice
 from lpstudy.errors import UserError
 from lpstudy.names import study_name_option
 
@@ -31,8 +33,8 @@ def _grid_name(path: Path) -> str:
     return name.removeprefix("grid-")
 
 
-def _tables(grids: Optional[list[Path]], suite: bool, study: Optional[list[str]], storage: Optional[str],
-            storage_file: Optional[str]) -> list[tuple[str, object]]:
+def _tables(grids: Optional[list[Path]], suite: bool, study: Optional[list[str]], storage: StorageChoice
+            ) -> list[tuple[str, object]]:
     """(name, table) for each grid to replay: files, the shipped suite, or grid studies joined."""
     from lpstudy.results.grid_join import from_studies
     from lpstudy.results.grid_table import read_table
@@ -48,13 +50,13 @@ def _tables(grids: Optional[list[Path]], suite: bool, study: Optional[list[str]]
     if study is None:
         raise UserError(f"give --grid FILE (the shipped grid: --grid {SHIPPED_GRID}; --grid repeats), --suite "
                         "(the shipped suite of grids) or --study NAME, a grid study of your database (--storage URL)")
-    from lpstudy.db.urls import storage_url
-
-    return [("+".join(study), from_studies(storage_url(storage, storage_file), study))]
+    return [("+".join(study), from_studies(storage.url(), study))]
 
 
 @app.command()
+@option_groups
 def replay(
+    *,
     grid: Annotated[Optional[list[Path]], typer.Option("--grid", help=f"A grid table file (`lpstudy export-grid`), e.g. {SHIPPED_GRID}; repeat it for a suite of grids.")] = None,
     suite: Annotated[bool, typer.Option("--suite", help="Replay the shipped suite of grids (" + ", ".join(Path(p).name for p in SUITE_GRIDS) + ") and rank the methods over it.")] = False,
     study: Annotated[Optional[list[str]], typer.Option("--study", "-s", help="Or a grid study of the database (every cell completed); repeat it to join grid studies that share their fixed settings.",
@@ -67,8 +69,7 @@ def replay(
     chart: Annotated[Optional[Path], typer.Option(help="Write the chart of regret against compute here (PNG; with several grids, one file each, named after the grid).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object (grid, methods, ...; with several grids also grids and leave_one_out) on stdout.")] = False,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bar.")] = False,
-    storage: StorageOpt = None,
-    storage_file: StorageFileOpt = None,
+    storage: StorageChoice,
 ) -> None:
     """Replay search methods (sampler + pruner) against grids of real curves; score what each spends."""
     quiet_optuna()
@@ -80,7 +81,7 @@ def replay(
     pick_methods(methods)  # a wrong --methods is refused before any grid is read
     if chart is not None:
         check_output_file(chart, "--chart")
-    tables = _tables(grid, suite, study, storage, storage_file)
+    tables = _tables(grid, suite, study, storage)
     results = []
     for name, table in tables:
         picked = pick_methods(methods)
@@ -205,21 +206,21 @@ def _render_suite(plain: dict) -> None:
 
 
 @app.command("export-grid")
+@option_groups
 def export_grid(
+    *,
     study: Annotated[list[str], typer.Option("--study", "-s", help="A grid study (every cell completed); repeat it to join grid studies run in parts (they must share every fixed setting).", callback=_study_names)],
     output: Annotated[Path, typer.Option("--output", "-o", help="The table file to write (gzipped JSON, e.g. grid.json.gz).")],
-    storage: StorageOpt = None,
-    storage_file: StorageFileOpt = None,
+    storage: StorageChoice,
 ) -> None:
     """A grid study (or grid studies run in parts, joined) as a compact table file (every configuration × fold: curve, steps, wall time, diverged)."""
-    from lpstudy.db.urls import storage_url
     from lpstudy.names import shell_quoted
     from lpstudy.paths import check_output_file
     from lpstudy.results.grid_join import from_studies
     from lpstudy.results.grid_table import write_table
 
     check_output_file(output, "--output")
-    table = from_studies(storage_url(storage, storage_file), study)
+    table = from_studies(storage.url(), study)
     studies = " ".join(f"--study {shell_quoted(name)}" for name in study)
     table.source["command"] = f"lpstudy export-grid {studies} -o {output}"
     write_table(table, output)

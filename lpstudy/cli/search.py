@@ -6,53 +6,42 @@ open the dashboard and export it."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from lpstudy.cli import app
-from lpstudy.cli.common import (GainSpaceOpt, LrSpaceOpt, PSpaceOpt, StorageFileOpt, StorageOpt, StudyOpt,
-                                preflight, quiet_optuna, say, space_entries)
+from lpstudy.cli.common import StudyOpt, preflight, quiet_optuna, say
+from lpstudy.cli.option_groups import option_groups
+from lpstudy.cli.storage_option import StorageChoice
+from lpstudy.cli.study_options import StudyOptions, TrialOptions
 from lpstudy.names import shell_quoted
-from lpstudy.training.costs import presets_help
 
 
 @app.command()
+@option_groups
 def search(
+    *,
     study: StudyOpt = "lp-search",
     n_trials: Annotated[int, typer.Option("--n-trials", help="Trials to run now, shared among the workers.", min=1)] = 8,
     workers: Annotated[int, typer.Option(help="Local worker processes.", min=1)] = 1,
     devices: Annotated[str, typer.Option(help="auto (every visible GPU, else CPU), cpu, or a list shared out round-robin.")] = "auto",
-    config: Annotated[Optional[Path], typer.Option("--config", "-c", help="A study YAML (preset, space, sampler, ...), e.g. examples/search-smoke.yaml.")] = None,
-    preset: Annotated[Optional[str], typer.Option(help=f"The YAML's, else cpu. {presets_help()}.")] = None,
-    p: PSpaceOpt = None,
-    lr: LrSpaceOpt = None,
-    gain_init: GainSpaceOpt = None,
-    search_: Annotated[Optional[list[str]], typer.Option("--search", help="Search any field: --search n_layer=2,4 (repeatable).")] = None,
-    set_: Annotated[Optional[list[str]], typer.Option("--set", help="Fix any field: --set max_steps=500 (repeatable).")] = None,
-    sampler: Annotated[Optional[str], typer.Option(help="cmaes (default where every searched field is a range), tpe (default otherwise), random or grid.")] = None,
-    pruner: Annotated[Optional[str], typer.Option(help="sha (successive halving: the default with cmaes and random), median, hyperband (the default with tpe) or none.")] = None,
-    sampler_seed: Annotated[Optional[int], typer.Option(help="Seed of the sampler.")] = None,
+    spec_options: StudyOptions,
+    trial_options: TrialOptions,
     data: Annotated[Optional[str], typer.Option(help="Text file to train on (else $LPSTUDY_DATA, the cache, or a download).")] = None,
-    storage: StorageOpt = None,
-    storage_file: StorageFileOpt = None,
+    storage: StorageChoice,
 ) -> int:
     """Create a study if it is missing, run N local workers with progress, print the best trial."""
     quiet_optuna()
     from lpstudy.results.status import render_status, study_status
     from lpstudy.study.launch import resolve_devices
-    from lpstudy.study.spec import build_spec, read_study_file
     from lpstudy.study.studies import open_and_create
     from lpstudy.study.worker import WorkerOptions
     from lpstudy.training.costs import study_estimate
 
-    file_data = read_study_file(config) if config is not None else {}
-    entries = space_entries(set_, search_, {"p": p, "lr": lr, "gain_init": gain_init})
-    spec = build_spec(file_data, entries, {"preset": preset, "sampler": sampler, "pruner": pruner,
-                                           "sampler_seed": sampler_seed})
+    spec = spec_options.spec(**trial_options.given())
     available = resolve_devices(devices)  # a wrong device is refused before anything is written
-    url, data = preflight(storage, storage_file, data, trains=True)  # offline: one line, no study made
+    url, data = preflight(storage, data, trains=True)  # offline: one line, no study made
     store, the_study, created, _ = open_and_create(url, study, spec)
     before = _finished(the_study)
     say(f"study {study!r} {'created' if created else 'continued'} in {store.display_url} · {spec.describe()}")
@@ -67,8 +56,7 @@ def search(
 
     status = study_status(url, study)
     render_status(status)
-    where = "" if storage is None and storage_file is None else " --storage URL"
-    name = shell_quoted(study)
+    where, name = storage.hint, shell_quoted(study)
     say(f"dashboard: lpstudy dashboard --study {name}{where}")
     say(f"export:    lpstudy export --study {name}{where} -o best.yaml   "
         f"then: lpstudy train --config best.yaml")

@@ -14,66 +14,32 @@ from typing import Annotated, Optional
 import typer
 
 from lpstudy.cli import app
-from lpstudy.cli.common import (GainSpaceOpt, LrSpaceOpt, PSpaceOpt, StorageFileOpt, StorageOpt, StudyOpt,
-                                parse_assignments, preflight, quiet_optuna, say, space_entries,
-                                work_estimate)
+from lpstudy.cli.common import StudyOpt, parse_assignments, preflight, quiet_optuna, say, work_estimate
+from lpstudy.cli.local_workers import LocalWorkers
+from lpstudy.cli.option_groups import option_groups
+from lpstudy.cli.storage_option import StorageChoice
+from lpstudy.cli.study_options import GraceOpt, HeartbeatOpt, RetryOpt, SetOpt, StudyOptions, TrialOptions
 from lpstudy.errors import UserError
 from lpstudy.names import shell_quoted
 from lpstudy.training.costs import presets_help
 
-HeartbeatOpt = Annotated[Optional[int], typer.Option(
-    help="Seconds between a running trial's heartbeats (SQL storages; default 10).", min=1)]
-GraceOpt = Annotated[Optional[int], typer.Option(
-    help="A running trial without heartbeat this long (s) is failed and retried (default 60).", min=1)]
-CheckpointOpt = Annotated[Optional[int], typer.Option(
-    help="Save a resumable checkpoint of each trial every this many evaluations (0: never; default 5).", min=0)]
-RetryOpt = Annotated[Optional[int], typer.Option(
-    help="How often a failed trial (dead or interrupted worker) is retried with its parameters (default 2).", min=0)]
-
 
 @app.command()
+@option_groups
 def create(
+    *,
     study: StudyOpt,
-    config: Annotated[Optional[Path], typer.Option("--config", "-c", help="A study YAML (preset, space, sampler, ...).")] = None,
-    preset: Annotated[Optional[str], typer.Option(help=f"The YAML's, else cpu. {presets_help()}.")] = None,
-    p: PSpaceOpt = None,
-    lr: LrSpaceOpt = None,
-    gain_init: GainSpaceOpt = None,
-    fold: Annotated[Optional[str], typer.Option(help="Validation fold (or A,B,C to search over folds).")] = None,
-    folds: Annotated[Optional[int], typer.Option(help="Number of folds K.")] = None,
-    seed: Annotated[Optional[str], typer.Option(help="Training seed (or A,B,C).")] = None,
-    search: Annotated[Optional[list[str]], typer.Option("--search", help="Search any field: --search n_layer=2,4 or --search dropout=0:0.3 (repeatable).")] = None,
-    set_: Annotated[Optional[list[str]], typer.Option("--set", help="Fix any field: --set max_steps=500 (repeatable).")] = None,
-    sampler: Annotated[Optional[str], typer.Option(help="cmaes (default where every searched field is a range), tpe (default otherwise), random or grid.")] = None,
-    pruner: Annotated[Optional[str], typer.Option(help="sha (successive halving: the default with cmaes and random), median, hyperband (the default with tpe) or none.")] = None,
-    loss_threshold: Annotated[Optional[float], typer.Option(help="Record the first step each run reaches this validation loss.")] = None,
+    spec_options: StudyOptions,
     n_trials: Annotated[Optional[int], typer.Option("--n-trials", help="A target: workers stop once the study has this many finished trials.", min=1)] = None,
-    n_startup_trials: Annotated[Optional[int], typer.Option(help="TPE's random trials before it models the space (default 10).", min=0)] = None,
-    sampler_seed: Annotated[Optional[int], typer.Option(help="Seed of the sampler.")] = None,
-    heartbeat_interval: HeartbeatOpt = None,
-    grace_period: GraceOpt = None,
-    max_retry: RetryOpt = None,
-    checkpoint_interval: CheckpointOpt = None,
-    storage: StorageOpt = None,
-    storage_file: StorageFileOpt = None,
+    trial_options: TrialOptions,
+    storage: StorageChoice,
 ) -> None:
     """Create a study: its search space, sampler and pruner (run again with the same spec: no change)."""
     quiet_optuna()
-    from lpstudy.db.urls import storage_url
-
-    shown_storage, storage = storage, storage_url(storage, storage_file)
-    from lpstudy.study.spec import build_spec, read_study_file
     from lpstudy.study.studies import load_spec, open_and_create
 
-    file_data = read_study_file(config) if config is not None else {}
-    entries = space_entries(set_, search, {"p": p, "lr": lr, "gain_init": gain_init, "fold": fold,
-                                           "folds": folds, "seed": seed})
-    options = {"preset": preset, "sampler": sampler, "pruner": pruner, "loss_threshold": loss_threshold,
-               "n_trials": n_trials, "n_startup_trials": n_startup_trials, "sampler_seed": sampler_seed,
-               "heartbeat_interval": heartbeat_interval, "grace_period": grace_period, "max_retry": max_retry,
-               "checkpoint_interval": checkpoint_interval}
-    spec = build_spec(file_data, entries, options)
-    store, _, created, enqueued = open_and_create(storage, study, spec)
+    spec = spec_options.spec(n_trials=n_trials, **trial_options.given())
+    store, _, created, enqueued = open_and_create(storage.url(), study, spec)
     if not created:  # what the study is: a grid made under another default pruner keeps its own
         spec = load_spec(store, study)
     verb = "created" if created else "exists already, unchanged:"
@@ -81,11 +47,13 @@ def create(
     say(f"space: {spec.space.describe()}")
     if spec.is_grid:
         say(f"grid: {enqueued} cell(s) enqueued")
-    say(f"start workers: lpstudy worker --study {shell_quoted(study)}" + ("" if shown_storage is None else " --storage URL"))
+    say(f"start workers: lpstudy worker --study {shell_quoted(study)}{storage.hint}")
 
 
 @app.command()
+@option_groups
 def worker(
+    *,
     study: StudyOpt,
     devices: Annotated[str, typer.Option(help="auto (every visible GPU, else one CPU worker), cpu, or a list: cuda:0,cuda:1 (one process each).")] = "auto",
     n_trials: Annotated[Optional[int], typer.Option("--n-trials", help="Run this many trials (shared among the processes), then stop.", min=1)] = None,
@@ -97,8 +65,7 @@ def worker(
     max_retry: RetryOpt = None,
     threads: Annotated[Optional[int], typer.Option(help="Torch threads per CPU worker process (default: the cores split among this command's CPU workers; one CPU worker: torch's default).", min=1)] = None,
     artifacts: Annotated[Optional[str], typer.Option(help="Where trials keep their checkpoints: a folder every worker sees, or s3://BUCKET (default $LPSTUDY_ARTIFACTS, else FILE.artifacts next to a SQLite or journal file).")] = None,
-    storage: StorageOpt = None,
-    storage_file: StorageFileOpt = None,
+    storage: StorageChoice,
 ) -> int:
     """Take trials from a study and train them (run as many workers as you like, anywhere)."""
     quiet_optuna()
@@ -106,22 +73,22 @@ def worker(
 
     device_list = resolve_devices(devices)
     # to the worker processes through the environment; the corpus found once, before any process
-    storage, data = preflight(storage, storage_file, data, trains=True)
+    url, data = preflight(storage, data, trains=True)
     from lpstudy.db.optuna_storage import open_storage
     from lpstudy.study.compare import load_plan, run_compare_worker
     from lpstudy.study.studies import load_spec
     from lpstudy.study.worker import WorkerOptions, run_worker
 
-    options = WorkerOptions(study=study, storage=storage, n_trials=n_trials, timeout=timeout, data=data,
+    options = WorkerOptions(study=study, storage=url, n_trials=n_trials, timeout=timeout, data=data,
                             show_progress=not no_progress, heartbeat_interval=heartbeat_interval,
                             grace_period=grace_period, max_retry=max_retry, threads=threads,
                             artifacts=artifacts)
     if len(device_list) > 1:
-        if load_plan(open_storage(storage), study) is None:  # a comparison has no spec of its own
-            load_spec(open_storage(storage), study)  # one clear line now rather than one per process
+        if load_plan(open_storage(url), study) is None:  # a comparison has no spec of its own
+            load_spec(open_storage(url), study)  # one clear line now rather than one per process
         return spawn_workers(options, device_list, say=say)
     options.device = device_list[0]
-    comparison = load_plan(open_storage(storage), study) is not None  # lpstudy compare: arm by arm
+    comparison = load_plan(open_storage(url), study) is not None  # lpstudy compare: arm by arm
     report = run_compare_worker(options, say=say) if comparison else run_worker(options)
     if report.exit_code:
         raise UserError(f"worker stopped: {report.reason}")
@@ -129,17 +96,17 @@ def worker(
 
 
 @app.command()
+@option_groups
 def status(
+    *,
     study: StudyOpt,
     as_json: Annotated[bool, typer.Option("--json", help="Print the status as one JSON object.")] = False,
-    storage: StorageOpt = None,
-    storage_file: StorageFileOpt = None,
+    storage: StorageChoice,
 ) -> None:
     """Trials by state, the best trial, who runs what, the time left (and the replicate table)."""
     from lpstudy.results.status import render_status, study_status
-    from lpstudy.db.urls import storage_url
 
-    url = storage_url(storage, storage_file)
+    url = storage.url()
     result = study_status(url, study)
     if result.get("kind") == "compare":  # the parent of `lpstudy compare`: no trials of its own; its arms'
         from lpstudy.results.compare import compare_progress, load_compare
@@ -152,28 +119,27 @@ def status(
         if result.get("kind") == "compare":  # the parent of `lpstudy compare`: its arms' table
             from lpstudy.results.compare import next_command, render_compare
 
-            shown = None if storage is None and storage_file is None else "URL"
-            render_compare(url, study, next_hint=next_command(study, shown))
+            render_compare(url, study, next_hint=next_command(study, storage.hint))
 
 
 @app.command()
+@option_groups
 def export(
+    *,
     study: StudyOpt,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write here (atomically) instead of stdout.")] = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="yaml or json.")] = "yaml",
     top: Annotated[int, typer.Option("--top", help="The best K trials instead of the best one.", min=1)] = 1,
-    storage: StorageOpt = None,
-    storage_file: StorageFileOpt = None,
+    storage: StorageChoice,
 ) -> None:
     """The best trial (or the top K) as a run file for `lpstudy train --config`."""
     from lpstudy.results.export import export_text, train_command, write_export
-    from lpstudy.db.urls import storage_url
 
     from lpstudy.paths import check_output_file
 
     if output is not None:
         check_output_file(output, "--output")
-    text = export_text(storage_url(storage, storage_file), study, top_k=top, fmt=fmt)
+    text = export_text(storage.url(), study, top_k=top, fmt=fmt)
     if output is None:
         sys.stdout.write(text)
         return
@@ -183,7 +149,9 @@ def export(
 
 
 @app.command()
+@option_groups
 def replicate(
+    *,
     study: StudyOpt,
     preset: Annotated[str, typer.Option(help=f"Required (no default: the paper's takes days on a CPU): {presets_help()}.")],
     p: Annotated[str, typer.Option("--p", help="The p values, comma-separated ('inf' allowed).")] = "1,1.5,2,2.5,3,3.5,4",
@@ -191,23 +159,17 @@ def replicate(
     lr: Annotated[Optional[str], typer.Option(help="Learning rate (default: the preset's), or A,B,C: an LR sweep, every p × lr × fold.")] = None,
     gain_init: Annotated[Optional[str], typer.Option(help="Initial gain: a number, or 'matched' (temperature-matched to p = 2; default log₂(L²−L)).")] = None,
     seed: Annotated[Optional[int], typer.Option(help="Training seed (default 0).")] = None,
-    set_: Annotated[Optional[list[str]], typer.Option("--set", help="Fix any other field: --set max_steps=500 (repeatable).")] = None,
-    workers: Annotated[int, typer.Option(help="Also run this many local worker processes and wait for them.", min=0)] = 0,
-    devices: Annotated[str, typer.Option(help="With --workers: auto, cpu, or a list shared out round-robin.")] = "auto",
-    data: Annotated[Optional[str], typer.Option(help="With --workers: the text file to train on.")] = None,
+    set_: SetOpt = None,
+    local: LocalWorkers,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="With --workers: no progress bars.")] = False,
-    heartbeat_interval: HeartbeatOpt = None,
-    grace_period: GraceOpt = None,
-    max_retry: RetryOpt = None,
-    checkpoint_interval: CheckpointOpt = None,
-    storage: StorageOpt = None,
-    storage_file: StorageFileOpt = None,
+    trial_options: TrialOptions,
+    storage: StorageChoice,
 ) -> int:
     """The paper's protocol: a grid of p values × K folds; create (or resume) it, and return."""
     quiet_optuna()
     from lpstudy.study.replicate import replicate as run_replicate
     from lpstudy.db.urls import redact
-    from lpstudy.study.launch import resolve_devices, spawn_workers
+    from lpstudy.study.launch import spawn_workers
     from lpstudy.study.worker import WorkerOptions
 
     fixed = parse_assignments(set_, "--set")
@@ -215,26 +177,22 @@ def replicate(
         if value is not None:
             fixed[name] = value
     p_values = [v.strip() for v in p.split(",") if v.strip()]
-    options = {"heartbeat_interval": heartbeat_interval, "grace_period": grace_period, "max_retry": max_retry,
-               "checkpoint_interval": checkpoint_interval}
-    available = resolve_devices(devices) if workers else []  # a wrong device: refused before anything is made
-    url, data = preflight(storage, storage_file, data, trains=workers > 0)  # offline: one line, nothing made
-    result = run_replicate(url, study, preset, p_values, folds, fixed, options)
+    device_list = local.device_list()  # a wrong device: refused before anything is made
+    url, data = preflight(storage, local.data, trains=bool(device_list))  # offline: one line, nothing made
+    result = run_replicate(url, study, preset, p_values, folds, fixed, trial_options.given())
     verb = "created" if result.created else "resumed"
     n_lr = f"{len(lr.split(','))} lr × " if lr and "," in lr else ""
     say(f"replicate study {study!r} {verb} in {redact(url)}: {result.n_cells} cells "
         f"({len(p_values)} p × {n_lr}{folds} folds) · {result.done} done · {result.running} running · "
         f"{result.waiting} waiting ({result.enqueued} enqueued now)")
-    say(work_estimate(result.n_cells - result.done, preset, fixed, workers, devices))
-    if workers == 0:
-        where = "" if storage is None and storage_file is None else " --storage URL"  # never the password
-        say(f"start workers anywhere: lpstudy worker --study {shell_quoted(study)}{where}; "
-            f"then: lpstudy status --study {shell_quoted(study)}{where}")
+    say(work_estimate(result.n_cells - result.done, preset, fixed, local.workers, local.devices))
+    if not device_list:
+        say(f"start workers anywhere: lpstudy worker --study {shell_quoted(study)}{storage.hint}; "
+            f"then: lpstudy status --study {shell_quoted(study)}{storage.hint}")
         return 0
-    device_list = [available[i % len(available)] for i in range(workers)]
     options_w = WorkerOptions(study=study, storage=url, data=data, show_progress=not no_progress,
-                              heartbeat_interval=heartbeat_interval, grace_period=grace_period,
-                              max_retry=max_retry)
+                              heartbeat_interval=trial_options.heartbeat_interval,
+                              grace_period=trial_options.grace_period, max_retry=trial_options.max_retry)
     code = spawn_workers(options_w, device_list, say=say)
     from lpstudy.results.status import render_status, study_status
 

@@ -76,12 +76,12 @@ def progress_line(progress: dict[str, Any]) -> str:
             + (f"left: {' and '.join(parts)}" if left else "nothing left: every arm is tuned and replicated"))
 
 
-def next_command(study: str, storage: str | None = None) -> str:
-    """The command that runs what is left of the comparison study; `storage` as the user should
-    write it (a redacted URL, 'URL'), None when it is the default one."""
+def next_command(study: str, storage_flags: str = "") -> str:
+    """The command that runs what is left of the comparison study; `storage_flags` name its storage
+    as the user should write them (' --storage URL', ' --storage-file FILE'), '' for the default one."""
     from lpstudy.names import shell_quoted
 
-    return f"lpstudy worker --study {shell_quoted(study)}" + (f" --storage {shell_quoted(storage)}" if storage else "")
+    return f"lpstudy worker --study {shell_quoted(study)}{storage_flags}"
 
 
 def load_compare(storage_url: str | None, name: str) -> CompareData:
