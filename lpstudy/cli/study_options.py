@@ -40,9 +40,11 @@ SearchOpt = Annotated[Optional[list[str]], typer.Option(
     "--search", help="Search any field: --search n_layer=2,4 or --search dropout=0:0.3 (repeatable).")]
 SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="Fix any field: --set max_steps=500 (repeatable).")]
 SamplerOpt = Annotated[Optional[str], typer.Option(
-    help="cmaes (default where every searched field is a range), tpe (default otherwise), random or grid.")]
+    help="tpe (the default: chosen on the replay benchmark's suite, docs/search-cost.md), cmaes, random or grid.")]
 PrunerOpt = Annotated[Optional[str], typer.Option(
-    help="sha (successive halving: the default with cmaes and random), median, hyperband (the default with tpe) or none.")]
+    help="none (the default), sha (successive halving), median or hyperband. Spread trials are never pruned.")]
+SpreadTrialsOpt = Annotated[Optional[int], typer.Option(
+    help="The first trials, spread over the space by a Sobol sequence and never pruned (default 8; 0: none).", min=0)]
 LossThresholdOpt = Annotated[Optional[float], typer.Option(help="Record the first step each run reaches this validation loss.")]
 StartupTrialsOpt = Annotated[Optional[int], typer.Option(help="TPE's random trials before it models the space (default 10).", min=0)]
 SamplerSeedOpt = Annotated[Optional[int], typer.Option(help="Seed of the sampler.")]
@@ -88,6 +90,7 @@ class StudyOptions(OptionGroup):
     set_: SetOpt = None
     sampler: SamplerOpt = None
     pruner: PrunerOpt = None
+    spread_trials: SpreadTrialsOpt = None
     loss_threshold: LossThresholdOpt = None
     n_startup_trials: StartupTrialsOpt = None
     sampler_seed: SamplerSeedOpt = None

@@ -141,7 +141,8 @@ class StudySpec:
         return resolve_config(self.preset, self.space.fixed)
 
     def describe(self) -> str:
-        extra = f" · {self.n_cells} cells" if self.is_grid else ""
+        extra = (f" · {self.n_cells} cells" if self.is_grid
+                 else f" · {self.spread_trials} spread trials" if self.spread_trials else "")
         return (f"{self.kind} · preset {self.preset} · sampler {self.sampler} · pruner {self.pruner}{extra}")
 
 
