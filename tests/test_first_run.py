@@ -136,7 +136,7 @@ def test_the_readme_documents_each_presets_size_as_the_model_has_it():
     table = readme_costs()
     assert set(table) == set(PRESETS) == set(PRESET_COSTS)
     for name, row in table.items():
-        counted = GPT(PRESETS[name], vocab_size=65).num_params()
+        counted = GPT(PRESETS[name].model_config(vocab_size=65)).num_params()
         assert int(row["params"].replace(",", "")) == counted == PRESET_COSTS[name].n_params, name
 
 

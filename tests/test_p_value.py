@@ -63,7 +63,7 @@ def test_p_is_checked_once_where_it_enters_never_in_the_model(monkeypatch):
     assert calls == ["3.5"]
     from lpstudy.model.gpt import GPT
 
-    model = GPT(cfg, vocab_size=20)
+    model = GPT(cfg.model_config(vocab_size=20))
     for _ in range(3):
         model(torch.randint(0, 20, (2, 8)))
     model.attention_stats(torch.randint(0, 20, (2, 8)))
