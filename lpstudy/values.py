@@ -7,6 +7,7 @@ and the training side both build on it.
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -141,6 +142,17 @@ def json_safe(value: Any) -> Any:
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     return str(value)
+
+
+def json_or_text(text: Any) -> Any:
+    """A value stored as JSON text (Optuna's value_json columns), decoded; the text itself where it
+    is not JSON; None for a missing one (None, or pandas' NaN)."""
+    if text is None or (isinstance(text, float) and math.isnan(text)):
+        return None
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return text
 
 
 def parse_bool(value: Any) -> bool:
