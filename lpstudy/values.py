@@ -63,7 +63,7 @@ def _checked_p(p: object) -> float:
             p = float(text)
         except ValueError:
             raise UserError(f"p must be a number ≥ 1 or 'inf', got {text!r}") from None
-        if math.isinf(p):
+        if p == math.inf:  # text such as 1e400, not ∞'s own word (-inf is below 1: refused as such)
             raise UserError(f"p = {text} overflows a float; write 'inf' for p = ∞")
     if isinstance(p, bool) or not isinstance(p, (int, float)):
         raise UserError(f"p must be a number ≥ 1 or 'inf', got {p!r}")
