@@ -24,14 +24,14 @@ sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1]
 from benchmarks.results_file import add_result_argument, load_average, write_result  # noqa: E402
 from lpstudy.model.gpt import GPT
 from lpstudy.training.config import PRESETS, resolve_config
-from lpstudy.training.trainer import autocast_for, keep_freed_memory, pick_device
+from lpstudy.training.trainer import adamw, autocast_for, keep_freed_memory, pick_device
 
 
 def timers(preset: str, device: torch.device):
     cfg = resolve_config(preset, {"device": str(device)})
     torch.manual_seed(0)
-    model = GPT(cfg, vocab_size=65).to(device)
-    optimizer = model.optimizer(cfg, device.type)
+    model = GPT(cfg.model_config(vocab_size=65)).to(device)
+    optimizer = adamw(model, cfg, device.type)
     autocast = autocast_for(cfg, device)
     x = torch.randint(0, 65, (cfg.batch_size, cfg.block_size), device=device)
     y = torch.randint(0, 65, (cfg.batch_size, cfg.block_size), device=device)

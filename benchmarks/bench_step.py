@@ -24,7 +24,7 @@ sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1]
 from benchmarks.results_file import add_result_argument, load_average, write_result  # noqa: E402
 from lpstudy.training.config import resolve_config
 from lpstudy.model.gpt import GPT
-from lpstudy.training.trainer import autocast_for, keep_freed_memory, pick_device
+from lpstudy.training.trainer import adamw, autocast_for, keep_freed_memory, pick_device
 
 VARIANTS = [("baseline", {"attention": "baseline"}),
             ("p=2", {"p": 2.0}), ("p=3.5", {"p": 3.5}), ("p=2.7", {"p": 2.7}), ("p=inf", {"p": math.inf})]
@@ -33,8 +33,8 @@ VARIANTS = [("baseline", {"attention": "baseline"}),
 def make_stepper(preset: str, overrides: dict, device: torch.device, compile_: bool):
     cfg = resolve_config(preset, {**overrides, "device": str(device), "compile": compile_})
     torch.manual_seed(0)
-    model = GPT(cfg, vocab_size=65).to(device)
-    optimizer = model.optimizer(cfg, device.type)
+    model = GPT(cfg.model_config(vocab_size=65)).to(device)
+    optimizer = adamw(model, cfg, device.type)
     step_model = torch.compile(model) if compile_ else model
     autocast = autocast_for(cfg, device)
     g = torch.Generator().manual_seed(0)

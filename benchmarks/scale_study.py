@@ -80,7 +80,7 @@ def write_scale_study(storage_url: str, study_name: str, n_trials: int, n_evals:
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     started = time.perf_counter()
-    spec, _ = synthetic_spec("search", "smoke", (), 5, True)
+    spec = synthetic_spec("search", "smoke", (), 5, True)
     opened = open_storage(storage_url, create_tables=True)
     study, _ = create_study(opened, study_name, spec)
     study_id = study._study_id
@@ -89,7 +89,7 @@ def write_scale_study(storage_url: str, study_name: str, n_trials: int, n_evals:
     insert = _copy if postgres else _many
     floats = [f for f in METRIC_FIELDS if f != "step"]
     metric_columns = _metric_columns()
-    dist_json: dict[int, str] = {}
+    dist_json: dict = {}  # each distribution (equal ones hash alike) as Optuna writes it
     trials = synthetic_trials(kind="search", n_trials=n_trials, n_evals=n_evals, seed=seed)
     written = evaluations = 0
     while written < n_trials:
@@ -116,7 +116,7 @@ def write_scale_study(storage_url: str, study_name: str, n_trials: int, n_evals:
                 else:
                     for name, value in t.params.items():
                         dist = t.distributions[name]
-                        text = dist_json.get(id(dist)) or dist_json.setdefault(id(dist), distribution_to_json(dist))
+                        text = dist_json.get(dist) or dist_json.setdefault(dist, distribution_to_json(dist))
                         rows["trial_params"].append((tid, name, float(dist.to_internal_repr(value)), text))
                 for key, value in t.user_attrs.items():
                     rows["trial_user_attributes"].append((tid, key, json.dumps(value)))

@@ -7,6 +7,7 @@ and the training side both build on it.
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -62,7 +63,7 @@ def _checked_p(p: object) -> float:
             p = float(text)
         except ValueError:
             raise UserError(f"p must be a number ≥ 1 or 'inf', got {text!r}") from None
-        if math.isinf(p):
+        if p == math.inf:  # text such as 1e400, not ∞'s own word (-inf is below 1: refused as such)
             raise UserError(f"p = {text} overflows a float; write 'inf' for p = ∞")
     if isinstance(p, bool) or not isinstance(p, (int, float)):
         raise UserError(f"p must be a number ≥ 1 or 'inf', got {p!r}")
@@ -141,6 +142,17 @@ def json_safe(value: Any) -> Any:
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     return str(value)
+
+
+def json_or_text(text: Any) -> Any:
+    """A value stored as JSON text (Optuna's value_json columns), decoded; the text itself where it
+    is not JSON; None for a missing one (None, or pandas' NaN)."""
+    if text is None or (isinstance(text, float) and math.isnan(text)):
+        return None
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return text
 
 
 def parse_bool(value: Any) -> bool:

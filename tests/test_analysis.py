@@ -93,6 +93,19 @@ def test_wilson_interval_is_inside_zero_one_even_at_the_edges():
     assert all(math.isnan(v) for v in A.wilson_interval(0, 0))
 
 
+@pytest.mark.parametrize("k,n,confidence,z", [(3, 10, 0.95, 1.959963985), (1, 2, 0.95, 1.959963985),
+                                              (7, 40, 0.90, 1.644853627), (5, 5, 0.99, 2.575829304)])
+def test_wilson_interval_is_wilsons_formula(k, n, confidence, z):
+    """(p̂ + z²/2n ± z·√(p̂(1 − p̂)/n + z²/4n²)) / (1 + z²/n), with z the normal quantile written out."""
+    phat = k / n
+    centre = (phat + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(phat * (1 - phat) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    assert A.wilson_interval(k, n, confidence) == (pytest.approx(centre - half, abs=1e-9),
+                                                   pytest.approx(min(1.0, centre + half), abs=1e-9))
+    if k == 3:
+        assert A.wilson_interval(k, n) == (pytest.approx(0.1078, abs=1e-4), pytest.approx(0.6032, abs=1e-4))
+
+
 # --- effect of p ----------------------------------------------------------------------------
 
 def test_per_p_summary_averages_completed_runs_and_counts_diverged_apart():
@@ -283,17 +296,20 @@ def test_filter_trials_by_state_p_range_lr_range_and_divergence():
     assert list(A.filter_trials(trials, diverged=True)["number"]) == [1]
 
 
-def test_the_ranked_frame_is_is_candidates_rule_row_by_row():
+def test_the_ranked_frame_keeps_completed_finite_undiverged_runs_best_first():
     from lpstudy.study.best import is_candidate, ranked_frame
 
-    rng = np.random.default_rng(3)
-    states = ["COMPLETE", "COMPLETE", "COMPLETE", "PRUNED", "FAIL", "RUNNING"]
-    values = [1.0, 1.0, 0.5, math.nan, math.inf, -math.inf, 2.0, None]
-    rows = [{"state": str(rng.choice(states)), "value": values[int(rng.integers(len(values)))],
-             "diverged": bool(rng.integers(2) == 0)} for _ in range(400)]
+    # (state, value, diverged, whether it can be the best: decided by hand)
+    table = [("COMPLETE", 1.0, False, True), ("COMPLETE", 0.5, True, False), ("COMPLETE", math.inf, False, False),
+             ("COMPLETE", -math.inf, False, False), ("COMPLETE", None, False, False),
+             ("PRUNED", 0.2, False, False), ("FAIL", 0.1, False, False), ("RUNNING", 0.3, False, False),
+             ("COMPLETE", 1.0, False, True), ("COMPLETE", 0.7, False, True), ("COMPLETE", 2.0, False, True),
+             ("COMPLETE", -3.0, False, True), ("COMPLETE", math.nan, False, False)]
+    assert [is_candidate(state, value, diverged) for state, value, diverged, _ in table] == [t[3] for t in table]
+    rows = [{"state": state, "value": value, "diverged": diverged} for state, value, diverged, _ in table]
     trials = trials_frame(rows).sample(frac=1.0, random_state=1)  # not in number order
-    want = sorted((float(r.value), r.number) for r in trials.itertuples() if is_candidate(r.state, r.value, r.diverged))
     ranked = ranked_frame(trials)
-    assert list(zip(ranked["loss"], ranked["number"])) == want
-    assert list(ranked_frame(trials, 3)["number"]) == [n for _, n in want[:3]]
+    # by loss, ties by trial number: -3 (trial 11), 0.7 (9), 1.0 (0, then 8), 2.0 (10)
+    assert list(zip(ranked["loss"], ranked["number"])) == [(-3.0, 11), (0.7, 9), (1.0, 0), (1.0, 8), (2.0, 10)]
+    assert list(ranked_frame(trials, 3)["number"]) == [11, 9, 0]
     assert ranked_frame(trials.iloc[0:0]).empty

@@ -308,9 +308,7 @@ PATH_CASES = [("paths", args, expected) for args, expected in (
      ("no study database at storage/missing.db",)),
     (["status", "--study", "s"], ("no study database at storage/lpstudy.db",)),  # the default: status creates nothing
     (["worker", "--study", "s", "--storage", "sqlite:///missing/x.db"], ("no study database at missing/x.db",)),
-    # the message says "does not exist" of a folder that exists (training/data.resolve_corpus_path): a
-    # fragment that holds of the right message too
-    (["worker", "--study", "s", "--storage", DB, "--data", "adir"], ("data file adir", "--data")),
+    (["worker", "--study", "s", "--storage", DB, "--data", "adir"], ("data file adir (from --data) is a folder, not a file",)),
     (["dashboard", "--storage", "sqlite:///missing.db"], ("no study database at missing.db",)),
     (["dashboard", "--storage", DB, "--app-dir", "adir"], ("cannot find the dashboard (app/dashboard.py)",)),
 )]
@@ -337,8 +335,7 @@ def _p_problem(command: str, value: str) -> tuple[str, ...]:
     return {
         "1e400": ("p = 1e400 overflows a float; write 'inf'",),
         "0.5": ("p must be a number ≥ 1", "got 0.5"), "nan": ("p must be a number ≥ 1", "got nan"),
-        # check_p calls -inf an overflow though float('-inf') is none: a fragment the right message holds too
-        "-inf": ("-inf",),
+        "-inf": ("p must be a number ≥ 1", "got -inf"),
         "abc": ("p must be a number ≥ 1 or 'inf'", "got 'abc'"),
     }[value]
 
@@ -431,25 +428,25 @@ def test_a_bad_study_file_is_one_line(name, in_workdir, capsys, tmp_path):
     assert snapshot(in_workdir) == before
 
 
-# (argv of `python -m lpstudy.study.synthetic`, the fragments its refusal must hold: argparse's own
-# words for its options, lpstudy's for the URL and the study name)
+# (argv of `python -m lpstudy.study.synthetic`, the fragments its refusal must hold: the option and
+# its rule in typer's words, lpstudy's for the URL and the study name)
 SYNTHETIC_CASES = [
-    ([], ("the following arguments are required: storage",)),
+    ([], ("Missing argument 'storage'",)),
     (["sqlite:///"], ("'sqlite:///' names no file",)),
-    (["sqlite:///x.db", "--trials", "-1"], ("--trials", "got -1")),
-    (["sqlite:///x.db", "--trials", "abc"], ("--trials", "'abc'")),
-    (["sqlite:///x.db", "--evals", "0"], ("--evals", "got 0")),
-    (["sqlite:///x.db", "--folds", "100000000"], ("--folds", "got 100000000")),
-    (["sqlite:///x.db", "--kind", "grid"], ("--kind", "'grid'")),
-    (["sqlite:///x.db", "--metrics", "csv"], ("--metrics", "'csv'")),
+    (["sqlite:///x.db", "--trials", "-1"], ("'--trials'", "greater than or equal to 1")),
+    (["sqlite:///x.db", "--trials", "abc"], ("'--trials'", "valid integer")),
+    (["sqlite:///x.db", "--evals", "0"], ("'--evals'", "greater than or equal to 1")),
+    (["sqlite:///x.db", "--folds", "100000000"], ("'--folds'", "less than or equal to 1000")),
+    (["sqlite:///x.db", "--kind", "grid"], ("'--kind'", "'grid' is not one of 'search', 'replicate'")),
+    (["sqlite:///x.db", "--metrics", "csv"], ("'--metrics'", "'csv' is not one of 'table', 'attrs', 'both'")),
     (["sqlite:///x.db", "--study", "a\nb"], ("a study name must", "holds U+000A")),
-    (["sqlite:///x.db", "--seed", "-5"], ("--seed", "got -5")),
+    (["sqlite:///x.db", "--seed", "-5"], ("'--seed'", "greater than or equal to 0")),
     (["sqlite:///afile/x.db"], ("cannot create afile/x.db: afile is a file, not a folder",)),
     (["sqlite:///adir"], ("the storage sqlite:///adir names a folder (adir)",)),
     (["not a url"], ("storage URL 'not a url' is not one of",)),
     ([REFUSED_PG], ("cannot open the study database", "writer:***@127.0.0.1:1/lpstudy")),
     ([f"postgresql+psycopg://u:{SECRET}@h:abc/db"], ("u:***@h:abc", "the port must be a number")),
-    (["sqlite:///x.db", "--nosuch"], ("unrecognized arguments: --nosuch",)),
+    (["sqlite:///x.db", "--nosuch"], ("No such option: --nosuch",)),
 ]
 
 

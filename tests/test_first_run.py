@@ -5,12 +5,14 @@ that reads at 80 columns and piped."""
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import optuna
 import pytest
 import yaml
@@ -149,7 +151,7 @@ def test_the_readme_documents_each_presets_size_as_the_model_has_it():
     table = readme_costs()
     assert set(table) == set(PRESETS) == set(PRESET_COSTS)
     for name, row in table.items():
-        counted = GPT(PRESETS[name], vocab_size=65).num_params()
+        counted = GPT(PRESETS[name].model_config(vocab_size=65)).num_params()
         assert int(row["params"].replace(",", "")) == counted == PRESET_COSTS[name].n_params, name
 
 
@@ -201,6 +203,42 @@ def test_the_last_line_of_train_is_one_line_when_stderr_is_piped():
                         r"[\d,]+ tok/s on cpu", last), r.stderr
 
 
+def _status_numbers_read_through_optuna(url: str, name: str, kind: str) -> list[str]:
+    """The numbers `status` prints, as they are written, computed here from Optuna's API: each running
+    trial's number, lr, gain, last reported loss and step, host; for a replicate grid, per p the mean
+    ± std, the t interval and the best of the completed runs that did not diverge, and the paired
+    difference to p = 2 over the folds both have (with its relative size)."""
+    from scipy.stats import t as student
+
+    trials = optuna.load_study(study_name=name, storage=url).get_trials(deepcopy=False)
+    expected = []
+    for t in trials:
+        if t.state.name == "RUNNING":
+            a, step = t.user_attrs, max(t.intermediate_values)
+            expected += [f" {t.number} ", f"{a['lr']:.3g}", f"{a['gain_init']:.3g}", f"{t.intermediate_values[step]:.4f}",
+                         f"{step}/{a['max_steps']}", str(a["host"])]
+    if kind != "replicate":
+        return expected
+    losses: dict = {}  # p (as the trial's attribute holds it) -> fold -> loss
+    for t in trials:
+        if t.state.name == "COMPLETE" and not t.user_attrs["diverged"]:
+            losses.setdefault(t.user_attrs["p"], {})[t.params["fold"]] = t.value
+    for by_fold in losses.values():
+        x = np.array(list(by_fold.values()))
+        if len(x) < 2:
+            continue
+        mean, std = x.mean(), x.std(ddof=1)
+        half = student.ppf(0.975, len(x) - 1) * std / math.sqrt(len(x))
+        expected += [f"{mean:.4f} ± {std:.4f}", f"[{mean - half:.4f}, {mean + half:.4f}]", f"{x.min():.4f}"]
+    for p, by_fold in losses.items():
+        folds = sorted(set(by_fold) & set(losses[2.0])) if p != 2.0 else []
+        if folds:
+            diffs = np.array([by_fold[f] - losses[2.0][f] for f in folds])
+            reference = np.mean([losses[2.0][f] for f in folds])
+            expected += [f"{diffs.mean():+.4f}", f"{diffs.mean() / reference:+.2%}"]
+    return expected
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["search", "replicate"])
 def test_status_at_80_columns_piped_shows_every_number_in_full(kind, tmp_path):
@@ -215,14 +253,9 @@ def test_status_at_80_columns_piped_shows_every_number_in_full(kind, tmp_path):
     assert "…" not in out
     table_lines = [line for line in out.splitlines() if line.startswith("  ")]
     assert table_lines and max(map(len, table_lines)) <= 80, out
-    expected = []
     assert status["running"], "the synthetic study has running trials"
-    for r in status["running"]:
-        expected += [f" {r['number']} ", f"{r['lr']:.3g}", f"{r['gain_init']:.3g}", f"{r['last_val_loss']:.4f}",
-                     f"{int(r['last_step'])}/{r['max_steps']}", str(r["host"])]
-    for r in status.get("per_p", []):
-        expected += [f"{r['mean']:.4f} ± {r['std']:.4f}", f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]", f"{r['best']:.4f}"]
-    for r in status.get("paired", []):
-        expected += [f"{r['mean_diff']:+.4f}", f"{r['relative_diff']:+.2%}"]
+    expected = _status_numbers_read_through_optuna(url, "s", kind)
+    # two running trials; for the grid, 7 p values and each p ≠ 2 paired with p = 2
+    assert len(expected) == (6 * 2 if kind == "search" else 6 * 2 + 3 * 7 + 2 * 6), expected
     for fragment in expected:
         assert fragment in out, (fragment, out)

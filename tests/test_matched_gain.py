@@ -49,7 +49,7 @@ def initial_entropy(corpus, p: float, gain_init) -> float:
 
     cfg = resolve_config("smoke", {"p": p, "gain_init": gain_init})
     torch.manual_seed(0)
-    model = GPT(cfg, corpus.vocab_size).eval()
+    model = GPT(cfg.model_config(corpus.vocab_size)).eval()
     seen: dict[int, torch.Tensor] = {}  # layer -> the input its attention got in the forward pass
     hooks = [block.attn.register_forward_pre_hook(lambda module, args, i=i: seen.__setitem__(i, args[0]))
              for i, block in enumerate(model.blocks)]

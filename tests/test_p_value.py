@@ -33,6 +33,7 @@ def test_p_reads_numbers_and_infinity_written_as_text(text, expected):
 @pytest.mark.parametrize("bad,fragment", [
     (0.5, "an Lp norm needs p ≥ 1), got 0.5"), (0, "got 0.0"), (-1, "got -1.0"), (math.nan, "got nan"),
     ("abc", "got 'abc'"), (None, "got None"), (True, "got True"), ("1e400", "p = 1e400 overflows a float"),
+    ("-inf", "an Lp norm needs p ≥ 1), got -inf"), (-math.inf, "got -inf"), ("-1e400", "got -inf"),
 ])
 def test_p_refuses_what_is_no_norm_exponent_in_one_line(bad, fragment):
     with pytest.raises(UserError) as refused:
@@ -63,7 +64,7 @@ def test_p_is_checked_once_where_it_enters_never_in_the_model(monkeypatch):
     assert calls == ["3.5"]
     from lpstudy.model.gpt import GPT
 
-    model = GPT(cfg, vocab_size=20)
+    model = GPT(cfg.model_config(vocab_size=20))
     for _ in range(3):
         model(torch.randint(0, 20, (2, 8)))
     model.attention_stats(torch.randint(0, 20, (2, 8)))

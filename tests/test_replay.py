@@ -299,10 +299,10 @@ def test_export_grid_joins_grid_studies_that_share_their_fixed_settings(grid_stu
     # every run is the very run of the study that made it
     g, g_lr = from_study(url, "g"), from_study(url, "g-lr")
     for (c, fold), run in g.runs.items():
-        assert joined.run(joined.index_of(g.configs[c]), fold).val_loss == pytest.approx(run.val_loss, abs=1e-5)
+        assert joined.run(joined.configs.index(g.configs[c]), fold).val_loss == pytest.approx(run.val_loss, abs=1e-5)
     for (c, fold), run in g_lr.runs.items():
         (p,) = g_lr.configs[c]  # g-lr grids p only
-        mine = joined.run(joined.index_of((p, 0.1)), fold)
+        mine = joined.run(joined.configs.index((p, 0.1)), fold)
         assert mine.val_loss == pytest.approx(run.val_loss, abs=1e-5) and mine.value == pytest.approx(run.value, abs=1e-5)
     # replay reads the same joined grid straight from the database
     code, stdout, err = cli(capsys, "replay", "--study", "g", "--study", "g-lr", "--storage", url, "--json",

@@ -96,3 +96,73 @@ def test_a_synthetic_evaluation_has_the_shape_of_a_real_one(real_and_synthetic):
     assert len(real_evals) == 4 * 4 and synthetic_evals  # TINY: steps 0, 10, 20, 30
     for record in synthetic_evals[:6]:
         assert _same_shape(real_evals[-1], record) == []
+
+
+def test_a_synthetic_trial_has_the_parameters_and_distributions_of_a_real_one(real_and_synthetic):
+    real, synthetic = real_and_synthetic
+    for worker_trial in real:
+        alike = [t for t in synthetic if t.params == worker_trial.params]
+        assert alike, worker_trial.params
+        assert all(t.distributions == worker_trial.distributions for t in alike)
+
+
+@pytest.mark.parametrize("include_inf", [True, False])
+def test_a_synthetic_search_trial_is_what_the_worker_asks_and_samples(include_inf):
+    """Each synthetic trial's parameters, enqueued in a fresh study and asked as the worker asks
+    (study.ask, then the space's suggest), come back with the same distributions and values."""
+    from lpstudy.study.synthetic import synthetic_spec, synthetic_trials
+
+    spec = synthetic_spec("search", "smoke", (), 5, include_inf)
+    study = optuna.create_study()
+    trials = list(synthetic_trials(kind="search", n_trials=40, n_evals=3, include_inf=include_inf))
+    infinite = [t for t in trials if t.params.get("p_inf")]
+    assert (len(infinite) > 0) == include_inf and all("p" not in t.params for t in infinite)
+    for synthetic in trials:
+        study.enqueue_trial(synthetic.params)
+        asked = study.ask()
+        overrides = spec.space.suggest(asked)
+        assert asked.params == synthetic.params
+        assert study._storage.get_trial(asked._trial_id).distributions == synthetic.distributions
+        if synthetic.state != "WAITING":
+            assert synthetic.user_attrs["p"] == ("inf" if math.isinf(overrides["p"]) else overrides["p"])
+        study.tell(asked, state=optuna.trial.TrialState.FAIL)
+
+
+def test_a_trial_ends_by_one_rule_decided_here_by_hand():
+    from optuna.trial import TrialState
+
+    from lpstudy.study.trial_context import TrialOutcome
+    from lpstudy.training.metrics import RunSummary
+
+    trained = RunSummary(final_val_loss=1.7, steps=100)
+    diverged = RunSummary(final_val_loss=math.nan, diverged=True, steps=40)
+    no_loss = RunSummary(final_val_loss=math.nan, steps=100)
+    cases = [  # (summary, pruned, interrupted, state, value, reason)
+        (trained, False, False, TrialState.COMPLETE, 1.7, ""),
+        (trained, True, False, TrialState.PRUNED, None, ""),
+        (diverged, False, False, TrialState.COMPLETE, math.log(65), ""),  # ln V: the uniform guess
+        (diverged, False, True, TrialState.COMPLETE, math.log(65), ""),  # it diverged before it was stopped
+        (diverged, True, False, TrialState.PRUNED, None, ""),
+        (trained, False, True, TrialState.FAIL, None, "interrupted"),
+        (no_loss, False, False, TrialState.FAIL, None, "no finite validation loss"),
+    ]
+    for summary, pruned, interrupted, state, value, reason in cases:
+        outcome = TrialOutcome.of_run(summary, 65, pruned=pruned, interrupted=interrupted)
+        assert (outcome.state, outcome.reason) == (state, reason)
+        assert outcome.value == (pytest.approx(value) if value is not None else None)
+
+
+def test_synthetic_and_real_trials_hold_the_value_the_rule_gives(real_and_synthetic, tmp_path):
+    """A completed trial's value is its final validation loss, or ln 65 when it diverged; a pruned
+    one's is the last value it reported (what Optuna's tell stores)."""
+    url = f"sqlite:///{tmp_path / 'search.db'}"
+    written = write_synthetic_study(url, "s", n_trials=40, n_evals=6)  # with diverged and pruned runs
+    search = _trials(url, "s")
+    assert written.counts["PRUNED"] == 2 and any(t.user_attrs.get("diverged") for t in search)
+    for trials in (*real_and_synthetic, search):
+        for t in trials:
+            if t.state.name == "COMPLETE":
+                want = math.log(65) if t.user_attrs["diverged"] else t.user_attrs["final_val_loss"]
+                assert t.value == pytest.approx(want)
+            elif t.state.name == "PRUNED":
+                assert t.value == t.intermediate_values[max(t.intermediate_values)]

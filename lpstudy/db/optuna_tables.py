@@ -10,11 +10,12 @@ and lpstudy.results.frames falls back to Optuna's own API.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
+
+from lpstudy.values import json_or_text
 
 
 class SchemaMismatch(Exception):
@@ -34,17 +35,8 @@ def study_user_attrs(conn: Connection) -> dict[str, dict[str, Any]]:
         "JOIN study_user_attributes a ON a.study_id = s.study_id"))
     out: dict[str, dict[str, Any]] = {}
     for name, key, value in rows:
-        out.setdefault(name, {})[key] = _loads(value)
+        out.setdefault(name, {})[key] = json_or_text(value)
     return out
-
-
-def _loads(text: str | None) -> Any:
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
 
 
 # Each table's own autoincrement key: its largest value moves with every row written anywhere in the

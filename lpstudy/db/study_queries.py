@@ -24,9 +24,9 @@ import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from lpstudy.db.optuna_tables import SchemaMismatch, _loads
+from lpstudy.db.optuna_tables import SchemaMismatch
 from lpstudy.db.kinds.sql import json_number, last_evaluation_join, seconds_between, without_jit
-from lpstudy.values import SPENT_STATES
+from lpstudy.values import SPENT_STATES, json_or_text
 
 # JSON texts a falsy `diverged` attribute can hold (bool(json.loads(text)) is False)
 _FALSY_JSON = ("false", "null", "0", "0.0", '""', "[]", "{}")
@@ -67,7 +67,7 @@ def study_header(conn: Connection, sid: int) -> tuple[list[str], dict[str, Any]]
     """The study's directions and user attributes (decoded JSON)."""
     directions = [str(d).rsplit(".", 1)[-1] for (d,) in conn.execute(sa.text(
         "SELECT direction FROM study_directions WHERE study_id = :sid ORDER BY objective"), {"sid": sid})]
-    attrs = {key: _loads(value) for key, value in conn.execute(sa.text(
+    attrs = {key: json_or_text(value) for key, value in conn.execute(sa.text(
         "SELECT key, value_json FROM study_user_attributes WHERE study_id = :sid"), {"sid": sid})}
     return directions, attrs
 
@@ -86,7 +86,7 @@ def user_attributes_of(conn: Connection, ids: Sequence[int]) -> dict[int, dict[s
                         {f"id{i}": int(tid) for i, tid in enumerate(ids)})
     attributes: dict[int, dict[str, Any]] = {int(tid): {} for tid in ids}
     for tid, key, text in rows:
-        attributes[int(tid)][key] = _loads(text)
+        attributes[int(tid)][key] = json_or_text(text)
     return attributes
 
 

@@ -9,53 +9,21 @@ p = 2 is QKNorm (Henry et al., 2020). The baseline (1/√d, no normalisation) is
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from lpstudy.model.config import GPTConfig
 from lpstudy.model.lpnorm import lp_normalize
-from lpstudy.values import P
-
-if TYPE_CHECKING:
-    from lpstudy.training.config import TrainConfig
-
-
-@dataclass(frozen=True)
-class AttentionConfig:
-    """What one attention layer is: its width and heads, the norm exponent p (a P: checked where it
-    entered, never again here), the gain's initial value g₀ and whether there is one gain per layer
-    or per head, or the baseline instead; dropout and biases as the rest of the model."""
-
-    n_embd: int
-    n_head: int
-    p: P
-    gain_init: float  # g₀, a number (TrainConfig.resolved_gain_init)
-    gain_per: str = "layer"  # "layer" or "head"
-    attention: str = "lp"  # "lp" or "baseline"
-    dropout: float = 0.0
-    bias: bool = False
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "p", P(self.p))  # a P stays as it is; a plain number is checked here
-
-    @classmethod
-    def of(cls, cfg: TrainConfig) -> AttentionConfig:
-        return cls(n_embd=cfg.n_embd, n_head=cfg.n_head, p=cfg.p, gain_init=cfg.resolved_gain_init,
-                   gain_per=cfg.gain_per, attention=cfg.attention, dropout=cfg.dropout, bias=cfg.bias)
-
-    @property
-    def head_size(self) -> int:
-        return self.n_embd // self.n_head
 
 
 class CausalSelfAttention(nn.Module):
     """Multi-head causal self-attention, either Lp-QKNorm (`attention="lp"`) or the usual
-    scaled dot product (`attention="baseline"`, 1/√d, no normalisation)."""
+    scaled dot product (`attention="baseline"`, 1/√d, no normalisation), as the model's config says: width,
+    heads, p, the gain's initial value (one gain per layer or per head), dropout and biases."""
 
-    def __init__(self, config: AttentionConfig):
+    def __init__(self, config: GPTConfig):
         super().__init__()
         self.config = config
         self.n_head = config.n_head

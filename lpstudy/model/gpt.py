@@ -4,16 +4,13 @@ character level, whose attention is Lp-QKNorm (or the baseline, for comparison).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lpstudy.model.attention import AttentionConfig, CausalSelfAttention, logit_bound
-
-if TYPE_CHECKING:
-    from lpstudy.training.config import TrainConfig
+from lpstudy.model.attention import CausalSelfAttention, logit_bound
+from lpstudy.model.config import GPTConfig
 
 
 class MLP(nn.Module):
@@ -28,12 +25,12 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, cfg: TrainConfig, attention: AttentionConfig):
+    def __init__(self, config: GPTConfig):
         super().__init__()
-        self.ln_1 = nn.LayerNorm(cfg.n_embd, bias=cfg.bias)
-        self.attn = CausalSelfAttention(attention)
-        self.ln_2 = nn.LayerNorm(cfg.n_embd, bias=cfg.bias)
-        self.mlp = MLP(cfg.n_embd, cfg.dropout, cfg.bias)
+        self.ln_1 = nn.LayerNorm(config.n_embd, bias=config.bias)
+        self.attn = CausalSelfAttention(config)
+        self.ln_2 = nn.LayerNorm(config.n_embd, bias=config.bias)
+        self.mlp = MLP(config.n_embd, config.dropout, config.bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + self.attn(self.ln_1(x))
@@ -41,21 +38,26 @@ class Block(nn.Module):
 
 
 class GPT(nn.Module):
-    def __init__(self, cfg: TrainConfig, vocab_size: int):
+    """The model a GPTConfig describes (TrainConfig.model_config builds one for a training run)."""
+
+    def __init__(self, config: GPTConfig):
         super().__init__()
-        self.block_size = cfg.block_size
-        self.wte = nn.Embedding(vocab_size, cfg.n_embd)
-        self.wpe = nn.Embedding(cfg.block_size, cfg.n_embd)
-        self.drop = nn.Dropout(cfg.dropout)
-        attention = AttentionConfig.of(cfg)
-        self.blocks = nn.ModuleList(Block(cfg, attention) for _ in range(cfg.n_layer))
-        self.ln_f = nn.LayerNorm(cfg.n_embd, bias=cfg.bias)
-        self.lm_head = nn.Linear(cfg.n_embd, vocab_size, bias=False)
+        if not isinstance(config, GPTConfig):
+            raise TypeError(f"GPT takes a GPTConfig (TrainConfig.model_config(vocab_size) makes one from a "
+                            f"training run), not a {type(config).__name__}")
+        self.config = config
+        self.block_size = config.block_size
+        self.wte = nn.Embedding(config.vocab_size, config.n_embd)
+        self.wpe = nn.Embedding(config.block_size, config.n_embd)
+        self.drop = nn.Dropout(config.dropout)
+        self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layer))
+        self.ln_f = nn.LayerNorm(config.n_embd, bias=config.bias)
+        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
         self.lm_head.weight = self.wte.weight  # tied embeddings
         self.apply(self._init_weights)
         for name, param in self.named_parameters():  # GPT-2's scaled init of residual projections
             if name.endswith("c_proj.weight"):
-                nn.init.normal_(param, mean=0.0, std=0.02 / math.sqrt(2 * cfg.n_layer))
+                nn.init.normal_(param, mean=0.0, std=0.02 / math.sqrt(2 * config.n_layer))
 
     @staticmethod
     def _init_weights(module: nn.Module) -> None:
@@ -85,11 +87,6 @@ class GPT(nn.Module):
         return torch.cat(found) if found else torch.empty(0)
 
     @torch.no_grad()
-    def mean_attention_entropy(self, idx: torch.Tensor) -> float:
-        """Mean entropy of every head's attention rows on one batch (explicit softmax, no kernel)."""
-        return self.attention_stats(idx)["entropy"]
-
-    @torch.no_grad()
     def attention_stats(self, idx: torch.Tensor) -> dict[str, object]:
         """The stability lens on one batch, one forward pass: mean attention entropy, the smallest
         head entropy, the largest logit per layer and over layers, and the largest possible logit
@@ -111,15 +108,12 @@ class GPT(nn.Module):
                 "max_logit_per_layer": per_layer, "max_logit": max(per_layer),
                 "logit_bound": max(bounds) if bounds else math.nan}
 
-    def optimizer(self, cfg: TrainConfig, device_type: str) -> torch.optim.AdamW:
-        """AdamW with weight decay on matrices only (not on gains, norms or biases), as nanoGPT."""
+    def param_groups(self, weight_decay: float) -> list[dict]:
+        """The parameters in an optimiser's groups: weight decay on matrices only (not on gains,
+        norms or biases), as nanoGPT."""
         params = [p for p in self.parameters() if p.requires_grad]
-        decay = [p for p in params if p.dim() >= 2]
-        no_decay = [p for p in params if p.dim() < 2]
-        groups = [{"params": decay, "weight_decay": cfg.weight_decay},
-                  {"params": no_decay, "weight_decay": 0.0}]
-        return torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2),
-                                 fused=device_type == "cuda")
+        return [{"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
+                {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
 
     def num_params(self) -> int:
         return sum(p.numel() for p in self.parameters()) - self.wpe.weight.numel()

@@ -29,7 +29,7 @@ TEMPLATE = "plotly_white"
 HEIGHT = 420
 
 
-def _figure(title: str, x_title: str = "", y_title: str = "", height: int = HEIGHT) -> go.Figure:
+def figure(title: str, x_title: str = "", y_title: str = "", height: int = HEIGHT) -> go.Figure:
     fig = go.Figure()
     fig.update_layout(title={"text": title, "x": 0.01, "xanchor": "left"}, template=TEMPLATE, height=height,
                       margin={"l": 60, "r": 20, "t": 60, "b": 50}, xaxis_title=x_title, yaxis_title=y_title,
@@ -37,7 +37,7 @@ def _figure(title: str, x_title: str = "", y_title: str = "", height: int = HEIG
     return fig
 
 
-def _empty(fig: go.Figure, text: str) -> go.Figure:
+def mark_empty(fig: go.Figure, text: str) -> go.Figure:
     fig.add_annotation(text=text, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5,
                        font={"size": 14, "color": "#666"})
     fig.update_xaxes(visible=False)
@@ -45,7 +45,7 @@ def _empty(fig: go.Figure, text: str) -> go.Figure:
     return fig
 
 
-def _p_axis(fig: go.Figure, p: pd.Series, row_col: dict | None = None) -> None:
+def p_axis(fig: go.Figure, p: pd.Series, row_col: dict | None = None) -> None:
     """Label the p axis, with ∞ at its drawn position."""
     ticks = A.p_ticks(pd.Series(p, dtype="float64"))
     if ticks is not None:
@@ -73,7 +73,7 @@ def _p_group_axis(fig: go.Figure, rows: pd.DataFrame, x: pd.Series) -> None:
     fig.update_xaxes(tickvals=[values[i] for i in keep], ticktext=[labels[i] for i in keep])
 
 
-def _log_ticks(fig: go.Figure, values: pd.Series, axis: str = "y") -> None:
+def log_ticks(fig: go.Figure, values: pd.Series, axis: str = "y") -> None:
     """A log axis (y or x) with readable ticks: 1, 10, 100, … (and 2 and 5 between when it spans
     little)."""
     v = values[(values > 0) & np.isfinite(values)].astype("float64")
@@ -101,7 +101,7 @@ def tick_text(value: float) -> str:
     return power if mantissa == 1 else f"{mantissa:g}×{power}"
 
 
-def _group_colours(n: int, positions: Sequence[float]) -> list[str]:
+def group_colours(n: int, positions: Sequence[float]) -> list[str]:
     """Distinguishable colours for up to ten groups (in p order), else the continuous p scale."""
     if n <= len(GROUP_COLOURS):
         return list(GROUP_COLOURS[:n])
@@ -130,7 +130,7 @@ def _lr_colour(lr: pd.Series) -> dict:
 # --- Home ------------------------------------------------------------------------------------
 
 def states_chart(counts: pd.Series) -> go.Figure:
-    fig = _figure("Trials by state", "", "trials", height=300)
+    fig = figure("Trials by state", "", "trials", height=300)
     colours = {"COMPLETE": "#2ca02c", "PRUNED": "#ff7f0e", "FAIL": DIVERGED_COLOUR, "RUNNING": "#1f77b4",
                "WAITING": "#9e9e9e"}
     fig.add_bar(x=list(counts.index), y=list(counts.values), marker_color=[colours.get(s, "#888") for s in counts.index],
@@ -140,11 +140,11 @@ def states_chart(counts: pd.Series) -> go.Figure:
 
 def history_chart(trials: pd.DataFrame) -> go.Figure:
     """Each COMPLETE trial's final validation loss by trial number, and the best so far."""
-    fig = _figure("Optimisation history", "trial", "final validation loss")
+    fig = figure("Optimisation history", "trial", "final validation loss")
     done = A.finished(trials).sort_values("number")
     ok = done[done["loss"].notna()]
     if ok.empty:
-        return _empty(fig, "no completed trial without divergence yet")
+        return mark_empty(fig, "no completed trial without divergence yet")
     drawn = drawn_points(ok)  # a big study: a sample of the points; the best-so-far line stays exact
     fig.add_scatter(x=drawn.rows["number"], y=drawn.rows["loss"], mode="markers", name="trial",
                     marker={"size": 5, "opacity": 0.6, "color": "#1f77b4"})
@@ -160,11 +160,11 @@ def history_chart(trials: pd.DataFrame) -> go.Figure:
 def loss_vs_p(trials: pd.DataFrame) -> go.Figure:
     """Final validation loss against p, coloured by learning rate; diverged runs as red × along
     the top edge."""
-    fig = _figure("Final validation loss against p", "p", "final validation loss")
+    fig = figure("Final validation loss against p", "p", "final validation loss")
     done = A.finished(trials)
     done = done[done["p"].notna()]
     if done.empty:
-        return _empty(fig, "no completed trial yet")
+        return mark_empty(fig, "no completed trial yet")
     every, drawn = done, drawn_points(done)  # a big study: a sample of the points (the lowest losses always)
     done = drawn.rows
     x = A.p_positions(done["p"]).to_numpy()
@@ -186,16 +186,16 @@ def loss_vs_p(trials: pd.DataFrame) -> go.Figure:
                         name="diverged", marker={"symbol": "x", "size": 8, "color": DIVERGED_COLOUR},
                         customdata=custom[~ok], text=text[~ok],
                         hovertemplate="trial %{customdata[0]} diverged" + details + "<extra></extra>")
-    _p_axis(fig, every["p"])
+    p_axis(fig, every["p"])
     return mark_sample(fig, drawn.note) if drawn.note else fig
 
 
 def mean_loss_per_p(summary: pd.DataFrame) -> go.Figure:
     """Mean final validation loss per p group with its 95 % t interval."""
-    fig = _figure("Mean final validation loss per p (95 % interval)", "p", "final validation loss")
+    fig = figure("Mean final validation loss per p (95 % interval)", "p", "final validation loss")
     rows = summary[summary["n_ok"] > 0]
     if rows.empty:
-        return _empty(fig, "no completed trial without divergence yet")
+        return mark_empty(fig, "no completed trial without divergence yet")
     x = A.p_positions(rows["p"].astype("float64"))
     upper = (rows["ci_high"] - rows["mean"]).fillna(0)
     lower = (rows["mean"] - rows["ci_low"]).fillna(0)
@@ -218,10 +218,10 @@ MAP_TITLES = {"lr": ("learning rate", "learning rate"), "fold": ("fold", "fold")
 def _heatmap(cells: pd.DataFrame, value: str, title: str, colour_title: str, scale: str, by: str,
              zmin=None, zmax=None) -> go.Figure:
     y_name = MAP_TITLES.get(by, (by, by))[0]
-    fig = _figure(f"{title} over p × {y_name}", "p", y_name)
+    fig = figure(f"{title} over p × {y_name}", "p", y_name)
     cells = cells.dropna(subset=[value]) if value in cells else cells.iloc[0:0]
     if cells.empty:
-        return _empty(fig, "no completed trial yet")
+        return mark_empty(fig, "no completed trial yet")
     x_labels = cells.sort_values("p_order")["p_bin"].drop_duplicates().tolist()
     y_labels = cells.sort_values("y_order")["y_bin"].drop_duplicates().tolist()
     grid = cells.pivot_table(index="y_bin", columns="p_bin", values=value, aggfunc="first").reindex(
@@ -248,9 +248,9 @@ def divergence_map(cells: pd.DataFrame, by: str = "lr") -> go.Figure:
 
 
 def importance_chart(importance: pd.Series) -> go.Figure:
-    fig = _figure("Parameter importance (Optuna PED-ANOVA)", "importance", "", height=300)
+    fig = figure("Parameter importance (Optuna PED-ANOVA)", "importance", "", height=300)
     if importance.empty:
-        return _empty(fig, "needs at least 4 completed trials and a parameter that varies")
+        return mark_empty(fig, "needs at least 4 completed trials and a parameter that varies")
     ordered = importance.sort_values()
     fig.add_bar(x=ordered.values, y=list(ordered.index), orientation="h", marker_color="#1f77b4",
                 text=[f"{v:.2f}" for v in ordered.values], textposition="auto")
@@ -261,10 +261,10 @@ def importance_chart(importance: pd.Series) -> go.Figure:
 def paired_chart(paired: pd.DataFrame, reference_p: float = 2.0) -> go.Figure:
     """loss(p) − loss(reference) across folds, with its 95 % interval; below 0: p is better."""
     ref = A.format_p(reference_p)
-    fig = _figure(f"Paired difference to p = {ref} across folds (95 % interval)", "p",
+    fig = figure(f"Paired difference to p = {ref} across folds (95 % interval)", "p",
                   f"loss(p) − loss(p = {ref})")
     if paired.empty:
-        return _empty(fig, f"needs completed runs of p = {ref} and other p on the same folds")
+        return mark_empty(fig, f"needs completed runs of p = {ref} and other p on the same folds")
     x = A.p_positions(paired["p"].astype("float64"))
     fig.add_hline(y=0, line={"color": "#888", "dash": "dash"})
     fig.add_scatter(x=x, y=paired["mean_diff"], mode="markers", name="mean difference",
@@ -296,10 +296,10 @@ def loss_curves(curves: pd.DataFrame, trials: pd.DataFrame, column: str = "val_l
     top). Trials are drawn in `levels` colour bands (one trace each, so a thousand curves stay
     quick); at most max_trials curves, the latest first."""
     what = {"val_loss": "Validation", "train_loss": "Training"}.get(column, column)
-    fig = _figure(f"{what} loss curves, coloured by p", "step", f"{what.lower()} loss")
+    fig = figure(f"{what} loss curves, coloured by p", "step", f"{what.lower()} loss")
     joined = A.with_p(curves, trials).dropna(subset=[column, "p"])
     if joined.empty:
-        return _empty(fig, "no learning curve recorded yet")
+        return mark_empty(fig, "no learning curve recorded yet")
     numbers = sorted(joined["trial_number"].unique())[-max_trials:]
     joined = joined[joined["trial_number"].isin(numbers)]
     position = A.p_positions(joined["p"])
@@ -355,12 +355,12 @@ def median_curves(bands: pd.DataFrame, column_title: str = "validation loss") ->
     band_text = " (25–75 % band)" if with_bands else ""
     title = (f"Median validation loss per p{band_text}" if column_title == "validation loss"
              else f"Median {column_title} per p{band_text}")
-    fig = _figure(title, "step", column_title)
+    fig = figure(title, "step", column_title)
     if bands.empty:
-        return _empty(fig, "no learning curve recorded yet")
+        return mark_empty(fig, "no learning curve recorded yet")
     position = A.p_positions(centres)
     order = sorted(centres.index, key=lambda label: float(position[label]))
-    colours = dict(zip(order, _group_colours(len(order), [float(position[label]) for label in order])))
+    colours = dict(zip(order, group_colours(len(order), [float(position[label]) for label in order])))
     for label, group in sorted(bands.groupby("p_bin", sort=False), key=lambda item: order.index(item[0])):
         colour = colours[label]
         fill = _rgba(colour, 0.15)
@@ -378,10 +378,10 @@ def median_curves(bands: pd.DataFrame, column_title: str = "validation loss") ->
 
 def steps_to_threshold_chart(convergence: pd.DataFrame, threshold: float) -> go.Figure:
     """Steps to reach the loss threshold against p; runs that never reached it as grey ▲ on top."""
-    fig = _figure(f"Steps to reach validation loss {threshold:g}", "p", "steps")
+    fig = figure(f"Steps to reach validation loss {threshold:g}", "p", "steps")
     rows = convergence[convergence["p"].notna() & ~convergence["diverged"].astype(bool)]
     if rows.empty:
-        return _empty(fig, "no completed trial without divergence yet")
+        return mark_empty(fig, "no completed trial without divergence yet")
     x = A.p_positions(rows["p"])
     reached = rows["reached"].astype(bool)
     if reached.any():
@@ -396,29 +396,29 @@ def steps_to_threshold_chart(convergence: pd.DataFrame, threshold: float) -> go.
                         name="never reached", marker={"symbol": "triangle-up", "size": 8, "color": "#9e9e9e"},
                         customdata=rows.loc[~reached, "trial_number"],
                         hovertemplate="trial %{customdata} never reached it<extra></extra>")
-    _p_axis(fig, rows["p"])
+    p_axis(fig, rows["p"])
     return fig
 
 
 def auc_chart(convergence: pd.DataFrame) -> go.Figure:
-    fig = _figure("Area under the validation curve against p", "p", "mean loss over training (area / steps)")
+    fig = figure("Area under the validation curve against p", "p", "mean loss over training (area / steps)")
     rows = convergence[convergence["p"].notna() & convergence["auc"].notna() & ~convergence["diverged"].astype(bool)]
     if rows.empty:
-        return _empty(fig, "no completed trial without divergence yet")
+        return mark_empty(fig, "no completed trial without divergence yet")
     colour = _lr_colour(rows["lr"])
     fig.add_scatter(x=A.p_positions(rows["p"]), y=rows["auc"], mode="markers", marker={"size": 7, "opacity": 0.8, **colour},
                     customdata=rows["trial_number"], hovertemplate="trial %{customdata}<br>area %{y:.4f}<extra></extra>",
                     showlegend=False)
-    _p_axis(fig, rows["p"])
+    p_axis(fig, rows["p"])
     return fig
 
 
 # --- Stability -------------------------------------------------------------------------------
 
 def divergence_rate_chart(rates: pd.DataFrame) -> go.Figure:
-    fig = _figure("Divergence rate per p (95 % Wilson interval)", "p", "diverged runs")
+    fig = figure("Divergence rate per p (95 % Wilson interval)", "p", "diverged runs")
     if rates.empty:
-        return _empty(fig, "no completed trial yet")
+        return mark_empty(fig, "no completed trial yet")
     # the rate itself as a point, its Wilson interval as bars around it
     fig.add_scatter(x=list(rates["p_bin"]), y=rates["rate"], mode="markers", name="rate (95 % Wilson interval)",
                     marker={"size": 9, "color": DIVERGED_COLOUR, "symbol": "diamond"},
@@ -433,9 +433,9 @@ def divergence_rate_chart(rates: pd.DataFrame) -> go.Figure:
 
 
 def max_grad_norm_chart(grads: pd.DataFrame) -> go.Figure:
-    fig = _figure("Largest gradient norm against p", "p", "largest gradient norm (log)")
+    fig = figure("Largest gradient norm against p", "p", "largest gradient norm (log)")
     if grads.empty:
-        return _empty(fig, "no gradient norms recorded yet")
+        return mark_empty(fig, "no gradient norms recorded yet")
     x = A.p_positions(grads["p"].astype("float64"))
     diverged = grads["diverged"].astype(bool)
     for mask, name, marker in ((~diverged, "ran through", {"color": "#1f77b4", "size": 6, "opacity": 0.7}),
@@ -444,8 +444,8 @@ def max_grad_norm_chart(grads: pd.DataFrame) -> go.Figure:
             fig.add_scatter(x=x[mask], y=grads.loc[mask, "max_grad_norm"], mode="markers", name=name, marker=marker,
                             customdata=grads.loc[mask, "trial_number"],
                             hovertemplate="trial %{customdata}<br>%{y:.3g}<extra></extra>")
-    _log_ticks(fig, grads["max_grad_norm"])
-    _p_axis(fig, grads["p"])
+    log_ticks(fig, grads["max_grad_norm"])
+    p_axis(fig, grads["p"])
     return fig
 
 
@@ -459,11 +459,11 @@ def gain_chart(bands: pd.DataFrame) -> go.Figure:
 
 def spread_chart(trials: pd.DataFrame, bins: int | Sequence[float] | None = None) -> go.Figure:
     """The final validation losses of each p group as a box: the spread across folds or seeds."""
-    fig = _figure("Spread of final validation loss across folds and seeds, per p", "p", "final validation loss")
+    fig = figure("Spread of final validation loss across folds and seeds, per p", "p", "final validation loss")
     ok = A.successful(trials)
     ok = ok[ok["p"].notna()]
     if ok.empty:
-        return _empty(fig, "no completed trial without divergence yet")
+        return mark_empty(fig, "no completed trial without divergence yet")
     groups = ok.join(A.p_bins(ok["p"], bins)).sort_values("p_order")
     order = groups["p_bin"].drop_duplicates().tolist()
     if len(groups) <= CHART_POINTS:
@@ -484,10 +484,10 @@ def spread_chart(trials: pd.DataFrame, bins: int | Sequence[float] | None = None
 
 def trial_chart(curves: pd.DataFrame, number: int) -> go.Figure:
     """One trial's training and validation loss against step."""
-    fig = _figure(f"Trial {number}: loss curves", "step", "loss", height=380)
+    fig = figure(f"Trial {number}: loss curves", "step", "loss", height=380)
     rows = curves[curves["trial_number"] == number].sort_values("step")
     if rows.empty:
-        return _empty(fig, "this trial has no evaluation yet")
+        return mark_empty(fig, "this trial has no evaluation yet")
     for column, name, colour in (("train_loss", "train", "#ff7f0e"), ("val_loss", "validation", "#1f77b4")):
         if rows[column].notna().any():
             fig.add_scatter(x=rows["step"], y=rows[column], mode="lines+markers", name=name,

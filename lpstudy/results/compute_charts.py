@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from lpstudy.results.charts import _empty, _figure, mark_sample
+from lpstudy.results.charts import figure, mark_empty, mark_sample
 from lpstudy.results.point_sample import drawn_points, step_points
 
 PRUNED_MARKER = {"symbol": "x", "size": 7, "color": "#444444", "line": {"width": 1}}
@@ -24,9 +24,9 @@ def _time_unit(seconds: float) -> tuple[float, str]:
 def best_against_compute_chart(frame: pd.DataFrame) -> go.Figure:
     """The best value so far (a step line) against the device time spent by every finished trial,
     each trial a point at the compute spent when it finished (pruned ones marked ×)."""
-    fig = _figure("Best value so far against compute spent", "compute spent", "validation loss")
+    fig = figure("Best value so far against compute spent", "compute spent", "validation loss")
     if frame.empty:
-        return _empty(fig, "no trial has finished yet")
+        return mark_empty(fig, "no trial has finished yet")
     scale, unit = _time_unit(float(frame["cumulative_s"].iloc[-1]))
     x = frame["cumulative_s"].to_numpy(dtype="float64") / scale
     fig.update_xaxes(title_text=f"compute spent by all trials ({unit} of device time)")

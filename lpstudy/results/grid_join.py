@@ -10,10 +10,11 @@ part only. Plain Python over GridTable (lpstudy.results.grid_table)."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from lpstudy.errors import UserError
-from lpstudy.results.grid_table import FOLD, GridTable, Run, _is_number, _product, from_study
+from lpstudy.results.grid_table import FOLD, GridTable, Run, from_study, is_numeric_value
 
 _UNSET = "(unset)"
 
@@ -49,7 +50,7 @@ def join_tables(tables: list[GridTable], names: list[str]) -> GridTable:
     parts = [_gridded_values(table, name, params) for table, name in zip(tables, names)]
     values = {n: _merged([part[n] for part in parts]) for n in params}
     folds = sorted({f for table in tables for f in table.folds})
-    configs = [tuple(c) for c in _product([values[n] for n in params])]
+    configs = list(itertools.product(*(values[n] for n in params)))
     index = {c: i for i, c in enumerate(configs)}
 
     runs: dict[tuple[int, int], Run] = {}
@@ -95,7 +96,7 @@ def _merged(lists: list[list[Any]]) -> list[Any]:
     seen: list[Any] = []
     for values in lists:
         seen += [v for v in values if v not in seen]
-    if all(_is_number(v) for v in seen):
+    if all(is_numeric_value(v) for v in seen):
         return sorted(seen, key=float)
     return seen
 

@@ -13,6 +13,7 @@ Plain Python over pandas and NumPy: no torch, no Optuna.
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import math
 from dataclasses import dataclass, field
@@ -78,9 +79,6 @@ class GridTable:
     def run(self, config: int, fold: int) -> Run:
         return self.runs[(config, fold)]
 
-    def index_of(self, config: tuple) -> int:
-        return self._index[config]
-
     # -- the truth a method is judged by -----------------------------------------------------
     def config_losses(self) -> np.ndarray:
         """Each configuration's mean value over the folds (what a returned configuration is judged by)."""
@@ -130,7 +128,7 @@ class GridTable:
         space: dict[str, Any] = {}
         for name in self.params:
             values = self.values[name]
-            finite = [float(v) for v in values if _is_number(v) and math.isfinite(float(v))]
+            finite = [float(v) for v in values if is_numeric_value(v) and math.isfinite(float(v))]
             if len(finite) == len(values) - (1 if "inf" in values else 0) and len(finite) >= 2:
                 entry: dict[str, Any] = {"low": min(finite), "high": max(finite), "log": name in LOG_SCALE}
                 if "inf" in values:
@@ -141,7 +139,8 @@ class GridTable:
         return space
 
 
-def _is_number(value: Any) -> bool:
+def is_numeric_value(value: Any) -> bool:
+    """Whether a grid's value is a number: an int, a float, or p = ∞ as its parameter holds it ("inf")."""
     if isinstance(value, bool):
         return False
     if isinstance(value, (int, float)):
@@ -150,7 +149,7 @@ def _is_number(value: Any) -> bool:
 
 
 def _nearest_value(name: str, grid: list[Any], value: Any) -> Any:
-    if not all(_is_number(v) for v in grid) or not _is_number(value):
+    if not all(is_numeric_value(v) for v in grid) or not is_numeric_value(value):
         if value in grid:
             return value
         raise KeyError(f"{name}={value!r} is not a value of the grid ({grid})")
@@ -194,7 +193,7 @@ def from_study(storage_url: str, study_name: str) -> GridTable:
         raise UserError(f"grid study {study_name!r} searches only folds: give it a configuration to search "
                         "(--p, --lr, --gain-init or --search)")
     values = {p.name: [spec.space.optuna_params({p.name: v})[p.name] for v in p.choices] for p in choices}
-    configs = [tuple(c) for c in _product([values[n] for n in params])]
+    configs = list(itertools.product(*(values[n] for n in params)))
     index = {c: i for i, c in enumerate(configs)}
     folds = [int(f) for f in values[FOLD]]
 
@@ -234,12 +233,6 @@ def from_study(storage_url: str, study_name: str) -> GridTable:
               "exported_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     return GridTable(params=params, values={n: values[n] for n in params}, configs=configs, folds=folds,
                      runs=runs, preset=spec.preset, fixed=fixed, source=source)
-
-
-def _product(lists: list[list[Any]]) -> list[tuple]:
-    import itertools
-
-    return list(itertools.product(*lists))
 
 
 def _run_of(done: dict, rows: list[dict], curves) -> Run:
@@ -282,7 +275,7 @@ def from_plain(plain: dict[str, Any], where: str = "grid file") -> GridTable:
                         "`lpstudy export-grid --study NAME -o FILE`")
     params = tuple(plain["params"])
     values = {n: list(plain["values"][n]) for n in params}
-    configs = [tuple(c) for c in _product([values[n] for n in params])]
+    configs = list(itertools.product(*(values[n] for n in params)))
     index = {c: i for i, c in enumerate(configs)}
     runs = {}
     for r in plain["runs"]:

@@ -10,7 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from lpstudy.results import analysis as A
-from lpstudy.results.charts import _empty, _figure, _group_colours, _log_ticks, _p_axis, draws_bands, median_curves
+from lpstudy.results.charts import draws_bands, figure, group_colours, log_ticks, mark_empty, median_curves, p_axis
 
 RULE_COLOURS = {"default": "#1f77b4", "fixed": "#1f77b4", "matched": "#ff7f0e"}
 RULE_NAMES = {"default": "fixed gain g₀ = log₂(L²−L)", "fixed": "fixed gain", "matched": "matched gain"}
@@ -23,15 +23,15 @@ def _error(frame: pd.DataFrame, centre: str = "mean") -> dict:
 
 def lr_curve_chart(curve: pd.DataFrame) -> go.Figure:
     """Final validation loss (capped at the initial loss) against the learning rate, one line per p."""
-    fig = _figure("Final loss against learning rate per p (95 % interval)", "learning rate",
+    fig = figure("Final loss against learning rate per p (95 % interval)", "learning rate",
                   "final validation loss (diverged = initial loss)")
     fig.update_xaxes(type="log")
     if curve.empty:
-        return _empty(fig, "no completed run yet")
-    _log_ticks(fig, curve["lr"], axis="x")
+        return mark_empty(fig, "no completed run yet")
+    log_ticks(fig, curve["lr"], axis="x")
     position = A.p_positions(curve.groupby("p_bin", sort=False)["p"].first())
     order = sorted(position.index, key=lambda label: float(position[label]))
-    colours = dict(zip(order, _group_colours(len(order), [float(position[label]) for label in order])))
+    colours = dict(zip(order, group_colours(len(order), [float(position[label]) for label in order])))
     for label, group in curve.groupby("p_bin", sort=False):
         group = group.sort_values("lr")
         fig.add_scatter(x=group["lr"], y=group["mean"], mode="lines+markers", name=f"p {label}",
@@ -45,10 +45,10 @@ def lr_curve_chart(curve: pd.DataFrame) -> go.Figure:
 
 def lr_sensitivity_chart(sensitivity: pd.DataFrame) -> go.Figure:
     """LR sensitivity per p with its interval across folds (Wortsman et al. 2023)."""
-    fig = _figure("LR sensitivity per p (Wortsman et al. 2023; 95 % CI)", "p",
+    fig = figure("LR sensitivity per p (Wortsman et al. 2023; 95 % CI)", "p",
                   "E_lr[min(loss, L0)] − min_lr loss (nats)")
     if sensitivity.empty:
-        return _empty(fig, "needs a sweep of at least two learning rates per p (lpstudy replicate --lr A,B,C)")
+        return mark_empty(fig, "needs a sweep of at least two learning rates per p (lpstudy replicate --lr A,B,C)")
     x = A.p_positions(sensitivity["p"].astype("float64"))
     fig.add_scatter(x=x, y=sensitivity["mean"], mode="markers", name="LR sensitivity", marker={"size": 10},
                     error_y=_error(sensitivity),
@@ -84,10 +84,10 @@ def initial_entropy_chart(table: pd.DataFrame) -> go.Figure:
     (named in the legend, even when there is one), never a line (a search's runs at nearby p are
     separate runs, not a curve). Ticks at the exact p values where they fit on the axis
     (analysis.exact_p_fit), else evenly spaced ones; ∞ at its drawn place."""
-    fig = _figure("Attention entropy at initialisation against p, fixed and matched gains", "p",
+    fig = figure("Attention entropy at initialisation against p, fixed and matched gains", "p",
                   "mean attention entropy at step 0 (nats)")
     if table.empty:
-        return _empty(fig, "no evaluation at step 0 recorded")
+        return mark_empty(fig, "no evaluation at step 0 recorded")
     p = table["p"].astype("float64")
     x_all = A.p_positions(p)
     for rule, group in table.groupby("gain_rule", sort=True):
@@ -103,16 +103,16 @@ def initial_entropy_chart(table: pd.DataFrame) -> go.Figure:
         ticks = table.assign(x=x_all).drop_duplicates("p").sort_values("x")
         fig.update_xaxes(tickvals=list(ticks["x"]), ticktext=list(ticks["p_bin"]))
     else:
-        _p_axis(fig, p)
+        p_axis(fig, p)
     return fig
 
 
 def compare_chart(paired: pd.DataFrame, reference: str) -> go.Figure:
     """A comparison's arms: loss(arm) − loss(reference) across folds with the 95 % interval."""
-    fig = _figure(f"Equal-budget comparison: paired difference to {reference} across folds (95 % interval)",
+    fig = figure(f"Equal-budget comparison: paired difference to {reference} across folds (95 % interval)",
                   "arm", f"loss(arm) − loss({reference})")
     if paired.empty:
-        return _empty(fig, f"needs the replicate runs of {reference} and another arm on the same folds")
+        return mark_empty(fig, f"needs the replicate runs of {reference} and another arm on the same folds")
     fig.add_hline(y=0, line={"color": "#888", "dash": "dash"})
     fig.add_scatter(x=paired["arm"], y=paired["mean_diff"], mode="markers", name="mean difference",
                     marker={"size": 10, "color": np.where(paired["mean_diff"] < 0, "#2ca02c", "#d62728")},

@@ -19,16 +19,7 @@ from sqlalchemy.engine import Connection
 
 from lpstudy.db import study_queries as Q
 from lpstudy.training.metrics import SUMMARY_FIELDS
-from lpstudy.values import FIXED_PARAMS_ATTR, P, read_p, to_float
-
-
-def _loads(text: Any) -> Any:
-    if text is None or (isinstance(text, float) and math.isnan(text)):
-        return None
-    try:
-        return json.loads(text)
-    except (TypeError, ValueError):
-        return text
+from lpstudy.values import FIXED_PARAMS_ATTR, P, json_or_text, read_p, to_float
 
 
 def numbers_of(texts: pd.Series, convert: Callable[[Any], float]) -> np.ndarray:
@@ -39,14 +30,14 @@ def numbers_of(texts: pd.Series, convert: Callable[[Any], float]) -> np.ndarray:
     rest = np.flatnonzero(np.isnan(out) & texts.notna().to_numpy() & (texts != "NaN").to_numpy())
     if len(rest):  # decoded once per distinct text: a column of 90,000 JSON nulls is one decode, not 90,000
         values = texts.to_numpy(dtype=object)[rest]
-        table = {text: convert(_loads(text)) for text in pd.unique(values)}
+        table = {text: convert(json_or_text(text)) for text in pd.unique(values)}
         out[rest] = [table[text] for text in values]
     return out
 
 
 def _decoded(texts: pd.Series, convert: Callable[[Any], Any]) -> list:
     """convert(json.loads(text)) per row, decoding each distinct text once."""
-    table = {text: convert(_loads(text)) for text in texts.dropna().unique()}
+    table = {text: convert(json_or_text(text)) for text in texts.dropna().unique()}
     missing = convert(None)
     return [missing if text is None or text is np.nan else table[text] for text in texts.to_numpy(dtype=object)]
 
@@ -91,7 +82,7 @@ def sql_trials_frame(conn: Connection, sid: int, run_fields: Sequence, who: Sequ
         waiting = set(rows.loc[rows["state"] == "WAITING", "trial_id"].astype(int))
         for tid, _key, text in Q.system_attr_rows(conn, sid, [FIXED_PARAMS_ATTR], ids=ids, state=state):
             if int(tid) in waiting and not params.get(int(tid)):
-                value = _loads(text)
+                value = json_or_text(text)
                 params[int(tid)] = dict(value) if isinstance(value, dict) else {}
     last = Q.last_evaluations(conn, sid, ids=ids, state=state)
 

@@ -1,7 +1,8 @@
 """The objective: one trial trains one run, and its curve and summary land on the trial.
 
 Direction: minimise. Value: the final validation loss, or ln(vocabulary size) for a run that
-diverged (it COMPLETES with the user attribute diverged=True, so samplers learn to avoid it).
+diverged (it COMPLETES with the user attribute diverged=True, so samplers learn to avoid it): the
+rule is TrialOutcome.of_run (lpstudy.study.trial_context), which the synthetic studies follow too.
 Each evaluation is stored as it happens: a row of the metrics table on SQL storages, a trial system
 attribute lpstudy_metrics:<step> on journal and gRPC storages.
 """
@@ -17,7 +18,6 @@ from typing import Any
 
 import optuna
 import sqlalchemy as sa
-from optuna.trial import TrialState
 
 from lpstudy.db.metrics_table import write_metrics
 from lpstudy.study.checkpoints import TrialCheckpoints
@@ -26,7 +26,7 @@ from lpstudy.study.trial_attributes import end_attributes, evaluation_attribute,
 from lpstudy.study.trial_context import TrialContext, TrialOutcome
 from lpstudy.training.gain import gain_rule_of
 from lpstudy.training.config import resolve_config, with_cpu_threads
-from lpstudy.training.metrics import MetricRecord, uniform_guess_loss
+from lpstudy.training.metrics import MetricRecord
 from lpstudy.training.progress import TrainingProgress, say_stderr
 from lpstudy.training.trainer import train
 
@@ -120,14 +120,5 @@ def run_trial(ctx: TrialContext, trial: optuna.Trial) -> TrialOutcome:
     if checkpoints is not None and (pruned[0] or summary.diverged or not interrupted
                                     and math.isfinite(summary.final_val_loss)):
         checkpoints.finish()  # it will not be retried
-    if pruned[0]:
-        return TrialOutcome(TrialState.PRUNED, None, summary, overrides=overrides)
-    if summary.diverged:
-        return TrialOutcome(TrialState.COMPLETE, uniform_guess_loss(ctx.corpus.vocab_size), summary,
-                            overrides=overrides)
-    if interrupted:
-        return TrialOutcome(TrialState.FAIL, None, summary, reason="interrupted", overrides=overrides)
-    if not math.isfinite(summary.final_val_loss):
-        return TrialOutcome(TrialState.FAIL, None, summary, reason="no finite validation loss",
-                            overrides=overrides)
-    return TrialOutcome(TrialState.COMPLETE, summary.final_val_loss, summary, overrides=overrides)
+    return TrialOutcome.of_run(summary, ctx.corpus.vocab_size, pruned=pruned[0], interrupted=interrupted,
+                               overrides=overrides)

@@ -64,6 +64,9 @@ class Fixed:
     def suggest(self, trial) -> Any:
         return self.value
 
+    def optuna_params(self, value: Any) -> dict[str, Any]:
+        return {}  # a fixed field is no parameter of Optuna's
+
     def describe(self) -> str:
         return f"{self.name}={_fmt(self.value)}"
 
@@ -78,6 +81,9 @@ class Choice:
 
     def suggest(self, trial) -> Any:
         return coerce_field(self.name, trial.suggest_categorical(self.name, json_safe(self.choices)))
+
+    def optuna_params(self, value: Any) -> dict[str, Any]:
+        return {self.name: json_safe(value)}
 
     def describe(self) -> str:
         return f"{self.name} ∈ {{{', '.join(_fmt(c) for c in self.choices)}}}"
@@ -109,6 +115,13 @@ class Range:
             return trial.suggest_int(self.name, int(self.low), int(self.high), log=self.log,
                                      step=int(self.step or 1))
         return trial.suggest_float(self.name, self.low, self.high, log=self.log, step=self.step)
+
+    def optuna_params(self, value: Any) -> dict[str, Any]:
+        """The parameters that make suggest() return value: with ∞, the switch and p when finite."""
+        if not self.with_inf:
+            return {self.name: value}
+        infinite = math.isinf(float(value))
+        return {P_INF_PARAM: infinite, **({} if infinite else {self.name: value})}
 
     def describe(self) -> str:
         scale = " log" if self.log else ""
@@ -325,9 +338,11 @@ class SearchSpace:
         return [dict(zip([c.name for c in choices], combo))
                 for combo in itertools.product(*(c.choices for c in choices))]
 
-    def optuna_params(self, cell: dict[str, Any]) -> dict[str, Any]:
-        """A grid cell as Optuna parameters (for enqueue_trial)."""
-        return json_safe(cell)
+    def optuna_params(self, values: dict[str, Any]) -> dict[str, Any]:
+        """Fields' values (a grid cell, a run's overrides) as the Optuna parameters from which
+        suggest() gives them back (for enqueue_trial, or a trial written by hand)."""
+        return {key: encoded for param in self.params if param.name in values
+                for key, encoded in param.optuna_params(values[param.name]).items()}
 
     def cell_of(self, params: dict[str, Any]) -> tuple:
         """The grid cell a trial's Optuna parameters belong to, as a hashable key."""

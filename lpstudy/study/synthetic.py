@@ -13,29 +13,33 @@ p = 2, flat over 2.5–4; too large a learning rate or gain diverges, more often
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
+import sys
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Sequence
+from typing import Annotated, Any, Literal, Optional, Sequence
 
 import numpy as np
+import typer
 
 from lpstudy.db.metrics_table import write_metrics
 from lpstudy.db.optuna_storage import open_storage
+from lpstudy.study.space import SearchSpace
 from lpstudy.study.spec import build_spec, replicate_spec
 from lpstudy.study.studies import create_study
+from lpstudy.study.trial_context import TrialOutcome
 from lpstudy.study.trial_attributes import end_attributes, evaluation_attribute, start_attributes
 from lpstudy.training.config import resolve_config
 from lpstudy.training.gain import gain_rule_of
-from lpstudy.training.metrics import MetricRecord, RunSummary, uniform_guess_loss
-from lpstudy.values import STATES, json_safe
+from lpstudy.training.metrics import MetricRecord, RunSummary
+from lpstudy.values import STATES
 
 VOCAB_SIZE = 65
 PAPER_P_VALUES = (1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0)
 EVAL_INTERVAL = 25
 TOKENS_PER_S = 40_000.0
+REPLICATE_LR, REPLICATE_GAIN = 1e-3, 16.0  # what a synthetic replicate study fixes
 
 @dataclass
 class SyntheticStudy:
@@ -134,7 +138,7 @@ def _runs(kind: str, n_trials: int, rng: np.random.Generator, p_values: Sequence
     if kind == "replicate":
         cells = [(p, f) for p in p_values for f in range(folds)]
         for i, (p, fold) in enumerate(cells):
-            lr, gain = 1e-3, 16.0
+            lr, gain = REPLICATE_LR, REPLICATE_GAIN
             diverge = all_diverged or rng.random() < diverge_scale * _divergence_probability(p, lr, gain)
             runs.append(_Run(p, lr, gain, fold, i, "COMPLETE", bool(diverge)))
     else:
@@ -171,23 +175,35 @@ class SyntheticTrial:
 
 
 def synthetic_spec(kind: str, preset: str, p_values: Sequence[float], folds: int, include_inf: bool):
-    """The study spec and the parameters' Optuna distributions of a synthetic study."""
-    from optuna.distributions import CategoricalDistribution, FloatDistribution
-
+    """The study spec of a synthetic study: a replicate grid of p_values × folds, or a search over p
+    (with ∞ when include_inf), the learning rate and the gain's initial value."""
     if kind == "replicate":
-        spec = replicate_spec(preset, list(p_values), folds, options={"loss_threshold": 2.0})
-        distributions = {"p": CategoricalDistribution(tuple(json_safe(spec.p_values))),
-                         "fold": CategoricalDistribution(tuple(range(folds)))}
-    else:
-        spec = build_spec(space_entries={"p": {"low": 1.0, "high": 4.0, "inf": include_inf},
-                                         "lr": {"low": 1e-4, "high": 3e-2, "log": True},
-                                         "gain_init": {"low": 3.0, "high": 40.0, "log": True},
-                                         "folds": folds},
-                          options={"preset": preset, "loss_threshold": 2.0})
-        distributions = {"p": FloatDistribution(1.0, 4.0), "lr": FloatDistribution(1e-4, 3e-2, log=True),
-                         "gain_init": FloatDistribution(3.0, 40.0, log=True),
-                         "p_inf": CategoricalDistribution((False, True))}
-    return spec, distributions
+        return replicate_spec(preset, list(p_values), folds, fixed={"lr": REPLICATE_LR, "gain_init": REPLICATE_GAIN},
+                              options={"loss_threshold": 2.0})
+    return build_spec(space_entries={"p": {"low": 1.0, "high": 4.0, "inf": include_inf},
+                                     "lr": {"low": 1e-4, "high": 3e-2, "log": True},
+                                     "gain_init": {"low": 3.0, "high": 40.0, "log": True},
+                                     "folds": folds},
+                      options={"preset": preset, "loss_threshold": 2.0})
+
+
+def trial_params(space: SearchSpace, values: dict[str, Any]) -> tuple[dict, dict, dict[str, Any]]:
+    """What a worker's trial holds for these fields' values: (Optuna's parameters, their
+    distributions, the run's overrides). The space encodes the values (p = ∞ its own way) and its
+    suggest path, the worker's, reads them back on a fixed trial and records the distributions."""
+    from optuna.trial import FixedTrial
+
+    trial = FixedTrial(space.optuna_params(values))
+    overrides = space.suggest(trial)
+    return dict(trial.params), dict(trial.distributions), overrides
+
+
+def told_value(outcome: TrialOutcome, intermediate_values: dict[int, float]) -> float | None:
+    """The value study.tell stores for the outcome: its own, or for a pruned trial (told without
+    one) the last value it reported, as Optuna's tell does."""
+    if outcome.state.name == "PRUNED" and intermediate_values:
+        return intermediate_values[max(intermediate_values)]
+    return outcome.value
 
 
 def synthetic_trials(*, kind: str = "search", n_trials: int = 60, n_evals: int = 20, seed: int = 0,
@@ -201,20 +217,13 @@ def synthetic_trials(*, kind: str = "search", n_trials: int = 60, n_evals: int =
     rng = np.random.default_rng(seed)
     runs = _runs(kind, n_trials, rng, p_values, folds, include_inf, states, all_diverged, diverge_scale)
     fold_offsets = rng.normal(0, 0.015, size=max(folds, 1))
-    ln_v = uniform_guess_loss(VOCAB_SIZE)
-    _, distributions = synthetic_spec(kind, preset, p_values, folds, include_inf)
+    space = synthetic_spec(kind, preset, p_values, folds, include_inf).space
     now = now or datetime.now()
     start = now - timedelta(hours=2)
     for i, run in enumerate(runs):
-        if kind == "replicate":  # as lpstudy.study.space encodes choices: p = ∞ as the string "inf"
-            params = {"p": json_safe(float(run.p)), "fold": run.fold}
-        else:  # a range of p with ∞ adds p_inf; p itself is sampled only when p_inf is False
-            params = {"lr": run.lr, "gain_init": run.gain_init}
-            if include_inf:
-                params["p_inf"] = math.isinf(run.p)
-            if math.isfinite(run.p):
-                params["p"] = run.p
-        dists = {name: distributions[name] for name in params}
+        sampled = {"p": run.p, "fold": run.fold} if kind == "replicate" else \
+            {"p": run.p, "lr": run.lr, "gain_init": run.gain_init}
+        params, dists, overrides = trial_params(space, sampled)
         if run.state == "WAITING":
             yield SyntheticTrial(i, "WAITING", params, dists, {}, {}, None, [], None, None)
             continue
@@ -225,23 +234,28 @@ def synthetic_trials(*, kind: str = "search", n_trials: int = 60, n_evals: int =
         began = start + timedelta(seconds=40 * i)
         if run.state == "RUNNING":
             began = now - timedelta(seconds=30 + 20 * i % 60)
-        cfg = resolve_config(preset, {"p": run.p, "lr": run.lr, "gain_init": run.gain_init, "fold": run.fold,
-                                      "folds": folds, "seed": run.seed, "max_steps": n_evals * EVAL_INTERVAL,
-                                      "eval_interval": EVAL_INTERVAL, "device": device,
-                                      "threads": 1 if device == "cpu" else 0})
+        cfg = resolve_config(preset, {**overrides, "fold": run.fold, "folds": folds, "seed": run.seed,
+                                      "max_steps": n_evals * EVAL_INTERVAL, "eval_interval": EVAL_INTERVAL,
+                                      "device": device, "threads": 1 if device == "cpu" else 0})
         identity = {"host": host, "pid": pid, "device": device, "worker": f"{host}/{pid}/{device}"}
-        user_attrs = start_attributes(cfg, preset, gain_rule_of(run.gain_init), identity, began)
-        if run.state in ("COMPLETE", "PRUNED"):
+        user_attrs = start_attributes(cfg, preset, gain_rule_of(cfg.gain_init), identity, began)
+        state, value = "RUNNING", None
+        if run.state != "RUNNING":  # ended as the worker ends a run: pruned, interrupted (FAIL) or trained
+            outcome = TrialOutcome.of_run(summary, VOCAB_SIZE, pruned=run.state == "PRUNED",
+                                          interrupted=run.state == "FAIL")
+            state = outcome.state.name
+            value = told_value(outcome, intermediate_values(records))
+        if state in ("COMPLETE", "PRUNED"):
             user_attrs.update(end_attributes(summary, began + timedelta(seconds=summary.wall_time_s),
-                                             pruned=run.state == "PRUNED"))
-        value = None
-        if run.state == "COMPLETE":
-            value = ln_v if summary.diverged else summary.final_val_loss
-        elif run.state == "PRUNED":
-            value = records[-1].val_loss if records else None
+                                             pruned=state == "PRUNED"))
         system_attrs = dict(evaluation_attribute(r) for r in records) if attrs_metrics else {}
-        complete = None if run.state == "RUNNING" else began + timedelta(seconds=summary.wall_time_s or 1.0)
-        yield SyntheticTrial(i, run.state, params, dists, user_attrs, system_attrs, value, records, began, complete)
+        complete = None if state == "RUNNING" else began + timedelta(seconds=summary.wall_time_s or 1.0)
+        yield SyntheticTrial(i, state, params, dists, user_attrs, system_attrs, value, records, began, complete)
+
+
+def intermediate_values(records: Sequence[MetricRecord]) -> dict[int, float]:
+    """The values a worker reports to Optuna: each evaluation's validation loss by step (finite ones)."""
+    return {r.step: r.val_loss for r in records if math.isfinite(r.val_loss)}
 
 
 def write_synthetic_study(storage_url: str, study_name: str = "lp-search", *, kind: str = "search",
@@ -262,7 +276,7 @@ def write_synthetic_study(storage_url: str, study_name: str = "lp-search", *, ki
     from optuna.trial import TrialState, create_trial
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    spec, _ = synthetic_spec(kind, preset, p_values, folds, include_inf)
+    spec = synthetic_spec(kind, preset, p_values, folds, include_inf)
     opened = open_storage(storage_url, create_tables=True)
     storage = opened.optuna
     study, _ = create_study(opened, study_name, spec)
@@ -280,7 +294,7 @@ def write_synthetic_study(storage_url: str, study_name: str = "lp-search", *, ki
         frozen = create_trial(
             state=TrialState[trial.state], value=trial.value, params=trial.params, distributions=trial.distributions,
             user_attrs=trial.user_attrs, system_attrs=trial.system_attrs,
-            intermediate_values={r.step: r.val_loss for r in trial.records if math.isfinite(r.val_loss)})
+            intermediate_values=intermediate_values(trial.records))
         frozen.datetime_start = trial.datetime_start
         frozen.datetime_complete = trial.datetime_complete
         trial_id = storage.create_new_trial(study_id, template_trial=frozen)
@@ -290,50 +304,53 @@ def write_synthetic_study(storage_url: str, study_name: str = "lp-search", *, ki
         opened.engine.dispose()
     return SyntheticStudy(storage_url, study_name, kind, counts, n_evals)
 
-class _OneLineParser(argparse.ArgumentParser):
-    """A usage mistake is one line and exit status 2, as everywhere in lpstudy."""
-
-    def error(self, message: str):  # noqa: D102 - argparse's hook
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+PROG = "python -m lpstudy.study.synthetic"
+cli = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None,
+                  context_settings={"help_option_names": ["-h", "--help"]})
 
 
-def _bounded(low: int, high: int):
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"must be in [{low}, {high}], got {value}")
-        return value
-    return parse
-
-
-def main(argv: list[str] | None = None) -> None:
-    from lpstudy.errors import UserError
+@cli.command(help=__doc__.split("\n\n")[0])
+def write_command(
+    storage: Annotated[str, typer.Argument(help="storage URL, e.g. sqlite:///demo.db")],
+    study: Annotated[Optional[str], typer.Option(help="study name (default lp-search or lp-replicate)")] = None,
+    kind: Annotated[Literal["search", "replicate"], typer.Option()] = "search",
+    trials: Annotated[int, typer.Option(min=1, max=100_000)] = 120,
+    evals: Annotated[int, typer.Option(min=1, max=10_000)] = 20,
+    folds: Annotated[int, typer.Option(min=2, max=1000)] = 5,
+    seed: Annotated[int, typer.Option(min=0, max=2**32 - 1)] = 0,
+    metrics: Annotated[Literal["table", "attrs", "both"], typer.Option()] = "table",
+) -> None:
     from lpstudy.names import check_study_name
     from lpstudy.study.undo import undo_on_failure
 
-    parser = _OneLineParser(prog="python -m lpstudy.study.synthetic", description=__doc__.split("\n\n")[0])
-    parser.add_argument("storage", help="storage URL, e.g. sqlite:///demo.db")
-    parser.add_argument("--study", default=None, help="study name (default lp-search or lp-replicate)")
-    parser.add_argument("--kind", choices=("search", "replicate"), default="search")
-    parser.add_argument("--trials", type=_bounded(1, 100_000), default=120)
-    parser.add_argument("--evals", type=_bounded(1, 10_000), default=20)
-    parser.add_argument("--folds", type=_bounded(2, 1000), default=5)
-    parser.add_argument("--seed", type=_bounded(0, 2**32 - 1), default=0)
-    parser.add_argument("--metrics", choices=("table", "attrs", "both"), default="table")
-    args = parser.parse_args(argv)
-    name = args.study or ("lp-replicate" if args.kind == "replicate" else "lp-search")
-    try:
-        check_study_name(name)
-        with undo_on_failure(args.storage):
-            written = write_synthetic_study(args.storage, name, kind=args.kind, n_trials=args.trials,
-                                            n_evals=args.evals, folds=args.folds, seed=args.seed,
-                                            metrics=args.metrics)
-    except UserError as exc:
-        parser.exit(2, f"{parser.prog}: error: {exc}\n")
+    name = study or ("lp-replicate" if kind == "replicate" else "lp-search")
+    check_study_name(name)
+    with undo_on_failure(storage):
+        written = write_synthetic_study(storage, name, kind=kind, n_trials=trials, n_evals=evals, folds=folds,
+                                        seed=seed, metrics=metrics)
     print(json.dumps({"study": written.study_name, "kind": written.kind, "counts": written.counts}))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the command; a mistake (a bad option, a URL that names no database) is one line and exit 2."""
+    try:  # typer ≥ 0.25 vendors click
+        from typer._click.exceptions import ClickException
+    except ImportError:  # pragma: no cover - older typer on top of click
+        from click.exceptions import ClickException
+    from lpstudy.errors import UserError
+
+    try:
+        cli(args=argv, prog_name=PROG, standalone_mode=False)
+    except UserError as exc:
+        _fail(str(exc))
+    except ClickException as exc:
+        _fail(f"{exc.format_message()} (see --help)")
+
+
+def _fail(message: str) -> None:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
 
 if __name__ == "__main__":
     main()

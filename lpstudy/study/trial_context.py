@@ -8,6 +8,7 @@ test's stand-in (benchmarks/bench_load.py), runs in the same loop without import
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +18,7 @@ from optuna.trial import TrialState
 
 from lpstudy.db.optuna_storage import StudyStorage
 from lpstudy.study.spec import StudySpec
+from lpstudy.training.metrics import uniform_guess_loss
 
 
 @dataclass
@@ -26,6 +28,24 @@ class TrialOutcome:
     summary: Any = None  # RunSummary
     reason: str = ""  # why FAIL: "interrupted", or the error
     overrides: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of_run(cls, summary: Any, vocab_size: int, *, pruned: bool, interrupted: bool,
+               overrides: dict[str, Any] | None = None) -> TrialOutcome:
+        """How a trained run ends its trial (a RunSummary): PRUNED when the pruner stopped it (Optuna's
+        tell stores its last reported value); COMPLETE at ln(vocabulary size) when it diverged, so
+        that samplers learn to avoid it; FAIL when it was interrupted or has no finite validation
+        loss; else COMPLETE at its final validation loss."""
+        overrides = dict(overrides or {})
+        if pruned:
+            return cls(TrialState.PRUNED, None, summary, overrides=overrides)
+        if summary.diverged:
+            return cls(TrialState.COMPLETE, uniform_guess_loss(vocab_size), summary, overrides=overrides)
+        if interrupted:
+            return cls(TrialState.FAIL, None, summary, reason="interrupted", overrides=overrides)
+        if not math.isfinite(summary.final_val_loss):
+            return cls(TrialState.FAIL, None, summary, reason="no finite validation loss", overrides=overrides)
+        return cls(TrialState.COMPLETE, summary.final_val_loss, summary, overrides=overrides)
 
 
 @dataclass

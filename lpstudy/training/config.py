@@ -19,6 +19,7 @@ import yaml
 
 from lpstudy.errors import UserError
 from lpstudy.files import atomic_write_text, read_yaml_mapping
+from lpstudy.model.config import GPTConfig
 from lpstudy.training.fields import FIELDS, field_named
 from lpstudy.training.gain import resolve_gain_init
 from lpstudy.values import RUN_FILE_ALWAYS, json_safe
@@ -62,6 +63,12 @@ class TrainConfig:
     def resolved_gain_init(self) -> float:
         """The initial gain as a number (None: QKNorm's g₀; 'matched': the temperature-matched gain)."""
         return resolve_gain_init(self.gain_init, self.p, self.n_embd // self.n_head, self.block_size)
+
+    def model_config(self, vocab_size: int) -> GPTConfig:
+        """The model this run trains: each field of GPTConfig is the run's field of that name, the
+        gain's initial value resolved to a number; the vocabulary is the corpus's."""
+        values = {f.name: getattr(self, f.name) for f in fields(GPTConfig) if f.name != "vocab_size"}
+        return GPTConfig(**{**values, "vocab_size": vocab_size, "gain_init": self.resolved_gain_init})
 
     @property
     def min_lr(self) -> float:

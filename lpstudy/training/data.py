@@ -50,8 +50,8 @@ def resolve_corpus_path(data: str | os.PathLike | None = None) -> Path:
         path = Path(explicit).expanduser()
         if not path.is_file():
             origin = "--data" if data else "LPSTUDY_DATA"
-            raise UserError(f"data file {path} (from {origin}) does not exist; "
-                            "give the path of a UTF-8 text file")
+            problem = "is a folder, not a file" if path.is_dir() else "does not exist"
+            raise UserError(f"data file {path} (from {origin}) {problem}; give the path of a UTF-8 text file")
         return path
     cached = cache_dir() / CACHE_NAME
     if cached.is_file():

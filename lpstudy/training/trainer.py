@@ -82,6 +82,12 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
     return cfg.min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (cfg.lr - cfg.min_lr)
 
 
+def adamw(model: GPT, cfg: TrainConfig, device_type: str) -> torch.optim.AdamW:
+    """The run's AdamW over the model's parameter groups (weight decay on matrices only), fused on CUDA."""
+    return torch.optim.AdamW(model.param_groups(cfg.weight_decay), lr=cfg.lr, betas=(cfg.beta1, cfg.beta2),
+                             fused=device_type == "cuda")
+
+
 def autocast_for(cfg: TrainConfig, device: torch.device):
     dtype = cfg.dtype
     if dtype == "auto":
@@ -210,8 +216,8 @@ def train(
     split = fold_split(len(corpus), cfg.fold, cfg.folds)
     train_batches = BatchSampler(corpus.tokens, split.training, cfg.block_size, cfg.batch_size, cfg.seed)
     check_fits(cfg, device, corpus.vocab_size)
-    model = GPT(cfg, corpus.vocab_size).to(device)
-    optimizer = model.optimizer(cfg, device.type)
+    model = GPT(cfg.model_config(corpus.vocab_size)).to(device)
+    optimizer = adamw(model, cfg, device.type)
     step_model = torch.compile(model) if cfg.compile else model
     autocast = autocast_for(cfg, device)
     evaluator = Evaluator(cfg, corpus, split, device, autocast)

@@ -24,16 +24,10 @@ def t_interval(values: Sequence[float] | pd.Series, confidence: float = 0.95) ->
 
 
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson's score interval for a proportion; (NaN, NaN) when n = 0."""
-    from scipy.special import ndtri
-
+    """Wilson's score interval for a proportion (SciPy's binomtest); (NaN, NaN) when n = 0."""
     if n <= 0:
         return math.nan, math.nan
-    z = float(ndtri(0.5 + confidence / 2))
-    phat = successes / n
-    denom = 1 + z * z / n
-    centre = (phat + z * z / (2 * n)) / denom
-    half = z * math.sqrt(phat * (1 - phat) / n + z * z / (4 * n * n)) / denom
-    low = 0.0 if successes <= 0 else max(0.0, centre - half)
-    high = 1.0 if successes >= n else min(1.0, centre + half)
-    return low, high
+    from scipy.stats import binomtest  # imported when a rate is first drawn: scipy.stats is slow to import
+
+    interval = binomtest(int(successes), int(n)).proportion_ci(confidence_level=confidence, method="wilson")
+    return float(interval.low), float(interval.high)
