@@ -82,6 +82,16 @@ class WorkerMetrics:
     def finished(self, state: str):
         return self._finished.labels(self.worker, state)
 
+    def set_running(self, running: bool) -> None:
+        """A trial starts (its heartbeat not yet recorded) or ends."""
+        with self._lock:
+            self._running, self._last_beat = running, None
+        self.steps_per_second.set(0)
+
+    def note_heartbeat(self) -> None:
+        with self._lock:
+            self._last_beat = time.monotonic()
+
     def _heartbeat_age(self) -> float:
         with self._lock:
             if not self._running or self._last_beat is None:
@@ -140,16 +150,13 @@ def trial_claimed(seconds: float) -> None:
 
 def trial_started() -> None:
     if _metrics is not None:
-        with _metrics._lock:
-            _metrics._running, _metrics._last_beat = True, None
+        _metrics.set_running(True)
         _metrics.started.inc()
-        _metrics.steps_per_second.set(0)
 
 
 def heartbeat_recorded() -> None:
     if _metrics is not None:
-        with _metrics._lock:
-            _metrics._last_beat = time.monotonic()
+        _metrics.note_heartbeat()
 
 
 def steps_measured(steps_per_second: float) -> None:
@@ -160,9 +167,7 @@ def steps_measured(steps_per_second: float) -> None:
 def trial_ended() -> None:
     """The running trial's heartbeat stopped (it ended, however)."""
     if _metrics is not None:
-        with _metrics._lock:
-            _metrics._running = False
-        _metrics.steps_per_second.set(0)
+        _metrics.set_running(False)
 
 
 def trial_finished(state: str) -> None:
