@@ -16,6 +16,9 @@ from lpstudy.errors import UserError
 # -- names lpstudy stores under in an Optuna study ----------------------------------------------
 
 SPEC_ATTR = "lpstudy"  # the study's user attribute that holds its spec (plain JSON)
+# The study's system attribute that `create`/`replicate` writes once it has succeeded: the SHA-256 of
+# the canonical spec (lpstudy.study.studies.spec_sha256), which a worker given the study file checks.
+SPEC_SHA256_ATTR = "lpstudy_spec_sha256"
 METRICS_ATTR_PREFIX = "lpstudy_metrics:"  # trial system attributes holding one evaluation each (no SQL)
 FIXED_PARAMS_ATTR = "fixed_params"  # Optuna's system attribute of an enqueued trial's parameters
 STATES = ("COMPLETE", "PRUNED", "FAIL", "RUNNING", "WAITING")  # Optuna's trial states, in display order

@@ -1,7 +1,7 @@
 """A corpus of bad input, as a careless or hostile user types it, over every command and every kind
 of input: training fields out of range, study options and files, search spaces, storage URLs, paths,
-study names, values of p, devices. Each case must end with exit status 2 and exactly one line on
-standard error that names its own problem (a fragment per case: the field, the value or the rule),
+study names, values of p, devices. Each case must end with exit status 2 (75 for a database that
+cannot be reached: an outage, not a mistake, lpstudy.errors) and exactly one line on standard error that names its own problem (a fragment per case: the field, the value or the rule),
 with no traceback, no planted password in any output, and no new or changed file in the working
 directory (which holds a real study database, a non-database file, a folder and files that are not
 UTF-8). Run in this process (quick); a few as real subprocesses."""
@@ -61,13 +61,13 @@ def in_workdir(workdir, monkeypatch):
 
 
 def assert_one_line_refusal(code: int, out: str, err: str, expected: tuple[str, ...],
-                            prefix: str = "lpstudy: error: ") -> None:
-    """Exit status 2, one line on standard error that starts with prefix and holds every fragment of
+                            prefix: str = "lpstudy: error: ", status: int = 2) -> None:
+    """Exit status `status` (2), one line on standard error that starts with prefix and holds every fragment of
     `expected` (the field, the value or the rule the case is about), no traceback, no secret. A case
     that fails early for another reason (a missing option) fails here: its line names another problem."""
     assert expected and all(len(fragment) >= 3 for fragment in expected), f"a case must name its problem: {expected!r}"
     lines = [line for line in err.splitlines() if line.strip()]
-    assert code == 2, f"exit {code}; stderr: {err[-2000:]}"
+    assert code == status, f"exit {code}; stderr: {err[-2000:]}"
     assert len(lines) == 1 and lines[0].startswith(prefix), err[-2000:]
     missing = [fragment for fragment in expected if fragment not in lines[0]]
     assert not missing, f"the refusal does not name {missing!r}: {lines[0]}"
@@ -243,11 +243,15 @@ STORAGE_COMMANDS = [
 ]
 _WRITERS = ("create", "replicate", "storage-proxy")  # they create the database file (db/urls.prepare_to_create)
 _READERS = ("status", "export", "report", "dashboard")  # they read through db/engines' read-only engine
+_WAITERS = ("create", "replicate", "worker")  # they wait for an unreachable database (here for 0 s)
+# Nothing answers there as PostgreSQL: no mistake in the input that lpstudy can tell, exit status 75.
+UNREACHABLE = (URLS[3], REFUSED_PG)
 
 
 def _url_problem(command: str, url: str) -> tuple[str, ...]:
     """What db/urls.py, db/engines.py and db/optuna_storage.py say of a URL, for this command."""
-    cannot_reach = "cannot read the study database at" if command in _READERS else "cannot open the study database"
+    cannot_open = "cannot read the study database at" if command in _READERS else "cannot open the study database"
+    cannot_reach = "could not be reached: it stayed unreachable for 0 s" if command in _WAITERS else cannot_open
     by_url = {
         URLS[0]: ("writer:***@db-host:abc", "the port must be a number in 1..65535"),
         URLS[1]: ("port 99999999 is not in 1..65535",),
@@ -259,7 +263,7 @@ def _url_problem(command: str, url: str) -> tuple[str, ...]:
         URLS[5]: ("mysql+pymysql://u:***@h:port/db", "the port must be a number"),
         "sqlite:///": ("'sqlite:///' names no file",), "sqlite://": ("'sqlite://' names no file",),
         "sqlite:///:memory:": ("'sqlite:///:memory:' names no file",),
-        "sqlite:///notdb.db": ((cannot_reach, "sqlite:///notdb.db", "file is not a database") if command in _WRITERS
+        "sqlite:///notdb.db": ((cannot_open, "sqlite:///notdb.db", "file is not a database") if command in _WRITERS
                                else ("notdb.db is not a SQLite database",)),
         "sqlite:///adir": ("the storage sqlite:///adir names a folder (adir)",),
         "sqlite:///afile/x.db": (("cannot create afile/x.db: afile is a file, not a folder",) if command in _WRITERS
@@ -412,7 +416,8 @@ def test_bad_input_is_one_line_and_exit_2_and_leaves_nothing(case, in_workdir, c
     _, args, expected = case
     before = snapshot(in_workdir)
     code, out, err = cli(capsys, *args)
-    assert_one_line_refusal(code, out, err, expected)
+    assert_one_line_refusal(code, out, err, expected, status=75 if "--storage" in args and
+                            args[args.index("--storage") + 1] in UNREACHABLE else 2)
     assert snapshot(in_workdir) == before
 
 

@@ -20,8 +20,8 @@ from tests.pgserver import free_port
 UNREACHABLE = "postgresql+psycopg://writer:s3cret@127.0.0.1:1/lp"  # nothing listens on port 1
 
 
-def _one_line_error(code: int, out: str, err: str) -> str:
-    assert code == 2, (out, err)
+def _one_line_error(code: int, out: str, err: str, status: int = 2) -> str:
+    assert code == status, (code, out, err)
     assert err.startswith("lpstudy: error: ") and err.count("\n") == 1, err
     assert "Traceback" not in err and "s3cret" not in err + out
     return err
@@ -30,8 +30,11 @@ def _one_line_error(code: int, out: str, err: str) -> str:
 @pytest.mark.parametrize("command", [["create"], ["worker", "--devices", "cpu"], ["status"], ["export"],
                                      ["replicate", "--preset", "smoke"]])
 def test_an_unreachable_database_is_one_line_without_the_password(command, capsys, monkeypatch):
+    """Exit status 75 (EX_TEMPFAIL): an outage, not a mistake; create, replicate and worker wait for the
+    retry budget first (0 s here: tests/test_storage_outage_exit.py waits)."""
     monkeypatch.setenv("LPSTUDY_STORAGE", UNREACHABLE)  # the URL from the environment, as in a deployment
-    err = _one_line_error(*cli(capsys, command[0], "--study", "s", *command[1:]))
+    monkeypatch.setenv("LPSTUDY_STORAGE_RETRY_S", "0")
+    err = _one_line_error(*cli(capsys, command[0], "--study", "s", *command[1:]), status=75)
     assert "127.0.0.1:1" in err and "writer:***@" in err and "Connection refused" in err
 
 
@@ -44,8 +47,9 @@ def test_a_server_that_never_answers_is_given_up_on_in_one_line(command):
         silent.bind(("127.0.0.1", 0))
         silent.listen(16)  # the kernel completes the handshake; nobody ever answers
         url = f"postgresql+psycopg://writer:s3cret@127.0.0.1:{silent.getsockname()[1]}/lp"
-        done = lpstudy(command[0], "--study", "s", *command[1:], "--storage", url, timeout=240)
-    err = _one_line_error(done.returncode, done.stdout, done.stderr)
+        done = lpstudy(command[0], "--study", "s", *command[1:], "--storage", url, timeout=240,
+                       env=lp_env(LPSTUDY_STORAGE_RETRY_S="0"))  # one try: the driver's timeout is the wait
+    err = _one_line_error(done.returncode, done.stdout, done.stderr, status=75)
     assert "connection timeout expired" in err and "writer:***@127.0.0.1" in err
 
 

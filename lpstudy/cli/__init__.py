@@ -1,5 +1,6 @@
 """The `lpstudy` command line. Each group of commands lives in its own module and registers itself
-on `app`; `main` turns a user's mistake into one line on standard error and exit status 2."""
+on `app`; `main` turns a user's mistake into one line on standard error and exit status 2, a database
+that could not be reached into one line and exit status 75 (lpstudy.errors)."""
 
 from __future__ import annotations
 
@@ -44,9 +45,9 @@ def _root(
     """Hyperparameter studies of Lp-QKNorm attention: train, search, watch, export."""
 
 
-def fail(message: str) -> None:
+def fail(message: str, code: int = 2) -> None:
     print(f"lpstudy: error: {message}", file=sys.stderr)
-    sys.exit(2)
+    sys.exit(code)
 
 
 def one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
@@ -62,8 +63,8 @@ def main(argv: list[str] | None = None) -> None:
     _register_commands()
     try:
         result = app(args=argv, prog_name="lpstudy", standalone_mode=False)
-    except UserError as exc:
-        fail(str(exc))
+    except UserError as exc:  # DatabaseUnreachable (an outage) included: its own exit status, 75
+        fail(str(exc), exc.exit_code)
     except click_exceptions.NoArgsIsHelpError as exc:
         print(exc.ctx.get_help() if exc.ctx else str(exc), file=sys.stderr)
         sys.exit(2)

@@ -65,30 +65,42 @@ def worker(
     max_retry: RetryOpt = None,
     threads: Annotated[Optional[int], typer.Option(help="Torch threads per CPU worker process (default: the cores split among this command's CPU workers; one CPU worker: torch's default).", min=1)] = None,
     artifacts: Annotated[Optional[str], typer.Option(help="Where trials keep their checkpoints: a folder every worker sees, or s3://BUCKET (default $LPSTUDY_ARTIFACTS, else FILE.artifacts next to a SQLite or journal file).")] = None,
+    config: Annotated[Optional[Path], typer.Option("--config", "-c", help="The study YAML its creator was given: start only on a study with that spec, marked ready by a `lpstudy create` that succeeded (another spec: refused, exit 2).")] = None,
+    wait_for_spec_s: Annotated[float, typer.Option("--wait-for-spec-s", help="Wait this long (s) for the study (with --config: for its creator's success) to appear; then exit 2. 0: look once.", min=0)] = 0.0,
+    metrics_port: Annotated[Optional[int], typer.Option("--metrics-port", help="Serve Prometheus metrics on 0.0.0.0:PORT/metrics (9108 by convention; process i of --devices on PORT+i; default $LPSTUDY_METRICS_PORT, else 0: none).")] = None,
     storage: StorageChoice,
 ) -> int:
     """Take trials from a study and train them (run as many workers as you like, anywhere)."""
     quiet_optuna()
     from lpstudy.study.launch import resolve_devices, spawn_workers
+    from lpstudy.study.telemetry import metrics_port as checked_metrics_port
 
     device_list = resolve_devices(devices)
+    port = checked_metrics_port(metrics_port)
     # to the worker processes through the environment; the corpus found once, before any process
     url, data = preflight(storage, data, trains=True)
-    from lpstudy.db.optuna_storage import open_storage
     from lpstudy.study.compare import load_plan, run_compare_worker
-    from lpstudy.study.studies import load_spec
+    from lpstudy.study.spec import build_spec, read_study_file
+    from lpstudy.study.spec_wait import wait_for_study
     from lpstudy.study.worker import WorkerOptions, run_worker
 
+    expected = build_spec(read_study_file(config)) if config is not None else None
+    # the study (and its creator's success) once, here: one clear line rather than one per process
+    opened = wait_for_study(url, study, expected, wait_for_spec_s, f"--config {config}", say=say)
     options = WorkerOptions(study=study, storage=url, n_trials=n_trials, timeout=timeout, data=data,
                             show_progress=not no_progress, heartbeat_interval=heartbeat_interval,
                             grace_period=grace_period, max_retry=max_retry, threads=threads,
-                            artifacts=artifacts)
+                            artifacts=artifacts, config=str(config) if config is not None else None,
+                            metrics_port=port)
     if len(device_list) > 1:
-        if load_plan(open_storage(url), study) is None:  # a comparison has no spec of its own
-            load_spec(open_storage(url), study)  # one clear line now rather than one per process
         return spawn_workers(options, device_list, say=say)
     options.device = device_list[0]
-    comparison = load_plan(open_storage(url), study) is not None  # lpstudy compare: arm by arm
+    if port:
+        from lpstudy.study.telemetry import serve
+
+        serve(port, options.device)
+        say(f"metrics on http://0.0.0.0:{port}/metrics")
+    comparison = load_plan(opened, study) is not None  # lpstudy compare: arm by arm
     report = run_compare_worker(options, say=say) if comparison else run_worker(options)
     if report.exit_code:
         raise UserError(f"worker stopped: {report.reason}")

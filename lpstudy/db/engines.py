@@ -37,4 +37,7 @@ def reading(url: str) -> Iterator[None]:
     except UserError:
         raise
     except (sa.exc.SQLAlchemyError, OSError) as exc:
-        raise StudyUnavailable(f"cannot read the study database at {redact(url)}: {first_line(exc, url)}") from None
+        from lpstudy.db.outages import unreachable_or_unavailable  # a lost connection: exit status 75
+
+        raise unreachable_or_unavailable(exc)(
+            f"cannot read the study database at {redact(url)}: {first_line(exc, url)}") from None

@@ -89,7 +89,7 @@ def quiet_optuna() -> None:
 
 
 def open_storage(url: str | None, readonly: bool = False, create_tables: bool = False,
-                 wait: bool = False) -> StudyStorage:
+                 wait: bool = False, retry_s: float | None = None) -> StudyStorage:
     """Open the study storage at url (None: $LPSTUDY_STORAGE, else the default file): the one way
     every command, worker, reader and the proxy opens a database.
 
@@ -101,11 +101,12 @@ def open_storage(url: str | None, readonly: bool = False, create_tables: bool = 
     An unreachable storage is one line (UserError) within a few seconds, unless wait: then opening is
     retried as every storage call is (RetryPolicy, LPSTUDY_STORAGE_RETRY_S), for a worker, which runs
     unattended. 200 workers started at once on a two-core machine timed out connecting (PostgreSQL
-    forks a server process per connection; CONNECT_TIMEOUT_S) and stopped before their first trial."""
+    forks a server process per connection; CONNECT_TIMEOUT_S) and stopped before their first trial.
+    retry_s: the retry budget of this storage's calls (default: lpstudy.db.outages.retry_budget())."""
     quiet_optuna()
     url = storage_url(url)
     kind = kind_of(url)
-    policy = RetryPolicy(url)
+    policy = RetryPolicy(url) if retry_s is None else RetryPolicy(url, budget_s=retry_s)
     if not create_tables:
         problem = kind.missing_file_message(url)
         if problem:

@@ -1,8 +1,13 @@
 """Riding out a storage outage: every storage call is retried with backoff while the database (or
-the gRPC proxy) is unreachable, for at most `retry_s` seconds (LPSTUDY_STORAGE_RETRY_S, default
-120), so that workers ride out a database restart; after that the call fails with one clear line
-(StorageUnavailable). Opening a storage is retried only for a worker (open_storage's wait): other
-commands fail within CONNECT_TIMEOUT_S seconds on an unreachable URL (lpstudy.db.kinds.base).
+the gRPC proxy) is unreachable, for at most the retry budget, so that workers ride out a database
+restart or its volume moving to another node; after that the call fails with one clear line
+(StorageUnavailable, a DatabaseUnreachable: exit status 75, not a user's mistake). Opening a storage
+is retried only where the command waits for it: a worker (DEFAULT_RETRY_S), `create` and `replicate`
+(CREATE_RETRY_S, a command a person may be waiting on); other commands fail within CONNECT_TIMEOUT_S
+seconds on an unreachable URL (lpstudy.db.kinds.base), with exit status 75 too.
+
+LPSTUDY_STORAGE_RETRY_S (seconds, a number >= 0) sets the budget of every command; a value that is
+no such number is refused in one line (exit status 2).
 
 Not to be confused with lpstudy.db.retries, which enqueues a failed *trial* again.
 """
@@ -10,6 +15,7 @@ Not to be confused with lpstudy.db.retries, which enqueues a failed *trial* agai
 from __future__ import annotations
 
 import functools
+import math
 import os
 import sys
 import threading
@@ -23,25 +29,54 @@ import sqlalchemy as sa
 from optuna.storages import BaseStorage, GrpcStorageProxy, RDBStorage
 
 from lpstudy.db.urls import first_line, redact
-from lpstudy.errors import NoStudiesYet, UserError
+from lpstudy.errors import DatabaseUnreachable, NoStudiesYet, StudyUnavailable, UserError
 
 RETRY_ENV = "LPSTUDY_STORAGE_RETRY_S"
-DEFAULT_RETRY_S = 120.0
+# A worker runs unattended: it waits out a database that moves to another node with its volume (a
+# drain: the pod is rescheduled, the volume detached and attached again, PostgreSQL recovers).
+DEFAULT_RETRY_S = 600.0
+# `create` and `replicate`: a person may be waiting at a terminal; a creator run as a Job is run again
+# on exit status 75 (deploy/k8s/base/create-study.yaml).
+CREATE_RETRY_S = 120.0
 T = TypeVar("T")
 
+# Called with ("retry", None) before each retry of a storage call and ("outage", seconds) when an
+# outage ends (the storage answered again, or the budget ran out): lpstudy.study.telemetry counts them.
+listeners: list[Callable[[str, float | None], None]] = []
 
-class StorageUnavailable(UserError):
+
+class StorageUnavailable(DatabaseUnreachable):
     """The storage stayed unreachable for longer than the retry budget."""
 
 
-def retry_budget() -> float:
-    text = os.environ.get(RETRY_ENV)
+def retry_budget(default: float = DEFAULT_RETRY_S) -> float:
+    """The retry budget in seconds: LPSTUDY_STORAGE_RETRY_S, else default. UserError (one line) for a
+    value that is not a finite number of seconds >= 0."""
+    text = os.environ.get(RETRY_ENV, "").strip()
     if not text:
-        return DEFAULT_RETRY_S
+        return default
     try:
-        return max(0.0, float(text))
+        seconds = float(text)
     except ValueError:
-        raise UserError(f"{RETRY_ENV} must be a number of seconds, got {text!r}") from None
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds >= 0):
+        raise UserError(f"{RETRY_ENV} must be a number of seconds >= 0 (how long to wait for an unreachable "
+                        f"database), got {text!r}")
+    return seconds
+
+
+def unreachable_or_unavailable(exc: BaseException) -> type[StudyUnavailable]:
+    """The error to raise for exc, a failure to open or read a database: DatabaseUnreachable (exit
+    status 75) when the connection failed (is_transient), else StudyUnavailable (a mistake: 2)."""
+    return DatabaseUnreachable if is_transient(exc) else StudyUnavailable
+
+
+def _tell(event: str, value: float | None = None) -> None:
+    for listener in listeners:
+        try:
+            listener(event, value)
+        except Exception:  # pragma: no cover - a listener never stops a storage call
+            pass
 
 
 def exception_chain(exc: BaseException):
@@ -101,11 +136,14 @@ class RetryPolicy:
                     raise
                 elapsed = time.monotonic() - start
                 if elapsed >= self.budget_s:
+                    self._note_given_up()
                     raise StorageUnavailable(
-                        f"the study storage {redact(self.url)} stayed unreachable for {elapsed:.0f} s "
-                        f"({first_line(exc, self.url)}); check that it is running, then start the "
-                        f"worker again (LPSTUDY_STORAGE_RETRY_S sets how long to wait)") from None
+                        f"the study database {redact(self.url)} could not be reached: it stayed unreachable "
+                        f"for {elapsed:.0f} s ({first_line(exc, self.url)}); check that it is running and "
+                        f"reachable at that address, then run the command again (LPSTUDY_STORAGE_RETRY_S "
+                        f"sets how long to wait, now {self.budget_s:g} s)") from None
                 self._note_down(exc)
+                _tell("retry")
                 time.sleep(min(wait, max(0.0, self.budget_s - elapsed)))
                 wait = min(self.max_wait_s, wait * 2)
                 attempt += 1
@@ -124,8 +162,15 @@ class RetryPolicy:
     def _note_up(self) -> None:
         with self._lock:
             if self._down_since is not None:
-                print(f"lpstudy: storage back after {time.monotonic() - self._down_since:.1f} s",
-                      file=sys.stderr, flush=True)
+                down_s = time.monotonic() - self._down_since
+                print(f"lpstudy: storage back after {down_s:.1f} s", file=sys.stderr, flush=True)
+                self._down_since = None
+                _tell("outage", down_s)
+
+    def _note_given_up(self) -> None:
+        with self._lock:
+            if self._down_since is not None:
+                _tell("outage", time.monotonic() - self._down_since)
                 self._down_since = None
 
 

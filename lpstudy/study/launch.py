@@ -3,7 +3,8 @@
 `--devices auto` is every visible GPU, else one CPU worker; `cuda:0,cuda:1` or `cpu,cpu` name them.
 Each process is `python -m lpstudy worker` on one device; the storage URL travels in the
 environment, so that a password never shows in the process list. Local CPU worker processes split
-the cores between them (--threads sets the count; see cpu_threads).
+the cores between them (--threads sets the count; see cpu_threads). With --metrics-port PORT, process
+i serves its metrics on PORT + i (lpstudy.study.telemetry).
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def cpu_threads(devices: list[str], threads: int | None) -> int | None:
 
 
 def worker_command(options: WorkerOptions, device: str, n_trials: int | None,
-                   threads: int | None = None) -> list[str]:
+                   threads: int | None = None, index: int = 0) -> list[str]:
     """The command line of one worker process (the storage URL travels in the environment, so that
     a password never shows in the process list)."""
     cmd = [sys.executable, "-m", "lpstudy", "worker", "--study", options.study, "--devices", device]
@@ -73,6 +74,10 @@ def worker_command(options: WorkerOptions, device: str, n_trials: int | None,
         cmd += ["--artifacts", str(options.artifacts)]
     if device == "cpu" and threads:
         cmd += ["--threads", str(threads)]
+    if options.config:  # the study is ready (the parent waited): each process checks its spec again
+        cmd += ["--config", str(options.config)]
+    # explicit, also 0: every process reading one LPSTUDY_METRICS_PORT would ask for the same port
+    cmd += ["--metrics-port", str(options.metrics_port + index if options.metrics_port else 0)]
     for flag, value in (("--heartbeat-interval", options.heartbeat_interval),
                         ("--grace-period", options.grace_period), ("--max-retry", options.max_retry)):
         if value is not None:
@@ -95,14 +100,14 @@ def spawn_workers(options: WorkerOptions, devices: list[str], say=None, on_line=
         base, extra = divmod(options.n_trials, len(devices))
         shares = [base + (1 if i < extra else 0) for i in range(len(devices))]
     procs = []
-    for device, share in zip(devices, shares):
+    for index, (device, share) in enumerate(zip(devices, shares)):
         if share == 0:
             continue
         # A session of their own: a Ctrl-C in the terminal reaches them once, forwarded by this
         # process, rather than twice (which would abort their trials instead of stopping them).
         piped = {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT, "text": True, "bufsize": 1} if on_line else {}
-        procs.append(subprocess.Popen(worker_command(options, device, share, threads), env=env, start_new_session=True,
-                                      **piped))
+        procs.append(subprocess.Popen(worker_command(options, device, share, threads, index), env=env,
+                                      start_new_session=True, **piped))
     readers = [threading.Thread(target=_forward_lines, args=(proc.stdout, on_line), daemon=True)
                for proc in procs if on_line is not None]
     for reader in readers:

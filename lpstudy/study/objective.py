@@ -21,6 +21,7 @@ import sqlalchemy as sa
 
 from lpstudy.db.metrics_table import write_metrics
 from lpstudy.study.checkpoints import TrialCheckpoints
+from lpstudy.study import telemetry
 from lpstudy.study.space import describe_overrides
 from lpstudy.study.trial_attributes import end_attributes, evaluation_attribute, start_attributes
 from lpstudy.study.trial_context import TrialContext, TrialOutcome
@@ -91,6 +92,7 @@ def run_trial(ctx: TrialContext, trial: optuna.Trial) -> TrialOutcome:
                         checkpoint_every=spec.checkpoint_interval)
 
     def on_eval(record) -> bool:
+        telemetry.steps_measured(record.tokens_per_s / (cfg.batch_size * cfg.block_size))  # as the bar's tok/s
         record_evaluation(ctx, trial, record)
         written.add(record.step)
         trial.report(record.val_loss, record.step)

@@ -3,6 +3,7 @@ of a grid (replicate) study, each enqueued once as a WAITING trial."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 import warnings
@@ -17,7 +18,7 @@ from lpstudy.names import check_study_name, shell_quoted
 from lpstudy.study.spec import StudySpec
 from lpstudy.study.spread import (SpreadHyperbandPruner, SpreadMedianPruner, SpreadSuccessiveHalvingPruner,
                                   enqueue_spread)
-from lpstudy.values import FIXED_PARAMS_ATTR, SPEC_ATTR
+from lpstudy.values import FIXED_PARAMS_ATTR, SPEC_ATTR, SPEC_SHA256_ATTR
 
 # A study found without its spec is waited for this long: its creator may be setting it right now.
 SPEC_WAIT_S = 10.0
@@ -61,6 +62,12 @@ def _canonical(plain: dict[str, Any]) -> str:
     if plain.get("sampler") == "grid":  # a grid never prunes (make_pruner): its pruner does not tell two apart
         plain = {k: v for k, v in plain.items() if k != "pruner"}
     return json.dumps(plain, sort_keys=True, default=str)
+
+
+def spec_sha256(plain: dict[str, Any]) -> str:
+    """The SHA-256 (hex) of a spec's canonical form: equal for two specs exactly when `create` takes
+    them for the same study."""
+    return hashlib.sha256(_canonical(plain).encode()).hexdigest()
 
 
 def study_names(storage: StudyStorage) -> list[str]:
@@ -116,20 +123,32 @@ def open_and_create(storage_url: str | None, name: str, spec: StudySpec
     """Open (creating the tables), create the study and enqueue its grid cells, all under the
     storage's creation lock (lpstudy.db.locks), so that concurrent `create`/`replicate` commands of
     one study enqueue each cell once and the later one finds the study. Returns (storage, study,
-    created, cells enqueued now)."""
+    created, cells enqueued now).
+
+    Last, it writes the spec's SHA-256 on the study (SPEC_SHA256_ATTR, a system attribute): the mark
+    that its creator succeeded, which workers given the study file wait for (lpstudy.study.spec_wait).
+    A database that cannot be reached is waited for (the retry budget, CREATE_RETRY_S by default:
+    a database that starts late), then DatabaseUnreachable (exit status 75)."""
     from lpstudy.db.locks import storage_lock
     from lpstudy.db.optuna_storage import open_storage
+    from lpstudy.db.outages import CREATE_RETRY_S, RetryPolicy, retry_budget
     from lpstudy.db.urls import storage_url as resolve_url
     from lpstudy.study.undo import undo_on_failure
 
     url = resolve_url(storage_url)
-    with undo_on_failure(url) as undo, storage_lock(url):  # a failure leaves nothing it made behind
-        storage = open_storage(url, create_tables=True)
-        study, created = create_study(storage, name, spec)
-        if created:
-            undo.study(storage, name)
-        enqueued = enqueue_missing_cells(study, spec, storage) if spec.is_grid else 0
-    return storage, study, created, enqueued
+    budget_s = retry_budget(CREATE_RETRY_S)
+
+    def attempt() -> tuple[StudyStorage, optuna.Study, bool, int]:
+        with undo_on_failure(url) as undo, storage_lock(url):  # a failure leaves nothing it made behind
+            storage = open_storage(url, create_tables=True, retry_s=budget_s)
+            study, created = create_study(storage, name, spec)
+            if created:
+                undo.study(storage, name)
+            enqueued = enqueue_missing_cells(study, spec, storage) if spec.is_grid else 0
+            storage.optuna.set_study_system_attr(study._study_id, SPEC_SHA256_ATTR, spec_sha256(spec.to_plain()))
+        return storage, study, created, enqueued
+
+    return RetryPolicy(url, budget_s=budget_s).call(attempt)  # an unreachable database: opened again
 
 
 def _wait_for_spec(storage: StudyStorage, name: str, timeout_s: float = SPEC_WAIT_S) -> None:

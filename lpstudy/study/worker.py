@@ -39,6 +39,7 @@ from lpstudy.db.metrics_table import ensure_metrics_table
 from lpstudy.db.optuna_storage import StorageUnavailable, StudyStorage, open_storage
 from lpstudy.study.claims import (WAIT, ask_within_target, count_states, for_grid_worker, pop_waiting_trial,
                                   requeue)
+from lpstudy.study import telemetry
 from lpstudy.study.lease import Lease, beat
 from lpstudy.study.spec import StudySpec
 from lpstudy.study.studies import load_study
@@ -70,6 +71,8 @@ class WorkerOptions:
     max_retry: int | None = None
     threads: int | None = None  # torch threads of a CPU worker (None: torch's default)
     artifacts: str | None = None  # where trials keep checkpoints (lpstudy.study.checkpoints)
+    config: str | None = None  # the study file workers check the study's spec against (lpstudy.study.spec_wait)
+    metrics_port: int = 0  # Prometheus metrics on this port (lpstudy.study.telemetry); 0: none
     # Say the study it works on and why it stopped. A comparison's worker runs one trial at a time
     # through a Worker each (lpstudy.study.compare) and says these itself, once.
     announce: bool = True
@@ -187,6 +190,7 @@ class Heartbeat:
                 RDBStorage.record_heartbeat(self.storage.optuna, self.trial_id)  # no retry loop: never blocks
             else:
                 beat(self.storage.optuna, self.trial_id)  # journal, gRPC: lpstudy.study.lease
+            telemetry.heartbeat_recorded()
         except Exception:
             pass
 
@@ -205,6 +209,7 @@ class Heartbeat:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        telemetry.trial_ended()
 
 
 def fail_stale_trials(study: optuna.Study, storage: StudyStorage, unbeaten: dict[int, float] | None = None) -> None:
@@ -374,6 +379,7 @@ class Worker:
                 for number in self.lease.fail_stale(study, storage.proxy_calls):
                     self.say(f"trial {number} lost its worker (no heartbeat for {self.lease.grace_period_s} s): "
                              "failed, and enqueued again")
+            claim_started = time.monotonic()
             if spec.is_grid:
                 trial = pop_waiting_trial(study, storage)
                 if trial is None:
@@ -399,7 +405,9 @@ class Worker:
                                      "finished and running trials")
                     break
             self._idle_s = GRID_POLL_S
+            telemetry.trial_claimed(time.monotonic() - claim_started)
             outcome, ours = self._run_one(ctx, study, trial, storage if heartbeat_on else None, max_retry)
+            telemetry.trial_finished(outcome.state.name)
             done += 1
             report.trials[outcome.state.name] = report.trials.get(outcome.state.name, 0) + 1
             if outcome.state == TrialState.FAIL:
@@ -451,6 +459,7 @@ class Worker:
         interval = heartbeat_storage.optuna.heartbeat_interval if heartbeat_storage else None
         if interval is None and self.lease is not None:
             interval = self.lease.interval_s
+        telemetry.trial_started()
         with Heartbeat(ctx.storage, trial._trial_id, interval):
             try:
                 outcome = self.objective(ctx, trial)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from lpstudy.db.kinds.base import CONNECT_TIMEOUT_S, StorageKind
 from lpstudy.db.urls import redact
-from lpstudy.errors import UserError
+from lpstudy.errors import DatabaseUnreachable, UserError
 
 if TYPE_CHECKING:
     from optuna.storages import GrpcStorageProxy
@@ -59,7 +59,7 @@ class GrpcKind(StorageKind):
         except ImportError:
             raise UserError("gRPC storage needs grpcio: pip install 'lpstudy[grpc]'") from None
         except ConnectionError:
-            raise UserError(f"no storage proxy answers at {redact(url)} within {CONNECT_TIMEOUT_S} s; "
+            raise DatabaseUnreachable(f"no storage proxy answers at {redact(url)} within {CONNECT_TIMEOUT_S} s; "
                             "start one with `lpstudy storage-proxy` or check --storage") from None
         attach(proxy, policy)
         return proxy, None

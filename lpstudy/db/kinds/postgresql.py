@@ -18,7 +18,6 @@ import sqlalchemy as sa
 from lpstudy.db.kinds.base import CONNECT_TIMEOUT_S, CREATE_LOCK
 from lpstudy.db.kinds.sql import SqlKind
 from lpstudy.db.urls import first_line, redact
-from lpstudy.errors import StudyUnavailable
 
 
 def advisory_key(name: str) -> int:
@@ -47,9 +46,11 @@ class PostgreSQLKind(SqlKind):
             conn = engine.connect().execution_options(isolation_level="AUTOCOMMIT")
             conn.execute(sa.text("SELECT pg_advisory_lock(:k)"), {"k": key})
         except sa.exc.SQLAlchemyError as exc:
+            from lpstudy.db.outages import unreachable_or_unavailable  # a lost connection: exit status 75
+
             engine.dispose()
-            raise StudyUnavailable(f"cannot open the study database {redact(url)}: {first_line(exc, url)}; "
-                                   "check that it is running and reachable, and the URL") from None
+            raise unreachable_or_unavailable(exc)(f"cannot open the study database {redact(url)}: {first_line(exc, url)}; "
+                                                  "check that it is running and reachable, and the URL") from None
         try:
             yield
         finally:

@@ -81,9 +81,11 @@ class SqlKind(StorageKind):
                 with engine.connect() as conn:
                     conn.execute(sa.text("SELECT 1"))
             except sa.exc.SQLAlchemyError as exc:
+                from lpstudy.db.outages import unreachable_or_unavailable
+
                 engine.dispose()
-                raise StudyUnavailable(f"cannot read the study database at {redact(url)}: "
-                                       f"{first_line(exc, url)}") from None
+                raise unreachable_or_unavailable(exc)(f"cannot read the study database at {redact(url)}: "
+                                                      f"{first_line(exc, url)}") from None
         return engine
 
     def open_optuna(self, url: str, readonly: bool, create_tables: bool,
@@ -126,9 +128,11 @@ class SqlKind(StorageKind):
         except (sa.exc.SQLAlchemyError, optuna.exceptions.StorageInternalError) as exc:
             if _no_tables(exc):
                 raise NoStudiesYet(_no_studies_yet(url)) from None
-            raise StudyUnavailable(f"cannot open the study database {redact(url)}: {first_line(exc, url)}; "
-                                   "check that it is running and reachable, and the URL "
-                                   "(--storage or LPSTUDY_STORAGE)") from None
+            from lpstudy.db.outages import unreachable_or_unavailable  # a lost connection: exit status 75
+
+            raise unreachable_or_unavailable(exc)(
+                f"cannot open the study database {redact(url)}: {first_line(exc, url)}; check that it is "
+                "running and reachable, and the URL (--storage or LPSTUDY_STORAGE)") from None
         except RuntimeError as exc:  # Optuna's schema version check
             raise UserError(f"the study database {redact(url)} cannot be used: {first_line(exc)}") from None
 

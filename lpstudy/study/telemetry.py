@@ -1,0 +1,175 @@
+"""A worker's Prometheus metrics: what an operator of hundreds of workers watches in Prometheus and
+Grafana rather than in a study's dashboard.
+
+`lpstudy worker --metrics-port PORT` (or LPSTUDY_METRICS_PORT; 0 or unset: none) serves them on
+http://0.0.0.0:PORT/metrics (prometheus_client's own server, a thread of the worker process); 9108
+is the conventional port. `--devices cpu,cpu` runs one worker process per device: process i serves on
+PORT + i (each process its own registry and port: no shared folder, nothing to clean up, and a
+worker that dies takes only its own series with it; prometheus_client's multiprocess mode would
+merge them behind one port at the cost of a folder of files every process writes).
+
+Every series carries the label worker="HOST/PID/DEVICE", as the trials' user attribute `worker` names
+the worker that ran them (lpstudy.study.objective.worker_identity):
+
+    lpstudy_trials_started_total                    trials this worker took and started
+    lpstudy_trials_finished_total{state}            ... and ended: COMPLETE, PRUNED or FAIL
+    lpstudy_claim_seconds                           histogram: how long taking a trial took (the
+                                                    claim of a waiting cell, or Optuna's ask)
+    lpstudy_storage_retries_total                   storage calls retried while the database was
+                                                    unreachable (lpstudy.db.outages)
+    lpstudy_storage_outage_seconds_total            seconds the database was unreachable, added when
+                                                    each outage ends (answered again, or given up)
+    lpstudy_running_trial_heartbeat_age_seconds     seconds since the running trial's last recorded
+                                                    heartbeat; NaN while no trial runs
+    lpstudy_steps_per_second                        training steps per second of the running trial,
+                                                    over its last evaluation interval; 0 while none runs
+
+The hooks below (trial_started, ...) do nothing unless `serve` was called in this process.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+import threading
+import time
+
+from lpstudy.errors import UserError
+
+METRICS_PORT_ENV = "LPSTUDY_METRICS_PORT"
+CONVENTIONAL_PORT = 9108
+# Claims take milliseconds on an idle database and seconds behind 200 workers (docs/scale-workers.md).
+CLAIM_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+TRIAL_END_STATES = ("COMPLETE", "PRUNED", "FAIL")
+
+
+def worker_label(device: str) -> str:
+    return f"{socket.gethostname()}/{os.getpid()}/{device}"
+
+
+class WorkerMetrics:
+    """The metrics of one worker process, in a registry of their own."""
+
+    def __init__(self, worker: str) -> None:
+        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+        self.worker = worker
+        self.registry = registry = CollectorRegistry()
+        self._lock = threading.Lock()
+        self._running = False
+        self._last_beat: float | None = None
+        by_worker = ["worker"]
+        self.started = Counter("lpstudy_trials_started", "Trials this worker took and started.",
+                               by_worker, registry=registry).labels(worker)
+        self._finished = Counter("lpstudy_trials_finished", "Trials this worker ended, by their state.",
+                                 ["worker", "state"], registry=registry)
+        for state in TRIAL_END_STATES:  # each state a series from the start: rate() sees the first one
+            self._finished.labels(worker, state)
+        self.claim_seconds = Histogram("lpstudy_claim_seconds", "Seconds taking a trial took (claim or ask).",
+                                       by_worker, buckets=CLAIM_BUCKETS, registry=registry).labels(worker)
+        self.storage_retries = Counter("lpstudy_storage_retries", "Storage calls retried while the database "
+                                       "was unreachable.", by_worker, registry=registry).labels(worker)
+        self.outage_seconds = Counter("lpstudy_storage_outage_seconds", "Seconds the study database was "
+                                      "unreachable, added as each outage ends.", by_worker,
+                                      registry=registry).labels(worker)
+        Gauge("lpstudy_running_trial_heartbeat_age_seconds", "Seconds since the running trial's last "
+              "recorded heartbeat (NaN: no trial runs).", by_worker,
+              registry=registry).labels(worker).set_function(self._heartbeat_age)
+        self.steps_per_second = Gauge("lpstudy_steps_per_second", "Training steps per second of the running "
+                                      "trial (0: none runs).", by_worker, registry=registry).labels(worker)
+
+    def finished(self, state: str):
+        return self._finished.labels(self.worker, state)
+
+    def set_running(self, running: bool) -> None:
+        """A trial starts (its heartbeat not yet recorded) or ends."""
+        with self._lock:
+            self._running, self._last_beat = running, None
+        self.steps_per_second.set(0)
+
+    def note_heartbeat(self) -> None:
+        with self._lock:
+            self._last_beat = time.monotonic()
+
+    def _heartbeat_age(self) -> float:
+        with self._lock:
+            if not self._running or self._last_beat is None:
+                return math.nan
+            return time.monotonic() - self._last_beat
+
+    def on_storage_event(self, event: str, seconds: float | None) -> None:
+        """lpstudy.db.outages' listener: a retry, or an outage's length once it ended."""
+        if event == "retry":
+            self.storage_retries.inc()
+        elif event == "outage" and seconds is not None and seconds > 0:
+            self.outage_seconds.inc(seconds)
+
+
+_metrics: WorkerMetrics | None = None
+
+
+def metrics_port(port: int | None) -> int:
+    """--metrics-port, else LPSTUDY_METRICS_PORT, else 0 (none); UserError for a value that is no port."""
+    if port is None:
+        text = os.environ.get(METRICS_PORT_ENV, "").strip() or "0"
+        try:
+            port = int(text)
+        except ValueError:
+            raise UserError(f"{METRICS_PORT_ENV} must be a port number (0: no metrics; {CONVENTIONAL_PORT} is "
+                            f"the conventional one), got {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise UserError(f"--metrics-port {port} is not in 0..65535 (0: no metrics)")
+    return port
+
+
+def serve(port: int, device: str) -> WorkerMetrics:
+    """Serve this process's metrics on 0.0.0.0:port (see the module) and turn the hooks on."""
+    global _metrics
+    from prometheus_client import start_http_server
+
+    from lpstudy.db import outages
+
+    metrics = WorkerMetrics(worker_label(device))
+    try:
+        start_http_server(port, addr="0.0.0.0", registry=metrics.registry)
+    except OSError as exc:
+        raise UserError(f"cannot serve metrics on 0.0.0.0:{port} ({exc.strerror or exc}); pick another "
+                        "--metrics-port (0: none)") from None
+    outages.listeners.append(metrics.on_storage_event)
+    _metrics = metrics
+    return metrics
+
+
+# -- hooks: the worker loop, its heartbeat, the trainer's evaluations -----------------------------
+
+def trial_claimed(seconds: float) -> None:
+    if _metrics is not None:
+        _metrics.claim_seconds.observe(seconds)
+
+
+def trial_started() -> None:
+    if _metrics is not None:
+        _metrics.set_running(True)
+        _metrics.started.inc()
+
+
+def heartbeat_recorded() -> None:
+    if _metrics is not None:
+        _metrics.note_heartbeat()
+
+
+def steps_measured(steps_per_second: float) -> None:
+    if _metrics is not None and math.isfinite(steps_per_second):
+        _metrics.steps_per_second.set(steps_per_second)
+
+
+def trial_ended() -> None:
+    """The running trial's heartbeat stopped (it ended, however)."""
+    if _metrics is not None:
+        _metrics.set_running(False)
+
+
+def trial_finished(state: str) -> None:
+    if _metrics is not None:
+        _metrics.finished(state).inc()
