@@ -184,7 +184,8 @@ def synthetic_spec(kind: str, preset: str, p_values: Sequence[float], folds: int
                                      "lr": {"low": 1e-4, "high": 3e-2, "log": True},
                                      "gain_init": {"low": 3.0, "high": 40.0, "log": True},
                                      "folds": folds},
-                      options={"preset": preset, "loss_threshold": 2.0})
+                      # the synthetic study writes every trial itself: no spread trial waits for a worker
+                      options={"preset": preset, "loss_threshold": 2.0, "spread_trials": 0})
 
 
 def trial_params(space: SearchSpace, values: dict[str, Any]) -> tuple[dict, dict, dict[str, Any]]:
