@@ -216,7 +216,7 @@ def test_engine_options_per_kind():
     assert kind_of(PG).engine_options(PG) == {"pool_pre_ping": True, "connect_args": {"connect_timeout": 5}}
     assert kind_of(PG).engine_options(PG, readonly=True) == {
         "pool_pre_ping": True,
-        "connect_args": {"connect_timeout": 5, "options": "-c default_transaction_read_only=on"}}
+        "connect_args": {"connect_timeout": 5, "options": "-c default_transaction_read_only=on -c jit=off"}}
     assert kind_of(MYSQL).engine_options(MYSQL) == {
         "pool_pre_ping": True, "connect_args": {"connect_timeout": 5}, "pool_recycle": 3600}
     for url in ("journal:///a.log", "grpc://proxy:13000"):

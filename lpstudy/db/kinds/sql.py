@@ -9,29 +9,19 @@ read-only role of storage/init too. A writer's engine gets the kind's `writer_en
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine, make_url
 
 from lpstudy.db.kinds.base import StorageKind
-from lpstudy.db.urls import first_line, redact
+from lpstudy.db.urls import first_line, redact, sql_backend
 from lpstudy.errors import NoStudiesYet, StudyUnavailable, UserError
 
 if TYPE_CHECKING:
     from optuna.storages import RDBStorage
 
     from lpstudy.db.outages import RetryPolicy
-
-_SCHEME = re.compile(r"([\w+]+)://")  # how SQLAlchemy's make_url reads a URL's dialect+driver
-
-
-def sql_backend(url: str) -> str:
-    """The database a SQLAlchemy URL names (postgresql for postgresql+psycopg://...), else ''."""
-    match = _SCHEME.match(url)
-    return match.group(1).split("+", 1)[0] if match else ""
-
 
 class SqlKind(StorageKind):
     """A database that SQLAlchemy and Optuna's RDBStorage speak to."""
@@ -172,49 +162,3 @@ def _no_tables(exc: BaseException, table: str = "version_info") -> bool:
         if table in text and ("does not exist" in text or "no such table" in text):
             return True
     return False
-
-
-def seconds_between(conn, start: str, end: str) -> str:
-    """SQL for the seconds from column `start` to column `end` in the connection's dialect."""
-    if conn.dialect.name == "postgresql":
-        return f"EXTRACT(EPOCH FROM ({end} - {start}))"
-    if conn.dialect.name == "mysql":
-        return f"TIMESTAMPDIFF(MICROSECOND, {start}, {end}) / 1000000.0"
-    return f"(julianday({end}) - julianday({start})) * 86400.0"
-
-
-def without_jit(conn) -> None:
-    """PostgreSQL's JIT off for the transaction: compiling one big pivot costs more than it saves."""
-    if conn.dialect.name == "postgresql":
-        conn.exec_driver_sql("SET LOCAL jit = off")
-
-
-def last_evaluation_join(conn, trials: str = "t", last: str = "l") -> str:
-    """SQL that joins each trial of the alias `trials` to its last evaluation, the alias `last` with
-    the columns step, intermediate_value and intermediate_value_type of Optuna's
-    trial_intermediate_values row with the trial's highest step; trials without one are left out.
-    Each trial's row is found through the (trial_id, step) index (the newest entry of the trial),
-    so the work is one index lookup per trial read, not a GROUP BY over every evaluation of the
-    study. PostgreSQL (and MySQL 8): a LATERAL subquery with ORDER BY step DESC LIMIT 1; SQLite: a
-    correlated max(step), which SQLite answers from the same index."""
-    if conn.dialect.name in ("postgresql", "mysql"):
-        return (f"JOIN LATERAL (SELECT e.step, e.intermediate_value, e.intermediate_value_type "
-                f"FROM trial_intermediate_values e WHERE e.trial_id = {trials}.trial_id "
-                f"ORDER BY e.step DESC LIMIT 1) {last} ON TRUE")
-    return (f"JOIN trial_intermediate_values {last} ON {last}.trial_id = {trials}.trial_id AND {last}.step = "
-            f"(SELECT max(e.step) FROM trial_intermediate_values e WHERE e.trial_id = {trials}.trial_id)")
-
-
-def json_number(conn, column: str) -> str:
-    """SQL for the float a JSON text in `column` holds when it is a JSON number, else NULL (null,
-    true, a string, and Python's NaN and ±Infinity, which are no JSON numbers). PostgreSQL: a JSON
-    text that starts with a digit, or a minus and a digit, is a number (no other JSON value does),
-    then a cast (a cast of anything else would fail the query); SQLite and MySQL: their JSON
-    functions' type of the value."""
-    if conn.dialect.name == "postgresql":
-        return f"(CASE WHEN {column} ~ '^-?[0-9]' THEN CAST({column} AS double precision) END)"
-    if conn.dialect.name == "mysql":
-        return (f"(CASE WHEN JSON_VALID({column}) AND JSON_TYPE({column}) IN "
-                f"('INTEGER', 'UNSIGNED INTEGER', 'DOUBLE', 'DECIMAL') THEN {column} + 0.0 END)")
-    return (f"(CASE WHEN json_valid({column}) THEN CASE WHEN json_type({column}) IN ('integer', 'real') "
-            f"THEN CAST({column} AS REAL) END END)")
