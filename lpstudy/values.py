@@ -8,6 +8,7 @@ and the training side both build on it.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from lpstudy.errors import UserError
@@ -87,6 +88,26 @@ def read_p(value: Any) -> float:
         return float(text)
     except ValueError:
         return math.nan
+
+
+# How a study's Optuna parameters hold p (lpstudy.study.space encodes it; this is the one decoder):
+# a choice among values holds p itself, ∞ as "inf"; a range of p that includes ∞ samples a further
+# categorical parameter P_INF_PARAM (True: p = ∞, and no p is sampled).
+P_INF_PARAM = "p_inf"
+
+
+def is_inf(value: Any) -> bool:
+    """Whether a stored value is ∞: the float, or "inf" as lpstudy writes it (any of the spellings
+    read_p reads)."""
+    return not isinstance(value, bool) and isinstance(value, (int, float, str)) and read_p(value) == math.inf
+
+
+def p_of_params(params: Mapping[str, Any]) -> float:
+    """p as a trial's Optuna parameters hold it (either encoding above): a float, math.inf, or NaN
+    where they hold no p."""
+    if params.get(P_INF_PARAM) is True:
+        return math.inf
+    return read_p(params.get("p"))
 
 
 def format_p(p: float) -> str:

@@ -36,7 +36,7 @@ from lpstudy.errors import StudyUnavailable
 from lpstudy.names import shell_quoted
 from lpstudy.training.fields import FIELDS
 from lpstudy.training.metrics import METRIC_FIELDS, SUMMARY_FIELDS
-from lpstudy.values import FIXED_PARAMS_ATTR, METRICS_ATTR_PREFIX, SPEC_ATTR, P, read_p, to_float
+from lpstudy.values import FIXED_PARAMS_ATTR, METRICS_ATTR_PREFIX, SPEC_ATTR, P, p_of_params, read_p, to_float
 
 RUN_FIELDS = tuple(f for f in FIELDS.values() if f.trial_attr)  # the training fields a trial stores
 WHO = ("host", "pid", "device", "worker", "version", "started_at", "preset", "gain_rule")
@@ -175,10 +175,12 @@ def trial_row(trial) -> dict[str, Any]:
     row: dict[str, Any] = {"number": trial.number, "trial_id": trial._trial_id, "state": trial.state.name,
                            "value": to_float(trial.value) if trial.values else math.nan}
     for f in RUN_FIELDS:  # the trial's attribute, else its parameter (trials older than the attribute)
-        value = attrs[f.name] if attrs.get(f.name) is not None else params.get(f.name)
-        row[f.name] = read_p(value) if f.type is P else to_float(value) if f.numeric else value
-    if attrs.get("p") is None and params.get("p_inf") is True:  # a space with a switch to p = ∞
-        row["p"] = math.inf
+        stored = attrs.get(f.name)
+        if f.type is P:
+            row[f.name] = read_p(stored) if stored is not None else p_of_params(params)
+        else:
+            value = stored if stored is not None else params.get(f.name)
+            row[f.name] = to_float(value) if f.numeric else value
     for name in SUMMARY_FIELDS:
         value = attrs.get(name)
         if name in BOOL_FIELDS:
