@@ -17,6 +17,7 @@ from lpstudy.errors import UserError
 
 SPEC_ATTR = "lpstudy"  # the study's user attribute that holds its spec (plain JSON)
 METRICS_ATTR_PREFIX = "lpstudy_metrics:"  # trial system attributes holding one evaluation each (no SQL)
+LEASE_ATTR = "lpstudy_heartbeat"  # a running trial's last beat where Optuna has no heartbeats (lpstudy.study.lease)
 FIXED_PARAMS_ATTR = "fixed_params"  # Optuna's system attribute of an enqueued trial's parameters
 STATES = ("COMPLETE", "PRUNED", "FAIL", "RUNNING", "WAITING")  # Optuna's trial states, in display order
 SPENT_STATES = ("COMPLETE", "PRUNED", "FAIL", "RUNNING")  # the states of trials that spent compute (not WAITING)

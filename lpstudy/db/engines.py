@@ -27,14 +27,3 @@ def make_engine(url: str, readonly: bool = False, check: bool = False) -> Engine
     check: connect now, so that an unreachable database is one line (StudyUnavailable) here rather
     than an error in the middle of a read. UserError for a storage that is not a SQL database."""
     return kind_of(url).engine(url, readonly=readonly, check=check)
-
-
-@contextlib.contextmanager
-def reading(url: str) -> Iterator[None]:
-    """Turn a database error during a read into StudyUnavailable (one line, no password)."""
-    try:
-        yield
-    except UserError:
-        raise
-    except (sa.exc.SQLAlchemyError, OSError) as exc:
-        raise StudyUnavailable(f"cannot read the study database at {redact(url)}: {first_line(exc, url)}") from None
