@@ -69,7 +69,7 @@ class StoredTrial:
     user_attrs: dict[str, Any]
 
 
-def chosen_from_sql(reader: TrialReader, study_name: str, top_k: int) -> tuple[StudySpec, list[StoredTrial]] | None:
+def chosen_from_sql(source: TrialReader | str, study_name: str, top_k: int) -> tuple[StudySpec, list[StoredTrial]] | None:
     """The study's spec and its best top_k trials (lpstudy.study.best's rule, ranked in SQL:
     lpstudy.db.study_queries), read without opening Optuna's storage; None where SQL cannot answer
     (not a SQL database, another schema, no spec, or a chosen trial from before workers stored
@@ -87,21 +87,26 @@ def chosen_from_sql(reader: TrialReader, study_name: str, top_k: int) -> tuple[S
             return None
         return StudySpec.from_plain(attrs[SPEC_ATTR]), trials
 
-    return reader.answer(study_name, read)
+    from lpstudy.results.frames import reader_of
+
+    with reader_of(source) as reader:
+        return reader.answer(study_name, read)
 
 
-def _chosen_through_optuna(reader: TrialReader, study_name: str, top_k: int) -> tuple[StudySpec, list]:
+def _chosen_through_optuna(source: TrialReader | str, study_name: str, top_k: int) -> tuple[StudySpec, list]:
     """chosen_from_sql through Optuna's storage (its FrozenTrials): on a SQL database SQL still
     ranks, and Optuna reads only the chosen trials."""
     from lpstudy.db import study_queries as Q
     from lpstudy.db.optuna_storage import open_storage
+    from lpstudy.results.frames import reader_of
     from lpstudy.study.best import ranked_trials
     from lpstudy.study.studies import load_spec
 
-    storage = open_storage(reader.url, readonly=True)  # an export only reads
+    with reader_of(source) as reader:
+        storage = open_storage(reader.url, readonly=True)  # an export only reads
+        ids = reader.answer(study_name, lambda conn, engine, sid: [
+            tid for tid, _, _ in Q.ranked_trial_ids(conn, sid, top_k)])
     spec = load_spec(storage, study_name)
-    ids = reader.answer(study_name, lambda conn, engine, sid: [
-        tid for tid, _, _ in Q.ranked_trial_ids(conn, sid, top_k)])
     if ids is not None:
         return spec, [storage.optuna.get_trial(trial_id) for trial_id in ids]
     study_id = storage.optuna.get_study_id_from_name(study_name)
