@@ -44,11 +44,20 @@ def storage_from_environment(argv: list[str] | None = None) -> str:
     return storage_url(given.storage, given.storage_file)
 
 
+@st.cache_resource(max_entries=4, show_spinner=False)
+def reader(storage_url: str):
+    """The server's one reader of the database (lpstudy.db.trial_reader), opened once from its URL
+    and shared by every loader, page and session."""
+    from lpstudy.db.kinds import open_reader
+
+    return open_reader(storage_url)
+
+
 @st.cache_data(ttl=CACHE_TTL_S, show_spinner=False)
 def cached_study_infos(storage_url: str):
     from lpstudy.results.frames import study_infos
 
-    return study_infos(storage_url)
+    return study_infos(reader(storage_url))
 
 
 @st.cache_data(ttl=FINGERPRINT_TTL_S, show_spinner=False)
@@ -59,7 +68,7 @@ def cached_fingerprint(storage_url: str, study_name: str):
 
     from lpstudy.results.frames import study_fingerprint
 
-    fingerprint = study_fingerprint(storage_url, study_name)
+    fingerprint = study_fingerprint(reader(storage_url), study_name)
     return fingerprint if fingerprint is not None else ("slot", int(time.time() // CACHE_TTL_S))
 
 
@@ -69,7 +78,7 @@ def live_study(storage_url: str, study_name: str):
     its unfinished and new trials whenever its fingerprint changes."""
     from lpstudy.results.live_study import LiveStudy
 
-    return LiveStudy(storage_url, study_name)
+    return LiveStudy(reader(storage_url), study_name)
 
 
 @st.cache_resource(ttl=STUDY_TTL_S, max_entries=8, show_spinner="Reading the study…")
@@ -80,7 +89,7 @@ def _cached_study_version(storage_url: str, study_name: str, curves: bool, finge
     from lpstudy.results.frames import load_study
 
     data = live_study(storage_url, study_name).read(curves)
-    return data if data is not None else load_study(storage_url, study_name, curves=curves)
+    return data if data is not None else load_study(reader(storage_url), study_name, curves=curves)
 
 
 def cached_study(storage_url: str, study_name: str, curves: bool = True):
@@ -178,7 +187,7 @@ def page(title: str, curves: bool = True):
 def _cached_trial_curves(storage_url: str, study_name: str, number: int, fingerprint):
     from lpstudy.results.frames import trial_curves
 
-    return trial_curves(storage_url, study_name, [number])
+    return trial_curves(reader(storage_url), study_name, [number])
 
 
 def cached_trial_curves(storage_url: str, study_name: str, number: int):

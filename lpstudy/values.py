@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from lpstudy.errors import UserError
@@ -20,6 +21,7 @@ SPEC_ATTR = "lpstudy"  # the study's user attribute that holds its spec (plain J
 # the canonical spec (lpstudy.study.studies.spec_sha256), which a worker given the study file checks.
 SPEC_SHA256_ATTR = "lpstudy_spec_sha256"
 METRICS_ATTR_PREFIX = "lpstudy_metrics:"  # trial system attributes holding one evaluation each (no SQL)
+LEASE_ATTR = "lpstudy_heartbeat"  # a running trial's last beat where Optuna has no heartbeats (lpstudy.study.lease)
 FIXED_PARAMS_ATTR = "fixed_params"  # Optuna's system attribute of an enqueued trial's parameters
 STATES = ("COMPLETE", "PRUNED", "FAIL", "RUNNING", "WAITING")  # Optuna's trial states, in display order
 SPENT_STATES = ("COMPLETE", "PRUNED", "FAIL", "RUNNING")  # the states of trials that spent compute (not WAITING)
@@ -91,6 +93,26 @@ def read_p(value: Any) -> float:
         return float(text)
     except ValueError:
         return math.nan
+
+
+# How a study's Optuna parameters hold p (lpstudy.study.space encodes it; this is the one decoder):
+# a choice among values holds p itself, ∞ as "inf"; a range of p that includes ∞ samples a further
+# categorical parameter P_INF_PARAM (True: p = ∞, and no p is sampled).
+P_INF_PARAM = "p_inf"
+
+
+def is_inf(value: Any) -> bool:
+    """Whether a stored value is ∞: the float, or "inf" as lpstudy writes it (any of the spellings
+    read_p reads)."""
+    return not isinstance(value, bool) and isinstance(value, (int, float, str)) and read_p(value) == math.inf
+
+
+def p_of_params(params: Mapping[str, Any]) -> float:
+    """p as a trial's Optuna parameters hold it (either encoding above): a float, math.inf, or NaN
+    where they hold no p."""
+    if params.get(P_INF_PARAM) is True:
+        return math.inf
+    return read_p(params.get("p"))
 
 
 def format_p(p: float) -> str:

@@ -522,7 +522,7 @@ def test_the_read_only_role_reads_studies_and_metrics_and_is_refused_every_write
     import sqlalchemy as sa
     from sqlalchemy.engine import make_url
 
-    from lpstudy.results.frames import list_studies, load_curves, load_trials
+    from lpstudy.results.frames import load_study, load_trials, study_infos
     from lpstudy.db.engines import make_engine
     from lpstudy.db.metrics_table import METRICS_TABLE, read_metrics
 
@@ -535,9 +535,9 @@ def test_the_read_only_role_reads_studies_and_metrics_and_is_refused_every_write
     trials = _seed_as_writer(writer_url, "lp-search")  # tables created after the init script ran
 
     # Reading, as the dashboards do.
-    assert list_studies(reader_url) == ["lp-search"]
+    assert [info.name for info in study_infos(reader_url)] == ["lp-search"]
     assert sorted(load_trials(reader_url, "lp-search")["state"]) == ["COMPLETE", "COMPLETE"]
-    assert len(load_curves(reader_url, "lp-search")) == 4
+    assert len(load_study(reader_url, "lp-search").curves) == 4
     assert len(read_metrics(make_engine(reader_url, readonly=True), "lp-search")) == 4
 
     # Writing: refused by the grants themselves, even after switching the session to read-write.

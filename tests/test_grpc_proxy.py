@@ -52,7 +52,7 @@ def proxy(pg_url):
 @pytest.mark.slow
 @pytest.mark.postgres
 def test_two_workers_through_the_proxy_complete_a_grid_with_each_cell_once(proxy, pg_url):
-    from lpstudy.results.frames import load_curves, load_trials
+    from lpstudy.results.frames import load_study, load_trials
 
     grpc_url = proxy.grpc_url
     create = subprocess.run(
@@ -72,7 +72,7 @@ def test_two_workers_through_the_proxy_complete_a_grid_with_each_cell_once(proxy
     cells = sorted(zip(trials["p"].astype(float), trials["fold"].astype(int)))
     assert cells == [(2.0, 0), (2.0, 1), (3.0, 0), (3.0, 1)]
     # Every evaluation's metrics came through too (as trial attributes), for the dashboards.
-    curves = load_curves(pg_url, "grid")
+    curves = load_study(pg_url, "grid").curves
     assert curves.groupby("trial_number").size().tolist() == [TINY_EVALS] * 4
 
 

@@ -285,3 +285,38 @@ def test_the_read_side_never_reaches_torch_code_at_import_time():
     for name in graph:
         if name.startswith(("lpstudy.db", "lpstudy.results", "lpstudy.cli", "app")) or name == "lpstudy":
             assert not reach(name, set()) & torch_modules, name
+
+
+# The questions a storage kind answers inside lpstudy/db only: outside it, a caller asks the storage
+# object to act (StudyStorage's methods, lpstudy.db.trial_reader) and never which kind it holds.
+STORAGE_FLAGS = {"sql", "curves_in_table", "optuna_heartbeats", "has_lock"}
+
+
+def storage_flag_reads(roots: dict[str, Path], inside: Path) -> list[str]:
+    """'file:line: .flag' for every read of a storage kind's capability flag (an attribute named as
+    one of STORAGE_FLAGS) in the modules under roots that are not under `inside`."""
+    found = []
+    for path in sorted(p for folder in roots.values() for p in folder.rglob("*.py")):
+        if path.is_relative_to(inside):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr in STORAGE_FLAGS:
+                found.append(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}:{node.lineno}: "
+                             f".{node.attr}")
+    return found
+
+
+def test_no_caller_outside_the_storage_layer_asks_which_kind_of_storage_it_holds():
+    found = storage_flag_reads(ROOTS, PACKAGE / "db")
+    assert not found, "a storage kind's flag read outside lpstudy/db (ask the storage object instead):\n" + \
+        "\n".join(found)
+
+
+def test_the_storage_flag_check_finds_a_flag_read(tmp_path):
+    """The checker itself can fail: a caller that branches on the kind is named with its line, in
+    code and not in a comment or a string; the storage layer itself may read its flags."""
+    (tmp_path / "db").mkdir()
+    (tmp_path / "db" / "kinds.py").write_text("if kind.sql:\n    pass\n")
+    (tmp_path / "worker.py").write_text("# storage.kind.sql in a comment\ntext = 'kind.has_lock'\n"
+                                        "if storage.kind.curves_in_table:\n    pass\n")
+    assert storage_flag_reads({"pkg": tmp_path}, tmp_path / "db") == [f"{tmp_path / 'worker.py'}:3: .curves_in_table"]

@@ -70,7 +70,7 @@ def test_the_trials_frame_is_what_the_workers_stored(real_study, study):
 @pytest.mark.parametrize("study", ["search", "grid"])
 def test_the_curves_are_the_metrics_rows_the_workers_wrote(real_study, study):
     raw = {t._trial_id: t for t in trials_of(real_study.url, study)}
-    curves = frames.load_curves(real_study.url, study)
+    curves = frames.load_study(real_study.url, study).curves
     steps = {int(tid): sorted(int(s) for s in group["step"]) for tid, group in curves.groupby("trial_id")}
     assert steps == steps_by_sql(real_study, study)
     for trial_id, trial in raw.items():

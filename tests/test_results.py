@@ -38,7 +38,7 @@ def seeded(tmp_path_factory) -> tuple[str, Path]:
 
 def test_studies_are_listed_with_their_kind(seeded):
     url, _ = seeded
-    assert results.list_studies(url) == ["grid", "search"]
+    assert [info.name for info in results.study_infos(url)] == ["grid", "search"]
     kinds = {info.name: info.kind for info in results.study_infos(url)}
     assert kinds == {"grid": "replicate", "search": "search"}
 
@@ -80,7 +80,7 @@ def test_curves_come_from_the_metrics_table_or_trial_attributes_alike(tmp_path):
     table_url, attrs_url = f"sqlite:///{tmp_path / 'table.db'}", f"sqlite:///{tmp_path / 'attrs.db'}"
     write_synthetic_study(table_url, "s", metrics="table", **SMALL)
     write_synthetic_study(attrs_url, "s", metrics="attrs", **SMALL)
-    from_table, from_attrs = results.load_curves(table_url, "s"), results.load_curves(attrs_url, "s")
+    from_table, from_attrs = results.load_study(table_url, "s").curves, results.load_study(attrs_url, "s").curves
     assert list(from_table.columns) == list(results.CURVE_COLUMNS)
     assert len(from_table) > SMALL["n_trials"] and from_table["train_loss"].notna().all()
     pd.testing.assert_frame_equal(from_table, from_attrs)
@@ -119,13 +119,13 @@ def test_a_database_that_cannot_be_read_says_so_in_one_line(tmp_path, seeded):
     with pytest.raises(UserError, match=r"no study named 'nope'.*grid, search"):
         results.load_trials(url, "nope")
     with pytest.raises(UserError) as caught:
-        results.list_studies("postgresql+psycopg://reader:s3cret@127.0.0.1:1/lpstudy")
+        results.study_infos("postgresql+psycopg://reader:s3cret@127.0.0.1:1/lpstudy")
     message = str(caught.value)
     assert "s3cret" not in message and "reader:***@127.0.0.1:1" in message and "\n" not in message
     assert "cannot read the study database" in message and "Connection refused" in message
     empty = tmp_path / "empty.db"
     empty.touch()
-    assert results.list_studies(f"sqlite:///{empty}") == []
+    assert results.study_infos(f"sqlite:///{empty}") == []
 
 
 @pytest.mark.postgres

@@ -113,6 +113,33 @@ def test_p_infinity_as_a_choice_and_beside_a_range():
         assert ("p" in trial.params) == (not math.isinf(run["p"]))
 
 
+def test_every_reader_decodes_p_as_the_sampler_encoded_it():
+    """values.p_of_params, the one decoder of p that every reader uses, gives back the p each run
+    was given, for both of the sampler's encodings (a choice holding "inf", a range with p_inf)."""
+    from lpstudy.values import p_of_params
+
+    for entry in ([1, 2, "inf"], "1:4,inf"):
+        runs = _sample(SearchSpace.from_mapping({"p": entry}), 40)
+        assert {math.isinf(run["p"]) for _, run in runs} == {True, False}, entry
+        for trial, run in runs:
+            assert p_of_params(trial.params) == run["p"], (entry, trial.params)
+    assert math.isnan(p_of_params({"lr": 1e-3}))  # no p among the parameters
+
+
+def test_a_range_of_p_takes_inf_as_true_or_false_only():
+    import yaml
+
+    def space(text: str) -> SearchSpace:
+        return SearchSpace.from_mapping(yaml.safe_load(text))
+
+    assert space("p: {low: 1, high: 4, inf: no}").params[0].with_inf is False  # YAML's own false
+    assert space("p: {low: 1, high: 4, inf: true}").params[0].with_inf is True
+    for text, shown in (('"no"', "'no'"), ("0", "0"), ('"true"', "'true'")):
+        with pytest.raises(UserError) as caught:
+            space(f"p: {{low: 1, high: 4, inf: {text}}}")
+        assert str(caught.value) == f"p: inf must be true or false, got {shown}", text
+
+
 def test_a_replicate_grid_is_every_p_by_every_fold():
     spec = replicate_spec("smoke", ["1", "2", "inf"], 3, {"max_steps": "20"})
     assert spec.kind == "replicate" and spec.sampler == "grid" and spec.pruner == "none"

@@ -216,7 +216,7 @@ def test_engine_options_per_kind():
     assert kind_of(PG).engine_options(PG) == {"pool_pre_ping": True, "connect_args": {"connect_timeout": 5}}
     assert kind_of(PG).engine_options(PG, readonly=True) == {
         "pool_pre_ping": True,
-        "connect_args": {"connect_timeout": 5, "options": "-c default_transaction_read_only=on"}}
+        "connect_args": {"connect_timeout": 5, "options": "-c default_transaction_read_only=on -c jit=off"}}
     assert kind_of(MYSQL).engine_options(MYSQL) == {
         "pool_pre_ping": True, "connect_args": {"connect_timeout": 5}, "pool_recycle": 3600}
     for url in ("journal:///a.log", "grpc://proxy:13000"):
@@ -346,3 +346,49 @@ def test_a_kind_without_a_lock_holds_nothing():
     for url in (MYSQL, "grpc://proxy:13000"):
         with storage_lock(url), storage_lock(url):  # nothing held: nesting does not wait, nothing is reached
             pass
+
+
+# --- what a worker asks of a storage, answered alike by every kind --------------------------------
+
+@pytest.mark.parametrize("kind", ["sqlite", "journal", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def test_every_kind_answers_a_workers_questions_alike(kind, tmp_path, request):
+    """The storage object answers the claim, the counts, a trial's state, where an evaluation goes
+    and whether its lock holds, each kind its own way (one SQL query, or Optuna's API): a grid of 6
+    cells is enqueued once, each cell claimed by one caller, an evaluation read back from the
+    storage's reader. Expected values by hand: 6 cells, 6 claims, then none."""
+    from optuna.trial import TrialState
+
+    from lpstudy.results.frames import load_study
+    from lpstudy.study.claims import count_states, pop_waiting_trial
+    from lpstudy.study.spec import replicate_spec
+    from lpstudy.study.studies import create_study, enqueue_missing_cells
+    from lpstudy.training.metrics import MetricRecord
+
+    url = {"sqlite": f"sqlite:///{tmp_path / 'a.db'}", "journal": f"journal:///{tmp_path / 'a.log'}"}.get(kind)
+    url = url or request.getfixturevalue("pg_url")
+    storage = open_storage(url, create_tables=True)
+    spec = replicate_spec("smoke", [1.0, 2.0, float("inf")], 2, {"max_steps": "20"})
+    study, created = create_study(storage, "grid", spec)
+    assert created and storage.count_trials(study, (TrialState.WAITING,)) == 0
+    assert enqueue_missing_cells(study, spec, storage) == 6  # the storage enqueues them
+    assert storage.count_trials(study, (TrialState.WAITING,)) == 6
+    assert enqueue_missing_cells(study, spec, storage) == 0  # every cell is there once
+    study = storage.for_grid_worker(study)
+    claimed = [pop_waiting_trial(study, storage) for _ in range(7)]
+    assert claimed[-1] is None and len({t._trial_id for t in claimed[:-1]}) == 6
+    assert count_states(study, (TrialState.RUNNING,), storage) == 6
+    assert count_states(study, (TrialState.WAITING,), storage) == 0
+    first = claimed[0]
+    assert storage.trial_state(study, first._trial_id) == TrialState.RUNNING
+    storage.beat(first._trial_id)  # Optuna's heartbeat, or lpstudy's lease: the trial stays RUNNING
+    nan = float("nan")
+    storage.prepare_curves()
+    storage.write_evaluation("grid", first._trial_id, first.number,
+                             MetricRecord(10, 2.5, 2.25, 1e-3, 1.0, 1.0, nan, nan, nan, 1.0, 100.0, 1.0))
+    study.tell(first, 2.25)
+    assert storage.trial_state(study, first._trial_id) == TrialState.COMPLETE
+    with storage.lock("a test") as locked:
+        assert locked is True  # SQLite and the journal: a file lock; PostgreSQL: an advisory lock
+    curves = load_study(url, "grid").curves
+    row = curves[curves["trial_id"] == first._trial_id]
+    assert list(row["step"]) == [10] and list(row["val_loss"]) == [2.25] and list(row["train_loss"]) == [2.5]

@@ -6,7 +6,7 @@ import streamlit as st
 
 from lpstudy.results import analysis as A
 
-from common import CACHE_TTL_S, no_traceback, page, plain, show_problem
+from common import CACHE_TTL_S, no_traceback, page, plain, reader, show_problem
 from tables import table
 
 storage, study = page("Export", curves=False)
@@ -18,7 +18,7 @@ show_problem(trials)
 def exported(storage_url: str, study_name: str, top_k: int, fmt: str) -> str:
     from lpstudy.results.export import export_text
 
-    return export_text(storage_url, study_name, top_k=top_k, fmt=fmt)
+    return export_text(reader(storage_url), study_name, top_k=top_k, fmt=fmt)
 
 
 left, right = st.columns([1, 1])

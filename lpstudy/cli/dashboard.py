@@ -74,13 +74,7 @@ def dashboard(
     url = storage.checked_url()
     home = app_home(app_dir)
     check_port_free(host, port)
-    problem = kind_of(url).missing_file_message(url)  # a mistyped path: one line now, not an error page later
-    if problem:
-        raise UserError(problem)
-    if kind_of(url).sql:  # a wrong password, a refused port: now
-        from lpstudy.db.engines import make_engine
-
-        make_engine(url, readonly=True, check=True).dispose()
+    kind_of(url).check_readable(url)  # a mistyped path, a wrong password: one line now, not an error page later
     env = dict(os.environ)
     env[STORAGE_ENV] = url
     env.setdefault("STREAMLIT_BROWSER_GATHER_USAGE_STATS", "false")

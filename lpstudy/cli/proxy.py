@@ -46,10 +46,7 @@ def storage_proxy(
     """Serve the study database to workers over gRPC (Optuna's storage proxy): grpc://HOST:PORT.
     --storage names a SQL database, e.g. postgresql+psycopg://USER:PASSWORD@HOST/DB."""
     url = storage.url()
-    kind = kind_of(url)
-    if not kind.sql:
-        raise UserError(f"the storage proxy serves a SQL database, not {kind.name} storage {redact(url)!r}; "
-                        "pass --storage postgresql+psycopg://USER:PASSWORD@HOST/DB")
+    kind_of(url).check_proxy_target(url)
     check_port_free(host, port)
 
     import warnings

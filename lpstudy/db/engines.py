@@ -11,15 +11,9 @@ WAITING -> RUNNING claim is atomic across processes.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
-
-import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from lpstudy.db.kinds import kind_of
-from lpstudy.db.urls import first_line, redact
-from lpstudy.errors import StudyUnavailable, UserError
 
 
 def make_engine(url: str, readonly: bool = False, check: bool = False) -> Engine:
@@ -27,17 +21,3 @@ def make_engine(url: str, readonly: bool = False, check: bool = False) -> Engine
     check: connect now, so that an unreachable database is one line (StudyUnavailable) here rather
     than an error in the middle of a read. UserError for a storage that is not a SQL database."""
     return kind_of(url).engine(url, readonly=readonly, check=check)
-
-
-@contextlib.contextmanager
-def reading(url: str) -> Iterator[None]:
-    """Turn a database error during a read into StudyUnavailable (one line, no password)."""
-    try:
-        yield
-    except UserError:
-        raise
-    except (sa.exc.SQLAlchemyError, OSError) as exc:
-        from lpstudy.db.outages import unreachable_or_unavailable  # a lost connection: exit status 75
-
-        raise unreachable_or_unavailable(exc)(
-            f"cannot read the study database at {redact(url)}: {first_line(exc, url)}") from None

@@ -10,7 +10,7 @@ from sqlalchemy.engine import Engine
 
 from lpstudy.db.read_indexes import ensure_read_indexes
 from lpstudy.training.metrics import METRIC_FIELDS, MetricRecord
-from lpstudy.values import finite_or_none
+from lpstudy.values import finite_or_none, metrics_attr_name
 
 METRICS_TABLE = "lpstudy_metrics"
 
@@ -74,6 +74,13 @@ def write_metrics(engine: Engine, study_name: str, trial_id: int, trial_number: 
         conn.execute(metrics_table.insert(), rows)
 
 
+def empty_metrics():
+    """read_metrics's frame without a row."""
+    import pandas as pd
+
+    return pd.DataFrame(columns=["trial_id", "trial_number", *METRIC_FIELDS])
+
+
 def read_metrics(engine: Engine, study_name: str, trial_ids=None):
     """Every metrics row of a study (or of the trials trial_ids only) as a pandas DataFrame (columns:
     trial_id, trial_number, step, and METRIC_FIELDS), sorted by trial and step; empty if the table
@@ -82,7 +89,7 @@ def read_metrics(engine: Engine, study_name: str, trial_ids=None):
 
     columns = ["trial_id", "trial_number", *METRIC_FIELDS]
     if not sa.inspect(engine).has_table(METRICS_TABLE):
-        return pd.DataFrame(columns=columns)
+        return empty_metrics()
     absent = set(missing_columns(engine))  # a table of an older lpstudy, read by a read-only role
     query = (sa.select(*(metrics_table.c[c] for c in columns if c not in absent))
              .where(metrics_table.c.study_name == study_name if trial_ids is None else  # trial ids are unique
@@ -93,3 +100,10 @@ def read_metrics(engine: Engine, study_name: str, trial_ids=None):
     for name in absent:
         frame[name] = float("nan")
     return frame[columns].astype({c: "float64" for c in _FLOAT_FIELDS})
+
+
+def evaluation_attribute(record: MetricRecord) -> tuple[str, dict]:
+    """One evaluation as a trial system attribute (storages without SQL): its name and value,
+    every number finite or null, as the metrics table holds it."""
+    data = {k: (v if k == "step" else finite_or_none(v)) for k, v in record.to_dict().items()}
+    return metrics_attr_name(record.step), data

@@ -6,7 +6,8 @@
     grpc://HOST:PORT                           GrpcStorageProxy (`lpstudy storage-proxy`): no heartbeats
 
 Each kind opens its own (lpstudy.db.kinds); `open_storage` is the one entry, and `StudyStorage`
-carries the kind, so that callers ask it (`storage.kind.curves_in_table`) rather than compare names.
+carries the kind and answers what callers need of it (claim a waiting trial, count trials, a
+heartbeat or a lease, where an evaluation goes), so that no caller asks which kind it holds.
 Every storage call is retried with backoff while the database (or the proxy) is unreachable
 (lpstudy.db.outages); opening a storage is retried only where the caller waits (a worker): elsewhere
 an unreachable URL fails within a few seconds.
@@ -14,7 +15,8 @@ an unreachable URL fails within a few seconds.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -24,17 +26,20 @@ from sqlalchemy.engine import Engine
 
 from lpstudy.db.kinds import kind_of
 from lpstudy.db.kinds.base import StorageKind
-from lpstudy.db.outages import RetryPolicy, StorageUnavailable, is_transient
+from lpstudy.db.outages import RetryPolicy, StorageUnavailable, is_transient, quiet_optuna
 from lpstudy.db.urls import redact, storage_url
 from lpstudy.errors import StudyUnavailable
 
 if TYPE_CHECKING:
     import grpc
+    import optuna
+    from optuna.trial import TrialState
 
     from lpstudy.db.proxy_calls import ProxyCalls
+    from lpstudy.training.metrics import MetricRecord
 
 __all__ = ["RetryPolicy", "StorageUnavailable", "StudyStorage", "is_transient", "make_proxy_server", "open_storage",
-           "proxied_storage"]
+           "proxied_storage", "quiet_optuna"]
 T = TypeVar("T")
 
 
@@ -75,17 +80,62 @@ class StudyStorage:
     def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return self.retry.call(fn, *args, **kwargs)
 
+    # What a worker asks of its storage; each kind answers in its own way (lpstudy.db.kinds: one SQL
+    # query, one call on lpstudy's proxy, or Optuna's storage API).
 
-def quiet_optuna() -> None:
-    """Optuna's info lines and experimental warnings off: lpstudy's commands print their own lines.
-    Every storage lpstudy opens is opened so (open_storage)."""
-    import warnings
+    @contextlib.contextmanager
+    def lock(self, name: str) -> Iterator[bool]:
+        """Hold the storage's lock called name for the block; yields whether it is a lock across
+        processes (gRPC and MySQL have none: then the block runs unguarded)."""
+        with self.kind.lock(self.url, name):
+            yield self.kind.has_lock
 
-    import optuna
+    def claim_waiting(self, study: optuna.Study) -> int | None:
+        """Move one WAITING trial of the study to RUNNING for this caller only: its id, or None."""
+        return self.kind.claim_waiting(self, study)
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
-    warnings.filterwarnings("ignore", category=FutureWarning, module="optuna")
+    def count_trials(self, study: optuna.Study, states: tuple[TrialState, ...]) -> int:
+        """How many of the study's trials are in these states."""
+        return self.kind.count_trials(self, study, states)
+
+    def trial_state(self, study: optuna.Study, trial_id: int) -> TrialState:
+        """A trial's state now."""
+        return self.kind.trial_state(self, study, trial_id)
+
+    def for_grid_worker(self, study: optuna.Study) -> optuna.Study:
+        """The study as a grid worker uses it (lpstudy.study.claims.for_grid_worker)."""
+        return self.kind.for_grid_worker(self, study)
+
+    def enqueue_cells(self, study: optuna.Study, missing_cells: Callable[[], list[dict[str, Any]]]) -> int:
+        """Enqueue a WAITING trial for each parameter dict missing_cells() returns (looked up again
+        on a retry); how many."""
+        return self.kind.enqueue_cells(self, study, missing_cells)
+
+    def beat(self, trial_id: int) -> None:
+        """A running trial's heartbeat: Optuna's (SQL kinds), else lpstudy's lease."""
+        self.kind.beat(self, trial_id)
+
+    def heartbeat_grace_s(self) -> float:
+        """How old a live trial's heartbeat may be (math.inf where Optuna's heartbeats are off)."""
+        return self.kind.heartbeat_grace_s(self)
+
+    def heartbeat_look(self, study_id: int, grace_s: float, with_unbeaten: bool) -> tuple[bool, set[int]]:
+        """(whether a heartbeat may be older than grace_s, the RUNNING trials without a heartbeat):
+        a quick look before Optuna's stale-trial check, which loads every RUNNING trial."""
+        return self.kind.heartbeat_look(self, study_id, grace_s, with_unbeaten)
+
+    def backdate_heartbeat(self, trial_id: int, age_s: float) -> bool:
+        """Give a trial without a heartbeat one age_s old; whether it was given."""
+        return self.kind.backdate_heartbeat(self, trial_id, age_s)
+
+    def prepare_curves(self) -> None:
+        """Make the place a worker's evaluations go, where it is a table."""
+        self.kind.prepare_curves(self)
+
+    def write_evaluation(self, study_name: str, trial_id: int, trial_number: int, record: MetricRecord) -> None:
+        """Store one evaluation of a running trial: a row of the metrics table (SQL kinds), else the
+        trial's system attribute lpstudy_metrics:<step>."""
+        self.kind.write_evaluation(self, study_name, trial_id, trial_number, record)
 
 
 def open_storage(url: str | None, readonly: bool = False, create_tables: bool = False,

@@ -240,3 +240,15 @@ def attach(storage: BaseStorage, policy: RetryPolicy) -> None:
     """Retry the storage's calls under policy (a storage made without it is never retried)."""
     storage._lpstudy_retry = policy
     storage._lpstudy_depth = threading.local()
+
+
+def quiet_optuna() -> None:
+    """Optuna's info lines and experimental warnings off: lpstudy's commands print their own lines.
+    Every storage lpstudy opens is opened so (open_storage)."""
+    import warnings
+
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    warnings.filterwarnings("ignore", category=FutureWarning, module="optuna")

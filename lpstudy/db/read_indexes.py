@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from lpstudy.db.kinds.index_sql import create_index_sql
+from lpstudy.db.dialects import CreateReadIndex, NoReadIndexes, read_index
 
 # The attributes `lpstudy status` reads of every trial (lpstudy.db.study_queries.compute_sums, and
 # `diverged` of the best-trial rule): small JSON values that lpstudy's workers write.
@@ -59,10 +59,9 @@ def ensure_read_indexes(engine: Engine) -> None:
             continue  # checked first: CREATE INDEX IF NOT EXISTS would still lock the table on PostgreSQL
         try:
             with engine.begin() as conn:
-                statement = create_index_sql(conn, name, index.table, index.columns, index.include, index.where)
-                if statement is None:
-                    return
-                conn.exec_driver_sql(statement)
+                conn.execute(CreateReadIndex(read_index(name, index.table, index.columns, index.include, index.where)))
+        except NoReadIndexes:
+            return
         except (sa.exc.IntegrityError, sa.exc.ProgrammingError, sa.exc.OperationalError):
             if not _has_index(engine, index.table, name):  # not a race with another worker that made it
                 raise

@@ -25,7 +25,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from lpstudy.db.optuna_tables import SchemaMismatch
-from lpstudy.db.kinds.sql import json_number, last_evaluation_join, seconds_between, without_jit
+from lpstudy.db.dialects import JsonNumber, LastEvaluationJoin, SecondsBetween, column, sql_of
 from lpstudy.values import SPENT_STATES, json_or_text
 
 # JSON texts a falsy `diverged` attribute can hold (bool(json.loads(text)) is False)
@@ -141,7 +141,7 @@ def study_summaries(conn: Connection) -> dict[str, dict[str, Any]]:
 
 def mean_complete_seconds(conn: Connection, sid: int) -> float | None:
     """The mean duration in seconds of the COMPLETE trials with both times."""
-    seconds = seconds_between(conn, "datetime_start", "datetime_complete")
+    seconds = sql_of(conn, SecondsBetween(column("datetime_start"), column("datetime_complete")))
     value = conn.execute(sa.text(
         f"SELECT avg({seconds}) FROM trials WHERE study_id = :sid AND state = 'COMPLETE' "
         "AND datetime_start IS NOT NULL AND datetime_complete IS NOT NULL"), {"sid": sid}).scalar_one()
@@ -159,10 +159,10 @@ def compute_sums(conn: Connection, sid: int) -> tuple[list[dict[str, Any]], floa
     its steps at the median pace (unpaced_steps), as does what a pruned trial without a pace of its
     own saved (unpaced_saved_steps). Attributes that are not JSON numbers count as absent."""
     def attribute(alias: str) -> str:
-        return json_number(conn, f"{alias}.value_json")
+        return sql_of(conn, JsonNumber(column(f"{alias}.value_json")))
 
     states = ", ".join(f"'{state}'" for state in SPENT_STATES)
-    duration = seconds_between(conn, "t.datetime_start", "t.datetime_complete")
+    duration = sql_of(conn, SecondsBetween(column("t.datetime_start"), column("t.datetime_complete")))
     per_trial = (
         "SELECT t.state, CASE WHEN dv.value_json IS NULL OR lower(dv.value_json) IN ('\"cpu\"', '\"\"') "
         "THEN 1 ELSE 0 END AS cpu, "
@@ -176,7 +176,6 @@ def compute_sums(conn: Connection, sid: int) -> tuple[list[dict[str, Any]], floa
     saved = ("CASE WHEN state = 'PRUNED' AND COALESCE(max_steps, steps) > steps "
              "THEN COALESCE(max_steps, steps) - steps ELSE 0 END")
     paced = "steps > 0 AND time_s IS NOT NULL"
-    without_jit(conn)
     # the median as pandas takes it: the middle pace, or the mean of the two middle ones
     median = ("(SELECT avg(pace) FROM (SELECT pace FROM paces ORDER BY pace LIMIT (SELECT 2 - n % 2 FROM n) "
               "OFFSET (SELECT (n - 1) / 2 FROM n)) middle)")
@@ -221,7 +220,6 @@ def trial_rows(conn: Connection, sid: int, attr_keys: Sequence[str], ids: Sequen
     pivots = "".join(f", max(CASE WHEN a.key = :k{i} THEN a.value_json END) AS {_quoted('a_' + key)}"
                      for i, key in enumerate(keys))
     where, params = _where(ids, state)
-    without_jit(conn)
     frame = pd.read_sql(sa.text(
         "SELECT t.trial_id, min(t.number) AS number, min(t.state) AS state, min(t.datetime_start) AS datetime_start, "
         "min(t.datetime_complete) AS datetime_complete, min(v.value) AS value, min(v.value_type) AS value_type"
@@ -266,14 +264,14 @@ def system_attr_rows(conn: Connection, sid: int, keys_like: Sequence[str], ids: 
 def last_evaluations(conn: Connection, sid: int, ids: Sequence[int] | None = None,
                      state: str | None = None, counts: bool = True) -> pd.DataFrame:
     """Per trial with an intermediate value: last_step, its value and type, and (with counts)
-    n_evals. The last one by an index lookup per trial (lpstudy.db.kinds.sql.last_evaluation_join),
+    n_evals. The last one by an index lookup per trial (lpstudy.db.dialects.LastEvaluationJoin),
     the count by a count over the trial's (trial_id, step) index entries."""
     where, params = _where(ids, state)
     count = (", (SELECT count(*) FROM trial_intermediate_values c WHERE c.trial_id = t.trial_id) AS n_evals"
              if counts else "")
     return pd.read_sql(sa.text(
         f"SELECT t.trial_id, l.step AS last_step, l.intermediate_value, l.intermediate_value_type{count} "
-        f"FROM trials t {last_evaluation_join(conn)} WHERE t.study_id = :sid{where}"),
+        f"FROM trials t {sql_of(conn, LastEvaluationJoin('t', 'l'))} WHERE t.study_id = :sid{where}"),
         conn, params={"sid": sid, **params})
 
 

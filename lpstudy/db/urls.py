@@ -61,6 +61,19 @@ def read_storage_file(path: str | os.PathLike) -> str:
     return lines[0]
 
 
+def sql_backend(url: str) -> str:
+    """The database a SQLAlchemy URL names, as SQLAlchemy reads it (postgresql for
+    postgresql+psycopg://...: make_url(...).get_backend_name()), else ''. Only the scheme is read,
+    so that a URL whose port is not a number still tells its kind, which then says what is wrong."""
+    scheme, sep, _ = str(url).partition("://")
+    if not sep:
+        return ""
+    try:
+        return make_url(f"{scheme}://").get_backend_name()
+    except (ArgumentError, ValueError):
+        return ""
+
+
 def redact(url: str) -> str:
     """The URL with every password replaced by ***: in the user-info (whatever characters it holds,
     '@' and ':' included) and in query parameters such as ?password=. The only form in which a URL

@@ -13,7 +13,7 @@ import pandas as pd
 from lpstudy.db.optuna_storage import open_storage
 from lpstudy.errors import UserError
 from lpstudy.results import analysis as A
-from lpstudy.results.frames import load_trials
+from lpstudy.results.frames import load_trials, reader_of
 from lpstudy.study.compare import ComparePlan, load_plan
 
 
@@ -92,11 +92,12 @@ def load_compare(storage_url: str | None, name: str) -> CompareData:
         raise UserError(f"no comparison named {name!r} in {storage.display_url}; create it with `lpstudy compare`")
     existing = {s.study_name for s in storage.optuna.get_all_studies()}
     tuning, folds = [], []
-    for value in plan.values:
-        arm = plan.label(value)
-        for study, frames in ((plan.tune_study(name, value), tuning), (plan.folds_study(name, value), folds)):
-            if study in existing:
-                frames.append(load_trials(storage.url, study).assign(arm=arm))
+    with reader_of(storage.url) as reader:
+        for value in plan.values:
+            arm = plan.label(value)
+            for study, frames in ((plan.tune_study(name, value), tuning), (plan.folds_study(name, value), folds)):
+                if study in existing:
+                    frames.append(load_trials(reader, study).assign(arm=arm))
     join = lambda frames: pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(  # noqa: E731
         columns=["arm", "number", "state", "value", "p", "lr", "gain_init", "fold", "diverged", "final_val_loss"])
     return CompareData(name, plan, join(tuning), join(folds), plan.label(plan.reference))

@@ -4,6 +4,10 @@ Everything here only reads. SQL databases are opened read-only where the databas
 (SQLite through `mode=ro`, PostgreSQL through read-only transactions and, in a deployment, a
 read-only role); Optuna's RDBStorage is opened without creating tables or checking the schema
 version (both may write). The dashboard, `lpstudy report` and `lpstudy status` read through here.
+Each function takes the database's reader (lpstudy.db.trial_reader: opened once from the URL by the
+caller, `open_reader(url)`, and passed on), or a URL, for which a reader is opened for that read.
+Where the reader answers with SQL (SqlReader) the frames are built from SQL rows, else from Optuna's
+FrozenTrials; they hold the same values either way (the tests compare the two).
 
 Frames (column names are a contract; see TRIAL_COLUMNS and CURVE_COLUMNS):
   trials   one row per trial: number, state, value, the training fields each trial stores
@@ -18,25 +22,22 @@ Frames (column names are a contract; see TRIAL_COLUMNS and CURVE_COLUMNS):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
-from lpstudy.db import optuna_tables
-from lpstudy.db.engines import make_engine, reading
-from lpstudy.db.metrics_table import METRICS_TABLE, read_metrics
-from lpstudy.db.kinds import kind_of
-from lpstudy.db.urls import redact
+from lpstudy.db.kinds import open_reader
+from lpstudy.db.trial_reader import TrialReader
 from lpstudy.results.cells import grid_fields, one_per_cell
 from lpstudy.study.best import ranked_frame
-from lpstudy.errors import StudyUnavailable
-from lpstudy.names import shell_quoted
 from lpstudy.training.fields import FIELDS
 from lpstudy.training.metrics import METRIC_FIELDS, SUMMARY_FIELDS
-from lpstudy.values import FIXED_PARAMS_ATTR, METRICS_ATTR_PREFIX, SPEC_ATTR, P, read_p, to_float
+from lpstudy.values import FIXED_PARAMS_ATTR, METRICS_ATTR_PREFIX, SPEC_ATTR, P, p_of_params, read_p, to_float
 
 RUN_FIELDS = tuple(f for f in FIELDS.values() if f.trial_attr)  # the training fields a trial stores
 WHO = ("host", "pid", "device", "worker", "version", "started_at", "preset", "gain_rule")
@@ -79,22 +80,18 @@ class StudyData:
     derived: dict = field(default_factory=dict, compare=False, repr=False)
 
 
-def _readonly_engine(storage_url: str):
-    return make_engine(storage_url, readonly=True, check=True)
-
-
-def _optuna_reader(storage_url: str):
-    """Optuna's storage over the database, read-only (lpstudy.db.optuna_storage; Optuna is imported
-    here, so that the readers that answer from SQL, such as `lpstudy status`, never import it)."""
-    from lpstudy.db.optuna_storage import open_storage
-
-    return open_storage(storage_url, readonly=True).optuna
-
-
-def _dispose(storage) -> None:
-    engine = getattr(storage, "engine", None)
-    if engine is not None:
-        engine.dispose()
+@contextlib.contextmanager
+def reader_of(source: TrialReader | str) -> Iterator[TrialReader]:
+    """The reader a function of this module reads through: the one given (opened once by the caller,
+    lpstudy.db.trial_reader.open_reader), or for a storage URL one opened for this read and closed."""
+    if isinstance(source, str):
+        reader = open_reader(source)
+        try:
+            yield reader
+        finally:
+            reader.close()
+    else:
+        yield source
 
 
 # --- studies --------------------------------------------------------------------------------
@@ -121,46 +118,16 @@ def _frozen_study_info(frozen) -> StudyInfo:
     return study_info(frozen.study_name, frozen.user_attrs, direction)
 
 
-def study_infos(storage_url: str) -> list[StudyInfo]:
+def study_infos(source: TrialReader | str) -> list[StudyInfo]:
     """Every study in the database with its kind, preset and spec, sorted by name."""
-    if kind_of(storage_url).sql:
-        engine = _readonly_engine(storage_url)
-        try:
-            from lpstudy.db import study_queries as Q
-
-            with reading(storage_url), engine.connect() as conn:
-                names = optuna_tables.study_names(conn)
-                attrs = optuna_tables.study_user_attrs(conn) if names else {}
-                with Q.guarded():
-                    summaries = Q.study_summaries(conn) if names else {}
-            infos = [study_info(name, attrs.get(name, {})) for name in names]
-            for info in infos:
-                info.n_trials = summaries.get(info.name, {}).get("n_trials")
-                info.best_value = summaries.get(info.name, {}).get("best_value")
-            return infos
-        except optuna_tables.SchemaMismatch:
-            pass  # a schema this reader does not know: ask Optuna
-        finally:
-            engine.dispose()
-    storage = _optuna_reader(storage_url)
-    try:
-        with reading(storage_url):
-            studies = storage.get_all_studies()
-    finally:
-        _dispose(storage)
-    return sorted((_frozen_study_info(s) for s in studies), key=lambda s: s.name)
-
-
-def list_studies(storage_url: str) -> list[str]:
-    """The names of every study in the database, sorted; [] for a database without studies."""
-    return [info.name for info in study_infos(storage_url)]
-
-
-def _no_such_study(storage_url: str, study_name: str, names: list[str]) -> StudyUnavailable:
-    listed = ", ".join(sorted(names)) or "none"
-    return StudyUnavailable(f"no study named {study_name!r} in {redact(storage_url)} (studies there: {listed}); "
-                            f"create it with `lpstudy create --study {shell_quoted(study_name)}` or `lpstudy replicate "
-                            f"--study {shell_quoted(study_name)}`")
+    with reader_of(source) as reader:
+        records = reader.studies()
+    infos = []
+    for record in records:
+        info = study_info(record.name, record.attrs, record.direction)
+        info.n_trials, info.best_value = record.n_trials, record.best_value
+        infos.append(info)
+    return infos
 
 
 # --- trials ---------------------------------------------------------------------------------
@@ -175,10 +142,12 @@ def trial_row(trial) -> dict[str, Any]:
     row: dict[str, Any] = {"number": trial.number, "trial_id": trial._trial_id, "state": trial.state.name,
                            "value": to_float(trial.value) if trial.values else math.nan}
     for f in RUN_FIELDS:  # the trial's attribute, else its parameter (trials older than the attribute)
-        value = attrs[f.name] if attrs.get(f.name) is not None else params.get(f.name)
-        row[f.name] = read_p(value) if f.type is P else to_float(value) if f.numeric else value
-    if attrs.get("p") is None and params.get("p_inf") is True:  # a space with a switch to p = ∞
-        row["p"] = math.inf
+        stored = attrs.get(f.name)
+        if f.type is P:
+            row[f.name] = read_p(stored) if stored is not None else p_of_params(params)
+        else:
+            value = stored if stored is not None else params.get(f.name)
+            row[f.name] = to_float(value) if f.numeric else value
     for name in SUMMARY_FIELDS:
         value = attrs.get(name)
         if name in BOOL_FIELDS:
@@ -256,10 +225,10 @@ def to_datetimes(column: pd.Series) -> pd.Series:
     return pd.to_datetime(column)
 
 
-def load_trials(storage_url: str, study_name: str) -> pd.DataFrame:
+def load_trials(source: TrialReader | str, study_name: str) -> pd.DataFrame:
     """Every trial of a study as a frame, one row per trial (see TRIAL_COLUMNS), sorted by number.
     StudyUnavailable (a UserError) when the database cannot be read or has no such study."""
-    return load_study(storage_url, study_name, curves=False).trials
+    return load_study(source, study_name, curves=False).trials
 
 
 # --- learning curves ------------------------------------------------------------------------
@@ -309,61 +278,35 @@ def merge_curves(*sources: pd.DataFrame) -> pd.DataFrame:
     return frame.astype({"trial_id": "int64", "trial_number": "int64", "step": "int64"})
 
 
-def trial_curves(storage_url: str, study_name: str, numbers: list[int]) -> pd.DataFrame:
+def trial_curves(source: TrialReader | str, study_name: str, numbers: list[int]) -> pd.DataFrame:
     """The curves of the trials with these numbers only (see CURVE_COLUMNS): on a SQL database
     only their rows are read."""
     from lpstudy.db import study_queries as Q
 
     def read(conn, engine, sid):
         ids = Q.trial_ids_of(conn, sid, numbers)
-        return _sql_curves(conn, engine, sid, study_name, ids, list(ids))
+        return _sql_curves(conn, reader, sid, study_name, ids, list(ids))
 
-    curves = answer_from_sql(storage_url, study_name, read)
-    if curves is not None:
-        return curves
-    curves = load_study(storage_url, study_name, via_optuna=True).curves
+    with reader_of(source) as reader:
+        curves = reader.answer(study_name, read)
+        if curves is not None:
+            return curves
+        curves = load_study(reader, study_name, via_optuna=True).curves
     return curves[curves["trial_number"].isin(numbers)].reset_index(drop=True)
-
-
-def load_curves(storage_url: str, study_name: str) -> pd.DataFrame:
-    """Every evaluation of every trial of a study (see CURVE_COLUMNS), sorted by trial and step."""
-    return load_study(storage_url, study_name).curves
 
 
 # --- one study in one read -------------------------------------------------------------------
 
-def answer_from_sql(storage_url: str, study_name: str, read):
-    """read(conn, engine, study_id) on the study's SQL database, opened read-only; None where SQL
-    cannot answer (a storage that is not SQL, or Optuna's tables laid out otherwise: then read
-    through Optuna). StudyUnavailable when there is no such study."""
-    from lpstudy.db import study_queries as Q
-
-    if not kind_of(storage_url).sql:
-        return None
-    engine = _readonly_engine(storage_url)
-    try:
-        with reading(storage_url), engine.connect() as conn:
-            try:
-                with Q.guarded():
-                    sid = Q.study_id(conn, study_name)
-                    if sid is None:
-                        raise _no_such_study(storage_url, study_name, optuna_tables.study_names(conn))
-                    return read(conn, engine, sid)
-            except optuna_tables.SchemaMismatch:
-                return None
-    finally:
-        engine.dispose()
-
-
-def _load_sql(storage_url: str, study_name: str, with_curves: bool) -> StudyData | None:
+def _load_sql(reader: TrialReader, study_name: str, with_curves: bool) -> StudyData | None:
     """Read the study with SQL doing the work (lpstudy.db.study_queries, lpstudy.results.trial_table):
     every trial as a row, and the curves of every trial or, in a big study, of a sample
-    (lpstudy.results.curve_sample). None when SQL cannot answer (then Optuna reads)."""
+    (lpstudy.results.curve_sample). None when the reader has no SQL to answer with (then Optuna's
+    API reads)."""
 
     def read(conn, engine, sid):
-        return sql_study_data(conn, engine, sid, study_name, sql_trials(conn, sid), with_curves)
+        return sql_study_data(conn, reader, sid, study_name, sql_trials(conn, sid), with_curves)
 
-    return answer_from_sql(storage_url, study_name, read)
+    return reader.answer(study_name, read)
 
 
 def sql_trials(conn, sid: int, ids=None) -> pd.DataFrame:
@@ -375,7 +318,8 @@ def sql_trials(conn, sid: int, ids=None) -> pd.DataFrame:
     return finish_trials_frame(raw, last)
 
 
-def sql_study_data(conn, engine, sid: int, study_name: str, frame: pd.DataFrame, with_curves: bool) -> StudyData:
+def sql_study_data(conn, reader: TrialReader, sid: int, study_name: str, frame: pd.DataFrame,
+                   with_curves: bool) -> StudyData:
     """The StudyData of a study whose trials frame (every trial, sql_trials) is at hand: its info,
     a grid's repeated cells left out, and the curves of every trial or of a sample."""
     from lpstudy.db import study_queries as Q
@@ -391,20 +335,20 @@ def sql_study_data(conn, engine, sid: int, study_name: str, frame: pd.DataFrame,
     if with_curves:
         best = ranked_frame(frame, 1)
         sample = curve_sample(frame, int(best["number"].iloc[0]) if len(best) else None)
-        curves = _sql_curves(conn, engine, sid, study_name, dict(zip(frame["trial_id"], frame["number"])),
+        curves = _sql_curves(conn, reader, sid, study_name, dict(zip(frame["trial_id"], frame["number"])),
                              sample.trial_ids)
     return StudyData(name=study_name, info=info, trials=frame, curves=curves, duplicates=duplicates,
                      curve_note=sample.note)
 
 
-def _sql_curves(conn, engine, sid: int, study_name: str, numbers: dict, ids) -> pd.DataFrame:
+def _sql_curves(conn, reader: TrialReader, sid: int, study_name: str, numbers: dict, ids) -> pd.DataFrame:
     """The curves of the trials `ids` (None: every trial) from the metrics table, the
     `lpstudy_metrics:<step>` system attributes and Optuna's intermediate values, merged; only the
     trials of `numbers` ({trial_id: number}) are kept."""
     from lpstudy.db import study_queries as Q
 
     kept = set(numbers)
-    table = read_metrics(engine, study_name, trial_ids=ids)
+    table = reader.metrics(study_name, trial_ids=ids)
     attrs = attr_curve_rows((tid, numbers[tid], key, _json(text)) for tid, key, text in Q.system_attr_rows(
         conn, sid, [f"{METRICS_ATTR_PREFIX}%"], ids=ids) if tid in numbers)
     raw = Q.intermediate_rows(conn, sid, ids=ids)
@@ -424,38 +368,23 @@ def _json(text):
         return text
 
 
-def _load_optuna(storage_url: str, study_name: str, with_curves: bool) -> tuple[StudyInfo, list, pd.DataFrame,
-                                                                              pd.DataFrame]:
-    storage = _optuna_reader(storage_url)
-    try:
-        with reading(storage_url):
-            studies = storage.get_all_studies()
-            frozen = next((s for s in studies if s.study_name == study_name), None)
-            if frozen is None:
-                raise _no_such_study(storage_url, study_name, [s.study_name for s in studies])
-            trials = storage.get_all_trials(frozen._study_id, deepcopy=False)
-    finally:
-        _dispose(storage)
-    table = _empty_curves()
-    if with_curves and kind_of(storage_url).curves_in_table:
-        engine = make_engine(storage_url, readonly=True)
-        try:
-            with reading(storage_url):
-                table = read_metrics(engine, study_name)
-        finally:
-            engine.dispose()
+def _load_optuna(reader: TrialReader, study_name: str, with_curves: bool) -> tuple[StudyInfo, list, pd.DataFrame,
+                                                                                  pd.DataFrame]:
+    frozen, trials = reader.optuna_study(study_name)
+    table = reader.metrics(study_name) if with_curves else _empty_curves()
     return _frozen_study_info(frozen), trials, intermediate_frame(trials), table
 
 
-def load_study(storage_url: str, study_name: str, curves: bool = True, via_optuna: bool = False) -> StudyData:
+def load_study(source: TrialReader | str, study_name: str, curves: bool = True, via_optuna: bool = False) -> StudyData:
     """A study's info, trials and (unless curves=False) curves in one read. SQL databases are read
     straight from Optuna's tables (fast); journal and gRPC storages, or via_optuna=True, through
     Optuna's storage API. StudyUnavailable when the database cannot be read or has no such study."""
-    if not via_optuna:
-        data = _load_sql(storage_url, study_name, curves)
-        if data is not None:
-            return data
-    info, trials, intermediate, table = _load_optuna(storage_url, study_name, curves)
+    with reader_of(source) as reader:
+        if not via_optuna:
+            data = _load_sql(reader, study_name, curves)
+            if data is not None:
+                return data
+        info, trials, intermediate, table = _load_optuna(reader, study_name, curves)
     frame = trials_frame(trials, intermediate)
     merged = merge_curves(table, attr_curves(trials), intermediate) if curves else _empty_curves()
     duplicates: list[int] = []
@@ -465,27 +394,10 @@ def load_study(storage_url: str, study_name: str, curves: bool = True, via_optun
     return StudyData(name=study_name, info=info, trials=frame, curves=merged, duplicates=duplicates)
 
 
-def study_fingerprint(storage_url: str, study_name: str) -> tuple | None:
+def study_fingerprint(source: TrialReader | str, study_name: str) -> tuple | None:
     """Something that changes whenever the study's data changes (SQL databases: a few counts),
     so that a reader can keep what it loaded until then; None where it cannot be had cheaply
     (journal, gRPC, an unknown schema): reread on a timer instead. StudyUnavailable when the
     database cannot be read or has no such study."""
-    import sqlalchemy as sa
-
-
-    if not kind_of(storage_url).sql:
-        return None
-    engine = _readonly_engine(storage_url)
-    try:
-        with reading(storage_url), engine.connect() as conn:
-            metrics = METRICS_TABLE if sa.inspect(conn).has_table(METRICS_TABLE) else None
-            try:
-                fingerprint = optuna_tables.study_fingerprint(conn, study_name, metrics)
-            except optuna_tables.SchemaMismatch:
-                return None
-            if fingerprint is None:
-                raise _no_such_study(storage_url, study_name, optuna_tables.study_names(conn))
-            return fingerprint
-    finally:
-        engine.dispose()
-
+    with reader_of(source) as reader:
+        return reader.fingerprint(study_name)

@@ -25,7 +25,7 @@ import numpy as np
 
 from lpstudy.errors import UserError
 from lpstudy.files import atomic_write
-from lpstudy.values import json_safe
+from lpstudy.values import is_inf, json_safe, read_p
 
 FORMAT = "lpstudy-grid/1"
 FOLD = "fold"  # the replication axis; every other searched field of the grid is a configuration's
@@ -129,9 +129,10 @@ class GridTable:
         for name in self.params:
             values = self.values[name]
             finite = [float(v) for v in values if is_numeric_value(v) and math.isfinite(float(v))]
-            if len(finite) == len(values) - (1 if "inf" in values else 0) and len(finite) >= 2:
+            with_inf = any(is_inf(v) for v in values)
+            if len(finite) == len(values) - (1 if with_inf else 0) and len(finite) >= 2:
                 entry: dict[str, Any] = {"low": min(finite), "high": max(finite), "log": name in LOG_SCALE}
-                if "inf" in values:
+                if with_inf:
                     entry["inf"] = True
                 space[name] = entry
             else:
@@ -145,7 +146,7 @@ def is_numeric_value(value: Any) -> bool:
         return False
     if isinstance(value, (int, float)):
         return True
-    return isinstance(value, str) and value.strip().lower() == "inf"
+    return is_inf(value)
 
 
 def _nearest_value(name: str, grid: list[Any], value: Any) -> Any:
@@ -153,12 +154,13 @@ def _nearest_value(name: str, grid: list[Any], value: Any) -> Any:
         if value in grid:
             return value
         raise KeyError(f"{name}={value!r} is not a value of the grid ({grid})")
-    x = float(value)
+    x = read_p(value) if is_inf(value) else float(value)
     if math.isinf(x):
-        if "inf" in grid:
-            return "inf"
-        x = max(float(v) for v in grid if v != "inf")
-    finite = [v for v in grid if v != "inf"]
+        at_inf = [v for v in grid if is_inf(v)]
+        if at_inf:
+            return at_inf[0]
+        x = max(float(v) for v in grid if not is_inf(v))
+    finite = [v for v in grid if not is_inf(v)]
     if name in LOG_SCALE and all(float(v) > 0 for v in finite) and x > 0:
         return min(finite, key=lambda v: abs(math.log(float(v)) - math.log(x)))
     return min(finite, key=lambda v: abs(float(v) - x))

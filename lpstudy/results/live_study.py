@@ -30,6 +30,7 @@ import threading
 import pandas as pd
 
 from lpstudy.db import study_queries as Q
+from lpstudy.db.kinds import open_reader
 from lpstudy.results import frames
 
 UNFINISHED = ("RUNNING", "WAITING")
@@ -38,8 +39,9 @@ UNFINISHED = ("RUNNING", "WAITING")
 class LiveStudy:
     """One study of one database, read fully once, then incrementally (see the module's docstring)."""
 
-    def __init__(self, storage_url: str, study_name: str) -> None:
-        self.storage_url = storage_url
+    def __init__(self, source: frames.TrialReader | str, study_name: str) -> None:
+        """source: the database's reader (lpstudy.db.trial_reader), kept for every read, or its URL."""
+        self.reader = open_reader(source) if isinstance(source, str) else source
         self.study_name = study_name
         self._lock = threading.Lock()
         self._sid: int | None = None
@@ -51,10 +53,9 @@ class LiveStudy:
     def read(self, curves: bool = True) -> frames.StudyData | None:
         """The study as it is now (frames.StudyData); None where SQL cannot answer."""
         with self._lock:
-            return frames.answer_from_sql(self.storage_url, self.study_name,
-                                          lambda conn, engine, sid: self._read(conn, engine, sid, curves))
+            return self.reader.answer(self.study_name, lambda conn, engine, sid: self._read(conn, sid, curves))
 
-    def _read(self, conn, engine, sid: int, curves: bool) -> frames.StudyData:
+    def _read(self, conn, sid: int, curves: bool) -> frames.StudyData:
         frame = self._incremental(conn, sid) if sid == self._sid and self._frame is not None else None
         if frame is None:
             frame = frames.sql_trials(conn, sid)
@@ -62,7 +63,7 @@ class LiveStudy:
         self._sid, self._frame = sid, frame
         self._open = set(frame.loc[frame["state"].isin(UNFINISHED), "trial_id"].astype(int))
         self._top = int(frame["trial_id"].max()) if len(frame) else -1
-        return frames.sql_study_data(conn, engine, sid, self.study_name, frame, curves)
+        return frames.sql_study_data(conn, self.reader, sid, self.study_name, frame, curves)
 
     def _incremental(self, conn, sid: int) -> pd.DataFrame | None:
         """The frame with the unfinished and new trials read again; None when a full read is needed."""

@@ -15,7 +15,7 @@ from lpstudy.results import charts as C
 from lpstudy.results.columns import labelled
 from lpstudy.files import atomic_write_text
 from lpstudy.results.curve_sample import importance_sample
-from lpstudy.results.frames import StudyData, load_study
+from lpstudy.results.frames import StudyData, TrialReader, load_study, reader_of
 from lpstudy.db.urls import redact
 
 
@@ -121,11 +121,12 @@ def render_report(data: StudyData, storage_url: str, threshold: float | None = N
             f"<nav>{''.join(nav)}</nav>{''.join(parts)}</body></html>")
 
 
-def write_report(storage_url: str, study_name: str, output: str | Path, threshold: float | None = None,
+def write_report(source: TrialReader | str, study_name: str, output: str | Path, threshold: float | None = None,
                  bins: int | None = None) -> Path:
     """Load the study (read-only), render it and write the HTML atomically; the path written."""
-    data = load_study(storage_url, study_name)
-    text = render_report(data, storage_url, threshold, bins)
+    with reader_of(source) as reader:
+        data = load_study(reader, study_name)
+    text = render_report(data, reader.url, threshold, bins)
     return atomic_write_text(output, text)
 
 

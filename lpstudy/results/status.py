@@ -68,12 +68,18 @@ def time_left(mean_s: float | None, counts: dict[str, int], running: pd.DataFram
     return {"seconds": seconds, "basis": f"{what}, mean trial {format_duration(mean_s)}, {len(running)} running"}
 
 
-def study_status(storage_url: str, study_name: str) -> dict[str, Any]:
+def study_status(source: results.TrialReader | str, study_name: str) -> dict[str, Any]:
     """Everything `lpstudy status` shows, as plain data (what --json prints). A search study on a
-    SQL database is answered from SQL (lpstudy.results.summary) without reading every trial."""
+    SQL database is answered from SQL (lpstudy.results.summary) without reading every trial.
+    source: the database's reader (lpstudy.db.trial_reader), or its URL."""
+    with results.reader_of(source) as reader:
+        return _study_status(reader, study_name)
+
+
+def _study_status(reader: results.TrialReader, study_name: str) -> dict[str, Any]:
     from lpstudy.results.summary import study_summary
 
-    summary = study_summary(storage_url, study_name)
+    summary = study_summary(reader, study_name)
     if summary is not None:
         info, spec, duplicates = summary.info, summary.info.spec, []
         counts, diverged = summary.counts, summary.diverged
@@ -83,7 +89,7 @@ def study_status(storage_url: str, study_name: str) -> dict[str, Any]:
         left = time_left(summary.mean_complete_s, counts, running, spec, max_steps)
         grid, compute = None, summary.compute
     else:
-        data = results.load_study(storage_url, study_name, curves=False)
+        data = results.load_study(reader, study_name, curves=False)
         trials, info, spec, duplicates = data.trials, data.info, data.info.spec, list(data.duplicates)
         counts = {k: int(v) for k, v in analysis.state_counts(trials).items()}
         diverged = int(((trials["state"] == "COMPLETE") & trials["diverged"].astype(bool)).sum()) if len(trials) else 0
@@ -105,7 +111,7 @@ def study_status(storage_url: str, study_name: str) -> dict[str, Any]:
         item["max_steps"] = max_steps
         running_rows.append(item)
     status: dict[str, Any] = {
-        "study": study_name, "storage": redact(storage_url), "kind": info.kind, "preset": info.preset,
+        "study": study_name, "storage": redact(reader.url), "kind": info.kind, "preset": info.preset,
         "sampler": spec.get("sampler"), "pruner": spec.get("pruner"), "counts": counts, "diverged": diverged,
         "best": best, "running": running_rows, "grid": grid, "time_left": left, "duplicates": duplicates,
         "cell": list(grid_fields(spec)), "compute": compute,

@@ -19,7 +19,7 @@ from sqlalchemy.engine import Connection
 
 from lpstudy.db import study_queries as Q
 from lpstudy.training.metrics import SUMMARY_FIELDS
-from lpstudy.values import FIXED_PARAMS_ATTR, P, json_or_text, read_p, to_float
+from lpstudy.values import FIXED_PARAMS_ATTR, P, json_or_text, p_of_params, read_p, to_float
 
 
 def numbers_of(texts: pd.Series, convert: Callable[[Any], float]) -> np.ndarray:
@@ -98,13 +98,10 @@ def sql_trials_frame(conn: Connection, sid: int, run_fields: Sequence, who: Sequ
         texts = rows[f.name]
         column = numbers_of(texts, convert)
         absent = (texts.isna() | (texts == "null")).to_numpy()  # JSON's null is the text null
+        from_params = p_of_params if f.type is P else lambda params, name=f.name: to_float(params.get(name))
         for i in np.flatnonzero(absent):
-            column[i] = convert(per_trial[i].get(f.name))
+            column[i] = from_params(per_trial[i])
         frame[f.name] = column
-    if "p" in frame:  # a space with a switch to p = ∞
-        p_absent = (rows["p"].isna() | (rows["p"] == "null")).to_numpy()
-        switched = [a and d.get("p_inf") is True for a, d in zip(p_absent, per_trial)]
-        frame.loc[np.array(switched, dtype=bool), "p"] = math.inf
     for name in SUMMARY_FIELDS:
         if name in bool_fields:
             frame[name] = _decoded(rows[name], lambda v: bool(v) if v is not None else False)

@@ -13,7 +13,6 @@ from optuna.trial import TrialState
 
 from lpstudy.db.locks import ask_lock_name
 from lpstudy.db.optuna_storage import StudyStorage
-from lpstudy.db.waiting_trials import claim_waiting_trial_id
 from lpstudy.db.retries import RetryCallback
 from lpstudy.study.lease import LEASE_ATTR
 from lpstudy.study.spec import StudySpec
@@ -26,21 +25,13 @@ def pop_waiting_trial(study: optuna.Study, storage: StudyStorage | None = None) 
     storage moves a trial from WAITING to RUNNING for one caller only (Optuna's
     set_trial_state_values: SELECT ... FOR UPDATE on PostgreSQL, BEGIN IMMEDIATE on SQLite).
 
-    Which trial: on a SQL storage, one of the oldest (lpstudy.db.waiting_trials.claim_waiting_trial_id),
-    and through lpstudy's storage proxy the same, run by the proxy (lpstudy.db.proxy_calls).
-    Elsewhere (journal, another gRPC proxy) Optuna's own pop, the private Study._pop_waiting_trial_id,
-    the first half of study.ask() (ask() would then sample a new trial when no cell waits, and a grid
-    worker must stop instead, so there is no public way to pop only); tests/test_optuna_private.py fails if its name,
-    signature or behaviour changes. Optuna's pop loads every waiting trial to take the first: with
-    1,000 cells waiting, 230 ms a claim on PostgreSQL against 6 ms for claim_waiting_trial_id
-    (docs/scale-workers.md)."""
+    Which trial is the storage's choice (StudyStorage.claim_waiting): on a SQL storage one of the
+    oldest, through lpstudy's storage proxy the same, run by the proxy, elsewhere Optuna's own pop
+    (the private Study._pop_waiting_trial_id, the first half of study.ask(), which would then sample a
+    new trial when no cell waits; tests/test_optuna_private.py fails if it changes). Without a
+    storage given, Optuna's pop."""
     study._thread_local.cached_all_trials = None  # as Study.ask does: sync with the storage once per trial
-    if storage is not None and storage.kind.sql:
-        trial_id = claim_waiting_trial_id(storage, study._storage, study._study_id)
-    else:
-        calls = storage.proxy_calls if storage is not None else None
-        claimed = calls.claim_waiting_trial(study._study_id) if calls is not None else None
-        trial_id = claimed[0] if claimed is not None else study._pop_waiting_trial_id()
+    trial_id = storage.claim_waiting(study) if storage is not None else study._pop_waiting_trial_id()
     return None if trial_id is None else optuna.Trial(study, trial_id)
 
 
@@ -51,10 +42,8 @@ def for_grid_worker(study: optuna.Study, storage: StudyStorage) -> optuna.Study:
     read, and a grid's waiting cells are unfinished trials, so that with 5,000 cells waiting each read
     loaded them all; and it refuses the parameters of a trial it has not loaded, as a trial claimed
     by claim_waiting_trial_id is (KeyError in set_trial_param). Optuna reaches the storage through
-    Study._storage only (tests/test_optuna_private.py checks it)."""
-    if storage.kind.sql:
-        study._storage = storage.optuna
-    return study
+    Study._storage only (tests/test_optuna_private.py checks it). Other storages: the study as it is."""
+    return storage.for_grid_worker(study)
 
 
 WAIT = object()  # ask_within_target: the target is taken by running trials; look again later
@@ -75,8 +64,7 @@ def ask_within_target(study: optuna.Study, spec: StudySpec, storage: StudyStorag
     if spec.n_trials is None:
         return ask()
     taken = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING)
-    locked = storage.kind.has_lock
-    with storage.kind.lock(storage.url, ask_lock_name(study.study_name)):
+    with storage.lock(ask_lock_name(study.study_name)) as locked:
         trials = study.get_trials(deepcopy=False, states=taken)
         finished = sum(1 for t in trials if t.state != TrialState.RUNNING)
         if finished >= spec.n_trials:
@@ -96,22 +84,10 @@ def ask_within_target(study: optuna.Study, spec: StudySpec, storage: StudyStorag
 
 
 def count_states(study: optuna.Study, states: tuple[TrialState, ...], storage: StudyStorage | None = None) -> int:
-    """How many of the study's trials are in these states: on a SQL storage one count
-    (lpstudy.db.trial_states), through lpstudy's storage proxy the same count run by the proxy,
-    elsewhere Optuna's read of those trials."""
-    names = tuple(s.name for s in states)
-    if storage is not None and storage.kind.sql:
-        from lpstudy.db.trial_states import count_trials
-
-        def count() -> int:
-            with storage.engine.connect() as conn:
-                return count_trials(conn, study._study_id, names)
-
-        return storage.call(count)
-    if storage is not None and storage.proxy_calls is not None:
-        n = storage.proxy_calls.count_trials(study._study_id, names)
-        if n is not None:
-            return n
+    """How many of the study's trials are in these states: the storage's count
+    (StudyStorage.count_trials: one query on SQL and on lpstudy's proxy), else Optuna's read of them."""
+    if storage is not None:
+        return storage.count_trials(study, states)
     return len(study.get_trials(deepcopy=False, states=states))
 
 

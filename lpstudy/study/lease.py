@@ -20,16 +20,12 @@ import optuna
 from optuna.trial import TrialState
 
 from lpstudy.db.retries import RetryCallback
-from lpstudy.values import METRICS_ATTR_PREFIX
+from lpstudy.values import LEASE_ATTR, METRICS_ATTR_PREFIX
 
 if TYPE_CHECKING:
     from lpstudy.db.proxy_calls import ProxyCalls
 
-LEASE_ATTR = "lpstudy_heartbeat"
-
-
-def beat(storage: optuna.storages.BaseStorage, trial_id: int) -> None:
-    storage.set_trial_system_attr(trial_id, LEASE_ATTR, time.time())
+__all__ = ["LEASE_ATTR", "Lease", "last_beat", "running_beats"]  # a beat: StudyStorage.beat
 
 
 def last_beat(trial: optuna.trial.FrozenTrial) -> float | None:

@@ -17,13 +17,11 @@ from datetime import datetime, timezone
 from typing import Any
 
 import optuna
-import sqlalchemy as sa
 
-from lpstudy.db.metrics_table import write_metrics
 from lpstudy.study.checkpoints import TrialCheckpoints
 from lpstudy.study import telemetry
 from lpstudy.study.space import describe_overrides
-from lpstudy.study.trial_attributes import end_attributes, evaluation_attribute, start_attributes
+from lpstudy.study.trial_attributes import end_attributes, start_attributes
 from lpstudy.study.trial_context import TrialContext, TrialOutcome
 from lpstudy.training.gain import gain_rule_of
 from lpstudy.training.config import resolve_config, with_cpu_threads
@@ -40,21 +38,7 @@ def worker_identity(device: str) -> dict[str, Any]:
 def record_evaluation(ctx: TrialContext, trial: optuna.Trial, record: MetricRecord) -> None:
     """Store one evaluation: a batch in the metrics table (SQL storages), else a trial system
     attribute lpstudy_metrics:{step:08d} (journal, gRPC)."""
-    if ctx.storage.kind.curves_in_table:
-        attempts = [0]
-
-        def write() -> None:
-            attempts[0] += 1
-            try:
-                write_metrics(ctx.storage.engine, ctx.study.study_name, trial._trial_id, trial.number, [record])
-            except sa.exc.IntegrityError:
-                if attempts[0] == 1:
-                    raise
-                # A retry after a lost connection: the first attempt had committed.
-
-        ctx.storage.call(write)
-    else:
-        ctx.storage.optuna.set_trial_system_attr(trial._trial_id, *evaluation_attribute(record))
+    ctx.storage.write_evaluation(ctx.study.study_name, trial._trial_id, trial.number, record)
 
 
 def run_trial(ctx: TrialContext, trial: optuna.Trial) -> TrialOutcome:

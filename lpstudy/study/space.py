@@ -29,7 +29,7 @@ from typing import Any
 from lpstudy.errors import UserError
 from lpstudy.training.config import coerce_field, resolve_config
 from lpstudy.training.fields import FIELDS
-from lpstudy.values import P, json_safe, parse_bool, read_p
+from lpstudy.values import P_INF_PARAM, P, json_safe, parse_bool, read_p
 
 # The space of a search study unless its YAML or flags say otherwise: every field declared with a
 # default search range, on its scale.
@@ -40,7 +40,6 @@ DEFAULT_SPACE: dict[str, Any] = {
 LOG_SCALE_FIELDS = tuple(f.name for f in FIELDS.values() if f.log)
 # Chosen by each worker (--devices), never by a study.
 WORKER_FIELDS = tuple(f.name for f in FIELDS.values() if f.by_worker)
-P_INF_PARAM = "p_inf"
 # A grid study enqueues every cell as a trial: beyond this many, a typo, not a plan.
 MAX_GRID_CELLS = 100_000
 
@@ -219,7 +218,9 @@ def _parse_range(name: str, entry: dict) -> Range:
         raise UserError(f"{name} is a {field.type.__name__} field: give a value or a list of choices, not a range")
     low = _number(name, entry["low"], "low")
     high = _number(name, entry["high"], "high")
-    with_inf = bool(entry.get("inf", False))
+    with_inf = entry.get("inf", False)
+    if not isinstance(with_inf, bool):  # YAML's own true/false only: bool("no") is True
+        raise UserError(f"{name}: inf must be true or false, got {with_inf!r}")
     if with_inf and field.type is not P:
         raise UserError(f"{name}: only p can include inf")
     if field.type is P:

@@ -23,7 +23,7 @@ from typing import Any
 
 from lpstudy.errors import UserError
 from lpstudy.files import read_yaml_mapping
-from lpstudy.study.space import DEFAULT_SPACE, Fixed, Range, SearchSpace
+from lpstudy.study.space import DEFAULT_SPACE, Fixed, SearchSpace
 from lpstudy.training.bounds import FIELD_BOUNDS
 from lpstudy.training.config import TrainConfig, get_preset, resolve_config
 from lpstudy.values import P, json_safe

@@ -211,9 +211,9 @@ def grid_state(study: optuna.Study, spec: StudySpec) -> dict[tuple, list[TrialSt
 def enqueue_missing_cells(study: optuna.Study, spec: StudySpec, storage: StudyStorage | None = None) -> int:
     """Enqueue every grid cell that has no COMPLETE, WAITING or RUNNING trial; return how many.
     Running it twice enqueues nothing the second time (a replicate resumes, it never duplicates).
-    With the study's SQL storage given, the cells go in one transaction (lpstudy.db.waiting_trials:
-    the rows Optuna's enqueue_trial writes, 5,000 cells in about a second instead of minutes);
-    otherwise one enqueue_trial each."""
+    With the study's storage given, the storage enqueues them (StudyStorage.enqueue_cells: on SQL
+    one transaction, 5,000 cells in about a second instead of minutes); otherwise one enqueue_trial
+    each."""
     live = (TrialState.COMPLETE, TrialState.WAITING, TrialState.RUNNING)
 
     def missing_cells() -> list[dict]:
@@ -221,15 +221,8 @@ def enqueue_missing_cells(study: optuna.Study, spec: StudySpec, storage: StudySt
         return [params for params in map(spec.space.optuna_params, spec.space.grid_cells())
                 if not any(s in live for s in state[spec.space.cell_of(params)])]
 
-    if storage is not None and storage.kind.sql:
-        from lpstudy.db.waiting_trials import enqueue_waiting_trials
-
-        def bulk() -> int:  # retried on an outage: the cells are looked up again, so a commit whose
-            missing = missing_cells()  # reply was lost is not enqueued twice
-            with storage.engine.begin() as conn:
-                return enqueue_waiting_trials(conn, study._study_id, missing)
-
-        return storage.call(bulk)
+    if storage is not None:
+        return storage.enqueue_cells(study, missing_cells)
     missing = missing_cells()
     for params in missing:
         study.enqueue_trial(params)

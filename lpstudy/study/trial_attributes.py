@@ -20,10 +20,13 @@ from datetime import datetime, timezone
 from typing import Any
 
 from lpstudy import __version__
+from lpstudy.db.metrics_table import evaluation_attribute  # one evaluation without SQL, as the storage writes it
 from lpstudy.training.config import TrainConfig, overrides_of
 from lpstudy.training.fields import FIELDS
-from lpstudy.training.metrics import SUMMARY_FIELDS, MetricRecord, RunSummary
-from lpstudy.values import finite_or_none, json_safe, metrics_attr_name
+from lpstudy.training.metrics import SUMMARY_FIELDS, RunSummary
+from lpstudy.values import json_safe
+
+__all__ = ["end_attributes", "evaluation_attribute", "start_attributes", "timestamp"]
 
 
 def timestamp(when: datetime) -> str:
@@ -51,10 +54,3 @@ def end_attributes(summary: RunSummary, finished_at: datetime, interrupted: bool
     attrs = {name: getattr(summary, name) for name in SUMMARY_FIELDS}
     attrs.update(finished_at=timestamp(finished_at), interrupted=interrupted, pruned=pruned, error=None)
     return json_safe(attrs)
-
-
-def evaluation_attribute(record: MetricRecord) -> tuple[str, dict[str, Any]]:
-    """One evaluation as a trial system attribute (storages without SQL): its name and value,
-    every number finite or null, as the metrics table holds it."""
-    data = {k: (v if k == "step" else finite_or_none(v)) for k, v in record.to_dict().items()}
-    return metrics_attr_name(record.step), data

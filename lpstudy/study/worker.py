@@ -35,12 +35,11 @@ from dataclasses import dataclass, field
 import optuna
 from optuna.trial import TrialState
 
-from lpstudy.db.metrics_table import ensure_metrics_table
 from lpstudy.db.optuna_storage import StorageUnavailable, StudyStorage, open_storage
 from lpstudy.study.claims import (WAIT, ask_within_target, count_states, for_grid_worker, pop_waiting_trial,
                                   requeue)
 from lpstudy.study import telemetry
-from lpstudy.study.lease import Lease, beat
+from lpstudy.study.lease import Lease
 from lpstudy.study.spec import StudySpec
 from lpstudy.study.studies import load_study
 from lpstudy.study.trial_context import Objective, TrialContext, TrialOutcome
@@ -183,13 +182,8 @@ class Heartbeat:
         self._thread: threading.Thread | None = None
 
     def _beat(self) -> None:
-        from optuna.storages import RDBStorage
-
         try:
-            if self.storage.kind.optuna_heartbeats:
-                RDBStorage.record_heartbeat(self.storage.optuna, self.trial_id)  # no retry loop: never blocks
-            else:
-                beat(self.storage.optuna, self.trial_id)  # journal, gRPC: lpstudy.study.lease
+            self.storage.beat(self.trial_id)  # SQL: Optuna's heartbeat; journal, gRPC: lpstudy.study.lease
             telemetry.heartbeat_recorded()
         except Exception:
             pass
@@ -222,21 +216,12 @@ def fail_stale_trials(study: optuna.Study, storage: StudyStorage, unbeaten: dict
     this worker first saw it so, on its own monotonic clock, so that no two machines' clocks are
     compared) holds them; one still without a heartbeat a grace period after it was first seen
     gets a heartbeat as old as the grace period, and Optuna's check fails and retries it."""
-    if storage.kind.sql:
-        from lpstudy.db.trial_states import may_have_stale, unbeaten_trials
-
-        grace = storage.optuna.grace_period or 2 * storage.optuna.heartbeat_interval
-
-        def look() -> tuple[bool, set[int]]:
-            with storage.engine.connect() as conn:
-                return (may_have_stale(conn, study._study_id, grace),
-                        unbeaten_trials(conn, study._study_id) if unbeaten is not None else set())
-
-        stale, without = storage.call(look)
-        if unbeaten is not None and adopt_unbeaten(storage, unbeaten, without, grace):
-            stale = True
-        if not stale:
-            return
+    grace = storage.heartbeat_grace_s()
+    stale, without = storage.heartbeat_look(study._study_id, grace, unbeaten is not None)
+    if unbeaten is not None and adopt_unbeaten(storage, unbeaten, without, grace):
+        stale = True
+    if not stale:
+        return
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         optuna.storages.fail_stale_trials(study)
@@ -245,10 +230,6 @@ def fail_stale_trials(study: optuna.Study, storage: StudyStorage, unbeaten: dict
 def adopt_unbeaten(storage: StudyStorage, unbeaten: dict[int, float], without: set[int], grace: float) -> bool:
     """Note the trials seen without a heartbeat (forget those that have one now or ended); backdate
     the heartbeat of those seen so for longer than the grace period; whether any was backdated."""
-    import sqlalchemy as sa
-
-    from lpstudy.db.trial_states import backdate_heartbeat
-
     now = time.monotonic()
     for trial_id in set(unbeaten) - without:
         del unbeaten[trial_id]
@@ -258,15 +239,7 @@ def adopt_unbeaten(storage: StudyStorage, unbeaten: dict[int, float], without: s
     backdated = False
     for trial_id in due:
         del unbeaten[trial_id]
-
-        def backdate(trial_id: int = trial_id) -> bool:
-            with storage.engine.begin() as conn:
-                return backdate_heartbeat(conn, trial_id, grace + 1.0)
-
-        try:
-            backdated = storage.call(backdate) or backdated
-        except sa.exc.IntegrityError:  # its worker beat at that very moment: alive after all
-            pass
+        backdated = storage.backdate_heartbeat(trial_id, grace + 1.0) or backdated  # False: it beat meanwhile
     return backdated
 
 
@@ -303,8 +276,7 @@ class Worker:
         # journal and gRPC: lpstudy's own lease in place of Optuna's heartbeats (lpstudy.study.lease)
         self.lease = None if heartbeat_on else Lease(
             opts.heartbeat_interval or spec.heartbeat_interval, opts.grace_period or spec.grace_period, max_retry)
-        if storage.kind.curves_in_table:
-            storage.call(ensure_metrics_table, storage.engine)
+        storage.prepare_curves()  # SQL: the metrics table
 
         if self.objective is None:
             from lpstudy.study.objective import run_trial  # torch
@@ -511,17 +483,10 @@ class Worker:
 
 
     def _state_of(self, study: optuna.Study, trial: optuna.Trial) -> TrialState:
-        """The trial's state now: on a SQL storage one query (lpstudy.db.trial_states), elsewhere
-        Optuna's read of the trial."""
+        """The trial's state now: the storage's read (StudyStorage.trial_state: one query on SQL)."""
         storage = self._storage
-        if storage is not None and storage.kind.sql:
-            from lpstudy.db.trial_states import trial_state
-
-            def read() -> str:
-                with storage.engine.connect() as conn:
-                    return trial_state(conn, trial._trial_id)
-
-            return TrialState[storage.call(read)]
+        if storage is not None:
+            return storage.trial_state(study, trial._trial_id)
         return study._storage.get_trial(trial._trial_id).state
 
 

@@ -20,14 +20,19 @@ line in KINDS below.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from lpstudy.db.kinds.base import StorageKind
 from lpstudy.db.kinds.grpc import GRPC
 from lpstudy.db.kinds.journal import JOURNAL
 from lpstudy.db.kinds.mysql import MYSQL
 from lpstudy.db.kinds.postgresql import POSTGRESQL
 from lpstudy.db.kinds.sqlite import SQLITE
-from lpstudy.db.urls import check_user_info, redact
+from lpstudy.db.urls import check_user_info, redact, storage_url
 from lpstudy.errors import UserError
+
+if TYPE_CHECKING:
+    from lpstudy.db.trial_reader import TrialReader
 
 # Every kind, in the order the forms are listed to a user whose URL is none of them.
 KINDS: tuple[StorageKind, ...] = (SQLITE, POSTGRESQL, JOURNAL, GRPC, MYSQL)
@@ -46,3 +51,11 @@ def kind_of(url: str) -> StorageKind:
             kind.validate(url)
             return kind
     raise UserError(f"storage URL {redact(url)!r} is not one of {URL_FORMS}")
+
+
+def open_reader(url: str | None) -> TrialReader:
+    """The reader of the study database at url (None: $LPSTUDY_STORAGE, else the default file), as
+    its kind reads (lpstudy.db.trial_reader); UserError for a URL that is no storage. Nothing is
+    opened until the first read."""
+    url = storage_url(url)
+    return kind_of(url).reader(url)

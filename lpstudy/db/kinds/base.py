@@ -10,19 +10,27 @@ behaviour of the SQL kinds is in `sql`, that of the kinds kept in a local file i
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import math
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lpstudy.db.urls import redact
-from lpstudy.errors import UserError
+from lpstudy.errors import StudyUnavailable, UserError
+from lpstudy.values import LEASE_ATTR
 
 if TYPE_CHECKING:  # Optuna and the retries load when a storage is opened: `lpstudy --help` stays quick
+    import optuna
     from optuna.storages import BaseStorage
+    from optuna.trial import TrialState
     from sqlalchemy.engine import Engine
 
+    from lpstudy.db.optuna_storage import StudyStorage
     from lpstudy.db.outages import RetryPolicy
     from lpstudy.db.proxy_calls import ProxyCalls
+    from lpstudy.db.trial_reader import TrialReader
+    from lpstudy.training.metrics import MetricRecord
 
 CONNECT_TIMEOUT_S = 5  # an unreachable server fails within this many seconds
 CREATE_LOCK = "lpstudy:create"  # the lock `create` and `replicate` hold (lpstudy.db.locks)
@@ -96,6 +104,12 @@ class StorageKind:
         policy says; None for the kinds that are no proxy."""
         return None
 
+    def reader(self, url: str) -> TrialReader:
+        """The reader of the studies at url (lpstudy.db.trial_reader): here Optuna's storage API."""
+        from lpstudy.db.trial_reader import OptunaReader
+
+        return OptunaReader(url, self)
+
     # --- across processes --------------------------------------------------------------------------
 
     @contextlib.contextmanager
@@ -106,6 +120,83 @@ class StorageKind:
     def default_artifacts(self, url: str) -> str | None:
         """Where trials keep their checkpoints when no --artifacts is given; None: nowhere."""
         return None
+
+    # --- before a command uses it ------------------------------------------------------------------
+
+    def check_readable(self, url: str) -> None:
+        """StudyUnavailable (one line) now, rather than an error page later, where the storage at url
+        cannot be read: a mistyped file, and where a server is reached directly, a refused login."""
+        problem = self.missing_file_message(url)
+        if problem:
+            raise StudyUnavailable(problem)
+
+    def check_proxy_target(self, url: str) -> None:
+        """UserError unless `lpstudy storage-proxy` can serve the storage at url (a SQL database)."""
+        raise UserError(f"the storage proxy serves a SQL database, not {self.name} storage {redact(url)!r}; "
+                        "pass --storage postgresql+psycopg://USER:PASSWORD@HOST/DB")
+
+    # --- what a worker asks (StudyStorage's methods of the same names call these) ------------------
+    # Here through Optuna's storage API, which every kind answers; a kind that can answer faster
+    # (one SQL query, one call on lpstudy's proxy) says so in its module.
+
+    def claim_waiting(self, storage: StudyStorage, study: optuna.Study) -> int | None:
+        """Move one WAITING trial of the study to RUNNING for this caller only; its id, or None when
+        none waits. Optuna's own pop, the private Study._pop_waiting_trial_id, the first half of
+        study.ask() (ask() would then sample a new trial when no cell waits, and a grid worker must
+        stop instead); tests/test_optuna_private.py fails if it changes."""
+        return study._pop_waiting_trial_id()
+
+    def count_trials(self, storage: StudyStorage, study: optuna.Study, states: tuple[TrialState, ...]) -> int:
+        """How many of the study's trials are in these states."""
+        return len(study.get_trials(deepcopy=False, states=states))
+
+    def trial_state(self, storage: StudyStorage, study: optuna.Study, trial_id: int) -> TrialState:
+        """The trial's state now."""
+        return study._storage.get_trial(trial_id).state
+
+    def for_grid_worker(self, storage: StudyStorage, study: optuna.Study) -> optuna.Study:
+        """The study as a grid worker uses it (see lpstudy.study.claims.for_grid_worker)."""
+        return study
+
+    def enqueue_cells(self, storage: StudyStorage, study: optuna.Study,
+                      missing_cells: Callable[[], list[dict[str, Any]]]) -> int:
+        """Enqueue a WAITING trial for each of missing_cells()'s parameters; how many."""
+        missing = missing_cells()
+        for params in missing:
+            study.enqueue_trial(params)
+        return len(missing)
+
+    def beat(self, storage: StudyStorage, trial_id: int) -> None:
+        """Record that the running trial's worker is alive: lpstudy's lease, the wall-clock time in
+        the trial's system attribute LEASE_ATTR (lpstudy.study.lease)."""
+        storage.optuna.set_trial_system_attr(trial_id, LEASE_ATTR, time.time())
+
+    def heartbeat_grace_s(self, storage: StudyStorage) -> float:
+        """How old Optuna's heartbeat of a live trial may be; here there are none: never too old."""
+        return math.inf
+
+    def heartbeat_look(self, storage: StudyStorage, study_id: int, grace_s: float,
+                       with_unbeaten: bool) -> tuple[bool, set[int]]:
+        """(whether a heartbeat may be older than grace_s, the RUNNING trials without any heartbeat)
+        where a quick look can tell; here none can: (True, no trial), and Optuna's check decides."""
+        return True, set()
+
+    def backdate_heartbeat(self, storage: StudyStorage, trial_id: int, age_s: float) -> bool:
+        """Give a trial without a heartbeat one age_s old; whether it was given. Here: no heartbeats."""
+        return False
+
+    # --- learning curves ---------------------------------------------------------------------------
+
+    def prepare_curves(self, storage: StudyStorage) -> None:
+        """Make the place a worker's evaluations go (the SQL kinds' metrics table); here nothing."""
+
+    def write_evaluation(self, storage: StudyStorage, study_name: str, trial_id: int, trial_number: int,
+                         record: MetricRecord) -> None:
+        """Store one evaluation of a running trial: here its system attribute lpstudy_metrics:<step>
+        (lpstudy.db.metrics_table.evaluation_attribute)."""
+        from lpstudy.db.metrics_table import evaluation_attribute
+
+        storage.optuna.set_trial_system_attr(trial_id, *evaluation_attribute(record))
 
     def __repr__(self) -> str:
         return f"<storage kind {self.name}>"

@@ -15,7 +15,11 @@ from lpstudy.db.urls import redact
 from lpstudy.errors import DatabaseUnreachable, UserError
 
 if TYPE_CHECKING:
+    import optuna
     from optuna.storages import GrpcStorageProxy
+    from optuna.trial import TrialState
+
+    from lpstudy.db.optuna_storage import StudyStorage
 
     from lpstudy.db.outages import RetryPolicy
     from lpstudy.db.proxy_calls import ProxyCalls
@@ -68,6 +72,17 @@ class GrpcKind(StorageKind):
         from lpstudy.db.proxy_calls import ProxyCalls
 
         return ProxyCalls(*grpc_address(url), retry=policy)
+
+    # lpstudy's proxy answers a claim and a count in one query on its side (lpstudy.db.proxy_calls);
+    # another proxy (Optuna's own) does not know these calls: then Optuna's API, as for every kind.
+
+    def claim_waiting(self, storage: StudyStorage, study: optuna.Study) -> int | None:
+        claimed = storage.proxy_calls.claim_waiting_trial(study._study_id)
+        return claimed[0] if claimed is not None else super().claim_waiting(storage, study)
+
+    def count_trials(self, storage: StudyStorage, study: optuna.Study, states: tuple[TrialState, ...]) -> int:
+        n = storage.proxy_calls.count_trials(study._study_id, tuple(s.name for s in states))
+        return n if n is not None else super().count_trials(storage, study, states)
 
 
 GRPC = GrpcKind()

@@ -32,8 +32,9 @@ class PostgreSQLKind(SqlKind):
 
     def engine_options(self, url: str, readonly: bool = False) -> dict[str, Any]:
         connect_args: dict[str, Any] = {"connect_timeout": CONNECT_TIMEOUT_S}
-        if readonly:
-            connect_args["options"] = "-c default_transaction_read_only=on"
+        if readonly:  # a reader's sessions: no writes, and no JIT (compiling one big pivot of
+            # lpstudy.db.study_queries cost more than it saved)
+            connect_args["options"] = "-c default_transaction_read_only=on -c jit=off"
         return {**super().engine_options(url, readonly), "connect_args": connect_args}
 
     @contextlib.contextmanager

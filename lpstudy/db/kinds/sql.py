@@ -9,29 +9,26 @@ read-only role of storage/init too. A writer's engine gets the kind's `writer_en
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine, make_url
 
 from lpstudy.db.kinds.base import StorageKind
-from lpstudy.db.urls import first_line, redact
+from lpstudy.db.urls import first_line, redact, sql_backend
 from lpstudy.errors import NoStudiesYet, StudyUnavailable, UserError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import optuna
     from optuna.storages import RDBStorage
+    from optuna.trial import TrialState
 
+    from lpstudy.db.optuna_storage import StudyStorage
     from lpstudy.db.outages import RetryPolicy
-
-_SCHEME = re.compile(r"([\w+]+)://")  # how SQLAlchemy's make_url reads a URL's dialect+driver
-
-
-def sql_backend(url: str) -> str:
-    """The database a SQLAlchemy URL names (postgresql for postgresql+psycopg://...), else ''."""
-    match = _SCHEME.match(url)
-    return match.group(1).split("+", 1)[0] if match else ""
-
+    from lpstudy.db.trial_reader import SqlReader
+    from lpstudy.training.metrics import MetricRecord
 
 class SqlKind(StorageKind):
     """A database that SQLAlchemy and Optuna's RDBStorage speak to."""
@@ -137,6 +134,129 @@ class SqlKind(StorageKind):
             raise UserError(f"the study database {redact(url)} cannot be used: {first_line(exc)}") from None
 
 
+    def reader(self, url: str) -> SqlReader:
+        """Plain SELECTs on Optuna's tables (lpstudy.db.trial_reader.SqlReader)."""
+        from lpstudy.db.trial_reader import SqlReader
+
+        return SqlReader(url, self)
+
+    # --- before a command uses it ------------------------------------------------------------------
+
+    def check_readable(self, url: str) -> None:
+        super().check_readable(url)
+        self.engine(url, readonly=True, check=True).dispose()  # a wrong password, a refused port: now
+
+    def check_proxy_target(self, url: str) -> None:
+        """A SQL database is what the proxy serves."""
+
+    # --- what a worker asks: one query each, where Optuna's API reads every trial ------------------
+
+    def claim_waiting(self, storage: StudyStorage, study: optuna.Study) -> int | None:
+        """One of the oldest waiting trials (lpstudy.db.waiting_trials.claim_waiting_trial_id): Optuna's
+        pop loads every waiting trial to take the first; with 1,000 cells waiting, 230 ms a claim on
+        PostgreSQL against 6 ms (docs/scale-workers.md)."""
+        from lpstudy.db.waiting_trials import claim_waiting_trial_id
+
+        return claim_waiting_trial_id(storage, study._storage, study._study_id)
+
+    def count_trials(self, storage: StudyStorage, study: optuna.Study, states: tuple[TrialState, ...]) -> int:
+        from lpstudy.db.trial_states import count_trials
+
+        def count() -> int:
+            with storage.engine.connect() as conn:
+                return count_trials(conn, study._study_id, tuple(s.name for s in states))
+
+        return storage.call(count)
+
+    def trial_state(self, storage: StudyStorage, study: optuna.Study, trial_id: int) -> TrialState:
+        from optuna.trial import TrialState
+
+        from lpstudy.db.trial_states import trial_state
+
+        def read() -> str:
+            with storage.engine.connect() as conn:
+                return trial_state(conn, trial_id)
+
+        return TrialState[storage.call(read)]
+
+    def for_grid_worker(self, storage: StudyStorage, study: optuna.Study) -> optuna.Study:
+        """Straight on Optuna's RDBStorage rather than through the cache that optuna.load_study puts
+        in front of it (lpstudy.study.claims.for_grid_worker says why)."""
+        study._storage = storage.optuna
+        return study
+
+    def enqueue_cells(self, storage: StudyStorage, study: optuna.Study,
+                      missing_cells: Callable[[], list[dict[str, Any]]]) -> int:
+        """The cells in one transaction (lpstudy.db.waiting_trials: the rows Optuna's enqueue_trial
+        writes, 5,000 cells in about a second instead of minutes), retried on an outage: the cells are
+        looked up again, so a commit whose reply was lost is not enqueued twice."""
+        from lpstudy.db.waiting_trials import enqueue_waiting_trials
+
+        def bulk() -> int:
+            missing = missing_cells()
+            with storage.engine.begin() as conn:
+                return enqueue_waiting_trials(conn, study._study_id, missing)
+
+        return storage.call(bulk)
+
+    def beat(self, storage: StudyStorage, trial_id: int) -> None:
+        """Optuna's heartbeat (no retry loop: never blocks)."""
+        from optuna.storages import RDBStorage
+
+        RDBStorage.record_heartbeat(storage.optuna, trial_id)
+
+    def heartbeat_grace_s(self, storage: StudyStorage) -> float:
+        """The grace period set by StudyStorage.configure_heartbeat (twice the interval by default)."""
+        return storage.optuna.grace_period or 2 * storage.optuna.heartbeat_interval
+
+    def heartbeat_look(self, storage: StudyStorage, study_id: int, grace_s: float,
+                       with_unbeaten: bool) -> tuple[bool, set[int]]:
+        """One query each (lpstudy.db.trial_states), where Optuna's check loads every RUNNING trial."""
+        from lpstudy.db.trial_states import may_have_stale, unbeaten_trials
+
+        def look() -> tuple[bool, set[int]]:
+            with storage.engine.connect() as conn:
+                return (may_have_stale(conn, study_id, grace_s),
+                        unbeaten_trials(conn, study_id) if with_unbeaten else set())
+
+        return storage.call(look)
+
+    def backdate_heartbeat(self, storage: StudyStorage, trial_id: int, age_s: float) -> bool:
+        from lpstudy.db.trial_states import backdate_heartbeat
+
+        def backdate() -> bool:
+            with storage.engine.begin() as conn:
+                return backdate_heartbeat(conn, trial_id, age_s)
+
+        try:
+            return storage.call(backdate)
+        except sa.exc.IntegrityError:  # its worker beat at that very moment: alive after all
+            return False
+
+    # --- learning curves: a row per evaluation in the metrics table --------------------------------
+
+    def prepare_curves(self, storage: StudyStorage) -> None:
+        from lpstudy.db.metrics_table import ensure_metrics_table
+
+        storage.call(ensure_metrics_table, storage.engine)
+
+    def write_evaluation(self, storage: StudyStorage, study_name: str, trial_id: int, trial_number: int,
+                         record: MetricRecord) -> None:
+        from lpstudy.db.metrics_table import write_metrics
+
+        attempts = [0]
+
+        def write() -> None:
+            attempts[0] += 1
+            try:
+                write_metrics(storage.engine, study_name, trial_id, trial_number, [record])
+            except sa.exc.IntegrityError:
+                if attempts[0] == 1:
+                    raise
+                # A retry after a lost connection: the first attempt had committed.
+
+        storage.call(write)
+
     def _schema_complete(self, url: str, readonly: bool) -> bool:
         """Whether a creator has finished Optuna's schema: its last step, alembic's stamp, is there.
 
@@ -176,49 +296,3 @@ def _no_tables(exc: BaseException, table: str = "version_info") -> bool:
         if table in text and ("does not exist" in text or "no such table" in text):
             return True
     return False
-
-
-def seconds_between(conn, start: str, end: str) -> str:
-    """SQL for the seconds from column `start` to column `end` in the connection's dialect."""
-    if conn.dialect.name == "postgresql":
-        return f"EXTRACT(EPOCH FROM ({end} - {start}))"
-    if conn.dialect.name == "mysql":
-        return f"TIMESTAMPDIFF(MICROSECOND, {start}, {end}) / 1000000.0"
-    return f"(julianday({end}) - julianday({start})) * 86400.0"
-
-
-def without_jit(conn) -> None:
-    """PostgreSQL's JIT off for the transaction: compiling one big pivot costs more than it saves."""
-    if conn.dialect.name == "postgresql":
-        conn.exec_driver_sql("SET LOCAL jit = off")
-
-
-def last_evaluation_join(conn, trials: str = "t", last: str = "l") -> str:
-    """SQL that joins each trial of the alias `trials` to its last evaluation, the alias `last` with
-    the columns step, intermediate_value and intermediate_value_type of Optuna's
-    trial_intermediate_values row with the trial's highest step; trials without one are left out.
-    Each trial's row is found through the (trial_id, step) index (the newest entry of the trial),
-    so the work is one index lookup per trial read, not a GROUP BY over every evaluation of the
-    study. PostgreSQL (and MySQL 8): a LATERAL subquery with ORDER BY step DESC LIMIT 1; SQLite: a
-    correlated max(step), which SQLite answers from the same index."""
-    if conn.dialect.name in ("postgresql", "mysql"):
-        return (f"JOIN LATERAL (SELECT e.step, e.intermediate_value, e.intermediate_value_type "
-                f"FROM trial_intermediate_values e WHERE e.trial_id = {trials}.trial_id "
-                f"ORDER BY e.step DESC LIMIT 1) {last} ON TRUE")
-    return (f"JOIN trial_intermediate_values {last} ON {last}.trial_id = {trials}.trial_id AND {last}.step = "
-            f"(SELECT max(e.step) FROM trial_intermediate_values e WHERE e.trial_id = {trials}.trial_id)")
-
-
-def json_number(conn, column: str) -> str:
-    """SQL for the float a JSON text in `column` holds when it is a JSON number, else NULL (null,
-    true, a string, and Python's NaN and ±Infinity, which are no JSON numbers). PostgreSQL: a JSON
-    text that starts with a digit, or a minus and a digit, is a number (no other JSON value does),
-    then a cast (a cast of anything else would fail the query); SQLite and MySQL: their JSON
-    functions' type of the value."""
-    if conn.dialect.name == "postgresql":
-        return f"(CASE WHEN {column} ~ '^-?[0-9]' THEN CAST({column} AS double precision) END)"
-    if conn.dialect.name == "mysql":
-        return (f"(CASE WHEN JSON_VALID({column}) AND JSON_TYPE({column}) IN "
-                f"('INTEGER', 'UNSIGNED INTEGER', 'DOUBLE', 'DECIMAL') THEN {column} + 0.0 END)")
-    return (f"(CASE WHEN json_valid({column}) THEN CASE WHEN json_type({column}) IN ('integer', 'real') "
-            f"THEN CAST({column} AS REAL) END END)")
