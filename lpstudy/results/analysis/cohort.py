@@ -48,7 +48,8 @@ class CurveBands:
         if self.last_step is None:
             return ""
         step = f"{self.last_step:,.0f}"
-        text = f"{aggregate} over one cohort at every step: the {self.cohort} trial(s) that reached step {step}"
+        trials = "trial" if self.cohort == 1 else "trials"
+        text = f"{aggregate} over one cohort at every step: the {self.cohort} {trials} that reached step {step}"
         if self.n_stopped:
             states = ", ".join(f"{n} {state.lower()}" for state, n in sorted(self.stopped_states.items()))
             text += f". In grey, not in the {aggregate.split()[0].lower()}: {self.n_stopped} that stopped earlier ({states})"
