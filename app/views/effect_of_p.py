@@ -23,7 +23,7 @@ summary = once(study, ("per_p_summary", bins), lambda: A.per_p_summary(trials, b
 by = once(study, ("map_axis",), lambda: A.map_axis(trials)) or "lr"  # p × lr; p × fold for a grid at one lr
 key = importance_key(trials)
 tuned = study.info.kind == "search"  # a search tunes lr and gain: what each p reaches at its best
-profile = once(study, ("tuned_profile", bins), lambda: A.tuned_profile(trials, bins)) if tuned else None
+profile = once(study, ("tuned_profile_frame", bins), lambda: A.tuned_profile(trials, bins)) if tuned else None
 drawn = [("loss_vs_p", lambda: C.loss_vs_p(trials)),
          *([(("tuned_profile", bins), lambda: C.tuned_profile_chart(profile))] if tuned else []),
          (("mean_per_p", bins), lambda: C.mean_loss_per_p(summary)),

@@ -377,7 +377,7 @@ def draws_bands(bands: "A.CurveBands | pd.DataFrame") -> bool:
 
 
 STOPPED_COLOUR = "rgba(120, 120, 120, 0.35)"
-CAPTION_WIDTH = 95  # characters a line of a chart's caption holds before it wraps
+CAPTION_WIDTH = 68  # characters a line of a chart's caption holds before it wraps (a half-page chart)
 
 
 def caption(fig: go.Figure, text: str) -> go.Figure:
@@ -390,9 +390,10 @@ def caption(fig: go.Figure, text: str) -> go.Figure:
     lines = textwrap.wrap(text, CAPTION_WIDTH)
     bottom = int(fig.layout.margin.b or 0)
     fig.add_annotation(text="<br>".join(lines), showarrow=False, xref="paper", yref="paper", x=0, y=0,
-                       xanchor="left", yanchor="top", yshift=-42, align="left",
+                       xanchor="left", yanchor="top", yshift=-54, align="left",
                        font={"size": 11, "color": "#666"})
-    fig.update_layout(margin={"b": bottom + 16 * len(lines)}, height=(fig.layout.height or HEIGHT) + 16 * len(lines))
+    extra = 16 * len(lines) + 12  # under the axis title
+    fig.update_layout(margin={"b": bottom + extra}, height=(fig.layout.height or HEIGHT) + extra)
     return fig
 
 

@@ -9,7 +9,8 @@ before it (pruned, still running, stopped by a divergence when those count) are 
 drawn on their own, never in the aggregate.
 
 Which trials a chart may draw at all: COMPLETE, PRUNED and RUNNING ones with a p and a value of the
-metric; diverged runs only where the caller asks (include_diverged).
+metric; diverged runs only where the caller asks (include_diverged). Bins of p are those of the
+other charts of p: equal-width over the completed trials' p.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+import numpy as np
 import pandas as pd
 
-from lpstudy.results.analysis.groups import p_bins
+from lpstudy.results.analysis.groups import bin_edges, p_bins
 
 COHORT_RULE = "the trials that reached the last step drawn"
 DRAWN_STATES = ("COMPLETE", "PRUNED", "RUNNING")
@@ -56,6 +58,17 @@ class CurveBands:
         return text + "."
 
 
+def _completed_edges(trials: pd.DataFrame, bins: int | Sequence[float] | None) -> int | Sequence[float] | None:
+    """A number of bins as the edges the other charts of p give it: equal-width over the completed
+    trials' finite p (per_p_summary's groups), so that a curve's "p 2–2.5" is theirs; a pruned
+    trial beyond them counts in the nearest bin."""
+    if not isinstance(bins, int):
+        return bins
+    p = trials.loc[trials["state"] == "COMPLETE", "p"].astype("float64").to_numpy()
+    p = p[np.isfinite(p)]
+    return list(bin_edges(p, bins)) if len(p) else bins
+
+
 def curve_cohort(curves: pd.DataFrame, trials: pd.DataFrame, column: str = "val_loss",
                  bins: int | Sequence[float] | None = None, include_diverged: bool = False) -> CurveBands:
     """The cohort's bands of `column` per p group (p grouped as p_bins does, over every drawn
@@ -72,7 +85,7 @@ def curve_cohort(curves: pd.DataFrame, trials: pd.DataFrame, column: str = "val_
     joined = joined.dropna(subset=[column])
     if joined.empty:
         return empty
-    joined = joined.join(p_bins(joined["p"], bins))
+    joined = joined.join(p_bins(joined["p"], _completed_edges(trials, bins)))
     reached = joined.groupby("trial_number")["step"].max()
     last_step = float(reached.max())
     members = set(reached.index[reached == last_step])

@@ -57,8 +57,11 @@ class Importance:
 
     def caption(self) -> str:
         """What was ranked, what was left out and why, in a line a chart carries."""
-        if self.empty:
-            text = self.reason or "nothing to rank"
+        if self.empty:  # the chart says why in its middle: here only what it would leave out
+            if not self.left_out:
+                return ""
+            text = "Left out: " + "; ".join(f"{name} ({why})" for name, why in self.left_out.items())
+            return text + "."
         else:
             ranked = ", ".join(self.shares.index)
             text = f"Ranked: {ranked}, over {self.n_trials} completed trials"
