@@ -34,7 +34,7 @@ MIN_TRIALS = 4  # fewer completed trials than this: no importance
 DEFAULT_PARAMS = ("p", "lr", "gain_init")  # what a study without a readable space searched
 LOG_PARAMS = ("lr", "gain_init")  # drawn on a log scale by PED-ANOVA's density estimate
 BLOCKING = "a blocking factor: it tells replicates apart"
-MATCHED_GAIN = "derived from p (gain_init: matched)"
+MATCHED_GAIN = "derived from p under gain_init: matched"
 
 
 @dataclass(frozen=True)
