@@ -116,7 +116,8 @@ def cached_importance(storage_url: str, study_name: str, trials_key: tuple):
     from lpstudy.results.analysis import param_importance
     from lpstudy.results.curve_sample import importance_sample
 
-    return param_importance(importance_sample(cached_study(storage_url, study_name, curves=False).trials))
+    study = cached_study(storage_url, study_name, curves=False)
+    return param_importance(importance_sample(study.trials), study.info.spec)
 
 
 def importance_key(trials) -> tuple:

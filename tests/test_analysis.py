@@ -176,13 +176,13 @@ def test_parameter_importance_finds_the_parameter_the_loss_depends_on():
     for _ in range(60):
         p, lr = rng.uniform(1, 4), 10 ** rng.uniform(-4, -2)
         rows.append({"p": p, "lr": lr, "gain_init": 16.0, "value": 1.5 + 0.5 * (p - 2.5) ** 2 + rng.normal(0, 0.001)})
-    importance = A.param_importance(trials_frame(rows))
+    importance = A.param_importance(trials_frame(rows)).shares
     assert importance.index[0] == "p"
     assert importance.sum() == pytest.approx(1.0)
     assert "gain_init" not in importance  # never varied
     assert A.param_importance(trials_frame(rows[:3])).empty  # too few trials
     without_params = trials_frame(rows + [{"value": 1.0, "p": math.nan, "lr": math.nan}])  # a trial added by hand
-    assert A.param_importance(without_params).index[0] == "p"  # that trial is left out, not the parameters
+    assert A.param_importance(without_params).shares.index[0] == "p"  # that trial is left out, not the parameters
 
 
 # --- convergence ----------------------------------------------------------------------------

@@ -35,7 +35,7 @@ with right:
     chart(once(study, ("train_curves",), lambda: C.loss_curves(curves, trials, "train_loss")), key="train_curves",
           note=study.curve_note)
 
-chart(once(study, ("median_curves", bins), lambda: C.median_curves(A.curve_bands(curves, trials, "val_loss", bins))),
+chart(once(study, ("median_curves", bins), lambda: C.median_curves(A.curve_cohort(curves, trials, "val_loss", bins))),
       key="median_curves", note=study.curve_note)
 
 

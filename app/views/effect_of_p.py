@@ -19,21 +19,21 @@ trials = study.trials
 show_problem(trials)
 bins = p_bins_control(trials, key="effect_bins")
 
-left, right = st.columns(2)
-with left:
-    chart(once(study, ("loss_vs_p",), lambda: C.loss_vs_p(trials)), key="loss_vs_p")
-with right:
-    summary = once(study, ("per_p_summary", bins), lambda: A.per_p_summary(trials, bins))
-    chart(once(study, ("mean_per_p", bins), lambda: C.mean_loss_per_p(summary)), key="mean_per_p")
-
-left, right = st.columns(2)
-with left:
-    by = once(study, ("map_axis",), lambda: A.map_axis(trials)) or "lr"  # p × lr; p × fold for a grid at one lr
-    chart(once(study, ("loss_map", bins, by), lambda: C.loss_map(A.p_map(trials, bins, by=by), by)), key="loss_map")
-with right:
-    key = importance_key(trials)
-    chart(once(study, ("importance",), lambda: C.importance_chart(cached_importance(storage, study.name, key))),
-          key="importance")
+summary = once(study, ("per_p_summary", bins), lambda: A.per_p_summary(trials, bins))
+by = once(study, ("map_axis",), lambda: A.map_axis(trials)) or "lr"  # p × lr; p × fold for a grid at one lr
+key = importance_key(trials)
+tuned = study.info.kind == "search"  # a search tunes lr and gain: what each p reaches at its best
+profile = once(study, ("tuned_profile_frame", bins), lambda: A.tuned_profile(trials, bins)) if tuned else None
+drawn = [("loss_vs_p", lambda: C.loss_vs_p(trials)),
+         *([(("tuned_profile", bins), lambda: C.tuned_profile_chart(profile))] if tuned else []),
+         (("mean_per_p", bins), lambda: C.mean_loss_per_p(summary)),
+         (("loss_map", bins, by), lambda: C.loss_map(A.p_map(trials, bins, by=by), by)),
+         ("importance", lambda: C.importance_chart(cached_importance(storage, study.name, key)))]
+for row in range(0, len(drawn), 2):  # two charts a row, the scatter and the tuned profile side by side
+    for column, (name, build) in zip(st.columns(2), drawn[row:row + 2]):
+        with column:
+            name = name if isinstance(name, tuple) else (name,)
+            chart(once(study, name, build), key=name[0])
 
 has_folds = once(study, ("has_folds",), lambda: trials["fold"].nunique() > 1 and A.finished(trials)["p"].nunique() > 1)
 if study.info.kind == "replicate" or has_folds:
@@ -49,3 +49,6 @@ if study.info.kind == "replicate" or has_folds:
 
 with st.expander("Numbers per p"):
     table(summary.drop(columns=["p", "p_low", "p_high"]))
+    if profile is not None and len(profile):
+        st.caption("The tuned profile: per p group, the best run and the mean of the lowest losses.")
+        table(profile.drop(columns=["p", "p_low", "p_high", "p_order"]))

@@ -30,11 +30,11 @@ if len(sensitivity):
 
 left, right = st.columns(2)
 with left:
-    chart(once(study, ("max_logit", bins), lambda: L.max_logit_chart(A.curve_bands(curves, trials, "max_logit", bins))),
+    chart(once(study, ("max_logit", bins), lambda: L.max_logit_chart(A.curve_cohort(curves, trials, "max_logit", bins))),
           key="max_logit")
 with right:
     chart(once(study, ("min_head_entropy", bins),
-               lambda: L.min_head_entropy_chart(A.curve_bands(curves, trials, "min_head_entropy", bins))),
+               lambda: L.min_head_entropy_chart(A.curve_cohort(curves, trials, "min_head_entropy", bins))),
           key="min_head_entropy")
 
 chart(once(study, ("initial_entropy",), lambda: L.initial_entropy_chart(A.initial_entropy(curves, trials))),

@@ -29,7 +29,7 @@ left, right = st.columns(2)
 with left:
     chart(once(study, ("grad_norm",), lambda: C.max_grad_norm_chart(A.max_grad_norms(curves, trials))), key="grad_norm")
 with right:
-    chart(once(study, ("gain", bins), lambda: C.gain_chart(A.curve_bands(
+    chart(once(study, ("gain", bins), lambda: C.gain_chart(A.curve_cohort(
         curves, trials, "gain_mean", bins, include_diverged=A.successful(trials).empty))), key="gain")
 
 chart(once(study, ("spread_chart", bins), lambda: C.spread_chart(trials, bins)), key="spread")

@@ -212,6 +212,33 @@ def mean_loss_per_p(summary: pd.DataFrame) -> go.Figure:
     return fig
 
 
+def tuned_profile_chart(profile: pd.DataFrame) -> go.Figure:
+    """p's tuned profile (analysis.tuned_profile): per p group the lowest final validation loss
+    found and the mean of the TUNED_TOP lowest, each point labelled with the group's runs."""
+    fig = figure("Tuned profile: best final validation loss per p", "p", "final validation loss")
+    if profile.empty:
+        return mark_empty(fig, "no completed trial without divergence yet")
+    x = A.p_positions(profile["p"].astype("float64"))
+    custom = np.column_stack([profile["p_bin"], profile["n"], profile["best_trial"], profile["n_top"]])
+    fig.add_scatter(x=x, y=profile["top_mean"], mode="markers+lines", name=f"mean of the {A.TUNED_TOP} lowest",
+                    line={"color": "#ff7f0e", "dash": "dash"}, marker={"size": 7, "color": "#ff7f0e"},
+                    customdata=custom, hovertemplate="p %{customdata[0]}<br>mean of the %{customdata[3]} lowest "
+                                                     "%{y:.4f}<br>runs %{customdata[1]}<extra></extra>")
+    fig.add_scatter(x=x, y=profile["best"], mode="markers+lines+text", name="best found",
+                    line={"color": "#2ca02c"}, marker={"size": 9, "color": "#2ca02c"},
+                    text=[f"n = {n}" for n in profile["n"]], textposition="bottom center",
+                    textfont={"size": 10, "color": "#555"}, customdata=custom,
+                    hovertemplate="p %{customdata[0]}<br>best %{y:.4f} (trial %{customdata[2]})"
+                                  "<br>runs %{customdata[1]}<extra></extra>")
+    low, high = float(profile["best"].min()), float(profile["top_mean"].max())
+    pad = 0.12 * ((high - low) or 0.05)
+    fig.update_yaxes(range=[low - 1.6 * pad, high + pad])  # room under the lowest point for its label
+    _p_group_axis(fig, profile, x)
+    return caption(fig, f"Per p group, over its completed runs that did not diverge: the lowest final loss found and "
+                        f"the mean of the {A.TUNED_TOP} lowest, n = the group's runs. What p reaches when the search "
+                        "tunes the learning rate and the gain for it; a group with few runs was tuned less.")
+
+
 MAP_TITLES = {"lr": ("learning rate", "learning rate"), "fold": ("fold", "fold")}
 
 
@@ -247,15 +274,17 @@ def divergence_map(cells: pd.DataFrame, by: str = "lr") -> go.Figure:
     return _heatmap(cells, "divergence_rate", "Divergence rate", "diverged", "Reds", by, 0, 1)
 
 
-def importance_chart(importance: pd.Series) -> go.Figure:
+def importance_chart(importance: "A.Importance") -> go.Figure:
+    """The ranked parameters' shares of the importance (analysis.importance), the caption saying
+    what was ranked, what was left out and why."""
     fig = figure("Parameter importance (Optuna PED-ANOVA)", "importance", "", height=300)
     if importance.empty:
-        return mark_empty(fig, "needs at least 4 completed trials and a parameter that varies")
-    ordered = importance.sort_values()
+        return caption(mark_empty(fig, importance.reason or "nothing to rank"), importance.caption())
+    ordered = importance.shares.sort_values()
     fig.add_bar(x=ordered.values, y=list(ordered.index), orientation="h", marker_color="#1f77b4",
                 text=[f"{v:.2f}" for v in ordered.values], textposition="auto")
     fig.update_xaxes(range=[0, 1])
-    return fig
+    return caption(fig, importance.caption())
 
 
 def paired_chart(paired: pd.DataFrame, reference_p: float = 2.0) -> go.Figure:
@@ -341,23 +370,62 @@ def _rgba(colour: str, alpha: float) -> str:
     return colour.replace("rgb(", "rgba(").replace(")", f", {alpha})")
 
 
-def draws_bands(bands: pd.DataFrame) -> bool:
+def draws_bands(bands: "A.CurveBands | pd.DataFrame") -> bool:
     """Whether median_curves draws the 25–75 % bands: only for at most MAX_BANDS p groups."""
+    bands = bands.bands if isinstance(bands, A.CurveBands) else bands
     return bands.empty or bands["p_bin"].nunique() <= MAX_BANDS
 
 
-def median_curves(bands: pd.DataFrame, column_title: str = "validation loss") -> go.Figure:
-    """The median curve per p group, each group its own distinguishable colour, with the band
-    between its 25th and 75th percentiles where there are at most MAX_BANDS groups (more overlap
-    into one cloud; the hover still gives each group's n)."""
+STOPPED_COLOUR = "rgba(120, 120, 120, 0.35)"
+CAPTION_WIDTH = 68  # characters a line of a chart's caption holds before it wraps (a half-page chart)
+
+
+def caption(fig: go.Figure, text: str) -> go.Figure:
+    """Write `text` under the plot, small and grey, wrapped into lines of CAPTION_WIDTH characters:
+    what the chart is taken over (a cohort, what was left out)."""
+    import textwrap
+
+    if not text:
+        return fig
+    lines = textwrap.wrap(text, CAPTION_WIDTH)
+    bottom = int(fig.layout.margin.b or 0)
+    fig.add_annotation(text="<br>".join(lines), showarrow=False, xref="paper", yref="paper", x=0, y=0,
+                       xanchor="left", yanchor="top", yshift=-54, align="left",
+                       font={"size": 11, "color": "#666"})
+    extra = 16 * len(lines) + 12  # under the axis title
+    fig.update_layout(margin={"b": bottom + extra}, height=(fig.layout.height or HEIGHT) + extra)
+    return fig
+
+
+def median_curves(bands: "A.CurveBands | pd.DataFrame", column_title: str = "validation loss") -> go.Figure:
+    """The median curve per p group over one cohort of trials at every step (analysis.cohort),
+    each group its own distinguishable colour, with the band between its 25th and 75th percentiles
+    where there are at most MAX_BANDS groups (more overlap into one cloud; the hover gives each
+    group's n). The trials outside the cohort (pruned, running) are drawn thin and grey, one legend
+    entry, and the caption says which cohort."""
+    cohort = bands if isinstance(bands, A.CurveBands) else None
+    bands = cohort.bands if cohort is not None else bands
     centres = bands.groupby("p_bin", sort=False)["p_center"].first() if not bands.empty else pd.Series(dtype=float)
     with_bands = draws_bands(bands)
     band_text = " (25–75 % band)" if with_bands else ""
     title = (f"Median validation loss per p{band_text}" if column_title == "validation loss"
              else f"Median {column_title} per p{band_text}")
     fig = figure(title, "step", column_title)
-    if bands.empty:
+    stopped = cohort.stopped if cohort is not None else pd.DataFrame()
+    if bands.empty and stopped.empty:
         return mark_empty(fig, "no learning curve recorded yet")
+    if len(stopped):
+        # one trace for every curve outside the cohort, joined by gaps (NaN) between trials
+        numbers = stopped["trial_number"].to_numpy()
+        starts = np.flatnonzero(np.diff(numbers)) + 1
+        texts = np.array([f"trial {int(n)} ({s.lower()}), p {b}" for n, s, b in
+                          zip(numbers, stopped["state"], stopped["p_bin"])], dtype=object)
+        fig.add_scatter(x=np.insert(stopped["step"].to_numpy(dtype="float64"), starts, np.nan),
+                        y=np.insert(stopped["value"].to_numpy(dtype="float64"), starts, np.nan),
+                        text=np.insert(texts, starts, ""), mode="lines", connectgaps=False,
+                        line={"color": STOPPED_COLOUR, "width": 1},
+                        name=f"not in the median ({cohort.n_stopped})",
+                        hovertemplate="%{text}<br>step %{x}<br>%{y:.4f}<extra></extra>")
     position = A.p_positions(centres)
     order = sorted(centres.index, key=lambda label: float(position[label]))
     colours = dict(zip(order, group_colours(len(order), [float(position[label]) for label in order])))
@@ -368,11 +436,13 @@ def median_curves(bands: pd.DataFrame, column_title: str = "validation loss") ->
             fig.add_scatter(x=[*group["step"], *group["step"][::-1]], y=[*group["q75"], *group["q25"][::-1]],
                             mode="lines", fill="toself", fillcolor=fill, line={"width": 0}, hoverinfo="skip",
                             showlegend=False, legendgroup=label)
-        fig.add_scatter(x=group["step"], y=group["median"], mode="lines", name=f"p {label}",
+        fig.add_scatter(x=group["step"], y=group["median"], mode="lines", name=f"p {label} (n = {group['n'].iloc[0]})",
                         line={"color": colour, "width": 2}, legendgroup=label,
                         customdata=group["n"], hovertemplate=f"p {label}<br>step %{{x}}<br>median %{{y:.4f}}"
                                                              "<br>trials %{customdata}<extra></extra>")
     fig.update_layout(legend={"orientation": "v", "y": 1, "x": 1.02, "xanchor": "left", "yanchor": "top"})
+    if cohort is not None:
+        caption(fig, cohort.caption())
     return fig
 
 
@@ -449,10 +519,9 @@ def max_grad_norm_chart(grads: pd.DataFrame) -> go.Figure:
     return fig
 
 
-def gain_chart(bands: pd.DataFrame) -> go.Figure:
+def gain_chart(bands: "A.CurveBands | pd.DataFrame") -> go.Figure:
     fig = median_curves(bands, "attention gain")
-    groups = bands["p_bin"].nunique() if not bands.empty else 0
-    band_text = ", 25–75 % band" if groups <= MAX_BANDS else ""
+    band_text = ", 25–75 % band" if draws_bands(bands) else ""
     fig.update_layout(title={"text": f"Attention gain over training, per p (median{band_text})"})
     return fig
 

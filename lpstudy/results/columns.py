@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from lpstudy.results.analysis.tuned import TUNED_TOP
 from lpstudy.values import format_p
 
 
@@ -50,6 +51,9 @@ COLUMNS: dict[str, Column] = {
     "sem": Column("standard error", LOSS),
     "median": Column("median loss", LOSS),
     "best": Column("best loss", LOSS),
+    "best_trial": Column("best trial", "d"),
+    "n_top": Column("runs in the top mean", "d"),
+    "top_mean": Column(f"mean of the {TUNED_TOP} lowest", LOSS),
     "range": Column("range (max − min)", LOSS),
     "cv": Column("coefficient of variation", ".3g"),
     "ci_low": Column("95 % CI low", LOSS),

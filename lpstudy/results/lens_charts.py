@@ -60,7 +60,7 @@ def lr_sensitivity_chart(sensitivity: pd.DataFrame) -> go.Figure:
     return fig
 
 
-def _median_chart(bands: pd.DataFrame, what: str, axis_title: str) -> go.Figure:
+def _median_chart(bands: "A.CurveBands | pd.DataFrame", what: str, axis_title: str) -> go.Figure:
     """median_curves' lines (bands only where few groups leave them readable), titled for `what`."""
     fig = median_curves(bands, axis_title)
     band = " (median, 25–75 % band)" if draws_bands(bands) else " (median)"
@@ -68,11 +68,11 @@ def _median_chart(bands: pd.DataFrame, what: str, axis_title: str) -> go.Figure:
     return fig
 
 
-def max_logit_chart(bands: pd.DataFrame) -> go.Figure:
+def max_logit_chart(bands: "A.CurveBands | pd.DataFrame") -> go.Figure:
     return _median_chart(bands, "Largest attention logit", "largest attention logit")
 
 
-def min_head_entropy_chart(bands: pd.DataFrame) -> go.Figure:
+def min_head_entropy_chart(bands: "A.CurveBands | pd.DataFrame") -> go.Figure:
     return _median_chart(bands, "Smallest head entropy", "smallest head entropy (nats)")
 
 
@@ -127,8 +127,8 @@ def lens_section(trials: pd.DataFrame, curves: pd.DataFrame, bins=None) -> list:
     """The Stability lens page as a list of figures and tables, for `lpstudy report`."""
     sensitivity = A.lr_sensitivity(trials, bins=bins)
     items: list = [lr_curve_chart(A.lr_curve(trials, bins=bins)), lr_sensitivity_chart(sensitivity),
-                   max_logit_chart(A.curve_bands(curves, trials, "max_logit", bins)),
-                   min_head_entropy_chart(A.curve_bands(curves, trials, "min_head_entropy", bins)),
+                   max_logit_chart(A.curve_cohort(curves, trials, "max_logit", bins)),
+                   min_head_entropy_chart(A.curve_cohort(curves, trials, "min_head_entropy", bins)),
                    initial_entropy_chart(A.initial_entropy(curves, trials))]
     if len(sensitivity):
         items.append(sensitivity.drop(columns=["p", "p_order"]).rename(columns={"mean": "lr_sensitivity"}))

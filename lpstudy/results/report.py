@@ -39,21 +39,27 @@ def report_sections(data: StudyData, threshold: float | None = None, bins: int |
         return [("Overview", overview)]
     summary = A.per_p_summary(trials, bins)
     by = A.map_axis(trials) or "lr"
-    effect = [C.loss_vs_p(trials), C.mean_loss_per_p(summary), C.loss_map(A.p_map(trials, bins, by=by), by),
-              C.importance_chart(A.param_importance(importance_sample(trials)))]
+    effect = [C.loss_vs_p(trials)]
+    if data.info.kind == "search":  # beside the scatter: what each p reaches with lr and gain tuned for it
+        profile = A.tuned_profile(trials, bins)
+        effect += [C.tuned_profile_chart(profile)]
+    effect += [C.mean_loss_per_p(summary), C.loss_map(A.p_map(trials, bins, by=by), by),
+              C.importance_chart(A.param_importance(importance_sample(trials), data.info.spec))]
     if data.info.kind == "replicate" or trials["fold"].nunique() > 1:
         paired = A.paired_comparison(trials)
         effect += [C.paired_chart(paired), paired.drop(columns=["p_bin"])]
     effect.append(summary.drop(columns=["p", "p_low", "p_high"]))
+    if data.info.kind == "search" and len(profile):
+        effect.append(profile.drop(columns=["p", "p_low", "p_high", "p_order"]))
     note = data.curve_note  # a big study: the curves of a sample (lpstudy.results.curve_sample)
     drawn = trials[trials["number"].isin(set(curves["trial_number"]))] if note else trials
     convergence_rows = A.convergence_by_trial(curves, drawn, threshold)
     convergence = [C.loss_curves(curves, trials, "val_loss"), C.loss_curves(curves, trials, "train_loss"),
-                   C.median_curves(A.curve_bands(curves, trials, "val_loss", bins)),
+                   C.median_curves(A.curve_cohort(curves, trials, "val_loss", bins)),
                    C.steps_to_threshold_chart(convergence_rows, threshold), C.auc_chart(convergence_rows)]
     stability = [C.divergence_rate_chart(A.divergence_rates(trials, bins)), C.divergence_map(A.p_map(trials, bins, by=by), by),
                  C.max_grad_norm_chart(A.max_grad_norms(curves, trials)),
-                 C.gain_chart(A.curve_bands(curves, trials, "gain_mean", bins,
+                 C.gain_chart(A.curve_cohort(curves, trials, "gain_mean", bins,
                                          include_diverged=A.successful(trials).empty)),
                  C.spread_chart(trials, bins)]
     from lpstudy.results.lens_charts import lens_section

@@ -46,9 +46,17 @@ from lpstudy.results.analysis.effect import (  # noqa: F401
     map_axis,
     p_map,
     paired_comparison,
-    param_importance,
     per_p_summary,
     with_lr_bins,
+)
+from lpstudy.results.analysis.tuned import (  # noqa: F401
+    TUNED_COLUMNS,
+    TUNED_TOP,
+    tuned_profile,
+)
+from lpstudy.results.analysis.importance import (  # noqa: F401
+    Importance,
+    param_importance,
 )
 from lpstudy.results.analysis.convergence import (  # noqa: F401
     area_under_curve,
@@ -56,6 +64,11 @@ from lpstudy.results.analysis.convergence import (  # noqa: F401
     curve_bands,
     steps_to_threshold,
     with_p,
+)
+from lpstudy.results.analysis.cohort import (  # noqa: F401
+    COHORT_RULE,
+    CurveBands,
+    curve_cohort,
 )
 from lpstudy.results.analysis.stability import (  # noqa: F401
     divergence_rates,

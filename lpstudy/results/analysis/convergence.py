@@ -8,7 +8,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from lpstudy.results.analysis.groups import p_bins
+from lpstudy.results.analysis.cohort import curve_cohort
 from lpstudy.results.analysis.selection import finished
 
 
@@ -59,23 +59,9 @@ def convergence_by_trial(curves: pd.DataFrame, trials: pd.DataFrame, threshold: 
 
 def curve_bands(curves: pd.DataFrame, trials: pd.DataFrame, column: str = "val_loss",
                 bins: int | Sequence[float] | None = None, include_diverged: bool = False) -> pd.DataFrame:
-    """Per p group and step: the median of `column` across trials with the band between the 25th
-    and 75th percentiles, and how many trials it is over. COMPLETE and PRUNED trials; diverged runs
-    are left out unless include_diverged."""
-    joined = with_p(curves, trials)
-    joined = joined[joined["state"].isin(["COMPLETE", "PRUNED", "RUNNING"]) & joined["p"].notna()]
-    if not include_diverged:
-        joined = joined[~joined["diverged"].astype(bool)]
-    joined = joined.dropna(subset=[column])
-    columns = ["p_bin", "p_order", "p_center", "step", "median", "q25", "q75", "n"]
-    if joined.empty:
-        return pd.DataFrame(columns=columns)
-    joined = joined.join(p_bins(joined["p"], bins))
-    grouped = joined.groupby(["p_order", "p_bin", "step"], sort=True)[column]
-    out = grouped.quantile([0.25, 0.5, 0.75]).unstack()
-    out.columns = ["q25", "median", "q75"]
-    out["n"] = grouped.size()
-    out = out.reset_index()
-    centers = joined.groupby("p_bin")["p_center"].first()
-    out["p_center"] = out["p_bin"].map(centers)
-    return out[columns]
+    """Per p group and step: the median of `column` with the band between the 25th and 75th
+    percentiles, over one cohort at every step (lpstudy.results.analysis.cohort: the trials that
+    reached the last step drawn, never whoever still runs at a step), and n, the cohort's size in
+    the group. Diverged runs are left out unless include_diverged. The trials outside the cohort,
+    to draw apart: cohort.curve_cohort."""
+    return curve_cohort(curves, trials, column, bins, include_diverged).bands

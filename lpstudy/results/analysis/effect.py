@@ -1,5 +1,5 @@
-"""The effect of p on the final loss: per-p summaries, the paired comparison across folds, the
-p × learning-rate map and parameter importance."""
+"""The effect of p on the final loss: per-p summaries, the paired comparison across folds and the
+p × learning-rate map (parameter importance: analysis.importance)."""
 
 from __future__ import annotations
 
@@ -165,48 +165,3 @@ def p_map(trials: pd.DataFrame, p_bin_count: int | Sequence[float] | None = DEFA
            .reset_index())
     out["divergence_rate"] = out["n_diverged"] / out["n"]
     return out[list(MAP_COLUMNS)]
-
-
-def param_importance(trials: pd.DataFrame, params: Sequence[str] = ("p", "lr", "gain_init", "fold"),
-                     seed: int = 0) -> pd.Series:
-    """How much of the variation of the trial value each searched parameter explains (Optuna's
-    PED-ANOVA evaluator, which needs no extra dependencies), over COMPLETE trials with diverged runs
-    at their value ln V; sorted, summing to 1. Parameters that never vary are left out; empty
-    when fewer than 4 trials completed."""
-    import warnings
-
-    import optuna
-    from optuna.distributions import FloatDistribution
-
-    done = trials[(trials["state"] == "COMPLETE") & trials["value"].notna()]
-    columns = [c for c in params if c in done.columns and done[c].nunique() > 1]
-    done = done.dropna(subset=columns)  # a trial without one of them (added by hand, an older version) is left out
-    columns = [c for c in columns if done[c].nunique() > 1]
-    if len(done) < 4 or not columns:
-        return pd.Series(dtype="float64", name="importance")
-    values = done[columns].astype("float64").copy()
-    if "p" in values:
-        values["p"] = p_positions(values["p"])
-    distributions = {}
-    for name in columns:
-        low, high = float(values[name].min()), float(values[name].max())
-        log = name in ("lr", "gain_init") and low > 0
-        distributions[name] = FloatDistribution(low, high, log=log)
-    frozen = [optuna.trial.create_trial(params=dict(zip(columns, row)), distributions=distributions, value=value)
-              for row, value in zip(values[columns].to_numpy().tolist(), done["value"].astype("float64").tolist())]
-    verbosity = optuna.logging.get_verbosity()
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    try:
-        study = optuna.create_study(direction="minimize", storage=optuna.storages.InMemoryStorage())
-    finally:
-        optuna.logging.set_verbosity(verbosity)
-    study.add_trials(frozen)
-    evaluator = optuna.importance.PedAnovaImportanceEvaluator()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            importances = optuna.importance.get_param_importances(study, evaluator=evaluator, normalize=True)
-        except (ValueError, RuntimeError, ZeroDivisionError):
-            return pd.Series(dtype="float64", name="importance")
-    out = pd.Series(importances, dtype="float64", name="importance")
-    return out.reindex(columns).fillna(0.0).sort_values(ascending=False)

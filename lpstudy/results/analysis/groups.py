@@ -65,15 +65,19 @@ def default_p_bins(p: pd.Series) -> int | None:
     return int(max(2, min(DEFAULT_P_BINS, round(math.sqrt(distinct)) + 1)))
 
 
+def bin_edges(values: np.ndarray, n_bins: int) -> np.ndarray:
+    """The edges of n_bins equal-width bins over the range of values; one narrow bin when every
+    value is the same."""
+    low, high = (values.min(), values.max()) if len(values) else (1.0, 1.0)
+    if high <= low:
+        return np.array([low - 1e-9, high + 1e-9])
+    return np.linspace(low, high, max(1, n_bins) + 1)
+
+
 def equal_width_bins(values: np.ndarray, n_bins: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """n_bins equal-width bins over the range of finite values: each value's bin index (0 first)
     and its bin's low and high edge. One narrow bin when every value is the same."""
-    low, high = (values.min(), values.max()) if len(values) else (1.0, 1.0)
-    if high <= low:
-        edges = np.array([low - 1e-9, high + 1e-9])
-    else:
-        edges = np.linspace(low, high, max(1, n_bins) + 1)
-    return bins_of(values, edges)
+    return bins_of(values, bin_edges(values, n_bins))
 
 
 def bins_of(values: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
