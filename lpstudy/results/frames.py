@@ -33,7 +33,7 @@ from lpstudy.db.urls import redact
 from lpstudy.results.cells import grid_fields, one_per_cell
 from lpstudy.study.best import ranked_frame
 from lpstudy.errors import StudyUnavailable
-from lpstudy.names import shell_quoted
+from lpstudy.names import no_such_study
 from lpstudy.training.fields import FIELDS
 from lpstudy.training.metrics import METRIC_FIELDS, SUMMARY_FIELDS
 from lpstudy.values import FIXED_PARAMS_ATTR, METRICS_ATTR_PREFIX, SPEC_ATTR, P, read_p, to_float
@@ -137,6 +137,8 @@ def study_infos(storage_url: str) -> list[StudyInfo]:
             for info in infos:
                 info.n_trials = summaries.get(info.name, {}).get("n_trials")
                 info.best_value = summaries.get(info.name, {}).get("best_value")
+                if info.kind == "compare" and info.n_trials is not None:
+                    info.n_trials = _comparison_trials(info.name, summaries)
             return infos
         except optuna_tables.SchemaMismatch:
             pass  # a schema this reader does not know: ask Optuna
@@ -151,16 +153,20 @@ def study_infos(storage_url: str) -> list[StudyInfo]:
     return sorted((_frozen_study_info(s) for s in studies), key=lambda s: s.name)
 
 
+def _comparison_trials(name: str, summaries: dict) -> int:
+    """A comparison's trials: its arms' tuning and replicate studies' (NAME:ARM:tune, NAME:ARM:folds,
+    as lpstudy.study.compare names them); the comparison's own study holds none."""
+    return sum(summary.get("n_trials") or 0 for child, summary in summaries.items()
+               if child.startswith(f"{name}:") and child.endswith((":tune", ":folds")))
+
+
 def list_studies(storage_url: str) -> list[str]:
     """The names of every study in the database, sorted; [] for a database without studies."""
     return [info.name for info in study_infos(storage_url)]
 
 
 def _no_such_study(storage_url: str, study_name: str, names: list[str]) -> StudyUnavailable:
-    listed = ", ".join(sorted(names)) or "none"
-    return StudyUnavailable(f"no study named {study_name!r} in {redact(storage_url)} (studies there: {listed}); "
-                            f"create it with `lpstudy create --study {shell_quoted(study_name)}` or `lpstudy replicate "
-                            f"--study {shell_quoted(study_name)}`")
+    return StudyUnavailable(no_such_study(study_name, redact(storage_url), names))
 
 
 # --- trials ---------------------------------------------------------------------------------
