@@ -84,8 +84,8 @@ def replay(
         sys.stdout.write(json.dumps(plain) + "\n")
         return
     _render(plain)
-    if chart is not None:
-        say(f"chart: {chart}")
+    say(f"chart: {chart}" if chart is not None else
+        "chart: none written; add --chart replay.png to draw the median regret against compute")
 
 
 def _with_progress(table, methods, seeds, budget, jobs, max_trials):
@@ -130,6 +130,10 @@ def _render(plain: dict) -> None:
                       f"{m['reach_share']:.0%}", f"{m['target_share']:.0%}", str(m["borda"]), f"{m['trials_median']:.0f}",
                       f"{m['pruned_share']:.0%}", f"{m['capped_share']:.0%}")
     console.print(table)
+    say("F: compute spent, as a fraction of running the whole grid, until the configuration a method returns is "
+        "within ε of the grid's best (∞: never within --budget) · reach ε: seeds that got there · Borda: rank "
+        "by methods beaten seed by seed, F then the regret at the end (1 = best) · capped: seeds stopped before "
+        "their budget (stuck re-proposing a pruned configuration, or at --max-trials)")
     rho = plain.get("rank_correlation") or {}
     if rho:
         steps = list(rho)
