@@ -1,14 +1,16 @@
 """How many CPU threads a run trains with when nobody said, and how those threads wait.
 
-Measured (benchmarks/bench_threads.py, docs/exactly-once.md): the `smoke` and `cpu` models' ops are
-far too small to gain from a second thread, and a run at torch's default (every core) beside any
-other work slows down many times over, because OpenMP's threads spin at every op's barrier against
-the other process's. So the default is one thread for a model whose widest matmul is small, and the
-cores this process may use (its affinity and its cgroup's CPU quota, not the machine's count) for
-a model whose ops are big enough to share; and where lpstudy starts the process (the command line,
-the worker processes it starts), OpenMP's threads sleep instead of spinning while they wait
-(OMP_WAIT_POLICY=PASSIVE), unless the user set a policy. An explicit count always wins: `threads`
-in the config, a worker's --threads, or OMP_NUM_THREADS.
+Measured (benchmarks/bench_threads.py, docs/exactly-once.md): at torch's default (every core, and
+OpenMP's waiting threads spinning at every op's barrier) a run beside any other work slows down
+tens to hundreds of times; with the waiting threads asleep instead (OMP_WAIT_POLICY=PASSIVE) that
+collapse is gone, and two threads then beat one on a busy 2-core machine (the scheduler gives a
+process a share per runnable thread). So where lpstudy starts the process (the command line, the
+worker processes it starts) OpenMP's threads sleep while they wait, unless the user set a policy;
+and the default count is the cores this process may use (its affinity and its cgroup's CPU quota,
+which torch does not read: a container limited to 2 CPUs on a 64-core host is 2), at most
+SMALL_MODEL_THREADS for a model whose widest matmul is too small to share among many threads
+(smoke, cpu). An explicit count always wins: `threads` in the config, a worker's --threads, or
+OMP_NUM_THREADS.
 
 Torch-free: the command line calls prefer_passive_wait before anything imports torch (OpenMP reads
 its environment once, when torch loads it).
@@ -23,9 +25,12 @@ from collections.abc import MutableMapping
 WAIT_POLICY_ENV = "OMP_WAIT_POLICY"
 THREADS_ENV = "OMP_NUM_THREADS"
 # Below this many multiply-adds in the model's widest matmul (tokens of a batch × n_embd × 4 n_embd)
-# a second thread gains nothing: the `cpu` preset's is 5.0e7 (measured: one thread as quick as two
-# on an idle machine), the `paper` preset's 9.7e9.
+# a model's ops are too small to share among many threads: the `smoke` preset's is 2.1e6, the `cpu`
+# preset's 5.0e7, the `paper` preset's 9.7e9. Such a model trains on at most SMALL_MODEL_THREADS
+# (measured at 2: quicker than one beside other work; more were not measured, and the smoke model
+# already spends 40 % more CPU time at two threads than at one).
 SHARED_OP_MACS = 2e8
+SMALL_MODEL_THREADS = 2
 
 
 def prefer_passive_wait(env: MutableMapping[str, str] | None = None) -> None:
@@ -73,8 +78,9 @@ def widest_matmul_macs(batch_size: int, block_size: int, n_embd: int) -> int:
 
 
 def default_threads(batch_size: int, block_size: int, n_embd: int, cores: int | None = None) -> int:
-    """The thread count of a CPU run that names none: 1 for a model whose ops are too small to share
-    (smoke, cpu), else every usable core."""
+    """The thread count of a CPU run that names none: every usable core, at most SMALL_MODEL_THREADS
+    for a model whose ops are too small to share among many (smoke, cpu)."""
+    cores = cores if cores is not None else usable_cores()
     if widest_matmul_macs(batch_size, block_size, n_embd) < SHARED_OP_MACS:
-        return 1
-    return cores if cores is not None else usable_cores()
+        return min(cores, SMALL_MODEL_THREADS)
+    return cores
