@@ -16,11 +16,14 @@ import os
 import re
 import sys
 from contextlib import contextmanager
+from urllib.parse import quote
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from lpstudy.errors import UserError
 from lpstudy.db.urls import redact, storage_url
+from lpstudy.names import closest_study_names, no_such_study
 
 CACHE_TTL_S = 5  # seconds: the refresh period of a live page, and of storages without a fingerprint
 FINGERPRINT_TTL_S = 2  # seconds between the cheap checks whether a study's data changed
@@ -81,7 +84,7 @@ def live_study(storage_url: str, study_name: str):
     return LiveStudy(reader(storage_url), study_name)
 
 
-@st.cache_resource(ttl=STUDY_TTL_S, max_entries=8, show_spinner="Reading the study…")
+@st.cache_resource(ttl=STUDY_TTL_S, max_entries=8, show_spinner=False)  # the spinner: cached_study
 def _cached_study_version(storage_url: str, study_name: str, curves: bool, fingerprint):
     """One StudyData per study version, shared by every page and session without a copy (cache_data
     unpickled a copy at each page: 0.3–0.7 s at 100,000 trials). Pages only read it: pandas'
@@ -94,8 +97,15 @@ def _cached_study_version(storage_url: str, study_name: str, curves: bool, finge
 
 def cached_study(storage_url: str, study_name: str, curves: bool = True):
     """The study (lpstudy.results.frames.StudyData), read again only when its data changed; curves=False
-    for pages that need only the trials (quicker to read, and to copy out of the cache)."""
-    return _cached_study_version(storage_url, study_name, curves, cached_fingerprint(storage_url, study_name))
+    for pages that need only the trials (quicker to read, and to copy out of the cache). A page shows
+    "Reading the study…" while it waits for a read (Streamlit's spinner appears after half a second:
+    never for a study already read); the read-ahead thread (read_ahead.py) has no page to show it on,
+    and Streamlit warns of a missing ScriptRunContext where a spinner is drawn from such a thread."""
+    fingerprint = cached_fingerprint(storage_url, study_name)
+    if get_script_run_ctx(suppress_warning=True) is None:
+        return _cached_study_version(storage_url, study_name, curves, fingerprint)
+    with st.spinner("Reading the study…"):
+        return _cached_study_version(storage_url, study_name, curves, fingerprint)
 
 
 def once(study, key: tuple, build):
@@ -162,11 +172,23 @@ def study_chooser(title: str) -> None:
         st.stop()
     names = [info.name for info in infos]
     wanted = st.session_state.get(STUDY_KEY) or st.query_params.get("study") or os.environ.get(STUDY_ENV)
-    index = names.index(wanted) if wanted in names else 0
+    missing = wanted if wanted and wanted not in names else None  # a mistyped ?study= or --study
+    index = None if missing else names.index(wanted) if wanted in names else 0
     by_name = {info.name: info for info in infos}
     name = st.sidebar.selectbox("Study", names, index=index, format_func=lambda n: study_label(by_name[n]),
-                                help="Each study with its kind, its number of trials and its best value "
-                                     "(the lowest final validation loss of a completed run that did not diverge).")
+                                placeholder="Choose a study",
+                                help="Each study with its number of trials (a comparison: its arms' trials); under it the "
+                                     "chosen study's kind and best value (the lowest final validation loss of a "
+                                     "completed run that did not diverge).")
+    if name is None:
+        st.title(title)
+        st.error(plain(no_such_study(missing, redact(storage), names)))
+        close = closest_study_names(missing, names)
+        if close:
+            st.markdown("Open " + " or ".join(f"[{plain(c)}](?study={quote(c)})" for c in close)
+                        + ", or choose a study in the sidebar.")
+        st.stop()
+    st.sidebar.caption(plain(study_caption(by_name[name])))
     st.session_state[STUDY_KEY] = name
     if st.query_params.get("study") != name:
         st.query_params["study"] = name
@@ -197,13 +219,22 @@ def cached_trial_curves(storage_url: str, study_name: str, number: int):
 
 
 def study_label(info) -> str:
-    """A study as the chooser lists it: "lp-search (search) · 10,000 trials · best 1.5512"."""
-    label = f"{info.name} ({info.kind})"
+    """A study as the chooser lists it, short enough for the sidebar: "lp-search · 10,000 trials"
+    (the kind in brackets where it is not a search: "matched (replicate) · 12 trials")."""
+    label = info.name if info.kind == "search" else f"{info.name} ({info.kind})"
     if info.n_trials is not None:
         label += f" · {info.n_trials:,} trial{'' if info.n_trials == 1 else 's'}"
-    if info.best_value is not None:
-        label += f" · best {info.best_value:.4f}"
     return label
+
+
+def study_caption(info) -> str:
+    """What the chooser says under the chosen study: "search · 10,000 trials · best 1.5512"."""
+    parts = [info.kind]
+    if info.n_trials is not None:
+        parts.append(f"{info.n_trials:,} trial{'' if info.n_trials == 1 else 's'}")
+    if info.best_value is not None:
+        parts.append(f"best {info.best_value:.4f}")
+    return " · ".join(parts)
 
 
 def show_problem(trials, stop: bool = True) -> bool:

@@ -88,7 +88,7 @@ def checkpoint_share(folder: Path, preset: str, steps: int, eval_interval: int, 
 
 
 def main(argv: list[str] | None = None) -> None:
-    from lpstudy.study.launch import cpu_count
+    from lpstudy.training.threads import usable_cores as cpu_count
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default="smoke")

@@ -1,11 +1,14 @@
 """Files the user hands us and files we hand back: YAML mappings read with one-line errors, and
 writes that are atomic (a temporary file beside the target, renamed into place), so that a crash
-leaves the old file or the new one, never half of one."""
+leaves the old file or the new one, never half of one. A written file gets the mode any other
+program's would (0666 less the umask): a report written to share is readable by whom the umask
+allows, not only by its writer."""
 
 from __future__ import annotations
 
 import os
 import tempfile
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
@@ -42,14 +45,35 @@ def read_yaml_mapping(path: str | Path, what: str, expected: str) -> dict[str, A
     return dict(data)
 
 
+_UMASK_LOCK = threading.Lock()
+
+
+def current_umask() -> int:
+    """The process's umask, read without changing it where the system says it (Linux's
+    /proc/self/status); elsewhere set and restored at once under a lock."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    with _UMASK_LOCK:
+        mask = os.umask(0o077)
+        os.umask(mask)
+    return mask
+
+
 def atomic_write(path: str | Path, write: Callable[[IO[bytes]], Any]) -> Path:
-    """Call write(fh) on a temporary file beside path, then rename it into place."""
+    """Call write(fh) on a temporary file beside path, then rename it into place, with the mode
+    0666 less the umask (mkstemp makes its file 0600)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "wb") as fh:
             write(fh)
+            os.fchmod(fh.fileno(), 0o666 & ~current_umask())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

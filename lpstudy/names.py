@@ -3,10 +3,13 @@
 A name is echoed on terminals, pasted into suggested commands and shown on dashboard pages, so it
 must be printable text of bounded length: no control characters (a newline, a terminal's escape
 sequence), no invisible formatting characters. Where a name goes into a command to copy, it goes
-through `shell_quoted`; on a page it is shown as text, never as markdown."""
+through `shell_quoted`; on a page it is shown as text, never as markdown. A name that is not in the
+database is answered with the closest names that are (a mistyped name is far likelier than a study
+to create)."""
 
 from __future__ import annotations
 
+import difflib
 import shlex
 import unicodedata
 
@@ -39,3 +42,34 @@ def shell_quoted(text: str) -> str:
 def study_name_option(value: str | None) -> str | None:
     """A --study option's callback: the name checked, or None when the option is not given."""
     return value if value is None else check_study_name(value)
+
+
+LISTED_STUDIES = 10  # a message lists at most this many of a database's studies
+
+
+def closest_study_names(name: str, names: list[str], n: int = 3) -> list[str]:
+    """The names in `names` closest to `name` (difflib's ratio, case ignored), best first; [] when
+    none is close."""
+    by_folded: dict[str, str] = {}
+    for candidate in names:
+        by_folded.setdefault(candidate.casefold(), candidate)
+    close = difflib.get_close_matches(name.casefold(), list(by_folded), n=n, cutoff=0.6)
+    return [by_folded[c] for c in close]
+
+
+def no_such_study(name: str, where: str, names: list[str]) -> str:
+    """One line for a study name that `where` (a redacted storage URL) does not hold: the closest
+    names when some are close ("did you mean 'lp-search'?"), else how to create it; with the names
+    the database holds (the first LISTED_STUDIES)."""
+    names = sorted(names)
+    if not names:
+        return (f"no study named {name!r} in {where}; it holds no studies yet. Create it with "
+                f"`lpstudy create --study {shell_quoted(name)}` or `lpstudy replicate --study {shell_quoted(name)}`")
+    listed = ", ".join(names[:LISTED_STUDIES]) + (f" and {len(names) - LISTED_STUDIES:,} more"
+                                                    if len(names) > LISTED_STUDIES else "")
+    close = closest_study_names(name, names)
+    if close:
+        return (f"no study named {name!r} in {where}; did you mean {' or '.join(repr(c) for c in close)}? "
+                f"(studies there: {listed})")
+    return (f"no study named {name!r} in {where} (studies there: {listed}); create it with "
+            f"`lpstudy create --study {shell_quoted(name)}` or `lpstudy replicate --study {shell_quoted(name)}`")

@@ -19,6 +19,9 @@ SHARED_CORPUS = ROOT.parent / "shared" / "data" / "tinyshakespeare" / "input.txt
 # the repository root): the tests and every process they start, from whatever folder, read that file.
 os.environ["LPSTUDY_DATA"] = str(Path(os.environ.get("LPSTUDY_DATA") or SHARED_CORPUS).expanduser().resolve())
 torch.set_num_threads(1)
+# ... and said so, as a user's OMP_NUM_THREADS=1 says it: runs made in this process (the in-process
+# command line) record one thread, as the processes the tests start do (study_helpers.lp_env).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 @pytest.fixture(scope="session")

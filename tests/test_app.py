@@ -589,6 +589,9 @@ def test_the_compare_page_draws_the_paired_differences_of_a_comparison(seeded, t
         write_synthetic_study(compare_url, f"cmp:p={p:g}:folds", kind="replicate", p_values=[p], folds=3,
                               n_evals=4, seed=3, states=False, include_inf=False, now=NOW)
     at = run_page("Compare", compare_url, "cmp")
+    ran = sum(len(optuna.load_study(study_name=s.study_name, storage=compare_url).trials)
+              for s in optuna.get_all_study_summaries(compare_url) if s.study_name.startswith("cmp:"))
+    assert ran > 0 and f"cmp (compare) · {ran} trials" in at.sidebar.selectbox[0].options  # its arms' trials
     shown = messages(at)
     assert not shown["exception"] and not shown["error"], shown
     assert chart_titles(at) == ["Equal-budget comparison: paired difference to p=2 across folds (95 % interval)"]
@@ -611,7 +614,35 @@ def test_the_chooser_shows_each_studys_trials_and_best_value(seeded):
     study = optuna.load_study(study_name="search", storage=url)
     best = min(t.value for t in study.trials if t.state.name == "COMPLETE" and not t.user_attrs.get("diverged"))
     labels = at.sidebar.selectbox[0].options
-    assert f"search (search) · 40 trials · best {best:.4f}" in labels, labels
+    assert labels == ["grid (replicate) · 28 trials", "search · 40 trials"], labels  # short: the sidebar is narrow
+    assert max(map(len, labels)) <= 32, labels
+    captions = [unescaped(c.value) for c in at.sidebar.caption]
+    assert f"search · 40 trials · best {best:.4f}" in captions, captions
+
+
+def unescaped(markdown: str) -> str:
+    """Text that common.plain escaped for markdown, as the page shows it."""
+    return re.sub(r"\\(.)", r"\1", markdown)
+
+
+@pytest.mark.parametrize("how", ["query", "command line"])
+def test_a_mistyped_study_name_gets_a_page_that_says_so_with_the_closest_names(seeded, how, monkeypatch):
+    url, _ = seeded
+    os.environ["LPSTUDY_STORAGE"] = url
+    at = AppTest.from_file(str(APP / "dashboard.py"), default_timeout=60)
+    if how == "query":
+        at.query_params["study"] = "serach"
+    else:
+        monkeypatch.setenv("LPSTUDY_DASHBOARD_STUDY", "serach")
+    at.run()
+    errors = [unescaped(e.value) for e in at.error]
+    assert len(errors) == 1 and errors[0].startswith("no study named 'serach'"), errors
+    assert "did you mean 'search'?" in errors[0], errors
+    assert not at.get("plotly_chart") and not at.dataframe  # not another study's page
+    assert at.sidebar.selectbox[0].value is None
+    assert any("?study=search" in m.value for m in at.markdown), [m.value for m in at.markdown]
+    at.sidebar.selectbox[0].set_value("search").run()  # choosing one opens it
+    assert not at.error and at.session_state[STUDY_KEY] == "search" and at.get("plotly_chart")
 
 
 @pytest.mark.slow

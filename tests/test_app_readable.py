@@ -176,3 +176,53 @@ def test_the_sidebar_icons_are_material_icons_not_emoji():
         assert re.fullmatch(r":material/[a-z0-9_]+:", icon), icon
         validate_material_icon(icon)  # a name Streamlit's icon font has
     assert not re.search("[\U0001F300-\U0001FAFF\u2600-\u27BF]", source)  # no emoji left
+
+
+def test_an_entropy_spread_of_a_few_thousandths_is_drawn_flat_and_said():
+    """A matched replicate: every p starts within 0.008 nats (1.350–1.358); an axis fitted to those
+    points would draw the spread as a trend."""
+    from lpstudy.results.lens_charts import ENTROPY_MIN_SPAN, initial_entropy_chart
+
+    p = [1.0, 2.0, 3.0, 4.0]
+    table = pd.DataFrame({"p_bin": [f"{v:g}" for v in p], "p": p, "gain_rule": "matched", "n": 3,
+                          "entropy": [1.350, 1.354, 1.358, 1.352], "gain_init": 12.0})
+    fig = initial_entropy_chart(table).to_plotly_json()
+    low, high = fig["layout"]["yaxis"]["range"]
+    assert high - low >= ENTROPY_MIN_SPAN >= 0.5 and low < 1.350 and high > 1.358
+    notes = [a["text"] for a in fig["layout"].get("annotations", [])]
+    assert notes == ["every p within 0.008 nats of each other"], notes
+    wide = initial_entropy_chart(entropy_table()).to_plotly_json()  # a fixed gain's 3.2 … 0.6: fitted, unsaid
+    assert "range" not in wide["layout"]["yaxis"] and not wide["layout"].get("annotations")
+
+
+def test_several_p_at_one_learning_rate_stand_side_by_side():
+    from lpstudy.results.lens_charts import lr_curve_chart
+
+    curve = pd.DataFrame({"p_bin": ["1", "2", "3", "4"], "p": [1.0, 2.0, 3.0, 4.0], "lr": 1e-3, "mean": 1.9,
+                          "ci_low": 1.88, "ci_high": 1.92, "n": 3, "n_diverged": 0})
+    fig = lr_curve_chart(curve).to_plotly_json()
+    xs = [plotted(t["x"])[0] for t in fig["data"]]
+    assert len(set(xs)) == 4 and xs == sorted(xs), xs  # in the order of p, none on top of another
+    assert all(abs(math.log10(x / 1e-3)) <= 0.05 for x in xs), xs  # still at their learning rate
+    traces = lr_curve_chart(curve).data  # the hover says the learning rate run, not the drawn place
+    assert all("customdata[2]" in t.hovertemplate and t.customdata[0][2] == 1e-3 for t in traces)
+
+
+def test_a_message_instead_of_a_chart_fits_a_half_width_column():
+    from lpstudy.results.charts import EMPTY_LINE
+    from lpstudy.results.lens_charts import lr_sensitivity_chart
+
+    fig = lr_sensitivity_chart(pd.DataFrame()).to_plotly_json()
+    (note,) = fig["layout"]["annotations"]
+    lines = note["text"].split("<br>")
+    assert len(lines) >= 2 and max(map(len, lines)) <= EMPTY_LINE <= 50, lines
+    assert " ".join(lines) == ("needs a sweep of at least two learning rates per p (lpstudy replicate --lr A,B,C)")
+
+
+def test_the_trial_dynamics_panels_leave_room_for_their_tick_labels():
+    from lpstudy.results.charts import trial_dynamics_chart
+
+    layout = trial_dynamics_chart(pd.DataFrame(columns=["trial_number", "step"]), 0).to_plotly_json()["layout"]
+    domains = [layout[f"xaxis{i}" if i > 1 else "xaxis"]["domain"] for i in (1, 2, 3)]
+    gaps = [b[0] - a[1] for a, b in zip(domains, domains[1:])]
+    assert min(gaps) >= 0.1, gaps  # at 900 px, 90 px: the y ticks of the next panel ("0.001") fit

@@ -122,6 +122,16 @@ def test_dashboard_reads_the_study_it_opens_before_the_first_visitor(tmp_path):
         lines = [line for line in log.read_text().splitlines() if "ahead of the first visitor" in line]
         assert lines, log.read_text()
         assert lines[0].startswith(f"lpstudy dashboard: read study {name!r} ahead of the first visitor: {trials} trials in")
+        # the read-ahead fills Streamlit's caches from a thread with no page: no warning of it at start
+        assert "ScriptRunContext" not in log.read_text(), log.read_text()
+
+
+def test_dashboard_with_a_mistyped_study_says_the_closest_names_in_one_line(seeded):
+    url, _ = seeded
+    done = lpstudy("dashboard", "--storage", url, "--study", "serach", "--headless", "--port", str(free_port()))
+    assert done.returncode == 2 and done.stdout == "", done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("lpstudy: error: no study named 'serach'") and "did you mean 'search'?" in done.stderr
 
 
 @pytest.mark.slow

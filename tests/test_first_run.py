@@ -109,6 +109,69 @@ def test_the_readme_run_command_on_a_fresh_copy_completes_a_study_and_prints_the
     assert dirty == "", dirty
 
 
+def _tour_commands() -> list[str]:
+    """The commands of the README's tour in the order a reader meets them: its command lines (a
+    `A && B` line as two, comments left off) and the commands its text gives in full inline
+    (`lpstudy status --study lp-smoke`; not `lpstudy worker --study NAME`, nor a bare `lpstudy replicate`)."""
+    section = README.split("## A short tour", 1)[1].split("\n## ", 1)[0]
+    found = [(m.start(), m.group(1).split("  #", 1)[0].strip()) for m in re.finditer(r"^    (\S.*)$", section, re.M)]
+    for m in re.finditer(r"`((?:lpstudy|python -m) [^`]+)`", section):
+        words = m.group(1).split()
+        if len(words) >= 3 and not any(w.isupper() for w in words):
+            found.append((m.start(), m.group(1)))
+    return [part.strip() for _, line in sorted(found) for part in line.split("&&")]
+
+
+# What the test adds to a command that trains, so that the tour runs in a few minutes: fewer
+# trials, 30 steps a trial. Everything else is as the README writes it.
+_QUICK = {"search": ["--n-trials", "2", *TINY], "replicate": TINY}
+
+
+@pytest.mark.slow
+def test_the_readme_then_the_tour_in_order_on_a_fresh_copy_each_succeed(tmp_path):
+    """A newcomer's first hour: the README's first command, then every command of the tour as
+    written, in order, in one fresh copy of the repository and its default database (the corpus
+    from LPSTUDY_DATA). `docker compose up` is left to tests/test_deploy.py: it needs Docker."""
+    from tests.pgserver import free_port
+    from tests.study_helpers import wait_until_answers
+
+    repo = _fresh_copy(tmp_path / "lpstudy")
+    env = lp_env(PYTHONPATH=str(repo), LPSTUDY_STORAGE="")
+    run, _ = _readme_commands()
+    commands = [run.split("&&")[-1].strip(), *_tour_commands()]
+    tour = [c for c in commands if not c.startswith("docker ")]
+    assert len(commands) - len(tour) == 1, commands  # only docker compose is not run here
+    assert [c.split()[1] for c in tour[:2]] == ["search", "search"], tour  # the clash that was: one study each
+    assert "--config examples/search-smoke.yaml" in tour[1]
+    ran = []
+    for command in tour:
+        words = command.split()
+        if words[0] == "lpstudy":
+            argv = [sys.executable, "-m", "lpstudy", *words[1:], *_QUICK.get(words[1], [])]
+        else:
+            assert words[:2] == ["python", "-m"], command
+            argv = [sys.executable, *words[1:]]
+        if words[:2] == ["lpstudy", "dashboard"]:
+            port = free_port()
+            proc = subprocess.Popen([*argv, "--headless", "--port", str(port)], cwd=repo, env=env, text=True,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            try:
+                wait_until_answers(f"http://127.0.0.1:{port}/", proc)
+            finally:
+                proc.terminate()
+                output = proc.communicate(timeout=30)[0]
+            assert "error" not in output.lower(), (command, output)
+        else:
+            done = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+            assert done.returncode == 0, (command, done.stdout + done.stderr)
+        ran.append(words[1] if words[0] == "lpstudy" else words[2])
+    assert ran == ["search", "search", "status", "dashboard", "lpstudy.study.synthetic", "replicate",
+                   "export", "train"], ran
+    url = f"sqlite:///{repo / 'storage' / 'lpstudy.db'}"
+    assert {s.study_name for s in optuna.get_all_study_summaries(url)} == {"lp-search", "lp-smoke", "matched"}
+    assert (repo / "best.yaml").is_file() and (repo / "demo.db").is_file()
+
+
 @pytest.mark.parametrize("path", sorted((ROOT / "examples").glob("*.yaml")), ids=lambda p: p.name)
 def test_every_example_study_file_loads_and_the_readme_uses_it(path):
     from lpstudy.study.spec import build_spec, read_study_file

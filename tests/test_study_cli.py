@@ -119,6 +119,16 @@ def test_a_worker_for_a_study_that_does_not_exist_is_one_line(sqlite_url, tmp_pa
     assert "no study database at" in err
 
 
+def test_a_mistyped_study_name_gets_the_closest_names_not_an_offer_to_create_it(sqlite_url, capsys):
+    for name in ("lp-search", "lp-replicate", "other"):
+        code, _, err = cli(capsys, "create", "--study", name, "--storage", sqlite_url, "--preset", "smoke")
+        assert code == 0, err
+    for command in ("status", "worker", "export"):
+        err = _one_line_error(*cli(capsys, command, "--study", "lp-serach", "--storage", sqlite_url))
+        assert "no study named 'lp-serach'" in err and "did you mean 'lp-search'?" in err, (command, err)
+        assert "lpstudy create" not in err, (command, err)
+
+
 def test_a_diverged_run_completes_with_the_uniform_guess_loss(sqlite_url, corpus, capsys):
     code, _, err = cli(capsys, "create", "--study", "d", "--storage", sqlite_url, "--preset", "smoke", *TINY,
                        "--p", "2", "--lr", "1", "--gain-init", "64", "--set", "grad_clip=0", "--set", "warmup_steps=0")

@@ -10,7 +10,8 @@ import pytest
 import yaml
 from optuna.trial import TrialState
 
-from lpstudy.study.launch import cpu_count, cpu_threads
+from lpstudy.study.launch import cpu_threads
+from lpstudy.training.threads import usable_cores as cpu_count
 from tests.study_helpers import TINY, cli, start_worker, trials_of, wait_all
 
 

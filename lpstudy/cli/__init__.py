@@ -59,6 +59,9 @@ def one_line_warning(message, category, filename, lineno, file=None, line=None) 
 def main(argv: list[str] | None = None) -> None:
     import warnings
 
+    from lpstudy.training.threads import prefer_passive_wait
+
+    prefer_passive_wait()  # before torch loads OpenMP: its waiting threads sleep beside other work
     warnings.showwarning = one_line_warning
     _register_commands()
     try:

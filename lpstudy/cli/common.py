@@ -62,10 +62,10 @@ def check_port_free(host: str, port: int) -> None:
                             "pick another --port or stop what holds it") from None
 
 
-def work_estimate(n_left: int, preset: str, fixed: dict, workers: int, devices: str) -> str:
+def work_estimate(n_left: int, preset: str, fixed: dict, workers: int, devices: str, pruned: bool = False) -> str:
     """The trials left (a replicate's cells, a comparison's tuning trials and fold runs) and about
     how long they take, said before any worker starts: with local workers, for them; else for one
-    CPU thread and one GPU."""
+    CPU thread and one GPU. `pruned`: some of them may be pruned (a comparison's tuning)."""
     from lpstudy.training.config import resolve_config
     from lpstudy.training.costs import serial_estimate, study_estimate
 
@@ -73,7 +73,7 @@ def work_estimate(n_left: int, preset: str, fixed: dict, workers: int, devices: 
     if workers:
         gpu = devices not in ("cpu",) and not all(d.strip() == "cpu" for d in devices.split(",")) and (
             devices != "auto" or cuda_visible())
-        return "runs " + study_estimate(n_left, preset, workers, gpu=gpu, max_steps=steps)
+        return "runs " + study_estimate(n_left, preset, workers, gpu=gpu, max_steps=steps, pruned=pruned)
     return "left: " + serial_estimate(n_left, preset, max_steps=steps)
 
 

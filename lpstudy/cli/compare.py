@@ -53,11 +53,12 @@ def compare(
     store = open_storage(url, create_tables=True)
     created = create_compare(store, study, plan)
     say(f"comparison {study!r} {'created' if created else 'resumed'} in {store.display_url}: "
-        f"{len(plan.values)} arms of {plan.factor} · {plan.budget} tuning trials each on fold "
+        f"{len(plan.values)} arms of {plan.factor} · {plan.budget} tuning trial{'' if plan.budget == 1 else 's'} each on fold "
         f"{plan.tune_fold} · then {plan.folds} folds each")
-    left = compare_progress(load_compare(url, study))["left"]
-    if left:
-        say(work_estimate(left, plan.preset, plan.fixed, local.workers, local.devices))
+    progress = compare_progress(load_compare(url, study))
+    if progress["left"]:
+        say(work_estimate(progress["left"], plan.preset, plan.fixed, local.workers, local.devices,
+                          pruned=bool(progress["tuning_left"]) and plan.tune_spec(plan.reference).pruner != "none"))
     code = 0
     if device_list:
         from lpstudy.study.launch import spawn_workers

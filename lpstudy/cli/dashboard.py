@@ -23,7 +23,7 @@ from lpstudy.cli.common import StudyOpt, check_port_free
 from lpstudy.cli.option_groups import option_groups
 from lpstudy.cli.storage_option import StorageChoice
 from lpstudy.errors import UserError
-from lpstudy.names import study_name_option
+from lpstudy.names import closest_study_names, no_such_study, study_name_option
 from lpstudy.db.kinds import kind_of
 from lpstudy.db.urls import STORAGE_ENV, redact
 
@@ -75,6 +75,8 @@ def dashboard(
     home = app_home(app_dir)
     check_port_free(host, port)
     kind_of(url).check_readable(url)  # a mistyped path, a wrong password: one line now, not an error page later
+    if study:
+        check_study_is_not_mistyped(url, study)
     env = dict(os.environ)
     env[STORAGE_ENV] = url
     env.setdefault("STREAMLIT_BROWSER_GATHER_USAGE_STATS", "false")
@@ -94,6 +96,21 @@ def dashboard(
     sys.stdout.flush()
     sys.stderr.flush()
     os.execvpe(argv[0], argv, env)  # the server replaces this process: stopping it stops the server
+
+
+def check_study_is_not_mistyped(url: str, study: str) -> None:
+    """UserError (one line, the closest names) for a --study that the database does not hold while
+    it holds studies of a close name: a typo, not a study still to be created (a dashboard may start
+    before its study exists, and then shows it once it does)."""
+    from lpstudy.errors import StudyUnavailable
+    from lpstudy.results.frames import list_studies
+
+    try:
+        names = list_studies(url)
+    except StudyUnavailable:
+        return  # the page says what is wrong with the database
+    if study not in names and closest_study_names(study, names):
+        raise UserError(no_such_study(study, redact(url), names))
 
 
 def _shown_host(host: str) -> str:

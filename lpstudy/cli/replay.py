@@ -105,6 +105,8 @@ def replay(
                 say(f"chart: {path}")
         if not as_json:
             _render(result.to_json())
+    if chart is None and not as_json:
+        say("chart: none written; add --chart replay.png to draw the median regret against compute")
     if len(results) == 1:
         if as_json:
             sys.stdout.write(json.dumps(results[0].to_json()) + "\n")
@@ -158,6 +160,10 @@ def _render(plain: dict) -> None:
                       f"{m['reach_share']:.0%}", f"{m['target_share']:.0%}", str(m["borda"]), f"{m['trials_median']:.0f}",
                       f"{m['pruned_share']:.0%}", f"{m['capped_share']:.0%}")
     console.print(table)
+    say("F: compute spent, as a fraction of running the whole grid, until the configuration a method returns is "
+        "within ε of the grid's best (∞: never within --budget) · reach ε: seeds that got there · Borda: rank "
+        "by methods beaten seed by seed, F then the regret at the end (1 = best) · capped: seeds stopped before "
+        "their budget (stuck re-proposing a pruned configuration, or at --max-trials)")
     rho = plain.get("rank_correlation") or {}
     if rho:
         steps = list(rho)

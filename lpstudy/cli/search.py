@@ -50,7 +50,7 @@ def search(
     device_list = [available[i % len(available)] for i in range(workers)]
     max_steps = spec.base_config().max_steps
     say("runs " + study_estimate(n_trials, spec.preset, workers, gpu=device_list[0] != "cpu",
-                                 max_steps=max_steps))
+                                 max_steps=max_steps, pruned=spec.pruner != "none"))
     options = WorkerOptions(study=study, storage=url, n_trials=n_trials, data=data, show_progress=False)
     code = _run_with_progress(options, device_list, the_study, before, n_trials)
 

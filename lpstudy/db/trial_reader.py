@@ -30,7 +30,6 @@ import sqlalchemy as sa
 
 from lpstudy.db.urls import first_line, redact
 from lpstudy.errors import StudyUnavailable, UserError
-from lpstudy.names import shell_quoted
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -85,10 +84,10 @@ def reading(url: str) -> Iterator[None]:
 
 
 def no_such_study(url: str, study_name: str, names: list[str]) -> StudyUnavailable:
-    listed = ", ".join(sorted(names)) or "none"
-    return StudyUnavailable(f"no study named {study_name!r} in {redact(url)} (studies there: {listed}); "
-                            f"create it with `lpstudy create --study {shell_quoted(study_name)}` or `lpstudy replicate "
-                            f"--study {shell_quoted(study_name)}`")
+    """One line: the closest names ("did you mean ...?") or how to create it (lpstudy.names)."""
+    from lpstudy.names import no_such_study as message
+
+    return StudyUnavailable(message(study_name, redact(url), names))
 
 
 class OptunaReader:

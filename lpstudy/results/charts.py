@@ -37,7 +37,13 @@ def figure(title: str, x_title: str = "", y_title: str = "", height: int = HEIGH
     return fig
 
 
+EMPTY_LINE = 48  # characters a line of an empty chart's message: whole in a half-width column
+
+
 def mark_empty(fig: go.Figure, text: str) -> go.Figure:
+    import textwrap
+
+    text = "<br>".join(textwrap.wrap(text, EMPTY_LINE, break_on_hyphens=False)) or text
     fig.add_annotation(text=text, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5,
                        font={"size": 14, "color": "#666"})
     fig.update_xaxes(visible=False)
@@ -569,7 +575,8 @@ def trial_dynamics_chart(curves: pd.DataFrame, number: int) -> go.Figure:
     from plotly.subplots import make_subplots
 
     rows = curves[curves["trial_number"] == number].sort_values("step")
-    fig = make_subplots(rows=1, cols=3, subplot_titles=("gradient norm", "learning rate", "attention gain"))
+    fig = make_subplots(rows=1, cols=3, subplot_titles=("gradient norm", "learning rate", "attention gain"),
+                        horizontal_spacing=0.1)  # room for the tick labels of the panel on the right
     fig.update_layout(title={"text": f"Trial {number}: gradient, learning rate and gain", "x": 0.01},
                       template=TEMPLATE, height=340, showlegend=True, margin={"l": 60, "r": 20, "t": 80, "b": 90},
                       legend={"orientation": "h", "yanchor": "top", "y": -0.3, "x": 0, "xanchor": "left"})

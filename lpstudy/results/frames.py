@@ -122,12 +122,22 @@ def study_infos(source: TrialReader | str) -> list[StudyInfo]:
     """Every study in the database with its kind, preset and spec, sorted by name."""
     with reader_of(source) as reader:
         records = reader.studies()
+    counts = {record.name: record.n_trials for record in records}
     infos = []
     for record in records:
         info = study_info(record.name, record.attrs, record.direction)
         info.n_trials, info.best_value = record.n_trials, record.best_value
+        if info.kind == "compare" and info.n_trials is not None:
+            info.n_trials = _comparison_trials(info.name, counts)
         infos.append(info)
     return infos
+
+
+def _comparison_trials(name: str, counts: dict[str, int | None]) -> int:
+    """A comparison's trials: its arms' tuning and replicate studies' (NAME:ARM:tune, NAME:ARM:folds,
+    as lpstudy.study.compare names them); the comparison's own study holds none."""
+    return sum(n or 0 for child, n in counts.items()
+               if child.startswith(f"{name}:") and child.endswith((":tune", ":folds")))
 
 
 # --- trials ---------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from lpstudy.results.charts import draws_bands, figure, group_colours, log_ticks
 
 RULE_COLOURS = {"default": "#1f77b4", "fixed": "#1f77b4", "matched": "#ff7f0e"}
 RULE_NAMES = {"default": "fixed gain g₀ = log₂(L²−L)", "fixed": "fixed gain", "matched": "matched gain"}
+LR_DODGE_DECADES = 0.02  # how far apart (log10 of the learning rate) the p values are drawn at one learning rate
 
 
 def _error(frame: pd.DataFrame, centre: str = "mean") -> dict:
@@ -32,12 +33,15 @@ def lr_curve_chart(curve: pd.DataFrame) -> go.Figure:
     position = A.p_positions(curve.groupby("p_bin", sort=False)["p"].first())
     order = sorted(position.index, key=lambda label: float(position[label]))
     colours = dict(zip(order, group_colours(len(order), [float(position[label]) for label in order])))
+    # Each p drawn a little to the side of the learning rate it ran at (a dodge, in decades), so that
+    # several p at one learning rate stand side by side instead of on top of each other.
+    dodge = {label: (i - (len(order) - 1) / 2) * LR_DODGE_DECADES for i, label in enumerate(order)}
     for label, group in curve.groupby("p_bin", sort=False):
         group = group.sort_values("lr")
-        fig.add_scatter(x=group["lr"], y=group["mean"], mode="lines+markers", name=f"p {label}",
+        fig.add_scatter(x=group["lr"] * 10 ** dodge[label], y=group["mean"], mode="lines+markers", name=f"p {label}",
                         line={"color": colours[label]}, error_y=_error(group),
-                        customdata=np.column_stack([group["n"], group["n_diverged"]]),
-                        hovertemplate=f"p {label}<br>lr %{{x:.3g}}<br>loss %{{y:.4f}}<br>runs %{{customdata[0]}}"
+                        customdata=np.column_stack([group["n"], group["n_diverged"], group["lr"]]),
+                        hovertemplate=f"p {label}<br>lr %{{customdata[2]:.3g}}<br>loss %{{y:.4f}}<br>runs %{{customdata[0]}}"
                                       " (diverged %{customdata[1]})<extra></extra>")
     fig.update_layout(legend={"orientation": "v", "y": 1, "x": 1.02, "xanchor": "left", "yanchor": "top"})
     return fig
@@ -77,6 +81,7 @@ def min_head_entropy_chart(bands: "A.CurveBands | pd.DataFrame") -> go.Figure:
 
 
 RULE_SYMBOLS = {"default": "circle", "fixed": "circle", "matched": "diamond"}
+ENTROPY_MIN_SPAN = 0.5  # nats: the least the entropy axis spans, so that a spread of 0.01 looks flat
 
 
 def initial_entropy_chart(table: pd.DataFrame) -> go.Figure:
@@ -99,6 +104,13 @@ def initial_entropy_chart(table: pd.DataFrame) -> go.Figure:
                         hovertemplate="p %{customdata[0]}<br>entropy %{y:.3f}<br>gain₀ %{customdata[1]:.3g}"
                                       "<br>runs %{customdata[2]}<extra></extra>")
     fig.update_layout(showlegend=True)
+    low, high = float(table["entropy"].min()), float(table["entropy"].max())
+    if high - low < ENTROPY_MIN_SPAN:  # nearly equal everywhere: a flat line on a honest axis, and the spread said
+        middle = (low + high) / 2
+        fig.update_yaxes(range=[middle - ENTROPY_MIN_SPAN / 2, middle + ENTROPY_MIN_SPAN / 2])
+        fig.add_annotation(text=f"every p within {high - low:.3f} nats of each other", showarrow=False,
+                           xref="paper", yref="paper", x=0.01, y=0.02, xanchor="left", yanchor="bottom",
+                           font={"size": 12, "color": "#666"})
     if A.exact_p_fit(p):
         ticks = table.assign(x=x_all).drop_duplicates("p").sort_values("x")
         fig.update_xaxes(tickvals=list(ticks["x"]), ticktext=list(ticks["p_bin"]))

@@ -19,6 +19,7 @@ import time
 from lpstudy.db.urls import STORAGE_ENV, storage_url
 from lpstudy.errors import UserError
 from lpstudy.study.worker import WorkerOptions
+from lpstudy.training.threads import prefer_passive_wait, usable_cores
 
 
 def resolve_devices(devices: str) -> list[str]:
@@ -38,23 +39,15 @@ def resolve_devices(devices: str) -> list[str]:
     return names
 
 
-def cpu_count() -> int:
-    """The cores this process may run on (its affinity, e.g. a container's or Slurm's share)."""
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
-
-
 def cpu_threads(devices: list[str], threads: int | None) -> int | None:
-    """Torch threads for each local CPU worker process: --threads if given, else the cores split
-    evenly between the CPU workers (`cpu,cpu` on 2 cores: one each), so that the workers do not
-    oversubscribe the cores (threads that wait on each other); None for a single CPU worker
-    (torch's default, every core)."""
+    """Torch threads for each local CPU worker process: --threads if given, else the usable cores
+    (lpstudy.training.threads.usable_cores) split evenly between the CPU workers (`cpu,cpu` on 2
+    cores: one each), so that the workers do not oversubscribe the cores (threads that wait on each
+    other); None for a single CPU worker (each run's default: lpstudy.training.threads)."""
     if threads:
         return threads
     n_cpu = sum(1 for d in devices if d == "cpu")
-    return max(1, cpu_count() // n_cpu) if n_cpu > 1 else None
+    return max(1, usable_cores() // n_cpu) if n_cpu > 1 else None
 
 
 def worker_command(options: WorkerOptions, device: str, n_trials: int | None,
@@ -85,16 +78,26 @@ def worker_command(options: WorkerOptions, device: str, n_trials: int | None,
     return cmd
 
 
-def spawn_workers(options: WorkerOptions, devices: list[str], say=None, on_line=None, tick=None) -> int:
-    """One worker process per device; waits for all; forwards SIGINT/SIGTERM to them. Returns the
-    worst exit status. --n-trials is shared out among the processes. With `on_line`, the workers'
-    output comes through it line by line (so that a progress bar of the caller stays intact);
-    `tick()` is called about once a second while they run."""
+def worker_environment(options: WorkerOptions, devices: list[str]) -> dict[str, str]:
+    """The environment of the worker processes: this one's, with the storage URL, the thread count
+    of several local CPU workers (OMP_NUM_THREADS, unless set), and OpenMP's waiting threads told to
+    sleep rather than spin beside the other workers' (OMP_WAIT_POLICY=PASSIVE, unless set)."""
     env = dict(os.environ)
     env[STORAGE_ENV] = storage_url(options.storage)
     threads = cpu_threads(devices, options.threads)
     if threads and "OMP_NUM_THREADS" not in env:
         env["OMP_NUM_THREADS"] = str(threads)
+    prefer_passive_wait(env)
+    return env
+
+
+def spawn_workers(options: WorkerOptions, devices: list[str], say=None, on_line=None, tick=None) -> int:
+    """One worker process per device; waits for all; forwards SIGINT/SIGTERM to them. Returns the
+    worst exit status. --n-trials is shared out among the processes. With `on_line`, the workers'
+    output comes through it line by line (so that a progress bar of the caller stays intact);
+    `tick()` is called about once a second while they run."""
+    env = worker_environment(options, devices)
+    threads = cpu_threads(devices, options.threads)
     shares: list[int | None] = [None] * len(devices)
     if options.n_trials is not None:
         base, extra = divmod(options.n_trials, len(devices))

@@ -49,7 +49,7 @@ def run_trial(ctx: TrialContext, trial: optuna.Trial) -> TrialOutcome:
     cfg = resolve_config(spec.preset, overrides)
     gain_rule = gain_rule_of(cfg.gain_init)
     cfg = dataclasses.replace(cfg, gain_init=cfg.resolved_gain_init)  # resolved: the export reproduces it
-    cfg = with_cpu_threads(cfg, ctx.device)  # on CPU the thread count too
+    cfg = with_cpu_threads(cfg, ctx.device, ctx.threads)  # on CPU the thread count too
     cfg = dataclasses.replace(cfg, device=ctx.device)
 
     identity = worker_identity(ctx.device)

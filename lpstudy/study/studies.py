@@ -14,7 +14,7 @@ from optuna.trial import TrialState
 
 from lpstudy.db.optuna_storage import StudyStorage
 from lpstudy.errors import UserError
-from lpstudy.names import check_study_name, shell_quoted
+from lpstudy.names import check_study_name, no_such_study, shell_quoted
 from lpstudy.study.spec import StudySpec
 from lpstudy.study.spread import (SpreadHyperbandPruner, SpreadMedianPruner, SpreadSuccessiveHalvingPruner,
                                   enqueue_spread)
@@ -171,10 +171,7 @@ def load_spec(storage: StudyStorage, name: str) -> StudySpec:
     try:
         study_id = storage.optuna.get_study_id_from_name(name)
     except KeyError:
-        names = study_names(storage)
-        have = f"; studies there: {', '.join(names)}" if names else "; it holds no studies yet"
-        raise UserError(f"no study named {name!r} in {storage.display_url}{have}. Create it with "
-                        f"`lpstudy create --study {shell_quoted(name)}` or `lpstudy replicate --study {shell_quoted(name)}`") from None
+        raise UserError(no_such_study(name, storage.display_url, study_names(storage))) from None
     attrs = storage.optuna.get_study_user_attrs(study_id)
     if SPEC_ATTR not in attrs:
         raise UserError(f"study {name!r} was not created by lpstudy (it has no '{SPEC_ATTR}' spec); "

@@ -61,6 +61,7 @@ class TrialContext:
     should_stop: Callable[[], bool] = lambda: False
     show_progress: bool = True
     artifact_store: Any = None  # where trials keep checkpoints (lpstudy.study.checkpoints); None: nowhere
+    threads: int | None = None  # a CPU worker's --threads; None: each run's default (training.threads)
 
 
 # Runs the claimed trial and says how it ended; the worker tells Optuna (so that a crash still ends it).

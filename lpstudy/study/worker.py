@@ -68,7 +68,7 @@ class WorkerOptions:
     heartbeat_interval: int | None = None  # override the study's (e.g. for a test)
     grace_period: int | None = None
     max_retry: int | None = None
-    threads: int | None = None  # torch threads of a CPU worker (None: torch's default)
+    threads: int | None = None  # torch threads of a CPU worker (None: each run's default, training.threads)
     artifacts: str | None = None  # where trials keep checkpoints (lpstudy.study.checkpoints)
     config: str | None = None  # the study file workers check the study's spec against (lpstudy.study.spec_wait)
     metrics_port: int = 0  # Prometheus metrics on this port (lpstudy.study.telemetry); 0: none
@@ -314,15 +314,12 @@ class Worker:
         device = opts.device if opts.device not in ("auto", None) else str(pick_device("auto"))
         if device != "cpu":
             pick_device(device)  # refuses cuda on a machine without it
-        elif opts.threads:
-            import torch
-
-            torch.set_num_threads(opts.threads)  # recorded on each trial (user attribute threads)
         corpus = load_corpus(opts.data)
         location = artifact_location(storage.url, opts.artifacts) if spec.checkpoint_interval else None
         return TrialContext(storage=storage, study=study, spec=spec, corpus=corpus, device=device,
                             should_stop=self.stop, show_progress=opts.show_progress,
-                            artifact_store=artifact_store(location) if location else None)
+                            artifact_store=artifact_store(location) if location else None,
+                            threads=opts.threads if device == "cpu" else None)  # each trial records its count
 
     def _loop(self, ctx: TrialContext, study: optuna.Study, spec: StudySpec, storage: StudyStorage,
               heartbeat_on: bool, max_retry: int) -> WorkerReport:

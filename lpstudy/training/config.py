@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from lpstudy.files import atomic_write_text, read_yaml_mapping
 from lpstudy.model.config import GPTConfig
 from lpstudy.training.fields import FIELDS, field_named
 from lpstudy.training.gain import resolve_gain_init
+from lpstudy.training.threads import THREADS_ENV, default_threads
 from lpstudy.values import RUN_FILE_ALWAYS, json_safe
 
 
@@ -123,14 +125,20 @@ def resolve_config(preset: str, overrides: dict[str, Any] | None = None) -> Trai
     return dataclasses.replace(base, **changes)
 
 
-def with_cpu_threads(config: TrainConfig, device: str) -> TrainConfig:
-    """On CPU, the config with its thread count made explicit (torch's current one if unset), so that
-    the run can be reproduced to the last digit from its run file."""
-    import torch
-
+def with_cpu_threads(config: TrainConfig, device: str, threads: int | None = None) -> TrainConfig:
+    """On CPU, the config with its thread count made explicit, so that the run can be reproduced to
+    the last digit from its run file: the config's own if set, else `threads` (a worker's
+    --threads), else OMP_NUM_THREADS's where it is set, else the default for the model's size and
+    this process's cores (lpstudy.training.threads: at most 2 for smoke and cpu)."""
     if device != "cpu" or config.threads > 0:
         return config
-    return dataclasses.replace(config, threads=torch.get_num_threads())
+    if threads:
+        return dataclasses.replace(config, threads=threads)
+    if os.environ.get(THREADS_ENV):
+        import torch
+
+        return dataclasses.replace(config, threads=torch.get_num_threads())
+    return dataclasses.replace(config, threads=default_threads(config.batch_size, config.block_size, config.n_embd))
 
 
 def overrides_of(config: TrainConfig, preset: str) -> dict[str, Any]:

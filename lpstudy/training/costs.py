@@ -58,16 +58,19 @@ def presets_help() -> str:
     return "; ".join(parts)
 
 
-def study_estimate(n_trials: int, preset: str, workers: int, gpu: bool, max_steps: int | None = None) -> str:
-    """'8 trials of preset smoke, ≈ 12 s each on 1 CPU thread; 2 workers: about 48 s' (pruned trials
-    end sooner; a CPU worker shares the machine's cores with the others)."""
+def study_estimate(n_trials: int, preset: str, workers: int, gpu: bool, max_steps: int | None = None,
+                   pruned: bool = False) -> str:
+    """'8 trials of preset smoke, ≈ 12 s each on 1 CPU thread; 2 workers: about 48 s' (with
+    `pruned`, where a pruner may stop trials: "(pruned trials end sooner)"; a CPU worker shares the
+    machine's cores with the others)."""
     each = trial_seconds(preset, max_steps, gpu)
     where = "on a GPU (estimate)" if gpu else "on 1 CPU thread"
     if each is None:
         return f"{n_trials} trials of preset {preset}"
     waves = -(-n_trials // max(1, workers))
     return (f"{n_trials} trial(s) of preset {preset}, ≈ {format_duration(each)} each {where}; "
-            f"{workers} worker(s): about {format_duration(waves * each + STARTUP_S)} (pruned trials end sooner)")
+            f"{workers} worker(s): about {format_duration(waves * each + STARTUP_S)}"
+            + (" (pruned trials end sooner)" if pruned else ""))
 
 
 def serial_estimate(n_trials: int, preset: str, max_steps: int | None = None) -> str:
