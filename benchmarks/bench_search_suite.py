@@ -15,10 +15,7 @@ About an hour of one core per grid with the default method list; run it under `n
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
-import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -78,66 +75,53 @@ def f_text(x: float | None) -> str:
     return "∞" if x is None else f"{x:.3f}"
 
 
-def write_markdown(out: Path, command: str, suite: dict, held: dict[str, dict], seeds: int) -> None:
+def write_markdown(result: str, suite: dict, held: dict[str, dict], seeds: int) -> None:
+    from benchmarks.results_file import write_result
+
     names = suite["grid"]["suite"]
-    lines = [
-        "# Search methods over a suite of grids",
-        "",
-        f"- command: `{command}`",
-        f"- machine: {platform.machine()}, {os.cpu_count()} cores, load average "
-        f"{', '.join(f'{x:.1f}' for x in os.getloadavg())} at the end",
-        f"- date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC",
-        f"- {seeds} seeds a method, each allowed 0.4 of its grid's compute; reach: share of seeds within ε of "
-        "the grid's best; F: median fraction of the grid's compute spent until then (∞: most seeds never got there)",
-        "",
-        "## The suite, ranked (worst reach over the grids, then mean Borda rank)",
-        "",
-        "| method | worst reach | mean Borda | " + " | ".join(names) + " |",
-        "|---|---|---|" + "---|" * len(names),
-    ]
+    ranking = [["method", "worst reach", "mean Borda", *names]]
     for m in suite["methods"]:
         default = f" (default on {', '.join(m['default_on'])})" if m["default_on"] else ""
-        cells = [f"{pct(m['reach_shares'][n])} · F {f_text(m['f_medians'][n])}" for n in names]
-        lines.append(f"| {m['name']}{default} | {pct(m['worst_reach_share'])} | {m['mean_borda']:.1f} | "
-                     + " | ".join(cells) + " |")
-    lines += ["", "## Leave one grid out", "",
-              "| grid left out | chosen by the other grids | its reach | its F | its Borda | best there | best's reach |",
-              "|---|---|---|---|---|---|---|"]
+        ranking.append([m["name"] + default, pct(m["worst_reach_share"]), f"{m['mean_borda']:.1f}",
+                        *[f"{pct(m['reach_shares'][n])} · F {f_text(m['f_medians'][n])}" for n in names]])
+    loo = [["grid left out", "chosen by the other grids", "its reach", "its F", "its Borda", "best there", "best's reach"]]
     for r in suite["leave_one_out"]:
-        lines.append(f"| {r['held_out']} | {r['chosen']} | {pct(r['chosen_reach_share'])} | "
-                     f"{f_text(r['chosen_f_median'])} | {r['chosen_borda']} | {r['best']} | {pct(r['best_reach_share'])} |")
-    lines += ["", f"Chosen on the whole suite, among the methods with a spread phase (a first run needs one): **{suite['chosen']}**.", "",
-              "## search's default on each grid", "",
-              "| grid | method | reach | F | Borda |", "|---|---|---|---|---|"]
-    for name, row in suite["default"].items():
-        if row:
-            lines.append(f"| {name} | {row['method']} | {pct(row['reach_share'])} | {f_text(row['f_median'])} | {row['borda']} |")
+        loo.append([r["held_out"], r["chosen"], pct(r["chosen_reach_share"]), f_text(r["chosen_f_median"]),
+                    r["chosen_borda"], r["best"], pct(r["best_reach_share"])])
+    defaults = [["grid", "search's default", "reach", "F", "Borda"]]
+    defaults += [[n, row["method"], pct(row["reach_share"]), f_text(row["f_median"]), row["borda"]]
+                 for n, row in suite["default"].items() if row]
+    more = [(f"Leave one grid out. Chosen on the whole suite, among the methods with a spread phase (a first run "
+             f"needs one): **{suite['chosen']}**.", loo), ("search's default on each grid of the suite.", defaults)]
     for name, plain in held.items():
         rows = {m["name"]: m for m in plain["methods"]}
         best = min(plain["methods"], key=lambda m: m["borda"])
         default = next(m for m in plain["methods"] if m["default"])
-        chosen = rows.get(suite["chosen"])
-        lines += ["", f"## Held out of the suite: {name}", "",
-                  f"{plain['grid']['configs']} configurations × {plain['grid']['folds']} folds, "
-                  f"{plain['grid']['steps_total']:,} steps; best {plain['best']['config']} at {plain['best']['loss']:.4f}, "
-                  f"ε {plain['best']['epsilon']:.4f}.", "",
-                  "| method | reach | F ≤ 0.10 | F | Borda |", "|---|---|---|---|---|"]
-        shown = [("search's default: " + default["name"], default), ("best there: " + best["name"], best)]
-        if chosen is not None:
-            shown.insert(1, ("the suite's choice: " + chosen["name"], chosen))
-        for label, m in shown:
-            lines.append(f"| {label} | {pct(m['reach_share'])} | {pct(m['target_share'])} | {f_text(m['f_median'])} | {m['borda']} |")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(lines) + "\n")
+        shown = [("search's default: " + default["name"], default)]
+        if suite["chosen"] in rows:
+            shown.append(("the suite's choice: " + suite["chosen"], rows[suite["chosen"]]))
+        shown.append(("best there: " + best["name"], best))
+        table = [["method", "reach", "F ≤ 0.10", "F", "Borda"]]
+        table += [[label, pct(m["reach_share"]), pct(m["target_share"]), f_text(m["f_median"]), m["borda"]]
+                  for label, m in shown]
+        more.append((f"Held out of the suite: {name} ({plain['grid']['configs']} configurations × "
+                     f"{plain['grid']['folds']} folds, {plain['grid']['steps_total']:,} steps; best "
+                     f"{plain['best']['config']} at {plain['best']['loss']:.4f}, ε {plain['best']['epsilon']:.4f}).", table))
+    notes = (f"The suite, ranked by each method's worst reach over the grids, then its mean Borda rank. {seeds} seeds "
+             "a method, each allowed 0.4 of its grid's compute; reach: the share of seeds within ε of the grid's best; "
+             "F: the median fraction of the grid's compute spent until then (∞: most seeds never got there).")
+    write_result(result, None, ranking, notes, title="Search methods over a suite of grids", more_tables=more)
 
 
 def main() -> None:
+    from benchmarks.results_file import add_result_argument
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--methods", default=METHODS)
     parser.add_argument("--fresh", action="store_true", help="replay every grid again, ignoring the cached JSON")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "search-suite.md")
+    add_result_argument(parser, "search-suite")
     args = parser.parse_args()
     import optuna
 
@@ -148,9 +132,8 @@ def main() -> None:
     grids = [replay_grid(n, args.methods, args.seeds, args.jobs, cache, args.fresh) for n in SUITE]
     held = {n: replay_grid(n, args.methods, args.seeds, args.jobs, cache, args.fresh) for n in HELD_OUT}
     suite = SuiteResult(list(SUITE), grids).to_json()
-    command = "python benchmarks/bench_search_suite.py " + " ".join(sys.argv[1:])
-    write_markdown(args.out, command.strip(), suite, held, args.seeds)
-    print(f"wrote {args.out.relative_to(ROOT)}; chosen on the suite: {suite['chosen']}", file=sys.stderr)
+    write_markdown(args.result, suite, held, args.seeds)
+    print(f"chosen on the suite: {suite['chosen']}", file=sys.stderr)
 
 
 if __name__ == "__main__":

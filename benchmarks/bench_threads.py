@@ -30,7 +30,6 @@ import sys
 import tempfile
 import threading
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,7 +37,6 @@ sys.path.insert(0, str(ROOT))
 
 from lpstudy.training.threads import prefer_passive_wait, usable_cores  # noqa: E402  (torch-free)
 
-OUT = ROOT / "benchmarks" / "results" / "threads.md"
 MATMUL_LOOP = "import torch\na = torch.randn(256, 256)\nprint('ready', flush=True)\nwhile True:\n    a @ a\n"
 BUSY_LOOP = "print('ready', flush=True)\nwhile True:\n    pass\n"
 # Torch's own default, as lpstudy ran before it chose one: torch (so OpenMP) loaded before the
@@ -198,7 +196,9 @@ def main() -> None:
     parser.add_argument("--cap", type=float, default=20.0, help="seconds after which a run is stopped")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of each row (the median is shown)")
     parser.add_argument("--worker-rounds", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=OUT)
+    from benchmarks.results_file import add_result_argument
+
+    add_result_argument(parser, "threads")
     parser.add_argument("--serve", choices=("passive", "spin"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
@@ -246,7 +246,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         url = f"sqlite:///{tmp}/w.db"
         made = subprocess.run([sys.executable, "-m", "lpstudy", "create", "--study", "w", "--storage", url,
-                               "--preset", "smoke", "--sampler", "random", "--pruner", "none",
+                               "--preset", "smoke", "--sampler", "random", "--pruner", "none", "--spread-trials", "0",
                                "--set", f"max_steps={args.worker_steps}", "--set", f"eval_interval={args.worker_steps}",
                                "--set", "eval_iters=1"], env=env, capture_output=True, text=True)
         if made.returncode != 0:
@@ -280,35 +280,27 @@ def machine() -> str:
 def write_table(args, rows, names, chosen, load_before, load_after, seconds) -> None:
     import torch  # its version, for the record
 
+    from benchmarks.results_file import write_result
+
     columns = list(names)
-    lines = [
-        "# CPU training beside other work: thread counts side by side",
-        "",
-        f"Command: `python benchmarks/bench_threads.py --smoke-steps {args.smoke_steps} --cpu-steps {args.cpu_steps} "
-        f"--worker-steps {args.worker_steps} --cap {args.cap:g} --rounds {args.rounds} --worker-rounds {args.worker_rounds}`  ",
-        f"Date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC · machine: {machine()} · torch {torch.__version__}  ",
-        f"Load average (1, 5, 15 min) before: {', '.join(f'{x:.2f}' for x in load_before)}; after: "
-        f"{', '.join(f'{x:.2f}' for x in load_after)} (a shared machine: other people's work ran too) · "
-        f"the whole run {seconds / 60:.1f} min",
-        "",
-        f"Seconds of training as the trainer reports them, the median of the rounds (lower is better; `before` "
-        f"ran once, stopped at --cap). `default` is what lpstudy "
-        f"chooses now (threads: smoke {chosen.get('smoke')}, cpu {chosen.get('cpu')}; OpenMP's waiting threads sleep); "
-        f"`before` is torch's own default as lpstudy ran before (every core, waiting threads spinning). "
-        f"`default ÷ best`: the default against the best setting of the same row.",
-        "",
-        "| run | beside | " + " | ".join(columns) + " | default ÷ best |",
-        "|---|---|" + "---:|" * (len(columns) + 1),
-    ]
+    table = [["run", "beside", *columns, "default ÷ best"]]
     for run, kind, times in rows:
         measured = [t for t in times.values() if t is not None]
         best = min(measured) if measured else None
         ratio = (f"{times['default'] / best:.2f}" if best and times.get("default") is not None else "–")
-        lines.append(f"| {run} | {kind} | " + " | ".join(cell(times[c], args.cap) for c in columns) + f" | {ratio} |")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
-    print(f"written: {args.out}")
+        table.append([run, kind, *[cell(times[c], args.cap) for c in columns], ratio])
+    notes = (f"Seconds of training as the trainer reports them, the median of the rounds (lower is better; `before` "
+             f"ran once, stopped at --cap). `default` is what lpstudy chooses now (threads: smoke {chosen.get('smoke')}, "
+             f"cpu {chosen.get('cpu')}; OpenMP's waiting threads sleep); `before` is torch's own default as lpstudy ran "
+             f"before (every core, waiting threads spinning). `default ÷ best`: the default against the best setting "
+             f"of the same row. torch {torch.__version__}; load average (1, 5, 15 min) before: "
+             f"{', '.join(f'{x:.2f}' for x in load_before)}, after: {', '.join(f'{x:.2f}' for x in load_after)}; "
+             f"the whole run {seconds / 60:.1f} min.")
+    command = (f"python benchmarks/bench_threads.py --smoke-steps {args.smoke_steps} --cpu-steps {args.cpu_steps} "
+               f"--worker-steps {args.worker_steps} --cap {args.cap:g} --rounds {args.rounds} "
+               f"--worker-rounds {args.worker_rounds}")
+    write_result(args.result, command, table, notes, title="CPU training beside other work: thread counts side by side",
+                 machine_line=machine())
 
 
 if __name__ == "__main__":

@@ -49,7 +49,7 @@ def write_real_study(folder: Path) -> RealStudy:
         lpstudy("replicate", "--study", "grid", "--storage", url, "--preset", "smoke", "--p", GRID_P,
                 "--folds", str(GRID_FOLDS), *TINY),
         lpstudy("create", "--study", "search", "--storage", url, "--preset", "smoke", *TINY, "--sampler", "random",
-                "--sampler-seed", str(SAMPLER_SEED), "--p", "1:4,inf", "--lr", "1e-3:1", "--gain-init", "2:64",
+                "--sampler-seed", str(SAMPLER_SEED), "--spread-trials", "0", "--p", "1:4,inf", "--lr", "1e-3:1", "--gain-init", "2:64",
                 "--pruner", "median", *HOT),
     ]
     for done in made:

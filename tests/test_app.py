@@ -549,7 +549,7 @@ def test_the_stability_lens_draws_the_medians_of_what_real_workers_recorded(real
     assert not at.exception and not at.error
     no_missing_cells(at)
     logits = next(f for t, f in figures(at).items() if t.startswith("Largest attention logit per p"))
-    drawn = {trace["name"]: dict(zip(plotted(trace["x"]), plotted(trace["y"])))
+    drawn = {trace["name"].split(" (n = ")[0]: dict(zip(plotted(trace["x"]), plotted(trace["y"])))  # "p 2 (n = 2)"
              for trace in logits["data"] if trace.get("name", "").startswith("p ")}
     p_of = {t._trial_id: read_p(t.user_attrs["p"]) for t in trials_of(real_study.url, real_study.grid)}
     conn = sqlite3.connect(f"file:{real_study.path}?mode=ro", uri=True)

@@ -112,6 +112,7 @@ GIVEN = {
     "pruner": ("median", lambda s: s.pruner == "median"),
     "loss_threshold": (2.25, lambda s: s.loss_threshold == 2.25),
     "n_startup_trials": (3, lambda s: s.n_startup_trials == 3),
+    "spread_trials": (2, lambda s: s.spread_trials == 2),
     "sampler_seed": (11, lambda s: s.sampler_seed == 11),
 }
 

@@ -147,7 +147,8 @@ def test_a_diverged_run_completes_with_the_uniform_guess_loss(sqlite_url, corpus
 def test_a_pruned_run_stops_at_the_evaluation_that_pruned_it(sqlite_url, capsys, monkeypatch):
     import lpstudy.study.studies
 
-    code, _, err = cli(capsys, "create", "--study", "pr", "--storage", sqlite_url, "--preset", "smoke", *TINY)
+    code, _, err = cli(capsys, "create", "--study", "pr", "--storage", sqlite_url, "--preset", "smoke", *TINY,
+                       "--spread-trials", "0")  # a spread trial is never pruned
     assert code == 0, err
     # a pruner that prunes every run at its second evaluation: what matters here is the wiring
     monkeypatch.setattr(lpstudy.study.studies, "make_pruner",
@@ -163,7 +164,7 @@ def test_a_pruned_run_stops_at_the_evaluation_that_pruned_it(sqlite_url, capsys,
 
 def test_status_of_a_search_shows_counts_best_and_time_left(sqlite_url, capsys):
     cli(capsys, "create", "--study", "st", "--storage", sqlite_url, "--preset", "smoke", *TINY,
-        "--sampler", "random", "--n-trials", "3", "--pruner", "none")
+        "--sampler", "random", "--n-trials", "3", "--pruner", "none", "--spread-trials", "0")
     code, _, err = cli(capsys, "worker", "--study", "st", "--storage", sqlite_url, "--devices", "cpu",
                        "--n-trials", "2", "--no-progress")
     assert code == 0, err

@@ -103,10 +103,10 @@ def check_study_is_not_mistyped(url: str, study: str) -> None:
     it holds studies of a close name: a typo, not a study still to be created (a dashboard may start
     before its study exists, and then shows it once it does)."""
     from lpstudy.errors import StudyUnavailable
-    from lpstudy.results.frames import list_studies
+    from lpstudy.results.frames import study_infos
 
     try:
-        names = list_studies(url)
+        names = [info.name for info in study_infos(url)]
     except StudyUnavailable:
         return  # the page says what is wrong with the database
     if study not in names and closest_study_names(study, names):

@@ -117,6 +117,8 @@ class StudySpec:
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
                 raise UserError(f"{name} must be an integer in [{low}, {high}], got {value!r}")
+        if self.n_trials is not None and self.spread_trials > self.n_trials:
+            self.spread_trials = self.n_trials  # a spread trial past the target would wait for ever
         if self.grace_period <= self.heartbeat_interval:
             raise UserError(f"grace_period ({self.grace_period} s) must be longer than heartbeat_interval "
                             f"({self.heartbeat_interval} s), or live trials would be failed")

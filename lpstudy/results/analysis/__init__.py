@@ -63,10 +63,10 @@ from lpstudy.results.analysis.convergence import (  # noqa: F401
     convergence_by_trial,
     curve_bands,
     steps_to_threshold,
-    with_p,
 )
 from lpstudy.results.analysis.cohort import (  # noqa: F401
     COHORT_RULE,
+    with_p,
     CurveBands,
     curve_cohort,
 )

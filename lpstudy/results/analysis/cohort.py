@@ -69,12 +69,17 @@ def _completed_edges(trials: pd.DataFrame, bins: int | Sequence[float] | None) -
     return list(bin_edges(p, bins)) if len(p) else bins
 
 
+def with_p(curves: pd.DataFrame, trials: pd.DataFrame,
+           columns: Sequence[str] = ("p", "lr", "gain_init", "fold", "state", "diverged")) -> pd.DataFrame:
+    """The curves joined with each trial's p (and other columns) by trial number."""
+    keep = ["number", *[c for c in columns if c in trials.columns]]
+    return curves.merge(trials[keep].rename(columns={"number": "trial_number"}), on="trial_number", how="inner")
+
+
 def curve_cohort(curves: pd.DataFrame, trials: pd.DataFrame, column: str = "val_loss",
                  bins: int | Sequence[float] | None = None, include_diverged: bool = False) -> CurveBands:
     """The cohort's bands of `column` per p group (p grouped as p_bins does, over every drawn
     trial's p, so that the groups are those of the other charts) and the curves outside it."""
-    from lpstudy.results.analysis.convergence import with_p
-
     empty = CurveBands(pd.DataFrame(columns=BAND_COLUMNS), pd.DataFrame(columns=STOPPED_COLUMNS), None, 0, {})
     if curves.empty or column not in curves:
         return empty

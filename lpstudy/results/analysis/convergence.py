@@ -12,13 +12,6 @@ from lpstudy.results.analysis.cohort import curve_cohort
 from lpstudy.results.analysis.selection import finished
 
 
-def with_p(curves: pd.DataFrame, trials: pd.DataFrame,
-           columns: Sequence[str] = ("p", "lr", "gain_init", "fold", "state", "diverged")) -> pd.DataFrame:
-    """The curves joined with each trial's p (and other columns) by trial number."""
-    keep = ["number", *[c for c in columns if c in trials.columns]]
-    return curves.merge(trials[keep].rename(columns={"number": "trial_number"}), on="trial_number", how="inner")
-
-
 def steps_to_threshold(curves: pd.DataFrame, threshold: float, column: str = "val_loss") -> pd.Series:
     """Per trial number, the first evaluated step at which `column` ≤ threshold; NaN if never."""
     if curves.empty:
