@@ -24,8 +24,8 @@ def _default(preset: str, cores: int) -> int:
     return default_threads(cfg.batch_size, cfg.block_size, cfg.n_embd, cores=cores)
 
 
-def test_small_models_train_on_at_most_two_threads_and_the_paper_model_on_every_usable_core():
-    assert [_default(p, cores=8) for p in ("smoke", "cpu", "paper")] == [2, 2, 8]
+def test_small_models_train_on_one_thread_and_the_paper_model_on_every_usable_core():
+    assert [_default(p, cores=8) for p in ("smoke", "cpu", "paper")] == [1, 1, 8]
     assert [_default(p, cores=1) for p in ("smoke", "cpu", "paper")] == [1, 1, 1]  # never more than the cores
 
 
@@ -34,7 +34,7 @@ def test_an_explicit_count_wins_over_the_default(monkeypatch):
 
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     smoke = resolve_config("smoke", {})
-    assert with_cpu_threads(smoke, "cpu").threads == min(2, usable_cores())
+    assert with_cpu_threads(smoke, "cpu").threads == 1
     assert with_cpu_threads(resolve_config("smoke", {"threads": 3}), "cpu").threads == 3  # the config's
     assert with_cpu_threads(smoke, "cpu", threads=2).threads == 2  # a worker's --threads
     monkeypatch.setenv("OMP_NUM_THREADS", "5")

@@ -129,7 +129,7 @@ def with_cpu_threads(config: TrainConfig, device: str, threads: int | None = Non
     """On CPU, the config with its thread count made explicit, so that the run can be reproduced to
     the last digit from its run file: the config's own if set, else `threads` (a worker's
     --threads), else OMP_NUM_THREADS's where it is set, else the default for the model's size and
-    this process's cores (lpstudy.training.threads: at most 2 for smoke and cpu)."""
+    this process's cores (lpstudy.training.threads: one thread for smoke and cpu)."""
     if device != "cpu" or config.threads > 0:
         return config
     if threads:

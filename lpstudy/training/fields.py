@@ -188,7 +188,7 @@ FIELDS: dict[str, Field] = _fields(
     Field("compile", bool, False, "torch.compile the model"),
     # Float sums depend on the thread count, so a CPU run is reproducible to the last digit only
     # with the same count: workers and `lpstudy train` record it.
-    Field("threads", int, 0, "CPU threads for torch (0: the usable cores, at most 2 for smoke and cpu)", Bound(0, 1024), trial_attr=True),
+    Field("threads", int, 0, "CPU threads for torch (0: one for smoke and cpu, else the usable cores)", Bound(0, 1024), trial_attr=True),
 )
 
 

@@ -3,8 +3,10 @@
 Measured (benchmarks/bench_threads.py, docs/exactly-once.md): at torch's default (every core, and
 OpenMP's waiting threads spinning at every op's barrier) a run beside any other work slows down
 tens to hundreds of times; with the waiting threads asleep instead (OMP_WAIT_POLICY=PASSIVE) that
-collapse is gone, and two threads then beat one on a busy 2-core machine (the scheduler gives a
-process a share per runnable thread). So where lpstudy starts the process (the command line, the
+collapse is gone. On a quiet 2-core machine one thread then trains the small models fastest,
+alone and beside a torch process or a second training (a second thread only adds barriers to ops
+too small to share); on a machine loaded far past its cores two threads win a process a larger share
+of the CPU, but that is the scheduler's arithmetic, not the model's. So where lpstudy starts the process (the command line, the
 worker processes it starts) OpenMP's threads sleep while they wait, unless the user set a policy;
 and the default count is the cores this process may use (its affinity and its cgroup's CPU quota,
 which torch does not read: a container limited to 2 CPUs on a 64-core host is 2), at most
@@ -26,11 +28,11 @@ WAIT_POLICY_ENV = "OMP_WAIT_POLICY"
 THREADS_ENV = "OMP_NUM_THREADS"
 # Below this many multiply-adds in the model's widest matmul (tokens of a batch × n_embd × 4 n_embd)
 # a model's ops are too small to share among many threads: the `smoke` preset's is 2.1e6, the `cpu`
-# preset's 5.0e7, the `paper` preset's 9.7e9. Such a model trains on at most SMALL_MODEL_THREADS
-# (measured at 2: quicker than one beside other work; more were not measured, and the smoke model
-# already spends 40 % more CPU time at two threads than at one).
+# preset's 5.0e7, the `paper` preset's 9.7e9. Such a model trains on SMALL_MODEL_THREADS
+# (benchmarks/results/threads.md, a quiet 2-core machine: smoke at one thread 0.39 s alone and
+# 0.48 s beside a torch process, at two 0.74 s and 0.69-1.25 s).
 SHARED_OP_MACS = 2e8
-SMALL_MODEL_THREADS = 2
+SMALL_MODEL_THREADS = 1
 
 
 def prefer_passive_wait(env: MutableMapping[str, str] | None = None) -> None:
