@@ -210,7 +210,7 @@ def test_status_of_a_replicate_prints_the_table_per_p_and_the_paired_difference(
 def test_a_study_on_a_journal_file_keeps_its_curves_in_trial_attributes(tmp_path, capsys):
     url = f"journal:///{tmp_path / 'study.log'}"
     code, _, err = cli(capsys, "create", "--study", "j", "--storage", url, "--preset", "smoke", *TINY,
-                       "--sampler", "random")
+                       "--sampler", "random", "--spread-trials", "0")
     assert code == 0, err
     code, _, err = cli(capsys, "worker", "--study", "j", "--storage", url, "--devices", "cpu", "--n-trials", "1",
                        "--no-progress")

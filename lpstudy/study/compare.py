@@ -108,7 +108,9 @@ class ComparePlan:
     def tune_spec(self, value: Any):
         entries = {**self.untuned(), **self.fixed, **self.tune, self.factor: json_safe(value),
                    "fold": self.tune_fold, "folds": self.folds}
-        return build_spec(None, entries, {"preset": self.preset,  # search's sampler and pruner
+        # search's sampler and pruner; no spread phase: an arm's worker asks for its tuning trials one
+        # by one up to its budget, and trials enqueued ahead would be counted as the arm's and left waiting
+        return build_spec(None, entries, {"preset": self.preset, "spread_trials": 0,
                                           "n_trials": self.budget, "sampler_seed": self.sampler_seed})
 
     def folds_spec(self, value: Any, best_values: dict[str, Any]):
