@@ -17,6 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 STORAGE="${STORAGE:-sqlite:///storage/grids.db}"
 WORKERS="${WORKERS:-cpu,cpu}"
+# shellcheck disable=SC2054  # "0,1" is one argument: the folds
 FIXED=(--storage "$STORAGE" --sampler grid --folds 10 --fold 0,1 --set threads=1)
 
 grid_args() {
