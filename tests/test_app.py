@@ -194,6 +194,7 @@ def test_the_study_read_ahead_at_start_is_the_copy_the_first_page_draws(seeded, 
     assert any(title.startswith("Parameter importance") for title in chart_titles(at)), chart_titles(at)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", list(PAGES))
 def test_every_page_renders_what_real_workers_wrote(real_study, page):
     for study in (real_study.search, real_study.grid):
@@ -208,6 +209,7 @@ def test_every_page_renders_what_real_workers_wrote(real_study, page):
         no_missing_cells(at)
 
 
+@pytest.mark.slow
 def test_home_and_trials_count_a_real_search_as_optuna_holds_it(real_study):
     raw = trials_of(real_study.url, real_study.search)
     home = run_page("Home", real_study.url, real_study.search)
@@ -539,6 +541,7 @@ def plotted(values) -> list:
     return list(values)
 
 
+@pytest.mark.slow
 def test_the_stability_lens_draws_the_medians_of_what_real_workers_recorded(real_study):
     """The lens on the real grid (p ∈ {1, 2, ∞}, 2 folds): its largest-logit curves are, per p and
     step, the median of the two folds' max_logit, computed here from the metrics table."""

@@ -15,6 +15,8 @@ from streamlit.testing.v1 import AppTest
 from lpstudy.results.compare import load_compare
 from tests.study_helpers import cli, lpstudy
 
+pytestmark = pytest.mark.slow  # real workers and several commands a test: minutes
+
 APP = Path(__file__).resolve().parents[1] / "app"
 QUICK = ["--set", "max_steps=20", "--set", "eval_interval=10", "--set", "eval_iters=1"]
 

@@ -12,6 +12,8 @@ import pytest
 
 from tests.study_helpers import TINY, cli, lpstudy, start_worker, wait_all
 
+pytestmark = pytest.mark.slow  # real workers and several commands a test: minutes
+
 
 @pytest.fixture(scope="module")
 def small_grid(tmp_path_factory):

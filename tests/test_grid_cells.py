@@ -68,6 +68,7 @@ def test_an_lr_sweep_run_by_workers_keeps_every_learning_rate(tmp_path):
     assert len(curve) == 4 and (curve["n"] == 2).all()
 
 
+@pytest.mark.slow
 def test_a_create_grid_counts_cells_on_every_gridded_field(tmp_path):
     url = f"sqlite:///{tmp_path / 'grid.db'}"
     made = lpstudy("create", "--study", "g", "--storage", url, "--preset", "smoke", "--sampler", "grid",

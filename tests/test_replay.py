@@ -212,6 +212,7 @@ def grid_study(tmp_path_factory):
     return url, tmp
 
 
+@pytest.mark.slow
 def test_export_grid_and_replay_on_a_real_grid_study(grid_study, capsys):
     url, tmp = grid_study
     table = from_study(url, "g")
@@ -258,6 +259,7 @@ def test_export_grid_and_replay_on_a_real_grid_study(grid_study, capsys):
     assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 def test_replay_refuses_what_it_cannot_replay(grid_study, capsys, tmp_path):
     url, _ = grid_study
     code, _, err = cli(capsys, "replay", "--study", "g", "--storage", url, "--grid", "x.json.gz")
@@ -283,6 +285,7 @@ def test_replay_refuses_what_it_cannot_replay(grid_study, capsys, tmp_path):
 
 # -- grid studies run in parts, joined ----------------------------------------------------------------
 
+@pytest.mark.slow
 def test_export_grid_joins_grid_studies_that_share_their_fixed_settings(grid_study, capsys):
     url, tmp = grid_study
     out = tmp / "joined.json.gz"
@@ -367,6 +370,7 @@ def test_the_shipped_grid_spans_learning_rates_from_too_small_to_the_largest_all
 
 # -- a suite of grids -------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_replay_of_a_suite_ranks_over_grids_and_leaves_each_grid_out(grid_study, capsys):
     url, tmp = grid_study
     files = []

@@ -38,6 +38,7 @@ def test_an_unreachable_database_is_one_line_without_the_password(command, capsy
     assert "127.0.0.1:1" in err and "writer:***@" in err and "Connection refused" in err
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)  # only stops the test if the command hangs: the behaviour is asserted below
 @pytest.mark.parametrize("command", [["status"], ["create"], ["worker", "--devices", "cpu"]])
 def test_a_server_that_never_answers_is_given_up_on_in_one_line(command):

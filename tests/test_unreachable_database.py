@@ -80,6 +80,7 @@ def test_a_worker_waiting_for_its_spec_exits_75_when_the_database_is_lost(tmp_pa
     assert "waiting up to" not in done.stderr  # an outage is no study that has not appeared yet
 
 
+@pytest.mark.slow
 def test_a_sqlite_file_locked_by_another_process_past_the_budget_exits_75(tmp_path, capsys, monkeypatch):
     url = f"sqlite:///{tmp_path / 'locked.db'}"
     code, _, err = cli(capsys, "create", "--study", "first", "--storage", url, "--preset", "smoke")
@@ -109,6 +110,7 @@ def test_a_bad_retry_budget_is_one_line_and_exit_2(text, command, sqlite_url, ca
                                  f"(how long to wait for an unreachable database), got {text!r}\n")
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 @pytest.mark.timeout(400)
 def test_a_creator_survives_a_database_that_starts_60_s_late_at_the_default_budget():

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 
 from tests.study_helpers import lp_env, lpstudy, open_study, trials_of, wait_for
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
 STUDY = """preset: smoke
 n_trials: 1
