@@ -18,7 +18,8 @@ from tests.study_helpers import TINY, cli, lp_env, lpstudy, trials_of
 @pytest.mark.slow
 def test_export_then_train_reproduces_the_stored_validation_loss(sqlite_url, tmp_path, capsys):
     code, _, err = cli(capsys, "create", "--study", "s", "--storage", sqlite_url, "--preset", "smoke", *TINY,
-                       "--sampler", "random", "--sampler-seed", "3", "--pruner", "none", "--seed", "7")
+                       "--sampler", "random", "--sampler-seed", "3", "--pruner", "none", "--seed", "7",
+                       "--spread-trials", "0")
     assert code == 0, err
     code, _, err = cli(capsys, "worker", "--study", "s", "--storage", sqlite_url, "--devices", "cpu",
                        "--n-trials", "2", "--no-progress")

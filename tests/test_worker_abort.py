@@ -24,7 +24,8 @@ def test_a_second_ctrl_c_ends_the_worker_with_its_final_line(sqlite_url, tmp_pat
     # back to Python's default handler on its way out, and the second signal, landing during the exit,
     # ended the process as killed by SIGINT (exit -2, as a shell's 130) without lpstudy's last line.
     code, _, err = cli(capsys, "create", "--study", "abort", "--storage", sqlite_url, "--preset", "smoke",
-                       "--sampler", "random", "--set", "eval_iters=1000000", "--set", "max_steps=30")
+                       "--sampler", "random", "--set", "eval_iters=1000000", "--set", "max_steps=30",
+                       "--spread-trials", "0")
     assert code == 0, err
     log = tmp_path / "worker.log"
     with open(log, "w") as out:
