@@ -148,6 +148,10 @@ class LoadPlan:
 
 # --- the worker processes ------------------------------------------------------------------------
 
+KILL_BY = 0.6  # the kills fall between a tenth and this share of the cells completed ...
+HOLD_AT = 0.8  # ... and past this share no trial ends while one is still to make (Board.may_finish)
+
+
 class Board:
     """What the harness sees of the workers: the trial each worker (slot) holds, from its claim to
     the end of its tell (-1: none), under one lock per process. A worker claims and tells under its
@@ -164,6 +168,11 @@ class Board:
         self.started = ctx.Array("b", [0] * (processes * threads), lock=False)  # began a first trial
         # in the objective: the trial's first heartbeat is written (the worker beats before it runs)
         self.running = ctx.Array("b", [0] * (processes * threads), lock=False)
+        # Set while trials may end. The harness clears it when the grid nears its end with kills still
+        # to make, so that every worker waits in its objective (a victim for each kill) instead of
+        # the grid finishing first (on a fast storage the last kills could find no worker in a trial).
+        self.may_finish = ctx.Event()
+        self.may_finish.set()
 
     def slots(self, process: int) -> range:
         return range(process * self.threads, (process + 1) * self.threads)
@@ -189,6 +198,7 @@ class StandIn:
         for step in (1, 2):
             time.sleep(self.trial_s / 2)
             trial.report(value + 0.1 / step, step)
+        self.board.may_finish.wait()
         self.record["trials"] += 1
         self.record["last_end"] = time.monotonic()
         return TrialOutcome(TrialState.COMPLETE, value)
@@ -567,7 +577,7 @@ def run_load(plan: LoadPlan, workdir: Path, postgres=None, progress=None) -> Loa
         # read-only: counting must not create the SQLite file before the creator does
         count_engine = sa.create_engine(kind_of(database_url).readonly_url(database_url), poolclass=sa.pool.NullPool)
         kills: list[Kill] = []
-        kill_at = sorted(random.uniform(0.1, 0.6) * plan.cells for _ in range(plan.kills))
+        kill_at = sorted(random.uniform(0.1, KILL_BY) * plan.cells for _ in range(plan.kills))
         creator_error: list[str] = []
 
         def create() -> None:
@@ -587,12 +597,16 @@ def run_load(plan: LoadPlan, workdir: Path, postgres=None, progress=None) -> Loa
             done = _count_complete(count_engine)
             if not result.worker_rss_mib and done >= plan.cells / 3:
                 _measure_memory(procs, result)
+            if kill_at and done >= HOLD_AT * plan.cells:
+                board.may_finish.clear()  # kills still to make: no trial ends until they are made
             while kill_at and done >= kill_at[0]:
                 victim = _kill_one(board, procs)
                 if not victim:
                     break
                 kills += victim
                 kill_at.pop(0)
+            if not kill_at:
+                board.may_finish.set()
             if progress is not None:
                 alive = sum(p.is_alive() for p in procs)
                 progress(done, plan.cells, f"{alive} processes · {len({k.process for k in kills})} killed"
