@@ -26,6 +26,7 @@ from common import STUDY_KEY
 from lpstudy.study.synthetic import write_synthetic_study
 from lpstudy.values import read_p
 from tests.study_helpers import best_by_hand, trials_of
+from lpstudy.db.kinds import open_reader
 
 APP = Path(__file__).resolve().parents[1] / "app"
 PAGES = {
@@ -124,7 +125,7 @@ def test_no_page_changes_the_study_that_every_page_shares(seeded):
             assert not run_page(page, url, study).exception, (study, page)
         for curves in (True, False):
             shared = common.cached_study(url, study, curves=curves)
-            fresh = load_study(url, study, curves=curves)
+            fresh = load_study(open_reader(url), study, curves=curves)
             pd.testing.assert_frame_equal(shared.trials, fresh.trials, check_exact=True)
             pd.testing.assert_frame_equal(shared.curves, fresh.curves, check_exact=True)
             assert common.cached_study(url, study, curves=curves) is shared  # shared, not a copy

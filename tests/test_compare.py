@@ -12,6 +12,7 @@ from lpstudy.db.optuna_storage import open_storage
 from lpstudy.results.compare import load_compare
 from lpstudy.study.studies import load_spec, study_names
 from tests.study_helpers import cli, trials_of
+from lpstudy.db.kinds import open_reader
 
 QUICK = ["--set", "max_steps=20", "--set", "eval_interval=10", "--set", "eval_iters=1"]
 
@@ -49,7 +50,7 @@ def test_compare_gives_equal_budgets_then_replicates_each_best_once(backend, req
     code, out, err = cli(capsys, "status", "--study", "cmp", "--storage", url)
     assert code == 0 and "tuning (3 trials per arm)" in out and "paired against p=2" in out, err
 
-    data = load_compare(url, "cmp")
+    data = load_compare(open_reader(url), "cmp")
     assert list(data.budgets["spent"]) == [3, 3, 3]
     paired = data.paired.set_index("arm")
     assert list(paired.index) == ["p=2", "p=1", "p=4"] and (paired["n_pairs"] == 2).all()

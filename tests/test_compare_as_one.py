@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from lpstudy.results.compare import load_compare
 from tests.study_helpers import cli, lpstudy
+from lpstudy.db.kinds import open_reader
 
 pytestmark = pytest.mark.slow  # real workers and several commands a test: minutes
 
@@ -112,7 +113,7 @@ def test_status_of_a_finished_comparison_speaks_of_its_arms_without_nan(finished
         assert wrong not in out, (wrong, out)
     assert "arms     2 arms · tuning 4/4 trials · folds 4/4 runs · nothing left" in out
     # the reference arm's row: its mean over its two folds, and no difference to itself
-    data = load_compare(finished["url"], "cmp")
+    data = load_compare(open_reader(finished["url"]), "cmp")
     ref_mean = data.folds[data.folds["arm"] == "p=2"]["value"].mean()
     reference_row = next(line for line in out.splitlines() if line.lstrip().startswith("p=2") and "reference" in line)
     assert reference_row.split() == ["p=2", "2", f"{ref_mean:.4f}", "reference", "–", "–", "–"]

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from lpstudy.db.kinds import open_reader
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = ROOT / "docker-compose.yml"
@@ -535,9 +536,9 @@ def test_the_read_only_role_reads_studies_and_metrics_and_is_refused_every_write
     trials = _seed_as_writer(writer_url, "lp-search")  # tables created after the init script ran
 
     # Reading, as the dashboards do.
-    assert [info.name for info in study_infos(reader_url)] == ["lp-search"]
-    assert sorted(load_trials(reader_url, "lp-search")["state"]) == ["COMPLETE", "COMPLETE"]
-    assert len(load_study(reader_url, "lp-search").curves) == 4
+    assert [info.name for info in study_infos(open_reader(reader_url))] == ["lp-search"]
+    assert sorted(load_trials(open_reader(reader_url), "lp-search")["state"]) == ["COMPLETE", "COMPLETE"]
+    assert len(load_study(open_reader(reader_url), "lp-search").curves) == 4
     assert len(read_metrics(make_engine(reader_url, readonly=True), "lp-search")) == 4
 
     # Writing: refused by the grants themselves, even after switching the session to read-write.
@@ -600,11 +601,11 @@ def test_backup_and_restore_as_the_readme_says(postgres, pg_url, tmp_path):
 
     owners = postgres.psql("SELECT DISTINCT tableowner FROM pg_tables WHERE schemaname = 'public'", database=target)
     assert owners.split() == [writer]
-    trials = load_trials(postgres.url(target, reader, "reader-pw"), "lp-search")
+    trials = load_trials(open_reader(postgres.url(target, reader, "reader-pw")), "lp-search")
     assert len(trials) == 2
     import optuna
 
     study = optuna.load_study(study_name="lp-search", storage=postgres.url(target, writer, "writer-pw"))
     study.optimize(lambda t: t.suggest_float("p", 1.0, 4.0), n_trials=1)  # workers carry on
-    assert len(load_trials(postgres.url(target, reader, "reader-pw"), "lp-search")) == 3
+    assert len(load_trials(open_reader(postgres.url(target, reader, "reader-pw")), "lp-search")) == 3
 

@@ -18,6 +18,7 @@ from lpstudy.study.replicate import replicate
 from lpstudy.study.studies import load_study
 from lpstudy.study.worker import requeue
 from tests.study_helpers import lp_env
+from lpstudy.db.kinds import open_reader
 
 warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -141,14 +142,14 @@ def test_status_counts_a_grid_cell_once_and_says_so(tmp_path, capsys):
     url = f"sqlite:///{tmp_path / 'd.db'}"
     write_synthetic_study(url, "grid", kind="replicate", p_values=[1.0, 2.0, 3.0], folds=3, seed=1,
                           n_evals=4, states=False)
-    before = study_status(url, "grid")
+    before = study_status(open_reader(url), "grid")
     study, _ = load_study(open_storage(url), "grid")
     first = [t for t in study.get_trials() if t.state == TrialState.COMPLETE][0]
     for _ in range(2):  # the same cell completed twice more, as a racing database held them
         study.add_trial(optuna.trial.create_trial(
             state=TrialState.COMPLETE, value=first.value - 0.5, params=first.params,
             distributions=first.distributions, user_attrs=first.user_attrs))
-    after = study_status(url, "grid")
+    after = study_status(open_reader(url), "grid")
     assert after["grid"]["done"] == before["grid"]["done"] == 9
     assert after["per_p"] == before["per_p"] and after["paired"] == before["paired"]
     assert after["best"] == before["best"]

@@ -14,6 +14,7 @@ import pytest
 from lpstudy.results import analysis as A
 from lpstudy.results.frames import load_study
 from tests.study_helpers import TINY, lp_env, lpstudy, trials_of
+from lpstudy.db.kinds import open_reader
 
 
 def _values(url: str, study: str) -> dict[tuple[float, float, int], float]:
@@ -59,7 +60,7 @@ def test_an_lr_sweep_run_by_workers_keeps_every_learning_rate(tmp_path):
     assert "final validation loss per p and lr" in shown.stdout
 
     # what the dashboard and the report read: every trial, and the lens's curve over both learning rates
-    data = load_study(url, "sw")
+    data = load_study(open_reader(url), "sw")
     assert len(data.trials) == 8 and data.duplicates == []
     assert data.curves["trial_id"].nunique() == 8
     sensitivity = A.lr_sensitivity(data.trials).set_index("p")

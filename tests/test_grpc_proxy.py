@@ -12,6 +12,7 @@ from sqlalchemy.engine import make_url
 
 from tests.study_helpers import TINY, TINY_EVALS, lp_env
 from tests.pgserver import free_port, wait_for_port
+from lpstudy.db.kinds import open_reader
 
 LPSTUDY = [sys.executable, "-m", "lpstudy"]
 PASSWORD = "pr0xy-s3cret"  # the test server trusts every connection; the proxy must still hide it
@@ -67,12 +68,12 @@ def test_two_workers_through_the_proxy_complete_a_grid_with_each_cell_once(proxy
         _, err = worker.communicate(timeout=240)
         assert worker.returncode == 0, err
 
-    trials = load_trials(pg_url, "grid")  # straight from the database behind the proxy
+    trials = load_trials(open_reader(pg_url), "grid")  # straight from the database behind the proxy
     assert list(trials["state"]) == ["COMPLETE"] * 4
     cells = sorted(zip(trials["p"].astype(float), trials["fold"].astype(int)))
     assert cells == [(2.0, 0), (2.0, 1), (3.0, 0), (3.0, 1)]
     # Every evaluation's metrics came through too (as trial attributes), for the dashboards.
-    curves = load_study(pg_url, "grid").curves
+    curves = load_study(open_reader(pg_url), "grid").curves
     assert curves.groupby("trial_number").size().tolist() == [TINY_EVALS] * 4
 
 

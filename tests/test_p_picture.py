@@ -17,6 +17,7 @@ from lpstudy.results.frames import load_study
 from tests.study_helpers import trials_of
 from tests.test_analysis import trials_frame
 from tests.written_study import record, write_replicate
+from lpstudy.db.kinds import open_reader
 
 P_VALUES = [1.0, 2.0, 3.0]
 FOLDS = 4
@@ -98,7 +99,7 @@ def test_no_per_p_aggregate_moves_at_the_rung_more_than_the_completed_trials_mov
     no more than the completed trials of its p move."""
     url, path = pruned_study
     moves = _completed_movement(url, path)
-    data = load_study(url, "pruned")
+    data = load_study(open_reader(url), "pruned")
     bands = A.curve_bands(data.curves, data.trials, column)
     assert set(bands["p_center"]) == set(P_VALUES)
     for p, group in bands.groupby("p_center"):
@@ -120,7 +121,7 @@ def test_the_report_draws_the_cohort_and_the_pruned_trials_apart(pruned_study):
 
     url, path = pruned_study
     moves = _completed_movement(url, path)
-    sections = dict(report_sections(load_study(url, "pruned")))
+    sections = dict(report_sections(load_study(open_reader(url), "pruned")))
     figures = {"val_loss": sections["Convergence"][2], "gain_mean": sections["Stability"][3],
                "max_logit": sections["Stability lens"][2], "min_head_entropy": sections["Stability lens"][3]}
     n_pruned = len(P_VALUES) * len(WORST_FOLDS)
@@ -164,7 +165,7 @@ def test_importance_ranks_p_first_on_a_matched_replicate_whose_folds_differ_a_lo
         return [record(0, 4.17), record(10, final)], False
 
     write_replicate(url, "matched", IMPORTANCE_P, IMPORTANCE_FOLDS, plan, fixed={"gain_init": "matched"})
-    data = load_study(url, "matched")
+    data = load_study(open_reader(url), "matched")
     assert data.trials["gain_init"].nunique() == len(IMPORTANCE_P)  # the matched gain varies with p
     importance = A.param_importance(data.trials, data.info.spec)
     assert importance.shares.index[0] == "p", importance.shares

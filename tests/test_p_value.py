@@ -19,6 +19,7 @@ from lpstudy.results.frames import load_study
 from lpstudy.study.spec import StudySpec, build_spec, replicate_spec
 from lpstudy.training.config import TrainConfig, resolve_config, write_run_file
 from lpstudy.values import P, json_safe
+from lpstudy.db.kinds import open_reader
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -137,7 +138,7 @@ def test_studies_written_the_old_ways_are_still_read(tmp_path):
     assert raw == {"Infinity", '"inf"', '"Infinity"'}  # the three old spellings, as stored
 
     for via_optuna in (False, True):
-        trials = load_study(url, "old", via_optuna=via_optuna).trials
+        trials = load_study(open_reader(url), "old", via_optuna=via_optuna).trials
         assert len(trials) == 4 and trials["p"].map(math.isinf).all()
-    exported = yaml.safe_load(export_text(url, "old"))  # the best trial: the worker's float ∞
+    exported = yaml.safe_load(export_text(open_reader(url), "old"))  # the best trial: the worker's float ∞
     assert exported["p"] == "inf" and exported["source"]["trial"] == 0

@@ -16,6 +16,7 @@ from lpstudy.results import compute_charts, point_sample
 from lpstudy.results.compute import best_against_compute
 from lpstudy.results.frames import load_study
 from lpstudy.study.synthetic import write_synthetic_study
+from lpstudy.db.kinds import open_reader
 
 pytestmark = pytest.mark.slow  # the slow tier: writing its 300-trial study dominates
 
@@ -26,7 +27,7 @@ LIMIT, BEST = 60, 10
 def trials(tmp_path_factory) -> pd.DataFrame:
     url = f"sqlite:///{tmp_path_factory.mktemp('points') / 'study.db'}"
     write_synthetic_study(url, "big", n_trials=300, n_evals=3, seed=4, now=datetime(2026, 1, 1))
-    return load_study(url, "big", curves=False).trials
+    return load_study(open_reader(url), "big", curves=False).trials
 
 
 @pytest.fixture(autouse=True)

@@ -17,6 +17,7 @@ import yaml
 from lpstudy.results import frames
 from lpstudy.values import read_p
 from tests.study_helpers import best_by_hand, cli, lp_env, lpstudy, trials_of
+from lpstudy.db.kinds import open_reader
 
 T_975 = {1: 12.706204736174707}  # Student's t, 97.5 %, by degrees of freedom
 STATES = ("COMPLETE", "PRUNED", "FAIL", "RUNNING", "WAITING")
@@ -50,7 +51,7 @@ def test_the_real_study_holds_what_it_is_for(real_study):
 @pytest.mark.parametrize("study", ["search", "grid"])
 def test_the_trials_frame_is_what_the_workers_stored(real_study, study):
     raw = {t.number: t for t in trials_of(real_study.url, study)}
-    frame = frames.load_trials(real_study.url, study).set_index("number")
+    frame = frames.load_trials(open_reader(real_study.url), study).set_index("number")
     assert sorted(frame.index) == sorted(raw)
     assert frame["p"].dtype == "float64"  # ∞ read as a number, however a worker stored it
     for number, trial in raw.items():
@@ -63,14 +64,14 @@ def test_the_trials_frame_is_what_the_workers_stored(real_study, study):
         assert row["gain_rule"] == attrs["gain_rule"]
         assert row["steps"] == attrs["steps"] and row["host"] == attrs["host"] and row["device"] == "cpu"
     # both ways of reading agree on what workers wrote, too
-    direct, via_optuna = frames.load_study(real_study.url, study), frames.load_study(real_study.url, study, via_optuna=True)
+    direct, via_optuna = frames.load_study(open_reader(real_study.url), study), frames.load_study(open_reader(real_study.url), study, via_optuna=True)
     assert direct.trials.equals(via_optuna.trials) and direct.curves.equals(via_optuna.curves)
 
 
 @pytest.mark.parametrize("study", ["search", "grid"])
 def test_the_curves_are_the_metrics_rows_the_workers_wrote(real_study, study):
     raw = {t._trial_id: t for t in trials_of(real_study.url, study)}
-    curves = frames.load_study(real_study.url, study).curves
+    curves = frames.load_study(open_reader(real_study.url), study).curves
     steps = {int(tid): sorted(int(s) for s in group["step"]) for tid, group in curves.groupby("trial_id")}
     assert steps == steps_by_sql(real_study, study)
     for trial_id, trial in raw.items():
@@ -166,7 +167,7 @@ def test_divergence_rates_per_p_count_what_the_workers_recorded(real_study):
     from lpstudy.results import analysis as A
 
     raw = trials_of(real_study.url, real_study.search)
-    trials = frames.load_trials(real_study.url, real_study.search)
+    trials = frames.load_trials(open_reader(real_study.url), real_study.search)
     rates = A.divergence_rates(trials)
     infinite = rates[rates["p_bin"] == "∞"].iloc[0]
     complete_inf = [t for t in raw if t.state.name == "COMPLETE" and math.isinf(read_p(t.user_attrs["p"]))]

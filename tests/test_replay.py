@@ -16,6 +16,7 @@ from lpstudy.results.replay import (MethodScore, Trace, _borda, f_of, regret_of,
 from lpstudy.results.replay_methods import Method, default_method, pick_methods
 from lpstudy.errors import UserError
 from tests.study_helpers import ROOT, TINY, cli, lpstudy, start_worker, wait_all
+from lpstudy.db.kinds import open_reader
 
 STEPS = (0, 10, 20, 30)
 FIXED = {"max_steps": 30, "eval_interval": 10, "warmup_steps": 10, "eval_iters": 2, "folds": 10}
@@ -215,7 +216,7 @@ def grid_study(tmp_path_factory):
 @pytest.mark.slow
 def test_export_grid_and_replay_on_a_real_grid_study(grid_study, capsys):
     url, tmp = grid_study
-    table = from_study(url, "g")
+    table = from_study(open_reader(url), "g")
     assert table.shape() == {"configs": 4, "folds": 2, "evals": 4, "steps_total": 8 * 30}
     assert table.params == ("p", "lr")
     for run in table.runs.values():
@@ -300,7 +301,7 @@ def test_export_grid_joins_grid_studies_that_share_their_fixed_settings(grid_stu
     assert joined.source["studies"] == ["g", "g-lr"]
     assert joined.source["command"] == f"lpstudy export-grid --study g --study g-lr -o {out}"
     # every run is the very run of the study that made it
-    g, g_lr = from_study(url, "g"), from_study(url, "g-lr")
+    g, g_lr = from_study(open_reader(url), "g"), from_study(open_reader(url), "g-lr")
     for (c, fold), run in g.runs.items():
         assert joined.run(joined.configs.index(g.configs[c]), fold).val_loss == pytest.approx(run.val_loss, abs=1e-5)
     for (c, fold), run in g_lr.runs.items():

@@ -20,6 +20,7 @@ from lpstudy.results.status import study_status
 from lpstudy.results.summary import study_summary
 from lpstudy.study.synthetic import write_synthetic_study
 from tests.study_helpers import TINY, cli
+from lpstudy.db.kinds import open_reader
 
 NOW = datetime(2026, 1, 1, 12, 0, 0)
 
@@ -42,20 +43,20 @@ def independent(url: str, name: str) -> dict:
 
 def check_reads(url: str, name: str) -> None:
     want = independent(url, name)
-    status = study_status(url, name)
+    status = study_status(open_reader(url), name)
     assert status["counts"] == want["counts"]
     assert status["diverged"] == want["diverged"]
     assert status["best"]["number"] == want["ranked"][0] and status["best"]["value"] == want["best_value"]
     assert sorted(r["number"] for r in status["running"]) == want["running"]
     top = min(3, len(want["ranked"]))
-    exported = yaml_runs(export_text(url, name, top_k=top))
+    exported = yaml_runs(export_text(open_reader(url), name, top_k=top))
     assert [run["source"]["trial"] for run in exported] == want["ranked"][:top]
-    info = next(i for i in frames.study_infos(url) if i.name == name)
+    info = next(i for i in frames.study_infos(open_reader(url)) if i.name == name)
     assert (info.n_trials, info.best_value) == (want["n"], want["best_value"])
-    fast = frames.load_study(url, name)
-    slow = frames.load_study(url, name, via_optuna=True)  # Optuna's API, every attribute decoded one by one
+    fast = frames.load_study(open_reader(url), name)
+    slow = frames.load_study(open_reader(url), name, via_optuna=True)  # Optuna's API, every attribute decoded one by one
     pd.testing.assert_frame_equal(fast.trials, slow.trials, check_exact=True)
-    summary = study_summary(url, name)  # the compute line: summed in SQL, last steps only where needed
+    summary = study_summary(open_reader(url), name)  # the compute line: summed in SQL, last steps only where needed
     assert_same_compute(summary.compute, compute_summary(slow.trials))
     if fast.curve_note is None:
         pd.testing.assert_frame_equal(fast.curves, slow.curves, check_exact=True)
@@ -101,10 +102,10 @@ def test_status_export_chooser_and_frames_from_sql_match_optunas_api_on_hand_mad
     check_reads(url, "made")
     check_reads(url, "other")
     want = independent(url, "made")
-    assert study_summary(url, "made").mean_complete_s == pytest.approx(want["mean_s"], rel=1e-9)
-    lost = next(i for i in frames.study_infos(url) if i.name == "lost")
+    assert study_summary(open_reader(url), "made").mean_complete_s == pytest.approx(want["mean_s"], rel=1e-9)
+    lost = next(i for i in frames.study_infos(open_reader(url)) if i.name == "lost")
     assert lost.n_trials == 10 and lost.best_value is None  # every run diverged: nothing can be best
-    assert study_status(url, "lost")["best"] is None
+    assert study_status(open_reader(url), "lost")["best"] is None
 
 
 def test_a_tie_goes_to_the_earlier_trial_and_a_diverged_run_is_never_best(sqlite_url):
@@ -117,8 +118,8 @@ def test_a_tie_goes_to_the_earlier_trial_and_a_diverged_run_is_never_best(sqlite
         for key, value in attrs.items():
             trial.set_user_attr(key, value)
         study.tell(trial, low - 1.0 if attrs.get("diverged") else low - 0.5)
-    assert study_status(sqlite_url, "ties")["best"]["number"] == 11  # 10 diverged; 11, 12 and 13 tie
-    assert [r["source"]["trial"] for r in yaml_runs(export_text(sqlite_url, "ties", top_k=3))] == [11, 12, 13]
+    assert study_status(open_reader(sqlite_url), "ties")["best"]["number"] == 11  # 10 diverged; 11, 12 and 13 tie
+    assert [r["source"]["trial"] for r in yaml_runs(export_text(open_reader(sqlite_url), "ties", top_k=3))] == [11, 12, 13]
 
 
 def test_a_big_study_reads_the_curves_of_a_sample_and_says_so(sqlite_url, monkeypatch):
@@ -127,8 +128,8 @@ def test_a_big_study_reads_the_curves_of_a_sample_and_says_so(sqlite_url, monkey
     monkeypatch.setattr(curve_sample, "CURVE_TRIALS_ALL", 20)
     monkeypatch.setattr(curve_sample, "PER_GROUP", 3)
     write_synthetic_study(sqlite_url, "big", n_trials=80, n_evals=4, seed=5, now=NOW)
-    sampled = frames.load_study(sqlite_url, "big")
-    full = frames.load_study(sqlite_url, "big", via_optuna=True)
+    sampled = frames.load_study(open_reader(sqlite_url), "big")
+    full = frames.load_study(open_reader(sqlite_url), "big", via_optuna=True)
     pd.testing.assert_frame_equal(sampled.trials, full.trials, check_exact=True)  # every trial, still
     drawn = set(sampled.curves["trial_number"])
     assert 3 <= len(drawn) < 80
@@ -145,7 +146,7 @@ def test_a_big_study_reads_the_curves_of_a_sample_and_says_so(sqlite_url, monkey
     assert per_group.max() <= 3
     assert sampled.curve_note.startswith(f"Curves of a sample of {len(drawn)} of {int((trials['state'] != 'WAITING').sum())} trials")
     assert "use every trial" in sampled.curve_note
-    one = frames.trial_curves(sqlite_url, "big", [int(best["number"])])
+    one = frames.trial_curves(open_reader(sqlite_url), "big", [int(best["number"])])
     pd.testing.assert_frame_equal(one, full.curves[full.curves["trial_number"] == best["number"]].reset_index(drop=True),
                                   check_exact=True)
 
@@ -159,10 +160,10 @@ def test_a_live_study_read_again_incrementally_equals_a_full_read(backend, reque
 
     url = request.getfixturevalue("sqlite_url" if backend == "sqlite" else "pg_url")
     write_synthetic_study(url, "live", n_trials=40, n_evals=4, seed=21, now=NOW)  # RUNNING, WAITING, every state
-    live = LiveStudy(url, "live")
+    live = LiveStudy(open_reader(url), "live")
     first = live.read()
     assert live.last_read == ("full", 40)
-    pd.testing.assert_frame_equal(first.trials, frames.load_study(url, "live").trials, check_exact=True)
+    pd.testing.assert_frame_equal(first.trials, frames.load_study(open_reader(url), "live").trials, check_exact=True)
     study = optuna.load_study(study_name="live", storage=url)
     before = {t.number: t.state.name for t in study.get_trials(deepcopy=False)}
     running = [n for n, s in before.items() if s == "RUNNING"]
@@ -186,10 +187,10 @@ def test_a_live_study_read_again_incrementally_equals_a_full_read(backend, reque
     changed = live.read()
     n_open = len(running) + len(waiting)
     assert live.last_read == ("incremental", n_open + 2)
-    full = frames.load_study(url, "live")
+    full = frames.load_study(open_reader(url), "live")
     pd.testing.assert_frame_equal(changed.trials, full.trials, check_exact=True)
     pd.testing.assert_frame_equal(changed.curves, full.curves, check_exact=True)
-    pd.testing.assert_frame_equal(changed.trials, frames.load_study(url, "live", via_optuna=True).trials,
+    pd.testing.assert_frame_equal(changed.trials, frames.load_study(open_reader(url), "live", via_optuna=True).trials,
                                   check_exact=True)
     row = changed.trials.set_index("number")
     assert row.loc[running[0], "state"] == "COMPLETE" and row.loc[running[0], "value"] == 1.5
@@ -231,8 +232,9 @@ def test_export_read_with_sql_equals_the_export_read_through_optuna(backend, req
 
     url = request.getfixturevalue("sqlite_url" if backend == "sqlite" else "pg_url")
     write_synthetic_study(url, "made", n_trials=40, n_evals=4, seed=21, now=NOW)
-    spec, chosen = export.chosen_from_sql(url, "made", 3)
-    optuna_spec, through_optuna = export._chosen_through_optuna(url, "made", 3)
+    reader = open_reader(url)
+    spec, chosen = export.chosen_from_sql(reader, "made", 3)
+    optuna_spec, through_optuna = export._chosen_through_optuna(reader, "made", 3)
     assert spec == optuna_spec and [t.number for t in chosen] == [t.number for t in through_optuna]
     for mine, theirs in zip(chosen, through_optuna):
         assert export.run_file_text(mine, spec, "made") == export.run_file_text(theirs, spec, "made")
@@ -245,6 +247,6 @@ def test_status_reads_many_running_trials_a_chunk_of_ids_at_a_time(sqlite_url, m
     write_synthetic_study(sqlite_url, "made", n_trials=30, n_evals=3, seed=8, now=NOW)
     want = independent(sqlite_url, "made")
     monkeypatch.setattr(Q, "IDS_PER_QUERY", 1)  # each trial id a query of its own
-    status = study_status(sqlite_url, "made")
+    status = study_status(open_reader(sqlite_url), "made")
     assert sorted(r["number"] for r in status["running"]) == want["running"] and len(want["running"]) >= 2
     assert status["best"]["number"] == want["ranked"][0]

@@ -23,6 +23,7 @@ from lpstudy.db.locks import ask_lock_name, lock_file, storage_lock
 from lpstudy.db.optuna_storage import open_storage
 from lpstudy.errors import StudyUnavailable, UserError
 from lpstudy.study.checkpoints import artifact_location
+from lpstudy.db.kinds import open_reader
 
 ROOT = Path(__file__).resolve().parents[1]
 KIND_NAMES = {"sqlite", "postgresql", "mysql", "journal", "grpc"}
@@ -389,6 +390,6 @@ def test_every_kind_answers_a_workers_questions_alike(kind, tmp_path, request):
     assert storage.trial_state(study, first._trial_id) == TrialState.COMPLETE
     with storage.lock("a test") as locked:
         assert locked is True  # SQLite and the journal: a file lock; PostgreSQL: an advisory lock
-    curves = load_study(url, "grid").curves
+    curves = load_study(open_reader(url), "grid").curves
     row = curves[curves["trial_id"] == first._trial_id]
     assert list(row["step"]) == [10] and list(row["val_loss"]) == [2.25] and list(row["train_loss"]) == [2.5]

@@ -13,6 +13,7 @@ from lpstudy.training.config import load_run_file, resolve_config
 from lpstudy.errors import UserError
 from lpstudy.results.export import export_text, train_command
 from tests.study_helpers import TINY, cli, lp_env, lpstudy, trials_of
+from lpstudy.db.kinds import open_reader
 
 
 @pytest.mark.slow
@@ -54,7 +55,7 @@ def test_export_then_train_reproduces_the_stored_validation_loss(sqlite_url, tmp
     body = json.loads(stdout)
     assert body["study"] == "s" and len(body["runs"]) == 2
     assert [r["source"]["value"] for r in body["runs"]] == sorted(t.value for t in trials)
-    assert export_text(sqlite_url, "s") == out.read_text()
+    assert export_text(open_reader(sqlite_url), "s") == out.read_text()
     assert train_command("my best.yaml") == "lpstudy train --config 'my best.yaml'"
 
 
@@ -69,7 +70,7 @@ def test_p_infinity_survives_the_export(sqlite_url, tmp_path, capsys):
     (trial,) = trials_of(sqlite_url, "inf")
     assert trial.user_attrs["p"] == "inf" and trial.params == {}  # ∞ as lpstudy writes it
     path = tmp_path / "inf.yaml"
-    path.write_text(export_text(sqlite_url, "inf"))
+    path.write_text(export_text(open_reader(sqlite_url), "inf"))
     assert "p: inf" in path.read_text()
     preset, overrides, source = load_run_file(path)
     config = resolve_config(preset, overrides)
@@ -84,6 +85,6 @@ def test_export_of_a_study_without_a_completed_trial_is_refused(sqlite_url, caps
     assert code == 2 and out == ""
     assert err.startswith("lpstudy: error: study 'empty' has no completed trial") and err.count("\n") == 1
     with pytest.raises(UserError, match="no completed trial"):
-        export_text(sqlite_url, "empty")
+        export_text(open_reader(sqlite_url), "empty")
     with pytest.raises(UserError, match="no study named 'nope'"):
-        export_text(sqlite_url, "nope")
+        export_text(open_reader(sqlite_url), "nope")

@@ -7,7 +7,7 @@ from lpstudy.results import lens_charts as L
 
 from lpstudy.results.columns import signed
 
-from common import STUDY_KEY, cached_study_infos, chart, no_traceback, storage_from_environment
+from common import STUDY_KEY, cached_study_infos, chart, no_traceback, reader, storage_from_environment
 from tables import table
 
 st.title("Compare")
@@ -27,7 +27,7 @@ if chosen not in comparisons:
 def cached_compare(storage_url: str, compare_name: str):
     from lpstudy.results.compare import load_compare
 
-    data = load_compare(storage_url, compare_name)
+    data = load_compare(reader(storage_url), compare_name)
     return data.plan, data.budgets, data.paired, data.reference
 
 

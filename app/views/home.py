@@ -7,7 +7,7 @@ import streamlit as st
 from lpstudy.results import analysis as A
 from lpstudy.results import charts as C
 
-from common import CACHE_TTL_S, cached_study, chart, no_traceback, once, page, plain, show_problem
+from common import CACHE_TTL_S, cached_study, chart, no_traceback, once, page, plain, reader, show_problem
 from tables import table
 from lpstudy.values import format_duration
 
@@ -26,7 +26,7 @@ def comparison_overview(storage_url: str, name: str) -> None:
     from lpstudy.results.compare import compare_progress, load_compare, next_command, progress_line
 
     with no_traceback():
-        progress = compare_progress(load_compare(storage_url, name))
+        progress = compare_progress(load_compare(reader(storage_url), name))
     cols = st.columns(4)
     cols[0].metric("Arms", progress["n_arms"])
     cols[1].metric("Tuning trials", f"{progress['tuning_spent']} / {progress['tuning_total']}",

@@ -36,6 +36,7 @@ def compare(
 ) -> int:
     """Compare the values of one field fairly: the same tuning budget per arm, then K folds each."""
     quiet_optuna()
+    from lpstudy.db.kinds import open_reader
     from lpstudy.db.optuna_storage import open_storage
     from lpstudy.errors import UserError
     from lpstudy.results.compare import compare_progress, load_compare, next_command, render_compare
@@ -55,7 +56,8 @@ def compare(
     say(f"comparison {study!r} {'created' if created else 'resumed'} in {store.display_url}: "
         f"{len(plan.values)} arms of {plan.factor} · {plan.budget} tuning trial{'' if plan.budget == 1 else 's'} each on fold "
         f"{plan.tune_fold} · then {plan.folds} folds each")
-    progress = compare_progress(load_compare(url, study))
+    with open_reader(url) as reader:
+        progress = compare_progress(load_compare(reader, study))
     if progress["left"]:
         say(work_estimate(progress["left"], plan.preset, plan.fixed, local.workers, local.devices,
                           pruned=bool(progress["tuning_left"]) and plan.tune_spec(plan.reference).pruner != "none"))
@@ -66,7 +68,8 @@ def compare(
 
         code = spawn_workers(WorkerOptions(study=study, storage=url, data=data, show_progress=False),
                              device_list, say=say)
-    progress = render_compare(url, study)
+    with open_reader(url) as reader:
+        progress = render_compare(reader, study)
     if not progress["done"]:  # the next command only while something is left
         say(f"start workers anywhere: {next_command(study, storage.hint)}")
     return code

@@ -102,11 +102,13 @@ def check_study_is_not_mistyped(url: str, study: str) -> None:
     """UserError (one line, the closest names) for a --study that the database does not hold while
     it holds studies of a close name: a typo, not a study still to be created (a dashboard may start
     before its study exists, and then shows it once it does)."""
+    from lpstudy.db.kinds import open_reader
     from lpstudy.errors import StudyUnavailable
     from lpstudy.results.frames import study_infos
 
     try:
-        names = [info.name for info in study_infos(url)]
+        with open_reader(url) as reader:
+            names = [info.name for info in study_infos(reader)]
     except StudyUnavailable:
         return  # the page says what is wrong with the database
     if study not in names and closest_study_names(study, names):
@@ -166,7 +168,8 @@ def report(
     from lpstudy.paths import check_output_file
     from lpstudy.results.report import write_report
 
-    url = storage.checked_url()
+    reader = storage.reader()  # the URL checked first, then the output
     check_output_file(output, "--output")
-    written = write_report(url, study, output, threshold=threshold, bins=bins)
+    with reader:
+        written = write_report(reader, study, output, threshold=threshold, bins=bins)
     print(f"lpstudy report: {study} → {written} ({written.stat().st_size / 1e6:.1f} MB, opens offline)")

@@ -50,7 +50,8 @@ def _tables(grids: Optional[list[Path]], suite: bool, study: Optional[list[str]]
     if study is None:
         raise UserError(f"give --grid FILE (the shipped grid: --grid {SHIPPED_GRID}; --grid repeats), --suite "
                         "(the shipped suite of grids) or --study NAME, a grid study of your database (--storage URL)")
-    return [("+".join(study), from_studies(storage.url(), study))]
+    with storage.reader() as reader:
+        return [("+".join(study), from_studies(reader, study))]
 
 
 @app.command()
@@ -226,7 +227,8 @@ def export_grid(
     from lpstudy.results.grid_table import write_table
 
     check_output_file(output, "--output")
-    table = from_studies(storage.url(), study)
+    with storage.reader() as reader:
+        table = from_studies(reader, study)
     studies = " ".join(f"--study {shell_quoted(name)}" for name in study)
     table.source["command"] = f"lpstudy export-grid {studies} -o {output}"
     write_table(table, output)

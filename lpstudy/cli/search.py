@@ -54,8 +54,10 @@ def search(
     options = WorkerOptions(study=study, storage=url, n_trials=n_trials, data=data, show_progress=False)
     code = _run_with_progress(options, device_list, the_study, before, n_trials)
 
-    status = study_status(url, study)
-    render_status(status)
+    from lpstudy.db.kinds import open_reader
+
+    with open_reader(url) as reader:
+        render_status(study_status(reader, study))
     where, name = storage.hint, shell_quoted(study)
     say(f"dashboard: lpstudy dashboard --study {name}{where}")
     say(f"export:    lpstudy export --study {name}{where} -o best.yaml   "

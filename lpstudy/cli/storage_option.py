@@ -41,6 +41,13 @@ class StorageChoice(OptionGroup):
         kind_of(url)
         return url
 
+    def reader(self):
+        """The study database's one reader (lpstudy.db.trial_reader), opened from checked_url(); a
+        command opens it once and passes it to what reads (`with storage.reader() as reader:`)."""
+        from lpstudy.db.kinds import open_reader
+
+        return open_reader(self.checked_url())
+
     @property
     def hint(self) -> str:
         """The storage as a command this one suggests should name it, never with its password:

@@ -118,20 +118,20 @@ def status(
     """Trials by state, the best trial, who runs what, the time left (and the replicate table)."""
     from lpstudy.results.status import render_status, study_status
 
-    url = storage.url()
-    result = study_status(url, study)
-    if result.get("kind") == "compare":  # the parent of `lpstudy compare`: no trials of its own; its arms'
-        from lpstudy.results.compare import compare_progress, load_compare
+    with storage.reader() as reader:
+        result = study_status(reader, study)
+        if result.get("kind") == "compare":  # the parent of `lpstudy compare`: no trials of its own; its arms'
+            from lpstudy.results.compare import compare_progress, load_compare
 
-        result["comparison"] = compare_progress(load_compare(url, study))
-    if as_json:
-        sys.stdout.write(json.dumps(result) + "\n")
-    else:
-        render_status(result)
-        if result.get("kind") == "compare":  # the parent of `lpstudy compare`: its arms' table
-            from lpstudy.results.compare import next_command, render_compare
+            result["comparison"] = compare_progress(load_compare(reader, study))
+        if as_json:
+            sys.stdout.write(json.dumps(result) + "\n")
+        else:
+            render_status(result)
+            if result.get("kind") == "compare":  # the parent of `lpstudy compare`: its arms' table
+                from lpstudy.results.compare import next_command, render_compare
 
-            render_compare(url, study, next_hint=next_command(study, storage.hint))
+                render_compare(reader, study, next_hint=next_command(study, storage.hint))
 
 
 @app.command()
@@ -151,7 +151,8 @@ def export(
 
     if output is not None:
         check_output_file(output, "--output")
-    text = export_text(storage.url(), study, top_k=top, fmt=fmt)
+    with storage.reader() as reader:
+        text = export_text(reader, study, top_k=top, fmt=fmt)
     if output is None:
         sys.stdout.write(text)
         return
@@ -206,8 +207,10 @@ def replicate(
                               heartbeat_interval=trial_options.heartbeat_interval,
                               grace_period=trial_options.grace_period, max_retry=trial_options.max_retry)
     code = spawn_workers(options_w, device_list, say=say)
+    from lpstudy.db.kinds import open_reader
     from lpstudy.results.status import render_status, study_status
 
-    render_status(study_status(url, study))
+    with open_reader(url) as reader:
+        render_status(study_status(reader, study))
     return code
 

@@ -3,7 +3,7 @@
     reader = open_reader(url)        # lpstudy.db.kinds: the kind of url says which reader
     reader.studies()                 # every study: name, user attributes, direction, trials, best
     reader.answer(name, read)        # read(conn, engine, study_id) on Optuna's SQL tables, or None
-    reader.optuna_study(name)        # the study and its FrozenTrials through Optuna's storage API
+    reader.optuna_study(name)        # the study and its FrozenTrials (or those of some ids) through Optuna's API
     reader.metrics(name)             # the metrics table's rows of the study (empty without one)
     reader.fingerprint(name)         # what changes whenever the study does, or None
     reader.close()
@@ -60,7 +60,7 @@ class TrialReader(Protocol):
 
     def answer(self, study_name: str, read: Callable[[Connection, Engine, int], T]) -> T | None: ...
 
-    def optuna_study(self, study_name: str) -> tuple[Any, list]: ...
+    def optuna_study(self, study_name: str, trial_ids: list[int] | None = None) -> tuple[Any, list]: ...
 
     def metrics(self, study_name: str) -> pd.DataFrame: ...
 
@@ -125,14 +125,17 @@ class OptunaReader:
         """None: this reader has no SQL; the caller reads through optuna_study."""
         return None
 
-    def optuna_study(self, study_name: str) -> tuple[Any, list]:
-        """(Optuna's FrozenStudy, its FrozenTrials); StudyUnavailable when there is no such study."""
+    def optuna_study(self, study_name: str, trial_ids: list[int] | None = None) -> tuple[Any, list]:
+        """(Optuna's FrozenStudy, its FrozenTrials, or only those of trial_ids in their order);
+        StudyUnavailable when there is no such study."""
         storage = self._storage()
         with reading(self.url):
             studies = storage.get_all_studies()
             frozen = next((s for s in studies if s.study_name == study_name), None)
             if frozen is None:
                 raise no_such_study(self.url, study_name, [s.study_name for s in studies])
+            if trial_ids is not None:
+                return frozen, [storage.get_trial(trial_id) for trial_id in trial_ids]
             return frozen, storage.get_all_trials(frozen._study_id, deepcopy=False)
 
     def metrics(self, study_name: str, trial_ids=None) -> pd.DataFrame:

@@ -10,11 +10,12 @@ from typing import Any
 
 import pandas as pd
 
-from lpstudy.db.optuna_storage import open_storage
+from lpstudy.db.trial_reader import TrialReader
+from lpstudy.db.urls import redact
 from lpstudy.errors import UserError
 from lpstudy.results import analysis as A
-from lpstudy.results.frames import load_trials, reader_of
-from lpstudy.study.compare import ComparePlan, load_plan
+from lpstudy.results.frames import load_trials
+from lpstudy.study.compare import COMPARE_ATTR, ComparePlan
 
 
 @dataclass
@@ -84,20 +85,20 @@ def next_command(study: str, storage_flags: str = "") -> str:
     return f"lpstudy worker --study {shell_quoted(study)}{storage_flags}"
 
 
-def load_compare(storage_url: str | None, name: str) -> CompareData:
-    """The comparison NAME; UserError when there is none of that name."""
-    storage = open_storage(storage_url, readonly=True)
-    plan = load_plan(storage, name)
-    if plan is None:
-        raise UserError(f"no comparison named {name!r} in {storage.display_url}; create it with `lpstudy compare`")
-    existing = {s.study_name for s in storage.optuna.get_all_studies()}
+def load_compare(reader: TrialReader, name: str) -> CompareData:
+    """The comparison NAME (its plan is in its study's user attributes, lpstudy.study.compare);
+    UserError when there is none of that name."""
+    records = {record.name: record for record in reader.studies()}
+    plain = records[name].attrs.get(COMPARE_ATTR) if name in records else None
+    if not plain:
+        raise UserError(f"no comparison named {name!r} in {redact(reader.url)}; create it with `lpstudy compare`")
+    plan = ComparePlan.from_plain(plain)
     tuning, folds = [], []
-    with reader_of(storage.url) as reader:
-        for value in plan.values:
-            arm = plan.label(value)
-            for study, frames in ((plan.tune_study(name, value), tuning), (plan.folds_study(name, value), folds)):
-                if study in existing:
-                    frames.append(load_trials(reader, study).assign(arm=arm))
+    for value in plan.values:
+        arm = plan.label(value)
+        for study, frames in ((plan.tune_study(name, value), tuning), (plan.folds_study(name, value), folds)):
+            if study in records:
+                frames.append(load_trials(reader, study).assign(arm=arm))
     join = lambda frames: pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(  # noqa: E731
         columns=["arm", "number", "state", "value", "p", "lr", "gain_init", "fold", "diverged", "final_val_loss"])
     return CompareData(name, plan, join(tuning), join(folds), plan.label(plan.reference))
@@ -107,7 +108,7 @@ def _cell(value: Any, spec: str) -> str:
     return "–" if value is None or pd.isna(value) else format(value, spec)
 
 
-def render_compare(url: str, study: str, next_hint: str | None = None) -> dict[str, Any]:
+def render_compare(reader: TrialReader, study: str, next_hint: str | None = None) -> dict[str, Any]:
     """Where the comparison stands (compare_progress), the arms' budgets and the paired table, on
     standard output; then `next_hint` (the command that runs the rest) only when something is left.
     Returns the progress."""
@@ -115,7 +116,7 @@ def render_compare(url: str, study: str, next_hint: str | None = None) -> dict[s
 
     from lpstudy.results.status import print_table  # plain columns at any width, no number cut
 
-    data = load_compare(url, study)
+    data = load_compare(reader, study)
     progress = compare_progress(data)
     console = Console()
     console.print(f"arms     {progress_line(progress)}", highlight=False, soft_wrap=True)

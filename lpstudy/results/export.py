@@ -69,7 +69,7 @@ class StoredTrial:
     user_attrs: dict[str, Any]
 
 
-def chosen_from_sql(source: TrialReader | str, study_name: str, top_k: int) -> tuple[StudySpec, list[StoredTrial]] | None:
+def chosen_from_sql(reader: TrialReader, study_name: str, top_k: int) -> tuple[StudySpec, list[StoredTrial]] | None:
     """The study's spec and its best top_k trials (lpstudy.study.best's rule, ranked in SQL:
     lpstudy.db.study_queries), read without opening Optuna's storage; None where SQL cannot answer
     (not a SQL database, another schema, no spec, or a chosen trial from before workers stored
@@ -87,33 +87,23 @@ def chosen_from_sql(source: TrialReader | str, study_name: str, top_k: int) -> t
             return None
         return StudySpec.from_plain(attrs[SPEC_ATTR]), trials
 
-    from lpstudy.results.frames import reader_of
-
-    with reader_of(source) as reader:
-        return reader.answer(study_name, read)
+    return reader.answer(study_name, read)
 
 
-def _chosen_through_optuna(source: TrialReader | str, study_name: str, top_k: int) -> tuple[StudySpec, list]:
-    """chosen_from_sql through Optuna's storage (its FrozenTrials): on a SQL database SQL still
+def _chosen_through_optuna(reader: TrialReader, study_name: str, top_k: int) -> tuple[StudySpec, list]:
+    """chosen_from_sql through Optuna's storage API (its FrozenTrials): on a SQL database SQL still
     ranks, and Optuna reads only the chosen trials."""
     from lpstudy.db import study_queries as Q
-    from lpstudy.db.optuna_storage import open_storage
-    from lpstudy.results.frames import reader_of
     from lpstudy.study.best import ranked_trials
-    from lpstudy.study.studies import load_spec
+    from lpstudy.study.studies import spec_of
 
-    with reader_of(source) as reader:
-        storage = open_storage(reader.url, readonly=True)  # an export only reads
-        ids = reader.answer(study_name, lambda conn, engine, sid: [
-            tid for tid, _, _ in Q.ranked_trial_ids(conn, sid, top_k)])
-    spec = load_spec(storage, study_name)
-    if ids is not None:
-        return spec, [storage.optuna.get_trial(trial_id) for trial_id in ids]
-    study_id = storage.optuna.get_study_id_from_name(study_name)
-    return spec, ranked_trials(storage.optuna.get_all_trials(study_id, deepcopy=False))[:top_k]
+    ids = reader.answer(study_name, lambda conn, engine, sid: [
+        tid for tid, _, _ in Q.ranked_trial_ids(conn, sid, top_k)])
+    frozen, trials = reader.optuna_study(study_name, trial_ids=ids)
+    return spec_of(study_name, frozen.user_attrs), trials if ids is not None else ranked_trials(trials)[:top_k]
 
 
-def export_text(source: TrialReader | str, study_name: str, top_k: int = 1, fmt: str = "yaml") -> str:
+def export_text(reader: TrialReader, study_name: str, top_k: int = 1, fmt: str = "yaml") -> str:
     """The best trial (lpstudy.study.best) as a run file (top_k=1), or the top K as
     {study, runs: [...]}, in YAML or JSON. On a SQL database the trials are ranked by SQL and only
     the chosen ones read, without Optuna (chosen_from_sql); elsewhere through Optuna's storage.
@@ -123,10 +113,7 @@ def export_text(source: TrialReader | str, study_name: str, top_k: int = 1, fmt:
         raise UserError(f"unknown format {fmt!r}; choose yaml or json")
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise UserError(f"--top must be a positive integer, got {top_k!r}")
-    from lpstudy.results.frames import reader_of
-
-    with reader_of(source) as reader:
-        spec, done = chosen_from_sql(reader, study_name, top_k) or _chosen_through_optuna(reader, study_name, top_k)
+    spec, done = chosen_from_sql(reader, study_name, top_k) or _chosen_through_optuna(reader, study_name, top_k)
     if not done:
         raise UserError(f"study {study_name!r} has no completed trial that did not diverge yet; run "
                         f"`lpstudy worker --study {shell_quoted(study_name)}` and export when `lpstudy status --study "

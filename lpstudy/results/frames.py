@@ -4,8 +4,8 @@ Everything here only reads. SQL databases are opened read-only where the databas
 (SQLite through `mode=ro`, PostgreSQL through read-only transactions and, in a deployment, a
 read-only role); Optuna's RDBStorage is opened without creating tables or checking the schema
 version (both may write). The dashboard, `lpstudy report` and `lpstudy status` read through here.
-Each function takes the database's reader (lpstudy.db.trial_reader: opened once from the URL by the
-caller, `open_reader(url)`, and passed on), or a URL, for which a reader is opened for that read.
+Each function takes the database's reader (lpstudy.db.trial_reader), opened once from the URL by the
+caller (`open_reader(url)`, `StorageChoice.reader()` on the command line) and passed on.
 Where the reader answers with SQL (SqlReader) the frames are built from SQL rows, else from Optuna's
 FrozenTrials; they hold the same values either way (the tests compare the two).
 
@@ -22,16 +22,13 @@ Frames (column names are a contract; see TRIAL_COLUMNS and CURVE_COLUMNS):
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
-from lpstudy.db.kinds import open_reader
 from lpstudy.db.trial_reader import TrialReader
 from lpstudy.results.cells import grid_fields, one_per_cell
 from lpstudy.study.best import ranked_frame
@@ -80,20 +77,6 @@ class StudyData:
     derived: dict = field(default_factory=dict, compare=False, repr=False)
 
 
-@contextlib.contextmanager
-def reader_of(source: TrialReader | str) -> Iterator[TrialReader]:
-    """The reader a function of this module reads through: the one given (opened once by the caller,
-    lpstudy.db.trial_reader.open_reader), or for a storage URL one opened for this read and closed."""
-    if isinstance(source, str):
-        reader = open_reader(source)
-        try:
-            yield reader
-        finally:
-            reader.close()
-    else:
-        yield source
-
-
 # --- studies --------------------------------------------------------------------------------
 
 def _spec_of(attrs: dict) -> dict:
@@ -118,10 +101,9 @@ def _frozen_study_info(frozen) -> StudyInfo:
     return study_info(frozen.study_name, frozen.user_attrs, direction)
 
 
-def study_infos(source: TrialReader | str) -> list[StudyInfo]:
+def study_infos(reader: TrialReader) -> list[StudyInfo]:
     """Every study in the database with its kind, preset and spec, sorted by name."""
-    with reader_of(source) as reader:
-        records = reader.studies()
+    records = reader.studies()
     counts = {record.name: record.n_trials for record in records}
     infos = []
     for record in records:
@@ -235,10 +217,10 @@ def to_datetimes(column: pd.Series) -> pd.Series:
     return pd.to_datetime(column)
 
 
-def load_trials(source: TrialReader | str, study_name: str) -> pd.DataFrame:
+def load_trials(reader: TrialReader, study_name: str) -> pd.DataFrame:
     """Every trial of a study as a frame, one row per trial (see TRIAL_COLUMNS), sorted by number.
     StudyUnavailable (a UserError) when the database cannot be read or has no such study."""
-    return load_study(source, study_name, curves=False).trials
+    return load_study(reader, study_name, curves=False).trials
 
 
 # --- learning curves ------------------------------------------------------------------------
@@ -288,7 +270,7 @@ def merge_curves(*sources: pd.DataFrame) -> pd.DataFrame:
     return frame.astype({"trial_id": "int64", "trial_number": "int64", "step": "int64"})
 
 
-def trial_curves(source: TrialReader | str, study_name: str, numbers: list[int]) -> pd.DataFrame:
+def trial_curves(reader: TrialReader, study_name: str, numbers: list[int]) -> pd.DataFrame:
     """The curves of the trials with these numbers only (see CURVE_COLUMNS): on a SQL database
     only their rows are read."""
     from lpstudy.db import study_queries as Q
@@ -297,11 +279,10 @@ def trial_curves(source: TrialReader | str, study_name: str, numbers: list[int])
         ids = Q.trial_ids_of(conn, sid, numbers)
         return _sql_curves(conn, reader, sid, study_name, ids, list(ids))
 
-    with reader_of(source) as reader:
-        curves = reader.answer(study_name, read)
-        if curves is not None:
-            return curves
-        curves = load_study(reader, study_name, via_optuna=True).curves
+    curves = reader.answer(study_name, read)
+    if curves is not None:
+        return curves
+    curves = load_study(reader, study_name, via_optuna=True).curves
     return curves[curves["trial_number"].isin(numbers)].reset_index(drop=True)
 
 
@@ -385,16 +366,15 @@ def _load_optuna(reader: TrialReader, study_name: str, with_curves: bool) -> tup
     return _frozen_study_info(frozen), trials, intermediate_frame(trials), table
 
 
-def load_study(source: TrialReader | str, study_name: str, curves: bool = True, via_optuna: bool = False) -> StudyData:
+def load_study(reader: TrialReader, study_name: str, curves: bool = True, via_optuna: bool = False) -> StudyData:
     """A study's info, trials and (unless curves=False) curves in one read. SQL databases are read
     straight from Optuna's tables (fast); journal and gRPC storages, or via_optuna=True, through
     Optuna's storage API. StudyUnavailable when the database cannot be read or has no such study."""
-    with reader_of(source) as reader:
-        if not via_optuna:
-            data = _load_sql(reader, study_name, curves)
-            if data is not None:
-                return data
-        info, trials, intermediate, table = _load_optuna(reader, study_name, curves)
+    if not via_optuna:
+        data = _load_sql(reader, study_name, curves)
+        if data is not None:
+            return data
+    info, trials, intermediate, table = _load_optuna(reader, study_name, curves)
     frame = trials_frame(trials, intermediate)
     merged = merge_curves(table, attr_curves(trials), intermediate) if curves else _empty_curves()
     duplicates: list[int] = []
@@ -404,10 +384,9 @@ def load_study(source: TrialReader | str, study_name: str, curves: bool = True, 
     return StudyData(name=study_name, info=info, trials=frame, curves=merged, duplicates=duplicates)
 
 
-def study_fingerprint(source: TrialReader | str, study_name: str) -> tuple | None:
+def study_fingerprint(reader: TrialReader, study_name: str) -> tuple | None:
     """Something that changes whenever the study's data changes (SQL databases: a few counts),
     so that a reader can keep what it loaded until then; None where it cannot be had cheaply
     (journal, gRPC, an unknown schema): reread on a timer instead. StudyUnavailable when the
     database cannot be read or has no such study."""
-    with reader_of(source) as reader:
-        return reader.fingerprint(study_name)
+    return reader.fingerprint(study_name)

@@ -11,20 +11,23 @@ part only. Plain Python over GridTable (lpstudy.results.grid_table)."""
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lpstudy.errors import UserError
 from lpstudy.results.grid_table import FOLD, GridTable, Run, from_study, is_numeric_value
 
+if TYPE_CHECKING:
+    from lpstudy.db.trial_reader import TrialReader
+
 _UNSET = "(unset)"
 
 
-def from_studies(storage_url: str, names: list[str]) -> GridTable:
+def from_studies(reader: TrialReader, names: list[str]) -> GridTable:
     """The table of one grid study, or of several joined (join_tables)."""
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
         raise UserError(f"--study {repeated[0]} is given twice: name each grid study once")
-    return join_tables([from_study(storage_url, name) for name in names], names)
+    return join_tables([from_study(reader, name) for name in names], names)
 
 
 def join_tables(tables: list[GridTable], names: list[str]) -> GridTable:

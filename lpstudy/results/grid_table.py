@@ -19,13 +19,16 @@ import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from lpstudy.errors import UserError
 from lpstudy.files import atomic_write
 from lpstudy.values import is_inf, json_safe, read_p
+
+if TYPE_CHECKING:
+    from lpstudy.db.trial_reader import TrialReader
 
 FORMAT = "lpstudy-grid/1"
 FOLD = "fold"  # the replication axis; every other searched field of the grid is a configuration's
@@ -168,7 +171,7 @@ def _nearest_value(name: str, grid: list[Any], value: Any) -> Any:
 
 # -- from a grid study ------------------------------------------------------------------------
 
-def from_study(storage_url: str, study_name: str) -> GridTable:
+def from_study(reader: TrialReader, study_name: str) -> GridTable:
     """The table of a grid study in a database. UserError if it is not a grid over folds or a
     cell has no COMPLETE trial yet (it says how many, and how to finish them)."""
     from lpstudy.db.urls import redact
@@ -177,7 +180,7 @@ def from_study(storage_url: str, study_name: str) -> GridTable:
     from lpstudy.study.space import Choice
     from lpstudy.study.spec import StudySpec
 
-    data = load_study(storage_url, study_name, curves=True)
+    data = load_study(reader, study_name, curves=True)
     if not data.info.spec:
         raise UserError(f"study {study_name!r} was not made by lpstudy (it has no spec); replay needs a grid study")
     spec = StudySpec.from_plain(data.info.spec)
@@ -225,13 +228,13 @@ def from_study(storage_url: str, study_name: str) -> GridTable:
                 continue
             runs[(c, f)] = _run_of(done[0], rows, curves)
     if missing:
-        raise UserError(f"grid study {study_name!r} in {redact(storage_url)} has {missing} of "
+        raise UserError(f"grid study {study_name!r} in {redact(reader.url)} has {missing} of "
                         f"{len(configs) * len(folds)} cells without a completed run; finish them first: "
                         f"lpstudy worker --study {shell_quoted(study_name)}")
     fixed = {k: v for k, v in spec.space.to_plain().items() if v.get("type") == "fixed"}
     fixed = {k: v["value"] for k, v in fixed.items()}
     fixed.setdefault("folds", spec.folds)
-    source = {"study": study_name, "storage": redact(storage_url),
+    source = {"study": study_name, "storage": redact(reader.url),
               "exported_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     return GridTable(params=params, values={n: values[n] for n in params}, configs=configs, folds=folds,
                      runs=runs, preset=spec.preset, fixed=fixed, source=source)

@@ -30,7 +30,6 @@ import threading
 import pandas as pd
 
 from lpstudy.db import study_queries as Q
-from lpstudy.db.kinds import open_reader
 from lpstudy.results import frames
 
 UNFINISHED = ("RUNNING", "WAITING")
@@ -39,9 +38,9 @@ UNFINISHED = ("RUNNING", "WAITING")
 class LiveStudy:
     """One study of one database, read fully once, then incrementally (see the module's docstring)."""
 
-    def __init__(self, source: frames.TrialReader | str, study_name: str) -> None:
-        """source: the database's reader (lpstudy.db.trial_reader), kept for every read, or its URL."""
-        self.reader = open_reader(source) if isinstance(source, str) else source
+    def __init__(self, reader: frames.TrialReader, study_name: str) -> None:
+        """reader: the database's reader (lpstudy.db.trial_reader), kept for every read."""
+        self.reader = reader
         self.study_name = study_name
         self._lock = threading.Lock()
         self._sid: int | None = None

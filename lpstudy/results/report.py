@@ -15,7 +15,7 @@ from lpstudy.results import charts as C
 from lpstudy.results.columns import labelled
 from lpstudy.files import atomic_write_text
 from lpstudy.results.curve_sample import importance_sample
-from lpstudy.results.frames import StudyData, TrialReader, load_study, reader_of
+from lpstudy.results.frames import StudyData, TrialReader, load_study
 from lpstudy.db.urls import redact
 
 
@@ -127,11 +127,10 @@ def render_report(data: StudyData, storage_url: str, threshold: float | None = N
             f"<nav>{''.join(nav)}</nav>{''.join(parts)}</body></html>")
 
 
-def write_report(source: TrialReader | str, study_name: str, output: str | Path, threshold: float | None = None,
+def write_report(reader: TrialReader, study_name: str, output: str | Path, threshold: float | None = None,
                  bins: int | None = None) -> Path:
     """Load the study (read-only), render it and write the HTML atomically; the path written."""
-    with reader_of(source) as reader:
-        data = load_study(reader, study_name)
+    data = load_study(reader, study_name)
     text = render_report(data, reader.url, threshold, bins)
     return atomic_write_text(output, text)
 

@@ -68,15 +68,9 @@ def time_left(mean_s: float | None, counts: dict[str, int], running: pd.DataFram
     return {"seconds": seconds, "basis": f"{what}, mean trial {format_duration(mean_s)}, {len(running)} running"}
 
 
-def study_status(source: results.TrialReader | str, study_name: str) -> dict[str, Any]:
+def study_status(reader: results.TrialReader, study_name: str) -> dict[str, Any]:
     """Everything `lpstudy status` shows, as plain data (what --json prints). A search study on a
-    SQL database is answered from SQL (lpstudy.results.summary) without reading every trial.
-    source: the database's reader (lpstudy.db.trial_reader), or its URL."""
-    with results.reader_of(source) as reader:
-        return _study_status(reader, study_name)
-
-
-def _study_status(reader: results.TrialReader, study_name: str) -> dict[str, Any]:
+    SQL database is answered from SQL (lpstudy.results.summary) without reading every trial."""
     from lpstudy.results.summary import study_summary
 
     summary = study_summary(reader, study_name)

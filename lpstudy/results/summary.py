@@ -42,7 +42,7 @@ def needs_every_trial(info: frames.StudyInfo) -> bool:
     return info.kind != "search" or bool(info.spec.get("n_cells")) or info.spec.get("sampler") == "grid"
 
 
-def study_summary(source: frames.TrialReader | str, study_name: str) -> StudySummary | None:
+def study_summary(reader: frames.TrialReader, study_name: str) -> StudySummary | None:
     """The summary of a search study on a SQL database; None where it cannot be had from SQL (not
     a SQL storage, an unknown schema, a grid: see needs_every_trial). StudyUnavailable when there
     is no such study."""
@@ -64,5 +64,4 @@ def study_summary(source: frames.TrialReader | str, study_name: str) -> StudySum
                             mean_complete_s=Q.mean_complete_seconds(conn, sid),
                             compute=compute_summary_of_sums(*Q.compute_sums(conn, sid)))
 
-    with frames.reader_of(source) as reader:
-        return reader.answer(study_name, read)
+    return reader.answer(study_name, read)

@@ -172,7 +172,11 @@ def load_spec(storage: StudyStorage, name: str) -> StudySpec:
         study_id = storage.optuna.get_study_id_from_name(name)
     except KeyError:
         raise UserError(no_such_study(name, storage.display_url, study_names(storage))) from None
-    attrs = storage.optuna.get_study_user_attrs(study_id)
+    return spec_of(name, storage.optuna.get_study_user_attrs(study_id))
+
+
+def spec_of(name: str, attrs: dict[str, Any]) -> StudySpec:
+    """The spec in the study's user attributes; UserError for a study lpstudy did not create."""
     if SPEC_ATTR not in attrs:
         raise UserError(f"study {name!r} was not created by lpstudy (it has no '{SPEC_ATTR}' spec); "
                         "create one with `lpstudy create`")
