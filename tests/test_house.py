@@ -27,7 +27,9 @@ try:
     main()
 except SystemExit as exc:
     code = exc.code
-print(json.dumps({'torch': 'torch' in sys.modules, 'optuna': 'optuna' in sys.modules, 'code': code}))
+# Optuna's RDB storage loads its table models and alembic when it is opened, not when optuna is imported
+print(json.dumps({'torch': 'torch' in sys.modules, 'code': code,
+                  'optuna_storage': 'optuna.storages._rdb.models' in sys.modules or 'alembic' in sys.modules}))
 """
 
 
@@ -65,14 +67,14 @@ def test_reading_commands_import_no_torch(study_db, tmp_path):
     assert (tmp_path / "best.yaml").is_file() and (tmp_path / "r.html").is_file()
 
 
-def test_status_and_export_of_a_search_study_on_sql_import_no_optuna(study_db, tmp_path):
+def test_status_and_export_of_a_search_study_on_sql_never_open_optunas_storage(study_db, tmp_path):
     """They answer from SQL (lpstudy.results.summary, lpstudy.results.export.chosen_from_sql):
-    importing Optuna and opening its storage was a second of each command's time."""
+    opening Optuna's storage (its schema check) was most of a second of each command's time."""
     for args in (("status", "--study", "s", "--storage", study_db),
                  ("export", "--study", "s", "--storage", study_db, "-o", str(tmp_path / "best.yaml"))):
         result = run_cli_fresh(*args)
         assert result["code"] in (0, None), result["stderr"]
-        assert result["optuna"] is False, args
+        assert result["optuna_storage"] is False, args
     assert "source:" in (tmp_path / "best.yaml").read_text()
 
 

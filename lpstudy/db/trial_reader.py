@@ -15,7 +15,7 @@ OptunaReader (journal, gRPC) reads through Optuna's storage API, opened read-onl
 no SQL (answer: None), so that lpstudy.results.frames builds the same frames from FrozenTrials.
 A new kind of storage names its reader in its module (StorageKind.reader); the readers of the
 results (lpstudy.results.frames, status, export, report, the dashboard) never ask which it is.
-Optuna is imported only where its API reads: `lpstudy status` on SQL starts without it.
+Optuna's storage is opened only where its API reads: `lpstudy status` on SQL never opens it.
 """
 
 from __future__ import annotations

@@ -106,7 +106,7 @@ def _chosen_through_optuna(reader: TrialReader, study_name: str, top_k: int) -> 
 def export_text(reader: TrialReader, study_name: str, top_k: int = 1, fmt: str = "yaml") -> str:
     """The best trial (lpstudy.study.best) as a run file (top_k=1), or the top K as
     {study, runs: [...]}, in YAML or JSON. On a SQL database the trials are ranked by SQL and only
-    the chosen ones read, without Optuna (chosen_from_sql); elsewhere through Optuna's storage.
+    the chosen ones read, without opening Optuna's storage (chosen_from_sql); elsewhere through it.
     UserError when the study has no such trial (or does not exist)."""
     fmt = (fmt or "yaml").lower()
     if fmt not in FORMATS:

@@ -1,15 +1,15 @@
 """The trials frame (lpstudy.results.frames.TRIAL_COLUMNS) built from SQL in a few queries, column by
 column: the attributes arrive pivoted into columns (lpstudy.db.study_queries.trial_rows), each column's
 JSON texts are decoded once per distinct text, and the parameters' internal values are mapped to
-their external ones once per distribution. The values are those of frames.trial_row on the same
+their external ones by Optuna's own distributions, decoded once per distribution. The values are those of frames.trial_row on the same
 trials (the tests compare the two on real and synthetic studies); the work per trial is a few
 array operations instead of a Python dict per attribute.
 """
 
 from __future__ import annotations
 
-import json
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -44,20 +44,14 @@ def _decoded(texts: pd.Series, convert: Callable[[Any], Any]) -> list:
 
 def _external_values(dist_json: str, internal: np.ndarray) -> list:
     """Optuna's internal parameter values (floats) as the values the trial saw, for one distribution
-    in Optuna's JSON ({"name": ..., "attributes": ...}): a categorical's choice by index, an int
-    distribution's integer, else the float. Read here rather than through
-    optuna.distributions.json_to_distribution, so that reading a study from SQL (`lpstudy status`)
-    does not import Optuna (a third of a second); every distribution name Optuna writes or reads
-    (the current ones and the deprecated Uniform, LogUniform, DiscreteUniform, IntUniform and
-    IntLogUniform) is covered, and the tests compare the frame with Optuna's own reading."""
-    dist = json.loads(dist_json)
-    name = dist.get("name", "")
-    if name == "CategoricalDistribution":
-        choices = dist["attributes"]["choices"]
-        return [choices[int(v)] for v in internal]
-    if name.startswith("Int"):
-        return [int(v) for v in internal]
-    return [float(v) for v in internal]
+    in Optuna's JSON, decoded as Optuna decodes it (a categorical's choice, an int distribution's
+    integer, a float), the deprecated distributions of old studies included."""
+    from optuna.distributions import json_to_distribution
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # Optuna's note on a deprecated distribution
+        dist = json_to_distribution(dist_json)
+    return [dist.to_external_repr(v) for v in internal.tolist()]
 
 
 def _external_params(rows: pd.DataFrame) -> dict[int, dict[str, Any]]:
