@@ -35,11 +35,11 @@ INF_SHARE = 1 / 8  # of p's axis, where p = ∞ is searched too
 
 def spread_points(space: SearchSpace, n: int, seed: int | None) -> list[dict[str, Any]]:
     """`n` points of a scrambled Sobol sequence over the searched fields, as Optuna parameters."""
-    from scipy.stats import qmc
-
     searched = [p for p in space.searched if isinstance(p, (Range, Choice))]
     if n <= 0 or not searched:
         return []
+    from scipy.stats import qmc  # a second to import: only where there are points to make
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Sobol's balance warning for n not a power of two
         units = qmc.Sobol(d=len(searched), scramble=True, seed=seed).random(n)
