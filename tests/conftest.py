@@ -24,6 +24,17 @@ torch.set_num_threads(1)
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
+def pytest_collection_modifyitems(items):
+    """The fast tier (`pytest -m "not slow"`) runs mostly in this one process: a test that needs
+    the throwaway PostgreSQL server (its marker `postgres`, or the `postgres` or `pg_url` fixture)
+    or the study real worker processes write (`real_study`) is part of the slow tier, as are those
+    marked `slow` by hand (they start workers, servers or a browser, wait out timeouts, or sweep
+    every case where one case stands for them in the fast tier)."""
+    for item in items:
+        if item.get_closest_marker("postgres") or {"postgres", "pg_url", "real_study"} & set(item.fixturenames):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session")
 def corpus_path() -> Path:
     path = Path(os.environ["LPSTUDY_DATA"])
@@ -70,6 +81,21 @@ def empty_url(request, tmp_path) -> str:
 @pytest.fixture
 def sqlite_url(tmp_path) -> str:
     return f"sqlite:///{tmp_path / 'study.db'}"
+
+
+@pytest.fixture(scope="session")
+def seeded(tmp_path_factory) -> tuple[str, Path]:
+    """(URL, file) of a SQLite database holding a synthetic search study (40 trials, every state, some
+    diverged, p = ∞) and a replicate grid, smoke preset (6 evaluations of 25 steps: the smoke preset's
+    150 steps, so an export retrains quickly), written once per session. Tests only read it."""
+    from lpstudy.study.synthetic import write_synthetic_study
+    from tests.study_helpers import SEEDED_AT
+
+    path = tmp_path_factory.mktemp("seeded") / "study.db"
+    url = f"sqlite:///{path}"
+    write_synthetic_study(url, "search", n_trials=40, n_evals=6, seed=1, now=SEEDED_AT)
+    write_synthetic_study(url, "grid", kind="replicate", folds=4, n_evals=6, seed=1, now=SEEDED_AT)
+    return url, path
 
 
 @pytest.fixture(scope="session")

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -14,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # A run that takes about a second on one core: the smoke model, 30 steps, 3 evaluations after step 0.
 TINY = ["--set", "max_steps=30", "--set", "eval_interval=10", "--set", "eval_iters=2"]
 TINY_EVALS = 4  # steps 0, 10, 20, 30
+SEEDED_AT = datetime(2026, 1, 1, 12, 0, 0)  # when the dashboard tests' seeded study ran (conftest.seeded)
 
 
 def lp_env(**extra: str) -> dict[str, str]:

@@ -13,7 +13,6 @@ import re
 import subprocess
 import sys
 import time
-from datetime import datetime
 from pathlib import Path
 
 import optuna
@@ -25,7 +24,7 @@ from streamlit.testing.v1 import AppTest
 from common import STUDY_KEY
 from lpstudy.study.synthetic import write_synthetic_study
 from lpstudy.values import read_p
-from tests.study_helpers import best_by_hand, trials_of
+from tests.study_helpers import SEEDED_AT, best_by_hand, trials_of
 from lpstudy.db.kinds import open_reader
 
 APP = Path(__file__).resolve().parents[1] / "app"
@@ -58,22 +57,11 @@ TITLES = {
     "Trials": set(),  # the trial's own charts, checked below
     "Export": set(),
 }
-NOW = datetime(2026, 1, 1, 12, 0, 0)
+NOW = SEEDED_AT  # the seeded study's clock (the `seeded` fixture, tests/conftest.py)
 
 
 def digest(path: Path) -> tuple[str, int]:
     return hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns
-
-
-@pytest.fixture(scope="module")
-def seeded(tmp_path_factory) -> tuple[str, Path]:
-    """A search study (40 trials, every state, some diverged, p = ∞) and a replicate grid, smoke preset
-    (6 evaluations of 25 steps: the smoke preset's 150 steps, so the export retrains quickly)."""
-    path = tmp_path_factory.mktemp("app") / "study.db"
-    url = f"sqlite:///{path}"
-    write_synthetic_study(url, "search", n_trials=40, n_evals=6, seed=1, now=NOW)
-    write_synthetic_study(url, "grid", kind="replicate", folds=4, n_evals=6, seed=1, now=NOW)
-    return url, path
 
 
 def run_page(page: str, storage: str, study: str | None = None, monkeypatch=None) -> AppTest:
@@ -113,6 +101,7 @@ def test_every_page_renders_a_search_study_with_its_charts(seeded, page):
     assert at.sidebar.selectbox[0].value == "search"
 
 
+@pytest.mark.slow
 def test_no_page_changes_the_study_that_every_page_shares(seeded):
     """The pages share one copy of the study without copying it (common._cached_study_version is a
     cache_resource): after every page has drawn both studies, that copy still equals a fresh read."""
@@ -131,6 +120,7 @@ def test_no_page_changes_the_study_that_every_page_shares(seeded):
             assert common.cached_study(url, study, curves=curves) is shared  # shared, not a copy
 
 
+@pytest.mark.slow
 def test_a_revisit_of_an_unchanged_study_draws_the_same_charts_without_computing_them(seeded, monkeypatch):
     """common.once: each chart is computed once per version of the study and its settings, then every
     visit draws the kept one (at 100,000 trials computing them took 0.3-0.8 s a page). The charts a
@@ -235,6 +225,7 @@ def test_home_shows_states_best_trial_workers_and_a_refresh_toggle(seeded):
     assert not at.exception
 
 
+@pytest.mark.slow
 def test_home_follows_a_running_study(tmp_path):
     import time
 
@@ -291,6 +282,7 @@ def test_trials_table_filters_and_one_trials_detail(seeded):
     assert f"Trial {number}: loss curves" in chart_titles(at)
 
 
+@pytest.mark.slow
 def test_export_offers_the_best_trial_as_a_run_file_and_it_retrains(seeded, tmp_path, corpus_path):
     url, _ = seeded
     at = run_page("Export", url, "search")
@@ -317,6 +309,7 @@ def test_export_offers_the_best_trial_as_a_run_file_and_it_retrains(seeded, tmp_
     assert json.loads(at.code[0].value)["p"] == pytest.approx(exported["p"])
 
 
+@pytest.mark.slow
 def test_the_app_never_writes_to_the_database(seeded):
     url, path = seeded
     before = digest(path)
@@ -326,6 +319,7 @@ def test_the_app_never_writes_to_the_database(seeded):
     assert digest(path) == before
 
 
+@pytest.mark.slow
 def test_an_empty_database_says_how_to_start_on_every_page(tmp_path):
     import optuna
 
@@ -338,6 +332,7 @@ def test_an_empty_database_says_how_to_start_on_every_page(tmp_path):
         assert any("holds no study yet" in m for m in shown["info"]), (page, shown)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("storage, expected", [
     ("sqlite:///{tmp}/missing.db", "no study database at"),
     ("postgresql+psycopg://reader:s3cret@127.0.0.1:1/lpstudy", "cannot read the study database"),
@@ -352,6 +347,7 @@ def test_a_database_that_cannot_be_reached_gets_an_error_not_a_traceback(tmp_pat
     assert not (tmp_path / "missing.db").exists()
 
 
+@pytest.mark.slow
 def test_a_study_without_a_completed_trial_says_so(tmp_path):
     import optuna
 
@@ -370,6 +366,7 @@ def test_a_study_without_a_completed_trial_says_so(tmp_path):
             assert any("No trial has completed yet (1 running, 1 waiting)" in m for m in shown["info"]), (page, shown)
 
 
+@pytest.mark.slow
 def test_a_study_without_trials_says_how_to_start_its_workers(tmp_path):
     import optuna
 
@@ -384,6 +381,7 @@ def test_a_study_without_trials_says_how_to_start_its_workers(tmp_path):
         assert any("lpstudy worker --study newborn --storage URL" in m for m in shown["info"]), (page, shown)
 
 
+@pytest.mark.slow
 def test_a_study_where_every_run_diverged_warns_and_still_shows_where(tmp_path):
     url = f"sqlite:///{tmp_path / 'diverged.db'}"
     write_synthetic_study(url, "hot", n_trials=12, n_evals=6, all_diverged=True, now=NOW)
@@ -522,6 +520,7 @@ def test_trials_small_panels_have_legends_and_step_axes_and_no_none_cells(seeded
     assert len(panel1) == 2 and all(d["name"] for d in panel1)
 
 
+@pytest.mark.slow
 def test_home_shows_running_durations_as_minutes_and_seconds(tmp_path):
     url = f"sqlite:///{tmp_path / 'now.db'}"
     write_synthetic_study(url, "now", n_trials=12, n_evals=6, seed=5)  # trials started minutes ago
@@ -576,6 +575,7 @@ def test_the_stability_lens_draws_the_medians_of_what_real_workers_recorded(real
     assert sorted(len(plotted(t["x"])) for t in curve["data"] if t.get("name", "").startswith("p ")) == [1, 1, 1]
 
 
+@pytest.mark.slow
 def test_the_compare_page_draws_the_paired_differences_of_a_comparison(seeded, tmp_path):
     import optuna
 

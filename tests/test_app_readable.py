@@ -19,12 +19,10 @@ from tests.test_app import NOW, displayed, figures, plotted, run_page
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def search(tmp_path_factory) -> str:
-    url = f"sqlite:///{tmp_path_factory.mktemp('readable') / 'study.db'}"
-    write_synthetic_study(url, "search", n_trials=40, n_evals=6, seed=1, now=NOW)
-    write_synthetic_study(url, "grid", kind="replicate", folds=4, n_evals=6, seed=1, now=NOW)
-    return url
+@pytest.fixture
+def search(seeded) -> str:
+    """The seeded search and grid studies' database (tests/conftest.py)."""
+    return seeded[0]
 
 
 def headers(frame) -> dict[str, str]:

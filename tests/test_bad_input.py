@@ -396,6 +396,18 @@ def _id(case) -> str:
     return f"{kind}:{' '.join(args)[:60]!r}"
 
 
+def in_tiers(cases: list) -> list:
+    """The cases as test parameters: the first of each kind for each command stands for the others in
+    the fast tier; the others run in the slow tier."""
+    seen: set[tuple[str, str]] = set()
+    params = []
+    for case in cases:
+        key = (case[0], case[1][0])
+        params.append(pytest.param(case, id=_id(case), marks=pytest.mark.slow if key in seen else ()))
+        seen.add(key)
+    return params
+
+
 def test_the_corpus_is_large_and_covers_every_command():
     commands = {args[0] for _, args, _ in CASES}
     assert len(CASES) + len(STUDY_FILE_CASES) + len(SYNTHETIC_CASES) >= 200
@@ -411,7 +423,7 @@ def test_every_case_names_its_own_problem():
             assert "--preset" in args, args  # replicate has no default preset
 
 
-@pytest.mark.parametrize("case", CASES, ids=_id)
+@pytest.mark.parametrize("case", in_tiers(CASES))
 def test_bad_input_is_one_line_and_exit_2_and_leaves_nothing(case, in_workdir, capsys):
     _, args, expected = case
     before = snapshot(in_workdir)

@@ -51,7 +51,7 @@ PAGES = [
 ]
 WAIT_MS = 90_000
 # the two studies every page is looked at with: a small search and a large one
-SIZES = {"small": 8, "large": 1000}
+SIZES = {"small": 8, "large": 400}
 
 
 
@@ -229,7 +229,7 @@ def _no_overlap(boxes: list[dict]) -> bool:
 
 @pytest.mark.parametrize("size", list(SIZES))
 def test_every_page_reads_at_a_glance_on_a_small_and_a_large_study(dashboard, browser, size):
-    """Screenshots of every page at 8 and at 1,000 trials (test-artifacts/screenshots/<size>/), and in
+    """Screenshots of every page at 8 and at 400 trials (test-artifacts/screenshots/<size>/), and in
     the drawn page: the p-bins slider, p tick labels that do not overlap, divergence rates as points,
     log ticks 1, 10, 100 (or 1-2-5), legends on a trial's panels, no literal None."""
     import re

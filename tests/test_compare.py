@@ -18,9 +18,8 @@ QUICK = ["--set", "max_steps=20", "--set", "eval_interval=10", "--set", "eval_it
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
-def test_compare_gives_equal_budgets_then_replicates_each_best_once(backend, request, capsys):
-    url = request.getfixturevalue("sqlite_url" if backend == "sqlite" else "pg_url")
+def test_compare_gives_equal_budgets_then_replicates_each_best_once(empty_url, capsys):
+    url = empty_url
     args = ["compare", "--study", "cmp", "--storage", url, "--preset", "smoke", "--p", "1,2,4",
             "--budget", "3", "--folds", "2", "--sampler-seed", "5", *QUICK]
     code, _, err = cli(capsys, *args)

@@ -158,6 +158,7 @@ def _figures(at) -> dict[str, dict]:
             for c in at.get("plotly_chart")}
 
 
+@pytest.mark.slow
 def test_home_shows_compute_and_the_best_value_against_it(study, monkeypatch):
     url, want = study
     monkeypatch.delenv("LPSTUDY_DASHBOARD_STUDY", raising=False)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -19,7 +20,7 @@ import pytest
 
 from lpstudy.study.synthetic import write_synthetic_study
 from tests.pgserver import free_port
-from tests.study_helpers import wait_until_answers
+from tests.study_helpers import cli, wait_until_answers
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,22 +32,13 @@ def lpstudy(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
 
 
 
-@pytest.fixture(scope="module")
-def seeded(tmp_path_factory) -> tuple[str, Path]:
-    path = tmp_path_factory.mktemp("cli") / "study.db"
-    url = f"sqlite:///{path}"
-    write_synthetic_study(url, "search", n_trials=30, n_evals=6, seed=4, now=datetime(2026, 1, 1))
-    return url, path
-
-
-@pytest.mark.slow
-def test_report_is_one_html_file_with_every_chart_that_needs_no_network(seeded, tmp_path):
+def test_report_is_one_html_file_with_every_chart_that_needs_no_network(seeded, tmp_path, capsys):
     url, path = seeded
     before = hashlib.sha256(path.read_bytes()).hexdigest()
     out = tmp_path / "out" / "report.html"
-    done = lpstudy("report", "--study", "search", "--storage", url, "-o", str(out))
-    assert done.returncode == 0, done.stderr
-    assert str(out) in done.stdout
+    code, stdout, err = cli(capsys, "report", "--study", "search", "--storage", url, "-o", str(out))
+    assert code == 0, err
+    assert str(out) in stdout
     html = out.read_text()
     for title in ("Final validation loss against p", "Mean final validation loss per p (95 % interval)",
                   "Validation loss curves, coloured by p", "Divergence rate per p (95 % Wilson interval)",
@@ -57,12 +49,12 @@ def test_report_is_one_html_file_with_every_chart_that_needs_no_network(seeded, 
     assert hashlib.sha256(path.read_bytes()).hexdigest() == before
 
 
-def test_report_of_a_missing_study_is_one_line(seeded, tmp_path):
+def test_report_of_a_missing_study_is_one_line(seeded, tmp_path, capsys):
     url, _ = seeded
-    done = lpstudy("report", "--study", "nope", "--storage", url, "-o", str(tmp_path / "r.html"))
-    assert done.returncode == 2
-    assert done.stderr.strip().startswith("lpstudy: error: no study named 'nope'")
-    assert len(done.stderr.strip().splitlines()) == 1
+    code, _, err = cli(capsys, "report", "--study", "nope", "--storage", url, "-o", str(tmp_path / "r.html"))
+    assert code == 2
+    assert err.strip().startswith("lpstudy: error: no study named 'nope'")
+    assert len(err.strip().splitlines()) == 1
     assert not (tmp_path / "r.html").exists()
 
 
@@ -126,12 +118,18 @@ def test_dashboard_reads_the_study_it_opens_before_the_first_visitor(tmp_path):
         assert "ScriptRunContext" not in log.read_text(), log.read_text()
 
 
-def test_dashboard_with_a_mistyped_study_says_the_closest_names_in_one_line(seeded):
+def test_dashboard_with_a_mistyped_study_says_the_closest_names_in_one_line(seeded, capsys, monkeypatch):
     url, _ = seeded
-    done = lpstudy("dashboard", "--storage", url, "--study", "serach", "--headless", "--port", str(free_port()))
-    assert done.returncode == 2 and done.stdout == "", done.stderr
-    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
-    assert done.stderr.startswith("lpstudy: error: no study named 'serach'") and "did you mean 'search'?" in done.stderr
+
+    def never(*args, **kwargs):
+        raise AssertionError("a mistyped study reached the point of starting the server")
+
+    monkeypatch.setattr(os, "execvpe", never)
+    code, out, err = cli(capsys, "dashboard", "--storage", url, "--study", "serach", "--headless",
+                         "--port", str(free_port()))
+    assert code == 2 and out == "", err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("lpstudy: error: no study named 'serach'") and "did you mean 'search'?" in err
 
 
 @pytest.mark.slow
@@ -145,7 +143,7 @@ def test_optuna_dashboard_serves_the_study_and_cannot_change_it(seeded):
         wait_until_answers(f"http://127.0.0.1:{port}/api/meta", proc)
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/studies", timeout=30) as response:
             studies = json.load(response)["study_summaries"]
-        assert [s["study_name"] for s in studies] == ["search"]
+        assert sorted(s["study_name"] for s in studies) == ["grid", "search"]
         request = urllib.request.Request(f"http://127.0.0.1:{port}/api/studies", method="POST",
                                          data=json.dumps({"study_name": "new", "directions": ["minimize"]}).encode(),
                                          headers={"Content-Type": "application/json"})

@@ -6,76 +6,76 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from lpstudy.study.synthetic import write_synthetic_study
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "lpstudy"
 
-# Runs a command in a fresh interpreter and prints, as its last line, whether torch was imported.
+# Runs commands one after another in one fresh interpreter and prints, after each, a line saying
+# whether torch was imported so far and whether Optuna's storage was opened (Optuna's RDB storage
+# loads its table models and alembic when it is opened, not when optuna is imported).
 RUN_AND_REPORT = """
 import json, sys
-sys.argv = ['lpstudy', *json.loads(sys.argv[1])]
 from lpstudy.cli import main
-try:
-    main()
-except SystemExit as exc:
-    code = exc.code
-# Optuna's RDB storage loads its table models and alembic when it is opened, not when optuna is imported
-print(json.dumps({'torch': 'torch' in sys.modules, 'code': code,
-                  'optuna_storage': 'optuna.storages._rdb.models' in sys.modules or 'alembic' in sys.modules}))
+for args in json.loads(sys.argv[1]):
+    sys.argv = ['lpstudy', *args]
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    print('@@', json.dumps({'torch': 'torch' in sys.modules, 'code': code,
+                            'optuna_storage': 'optuna.storages._rdb.models' in sys.modules or 'alembic' in sys.modules}))
 """
 
 
-def run_cli_fresh(*args: str, env: dict | None = None) -> dict:
-    done = subprocess.run([sys.executable, "-c", RUN_AND_REPORT, json.dumps(list(args))], capture_output=True,
-                          text=True, timeout=120, cwd=ROOT, env={**os.environ, **(env or {})})
-    assert done.stdout.strip(), done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1]) | {"stdout": done.stdout, "stderr": done.stderr}
+def run_cli_fresh(*commands: tuple[str, ...]) -> list[dict]:
+    """What RUN_AND_REPORT says after each command, run in order in one new interpreter: a module
+    imported by a command is still there after the next, so a False after the last one is False
+    for all of them."""
+    done = subprocess.run([sys.executable, "-c", RUN_AND_REPORT, json.dumps([list(c) for c in commands])],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    reports = [json.loads(line[3:]) for line in done.stdout.splitlines() if line.startswith("@@ ")]
+    assert len(reports) == len(commands), done.stderr[-3000:]
+    return reports
 
 
-@pytest.fixture(scope="module")
-def study_db(tmp_path_factory) -> str:
-    url = f"sqlite:///{tmp_path_factory.mktemp('house') / 'study.db'}"
-    write_synthetic_study(url, "s", n_trials=12, n_evals=4, preset="smoke")
-    return url
+@pytest.fixture
+def study_db(seeded) -> str:
+    """The seeded search and grid studies' database (tests/conftest.py)."""
+    return seeded[0]
 
 
-@pytest.mark.parametrize("args", [
-    ("--help",), ("status", "--help"), ("worker", "--help"), ("train", "--help"), ("dashboard", "--help"),
-])
-def test_help_imports_no_torch(args):
-    result = run_cli_fresh(*args)
-    assert result["code"] in (0, None), result["stderr"]
-    assert result["torch"] is False
+def test_help_imports_no_torch():
+    commands = [("--help",), ("status", "--help"), ("worker", "--help"), ("train", "--help"), ("dashboard", "--help")]
+    for args, result in zip(commands, run_cli_fresh(*commands)):
+        assert result["code"] in (0, None) and result["torch"] is False, (args, result)
 
 
-def test_reading_commands_import_no_torch(study_db, tmp_path):
-    for args in (("status", "--study", "s", "--storage", study_db),
-                 ("status", "--study", "s", "--storage", study_db, "--json"),
-                 ("export", "--study", "s", "--storage", study_db, "-o", str(tmp_path / "best.yaml")),
-                 ("report", "--study", "s", "--storage", study_db, "-o", str(tmp_path / "r.html"))):
-        result = run_cli_fresh(*args)
-        assert result["code"] in (0, None), result["stderr"]
-        assert result["torch"] is False, args
-    assert (tmp_path / "best.yaml").is_file() and (tmp_path / "r.html").is_file()
-
-
-def test_status_and_export_of_a_search_study_on_sql_never_open_optunas_storage(study_db, tmp_path):
+def test_status_and_export_import_no_torch_and_never_open_optunas_storage(study_db, tmp_path):
     """They answer from SQL (lpstudy.results.summary, lpstudy.results.export.chosen_from_sql):
     opening Optuna's storage (its schema check) was most of a second of each command's time."""
-    for args in (("status", "--study", "s", "--storage", study_db),
-                 ("export", "--study", "s", "--storage", study_db, "-o", str(tmp_path / "best.yaml"))):
-        result = run_cli_fresh(*args)
-        assert result["code"] in (0, None), result["stderr"]
-        assert result["optuna_storage"] is False, args
+    commands = [("status", "--study", "search", "--storage", study_db),
+                ("status", "--study", "search", "--storage", study_db, "--json"),
+                ("export", "--study", "search", "--storage", study_db, "-o", str(tmp_path / "best.yaml"))]
+    for args, result in zip(commands, run_cli_fresh(*commands)):
+        assert result["code"] in (0, None), (args, result)
+        assert result["torch"] is False and result["optuna_storage"] is False, (args, result)
     assert "source:" in (tmp_path / "best.yaml").read_text()
+
+
+@pytest.mark.slow
+def test_the_report_and_the_status_of_a_grid_import_no_torch(study_db, tmp_path):
+    commands = [("report", "--study", "search", "--storage", study_db, "-o", str(tmp_path / "r.html")),
+                ("status", "--study", "grid", "--storage", study_db)]
+    for args, result in zip(commands, run_cli_fresh(*commands)):
+        assert result["code"] in (0, None) and result["torch"] is False, (args, result)
+    assert (tmp_path / "r.html").is_file()
 
 
 @pytest.mark.slow

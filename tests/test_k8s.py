@@ -196,7 +196,8 @@ def test_every_overlay_builds_offline_with_the_pieces_it_promises(builds, overla
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
-@pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
+@pytest.mark.parametrize("version", [*(pytest.param(v, marks=pytest.mark.slow) for v in KUBERNETES_VERSIONS[:-1]),
+                                     KUBERNETES_VERSIONS[-1]])  # the newest in the fast tier
 def test_every_overlay_validates_strictly_against_kubernetes_1_30_and_later(builds, overlay, version):
     import kubernetes_validate
 
@@ -206,6 +207,7 @@ def test_every_overlay_validates_strictly_against_kubernetes_1_30_and_later(buil
         kubernetes_validate.validate(doc, version, strict=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("combination", sorted(COMBINATIONS))
 def test_every_component_builds_and_validates_on_top_of_an_overlay(builds, combination):
     import kubernetes_validate
@@ -319,6 +321,7 @@ BREAKAGES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("breakage", sorted(BREAKAGES))
 def test_each_breakage_of_a_copy_passes_the_schemas_and_fails_a_check(tmp_path, breakage):
     import kubernetes_validate
@@ -336,6 +339,7 @@ def test_each_breakage_of_a_copy_passes_the_schemas_and_fails_a_check(tmp_path, 
     assert any(said in problem for problem in problems), f"{breakage}: {problems}"
 
 
+@pytest.mark.slow
 def test_the_wrong_order_of_components_fails_the_build(tmp_path):
     """s3-artifacts deletes the artifact volume claim; optuna-dashboard listed after it would mount the
     deleted claim and wait for ever. Its kustomization patches the claim, so the build fails, naming it."""
@@ -498,6 +502,7 @@ def read_until(proc: subprocess.Popen, text: str, timeout: float = 120) -> str:
     pytest.fail(f"no {text!r} in {''.join(seen)}")
 
 
+@pytest.mark.slow
 def test_a_plain_wait_loop_as_pid_1_ignores_sigterm():
     """The oracle for the two tests below: a shell loop without a trap, run as PID 1, outlives SIGTERM
     (as the old init container did, for the pod's whole grace period)."""
@@ -510,6 +515,7 @@ def test_a_plain_wait_loop_as_pid_1_ignores_sigterm():
     proc.wait(timeout=30)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("init", ["wait-for-database", "wait-for-study"])
 def test_init_containers_stop_at_once_on_sigterm_as_pid_1(builds, tmp_path, init):
     docs = builds["gpu"]
@@ -533,6 +539,7 @@ def test_init_containers_stop_at_once_on_sigterm_as_pid_1(builds, tmp_path, init
     proc.stdout.close()
 
 
+@pytest.mark.slow
 def test_the_wait_for_the_study_gives_up_after_its_deadline_with_one_line(builds, tmp_path):
     docs = builds["gpu"]
     job = worker_job(docs)

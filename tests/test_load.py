@@ -185,15 +185,14 @@ def complete_it(ctx, trial) -> TrialOutcome:
     return TrialOutcome(TrialState.COMPLETE, 1.0)
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
-def test_a_cell_whose_worker_died_before_its_first_heartbeat_runs_again(backend, request):
+def test_a_cell_whose_worker_died_before_its_first_heartbeat_runs_again(empty_url):
     """A worker killed between its claim and its first heartbeat left a RUNNING trial that has no
     heartbeat at all; Optuna's stale check skips such a trial, so the cell stayed RUNNING for ever
     and every other worker waited for it. Now a worker that sees it so for a grace period gives it
     an old heartbeat, and Optuna's check fails it and enqueues the cell again."""
     from lpstudy.study.claims import for_grid_worker, pop_waiting_trial
 
-    url = request.getfixturevalue("sqlite_url" if backend == "sqlite" else "pg_url")
+    url = empty_url
     spec = replicate_spec("smoke", [1.0, 2.0], 2, options={"heartbeat_interval": 1, "grace_period": 2})
     storage = open_storage(url, create_tables=True)
     study, _ = create_study(storage, "unbeaten", spec)

@@ -93,7 +93,7 @@ def independent_matched_gain(p: float, head_size: int, block_size: int, pairs: i
     return math.log2(block_size * block_size - block_size) * spread(2.0) / spread(p)
 
 
-@pytest.mark.parametrize("head_size", [16, 32])
+@pytest.mark.parametrize("head_size", [16, pytest.param(32, marks=pytest.mark.slow)])
 def test_the_matched_gain_is_what_its_definition_gives(head_size):
     block = 64
     gains = [matched_gain_init(p, head_size, block) for p in P_VALUES]

@@ -114,6 +114,7 @@ def test_no_per_p_aggregate_moves_at_the_rung_more_than_the_completed_trials_mov
         assert set(group["n"]) == {FOLDS - len(WORST_FOLDS)}, "one cohort, the same trials at every step"
 
 
+@pytest.mark.slow
 def test_the_report_draws_the_cohort_and_the_pruned_trials_apart(pruned_study):
     """The report's four per-p curve charts: each median line moves no more than its completed trials
     do, the pruned trials are one grey trace outside the median, and the caption names the cohort."""

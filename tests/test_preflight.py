@@ -8,7 +8,7 @@ import hashlib
 
 import pytest
 
-from tests.study_helpers import TINY, lp_env, lpstudy
+from tests.study_helpers import TINY, cli, lp_env, lpstudy
 
 NO_DOWNLOAD = "http://127.0.0.1:9/input.txt"  # nothing listens on port 9: a download cannot happen
 
@@ -44,17 +44,20 @@ def test_a_missing_corpus_is_one_line_before_any_study_or_worker(command, tmp_pa
     assert not (tmp_path / "cache").exists()
 
 
-def test_search_without_a_corpus_and_no_download_says_how_to_provide_one(tmp_path):
-    env = _offline_env(tmp_path)
-    env.pop("LPSTUDY_DATA", None)
-    done = lpstudy("search", "--study", "s", "--preset", "smoke", "--workers", "2", "--devices", "cpu",
-                   *TINY, cwd=tmp_path, env=env)
-    assert done.returncode == 2
-    lines = done.stderr.splitlines()
-    assert len(lines) == 1, done.stderr
+def test_search_without_a_corpus_and_no_download_says_how_to_provide_one(tmp_path, monkeypatch, capsys):
+    for name in ("LPSTUDY_DATA", "LPSTUDY_STORAGE", "LPSTUDY_STORAGE_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LPSTUDY_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("LPSTUDY_DATA_URL", NO_DOWNLOAD)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli(capsys, "search", "--study", "s", "--preset", "smoke", "--workers", "2", "--devices", "cpu",
+                         *TINY)
+    assert code == 2
+    lines = err.splitlines()
+    assert len(lines) == 1, err
     assert lines[0].startswith(f"lpstudy: error: no corpus found and the download from {NO_DOWNLOAD} failed")
     assert "pass --data PATH or set LPSTUDY_DATA=PATH" in lines[0]
-    assert done.stdout == ""
+    assert out == ""
     assert not (tmp_path / "storage").exists()  # the default storage/lpstudy.db was not made
     assert not (tmp_path / "cache").exists()  # nor a half-downloaded corpus
 

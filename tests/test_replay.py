@@ -315,6 +315,7 @@ def test_export_grid_joins_grid_studies_that_share_their_fixed_settings(grid_stu
     assert json.loads(stdout)["grid"] == {"configs": 6, "folds": 2, "evals": 4, "steps_total": 12 * 30}
 
 
+@pytest.mark.slow
 def test_export_grid_refuses_studies_that_are_not_one_grid(grid_study, capsys, tmp_path):
     url, _ = grid_study
     out = tmp_path / "x.json.gz"
@@ -437,3 +438,19 @@ def test_replay_refuses_a_methods_list_that_names_nothing(capsys):
         assert "--methods names no method" in err and "leave --methods out for the whole catalogue" in err
     code, _, err = cli(capsys, "replay", "--grid", "benchmarks/data/grid-mid600.json.gz", "--methods", "cmaes+sha@x")
     assert code == 2 and "SAMPLER+PRUNER[@N]" in err
+
+
+def test_the_chart_draws_one_panel_per_pruner_as_a_png(capsys, tmp_path):
+    """`lpstudy replay --chart`: two pruners are two panels side by side (6.2 × 4.2 inches each at
+    110 dpi), written as a PNG."""
+    from lpstudy.results.grid_table import write_table
+
+    path = write_table(_table(HAND), tmp_path / "hand.json.gz")
+    chart = tmp_path / "chart.png"
+    code, _, err = cli(capsys, "replay", "--grid", str(path), "--seeds", "2", "--methods", "random+none,random+median",
+                       "--chart", str(chart), "--no-progress")
+    assert code == 0, err
+    png = chart.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")  # the IHDR chunk
+    assert (width, height) == (round(2 * 6.2 * 110), round(4.2 * 110))

@@ -21,20 +21,15 @@ from lpstudy.training.metrics import METRIC_FIELDS
 from lpstudy.study.synthetic import write_synthetic_study
 from lpstudy.db.kinds import open_reader
 
-SMALL = {"n_trials": 30, "n_evals": 6, "seed": 3, "now": datetime(2026, 1, 1, 12, 0, 0)}
+SMALL = {"n_trials": 12, "n_evals": 6, "seed": 3, "now": datetime(2026, 1, 1, 12, 0, 0)}
 
 
 def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@pytest.fixture(scope="module")
-def seeded(tmp_path_factory) -> tuple[str, Path]:
-    path = tmp_path_factory.mktemp("results") / "study.db"
-    url = f"sqlite:///{path}"
-    write_synthetic_study(url, "search", **SMALL)
-    write_synthetic_study(url, "grid", kind="replicate", folds=3, seed=3, n_evals=6, now=SMALL["now"])
-    return url, path
+# The `seeded` fixture (tests/conftest.py): a search of 40 trials and a replicate grid of 7 p × 4 folds.
+SEEDED_TRIALS, SEEDED_FOLDS = 40, 4
 
 
 def test_studies_are_listed_with_their_kind(seeded):
@@ -48,7 +43,7 @@ def test_trials_frame_holds_what_the_study_service_wrote(seeded):
     url, _ = seeded
     trials = results.load_trials(open_reader(url), "search")
     assert list(trials.columns[: len(results.TRIAL_COLUMNS)]) == list(results.TRIAL_COLUMNS)
-    assert len(trials) == SMALL["n_trials"] and list(trials["number"]) == list(range(SMALL["n_trials"]))
+    assert len(trials) == SEEDED_TRIALS and list(trials["number"]) == list(range(SEEDED_TRIALS))
     assert set(trials["state"]) == set(STATES)
     done = trials[trials["state"] == "COMPLETE"]
     assert done["value"].notna().all()
@@ -64,7 +59,7 @@ def test_trials_frame_holds_what_the_study_service_wrote(seeded):
 def test_grid_trials_carry_p_and_fold(seeded):
     url, _ = seeded
     trials = results.load_trials(open_reader(url), "grid")
-    assert set(trials["fold"].dropna()) == {0.0, 1.0, 2.0}
+    assert set(trials["fold"].dropna()) == set(map(float, range(SEEDED_FOLDS)))
     assert set(trials["p"]) == {1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0}
 
 
@@ -130,8 +125,9 @@ def test_a_database_that_cannot_be_read_says_so_in_one_line(tmp_path, seeded):
 
 
 @pytest.mark.postgres
-def test_postgresql_reads_read_only_and_like_sqlite(pg_url, seeded):
-    url, _ = seeded
+def test_postgresql_reads_read_only_and_like_sqlite(pg_url, tmp_path):
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    write_synthetic_study(url, "search", **SMALL)
     write_synthetic_study(pg_url, "search", **SMALL)
     pg, lite = results.load_study(open_reader(pg_url), "search"), results.load_study(open_reader(url), "search")
     ignore = ["trial_id", "datetime_start", "datetime_complete", "duration_s"]

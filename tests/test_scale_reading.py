@@ -80,9 +80,8 @@ def yaml_runs(text: str) -> list[dict]:
     return body["runs"] if "runs" in body else [body]
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
-def test_status_export_chooser_and_frames_from_sql_match_optunas_api_on_a_real_study(backend, request, capsys):
-    url = request.getfixturevalue("sqlite_url" if backend == "sqlite" else "pg_url")
+def test_status_export_chooser_and_frames_from_sql_match_optunas_api_on_a_real_study(empty_url, capsys):
+    url = empty_url
     code, _, err = cli(capsys, "create", "--study", "real", "--storage", url, "--preset", "smoke",
                        "--sampler-seed", "3", "--spread-trials", "0", *TINY)  # 4 trials, all sampled
     assert code == 0, err
@@ -93,9 +92,9 @@ def test_status_export_chooser_and_frames_from_sql_match_optunas_api_on_a_real_s
     check_reads(url, "real")
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
-def test_status_export_chooser_and_frames_from_sql_match_optunas_api_on_hand_made_studies(backend, request):
-    url = request.getfixturevalue("sqlite_url" if backend == "sqlite" else "pg_url")
+@pytest.mark.slow
+def test_status_export_chooser_and_frames_from_sql_match_optunas_api_on_hand_made_studies(empty_url):
+    url = empty_url
     write_synthetic_study(url, "made", n_trials=60, n_evals=5, seed=11, now=NOW)  # every state, p = ∞, diverged
     write_synthetic_study(url, "other", n_trials=12, n_evals=3, seed=12, now=NOW)
     write_synthetic_study(url, "lost", n_trials=10, n_evals=3, seed=13, all_diverged=True, now=NOW)
@@ -122,6 +121,7 @@ def test_a_tie_goes_to_the_earlier_trial_and_a_diverged_run_is_never_best(sqlite
     assert [r["source"]["trial"] for r in yaml_runs(export_text(open_reader(sqlite_url), "ties", top_k=3))] == [11, 12, 13]
 
 
+@pytest.mark.slow
 def test_a_big_study_reads_the_curves_of_a_sample_and_says_so(sqlite_url, monkeypatch):
     from lpstudy.results import curve_sample
 
@@ -151,14 +151,14 @@ def test_a_big_study_reads_the_curves_of_a_sample_and_says_so(sqlite_url, monkey
                                   check_exact=True)
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
-def test_a_live_study_read_again_incrementally_equals_a_full_read(backend, request):
+@pytest.mark.slow
+def test_a_live_study_read_again_incrementally_equals_a_full_read(empty_url):
     """The dashboard's copy of a live study (lpstudy.results.live_study) reads only the trials that were
     unfinished and the new ones; after trials changed state and new ones arrived it equals a full read,
     and a full read through Optuna's API."""
     from lpstudy.results.live_study import LiveStudy
 
-    url = request.getfixturevalue("sqlite_url" if backend == "sqlite" else "pg_url")
+    url = empty_url
     write_synthetic_study(url, "live", n_trials=40, n_evals=4, seed=21, now=NOW)  # RUNNING, WAITING, every state
     live = LiveStudy(open_reader(url), "live")
     first = live.read()
@@ -201,13 +201,13 @@ def test_a_live_study_read_again_incrementally_equals_a_full_read(backend, reque
     assert live.last_read == ("incremental", n_open - 2 + 1)
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
-def test_create_adds_the_read_indexes_and_the_summed_attributes_index_carries_their_values(backend, request, capsys):
+def test_create_adds_the_read_indexes_and_the_summed_attributes_index_carries_their_values(empty_url, capsys):
     import sqlalchemy as sa
 
     from lpstudy.db.read_indexes import READ_INDEXES, SUMMED_ATTRIBUTES
 
-    url = request.getfixturevalue("sqlite_url" if backend == "sqlite" else "pg_url")
+    url = empty_url
+    backend = sa.engine.make_url(url).get_backend_name()
     code, _, err = cli(capsys, "create", "--study", "indexed", "--storage", url, "--preset", "smoke", *TINY)
     assert code == 0, err
     engine = sa.create_engine(url)
@@ -226,12 +226,11 @@ def test_create_adds_the_read_indexes_and_the_summed_attributes_index_carries_th
     assert all(f"'{key}'" in summed for key in SUMMED_ATTRIBUTES), summed  # partial: those keys only
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
-def test_export_read_with_sql_equals_the_export_read_through_optuna(backend, request):
+def test_export_read_with_sql_equals_the_export_read_through_optuna(empty_url):
     from lpstudy.results import export
 
-    url = request.getfixturevalue("sqlite_url" if backend == "sqlite" else "pg_url")
-    write_synthetic_study(url, "made", n_trials=40, n_evals=4, seed=21, now=NOW)
+    url = empty_url
+    write_synthetic_study(url, "made", n_trials=16, n_evals=4, seed=21, now=NOW)  # 2 of 10 completed diverged
     reader = open_reader(url)
     spec, chosen = export.chosen_from_sql(reader, "made", 3)
     optuna_spec, through_optuna = export._chosen_through_optuna(reader, "made", 3)
@@ -241,6 +240,7 @@ def test_export_read_with_sql_equals_the_export_read_through_optuna(backend, req
         assert mine.user_attrs == theirs.user_attrs and mine.value == theirs.value
 
 
+@pytest.mark.slow
 def test_status_reads_many_running_trials_a_chunk_of_ids_at_a_time(sqlite_url, monkeypatch):
     from lpstudy.db import study_queries as Q
 

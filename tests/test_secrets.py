@@ -69,6 +69,7 @@ def test_a_password_the_url_cannot_carry_is_refused_before_connecting(command, u
     assert list(tmp_path.iterdir()) == []  # nothing written
 
 
+@pytest.mark.slow
 def test_an_unreachable_grpc_proxy_is_one_line_without_a_warning(tmp_path):
     port = free_port()
     done = subprocess.run([sys.executable, "-m", "lpstudy", "status", "--study", "sec", "--storage",

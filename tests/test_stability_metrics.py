@@ -58,9 +58,8 @@ def test_loss_spikes_count_losses_far_above_their_running_median():
     assert noisy.count == 1
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
-def test_a_metrics_table_without_the_new_columns_reads_and_is_upgraded(backend, sqlite_url, request):
-    url = sqlite_url if backend == "sqlite" else request.getfixturevalue("pg_url")
+def test_a_metrics_table_without_the_new_columns_reads_and_is_upgraded(empty_url):
+    url = empty_url
     engine = make_engine(url)
     old_columns = [c for c in METRIC_FIELDS if c not in NEW_FIELDS and c != "step"]
     with engine.begin() as conn:  # the table as lpstudy before these metrics made it

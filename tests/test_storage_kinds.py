@@ -255,6 +255,7 @@ def test_open_storage_carries_the_kind_and_opens_what_the_kind_says(tmp_path):
     sqlite.engine.dispose()
 
 
+@pytest.mark.slow
 def test_a_grpc_url_without_a_proxy_is_one_line():
     with pytest.raises(UserError, match=r"no storage proxy answers at grpc://127.0.0.1:9 within 5 s"):
         open_storage("grpc://127.0.0.1:9")

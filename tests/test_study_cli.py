@@ -108,6 +108,7 @@ def test_a_study_yaml_with_flags_creates_once_and_refuses_a_different_spec(sqlit
     assert study.direction == optuna.study.StudyDirection.MINIMIZE
 
 
+@pytest.mark.slow
 def test_a_worker_for_a_study_that_does_not_exist_is_one_line(sqlite_url, tmp_path, capsys):
     code, _, err = cli(capsys, "create", "--study", "other", "--storage", sqlite_url, "--preset", "smoke")
     assert code == 0, err
@@ -163,6 +164,7 @@ def test_a_pruned_run_stops_at_the_evaluation_that_pruned_it(sqlite_url, capsys,
     assert metrics_steps(sqlite_url, "pr")[trial._trial_id] == [0, 10]
 
 
+@pytest.mark.slow
 def test_status_of_a_search_shows_counts_best_and_time_left(sqlite_url, capsys):
     cli(capsys, "create", "--study", "st", "--storage", sqlite_url, "--preset", "smoke", *TINY,
         "--sampler", "random", "--n-trials", "3", "--pruner", "none", "--spread-trials", "0")
@@ -186,6 +188,7 @@ def test_status_of_a_search_shows_counts_best_and_time_left(sqlite_url, capsys):
     assert len(trials_of(sqlite_url, "st")) == 3
 
 
+@pytest.mark.slow
 def test_status_of_a_replicate_prints_the_table_per_p_and_the_paired_difference(sqlite_url, capsys):
     code, _, err = cli(capsys, "replicate", "--study", "rep", "--storage", sqlite_url, "--preset", "smoke",
                        "--p", "1,2", "--folds", "2", *TINY, "--workers", "0")

@@ -98,6 +98,7 @@ def test_worker_processes_get_a_passive_wait_and_several_cpu_workers_split_the_c
     assert worker_environment(options, ["cpu"])["OMP_WAIT_POLICY"] == "ACTIVE"
 
 
+@pytest.mark.slow
 def test_train_says_and_records_the_default_count_when_nobody_chose(tmp_path):
     env = lp_env()
     env.pop("OMP_NUM_THREADS")  # as a user's shell has it

@@ -62,6 +62,7 @@ def test_should_stop_is_polled_every_step(corpus):
     assert s.stopped and s.steps == 7
 
 
+@pytest.mark.slow
 def test_threshold_records_the_first_step_below_it(corpus):
     s = train(resolve_config("smoke"), corpus, loss_threshold=3.3).summary
     first = next(r.step for r in s.history if r.val_loss <= 3.3)

@@ -156,7 +156,7 @@ def test_synthetic_and_real_trials_hold_the_value_the_rule_gives(real_and_synthe
     """A completed trial's value is its final validation loss, or ln 65 when it diverged; a pruned
     one's is the last value it reported (what Optuna's tell stores)."""
     url = f"sqlite:///{tmp_path / 'search.db'}"
-    written = write_synthetic_study(url, "s", n_trials=40, n_evals=6)  # with diverged and pruned runs
+    written = write_synthetic_study(url, "s", n_trials=12, n_evals=6)  # with diverged and pruned runs
     search = _trials(url, "s")
     assert written.counts["PRUNED"] == 2 and any(t.user_attrs.get("diverged") for t in search)
     for trials in (*real_and_synthetic, search):

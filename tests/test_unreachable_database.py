@@ -29,6 +29,7 @@ def without_knob() -> dict[str, str]:
 
 @pytest.mark.parametrize("command", [["create", "--preset", "smoke"], ["worker", "--devices", "cpu"],
                                      ["replicate", "--preset", "smoke", "--p", "2", "--folds", "2"]])
+@pytest.mark.slow
 def test_a_refused_port_exits_75_after_the_retry_budget_with_one_line(command):
     url = refused_url()
     shown = url.replace(SECRET, "***")
@@ -47,6 +48,7 @@ def test_a_refused_port_exits_75_after_the_retry_budget_with_one_line(command):
     assert SECRET not in done.stdout + done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [["status"], ["export"]])
 def test_a_reader_on_a_refused_port_exits_75_at_once(command):
     url = refused_url()
@@ -57,6 +59,7 @@ def test_a_reader_on_a_refused_port_exits_75_at_once(command):
     assert "Connection refused" in done.stderr and SECRET not in done.stderr
 
 
+@pytest.mark.slow
 def test_a_worker_waits_600_s_by_default_and_a_creator_120_s():
     url = refused_url()
     for command, budget in ((["worker", "--study", "s", "--devices", "cpu"], 600), (["create", "--study", "s"], 120)):
@@ -71,6 +74,7 @@ def test_a_worker_waits_600_s_by_default_and_a_creator_120_s():
             proc.wait()
 
 
+@pytest.mark.slow
 def test_a_worker_waiting_for_its_spec_exits_75_when_the_database_is_lost(tmp_path):
     study_file = tmp_path / "study.yaml"
     study_file.write_text("preset: smoke\n")

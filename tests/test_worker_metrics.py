@@ -39,6 +39,7 @@ def value(samples: dict, name: str, **labels: str) -> float:
     return matching[0]
 
 
+@pytest.mark.slow
 def test_a_worker_serves_its_trials_claims_heartbeat_and_speed_while_it_trains(sqlite_url, tmp_path, capsys):
     code, _, err = cli(capsys, "create", "--study", "m", "--storage", sqlite_url, "--preset", "smoke", *RUN,
                        "--n-trials", "2", "--pruner", "none", "--heartbeat-interval", "1", "--grace-period", "600")
