@@ -1,8 +1,8 @@
 """The test suite's two tiers, timed as the README runs them, and what the fast tier reaches.
 
-Runs, from the repository root and one after the other, the README's two test commands: the fast
-tier (`python -m pytest -m "not slow"`), then the slow rest (`python -m pytest -m slow`), and
-reports each one's wall time, test count and outcome. With --coverage it then runs the fast tier
+Runs, from the repository root and one after the other, the README's two test commands as the
+README writes them: the fast tier (`python -m pytest -m "not slow"`), then the slow rest
+(`python -m pytest -m slow -n 3`, three tests at a time with pytest-xdist), and reports each one's wall time, test count and outcome. With --coverage it then runs the fast tier
 once more under coverage.py, the processes its tests start included (coverage's `patch =
 subprocess`), and lists the modules of lpstudy/ and app/ by the share of their lines the fast tier
 runs: a module at 0 % is one the fast tier does not cover. Run it on an idle machine: the tiers'
@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -29,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.results_file import add_result_argument, load_average, write_result  # noqa: E402
 
 CORPUS = "../shared/data/tinyshakespeare/input.txt"  # the README's LPSTUDY_DATA
-TIERS = {"fast": "not slow", "slow": "slow"}
+README = ROOT / "README.md"
 COVERAGE_RC = """[run]
 source = lpstudy,app
 parallel = true
@@ -38,8 +39,20 @@ data_file = {data}
 """
 
 
-def pytest_args(marker: str) -> list[str]:
-    return ["-m", "pytest", "-m", marker, "-q", "-p", "no:cacheprovider"]
+def readme_tiers() -> dict[str, str]:
+    """{"fast": ..., "slow": ...}: pytest's arguments in the README's two test commands, in order."""
+    commands = [line.split("python -m pytest", 1)[1].strip() for line in README.read_text().splitlines()
+                if line.startswith("    LPSTUDY_DATA=") and "python -m pytest" in line]
+    if len(commands) != 2:
+        sys.exit(f"bench_test_tiers: expected the README's two test commands, found {len(commands)}")
+    return dict(zip(("fast", "slow"), commands))
+
+
+TIERS = readme_tiers()
+
+
+def pytest_args(tier: str) -> list[str]:
+    return ["-m", "pytest", *shlex.split(TIERS[tier]), "-q", "-p", "no:cacheprovider"]
 
 
 def summary_of(output: str) -> str:
@@ -53,7 +66,7 @@ def summary_of(output: str) -> str:
 def run_tier(name: str, env: dict[str, str], runner: tuple[str, ...] = ()) -> tuple[float, int, str]:
     """(wall seconds, exit status, pytest's summary) of one tier, the end of its output passed on;
     runner: what runs pytest's module instead of plain Python (coverage run)."""
-    command = [sys.executable, *runner, *pytest_args(TIERS[name])]
+    command = [sys.executable, *runner, *pytest_args(name)]
     print(f"tier {name}: {' '.join(command[1:])}", file=sys.stderr, flush=True)
     start = time.perf_counter()
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
@@ -105,8 +118,7 @@ def main() -> None:
     for tier in tiers:
         wall, code, summary = run_tier(tier, env)
         total += wall
-        marker = f'"{TIERS[tier]}"' if " " in TIERS[tier] else TIERS[tier]  # as the README writes it
-        rows.append([tier, f"`python -m pytest -m {marker}`", summary, code, f"{wall / 60:.1f} min ({wall:.0f} s)"])
+        rows.append([tier, f"`python -m pytest {TIERS[tier]}`", summary, code, f"{wall / 60:.1f} min ({wall:.0f} s)"])
     if len(tiers) > 1:
         rows.append(["together", "", "", "", f"{total / 60:.1f} min ({total:.0f} s)"])
     notes = ("Each tier as the README runs it, from the repository root with "
