@@ -1,12 +1,13 @@
 """The test suite's two tiers, timed as the README runs them, and what the fast tier reaches.
 
-Runs, from the repository root and one after the other, the README's two test commands as the
-README writes them: the fast tier (`python -m pytest -m "not slow"`), then the slow rest
-(`python -m pytest -m slow -n 3`, three tests at a time with pytest-xdist), and reports each one's wall time, test count and outcome. With --coverage it then runs the fast tier
-once more under coverage.py, the processes its tests start included (coverage's `patch =
-subprocess`), and lists the modules of lpstudy/ and app/ by the share of their lines the fast tier
-runs: a module at 0 % is one the fast tier does not cover. Run it on an idle machine: the tiers'
-times are what a user waits for.
+Runs, from the repository root and one after the other, the README's two test commands as its
+section "Two commands" writes them: the fast tier (`python -m pytest -m "not slow"`), then the slow
+rest (`python -m pytest -m slow -n 3`, three tests at a time with pytest-xdist), and reports each
+one's wall time, test count and outcome. With --coverage it then runs the fast tier once more
+under coverage.py, the processes its tests start included (coverage's `patch = subprocess`), and
+lists the modules of lpstudy/ and app/ by the share of their lines the fast tier runs: a module at
+0 % is one the fast tier does not cover. Run it on an idle machine: the tiers' times are what a
+user waits for.
 
     python benchmarks/bench_test_tiers.py [--tiers fast,slow] [--coverage]
 """
@@ -14,6 +15,7 @@ times are what a user waits for.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -39,20 +41,24 @@ data_file = {data}
 """
 
 
+TIER_NAMES = ("fast", "slow")
+
+
+@functools.cache
 def readme_tiers() -> dict[str, str]:
-    """{"fast": ..., "slow": ...}: pytest's arguments in the README's two test commands, in order."""
-    commands = [line.split("python -m pytest", 1)[1].strip() for line in README.read_text().splitlines()
-                if line.startswith("    LPSTUDY_DATA=") and "python -m pytest" in line]
-    if len(commands) != 2:
-        sys.exit(f"bench_test_tiers: expected the README's two test commands, found {len(commands)}")
-    return dict(zip(("fast", "slow"), commands))
-
-
-TIERS = readme_tiers()
+    """{"fast": ..., "slow": ...}: pytest's arguments in the two test commands of the README's section
+    "Two commands" (the lines .ci/run runs, tests/test_first_run.py checks), in order."""
+    section = README.read_text().split("## Two commands", 1)[-1].split("\n## ", 1)[0]
+    commands = [line.split("python -m pytest", 1)[1].strip() for line in section.splitlines()
+                if line.startswith("    ") and "python -m pytest" in line]
+    if len(commands) != len(TIER_NAMES):
+        sys.exit(f"bench_test_tiers: the README's section \"Two commands\" gives {len(commands)} test commands, "
+                 f"not {len(TIER_NAMES)} (the fast tier, then the slow rest)")
+    return dict(zip(TIER_NAMES, commands))
 
 
 def pytest_args(tier: str) -> list[str]:
-    return ["-m", "pytest", *shlex.split(TIERS[tier]), "-q", "-p", "no:cacheprovider"]
+    return ["-m", "pytest", *shlex.split(readme_tiers()[tier]), "-q", "-p", "no:cacheprovider"]
 
 
 def summary_of(output: str) -> str:
@@ -107,7 +113,7 @@ def main() -> None:
     add_result_argument(parser, "test-tiers")
     args = parser.parse_args()
     tiers = [t.strip() for t in args.tiers.split(",") if t.strip()]
-    unknown = [t for t in tiers if t not in TIERS]
+    unknown = [t for t in tiers if t not in TIER_NAMES]
     if unknown or not tiers:
         parser.error(f"--tiers takes fast, slow or both (comma-separated), got {args.tiers!r}")
     env = {**os.environ, "LPSTUDY_DATA": os.environ.get("LPSTUDY_DATA", CORPUS)}
@@ -118,7 +124,8 @@ def main() -> None:
     for tier in tiers:
         wall, code, summary = run_tier(tier, env)
         total += wall
-        rows.append([tier, f"`python -m pytest {TIERS[tier]}`", summary, code, f"{wall / 60:.1f} min ({wall:.0f} s)"])
+        rows.append([tier, f"`python -m pytest {readme_tiers()[tier]}`", summary, code,
+                     f"{wall / 60:.1f} min ({wall:.0f} s)"])
     if len(tiers) > 1:
         rows.append(["together", "", "", "", f"{total / 60:.1f} min ({total:.0f} s)"])
     notes = ("Each tier as the README runs it, from the repository root with "
