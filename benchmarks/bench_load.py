@@ -131,6 +131,10 @@ class LoadPlan:
     proxy_threads: int = 10  # `lpstudy storage-proxy --threads`
     timeout_s: float = 3600.0
     threads_per_process: int = 1  # each thread a full worker: its own storage, connections, heartbeat
+    # Through a proxy: SIGKILL it when this share of the cells is complete, and start it again on the
+    # same port proxy_down_s later (None: never).
+    restart_proxy_at: float | None = None
+    proxy_down_s: float = 10.0
 
     @property
     def cells(self) -> int:
@@ -384,6 +388,11 @@ class LoadResult:
     claims: int = 0
     torch_in_workers: int = 0
     reasons: dict[str, int] = field(default_factory=dict)
+    proxy_restarts: int = 0
+    proxy_down_s: float = 0.0  # from the kill until the restarted proxy listened again
+    proxy_killed_at_s: float | None = None  # seconds after the start
+    complete_at_proxy_kill: int = 0
+    first_complete_after_restart_s: float | None = None  # from the proxy listening again to the next COMPLETE
 
     @property
     def ok(self) -> bool:
@@ -421,21 +430,34 @@ class ConnectionSampler(threading.Thread):
 
 class Proxy:
     """`lpstudy storage-proxy` in front of the database, as a user starts it; optuna_only: Optuna's
-    own proxy server instead (OPTUNA_PROXY)."""
+    own proxy server instead (OPTUNA_PROXY). kill() and start() again on the same port: what the
+    workers see of a proxy pod that is evicted and rescheduled."""
 
     def __init__(self, database_url: str, log: Path, threads: int, optuna_only: bool = False) -> None:
-        from tests.pgserver import free_port, wait_for_port
+        from tests.pgserver import free_port
 
         self.port = free_port()
         self.url = f"grpc://127.0.0.1:{self.port}"
+        self.log_path = log
         self.log = open(log, "w")
+        self.command = ([sys.executable, "-c", OPTUNA_PROXY, database_url, str(self.port), str(threads)] if optuna_only else
+                        [sys.executable, "-m", "lpstudy", "storage-proxy", "--storage", database_url, "--host", "127.0.0.1",
+                         "--port", str(self.port), "--threads", str(threads)])
+        self.start()
+
+    def start(self) -> None:
+        from tests.pgserver import wait_for_port
+
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        command = ([sys.executable, "-c", OPTUNA_PROXY, database_url, str(self.port), str(threads)] if optuna_only else
-                   [sys.executable, "-m", "lpstudy", "storage-proxy", "--storage", database_url, "--host", "127.0.0.1",
-                    "--port", str(self.port), "--threads", str(threads)])
-        self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT, env=env)
-        wait_for_port(self.port, f"the storage proxy (see {log})", 120, exited=lambda: self.process.poll() is not None
-                      and f"the storage proxy exited with {self.process.returncode}; see {log}")
+        self.process = subprocess.Popen(self.command, stdout=self.log, stderr=subprocess.STDOUT, env=env)
+        wait_for_port(self.port, f"the storage proxy (see {self.log_path})", 120,
+                      exited=lambda: self.process.poll() is not None
+                      and f"the storage proxy exited with {self.process.returncode}; see {self.log_path}")
+
+    def kill(self) -> None:
+        """SIGKILL: no goodbye to the workers, calls in flight lost (a lost node, an OOM kill)."""
+        self.process.kill()
+        self.process.wait()
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -593,6 +615,7 @@ def run_load(plan: LoadPlan, workdir: Path, postgres=None, progress=None) -> Loa
         creator = threading.Thread(target=create, daemon=True)
         creator.start()
         deadline = time.monotonic() + plan.timeout_s
+        restart = _ProxyRestart(proxy, plan, result, start, count_engine)
         while any(p.is_alive() for p in procs) and time.monotonic() < deadline:
             done = _count_complete(count_engine)
             if not result.worker_rss_mib and done >= plan.cells / 3:
@@ -607,6 +630,8 @@ def run_load(plan: LoadPlan, workdir: Path, postgres=None, progress=None) -> Loa
                 kill_at.pop(0)
             if not kill_at:
                 board.may_finish.set()
+            if proxy is not None and plan.restart_proxy_at is not None:
+                restart.step(done)
             if progress is not None:
                 alive = sum(p.is_alive() for p in procs)
                 progress(done, plan.cells, f"{alive} processes · {len({k.process for k in kills})} killed"
@@ -667,6 +692,33 @@ def run_load(plan: LoadPlan, workdir: Path, postgres=None, progress=None) -> Loa
     if progress is not None:
         progress(result.cells_once, plan.cells, f"done in {result.wall_s:.0f} s at {redact(database_url)}")
     return result
+
+
+class _ProxyRestart:
+    """The proxy killed once, at plan.restart_proxy_at of the cells, and started again on its port
+    plan.proxy_down_s later; what the workers did about it goes into the result."""
+
+    def __init__(self, proxy, plan: LoadPlan, result: LoadResult, start: float, engine: sa.Engine) -> None:
+        self.proxy, self.plan, self.result, self.start, self.engine = proxy, plan, result, start, engine
+        self.killed_at: float | None = None
+        self.back_at: float | None = None
+        self.done_at_back = 0
+
+    def step(self, done: int) -> None:
+        result = self.result
+        if self.killed_at is None and done >= self.plan.restart_proxy_at * self.plan.cells:
+            self.proxy.kill()
+            self.killed_at = time.time()
+            result.proxy_killed_at_s = round(self.killed_at - self.start, 1)
+            result.complete_at_proxy_kill = done
+        elif self.killed_at is not None and self.back_at is None and time.time() >= self.killed_at + self.plan.proxy_down_s:
+            self.proxy.start()
+            self.back_at = time.time()
+            self.done_at_back = _count_complete(self.engine)
+            result.proxy_restarts += 1
+            result.proxy_down_s = round(self.back_at - self.killed_at, 1)
+        elif self.back_at is not None and result.first_complete_after_restart_s is None and done > self.done_at_back:
+            result.first_complete_after_restart_s = round(time.time() - self.back_at, 1)
 
 
 def _measure_memory(procs, result: LoadResult) -> None:
@@ -734,6 +786,10 @@ ROWS = [  # (label, how to show a result's figure)
     ("trials/s", lambda r: f"{r.trials_per_s:.1f}"),
     ("worker RSS / USS", lambda r: f"{r.worker_rss_mib:.0f} / {r.worker_uss_mib:.0f} MiB"),
     ("all workers' PSS", lambda r: f"{r.workers_pss_gib:.2f} GiB"),
+    ("proxy killed, down for", lambda r: "-" if not r.proxy_restarts else
+     f"at {r.proxy_killed_at_s:.0f} s ({r.complete_at_proxy_kill:,} cells done), {r.proxy_down_s:.1f} s"),
+    ("next COMPLETE after the restart", lambda r: "-" if r.first_complete_after_restart_s is None
+     else f"{r.first_complete_after_restart_s:.1f} s"),
     ("wall", lambda r: f"{r.wall_s:.0f} s"),
     ("all as required", lambda r: "yes" if r.ok else "NO"),
 ]
@@ -773,6 +829,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-connections", type=int, default=500, help="PostgreSQL's max_connections.")
     parser.add_argument("--proxy-threads", type=int, default=10, help="lpstudy storage-proxy --threads.")
     parser.add_argument("--timeout", type=float, default=3600.0, help="Seconds a storage's run may take.")
+    parser.add_argument("--restart-proxy-at", type=float, default=None,
+                        help="Through a proxy: SIGKILL it when this share of the cells is done (0-1), then start it "
+                             "again on its port --proxy-down-s later.")
+    parser.add_argument("--proxy-down-s", type=float, default=10.0, help="How long the killed proxy stays down.")
     parser.add_argument("--json", action="store_true", help="Print the results as one JSON object.")
     add_result_argument(parser, "load")
     args = parser.parse_args(argv)
@@ -800,7 +860,9 @@ def main(argv: list[str] | None = None) -> int:
                     plan = LoadPlan(storage=storage, workers=workers, folds=cells // 10, trial_s=args.trial_ms / 1000,
                                     kill_fraction=args.kill_fraction, heartbeat_interval=args.heartbeat_interval,
                                     grace_period=args.grace_period, proxy_threads=args.proxy_threads,
-                                    timeout_s=args.timeout, threads_per_process=1 if storage == "sqlite" else args.threads)
+                                    timeout_s=args.timeout, threads_per_process=1 if storage == "sqlite" else args.threads,
+                                    restart_proxy_at=args.restart_proxy_at if storage in PROXIES else None,
+                                    proxy_down_s=args.proxy_down_s)
                     task = bar.add_task(f"{storage} · {workers} workers", total=plan.cells, note="starting")
 
                     def progress(done: int, total: int, note: str, task=task) -> None:
@@ -821,7 +883,9 @@ def main(argv: list[str] | None = None) -> int:
                  load_at_start=load_at_start,
                  notes=f"PostgreSQL's max_connections {args.max_connections}; heartbeat every "
                        f"{args.heartbeat_interval} s, grace period {args.grace_period} s; "
-                       f"{args.kill_fraction:.0%} of the workers SIGKILLed mid-trial.")
+                       f"{args.kill_fraction:.0%} of the workers SIGKILLed mid-trial"
+                       + (f"; the proxy SIGKILLed at {args.restart_proxy_at:.0%} of the cells and started again "
+                          f"{args.proxy_down_s:g} s later." if args.restart_proxy_at is not None else "."))
     return 0 if all(r.ok for r in results) else 1
 
 

@@ -16,6 +16,11 @@ WORKLOAD_KINDS = ("Job", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet",
 
 # A URL that carries a user and a password (user:password@host).
 CREDENTIALS_IN_URL = re.compile(r"://[^/@\s:]+:[^/@\s]+@")
+# A name of a setting that holds a secret: its value belongs in the Secret, never in a ConfigMap or an
+# env literal (PGPASSWORD, LPSTUDY_WRITER_PASSWORD, OAUTH2_PROXY_COOKIE_SECRET, AWS_SECRET_ACCESS_KEY, ...).
+SECRET_NAME = re.compile(r"PASSW(OR)?D|SECRET|TOKEN|PRIVATE_KEY|ACCESS_KEY", re.I)
+# A line of a file in a ConfigMap that sets such a setting to a value of its own (not a $reference).
+SECRET_ASSIGNMENT = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*[=:]\s*['\"]?([^\s'\"$#][^\s'\"]*)")
 # A version tag (1.2, v7.8.1, 16.9-bookworm, 0.1.0-gpu) or a content digest.
 VERSION_TAG = re.compile(r":v?\d+(\.\d+)+([.-][\w.-]*)?$")
 DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
@@ -250,16 +255,25 @@ def pod_failure_policies(docs: list[dict]) -> list[str]:
 
 
 def no_credentials_in_plain_values(docs: list[dict]) -> list[str]:
-    """No URL with user:password@ in a ConfigMap, a container's env literal, its command or args:
-    those are read by anyone who may read the namespace's ConfigMaps and pods. Credentials live in
-    the Secret."""
+    """No credentials in a ConfigMap, a container's env literal, its command or args: those are read
+    by anyone who may read the namespace's ConfigMaps and pods. Credentials live in the Secret. A
+    credential is a URL with user:password@, or a value given to a setting whose name says it is
+    secret (SECRET_NAME: PGPASSWORD, ..._PASSWORD, ..._SECRET, ..._TOKEN): a ConfigMap key, a line of
+    a file in a ConfigMap that sets one, or an env literal."""
     problems = []
     for doc in docs:
         if doc["kind"] == "ConfigMap":
             for key, value in (doc.get("data") or {}).items():
+                if SECRET_NAME.search(key) and str(value).strip():
+                    problems.append(f"{name_of(doc)}: {key} is a secret's value in a ConfigMap (put it in the Secret)")
+                    continue
                 for line in str(value).splitlines():
                     if CREDENTIALS_IN_URL.search(line):
                         problems.append(f"{name_of(doc)}: {key} holds credentials in a URL (put it in the Secret)")
+                    assigned = SECRET_ASSIGNMENT.match(line)
+                    if assigned and SECRET_NAME.search(assigned.group(1)):
+                        problems.append(f"{name_of(doc)}: {key} sets {assigned.group(1)} to a value of its own "
+                                        f"(put it in the Secret)")
     for doc, template in pods(docs):
         for c in all_containers(template["spec"]):
             words = c.get("command", []) + c.get("args", [])
@@ -267,6 +281,10 @@ def no_credentials_in_plain_values(docs: list[dict]) -> list[str]:
             for word in words:
                 if CREDENTIALS_IN_URL.search(word):
                     problems.append(f"{name_of(doc)}/{c['name']}: credentials in a URL in plain text: {word}")
+            for e in c.get("env", []):
+                if SECRET_NAME.search(e["name"]) and str(e.get("value") or "").strip():
+                    problems.append(f"{name_of(doc)}/{c['name']}: env {e['name']} is a secret given as a literal "
+                                    f"(take it from the Secret: valueFrom.secretKeyRef)")
     return problems
 
 
@@ -277,9 +295,17 @@ def read_only_root_filesystems(docs: list[dict]) -> list[str]:
 
 
 def images_pinned(docs: list[dict]) -> list[str]:
-    return [f"{name_of(doc)}/{c['name']}: image {c['image']} has neither a version tag nor a digest"
-            for doc, template in pods(docs) for c in all_containers(template["spec"])
-            if not (VERSION_TAG.search(c["image"].split("@")[0]) or DIGEST.search(c["image"]))]
+    """Every image with a version tag and a digest: the tag says which release, the digest makes the
+    node pull exactly that build (a tag can be moved)."""
+    problems = []
+    for doc, template in pods(docs):
+        for c in all_containers(template["spec"]):
+            name, _, _ = c["image"].partition("@")
+            missing = [what for what, ok in (("a version tag", VERSION_TAG.search(name)), ("a digest", DIGEST.search(c["image"])))
+                       if not ok]
+            if missing:
+                problems.append(f"{name_of(doc)}/{c['name']}: image {c['image']} has no {' and no '.join(missing)}")
+    return problems
 
 
 def claimed_volumes_have_an_fs_group(docs: list[dict]) -> list[str]:
@@ -335,6 +361,212 @@ def database_fenced(docs: list[dict]) -> list[str]:
     return problems
 
 
+def service_account_tokens_not_mounted(docs: list[dict]) -> list[str]:
+    """No pod of lpstudy's talks to the Kubernetes API: none gets a service account token, which
+    a compromised container (the sign-in proxy faces the internet) could use against the cluster."""
+    return [f"{name_of(doc)}: automountServiceAccountToken is not false (no pod of lpstudy's needs the API's token)"
+            for doc, template in pods(docs) if template["spec"].get("automountServiceAccountToken") is not False]
+
+
+def network_policies_admit_only_this_namespace(docs: list[dict]) -> list[str]:
+    """Every NetworkPolicy's sources are pods of this namespace, chosen by their labels: a rule without
+    `from` admits every source, a namespaceSelector admits pods of other namespaces (`{}`: of every
+    namespace) that carry the labels, an ipBlock admits addresses."""
+    problems = []
+    for policy in (d for d in docs if d["kind"] == "NetworkPolicy"):
+        for rule in policy["spec"].get("ingress", []):
+            if not rule.get("from"):
+                problems.append(f"{name_of(policy)}: an ingress rule without `from` admits every source")
+            for peer in rule.get("from", []):
+                if "namespaceSelector" in peer:
+                    problems.append(f"{name_of(policy)}: a source with namespaceSelector {peer['namespaceSelector']} "
+                                    f"admits pods of other namespaces")
+                if "ipBlock" in peer:
+                    problems.append(f"{name_of(policy)}: a source with ipBlock {peer['ipBlock']} admits addresses, "
+                                    f"not lpstudy's pods")
+                if "podSelector" not in peer and "namespaceSelector" not in peer and "ipBlock" not in peer:
+                    problems.append(f"{name_of(policy)}: an empty source admits every pod")
+    return problems
+
+
+def network_policy_ports_are_served(docs: list[dict]) -> list[str]:
+    """A NetworkPolicy's port (a number or a name) is a port of every pod it selects: a policy on
+    another port fences the pods off from their own clients."""
+    problems = []
+    for policy in (d for d in docs if d["kind"] == "NetworkPolicy"):
+        chosen = [doc for doc, labels in pod_labels(docs) if selects(policy["spec"]["podSelector"], labels)]
+        for rule in policy["spec"].get("ingress", []):
+            for port in rule.get("ports", []):
+                wanted = port.get("port")
+                for doc in chosen:
+                    ports = [p for c in pod_template(doc)["spec"]["containers"] for p in c.get("ports", [])]
+                    if wanted is not None and not any(wanted == (p.get("name") if isinstance(wanted, str) else p["containerPort"])
+                                                      for p in ports):
+                        problems.append(f"{name_of(policy)}: port {wanted!r} is no port of {name_of(doc)} "
+                                        f"({sorted(p['containerPort'] for p in ports)})")
+    return problems
+
+
+# --- resources -----------------------------------------------------------------------------------
+
+_SUFFIXES = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "m": 1e-3}
+
+
+def quantity(value) -> float:
+    """A Kubernetes quantity (500m, 2, 512Mi, 1Gi, 1e3) as a number: cores, bytes."""
+    text = str(value)
+    for suffix in sorted(_SUFFIXES, key=len, reverse=True):
+        if text.endswith(suffix):
+            return float(text[:-len(suffix)]) * _SUFFIXES[suffix]
+    return float(text)
+
+
+MiB = 2**20
+# The peak memory (RSS) each program was measured to reach, as in its pod (`/usr/bin/time -f %M`, this
+# repository's machine): wait-for-database.py retrying an unreachable server, 49 MiB; `lpstudy
+# status`, the lightest lpstudy command (wait-for-study.sh runs it), 132 MiB. A memory limit below
+# that is a container the kernel kills at its first start.
+MEMORY_NEEDED = {"wait-for-database.py": 49 * MiB, "lpstudy": 132 * MiB}
+
+
+def memory_needed(c: dict) -> tuple[str, float] | None:
+    words = c.get("command", []) + c.get("args", [])
+    if any(w.endswith("wait-for-database.py") for w in words):
+        return "wait-for-database.py", MEMORY_NEEDED["wait-for-database.py"]
+    if "lpstudy" in words or any(w.endswith("wait-for-study.sh") for w in words):
+        return "lpstudy", MEMORY_NEEDED["lpstudy"]
+    return None
+
+
+def resources_requested_and_limited(docs: list[dict]) -> list[str]:
+    """Every container asks for CPU and memory (the scheduler places it by them) and has a memory
+    limit (a leak stops at its pod, not at the node's other pods); each request is at most its limit
+    (the API refuses the pod otherwise, which no schema says); a memory limit is at least what the
+    container's program was measured to need (MEMORY_NEEDED)."""
+    problems = []
+    for doc, template in pods(docs):
+        for c in all_containers(template["spec"]):
+            at = f"{name_of(doc)}/{c['name']}"
+            requests = c.get("resources", {}).get("requests", {})
+            limits = c.get("resources", {}).get("limits", {})
+            for resource in ("cpu", "memory"):
+                if resource not in requests:
+                    problems.append(f"{at}: no {resource} request")
+            if "memory" not in limits:
+                problems.append(f"{at}: no memory limit")
+            for resource, limit in limits.items():
+                if resource in requests and quantity(requests[resource]) > quantity(limit):
+                    problems.append(f"{at}: its {resource} request {requests[resource]} is above its limit {limit}")
+            needed = memory_needed(c)
+            if needed and "memory" in limits and quantity(limits["memory"]) < needed[1]:
+                problems.append(f"{at}: memory limit {limits['memory']} is below the {needed[1] / MiB:.0f} MiB "
+                                f"{needed[0]} was measured to need")
+    return problems
+
+
+# --- what each program serves --------------------------------------------------------------------
+
+# The paths each server answers a health check on, as the program defines them: Streamlit's
+# health endpoint, optuna-dashboard's page, oauth2-proxy's ping and ready endpoints.
+HEALTH_PATHS = {"lpstudy dashboard": {"/_stcore/health"}, "lpstudy optuna-dashboard": {"/dashboard"},
+                "oauth2-proxy": {"/ping", "/ready"}}
+# Where a worker serves its metrics (lpstudy.study.telemetry: prometheus_client's server), as the docs,
+# the pods' annotations and the Grafana dashboard say.
+METRICS_PATH = "/metrics"
+ALL_ADDRESSES = ("0.0.0.0", "::", "")
+
+
+def _flag(words: list[str], flag: str) -> str | None:
+    for i, word in enumerate(words):
+        if word == flag and i + 1 < len(words):
+            return words[i + 1]
+        if word.startswith(flag + "="):
+            return word.split("=", 1)[1]
+    return None
+
+
+def _env_value(docs: list[dict], c: dict, name: str) -> str | None:
+    for entry in c.get("env", []):
+        if entry["name"] != name:
+            continue
+        if "value" in entry:
+            return entry["value"]
+        ref = entry.get("valueFrom", {}).get("configMapKeyRef")
+        if ref:
+            config = next((d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == ref["name"]), None)
+            return (config or {}).get("data", {}).get(ref["key"])
+    return None
+
+
+def served(docs: list[dict], c: dict) -> tuple[str, str | None, int | None] | None:
+    """(the program, the address it listens on, its port) of a container that serves something, read
+    from its command, args and env as the program reads them; None for one that serves nothing."""
+    words = c.get("command", []) + c.get("args", [])
+    if "lpstudy" in words:
+        rest = words[words.index("lpstudy") + 1:]
+        command = rest[0] if rest else ""
+        if command in ("dashboard", "optuna-dashboard", "storage-proxy"):
+            port = _flag(rest, "--port")
+            return f"lpstudy {command}", _flag(rest, "--host"), int(port) if port and port.isdigit() else None
+        if command == "worker":
+            port = _flag(rest, "--metrics-port") or _env_value(docs, c, "LPSTUDY_METRICS_PORT")
+            return ("lpstudy worker", "0.0.0.0", int(port)) if port and port.isdigit() and int(port) else None
+    if "oauth2-proxy" in c["image"]:
+        address = _flag(words, "--http-address") or ""
+        host, _, port = address.rpartition(":")
+        return "oauth2-proxy", host, int(port) if port.isdigit() else None
+    return None
+
+
+def programs_serve_what_their_pods_announce(docs: list[dict]) -> list[str]:
+    """What each program serves, read from its own flags (lpstudy's --host and --port, a worker's
+    metrics port, oauth2-proxy's --http-address), against what its pod announces: it listens on
+    every address (a server on 127.0.0.1 answers no probe and no Service), on a containerPort, and
+    every probe asks that port, on a path the program answers (HEALTH_PATHS); a worker's metrics
+    port is its port `metrics`, and every PodMonitor and prometheus.io annotation scrapes METRICS_PATH."""
+    problems = []
+    for doc, template in pods(docs):
+        for c in template["spec"].get("containers", []):
+            found = served(docs, c)
+            if found is None:
+                continue
+            program, host, port = found
+            at = f"{name_of(doc)}/{c['name']}"
+            by_name = {p.get("name"): p["containerPort"] for p in c.get("ports", []) if p.get("name")}
+            numbers = {p["containerPort"] for p in c.get("ports", [])}
+            if host is not None and host not in ALL_ADDRESSES:
+                problems.append(f"{at}: {program} listens on {host}, not on every address: no probe or Service reaches it")
+            if port is None:
+                problems.append(f"{at}: {program}'s port cannot be read from its flags")
+                continue
+            if port not in numbers:
+                problems.append(f"{at}: {program} serves port {port}, which is no containerPort ({sorted(numbers)})")
+            if program == "lpstudy worker" and by_name.get("metrics") != port:
+                problems.append(f"{at}: the worker serves its metrics on {port}, its port `metrics` is {by_name.get('metrics')}")
+            for kind in ("startupProbe", "readinessProbe", "livenessProbe"):
+                probe = c.get(kind) or {}
+                for handler in ("httpGet", "tcpSocket", "grpc"):
+                    if handler not in probe:
+                        continue
+                    asked = probe[handler]["port"]
+                    asked = by_name.get(asked) if isinstance(asked, str) else asked
+                    if asked != port:
+                        problems.append(f"{at}: the {kind} asks port {asked}, {program} serves {port}")
+                    path = probe[handler].get("path")
+                    if handler == "httpGet" and path not in HEALTH_PATHS.get(program, {path}):
+                        problems.append(f"{at}: the {kind} asks {path}, which {program} does not answer "
+                                        f"({', '.join(sorted(HEALTH_PATHS[program]))})")
+        annotations = template["metadata"].get("annotations", {})
+        if annotations.get("prometheus.io/scrape") == "true" and annotations.get("prometheus.io/path", METRICS_PATH) != METRICS_PATH:
+            problems.append(f"{name_of(doc)}: the prometheus.io/path annotation is {annotations['prometheus.io/path']}, "
+                            f"the workers serve {METRICS_PATH}")
+    for monitor in (d for d in docs if d["kind"] == "PodMonitor"):
+        for endpoint in monitor["spec"].get("podMetricsEndpoints", []):
+            if endpoint.get("path", METRICS_PATH) != METRICS_PATH:
+                problems.append(f"{name_of(monitor)}: scrapes {endpoint['path']}, the workers serve {METRICS_PATH}")
+    return problems
+
+
 CHECKS: list[Callable[[list[dict]], list[str]]] = [
     pod_security_restricted,
     selectors_match_labels,
@@ -346,6 +578,11 @@ CHECKS: list[Callable[[list[dict]], list[str]]] = [
     images_pinned,
     claimed_volumes_have_an_fs_group,
     database_fenced,
+    service_account_tokens_not_mounted,
+    network_policies_admit_only_this_namespace,
+    network_policy_ports_are_served,
+    resources_requested_and_limited,
+    programs_serve_what_their_pods_announce,
 ]
 
 
