@@ -232,6 +232,9 @@ def test_workers_get_more_than_the_longest_measured_stop_to_end_their_trial(serv
         grace = services[name]["stop_grace_period"]
         seconds = int(re.fullmatch(r"(\d+)s", grace).group(1))
         assert seconds >= 2 * LONGEST_STOP_S, f"{name}: {grace}"
+        # and the wait for Prometheus's scrape of the last counters (lpstudy.study.telemetry)
+        linger = float(services[name]["environment"]["LPSTUDY_METRICS_LINGER_S"])
+        assert seconds > LONGEST_STOP_S + linger, f"{name}: {grace}"
 
 
 def test_every_server_has_a_healthcheck_on_its_own_port(services):

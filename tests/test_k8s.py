@@ -538,17 +538,22 @@ def test_the_cpu_overlays_worker_pods_are_guaranteed(builds):
             assert resources["limits"].get(resource) == resources["requests"].get(resource), f"{c['name']}: {resource}"
 
 
-def test_every_lpstudy_image_carries_this_version_and_a_digest(builds):
+def test_every_image_of_every_documented_build_has_a_version_tag_and_a_digest(builds):
+    """Every overlay and every combination docs/deployment.md documents (COMBINATIONS: components
+    added on top of an overlay, whose `images:` list reaches only its own resources): every
+    container's image has a version tag and a digest; lpstudy's carry this version."""
     from lpstudy import __version__
 
-    for name in OVERLAYS:
-        for doc in workloads(builds[name]):
+    assert set(builds) == set(OVERLAYS) | set(COMBINATIONS)
+    for name, docs in builds.items():
+        for doc in workloads(docs):
             for c in containers(doc):
-                if c["image"].startswith("lpstudy"):
-                    assert re.fullmatch(rf"lpstudy:{re.escape(__version__)}-(cpu|gpu)@sha256:[0-9a-f]{{64}}", c["image"]), \
-                        f"{name}: {c['image']}"
-                else:
-                    assert k8s_checks.VERSION_TAG.search(c["image"]), c["image"]
+                image = c["image"]
+                assert k8s_checks.VERSION_TAG.search(image.split("@")[0]) and k8s_checks.DIGEST.search(image), \
+                    f"{name}: {doc['metadata']['name']}/{c['name']}: {image}"
+                if image.startswith("lpstudy"):
+                    assert re.fullmatch(rf"lpstudy:{re.escape(__version__)}-(cpu|gpu)@sha256:[0-9a-f]{{64}}", image), \
+                        f"{name}: {image}"
 
 
 # --- init containers and the workers' wait ---------------------------------------------------------
@@ -776,9 +781,11 @@ def test_workers_are_an_indexed_job_with_a_per_index_backoff_that_ignores_stops(
 def test_the_grace_period_outlasts_the_longest_measured_stop():
     """The figure docs/deployment.md states, from benchmarks/bench_worker_stop.py; the grace period is what
     Kubernetes waits between SIGTERM and SIGKILL."""
-    job = find(kustomize(K8S / "overlays" / "gpu"), "Job", "lpstudy-workers")
+    docs = kustomize(K8S / "overlays" / "gpu")
+    job = find(docs, "Job", "lpstudy-workers")
     grace = pod_spec(job)["terminationGracePeriodSeconds"]
-    assert grace > LONGEST_STOP_S
+    linger = float(env_values(docs, container(job, "worker"), {})["LPSTUDY_METRICS_LINGER_S"])
+    assert grace > LONGEST_STOP_S + linger  # a stop, then the wait for the last scrape (lpstudy.study.telemetry)
     section = kubernetes_section()
     assert f"{LONGEST_STOP_S:g} s" in section and f"{grace} s" in section
     assert f"{grace / LONGEST_STOP_S:.0f}× the longest stop" in section  # the margin, as a multiple
@@ -815,13 +822,14 @@ def test_the_dashboards_read_as_the_read_only_role_and_the_rest_write_as_the_wri
     from sqlalchemy.engine import make_url
 
     docs = builds["gpu+optuna-dashboard"]
+    direct = builds["cpu"]  # the cpu overlay's workers reach the database themselves, the gpu's through the proxy
     for name, main in (("lpstudy-dashboard", "dashboard"), ("lpstudy-optuna-dashboard", "optuna-dashboard")):
         doc = find(docs, "Deployment", name)
         assert storage_key(doc, main) == storage_key(doc, "wait-for-database") == "LPSTUDY_READER_URL"
     for kind, name, main, wait in (("Job", "lpstudy-create-study", "create-study", "wait-for-database"),
                                    ("Job", "lpstudy-workers", "worker", "wait-for-study"),
                                    ("Deployment", "lpstudy-storage-proxy", "storage-proxy", "wait-for-database")):
-        doc = find(docs, kind, name)
+        doc = find(direct if name == "lpstudy-workers" else docs, kind, name)
         assert storage_key(doc, main) == storage_key(doc, wait) == "LPSTUDY_WRITER_URL"
     # The read-only URL logs in as the role the roles script makes read-only, the writer's as the writer.
     reader, writer = make_url(example_secret["LPSTUDY_READER_URL"]), make_url(example_secret["LPSTUDY_WRITER_URL"])
@@ -1260,6 +1268,7 @@ def test_the_image_runs_the_commands_the_manifests_give_it():
     from lpstudy import __version__
 
     assert images == {f"lpstudy:{__version__}-gpu", f"lpstudy:{__version__}-cpu", "postgres:16.9-bookworm"}
+    assert re.search(r"^ARG PYTHON_IMAGE=python:[\w.-]+@sha256:[0-9a-f]{64}$", text, re.M)  # the base, pinned too
     assert f"-t lpstudy:{__version__}-gpu" in text and f"-t lpstudy:{__version__}-cpu" in text
 
 

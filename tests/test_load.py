@@ -280,3 +280,28 @@ def test_a_worker_waits_for_the_database_to_answer_and_other_commands_do_not(mon
     monkeypatch.setenv("LPSTUDY_STORAGE_RETRY_S", "2")
     with pytest.raises(StorageUnavailable, match=r"stayed unreachable for \d+ s .*LPSTUDY_STORAGE_RETRY_S"):
         open_storage(url, wait=True)
+
+
+def test_two_hundred_workers_through_the_default_overlays_proxy_fit_100_connections_and_ride_out_its_restart(tmp_path):
+    """The gpu overlay's path (deploy/k8s/overlays/gpu: the workers behind the storage proxy) against
+    a PostgreSQL limited to 100 connections, PostgreSQL's default: 200 worker processes finish the grid,
+    each cell once, while the proxy is SIGKILLed and started again on its port (a rescheduled pod);
+    the workers ride out the gap with their storage retry budget. Straight, 200 workers would need
+    over 400 connections (docs/scale-workers.md)."""
+    from tests.pgserver import ThrowawayPostgres
+
+    plan = LoadPlan(storage="proxy", workers=200, p_values=10, folds=60, trial_s=0.3, kill_fraction=0.0,
+                    heartbeat_interval=10, grace_period=60, timeout_s=900, restart_proxy_at=0.4, proxy_down_s=10)
+    postgres = ThrowawayPostgres(max_connections=100).start()
+    try:
+        result = run_loaded(plan, tmp_path, postgres)
+    finally:
+        postgres.cleanup()
+    problems = result.start_errors + result.worker_errors + result.finished_trial_messages
+    assert not problems, problems[:5]
+    assert result.workers_started == 200 and result.processes == 200
+    assert (result.cells_once, result.cells_missing, result.cells_more_than_once) == (plan.cells, 0, 0)
+    assert result.duplicate_numbers == 0 and result.states == {"COMPLETE": plan.cells}
+    assert result.proxy_restarts == 1 and result.proxy_down_s >= plan.proxy_down_s
+    assert result.complete_at_proxy_kill < plan.cells  # the kill came mid-grid, and the grid finished after it
+    assert 0 < result.peak_connections < 100 - 3  # superuser_reserved_connections: 3

@@ -92,6 +92,76 @@ def test_a_worker_serves_its_trials_claims_heartbeat_and_speed_while_it_trains(s
         worker.wait(timeout=60)
 
 
+@pytest.mark.slow
+def test_the_last_finished_trial_reaches_a_scraper_before_the_worker_exits(sqlite_url, tmp_path, capsys):
+    """A worker that exits when its study is done lingers until a scrape has read its last counters:
+    a scraper that reads /metrics every 5 s (as Prometheus does, every 30 s) sees the last trial
+    COMPLETE, though the worker's exit came within a fraction of a second of it. No `_created`
+    series: they doubled the series count."""
+    import threading
+
+    code, _, err = cli(capsys, "create", "--study", "last", "--storage", sqlite_url, "--preset", "smoke",
+                       "--set", "max_steps=40", "--set", "eval_interval=20", "--set", "eval_iters=2",
+                       "--n-trials", "1", "--pruner", "none")
+    assert code == 0, err
+    port = free_port()
+    log = tmp_path / "worker.log"
+    from tests.study_helpers import lp_env
+
+    worker = start_worker("last", sqlite_url, "--metrics-port", str(port), log=log,
+                          env=lp_env(LPSTUDY_METRICS_LINGER_S="60"))
+    scrapes: list[tuple[float, dict]] = []
+
+    def scraper() -> None:  # a Prometheus with a 5 s interval
+        while worker.poll() is None:
+            samples = scrape(port)
+            if samples:
+                scrapes.append((time.monotonic(), samples))
+            time.sleep(5)
+
+    thread = threading.Thread(target=scraper, daemon=True)
+    thread.start()
+    assert worker.wait(timeout=300) == 0, log.read_text()
+    exited = time.monotonic()
+    thread.join(timeout=10)
+    assert scrapes, log.read_text()
+    last_at, last = scrapes[-1]
+    assert value(last, "lpstudy_trials_started_total") == 1
+    assert value(last, "lpstudy_trials_finished_total", state="COMPLETE") == 1, log.read_text()
+    assert exited - last_at < 5 + 1  # it left soon after that scrape, not at the end of its 60 s
+    assert "waiting up to 60 s for Prometheus to read the last counters" in log.read_text()
+    assert not [name for name, _ in last if name.endswith("_created")]
+
+
+def test_a_worker_lingers_only_until_a_scrape_reads_its_last_change_and_only_where_it_is_scraped():
+    """The linger itself, on a real registry: never scraped, it does not wait; scraped before the
+    last change, it waits for the next scrape (here 0.3 s later) and no longer; a scrape that never
+    comes ends the wait at the bound."""
+    import threading
+
+    from prometheus_client import generate_latest
+
+    from lpstudy.study.telemetry import WorkerMetrics, linger
+
+    metrics = WorkerMetrics("host/1/cpu")
+    metrics.finished("COMPLETE").inc()
+    started = time.monotonic()
+    assert linger(metrics, 30, say=lambda m: None) is None and time.monotonic() - started < 0.5
+    generate_latest(metrics.registry)  # a scrape
+    assert linger(metrics, 30, say=lambda m: None) is True  # it read every change
+    metrics.finished("COMPLETE").inc()  # the last trial, after that scrape
+    threading.Timer(0.3, generate_latest, args=(metrics.registry,)).start()
+    said: list[str] = []
+    started = time.monotonic()
+    assert linger(metrics, 30, say=said.append) is True
+    assert 0.3 <= time.monotonic() - started < 5 and "waiting up to 30 s" in said[0]
+    metrics.started.inc()
+    metrics.set_running(True)
+    started = time.monotonic()
+    assert linger(metrics, 0.5, say=said.append) is False  # no scrape came
+    assert 0.5 <= time.monotonic() - started < 3
+
+
 def test_storage_retries_and_outage_seconds_are_counted(monkeypatch):
     from lpstudy.db import outages
     from lpstudy.study import telemetry

@@ -25,6 +25,16 @@ the worker that ran them (lpstudy.study.objective.worker_identity):
                                                     over its last evaluation interval; 0 while none runs
 
 The hooks below (trial_started, ...) do nothing unless `serve` was called in this process.
+
+The last scrape: a worker that exits when its study is done would take its last counter increments
+with it (Prometheus scrapes every 30 s or so; the trial that ended just before the exit would never
+be counted). So a serving worker lingers at exit until a scrape has read every change, for at most
+LPSTUDY_METRICS_LINGER_S seconds (LINGER_S by default: above a 30 s or 60 s scrape interval), and
+only where something has scraped it before: a worker nobody scrapes exits at once. The scrape is
+known by a collector registered before every metric (ScrapeWatch), so a scrape it sees began
+reading the metrics after the change. prometheus_client's `_created` series (one per counter and
+histogram: the time each was created) are turned off: Prometheus needs none of them, and they
+doubled the series count.
 """
 
 from __future__ import annotations
@@ -32,6 +42,7 @@ from __future__ import annotations
 import math
 import os
 import socket
+import sys
 import threading
 import time
 
@@ -39,6 +50,12 @@ from lpstudy.errors import UserError
 
 METRICS_PORT_ENV = "LPSTUDY_METRICS_PORT"
 CONVENTIONAL_PORT = 9108
+LINGER_ENV = "LPSTUDY_METRICS_LINGER_S"
+# At most this long (s) a worker waits at exit for a scrape of its last counters: above the 30 s of
+# components/monitoring's PodMonitor and docker compose's Prometheus, and a 60 s interval.
+LINGER_S = 65.0
+# After the scrape that read the last change: time for its answer to leave the process.
+ANSWER_S = 1.0
 # Claims take milliseconds on an idle database and seconds behind 200 workers (docs/scale-workers.md).
 CLAIM_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 TRIAL_END_STATES = ("COMPLETE", "PRUNED", "FAIL")
@@ -46,6 +63,44 @@ TRIAL_END_STATES = ("COMPLETE", "PRUNED", "FAIL")
 
 def worker_label(device: str) -> str:
     return f"{socket.gethostname()}/{os.getpid()}/{device}"
+
+
+class ScrapeWatch:
+    """A collector with no metrics of its own, registered first: each scrape calls it before it reads
+    any metric, so it knows when scrapes happen (see the module, "The last scrape")."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self.last_scrape: float | None = None  # time.monotonic() of the latest scrape's start
+        self.changed = time.monotonic()  # of the latest change of a metric
+
+    def describe(self):
+        return []
+
+    def collect(self):
+        with self._cond:
+            self.last_scrape = time.monotonic()
+            self._cond.notify_all()
+        return []
+
+    def note_change(self) -> None:
+        with self._cond:
+            self.changed = time.monotonic()
+
+    def wait_for_scrape(self, timeout: float) -> bool | None:
+        """Wait until a scrape began after the latest change, for at most timeout seconds: True when
+        one did, False when none came in time, None when nothing ever scraped (no one will)."""
+        with self._cond:
+            if self.last_scrape is None:
+                return None
+            deadline = time.monotonic() + timeout
+            while self.last_scrape <= self.changed:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+        time.sleep(ANSWER_S)
+        return True
 
 
 class WorkerMetrics:
@@ -56,6 +111,8 @@ class WorkerMetrics:
 
         self.worker = worker
         self.registry = registry = CollectorRegistry()
+        self.scrapes = ScrapeWatch()
+        registry.register(self.scrapes)  # first: a scrape calls it before it reads any metric
         self._lock = threading.Lock()
         self._running = False
         self._last_beat: float | None = None
@@ -80,6 +137,7 @@ class WorkerMetrics:
                                       "trial (0: none runs).", by_worker, registry=registry).labels(worker)
 
     def finished(self, state: str):
+        self.scrapes.note_change()
         return self._finished.labels(self.worker, state)
 
     def set_running(self, running: bool) -> None:
@@ -87,6 +145,7 @@ class WorkerMetrics:
         with self._lock:
             self._running, self._last_beat = running, None
         self.steps_per_second.set(0)
+        self.scrapes.note_change()
 
     def note_heartbeat(self) -> None:
         with self._lock:
@@ -104,6 +163,7 @@ class WorkerMetrics:
             self.storage_retries.inc()
         elif event == "outage" and seconds is not None and seconds > 0:
             self.outage_seconds.inc(seconds)
+        self.scrapes.note_change()
 
 
 _metrics: WorkerMetrics | None = None
@@ -123,13 +183,45 @@ def metrics_port(port: int | None) -> int:
     return port
 
 
+def linger_s() -> float:
+    """LPSTUDY_METRICS_LINGER_S, else LINGER_S; UserError for a value that is no number of seconds >= 0."""
+    text = os.environ.get(LINGER_ENV, "").strip()
+    if not text:
+        return LINGER_S
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds >= 0):
+        raise UserError(f"{LINGER_ENV} must be a number of seconds >= 0 (how long a worker waits at exit for "
+                        f"Prometheus to read its last counters; 0: not at all), got {text!r}")
+    return seconds
+
+
+def linger(metrics: WorkerMetrics, seconds: float, say=None) -> bool | None:
+    """At exit: wait for a scrape of the last counters (see the module), at most `seconds`."""
+    scrapes = metrics.scrapes
+    if seconds <= 0 or scrapes.last_scrape is None:
+        return None  # not asked to, or nothing scrapes this worker
+    if scrapes.last_scrape > scrapes.changed:
+        return True  # read already
+    (say or (lambda m: print(m, file=sys.stderr, flush=True)))(
+        f"lpstudy: waiting up to {seconds:g} s for Prometheus to read the last counters ({LINGER_ENV})")
+    return scrapes.wait_for_scrape(seconds)
+
+
 def serve(port: int, device: str) -> WorkerMetrics:
-    """Serve this process's metrics on 0.0.0.0:port (see the module) and turn the hooks on."""
+    """Serve this process's metrics on 0.0.0.0:port (see the module), turn the hooks on, and linger at
+    exit until the last counters are scraped."""
     global _metrics
-    from prometheus_client import start_http_server
+    import atexit
+
+    from prometheus_client import disable_created_metrics, start_http_server
 
     from lpstudy.db import outages
 
+    seconds = linger_s()
+    disable_created_metrics()
     metrics = WorkerMetrics(worker_label(device))
     try:
         start_http_server(port, addr="0.0.0.0", registry=metrics.registry)
@@ -137,6 +229,7 @@ def serve(port: int, device: str) -> WorkerMetrics:
         raise UserError(f"cannot serve metrics on 0.0.0.0:{port} ({exc.strerror or exc}); pick another "
                         "--metrics-port (0: none)") from None
     outages.listeners.append(metrics.on_storage_event)
+    atexit.register(linger, metrics, seconds)
     _metrics = metrics
     return metrics
 
@@ -146,12 +239,13 @@ def serve(port: int, device: str) -> WorkerMetrics:
 def trial_claimed(seconds: float) -> None:
     if _metrics is not None:
         _metrics.claim_seconds.observe(seconds)
+        _metrics.scrapes.note_change()
 
 
 def trial_started() -> None:
     if _metrics is not None:
-        _metrics.set_running(True)
         _metrics.started.inc()
+        _metrics.set_running(True)
 
 
 def heartbeat_recorded() -> None:
