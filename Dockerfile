@@ -3,22 +3,22 @@
 # else, torch's version included, comes from constraints.txt, so that the two builds carry the same
 # Optuna, SQLAlchemy and psycopg against one database, however far apart they were built:
 #
-#   docker build --build-arg TORCH_INDEX=cu128 -t lpstudy:0.1.0-gpu .   # CUDA build (the default)
+#   docker build -t lpstudy:0.1.0-gpu .                                 # CUDA build (the default)
 #   docker build --build-arg TORCH_INDEX=cpu   -t lpstudy:0.1.0-cpu .   # CPU build, a fraction the size
 #
-# TORCH_INDEX names an index under https://download.pytorch.org/whl/ (cu126, cu128, cu130, cpu, ...);
-# pick one your driver supports. docker-compose.yml builds both images. The tag is lpstudy's version
+# TORCH_INDEX is `pypi` (the default: PyPI's torch, the CUDA 13.0 build, whose CUDA wheels
+# constraints.txt pins; NVIDIA driver 580 or later) or an index under https://download.pytorch.org/whl/
+# (cpu; cu128 or cu126 for an older driver: that index's CUDA wheels, resolved then, not pinned). docker-compose.yml builds both images. The tag is lpstudy's version
 # (pyproject.toml); the Kubernetes overlays pin it with the digest of your push (docs/deployment.md).
 # constraints.txt is made by deploy/docker/freeze-constraints.py from an environment with
 # lpstudy's image extras installed.
 
-# A version tag, not a moving one; add @sha256:... from `docker buildx imagetools inspect` to pin
-# the very image.
-ARG PYTHON_IMAGE=python:3.11.13-slim-bookworm
+# A version tag and its digest (the multi-arch index, `docker buildx imagetools inspect`): the very image.
+ARG PYTHON_IMAGE=python:3.11.13-slim-bookworm@sha256:86adf8dbadc3d6e82ee5dd2c74bec2e1c2467cdad47886280501df722372d2e1
 
 # ---- build: one virtual environment, torch from PyTorch's index, the dependencies, then lpstudy -----
 FROM ${PYTHON_IMAGE} AS build
-ARG TORCH_INDEX=cu128
+ARG TORCH_INDEX=pypi
 # The same range as pyproject.toml's dependency (a test keeps them equal); constraints.txt picks the
 # version within it.
 ARG TORCH_SPEC="torch>=2.4,<2.14"
@@ -28,13 +28,21 @@ ENV PIP_NO_CACHE_DIR=1 \
 RUN python -m venv /opt/venv
 WORKDIR /src
 COPY constraints.txt ./
-# torch alone first: the biggest layer, rebuilt only when the index or the constraints change. Its
-# pin has no local label, so the index's +cu128 or +cpu build of that version satisfies it.
-RUN pip install --index-url "https://download.pytorch.org/whl/${TORCH_INDEX}" \
-        --extra-index-url https://pypi.org/simple -c constraints.txt "${TORCH_SPEC}"
+# torch first: the biggest layer, rebuilt only when the index or the constraints change. From PyPI
+# with its CUDA wheels as pinned; or torch alone from PyTorch's index (--index-url and no other
+# index, so that no package can come from the wrong one; --no-deps), then its dependencies from PyPI,
+# pinned. Its pin has no local label, so the index's +cpu or +cu128 build of that version satisfies it.
+RUN if [ "${TORCH_INDEX}" = pypi ]; then \
+        pip install -c constraints.txt "${TORCH_SPEC}"; \
+    else \
+        pip install --no-deps --index-url "https://download.pytorch.org/whl/${TORCH_INDEX}" -c constraints.txt "${TORCH_SPEC}" \
+        && pip install -c constraints.txt "${TORCH_SPEC}"; \
+    fi
 # Every other dependency, exactly as pinned, before any source: a change of lpstudy's code reuses
-# this layer and reinstalls nothing.
-RUN pip install -r constraints.txt
+# this layer and reinstalls nothing. The CUDA wheels stay out: the GPU build has them with its
+# torch, the CPU build needs none.
+RUN grep -vE '^(nvidia-|cuda-|triton==)' constraints.txt > /tmp/requirements.txt \
+    && pip install -c constraints.txt -r /tmp/requirements.txt
 COPY pyproject.toml README.md ./
 COPY lpstudy ./lpstudy
 # s3: boto3, for an artifact store on S3 or MinIO (LPSTUDY_ARTIFACTS=s3://BUCKET). Everything it

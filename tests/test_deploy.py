@@ -168,7 +168,7 @@ def test_the_gpu_worker_requests_a_gpu_and_the_cpu_worker_none(services, example
     assert any("gpu" in device["capabilities"] and device.get("driver") == "nvidia" for device in devices)
     assert gpu["profiles"] == ["gpu"] and cpu["profiles"] == ["cpu"]
     assert "deploy" not in cpu
-    assert gpu["build"]["args"]["TORCH_INDEX"].startswith("cu")
+    assert gpu["build"]["args"]["TORCH_INDEX"] == "pypi"  # PyPI's torch: the CUDA build, its CUDA wheels pinned
     assert cpu["build"]["args"]["TORCH_INDEX"] == "cpu"
     for worker in (gpu, cpu):
         command = worker["command"] if isinstance(worker["command"], str) else " ".join(worker["command"])
@@ -248,10 +248,20 @@ def test_every_server_has_a_healthcheck_on_its_own_port(services):
         assert any(target == str(port) for _, _, target in published(services[name])), name
 
 
+def test_every_image_compose_pulls_has_a_version_tag_and_a_digest(services):
+    """The images compose pulls (PostgreSQL, Prometheus) are pinned to the very build; lpstudy's own
+    it builds from the Dockerfile, whose base is pinned the same way."""
+    pulled = {name: s["image"] for name, s in services.items() if "build" not in s}
+    assert set(pulled) == {"db", "prometheus"}
+    for name, image in pulled.items():
+        assert re.fullmatch(r"[\w./-]+:v?\d+(\.\d+)+[\w.-]*@sha256:[0-9a-f]{64}", image), f"{name}: {image}"
+    assert re.search(r"^ARG PYTHON_IMAGE=python:[\w.-]+@sha256:[0-9a-f]{64}$", DOCKERFILE.read_text(), re.M)
+
+
 def test_the_prometheus_profile_scrapes_every_worker_replica(services):
     prometheus = services["prometheus"]
     assert prometheus["profiles"] == ["prometheus"]
-    assert re.fullmatch(r"prom/prometheus:v\d+\.\d+\.\d+", prometheus["image"])
+    assert re.fullmatch(r"prom/prometheus:v\d+\.\d+\.\d+@sha256:[0-9a-f]{64}", prometheus["image"])
     mounted = {Path(str(v).split(":")[0]) if not isinstance(v, dict) else Path(v["source"]): v
                for v in prometheus["volumes"]}
     assert PROMETHEUS_CONFIG in mounted
@@ -327,14 +337,20 @@ def test_the_dependencies_come_from_the_constraints_before_the_source_is_copied(
     build = lines[:next(i for i, line in enumerate(lines) if line.startswith("FROM ") and "AS runtime" in line)]
     source = next(i for i, line in enumerate(build) if line.startswith("COPY lpstudy"))
     constraints = next(i for i, line in enumerate(build) if line.startswith("COPY constraints.txt"))
-    installs = [i for i, line in enumerate(build) if "pip install -r constraints.txt" in line]
+    installs = [i for i, line in enumerate(build) if "pip install -c constraints.txt -r" in line]
     assert constraints < installs[0] < source, "the dependencies are installed before the source is copied"
     torch = next(i for i, line in enumerate(build) if "download.pytorch.org" in line)
     assert constraints < torch < source and "-c constraints.txt" in " ".join(build[torch:torch + 2])
+    # PyTorch's index for torch alone: never paired with PyPI (--extra-index-url), where a package of the
+    # same name on either index could win
+    text = DOCKERFILE.read_text()
+    assert "--extra-index-url" not in text and "--no-deps --index-url" in build[torch]
+    # the CUDA wheels stay out of the CPU image's install of the other dependencies
+    assert "grep -vE '^(nvidia-|cuda-|triton==)' constraints.txt" in build[installs[0] - 1]
     for line in build[source:]:
         if "pip install" in line:
             assert "-c constraints.txt" in line, line
-    assert re.search(r"^ARG PYTHON_IMAGE=python:\d+\.\d+\.\d+-slim-\w+$", DOCKERFILE.read_text(), re.M)
+    assert re.search(r"^ARG PYTHON_IMAGE=python:\d+\.\d+\.\d+-slim-\w+@sha256:[0-9a-f]{64}$", DOCKERFILE.read_text(), re.M)
     assert "FROM python:" not in DOCKERFILE.read_text()  # every stage from the one pinned base
 
 
@@ -361,6 +377,11 @@ def test_the_constraints_pin_every_runtime_dependency_within_pyprojects_ranges()
         for extra in requirement.extras:  # psycopg[binary]: the extra's package is pinned too
             assert f"{name}-{extra}" in pins or extra not in ("binary",), f"{name}[{extra}]"
     assert not pins["torch"].local, "no +cpu or +cu128: the CPU and the CUDA build both satisfy the pin"
+    # The GPU image's CUDA wheels, pinned too: what PyPI's torch of that version requires on Linux
+    # (read from its metadata: nvidia-*, the CUDA toolkit, triton)
+    cuda = {name for name in pins if re.match(r"nvidia-|cuda-|triton$", name)}
+    assert {"nvidia-cudnn-cu13", "nvidia-nccl-cu13", "nvidia-cublas", "nvidia-cuda-runtime", "cuda-toolkit",
+            "triton"} <= cuda, cuda
 
 
 def test_everything_the_dockerfile_copies_is_in_the_build_context():

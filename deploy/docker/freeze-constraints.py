@@ -63,12 +63,38 @@ def closure(requirements: list[Requirement]) -> dict[str, str]:
     return pinned
 
 
+# The CUDA wheels of the GPU image's torch (PyPI's torch, the CUDA build): its nvidia-*, cuda-* and
+# triton requirements. The Dockerfile keeps them out of the CPU image.
+CUDA_WHEEL = re.compile(r"^(nvidia-|cuda-|triton$)")
+CUDA_HEADER = ("# The CUDA wheels of the GPU image's torch (PyPI's torch, the CUDA build): what its metadata requires,\n"
+               "# resolved for Linux x86_64 and CPython 3.11. Frozen where that torch is installed; elsewhere kept\n"
+               "# from the constraints.txt this replaces.")
+
+
+def kept_cuda_pins(path: Path) -> dict[str, str]:
+    """The CUDA wheels' pins of an existing constraints.txt: an environment with the CPU build of
+    torch has none of them installed to freeze."""
+    if not path.is_file():
+        return {}
+    pins = {}
+    for line in path.read_text().splitlines():
+        name, _, version = line.partition("==")
+        if version and CUDA_WHEEL.match(name):
+            pins[name] = version
+    return pins
+
+
 def main() -> int:
     pins = closure(runtime_requirements())
+    cuda = {n: v for n, v in pins.items() if CUDA_WHEEL.match(n)} or kept_cuda_pins(ROOT / "constraints.txt")
     print("# Every package of the lpstudy image, pinned: both images (cpu and gpu) install from this file.")
     print("# Made by: python deploy/docker/freeze-constraints.py > constraints.txt")
-    for name in sorted(pins):
+    for name in sorted(set(pins) - set(cuda)):
         print(f"{name}=={pins[name]}")
+    if cuda:
+        print(CUDA_HEADER)
+        for name in sorted(cuda):
+            print(f"{name}=={cuda[name]}")
     return 0
 
 
