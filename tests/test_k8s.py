@@ -905,6 +905,60 @@ def test_the_database_keeps_its_data_on_a_volume_claim_and_runs_the_roles_script
     assert f"LPSTUDY_POSTGRES_IMAGE:-{postgres['image']}" in compose
 
 
+def external_database_command() -> str:
+    """The command components/external-database's header gives for making the roles on a managed server."""
+    header = (K8S / "components" / "external-database" / "kustomization.yaml").read_text()
+    block = re.search(r"#\n((?:#   .*\n)+)", header).group(1)
+    return "\n".join(line.removeprefix("#   ") for line in block.splitlines())
+
+
+def test_the_external_database_command_keeps_passwords_off_the_command_line():
+    """Shell history and `ps` see command lines: the passwords come from the Secret's file and from a
+    prompt that does not echo, and the script runs under bash, which it needs (it fails under sh)."""
+    command = external_database_command()
+    assert "bash storage/init/10-lpstudy-roles.sh" in command
+    assert ". deploy/k8s/lpstudy.env" in command and "read -rsp" in command
+    assert not re.search(r"PASSWORD=\S", command.replace("PGPASSWORD && ", "")), command
+    assert ROLES_SCRIPT.read_text().startswith("#!/usr/bin/env bash\n")
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_the_external_database_command_makes_the_roles_on_a_server(postgres, pg_url, tmp_path):
+    """The header's command as a user runs it (bash, the Secret's file beside it, the administrator's
+    password typed at the prompt), against the throwaway server: both roles log in afterwards."""
+    from sqlalchemy.engine import make_url
+
+    import sqlalchemy as sa
+
+    database = make_url(pg_url).database
+    secret = {"LPSTUDY_WRITER_USER": f"w_{database}", "LPSTUDY_WRITER_PASSWORD": "a1b2c3writer",
+              "LPSTUDY_READER_USER": f"r_{database}", "LPSTUDY_READER_PASSWORD": "d4e5f6reader"}
+    (tmp_path / "deploy" / "k8s").mkdir(parents=True)
+    (tmp_path / "deploy" / "k8s" / "lpstudy.env").write_text("# the Secret's file\n" + "".join(
+        f"{k}={v}\n" for k, v in secret.items()) + "LPSTUDY_WRITER_URL=postgresql+psycopg://x:y@db:5432/z?sslmode=require\n")
+    shutil.copytree(ROOT / "storage", tmp_path / "storage")
+    command = (external_database_command().replace("PGHOST=db.example.org", f"PGHOST=127.0.0.1 PGPORT={postgres.port}")
+               .replace("POSTGRES_USER=admin", "POSTGRES_USER=postgres").replace("POSTGRES_DB=lpstudy", f"POSTGRES_DB={database}"))
+    psql = Path(k8s_psql_path())
+    env = {**os.environ, "PATH": f"{psql.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    out = subprocess.run(["bash", "-c", command], cwd=tmp_path, input="the-admin-password\n", capture_output=True,
+                         text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    for user, password in ((secret["LPSTUDY_WRITER_USER"], secret["LPSTUDY_WRITER_PASSWORD"]),
+                           (secret["LPSTUDY_READER_USER"], secret["LPSTUDY_READER_PASSWORD"])):
+        engine = sa.create_engine(postgres.url(database, user, password), poolclass=sa.pool.NullPool)
+        with engine.connect() as conn:
+            assert conn.exec_driver_sql("SELECT current_user").scalar_one() == user
+        engine.dispose()
+
+
+def k8s_psql_path() -> str:
+    from tests.pgserver import _find
+
+    return _find("psql")
+
+
 def test_the_external_database_component_removes_the_in_cluster_one(builds):
     docs = builds["gpu+external-database"]
     assert not [d for d in docs if d["metadata"]["name"].startswith("lpstudy-db")]
