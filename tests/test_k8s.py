@@ -1044,16 +1044,48 @@ def test_the_creator_succeeds_again_on_a_rerun_and_refuses_a_changed_spec(builds
     assert code == 2 and "another spec" in text and "n_trials" in text, text
 
 
-@pytest.mark.slow
-def test_the_replicate_component_enqueues_the_grid_once_and_resumes_on_a_rerun(builds, tmp_path):
+SMALL_REPLICATE = ("kind: replicate\npreset: smoke\np: [1, 2]\nfolds: {folds}\n"
+                   "space:\n  max_steps: 20\n  eval_interval: 10\n  eval_iters: 2\n")
+
+
+def test_the_replicate_component_gives_the_creator_and_the_workers_one_study_file(builds):
+    """The replicate component replaces the study file only: the creator's `lpstudy create --config`
+    makes the grid from it, and the workers check the study against it, as with a search."""
+    from lpstudy.study.spec import build_spec, replicate_spec
+
     docs = builds["gpu+replicate"]
-    config = config_data(docs)
+    text = find(docs, "ConfigMap", "lpstudy-study")["data"]["study.yaml"]
+    assert text == (K8S / "components" / "replicate" / "study.yaml").read_text()
+    study = yaml.safe_load(text)
+    assert build_spec(study).to_plain() == replicate_spec(study["preset"], study["p"], study["folds"]).to_plain()
+    base = builds["gpu"]
+    for kind, name, main in (("Job", "lpstudy-create-study", "create-study"), ("Job", "lpstudy-workers", "worker")):
+        assert container(find(docs, kind, name), main)["args"] == container(find(base, kind, name), main)["args"]
+        assert "--config" in container(find(docs, kind, name), main)["args"]
+
+
+@pytest.mark.slow
+def test_the_replicate_components_workers_run_its_grid_and_refuse_another(builds, tmp_path):
+    """Made by the creator's command from a replicate study file: the grid once (again: nothing
+    enqueued); a worker given another grid's file refuses with one line (exit 2); a worker given this
+    one runs every cell and stops when none is left."""
+    docs = with_study_file(builds["gpu+replicate"], SMALL_REPLICATE.format(folds=2))
     url = f"sqlite:///{tmp_path / 'grid.db'}"
-    cells = len(config["LPSTUDY_REPLICATE_P"].split(",")) * int(config["LPSTUDY_REPLICATE_FOLDS"])
     code, text = run_creator(docs, url, tmp_path / "a")
-    assert code == 0 and f"{cells} cells" in text and f"({cells} enqueued now)" in text, text
+    assert code == 0 and "created" in text and "grid: 4 cell(s) enqueued" in text, text
     code, text = run_creator(docs, url, tmp_path / "b")
-    assert code == 0 and "resumed" in text and "(0 enqueued now)" in text, text
+    assert code == 0 and "exists already, unchanged" in text and "grid: 0 cell(s) enqueued" in text, text
+    # on this machine's CPU, straight on the database (in the gpu overlay the workers reach it through the proxy)
+    on_cpu = {"LPSTUDY_ARTIFACTS": str(tmp_path / "artifacts"), "LPSTUDY_DEVICES": "cpu", "LPSTUDY_STORAGE": url}
+    other = with_study_file(docs, SMALL_REPLICATE.format(folds=3))
+    code, text = run_to_end(run_container(other, worker_job(other), "worker", {"LPSTUDY_WRITER_URL": url},
+                                          tmp_path / "other", on_cpu, stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
+    assert code == 2 and "another spec" in text and "folds stored 2, new 3" in text, text
+    code, text = run_to_end(run_container(docs, worker_job(docs), "worker", {"LPSTUDY_WRITER_URL": url},
+                                          tmp_path / "pod", on_cpu, stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
+    assert code == 0 and "no grid cell left" in text, text
+    complete = [t for t in trials_of(url, config_data(docs)["LPSTUDY_STUDY"]) if t.state.name == "COMPLETE"]
+    assert sorted((t.params["p"], t.params["fold"]) for t in complete) == [(1.0, 0), (1.0, 1), (2.0, 0), (2.0, 1)]
 
 
 @pytest.mark.slow

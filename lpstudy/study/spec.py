@@ -43,7 +43,7 @@ KINDS = ("search", "replicate")
 # The keys of a study YAML besides `space:`; fold, folds and seed are shortcuts for space entries.
 STUDY_FILE_KEYS = ("preset", "space", "sampler", "pruner", "loss_threshold", "n_trials", "spread_trials", "n_startup_trials",
                    "sampler_seed", "heartbeat_interval", "grace_period", "max_retry", "fold", "folds", "seed",
-                   "checkpoint_interval")
+                   "checkpoint_interval", "kind", "p")
 SPACE_SHORTCUTS = ("fold", "folds", "seed")
 # The integer options of a study and the range each can have (sampler seeds: NumPy's 32 bits).
 SPEC_BOUNDS = {"heartbeat_interval": (1, 86_400), "grace_period": (1, 7 * 86_400), "max_retry": (0, 1000),
@@ -168,6 +168,12 @@ def build_spec(file_data: dict[str, Any] | None = None, space_entries: dict[str,
     study options such as preset, sampler, pruner), later ones winning. Validated."""
     data = dict(file_data or {})
     options = {k: v for k, v in (options or {}).items() if v is not None}
+    if data.get("kind", "search") == "replicate":
+        return _replicate_from_file(data, space_entries, options)
+    if data.get("kind", "search") != "search" or "p" in data:
+        raise UserError(f"a study file's kind is search (the default) or replicate, got {data.get('kind')!r}; "
+                        "p: is a replicate's list of p values (kind: replicate)")
+    data.pop("kind", None)
     space_map: dict[str, Any] = dict(data.pop("space", None) or {})
     for key in SPACE_SHORTCUTS:
         if key in data:
@@ -182,6 +188,22 @@ def build_spec(file_data: dict[str, Any] | None = None, space_entries: dict[str,
     spec.sampler = sampler
     spec.pruner = str(spec.pruner).lower()
     return spec.validate()
+
+
+def _replicate_from_file(data: dict[str, Any], space_entries: dict[str, Any] | None,
+                         options: dict[str, Any]) -> StudySpec:
+    """A replicate's study file (`kind: replicate`, `preset:`, `p: [...]`, `folds:`, fixed fields under
+    `space:`, and the trial options): the spec `lpstudy replicate` makes from the same values, so that
+    `lpstudy create --config` makes the grid and its workers' `--config` checks it."""
+    data = {**data, **options}
+    fixed = dict(data.pop("space", None) or {})
+    fixed.update(space_entries or {})
+    if "preset" not in data or "p" not in data:
+        raise UserError("a replicate's study file (kind: replicate) names its preset: and its p: values")
+    p_values = data["p"] if isinstance(data["p"], list) else [v for v in str(data["p"]).split(",") if v.strip()]
+    trial_options = {k: data[k] for k in ("heartbeat_interval", "grace_period", "max_retry", "checkpoint_interval")
+                     if k in data}
+    return replicate_spec(str(data["preset"]), p_values, data.get("folds", 10), fixed=fixed, options=trial_options)
 
 
 def replicate_spec(preset: str, p_values: list[float], folds: int, fixed: dict[str, Any] | None = None,
