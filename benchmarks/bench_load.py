@@ -135,6 +135,7 @@ class LoadPlan:
     # same port proxy_down_s later (None: never).
     restart_proxy_at: float | None = None
     proxy_down_s: float = 10.0
+    proxies: int = 1  # through a proxy: this many, the worker processes spread over them in turn (the first restarted)
 
     @property
     def cells(self) -> int:
@@ -388,6 +389,7 @@ class LoadResult:
     claims: int = 0
     torch_in_workers: int = 0
     reasons: dict[str, int] = field(default_factory=dict)
+    proxies: int = 1
     proxy_restarts: int = 0
     proxy_down_s: float = 0.0  # from the kill until the restarted proxy listened again
     proxy_killed_at_s: float | None = None  # seconds after the start
@@ -572,8 +574,10 @@ def run_load(plan: LoadPlan, workdir: Path, postgres=None, progress=None) -> Loa
     workdir.mkdir(parents=True, exist_ok=True)
     result = LoadResult(storage=plan.storage, workers=plan.workers, cells=plan.cells, trial_ms=plan.trial_s * 1000,
                         processes=plan.processes, threads_per_process=plan.threads_per_process,
-                        grace_period_s=plan.grace_period, heartbeat_interval_s=plan.heartbeat_interval)
+                        grace_period_s=plan.grace_period, heartbeat_interval_s=plan.heartbeat_interval,
+                        proxies=plan.proxies if plan.storage in PROXIES else 1)
     proxy = sampler = None
+    others: list[Proxy] = []
     if plan.storage == "sqlite":
         database_url = f"sqlite:///{workdir / 'load.db'}"
     else:
@@ -586,12 +590,14 @@ def run_load(plan: LoadPlan, workdir: Path, postgres=None, progress=None) -> Loa
             # The proxy opens the empty database first and makes Optuna's tables; workers reach it only.
             proxy = Proxy(database_url, workdir / "proxy.log", threads=plan.proxy_threads,
                           optuna_only=plan.storage == "optuna-proxy")
-        worker_url = proxy.url if proxy else database_url
+            others = [Proxy(database_url, workdir / f"proxy-{i}.log", threads=plan.proxy_threads,
+                            optuna_only=plan.storage == "optuna-proxy") for i in range(1, plan.proxies)]
+        urls = [p.url for p in [proxy, *others]] if proxy else [database_url]
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload([__name__])
         board, go = Board(ctx, plan.processes, plan.threads_per_process), ctx.Event()
         outs = [workdir / f"worker-{i}.json" for i in range(plan.processes)]
-        procs = [ctx.Process(target=worker_process, args=(i, worker_url, plan, board, go, str(outs[i])), daemon=True)
+        procs = [ctx.Process(target=worker_process, args=(i, urls[i % len(urls)], plan, board, go, str(outs[i])), daemon=True)
                  for i in range(plan.processes)]
         with _main_left_out():
             for proc in procs:
@@ -685,8 +691,8 @@ def run_load(plan: LoadPlan, workdir: Path, postgres=None, progress=None) -> Loa
             result.trials_per_s = result.states.get("COMPLETE", 0) / max(1e-9, last - first)
         count_engine.dispose()
     finally:
-        if proxy is not None:
-            proxy.stop()
+        for server in ([proxy] if proxy is not None else []) + others:
+            server.stop()
         if sampler is not None:
             result.peak_connections = sampler.stop()
     if progress is not None:
@@ -766,7 +772,8 @@ def _kill_one(board: Board, procs) -> list[Kill]:
 # --- the command line ----------------------------------------------------------------------------
 
 ROWS = [  # (label, how to show a result's figure)
-    ("workers (processes × threads)", lambda r: f"{r.workers} ({r.processes} × {r.threads_per_process})"),
+    ("workers (processes × threads)", lambda r: f"{r.workers} ({r.processes} × {r.threads_per_process})"
+     + (f", {r.proxies} proxies" if r.proxies > 1 else "")),
     ("cells (trial of)", lambda r: f"{r.cells:,} ({r.trial_ms:.0f} ms)"),
     ("workers started", lambda r: f"{r.workers_started}/{r.workers}" + (f" ({len(r.start_errors)} errors)" if r.start_errors else "")
      + (f", {r.workers_without_trial} ran none" if r.workers_without_trial else "")),
@@ -833,6 +840,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="Through a proxy: SIGKILL it when this share of the cells is done (0-1), then start it "
                              "again on its port --proxy-down-s later.")
     parser.add_argument("--proxy-down-s", type=float, default=10.0, help="How long the killed proxy stays down.")
+    parser.add_argument("--proxies", type=int, default=1,
+                        help="Through a proxy: this many in front of the database, the workers spread over them "
+                             "(--restart-proxy-at kills the first).")
     parser.add_argument("--json", action="store_true", help="Print the results as one JSON object.")
     add_result_argument(parser, "load")
     args = parser.parse_args(argv)
@@ -862,7 +872,7 @@ def main(argv: list[str] | None = None) -> int:
                                     grace_period=args.grace_period, proxy_threads=args.proxy_threads,
                                     timeout_s=args.timeout, threads_per_process=1 if storage == "sqlite" else args.threads,
                                     restart_proxy_at=args.restart_proxy_at if storage in PROXIES else None,
-                                    proxy_down_s=args.proxy_down_s)
+                                    proxy_down_s=args.proxy_down_s, proxies=args.proxies)
                     task = bar.add_task(f"{storage} · {workers} workers", total=plan.cells, note="starting")
 
                     def progress(done: int, total: int, note: str, task=task) -> None:
