@@ -602,7 +602,7 @@ def test_a_plain_wait_loop_as_pid_1_ignores_sigterm():
 @pytest.mark.slow
 @pytest.mark.parametrize("init", ["wait-for-database", "wait-for-study"])
 def test_init_containers_stop_at_once_on_sigterm_as_pid_1(builds, tmp_path, init):
-    docs = builds["gpu"]
+    docs = builds["cpu"]  # its workers reach the database itself (the gpu overlay's, through the proxy)
     doc = find(docs, "Job", "lpstudy-create-study" if init == "wait-for-database" else "lpstudy-workers")
     c = container(doc, init)
     url = ("postgresql+psycopg://nobody:x@127.0.0.1:9/none" if init == "wait-for-database"  # nothing listens there
@@ -625,7 +625,7 @@ def test_init_containers_stop_at_once_on_sigterm_as_pid_1(builds, tmp_path, init
 
 @pytest.mark.slow
 def test_the_wait_for_the_study_gives_up_after_its_deadline_with_one_line(builds, tmp_path):
-    docs = builds["gpu"]
+    docs = builds["cpu"]  # its workers reach the database itself (the gpu overlay's, through the proxy)
     job = worker_job(docs)
     study = config_data(docs)["LPSTUDY_STUDY"]
     assert int(config_data(docs)["LPSTUDY_WAIT_FOR_SPEC_S"]) >= 300
