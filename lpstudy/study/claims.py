@@ -14,6 +14,7 @@ from optuna.trial import TrialState
 from lpstudy.db.locks import ask_lock_name
 from lpstudy.db.optuna_storage import StudyStorage
 from lpstudy.db.retries import RetryCallback
+from lpstudy.errors import UserError
 from lpstudy.study.lease import LEASE_ATTR
 from lpstudy.study.spec import StudySpec
 from lpstudy.study.studies import trial_params
@@ -92,34 +93,44 @@ def count_states(study: optuna.Study, states: tuple[TrialState, ...], storage: S
 
 
 def requeue(study: optuna.Study, trial_id: int, max_retry: int, interrupted: bool = False,
-            spec: StudySpec | None = None) -> bool:
+            spec: StudySpec | None = None, storage: StudyStorage | None = None) -> bool:
     """Enqueue a failed trial again with its parameters and user attributes (a new WAITING trial),
     with the same bookkeeping (failed_trial, retry_history) as Optuna's
     RetryHeartbeatStaleTrialCallback for a trial whose worker died; False when a crash has been
     retried max_retry times (an interruption does not count, see lpstudy.db.retries), or when the
     trial's grid cell already has another trial that is waiting, running or complete (a cell is
     never enqueued twice). The per-evaluation metrics of a journal or gRPC trial stay with the
-    failed trial."""
-    frozen = study._storage.get_trial(trial_id)
-    if spec is not None and spec.is_grid and cell_is_live(study, spec, frozen):
+    failed trial.
+
+    The look at the cell is retried through storage's outages (StudyStorage.call) where a storage is
+    given; any error it does not ride out is raised, never read as "the cell has no live trial"."""
+    def look() -> tuple[optuna.trial.FrozenTrial, bool]:
+        frozen = study._storage.get_trial(trial_id)
+        return frozen, spec is not None and spec.is_grid and cell_is_live(study, spec, frozen)
+
+    frozen, live = storage.call(look) if storage is not None else look()
+    if live:
         return False
     return RetryCallback(max_retry)(study, frozen, interrupted=interrupted,
                                     drop_attrs=(METRICS_ATTR_PREFIX, LEASE_ATTR))
 
 
-def cell_is_live(study: optuna.Study, spec: StudySpec, trial: optuna.trial.FrozenTrial) -> bool:
-    """Whether another trial of this trial's grid cell is waiting, running or complete."""
+def cell_of_trial(spec: StudySpec, trial: optuna.trial.FrozenTrial) -> tuple | None:
+    """The grid cell of a trial; None only where its parameters definitely name no cell of this
+    grid (a parameter missing or a value the space refuses). Any other error is raised."""
     try:
-        key = spec.space.cell_of(trial_params(trial))
-    except Exception:
+        return spec.space.cell_of(trial_params(trial))
+    except (KeyError, UserError):
+        return None
+
+
+def cell_is_live(study: optuna.Study, spec: StudySpec, trial: optuna.trial.FrozenTrial) -> bool:
+    """Whether another trial of this trial's grid cell is waiting, running or complete. A trial in
+    no cell has none; an error while looking (the database's, a bug's) is raised, not taken as
+    "none", which would enqueue a cell twice."""
+    key = cell_of_trial(spec, trial)
+    if key is None:
         return False
     live = (TrialState.WAITING, TrialState.RUNNING, TrialState.COMPLETE)
-    for other in study.get_trials(deepcopy=False, states=live):
-        if other._trial_id == trial._trial_id:
-            continue
-        try:
-            if spec.space.cell_of(trial_params(other)) == key:
-                return True
-        except Exception:
-            continue
-    return False
+    return any(other._trial_id != trial._trial_id and cell_of_trial(spec, other) == key
+               for other in study.get_trials(deepcopy=False, states=live))

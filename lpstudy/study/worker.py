@@ -384,7 +384,7 @@ class Worker:
                 # Only the worker whose FAIL stuck retries it: a trial another worker failed as stale
                 # was retried by that worker already.
                 if ours and (spec.is_grid or interrupted) and requeue(
-                        study, trial._trial_id, max_retry, interrupted=interrupted, spec=spec):
+                        study, trial._trial_id, max_retry, interrupted=interrupted, spec=spec, storage=storage):
                     self.say(f"trial {trial.number} enqueued again with the same parameters")
                 if not interrupted and ours:
                     failures_in_a_row += 1
@@ -445,7 +445,8 @@ class Worker:
                 outcome = TrialOutcome(TrialState.FAIL, None, reason="interrupted")
                 _safe(lambda: trial.set_user_attr("interrupted", True))
                 if self._tell(study, trial, outcome):
-                    _safe(lambda: requeue(study, trial._trial_id, max_retry, interrupted=True, spec=ctx.spec))
+                    _safe(lambda: requeue(study, trial._trial_id, max_retry, interrupted=True, spec=ctx.spec,
+                                          storage=ctx.storage))
                 raise
             except Exception as exc:  # a bug, a device error, an invalid run: the trial fails
                 outcome = TrialOutcome(TrialState.FAIL, None, reason=f"{type(exc).__name__}: {exc}")
