@@ -77,6 +77,17 @@ class StudyStorage:
         rdb.failed_trial_callback = callback
         return True
 
+    def close(self) -> None:
+        """Let go of what the storage holds (a SQL engine's connections, a proxy's channel); the
+        object is not used after. Also `with open_storage(url) as storage:`."""
+        self.kind.close(self)
+
+    def __enter__(self) -> StudyStorage:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return self.retry.call(fn, *args, **kwargs)
 

@@ -42,7 +42,7 @@ from lpstudy.study import telemetry
 from lpstudy.study.lease import Lease
 from lpstudy.study.spec import StudySpec
 from lpstudy.study.studies import load_study
-from lpstudy.study.trial_context import Objective, TrialContext, TrialOutcome
+from lpstudy.study.trial_context import Objective, TrialContext, TrialLost, TrialOutcome
 from lpstudy.training.progress import say_stderr
 
 # A worker with nothing to take polls after GRID_POLL_S while other workers' trials run, then less
@@ -383,7 +383,7 @@ class Worker:
                 interrupted = outcome.reason == "interrupted"
                 # Only the worker whose FAIL stuck retries it: a trial another worker failed as stale
                 # was retried by that worker already.
-                if ours and (spec.is_grid or interrupted) and requeue(
+                if ours and (spec.is_grid or interrupted or outcome.retry) and requeue(
                         study, trial._trial_id, max_retry, interrupted=interrupted, spec=spec, storage=storage):
                     self.say(f"trial {trial.number} enqueued again with the same parameters")
                 if not interrupted and ours:
@@ -448,6 +448,10 @@ class Worker:
                     _safe(lambda: requeue(study, trial._trial_id, max_retry, interrupted=True, spec=ctx.spec,
                                           storage=ctx.storage))
                 raise
+            except TrialLost as exc:  # e.g. its checkpoint cannot be read: fails, and is enqueued again
+                outcome = TrialOutcome(TrialState.FAIL, None, reason=str(exc), retry=True)
+                self.say(f"[red]trial {trial.number} failed[/]: {outcome.reason}")
+                _safe(lambda: trial.set_user_attr("error", outcome.reason[:1000]))
             except Exception as exc:  # a bug, a device error, an invalid run: the trial fails
                 outcome = TrialOutcome(TrialState.FAIL, None, reason=f"{type(exc).__name__}: {exc}")
                 self.say(f"[red]trial {trial.number} failed[/]: {outcome.reason}")

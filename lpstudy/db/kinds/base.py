@@ -185,6 +185,9 @@ class StorageKind:
         """Give a trial without a heartbeat one age_s old; whether it was given. Here: no heartbeats."""
         return False
 
+    def close(self, storage: StudyStorage) -> None:
+        """Let go of what an open storage holds; here nothing (a journal file is opened per write)."""
+
     # --- learning curves ---------------------------------------------------------------------------
 
     def prepare_curves(self, storage: StudyStorage) -> None:

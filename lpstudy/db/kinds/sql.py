@@ -233,6 +233,10 @@ class SqlKind(StorageKind):
         except sa.exc.IntegrityError:  # its worker beat at that very moment: alive after all
             return False
 
+    def close(self, storage: StudyStorage) -> None:
+        """The engine's pooled connections, closed (Optuna's RDBStorage shares it)."""
+        storage.engine.dispose()
+
     # --- learning curves: a row per evaluation in the metrics table --------------------------------
 
     def prepare_curves(self, storage: StudyStorage) -> None:
