@@ -282,6 +282,25 @@ def test_heartbeats_are_optunas_on_sql_and_the_lease_elsewhere(tmp_path):
     sqlite.engine.dispose()
 
 
+@pytest.mark.parametrize("name", ["a.log", "a.db"])
+def test_a_synthetic_study_keeps_every_curve_where_its_storage_keeps_them(tmp_path, name):
+    """The synthetic writer writes a worker's curves through the storage (the metrics table, or a
+    journal's system attributes): every evaluation keeps its training loss and gain. Before, it wrote
+    them only where it had an engine, and a journal study held the validation loss alone (Optuna's
+    intermediate values: 0 of 317 rows with a training loss)."""
+    from lpstudy.results.frames import load_study
+    from lpstudy.study.synthetic import write_synthetic_study
+
+    url = f"{'journal' if name.endswith('.log') else 'sqlite'}:///{tmp_path / name}"
+    written = write_synthetic_study(url, "syn", n_trials=6, n_evals=4, states=False)
+    assert written.counts["COMPLETE"] + written.counts["PRUNED"] == 6
+    with open_reader(url) as reader:
+        curves = load_study(reader, "syn").curves
+    assert len(curves) >= 6 * 2  # every run evaluated at least twice (a pruned one stops half-way)
+    assert curves["train_loss"].notna().all() and curves["val_loss"].notna().all(), curves
+    assert curves["gain_mean"].notna().all(), curves
+
+
 def test_checkpoints_go_beside_a_file_and_nowhere_by_default_on_a_server(tmp_path, monkeypatch):
     monkeypatch.delenv("LPSTUDY_ARTIFACTS", raising=False)
     assert artifact_location("sqlite:///s/a.db") == "s/a.db.artifacts"

@@ -146,7 +146,18 @@ class StudyStorage:
     def write_evaluation(self, study_name: str, trial_id: int, trial_number: int, record: MetricRecord) -> None:
         """Store one evaluation of a running trial: a row of the metrics table (SQL kinds), else the
         trial's system attribute lpstudy_metrics:<step>."""
-        self.kind.write_evaluation(self, study_name, trial_id, trial_number, record)
+        self.kind.write_evaluations(self, study_name, trial_id, trial_number, [record])
+
+    def add_finished_trial(self, study_name: str, study_id: int, template: optuna.trial.FrozenTrial,
+                           records: list[MetricRecord]) -> int:
+        """Store a trial that ended elsewhere (a synthetic study's) with its evaluations where this
+        storage keeps curves, as a worker's would be; its id."""
+        return self.kind.add_finished_trial(self, study_name, study_id, template, list(records))
+
+    def write_evaluations(self, study_name: str, trial_id: int, trial_number: int,
+                          records: list[MetricRecord]) -> None:
+        """Store several evaluations of a trial at once, where this storage keeps curves."""
+        self.kind.write_evaluations(self, study_name, trial_id, trial_number, list(records))
 
 
 def open_storage(url: str | None, readonly: bool = False, create_tables: bool = False,

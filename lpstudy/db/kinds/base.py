@@ -193,13 +193,27 @@ class StorageKind:
     def prepare_curves(self, storage: StudyStorage) -> None:
         """Make the place a worker's evaluations go (the SQL kinds' metrics table); here nothing."""
 
-    def write_evaluation(self, storage: StudyStorage, study_name: str, trial_id: int, trial_number: int,
-                         record: MetricRecord) -> None:
-        """Store one evaluation of a running trial: here its system attribute lpstudy_metrics:<step>
+    def write_evaluations(self, storage: StudyStorage, study_name: str, trial_id: int, trial_number: int,
+                          records: list[MetricRecord]) -> None:
+        """Store evaluations of a trial: here each as its system attribute lpstudy_metrics:<step>
         (lpstudy.db.metrics_table.evaluation_attribute)."""
         from lpstudy.db.metrics_table import evaluation_attribute
 
-        storage.optuna.set_trial_system_attr(trial_id, *evaluation_attribute(record))
+        for record in records:
+            storage.optuna.set_trial_system_attr(trial_id, *evaluation_attribute(record))
+
+    def add_finished_trial(self, storage: StudyStorage, study_name: str, study_id: int, template: Any,
+                           records: list[MetricRecord]) -> int:
+        """Store a trial that ended elsewhere (a FrozenTrial: a synthetic study's, an import) with its
+        evaluations where this kind keeps curves; its id. Here the curves go in with the trial, as its
+        system attributes (a finished trial takes no more writes)."""
+        import copy
+
+        from lpstudy.db.metrics_table import evaluation_attribute
+
+        template = copy.copy(template)
+        template.system_attrs = {**template.system_attrs, **dict(evaluation_attribute(r) for r in records)}
+        return storage.optuna.create_new_trial(study_id, template_trial=template)
 
     def __repr__(self) -> str:
         return f"<storage kind {self.name}>"

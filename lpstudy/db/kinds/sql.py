@@ -244,8 +244,9 @@ class SqlKind(StorageKind):
 
         storage.call(ensure_metrics_table, storage.engine)
 
-    def write_evaluation(self, storage: StudyStorage, study_name: str, trial_id: int, trial_number: int,
-                         record: MetricRecord) -> None:
+    def write_evaluations(self, storage: StudyStorage, study_name: str, trial_id: int, trial_number: int,
+                          records: list[MetricRecord]) -> None:
+        """Rows of the metrics table, in one transaction, retried through an outage."""
         from lpstudy.db.metrics_table import write_metrics
 
         attempts = [0]
@@ -253,13 +254,22 @@ class SqlKind(StorageKind):
         def write() -> None:
             attempts[0] += 1
             try:
-                write_metrics(storage.engine, study_name, trial_id, trial_number, [record])
+                write_metrics(storage.engine, study_name, trial_id, trial_number, records)
             except sa.exc.IntegrityError:
                 if attempts[0] == 1:
                     raise
                 # A retry after a lost connection: the first attempt had committed.
 
         storage.call(write)
+
+    def add_finished_trial(self, storage: StudyStorage, study_name: str, study_id: int, template: Any,
+                           records: list[MetricRecord]) -> int:
+        """The trial through Optuna, then its evaluations as rows of the metrics table."""
+        trial_id = storage.optuna.create_new_trial(study_id, template_trial=template)
+        if records:
+            number = storage.optuna.get_trial_number_from_id(trial_id)
+            self.write_evaluations(storage, study_name, trial_id, number, records)
+        return trial_id
 
     def _schema_complete(self, url: str, readonly: bool) -> bool:
         """Whether a creator has finished Optuna's schema: its last step, alembic's stamp, is there.
