@@ -63,7 +63,7 @@ def worker(
     heartbeat_interval: HeartbeatOpt = None,
     grace_period: GraceOpt = None,
     max_retry: RetryOpt = None,
-    threads: Annotated[Optional[int], typer.Option(help="Torch threads per CPU worker process (default: the cores split among this command's CPU workers; one CPU worker: torch's default).", min=1)] = None,
+    threads: Annotated[Optional[int], typer.Option(help="Torch threads per CPU worker process (default: the cores split among this command's CPU workers; one CPU worker: each run's default, one thread for the smoke and cpu presets and every usable core for paper).", min=1)] = None,
     artifacts: Annotated[Optional[str], typer.Option(help="Where trials keep their checkpoints: a folder every worker sees, or s3://BUCKET (default $LPSTUDY_ARTIFACTS, else FILE.artifacts next to a SQLite or journal file).")] = None,
     config: Annotated[Optional[Path], typer.Option("--config", "-c", help="The study YAML its creator was given: start only on a study with that spec, marked ready by a `lpstudy create` that succeeded (another spec: refused, exit 2).")] = None,
     wait_for_spec_s: Annotated[float, typer.Option("--wait-for-spec-s", help="Wait this long (s) for the study (with --config: for its creator's success) to appear; then exit 2. 0: look once.", min=0)] = 0.0,
