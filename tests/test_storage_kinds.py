@@ -371,12 +371,43 @@ def test_a_kind_without_a_lock_holds_nothing():
 
 # --- what a worker asks of a storage, answered alike by every kind --------------------------------
 
-@pytest.mark.parametrize("kind", ["sqlite", "journal", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def test_every_kind_answers_a_workers_questions_alike(kind, tmp_path, request):
+@pytest.fixture
+def grpc_proxy_url(tmp_path):
+    """lpstudy's storage proxy, in this process, in front of a SQLite file."""
+    from lpstudy.db.optuna_storage import make_proxy_server
+    from tests.pgserver import free_port
+
+    port = free_port()
+    server = make_proxy_server(f"sqlite:///{tmp_path / 'behind.db'}", "127.0.0.1", port, threads=4)
+    server.start()
+    yield f"grpc://127.0.0.1:{port}"
+    server.stop(0).wait()
+
+
+def _storage_of_kind(kind: str, tmp_path, request):
+    """A writer's storage of that kind. MySQL has no server here: its kind (what it answers: SQL
+    queries, no lock) on a SQLite database, the one part that differs, the dialect, aside."""
+    import dataclasses
+
+    if kind == "mysql":
+        stand_in = open_storage(f"sqlite:///{tmp_path / 'a.db'}", create_tables=True)
+        return dataclasses.replace(stand_in, kind=kind_of(MYSQL)), stand_in.url
+    url = {"sqlite": lambda: f"sqlite:///{tmp_path / 'a.db'}", "journal": lambda: f"journal:///{tmp_path / 'a.log'}",
+           "grpc": lambda: request.getfixturevalue("grpc_proxy_url"),
+           "postgresql": lambda: request.getfixturevalue("pg_url")}[kind]()
+    return open_storage(url, create_tables=True), url
+
+
+@pytest.mark.parametrize("kind, locks", [
+    ("sqlite", True), ("journal", True), ("mysql", False),
+    pytest.param("grpc", False, marks=pytest.mark.slow),
+    pytest.param("postgresql", True, marks=pytest.mark.postgres)])
+def test_every_kind_answers_a_workers_questions_alike(kind, locks, tmp_path, request):
     """The storage object answers the claim, the counts, a trial's state, where an evaluation goes
-    and whether its lock holds, each kind its own way (one SQL query, or Optuna's API): a grid of 6
-    cells is enqueued once, each cell claimed by one caller, an evaluation read back from the
-    storage's reader. Expected values by hand: 6 cells, 6 claims, then none."""
+    and whether its lock holds, each kind its own way (one SQL query, one call on lpstudy's proxy, or
+    Optuna's API): a grid of 6 cells is enqueued once, each cell claimed by one caller, an evaluation
+    read back from the storage's reader. Expected values by hand: 6 cells, 6 claims, then none; a
+    lock across processes on SQLite, the journal and PostgreSQL, none through the proxy or on MySQL."""
     from optuna.trial import TrialState
 
     from lpstudy.results.frames import load_study
@@ -385,9 +416,8 @@ def test_every_kind_answers_a_workers_questions_alike(kind, tmp_path, request):
     from lpstudy.study.studies import create_study, enqueue_missing_cells
     from lpstudy.training.metrics import MetricRecord
 
-    url = {"sqlite": f"sqlite:///{tmp_path / 'a.db'}", "journal": f"journal:///{tmp_path / 'a.log'}"}.get(kind)
-    url = url or request.getfixturevalue("pg_url")
-    storage = open_storage(url, create_tables=True)
+    storage, url = _storage_of_kind(kind, tmp_path, request)
+    assert storage.kind.name == kind
     spec = replicate_spec("smoke", [1.0, 2.0, float("inf")], 2, {"max_steps": "20"})
     study, created = create_study(storage, "grid", spec)
     assert created and storage.count_trials(study, (TrialState.WAITING,)) == 0
@@ -409,7 +439,7 @@ def test_every_kind_answers_a_workers_questions_alike(kind, tmp_path, request):
     study.tell(first, 2.25)
     assert storage.trial_state(study, first._trial_id) == TrialState.COMPLETE
     with storage.lock("a test") as locked:
-        assert locked is True  # SQLite and the journal: a file lock; PostgreSQL: an advisory lock
+        assert locked is locks  # SQLite and the journal: a file lock; PostgreSQL: an advisory lock
     curves = load_study(open_reader(url), "grid").curves
     row = curves[curves["trial_id"] == first._trial_id]
     assert list(row["step"]) == [10] and list(row["val_loss"]) == [2.25] and list(row["train_loss"]) == [2.5]
