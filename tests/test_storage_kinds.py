@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import optuna
 import pytest
 import sqlalchemy as sa
 from optuna.storages import JournalStorage, RDBStorage
@@ -263,23 +264,35 @@ def test_a_grpc_url_without_a_proxy_is_one_line():
 
 # --- liveness, curves, checkpoints ------------------------------------------------------------------
 
-@pytest.mark.parametrize("url,heartbeats,curves_in_table,sql", [
-    ("sqlite:///a.db", True, True, True), (PG, True, True, True), (MYSQL, True, True, True),
-    ("journal:///a.log", False, False, False), ("grpc://proxy:13000", False, False, False),
+@pytest.mark.parametrize("url,liveness", [
+    ("sqlite:///a.db", "OptunaHeartbeats"), (PG, "OptunaHeartbeats"), (MYSQL, "OptunaHeartbeats"),
+    ("journal:///a.log", "Lease"), ("grpc://proxy:13000", "Lease"),
 ])
-def test_liveness_and_where_curves_live(url, heartbeats, curves_in_table, sql):
-    kind = kind_of(url)
-    assert (kind.optuna_heartbeats, kind.curves_in_table, kind.sql) == (heartbeats, curves_in_table, sql)
+def test_each_kind_returns_how_it_notices_a_dead_worker(url, liveness):
+    """Optuna's heartbeats where a worker reaches the SQL database, lpstudy's lease elsewhere; the
+    grace period twice the interval unless given."""
+    from types import SimpleNamespace
+
+    storage = SimpleNamespace(optuna=SimpleNamespace(), url=url, proxy_calls=None)
+    made = kind_of(url).liveness(storage, 10, 60, 2)
+    assert type(made).__name__ == liveness and (made.interval_s, made.grace_period_s, made.max_retry) == (10, 60, 2)
 
 
-def test_heartbeats_are_optunas_on_sql_and_the_lease_elsewhere(tmp_path):
+def test_optunas_heartbeats_are_set_on_sql_and_the_lease_beats_elsewhere(tmp_path):
+    from lpstudy.values import LEASE_ATTR
+
     sqlite = open_storage(f"sqlite:///{tmp_path / 'a.db'}", create_tables=True)
-    assert sqlite.configure_heartbeat(10, 60, 2) is True
-    assert (sqlite.optuna.heartbeat_interval, sqlite.optuna.grace_period) == (10, 60)
-    assert sqlite.configure_heartbeat(0, 60, 2) is False  # interval 0: off
+    heartbeats = sqlite.liveness(10, None, 2)
+    assert (sqlite.optuna.heartbeat_interval, sqlite.optuna.grace_period) == (10, 20)  # twice the interval
+    assert heartbeats.note == ""
     journal = open_storage(f"journal:///{tmp_path / 'a.log'}", create_tables=True)
-    assert journal.configure_heartbeat(10, 60, 2) is False  # the worker keeps a lease instead
-    sqlite.engine.dispose()
+    lease = journal.liveness(10, 60, 2)
+    assert lease.note == " · heartbeats by lease (trial system attribute)"
+    study = optuna.create_study(storage=journal.optuna, study_name="beats")
+    trial = study.ask()
+    lease.beat(trial._trial_id)
+    assert isinstance(journal.optuna.get_trial(trial._trial_id).system_attrs[LEASE_ATTR], float)
+    sqlite.close()
 
 
 @pytest.mark.parametrize("name", ["a.log", "a.db"])
@@ -313,12 +326,14 @@ def test_checkpoints_go_beside_a_file_and_nowhere_by_default_on_a_server(tmp_pat
 
 # --- locks -----------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("url,has_lock", [
+@pytest.mark.parametrize("url,locks", [
     ("sqlite:///a.db", True), ("journal:///a.log", True), (PG, True),
     (MYSQL, False), ("grpc://proxy:13000", False),
 ])
-def test_which_kinds_lock(url, has_lock):
-    assert kind_of(url).has_lock is has_lock
+def test_which_kinds_lock(url, locks):
+    from lpstudy.db.kinds.base import LockingKind
+
+    assert isinstance(kind_of(url), LockingKind) is locks
 
 
 def _taken(path: Path) -> bool:
@@ -410,6 +425,7 @@ def test_every_kind_answers_a_workers_questions_alike(kind, locks, tmp_path, req
     lock across processes on SQLite, the journal and PostgreSQL, none through the proxy or on MySQL."""
     from optuna.trial import TrialState
 
+    from lpstudy.db.kinds.base import LockingKind
     from lpstudy.results.frames import load_study
     from lpstudy.study.claims import count_states, pop_waiting_trial
     from lpstudy.study.spec import replicate_spec
@@ -431,15 +447,16 @@ def test_every_kind_answers_a_workers_questions_alike(kind, locks, tmp_path, req
     assert count_states(study, (TrialState.WAITING,), storage) == 0
     first = claimed[0]
     assert storage.trial_state(study, first._trial_id) == TrialState.RUNNING
-    storage.beat(first._trial_id)  # Optuna's heartbeat, or lpstudy's lease: the trial stays RUNNING
+    storage.liveness(10, 60, 2).beat(first._trial_id)  # Optuna's heartbeat, or lpstudy's lease: still RUNNING
+    assert storage.trial_state(study, first._trial_id) == TrialState.RUNNING
     nan = float("nan")
     storage.prepare_curves()
     storage.write_evaluation("grid", first._trial_id, first.number,
                              MetricRecord(10, 2.5, 2.25, 1e-3, 1.0, 1.0, nan, nan, nan, 1.0, 100.0, 1.0))
     study.tell(first, 2.25)
     assert storage.trial_state(study, first._trial_id) == TrialState.COMPLETE
-    with storage.lock("a test") as locked:
-        assert locked is locks  # SQLite and the journal: a file lock; PostgreSQL: an advisory lock
+    with storage.lock("a test"):  # SQLite and the journal: a file lock; PostgreSQL: an advisory lock
+        assert isinstance(storage.kind, LockingKind) is locks
     curves = load_study(open_reader(url), "grid").curves
     row = curves[curves["trial_id"] == first._trial_id]
     assert list(row["step"]) == [10] and list(row["val_loss"]) == [2.25] and list(row["train_loss"]) == [2.5]

@@ -92,16 +92,21 @@ def worker(
                             grace_period=grace_period, max_retry=max_retry, threads=threads,
                             artifacts=artifacts, config=str(config) if config is not None else None,
                             metrics_port=port)
-    if len(device_list) > 1:
-        return spawn_workers(options, device_list, say=say)
-    options.device = device_list[0]
-    if port:
-        from lpstudy.study.telemetry import serve
+    with opened:  # this process's one storage: the worker trains on it, and it is closed after
+        if len(device_list) > 1:
+            opened.close()  # each worker process opens its own
+            return spawn_workers(options, device_list, say=say)
+        options.device = device_list[0]
+        if port:
+            from lpstudy.study.telemetry import serve
 
-        serve(port, options.device)
-        say(f"metrics on http://0.0.0.0:{port}/metrics")
-    comparison = load_plan(opened, study) is not None  # lpstudy compare: arm by arm
-    report = run_compare_worker(options, say=say) if comparison else run_worker(options)
+            serve(port, options.device)
+            say(f"metrics on http://0.0.0.0:{port}/metrics")
+        if load_plan(opened, study) is not None:  # lpstudy compare: arm by arm, each arm's study its own
+            opened.close()
+            report = run_compare_worker(options, say=say)
+        else:
+            report = run_worker(options, storage=opened)
     if report.exit_code:
         raise UserError(f"worker stopped: {report.reason}")
     return 0

@@ -6,12 +6,10 @@ has no other live trial."""
 
 from __future__ import annotations
 
-import warnings
-
 import optuna
 from optuna.trial import TrialState
 
-from lpstudy.db.locks import ask_lock_name
+from lpstudy.db.asking import WAIT, ask
 from lpstudy.db.optuna_storage import StudyStorage
 from lpstudy.db.retries import RetryCallback
 from lpstudy.errors import UserError
@@ -47,41 +45,14 @@ def for_grid_worker(study: optuna.Study, storage: StudyStorage) -> optuna.Study:
     return storage.for_grid_worker(study)
 
 
-WAIT = object()  # ask_within_target: the target is taken by running trials; look again later
-
-
 def ask_within_target(study: optuna.Study, spec: StudySpec, storage: StudyStorage):
     """study.ask(), unless the study's n_trials target is taken: None when that many trials have
-    finished (COMPLETE or PRUNED), WAIT when finished and running trials make up the target. The
-    count and the ask happen under the storage's lock (lpstudy.db.locks), so several workers never
-    start more trials than the target. Without a lock (gRPC, MySQL) a worker that finds its new trial
-    beyond the target (a racing worker's trial has a lower number) gives it up: it ends FAIL with
-    the user attribute surplus, never run."""
-    def ask() -> optuna.Trial:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # "heartbeat is supposed to be used with optimize"
-            return study.ask()
-
+    finished (COMPLETE or PRUNED), WAIT when finished and running trials make up the target. How the
+    storage keeps workers from starting more trials than the target (the count and the ask under its
+    lock, or a surplus trial given up: lpstudy.db.asking) is the storage's business."""
     if spec.n_trials is None:
-        return ask()
-    taken = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING)
-    with storage.lock(ask_lock_name(study.study_name)) as locked:
-        trials = study.get_trials(deepcopy=False, states=taken)
-        finished = sum(1 for t in trials if t.state != TrialState.RUNNING)
-        if finished >= spec.n_trials:
-            return None
-        if len(trials) >= spec.n_trials:
-            return WAIT
-        trial = ask()
-    if not locked:
-        numbers = sorted(t.number for t in study.get_trials(deepcopy=False, states=taken))
-        if trial.number in numbers and numbers.index(trial.number) >= spec.n_trials:
-            trial.set_user_attr("surplus", True)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
-            return WAIT
-    return trial
+        return ask(study)
+    return storage.ask_within_target(study, spec.n_trials)
 
 
 def count_states(study: optuna.Study, states: tuple[TrialState, ...], storage: StudyStorage | None = None) -> int:
