@@ -89,10 +89,7 @@ def _cached_study_version(storage_url: str, study_name: str, curves: bool, finge
     """One StudyData per study version, shared by every page and session without a copy (cache_data
     unpickled a copy at each page: 0.3–0.7 s at 100,000 trials). Pages only read it: pandas'
     copy-on-write keeps every frame derived from it apart, and no page assigns into it."""
-    from lpstudy.results.frames import load_study
-
-    data = live_study(storage_url, study_name).read(curves)
-    return data if data is not None else load_study(reader(storage_url), study_name, curves=curves)
+    return live_study(storage_url, study_name).read(curves)
 
 
 def cached_study(storage_url: str, study_name: str, curves: bool = True):
