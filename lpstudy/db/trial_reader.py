@@ -217,6 +217,13 @@ class OptunaReader:
         """A reader of the same storage through Optuna's storage API (the tests compare the two)."""
         return self
 
+    def check_readable(self) -> None:
+        """StudyUnavailable (one line) now where the storage cannot be read (the kind's check:
+        lpstudy.db.kinds.base.StorageKind.check_readable), through what this reader opens."""
+        problem = self.kind.missing_file_message(self.url)
+        if problem:
+            raise StudyUnavailable(problem)
+
     def studies(self) -> list[StudyRecord]:
         with reading(self.url):
             frozen = self._storage().get_all_studies()
@@ -280,6 +287,12 @@ class SqlReader(OptunaReader):
     def __init__(self, url: str, kind: StorageKind) -> None:
         super().__init__(url, kind)
         self._engine: Engine | None = None
+
+    def check_readable(self) -> None:
+        """A mistyped file, a wrong password, a refused port: StudyUnavailable now, on the engine this
+        reader reads with (made and reached here)."""
+        super().check_readable()
+        self.engine  # noqa: B018 - made with check=True: reached now
 
     def through_optuna(self) -> ThroughOptuna:
         return ThroughOptuna(self)
