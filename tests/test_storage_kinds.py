@@ -81,17 +81,52 @@ def test_no_module_outside_the_package_compares_a_storage_kind_or_tests_a_storag
 
 
 def test_a_new_kind_is_one_object_in_the_registry(monkeypatch):
+    """docs/code.md: adding a kind is one module (here one class) and one line in KINDS. Nothing else
+    is told: a worker's questions (a study made, a trial asked within the target, its liveness, an
+    evaluation written) and the read side's frames answer through what StorageKind gives."""
+    from optuna.storages import InMemoryStorage
+    from optuna.trial import TrialState
+
+    from lpstudy.db.liveness import Lease
+    from lpstudy.results.frames import load_study
+    from lpstudy.study.claims import ask_within_target
+    from lpstudy.study.spec import build_spec
+    from lpstudy.study.studies import create_study
+    from lpstudy.training.metrics import MetricRecord
+
     class MemoryKind(StorageKind):
         name, url_form = "memory", "memory://NAME"
+        held: dict = {}
 
         def owns(self, url):
             return url.startswith("memory://")
+
+        def open_optuna(self, url, readonly, create_tables, policy):
+            return self.held.setdefault(url, InMemoryStorage()), None
 
     memory = MemoryKind()
     monkeypatch.setattr(kinds, "KINDS", (*KINDS, memory))
     assert kind_of("memory://a") is memory
     assert kind_of("sqlite:///a.db").name == "sqlite"
     assert len({kind.name for kind in KINDS}) == len(KINDS) == 5
+
+    storage = open_storage("memory://a", create_tables=True)
+    spec = build_spec({"preset": "smoke", "sampler": "random", "pruner": "none", "n_trials": 1})
+    study, created = create_study(storage, "s", spec)
+    trial = ask_within_target(study, spec, storage)
+    assert created and trial.number == 0
+    assert isinstance(storage.liveness(10, 60, 1), Lease)
+    storage.write_evaluation("s", trial._trial_id, 0, MetricRecord(10, 2.5, 2.25, 1e-3, 1.0, 1.0, *[float("nan")] * 3,
+                                                                   1.0, 100.0, 1.0))
+    trial.report(2.25, 10)
+    study.tell(trial, 2.25)
+    assert ask_within_target(study, spec, storage) is None  # the target of one trial is reached
+    with open_reader("memory://a") as reader:
+        data = load_study(reader, "s")
+    assert list(data.trials["state"]) == ["COMPLETE"] and list(data.trials["value"]) == [2.25]
+    assert list(data.curves["train_loss"]) == [2.5] and list(data.curves["val_loss"]) == [2.25]
+    assert storage.trial_state(study, trial._trial_id) == TrialState.COMPLETE
+    storage.close()
 
 
 def test_telling_a_kind_imports_neither_optuna_nor_a_driver():
