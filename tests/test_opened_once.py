@@ -85,6 +85,7 @@ def test_the_dashboards_pages_get_the_servers_one_reader(seeded, counted, monkey
     assert len(parsed) == 1 and counted["url parsed"] == 1 and counted["engine"] == 1, (parsed, counted)
 
 
+@pytest.mark.slow  # it trains a trial
 def test_a_worker_opens_one_optuna_storage_and_closes_it(sqlite_url, counted, capsys):
     code, _, err = cli(capsys, "create", "--study", "w", "--storage", sqlite_url, "--preset", "smoke",
                        "--sampler", "random", "--pruner", "none", *TINY)
