@@ -131,7 +131,7 @@ def trials_of(tables: StudyTables, ids=None, state: str | None = None) -> pd.Dat
 
 
 def finish_trials_frame(frame: pd.DataFrame, last: pd.DataFrame | None) -> pd.DataFrame:
-    """The trials frame from one row per trial (trial_row's columns) and the last evaluations by
+    """The trials frame from one row per trial (raw_trials_frame's columns, lpstudy.results.trial_table) and the last evaluations by
     trial_id (last_step, last_val_loss, n_evals): its columns in order, typed, sorted by number."""
     if last is not None and len(last) and len(frame):
         frame = frame.join(last, on="trial_id")
