@@ -5,8 +5,9 @@ and lpstudy.results.charts on what this loads.
 
 The storage URL comes from `--storage URL` (or `--storage-file FILE`) after
 `streamlit run app/dashboard.py --`, else $LPSTUDY_STORAGE (what `lpstudy dashboard` sets), else
-lpstudy.db.urls.DEFAULT_STORAGE. It is never put in the page or its URL
-(it may hold a password); the page shows it redacted.
+lpstudy.db.urls.DEFAULT_STORAGE, read once per server process (server_reader), which opens the one
+reader every page gets. It is never put in the page or its URL (it may hold a password); the page
+shows it redacted.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import argparse
 import os
 import re
 import sys
+import threading
 from contextlib import contextmanager
 from urllib.parse import quote
 
@@ -35,25 +37,64 @@ STUDY_ENV = "LPSTUDY_DASHBOARD_STUDY"  # a study to open first (`lpstudy dashboa
 def storage_from_environment(argv: list[str] | None = None) -> str:
     """The storage URL: --storage URL or --storage-file FILE among the script's arguments (what
     Streamlit passes after `streamlit run app/dashboard.py --`; others are left to Streamlit), else
-    $LPSTUDY_STORAGE, $LPSTUDY_STORAGE_FILE or the default file (lpstudy.db.urls.storage_url)."""
+    $LPSTUDY_STORAGE, $LPSTUDY_STORAGE_FILE or the default file (lpstudy.db.urls.storage_url).
+    Without argv: the URL of the server's reader (server_reader), read once per process."""
+    if argv is None:
+        return server_reader().url
+    return _storage_url_of(argv)
+
+
+def _storage_url_of(argv: list[str]) -> str:
     parser = argparse.ArgumentParser(prog="app/dashboard.py", add_help=False, allow_abbrev=False,
                                      exit_on_error=False)
     parser.add_argument("--storage")
     parser.add_argument("--storage-file")
     try:
-        given, _ = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+        given, _ = parser.parse_known_args(argv)
     except argparse.ArgumentError as exc:
         raise UserError(f"the dashboard's arguments: {exc}") from None
     return storage_url(given.storage, given.storage_file)
 
 
-@st.cache_resource(max_entries=4, show_spinner=False)
-def reader(storage_url: str):
-    """The server's one reader of the database (lpstudy.db.trial_reader), opened once from its URL
-    and shared by every loader, page and session."""
-    from lpstudy.db.kinds import open_reader
+_SERVER_READERS: dict[tuple, object] = {}  # the server's reader, by what it was opened from (server_reader)
+_BY_URL: dict[str, object] = {}
+_OPENING = threading.Lock()
 
-    return open_reader(storage_url)
+
+def server_reader():
+    """The server's one reader of the database (lpstudy.db.trial_reader), opened the first time a
+    page (or the read-ahead) asks, from the script's arguments or the environment
+    (storage_from_environment), and from then on handed to every loader, page and session of this
+    process: the arguments are not parsed, nor a --storage-file read, nor an engine made again.
+    (Kept by what it was opened from, so that a test that runs the app in its own process with another
+    database gets that one.)"""
+    opened_from = (tuple(sys.argv[1:]), os.environ.get("LPSTUDY_STORAGE"), os.environ.get("LPSTUDY_STORAGE_FILE"))
+    found = _SERVER_READERS.get(opened_from)
+    if found is not None:
+        return found
+    with _OPENING:
+        found = _SERVER_READERS.get(opened_from)
+        if found is None:
+            from lpstudy.db.kinds import open_reader
+
+            url = _storage_url_of(sys.argv[1:])
+            found = _BY_URL.get(url) or open_reader(url)
+            _SERVER_READERS[opened_from] = _BY_URL[url] = found
+        return found
+
+
+def reader(storage_url: str):
+    """The server's reader of the database at storage_url (server_reader's URL, which the pages pass
+    as their caches' key): the one opened for this process, never a second one."""
+    found = _BY_URL.get(storage_url)
+    if found is not None:
+        return found
+    with _OPENING:
+        if storage_url not in _BY_URL:
+            from lpstudy.db.kinds import open_reader
+
+            _BY_URL[storage_url] = open_reader(storage_url)
+        return _BY_URL[storage_url]
 
 
 @st.cache_data(ttl=CACHE_TTL_S, show_spinner=False)
@@ -89,10 +130,7 @@ def _cached_study_version(storage_url: str, study_name: str, curves: bool, finge
     """One StudyData per study version, shared by every page and session without a copy (cache_data
     unpickled a copy at each page: 0.3–0.7 s at 100,000 trials). Pages only read it: pandas'
     copy-on-write keeps every frame derived from it apart, and no page assigns into it."""
-    from lpstudy.results.frames import load_study
-
-    data = live_study(storage_url, study_name).read(curves)
-    return data if data is not None else load_study(reader(storage_url), study_name, curves=curves)
+    return live_study(storage_url, study_name).read(curves)
 
 
 def cached_study(storage_url: str, study_name: str, curves: bool = True):
@@ -161,7 +199,8 @@ def no_traceback():
 def study_chooser(title: str) -> None:
     """The frame of every page, drawn once by dashboard.py: the database (redacted) and the study
     chooser in the sidebar. Stops the page with a message when the database holds no study."""
-    storage = storage_from_environment()
+    with no_traceback():
+        storage = server_reader().url
     st.sidebar.caption(f"Database: {plain(redact(storage))} (read-only)")
     with no_traceback():
         infos = cached_study_infos(storage)
@@ -196,8 +235,8 @@ def study_chooser(title: str) -> None:
 
 def page(title: str, curves: bool = True):
     """The chosen study's data (without learning curves unless `curves`) under the page's title.
-    Returns (storage_url, study)."""
-    storage = storage_from_environment()
+    Returns (storage_url, study): the server's reader's URL, the key of the pages' caches."""
+    storage = server_reader().url
     with no_traceback():
         study = cached_study(storage, st.session_state[STUDY_KEY], curves)
     st.title(title)

@@ -33,7 +33,7 @@ def read_ahead(storage_url: str, study_name: str | None = None, wait_for_runtime
             import common
             from lpstudy.results.frames import study_infos
 
-            name = study_name or next((info.name for info in study_infos(common.reader(storage_url))), None)
+            name = study_name or next((info.name for info in study_infos(common.reader(storage_url))), None)  # the server's reader
             if name is None:
                 return
             data = common.cached_study(storage_url, name, curves=False)  # the version the first page draws

@@ -76,7 +76,7 @@ from optuna.trial import TrialState  # noqa: E402
 
 from benchmarks.results_file import add_result_argument, load_average, write_result  # noqa: E402
 import lpstudy.study.worker as worker_module  # noqa: E402
-from lpstudy.db.kinds import kind_of  # noqa: E402
+from lpstudy.db.kinds import kind_of, open_reader  # noqa: E402
 from lpstudy.db.optuna_storage import open_storage  # noqa: E402
 from lpstudy.errors import UserError  # noqa: E402
 from lpstudy.study.claims import pop_waiting_trial  # noqa: E402
@@ -247,36 +247,26 @@ class LoadWorker(Worker):
 
 
 def _spec_stored(url: str) -> bool:
-    """Whether the study's spec is in the SQL database at url, by one query on a connection of its own.
-    On a cluster each worker looks from its own node; here 200 opening Optuna's storage on each look
-    (its schema check parses alembic's scripts) kept two cores busy and starved the creator."""
-    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    """Whether the study's spec is in the storage at url, by its reader's list of studies (on SQL one
+    plain SELECT on a connection of its own). On a cluster each worker looks from its own node; here
+    200 opening Optuna's storage on each look (its schema check parses alembic's scripts) kept two
+    cores busy and starved the creator."""
     try:
-        with engine.connect() as conn:
-            return bool(conn.execute(sa.text(
-                "SELECT count(*) FROM study_user_attributes a JOIN studies s ON s.study_id = a.study_id "
-                "WHERE s.study_name = :n AND a.key = :k"), {"n": STUDY, "k": SPEC_ATTR}).scalar_one())
-    except sa.exc.SQLAlchemyError:
+        with open_reader(url) as reader:
+            return any(record.name == STUDY and SPEC_ATTR in record.attrs for record in reader.studies())
+    except (UserError, sa.exc.SQLAlchemyError):
         return False  # no tables yet, or the server is busy: look again
-    finally:
-        engine.dispose()
 
 
 def wait_for_study(url: str) -> None:
     """Until the study exists with its spec: what the Kubernetes workers' init container waits for."""
-    while kind_of(url).sql and not _spec_stored(url):
+    while not _spec_stored(url):
         time.sleep(random.uniform(2.0, 5.0))
     while True:
         try:
-            storage = open_storage(url, wait=True)  # as the worker opens it
-            try:
+            with open_storage(url, wait=True) as storage:  # as the worker opens it
                 load_spec(storage, STUDY)
                 return
-            finally:
-                if storage.engine is not None:
-                    storage.engine.dispose()
-                elif hasattr(storage.optuna, "close"):
-                    storage.optuna.close()
         except UserError as exc:
             if not any(sign in str(exc) for sign in NOT_YET):
                 raise

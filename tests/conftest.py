@@ -35,6 +35,26 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.slow)
 
 
+LEAKABLE_ENV = ("LPSTUDY_STORAGE", "LPSTUDY_STORAGE_FILE", "LPSTUDY_DASHBOARD_STUDY", "LPSTUDY_ARTIFACTS")
+
+
+@pytest.fixture(autouse=True)
+def _no_environment_leaks(request):
+    """A test that sets the storage's environment (the dashboard's tests do) and leaves it set makes
+    every later test in this process read another database: fail it, and put the value back."""
+    before = {name: os.environ.get(name) for name in LEAKABLE_ENV}
+    yield
+    leaked = {name: os.environ.get(name) for name in LEAKABLE_ENV if os.environ.get(name) != before[name]}
+    for name, value in before.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    if leaked:
+        pytest.fail(f"{request.node.nodeid} left {', '.join(sorted(leaked))} changed in os.environ; "
+                    "use monkeypatch.setenv", pytrace=False)
+
+
 @pytest.fixture(scope="session")
 def corpus_path() -> Path:
     path = Path(os.environ["LPSTUDY_DATA"])

@@ -77,7 +77,8 @@ def run_page(page: str, storage: str, study: str | None = None, monkeypatch=None
 
 @pytest.fixture(autouse=True)
 def _storage_env(monkeypatch):
-    monkeypatch.delenv("LPSTUDY_STORAGE", raising=False)  # restored after each test
+    monkeypatch.setenv("LPSTUDY_STORAGE", "")  # recorded, so that what a test sets is undone after it
+    monkeypatch.delenv("LPSTUDY_STORAGE")
     monkeypatch.delenv("LPSTUDY_DASHBOARD_STUDY", raising=False)
     yield
 

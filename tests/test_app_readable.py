@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from lpstudy.study.synthetic import write_synthetic_study
-from tests.test_app import NOW, displayed, figures, plotted, run_page
+from tests.test_app import NOW, _storage_env, displayed, figures, plotted, run_page  # noqa: F401 - _storage_env: autouse here too
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -7,7 +7,6 @@ expected figures read from Optuna's own trials."""
 from __future__ import annotations
 
 import json
-import os
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -128,13 +127,13 @@ def test_status_says_what_the_trials_spent_and_what_pruning_saved(study, capsys)
     assert spent["gpu_s"] == pytest.approx(want["gpu_s"], rel=1e-4)
 
 
-def _page(url: str, page: str | None):
+def _page(url: str, page: str | None, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
     from common import STUDY_KEY
 
     app = Path(__file__).resolve().parents[1] / "app"
-    os.environ["LPSTUDY_STORAGE"] = url
+    monkeypatch.setenv("LPSTUDY_STORAGE", url)
     at = AppTest.from_file(str(app / "dashboard.py"), default_timeout=60)
     at.session_state[STUDY_KEY] = "spent"
     at.run()
@@ -162,7 +161,7 @@ def _figures(at) -> dict[str, dict]:
 def test_home_shows_compute_and_the_best_value_against_it(study, monkeypatch):
     url, want = study
     monkeypatch.delenv("LPSTUDY_DASHBOARD_STUDY", raising=False)
-    at = _page(url, None)
+    at = _page(url, None, monkeypatch)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Steps trained"] == f"{want['steps']:,}"
     assert metrics["CPU time"] == format_duration(want["cpu_s"])
@@ -185,7 +184,7 @@ def test_home_shows_compute_and_the_best_value_against_it(study, monkeypatch):
 def test_convergence_marks_pruned_trials_where_they_stopped(study, monkeypatch):
     url, want = study
     monkeypatch.delenv("LPSTUDY_DASHBOARD_STUDY", raising=False)
-    at = _page(url, "views/convergence.py")
+    at = _page(url, "views/convergence.py", monkeypatch)
     figure = _figures(at)["Validation loss curves, coloured by p"]
     marks = next(t for t in figure["data"] if str(t.get("name", "")).startswith("pruned"))
     numbers = [int(text.split()[1]) for text in marks["text"]]

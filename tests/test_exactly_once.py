@@ -185,3 +185,64 @@ def test_a_bulk_enqueue_run_again_after_its_commit_adds_no_cell_twice(tmp_path):
     assert sorted((t.system_attrs["fixed_params"]["p"], t.system_attrs["fixed_params"]["fold"]) for t in trials) == [
         (p, f) for p in (1.0, 2.0, 3.0) for f in (0, 1)]
     storage.engine.dispose()
+
+
+def _live_cell_and_its_failure(tmp_path):
+    """A grid whose first cell failed and was retried (its retry waits): the cell is live."""
+    study, spec = _grid(tmp_path)
+    failed = _run_and_fail(study)
+    assert requeue(study, failed._trial_id, max_retry=3, spec=spec)
+    return study, spec, failed
+
+
+def _waiting_in_cell(study, spec, trial) -> int:
+    key = spec.space.cell_of(trial.system_attrs["fixed_params"])
+    return sum(spec.space.cell_of(t.system_attrs["fixed_params"]) == key
+               for t in study.get_trials(deepcopy=False, states=(TrialState.WAITING,)))
+
+
+def test_an_error_while_looking_at_a_cell_is_raised_and_the_cell_is_not_enqueued_twice(tmp_path, monkeypatch):
+    """A failure to read a cell's other trials is not "the cell has no live trial": before, any
+    exception there meant not live, and the cell got a second waiting trial."""
+    from lpstudy.study import claims
+
+    study, spec, failed = _live_cell_and_its_failure(tmp_path)
+    retry_id = study.get_trials(deepcopy=False, states=(TrialState.WAITING,))[-1]._trial_id
+    real = claims.trial_params
+
+    def flaky(trial):
+        if trial._trial_id == retry_id:  # the cell's live trial cannot be read
+            raise RuntimeError("lost the connection in the middle of a read")
+        return real(trial)
+
+    monkeypatch.setattr(claims, "trial_params", flaky)
+    with pytest.raises(RuntimeError, match="lost the connection"):
+        requeue(study, failed._trial_id, max_retry=3, spec=spec)
+    assert _waiting_in_cell(study, spec, failed) == 1
+
+
+def test_a_transient_error_while_looking_at_a_cell_is_retried_through_the_storage(tmp_path, monkeypatch):
+    """Given the storage, a transient database error during the look is retried (the storage's
+    retry policy), and the answer is the right one: the cell is live, nothing is enqueued."""
+    import sqlalchemy as sa
+
+    from lpstudy.study import claims
+
+    study, spec, failed = _live_cell_and_its_failure(tmp_path)
+    storage = open_storage(f"sqlite:///{tmp_path / 'g.db'}", retry_s=30)
+    storage.retry.first_wait_s = 0.01
+    retry_id = study.get_trials(deepcopy=False, states=(TrialState.WAITING,))[-1]._trial_id
+    real = claims.trial_params
+    calls = [0]
+
+    def flaky(trial):
+        if trial._trial_id == retry_id:
+            calls[0] += 1
+            if calls[0] == 1:  # the cell's live trial, on the first look only
+                raise sa.exc.OperationalError("SELECT", {}, Exception("server closed the connection unexpectedly"))
+        return real(trial)
+
+    monkeypatch.setattr(claims, "trial_params", flaky)
+    assert not requeue(study, failed._trial_id, max_retry=3, spec=spec, storage=storage)
+    assert calls[0] == 2  # looked again after the error
+    assert _waiting_in_cell(study, spec, failed) == 1

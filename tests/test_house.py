@@ -309,9 +309,46 @@ def storage_flag_reads(roots: dict[str, Path], inside: Path) -> list[str]:
 
 
 def test_no_caller_outside_the_storage_layer_asks_which_kind_of_storage_it_holds():
-    found = storage_flag_reads(ROOTS, PACKAGE / "db")
+    found = storage_flag_reads({**ROOTS, "benchmarks": ROOT / "benchmarks"}, PACKAGE / "db")
     assert not found, "a storage kind's flag read outside lpstudy/db (ask the storage object instead):\n" + \
         "\n".join(found)
+
+
+def storage_detail_reads(roots: dict[str, Path], inside: Path) -> list[str]:
+    """'file:line: what' for each place outside `inside` that reaches into a storage's details rather
+    than asking the storage: Optuna's heartbeat settings (`<x>.optuna.heartbeat_interval`), `hasattr`
+    on a storage (`hasattr(storage..., ...)`), a reader's raw SQL answer (`reader.answer(...)`)."""
+    found = []
+    for path in sorted(p for folder in roots.values() for p in folder.rglob("*.py")):
+        if path.is_relative_to(inside):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            where = f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}:{getattr(node, 'lineno', '?')}"
+            if (isinstance(node, ast.Attribute) and node.attr in ("heartbeat_interval", "grace_period")
+                    and isinstance(node.value, ast.Attribute) and node.value.attr == "optuna"):
+                found.append(f"{where}: .optuna.{node.attr}")
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "hasattr"
+                    and node.args and "storage" in ast.unparse(node.args[0])):
+                found.append(f"{where}: hasattr({ast.unparse(node.args[0])}, ...)")
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "answer"
+                    and "reader" in ast.unparse(node.func.value)):
+                found.append(f"{where}: {ast.unparse(node.func.value)}.answer(...)")
+    return found
+
+
+def test_no_caller_outside_the_storage_layer_reaches_into_a_storage():
+    found = storage_detail_reads({**ROOTS, "benchmarks": ROOT / "benchmarks"}, PACKAGE / "db")
+    assert not found, "a storage's detail read outside lpstudy/db (ask the storage object instead):\n" + \
+        "\n".join(found)
+
+
+def test_the_storage_detail_check_finds_each_reach(tmp_path):
+    (tmp_path / "db").mkdir()
+    (tmp_path / "db" / "inside.py").write_text("x = storage.optuna.heartbeat_interval\n")
+    (tmp_path / "worker.py").write_text("a = storage.optuna.heartbeat_interval\nb = hasattr(storage.optuna, 'close')\n"
+                                        "c = reader.answer('s', read)\nd = spec.heartbeat_interval\n")
+    assert [line.split(": ", 1)[1] for line in storage_detail_reads({"pkg": tmp_path}, tmp_path / "db")] == [
+        ".optuna.heartbeat_interval", "hasattr(storage.optuna, ...)", "reader.answer(...)"]
 
 
 def test_the_storage_flag_check_finds_a_flag_read(tmp_path):

@@ -123,13 +123,12 @@ def test_a_worker_fails_the_trial_whose_heartbeat_is_older_than_the_grace_period
     from lpstudy.study.claims import for_grid_worker, pop_waiting_trial
     from lpstudy.study.replicate import replicate
     from lpstudy.study.studies import load_study
-    from lpstudy.study.worker import fail_stale_trials
 
     replicate(empty_url, "beats", "smoke", [1.0, 2.0], 2, options={"max_retry": 3})  # four cells
     storage = open_storage(empty_url)
     study, _ = load_study(storage, "beats")
     study = for_grid_worker(study, storage)
-    storage.configure_heartbeat(1, 30, 3)
+    liveness = storage.liveness(1, 30, 3)
     old, recent = pop_waiting_trial(study, storage), pop_waiting_trial(study, storage)
     for trial in (old, recent):
         optuna.storages.RDBStorage.record_heartbeat(storage.optuna, trial._trial_id)
@@ -146,10 +145,10 @@ def test_a_worker_fails_the_trial_whose_heartbeat_is_older_than_the_grace_period
 
     waiting = {n: "WAITING" for n in range(4) if n not in (old.number, recent.number)}  # claims take any of the oldest
     set_back(recent, 20)
-    fail_stale_trials(study, storage)
+    liveness.fail_stale(study)
     assert states() == {old.number: "RUNNING", recent.number: "RUNNING", **waiting}
     set_back(old, 40)
-    fail_stale_trials(study, storage)
+    liveness.fail_stale(study)
     assert states() == {old.number: "FAIL", recent.number: "RUNNING", **waiting, 4: "WAITING"}
     trials = storage.optuna.get_all_trials(study._study_id)
     assert trials[4].system_attrs["fixed_params"] == trials[old.number].system_attrs["fixed_params"]

@@ -44,8 +44,12 @@ def test_every_field_of_the_model_is_a_training_field_and_reaches_the_model_conf
 
 def test_the_model_config_holds_the_gain_as_a_number():
     assert TrainConfig(block_size=256).model_config(10).gain_init == pytest.approx(math.log2(256 * 256 - 256))
+    # the temperature-matched gain at the defaults' head size 32 and context 64 (g₀ = log₂ 4032 = 11.98):
+    # at p = 2 it is g₀ itself; at p = 4, 3.49 (lpstudy.training.gain's calibration, written down here)
+    assert TrainConfig(gain_init="matched", p=2.0).model_config(10).gain_init == pytest.approx(math.log2(64 * 64 - 64))
     matched = TrainConfig(gain_init="matched", p=4.0).model_config(10).gain_init
-    assert isinstance(matched, float) and matched == TrainConfig(gain_init="matched", p=4.0).resolved_gain_init
+    assert isinstance(matched, float) and matched == pytest.approx(3.489, rel=0.005)
+    assert TrainConfig(gain_init=7.0, p=4.0).model_config(10).gain_init == 7.0  # a number stays that number
 
 
 def test_the_model_config_restates_no_default():

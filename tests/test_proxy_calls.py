@@ -21,7 +21,7 @@ from optuna.trial import TrialState
 from lpstudy.db.optuna_storage import open_storage
 from lpstudy.db.optuna_storage import make_proxy_server
 from lpstudy.study.claims import count_states, pop_waiting_trial
-from lpstudy.study.lease import LEASE_ATTR, Lease, running_beats
+from lpstudy.study.lease import LEASE_ATTR, running_beats
 from lpstudy.study.replicate import replicate
 from lpstudy.study.studies import load_study
 from tests.pgserver import free_port
@@ -110,8 +110,8 @@ def test_a_worker_claims_counts_and_checks_leases_through_lpstudys_proxy_without
     assert before - 60 < beats[claimed[0].number] <= before + 1
     assert trial_reads["trials"] == 0, "a claim, a count or a lease check read the trials through Optuna"
 
-    failed = Lease(interval_s=10, grace_period_s=60, max_retry=3).fail_stale(study, storage.proxy_calls)
-    assert failed == [claimed[1].number]
+    said = storage.liveness(10, 60, 3).fail_stale(study)
+    assert said == [f"trial {claimed[1].number} lost its worker (no heartbeat for 60 s): failed, and enqueued again"]
     assert true_counts(grid) == {"RUNNING": 2, "WAITING": 38, "FAIL": 1}  # the dead one's cell enqueued again
     assert storage.proxy_calls.offered
 

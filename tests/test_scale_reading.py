@@ -232,8 +232,8 @@ def test_export_read_with_sql_equals_the_export_read_through_optuna(empty_url):
     url = empty_url
     write_synthetic_study(url, "made", n_trials=16, n_evals=4, seed=21, now=NOW)  # 2 of 10 completed diverged
     reader = open_reader(url)
-    spec, chosen = export.chosen_from_sql(reader, "made", 3)
-    optuna_spec, through_optuna = export._chosen_through_optuna(reader, "made", 3)
+    spec, chosen = export.chosen_trials(reader, "made", 3)
+    optuna_spec, through_optuna = export.chosen_trials(reader.through_optuna(), "made", 3)
     assert spec == optuna_spec and [t.number for t in chosen] == [t.number for t in through_optuna]
     for mine, theirs in zip(chosen, through_optuna):
         assert export.run_file_text(mine, spec, "made") == export.run_file_text(theirs, spec, "made")

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import optuna
 import pytest
 import sqlalchemy as sa
 from optuna.storages import JournalStorage, RDBStorage
@@ -80,17 +81,52 @@ def test_no_module_outside_the_package_compares_a_storage_kind_or_tests_a_storag
 
 
 def test_a_new_kind_is_one_object_in_the_registry(monkeypatch):
+    """docs/code.md: adding a kind is one module (here one class) and one line in KINDS. Nothing else
+    is told: a worker's questions (a study made, a trial asked within the target, its liveness, an
+    evaluation written) and the read side's frames answer through what StorageKind gives."""
+    from optuna.storages import InMemoryStorage
+    from optuna.trial import TrialState
+
+    from lpstudy.db.liveness import Lease
+    from lpstudy.results.frames import load_study
+    from lpstudy.study.claims import ask_within_target
+    from lpstudy.study.spec import build_spec
+    from lpstudy.study.studies import create_study
+    from lpstudy.training.metrics import MetricRecord
+
     class MemoryKind(StorageKind):
         name, url_form = "memory", "memory://NAME"
+        held: dict = {}
 
         def owns(self, url):
             return url.startswith("memory://")
+
+        def open_optuna(self, url, readonly, create_tables, policy):
+            return self.held.setdefault(url, InMemoryStorage()), None
 
     memory = MemoryKind()
     monkeypatch.setattr(kinds, "KINDS", (*KINDS, memory))
     assert kind_of("memory://a") is memory
     assert kind_of("sqlite:///a.db").name == "sqlite"
     assert len({kind.name for kind in KINDS}) == len(KINDS) == 5
+
+    storage = open_storage("memory://a", create_tables=True)
+    spec = build_spec({"preset": "smoke", "sampler": "random", "pruner": "none", "n_trials": 1})
+    study, created = create_study(storage, "s", spec)
+    trial = ask_within_target(study, spec, storage)
+    assert created and trial.number == 0
+    assert isinstance(storage.liveness(10, 60, 1), Lease)
+    storage.write_evaluation("s", trial._trial_id, 0, MetricRecord(10, 2.5, 2.25, 1e-3, 1.0, 1.0, *[float("nan")] * 3,
+                                                                   1.0, 100.0, 1.0))
+    trial.report(2.25, 10)
+    study.tell(trial, 2.25)
+    assert ask_within_target(study, spec, storage) is None  # the target of one trial is reached
+    with open_reader("memory://a") as reader:
+        data = load_study(reader, "s")
+    assert list(data.trials["state"]) == ["COMPLETE"] and list(data.trials["value"]) == [2.25]
+    assert list(data.curves["train_loss"]) == [2.5] and list(data.curves["val_loss"]) == [2.25]
+    assert storage.trial_state(study, trial._trial_id) == TrialState.COMPLETE
+    storage.close()
 
 
 def test_telling_a_kind_imports_neither_optuna_nor_a_driver():
@@ -263,23 +299,54 @@ def test_a_grpc_url_without_a_proxy_is_one_line():
 
 # --- liveness, curves, checkpoints ------------------------------------------------------------------
 
-@pytest.mark.parametrize("url,heartbeats,curves_in_table,sql", [
-    ("sqlite:///a.db", True, True, True), (PG, True, True, True), (MYSQL, True, True, True),
-    ("journal:///a.log", False, False, False), ("grpc://proxy:13000", False, False, False),
+@pytest.mark.parametrize("url,liveness", [
+    ("sqlite:///a.db", "OptunaHeartbeats"), (PG, "OptunaHeartbeats"), (MYSQL, "OptunaHeartbeats"),
+    ("journal:///a.log", "Lease"), ("grpc://proxy:13000", "Lease"),
 ])
-def test_liveness_and_where_curves_live(url, heartbeats, curves_in_table, sql):
-    kind = kind_of(url)
-    assert (kind.optuna_heartbeats, kind.curves_in_table, kind.sql) == (heartbeats, curves_in_table, sql)
+def test_each_kind_returns_how_it_notices_a_dead_worker(url, liveness):
+    """Optuna's heartbeats where a worker reaches the SQL database, lpstudy's lease elsewhere; the
+    grace period twice the interval unless given."""
+    from types import SimpleNamespace
+
+    storage = SimpleNamespace(optuna=SimpleNamespace(), url=url, proxy_calls=None)
+    made = kind_of(url).liveness(storage, 10, 60, 2)
+    assert type(made).__name__ == liveness and (made.interval_s, made.grace_period_s, made.max_retry) == (10, 60, 2)
 
 
-def test_heartbeats_are_optunas_on_sql_and_the_lease_elsewhere(tmp_path):
+def test_optunas_heartbeats_are_set_on_sql_and_the_lease_beats_elsewhere(tmp_path):
+    from lpstudy.values import LEASE_ATTR
+
     sqlite = open_storage(f"sqlite:///{tmp_path / 'a.db'}", create_tables=True)
-    assert sqlite.configure_heartbeat(10, 60, 2) is True
-    assert (sqlite.optuna.heartbeat_interval, sqlite.optuna.grace_period) == (10, 60)
-    assert sqlite.configure_heartbeat(0, 60, 2) is False  # interval 0: off
+    heartbeats = sqlite.liveness(10, None, 2)
+    assert (sqlite.optuna.heartbeat_interval, sqlite.optuna.grace_period) == (10, 20)  # twice the interval
+    assert heartbeats.note == ""
     journal = open_storage(f"journal:///{tmp_path / 'a.log'}", create_tables=True)
-    assert journal.configure_heartbeat(10, 60, 2) is False  # the worker keeps a lease instead
-    sqlite.engine.dispose()
+    lease = journal.liveness(10, 60, 2)
+    assert lease.note == " · heartbeats by lease (trial system attribute)"
+    study = optuna.create_study(storage=journal.optuna, study_name="beats")
+    trial = study.ask()
+    lease.beat(trial._trial_id)
+    assert isinstance(journal.optuna.get_trial(trial._trial_id).system_attrs[LEASE_ATTR], float)
+    sqlite.close()
+
+
+@pytest.mark.parametrize("name", ["a.log", "a.db"])
+def test_a_synthetic_study_keeps_every_curve_where_its_storage_keeps_them(tmp_path, name):
+    """The synthetic writer writes a worker's curves through the storage (the metrics table, or a
+    journal's system attributes): every evaluation keeps its training loss and gain. Before, it wrote
+    them only where it had an engine, and a journal study held the validation loss alone (Optuna's
+    intermediate values: 0 of 317 rows with a training loss)."""
+    from lpstudy.results.frames import load_study
+    from lpstudy.study.synthetic import write_synthetic_study
+
+    url = f"{'journal' if name.endswith('.log') else 'sqlite'}:///{tmp_path / name}"
+    written = write_synthetic_study(url, "syn", n_trials=6, n_evals=4, states=False)
+    assert written.counts["COMPLETE"] + written.counts["PRUNED"] == 6
+    with open_reader(url) as reader:
+        curves = load_study(reader, "syn").curves
+    assert len(curves) >= 6 * 2  # every run evaluated at least twice (a pruned one stops half-way)
+    assert curves["train_loss"].notna().all() and curves["val_loss"].notna().all(), curves
+    assert curves["gain_mean"].notna().all(), curves
 
 
 def test_checkpoints_go_beside_a_file_and_nowhere_by_default_on_a_server(tmp_path, monkeypatch):
@@ -294,12 +361,14 @@ def test_checkpoints_go_beside_a_file_and_nowhere_by_default_on_a_server(tmp_pat
 
 # --- locks -----------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("url,has_lock", [
+@pytest.mark.parametrize("url,locks", [
     ("sqlite:///a.db", True), ("journal:///a.log", True), (PG, True),
     (MYSQL, False), ("grpc://proxy:13000", False),
 ])
-def test_which_kinds_lock(url, has_lock):
-    assert kind_of(url).has_lock is has_lock
+def test_which_kinds_lock(url, locks):
+    from lpstudy.db.kinds.base import LockingKind
+
+    assert isinstance(kind_of(url), LockingKind) is locks
 
 
 def _taken(path: Path) -> bool:
@@ -352,23 +421,54 @@ def test_a_kind_without_a_lock_holds_nothing():
 
 # --- what a worker asks of a storage, answered alike by every kind --------------------------------
 
-@pytest.mark.parametrize("kind", ["sqlite", "journal", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def test_every_kind_answers_a_workers_questions_alike(kind, tmp_path, request):
+@pytest.fixture
+def grpc_proxy_url(tmp_path):
+    """lpstudy's storage proxy, in this process, in front of a SQLite file."""
+    from lpstudy.db.optuna_storage import make_proxy_server
+    from tests.pgserver import free_port
+
+    port = free_port()
+    server = make_proxy_server(f"sqlite:///{tmp_path / 'behind.db'}", "127.0.0.1", port, threads=4)
+    server.start()
+    yield f"grpc://127.0.0.1:{port}"
+    server.stop(0).wait()
+
+
+def _storage_of_kind(kind: str, tmp_path, request):
+    """A writer's storage of that kind. MySQL has no server here: its kind (what it answers: SQL
+    queries, no lock) on a SQLite database, the one part that differs, the dialect, aside."""
+    import dataclasses
+
+    if kind == "mysql":
+        stand_in = open_storage(f"sqlite:///{tmp_path / 'a.db'}", create_tables=True)
+        return dataclasses.replace(stand_in, kind=kind_of(MYSQL)), stand_in.url
+    url = {"sqlite": lambda: f"sqlite:///{tmp_path / 'a.db'}", "journal": lambda: f"journal:///{tmp_path / 'a.log'}",
+           "grpc": lambda: request.getfixturevalue("grpc_proxy_url"),
+           "postgresql": lambda: request.getfixturevalue("pg_url")}[kind]()
+    return open_storage(url, create_tables=True), url
+
+
+@pytest.mark.parametrize("kind, locks", [
+    ("sqlite", True), ("journal", True), ("mysql", False),
+    pytest.param("grpc", False, marks=pytest.mark.slow),
+    pytest.param("postgresql", True, marks=pytest.mark.postgres)])
+def test_every_kind_answers_a_workers_questions_alike(kind, locks, tmp_path, request):
     """The storage object answers the claim, the counts, a trial's state, where an evaluation goes
-    and whether its lock holds, each kind its own way (one SQL query, or Optuna's API): a grid of 6
-    cells is enqueued once, each cell claimed by one caller, an evaluation read back from the
-    storage's reader. Expected values by hand: 6 cells, 6 claims, then none."""
+    and whether its lock holds, each kind its own way (one SQL query, one call on lpstudy's proxy, or
+    Optuna's API): a grid of 6 cells is enqueued once, each cell claimed by one caller, an evaluation
+    read back from the storage's reader. Expected values by hand: 6 cells, 6 claims, then none; a
+    lock across processes on SQLite, the journal and PostgreSQL, none through the proxy or on MySQL."""
     from optuna.trial import TrialState
 
+    from lpstudy.db.kinds.base import LockingKind
     from lpstudy.results.frames import load_study
     from lpstudy.study.claims import count_states, pop_waiting_trial
     from lpstudy.study.spec import replicate_spec
     from lpstudy.study.studies import create_study, enqueue_missing_cells
     from lpstudy.training.metrics import MetricRecord
 
-    url = {"sqlite": f"sqlite:///{tmp_path / 'a.db'}", "journal": f"journal:///{tmp_path / 'a.log'}"}.get(kind)
-    url = url or request.getfixturevalue("pg_url")
-    storage = open_storage(url, create_tables=True)
+    storage, url = _storage_of_kind(kind, tmp_path, request)
+    assert storage.kind.name == kind
     spec = replicate_spec("smoke", [1.0, 2.0, float("inf")], 2, {"max_steps": "20"})
     study, created = create_study(storage, "grid", spec)
     assert created and storage.count_trials(study, (TrialState.WAITING,)) == 0
@@ -382,15 +482,16 @@ def test_every_kind_answers_a_workers_questions_alike(kind, tmp_path, request):
     assert count_states(study, (TrialState.WAITING,), storage) == 0
     first = claimed[0]
     assert storage.trial_state(study, first._trial_id) == TrialState.RUNNING
-    storage.beat(first._trial_id)  # Optuna's heartbeat, or lpstudy's lease: the trial stays RUNNING
+    storage.liveness(10, 60, 2).beat(first._trial_id)  # Optuna's heartbeat, or lpstudy's lease: still RUNNING
+    assert storage.trial_state(study, first._trial_id) == TrialState.RUNNING
     nan = float("nan")
     storage.prepare_curves()
     storage.write_evaluation("grid", first._trial_id, first.number,
                              MetricRecord(10, 2.5, 2.25, 1e-3, 1.0, 1.0, nan, nan, nan, 1.0, 100.0, 1.0))
     study.tell(first, 2.25)
     assert storage.trial_state(study, first._trial_id) == TrialState.COMPLETE
-    with storage.lock("a test") as locked:
-        assert locked is True  # SQLite and the journal: a file lock; PostgreSQL: an advisory lock
+    with storage.lock("a test"):  # SQLite and the journal: a file lock; PostgreSQL: an advisory lock
+        assert isinstance(storage.kind, LockingKind) is locks
     curves = load_study(open_reader(url), "grid").curves
     row = curves[curves["trial_id"] == first._trial_id]
     assert list(row["step"]) == [10] and list(row["val_loss"]) == [2.25] and list(row["train_loss"]) == [2.5]

@@ -15,10 +15,12 @@ from lpstudy.training.threads import usable_cores as cpu_count
 from tests.study_helpers import TINY, cli, start_worker, trials_of, wait_all
 
 
-def test_local_cpu_workers_split_the_cores_unless_told():
-    assert cpu_threads(["cpu"], None) is None  # one CPU worker: torch's default, every core
-    assert cpu_threads(["cpu", "cpu"], None) == max(1, cpu_count() // 2)
-    assert cpu_threads(["cpu"] * (2 * cpu_count() + 1), None) == 1
+def test_local_cpu_workers_split_the_cores_unless_told(monkeypatch):
+    monkeypatch.setattr("lpstudy.study.launch.usable_cores", lambda: 8)
+    assert cpu_threads(["cpu"], None) is None  # one CPU worker: each run's default (training.threads)
+    assert cpu_threads(["cpu", "cpu"], None) == 4
+    assert cpu_threads(["cpu"] * 3, None) == 2
+    assert cpu_threads(["cpu"] * 17, None) == 1  # never none
     assert cpu_threads(["cpu", "cpu"], 3) == 3
     assert cpu_threads(["cuda:0", "cuda:1"], None) is None
 

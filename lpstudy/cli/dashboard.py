@@ -24,7 +24,6 @@ from lpstudy.cli.option_groups import option_groups
 from lpstudy.cli.storage_option import StorageChoice
 from lpstudy.errors import UserError
 from lpstudy.names import closest_study_names, no_such_study, study_name_option
-from lpstudy.db.kinds import kind_of
 from lpstudy.db.urls import STORAGE_ENV, redact
 
 APP_DIR_ENV = "LPSTUDY_APP_DIR"
@@ -71,12 +70,14 @@ def dashboard(
 ) -> None:
     """Open the study dashboard (Streamlit): the effect of p on convergence and stability, live.
     It only reads: on PostgreSQL, give it a read-only role."""
-    url = storage.checked_url()
+    reader = storage.reader()  # the URL parsed and checked once; one engine, closed before the server
+    url = reader.url
     home = app_home(app_dir)
     check_port_free(host, port)
-    kind_of(url).check_readable(url)  # a mistyped path, a wrong password: one line now, not an error page later
-    if study:
-        check_study_is_not_mistyped(url, study)
+    with reader:
+        reader.check_readable()  # a mistyped path, a wrong password: one line now, not an error page later
+        if study:
+            check_study_is_not_mistyped(reader, study)
     env = dict(os.environ)
     env[STORAGE_ENV] = url
     env.setdefault("STREAMLIT_BROWSER_GATHER_USAGE_STATS", "false")
@@ -98,21 +99,19 @@ def dashboard(
     os.execvpe(argv[0], argv, env)  # the server replaces this process: stopping it stops the server
 
 
-def check_study_is_not_mistyped(url: str, study: str) -> None:
+def check_study_is_not_mistyped(reader, study: str) -> None:
     """UserError (one line, the closest names) for a --study that the database does not hold while
     it holds studies of a close name: a typo, not a study still to be created (a dashboard may start
-    before its study exists, and then shows it once it does)."""
-    from lpstudy.db.kinds import open_reader
+    before its study exists, and then shows it once it does). reader: the command's one reader."""
     from lpstudy.errors import StudyUnavailable
     from lpstudy.results.frames import study_infos
 
     try:
-        with open_reader(url) as reader:
-            names = [info.name for info in study_infos(reader)]
+        names = [info.name for info in study_infos(reader)]
     except StudyUnavailable:
         return  # the page says what is wrong with the database
     if study not in names and closest_study_names(study, names):
-        raise UserError(no_such_study(study, redact(url), names))
+        raise UserError(no_such_study(study, redact(reader.url), names))
 
 
 def _shown_host(host: str) -> str:

@@ -42,11 +42,12 @@ class StorageChoice(OptionGroup):
         return url
 
     def reader(self):
-        """The study database's one reader (lpstudy.db.trial_reader), opened from checked_url(); a
-        command opens it once and passes it to what reads (`with storage.reader() as reader:`)."""
+        """The study database's one reader (lpstudy.db.trial_reader), opened from url(), which its
+        kind checks there, once; a command opens it once and passes it to what reads
+        (`with storage.reader() as reader:`)."""
         from lpstudy.db.kinds import open_reader
 
-        return open_reader(self.checked_url())
+        return open_reader(self.url())
 
     @property
     def hint(self) -> str:

@@ -63,7 +63,7 @@ def worker(
     heartbeat_interval: HeartbeatOpt = None,
     grace_period: GraceOpt = None,
     max_retry: RetryOpt = None,
-    threads: Annotated[Optional[int], typer.Option(help="Torch threads per CPU worker process (default: the cores split among this command's CPU workers; one CPU worker: torch's default).", min=1)] = None,
+    threads: Annotated[Optional[int], typer.Option(help="Torch threads per CPU worker process (default: the cores split among this command's CPU workers; one CPU worker: each run's default, one thread for the smoke and cpu presets and every usable core for paper).", min=1)] = None,
     artifacts: Annotated[Optional[str], typer.Option(help="Where trials keep their checkpoints: a folder every worker sees, or s3://BUCKET (default $LPSTUDY_ARTIFACTS, else FILE.artifacts next to a SQLite or journal file).")] = None,
     config: Annotated[Optional[Path], typer.Option("--config", "-c", help="The study YAML its creator was given: start only on a study with that spec, marked ready by a `lpstudy create` that succeeded (another spec: refused, exit 2).")] = None,
     wait_for_spec_s: Annotated[float, typer.Option("--wait-for-spec-s", help="Wait this long (s) for the study (with --config: for its creator's success) to appear; then exit 2. 0: look once.", min=0)] = 0.0,
@@ -92,16 +92,21 @@ def worker(
                             grace_period=grace_period, max_retry=max_retry, threads=threads,
                             artifacts=artifacts, config=str(config) if config is not None else None,
                             metrics_port=port)
-    if len(device_list) > 1:
-        return spawn_workers(options, device_list, say=say)
-    options.device = device_list[0]
-    if port:
-        from lpstudy.study.telemetry import serve
+    with opened:  # this process's one storage: the worker trains on it, and it is closed after
+        if len(device_list) > 1:
+            opened.close()  # each worker process opens its own
+            return spawn_workers(options, device_list, say=say)
+        options.device = device_list[0]
+        if port:
+            from lpstudy.study.telemetry import serve
 
-        serve(port, options.device)
-        say(f"metrics on http://0.0.0.0:{port}/metrics")
-    comparison = load_plan(opened, study) is not None  # lpstudy compare: arm by arm
-    report = run_compare_worker(options, say=say) if comparison else run_worker(options)
+            serve(port, options.device)
+            say(f"metrics on http://0.0.0.0:{port}/metrics")
+        if load_plan(opened, study) is not None:  # lpstudy compare: arm by arm, each arm's study its own
+            opened.close()
+            report = run_compare_worker(options, say=say)
+        else:
+            report = run_worker(options, storage=opened)
     if report.exit_code:
         raise UserError(f"worker stopped: {report.reason}")
     return 0

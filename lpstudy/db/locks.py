@@ -13,7 +13,7 @@ Each storage kind holds its own (lpstudy.db.kinds):
                                        (lock_file names it)
     postgresql                         a session advisory lock (pg_advisory_lock), released when
                                        the connection ends, also if the process dies
-    grpc, mysql                        none (has_lock is False): create studies directly on the
+    grpc, mysql                        none (not a LockingKind): create studies directly on the
                                        database behind the proxy (lpstudy.study.studies waits for a
                                        racing creator's spec)
 """
@@ -24,14 +24,11 @@ from contextlib import AbstractContextManager
 
 from lpstudy.db.kinds import kind_of
 from lpstudy.db.kinds.base import CREATE_LOCK
+from lpstudy.db.asking import ask_lock_name
 from lpstudy.db.kinds.files import lock_file
 
 LOCK_NAME = CREATE_LOCK
 __all__ = ["LOCK_NAME", "ask_lock_name", "lock_file", "storage_lock"]
-
-
-def ask_lock_name(study: str) -> str:
-    return f"lpstudy:ask:{study}"
 
 
 def storage_lock(url: str, name: str = LOCK_NAME) -> AbstractContextManager[None]:

@@ -15,8 +15,8 @@ an unreachable URL fails within a few seconds.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     import optuna
     from optuna.trial import TrialState
 
+    from lpstudy.db.liveness import Liveness
     from lpstudy.db.proxy_calls import ProxyCalls
     from lpstudy.training.metrics import MetricRecord
 
@@ -55,27 +56,32 @@ class StudyStorage:
     engine: Engine | None
     retry: RetryPolicy
     proxy_calls: ProxyCalls | None = None  # lpstudy's own calls on its storage proxy (gRPC)
+    closed: bool = False
 
     @property
     def display_url(self) -> str:
         return redact(self.url)
 
-    def configure_heartbeat(self, interval_s: int | None, grace_period_s: int | None,
-                            max_retry: int | None) -> bool:
-        """Turn Optuna's heartbeats on (the kinds that have them): a RUNNING trial without a
-        heartbeat for grace_period_s is failed by the next worker that asks for a trial, and retried
-        with the same parameters up to max_retry times. Returns whether heartbeats are on."""
-        if not self.kind.optuna_heartbeats or not interval_s:
-            return False
-        from lpstudy.db.retries import RetryCallback
+    def liveness(self, interval_s: int, grace_period_s: int | None, max_retry: int | None) -> Liveness:
+        """How this storage notices a dead worker's trial (lpstudy.db.liveness): Optuna's heartbeats
+        on SQL, lpstudy's lease elsewhere, every interval_s seconds; a RUNNING trial without a beat
+        for grace_period_s (default twice the interval) is failed and retried with the same
+        parameters up to max_retry times."""
+        grace = int(grace_period_s) if grace_period_s else 2 * int(interval_s)
+        return self.kind.liveness(self, int(interval_s), grace, max_retry)
 
-        rdb = self.optuna
-        rdb.heartbeat_interval = int(interval_s)
-        rdb.grace_period = int(grace_period_s) if grace_period_s else 2 * int(interval_s)
-        callback = RetryCallback(max_retry)  # Optuna's RetryHeartbeatStaleTrialCallback, interruptions free
-        rdb.heartbeat_stale_trial_callback = callback
-        rdb.failed_trial_callback = callback
-        return True
+    def close(self) -> None:
+        """Let go of what the storage holds (a SQL engine's connections, a proxy's channel); the
+        object is not used after. Also `with open_storage(url) as storage:`."""
+        if not self.closed:
+            self.closed = True
+            self.kind.close(self)
+
+    def __enter__(self) -> StudyStorage:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return self.retry.call(fn, *args, **kwargs)
@@ -83,12 +89,15 @@ class StudyStorage:
     # What a worker asks of its storage; each kind answers in its own way (lpstudy.db.kinds: one SQL
     # query, one call on lpstudy's proxy, or Optuna's storage API).
 
-    @contextlib.contextmanager
-    def lock(self, name: str) -> Iterator[bool]:
-        """Hold the storage's lock called name for the block; yields whether it is a lock across
-        processes (gRPC and MySQL have none: then the block runs unguarded)."""
-        with self.kind.lock(self.url, name):
-            yield self.kind.has_lock
+    def lock(self, name: str) -> AbstractContextManager[None]:
+        """Hold the storage's lock called name for the block (lpstudy.db.locks; gRPC and MySQL hold
+        none). What a caller does where no lock holds is the storage's `ask_within_target` to say."""
+        return self.kind.lock(self.url, name)
+
+    def ask_within_target(self, study: optuna.Study, target: int) -> optuna.Trial | None | object:
+        """A new trial unless the study's n_trials target is taken (lpstudy.study.claims.ask_within_target
+        says what it returns), asked under the storage's lock where it has one, else checked after."""
+        return self.kind.ask_within_target(self, study, target)
 
     def claim_waiting(self, study: optuna.Study) -> int | None:
         """Move one WAITING trial of the study to RUNNING for this caller only: its id, or None."""
@@ -111,23 +120,6 @@ class StudyStorage:
         on a retry); how many."""
         return self.kind.enqueue_cells(self, study, missing_cells)
 
-    def beat(self, trial_id: int) -> None:
-        """A running trial's heartbeat: Optuna's (SQL kinds), else lpstudy's lease."""
-        self.kind.beat(self, trial_id)
-
-    def heartbeat_grace_s(self) -> float:
-        """How old a live trial's heartbeat may be (math.inf where Optuna's heartbeats are off)."""
-        return self.kind.heartbeat_grace_s(self)
-
-    def heartbeat_look(self, study_id: int, grace_s: float, with_unbeaten: bool) -> tuple[bool, set[int]]:
-        """(whether a heartbeat may be older than grace_s, the RUNNING trials without a heartbeat):
-        a quick look before Optuna's stale-trial check, which loads every RUNNING trial."""
-        return self.kind.heartbeat_look(self, study_id, grace_s, with_unbeaten)
-
-    def backdate_heartbeat(self, trial_id: int, age_s: float) -> bool:
-        """Give a trial without a heartbeat one age_s old; whether it was given."""
-        return self.kind.backdate_heartbeat(self, trial_id, age_s)
-
     def prepare_curves(self) -> None:
         """Make the place a worker's evaluations go, where it is a table."""
         self.kind.prepare_curves(self)
@@ -135,7 +127,18 @@ class StudyStorage:
     def write_evaluation(self, study_name: str, trial_id: int, trial_number: int, record: MetricRecord) -> None:
         """Store one evaluation of a running trial: a row of the metrics table (SQL kinds), else the
         trial's system attribute lpstudy_metrics:<step>."""
-        self.kind.write_evaluation(self, study_name, trial_id, trial_number, record)
+        self.kind.write_evaluations(self, study_name, trial_id, trial_number, [record])
+
+    def add_finished_trial(self, study_name: str, study_id: int, template: optuna.trial.FrozenTrial,
+                           records: list[MetricRecord]) -> int:
+        """Store a trial that ended elsewhere (a synthetic study's) with its evaluations where this
+        storage keeps curves, as a worker's would be; its id."""
+        return self.kind.add_finished_trial(self, study_name, study_id, template, list(records))
+
+    def write_evaluations(self, study_name: str, trial_id: int, trial_number: int,
+                          records: list[MetricRecord]) -> None:
+        """Store several evaluations of a trial at once, where this storage keeps curves."""
+        self.kind.write_evaluations(self, study_name, trial_id, trial_number, list(records))
 
 
 def open_storage(url: str | None, readonly: bool = False, create_tables: bool = False,

@@ -135,6 +135,12 @@ class ProxyCalls:
                 return None
             raise
 
+    def close(self) -> None:
+        with self._lock:
+            if self._channel is not None:
+                self._channel.close()
+                self._channel = None
+
     def claim_waiting_trial(self, study_id: int) -> tuple[int | None] | None:
         """(the claimed trial's id, or None when no trial waits); None when not offered."""
         answer = self._call("ClaimWaitingTrial", {"study_id": study_id})

@@ -17,6 +17,7 @@ The best trial is lpstudy.study.best's rule written in SQL: COMPLETE, a finite v
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -44,6 +45,15 @@ def guarded() -> Iterator[None]:
         if "no such" in str(exc).lower():  # SQLite: no such table / column
             raise SchemaMismatch(str(exc)) from None
         raise
+
+
+def stored_floats(values: pd.Series, types: pd.Series) -> pd.Series:
+    """Optuna's stored floats as the floats they stand for: a value column and its type column
+    (FINITE, INF_POS, INF_NEG, NAN; NULL where there is no value: NaN), the one place ∞ is read."""
+    kinds = types.map(lambda k: None if pd.isna(k) else str(k).rsplit(".", 1)[-1].upper())
+    out = pd.to_numeric(values, errors="coerce").astype("float64")
+    out = out.mask(kinds == "INF_POS", math.inf).mask(kinds == "INF_NEG", -math.inf)
+    return out.where(kinds.notna() & (kinds != "NAN"), math.nan)
 
 
 def _state(value: Any) -> str:
@@ -230,6 +240,7 @@ def trial_rows(conn: Connection, sid: int, attr_keys: Sequence[str], ids: Sequen
         params={"sid": sid, **params, **key_params})
     frame.columns = [c[2:] if c.startswith("a_") and c[2:] in keys else c for c in frame.columns]
     frame["state"] = _states(frame["state"])
+    frame["value"] = stored_floats(frame["value"], frame.pop("value_type"))
     return frame
 
 
@@ -269,10 +280,12 @@ def last_evaluations(conn: Connection, sid: int, ids: Sequence[int] | None = Non
     where, params = _where(ids, state)
     count = (", (SELECT count(*) FROM trial_intermediate_values c WHERE c.trial_id = t.trial_id) AS n_evals"
              if counts else "")
-    return pd.read_sql(sa.text(
+    last = pd.read_sql(sa.text(
         f"SELECT t.trial_id, l.step AS last_step, l.intermediate_value, l.intermediate_value_type{count} "
         f"FROM trials t {sql_of(conn, LastEvaluationJoin('t', 'l'))} WHERE t.study_id = :sid{where}"),
         conn, params={"sid": sid, **params})
+    last["last_val_loss"] = stored_floats(last.pop("intermediate_value"), last.pop("intermediate_value_type"))
+    return last
 
 
 def intermediate_rows(conn: Connection, sid: int, ids: Sequence[int] | None = None) -> pd.DataFrame:
@@ -281,7 +294,24 @@ def intermediate_rows(conn: Connection, sid: int, ids: Sequence[int] | None = No
     where, params = _where(ids, None)
     if ids is not None:  # trial ids are unique in the database: look them up by the index
         where = where.replace("t.trial_id IN", "i.trial_id IN")
-    return pd.read_sql(sa.text(
+    raw = pd.read_sql(sa.text(
         "SELECT i.trial_id, t.number, i.step, i.intermediate_value, i.intermediate_value_type "
         "FROM trial_intermediate_values i JOIN trials t ON t.trial_id = i.trial_id "
         f"WHERE t.study_id = :sid{where}"), conn, params={"sid": sid, **params})
+    raw["val_loss"] = stored_floats(raw.pop("intermediate_value"), raw.pop("intermediate_value_type"))
+    return raw
+
+
+def count_and_new(conn: Connection, sid: int, top: int) -> tuple[int, int]:
+    """(the study's trials, how many of them have an id above top)."""
+    total, new = conn.execute(sa.text(
+        "SELECT count(*), count(CASE WHEN trial_id > :top THEN 1 END) FROM trials WHERE study_id = :sid"),
+        {"sid": sid, "top": top}).one()
+    return int(total), int(new)
+
+
+def trial_ids_above(conn: Connection, sid: int, top: int) -> list[int]:
+    """The study's trial ids above top, in order."""
+    return [int(tid) for (tid,) in conn.execute(sa.text(
+        "SELECT trial_id FROM trials WHERE study_id = :sid AND trial_id > :top ORDER BY trial_id"),
+        {"sid": sid, "top": top})]

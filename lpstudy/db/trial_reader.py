@@ -2,20 +2,21 @@
 
     reader = open_reader(url)        # lpstudy.db.kinds: the kind of url says which reader
     reader.studies()                 # every study: name, user attributes, direction, trials, best
-    reader.answer(name, read)        # read(conn, engine, study_id) on Optuna's SQL tables, or None
+    reader.read(name, fn)            # fn(tables): the study's rows in Optuna's tables (StudyTables)
     reader.optuna_study(name)        # the study and its FrozenTrials (or those of some ids) through Optuna's API
     reader.metrics(name)             # the metrics table's rows of the study (empty without one)
     reader.fingerprint(name)         # what changes whenever the study does, or None
     reader.close()
 
-SqlReader (SQLite, PostgreSQL, MySQL) answers from Optuna's tables with plain SELECTs
-(lpstudy.db.optuna_tables, lpstudy.db.study_queries), a read-only engine opened once; where the
-tables are laid out otherwise (a future Optuna: SchemaMismatch), it answers as OptunaReader does.
-OptunaReader (journal, gRPC) reads through Optuna's storage API, opened read-only once; it answers
-no SQL (answer: None), so that lpstudy.results.frames builds the same frames from FrozenTrials.
-A new kind of storage names its reader in its module (StorageKind.reader); the readers of the
-results (lpstudy.results.frames, status, export, report, the dashboard) never ask which it is.
-Optuna's storage is opened only where its API reads: `lpstudy status` on SQL never opens it.
+Every read of a study's trials is one set of queries on Optuna's tables (StudyTables, over
+lpstudy.db.study_queries), so the read side builds its frames one way. Where the rows come from is
+the reader's business: SqlReader (SQLite, PostgreSQL, MySQL) queries the database itself on a
+read-only engine opened once; OptunaReader (journal, gRPC, and a SQL schema this reader does not
+know: SchemaMismatch) reads the study through Optuna's storage API and queries a copy of it in
+Optuna's own tables, in memory (lpstudy.db.optuna_copy). A new kind of storage names its reader in
+its module (StorageKind.reader); the readers of the results (lpstudy.results.frames, status, export,
+report, the dashboard) never ask which it is. Optuna's storage is opened only where its API reads:
+`lpstudy status` on SQL never opens it.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ class TrialReader(Protocol):
 
     def studies(self) -> list[StudyRecord]: ...
 
-    def answer(self, study_name: str, read: Callable[[Connection, Engine, int], T]) -> T | None: ...
+    def read(self, study_name: str, fn: Callable[[StudyTables], T]) -> T: ...
 
     def optuna_study(self, study_name: str, trial_ids: list[int] | None = None) -> tuple[Any, list]: ...
 
@@ -90,6 +91,104 @@ def no_such_study(url: str, study_name: str, names: list[str]) -> StudyUnavailab
     return StudyUnavailable(message(study_name, redact(url), names))
 
 
+class StudyTables:
+    """One study's rows in Optuna's tables, for one read: each method one query of
+    lpstudy.db.study_queries (see there) on this study, never a connection handed out."""
+
+    def __init__(self, conn: Connection, sid: int, metrics: Callable[..., pd.DataFrame]) -> None:
+        self._conn, self._sid, self._metrics = conn, sid, metrics
+
+    def header(self) -> tuple[list[str], dict[str, Any]]:
+        """(its directions, its user attributes)."""
+        from lpstudy.db import study_queries as Q
+
+        return Q.study_header(self._conn, self._sid)
+
+    def trial_rows(self, attr_keys, ids=None, state=None) -> pd.DataFrame:
+        from lpstudy.db import study_queries as Q
+
+        return Q.trial_rows(self._conn, self._sid, attr_keys, ids=ids, state=state)
+
+    def param_rows(self, ids=None, state=None) -> pd.DataFrame:
+        from lpstudy.db import study_queries as Q
+
+        return Q.param_rows(self._conn, self._sid, ids=ids, state=state)
+
+    def system_attr_rows(self, keys_like, ids=None, state=None) -> list[tuple[int, str, str]]:
+        from lpstudy.db import study_queries as Q
+
+        return Q.system_attr_rows(self._conn, self._sid, keys_like, ids=ids, state=state)
+
+    def last_evaluations(self, ids=None, state=None) -> pd.DataFrame:
+        from lpstudy.db import study_queries as Q
+
+        return Q.last_evaluations(self._conn, self._sid, ids=ids, state=state)
+
+    def intermediate_rows(self, ids=None) -> pd.DataFrame:
+        from lpstudy.db import study_queries as Q
+
+        return Q.intermediate_rows(self._conn, self._sid, ids=ids)
+
+    def metrics(self, trial_ids=None) -> pd.DataFrame:
+        """The metrics table's rows of the study (or of trial_ids); empty where there is none."""
+        return self._metrics(trial_ids=trial_ids)
+
+    def trial_ids_of(self, numbers) -> dict[int, int]:
+        from lpstudy.db import study_queries as Q
+
+        return Q.trial_ids_of(self._conn, self._sid, numbers)
+
+    def state_counts(self) -> dict[str, int]:
+        from lpstudy.db import study_queries as Q
+
+        return Q.state_counts(self._conn, self._sid)
+
+    def ranked_trial_ids(self, k: int | None = 1) -> list[tuple[int, int, float]]:
+        from lpstudy.db import study_queries as Q
+
+        return Q.ranked_trial_ids(self._conn, self._sid, k)
+
+    def trial_ids_in_state(self, state: str) -> list[int]:
+        from lpstudy.db import study_queries as Q
+
+        return Q.trial_ids_in_state(self._conn, self._sid, state)
+
+    def user_attributes_of(self, ids) -> dict[int, dict[str, Any]]:
+        from lpstudy.db import study_queries as Q
+
+        return Q.user_attributes_of(self._conn, ids)
+
+    def diverged_count(self) -> int:
+        from lpstudy.db import study_queries as Q
+
+        return Q.diverged_count(self._conn, self._sid)
+
+    def mean_complete_seconds(self) -> float | None:
+        from lpstudy.db import study_queries as Q
+
+        return Q.mean_complete_seconds(self._conn, self._sid)
+
+    def compute_sums(self):
+        from lpstudy.db import study_queries as Q
+
+        return Q.compute_sums(self._conn, self._sid)
+
+    def count_and_new(self, top: int) -> tuple[int, int]:
+        from lpstudy.db import study_queries as Q
+
+        return Q.count_and_new(self._conn, self._sid, top)
+
+    def trial_ids_above(self, top: int) -> list[int]:
+        from lpstudy.db import study_queries as Q
+
+        return Q.trial_ids_above(self._conn, self._sid, top)
+
+    @property
+    def study_id(self) -> int:
+        """The study's id in its storage (a copy keeps it): a new id is a study made again."""
+        return self._sid
+
+
 class OptunaReader:
     """Reads through Optuna's storage API (lpstudy.db.optuna_storage.open_storage, read-only)."""
 
@@ -114,6 +213,17 @@ class OptunaReader:
                                                         policy=RetryPolicy(self.url))
             return self._optuna
 
+    def through_optuna(self) -> OptunaReader:
+        """A reader of the same storage through Optuna's storage API (the tests compare the two)."""
+        return self
+
+    def check_readable(self) -> None:
+        """StudyUnavailable (one line) now where the storage cannot be read (the kind's check:
+        lpstudy.db.kinds.base.StorageKind.check_readable), through what this reader opens."""
+        problem = self.kind.missing_file_message(self.url)
+        if problem:
+            raise StudyUnavailable(problem)
+
     def studies(self) -> list[StudyRecord]:
         with reading(self.url):
             frozen = self._storage().get_all_studies()
@@ -121,9 +231,19 @@ class OptunaReader:
                                    s.directions[0].name if getattr(s, "directions", None) else "minimize")
                        for s in frozen), key=lambda r: r.name)
 
-    def answer(self, study_name: str, read: Callable[..., T]) -> T | None:
-        """None: this reader has no SQL; the caller reads through optuna_study."""
-        return None
+    def read(self, study_name: str, fn: Callable[[StudyTables], T]) -> T:
+        """fn(the study's tables), on a copy of the study read through Optuna's API
+        (lpstudy.db.optuna_copy). StudyUnavailable when there is no such study."""
+        from lpstudy.db import study_queries as Q
+        from lpstudy.db.optuna_copy import copy_study
+
+        frozen, trials = self.optuna_study(study_name)
+        engine, sid = copy_study(frozen, trials)
+        try:
+            with engine.connect() as conn, Q.guarded():
+                return fn(StudyTables(conn, sid, lambda trial_ids=None: self.metrics(study_name, trial_ids)))
+        finally:
+            engine.dispose()
 
     def optuna_study(self, study_name: str, trial_ids: list[int] | None = None) -> tuple[Any, list]:
         """(Optuna's FrozenStudy, its FrozenTrials, or only those of trial_ids in their order);
@@ -168,6 +288,15 @@ class SqlReader(OptunaReader):
         super().__init__(url, kind)
         self._engine: Engine | None = None
 
+    def check_readable(self) -> None:
+        """A mistyped file, a wrong password, a refused port: StudyUnavailable now, on the engine this
+        reader reads with (made and reached here)."""
+        super().check_readable()
+        self.engine  # noqa: B018 - made with check=True: reached now
+
+    def through_optuna(self) -> ThroughOptuna:
+        return ThroughOptuna(self)
+
     @property
     def engine(self) -> Engine:
         """The read-only engine, made (and reached: StudyUnavailable otherwise) on first use."""
@@ -191,10 +320,10 @@ class SqlReader(OptunaReader):
         return [StudyRecord(name, attrs.get(name, {}), n_trials=summaries.get(name, {}).get("n_trials"),
                             best_value=summaries.get(name, {}).get("best_value")) for name in names]
 
-    def answer(self, study_name: str, read: Callable[..., T]) -> T | None:
-        """read(conn, engine, study_id) on the read-only connection; None where Optuna's tables are
-        laid out otherwise (then read through optuna_study). StudyUnavailable when there is no such
-        study."""
+    def read(self, study_name: str, fn: Callable[[StudyTables], T]) -> T:
+        """fn(the study's tables) on the read-only connection; where Optuna's tables are laid out
+        otherwise (a future Optuna: SchemaMismatch), on a copy read through Optuna's API as
+        OptunaReader reads. StudyUnavailable when there is no such study."""
         from lpstudy.db import optuna_tables
         from lpstudy.db import study_queries as Q
 
@@ -204,9 +333,10 @@ class SqlReader(OptunaReader):
                     sid = Q.study_id(conn, study_name)
                     if sid is None:
                         raise no_such_study(self.url, study_name, optuna_tables.study_names(conn))
-                    return read(conn, self.engine, sid)
+                    return fn(StudyTables(conn, sid, lambda trial_ids=None: self.metrics(study_name, trial_ids)))
             except optuna_tables.SchemaMismatch:
-                return None
+                pass
+        return super().read(study_name, fn)
 
     def metrics(self, study_name: str, trial_ids=None) -> pd.DataFrame:
         from lpstudy.db.metrics_table import read_metrics
@@ -236,3 +366,17 @@ class SqlReader(OptunaReader):
         if self._engine is not None:
             self._engine.dispose()
             self._engine = None
+
+
+class ThroughOptuna:
+    """A SqlReader that reads a study's trials through Optuna's API (a copy, as OptunaReader reads),
+    its curves' metrics table still from SQL: the tests compare it with the SqlReader's own reads."""
+
+    def __init__(self, reader: SqlReader) -> None:
+        self._reader = reader
+
+    def read(self, study_name: str, fn: Callable[[StudyTables], T]) -> T:
+        return OptunaReader.read(self._reader, study_name, fn)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._reader, name)

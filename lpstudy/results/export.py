@@ -25,7 +25,7 @@ from lpstudy.values import RUN_FILE_ALWAYS as ALWAYS
 from lpstudy.values import SPEC_ATTR
 
 if TYPE_CHECKING:
-    from lpstudy.db.trial_reader import TrialReader
+    from lpstudy.db.trial_reader import StudyTables, TrialReader
 
 FORMATS = ("yaml", "json")
 
@@ -69,51 +69,38 @@ class StoredTrial:
     user_attrs: dict[str, Any]
 
 
-def chosen_from_sql(reader: TrialReader, study_name: str, top_k: int) -> tuple[StudySpec, list[StoredTrial]] | None:
-    """The study's spec and its best top_k trials (lpstudy.study.best's rule, ranked in SQL:
-    lpstudy.db.study_queries), read without opening Optuna's storage; None where SQL cannot answer
-    (not a SQL database, another schema, no spec, or a chosen trial from before workers stored
-    their `overrides`, whose parameters need Optuna's distributions to decode)."""
-    from lpstudy.db import study_queries as Q
-
-    def read(conn, engine, sid):
-        _, attrs = Q.study_header(conn, sid)
-        if not isinstance(attrs.get(SPEC_ATTR), dict):
-            return None
-        ranked = Q.ranked_trial_ids(conn, sid, top_k)
-        stored = Q.user_attributes_of(conn, [tid for tid, _, _ in ranked])
-        trials = [StoredTrial(number, value, {}, stored[tid]) for tid, number, value in ranked]
-        if any(not isinstance(t.user_attrs.get("overrides"), dict) for t in trials):
-            return None
-        return StudySpec.from_plain(attrs[SPEC_ATTR]), trials
-
-    return reader.answer(study_name, read)
-
-
-def _chosen_through_optuna(reader: TrialReader, study_name: str, top_k: int) -> tuple[StudySpec, list]:
-    """chosen_from_sql through Optuna's storage API (its FrozenTrials): on a SQL database SQL still
-    ranks, and Optuna reads only the chosen trials."""
-    from lpstudy.db import study_queries as Q
-    from lpstudy.study.best import ranked_trials
+def chosen_trials(reader: TrialReader, study_name: str, top_k: int) -> tuple[StudySpec, list]:
+    """The study's spec and its best top_k trials (lpstudy.study.best's rule, ranked by a query:
+    lpstudy.db.study_queries.ranked_trial_ids), their user attributes read with them; where a chosen
+    trial is from before workers stored their `overrides`, or the study has no spec, the chosen
+    trials are read again through Optuna's API (their parameters need Optuna's distributions)."""
     from lpstudy.study.studies import spec_of
 
-    ids = reader.answer(study_name, lambda conn, engine, sid: [
-        tid for tid, _, _ in Q.ranked_trial_ids(conn, sid, top_k)])
+    def read(tables: StudyTables):
+        _, attrs = tables.header()
+        ranked = tables.ranked_trial_ids(top_k)
+        stored = tables.user_attributes_of([tid for tid, _, _ in ranked])
+        trials = [StoredTrial(number, value, {}, stored[tid]) for tid, number, value in ranked]
+        return attrs.get(SPEC_ATTR), [tid for tid, _, _ in ranked], trials
+
+    plain, ids, trials = reader.read(study_name, read)
+    if isinstance(plain, dict) and all(isinstance(t.user_attrs.get("overrides"), dict) for t in trials):
+        return StudySpec.from_plain(plain), trials
     frozen, trials = reader.optuna_study(study_name, trial_ids=ids)
-    return spec_of(study_name, frozen.user_attrs), trials if ids is not None else ranked_trials(trials)[:top_k]
+    return spec_of(study_name, frozen.user_attrs), trials
 
 
 def export_text(reader: TrialReader, study_name: str, top_k: int = 1, fmt: str = "yaml") -> str:
     """The best trial (lpstudy.study.best) as a run file (top_k=1), or the top K as
-    {study, runs: [...]}, in YAML or JSON. On a SQL database the trials are ranked by SQL and only
-    the chosen ones read, without opening Optuna's storage (chosen_from_sql); elsewhere through it.
+    {study, runs: [...]}, in YAML or JSON. The trials are ranked by a query and only the chosen ones
+    read (chosen_trials; on a SQL database without opening Optuna's storage).
     UserError when the study has no such trial (or does not exist)."""
     fmt = (fmt or "yaml").lower()
     if fmt not in FORMATS:
         raise UserError(f"unknown format {fmt!r}; choose yaml or json")
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise UserError(f"--top must be a positive integer, got {top_k!r}")
-    spec, done = chosen_from_sql(reader, study_name, top_k) or _chosen_through_optuna(reader, study_name, top_k)
+    spec, done = chosen_trials(reader, study_name, top_k)
     if not done:
         raise UserError(f"study {study_name!r} has no completed trial that did not diverge yet; run "
                         f"`lpstudy worker --study {shell_quoted(study_name)}` and export when `lpstudy status --study "

@@ -5,9 +5,10 @@ Everything here only reads. SQL databases are opened read-only where the databas
 read-only role); Optuna's RDBStorage is opened without creating tables or checking the schema
 version (both may write). The dashboard, `lpstudy report` and `lpstudy status` read through here.
 Each function takes the database's reader (lpstudy.db.trial_reader), opened once from the URL by the
-caller (`open_reader(url)`, `StorageChoice.reader()` on the command line) and passed on.
-Where the reader answers with SQL (SqlReader) the frames are built from SQL rows, else from Optuna's
-FrozenTrials; they hold the same values either way (the tests compare the two).
+caller (`open_reader(url)`, `StorageChoice.reader()` on the command line) and passed on. The frames
+are built one way, from the study's rows in Optuna's tables: the database's own, or a copy of a
+study read through Optuna's API (journal, gRPC); they hold the same values either way (the tests
+compare the two).
 
 Frames (column names are a contract; see TRIAL_COLUMNS and CURVE_COLUMNS):
   trials   one row per trial: number, state, value, the training fields each trial stores
@@ -29,12 +30,12 @@ from typing import Any
 
 import pandas as pd
 
-from lpstudy.db.trial_reader import TrialReader
+from lpstudy.db.trial_reader import StudyTables, TrialReader
 from lpstudy.results.cells import grid_fields, one_per_cell
 from lpstudy.study.best import ranked_frame
 from lpstudy.training.fields import FIELDS
 from lpstudy.training.metrics import METRIC_FIELDS, SUMMARY_FIELDS
-from lpstudy.values import FIXED_PARAMS_ATTR, METRICS_ATTR_PREFIX, SPEC_ATTR, P, p_of_params, read_p, to_float
+from lpstudy.values import METRICS_ATTR_PREFIX, SPEC_ATTR, to_float
 
 RUN_FIELDS = tuple(f for f in FIELDS.values() if f.trial_attr)  # the training fields a trial stores
 WHO = ("host", "pid", "device", "worker", "version", "started_at", "preset", "gain_rule")
@@ -96,11 +97,6 @@ def study_info(name: str, attrs: dict, direction: str = "minimize") -> StudyInfo
                      preset=attrs.get("preset") or spec.get("preset"), direction=direction.lower(), spec=spec)
 
 
-def _frozen_study_info(frozen) -> StudyInfo:
-    direction = frozen.directions[0].name if getattr(frozen, "directions", None) else "minimize"
-    return study_info(frozen.study_name, frozen.user_attrs, direction)
-
-
 def study_infos(reader: TrialReader) -> list[StudyInfo]:
     """Every study in the database with its kind, preset and spec, sorted by name."""
     records = reader.studies()
@@ -124,68 +120,18 @@ def _comparison_trials(name: str, counts: dict[str, int | None]) -> int:
 
 # --- trials ---------------------------------------------------------------------------------
 
-def trial_row(trial) -> dict[str, Any]:
-    """One trial (an Optuna FrozenTrial, or optuna_tables.TrialRecord) as a row of the trials frame,
-    without its last evaluation (see trials_frame)."""
-    attrs = trial.user_attrs or {}
-    params = dict(trial.params or {})
-    if not params and trial.state.name == "WAITING":  # an enqueued cell: its params wait in fixed_params
-        params = dict((trial.system_attrs or {}).get(FIXED_PARAMS_ATTR) or {})
-    row: dict[str, Any] = {"number": trial.number, "trial_id": trial._trial_id, "state": trial.state.name,
-                           "value": to_float(trial.value) if trial.values else math.nan}
-    for f in RUN_FIELDS:  # the trial's attribute, else its parameter (trials older than the attribute)
-        stored = attrs.get(f.name)
-        if f.type is P:
-            row[f.name] = read_p(stored) if stored is not None else p_of_params(params)
-        else:
-            value = stored if stored is not None else params.get(f.name)
-            row[f.name] = to_float(value) if f.numeric else value
-    for name in SUMMARY_FIELDS:
-        value = attrs.get(name)
-        if name in BOOL_FIELDS:
-            row[name] = bool(value) if value is not None else False
-        elif name == "device":
-            row[name] = None if value is None else str(value)
-        else:
-            row[name] = to_float(value)
-    for name in WHO:
-        value = attrs.get(name)
-        row[name] = to_float(value) if name == "pid" else (None if value is None else str(value))
-    row["datetime_start"] = trial.datetime_start
-    row["datetime_complete"] = trial.datetime_complete
-    for name, value in params.items():  # every searched or fixed parameter, under param_<name>
-        row[f"param_{name}"] = read_p(value) if name == "p" else value
-    return row
+def trials_of(tables: StudyTables, ids=None, state: str | None = None) -> pd.DataFrame:
+    """The trials frame (see the module's docstring) of the study's trials (or of `ids`, or of one
+    state), before a grid's repeated cells are left out: the one builder (lpstudy.results.trial_table),
+    whatever storage the rows come from."""
+    from lpstudy.results.trial_table import raw_trials_frame
 
-
-def intermediate_frame(trials: list) -> pd.DataFrame:
-    """Optuna's intermediate values of the trials: trial_id, trial_number, step, val_loss."""
-    ids, numbers, steps, values = [], [], [], []
-    for trial in trials:
-        for step, value in (trial.intermediate_values or {}).items():
-            ids.append(trial._trial_id)
-            numbers.append(trial.number)
-            steps.append(int(step))
-            values.append(to_float(value))
-    return pd.DataFrame({"trial_id": pd.Series(ids, dtype="int64"), "trial_number": pd.Series(numbers, dtype="int64"),
-                         "step": pd.Series(steps, dtype="int64"), "val_loss": pd.Series(values, dtype="float64")})
-
-
-def trials_frame(trials: list, intermediate: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The trials frame (see the module's docstring) of a list of Optuna FrozenTrials; their last
-    evaluation comes from `intermediate` (intermediate_frame's columns) or their own values."""
-    if intermediate is None:
-        intermediate = intermediate_frame(trials)
-    frame = pd.DataFrame([trial_row(t) for t in trials])
-    last = None
-    if len(intermediate):
-        last = intermediate.sort_values(["trial_id", "step"]).groupby("trial_id").agg(
-            last_step=("step", "last"), last_val_loss=("val_loss", "last"), n_evals=("step", "size"))
-    return finish_trials_frame(frame, last)
+    raw, last = raw_trials_frame(tables, RUN_FIELDS, WHO, BOOL_FIELDS, ids=ids, state=state)
+    return finish_trials_frame(raw, last)
 
 
 def finish_trials_frame(frame: pd.DataFrame, last: pd.DataFrame | None) -> pd.DataFrame:
-    """The trials frame from one row per trial (trial_row's columns) and the last evaluations by
+    """The trials frame from one row per trial (raw_trials_frame's columns, lpstudy.results.trial_table) and the last evaluations by
     trial_id (last_step, last_val_loss, n_evals): its columns in order, typed, sorted by number."""
     if last is not None and len(last) and len(frame):
         frame = frame.join(last, on="trial_id")
@@ -230,13 +176,6 @@ def _empty_curves() -> pd.DataFrame:
     return frame.astype({"trial_id": "int64", "trial_number": "int64", "step": "int64"})
 
 
-def attr_curves(trials: list) -> pd.DataFrame:
-    """Curves held in the trials' `lpstudy_metrics:<step>` system attributes (journal and
-    gRPC-fed studies)."""
-    return attr_curve_rows((trial._trial_id, trial.number, key, record) for trial in trials
-                           for key, record in (trial.system_attrs or {}).items())
-
-
 def attr_curve_rows(items) -> pd.DataFrame:
     """Curves from (trial_id, trial_number, system attribute key, its value) items; keys other than
     `lpstudy_metrics:<step>` are left out."""
@@ -271,52 +210,23 @@ def merge_curves(*sources: pd.DataFrame) -> pd.DataFrame:
 
 
 def trial_curves(reader: TrialReader, study_name: str, numbers: list[int]) -> pd.DataFrame:
-    """The curves of the trials with these numbers only (see CURVE_COLUMNS): on a SQL database
-    only their rows are read."""
-    from lpstudy.db import study_queries as Q
+    """The curves of the trials with these numbers only (see CURVE_COLUMNS): only their rows are read."""
+    def read(tables: StudyTables) -> pd.DataFrame:
+        ids = tables.trial_ids_of(numbers)
+        return curves_of(tables, ids, list(ids))
 
-    def read(conn, engine, sid):
-        ids = Q.trial_ids_of(conn, sid, numbers)
-        return _sql_curves(conn, reader, sid, study_name, ids, list(ids))
-
-    curves = reader.answer(study_name, read)
-    if curves is not None:
-        return curves
-    curves = load_study(reader, study_name, via_optuna=True).curves
-    return curves[curves["trial_number"].isin(numbers)].reset_index(drop=True)
+    return reader.read(study_name, read)
 
 
 # --- one study in one read -------------------------------------------------------------------
 
-def _load_sql(reader: TrialReader, study_name: str, with_curves: bool) -> StudyData | None:
-    """Read the study with SQL doing the work (lpstudy.db.study_queries, lpstudy.results.trial_table):
-    every trial as a row, and the curves of every trial or, in a big study, of a sample
-    (lpstudy.results.curve_sample). None when the reader has no SQL to answer with (then Optuna's
-    API reads)."""
-
-    def read(conn, engine, sid):
-        return sql_study_data(conn, reader, sid, study_name, sql_trials(conn, sid), with_curves)
-
-    return reader.answer(study_name, read)
-
-
-def sql_trials(conn, sid: int, ids=None) -> pd.DataFrame:
-    """The trials frame of the study's trials (or of `ids`) read with SQL, before a grid's repeated
-    cells are left out."""
-    from lpstudy.results.trial_table import sql_trials_frame
-
-    raw, last = sql_trials_frame(conn, sid, RUN_FIELDS, WHO, BOOL_FIELDS, ids=ids)
-    return finish_trials_frame(raw, last)
-
-
-def sql_study_data(conn, reader: TrialReader, sid: int, study_name: str, frame: pd.DataFrame,
-                   with_curves: bool) -> StudyData:
-    """The StudyData of a study whose trials frame (every trial, sql_trials) is at hand: its info,
-    a grid's repeated cells left out, and the curves of every trial or of a sample."""
-    from lpstudy.db import study_queries as Q
+def study_data(tables: StudyTables, study_name: str, frame: pd.DataFrame, with_curves: bool) -> StudyData:
+    """The StudyData of a study whose trials frame (every trial, trials_of) is at hand: its info,
+    a grid's repeated cells left out, and the curves of every trial or, in a big study, of a sample
+    (lpstudy.results.curve_sample)."""
     from lpstudy.results.curve_sample import CurveSample, curve_sample
 
-    directions, attrs = Q.study_header(conn, sid)
+    directions, attrs = tables.header()
     info = study_info(study_name, attrs, (directions or ["minimize"])[0])
     duplicates: list[int] = []
     cell = grid_fields(info.spec)
@@ -326,28 +236,22 @@ def sql_study_data(conn, reader: TrialReader, sid: int, study_name: str, frame: 
     if with_curves:
         best = ranked_frame(frame, 1)
         sample = curve_sample(frame, int(best["number"].iloc[0]) if len(best) else None)
-        curves = _sql_curves(conn, reader, sid, study_name, dict(zip(frame["trial_id"], frame["number"])),
-                             sample.trial_ids)
+        curves = curves_of(tables, dict(zip(frame["trial_id"], frame["number"])), sample.trial_ids)
     return StudyData(name=study_name, info=info, trials=frame, curves=curves, duplicates=duplicates,
                      curve_note=sample.note)
 
 
-def _sql_curves(conn, reader: TrialReader, sid: int, study_name: str, numbers: dict, ids) -> pd.DataFrame:
+def curves_of(tables: StudyTables, numbers: dict, ids) -> pd.DataFrame:
     """The curves of the trials `ids` (None: every trial) from the metrics table, the
     `lpstudy_metrics:<step>` system attributes and Optuna's intermediate values, merged; only the
     trials of `numbers` ({trial_id: number}) are kept."""
-    from lpstudy.db import study_queries as Q
-
     kept = set(numbers)
-    table = reader.metrics(study_name, trial_ids=ids)
-    attrs = attr_curve_rows((tid, numbers[tid], key, _json(text)) for tid, key, text in Q.system_attr_rows(
-        conn, sid, [f"{METRICS_ATTR_PREFIX}%"], ids=ids) if tid in numbers)
-    raw = Q.intermediate_rows(conn, sid, ids=ids)
-    kinds = raw["intermediate_value_type"].map(lambda k: str(k).rsplit(".", 1)[-1].upper())
-    values = pd.to_numeric(raw["intermediate_value"], errors="coerce").astype("float64")
+    table = tables.metrics(trial_ids=ids)
+    attrs = attr_curve_rows((tid, numbers[tid], key, _json(text)) for tid, key, text in tables.system_attr_rows(
+        [f"{METRICS_ATTR_PREFIX}%"], ids=ids) if tid in numbers)
+    raw = tables.intermediate_rows(ids=ids)
     intermediate = pd.DataFrame({"trial_id": raw["trial_id"].astype("int64"), "trial_number": raw["number"].astype("int64"),
-                                 "step": raw["step"].astype("int64"),
-                                 "val_loss": values.mask(kinds == "INF_POS", math.inf).mask(kinds == "INF_NEG", -math.inf)})
+                                 "step": raw["step"].astype("int64"), "val_loss": raw["val_loss"]})
     merged = merge_curves(table, attrs, intermediate)
     return merged[merged["trial_id"].isin(kept)].reset_index(drop=True)  # not a duplicate cell's
 
@@ -359,29 +263,13 @@ def _json(text):
         return text
 
 
-def _load_optuna(reader: TrialReader, study_name: str, with_curves: bool) -> tuple[StudyInfo, list, pd.DataFrame,
-                                                                                  pd.DataFrame]:
-    frozen, trials = reader.optuna_study(study_name)
-    table = reader.metrics(study_name) if with_curves else _empty_curves()
-    return _frozen_study_info(frozen), trials, intermediate_frame(trials), table
-
-
 def load_study(reader: TrialReader, study_name: str, curves: bool = True, via_optuna: bool = False) -> StudyData:
-    """A study's info, trials and (unless curves=False) curves in one read. SQL databases are read
-    straight from Optuna's tables (fast); journal and gRPC storages, or via_optuna=True, through
-    Optuna's storage API. StudyUnavailable when the database cannot be read or has no such study."""
-    if not via_optuna:
-        data = _load_sql(reader, study_name, curves)
-        if data is not None:
-            return data
-    info, trials, intermediate, table = _load_optuna(reader, study_name, curves)
-    frame = trials_frame(trials, intermediate)
-    merged = merge_curves(table, attr_curves(trials), intermediate) if curves else _empty_curves()
-    duplicates: list[int] = []
-    cell = grid_fields(info.spec)
-    if cell:  # a grid cell counts once (lpstudy.results.cells), keyed on every gridded field
-        frame, merged, duplicates = one_per_cell(frame, merged, cell)
-    return StudyData(name=study_name, info=info, trials=frame, curves=merged, duplicates=duplicates)
+    """A study's info, trials and (unless curves=False) curves in one read, whatever storage holds
+    it (lpstudy.db.trial_reader). via_optuna: read through Optuna's storage API even where the
+    database answers SQL itself (the tests compare the two). StudyUnavailable when the database
+    cannot be read or has no such study."""
+    source = reader.through_optuna() if via_optuna else reader
+    return source.read(study_name, lambda tables: study_data(tables, study_name, trials_of(tables), curves))
 
 
 def study_fingerprint(reader: TrialReader, study_name: str) -> tuple | None:

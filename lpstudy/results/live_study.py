@@ -11,7 +11,7 @@ asks the database for
   - the trials whose id is above the largest id read so far (new trials: ids only grow), and
   - the trials that were RUNNING or WAITING at the last read (whatever state they are in now),
 
-reads the trials frame of those only (lpstudy.results.frames.sql_trials, by trial id, a few
+reads the trials frame of those only (lpstudy.results.frames.trials_of, by trial id, a few
 thousand a query), and puts their rows in place of the old ones. The result equals a full read
 (the tests compare the two after trials changed state and new ones arrived). A full read is done
 again when the study is another one (a new study id: the study was deleted and made again), or
@@ -19,8 +19,8 @@ when the number of trials the database holds is not the number this copy expects
 by hand). The learning curves are read again at every read: they are those of a sample of at most
 about a thousand trials (lpstudy.results.curve_sample), or of every trial of a small study.
 
-SQL storages only; `read` returns None where SQL cannot answer (then read the study through
-Optuna, lpstudy.results.frames.load_study).
+On a storage read through Optuna's API (journal, gRPC) each read is a new copy of the study
+(lpstudy.db.optuna_copy) that keeps the trials' ids: the same rule reads only what changed.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ import threading
 
 import pandas as pd
 
-from lpstudy.db import study_queries as Q
+from lpstudy.db.study_queries import in_chunks
+from lpstudy.db.trial_reader import StudyTables
 from lpstudy.results import frames
 
 UNFINISHED = ("RUNNING", "WAITING")
@@ -44,45 +45,40 @@ class LiveStudy:
         self.study_name = study_name
         self._lock = threading.Lock()
         self._sid: int | None = None
-        self._frame: pd.DataFrame | None = None  # every trial, sorted by number (frames.sql_trials)
+        self._frame: pd.DataFrame | None = None  # every trial, sorted by number (frames.trials_of)
         self._open: set[int] = set()  # trial ids RUNNING or WAITING at the last read
         self._top = -1  # the largest trial id read
         self.last_read: tuple[str, int] = ("none", 0)  # ("full" or "incremental", trials read)
 
-    def read(self, curves: bool = True) -> frames.StudyData | None:
-        """The study as it is now (frames.StudyData); None where SQL cannot answer."""
+    def read(self, curves: bool = True) -> frames.StudyData:
+        """The study as it is now (frames.StudyData)."""
         with self._lock:
-            return self.reader.answer(self.study_name, lambda conn, engine, sid: self._read(conn, sid, curves))
+            return self.reader.read(self.study_name, lambda tables: self._read(tables, curves))
 
-    def _read(self, conn, sid: int, curves: bool) -> frames.StudyData:
-        frame = self._incremental(conn, sid) if sid == self._sid and self._frame is not None else None
+    def _read(self, tables: StudyTables, curves: bool) -> frames.StudyData:
+        sid = tables.study_id
+        frame = self._incremental(tables) if sid == self._sid and self._frame is not None else None
         if frame is None:
-            frame = frames.sql_trials(conn, sid)
+            frame = frames.trials_of(tables)
             self.last_read = ("full", len(frame))
         self._sid, self._frame = sid, frame
         self._open = set(frame.loc[frame["state"].isin(UNFINISHED), "trial_id"].astype(int))
         self._top = int(frame["trial_id"].max()) if len(frame) else -1
-        return frames.sql_study_data(conn, self.reader, sid, self.study_name, frame, curves)
+        return frames.study_data(tables, self.study_name, frame, curves)
 
-    def _incremental(self, conn, sid: int) -> pd.DataFrame | None:
+    def _incremental(self, tables: StudyTables) -> pd.DataFrame | None:
         """The frame with the unfinished and new trials read again; None when a full read is needed."""
-        import sqlalchemy as sa
-
         held = self._frame
-        total, new = conn.execute(sa.text(
-            "SELECT count(*), count(CASE WHEN trial_id > :top THEN 1 END) FROM trials WHERE study_id = :sid"),
-            {"sid": sid, "top": self._top}).one()
-        if int(total) != len(held) + int(new):  # a trial went away, or ids did not only grow
+        total, new = tables.count_and_new(self._top)
+        if total != len(held) + new:  # a trial went away, or ids did not only grow
             return None
         ids = sorted(self._open)
         if new:
-            ids += [int(tid) for (tid,) in conn.execute(sa.text(
-                "SELECT trial_id FROM trials WHERE study_id = :sid AND trial_id > :top ORDER BY trial_id"),
-                {"sid": sid, "top": self._top})]
+            ids += tables.trial_ids_above(self._top)
         self.last_read = ("incremental", len(ids))
         if not ids:
             return held
-        parts = [frames.sql_trials(conn, sid, ids=chunk) for chunk in Q.in_chunks(ids)]
+        parts = [frames.trials_of(tables, ids=chunk) for chunk in in_chunks(ids)]
         kept = held[~held["trial_id"].isin(ids)]
         merged = pd.concat([kept, *parts], ignore_index=True)
         extra = sorted(c for c in merged.columns if c not in frames.TRIAL_COLUMNS)  # param_<name>, as a full read

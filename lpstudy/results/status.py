@@ -69,8 +69,9 @@ def time_left(mean_s: float | None, counts: dict[str, int], running: pd.DataFram
 
 
 def study_status(reader: results.TrialReader, study_name: str) -> dict[str, Any]:
-    """Everything `lpstudy status` shows, as plain data (what --json prints). A search study on a
-    SQL database is answered from SQL (lpstudy.results.summary) without reading every trial."""
+    """Everything `lpstudy status` shows, as plain data (what --json prints). A search study is
+    answered from a few queries (lpstudy.results.summary) without reading every trial; a grid reads
+    every trial (its cells and per-p table)."""
     from lpstudy.results.summary import study_summary
 
     summary = study_summary(reader, study_name)

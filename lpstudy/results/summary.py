@@ -1,6 +1,6 @@
 """Where a study stands without reading every trial: counts by state, diverged runs, the best
-trials, the running ones and the mean duration of a completed trial, each one SQL query
-(lpstudy.db.study_queries). `lpstudy status`, `lpstudy export` and the study chooser read a
+trials, the running ones and the mean duration of a completed trial, each one query on the study's
+tables (lpstudy.db.trial_reader.StudyTables). `lpstudy status`, `lpstudy export` and the study chooser read a
 100,000-trial study in about the time of a handful of indexed queries; the numbers are those of the
 full read (lpstudy.results.frames.load_study), exactly: the tests compare the two.
 """
@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from lpstudy.db import study_queries as Q
+from lpstudy.db.study_queries import in_chunks
+from lpstudy.db.trial_reader import StudyTables
 from lpstudy.results import frames
 from lpstudy.results.compute import compute_summary_of_sums
 from lpstudy.values import STATES
@@ -30,38 +31,30 @@ class StudySummary:
     compute: dict  # results.compute.compute_summary of every trial, summed in SQL
 
 
-def _trials_of(conn, sid: int, ids=None, state=None) -> pd.DataFrame:
-    from lpstudy.results.trial_table import sql_trials_frame
-
-    raw, last = sql_trials_frame(conn, sid, frames.RUN_FIELDS, frames.WHO, frames.BOOL_FIELDS, ids=ids, state=state)
-    return frames.finish_trials_frame(raw, last)
-
-
 def needs_every_trial(info: frames.StudyInfo) -> bool:
     """A grid (replicate, or a spec with n_cells) counts cells and per-p tables: it reads every trial."""
     return info.kind != "search" or bool(info.spec.get("n_cells")) or info.spec.get("sampler") == "grid"
 
 
 def study_summary(reader: frames.TrialReader, study_name: str) -> StudySummary | None:
-    """The summary of a search study on a SQL database; None where it cannot be had from SQL (not
-    a SQL storage, an unknown schema, a grid: see needs_every_trial). StudyUnavailable when there
-    is no such study."""
+    """The summary of a search study from a few queries; None for a grid (see needs_every_trial: the
+    caller reads every trial). StudyUnavailable when there is no such study."""
 
-    def read(conn, engine, sid):
-        directions, attrs = Q.study_header(conn, sid)
+    def read(tables: StudyTables) -> StudySummary | None:
+        directions, attrs = tables.header()
         info = frames.study_info(study_name, attrs, (directions or ["minimize"])[0])
         if needs_every_trial(info):
             return None
         counts = {state: 0 for state in STATES}
-        counts.update(Q.state_counts(conn, sid))
-        best_ids = [tid for tid, _, _ in Q.ranked_trial_ids(conn, sid, 1)]
-        running_ids = Q.trial_ids_in_state(conn, sid, "RUNNING")
+        counts.update(tables.state_counts())
+        best_ids = [tid for tid, _, _ in tables.ranked_trial_ids(1)]
+        running_ids = tables.trial_ids_in_state("RUNNING")
         ids = sorted(set(best_ids + running_ids))  # one read of both (rows cost little, reads do), a few thousand ids a query
-        shown = pd.concat([_trials_of(conn, sid, ids=chunk) for chunk in Q.in_chunks(ids)] or [_trials_of(conn, sid, ids=[])],
-                          ignore_index=True)
-        return StudySummary(info=info, counts=counts, diverged=Q.diverged_count(conn, sid),
+        shown = pd.concat([frames.trials_of(tables, ids=chunk) for chunk in in_chunks(ids)]
+                          or [frames.trials_of(tables, ids=[])], ignore_index=True)
+        return StudySummary(info=info, counts=counts, diverged=tables.diverged_count(),
                             best=shown[shown["trial_id"].isin(best_ids)], running=shown[shown["trial_id"].isin(running_ids)],
-                            mean_complete_s=Q.mean_complete_seconds(conn, sid),
-                            compute=compute_summary_of_sums(*Q.compute_sums(conn, sid)))
+                            mean_complete_s=tables.mean_complete_seconds(),
+                            compute=compute_summary_of_sums(*tables.compute_sums()))
 
-    return reader.answer(study_name, read)
+    return reader.read(study_name, read)

@@ -1,9 +1,10 @@
-"""The trials frame (lpstudy.results.frames.TRIAL_COLUMNS) built from SQL in a few queries, column by
-column: the attributes arrive pivoted into columns (lpstudy.db.study_queries.trial_rows), each column's
-JSON texts are decoded once per distinct text, and the parameters' internal values are mapped to
-their external ones by Optuna's own distributions, decoded once per distribution. The values are those of frames.trial_row on the same
-trials (the tests compare the two on real and synthetic studies); the work per trial is a few
-array operations instead of a Python dict per attribute.
+"""The trials frame (lpstudy.results.frames.TRIAL_COLUMNS), the one builder of it: from a study's rows
+in Optuna's tables (lpstudy.db.trial_reader.StudyTables: the database's own, or a copy of a study
+read through Optuna's API) in a few queries, column by column: the attributes arrive pivoted into
+columns (lpstudy.db.study_queries.trial_rows), each column's JSON texts are decoded once per
+distinct text, and the parameters' internal values are mapped to their external ones by Optuna's
+own distributions, decoded once per distribution. The work per trial is a few array operations
+instead of a Python dict per attribute.
 """
 
 from __future__ import annotations
@@ -15,9 +16,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sqlalchemy.engine import Connection
-
-from lpstudy.db import study_queries as Q
+from lpstudy.db.trial_reader import StudyTables
 from lpstudy.training.metrics import SUMMARY_FIELDS
 from lpstudy.values import FIXED_PARAMS_ATTR, P, json_or_text, p_of_params, read_p, to_float
 
@@ -64,29 +63,26 @@ def _external_params(rows: pd.DataFrame) -> dict[int, dict[str, Any]]:
     return out
 
 
-def sql_trials_frame(conn: Connection, sid: int, run_fields: Sequence, who: Sequence[str],
+def raw_trials_frame(tables: StudyTables, run_fields: Sequence, who: Sequence[str],
                      bool_fields: Sequence[str], ids: Sequence[int] | None = None,
                      state: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(the raw trials frame, the last evaluations by trial_id) of the study's trials (or of `ids`,
     or of one state), before frames.finish_trials_frame orders and types the columns."""
     keys = [*(f.name for f in run_fields), *SUMMARY_FIELDS, *who]
-    rows = Q.trial_rows(conn, sid, keys, ids=ids, state=state)
-    params = _external_params(Q.param_rows(conn, sid, ids=ids, state=state))
+    rows = tables.trial_rows(keys, ids=ids, state=state)
+    params = _external_params(tables.param_rows(ids=ids, state=state))
     if (rows["state"] == "WAITING").any():  # an enqueued cell: its params wait in fixed_params
         waiting = set(rows.loc[rows["state"] == "WAITING", "trial_id"].astype(int))
-        for tid, _key, text in Q.system_attr_rows(conn, sid, [FIXED_PARAMS_ATTR], ids=ids, state=state):
+        for tid, _key, text in tables.system_attr_rows([FIXED_PARAMS_ATTR], ids=ids, state=state):
             if int(tid) in waiting and not params.get(int(tid)):
                 value = json_or_text(text)
                 params[int(tid)] = dict(value) if isinstance(value, dict) else {}
-    last = Q.last_evaluations(conn, sid, ids=ids, state=state)
+    last = tables.last_evaluations(ids=ids, state=state)
 
     trial_ids = rows["trial_id"].astype("int64").to_numpy()
     per_trial = [params.get(int(tid), {}) for tid in trial_ids]
     frame = pd.DataFrame({"number": rows["number"].astype("int64"), "trial_id": trial_ids, "state": rows["state"]})
-    kinds = rows["value_type"].map(lambda k: None if k is None else str(k).rsplit(".", 1)[-1].upper())
-    value = pd.to_numeric(rows["value"], errors="coerce").astype("float64")
-    value = value.mask(kinds == "INF_POS", math.inf).mask(kinds == "INF_NEG", -math.inf)
-    frame["value"] = value.where(kinds.notna(), math.nan)
+    frame["value"] = rows["value"]  # ∞ as Optuna stores it, read in lpstudy.db.study_queries.stored_floats
     for f in run_fields:  # the trial's attribute, else its parameter (trials older than the attribute)
         convert = read_p if f.type is P else to_float
         texts = rows[f.name]
@@ -116,9 +112,5 @@ def sql_trials_frame(conn: Connection, sid: int, run_fields: Sequence, who: Sequ
         if name == "p":
             values = [read_p(v) if name in d else math.nan for v, d in zip(values, per_trial)]
         frame[f"param_{name}"] = pd.Series(values, index=frame.index)
-    last = last.assign(
-        last_val_loss=pd.to_numeric(last["intermediate_value"], errors="coerce").astype("float64")
-        .mask(last["intermediate_value_type"].astype(str).str.upper().str.endswith("INF_POS"), math.inf)
-        .mask(last["intermediate_value_type"].astype(str).str.upper().str.endswith("INF_NEG"), -math.inf))
     last = last.set_index("trial_id")[["last_step", "last_val_loss", "n_evals"]]
     return frame, last

@@ -12,6 +12,10 @@ Where the store is: --artifacts / LPSTUDY_ARTIFACTS (a folder every worker sees,
 for Boto3ArtifactStore: S3 or MinIO, configured by boto3's environment, AWS_ENDPOINT_URL for
 MinIO); by default a folder next to a SQLite or journal file (FILE.artifacts). A PostgreSQL or
 gRPC storage has no default: without --artifacts its trials restart from step 0.
+
+A retry whose checkpoint is gone (removed by hand, a new store) starts from step 0; one whose
+checkpoint the store holds but will not give (an S3 authorisation error) or that is no checkpoint
+fails (CheckpointUnreadable, with what to check) and is enqueued again, up to max_retry times.
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ from typing import Any
 import optuna
 
 from lpstudy.db.kinds import kind_of
+from lpstudy.db.urls import first_line
 from lpstudy.errors import UserError
+from lpstudy.study.trial_context import TrialLost
 from lpstudy.training.checkpoint import Checkpoint
 
 ARTIFACTS_ENV = "LPSTUDY_ARTIFACTS"
@@ -57,6 +63,11 @@ def artifact_store(location: str):
     return FileSystemArtifactStore(str(folder))
 
 
+class CheckpointUnreadable(TrialLost):
+    """A trial's checkpoint is in the store but cannot be read: its trial fails and is enqueued again
+    (lpstudy.study.worker), as the trial of a worker that died."""
+
+
 class TrialCheckpoints:
     """The checkpoints of one trial (see the module)."""
 
@@ -68,17 +79,37 @@ class TrialCheckpoints:
         return self.study._storage.get_trial(self.trial._trial_id).system_attrs.get(CHECKPOINT_ATTR)
 
     def load(self) -> Checkpoint | None:
-        """The checkpoint this trial inherited from the run it retries; None if there is none (or it
-        cannot be read: then the trial starts from step 0)."""
+        """The checkpoint this trial inherited from the run it retries; None where there is none (no
+        checkpoint was saved, or the store no longer holds it: the trial starts from step 0).
+        CheckpointUnreadable where the store holds it but it cannot be read (the store refused
+        access, as S3 does without credentials, or the bytes are no checkpoint): the trial fails
+        with that message and is enqueued again as a trial whose worker died, rather than silently
+        training from step 0 what a checkpoint already holds."""
+        from optuna.artifacts.exceptions import ArtifactNotFound
+
         meta = self._meta()
         if not meta:
             return None
         self.current = meta.get("artifact_id")
         try:
             with self.store.open_reader(self.current) as reader:
-                return Checkpoint.from_bytes(reader.read())
-        except Exception:
+                data = reader.read()
+        except ArtifactNotFound:
+            self.current = None
             return None
+        except Exception as exc:
+            raise CheckpointUnreadable(self._unreadable(f"the store refused it ({type(exc).__name__}: "
+                                                        f"{first_line(exc)})")) from exc
+        try:
+            return Checkpoint.from_bytes(data)
+        except Exception as exc:
+            raise CheckpointUnreadable(self._unreadable(f"its {len(data)} bytes are no checkpoint "
+                                                        f"({type(exc).__name__}: {first_line(exc)})")) from exc
+
+    def _unreadable(self, why: str) -> str:
+        return (f"trial {self.trial.number}'s checkpoint {self.current} (step {(self._meta() or {}).get('step')}) "
+                f"cannot be read: {why}; the trial is enqueued again (max_retry). Check the artifact store "
+                f"(--artifacts, {ARTIFACTS_ENV}; for s3://, boto3's credentials)")
 
     def save(self, checkpoint: Checkpoint) -> None:
         from optuna.artifacts import upload_artifact

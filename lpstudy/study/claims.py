@@ -6,14 +6,13 @@ has no other live trial."""
 
 from __future__ import annotations
 
-import warnings
-
 import optuna
 from optuna.trial import TrialState
 
-from lpstudy.db.locks import ask_lock_name
+from lpstudy.db.asking import WAIT, ask
 from lpstudy.db.optuna_storage import StudyStorage
 from lpstudy.db.retries import RetryCallback
+from lpstudy.errors import UserError
 from lpstudy.study.lease import LEASE_ATTR
 from lpstudy.study.spec import StudySpec
 from lpstudy.study.studies import trial_params
@@ -46,41 +45,14 @@ def for_grid_worker(study: optuna.Study, storage: StudyStorage) -> optuna.Study:
     return storage.for_grid_worker(study)
 
 
-WAIT = object()  # ask_within_target: the target is taken by running trials; look again later
-
-
 def ask_within_target(study: optuna.Study, spec: StudySpec, storage: StudyStorage):
     """study.ask(), unless the study's n_trials target is taken: None when that many trials have
-    finished (COMPLETE or PRUNED), WAIT when finished and running trials make up the target. The
-    count and the ask happen under the storage's lock (lpstudy.db.locks), so several workers never
-    start more trials than the target. Without a lock (gRPC, MySQL) a worker that finds its new trial
-    beyond the target (a racing worker's trial has a lower number) gives it up: it ends FAIL with
-    the user attribute surplus, never run."""
-    def ask() -> optuna.Trial:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # "heartbeat is supposed to be used with optimize"
-            return study.ask()
-
+    finished (COMPLETE or PRUNED), WAIT when finished and running trials make up the target. How the
+    storage keeps workers from starting more trials than the target (the count and the ask under its
+    lock, or a surplus trial given up: lpstudy.db.asking) is the storage's business."""
     if spec.n_trials is None:
-        return ask()
-    taken = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING)
-    with storage.lock(ask_lock_name(study.study_name)) as locked:
-        trials = study.get_trials(deepcopy=False, states=taken)
-        finished = sum(1 for t in trials if t.state != TrialState.RUNNING)
-        if finished >= spec.n_trials:
-            return None
-        if len(trials) >= spec.n_trials:
-            return WAIT
-        trial = ask()
-    if not locked:
-        numbers = sorted(t.number for t in study.get_trials(deepcopy=False, states=taken))
-        if trial.number in numbers and numbers.index(trial.number) >= spec.n_trials:
-            trial.set_user_attr("surplus", True)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
-            return WAIT
-    return trial
+        return ask(study)
+    return storage.ask_within_target(study, spec.n_trials)
 
 
 def count_states(study: optuna.Study, states: tuple[TrialState, ...], storage: StudyStorage | None = None) -> int:
@@ -92,34 +64,44 @@ def count_states(study: optuna.Study, states: tuple[TrialState, ...], storage: S
 
 
 def requeue(study: optuna.Study, trial_id: int, max_retry: int, interrupted: bool = False,
-            spec: StudySpec | None = None) -> bool:
+            spec: StudySpec | None = None, storage: StudyStorage | None = None) -> bool:
     """Enqueue a failed trial again with its parameters and user attributes (a new WAITING trial),
     with the same bookkeeping (failed_trial, retry_history) as Optuna's
     RetryHeartbeatStaleTrialCallback for a trial whose worker died; False when a crash has been
     retried max_retry times (an interruption does not count, see lpstudy.db.retries), or when the
     trial's grid cell already has another trial that is waiting, running or complete (a cell is
     never enqueued twice). The per-evaluation metrics of a journal or gRPC trial stay with the
-    failed trial."""
-    frozen = study._storage.get_trial(trial_id)
-    if spec is not None and spec.is_grid and cell_is_live(study, spec, frozen):
+    failed trial.
+
+    The look at the cell is retried through storage's outages (StudyStorage.call) where a storage is
+    given; any error it does not ride out is raised, never read as "the cell has no live trial"."""
+    def look() -> tuple[optuna.trial.FrozenTrial, bool]:
+        frozen = study._storage.get_trial(trial_id)
+        return frozen, spec is not None and spec.is_grid and cell_is_live(study, spec, frozen)
+
+    frozen, live = storage.call(look) if storage is not None else look()
+    if live:
         return False
     return RetryCallback(max_retry)(study, frozen, interrupted=interrupted,
                                     drop_attrs=(METRICS_ATTR_PREFIX, LEASE_ATTR))
 
 
-def cell_is_live(study: optuna.Study, spec: StudySpec, trial: optuna.trial.FrozenTrial) -> bool:
-    """Whether another trial of this trial's grid cell is waiting, running or complete."""
+def cell_of_trial(spec: StudySpec, trial: optuna.trial.FrozenTrial) -> tuple | None:
+    """The grid cell of a trial; None only where its parameters definitely name no cell of this
+    grid (a parameter missing or a value the space refuses). Any other error is raised."""
     try:
-        key = spec.space.cell_of(trial_params(trial))
-    except Exception:
+        return spec.space.cell_of(trial_params(trial))
+    except (KeyError, UserError):
+        return None
+
+
+def cell_is_live(study: optuna.Study, spec: StudySpec, trial: optuna.trial.FrozenTrial) -> bool:
+    """Whether another trial of this trial's grid cell is waiting, running or complete. A trial in
+    no cell has none; an error while looking (the database's, a bug's) is raised, not taken as
+    "none", which would enqueue a cell twice."""
+    key = cell_of_trial(spec, trial)
+    if key is None:
         return False
     live = (TrialState.WAITING, TrialState.RUNNING, TrialState.COMPLETE)
-    for other in study.get_trials(deepcopy=False, states=live):
-        if other._trial_id == trial._trial_id:
-            continue
-        try:
-            if spec.space.cell_of(trial_params(other)) == key:
-                return True
-        except Exception:
-            continue
-    return False
+    return any(other._trial_id != trial._trial_id and cell_of_trial(spec, other) == key
+               for other in study.get_trials(deepcopy=False, states=live))

@@ -55,7 +55,8 @@ def wait_for_study(url: str, name: str, expected: StudySpec | None, wait_s: floa
             missing = str(exc)
         if missing is None:
             return storage
-        _close(storage)
+        if storage is not None:
+            storage.close()
         left = deadline - time.monotonic()
         if left <= 0:
             if wait_s <= 0:
@@ -100,12 +101,3 @@ def _not_ready(storage: StudyStorage, name: str, expected: StudySpec | None, exp
                           f"({SPEC_SHA256_ATTR} {mark[:12]}..., {expected_from} {spec_sha256(expected_plain)[:12]}...); "
                           "the worker does not start on it")
     return None
-
-
-def _close(storage: StudyStorage | None) -> None:
-    if storage is None:
-        return
-    if storage.engine is not None:
-        storage.engine.dispose()
-    elif hasattr(storage.optuna, "close"):
-        storage.optuna.close()

@@ -23,7 +23,6 @@ from typing import Annotated, Any, Literal, Optional, Sequence
 import numpy as np
 import typer
 
-from lpstudy.db.metrics_table import write_metrics
 from lpstudy.db.optuna_storage import open_storage
 from lpstudy.study.space import SearchSpace
 from lpstudy.study.spec import build_spec, replicate_spec
@@ -268,7 +267,8 @@ def write_synthetic_study(storage_url: str, study_name: str = "lp-search", *, ki
     """Write a seeded synthetic study into storage_url (created if absent) and return what it holds.
 
     kind: "search" (n_trials trials sampling p, lr, gain_init) or "replicate" (p_values × folds,
-    params p and fold). metrics: "table" (the metrics table, as SQL storages get it), "attrs"
+    params p and fold). metrics: "table" (where the storage keeps a worker's
+    curves, as a worker writes them: the metrics table on SQL, system attributes on a journal), "attrs"
     (`lpstudy_metrics:<step>` system attributes, as journal/gRPC-fed studies get it) or "both".
     states: the newest trials RUNNING/WAITING and a few PRUNED/FAIL. all_diverged: every run diverges.
     now: the clock the trials' times are relative to (default: now; fix it for identical studies).
@@ -279,9 +279,8 @@ def write_synthetic_study(storage_url: str, study_name: str = "lp-search", *, ki
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     spec = synthetic_spec(kind, preset, p_values, folds, include_inf)
     opened = open_storage(storage_url, create_tables=True)
-    storage = opened.optuna
     study, _ = create_study(opened, study_name, spec)
-    engine = opened.engine if metrics in ("table", "both") else None
+    through_storage = metrics in ("table", "both")  # where the storage keeps curves: its kind says
     study_id = study._study_id
     counts = {s: 0 for s in STATES}
     for trial in synthetic_trials(kind=kind, n_trials=n_trials, n_evals=n_evals, seed=seed, p_values=p_values,
@@ -298,11 +297,8 @@ def write_synthetic_study(storage_url: str, study_name: str = "lp-search", *, ki
             intermediate_values=intermediate_values(trial.records))
         frozen.datetime_start = trial.datetime_start
         frozen.datetime_complete = trial.datetime_complete
-        trial_id = storage.create_new_trial(study_id, template_trial=frozen)
-        if engine is not None and trial.records:
-            write_metrics(engine, study_name, trial_id, storage.get_trial_number_from_id(trial_id), trial.records)
-    if opened.engine is not None:
-        opened.engine.dispose()
+        opened.add_finished_trial(study_name, study_id, frozen, trial.records if through_storage else [])
+    opened.close()
     return SyntheticStudy(storage_url, study_name, kind, counts, n_evals)
 
 PROG = "python -m lpstudy.study.synthetic"

@@ -21,6 +21,13 @@ from lpstudy.study.spec import StudySpec
 from lpstudy.training.metrics import uniform_guess_loss
 
 
+class TrialLost(Exception):
+    """Raised by an objective whose trial cannot go on in this run but may in another, such as a
+    retry whose checkpoint the store will not give (lpstudy.study.checkpoints.CheckpointUnreadable):
+    the worker fails the trial with this message and enqueues it again, as the trial of a worker
+    that died (counted against max_retry)."""
+
+
 @dataclass
 class TrialOutcome:
     state: TrialState
@@ -28,6 +35,8 @@ class TrialOutcome:
     summary: Any = None  # RunSummary
     reason: str = ""  # why FAIL: "interrupted", or the error
     overrides: dict[str, Any] = field(default_factory=dict)
+    # Enqueue the trial again whatever the study (TrialLost): not only a grid's cells are retried.
+    retry: bool = False
 
     @classmethod
     def of_run(cls, summary: Any, vocab_size: int, *, pruned: bool, interrupted: bool,

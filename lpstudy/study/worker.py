@@ -6,9 +6,9 @@ n_trials target, or on SIGINT/SIGTERM: then the trial it is on stops after the c
 ends FAIL (marked interrupted) and is enqueued again with the same parameters, never left RUNNING.
 A second signal aborts at once (the trial still ends FAIL).
 
-While a trial runs, a thread records its heartbeat (SQL storages: Optuna's; journal and gRPC: a
-lease of lpstudy's own, lpstudy.study.lease). Before taking a trial, a worker fails the RUNNING
-trials whose heartbeat is older than the grace period (their worker died) and enqueues each again
+While a trial runs, a thread records its heartbeat through the storage's liveness (SQL storages:
+Optuna's heartbeats; journal and gRPC: a lease of lpstudy's own; lpstudy.db.liveness). Before taking
+a trial, a worker fails the RUNNING trials whose heartbeat is older than the grace period (their worker died) and enqueues each again
 with the same parameters (lpstudy.db.retries, Optuna's RetryHeartbeatStaleTrialCallback's
 bookkeeping), at most max_retry times. Workers of a grid study that find no waiting cell wait while other trials run
 (they may die and come back as waiting cells) and stop when none is left.
@@ -35,14 +35,14 @@ from dataclasses import dataclass, field
 import optuna
 from optuna.trial import TrialState
 
+from lpstudy.db.liveness import Liveness
 from lpstudy.db.optuna_storage import StorageUnavailable, StudyStorage, open_storage
 from lpstudy.study.claims import (WAIT, ask_within_target, count_states, for_grid_worker, pop_waiting_trial,
                                   requeue)
 from lpstudy.study import telemetry
-from lpstudy.study.lease import Lease
 from lpstudy.study.spec import StudySpec
 from lpstudy.study.studies import load_study
-from lpstudy.study.trial_context import Objective, TrialContext, TrialOutcome
+from lpstudy.study.trial_context import Objective, TrialContext, TrialLost, TrialOutcome
 from lpstudy.training.progress import say_stderr
 
 # A worker with nothing to take polls after GRID_POLL_S while other workers' trials run, then less
@@ -173,30 +173,30 @@ def _deliver_again_unless_caught(stop: StopFlag, signum: int) -> None:
 
 
 class Heartbeat:
-    """Records a running trial's heartbeat every interval seconds in a background thread. Errors
-    (a database restart) are ignored: the next beat tries again, within the grace period."""
+    """Beats for a running trial every liveness.interval_s seconds in a background thread (Optuna's
+    heartbeat or lpstudy's lease: lpstudy.db.liveness). Errors (a database restart) are ignored:
+    the next beat tries again, within the grace period."""
 
-    def __init__(self, storage: StudyStorage, trial_id: int, interval_s: int | None) -> None:
-        self.storage, self.trial_id, self.interval_s = storage, trial_id, interval_s
+    def __init__(self, liveness: Liveness, trial_id: int) -> None:
+        self.liveness, self.trial_id = liveness, trial_id
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def _beat(self) -> None:
         try:
-            self.storage.beat(self.trial_id)  # SQL: Optuna's heartbeat; journal, gRPC: lpstudy.study.lease
+            self.liveness.beat(self.trial_id)
             telemetry.heartbeat_recorded()
         except Exception:
             pass
 
     def __enter__(self) -> "Heartbeat":
-        if self.interval_s:
-            self._beat()
-            self._thread = threading.Thread(target=self._run, name="lpstudy-heartbeat", daemon=True)
-            self._thread.start()
+        self._beat()
+        self._thread = threading.Thread(target=self._run, name="lpstudy-heartbeat", daemon=True)
+        self._thread.start()
         return self
 
     def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
+        while not self._stop.wait(self.liveness.interval_s):
             self._beat()
 
     def __exit__(self, *exc) -> None:
@@ -206,55 +206,20 @@ class Heartbeat:
         telemetry.trial_ended()
 
 
-def fail_stale_trials(study: optuna.Study, storage: StudyStorage, unbeaten: dict[int, float] | None = None) -> None:
-    """Optuna's stale-trial failing (each trial failed once, its callback retrying it), run only
-    when a one-query look finds a heartbeat older than the grace period (lpstudy.db.trial_states):
-    Optuna's check loads every RUNNING trial, and 200 workers ran it before every trial.
-
-    A RUNNING trial without any heartbeat (its worker died between the claim and its first beat)
-    is one Optuna's check never fails. `unbeaten` (the caller's, kept across calls: trial id → when
-    this worker first saw it so, on its own monotonic clock, so that no two machines' clocks are
-    compared) holds them; one still without a heartbeat a grace period after it was first seen
-    gets a heartbeat as old as the grace period, and Optuna's check fails and retries it."""
-    grace = storage.heartbeat_grace_s()
-    stale, without = storage.heartbeat_look(study._study_id, grace, unbeaten is not None)
-    if unbeaten is not None and adopt_unbeaten(storage, unbeaten, without, grace):
-        stale = True
-    if not stale:
-        return
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        optuna.storages.fail_stale_trials(study)
-
-
-def adopt_unbeaten(storage: StudyStorage, unbeaten: dict[int, float], without: set[int], grace: float) -> bool:
-    """Note the trials seen without a heartbeat (forget those that have one now or ended); backdate
-    the heartbeat of those seen so for longer than the grace period; whether any was backdated."""
-    now = time.monotonic()
-    for trial_id in set(unbeaten) - without:
-        del unbeaten[trial_id]
-    for trial_id in without:
-        unbeaten.setdefault(trial_id, now)
-    due = [trial_id for trial_id, seen in unbeaten.items() if now - seen > grace]
-    backdated = False
-    for trial_id in due:
-        del unbeaten[trial_id]
-        backdated = storage.backdate_heartbeat(trial_id, grace + 1.0) or backdated  # False: it beat meanwhile
-    return backdated
-
-
 class Worker:
-    def __init__(self, options: WorkerOptions, say=None, objective: Objective | None = None) -> None:
-        """objective: what each trial runs (see the module); None: train it."""
+    def __init__(self, options: WorkerOptions, say=None, objective: Objective | None = None,
+                 storage: StudyStorage | None = None) -> None:
+        """objective: what each trial runs (see the module); None: train it. storage: the study's
+        storage, opened by the caller (who closes it); None: run() opens options.storage and closes
+        it when it returns."""
         self.options = options
-        self.lease: Lease | None = None
+        self.liveness: Liveness | None = None  # the storage's (run())
         self.stop = StopFlag()
         self.objective = objective
         self._say = say
         self._enqueue_seen: tuple[int, float] | None = None  # (trials, when first seen): _cells_not_enqueued
         self._idle_s = GRID_POLL_S  # the next wait of a worker with nothing to take (_idle)
-        self._unbeaten: dict[int, float] = {}  # RUNNING trials seen without a heartbeat (fail_stale_trials)
-        self._storage: StudyStorage | None = None  # opened by run()
+        self._storage: StudyStorage | None = storage
 
     def say(self, message: str) -> None:
         if self._say is not None:
@@ -263,19 +228,25 @@ class Worker:
         say_stderr(f"[dim]lpstudy worker:[/] {message}")
 
     def run(self) -> WorkerReport:
+        if self._storage is not None:
+            return self._run(self._storage)
+        # started beside hundreds of others: opening may time out, and is retried
+        with open_storage(self.options.storage, wait=True) as storage:
+            self._storage = storage
+            try:
+                return self._run(storage)
+            finally:
+                self._storage = None
+
+    def _run(self, storage: StudyStorage) -> WorkerReport:
         opts = self.options
-        storage = open_storage(opts.storage, wait=True)  # started beside hundreds of others: may time out
-        self._storage = storage
         study, spec = load_study(storage, opts.study)
         if spec.is_grid:
             study = for_grid_worker(study, storage)
-        heartbeat_on = storage.configure_heartbeat(
-            opts.heartbeat_interval or spec.heartbeat_interval, opts.grace_period or spec.grace_period,
-            spec.max_retry if opts.max_retry is None else opts.max_retry)
         max_retry = spec.max_retry if opts.max_retry is None else opts.max_retry
-        # journal and gRPC: lpstudy's own lease in place of Optuna's heartbeats (lpstudy.study.lease)
-        self.lease = None if heartbeat_on else Lease(
-            opts.heartbeat_interval or spec.heartbeat_interval, opts.grace_period or spec.grace_period, max_retry)
+        # SQL: Optuna's heartbeats; journal and gRPC: lpstudy's lease (lpstudy.db.liveness)
+        self.liveness = storage.liveness(opts.heartbeat_interval or spec.heartbeat_interval,
+                                         opts.grace_period or spec.grace_period, max_retry)
         storage.prepare_curves()  # SQL: the metrics table
 
         if self.objective is None:
@@ -288,11 +259,11 @@ class Worker:
                                should_stop=self.stop, show_progress=opts.show_progress)
         if opts.announce:
             self.say(f"study {opts.study!r} ({spec.describe()}) in {storage.display_url} on {ctx.device}"
-                     + ("" if heartbeat_on else " · heartbeats by lease (trial system attribute)"))
+                     + self.liveness.note)
         previous = install_signal_handlers(self.stop, self.say)
         sys.unraisablehook, unraisable_hook = quiet_dropped_aborts(self.stop)
         try:
-            return self._loop(ctx, study, spec, storage, heartbeat_on, max_retry)
+            return self._loop(ctx, study, spec, storage, max_retry)
         except KeyboardInterrupt:
             self.stop.abort_caught = True
             self.say("stopped: aborted by a second signal (the trial it ran is failed and enqueued again)")
@@ -322,7 +293,7 @@ class Worker:
                             threads=opts.threads if device == "cpu" else None)  # each trial records its count
 
     def _loop(self, ctx: TrialContext, study: optuna.Study, spec: StudySpec, storage: StudyStorage,
-              heartbeat_on: bool, max_retry: int) -> WorkerReport:
+              max_retry: int) -> WorkerReport:
         opts = self.options
         report = WorkerReport()
         deadline = time.monotonic() + opts.timeout if opts.timeout else None
@@ -342,17 +313,13 @@ class Worker:
                     study, (TrialState.COMPLETE, TrialState.PRUNED), storage) >= spec.n_trials:
                 report.reason = f"the study reached its target of {spec.n_trials} trials"
                 break
-            if heartbeat_on:
-                fail_stale_trials(study, storage, self._unbeaten)
-            elif self.lease is not None:
-                for number in self.lease.fail_stale(study, storage.proxy_calls):
-                    self.say(f"trial {number} lost its worker (no heartbeat for {self.lease.grace_period_s} s): "
-                             "failed, and enqueued again")
+            for line in self.liveness.fail_stale(study):  # dead workers' trials: failed, enqueued again
+                self.say(line)
             claim_started = time.monotonic()
             if spec.is_grid:
                 trial = pop_waiting_trial(study, storage)
                 if trial is None:
-                    if (heartbeat_on or self.lease) and count_states(study, (TrialState.RUNNING,), storage):
+                    if count_states(study, (TrialState.RUNNING,), storage):
                         self._idle()  # a running cell may yet fail and come back
                         continue
                     missing = self._cells_not_enqueued(storage, study, spec)
@@ -367,15 +334,11 @@ class Worker:
                     report.reason = f"the study reached its target of {spec.n_trials} trials"
                     break
                 if trial is WAIT:
-                    if heartbeat_on or self.lease:
-                        self._idle()  # a running trial may yet fail and free its place
-                        continue
-                    report.reason = (f"the study's target of {spec.n_trials} trials is reached by "
-                                     "finished and running trials")
-                    break
+                    self._idle()  # a running trial may yet fail and free its place
+                    continue
             self._idle_s = GRID_POLL_S
             telemetry.trial_claimed(time.monotonic() - claim_started)
-            outcome, ours = self._run_one(ctx, study, trial, storage if heartbeat_on else None, max_retry)
+            outcome, ours = self._run_one(ctx, study, trial, max_retry)
             telemetry.trial_finished(outcome.state.name)
             done += 1
             report.trials[outcome.state.name] = report.trials.get(outcome.state.name, 0) + 1
@@ -383,8 +346,8 @@ class Worker:
                 interrupted = outcome.reason == "interrupted"
                 # Only the worker whose FAIL stuck retries it: a trial another worker failed as stale
                 # was retried by that worker already.
-                if ours and (spec.is_grid or interrupted) and requeue(
-                        study, trial._trial_id, max_retry, interrupted=interrupted, spec=spec):
+                if ours and (spec.is_grid or interrupted or outcome.retry) and requeue(
+                        study, trial._trial_id, max_retry, interrupted=interrupted, spec=spec, storage=storage):
                     self.say(f"trial {trial.number} enqueued again with the same parameters")
                 if not interrupted and ours:
                     failures_in_a_row += 1
@@ -422,14 +385,11 @@ class Worker:
                 "(its creator stopped?); run `lpstudy replicate` again to enqueue the rest")
 
     def _run_one(self, ctx: TrialContext, study: optuna.Study, trial: optuna.Trial,
-                 heartbeat_storage: StudyStorage | None, max_retry: int) -> tuple[TrialOutcome, bool]:
+                 max_retry: int) -> tuple[TrialOutcome, bool]:
         """Run the trial and tell Optuna; (the outcome, whether the trial ended in that state by this
         worker's tell rather than already failed by another worker)."""
-        interval = heartbeat_storage.optuna.heartbeat_interval if heartbeat_storage else None
-        if interval is None and self.lease is not None:
-            interval = self.lease.interval_s
         telemetry.trial_started()
-        with Heartbeat(ctx.storage, trial._trial_id, interval):
+        with Heartbeat(self.liveness, trial._trial_id):
             try:
                 outcome = self.objective(ctx, trial)
             except StorageUnavailable:
@@ -445,8 +405,13 @@ class Worker:
                 outcome = TrialOutcome(TrialState.FAIL, None, reason="interrupted")
                 _safe(lambda: trial.set_user_attr("interrupted", True))
                 if self._tell(study, trial, outcome):
-                    _safe(lambda: requeue(study, trial._trial_id, max_retry, interrupted=True, spec=ctx.spec))
+                    _safe(lambda: requeue(study, trial._trial_id, max_retry, interrupted=True, spec=ctx.spec,
+                                          storage=ctx.storage))
                 raise
+            except TrialLost as exc:  # e.g. its checkpoint cannot be read: fails, and is enqueued again
+                outcome = TrialOutcome(TrialState.FAIL, None, reason=str(exc), retry=True)
+                self.say(f"[red]trial {trial.number} failed[/]: {outcome.reason}")
+                _safe(lambda: trial.set_user_attr("error", outcome.reason[:1000]))
             except Exception as exc:  # a bug, a device error, an invalid run: the trial fails
                 outcome = TrialOutcome(TrialState.FAIL, None, reason=f"{type(exc).__name__}: {exc}")
                 self.say(f"[red]trial {trial.number} failed[/]: {outcome.reason}")
@@ -500,6 +465,8 @@ def _safe(fn) -> None:
         pass
 
 
-def run_worker(options: WorkerOptions, say=None, objective: Objective | None = None) -> WorkerReport:
-    """Run one worker in this process (see the module's docstring)."""
-    return Worker(options, say=say, objective=objective).run()
+def run_worker(options: WorkerOptions, say=None, objective: Objective | None = None,
+               storage: StudyStorage | None = None) -> WorkerReport:
+    """Run one worker in this process (see the module's docstring); storage: already open (the
+    caller closes it), else opened here from options.storage and closed."""
+    return Worker(options, say=say, objective=objective, storage=storage).run()

@@ -3,10 +3,12 @@
 Measured (benchmarks/bench_threads.py, docs/exactly-once.md): at torch's default (every core, and
 OpenMP's waiting threads spinning at every op's barrier) a run beside any other work slows down
 tens to hundreds of times; with the waiting threads asleep instead (OMP_WAIT_POLICY=PASSIVE) that
-collapse is gone. On a quiet 2-core machine one thread then trains the small models fastest,
-alone and beside a torch process or a second training (a second thread only adds barriers to ops
-too small to share); on a machine loaded far past its cores two threads win a process a larger share
-of the CPU, but that is the scheduler's arithmetic, not the model's. So where lpstudy starts the process (the command line, the
+collapse is gone. On a 2-core machine (benchmarks/results/threads.md) one thread then trains the
+`smoke` model fastest in every case, and the `cpu` model fastest alone, beside a second training
+and beside a Python loop (a second thread only adds barriers to ops too small to share); beside a
+torch process that keeps a core busy, `cpu` was quicker at two (1.15 s against 1.39 s for 10
+steps): two threads win a process a larger share of a loaded CPU, which is the scheduler's
+arithmetic, not the model's, and costs the other work that share. So where lpstudy starts the process (the command line, the
 worker processes it starts) OpenMP's threads sleep while they wait, unless the user set a policy;
 and the default count is the cores this process may use (its affinity and its cgroup's CPU quota,
 which torch does not read: a container limited to 2 CPUs on a 64-core host is 2), at most

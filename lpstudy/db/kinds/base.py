@@ -10,15 +10,12 @@ behaviour of the SQL kinds is in `sql`, that of the kinds kept in a local file i
 from __future__ import annotations
 
 import contextlib
-import math
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lpstudy.db.urls import redact
 from lpstudy.errors import StudyUnavailable, UserError
-from lpstudy.values import LEASE_ATTR
 
 if TYPE_CHECKING:  # Optuna and the retries load when a storage is opened: `lpstudy --help` stays quick
     import optuna
@@ -26,6 +23,7 @@ if TYPE_CHECKING:  # Optuna and the retries load when a storage is opened: `lpst
     from optuna.trial import TrialState
     from sqlalchemy.engine import Engine
 
+    from lpstudy.db.liveness import Liveness
     from lpstudy.db.optuna_storage import StudyStorage
     from lpstudy.db.outages import RetryPolicy
     from lpstudy.db.proxy_calls import ProxyCalls
@@ -38,21 +36,11 @@ CREATE_LOCK = "lpstudy:create"  # the lock `create` and `replicate` hold (lpstud
 
 class StorageKind:
     """One kind of storage: its URL rules, how Optuna's storage is opened on it, its locks, how a
-    dead worker is noticed, where checkpoints and learning curves go."""
+    dead worker is noticed, where checkpoints and learning curves go. What differs between kinds is
+    a method each kind answers (or an object it returns), never a flag a caller reads."""
 
     name: str = ""  # as the errors and `StudyStorage.kind.name` say it: sqlite, postgresql, ...
     url_form: str | None = None  # how its URL looks, in the list of forms an unknown URL is told
-    # Optuna's tables (and lpstudy's metrics table) are in a SQL database that this process reaches
-    # through SQLAlchemy: readers select from them directly (lpstudy.db.optuna_tables).
-    sql: bool = False
-    # Where a trial's learning curve lives: a row per evaluation in the metrics table, else the
-    # trial's system attributes lpstudy_metrics:<step> (lpstudy.values.metrics_attr_name).
-    curves_in_table: bool = False
-    # How a dead worker's trial is noticed: Optuna's heartbeats (RDBStorage), else lpstudy's own
-    # lease in a trial system attribute (lpstudy.study.lease).
-    optuna_heartbeats: bool = False
-    # Whether `lock` is a lock across processes (creation, the n_trials target); else it holds nothing.
-    has_lock: bool = False
 
     # --- URL rules ---------------------------------------------------------------------------------
 
@@ -114,8 +102,17 @@ class StorageKind:
 
     @contextlib.contextmanager
     def lock(self, url: str, name: str = CREATE_LOCK) -> Iterator[None]:
-        """Hold the storage's lock called name for the block (lpstudy.db.locks); here: none."""
+        """Hold the storage's lock called name for the block (lpstudy.db.locks); here: none (a
+        LockingKind holds one)."""
         yield
+
+    def ask_within_target(self, storage: StudyStorage, study: optuna.Study, target: int):
+        """A new trial within the target (lpstudy.db.asking): without a lock, asked, then given up
+        where it is surplus."""
+        from lpstudy.db.asking import WAIT, ask_counted, give_up_surplus
+
+        trial = ask_counted(study, target)
+        return trial if trial is None or trial is WAIT else give_up_surplus(study, trial, target)
 
     def default_artifacts(self, url: str) -> str | None:
         """Where trials keep their checkpoints when no --artifacts is given; None: nowhere."""
@@ -166,37 +163,53 @@ class StorageKind:
             study.enqueue_trial(params)
         return len(missing)
 
-    def beat(self, storage: StudyStorage, trial_id: int) -> None:
-        """Record that the running trial's worker is alive: lpstudy's lease, the wall-clock time in
-        the trial's system attribute LEASE_ATTR (lpstudy.study.lease)."""
-        storage.optuna.set_trial_system_attr(trial_id, LEASE_ATTR, time.time())
+    def liveness(self, storage: StudyStorage, interval_s: int, grace_period_s: int,
+                 max_retry: int | None) -> Liveness:
+        """How a dead worker's trial is noticed (lpstudy.db.liveness): here lpstudy's lease."""
+        from lpstudy.db.liveness import Lease
 
-    def heartbeat_grace_s(self, storage: StudyStorage) -> float:
-        """How old Optuna's heartbeat of a live trial may be; here there are none: never too old."""
-        return math.inf
+        return Lease(storage, interval_s, grace_period_s, max_retry)
 
-    def heartbeat_look(self, storage: StudyStorage, study_id: int, grace_s: float,
-                       with_unbeaten: bool) -> tuple[bool, set[int]]:
-        """(whether a heartbeat may be older than grace_s, the RUNNING trials without any heartbeat)
-        where a quick look can tell; here none can: (True, no trial), and Optuna's check decides."""
-        return True, set()
-
-    def backdate_heartbeat(self, storage: StudyStorage, trial_id: int, age_s: float) -> bool:
-        """Give a trial without a heartbeat one age_s old; whether it was given. Here: no heartbeats."""
-        return False
+    def close(self, storage: StudyStorage) -> None:
+        """Let go of what an open storage holds; here nothing (a journal file is opened per write)."""
 
     # --- learning curves ---------------------------------------------------------------------------
 
     def prepare_curves(self, storage: StudyStorage) -> None:
         """Make the place a worker's evaluations go (the SQL kinds' metrics table); here nothing."""
 
-    def write_evaluation(self, storage: StudyStorage, study_name: str, trial_id: int, trial_number: int,
-                         record: MetricRecord) -> None:
-        """Store one evaluation of a running trial: here its system attribute lpstudy_metrics:<step>
+    def write_evaluations(self, storage: StudyStorage, study_name: str, trial_id: int, trial_number: int,
+                          records: list[MetricRecord]) -> None:
+        """Store evaluations of a trial: here each as its system attribute lpstudy_metrics:<step>
         (lpstudy.db.metrics_table.evaluation_attribute)."""
         from lpstudy.db.metrics_table import evaluation_attribute
 
-        storage.optuna.set_trial_system_attr(trial_id, *evaluation_attribute(record))
+        for record in records:
+            storage.optuna.set_trial_system_attr(trial_id, *evaluation_attribute(record))
+
+    def add_finished_trial(self, storage: StudyStorage, study_name: str, study_id: int, template: Any,
+                           records: list[MetricRecord]) -> int:
+        """Store a trial that ended elsewhere (a FrozenTrial: a synthetic study's, an import) with its
+        evaluations where this kind keeps curves; its id. Here the curves go in with the trial, as its
+        system attributes (a finished trial takes no more writes)."""
+        import copy
+
+        from lpstudy.db.metrics_table import evaluation_attribute
+
+        template = copy.copy(template)
+        template.system_attrs = {**template.system_attrs, **dict(evaluation_attribute(r) for r in records)}
+        return storage.optuna.create_new_trial(study_id, template_trial=template)
 
     def __repr__(self) -> str:
         return f"<storage kind {self.name}>"
+
+
+class LockingKind(StorageKind):
+    """A kind whose `lock` holds across processes (a file's flock, PostgreSQL's advisory lock): the
+    n_trials target is counted and a new trial asked under it."""
+
+    def ask_within_target(self, storage: StudyStorage, study: optuna.Study, target: int):
+        from lpstudy.db.asking import ask_counted, ask_lock_name
+
+        with self.lock(storage.url, ask_lock_name(study.study_name)):
+            return ask_counted(study, target)

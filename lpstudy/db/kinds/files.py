@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from lpstudy.db.kinds.base import CREATE_LOCK, StorageKind
+from lpstudy.db.kinds.base import CREATE_LOCK, LockingKind
 from lpstudy.db.urls import redact
 from lpstudy.errors import UserError
 
@@ -30,10 +30,8 @@ def lock_file(path: Path, name: str = CREATE_LOCK) -> Path:
     return Path(f"{path}{LOCK_SUFFIX}{suffix}")
 
 
-class FileKind(StorageKind):
+class FileKind(LockingKind):
     """A storage kept in one local file (or a file on a shared file system)."""
-
-    has_lock = True
 
     def local_file(self, url: str, creating: bool = False) -> Path:
         raise NotImplementedError

@@ -85,4 +85,11 @@ class GrpcKind(StorageKind):
         return n if n is not None else super().count_trials(storage, study, states)
 
 
+    def close(self, storage: StudyStorage) -> None:
+        """The proxy client's channel and lpstudy's own calls' channel, closed."""
+        storage.optuna.close()
+        if storage.proxy_calls is not None:
+            storage.proxy_calls.close()
+
+
 GRPC = GrpcKind()

@@ -15,7 +15,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from lpstudy.db.kinds.base import CONNECT_TIMEOUT_S, CREATE_LOCK
+from lpstudy.db.kinds.base import CONNECT_TIMEOUT_S, CREATE_LOCK, LockingKind
 from lpstudy.db.kinds.sql import SqlKind
 from lpstudy.db.urls import first_line, redact
 
@@ -25,10 +25,9 @@ def advisory_key(name: str) -> int:
     return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
 
 
-class PostgreSQLKind(SqlKind):
+class PostgreSQLKind(SqlKind, LockingKind):
     name = "postgresql"
     url_form = "postgresql+psycopg://USER:PASSWORD@HOST/DB"
-    has_lock = True
 
     def engine_options(self, url: str, readonly: bool = False) -> dict[str, Any]:
         connect_args: dict[str, Any] = {"connect_timeout": CONNECT_TIMEOUT_S}

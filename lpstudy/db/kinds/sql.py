@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from optuna.storages import RDBStorage
     from optuna.trial import TrialState
 
+    from lpstudy.db.liveness import OptunaHeartbeats
     from lpstudy.db.optuna_storage import StudyStorage
     from lpstudy.db.outages import RetryPolicy
     from lpstudy.db.trial_reader import SqlReader
@@ -32,10 +33,6 @@ if TYPE_CHECKING:
 
 class SqlKind(StorageKind):
     """A database that SQLAlchemy and Optuna's RDBStorage speak to."""
-
-    sql = True
-    curves_in_table = True
-    optuna_heartbeats = True
 
     def owns(self, url: str) -> bool:
         return sql_backend(url) == self.name
@@ -199,39 +196,16 @@ class SqlKind(StorageKind):
 
         return storage.call(bulk)
 
-    def beat(self, storage: StudyStorage, trial_id: int) -> None:
-        """Optuna's heartbeat (no retry loop: never blocks)."""
-        from optuna.storages import RDBStorage
+    def liveness(self, storage: StudyStorage, interval_s: int, grace_period_s: int,
+                 max_retry: int | None) -> OptunaHeartbeats:
+        """Optuna's heartbeats (lpstudy.db.liveness.OptunaHeartbeats)."""
+        from lpstudy.db.liveness import OptunaHeartbeats
 
-        RDBStorage.record_heartbeat(storage.optuna, trial_id)
+        return OptunaHeartbeats(storage, interval_s, grace_period_s, max_retry)
 
-    def heartbeat_grace_s(self, storage: StudyStorage) -> float:
-        """The grace period set by StudyStorage.configure_heartbeat (twice the interval by default)."""
-        return storage.optuna.grace_period or 2 * storage.optuna.heartbeat_interval
-
-    def heartbeat_look(self, storage: StudyStorage, study_id: int, grace_s: float,
-                       with_unbeaten: bool) -> tuple[bool, set[int]]:
-        """One query each (lpstudy.db.trial_states), where Optuna's check loads every RUNNING trial."""
-        from lpstudy.db.trial_states import may_have_stale, unbeaten_trials
-
-        def look() -> tuple[bool, set[int]]:
-            with storage.engine.connect() as conn:
-                return (may_have_stale(conn, study_id, grace_s),
-                        unbeaten_trials(conn, study_id) if with_unbeaten else set())
-
-        return storage.call(look)
-
-    def backdate_heartbeat(self, storage: StudyStorage, trial_id: int, age_s: float) -> bool:
-        from lpstudy.db.trial_states import backdate_heartbeat
-
-        def backdate() -> bool:
-            with storage.engine.begin() as conn:
-                return backdate_heartbeat(conn, trial_id, age_s)
-
-        try:
-            return storage.call(backdate)
-        except sa.exc.IntegrityError:  # its worker beat at that very moment: alive after all
-            return False
+    def close(self, storage: StudyStorage) -> None:
+        """The engine's pooled connections, closed (Optuna's RDBStorage shares it)."""
+        storage.engine.dispose()
 
     # --- learning curves: a row per evaluation in the metrics table --------------------------------
 
@@ -240,8 +214,9 @@ class SqlKind(StorageKind):
 
         storage.call(ensure_metrics_table, storage.engine)
 
-    def write_evaluation(self, storage: StudyStorage, study_name: str, trial_id: int, trial_number: int,
-                         record: MetricRecord) -> None:
+    def write_evaluations(self, storage: StudyStorage, study_name: str, trial_id: int, trial_number: int,
+                          records: list[MetricRecord]) -> None:
+        """Rows of the metrics table, in one transaction, retried through an outage."""
         from lpstudy.db.metrics_table import write_metrics
 
         attempts = [0]
@@ -249,13 +224,22 @@ class SqlKind(StorageKind):
         def write() -> None:
             attempts[0] += 1
             try:
-                write_metrics(storage.engine, study_name, trial_id, trial_number, [record])
+                write_metrics(storage.engine, study_name, trial_id, trial_number, records)
             except sa.exc.IntegrityError:
                 if attempts[0] == 1:
                     raise
                 # A retry after a lost connection: the first attempt had committed.
 
         storage.call(write)
+
+    def add_finished_trial(self, storage: StudyStorage, study_name: str, study_id: int, template: Any,
+                           records: list[MetricRecord]) -> int:
+        """The trial through Optuna, then its evaluations as rows of the metrics table."""
+        trial_id = storage.optuna.create_new_trial(study_id, template_trial=template)
+        if records:
+            number = storage.optuna.get_trial_number_from_id(trial_id)
+            self.write_evaluations(storage, study_name, trial_id, number, records)
+        return trial_id
 
     def _schema_complete(self, url: str, readonly: bool) -> bool:
         """Whether a creator has finished Optuna's schema: its last step, alembic's stamp, is there.

@@ -1,0 +1,97 @@
+"""A storage URL becomes a storage once per process: `status`, `export` and `report` parse the URL
+once and make one engine; `lpstudy dashboard` one engine before its server starts, and the server
+one for all its pages and sessions; a worker one Optuna storage, closed when it stops. Counted, as a
+reviewer would count them, on the URL's check (lpstudy.db.urls.check_user_info, the first step of
+telling a URL's kind), SQLAlchemy's create_engine and the kinds' open_optuna."""
+
+from __future__ import annotations
+
+import collections
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from tests.study_helpers import TINY, cli
+
+APP = Path(__file__).resolve().parents[1] / "app"
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """Counts of URL checks, engines made, Optuna storages opened and storages closed."""
+    import lpstudy.db.kinds as kinds
+    from lpstudy.db.kinds.sql import SqlKind
+    from lpstudy.db.optuna_storage import StudyStorage
+
+    counts: collections.Counter = collections.Counter()
+
+    def counting(name, real):
+        def call(*args, **kwargs):
+            counts[name] += 1
+            return real(*args, **kwargs)
+        return call
+
+    monkeypatch.setattr(kinds, "check_user_info", counting("url parsed", kinds.check_user_info))
+    monkeypatch.setattr(sa, "create_engine", counting("engine", sa.create_engine))
+    monkeypatch.setattr(SqlKind, "open_optuna", counting("optuna storage", SqlKind.open_optuna))
+    monkeypatch.setattr(StudyStorage, "close", counting("closed", StudyStorage.close))
+    return counts
+
+
+@pytest.mark.parametrize("command", [["status"], ["export"], ["report", "-o", "{tmp}/r.html"]])
+def test_a_reading_command_parses_the_url_once_and_makes_one_engine(seeded, counted, capsys, tmp_path, command):
+    url, _ = seeded
+    counted.clear()
+    code, _, err = cli(capsys, *[c.format(tmp=tmp_path) for c in command], "--study", "search", "--storage", url)
+    assert code == 0, err
+    assert (counted["url parsed"], counted["engine"], counted["optuna storage"]) == (1, 1, 0), counted
+
+
+def test_the_dashboard_command_makes_one_engine_before_its_server(seeded, counted, capsys, monkeypatch):
+    """The URL checked, the database reached and the --study looked up through one reader; then the
+    server replaces the process (os.execvpe, caught here)."""
+    import os
+
+    url, _ = seeded
+    started = []
+    monkeypatch.setattr(os, "execvpe", lambda *args: started.append(args))
+    counted.clear()
+    code, _, err = cli(capsys, "dashboard", "--storage", url, "--study", "search", "--headless", "--port", "18765")
+    assert code in (0, None) and len(started) == 1, err
+    assert (counted["url parsed"], counted["engine"]) == (1, 1), counted
+
+
+def test_the_dashboards_pages_get_the_servers_one_reader(seeded, counted, monkeypatch):
+    """Three pages, two visits each: the storage's arguments read once, one engine, for all of them."""
+    from streamlit.testing.v1 import AppTest
+
+    import common
+
+    url, _ = seeded
+    monkeypatch.setenv("LPSTUDY_STORAGE", url)
+    monkeypatch.setattr(common, "_SERVER_READERS", {})
+    monkeypatch.setattr(common, "_BY_URL", {})
+    parsed = []
+    monkeypatch.setattr(common, "_storage_url_of", lambda argv, real=common._storage_url_of: parsed.append(1) or real(argv))
+    counted.clear()
+    for _ in range(2):
+        at = AppTest.from_file(str(APP / "dashboard.py"), default_timeout=60)
+        at.session_state[common.STUDY_KEY] = "search"
+        at.run()
+        for page in ("views/trials.py", "views/export.py"):
+            at.switch_page(page).run()
+            assert not at.exception, [e.value for e in at.exception]
+    assert len(parsed) == 1 and counted["url parsed"] == 1 and counted["engine"] == 1, (parsed, counted)
+
+
+@pytest.mark.slow  # it trains a trial
+def test_a_worker_opens_one_optuna_storage_and_closes_it(sqlite_url, counted, capsys):
+    code, _, err = cli(capsys, "create", "--study", "w", "--storage", sqlite_url, "--preset", "smoke",
+                       "--sampler", "random", "--pruner", "none", *TINY)
+    assert code == 0, err
+    counted.clear()
+    code, _, err = cli(capsys, "worker", "--study", "w", "--storage", sqlite_url, "--n-trials", "1",
+                       "--devices", "cpu", "--no-progress")
+    assert code == 0, err
+    assert counted["optuna storage"] == 1 and counted["closed"] >= 1, counted
