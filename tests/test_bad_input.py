@@ -159,7 +159,7 @@ STUDY_OPTIONS = [("create", ["create", *NEW, *args], expected) for args, expecte
     (["--pruner", "sometimes"], ("unknown pruner 'sometimes'",)),
     (["--preset", "huge"], ("unknown preset 'huge'",)),
     (["--sampler-seed", "abc"], ("'--sampler-seed'", "valid integer")),
-    (["--sampler-seed", "-1"], ("sampler_seed must be an integer in [0, 4294967295], got -1",)),
+    (["--sampler-seed", "-1"], ("'--sampler-seed'", "greater than or equal to 0")),
     (["--sampler-seed", "99999999999999"], ("sampler_seed must be an integer in", "got 99999999999999")),
     (["--n-trials", "0"], ("'--n-trials'", "greater than or equal to 1")),
     (["--n-trials", "100000000000"], ("n_trials must be an integer in [1, 10000000], got 100000000000",)),

@@ -35,14 +35,16 @@ def search(
     quiet_optuna()
     from lpstudy.results.status import render_status, study_status
     from lpstudy.study.launch import resolve_devices
-    from lpstudy.study.studies import open_and_create
+    from lpstudy.study.studies import load_spec, open_and_create
     from lpstudy.study.worker import WorkerOptions
     from lpstudy.training.costs import study_estimate
 
-    spec = spec_options.spec(**trial_options.given())
+    spec_options.spec(**trial_options.given())  # a wrong value: refused before anything else
     available = resolve_devices(devices)  # a wrong device is refused before anything is written
     url, data = preflight(storage, data, trains=True)  # offline: one line, no study made
-    store, the_study, created, _ = open_and_create(url, study, spec)
+    store, the_study, created, _ = open_and_create(
+        url, study, lambda stored: spec_options.spec_for(study, stored, **trial_options.given()))
+    spec = load_spec(store, study)  # a study that exists: as it is stored
     before = _finished(the_study)
     say(f"study {study!r} {'created' if created else 'continued'} in {store.display_url} · {spec.describe()}")
     say(f"space: {spec.space.describe()}")

@@ -38,10 +38,10 @@ def create(
     quiet_optuna()
     from lpstudy.study.studies import load_spec, open_and_create
 
-    spec = spec_options.spec(n_trials=n_trials, **trial_options.given())
-    store, _, created, enqueued = open_and_create(storage.url(), study, spec)
-    if not created:  # what the study is: a grid made under another default pruner keeps its own
-        spec = load_spec(store, study)
+    spec_options.spec(n_trials=n_trials, **trial_options.given())  # a wrong value: refused before the storage opens
+    store, _, created, enqueued = open_and_create(
+        storage.url(), study, lambda stored: spec_options.spec_for(study, stored, n_trials=n_trials, **trial_options.given()))
+    spec = load_spec(store, study)
     verb = "created" if created else "exists already, unchanged:"
     say(f"study {study!r} {verb} in {store.display_url} · {spec.describe()}")
     say(f"space: {spec.space.describe()}")
