@@ -167,8 +167,8 @@ def study_chooser(title: str) -> None:
         infos = cached_study_infos(storage)
     if not infos:
         st.title(title)
-        st.info("This database holds no study yet. Create one with `lpstudy create --study NAME` "
-                "(or `lpstudy replicate`) and start workers; it shows up here by itself.")
+        st.info("This database holds no study yet. Run one with `lpstudy search --preset smoke` (or make one "
+                "with `lpstudy create` or `lpstudy replicate` and start workers); it shows up here by itself.")
         st.stop()
     names = [info.name for info in infos]
     wanted = st.session_state.get(STUDY_KEY) or st.query_params.get("study") or os.environ.get(STUDY_ENV)

@@ -120,7 +120,7 @@ def test_a_worker_for_a_study_that_does_not_exist_is_one_line(sqlite_url, tmp_pa
     assert done.returncode == 2 and done.stdout == "", done.stderr
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert "no study named 'nope'" in done.stderr and "studies there: other" in done.stderr
-    assert "lpstudy create --study nope" in done.stderr
+    assert "lpstudy search --study nope" in done.stderr
     err = _one_line_error(*cli(capsys, "worker", "--study", "s", "--storage", f"sqlite:///{tmp_path / 'no.db'}"))
     assert "no study database at" in err
 
