@@ -8,9 +8,9 @@ from datetime import datetime
 from typing import Any
 
 from lpstudy.db.trial_reader import TrialReader
+from lpstudy.results.analysis import state_counts
+from lpstudy.results.frames import trials_frame
 from lpstudy.study.best import ranked_trials
-
-STATES = ("COMPLETE", "PRUNED", "FAIL", "RUNNING", "WAITING")
 
 
 def study_rows(reader: TrialReader) -> list[dict[str, Any]]:
@@ -18,14 +18,12 @@ def study_rows(reader: TrialReader) -> list[dict[str, Any]]:
     rows = []
     for record in reader.studies():
         _, trials = reader.optuna_study(record.name)
-        counts = {state: 0 for state in STATES}
-        for trial in trials:
-            counts[trial.state.name] = counts.get(trial.state.name, 0) + 1
+        counts = {state: int(n) for state, n in state_counts(trials_frame(trials)).items()}  # interrupted: not failed
         best = ranked_trials(trials, k=1)
         times = [t for trial in trials for t in (trial.datetime_complete, trial.datetime_start) if t is not None]
         kind = record.attrs.get("kind") or "(not lpstudy's)"
         rows.append({"study": record.name, "kind": kind, "synthetic": bool(record.attrs.get("synthetic")),
-                     "preset": record.attrs.get("preset"), "trials": len(trials), "counts": counts,
+                     "preset": record.attrs.get("preset"), "trials": sum(counts.values()), "counts": counts,
                      "best": float(best[0].value) if best else None,
                      "last_activity": max(times).isoformat(timespec="seconds") if times else None})
     return rows

@@ -54,6 +54,10 @@ def study_summary(reader: frames.TrialReader, study_name: str) -> StudySummary |
             return None
         counts = {state: 0 for state in STATES}
         counts.update(Q.state_counts(conn, sid))
+        if counts["FAIL"]:  # an interrupted trial was enqueued again: its retry counts, not it (A.interrupted)
+            from lpstudy.results.analysis import interrupted
+
+            counts["FAIL"] -= int(interrupted(_trials_of(conn, sid, state="FAIL")).sum())
         best_ids = [tid for tid, _, _ in Q.ranked_trial_ids(conn, sid, 1)]
         running_ids = Q.trial_ids_in_state(conn, sid, "RUNNING")
         ids = sorted(set(best_ids + running_ids))  # one read of both (rows cost little, reads do), a few thousand ids a query
