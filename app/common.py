@@ -194,6 +194,11 @@ def study_chooser(title: str) -> None:
         st.query_params["study"] = name
 
 
+# Every page of a synthetic study (lpstudy.study.synthetic) says so, under its title.
+SYNTHETIC_BANNER = ("A synthetic study: its curves were made up by `python -m lpstudy.study.synthetic` to show the "
+                    "pages; no training run stands behind its losses.")
+
+
 def page(title: str, curves: bool = True):
     """The chosen study's data (without learning curves unless `curves`) under the page's title.
     Returns (storage_url, study)."""
@@ -201,6 +206,8 @@ def page(title: str, curves: bool = True):
     with no_traceback():
         study = cached_study(storage, st.session_state[STUDY_KEY], curves)
     st.title(title)
+    if study.info.synthetic:
+        st.warning(SYNTHETIC_BANNER, icon=":material/science:")
     if curves and study.curve_note:
         st.caption(study.curve_note)
     return storage, study

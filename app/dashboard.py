@@ -6,7 +6,9 @@ import streamlit as st
 
 from common import study_chooser
 
-st.set_page_config(page_title="lpstudy", page_icon=":material/query_stats:", layout="wide")
+# An emoji favicon is drawn in the page (a data: URL); a :material/...: one is fetched from a font server,
+# which fails offline.
+st.set_page_config(page_title="lpstudy", page_icon="📈", layout="wide")
 PAGES = [
     # Material icons (Streamlit draws them from its own font): emoji draw as empty boxes where no emoji font is.
     # The URL paths of the pages before st.navigation (app/pages/N_Name.py), so links keep working.
