@@ -182,7 +182,6 @@ def replicate(
     quiet_optuna()
     from lpstudy.study.replicate import replicate as run_replicate
     from lpstudy.db.urls import redact
-    from lpstudy.study.launch import spawn_workers
     from lpstudy.study.worker import WorkerOptions
 
     fixed = parse_assignments(set_, "--set")
@@ -203,10 +202,21 @@ def replicate(
         say(f"start workers anywhere: lpstudy worker --study {shell_quoted(study)}{storage.hint}; "
             f"then: lpstudy status --study {shell_quoted(study)}{storage.hint}")
         return 0
-    options_w = WorkerOptions(study=study, storage=url, data=data, show_progress=not no_progress,
+    options_w = WorkerOptions(study=study, storage=url, data=data,
                               heartbeat_interval=trial_options.heartbeat_interval,
                               grace_period=trial_options.grace_period, max_retry=trial_options.max_retry)
-    code = spawn_workers(options_w, device_list, say=say)
+    import optuna
+
+    from lpstudy.cli.worker_progress import run_with_progress
+    from lpstudy.db.optuna_storage import open_storage
+
+    opened = open_storage(url)
+    try:
+        grid = optuna.load_study(study_name=study, storage=opened.optuna)
+        code = run_with_progress(options_w, device_list, grid, result.n_cells - result.done, show=not no_progress, say=say)
+    finally:
+        if opened.engine is not None:
+            opened.engine.dispose()
     from lpstudy.db.kinds import open_reader
     from lpstudy.results.status import render_status, study_status
 

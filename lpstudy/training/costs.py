@@ -11,14 +11,45 @@ launches on a GPU, a few milliseconds a step.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from lpstudy.values import format_duration
 
+# What a command that runs local workers spends besides the trials, in CPU seconds, measured by
+# benchmarks/bench_estimates.py (benchmarks/results/estimates.md): the command's own start (Python,
+# Optuna, the study opened or created) and its summary at the end, and each worker process's start
+# before its first step (Python, torch, lpstudy, the corpus, the study). The workers start side by side.
+COMMAND_CPU_S = 4.5
+WORKER_START_CPU_S = 3.5
 
-# Starting the worker processes (Python, torch, the corpus, the study) before the first step, and the
-# summary after the last: measured here, a search of 8 smoke trials on 2 workers took 39 s in all.
-STARTUP_S = 15.0
+
+@dataclass(frozen=True)
+class Machine:
+    """How busy this machine is when a command starts: its cores and the load average of the last
+    minute (the processes running or waiting to run), which the command's own CPU threads join."""
+
+    cores: int
+    load: float
+
+    @classmethod
+    def now(cls) -> "Machine":
+        try:
+            load = os.getloadavg()[0]
+        except OSError:  # no load average on this platform: an idle machine
+            load = 0.0
+        return cls(cores=os.cpu_count() or 1, load=load)
+
+    def slowdown(self, threads: int) -> float:
+        """How much longer CPU work of `threads` threads takes here than alone on idle cores: each
+        thread gets cores / (load + threads) of a core once they outnumber the cores."""
+        return max(1.0, (self.load + threads) / self.cores)
+
+    def describe(self, threads: int) -> str:
+        factor = self.slowdown(threads)
+        if factor <= 1.05:
+            return ""
+        return f"; the machine is busy (load {self.load:.1f} on {self.cores} cores): ×{factor:.1f} included"
 
 
 @dataclass(frozen=True)
@@ -58,18 +89,33 @@ def presets_help() -> str:
     return "; ".join(parts)
 
 
+def study_seconds(n_trials: int, preset: str, workers: int, gpu: bool, max_steps: int | None = None,
+                  machine: Machine | None = None) -> float | None:
+    """The wall time of `n_trials` trials on `workers` local workers, the command's and the workers'
+    start included: on CPU workers (one thread each) slowed down by what else runs here (Machine)."""
+    each = trial_seconds(preset, max_steps, gpu)
+    if each is None:
+        return None
+    waves = -(-n_trials // max(1, workers))
+    machine = machine or Machine.now()
+    start = COMMAND_CPU_S * machine.slowdown(1) + WORKER_START_CPU_S * machine.slowdown(workers)
+    return start + waves * each * (1.0 if gpu else machine.slowdown(workers))
+
+
 def study_estimate(n_trials: int, preset: str, workers: int, gpu: bool, max_steps: int | None = None,
-                   pruned: bool = False) -> str:
-    """'8 trials of preset smoke, ≈ 12 s each on 1 CPU thread; 2 workers: about 48 s' (with
-    `pruned`, where a pruner may stop trials: "(pruned trials end sooner)"; a CPU worker shares the
-    machine's cores with the others)."""
+                   pruned: bool = False, machine: Machine | None = None) -> str:
+    """'8 trial(s) of preset smoke, ≈ 4 s each on 1 CPU thread; 2 worker(s): about 31 s, starting them
+    included' (with `pruned`, where a pruner may stop trials: "(pruned trials end sooner)"; on a busy
+    machine, how busy and the slowdown it adds)."""
     each = trial_seconds(preset, max_steps, gpu)
     where = "on a GPU (estimate)" if gpu else "on 1 CPU thread"
     if each is None:
         return f"{n_trials} trials of preset {preset}"
-    waves = -(-n_trials // max(1, workers))
+    machine = machine or Machine.now()
+    total = study_seconds(n_trials, preset, workers, gpu, max_steps, machine)
     return (f"{n_trials} trial(s) of preset {preset}, ≈ {format_duration(each)} each {where}; "
-            f"{workers} worker(s): about {format_duration(waves * each + STARTUP_S)}"
+            f"{workers} worker(s): about {format_duration(total)}, starting them included"
+            + ("" if gpu else machine.describe(workers))
             + (" (pruned trials end sooner)" if pruned else ""))
 
 
