@@ -311,6 +311,10 @@ PATH_CASES = [("paths", args, expected) for args, expected in (
     (["status", "--study", "s", "--storage", "sqlite:///storage/missing.db"],
      ("no study database at storage/missing.db",)),
     (["status", "--study", "s"], ("no study database at storage/lpstudy.db",)),  # the default: status creates nothing
+    (["status", "--study", "s", "--storage", "sqlite://storage/lpstudy.db"],
+     ("'sqlite://storage/lpstudy.db' has two slashes: a SQLite file takes three (sqlite:///storage/lpstudy.db)",)),
+    (["report", "--study", "s", "--storage", DB, "--threshold", "nan"], ("--threshold must be in (0, 1000] nats, got nan",)),
+    (["report", "--study", "s", "--storage", DB, "--threshold", "0"], ("--threshold must be in (0, 1000] nats, got 0.0",)),
     (["worker", "--study", "s", "--storage", "sqlite:///missing/x.db"], ("no study database at missing/x.db",)),
     (["worker", "--study", "s", "--storage", DB, "--data", "adir"], ("data file adir (from --data) is a folder, not a file",)),
     (["dashboard", "--storage", "sqlite:///missing.db"], ("no study database at missing.db",)),

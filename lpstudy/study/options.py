@@ -59,7 +59,7 @@ class StudyOption:
                 raise UserError(f"unknown {self.name} {text!r}; choose one of: {', '.join(self.words)}")
             return text
         if self.type is int:
-            if isinstance(value, bool) or not isinstance(value, int) or not self._within(value):
+            if isinstance(value, bool) or not isinstance(value, int) or not self.within(value):
                 raise UserError(f"{self.name} must be an integer in {self.describe_bound()}, got {value!r}")
             return value
         if self.type is float:
@@ -67,12 +67,12 @@ class StudyOption:
                 number = float(value)
             except (TypeError, ValueError):
                 raise UserError(f"{self.name} must be a number, got {value!r}") from None
-            if isinstance(value, bool) or not self._within(number):  # NaN is within nothing
+            if isinstance(value, bool) or not self.within(number):  # NaN is within nothing
                 raise UserError(f"{self.name} must be in {self.describe_bound()}, got {value!r}")
             return number
         return str(value)
 
-    def _within(self, value: float) -> bool:
+    def within(self, value: float) -> bool:
         if self.bound is None:
             return True
         low, high = self.bound

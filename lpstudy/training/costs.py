@@ -24,32 +24,43 @@ COMMAND_CPU_S = 4.5
 WORKER_START_CPU_S = 3.5
 
 
+# How long the probe of a command's CPU share runs (Machine.now): CPU seconds of a busy loop.
+PROBE_CPU_S = 0.05
+
+
 @dataclass(frozen=True)
 class Machine:
-    """How busy this machine is when a command starts: its cores and the load average of the last
-    minute (the processes running or waiting to run), which the command's own CPU threads join."""
+    """How busy this machine is when a command starts: its cores and how many threads besides the
+    command's own want a core now (`others`), which the command's workers join."""
 
     cores: int
-    load: float
+    others: float
 
     @classmethod
     def now(cls) -> "Machine":
-        try:
-            load = os.getloadavg()[0]
-        except OSError:  # no load average on this platform: an idle machine
-            load = 0.0
-        return cls(cores=os.cpu_count() or 1, load=load)
+        """Measured, not read off the load average (which counted twice the work it should on a
+        busy 2-core machine, benchmarks/results/estimates.md): a busy loop of PROBE_CPU_S CPU seconds
+        and the wall time it took give one thread's share of a core; a thread gets cores / (others + 1)."""
+        import time
+
+        cores = os.cpu_count() or 1
+        wall, cpu = time.perf_counter(), time.process_time()
+        while time.process_time() - cpu < PROBE_CPU_S:
+            pass
+        share = min(1.0, (time.process_time() - cpu) / max(1e-9, time.perf_counter() - wall))
+        return cls(cores=cores, others=max(0.0, cores / share - 1) if share < 0.95 else 0.0)
 
     def slowdown(self, threads: int) -> float:
         """How much longer CPU work of `threads` threads takes here than alone on idle cores: each
-        thread gets cores / (load + threads) of a core once they outnumber the cores."""
-        return max(1.0, (self.load + threads) / self.cores)
+        thread gets cores / (others + threads) of a core once they outnumber the cores."""
+        return max(1.0, (self.others + threads) / self.cores)
 
     def describe(self, threads: int) -> str:
         factor = self.slowdown(threads)
         if factor <= 1.05:
             return ""
-        return f"; the machine is busy (load {self.load:.1f} on {self.cores} cores): ×{factor:.1f} included"
+        return (f"; the machine is busy (about {self.others:.0f} other threads want its {self.cores} cores): "
+                f"×{factor:.1f} included")
 
 
 @dataclass(frozen=True)
