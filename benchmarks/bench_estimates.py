@@ -91,7 +91,7 @@ def main() -> None:
               ["the command's own: create + status", f"{sum(own):.1f}"]])]
     notes = ("Each command as the README writes it, run one after the other in one fresh folder, under `nice` beside "
              "the other work of a shared machine (as users run it); the estimate is the one the command printed before "
-             "its workers started, which counts the load average at that moment.")
+             "its workers started, which counts the CPU share a thread got at that moment (lpstudy.training.costs.Machine).")
     write_result(args.result, None, rows, notes, title="Estimates against measured times", more_tables=more,
                  load_at_start=load_at_start)
 

@@ -20,12 +20,12 @@ from lpstudy.values import format_duration
 # benchmarks/bench_estimates.py (benchmarks/results/estimates.md): the command's own start (Python,
 # Optuna, the study opened or created) and its summary at the end, and each worker process's start
 # before its first step (Python, torch, lpstudy, the corpus, the study). The workers start side by side.
-COMMAND_CPU_S = 4.5
-WORKER_START_CPU_S = 3.5
+COMMAND_CPU_S = 4.1
+WORKER_START_CPU_S = 2.7
 
 
 # How long the probe of a command's CPU share runs (Machine.now): CPU seconds of a busy loop.
-PROBE_CPU_S = 0.05
+PROBE_CPU_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,8 @@ class Machine:
         factor = self.slowdown(threads)
         if factor <= 1.05:
             return ""
+        if self.others < 0.5:  # only this command's threads: the workers and its progress bar
+            return f"; {threads} threads on {self.cores} cores: ×{factor:.1f} included"
         return (f"; the machine is busy (about {self.others:.0f} other threads want its {self.cores} cores): "
                 f"×{factor:.1f} included")
 
@@ -109,8 +111,10 @@ def study_seconds(n_trials: int, preset: str, workers: int, gpu: bool, max_steps
         return None
     waves = -(-n_trials // max(1, workers))
     machine = machine or Machine.now()
-    start = COMMAND_CPU_S * machine.slowdown(1) + WORKER_START_CPU_S * machine.slowdown(workers)
-    return start + waves * each * (1.0 if gpu else machine.slowdown(workers))
+    # while they run, the command polls the study for its progress bar: one more thread beside theirs
+    busy = machine.slowdown(workers + 1)
+    start = COMMAND_CPU_S * machine.slowdown(1) + WORKER_START_CPU_S * busy
+    return start + waves * each * (1.0 if gpu else busy)
 
 
 def study_estimate(n_trials: int, preset: str, workers: int, gpu: bool, max_steps: int | None = None,
@@ -126,7 +130,7 @@ def study_estimate(n_trials: int, preset: str, workers: int, gpu: bool, max_step
     total = study_seconds(n_trials, preset, workers, gpu, max_steps, machine)
     return (f"{n_trials} trial(s) of preset {preset}, ≈ {format_duration(each)} each {where}; "
             f"{workers} worker(s): about {format_duration(total)}, starting them included"
-            + ("" if gpu else machine.describe(workers))
+            + ("" if gpu else machine.describe(workers + 1))
             + (" (pruned trials end sooner)" if pruned else ""))
 
 
