@@ -38,9 +38,12 @@ class Machine:
 
     @classmethod
     def now(cls) -> "Machine":
-        """Measured, not read off the load average (which counted twice the work it should on a
-        busy 2-core machine, benchmarks/results/estimates.md): a busy loop of PROBE_CPU_S CPU seconds
-        and the wall time it took give one thread's share of a core; a thread gets cores / (others + 1)."""
+        """Measured twice, and the mean of the two readings kept: the load average of the last minute
+        (less this command), which counts waiting work that takes no core and lags behind a load
+        that changes, and a busy loop of PROBE_CPU_S CPU seconds, whose wall time gives one thread's
+        share of a core now (a thread gets cores / (others + 1)), which misses the bursts of work
+        beside it. On a shared 2-core machine the probe alone left measured times 1.2–1.6× above
+        its estimates and the busier reading 0.5–0.9× below (benchmarks/results/estimates.md)."""
         import time
 
         cores = os.cpu_count() or 1
@@ -48,7 +51,12 @@ class Machine:
         while time.process_time() - cpu < PROBE_CPU_S:
             pass
         share = min(1.0, (time.process_time() - cpu) / max(1e-9, time.perf_counter() - wall))
-        return cls(cores=cores, others=max(0.0, cores / share - 1) if share < 0.95 else 0.0)
+        probed = max(0.0, cores / share - 1) if share < 0.95 else 0.0
+        try:
+            loaded = max(0.0, os.getloadavg()[0] - 1)
+        except OSError:  # no load average on this platform
+            loaded = 0.0
+        return cls(cores=cores, others=(probed + loaded) / 2)
 
     def slowdown(self, threads: int) -> float:
         """How much longer CPU work of `threads` threads takes here than alone on idle cores: each
