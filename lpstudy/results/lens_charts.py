@@ -30,9 +30,8 @@ def lr_curve_chart(curve: pd.DataFrame) -> go.Figure:
     if curve.empty:
         return mark_empty(fig, "no completed run yet")
     lrs = sorted(float(lr) for lr in curve["lr"].dropna().unique() if lr > 0)
-    if 0 < len(lrs) <= 8:  # a sweep's (or a grid's one) learning rates: a tick at each, however close
-        fig.update_xaxes(tickvals=lrs, ticktext=[tick_text(lr) for lr in lrs],
-                         range=[np.log10(lrs[0]) - 0.3, np.log10(lrs[-1]) + 0.3])
+    if len(lrs) == 1:  # a grid at one learning rate: its tick, on an axis around it (1-2-5 ticks may all miss it)
+        fig.update_xaxes(tickvals=lrs, ticktext=[tick_text(lrs[0])], range=[np.log10(lrs[0]) - 0.3, np.log10(lrs[0]) + 0.3])
     else:
         log_ticks(fig, curve["lr"], axis="x")
     position = A.p_positions(curve.groupby("p_bin", sort=False)["p"].first())
