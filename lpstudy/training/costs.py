@@ -42,8 +42,9 @@ class Machine:
         (less this command), which counts waiting work that takes no core and lags behind a load
         that changes, and a busy loop of PROBE_CPU_S CPU seconds, whose wall time gives one thread's
         share of a core now (a thread gets cores / (others + 1)), which misses the bursts of work
-        beside it. On a shared 2-core machine the probe alone left measured times 1.2–1.6× above
-        its estimates and the busier reading 0.5–0.9× below (benchmarks/results/estimates.md)."""
+        beside it. In runs of benchmarks/bench_estimates.py on a shared 2-core machine (load 10–25),
+        the probe alone left measured times 1.2–1.6× above its estimates and the busier of the two
+        readings 0.5–0.9× below; their mean, 0.78–0.94× (benchmarks/results/estimates.md)."""
         import time
 
         cores = os.cpu_count() or 1
