@@ -277,6 +277,7 @@ def test_every_page_reads_at_a_glance_on_a_small_and_a_large_study(dashboard, br
 
 
 LIFE = {"search": "a search", "grid": "a replicate", "synthetic": "the synthetic study"}
+GRID_TITLES = {"Effect of p": ["Paired difference to p = 2 across folds (95 % interval)", "Validation loss over p × fold"]}
 
 
 def test_every_page_of_a_search_a_replicate_and_the_synthetic_study_offline(dashboard, browser):
@@ -313,7 +314,8 @@ def test_every_page_of_a_search_a_replicate_and_the_synthetic_study_offline(dash
                 wanted = "offers no run file" if study == "synthetic" else "Retrain it:"
                 page.get_by_text(wanted).first.wait_for(timeout=WAIT_MS)
             else:  # a grid draws its own charts on Effect of p and Stability (folds, not a learning-rate map)
-                drawn = wait_for_titles(page, titles if study != "grid" or name in ("Home", "Stability lens") else [])
+                drawn = wait_for_titles(page, titles if study != "grid" or name in ("Home", "Stability lens")
+                                        else GRID_TITLES.get(name, []))
                 if name == "Stability lens":  # the entropy at initialisation: every kind records step 0
                     assert not page.get_by_text("no evaluation at step 0 recorded").count(), (study, drawn)
             settle(page)
