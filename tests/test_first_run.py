@@ -137,6 +137,7 @@ _QUICK = {"search": ["--n-trials", "2", *TINY], "replicate": TINY}
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # the README, the tour and a study's life after it: about 10 minutes on a busy 2-core machine
 def test_the_readme_then_the_tour_in_order_on_a_fresh_copy_each_succeed(tmp_path):
     """A newcomer's first hour: the README's first command, then every command of the tour as
     written, in order, in one fresh copy of the repository and its default database (the corpus
