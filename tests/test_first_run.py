@@ -222,7 +222,8 @@ def _the_study_lives_on(repo: Path, env: dict, url: str) -> None:
             proc.kill()
     assert proc.returncode == 130 and err.rstrip().endswith("lpstudy: interrupted"), out + err
     trials = optuna.load_study(study_name="lp-smoke", storage=url).trials
-    stopped = [t for t in trials if t.user_attrs.get("interrupted")]
+    # the interrupted trials (their retries, WAITING, carry their user attributes too)
+    stopped = [t for t in trials if t.user_attrs.get("interrupted") and t.state != TrialState.WAITING]
     assert stopped and all(t.state == TrialState.FAIL for t in stopped) and not running()
     assert all(any(r.system_attrs.get("failed_trial") == t.number for r in trials) for t in stopped)  # enqueued again
     status = json.loads(lp("status", "--study", "lp-smoke", "--json").stdout)
