@@ -206,8 +206,8 @@ def study_chooser(title: str) -> None:
         infos = cached_study_infos(storage)
     if not infos:
         st.title(title)
-        st.info("This database holds no study yet. Create one with `lpstudy create --study NAME` "
-                "(or `lpstudy replicate`) and start workers; it shows up here by itself.")
+        st.info("This database holds no study yet. Run one with `lpstudy search --preset smoke` (or make one "
+                "with `lpstudy create` or `lpstudy replicate` and start workers); it shows up here by itself.")
         st.stop()
     names = [info.name for info in infos]
     wanted = st.session_state.get(STUDY_KEY) or st.query_params.get("study") or os.environ.get(STUDY_ENV)
@@ -233,6 +233,11 @@ def study_chooser(title: str) -> None:
         st.query_params["study"] = name
 
 
+# Every page of a synthetic study (lpstudy.study.synthetic) says so, under its title.
+SYNTHETIC_BANNER = ("A synthetic study: its curves were made up by `python -m lpstudy.study.synthetic` to show the "
+                    "pages; no training run stands behind its losses.")
+
+
 def page(title: str, curves: bool = True):
     """The chosen study's data (without learning curves unless `curves`) under the page's title.
     Returns (storage_url, study): the server's reader's URL, the key of the pages' caches."""
@@ -240,6 +245,8 @@ def page(title: str, curves: bool = True):
     with no_traceback():
         study = cached_study(storage, st.session_state[STUDY_KEY], curves)
     st.title(title)
+    if study.info.synthetic:
+        st.warning(SYNTHETIC_BANNER, icon=":material/science:")
     if curves and study.curve_note:
         st.caption(study.curve_note)
     return storage, study

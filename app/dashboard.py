@@ -2,11 +2,15 @@
 (`lpstudy dashboard --storage URL` starts it): the page frame, built once for every page (page
 config, the database and the study chooser in the sidebar), then the chosen page from views/."""
 
+from pathlib import Path
+
 import streamlit as st
 
 from common import study_chooser
 
-st.set_page_config(page_title="lpstudy", page_icon=":material/query_stats:", layout="wide")
+# The favicon is a file of the app, served by the dashboard itself: a :material/...: one is fetched from a
+# font server (fonts.gstatic.com), which fails offline.
+st.set_page_config(page_title="lpstudy", page_icon=str(Path(__file__).with_name("icon.png")), layout="wide")
 PAGES = [
     # Material icons (Streamlit draws them from its own font): emoji draw as empty boxes where no emoji font is.
     # The URL paths of the pages before st.navigation (app/pages/N_Name.py), so links keep working.

@@ -10,10 +10,28 @@ import streamlit as st
 from lpstudy.results.columns import MISSING, Column, column, formatted, shown_values, table_overrides
 
 
+# Pixels per character of a table's text and a column's margin (its sort arrow, its padding): a column
+# as wide as its label or its longest shown value, so that neither is cut ("last validation lo…").
+CHAR_PX, MARGIN_PX, MAX_PX = 8, 34, 420
+
+
+def column_width(label: str, shown: list[str]) -> int:
+    """A column's width in pixels: its label or its widest value (of those given), whichever is wider."""
+    widest = max([len(label), *(len(text) for text in shown)])
+    return min(MAX_PX, CHAR_PX * widest + MARGIN_PX)
+
+
 def column_config(frame, overrides: dict[str, Column] | None = None) -> dict:
-    """Streamlit's column_config for the frame: every column under its human label."""
+    """Streamlit's column_config for the frame: every column under its human label, as wide as its
+    label or its widest value among the first rows."""
     overrides = table_overrides(frame, overrides)
-    return {name: column(name, overrides).label for name in frame.columns}
+    values = shown_values(frame.head(200))
+    config = {}
+    for name in frame.columns:
+        spec = column(name, overrides)
+        shown = [formatted(v, spec) for v in values[name]] if name in values.columns else []
+        config[name] = st.column_config.Column(spec.label, width=column_width(spec.label, shown))
+    return config
 
 
 def styled(frame, overrides: dict[str, Column] | None = None):

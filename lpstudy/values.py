@@ -17,6 +17,7 @@ from lpstudy.errors import UserError
 # -- names lpstudy stores under in an Optuna study ----------------------------------------------
 
 SPEC_ATTR = "lpstudy"  # the study's user attribute that holds its spec (plain JSON)
+SYNTHETIC_ATTR = "synthetic"  # a study attribute: made by lpstudy.study.synthetic, no training run behind it
 # The study's system attribute that `create`/`replicate` writes once it has succeeded: the SHA-256 of
 # the canonical spec (lpstudy.study.studies.spec_sha256), which a worker given the study file checks.
 SPEC_SHA256_ATTR = "lpstudy_spec_sha256"

@@ -330,7 +330,7 @@ def test_an_empty_database_says_how_to_start_on_every_page(tmp_path):
     for page in PAGES:
         shown = messages(run_page(page, url))
         assert not shown["exception"] and not shown["error"]
-        assert any("holds no study yet" in m for m in shown["info"]), (page, shown)
+        assert any("holds no study yet" in m and "lpstudy search" in m for m in shown["info"]), (page, shown)
 
 
 @pytest.mark.slow

@@ -168,8 +168,10 @@ def test_the_sidebar_icons_are_material_icons_not_emoji():
     from streamlit.string_util import validate_material_icon
 
     source = (ROOT / "app" / "dashboard.py").read_text()
-    icons = re.findall(r"(?:page_)?icon=\"([^\"]*)\"", source)
-    assert len(icons) == 9  # the page's own and one per page
+    icons = re.findall(r"(?<!page_)icon=\"([^\"]*)\"", source)
+    assert len(icons) == 8  # one per page
+    # the favicon: a file the dashboard serves itself, never a Material icon (fetched from fonts.gstatic.com)
+    assert 'page_icon=str(Path(__file__).with_name("icon.png"))' in source and (ROOT / "app" / "icon.png").is_file()
     for icon in icons:
         assert re.fullmatch(r":material/[a-z0-9_]+:", icon), icon
         validate_material_icon(icon)  # a name Streamlit's icon font has

@@ -78,6 +78,7 @@ def study_db(tmp_path_factory) -> str:
     for size, n in SIZES.items():
         write_synthetic_study(url, size, n_trials=n, n_evals=8, seed=3)  # running for minutes, as now
     write_synthetic_study(url, "grid", kind="replicate", folds=5, n_evals=8, seed=2, now=now)
+    write_synthetic_study(url, "synthetic", n_trials=60, n_evals=8, seed=4, now=now, marked=True)  # the demo's
     return url
 
 
@@ -272,4 +273,57 @@ def test_every_page_reads_at_a_glance_on_a_small_and_a_large_study(dashboard, br
             assert dynamics.locator(".legend .traces").count() >= 4
             assert dynamics.locator(".g-xtitle, .g-x2title, .g-x3title").count() == 3
     assert not errors, errors
+    context.close()
+
+
+LIFE = {"search": "a search", "grid": "a replicate", "synthetic": "the synthetic study"}
+GRID_TITLES = {"Effect of p": ["Paired difference to p = 2 across folds (95 % interval)", "Validation loss over p × fold"]}
+
+
+def test_every_page_of_a_search_a_replicate_and_the_synthetic_study_offline(dashboard, browser):
+    """Every page of each kind of study, with every request outside the dashboard refused and
+    recorded (the page must need none: no font server, no CDN), no failed request and no error in
+    the browser's log; the synthetic study says so on every page and offers no run file. Screenshots
+    under test-artifacts/screenshots/life/<study>/."""
+    import re
+
+    context = browser.new_context(viewport=VIEWPORT)
+    outside: list[str] = []
+
+    def refuse(route) -> None:
+        outside.append(route.request.url)
+        route.abort()
+
+    context.route(re.compile(r"^(?!" + re.escape(dashboard) + r")(?!data:)(?!blob:).*"), refuse)
+    page = context.new_page()
+    failed: list[str] = []
+    logged: list[str] = []
+    page.on("requestfailed", lambda request: failed.append(f"{request.url}: {request.failure}"))
+    page.on("console", lambda message: logged.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda exc: logged.append(str(exc)))
+    for study in LIFE:
+        shots = SCREENSHOTS / "life" / study
+        shots.mkdir(parents=True, exist_ok=True)
+        page.goto(f"{dashboard}/?study={study}", timeout=WAIT_MS)
+        for number, (name, titles) in enumerate(PAGES, start=1):
+            if name != "Home":
+                page.get_by_role("link", name=name, exact=True).click()
+                page.wait_for_url(f"**/{name.replace(' ', '_')}**", timeout=WAIT_MS)
+            page.get_by_role("heading", level=1).first.wait_for(timeout=WAIT_MS)
+            if name == "Export":
+                wanted = "offers no run file" if study == "synthetic" else "Retrain it:"
+                page.get_by_text(wanted).first.wait_for(timeout=WAIT_MS)
+            else:  # a grid draws its own charts on Effect of p and Stability (folds, not a learning-rate map)
+                drawn = wait_for_titles(page, titles if study != "grid" or name in ("Home", "Stability lens")
+                                        else GRID_TITLES.get(name, []))
+                if name == "Stability lens":  # the entropy at initialisation: every kind records step 0
+                    assert not page.get_by_text("no evaluation at step 0 recorded").count(), (study, drawn)
+            settle(page)
+            assert page.locator("[data-testid='stException']").count() == 0, (study, name)
+            banner = page.get_by_text("A synthetic study: its curves were made up").count()
+            assert banner == (1 if study == "synthetic" else 0), (study, name, banner)
+            page.screenshot(path=str(shots / f"{number}_{name.replace(' ', '_')}.png"), full_page=True)
+    assert outside == [], outside
+    assert failed == [], failed
+    assert logged == [], logged
     context.close()

@@ -190,3 +190,31 @@ def test_the_dashboard_reads_its_storage_after_streamlits_double_dash(tmp_path, 
     assert storage_from_environment([]) == "sqlite:///from-env.db"
     with pytest.raises(UserError, match="--storage: expected one argument"):
         storage_from_environment(["--storage"])
+
+
+def test_every_study_option_is_declared_once_and_reaches_the_spec_the_file_and_the_flags():
+    """lpstudy.study.options is the one declaration: each option is a field of the spec with its
+    default, a key of a study YAML, stored by to_plain, checked against its bounds, and (unless a
+    command's own) a flag whose help says its default."""
+    from dataclasses import fields as dataclass_fields
+
+    from lpstudy.errors import UserError
+    from lpstudy.study.options import OPTIONS
+    from lpstudy.study.spec import STUDY_FILE_KEYS, StudySpec, build_spec
+
+    spec_fields = {f.name: f.default for f in dataclass_fields(StudySpec)}
+    plain = build_spec().to_plain()
+    flags = {**STUDY, **TRIALS}
+    for option in OPTIONS.values():
+        assert spec_fields[option.name] == option.default and option.name in STUDY_FILE_KEYS and option.name in plain
+        flag = "--" + option.name.replace("_", "-")
+        if option.flag:
+            assert flag in flags and option.help in flags[flag]["help"], option.name
+            if option.default is not None:
+                assert f"(default {option.default})" in flags[flag]["help"], option.name
+        if option.bound is not None and option.type is int:
+            with pytest.raises(UserError, match=f"{option.name} must be an integer in"):
+                build_spec({option.name: int(option.bound[1]) + 1})
+    assert set(STUDY) - {"--config", "--p", "--lr", "--gain-init", "--fold", "--folds", "--seed", "--search", "--set"} == {
+        "--" + o.name.replace("_", "-") for o in OPTIONS.values() if o.flag == "study"}
+    assert set(TRIALS) == {"--" + o.name.replace("_", "-") for o in OPTIONS.values() if o.flag == "trial"}

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -94,10 +96,10 @@ def test_the_readme_run_command_on_a_fresh_copy_completes_a_study_and_prints_the
     out = result.stdout + result.stderr
     assert result.returncode == 0, out
     estimate = re.search(r"runs 3 trial\(s\) of preset smoke, ≈ (\d+) s each on 1 CPU thread; 2 worker\(s\): "
-                         r"about (\d+) s", out)
+                         r"about ([^,]+), starting them included", out)
     assert estimate, out
-    each, total = map(int, estimate.groups())
-    assert total >= 2 * each  # 3 trials on 2 workers: two waves, plus starting the processes
+    each, total = int(estimate.group(1)), _seconds(estimate.group(2))
+    assert total >= 2 * each + 5  # 3 trials on 2 workers: two waves, plus starting the command and the processes
     assert re.search(r"best +trial \d+: \d\.\d{4} · p=", out), out
     assert "lpstudy dashboard --study lp-search" in out and "lpstudy export --study lp-search" in out
     study = optuna.load_study(study_name="lp-search", storage=f"sqlite:///{repo / 'storage' / 'lpstudy.db'}")
@@ -108,6 +110,12 @@ def test_the_readme_run_command_on_a_fresh_copy_completes_a_study_and_prints_the
     # nothing lands in the checkout unasked: the database is git-ignored
     dirty = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True).stdout
     assert dirty == "", dirty
+
+
+def _seconds(text: str) -> float:
+    """'1 min 10 s' → 70 (lpstudy.values.format_duration's forms)."""
+    units = {"s": 1, "min": 60, "h": 3600}
+    return sum(float(n) * units[u] for n, u in re.findall(r"([\d.]+) (s|min|h)\b", text))
 
 
 def _tour_commands() -> list[str]:
@@ -129,6 +137,7 @@ _QUICK = {"search": ["--n-trials", "2", *TINY], "replicate": TINY}
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # the README, the tour and a study's life after it: about 10 minutes on a busy 2-core machine
 def test_the_readme_then_the_tour_in_order_on_a_fresh_copy_each_succeed(tmp_path):
     """A newcomer's first hour: the README's first command, then every command of the tour as
     written, in order, in one fresh copy of the repository and its default database (the corpus
@@ -166,11 +175,65 @@ def test_the_readme_then_the_tour_in_order_on_a_fresh_copy_each_succeed(tmp_path
             done = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True, timeout=600)
             assert done.returncode == 0, (command, done.stdout + done.stderr)
         ran.append(words[1] if words[0] == "lpstudy" else words[2])
-    assert ran == ["search", "search", "status", "dashboard", "lpstudy.study.synthetic", "replicate",
+    assert ran == ["search", "search", "status", "dashboard", "lpstudy.study.synthetic", "dashboard", "replicate",
                    "export", "train"], ran
     url = f"sqlite:///{repo / 'storage' / 'lpstudy.db'}"
     assert {s.study_name for s in optuna.get_all_study_summaries(url)} == {"lp-search", "lp-smoke", "matched"}
     assert (repo / "best.yaml").is_file() and (repo / "demo.db").is_file()
+    assert [s.study_name for s in optuna.get_all_study_summaries(f"sqlite:///{repo / 'demo.db'}")] == ["synthetic"]
+    _the_study_lives_on(repo, env, url)
+
+
+def _the_study_lives_on(repo: Path, env: dict, url: str) -> None:
+    """After the tour: lp-smoke continued from its name alone (a flag that would change it refused),
+    the studies listed, one deleted, and a search interrupted by Ctrl-C (exit 130), after which no page
+    counts a failed trial: the interrupted one was enqueued again."""
+    from tests.study_helpers import wait_for
+    from tests.test_app import run_page
+
+    def lp(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "lpstudy", *args], cwd=repo, env=env, capture_output=True,
+                              text=True, timeout=600)
+
+    done = lp("search", "--study", "lp-smoke", "--n-trials", "1")
+    assert done.returncode == 0 and "study 'lp-smoke' continued" in done.stderr, done.stderr
+    refused = lp("search", "--study", "lp-smoke", "--n-trials", "1", "--pruner", "none")
+    assert refused.returncode == 2 and refused.stderr == (
+        "lpstudy: error: study 'lp-smoke' already exists with another spec: --pruner none would change pruner "
+        "hyperband to pruner none. Leave it out to continue the study as it is, or give a new --study NAME to make "
+        "a new study\n"), refused.stderr
+    listed = {row["study"]: row for row in json.loads(lp("studies", "--json").stdout)}
+    assert set(listed) == {"lp-search", "lp-smoke", "matched"} and listed["matched"]["kind"] == "replicate"
+    done = lp("delete-study", "matched", "--yes")
+    assert done.returncode == 0 and "deleted study 'matched'" in done.stderr, done.stderr
+    assert {row["study"] for row in json.loads(lp("studies", "--json").stdout)} == {"lp-search", "lp-smoke"}
+
+    def running() -> bool:
+        return any(t.state == TrialState.RUNNING for t in optuna.load_study(study_name="lp-smoke", storage=url).trials)
+
+    proc = subprocess.Popen([sys.executable, "-m", "lpstudy", "search", "--study", "lp-smoke", "--n-trials", "4",
+                             "--workers", "2"], cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(running, timeout=240, what="a running trial")
+        proc.send_signal(signal.SIGINT)  # Ctrl-C
+        out, err = proc.communicate(timeout=240)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130 and err.rstrip().endswith("lpstudy: interrupted"), out + err
+    trials = optuna.load_study(study_name="lp-smoke", storage=url).trials
+    # the interrupted trials (their retries, WAITING, carry their user attributes too)
+    stopped = [t for t in trials if t.user_attrs.get("interrupted") and t.state != TrialState.WAITING]
+    assert stopped and all(t.state == TrialState.FAIL for t in stopped) and not running()
+    assert all(any(r.system_attrs.get("failed_trial") == t.number for r in trials) for t in stopped)  # enqueued again
+    status = json.loads(lp("status", "--study", "lp-smoke", "--json").stdout)
+    assert status["counts"]["FAIL"] == 0, status["counts"]
+    before = os.environ.get("LPSTUDY_STORAGE")
+    try:
+        home = run_page("Home", url, "lp-smoke")  # what every page counts: lpstudy.results.analysis.state_counts
+    finally:
+        os.environ["LPSTUDY_STORAGE"] = before or ""
+    assert {m.label: m.value for m in home.metric}["Fail"] == "0"
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "examples").glob("*.yaml")), ids=lambda p: p.name)

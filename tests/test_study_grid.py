@@ -95,5 +95,7 @@ def test_a_grid_made_under_another_default_pruner_is_the_same_grid(sqlite_url, c
     search = ["--storage", sqlite_url, "--preset", "smoke", *TINY]
     code, _, err = cli(capsys, "create", "--study", "s", *search, "--pruner", "median")
     assert code == 0, err
-    code, _, err = cli(capsys, "create", "--study", "s", *search)
-    assert code == 2 and "another spec" in err and "pruner stored \"median\", new \"none\"" in err, err
+    code, _, err = cli(capsys, "create", "--study", "s", *search)  # no --pruner: the study as it is stored
+    assert code == 0 and "exists already, unchanged" in err and "pruner median" in err, err
+    code, _, err = cli(capsys, "create", "--study", "s", *search, "--pruner", "none")
+    assert code == 2 and "another spec" in err and "--pruner none would change pruner median to pruner none" in err, err

@@ -55,3 +55,18 @@ def test_replay_explains_its_columns_and_how_to_get_the_chart_it_did_not_write(g
         assert word in legend[0], (word, legend[0])
     assert "chart: none written; add --chart replay.png" in err, err
     assert sorted(p.name for p in grid_file.parent.iterdir()) == ["g.json.gz"]  # no chart unless asked
+
+
+def test_an_estimate_counts_the_workers_start_and_how_busy_the_machine_is():
+    """8 smoke trials (3.5 s each on one idle thread) on 2 workers: 4 waves; the command's own 4.1 CPU
+    seconds and a worker's start of 2.7 added; on 2 cores where 8 other threads want a core, each of the
+    2 workers' threads and the command's polling one gets 2/11 of a core (×5.5; the command alone,
+    ×4.5): 4.1×4.5 + 2.7×5.5 + 4×3.5×5.5 = 110.3 s. Idle, 2 workers and the command on 2 cores: ×1.5."""
+    from lpstudy.training.costs import Machine
+
+    idle = study_estimate(8, "smoke", 2, gpu=False, machine=Machine(cores=2, others=0.0))
+    assert idle == ("8 trial(s) of preset smoke, ≈ 4 s each on 1 CPU thread; 2 worker(s): about 29 s, starting them "
+                    "included; 3 threads on 2 cores: ×1.5 included")
+    busy = study_estimate(8, "smoke", 2, gpu=False, machine=Machine(cores=2, others=8.0))
+    assert busy == ("8 trial(s) of preset smoke, ≈ 4 s each on 1 CPU thread; 2 worker(s): about 1 min 50 s, starting "
+                    "them included; the machine is busy (about 8 other threads want its 2 cores): ×5.5 included")

@@ -12,6 +12,11 @@ from tables import table
 storage, study = page("Export", curves=False)
 trials = study.trials
 show_problem(trials)
+if study.info.synthetic:  # no run stands behind its losses: a run file would retrain to another loss
+    st.info("A synthetic study offers no run file: retraining its best configuration would not reproduce its "
+            "made-up loss. Run a real study (`lpstudy search --preset smoke`) to export one.")
+    table(A.top_trials(trials, 10)[["number", "loss", "p", "lr", "gain_init", "fold", "seed"]])
+    st.stop()
 
 
 @st.cache_data(ttl=CACHE_TTL_S, show_spinner=False)

@@ -12,6 +12,7 @@ from lpstudy.results import analysis as A
 from lpstudy.results import charts as C
 
 from common import cached_trial_curves, chart, page
+from tables import column_width
 
 PAGE_ROWS = 100
 COLUMNS = {  # shown column: (label, Streamlit number format or None for text)
@@ -76,9 +77,13 @@ def table(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-config = {c: (st.column_config.NumberColumn(label, format=fmt) if fmt else st.column_config.TextColumn(label))
+shown_table = table(shown)
+widths = {c: column_width(label, [f"{v:.4f}" if isinstance(v, float) else str(v) for v in shown_table[c].head(200)])
+          for c, (label, _) in COLUMNS.items()}  # no header nor date cut short
+config = {c: (st.column_config.NumberColumn(label, format=fmt, width=widths[c]) if fmt
+              else st.column_config.TextColumn(label, width=widths[c]))
           for c, (label, fmt) in COLUMNS.items()}
-st.dataframe(table(shown), hide_index=True, width="stretch", column_config=config, placeholder="–")
+st.dataframe(shown_table, hide_index=True, width="stretch", column_config=config, placeholder="–")
 
 
 def csv_of_filtered() -> str:

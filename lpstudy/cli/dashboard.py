@@ -166,7 +166,11 @@ def report(
     """Write the dashboard's figures for one study into one HTML file that works offline."""
     from lpstudy.paths import check_output_file
     from lpstudy.results.report import write_report
+    from lpstudy.study.options import OPTIONS
 
+    allowed = OPTIONS["loss_threshold"]  # a study's loss threshold: the same bounds
+    if threshold is not None and not allowed.within(threshold):
+        raise UserError(f"--threshold must be in {allowed.describe_bound()}, got {threshold!r}")
     reader = storage.reader()  # the URL checked first, then the output
     check_output_file(output, "--output")
     with reader:

@@ -35,15 +35,17 @@ def search(
     quiet_optuna()
     from lpstudy.results.status import render_status, study_status
     from lpstudy.study.launch import resolve_devices
-    from lpstudy.study.studies import open_and_create
+    from lpstudy.study.studies import load_spec, open_and_create
     from lpstudy.study.worker import WorkerOptions
+    from lpstudy.cli.worker_progress import run_with_progress
     from lpstudy.training.costs import study_estimate
 
-    spec = spec_options.spec(**trial_options.given())
+    spec_options.spec(**trial_options.given())  # a wrong value: refused before anything else
     available = resolve_devices(devices)  # a wrong device is refused before anything is written
     url, data = preflight(storage, data, trains=True)  # offline: one line, no study made
-    store, the_study, created, _ = open_and_create(url, study, spec)
-    before = _finished(the_study)
+    store, the_study, created, _ = open_and_create(
+        url, study, lambda stored: spec_options.spec_for(study, stored, **trial_options.given()))
+    spec = load_spec(store, study)  # a study that exists: as it is stored
     say(f"study {study!r} {'created' if created else 'continued'} in {store.display_url} · {spec.describe()}")
     say(f"space: {spec.space.describe()}")
 
@@ -52,7 +54,7 @@ def search(
     say("runs " + study_estimate(n_trials, spec.preset, workers, gpu=device_list[0] != "cpu",
                                  max_steps=max_steps, pruned=spec.pruner != "none"))
     options = WorkerOptions(study=study, storage=url, n_trials=n_trials, data=data, show_progress=False)
-    code = _run_with_progress(options, device_list, the_study, before, n_trials)
+    code = run_with_progress(options, device_list, the_study, n_trials)
 
     from lpstudy.db.kinds import open_reader
 
@@ -62,35 +64,4 @@ def search(
     say(f"dashboard: lpstudy dashboard --study {name}{where}")
     say(f"export:    lpstudy export --study {name}{where} -o best.yaml   "
         f"then: lpstudy train --config best.yaml")
-    return code
-
-
-def _finished(study) -> int:
-    from optuna.trial import TrialState
-
-    return len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)))
-
-
-def _run_with_progress(options, devices: list[str], study, before: int, n_trials: int) -> int:
-    """The workers' lines above one bar over the trials this command runs."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from lpstudy.study.launch import spawn_workers
-    from lpstudy.training.progress import stderr_console
-
-    progress = Progress(TextColumn("[bold]trials"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                        console=stderr_console, transient=False)
-    task = progress.add_task("trials", total=n_trials)
-
-    def tick() -> None:
-        try:
-            progress.update(task, completed=min(n_trials, _finished(study) - before))
-        except Exception:  # a busy database: the next tick tries again
-            pass
-
-    with progress:
-        code = spawn_workers(options, devices, say=lambda m: progress.console.print(m, highlight=False, soft_wrap=True),
-                             on_line=lambda line: progress.console.print(line, markup=False, highlight=False, soft_wrap=True),
-                             tick=tick)
-        tick()
     return code

@@ -38,10 +38,10 @@ def create(
     quiet_optuna()
     from lpstudy.study.studies import load_spec, open_and_create
 
-    spec = spec_options.spec(n_trials=n_trials, **trial_options.given())
-    store, _, created, enqueued = open_and_create(storage.url(), study, spec)
-    if not created:  # what the study is: a grid made under another default pruner keeps its own
-        spec = load_spec(store, study)
+    spec_options.spec(n_trials=n_trials, **trial_options.given())  # a wrong value: refused before the storage opens
+    store, _, created, enqueued = open_and_create(
+        storage.url(), study, lambda stored: spec_options.spec_for(study, stored, n_trials=n_trials, **trial_options.given()))
+    spec = load_spec(store, study)
     verb = "created" if created else "exists already, unchanged:"
     say(f"study {study!r} {verb} in {store.display_url} · {spec.describe()}")
     say(f"space: {spec.space.describe()}")
@@ -187,7 +187,6 @@ def replicate(
     quiet_optuna()
     from lpstudy.study.replicate import replicate as run_replicate
     from lpstudy.db.urls import redact
-    from lpstudy.study.launch import spawn_workers
     from lpstudy.study.worker import WorkerOptions
 
     fixed = parse_assignments(set_, "--set")
@@ -208,10 +207,21 @@ def replicate(
         say(f"start workers anywhere: lpstudy worker --study {shell_quoted(study)}{storage.hint}; "
             f"then: lpstudy status --study {shell_quoted(study)}{storage.hint}")
         return 0
-    options_w = WorkerOptions(study=study, storage=url, data=data, show_progress=not no_progress,
+    options_w = WorkerOptions(study=study, storage=url, data=data,
                               heartbeat_interval=trial_options.heartbeat_interval,
                               grace_period=trial_options.grace_period, max_retry=trial_options.max_retry)
-    code = spawn_workers(options_w, device_list, say=say)
+    import optuna
+
+    from lpstudy.cli.worker_progress import run_with_progress
+    from lpstudy.db.optuna_storage import open_storage
+
+    opened = open_storage(url)
+    try:
+        grid = optuna.load_study(study_name=study, storage=opened.optuna)
+        code = run_with_progress(options_w, device_list, grid, result.n_cells - result.done, show=not no_progress, say=say)
+    finally:
+        if opened.engine is not None:
+            opened.engine.dispose()
     from lpstudy.db.kinds import open_reader
     from lpstudy.results.status import render_status, study_status
 

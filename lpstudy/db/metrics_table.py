@@ -107,3 +107,11 @@ def evaluation_attribute(record: MetricRecord) -> tuple[str, dict]:
     every number finite or null, as the metrics table holds it."""
     data = {k: (v if k == "step" else finite_or_none(v)) for k, v in record.to_dict().items()}
     return metrics_attr_name(record.step), data
+
+
+def delete_metrics(engine: Engine, study_name: str) -> int:
+    """Delete a study's rows of the metrics table (where there is one); the number deleted."""
+    if not sa.inspect(engine).has_table(METRICS_TABLE):
+        return 0
+    with engine.begin() as conn:
+        return conn.execute(metrics_table.delete().where(metrics_table.c.study_name == study_name)).rowcount

@@ -58,7 +58,20 @@ def read_storage_file(path: str | os.PathLike) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if not lines:
         raise UserError(f"storage file {path} is empty; put the storage URL in it")
+    _warn_if_others_read(path, lines[0])
     return lines[0]
+
+
+def _warn_if_others_read(path, url: str) -> None:
+    """Warn, as libpq does of a .pgpass others can read, when the file holds a password and its
+    mode lets the group or other users read it."""
+    import stat
+    import warnings
+
+    mode = path.stat().st_mode
+    if os.name == "posix" and mode & (stat.S_IRWXG | stat.S_IRWXO) and redact(url) != url:
+        warnings.warn(f"storage file {path} holds a password and other users can read it "
+                      f"(mode {stat.S_IMODE(mode):04o}); chmod 600 {path}", stacklevel=3)
 
 
 def sql_backend(url: str) -> str:

@@ -208,7 +208,9 @@ def mean_loss_per_p(summary: pd.DataFrame) -> go.Figure:
     # at n = 1 there is no interval to draw: the point says "n = 1" beside it (every n is in the hover)
     fig.add_scatter(x=x, y=rows["mean"], mode="markers+lines+text", name="mean (95 % interval)",
                     marker={"size": 8, "color": "#1f77b4"}, line={"color": "#1f77b4"},
-                    text=["n = 1" if n < 2 else "" for n in rows["n_ok"]], textposition="middle right",
+                    text=["n = 1" if n < 2 else "" for n in rows["n_ok"]],
+                    # left of the rightmost point (∞, or the largest p), where the right edge would cut it
+                    textposition=["middle left" if xi >= float(np.max(x)) else "middle right" for xi in x],
                     textfont={"size": 10, "color": "#555"},
                     error_y={"type": "data", "array": upper, "arrayminus": lower, "visible": True},
                     customdata=np.column_stack([rows["p_bin"], rows["n_ok"], rows["std"].fillna(0)]),
@@ -290,6 +292,7 @@ def importance_chart(importance: "A.Importance") -> go.Figure:
     fig.add_bar(x=ordered.values, y=list(ordered.index), orientation="h", marker_color="#1f77b4",
                 text=[f"{v:.2f}" for v in ordered.values], textposition="auto")
     fig.update_xaxes(range=[0, 1])
+    fig.update_yaxes(ticksuffix="  ", automargin=True)  # the names a little apart from their bars
     return caption(fig, importance.caption())
 
 

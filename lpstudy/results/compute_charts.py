@@ -47,11 +47,12 @@ def best_against_compute_chart(frame: pd.DataFrame) -> go.Figure:
     if np.isfinite(best).any():
         fig.add_scatter(x=x[changes], y=best[changes], mode="lines", line={"shape": "hv", "width": 2.5, "color": "#d62728"},
                         name="best so far", text=text[changes], hovertemplate="%{text}<br>best %{y:.4f}<extra></extra>")
-        # diverged runs (ln V) leave through the top instead of squashing the rest
+        # diverged runs (ln V) leave through the top instead of squashing the rest; every other trial,
+        # the worst included, stays on the axis
         ranged = frame.loc[frame["candidate"].astype(bool) | (frame["state"] == "PRUNED"), "value"]
         ranged = ranged[np.isfinite(ranged.to_numpy(dtype="float64"))]
         bottom = float(np.nanmin(best))
-        top = max(float(np.nanmax(best)), float(ranged.quantile(0.95)) if len(ranged) else -np.inf)
+        top = max(float(np.nanmax(best)), float(ranged.max()) if len(ranged) else -np.inf)
         pad = 0.05 * ((top - bottom) or 1.0)
         fig.update_yaxes(range=[bottom - pad, top + pad])
     return mark_sample(fig, drawn.note) if drawn.note else fig

@@ -35,7 +35,7 @@ from lpstudy.results.cells import grid_fields, one_per_cell
 from lpstudy.study.best import ranked_frame
 from lpstudy.training.fields import FIELDS
 from lpstudy.training.metrics import METRIC_FIELDS, SUMMARY_FIELDS
-from lpstudy.values import METRICS_ATTR_PREFIX, SPEC_ATTR, to_float
+from lpstudy.values import FIXED_PARAMS_ATTR, METRICS_ATTR_PREFIX, SPEC_ATTR, SYNTHETIC_ATTR, P, p_of_params, read_p, to_float
 
 RUN_FIELDS = tuple(f for f in FIELDS.values() if f.trial_attr)  # the training fields a trial stores
 WHO = ("host", "pid", "device", "worker", "version", "started_at", "preset", "gain_rule")
@@ -62,6 +62,7 @@ class StudyInfo:
     spec: dict = field(default_factory=dict)
     n_trials: int | None = None  # where the database answers it cheaply (SQL): its trials
     best_value: float | None = None  # and the best trial's value (lpstudy.study.best), None if none yet
+    synthetic: bool = False  # made by lpstudy.study.synthetic: no training run behind its losses
 
 
 @dataclass
@@ -94,7 +95,8 @@ def study_info(name: str, attrs: dict, direction: str = "minimize") -> StudyInfo
     attrs = attrs or {}
     spec = _spec_of(attrs)
     return StudyInfo(name=name, kind=str(attrs.get("kind") or spec.get("kind") or "search"),
-                     preset=attrs.get("preset") or spec.get("preset"), direction=direction.lower(), spec=spec)
+                     preset=attrs.get("preset") or spec.get("preset"), direction=direction.lower(), spec=spec,
+                     synthetic=bool(attrs.get(SYNTHETIC_ATTR)))
 
 
 def study_infos(reader: TrialReader) -> list[StudyInfo]:

@@ -10,7 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from lpstudy.results import analysis as A
-from lpstudy.results.charts import draws_bands, figure, group_colours, log_ticks, mark_empty, median_curves, p_axis
+from lpstudy.results.charts import draws_bands, figure, group_colours, log_ticks, mark_empty, median_curves, p_axis, tick_text
 
 RULE_COLOURS = {"default": "#1f77b4", "fixed": "#1f77b4", "matched": "#ff7f0e"}
 RULE_NAMES = {"default": "fixed gain g₀ = log₂(L²−L)", "fixed": "fixed gain", "matched": "matched gain"}
@@ -29,7 +29,11 @@ def lr_curve_chart(curve: pd.DataFrame) -> go.Figure:
     fig.update_xaxes(type="log")
     if curve.empty:
         return mark_empty(fig, "no completed run yet")
-    log_ticks(fig, curve["lr"], axis="x")
+    lrs = sorted(float(lr) for lr in curve["lr"].dropna().unique() if lr > 0)
+    if len(lrs) == 1:  # a grid at one learning rate: its tick, on an axis around it (1-2-5 ticks may all miss it)
+        fig.update_xaxes(tickvals=lrs, ticktext=[tick_text(lrs[0])], range=[np.log10(lrs[0]) - 0.3, np.log10(lrs[0]) + 0.3])
+    else:
+        log_ticks(fig, curve["lr"], axis="x")
     position = A.p_positions(curve.groupby("p_bin", sort=False)["p"].first())
     order = sorted(position.index, key=lambda label: float(position[label]))
     colours = dict(zip(order, group_colours(len(order), [float(position[label]) for label in order])))

@@ -47,6 +47,10 @@ def study_summary(reader: frames.TrialReader, study_name: str) -> StudySummary |
             return None
         counts = {state: 0 for state in STATES}
         counts.update(tables.state_counts())
+        if counts["FAIL"]:  # an interrupted trial was enqueued again: its retry counts, not it (A.interrupted)
+            from lpstudy.results.analysis import interrupted
+
+            counts["FAIL"] -= int(interrupted(frames.trials_of(tables, state="FAIL")).sum())
         best_ids = [tid for tid, _, _ in tables.ranked_trial_ids(1)]
         running_ids = tables.trial_ids_in_state("RUNNING")
         ids = sorted(set(best_ids + running_ids))  # one read of both (rows cost little, reads do), a few thousand ids a query

@@ -93,7 +93,8 @@ def worker_environment(options: WorkerOptions, devices: list[str]) -> dict[str, 
 
 def spawn_workers(options: WorkerOptions, devices: list[str], say=None, on_line=None, tick=None) -> int:
     """One worker process per device; waits for all; forwards SIGINT/SIGTERM to them. Returns the
-    worst exit status. --n-trials is shared out among the processes. With `on_line`, the workers'
+    worst exit status, or 128 + the signal where one stopped them (Ctrl-C: 130), once they have
+    enqueued their trials again. --n-trials is shared out among the processes. With `on_line`, the workers'
     output comes through it line by line (so that a progress bar of the caller stays intact);
     `tick()` is called about once a second while they run."""
     env = worker_environment(options, devices)
@@ -118,7 +119,10 @@ def spawn_workers(options: WorkerOptions, devices: list[str], say=None, on_line=
     if say:
         say(f"started {len(procs)} worker process(es) on {', '.join(devices)}")
 
+    signalled: list[int] = []
+
     def forward(signum, frame):
+        signalled.append(signum)
         for proc in procs:
             if proc.poll() is None:
                 proc.send_signal(signum)
@@ -137,6 +141,8 @@ def spawn_workers(options: WorkerOptions, devices: list[str], say=None, on_line=
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+    if signalled:  # stopped by the user: the workers requeued their trials; the shell's 128 + signal
+        return 128 + int(signalled[0])
     return max([abs(c) for c in codes] or [0])
 
 

@@ -23,56 +23,41 @@ from typing import Any
 
 from lpstudy.errors import UserError
 from lpstudy.files import read_yaml_mapping
+from lpstudy.study.options import OPTIONS, PRUNERS, SAMPLERS  # noqa: F401  (SAMPLERS, PRUNERS: read here too)
 from lpstudy.study.space import DEFAULT_SPACE, Fixed, SearchSpace
 from lpstudy.training.bounds import FIELD_BOUNDS
 from lpstudy.training.config import TrainConfig, get_preset, resolve_config
 from lpstudy.values import P, json_safe
 
 SPEC_VERSION = 1
-SAMPLERS = ("cmaes", "tpe", "random", "grid")
-PRUNERS = ("sha", "median", "hyperband", "none")
-# What a search runs unless told otherwise: the method chosen on the replay benchmark's suite of
-# grids (docs/search-cost.md: the highest worst-grid share of seeds within ε among the methods with
-# a spread phase): TPE without a pruner after 8 spread trials. Pruning paid little there once the
-# spread phase ran, and on a grid where p's effect shows late (the matched gain, 800 steps) every
-# pruner lost the best configuration in most seeds. A pruner runs only where a study names one.
-# A search's spread phase (lpstudy.study.spread): this many first trials cover the space evenly and
-# run to the end, before the sampler models the space and the pruner stops trials.
-SPREAD_TRIALS = 8
+SPREAD_TRIALS = OPTIONS["spread_trials"].default
 KINDS = ("search", "replicate")
-# The keys of a study YAML besides `space:`; fold, folds and seed are shortcuts for space entries.
-STUDY_FILE_KEYS = ("preset", "space", "sampler", "pruner", "loss_threshold", "n_trials", "spread_trials", "n_startup_trials",
-                   "sampler_seed", "heartbeat_interval", "grace_period", "max_retry", "fold", "folds", "seed",
-                   "checkpoint_interval", "kind", "p")
-SPACE_SHORTCUTS = ("fold", "folds", "seed")
-# The integer options of a study and the range each can have (sampler seeds: NumPy's 32 bits).
-SPEC_BOUNDS = {"heartbeat_interval": (1, 86_400), "grace_period": (1, 7 * 86_400), "max_retry": (0, 1000),
-               "spread_trials": (0, 4096), "n_startup_trials": (0, 10**6), "n_trials": (1, 10**7), "sampler_seed": (0, 2**32 - 1),
-               "checkpoint_interval": (0, 10**6)}
+SPACE_SHORTCUTS = ("fold", "folds", "seed")  # a study YAML's shortcuts for entries of its space
+# The keys of a study YAML: its space, the shortcuts, and every study option (lpstudy.study.options).
+STUDY_FILE_KEYS = ("space", *OPTIONS, *SPACE_SHORTCUTS, "kind", "p")  # kind: replicate with its p: list
+
+
+def _declared_options(cls: type) -> type:
+    """Give the class (before @dataclass) a field for each study option (lpstudy.study.options),
+    with its default, after the fields it declares itself."""
+    own = dict(cls.__annotations__)
+    cls.__annotations__ = {"space": own.pop("space"), **{o.name: (o.type | None if o.optional else o.type)
+                                                         for o in OPTIONS.values()}, **own}
+    for option in OPTIONS.values():
+        setattr(cls, option.name, dataclasses.field(default=option.default, metadata={"help": option.help}))
+    return cls
 
 
 @dataclass
+@_declared_options
 class StudySpec:
-    """What a study searches and how. Stored as plain data in the study's user attribute 'lpstudy'."""
+    """What a study searches and how: its space, the study options (each declared once in
+    lpstudy.study.options), and what the kind of study adds. Stored as plain data in the study's
+    user attribute 'lpstudy'."""
 
     space: SearchSpace
-    preset: str = "cpu"
     kind: str = "search"
-    folds: int = 10
-    sampler: str = "tpe"  # chosen on the replay benchmark's suite (docs/search-cost.md)
-    pruner: str = "none"
-    loss_threshold: float | None = None
-    n_trials: int | None = None  # a target: workers stop once this many trials COMPLETE or PRUNED
-    # The spread phase (lpstudy.study.spread): the first trials, spread over the space by a Sobol
-    # sequence and never pruned. A study stored without the key reads the default: it changes
-    # nothing there (only trials enqueued as spread trials are exempt from pruning).
-    spread_trials: int = SPREAD_TRIALS
-    n_startup_trials: int = 10  # TPE's random trials before it models the space
-    sampler_seed: int | None = None
-    heartbeat_interval: int = 10  # seconds between heartbeats of a running trial (SQL storages)
-    grace_period: int = 60  # a RUNNING trial without heartbeat for this long is failed and retried
-    max_retry: int = 2  # how often a failed (dead, interrupted) trial is retried with its parameters
-    checkpoint_interval: int = 5  # save a resumable checkpoint every this many evaluations (0: never)
+    folds: int = 10  # the K of K-fold cross-validation, read off the space (validate)
     p_values: list[P] | None = None  # replicate: the grid's p values
     n_cells: int | None = None  # grid: the number of cells
 
@@ -81,15 +66,11 @@ class StudySpec:
         return self.sampler == "grid"
 
     def to_plain(self) -> dict[str, Any]:
-        out = {
-            "version": SPEC_VERSION, "kind": self.kind, "preset": self.preset, "folds": self.folds,
-            "space": self.space.to_plain(), "sampler": self.sampler, "pruner": self.pruner,
-            "loss_threshold": self.loss_threshold, "n_trials": self.n_trials, "spread_trials": self.spread_trials,
-            "n_startup_trials": self.n_startup_trials, "sampler_seed": self.sampler_seed,
-            "heartbeat_interval": self.heartbeat_interval, "grace_period": self.grace_period,
-            "max_retry": self.max_retry, "n_cells": self.n_cells, "checkpoint_interval": self.checkpoint_interval,
-        }
-        if self.p_values is not None:
+        out = {"version": SPEC_VERSION, **{f.name: getattr(self, f.name) for f in dataclasses.fields(self)}}
+        out["space"] = self.space.to_plain()
+        if self.p_values is None:
+            del out["p_values"]
+        else:
             out["p_values"] = json_safe(self.p_values)
         return out
 
@@ -107,28 +88,13 @@ class StudySpec:
         get_preset(self.preset)
         if self.kind not in KINDS:
             raise UserError(f"kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
-        if self.sampler not in SAMPLERS:
-            raise UserError(f"unknown sampler {self.sampler!r}; choose one of: {', '.join(SAMPLERS)}")
-        if self.pruner not in PRUNERS:
-            raise UserError(f"unknown pruner {self.pruner!r}; choose one of: {', '.join(PRUNERS)}")
-        for name, (low, high) in SPEC_BOUNDS.items():
-            value = getattr(self, name)
-            if value is None and name in ("n_trials", "sampler_seed"):
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-                raise UserError(f"{name} must be an integer in [{low}, {high}], got {value!r}")
+        for option in OPTIONS.values():
+            setattr(self, option.name, option.checked(getattr(self, option.name)))
         if self.n_trials is not None and self.spread_trials > self.n_trials:
             self.spread_trials = self.n_trials  # a spread trial past the target would wait for ever
         if self.grace_period <= self.heartbeat_interval:
             raise UserError(f"grace_period ({self.grace_period} s) must be longer than heartbeat_interval "
                             f"({self.heartbeat_interval} s), or live trials would be failed")
-        if self.loss_threshold is not None:
-            try:
-                self.loss_threshold = float(self.loss_threshold)
-            except (TypeError, ValueError):
-                raise UserError(f"loss_threshold must be a number, got {self.loss_threshold!r}") from None
-            if not 0 < self.loss_threshold <= 1000:  # a cross-entropy in nats; NaN fails too
-                raise UserError(f"loss_threshold must be in (0, 1000] nats, got {self.loss_threshold!r}")
         folds = self.space.get("folds")
         if folds is not None and not isinstance(folds, Fixed):
             raise UserError("folds must be one fixed number (the K of K-fold cross-validation), not searched")
@@ -163,9 +129,11 @@ def read_study_file(path: str | Path) -> dict[str, Any]:
 
 
 def build_spec(file_data: dict[str, Any] | None = None, space_entries: dict[str, Any] | None = None,
-               options: dict[str, Any] | None = None) -> StudySpec:
+               options: dict[str, Any] | None = None, base: StudySpec | None = None) -> StudySpec:
     """A search study's spec: the study YAML's mapping, then flags (space entries by field, and
-    study options such as preset, sampler, pruner), later ones winning. Validated."""
+    study options such as preset, sampler, pruner), later ones winning. Validated. With `base` (a
+    stored spec), what is not given is the base's rather than the default: the spec a study would
+    have if the values given were applied to it."""
     data = dict(file_data or {})
     options = {k: v for k, v in (options or {}).items() if v is not None}
     if data.get("kind", "search") == "replicate":
@@ -174,20 +142,20 @@ def build_spec(file_data: dict[str, Any] | None = None, space_entries: dict[str,
         raise UserError(f"a study file's kind is search (the default) or replicate, got {data.get('kind')!r}; "
                         "p: is a replicate's list of p values (kind: replicate)")
     data.pop("kind", None)
-    space_map: dict[str, Any] = dict(data.pop("space", None) or {})
+    space_map: dict[str, Any] = dict(base.space.to_plain()) if base is not None else {}
+    space_map.update(data.pop("space", None) or {})
     for key in SPACE_SHORTCUTS:
         if key in data:
             space_map[key] = data.pop(key)
     space_map.update(space_entries or {})
     data.update(options)
-    sampler = str(data.get("sampler", StudySpec.sampler)).lower()
-    defaults = None if sampler == "grid" else DEFAULT_SPACE
+    values = {name: getattr(base, name) for name in OPTIONS} if base is not None else {}
+    values.update({k: v for k, v in data.items() if k in OPTIONS})
+    sampler = str(values.get("sampler", OPTIONS["sampler"].default)).lower()
+    defaults = None if sampler == "grid" or base is not None else DEFAULT_SPACE
     space = SearchSpace.from_mapping(space_map, defaults=defaults)
-    known = {f.name for f in dataclasses.fields(StudySpec)} - {"space", "kind", "p_values", "n_cells", "folds"}
-    spec = StudySpec(space=space, kind="search", **{k: v for k, v in data.items() if k in known})
-    spec.sampler = sampler
-    spec.pruner = str(spec.pruner).lower()
-    return spec.validate()
+    kept = {"kind": base.kind, "p_values": base.p_values} if base is not None else {"kind": "search"}
+    return StudySpec(space=space, **kept, **values).validate()
 
 
 def _replicate_from_file(data: dict[str, Any], space_entries: dict[str, Any] | None,
@@ -226,10 +194,8 @@ def replicate_spec(preset: str, p_values: list[float], folds: int, fixed: dict[s
     space_map["folds"] = folds
     space_map["p"] = {"choices": ps}
     space_map["fold"] = {"choices": list(range(folds))}
-    options = {k: v for k, v in (options or {}).items() if v is not None}
-    known = {f.name for f in dataclasses.fields(StudySpec)} - {"space", "kind", "p_values", "n_cells", "folds",
-                                                            "sampler", "pruner", "preset"}
+    options = {k: v for k, v in (options or {}).items()
+               if v is not None and k in OPTIONS and k not in ("sampler", "pruner", "preset")}
     spec = StudySpec(space=SearchSpace.from_mapping(space_map), preset=preset, kind="replicate",
-                     sampler="grid", pruner="none", p_values=ps,
-                     **{k: v for k, v in options.items() if k in known})
+                     sampler="grid", pruner="none", p_values=ps, **options)
     return spec.validate()

@@ -7,7 +7,7 @@ import hashlib
 import json
 import time
 import warnings
-from typing import Any
+from typing import Any, Callable
 
 import optuna
 from optuna.trial import TrialState
@@ -64,6 +64,11 @@ def _canonical(plain: dict[str, Any]) -> str:
     return json.dumps(plain, sort_keys=True, default=str)
 
 
+def same_spec(a: StudySpec, b: StudySpec) -> bool:
+    """Whether `create` takes two specs for the same study."""
+    return _canonical(a.to_plain()) == _canonical(b.to_plain())
+
+
 def spec_sha256(plain: dict[str, Any]) -> str:
     """The SHA-256 (hex) of a spec's canonical form: equal for two specs exactly when `create` takes
     them for the same study."""
@@ -118,7 +123,7 @@ def spec_differences(stored: dict[str, Any], new: dict[str, Any]) -> str:
     return "; ".join(parts) or "the same fields in another form"
 
 
-def open_and_create(storage_url: str | None, name: str, spec: StudySpec
+def open_and_create(storage_url: str | None, name: str, spec: StudySpec | Callable[[StudySpec | None], StudySpec]
                     ) -> tuple[StudyStorage, optuna.Study, bool, int]:
     """Open (creating the tables), create the study and enqueue its grid cells, all under the
     storage's creation lock (lpstudy.db.locks), so that concurrent `create`/`replicate` commands of
@@ -128,7 +133,10 @@ def open_and_create(storage_url: str | None, name: str, spec: StudySpec
     Last, it writes the spec's SHA-256 on the study (SPEC_SHA256_ATTR, a system attribute): the mark
     that its creator succeeded, which workers given the study file wait for (lpstudy.study.spec_wait).
     A database that cannot be reached is waited for (the retry budget, CREATE_RETRY_S by default:
-    a database that starts late), then DatabaseUnreachable (exit status 75)."""
+    a database that starts late), then DatabaseUnreachable (exit status 75).
+
+    `spec` may be a function of the study's stored spec (None: no such study), called under the
+    lock: a command that continues a study from its name alone (StudyOptions.spec_for)."""
     from lpstudy.db.locks import storage_lock
     from lpstudy.db.optuna_storage import open_storage
     from lpstudy.db.outages import CREATE_RETRY_S, RetryPolicy, retry_budget
@@ -141,14 +149,27 @@ def open_and_create(storage_url: str | None, name: str, spec: StudySpec
     def attempt() -> tuple[StudyStorage, optuna.Study, bool, int]:
         with undo_on_failure(url) as undo, storage_lock(url):  # a failure leaves nothing it made behind
             storage = open_storage(url, create_tables=True, retry_s=budget_s)
-            study, created = create_study(storage, name, spec)
+            study, created = create_study(storage, name, _resolved(storage, name, spec))
             if created:
                 undo.study(storage, name)
-            enqueued = enqueue_missing_cells(study, spec, storage) if spec.is_grid else 0
-            storage.optuna.set_study_system_attr(study._study_id, SPEC_SHA256_ATTR, spec_sha256(spec.to_plain()))
+            made = load_spec(storage, name)
+            enqueued = enqueue_missing_cells(study, made, storage) if made.is_grid else 0
+            storage.optuna.set_study_system_attr(study._study_id, SPEC_SHA256_ATTR, spec_sha256(made.to_plain()))
         return storage, study, created, enqueued
 
     return RetryPolicy(url, budget_s=budget_s).call(attempt)  # an unreachable database: opened again
+
+
+def _resolved(storage: StudyStorage, name: str, spec: StudySpec | Callable[[StudySpec | None], StudySpec]
+              ) -> StudySpec:
+    if not callable(spec):
+        return spec
+    try:
+        storage.optuna.get_study_id_from_name(name)
+    except KeyError:
+        return spec(None)
+    _wait_for_spec(storage, name)  # a creator racing us may not have set it yet
+    return spec(load_spec(storage, name))
 
 
 def _wait_for_spec(storage: StudyStorage, name: str, timeout_s: float = SPEC_WAIT_S) -> None:

@@ -6,6 +6,11 @@ its own, from a TrainConfig of the run it stands for.
 
     python -m lpstudy.study.synthetic sqlite:///demo.db --trials 200 --evals 30
     python -m lpstudy.study.synthetic sqlite:///demo.db --kind replicate --folds 10
+    lpstudy dashboard --study synthetic --storage sqlite:///demo.db
+
+A synthetic study says so: its user attribute SYNTHETIC_ATTR is true, which every page of the
+dashboard shows as a banner, `lpstudy studies` in its kind column, and the Export page and
+`lpstudy export` by offering no run file (no training run stands behind its losses).
 
 The shape (not the numbers) follows the paper: p > 2 converges faster and ends a little lower than
 p = 2, flat over 2.5–4; too large a learning rate or gain diverges, more often at large p.
@@ -32,13 +37,14 @@ from lpstudy.study.trial_attributes import end_attributes, evaluation_attribute,
 from lpstudy.training.config import resolve_config
 from lpstudy.training.gain import gain_rule_of
 from lpstudy.training.metrics import MetricRecord, RunSummary
-from lpstudy.values import STATES
+from lpstudy.values import STATES, SYNTHETIC_ATTR
 
 VOCAB_SIZE = 65
 PAPER_P_VALUES = (1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0)
 EVAL_INTERVAL = 25
 TOKENS_PER_S = 40_000.0
 REPLICATE_LR, REPLICATE_GAIN = 1e-3, 16.0  # what a synthetic replicate study fixes
+DEFAULT_NAMES = {"search": "synthetic", "replicate": "synthetic-replicate"}  # never a real study's default name
 
 @dataclass
 class SyntheticStudy:
@@ -82,8 +88,16 @@ def _curve(run: _Run, n_evals: int, fold_offset: float, rng: np.random.Generator
     tau = 0.22 * (1 + 0.35 * max(0.0, 2.5 - p_eff)) * (1e-3 / run.lr) ** 0.3 * total
     gain_target = run.gain_init * (1 + 0.25 * (2.0 / max(p_eff, 1.0) - 0.5))
     diverged_step = int(EVAL_INTERVAL * rng.integers(2, max(3, n_evals))) if run.diverge else None
-    records: list[MetricRecord] = []
     peak = run.lr
+    # the evaluation before the first update, as the trainer records it (the entropy at
+    # initialisation): drawn without rng, so that the later numbers stay as they were
+    entropy0 = 1.2 + 2.2 - 0.05 * (p_eff - 2)
+    records: list[MetricRecord] = [MetricRecord(
+        step=0, train_loss=start_loss, val_loss=start_loss, lr=0.0, grad_norm=2.9, grad_norm_max=3.8,
+        gain_mean=run.gain_init, gain_min=run.gain_init * 0.9, gain_max=run.gain_init * 1.1, attn_entropy=entropy0,
+        tokens_per_s=TOKENS_PER_S, elapsed_s=0.0, max_logit=run.gain_init * (0.3 + 0.1 * p_eff),
+        min_head_entropy=0.6 * entropy0, logit_bound=run.gain_init * 1.1 * 16 ** max(0.0, 1 - 2 / p_eff),
+        loss_spikes=0.0)]
     for k in range(1, n_evals + 1):
         step = k * EVAL_INTERVAL
         if stop_at is not None and k > stop_at:
@@ -263,7 +277,7 @@ def write_synthetic_study(storage_url: str, study_name: str = "lp-search", *, ki
                           p_values: Sequence[float] = PAPER_P_VALUES, folds: int = 5,
                           include_inf: bool = True, states: bool = True, all_diverged: bool = False,
                           diverge_scale: float = 1.0, metrics: str = "table",
-                          preset: str = "smoke", now: datetime | None = None) -> SyntheticStudy:
+                          preset: str = "smoke", now: datetime | None = None, marked: bool = False) -> SyntheticStudy:
     """Write a seeded synthetic study into storage_url (created if absent) and return what it holds.
 
     kind: "search" (n_trials trials sampling p, lr, gain_init) or "replicate" (p_values × folds,
@@ -272,6 +286,8 @@ def write_synthetic_study(storage_url: str, study_name: str = "lp-search", *, ki
     (`lpstudy_metrics:<step>` system attributes, as journal/gRPC-fed studies get it) or "both".
     states: the newest trials RUNNING/WAITING and a few PRUNED/FAIL. all_diverged: every run diverges.
     now: the clock the trials' times are relative to (default: now; fix it for identical studies).
+    marked: the study says it is synthetic (SYNTHETIC_ATTR), as the demo command's does; tests that
+    stand such a study in for a real one leave it unmarked.
     """
     import optuna
     from optuna.trial import TrialState, create_trial
@@ -280,6 +296,8 @@ def write_synthetic_study(storage_url: str, study_name: str = "lp-search", *, ki
     spec = synthetic_spec(kind, preset, p_values, folds, include_inf)
     opened = open_storage(storage_url, create_tables=True)
     study, _ = create_study(opened, study_name, spec)
+    if marked:
+        study.set_user_attr(SYNTHETIC_ATTR, True)
     through_storage = metrics in ("table", "both")  # where the storage keeps curves: its kind says
     study_id = study._study_id
     counts = {s: 0 for s in STATES}
@@ -309,7 +327,8 @@ cli = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_mar
 @cli.command(help=__doc__.split("\n\n")[0])
 def write_command(
     storage: Annotated[str, typer.Argument(help="storage URL, e.g. sqlite:///demo.db")],
-    study: Annotated[Optional[str], typer.Option(help="study name (default lp-search or lp-replicate)")] = None,
+    study: Annotated[Optional[str], typer.Option(help=f"study name (default {DEFAULT_NAMES['search']} or "
+                                                      f"{DEFAULT_NAMES['replicate']})")] = None,
     kind: Annotated[Literal["search", "replicate"], typer.Option()] = "search",
     trials: Annotated[int, typer.Option(min=1, max=100_000)] = 120,
     evals: Annotated[int, typer.Option(min=1, max=10_000)] = 20,
@@ -320,12 +339,16 @@ def write_command(
     from lpstudy.names import check_study_name
     from lpstudy.study.undo import undo_on_failure
 
-    name = study or ("lp-replicate" if kind == "replicate" else "lp-search")
+    from lpstudy.names import shell_quoted
+
+    name = study or DEFAULT_NAMES[kind]
     check_study_name(name)
     with undo_on_failure(storage):
         written = write_synthetic_study(storage, name, kind=kind, n_trials=trials, n_evals=evals, folds=folds,
-                                        seed=seed, metrics=metrics)
-    print(json.dumps({"study": written.study_name, "kind": written.kind, "counts": written.counts}))
+                                        seed=seed, metrics=metrics, marked=True)
+    print(json.dumps({"study": written.study_name, "kind": written.kind, "synthetic": True, "counts": written.counts}))
+    print(f"a synthetic {written.kind} study (made-up curves, no training run behind them); open it with: "
+          f"lpstudy dashboard --study {shell_quoted(name)} --storage {shell_quoted(storage)}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> None:

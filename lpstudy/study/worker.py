@@ -404,6 +404,7 @@ class Worker:
                 self.stop.abort_caught = True
                 outcome = TrialOutcome(TrialState.FAIL, None, reason="interrupted")
                 _safe(lambda: trial.set_user_attr("interrupted", True))
+                _safe(lambda: trial.set_user_attr("stopped", True))  # stopped by a signal: not a failure (results.analysis.interrupted)
                 if self._tell(study, trial, outcome):
                     _safe(lambda: requeue(study, trial._trial_id, max_retry, interrupted=True, spec=ctx.spec,
                                           storage=ctx.storage))

@@ -11,14 +11,67 @@ launches on a GPU, a few milliseconds a step.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from lpstudy.values import format_duration
 
+# What a command that runs local workers spends besides the trials, in CPU seconds, measured by
+# benchmarks/bench_estimates.py (benchmarks/results/estimates.md): the command's own start (Python,
+# Optuna, the study opened or created) and its summary at the end, and each worker process's start
+# before its first step (Python, torch, lpstudy, the corpus, the study). The workers start side by side.
+COMMAND_CPU_S = 4.1
+WORKER_START_CPU_S = 2.7
 
-# Starting the worker processes (Python, torch, the corpus, the study) before the first step, and the
-# summary after the last: measured here, a search of 8 smoke trials on 2 workers took 39 s in all.
-STARTUP_S = 15.0
+
+# How long the probe of a command's CPU share runs (Machine.now): CPU seconds of a busy loop.
+PROBE_CPU_S = 0.1
+
+
+@dataclass(frozen=True)
+class Machine:
+    """How busy this machine is when a command starts: its cores and how many threads besides the
+    command's own want a core now (`others`), which the command's workers join."""
+
+    cores: int
+    others: float
+
+    @classmethod
+    def now(cls) -> "Machine":
+        """Measured twice, and the mean of the two readings kept: the load average of the last minute
+        (less this command), which counts waiting work that takes no core and lags behind a load
+        that changes, and a busy loop of PROBE_CPU_S CPU seconds, whose wall time gives one thread's
+        share of a core now (a thread gets cores / (others + 1)), which misses the bursts of work
+        beside it. In runs of benchmarks/bench_estimates.py on a shared 2-core machine (load 10–25),
+        the probe alone left measured times 1.2–1.6× above its estimates and the busier of the two
+        readings 0.5–0.9× below; their mean, 0.78–0.94× (benchmarks/results/estimates.md)."""
+        import time
+
+        cores = os.cpu_count() or 1
+        wall, cpu = time.perf_counter(), time.process_time()
+        while time.process_time() - cpu < PROBE_CPU_S:
+            pass
+        share = min(1.0, (time.process_time() - cpu) / max(1e-9, time.perf_counter() - wall))
+        probed = max(0.0, cores / share - 1) if share < 0.95 else 0.0
+        try:
+            loaded = max(0.0, os.getloadavg()[0] - 1)
+        except OSError:  # no load average on this platform
+            loaded = 0.0
+        return cls(cores=cores, others=(probed + loaded) / 2)
+
+    def slowdown(self, threads: int) -> float:
+        """How much longer CPU work of `threads` threads takes here than alone on idle cores: each
+        thread gets cores / (others + threads) of a core once they outnumber the cores."""
+        return max(1.0, (self.others + threads) / self.cores)
+
+    def describe(self, threads: int) -> str:
+        factor = self.slowdown(threads)
+        if factor <= 1.05:
+            return ""
+        if self.others < 0.5:  # only this command's threads: the workers and its progress bar
+            return f"; {threads} threads on {self.cores} cores: ×{factor:.1f} included"
+        return (f"; the machine is busy (about {self.others:.0f} other threads want its {self.cores} cores): "
+                f"×{factor:.1f} included")
 
 
 @dataclass(frozen=True)
@@ -58,18 +111,35 @@ def presets_help() -> str:
     return "; ".join(parts)
 
 
+def study_seconds(n_trials: int, preset: str, workers: int, gpu: bool, max_steps: int | None = None,
+                  machine: Machine | None = None) -> float | None:
+    """The wall time of `n_trials` trials on `workers` local workers, the command's and the workers'
+    start included: on CPU workers (one thread each) slowed down by what else runs here (Machine)."""
+    each = trial_seconds(preset, max_steps, gpu)
+    if each is None:
+        return None
+    waves = -(-n_trials // max(1, workers))
+    machine = machine or Machine.now()
+    # while they run, the command polls the study for its progress bar: one more thread beside theirs
+    busy = machine.slowdown(workers + 1)
+    start = COMMAND_CPU_S * machine.slowdown(1) + WORKER_START_CPU_S * busy
+    return start + waves * each * (1.0 if gpu else busy)
+
+
 def study_estimate(n_trials: int, preset: str, workers: int, gpu: bool, max_steps: int | None = None,
-                   pruned: bool = False) -> str:
-    """'8 trials of preset smoke, ≈ 12 s each on 1 CPU thread; 2 workers: about 48 s' (with
-    `pruned`, where a pruner may stop trials: "(pruned trials end sooner)"; a CPU worker shares the
-    machine's cores with the others)."""
+                   pruned: bool = False, machine: Machine | None = None) -> str:
+    """'8 trial(s) of preset smoke, ≈ 4 s each on 1 CPU thread; 2 worker(s): about 31 s, starting them
+    included' (with `pruned`, where a pruner may stop trials: "(pruned trials end sooner)"; on a busy
+    machine, how busy and the slowdown it adds)."""
     each = trial_seconds(preset, max_steps, gpu)
     where = "on a GPU (estimate)" if gpu else "on 1 CPU thread"
     if each is None:
         return f"{n_trials} trials of preset {preset}"
-    waves = -(-n_trials // max(1, workers))
+    machine = machine or Machine.now()
+    total = study_seconds(n_trials, preset, workers, gpu, max_steps, machine)
     return (f"{n_trials} trial(s) of preset {preset}, ≈ {format_duration(each)} each {where}; "
-            f"{workers} worker(s): about {format_duration(waves * each + STARTUP_S)}"
+            f"{workers} worker(s): about {format_duration(total)}, starting them included"
+            + ("" if gpu else machine.describe(workers + 1))
             + (" (pruned trials end sooner)" if pruned else ""))
 
 

@@ -45,7 +45,7 @@ class FileKind(LockingKind):
         if path.is_dir():
             return f"the storage {redact(url)} names a folder ({path}), not a database file"
         if not path.is_file():
-            return (f"no study database at {path}; create a study first (`lpstudy create` or `lpstudy "
+            return (f"no study database at {path}; run a study first (`lpstudy search`, `lpstudy create` or `lpstudy "
                     "replicate`) or pass --storage / set LPSTUDY_STORAGE to the URL the workers use")
         return self.file_problem(path)
 

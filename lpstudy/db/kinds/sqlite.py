@@ -64,7 +64,11 @@ class SQLiteKind(FileKind, SqlKind):
 
     def validate(self, url: str) -> None:
         super().validate(url)
-        database = make_url(url).database
+        parsed = make_url(url)
+        if parsed.host:  # sqlite://storage/x.db: 'storage' read as a host, the file as x.db
+            raise UserError(f"storage URL {redact(url)!r} has two slashes: a SQLite file takes three "
+                            f"(sqlite:///{parsed.host}/{parsed.database or ''}), four for an absolute path (sqlite:////PATH)")
+        database = parsed.database
         if not database or database == ":memory:" or database.startswith("file::memory:"):
             raise UserError(f"storage URL {redact(url)!r} names no file (an in-memory database is lost "
                             "when the command ends); use sqlite:///PATH/TO/FILE.db")

@@ -30,6 +30,7 @@ from lpstudy.results.analysis.selection import (  # noqa: F401
     filter_trials,
     finished,
     grid_progress,
+    interrupted,
     running_trials,
     state_counts,
     successful,

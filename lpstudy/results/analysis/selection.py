@@ -44,9 +44,19 @@ def data_problem(trials: pd.DataFrame, study: str) -> str | None:
     return None
 
 
+def interrupted(trials: pd.DataFrame) -> pd.Series:
+    """The FAIL trials a signal stopped (Ctrl-C, SIGTERM): each was enqueued again with its parameters
+    (lpstudy.study.worker), so its run counts once, as its retry; never a failure. A run the
+    evaluation callback stopped is `stopped`; one stopped so and FAIL (not PRUNED) was interrupted."""
+    stopped = trials["stopped"].fillna(False).astype(bool) if "stopped" in trials else False
+    return (trials["state"] == "FAIL") & stopped
+
+
 def state_counts(trials: pd.DataFrame) -> pd.Series:
-    """Trials per state, every state present (0 where none), in the order of STATES."""
-    counts = trials["state"].value_counts() if len(trials) else pd.Series(dtype="int64")
+    """Trials per state, every state present (0 where none), in the order of STATES; an interrupted
+    trial (enqueued again: `interrupted`) is not counted, its retry is."""
+    kept = trials[~interrupted(trials)] if len(trials) else trials
+    counts = kept["state"].value_counts() if len(kept) else pd.Series(dtype="int64")
     return counts.reindex(STATES, fill_value=0).astype("int64")
 
 

@@ -1,0 +1,48 @@
+"""Every study a database holds, one row each: its name, kind, trials by state, best value and last
+activity (`lpstudy studies`). Read through the storage's one reader, so every kind of storage
+answers it; the best value is lpstudy.study.best's."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from lpstudy.db.trial_reader import TrialReader
+from lpstudy.results.analysis import state_counts
+from lpstudy.results.frames import trials_frame
+from lpstudy.study.best import ranked_trials
+
+
+def study_rows(reader: TrialReader) -> list[dict[str, Any]]:
+    """One plain row per study (what --json prints), by name."""
+    rows = []
+    for record in reader.studies():
+        _, trials = reader.optuna_study(record.name)
+        counts = {state: int(n) for state, n in state_counts(trials_frame(trials)).items()}  # interrupted: not failed
+        best = ranked_trials(trials, k=1)
+        times = [t for trial in trials for t in (trial.datetime_complete, trial.datetime_start) if t is not None]
+        kind = record.attrs.get("kind") or "(not lpstudy's)"
+        rows.append({"study": record.name, "kind": kind, "synthetic": bool(record.attrs.get("synthetic")),
+                     "preset": record.attrs.get("preset"), "trials": sum(counts.values()), "counts": counts,
+                     "best": float(best[0].value) if best else None,
+                     "last_activity": max(times).isoformat(timespec="seconds") if times else None})
+    return rows
+
+
+def render_rows(rows: list[dict[str, Any]], where: str) -> str:
+    """The rows as a table for a terminal."""
+    if not rows:
+        return f"no studies in {where}; make one with `lpstudy search --preset smoke`"
+    header = ("study", "kind", "preset", "trials", "complete", "pruned", "failed", "running", "waiting", "best",
+              "last activity")
+    lines = [header]
+    for row in rows:
+        counts = row["counts"]
+        kind = row["kind"] + (" (synthetic)" if row["synthetic"] else "")
+        last = row["last_activity"]
+        lines.append((row["study"], kind, row["preset"] or "-", str(row["trials"]), str(counts["COMPLETE"]),
+                      str(counts["PRUNED"]), str(counts["FAIL"]), str(counts["RUNNING"]), str(counts["WAITING"]),
+                      f"{row['best']:.4f}" if row["best"] is not None else "-",
+                      datetime.fromisoformat(last).strftime("%Y-%m-%d %H:%M") if last else "-"))
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in lines)

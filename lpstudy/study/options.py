@@ -1,0 +1,113 @@
+"""Every option of a study, declared once: its type, default, bounds, the words it takes, one line of
+help, and where a user gives it.
+
+From these declarations alone: the study's spec (lpstudy.study.spec.StudySpec) has the option as a
+field with its default, stores it (`to_plain`) and checks it (`validate`: the bounds and the words),
+a study YAML takes it as a key (`STUDY_FILE_KEYS`), and the command line has its flag with this help
+and default (lpstudy.cli.study_options: `StudyOptions` for `flag="study"`, `TrialOptions` for
+`flag="trial"`). Adding a study option is one `StudyOption(...)` line in OPTIONS (and the code that
+reads `spec.NAME`). The fields of a training run a study fixes or searches are not study options:
+they are entries of its space (lpstudy.training.fields). Plain Python (no Optuna, no torch).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from lpstudy.errors import UserError
+
+# The samplers and pruners a study takes (lpstudy.study.studies makes them). The defaults are the
+# method chosen on the replay benchmark's suite of grids (docs/search-cost.md: the highest worst-grid
+# share of seeds within ε among the methods with a spread phase): TPE without a pruner after 8 spread
+# trials. Pruning paid little there once the spread phase ran, and on a grid where p's effect shows
+# late (the matched gain, 800 steps) every pruner lost the best configuration in most seeds.
+SAMPLERS = ("tpe", "cmaes", "random", "grid")
+PRUNERS = ("none", "sha", "median", "hyperband")
+
+
+@dataclass(frozen=True)
+class StudyOption:
+    """One option of a study's spec."""
+
+    name: str
+    type: type  # int, float or str
+    default: Any  # None: unset (an optional option)
+    help: str  # one line, without the default (the command line adds it)
+    bound: tuple[float, float] | None = None  # low ≤ value ≤ high (low < value where low_open)
+    low_open: bool = False
+    words: tuple[str, ...] = ()  # a text option: the values it takes
+    unit: str = ""  # after the bounds in a message: " nats"
+    flag: str = "study"  # which command-line group has its flag: "study", "trial", or "" (a command's own)
+
+    @property
+    def optional(self) -> bool:
+        return self.default is None
+
+    def describe_bound(self) -> str:
+        low, high = (int(b) if float(b).is_integer() else b for b in self.bound)
+        return f"{'(' if self.low_open else '['}{low}, {high}]{self.unit}"
+
+    def checked(self, value: Any) -> Any:
+        """value as the spec holds it, or UserError saying what is wrong with it (one line)."""
+        if value is None and self.optional:
+            return None
+        if self.words:
+            text = str(value).strip().lower()
+            if text not in self.words:
+                raise UserError(f"unknown {self.name} {text!r}; choose one of: {', '.join(self.words)}")
+            return text
+        if self.type is int:
+            if isinstance(value, bool) or not isinstance(value, int) or not self.within(value):
+                raise UserError(f"{self.name} must be an integer in {self.describe_bound()}, got {value!r}")
+            return value
+        if self.type is float:
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                raise UserError(f"{self.name} must be a number, got {value!r}") from None
+            if isinstance(value, bool) or not self.within(number):  # NaN is within nothing
+                raise UserError(f"{self.name} must be in {self.describe_bound()}, got {value!r}")
+            return number
+        return str(value)
+
+    def within(self, value: float) -> bool:
+        if self.bound is None:
+            return True
+        low, high = self.bound
+        if not math.isfinite(value):
+            return False
+        return (value > low if self.low_open else value >= low) and value <= high
+
+
+def _options(*declared: StudyOption) -> dict[str, StudyOption]:
+    return {o.name: o for o in declared}
+
+
+# In --help's order. The preset's words are checked by the presets themselves (get_preset).
+OPTIONS: dict[str, StudyOption] = _options(
+    StudyOption("preset", str, "cpu", "The preset every trial starts from (a study YAML's `preset:` too)"),
+    StudyOption("sampler", str, "tpe", "tpe (chosen on the replay benchmark's suite, docs/search-cost.md), "
+                "cmaes, random or grid", words=SAMPLERS),
+    StudyOption("pruner", str, "none", "none, sha (successive halving), median or hyperband; spread trials "
+                "are never pruned", words=PRUNERS),
+    StudyOption("spread_trials", int, 8, "The first trials, spread over the space by a Sobol sequence and "
+                "never pruned (0: none)", bound=(0, 4096)),
+    StudyOption("loss_threshold", float, None, "Record the first step each run reaches this validation loss "
+                "(nats)", bound=(0, 1000), low_open=True, unit=" nats"),
+    StudyOption("n_startup_trials", int, 10, "TPE's random trials before it models the space", bound=(0, 10**6)),
+    StudyOption("sampler_seed", int, None, "Seed of the sampler", bound=(0, 2**32 - 1)),
+    # a target: workers stop once this many trials COMPLETE or PRUNED (create's --n-trials; search's
+    # --n-trials is how many to run now)
+    StudyOption("n_trials", int, None, "A target: workers stop once the study has this many finished trials",
+                bound=(1, 10**7), flag=""),
+    StudyOption("heartbeat_interval", int, 10, "Seconds between a running trial's heartbeats (SQL storages)",
+                bound=(1, 86_400), flag="trial"),
+    StudyOption("grace_period", int, 60, "A running trial without heartbeat this long (s) is failed and retried",
+                bound=(1, 7 * 86_400), flag="trial"),
+    StudyOption("max_retry", int, 2, "How often a failed trial (dead or interrupted worker) is retried with "
+                "its parameters", bound=(0, 1000), flag="trial"),
+    StudyOption("checkpoint_interval", int, 5, "Save a resumable checkpoint of each trial every this many "
+                "evaluations (0: never)", bound=(0, 10**6), flag="trial"),
+)

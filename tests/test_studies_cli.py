@@ -1,0 +1,92 @@
+"""`lpstudy studies` lists every study a database holds, and `lpstudy delete-study NAME` deletes one
+with every row lpstudy wrote for it (the metrics table's too), asking for the name again unless
+--yes and refusing while trials run unless --force: on SQLite and a journal file here, on
+PostgreSQL in the slow tier."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import sqlalchemy as sa
+
+from lpstudy.study.synthetic import write_synthetic_study
+from tests.study_helpers import cli
+
+
+def _metric_rows(url: str, name: str) -> int:
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return conn.execute(sa.text("SELECT count(*) FROM lpstudy_metrics WHERE study_name = :n"), {"n": name}).scalar()
+    finally:
+        engine.dispose()
+
+
+def _two_studies(url: str, metrics: str) -> None:
+    write_synthetic_study(url, "keep", n_trials=6, n_evals=3, seed=1, metrics=metrics, states=False)
+    write_synthetic_study(url, "busy", n_trials=12, n_evals=3, seed=2, metrics=metrics)  # newest trials RUNNING
+
+
+def _listed(capsys, url: str) -> dict[str, dict]:
+    code, out, err = cli(capsys, "studies", "--storage", url, "--json")
+    assert code == 0, err
+    return {row["study"]: row for row in json.loads(out)}
+
+
+def _lists_and_deletes(capsys, url: str, sql: bool) -> None:
+    _two_studies(url, "table" if sql else "attrs")
+    rows = _listed(capsys, url)
+    assert set(rows) == {"keep", "busy"}
+    assert rows["keep"]["counts"]["COMPLETE"] + rows["keep"]["counts"]["PRUNED"] + rows["keep"]["counts"]["FAIL"] == 6
+    assert rows["busy"]["counts"]["RUNNING"] >= 1 and rows["keep"]["kind"] == "search"
+    assert rows["keep"]["best"] is not None and rows["keep"]["last_activity"]
+    code, out, err = cli(capsys, "studies", "--storage", url)
+    assert code == 0 and out.splitlines()[0].split()[:3] == ["study", "kind", "preset"] and "busy" in out, err
+    if sql:
+        assert _metric_rows(url, "busy") > 0
+    # no --yes and no terminal to ask on: refused, nothing deleted
+    code, _, err = cli(capsys, "delete-study", "busy", "--storage", url)
+    assert code == 2 and err == ("lpstudy: error: delete-study asks for the study's name again on a terminal; "
+                                 "to delete 'busy' without asking, give --yes\n"), err
+    # trials running: refused unless --force
+    code, _, err = cli(capsys, "delete-study", "busy", "--storage", url, "--yes")
+    running = rows["busy"]["counts"]["RUNNING"]
+    assert code == 2 and err.startswith(f"lpstudy: error: study 'busy' has {running} running trial(s); stop its workers "
+                                        "first (or, if they are gone, give --force)"), err
+    assert set(_listed(capsys, url)) == {"keep", "busy"}
+    code, _, err = cli(capsys, "delete-study", "busy", "--storage", url, "--yes", "--force")
+    assert code == 0 and f"deleted study 'busy' from {url}: {rows['busy']['trials']} trial(s)" in err, err
+    assert set(_listed(capsys, url)) == {"keep"}
+    if sql:
+        assert _metric_rows(url, "busy") == 0 and _metric_rows(url, "keep") > 0
+    code, _, err = cli(capsys, "delete-study", "bussy", "--storage", url, "--yes")
+    assert code == 2 and "no study named 'bussy'" in err and "did you mean 'keep'" not in err, err
+
+
+def test_studies_are_listed_and_one_is_deleted_with_its_curves_on_sqlite(tmp_path, capsys):
+    _lists_and_deletes(capsys, f"sqlite:///{tmp_path / 'study.db'}", sql=True)
+
+
+def test_studies_are_listed_and_one_is_deleted_on_a_journal_file(tmp_path, capsys):
+    _lists_and_deletes(capsys, f"journal:///{tmp_path / 'study.journal'}", sql=False)
+
+
+@pytest.mark.postgres
+def test_studies_are_listed_and_one_is_deleted_with_its_curves_on_postgresql(pg_url, capsys):
+    _lists_and_deletes(capsys, pg_url, sql=True)
+
+
+def test_delete_study_asks_for_the_name_again_on_a_terminal(tmp_path, capsys, monkeypatch):
+    import sys
+
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    write_synthetic_study(url, "keep", n_trials=4, n_evals=3, seed=1, states=False)
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True, raising=False)
+    monkeypatch.setattr("typer.prompt", lambda *a, **k: "kep")
+    code, _, err = cli(capsys, "delete-study", "keep", "--storage", url)
+    assert code == 2 and err.endswith("lpstudy: error: 'kep' is not 'keep'; nothing deleted\n"), err
+    monkeypatch.setattr("typer.prompt", lambda *a, **k: "keep")
+    code, _, err = cli(capsys, "delete-study", "keep", "--storage", url)
+    assert code == 0 and "deleted study 'keep'" in err, err
+    assert _listed(capsys, url) == {}
