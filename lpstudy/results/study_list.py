@@ -7,25 +7,26 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+import pandas as pd
+
 from lpstudy.db.trial_reader import TrialReader
-from lpstudy.results.analysis import state_counts
-from lpstudy.results.frames import trials_frame
-from lpstudy.study.best import ranked_trials
+from lpstudy.results.analysis import best_trial, state_counts
+from lpstudy.results.frames import load_trials
 
 
 def study_rows(reader: TrialReader) -> list[dict[str, Any]]:
     """One plain row per study (what --json prints), by name."""
     rows = []
     for record in reader.studies():
-        _, trials = reader.optuna_study(record.name)
-        counts = {state: int(n) for state, n in state_counts(trials_frame(trials)).items()}  # interrupted: not failed
-        best = ranked_trials(trials, k=1)
-        times = [t for trial in trials for t in (trial.datetime_complete, trial.datetime_start) if t is not None]
+        trials = load_trials(reader, record.name)  # the one trials frame, whatever the storage
+        counts = {state: int(n) for state, n in state_counts(trials).items()}  # interrupted: not failed
+        best = best_trial(trials)
+        times = pd.concat([trials["datetime_complete"], trials["datetime_start"]]).dropna()
         kind = record.attrs.get("kind") or "(not lpstudy's)"
         rows.append({"study": record.name, "kind": kind, "synthetic": bool(record.attrs.get("synthetic")),
                      "preset": record.attrs.get("preset"), "trials": sum(counts.values()), "counts": counts,
-                     "best": float(best[0].value) if best else None,
-                     "last_activity": max(times).isoformat(timespec="seconds") if times else None})
+                     "best": float(best["value"]) if best is not None else None,
+                     "last_activity": pd.Timestamp(times.max()).isoformat(timespec="seconds") if len(times) else None})
     return rows
 
 
