@@ -64,8 +64,11 @@ def _reference(options: AnswerOptions, data: StudyData, present: list, values: d
     if options.reference is not None:
         from lpstudy.errors import UserError
 
-        shown = ", ".join(_label(values.get(a, a)) for a in present)
-        raise UserError(f"the reference {options.reference} is not one of the study's arms ({shown}); "
+        from lpstudy.results.verdict_table import arm_name
+
+        field = "p" if data.info.kind != "compare" else (data.info.spec.get("compare") or {}).get("factor", "arm")
+        shown = ", ".join(arm_name(field, values.get(a, a)) for a in present)
+        raise UserError(f"the reference {arm_name(field, options.reference)} is not one of the study's arms ({shown}); "
                         "pick one of them with --reference")
     return present[0] if present else None
 
@@ -76,10 +79,6 @@ def _same_number(a, b) -> bool:
     except (TypeError, ValueError):
         return False
     return x == y or math.isclose(x, y)
-
-
-def _label(value) -> str:
-    return format_p(value) if isinstance(value, float) else str(value)
 
 
 def fold_count(data: StudyData) -> int:
