@@ -9,8 +9,8 @@ import pandas as pd
 
 from lpstudy.values import format_p
 
-VERDICT_COLUMNS = ("arm", "folds", "mean loss", "diff", "relative", "interval (relative)", "p difference",
-                   "p equivalence", "verdict", "folds to decide")
+VERDICT_COLUMNS = ("arm", "verdict", "relative", "interval (relative)", "folds to decide", "folds", "mean loss",
+                   "diff", "p difference", "p equivalence")
 VERDICT_COLOURS = {"better": "#2a9d4b", "equivalent": "#3b6fb6", "worse": "#c8412c", "undecided": "#9a9a9a"}
 
 
@@ -33,8 +33,8 @@ def verdict_frame(answer: dict) -> pd.DataFrame:
     ref = answer.get("reference")
     if not ref:
         return pd.DataFrame(columns=list(VERDICT_COLUMNS))
-    rows = [[arm_name(ref["field"], ref["value"]) + " (reference)", str(ref.get("n_folds", "–")),
-             _num(ref["mean"], ".4f"), "–", "–", "–", "–", "–", "reference", "–"]]
+    rows = [[arm_name(ref["field"], ref["value"]), "reference", "–", "–", "–", str(ref.get("n_folds", "–")),
+             _num(ref["mean"], ".4f"), "–", "–", "–"]]
     for arm in answer["arms"]:
         decide = "–"
         if arm["verdict"] == "undecided":
@@ -43,10 +43,9 @@ def verdict_frame(answer: dict) -> pd.DataFrame:
         rel = arm.get("rel_diff")
         interval = ("–" if arm.get("rel_low") is None else
                     f"[{100 * arm['rel_low']:+.2f} %, {100 * arm['rel_high']:+.2f} %]")
-        rows.append([arm_name(arm["field"], arm["value"]), str(arm["n_folds"]), _num(arm["mean"], ".4f"),
-                     _num(arm["diff"], "+.4f"), "–" if rel is None else f"{100 * rel:+.2f} %", interval,
-                     _num(arm["p_value_difference"], ".3g"), _num(arm["p_value_equivalence"], ".3g"),
-                     arm["verdict"], decide])
+        rows.append([arm_name(arm["field"], arm["value"]), arm["verdict"], "–" if rel is None else f"{100 * rel:+.2f} %",
+                     interval, decide, str(arm["n_folds"]), _num(arm["mean"], ".4f"), _num(arm["diff"], "+.4f"),
+                     _num(arm["p_value_difference"], ".3g"), _num(arm["p_value_equivalence"], ".3g")])
     return pd.DataFrame(rows, columns=list(VERDICT_COLUMNS))
 
 

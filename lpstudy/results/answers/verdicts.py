@@ -240,7 +240,7 @@ def sentence(answer: dict, folds) -> str:
             more = "each needs 2 folds paired with the reference first"
         elif need:
             more = "folds to decide at the current difference and spread: " + ", ".join(
-                f"{name(a['value'])} {a['folds_to_decide'] or 'over 50'}" for a in undecided)
+                f"{name(a['value'])}: {a['folds_to_decide'] or 'over 50'}" for a in undecided)
         else:
             more = "no fold count up to 50 would decide it at the current difference and spread"
         parts.append(f"{', '.join(groups['undecided'])} {'is' if len(undecided) == 1 else 'are'} undecided ({more})")
