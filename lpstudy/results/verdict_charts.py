@@ -67,9 +67,9 @@ def stability_verdict_chart(answer: dict, metric: str) -> go.Figure:
     rows = answer["stability"].get(metric) or []
     ref = answer.get("reference") or {}
     field = ref.get("field", "p")
-    titles = {"divergence": ("Divergence rate per arm (Wilson interval; Fisher's exact p against the reference, Holm)", "diverged runs"),
-              "logit_growth": ("Largest-logit growth: difference to the reference (corrected interval)", "Δ logit growth"),
-              "min_entropy": ("Smallest head entropy: difference to the reference (corrected interval)", "Δ entropy (nats)")}
+    titles = {"divergence": ("Divergence rate per arm against the reference", "diverged runs"),
+              "logit_growth": ("Logit growth: difference to the reference", "Δ largest-logit growth"),
+              "min_entropy": ("Smallest head entropy: difference to the reference", "Δ smallest entropy (nats)")}
     title, y_title = titles[metric]
     fig = figure(title, "", y_title, height=340)
     if not rows:
@@ -80,10 +80,11 @@ def stability_verdict_chart(answer: dict, metric: str) -> go.Figure:
         fig.add_bar(x=labels, y=ys, marker_color="#c8412c", showlegend=False,
                     error_y={"type": "data", "visible": True, "array": [r["high"] - r["rate"] for r in rows],
                              "arrayminus": [r["rate"] - r["low"] for r in rows]},
-                    text=[f"{r['diverged']}/{r['runs']}" + (f" · p {r['p_value']:.2g}" if r.get("p_value") is not None else " · reference")
-                          for r in rows], textposition="outside")
+                    text=[f"{r['diverged']}/{r['runs']}" + (f" · Fisher p {r['p_value']:.2g}" if r.get("p_value") is not None
+                                                             else " · reference") for r in rows], textposition="outside")
         fig.update_yaxes(range=[0, 1.05])
-        return fig
+        return caption(fig, f"Bars: {100 * (1 - answer['alpha']):.0f} % Wilson intervals. Fisher's exact test of each arm's "
+                            "rate against the reference's, Holm-adjusted across the arms.")
     others = [r for r in rows if "diff" in r]
     fig.add_hline(y=0, line={"color": "#888", "dash": "dash"})
     fig.add_scatter(x=[arm_name(field, r["value"]) for r in others], y=[r["diff"] for r in others], mode="markers",
@@ -92,4 +93,7 @@ def stability_verdict_chart(answer: dict, metric: str) -> go.Figure:
                              "arrayminus": [r["diff"] - r["low"] for r in others]},
                     text=[f"p {r['p_value']:.2g}" if r.get("p_value") is not None else "" for r in others],
                     hovertemplate="%{x}: %{y:+.3f} (%{text})<extra></extra>")
-    return fig
+    what = "largest attention logit over training less its first value" if metric == "logit_growth" else \
+        "smallest head entropy over training"
+    return caption(fig, f"Per fold the arm's {what} minus {arm_name(field, ref.get('value'))}'s; "
+                        f"{100 * (1 - answer['alpha']):.0f} % intervals corrected for the {answer['k']}-fold CV; hover: Holm-adjusted p.")
