@@ -47,7 +47,7 @@ if folded:
     frame = verdict_frame(answer)
     if len(frame):
         st.caption(verdict_title(answer))
-        st.dataframe(frame, hide_index=True, use_container_width=True)
+        st.dataframe(frame, hide_index=True, width="stretch")
     for line in sequential_lines(answer):
         st.caption(line)
 profile = once(study, ("tuned_profile_frame", bins), lambda: A.tuned_profile(trials, bins)) if tuned else None

@@ -16,9 +16,9 @@ from lpstudy.cli.common import StudyOpt
 from lpstudy.cli.option_groups import option_groups
 from lpstudy.cli.storage_option import StorageChoice
 
-RopeOpt = Annotated[float, typer.Option(
+RopeOpt = Annotated[Optional[float], typer.Option(
     "--rope", help="The region of practical equivalence, relative to the reference's mean loss "
-                   "(0.005: within ±0.5 %).", min=0.0, max=1.0)]
+                   "(default 0.005: within ±0.5 %; a study run --until-decided: its own).", min=0.0, max=1.0)]
 
 
 @app.command()
@@ -26,17 +26,24 @@ RopeOpt = Annotated[float, typer.Option(
 def verdict(
     *,
     study: StudyOpt,
-    rope: RopeOpt = 0.005,
+    rope: RopeOpt = None,
     reference: Annotated[Optional[str], typer.Option(help="The reference arm's value (default p = 2, or the comparison's reference).")] = None,
     alpha: Annotated[float, typer.Option(help="The family-wise error rate of the verdicts, across arms.", min=0.001, max=0.5)] = 0.05,
     as_json: Annotated[bool, typer.Option("--json", help="Print the answer as one JSON object.")] = False,
     storage: StorageChoice,
 ) -> None:
     """Verdicts per arm: better, equivalent (within --rope), worse or undecided, and the folds that would decide."""
+    print_verdicts(study, storage, rope, _value(reference), alpha, as_json)
+
+
+def print_verdicts(study: str, storage: StorageChoice, rope: float | None = None, reference=None,
+                   alpha: float = 0.05, as_json: bool = False) -> None:
+    """The verdict table (or the JSON answer) of the study on standard output. rope None: the one a
+    sequential study was run with, else 0.5 %."""
     from rich.console import Console
 
     from lpstudy.errors import UserError
-    from lpstudy.results.answers import AnswerOptions, study_answer
+    from lpstudy.results.answers import DEFAULT_ROPE, AnswerOptions, study_answer
     from lpstudy.results.answers.verdicts import verdict_data
     from lpstudy.results.status import print_table
     from lpstudy.results.verdict_table import sequential_lines, verdict_frame, verdict_title
@@ -45,11 +52,14 @@ def verdict(
         data = verdict_data(reader, study)
     if data.info.kind == "search":
         try:
-            import lpstudy.results.answers.search  # noqa: F401  (helper of the search studies' effect of p)
+            import lpstudy.results.answers.search  # noqa: F401  (the search studies' effect of p)
         except ImportError:
             raise UserError(f"{study!r} is a search study: verdicts are for replicate, grid and compare studies "
                             f"(lpstudy replicate, lpstudy compare)") from None
-    answer = study_answer(data, AnswerOptions(rope=rope, alpha=alpha, reference=_value(reference)))
+    plan = (data.info.spec or {}).get("until_decided") or {}
+    if rope is None:
+        rope = float(plan.get("rope", DEFAULT_ROPE))
+    answer = study_answer(data, AnswerOptions(rope=rope, alpha=alpha, reference=reference))
     if as_json:
         sys.stdout.write(json.dumps(answer) + "\n")
         return

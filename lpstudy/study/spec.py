@@ -75,6 +75,9 @@ class StudySpec:
     checkpoint_interval: int = 5  # save a resumable checkpoint every this many evaluations (0: never)
     p_values: list[P] | None = None  # replicate: the grid's p values
     n_cells: int | None = None  # grid: the number of cells
+    # replicate --until-decided: {"rounds": [...], "reference": p, "rope": r, "alpha": a}; the folds run in
+    # rounds and an arm gets no more once decided (lpstudy.results.answers.sequential); None: every cell at once
+    until_decided: dict | None = None
 
     @property
     def is_grid(self) -> bool:
@@ -91,7 +94,17 @@ class StudySpec:
         }
         if self.p_values is not None:
             out["p_values"] = json_safe(self.p_values)
+        if self.until_decided is not None:  # only then: every other spec's form, and so its SHA-256, is unchanged
+            out["until_decided"] = json_safe(self.until_decided)
         return out
+
+    def first_round_cells(self) -> list[dict[str, Any]] | None:
+        """A sequential replicate's cells of its first round (folds below its first round's size);
+        None for any other grid (every cell at once)."""
+        if not self.until_decided:
+            return None
+        first = int(self.until_decided["rounds"][0])
+        return [cell for cell in self.space.grid_cells() if int(cell["fold"]) < first]
 
     @classmethod
     def from_plain(cls, plain: dict[str, Any]) -> "StudySpec":
@@ -185,8 +198,10 @@ def build_spec(file_data: dict[str, Any] | None = None, space_entries: dict[str,
 
 
 def replicate_spec(preset: str, p_values: list[float], folds: int, fixed: dict[str, Any] | None = None,
-                   options: dict[str, Any] | None = None) -> StudySpec:
-    """The paper's protocol: a grid of p values × K folds, every other field fixed."""
+                   options: dict[str, Any] | None = None, until_decided: dict[str, Any] | None = None) -> StudySpec:
+    """The paper's protocol: a grid of p values × K folds, every other field fixed. With
+    until_decided ({"rounds", "reference", "rope", "alpha"}), the K folds run in rounds
+    (`replicate --until-decided --max-folds K`)."""
     if not p_values:
         raise UserError("give at least one p value (--p 1,1.5,2,...)")
     ps: list[P] = []
@@ -206,8 +221,13 @@ def replicate_spec(preset: str, p_values: list[float], folds: int, fixed: dict[s
     space_map["fold"] = {"choices": list(range(folds))}
     options = {k: v for k, v in (options or {}).items() if v is not None}
     known = {f.name for f in dataclasses.fields(StudySpec)} - {"space", "kind", "p_values", "n_cells", "folds",
-                                                            "sampler", "pruner", "preset"}
+                                                            "sampler", "pruner", "preset", "until_decided"}
+    if until_decided is not None:
+        reference = P(until_decided.get("reference", 2.0))
+        if reference not in ps:
+            raise UserError(f"--until-decided compares every p with the reference p = {reference}: add it to --p")
+        until_decided = {**until_decided, "reference": reference}
     spec = StudySpec(space=SearchSpace.from_mapping(space_map), preset=preset, kind="replicate",
-                     sampler="grid", pruner="none", p_values=ps,
+                     sampler="grid", pruner="none", p_values=ps, until_decided=until_decided,
                      **{k: v for k, v in options.items() if k in known})
     return spec.validate()

@@ -240,11 +240,13 @@ def sentence(answer: dict, folds) -> str:
             more = "each needs 2 folds paired with the reference first"
         elif need:
             more = "folds to decide at the current difference and spread: " + ", ".join(
-                f"{name(a['value'])}: {a['folds_to_decide'] or 'over 50'}" for a in undecided)
+                f"{name(a['value'])}: " + (str(a["folds_to_decide"]) if a["folds_to_decide"] else
+                                          "over 50" if a["n_folds"] >= 2 else "2 paired folds first") for a in undecided)
         else:
             more = "no fold count up to 50 would decide it at the current difference and spread"
         parts.append(f"{', '.join(groups['undecided'])} {'is' if len(undecided) == 1 else 'are'} undecided ({more})")
-    return (f"On {len(folds)} fold(s) of {answer['k']}-fold CV, at {100 * answer['alpha']:.0f} % family-wise error: "
+    run = max([ref.get("n_folds", 0), *(a["n_folds"] for a in answer["arms"])])
+    return (f"With {run} of the {answer['k']} folds run, at {100 * answer['alpha']:.0f} % family-wise error: "
             + "; ".join(parts) + ".")
 
 
