@@ -35,15 +35,16 @@ def next_round(storage_url: str, study: str, say=None) -> str:
     done = seq["looks_done"]
     undecided = [arm["value"] for arm in seq["arms"] if arm["state"] in ("running", "undecided")]
     folds = seq["rounds"][done]
-    enqueued = enqueue_round(storage_url, study, [answer["reference"]["value"], *undecided], folds)
+    enqueued, open_ = enqueue_round(storage_url, study, [answer["reference"]["value"], *undecided], folds)
     if enqueued and say:
         from lpstudy.values import format_p
 
         decided = ", ".join(f"p = {format_p(float(k))} after {v} folds" for k, v in seq["stopped"].items()) or "none yet"
         say(f"round {done + 1} of {len(seq['rounds'])}: {enqueued} cell(s) on folds up to {folds - 1} for "
             f"{len(undecided)} undecided arm(s) and the reference (decided: {decided})")
-    # nothing enqueued and nothing open: the round's cells failed for good; the verdicts stand as they are
-    return "enqueued" if enqueued else "over"
+    # enqueued by another worker a moment ago: work to do; nothing enqueued and nothing open: the
+    # round's cells failed for good, and the verdicts stand as they are
+    return "enqueued" if enqueued or open_ else "over"
 
 
 def run_rounds(options, say):

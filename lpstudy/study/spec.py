@@ -26,7 +26,7 @@ from lpstudy.files import read_yaml_mapping
 from lpstudy.study.space import DEFAULT_SPACE, Fixed, SearchSpace
 from lpstudy.training.bounds import FIELD_BOUNDS
 from lpstudy.training.config import TrainConfig, get_preset, resolve_config
-from lpstudy.values import P, json_safe
+from lpstudy.values import format_p, P, json_safe
 
 SPEC_VERSION = 1
 SAMPLERS = ("cmaes", "tpe", "random", "grid")
@@ -225,7 +225,7 @@ def replicate_spec(preset: str, p_values: list[float], folds: int, fixed: dict[s
     if until_decided is not None:
         reference = P(until_decided.get("reference", 2.0))
         if reference not in ps:
-            raise UserError(f"--until-decided compares every p with the reference p = {reference}: add it to --p")
+            raise UserError(f"--until-decided compares every p with the reference p = {format_p(reference)}: add it to --p")
         until_decided = {**until_decided, "reference": reference}
     spec = StudySpec(space=SearchSpace.from_mapping(space_map), preset=preset, kind="replicate",
                      sampler="grid", pruner="none", p_values=ps, until_decided=until_decided,

@@ -233,10 +233,11 @@ def enqueue_missing_cells(study: optuna.Study, spec: StudySpec, storage: StudySt
     return len(missing)
 
 
-def enqueue_round(storage_url: str, name: str, p_values: list, folds: int) -> int:
+def enqueue_round(storage_url: str, name: str, p_values: list, folds: int) -> tuple[int, int]:
     """A sequential replicate's next round: the cells of these p values on folds 0 .. folds − 1 that
     have no live trial, enqueued under the storage's creation lock (lpstudy.db.locks), so that two
-    workers that finish a round at once enqueue each cell once. Returns how many it enqueued."""
+    workers that finish a round at once enqueue each cell once. Returns (cells enqueued now, cells
+    of the round waiting or running): a worker that comes second enqueues none and finds them open."""
     from lpstudy.db.locks import storage_lock
     from lpstudy.db.optuna_storage import open_storage
     from lpstudy.values import P
@@ -246,4 +247,8 @@ def enqueue_round(storage_url: str, name: str, p_values: list, folds: int) -> in
         storage = open_storage(storage_url)
         study, spec = load_study(storage, name)
         cells = [cell for cell in spec.space.grid_cells() if P(cell["p"]) in wanted and int(cell["fold"]) < folds]
-        return enqueue_missing_cells(study, spec, storage, cells)
+        enqueued = enqueue_missing_cells(study, spec, storage, cells)
+        state = grid_state(study, spec)
+        open_ = sum(1 for cell in cells if any(s in (TrialState.WAITING, TrialState.RUNNING)
+                                               for s in state[spec.space.cell_of(spec.space.optuna_params(cell))]))
+        return enqueued, open_
