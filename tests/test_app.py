@@ -611,7 +611,10 @@ def test_the_compare_page_draws_the_paired_differences_of_a_comparison(seeded, t
     assert ran > 0 and f"cmp (compare) · {ran} trials" in at.sidebar.selectbox[0].options  # its arms' trials
     shown = messages(at)
     assert not shown["exception"] and not shown["error"], shown
-    assert chart_titles(at) == ["Equal-budget comparison: paired difference to p=2 across folds (95 % interval)"]
+    assert chart_titles(at) == ["Equal-budget comparison: paired difference to p=2 across folds (95 % interval)",
+                                "Verdict per arm: difference to the reference"]
+    verdicts = at.dataframe[2].value
+    assert list(verdicts["arm"]) == ["p = 2", "p = 1"] and verdicts["verdict"].iloc[0] == "reference"
     paired = at.dataframe[1].value
     assert list(paired["arm"]) == ["p=2", "p=1"] and list(paired["n_pairs"]) == [3, 3]  # numbers, sorted as numbers
     # by hand: the mean over folds of loss(p = 1) − loss(p = 2), folds where either run diverged left out

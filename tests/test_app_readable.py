@@ -82,7 +82,7 @@ def test_the_compare_page_labels_its_tables(search, tmp_path):
                               seed=3, states=False, include_inf=False, now=NOW)
     at = run_page("Compare", url, "cmp")
     assert not at.exception
-    budgets, paired = at.dataframe
+    budgets, paired, _ = at.dataframe  # the third: the verdicts (test_app_readable's effect-of-p test reads them)
     assert headers(budgets)["spent"] == "trials spent" and headers(budgets)["best_lr"] == "best learning rate"
     labels = headers(paired)
     assert (labels["n_pairs"], labels["ref_mean_loss"], labels["ci_low"], labels["ci_high"]) == (
