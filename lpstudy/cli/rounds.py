@@ -40,7 +40,7 @@ def next_round(storage_url: str, study: str, say=None) -> str:
         from lpstudy.values import format_p
 
         decided = ", ".join(f"p = {format_p(float(k))} after {v} folds" for k, v in seq["stopped"].items()) or "none yet"
-        say(f"round {done + 1} of {len(seq['rounds'])}: {enqueued} cell(s) on folds up to {folds - 1} for "
+        say(f"stage {done + 1} of {len(seq['rounds'])}: {enqueued} cell(s) on folds up to {folds - 1} for "
             f"{len(undecided)} undecided arm(s) and the reference (decided: {decided})")
     # enqueued by another worker a moment ago: work to do; nothing enqueued and nothing open: the
     # round's cells failed for good, and the verdicts stand as they are

@@ -202,8 +202,8 @@ def replicate(
     gain_init: Annotated[Optional[str], typer.Option(help="Initial gain: a number, or 'matched' (temperature-matched to p = 2; default log₂(L²−L)).")] = None,
     seed: Annotated[Optional[int], typer.Option(help="Training seed (default 0).")] = None,
     set_: SetOpt = None,
-    until_decided: Annotated[bool, typer.Option("--until-decided", help="Run the folds in rounds (3, 5, 8, 10, capped at --max-folds) and give an arm no more folds once its verdict against p = 2 is decided (lpstudy verdict; O'Brien-Fleming alpha spending keeps the error rate over the rounds).")] = False,
-    max_folds: Annotated[Optional[int], typer.Option("--max-folds", help="With --until-decided: K, the folds of the one K-fold CV the rounds draw from (default --folds).", min=3)] = None,
+    until_decided: Annotated[bool, typer.Option("--until-decided", help="Run the folds in stages (3, 5, 8, 10, capped at --max-folds) and give an arm no more folds once its verdict against p = 2 is decided (lpstudy verdict; O'Brien-Fleming alpha spending keeps the error rate over the stages).")] = False,
+    max_folds: Annotated[Optional[int], typer.Option("--max-folds", help="With --until-decided: K, the folds of the one K-fold CV the stages draw from (default --folds).", min=3)] = None,
     rope: Annotated[float, typer.Option(help="With --until-decided: equivalent within ± this fraction of the reference's mean loss.", min=0.0, max=1.0)] = 0.005,
     local: LocalWorkers,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="With --workers: no progress bars.")] = False,
@@ -239,7 +239,7 @@ def replicate(
         f"({len(p_values)} p × {n_lr}{folds} folds) · {result.done} done · {result.running} running · "
         f"{result.waiting} waiting ({result.enqueued} enqueued now)")
     if sequential:
-        say(f"until decided: folds in rounds of {', '.join(map(str, sequential['rounds']))}; an arm decided against "
+        say(f"until decided: folds in stages of {', '.join(map(str, sequential['rounds']))}; an arm decided against "
             f"p = 2 (ROPE ±{100 * rope:.2g} %) gets no more folds; see `lpstudy verdict --study {shell_quoted(study)}{storage.hint}`")
     say(work_estimate(result.n_cells - result.done, preset, fixed, local.workers, local.devices))
     if not device_list:

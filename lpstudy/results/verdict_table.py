@@ -68,5 +68,5 @@ def sequential_lines(answer: dict) -> list[str]:
     saved = (f"{seq['folds_saved']} of {seq['cells_max']} fold runs saved against --max-folds {seq['max_folds']}"
              if seq.get("folds_saved") is not None else
              f"{seq['cells_run']} of at most {seq['cells_max']} fold runs so far")
-    return [f"rounds {'/'.join(map(str, seq['rounds']))} folds · {seq['looks_done']} of {len(seq['rounds'])} over · "
+    return [f"stages of {'/'.join(map(str, seq['rounds']))} folds · {seq['looks_done']} of {len(seq['rounds'])} over · "
             f"{saved}", *([f"arms: {states}"] if states else [])]

@@ -25,7 +25,7 @@ import pandas as pd
 
 from lpstudy.results.analysis.paired import fold_losses
 from lpstudy.results.analysis.selection import finished
-from lpstudy.results.answers import AnswerOptions
+from lpstudy.results.answers.options import AnswerOptions
 from lpstudy.results.answers.fold_importance import fold_importance
 from lpstudy.results.answers.fold_tests import VERDICTS, fold_verdicts, folds_to_decide, interval
 from lpstudy.results.answers.sequential import look_levels, rounds_of, sequential_verdicts
