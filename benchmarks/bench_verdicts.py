@@ -122,7 +122,7 @@ def main() -> None:
                         f"correlated ρ = 1/K as K-fold CV's shared training makes them; ROPE ±{ROPE:g} (so an effect "
                         "of 2 ROPEs is 4 standard deviations); alpha 0.05. Monte Carlo error of a 5 % rate: ±0.2 "
                         "points (one standard error)."),
-                 more_tables=[(f"Until decided (K = 10, rounds {', '.join(map(str, rounds))}, O'Brien–Fleming alpha "
+                 more_tables=[(f"Until decided (K = 10, stages of {', '.join(map(str, rounds))}, O'Brien–Fleming alpha "
                                "spending, Holm across 3 arms at each look): wrong = any arm called better/worse "
                                "against its true sign (no effect: either); folds per arm averaged over arms and studies.",
                                sequential),

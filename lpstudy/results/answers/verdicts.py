@@ -99,7 +99,7 @@ def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions())
     sequential = (data.info.spec or {}).get(SEQUENTIAL_KEY)
     answer: dict[str, Any] = {
         "study": data.name, "kind": data.info.kind, "metric": "final validation loss (nats)",
-        "method": METHOD + (", O'Brien–Fleming alpha spending over the rounds (Lan & DeMets 1983)" if sequential else ""),
+        "method": METHOD + (", O'Brien–Fleming alpha spending over the stages (Lan & DeMets 1983)" if sequential else ""),
         "alpha": options.alpha, "k": k, "reference": None, "arms": [],
         "rope": {"relative": options.rope, "absolute": None},
         "importance": fold_importance(table, field) if len(present) else
