@@ -131,12 +131,12 @@ def planted_trials(losses: dict[float, list[float]], diverged: dict[tuple, bool]
     return pd.DataFrame(rows)
 
 
-def answer_of(trials: pd.DataFrame, **options):
+def answer_of(trials: pd.DataFrame, curves: pd.DataFrame | None = None, **options):
     from lpstudy.results.answers import AnswerOptions, study_answer
     from lpstudy.results.frames import StudyData, StudyInfo
 
     data = StudyData(name="planted", info=StudyInfo(name="planted", kind="replicate"), trials=trials,
-                     curves=pd.DataFrame())
+                     curves=pd.DataFrame() if curves is None else curves)
     return study_answer(data, AnswerOptions(**options))
 
 
@@ -193,3 +193,21 @@ def test_the_importance_anova_is_statsmodels_type_ii_and_noise_alone_is_measured
     null = fold_importance(table, "p")  # no effect planted: noise alone's η² is about a third with 4 arms × 3 folds
     assert null["p_value"] > 0.05 and 0.25 < null["eta_squared_null"] < 0.45
     assert null["shares"]["p"] < 1.0  # a measured share, never the 1.00 of a single field ranked alone
+
+
+def test_logit_growth_and_smallest_entropy_are_compared_with_the_reference_fold_by_fold():
+    """Planted curves: p = 4's largest logit grows by 3 over training where p = 2's grows by 1, and its
+    smallest head entropy falls to 1.0 where p = 2's stays at 2.0 (a little noise per fold)."""
+    rng = np.random.default_rng(4)
+    trials = planted_trials({2.0: [2.80, 2.81, 2.79, 2.80, 2.82], 4.0: [2.78, 2.80, 2.77, 2.79, 2.80]})
+    rows = []
+    for _, t in trials.iterrows():
+        growth, floor = (3.0, 1.0) if t["p"] == 4.0 else (1.0, 2.0)
+        for step, share in ((0, 0.0), (10, 0.5), (20, 1.0)):
+            rows.append({"trial_id": t["trial_id"], "step": step, "max_logit": 5.0 + share * growth + rng.normal(0, 0.05),
+                         "min_head_entropy": 2.5 - share * (2.5 - floor) + rng.normal(0, 0.02)})
+    stability = answer_of(trials, pd.DataFrame(rows))["stability"]
+    (growth,) = [r for r in stability["logit_growth"] if "diff" in r]
+    (entropy,) = [r for r in stability["min_entropy"] if "diff" in r]
+    assert growth["value"] == 4.0 and growth["low"] < 2.0 < growth["high"] and growth["low"] > 0 and growth["p_value"] < 0.05
+    assert entropy["low"] < -1.0 < entropy["high"] and entropy["high"] < 0 and entropy["p_value"] < 0.05
