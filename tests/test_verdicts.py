@@ -18,6 +18,7 @@ N_STUDIES = 4000
 MC = 3 * math.sqrt(0.05 * 0.95 / N_STUDIES)  # three Monte Carlo standard errors at a 5 % rate
 BETTER, EQUIVALENT, WORSE, UNDECIDED = (VERDICTS.index(v) for v in ("better", "equivalent", "worse", "undecided"))
 ROPE = 2.0  # the margin, in units of the differences' standard deviation, every simulation below uses
+NARROW = 0.1  # a ROPE too narrow to call anything equivalent: the difference test alone decides
 
 
 def wrong(verdicts) -> np.ndarray:
@@ -27,8 +28,8 @@ def wrong(verdicts) -> np.ndarray:
 @pytest.mark.parametrize("k", [3, 5, 10])
 def test_no_effect_gives_a_false_better_or_worse_at_most_5_percent_where_the_plain_paired_t_test_gives_more(k):
     diffs = planted_differences(k, [0.0], N_STUDIES, seed=k)  # ρ = 1/K between folds, as shared training makes it
-    tests = fold_verdicts(diffs, k, ROPE)
-    assert wrong(tests["verdict"]).mean() <= 0.05 + MC
+    assert wrong(fold_verdicts(diffs, k, ROPE)["verdict"]).mean() <= 0.05 + MC
+    assert wrong(fold_verdicts(diffs, k, NARROW)["verdict"]).mean() <= 0.05 + MC
     # the corrected test alone (no equivalence first) is calibrated: about 5 %, not far below
     raw = difference_p(*corrected_stats(diffs, k)) < 0.05
     assert abs(raw.mean() - 0.05) <= MC
@@ -39,8 +40,9 @@ def test_no_effect_gives_a_false_better_or_worse_at_most_5_percent_where_the_pla
 @pytest.mark.parametrize("k", [3, 5, 10])
 def test_three_arms_without_effect_keep_the_family_wise_error_at_5_percent(k):
     diffs = planted_differences(k, [0.0, 0.0, 0.0], N_STUDIES, seed=100 + k)
-    verdicts = fold_verdicts(diffs, k, ROPE)["verdict"]
-    assert wrong(verdicts).any(axis=-1).mean() <= 0.05 + MC
+    for margin in (ROPE, NARROW):
+        verdicts = fold_verdicts(diffs, k, margin)["verdict"]
+        assert wrong(verdicts).any(axis=-1).mean() <= 0.05 + MC
     # without Holm the three tests at 5 % each would exceed it
     raw = difference_p(*corrected_stats(diffs, k)) < 0.05
     assert raw.any(axis=-1).mean() > 0.05 + MC
@@ -113,6 +115,7 @@ def test_the_sequential_looks_keep_the_error_rate_and_stop_early_for_large_or_no
     assert math.isclose(sum(look_levels(rounds_of(k), k, 0.05)), 0.05)
     null = simulate(k, [0.0, 0.0, 0.0], N_STUDIES, margin=ROPE, seed=1)
     assert wrong(null["verdict"]).any(axis=-1).mean() <= 0.05 + MC
+    assert wrong(simulate(k, [0.0, 0.0, 0.0], N_STUDIES, margin=NARROW, seed=1)["verdict"]).any(axis=-1).mean() <= 0.05 + MC
     assert null["folds_used"].mean() < k  # equivalence decided before the 10th fold, most of the time
     large = simulate(k, [3 * ROPE], N_STUDIES, margin=ROPE, seed=2)
     assert (large["verdict"] == WORSE).mean() >= 0.95 and large["folds_used"].mean() <= 6
