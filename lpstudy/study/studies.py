@@ -145,7 +145,9 @@ def open_and_create(storage_url: str | None, name: str, spec: StudySpec
             if created:
                 undo.study(storage, name)
             # a sequential replicate (--until-decided): its first round only; the workers enqueue the next ones
-            enqueued = enqueue_missing_cells(study, spec, storage, spec.first_round_cells()) if spec.is_grid else 0
+            first = spec.first_round_cells()
+            enqueued = (0 if not spec.is_grid else enqueue_missing_cells(study, spec, storage) if first is None
+                        else enqueue_missing_cells(study, spec, storage, first))
             storage.optuna.set_study_system_attr(study._study_id, SPEC_SHA256_ATTR, spec_sha256(spec.to_plain()))
         return storage, study, created, enqueued
 
