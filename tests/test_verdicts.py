@@ -186,7 +186,7 @@ def test_a_reference_that_is_no_arm_is_refused_in_one_line():
 
 
 def test_the_importance_anova_is_statsmodels_type_ii_and_noise_alone_is_measured():
-    from lpstudy.results.answers.fold_importance import _omega, _sums_of_squares, anova_table, fold_importance
+    from lpstudy.results.answers.fold_importance import _sums_of_squares, anova_table, fold_importance
 
     rng = np.random.default_rng(2)
     table = pd.DataFrame(rng.normal(2.8, 0.05, (4, 3)), index=[1.0, 2.0, 3.0, 4.0], columns=[0, 1, 2])
