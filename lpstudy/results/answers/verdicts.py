@@ -119,7 +119,6 @@ def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions())
     if field == "p":
         answer["reference"]["p"] = values.get(reference, reference)
     others = [a for a in present if a != reference]
-    folds = sorted(table.columns)
     diffs = np.stack([(table.loc[a] - ref_losses).reindex(range(k)).to_numpy(dtype="float64") for a in others]) \
         if others else np.zeros((0, k))
     if sequential:
@@ -148,7 +147,7 @@ def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions())
     answer["arms"].sort(key=lambda r: _order(r["value"]))
     runs = finished(trials)[[column, "fold", "diverged", "trial_id"]].rename(columns={column: "arm"})
     answer["stability"] = _stability(runs, data.curves, reference, k, options.alpha, values)
-    answer["sentence"] = sentence(answer, folds)
+    answer["sentence"] = sentence(answer)
     return json_safe(answer)
 
 
@@ -217,7 +216,7 @@ def looks_done(trials, column, reference, others, diffs, k, margin, alpha, round
     return done
 
 
-def sentence(answer: dict, folds) -> str:
+def sentence(answer: dict) -> str:
     """What the verdicts let the user conclude, in words."""
     ref = answer["reference"]
     field = ref["field"]
