@@ -51,8 +51,9 @@ def sequential_verdicts(diffs, max_folds: int, margin, alpha: float, rounds: lis
                         looks_done: int | None = None) -> dict[str, np.ndarray]:
     """Replay the looks over the differences, shape (..., arms, K) (NaN: a fold not run), the first
     `looks_done` looks (default all): per arm the verdict (codes into VERDICTS), the look that
-    decided it (-1: none) and the folds it used (its deciding look's, else the last look's), and
-    the last look's mean, se, df and (Holm-adjusted, at that look) p-values."""
+    decided it (-1: none) and the folds it used (its deciding look's, else the last look's), the
+    mean, se and df over its folds, and its Holm-adjusted p-values at the last look it took part in
+    (each against that look's level)."""
     x = np.asarray(diffs, dtype="float64")
     shape = x.shape[:-1]
     verdict = np.full(shape, UNDECIDED)
@@ -61,6 +62,7 @@ def sequential_verdicts(diffs, max_folds: int, margin, alpha: float, rounds: lis
     levels = look_levels(rounds, max_folds, alpha)
     n_looks = len(rounds) if looks_done is None else looks_done
     last = {}
+    kept_diff, kept_eq = np.full(shape, np.nan), np.full(shape, np.nan)  # each arm's p-values at its last look
     for look, (n, level) in enumerate(zip(rounds[:n_looks], levels)):
         active = verdict == UNDECIDED
         mean, se, df = corrected_stats(x[..., :n], max_folds)
@@ -73,7 +75,8 @@ def sequential_verdicts(diffs, max_folds: int, margin, alpha: float, rounds: lis
         verdict = np.where(newly, now, verdict)
         decided_at = np.where(newly, look, decided_at)
         folds_used = np.where(active, n, folds_used)
-        last = {"mean": mean, "se": se, "df": df, "p_difference": adj_diff, "p_equivalence": adj_eq,
+        kept_diff, kept_eq = np.where(active, adj_diff, kept_diff), np.where(active, adj_eq, kept_eq)
+        last = {"mean": mean, "se": se, "df": df, "p_difference": kept_diff, "p_equivalence": kept_eq,
                 "level": level}
     return {"verdict": verdict, "decided_at": decided_at, "folds_used": folds_used, **last}
 
