@@ -183,7 +183,10 @@ def test_the_study_read_ahead_at_start_is_the_copy_the_first_page_draws(seeded, 
     monkeypatch.setattr(analysis, "param_importance", not_again)
     at = run_page("Effect of p", url)
     assert not at.exception, at.exception
-    assert any(title.startswith("Parameter importance") for title in chart_titles(at)), chart_titles(at)
+    # a replicate (the first study here) shows p's share within folds; a search the parameter importance
+    expected = ("What the compared field explains within folds" if common.cached_study_infos(url)[0].kind == "replicate"
+                else "Parameter importance")
+    assert any(title.startswith(expected) for title in chart_titles(at)), chart_titles(at)
 
 
 @pytest.mark.slow
@@ -246,19 +249,29 @@ def test_home_follows_a_running_study(tmp_path):
     assert (metrics["Running"], metrics["Waiting"], metrics["Trials"]) == ("3", "0", "12")
 
 
-def test_a_replicate_study_shows_grid_progress_and_the_paired_comparison(seeded):
+def test_a_replicate_study_shows_grid_progress_and_the_verdicts(seeded):
     url, _ = seeded
     home = run_page("Home", url, "grid")
     assert not home.exception
     assert any("Grid:" in str(p.proto) for p in home.get("progress"))
     effect = run_page("Effect of p", url, "grid")
     titles = chart_titles(effect)
-    assert "Paired difference to p = 2 across folds (95 % interval)" in titles
+    assert "Verdict per arm: difference to the reference" in titles
     assert "Validation loss over p × fold" in titles
-    paired = effect.dataframe[0].value
-    assert set(paired["p"]) == {"1", "1.5", "2.5", "3", "3.5", "4"}
+    # p's measured share within folds, and no importance bar of the one field a replicate varies
+    assert "What the compared field explains within folds (partial ω²)" in titles
+    assert not any(t.startswith("Parameter importance") for t in titles), titles
+    verdicts = effect.dataframe[0].value
+    assert list(verdicts["arm"]) == ["p = 2", "p = 1", "p = 1.5", "p = 2.5", "p = 3", "p = 3.5", "p = 4"]
+    assert verdicts["verdict"].iloc[0] == "reference"
+    assert set(verdicts["verdict"].iloc[1:]) <= {"better", "equivalent", "worse", "undecided"}
+    assert any(m.value.startswith("**Verdict.** With 3 of the 4 folds run, at 5 % family-wise error") for m in effect.markdown)
     effect.selectbox(key="reference_p").set_value(3.0).run()  # another reference p
-    assert "Paired difference to p = 3 across folds (95 % interval)" in chart_titles(effect)
+    assert effect.dataframe[0].value["arm"].iloc[0] == "p = 3"
+    effect.number_input(key="rope").set_value(20.0).run()  # a ROPE of ±20 %: every p with 2 folds is equivalent
+    shown = effect.dataframe[0].value.iloc[1:]
+    assert set(shown.loc[shown["folds"].astype(int) >= 2, "verdict"]) == {"equivalent"}
+    assert any("ROPE ±20 % of its mean loss" in c.value for c in effect.caption)
 
 
 def test_the_threshold_control_sets_steps_to_reach(seeded):
@@ -599,7 +612,10 @@ def test_the_compare_page_draws_the_paired_differences_of_a_comparison(seeded, t
     assert ran > 0 and f"cmp (compare) · {ran} trials" in at.sidebar.selectbox[0].options  # its arms' trials
     shown = messages(at)
     assert not shown["exception"] and not shown["error"], shown
-    assert chart_titles(at) == ["Equal-budget comparison: paired difference to p=2 across folds (95 % interval)"]
+    assert chart_titles(at) == ["Equal-budget comparison: paired difference to p=2 across folds (95 % interval)",
+                                "Verdict per arm: difference to the reference"]
+    verdicts = at.dataframe[2].value
+    assert list(verdicts["arm"]) == ["p = 2", "p = 1"] and verdicts["verdict"].iloc[0] == "reference"
     paired = at.dataframe[1].value
     assert list(paired["arm"]) == ["p=2", "p=1"] and list(paired["n_pairs"]) == [3, 3]  # numbers, sorted as numbers
     # by hand: the mean over folds of loss(p = 1) − loss(p = 2), folds where either run diverged left out

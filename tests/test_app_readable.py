@@ -58,18 +58,16 @@ def test_stability_and_lens_tables_have_human_labels_and_numeric_columns(search)
     assert pd.api.types.is_numeric_dtype(sensitivity.value["lr_sensitivity"])
 
 
-def test_effect_of_p_shows_the_relative_difference_as_the_command_line_does(search):
+def test_effect_of_p_shows_the_verdict_table_the_command_line_prints(search):
+    from lpstudy.results.verdict_table import VERDICT_COLUMNS
+
     at = run_page("Effect of p", search, "grid")
-    paired = at.dataframe[0]
-    labels = headers(paired)
-    assert labels["n_pairs"] == "pairs" and labels["ref_mean_loss"] == "reference mean loss"
-    assert labels["relative_diff"] == "relative difference" and labels["p_value"] == "p-value"
-    fractions = paired.value["relative_diff"]
-    assert pd.api.types.is_numeric_dtype(fractions) and fractions.abs().max() < 1  # a fraction underneath
-    # `lpstudy status` prints f"{rel:+.2%}": "+3.76%"; the page "+3.76 %"
-    assert list(displayed(paired)["relative_diff"]) == [f"{100 * v:+.2f} %" for v in fractions]
-    cells = list(displayed(paired)["ci_low"])
-    assert all(re.fullmatch(r"[+-]\d\.\d{4}|–", v) for v in cells) and "–" != cells[0], cells  # signed
+    verdicts = at.dataframe[0].value
+    assert tuple(verdicts.columns) == VERDICT_COLUMNS
+    # `lpstudy verdict` prints "+3.76 %" and "[-1.20 %, +8.72 %]": the page the same cells
+    assert all(re.fullmatch(r"[+-]\d+\.\d\d %", v) for v in verdicts["relative"].iloc[1:]), list(verdicts["relative"])
+    intervals = verdicts["interval (relative)"][verdicts["folds"].astype(int) >= 2].iloc[1:]  # an interval needs 2 folds
+    assert len(intervals) and all(re.fullmatch(r"\[[+-]\d+\.\d\d %, [+-]\d+\.\d\d %\]", v) for v in intervals)
 
 
 def test_the_compare_page_labels_its_tables(search, tmp_path):
@@ -84,7 +82,7 @@ def test_the_compare_page_labels_its_tables(search, tmp_path):
                               seed=3, states=False, include_inf=False, now=NOW)
     at = run_page("Compare", url, "cmp")
     assert not at.exception
-    budgets, paired = at.dataframe
+    budgets, paired, _ = at.dataframe  # the third: the verdicts (test_app_readable's effect-of-p test reads them)
     assert headers(budgets)["spent"] == "trials spent" and headers(budgets)["best_lr"] == "best learning rate"
     labels = headers(paired)
     assert (labels["n_pairs"], labels["ref_mean_loss"], labels["ci_low"], labels["ci_high"]) == (

@@ -1,9 +1,12 @@
 """An equal-budget comparison (`lpstudy compare`): each arm's tuning budget and best configuration,
-and the arms' replicate runs paired fold by fold against the reference arm (lpstudy.results.compare)."""
+the arms' replicate runs paired fold by fold against the reference arm (lpstudy.results.compare),
+and each arm's verdict (lpstudy.results.answers, the table `lpstudy verdict` prints)."""
 
 import streamlit as st
 
 from lpstudy.results import lens_charts as L
+from lpstudy.results import verdict_charts as V
+from lpstudy.results.verdict_table import verdict_frame, verdict_title
 
 from lpstudy.results.columns import signed
 
@@ -27,12 +30,16 @@ if chosen not in comparisons:
 def cached_compare(storage_url: str, compare_name: str):
     from lpstudy.results.compare import load_compare
 
+    from lpstudy.results.answers import study_answer
+    from lpstudy.results.compare import compare_study_data
+
     data = load_compare(reader(storage_url), compare_name)
-    return data.plan, data.budgets, data.paired, data.reference
+    answer = study_answer(compare_study_data(reader(storage_url), compare_name))
+    return data.plan, data.budgets, data.paired, data.reference, answer
 
 
 with no_traceback():
-    plan, budgets, paired, reference = cached_compare(storage, name)
+    plan, budgets, paired, reference, answer = cached_compare(storage, name)
 st.markdown(f"**{name}**: arms of `{plan.factor}` · {plan.budget} tuning trials each on fold {plan.tune_fold} "
             f"(TPE, median pruner) · then each arm's best configuration on {plan.folds} folds · reference {reference}")
 st.subheader("Tuning budget per arm")
@@ -40,3 +47,10 @@ table(budgets)
 chart(L.compare_chart(paired, reference), key="compare")
 if len(paired):
     table(paired, signed())
+st.subheader("Verdicts")
+st.markdown(f"**Verdict.** {answer['sentence']}")
+chart(V.verdict_chart(answer), key="compare_verdicts")
+verdicts = verdict_frame(answer)
+if len(verdicts):
+    st.caption(verdict_title(answer))
+    st.dataframe(verdicts, hide_index=True, width="stretch")

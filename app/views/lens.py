@@ -1,12 +1,16 @@
 """The stability lens: final loss against the learning rate per p and the LR sensitivity derived
 from it (Wortsman et al. 2023), the largest attention logit and the smallest head entropy over
 training (logit growth; entropy collapse, Zhai et al. 2023), and the attention entropy at
-initialisation against p for fixed and matched gains (lpstudy.results.analysis)."""
+initialisation against p for fixed and matched gains (lpstudy.results.analysis); on a replicate or
+grid run on folds, each p's logit growth and smallest entropy against the reference's, with the
+fold-corrected interval (lpstudy.results.answers)."""
 
 import streamlit as st
 
 from lpstudy.results import analysis as A
 from lpstudy.results import lens_charts as L
+from lpstudy.results import verdict_charts as V
+from lpstudy.results.answers import AnswerOptions, study_answer
 
 from common import chart, once, p_bins_control, page, show_problem
 from tables import table
@@ -36,6 +40,17 @@ with right:
     chart(once(study, ("min_head_entropy", bins),
                lambda: L.min_head_entropy_chart(A.curve_cohort(curves, trials, "min_head_entropy", bins))),
           key="min_head_entropy")
+
+folded = study.info.kind == "replicate" or once(
+    study, ("has_folds",), lambda: trials["fold"].nunique() > 1 and A.finished(trials)["p"].nunique() > 1)
+if folded:
+    reference = st.session_state.get("reference_p", 2.0)  # the Effect of p page's choice, p = 2 by default
+    answer = once(study, ("answer", reference, "stability"), lambda: study_answer(study, AnswerOptions(reference=reference)))
+    left, right = st.columns(2)
+    for column, metric in ((left, "logit_growth"), (right, "min_entropy")):
+        with column:
+            chart(once(study, (f"{metric}_verdict", reference), lambda m=metric: V.stability_verdict_chart(answer, m)),
+                  key=f"{metric}_verdict")
 
 chart(once(study, ("initial_entropy",), lambda: L.initial_entropy_chart(A.initial_entropy(curves, trials))),
       key="initial_entropy")

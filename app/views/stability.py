@@ -1,10 +1,14 @@
 """Stability: divergence rate per p and over the p × learning-rate map, the largest gradient norm
-against p, the attention gain's trajectory per p, and the spread across folds or seeds per p."""
+against p, the attention gain's trajectory per p, and the spread across folds or seeds per p; on a
+replicate or grid run on folds, each p's divergence rate against the reference's (Wilson interval,
+Fisher's exact test, Holm: lpstudy.results.answers, as `lpstudy verdict --json` gives it)."""
 
 import streamlit as st
 
 from lpstudy.results import analysis as A
 from lpstudy.results import charts as C
+from lpstudy.results import verdict_charts as V
+from lpstudy.results.answers import AnswerOptions, study_answer
 
 from common import chart, once, p_bins_control, page, show_problem
 from tables import table
@@ -15,6 +19,13 @@ if trials.empty or not (trials["state"] == "COMPLETE").any():
     show_problem(trials)
 show_problem(trials, stop=False)  # every run diverged: say so, and still show where and how
 bins = p_bins_control(trials, key="stability_bins")
+folded = study.info.kind == "replicate" or once(
+    study, ("has_folds",), lambda: trials["fold"].nunique() > 1 and A.finished(trials)["p"].nunique() > 1)
+if folded:
+    reference = st.session_state.get("reference_p", 2.0)  # the Effect of p page's choice, p = 2 by default
+    answer = once(study, ("answer", reference, "stability"), lambda: study_answer(study, AnswerOptions(reference=reference)))
+    chart(once(study, ("divergence_verdict", reference), lambda: V.stability_verdict_chart(answer, "divergence")),
+          key="divergence_verdict")
 
 left, right = st.columns(2)
 with left:

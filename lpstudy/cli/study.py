@@ -82,6 +82,7 @@ def worker(
     from lpstudy.study.compare import load_plan, run_compare_worker
     from lpstudy.study.spec import build_spec, read_study_file
     from lpstudy.study.spec_wait import wait_for_study
+    from lpstudy.study.studies import load_spec
     from lpstudy.study.worker import WorkerOptions, run_worker
 
     expected = build_spec(read_study_file(config)) if config is not None else None
@@ -105,6 +106,11 @@ def worker(
         if load_plan(opened, study) is not None:  # lpstudy compare: arm by arm, each arm's study its own
             opened.close()
             report = run_compare_worker(options, say=say)
+        elif load_spec(opened, study).until_decided:  # replicate --until-decided: stage by stage
+            from lpstudy.cli.rounds import run_rounds
+
+            opened.close()  # each stage's worker opens its own
+            report = run_rounds(options, say)
         else:
             report = run_worker(options, storage=opened)
     if report.exit_code:
@@ -129,14 +135,35 @@ def status(
             from lpstudy.results.compare import compare_progress, load_compare
 
             result["comparison"] = compare_progress(load_compare(reader, study))
+        rounds = _rounds(reader, study) if result.get("kind") == "replicate" else None
+        if rounds is not None:  # replicate --until-decided: its rounds, each arm's state, the compute saved
+            result["sequential"] = rounds["sequential"]
         if as_json:
             sys.stdout.write(json.dumps(result) + "\n")
         else:
             render_status(result)
+            if rounds is not None:
+                from lpstudy.results.verdict_table import sequential_lines
+
+                for line in sequential_lines(rounds):
+                    print(line)
             if result.get("kind") == "compare":  # the parent of `lpstudy compare`: its arms' table
                 from lpstudy.results.compare import next_command, render_compare
 
                 render_compare(reader, study, next_hint=next_command(study, storage.hint))
+
+
+def _rounds(reader, study: str) -> dict | None:
+    """The verdicts of a sequential replicate (its rounds under "sequential"), None for any other."""
+    from lpstudy.results.answers import AnswerOptions, study_answer
+    from lpstudy.results.answers.verdicts import verdict_data
+
+    data = verdict_data(reader, study, curves=False)
+    plan = (data.info.spec or {}).get("until_decided")
+    if not plan:
+        return None
+    return study_answer(data, AnswerOptions(rope=float(plan.get("rope", 0.005)), alpha=float(plan.get("alpha", 0.05)),
+                                            reference=plan.get("reference")))
 
 
 @app.command()
@@ -178,6 +205,9 @@ def replicate(
     gain_init: Annotated[Optional[str], typer.Option(help="Initial gain: a number, or 'matched' (temperature-matched to p = 2; default log₂(L²−L)).")] = None,
     seed: Annotated[Optional[int], typer.Option(help="Training seed (default 0).")] = None,
     set_: SetOpt = None,
+    until_decided: Annotated[bool, typer.Option("--until-decided", help="Run the folds in stages (3, 5, 8, 10, capped at --max-folds) and give an arm no more folds once its verdict against p = 2 is decided (lpstudy verdict; O'Brien-Fleming alpha spending keeps the error rate over the stages).")] = False,
+    max_folds: Annotated[Optional[int], typer.Option("--max-folds", help="With --until-decided: K, the folds of the one K-fold CV the stages draw from (default --folds).", min=3)] = None,
+    rope: Annotated[float, typer.Option(help="With --until-decided: equivalent within ± this fraction of the reference's mean loss.", min=0.0, max=1.0)] = 0.005,
     local: LocalWorkers,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="With --workers: no progress bars.")] = False,
     trial_options: TrialOptions,
@@ -194,14 +224,25 @@ def replicate(
         if value is not None:
             fixed[name] = value
     p_values = [v.strip() for v in p.split(",") if v.strip()]
+    sequential = None
+    if max_folds is not None and not until_decided:
+        raise UserError("--max-folds goes with --until-decided (without it, --folds sets K)")
+    if until_decided:
+        from lpstudy.results.answers.sequential import rounds_of
+
+        folds = max_folds or folds
+        sequential = {"rounds": rounds_of(folds), "reference": 2.0, "rope": rope, "alpha": 0.05}
     device_list = local.device_list()  # a wrong device: refused before anything is made
     url, data = preflight(storage, local.data, trains=bool(device_list))  # offline: one line, nothing made
-    result = run_replicate(url, study, preset, p_values, folds, fixed, trial_options.given())
+    result = run_replicate(url, study, preset, p_values, folds, fixed, trial_options.given(), sequential)
     verb = "created" if result.created else "resumed"
     n_lr = f"{len(lr.split(','))} lr × " if lr and "," in lr else ""
     say(f"replicate study {study!r} {verb} in {redact(url)}: {result.n_cells} cells "
         f"({len(p_values)} p × {n_lr}{folds} folds) · {result.done} done · {result.running} running · "
         f"{result.waiting} waiting ({result.enqueued} enqueued now)")
+    if sequential:
+        say(f"until decided: folds in stages of {', '.join(map(str, sequential['rounds']))}; an arm decided against "
+            f"p = 2 (ROPE ±{100 * rope:.2g} %) gets no more folds; see `lpstudy verdict --study {shell_quoted(study)}{storage.hint}`")
     say(work_estimate(result.n_cells - result.done, preset, fixed, local.workers, local.devices))
     if not device_list:
         say(f"start workers anywhere: lpstudy worker --study {shell_quoted(study)}{storage.hint}; "
@@ -227,5 +268,9 @@ def replicate(
 
     with open_reader(url) as reader:
         render_status(study_status(reader, study))
+    if sequential:
+        from lpstudy.cli.verdict import print_verdicts
+
+        print_verdicts(study, storage)
     return code
 

@@ -104,6 +104,20 @@ def load_compare(reader: TrialReader, name: str) -> CompareData:
     return CompareData(name, plan, join(tuning), join(folds), plan.label(plan.reference))
 
 
+def compare_study_data(reader: TrialReader, name: str):
+    """The comparison NAME as a StudyData for lpstudy.results.answers: its arms' replicate runs as
+    the trials (with `arm`), and its plan (factor, reference, the arms' labels and values) as the
+    spec's "compare" entry."""
+    from lpstudy.results.frames import StudyData, StudyInfo
+
+    data = load_compare(reader, name)
+    plan = data.plan
+    spec = {"folds": plan.folds, "compare": {"factor": plan.factor, "reference_label": data.reference,
+                                             "labels": {plan.label(v): v for v in plan.values}}}
+    info = StudyInfo(name=name, kind="compare", preset=plan.preset, spec=spec)
+    return StudyData(name=name, info=info, trials=data.folds, curves=pd.DataFrame())
+
+
 def _cell(value: Any, spec: str) -> str:
     return "–" if value is None or pd.isna(value) else format(value, spec)
 

@@ -43,11 +43,19 @@ def report_sections(data: StudyData, threshold: float | None = None, bins: int |
     if data.info.kind == "search":  # beside the scatter: what each p reaches with lr and gain tuned for it
         profile = A.tuned_profile(trials, bins)
         effect += [C.tuned_profile_chart(profile)]
-    effect += [C.mean_loss_per_p(summary), C.loss_map(A.p_map(trials, bins, by=by), by),
-              C.importance_chart(A.param_importance(importance_sample(trials), data.info.spec))]
-    if data.info.kind == "replicate" or trials["fold"].nunique() > 1:
-        paired = A.paired_comparison(trials)
-        effect += [C.paired_chart(paired), paired.drop(columns=["p_bin"])]
+    effect += [C.mean_loss_per_p(summary), C.loss_map(A.p_map(trials, bins, by=by), by)]
+    answer = None
+    if data.info.kind == "replicate" or (trials["fold"].nunique() > 1 and A.finished(trials)["p"].nunique() > 1):
+        # the verdicts, as `lpstudy verdict` and the Effect of p page give them (lpstudy.results.answers)
+        from lpstudy.results import verdict_charts as V
+        from lpstudy.results.answers import study_answer
+        from lpstudy.results.verdict_table import sequential_lines, verdict_frame, verdict_title
+
+        answer = study_answer(data)
+        effect += [f"Verdict. {answer['sentence']}", V.verdict_chart(answer), V.fold_importance_chart(answer),
+                   verdict_title(answer), verdict_frame(answer), *sequential_lines(answer)]
+    else:
+        effect.append(C.importance_chart(A.param_importance(importance_sample(trials), data.info.spec)))
     effect.append(summary.drop(columns=["p", "p_low", "p_high"]))
     if data.info.kind == "search" and len(profile):
         effect.append(profile.drop(columns=["p", "p_low", "p_high", "p_order"]))
@@ -65,6 +73,9 @@ def report_sections(data: StudyData, threshold: float | None = None, bins: int |
     from lpstudy.results.lens_charts import lens_section
 
     lens = lens_section(trials, curves, bins)
+    if answer is not None:
+        stability.append(V.stability_verdict_chart(answer, "divergence"))
+        lens += [V.stability_verdict_chart(answer, "logit_growth"), V.stability_verdict_chart(answer, "min_entropy")]
     if note:
         for fig in [*convergence, stability[2], stability[3], *lens[2:]]:
             if not isinstance(fig, pd.DataFrame):
@@ -107,6 +118,8 @@ def render_report(data: StudyData, storage_url: str, threshold: float | None = N
         for item in items:
             if isinstance(item, pd.DataFrame):
                 parts.append(f"<div class='cell wide'>{_table(item)}</div>")
+            elif isinstance(item, str):  # a sentence: what the numbers let the reader conclude
+                parts.append(f"<p class='cell wide'>{html.escape(item)}</p>")
             else:
                 parts.append("<div class='cell'>" + item.to_html(
                     full_html=False, include_plotlyjs=False, default_width="100%",

@@ -27,7 +27,7 @@ from lpstudy.study.options import OPTIONS, PRUNERS, SAMPLERS  # noqa: F401  (SAM
 from lpstudy.study.space import DEFAULT_SPACE, Fixed, SearchSpace
 from lpstudy.training.bounds import FIELD_BOUNDS
 from lpstudy.training.config import TrainConfig, get_preset, resolve_config
-from lpstudy.values import P, json_safe
+from lpstudy.values import format_p, P, json_safe
 
 SPEC_VERSION = 1
 SPREAD_TRIALS = OPTIONS["spread_trials"].default
@@ -60,6 +60,9 @@ class StudySpec:
     folds: int = 10  # the K of K-fold cross-validation, read off the space (validate)
     p_values: list[P] | None = None  # replicate: the grid's p values
     n_cells: int | None = None  # grid: the number of cells
+    # replicate --until-decided: {"rounds": [...], "reference": p, "rope": r, "alpha": a}; the folds run in
+    # rounds and an arm gets no more once decided (lpstudy.results.answers.sequential); None: every cell at once
+    until_decided: dict | None = None
 
     @property
     def is_grid(self) -> bool:
@@ -72,7 +75,19 @@ class StudySpec:
             del out["p_values"]
         else:
             out["p_values"] = json_safe(self.p_values)
+        if self.until_decided is None:  # written only when set: every other spec's form, and so its SHA-256, is unchanged
+            del out["until_decided"]
+        else:
+            out["until_decided"] = json_safe(self.until_decided)
         return out
+
+    def first_round_cells(self) -> list[dict[str, Any]] | None:
+        """A sequential replicate's cells of its first round (folds below its first round's size);
+        None for any other grid (every cell at once)."""
+        if not self.until_decided:
+            return None
+        first = int(self.until_decided["rounds"][0])
+        return [cell for cell in self.space.grid_cells() if int(cell["fold"]) < first]
 
     @classmethod
     def from_plain(cls, plain: dict[str, Any]) -> "StudySpec":
@@ -175,8 +190,10 @@ def _replicate_from_file(data: dict[str, Any], space_entries: dict[str, Any] | N
 
 
 def replicate_spec(preset: str, p_values: list[float], folds: int, fixed: dict[str, Any] | None = None,
-                   options: dict[str, Any] | None = None) -> StudySpec:
-    """The paper's protocol: a grid of p values × K folds, every other field fixed."""
+                   options: dict[str, Any] | None = None, until_decided: dict[str, Any] | None = None) -> StudySpec:
+    """The paper's protocol: a grid of p values × K folds, every other field fixed. With
+    until_decided ({"rounds", "reference", "rope", "alpha"}), the K folds run in rounds
+    (`replicate --until-decided --max-folds K`)."""
     if not p_values:
         raise UserError("give at least one p value (--p 1,1.5,2,...)")
     ps: list[P] = []
@@ -196,6 +213,11 @@ def replicate_spec(preset: str, p_values: list[float], folds: int, fixed: dict[s
     space_map["fold"] = {"choices": list(range(folds))}
     options = {k: v for k, v in (options or {}).items()
                if v is not None and k in OPTIONS and k not in ("sampler", "pruner", "preset")}
+    if until_decided is not None:
+        reference = P(until_decided.get("reference", 2.0))
+        if reference not in ps:
+            raise UserError(f"--until-decided compares every p with the reference p = {format_p(reference)}: add it to --p")
+        until_decided = {**until_decided, "reference": reference}
     spec = StudySpec(space=SearchSpace.from_mapping(space_map), preset=preset, kind="replicate",
-                     sampler="grid", pruner="none", p_values=ps, **options)
+                     sampler="grid", pruner="none", p_values=ps, until_decided=until_decided, **options)
     return spec.validate()

@@ -153,7 +153,10 @@ def open_and_create(storage_url: str | None, name: str, spec: StudySpec | Callab
             if created:
                 undo.study(storage, name)
             made = load_spec(storage, name)
-            enqueued = enqueue_missing_cells(study, made, storage) if made.is_grid else 0
+            # a sequential replicate (--until-decided): its first stage only; the workers enqueue the next ones
+            first = made.first_round_cells()
+            enqueued = (0 if not made.is_grid else enqueue_missing_cells(study, made, storage) if first is None
+                        else enqueue_missing_cells(study, made, storage, first))
             storage.optuna.set_study_system_attr(study._study_id, SPEC_SHA256_ATTR, spec_sha256(made.to_plain()))
         return storage, study, created, enqueued
 
@@ -230,8 +233,10 @@ def grid_state(study: optuna.Study, spec: StudySpec) -> dict[tuple, list[TrialSt
     return cells
 
 
-def enqueue_missing_cells(study: optuna.Study, spec: StudySpec, storage: StudyStorage | None = None) -> int:
-    """Enqueue every grid cell that has no COMPLETE, WAITING or RUNNING trial; return how many.
+def enqueue_missing_cells(study: optuna.Study, spec: StudySpec, storage: StudyStorage | None = None,
+                          cells: list[dict[str, Any]] | None = None) -> int:
+    """Enqueue every grid cell (or every one of `cells`) that has no COMPLETE, WAITING or RUNNING
+    trial; return how many.
     Running it twice enqueues nothing the second time (a replicate resumes, it never duplicates).
     With the study's storage given, the storage enqueues them (StudyStorage.enqueue_cells: on SQL
     one transaction, 5,000 cells in about a second instead of minutes); otherwise one enqueue_trial
@@ -240,7 +245,7 @@ def enqueue_missing_cells(study: optuna.Study, spec: StudySpec, storage: StudySt
 
     def missing_cells() -> list[dict]:
         state = grid_state(study, spec)
-        return [params for params in map(spec.space.optuna_params, spec.space.grid_cells())
+        return [params for params in map(spec.space.optuna_params, spec.space.grid_cells() if cells is None else cells)
                 if not any(s in live for s in state[spec.space.cell_of(params)])]
 
     if storage is not None:
@@ -249,3 +254,24 @@ def enqueue_missing_cells(study: optuna.Study, spec: StudySpec, storage: StudySt
     for params in missing:
         study.enqueue_trial(params)
     return len(missing)
+
+
+def enqueue_round(storage_url: str, name: str, p_values: list, folds: int) -> tuple[int, int]:
+    """A sequential replicate's next round: the cells of these p values on folds 0 .. folds − 1 that
+    have no live trial, enqueued under the storage's creation lock (lpstudy.db.locks), so that two
+    workers that finish a round at once enqueue each cell once. Returns (cells enqueued now, cells
+    of the round waiting or running): a worker that comes second enqueues none and finds them open."""
+    from lpstudy.db.locks import storage_lock
+    from lpstudy.db.optuna_storage import open_storage
+    from lpstudy.values import P
+
+    wanted = {P(p) for p in p_values}
+    with storage_lock(storage_url):
+        storage = open_storage(storage_url)
+        study, spec = load_study(storage, name)
+        cells = [cell for cell in spec.space.grid_cells() if P(cell["p"]) in wanted and int(cell["fold"]) < folds]
+        enqueued = enqueue_missing_cells(study, spec, storage, cells)
+        state = grid_state(study, spec)
+        open_ = sum(1 for cell in cells if any(s in (TrialState.WAITING, TrialState.RUNNING)
+                                               for s in state[spec.space.cell_of(spec.space.optuna_params(cell))]))
+        return enqueued, open_

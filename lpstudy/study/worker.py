@@ -52,6 +52,8 @@ GRID_POLL_S = 1.0
 IDLE_POLL_MAX_S = 4.0
 # This many failures in a row (errors, not interruptions) stop a worker: something is broken.
 MAX_CONSECUTIVE_FAILURES = 3
+# Why a worker of a sequential replicate (--until-decided) stops: nothing of the round is waiting.
+ROUND_DONE = "no cell of this round is waiting"
 # A grid worker that finds fewer trials than cells waits this long for its creator to enqueue more.
 ENQUEUE_WAIT_S = 60.0
 
@@ -318,6 +320,9 @@ class Worker:
             claim_started = time.monotonic()
             if spec.is_grid:
                 trial = pop_waiting_trial(study, storage)
+                if trial is None and spec.until_decided:
+                    report.reason = ROUND_DONE  # the command that runs it decides what comes next (lpstudy.cli.rounds)
+                    break
                 if trial is None:
                     if count_states(study, (TrialState.RUNNING,), storage):
                         self._idle()  # a running cell may yet fail and come back

@@ -18,6 +18,14 @@ A replicate, grid or comparison study (lpstudy.results.answers.verdicts)
             ("better" | "equivalent" | "worse" | "undecided"), folds_to_decide (int or None)}],
     stability {divergence: [...], logit_growth: [...], min_entropy: [...]},
     sequential {rounds, looks: [...], stopped: {...}, folds_saved} where --until-decided ran.
+    Also: k (the study's fold count K), arms[].rel_low/rel_high (the interval relative to the
+    reference's mean), arms[].decided_by ("equivalence" | "difference": the test folds_to_decide
+    expects to decide), reference.n_folds; importance adds p_value (permutation), eta_squared and
+    eta_squared_null (what noise alone gives), n_folds, n_arms; sequential adds looks_done, max_folds,
+    over, arms [{value, state, folds}], cells_run, cells_max.
+
+The branches import AnswerOptions from lpstudy.results.answers.options (importing it from here
+would be an import cycle: this module imports them).
 
 A search study (lpstudy.results.answers.search)
     p_profile: [{p, loss, low, high}] (the best loss reachable at each p with lr and gain tuned
@@ -28,22 +36,10 @@ A search study (lpstudy.results.answers.search)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from lpstudy.results.answers.options import DEFAULT_ALPHA, DEFAULT_ROPE, AnswerOptions
 from lpstudy.results.frames import StudyData
 
-DEFAULT_ROPE = 0.005  # ± 0.5 % of the reference arm's mean loss: "equivalent" within this
-DEFAULT_ALPHA = 0.05
-
-
-@dataclass(frozen=True)
-class AnswerOptions:
-    """What a reader may choose: the region of practical equivalence (relative to the reference's
-    mean loss), the error rate, and the reference arm (p = 2, or a comparison's first arm, if None)."""
-
-    rope: float = DEFAULT_ROPE
-    alpha: float = DEFAULT_ALPHA
-    reference: object | None = None
+__all__ = ["AnswerOptions", "DEFAULT_ALPHA", "DEFAULT_ROPE", "study_answer"]
 
 
 def study_answer(data: StudyData, options: AnswerOptions = AnswerOptions()) -> dict:

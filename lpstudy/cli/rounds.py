@@ -1,0 +1,74 @@
+"""A sequential replicate's rounds (`lpstudy replicate --until-decided`), as `lpstudy worker` runs
+them: a worker takes the round's waiting cells like any grid worker; when none is left it computes
+the verdicts (lpstudy.results.answers, the same as `lpstudy verdict`) once the round is over, and
+enqueues the next round's cells for the reference and the arms still undecided
+(lpstudy.study.studies.enqueue_round: under the storage's lock, each cell once however many
+workers finish a round at the same moment). Every worker anywhere does this, so no process has to
+stay up to lead the study. It stops when every arm is decided or the last round (--max-folds) ran."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+POLL_S = 3.0  # a worker waiting for the round's running cells looks again this often
+
+
+def next_round(storage_url: str, study: str, say=None) -> str:
+    """What comes after the cells that ran: "wait" (cells of the round still run), "enqueued"
+    (the next round's cells are waiting), or "over" (every arm decided, or the last round ran)."""
+    from lpstudy.db.kinds import open_reader
+    from lpstudy.results.answers import AnswerOptions, study_answer
+    from lpstudy.results.answers.verdicts import verdict_data
+    from lpstudy.study.studies import enqueue_round
+
+    with open_reader(storage_url) as reader:
+        data = verdict_data(reader, study, curves=False)
+    plan = data.info.spec.get("until_decided") or {}
+    if data.trials["state"].isin(["WAITING", "RUNNING"]).any():
+        return "wait"
+    answer = study_answer(data, AnswerOptions(rope=float(plan.get("rope", 0.005)), alpha=float(plan.get("alpha", 0.05)),
+                                              reference=plan.get("reference")))
+    seq = answer.get("sequential")
+    if not seq or seq["over"]:
+        return "over"
+    done = seq["looks_done"]
+    undecided = [arm["value"] for arm in seq["arms"] if arm["state"] in ("running", "undecided")]
+    folds = seq["rounds"][done]
+    enqueued, open_ = enqueue_round(storage_url, study, [answer["reference"]["value"], *undecided], folds)
+    if enqueued and say:
+        from lpstudy.values import format_p
+
+        decided = ", ".join(f"p = {format_p(float(k))} after {v} folds" for k, v in seq["stopped"].items()) or "none yet"
+        say(f"stage {done + 1} of {len(seq['rounds'])}: {enqueued} cell(s) on folds up to {folds - 1} for "
+            f"{len(undecided)} undecided arm(s) and the reference (decided: {decided})")
+    # enqueued by another worker a moment ago: work to do; nothing enqueued and nothing open: the
+    # round's cells failed for good, and the verdicts stand as they are
+    return "enqueued" if enqueued or open_ else "over"
+
+
+def run_rounds(options, say):
+    """`lpstudy worker` on a sequential replicate: cells until no round is left (see the module)."""
+    from lpstudy.study.worker import ROUND_DONE, WorkerReport, run_worker, stop_line
+
+    report = WorkerReport()
+    started = time.monotonic()
+    while True:
+        left = None if options.timeout is None else options.timeout - (time.monotonic() - started)
+        if left is not None and left <= 0:
+            report.reason = "--timeout reached"
+            break
+        one = run_worker(dataclasses.replace(options, announce=False, timeout=left))
+        for state, count in one.trials.items():
+            report.trials[state] = report.trials.get(state, 0) + count
+        if one.reason != ROUND_DONE:
+            report.reason, report.interrupted, report.exit_code = one.reason, one.interrupted, one.exit_code
+            break
+        step = next_round(options.storage, options.study, say)
+        if step == "over":
+            report.reason = "every arm is decided or the last round ran (lpstudy verdict shows them)"
+            break
+        if step == "wait":
+            time.sleep(POLL_S)
+    say(stop_line(report))
+    return report

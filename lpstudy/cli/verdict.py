@@ -1,0 +1,91 @@
+"""`lpstudy verdict`: each arm of a replicate, grid or comparison study against a reference, in
+words (better, equivalent, worse, undecided) with the corrected interval, the p-values and the
+folds that would decide it (lpstudy.results.answers); the same table `lpstudy report` and the
+dashboard show, or with --json the answer itself (a paper's table can be made from it)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from lpstudy.cli import app
+from lpstudy.cli.common import StudyOpt
+from lpstudy.cli.option_groups import option_groups
+from lpstudy.cli.storage_option import StorageChoice
+
+RopeOpt = Annotated[Optional[float], typer.Option(
+    "--rope", help="The region of practical equivalence, relative to the reference's mean loss "
+                   "(default 0.005: within ±0.5 %; a study run --until-decided: its own).", min=0.0, max=1.0)]
+
+
+@app.command()
+@option_groups
+def verdict(
+    *,
+    study: StudyOpt,
+    rope: RopeOpt = None,
+    reference: Annotated[Optional[str], typer.Option(help="The reference arm's value (default p = 2, or the comparison's reference).")] = None,
+    alpha: Annotated[float, typer.Option(help="The family-wise error rate of the verdicts, across arms.", min=0.001, max=0.5)] = 0.05,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the answer as one JSON object.")] = False,
+    storage: StorageChoice,
+) -> None:
+    """Verdicts per arm: better, equivalent (within --rope), worse or undecided, and the folds that would decide."""
+    print_verdicts(study, storage, rope, _value(reference), alpha, as_json)
+
+
+def print_verdicts(study: str, storage: StorageChoice, rope: float | None = None, reference=None,
+                   alpha: float = 0.05, as_json: bool = False) -> None:
+    """The verdict table (or the JSON answer) of the study on standard output. rope None: the one a
+    sequential study was run with, else 0.5 %."""
+    from rich.console import Console
+
+    from lpstudy.errors import UserError
+    from lpstudy.results.answers import DEFAULT_ROPE, AnswerOptions, study_answer
+    from lpstudy.results.answers.verdicts import verdict_data
+    from lpstudy.results.status import print_table
+    from lpstudy.results.verdict_table import sequential_lines, verdict_frame, verdict_title
+
+    with storage.reader() as reader:
+        data = verdict_data(reader, study)
+    if data.info.kind == "search":
+        try:
+            import lpstudy.results.answers.search  # noqa: F401  (the search studies' effect of p)
+        except ImportError:
+            raise UserError(f"{study!r} is a search study: verdicts are for replicate, grid and compare studies "
+                            f"(lpstudy replicate, lpstudy compare)") from None
+    plan = (data.info.spec or {}).get("until_decided") or {}
+    if rope is None:
+        rope = float(plan.get("rope", DEFAULT_ROPE))
+    answer = study_answer(data, AnswerOptions(rope=rope, alpha=alpha, reference=reference))
+    if as_json:
+        sys.stdout.write(json.dumps(answer) + "\n")
+        return
+    console = Console()
+    console.print(f"{study}: {answer['sentence']}", highlight=False, soft_wrap=True)
+    if "arms" not in answer:  # a search study: what answers.search gives, as its sentence and numbers
+        console.print_json(json.dumps({k: v for k, v in answer.items() if k != "sentence"}))
+        return
+    frame = verdict_frame(answer)
+    if len(frame):
+        print_table(console, verdict_title(answer), list(frame.columns), frame.values.tolist())
+    for line in sequential_lines(answer):
+        console.print(line, highlight=False, soft_wrap=True)
+    importance = answer["importance"]
+    if importance.get("shares"):
+        field, share = next(iter(importance["shares"].items()))
+        console.print(f"importance: {field}'s partial ω² within folds {share:.2f} "
+                      f"[{importance['low'][field]:.2f}, {importance['high'][field]:.2f}] · noise alone up to "
+                      f"{importance['null']:.2f} · permutation p {importance['p_value']:.3g}", highlight=False, soft_wrap=True)
+
+
+def _value(text: str | None):
+    """--reference as a number where it is one (p = 2), else the text (a comparison's arm)."""
+    if text is None:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return text

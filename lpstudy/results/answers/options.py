@@ -1,0 +1,19 @@
+"""What a reader of lpstudy.results.answers may choose (the ROPE, the error rate, the reference),
+declared once: the branches import it from here, readers from lpstudy.results.answers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULT_ROPE = 0.005  # ± 0.5 % of the reference arm's mean loss: "equivalent" within this
+DEFAULT_ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class AnswerOptions:
+    """What a reader may choose: the region of practical equivalence (relative to the reference's
+    mean loss), the error rate, and the reference arm (p = 2, or a comparison's first arm, if None)."""
+
+    rope: float = DEFAULT_ROPE
+    alpha: float = DEFAULT_ALPHA
+    reference: object | None = None

@@ -1,0 +1,261 @@
+"""The verdicts of a replicate, grid or comparison study: each arm (a p value, or a compared field's
+value) against a reference arm, on the folds both ran.
+
+Why frequentist tests rather than the Bayesian correlated t-test: the user asks two things of a
+verdict, that a "better" or "worse" is wrong at most 5 % of the time across all arms, and that this
+holds when the comparison is looked at after every round (`--until-decided`). Tests control both by
+construction (Holm across arms, alpha spending across looks); a posterior probability does not, and
+would need its thresholds calibrated by simulation for every K and number of arms. The interval is
+the same either way (fold_tests: the corrected resampled t; the tests check it against baycomp).
+
+The verdict of an arm: "equivalent" where the TOST shows its mean loss within ± the ROPE of the
+reference's (ROPE: --rope × the reference's mean loss, 0.5 % by default); else "better" or "worse"
+where the difference test rejects "no difference" (lower loss is better); else "undecided", with
+the folds that would decide it at the current mean difference and spread (fold_tests.folds_to_decide).
+Folds where either run diverged are left out of the pairs (stability counts them).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from lpstudy.results.analysis.paired import fold_losses
+from lpstudy.results.analysis.selection import finished
+from lpstudy.results.answers.options import AnswerOptions
+from lpstudy.results.answers.fold_importance import fold_importance
+from lpstudy.results.answers.fold_tests import VERDICTS, fold_verdicts, folds_to_decide, interval
+from lpstudy.results.answers.sequential import look_levels, rounds_of, sequential_verdicts
+from lpstudy.results.answers.stability_verdicts import stability_answer
+from lpstudy.results.frames import StudyData
+from lpstudy.values import REFERENCE_P, format_p, json_safe
+
+METHOD = ("corrected resampled t over folds (Nadeau & Bengio 2003), TOST against ±ROPE for equivalence, "
+          "Holm across arms")
+SEQUENTIAL_KEY = "until_decided"  # the spec's entry of a sequential replicate: rounds, alpha, rope, reference
+
+
+def _arms(data: StudyData) -> tuple[pd.DataFrame, str, str, dict]:
+    """(trials with an `arm` column, the compared field, the arm column, {arm: value})."""
+    trials = data.trials
+    if data.info.kind == "compare":
+        plan = data.info.spec.get("compare") or {}
+        factor = str(plan.get("factor", "arm"))
+        values = {label: value for label, value in (plan.get("labels") or {}).items()}
+        return trials, factor, "arm", values
+    values = {p: p for p in trials["p"].dropna().unique()} if len(trials) else {}
+    return trials, "p", "p", values
+
+
+def _reference(options: AnswerOptions, data: StudyData, present: list, values: dict) -> Any:
+    """The reference arm: the one asked for, else p = 2 (or a comparison's reference), else the first."""
+    wanted = options.reference
+    if wanted is None and data.info.kind == "compare":
+        wanted = (data.info.spec.get("compare") or {}).get("reference_label")
+    if wanted is None:
+        wanted = REFERENCE_P if data.info.kind != "compare" else None
+    for arm in present:
+        value = values.get(arm, arm)
+        if wanted is not None and (arm == wanted or str(arm) == str(wanted) or _same_number(value, wanted)):
+            return arm
+    if options.reference is not None:
+        from lpstudy.errors import UserError
+
+        from lpstudy.results.verdict_table import arm_name
+
+        field = "p" if data.info.kind != "compare" else (data.info.spec.get("compare") or {}).get("factor", "arm")
+        shown = ", ".join(arm_name(field, values.get(a, a)) for a in present)
+        raise UserError(f"the reference {arm_name(field, options.reference)} is not one of the study's arms ({shown}); "
+                        "pick one of them with --reference")
+    return present[0] if present else None
+
+
+def _same_number(a, b) -> bool:
+    try:
+        x, y = float(a), float(b)
+    except (TypeError, ValueError):
+        return False
+    return x == y or math.isclose(x, y)
+
+
+def fold_count(data: StudyData) -> int:
+    """K: the study's fold count (its trials' `folds`, the spec's otherwise)."""
+    folds = data.trials["folds"].dropna() if "folds" in data.trials else pd.Series(dtype="float64")
+    if len(folds):
+        return int(folds.max())
+    return int(data.info.spec.get("folds") or 0)
+
+
+def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions()) -> dict:
+    """The answer of a replicate, grid or comparison study (see lpstudy.results.answers)."""
+    trials, field, column, values = _arms(data)
+    k = fold_count(data)
+    table = fold_losses(trials, column, "fold").unstack("fold") if len(trials) else pd.DataFrame()
+    present = list(table.index)
+    reference = _reference(options, data, present, values) if present else None
+    sequential = (data.info.spec or {}).get(SEQUENTIAL_KEY)
+    answer: dict[str, Any] = {
+        "study": data.name, "kind": data.info.kind, "metric": "final validation loss (nats)",
+        "method": METHOD + (", O'Brien–Fleming alpha spending over the stages (Lan & DeMets 1983)" if sequential else ""),
+        "alpha": options.alpha, "k": k, "reference": None, "arms": [],
+        "rope": {"relative": options.rope, "absolute": None},
+        "importance": fold_importance(table, field) if len(present) else
+        {"shares": {}, "low": {}, "high": {}, "null": None, "reason": "no finished runs yet"},
+        "stability": {"divergence": [], "logit_growth": [], "min_entropy": []},
+    }
+    if reference is None or k < 2:
+        answer["sentence"] = "No verdict yet: no arm has a finished run." if reference is None else \
+            "No verdict: the runs do not say how many folds their cross-validation had."
+        return json_safe(answer)
+    ref_losses = table.loc[reference]
+    ref_mean = float(ref_losses.mean())
+    margin = options.rope * ref_mean
+    answer["rope"]["absolute"] = margin
+    answer["reference"] = {"field": field, "value": values.get(reference, reference), "mean": ref_mean,
+                           "n_folds": int(ref_losses.notna().sum())}
+    if field == "p":
+        answer["reference"]["p"] = values.get(reference, reference)
+    others = [a for a in present if a != reference]
+    diffs = np.stack([(table.loc[a] - ref_losses).reindex(range(k)).to_numpy(dtype="float64") for a in others]) \
+        if others else np.zeros((0, k))
+    if sequential:
+        tests = _sequential(data, trials, column, others, reference, diffs, k, margin, options, sequential, answer)
+    else:
+        tests = fold_verdicts(diffs, k, margin, options.alpha) if others else None
+    undecided = [i for i in range(len(others)) if tests is not None and VERDICTS[tests["verdict"][i]] == "undecided"]
+    for i, arm in enumerate(others):
+        pairs = diffs[i][~np.isnan(diffs[i])]
+        mean, se, df = float(tests["mean"][i]), float(tests["se"][i]), float(tests["df"][i])
+        low, high = interval(mean, se, df, 1 - options.alpha)
+        verdict = VERDICTS[int(tests["verdict"][i])]
+        row = {"field": field, "value": values.get(arm, arm), "n_folds": int(len(pairs)),
+               "mean": float(table.loc[arm][(table.loc[arm] - ref_losses).notna()].mean()) if len(pairs) else math.nan,
+               "diff": mean, "rel_diff": mean / ref_mean if ref_mean else math.nan,
+               "low": float(low), "high": float(high), "rel_low": float(low) / ref_mean, "rel_high": float(high) / ref_mean,
+               "p_value_difference": float(tests["p_difference"][i]), "p_value_equivalence": float(tests["p_equivalence"][i]),
+               "verdict": verdict, "folds_to_decide": None, "decided_by": None}
+        if field == "p":
+            row["p"] = values.get(arm, arm)
+        if verdict == "undecided" and len(pairs) >= 2:
+            sd = float(np.std(pairs, ddof=1))
+            row["folds_to_decide"], row["decided_by"] = folds_to_decide(
+                mean, sd, len(pairs), k, margin, options.alpha, n_tests=len(undecided))
+        answer["arms"].append(row)
+    answer["arms"].sort(key=lambda r: _order(r["value"]))
+    runs = finished(trials)[[column, "fold", "diverged", "trial_id"]].rename(columns={column: "arm"})
+    answer["stability"] = _stability(runs, data.curves, reference, k, options.alpha, values)
+    answer["sentence"] = sentence(answer)
+    return json_safe(answer)
+
+
+def _order(value):
+    try:
+        return (0, float(value), "")
+    except (TypeError, ValueError):
+        return (1, 0.0, str(value))
+
+
+def _stability(runs, curves, reference, k, alpha, values) -> dict:
+    out = stability_answer(runs, curves, reference, k, alpha)
+    for rows in out.values():
+        for row in rows:
+            row["value"] = values.get(row["value"], row["value"])
+    return out
+
+
+def _sequential(data, trials, column, others, reference, diffs, k, margin, options, plan, answer):
+    """The looks of a sequential study replayed over the rounds that are over (looks_done), the
+    rounds' state in answer["sequential"]."""
+    rounds = rounds_of(k, plan.get("rounds"))
+    done = looks_done(trials, column, reference, others, diffs, k, margin, options.alpha, rounds)
+    tests = sequential_verdicts(diffs, k, margin, options.alpha, rounds, looks_done=max(done, 1))
+    if done == 0:  # before the first round is over: no verdict yet, the first look's numbers for a glance
+        tests["verdict"] = np.full(len(others), VERDICTS.index("undecided"))
+    verdicts = [VERDICTS[int(v)] for v in tests["verdict"]]
+    over = done == len(rounds) or (done > 0 and all(v != "undecided" for v in verdicts))
+    ran = trials[trials["state"] == "COMPLETE"].groupby(column)["fold"].nunique()
+    cells_run = int(ran.reindex([reference, *others]).fillna(0).sum())
+    cells_max = k * (len(others) + 1)
+    answer["sequential"] = {
+        "rounds": rounds, "looks_done": done, "max_folds": k, "over": bool(over),
+        "looks": [{"folds": n, "level": float(level)} for n, level in zip(rounds, look_levels(rounds, k, options.alpha))],
+        "arms": [{"value": arm, "state": verdicts[i] if verdicts[i] != "undecided" or over else "running",
+                  "folds": int(np.sum(~np.isnan(diffs[i])))} for i, arm in enumerate(others)],
+        "stopped": {str(json_safe(arm)): int(tests["folds_used"][i]) for i, arm in enumerate(others)
+                    if verdicts[i] != "undecided"},
+        "cells_run": cells_run, "cells_max": cells_max, "folds_saved": cells_max - cells_run if over else None,
+    }
+    return tests
+
+
+def finished_folds(trials: pd.DataFrame, column: str, arm) -> set[int]:
+    """The folds of an arm that are over: a COMPLETE run, or trials none of which is still open."""
+    mine = trials[trials[column] == arm]
+    complete = set(mine.loc[mine["state"] == "COMPLETE", "fold"].dropna().astype(int))
+    open_ = set(mine.loc[mine["state"].isin(["WAITING", "RUNNING"]), "fold"].dropna().astype(int))
+    return complete | (set(mine["fold"].dropna().astype(int)) - open_)
+
+
+def looks_done(trials, column, reference, others, diffs, k, margin, alpha, rounds) -> int:
+    """How many rounds are over: round j is when the reference and every arm still undecided after
+    round j − 1 have each of the round's folds over."""
+    over = {arm: finished_folds(trials, column, arm) for arm in [reference, *others]}
+    done = 0
+    for n in rounds:
+        if done:
+            verdict = sequential_verdicts(diffs, k, margin, alpha, rounds, looks_done=done)["verdict"]
+            active = [arm for i, arm in enumerate(others) if VERDICTS[int(verdict[i])] == "undecided"]
+        else:
+            active = list(others)
+        if not active or any(not set(range(n)) <= over[arm] for arm in [reference, *active]):
+            break
+        done += 1
+    return done
+
+
+def sentence(answer: dict) -> str:
+    """What the verdicts let the user conclude, in words."""
+    ref = answer["reference"]
+    field = ref["field"]
+    name = (lambda v: f"p = {format_p(float(v))}") if field == "p" else (lambda v: f"{field} = {v}")
+    rope = f"±{100 * answer['rope']['relative']:.2g} % of {name(ref['value'])}'s loss"
+    groups: dict[str, list[str]] = {}
+    for arm in answer["arms"]:
+        groups.setdefault(arm["verdict"], []).append(name(arm["value"]))
+    if not answer["arms"]:
+        return f"Only {name(ref['value'])} has finished runs: nothing to compare yet."
+    parts = []
+    for verdict, words in (("equivalent", f"equivalent to {name(ref['value'])} within {rope}"),
+                           ("better", f"better than {name(ref['value'])}"), ("worse", f"worse than {name(ref['value'])}")):
+        if groups.get(verdict):
+            parts.append(f"{', '.join(groups[verdict])} {'is' if len(groups[verdict]) == 1 else 'are'} {words}")
+    if groups.get("undecided"):
+        undecided = [a for a in answer["arms"] if a["verdict"] == "undecided"]
+        need = [a["folds_to_decide"] for a in undecided if a["folds_to_decide"]]
+        if all(a["n_folds"] < 2 for a in undecided):
+            more = "each needs 2 folds paired with the reference first"
+        elif need:
+            more = "folds to decide at the current difference and spread: " + ", ".join(
+                f"{name(a['value'])}: " + (str(a["folds_to_decide"]) if a["folds_to_decide"] else
+                                          "over 50" if a["n_folds"] >= 2 else "2 paired folds first") for a in undecided)
+        else:
+            more = "no fold count up to 50 would decide it at the current difference and spread"
+        parts.append(f"{', '.join(groups['undecided'])} {'is' if len(undecided) == 1 else 'are'} undecided ({more})")
+    run = max([ref.get("n_folds", 0), *(a["n_folds"] for a in answer["arms"])])
+    return (f"With {run} of the {answer['k']} folds run, at {100 * answer['alpha']:.0f} % family-wise error: "
+            + "; ".join(parts) + ".")
+
+
+def verdict_data(reader, name: str, curves: bool = True) -> StudyData:
+    """The study NAME read for its verdicts: a comparison's arms' replicate runs (compare_study_data),
+    any other study as it is (frames.load_study)."""
+    from lpstudy.results.compare import compare_study_data
+    from lpstudy.results.frames import load_study
+
+    data = load_study(reader, name, curves=curves)
+    if data.info.kind == "compare":
+        return compare_study_data(reader, name)
+    return data

@@ -1,0 +1,99 @@
+"""The charts of the verdicts (lpstudy.results.answers): each arm's relative difference to the
+reference with its fold-corrected interval, coloured by its verdict with a legend, the ROPE drawn
+as a band; the field's measured share of the loss within folds next to what noise alone gives;
+stability per arm against the reference."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from lpstudy.results.charts import caption, figure, mark_empty
+from lpstudy.results.verdict_table import VERDICT_COLOURS, arm_name
+
+
+def verdict_chart(answer: dict) -> go.Figure:
+    """Relative difference loss(arm)/loss(reference) − 1 per arm, its interval, coloured by verdict."""
+    ref = answer.get("reference")
+    title = "Verdict per arm: difference to the reference"
+    if not ref or not answer.get("arms"):
+        return mark_empty(figure(title, height=360), "needs finished runs of the reference and another arm on the same folds")
+    name = arm_name(ref["field"], ref["value"])
+    fig = figure(title, "", f"loss / loss({name}) − 1 (%)", height=380)
+    rope = 100 * answer["rope"]["relative"]
+    fig.add_hrect(y0=-rope, y1=rope, fillcolor=VERDICT_COLOURS["equivalent"], opacity=0.12, line_width=0)
+    fig.add_hline(y=0, line={"color": "#888", "dash": "dash"})
+    labels = [arm_name(a["field"], a["value"]) for a in answer["arms"]]
+    for verdict, colour in VERDICT_COLOURS.items():
+        rows = [(label, a) for label, a in zip(labels, answer["arms"]) if a["verdict"] == verdict]
+        ys = [100 * (a["rel_diff"] or 0) for _, a in rows]
+        if not rows:  # a point at no height: the verdict still has its place in the legend
+            fig.add_scatter(x=[labels[0]], y=[None], mode="markers", name=verdict, marker={"size": 11, "color": colour},
+                            showlegend=True, hoverinfo="skip")
+            continue
+        fig.add_scatter(
+            x=[label for label, _ in rows], y=ys, mode="markers", name=verdict, marker={"size": 11, "color": colour},
+            showlegend=True,  # every verdict named, also one no arm has: the legend reads the same on every study
+            error_y={"type": "data", "visible": True,
+                     "array": [100 * ((a["rel_high"] or 0) - (a["rel_diff"] or 0)) for _, a in rows],
+                     "arrayminus": [100 * ((a["rel_diff"] or 0) - (a["rel_low"] or 0)) for _, a in rows]},
+            hovertemplate="%{x}: %{y:+.2f} %<extra>" + verdict + "</extra>")
+    fig.update_xaxes(categoryorder="array", categoryarray=labels)
+    fig.update_layout(legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0, "xanchor": "left"})
+    return caption(fig, f"Colour: the verdict (green better, blue equivalent, red worse, grey undecided). Shaded: the ROPE, ±{rope:.2g} % of {name}'s mean loss. Bars: {100 * (1 - answer['alpha']):.0f} % "
+                        f"intervals corrected for the {answer['k']}-fold CV. Below 0: lower loss than {name}.")
+
+
+def fold_importance_chart(answer: dict) -> go.Figure:
+    """The field's partial ω² within folds with its bootstrap interval, and noise alone's level."""
+    importance = answer["importance"]
+    title = "What the compared field explains within folds (partial ω²)"
+    fig = figure(title, "partial ω²", "", height=260)
+    if not importance.get("shares"):
+        return mark_empty(fig, importance.get("reason") or "nothing to measure")
+    field, share = next(iter(importance["shares"].items()))
+    low, high = importance["low"][field], importance["high"][field]
+    fig.add_bar(x=[share], y=[f"{field}: {share:.2f}"], orientation="h", marker_color="#1f77b4", name=field,
+                showlegend=False, error_x={"type": "data", "array": [high - share], "arrayminus": [share - low], "visible": True})
+    fig.add_vline(x=importance["null"], line={"color": "#c8412c", "dash": "dot"},
+                  annotation_text="noise alone (95th percentile)", annotation_position="top")
+    fig.update_xaxes(range=[0, 1])
+    return caption(fig, f"{importance['reason']}. Permutation p-value {importance['p_value']:.3g}; "
+                        f"η² {importance['eta_squared']:.2f}, where noise alone gives {importance['eta_squared_null']:.2f} on average.")
+
+
+def stability_verdict_chart(answer: dict, metric: str) -> go.Figure:
+    """Divergence rate per arm (Wilson interval), or an arm's difference to the reference in logit
+    growth / smallest entropy (corrected interval)."""
+    rows = answer["stability"].get(metric) or []
+    ref = answer.get("reference") or {}
+    field = ref.get("field", "p")
+    titles = {"divergence": ("Divergence rate per arm against the reference", "diverged runs"),
+              "logit_growth": ("Logit growth: difference to the reference", "Δ largest-logit growth"),
+              "min_entropy": ("Smallest head entropy: difference to the reference", "Δ smallest entropy (nats)")}
+    title, y_title = titles[metric]
+    fig = figure(title, "", y_title, height=340)
+    if not rows:
+        return mark_empty(fig, "the runs record no such number" if metric != "divergence" else "no finished run yet")
+    labels = [arm_name(field, r["value"]) for r in rows]
+    if metric == "divergence":
+        ys = [r["rate"] for r in rows]
+        fig.add_bar(x=labels, y=ys, marker_color="#c8412c", showlegend=False,
+                    error_y={"type": "data", "visible": True, "array": [r["high"] - r["rate"] for r in rows],
+                             "arrayminus": [r["rate"] - r["low"] for r in rows]},
+                    text=[f"{r['diverged']}/{r['runs']}" + (f" · Fisher p {r['p_value']:.2g}" if r.get("p_value") is not None
+                                                             else " · reference") for r in rows], textposition="outside")
+        fig.update_yaxes(range=[0, 1.05])
+        return caption(fig, f"Bars: {100 * (1 - answer['alpha']):.0f} % Wilson intervals. Fisher's exact test of each arm's "
+                            "rate against the reference's, Holm-adjusted across the arms.")
+    others = [r for r in rows if "diff" in r]
+    fig.add_hline(y=0, line={"color": "#888", "dash": "dash"})
+    fig.add_scatter(x=[arm_name(field, r["value"]) for r in others], y=[r["diff"] for r in others], mode="markers",
+                    marker={"size": 10, "color": "#1f77b4"}, showlegend=False,
+                    error_y={"type": "data", "visible": True, "array": [r["high"] - r["diff"] for r in others],
+                             "arrayminus": [r["diff"] - r["low"] for r in others]},
+                    text=[f"p {r['p_value']:.2g}" if r.get("p_value") is not None else "" for r in others],
+                    hovertemplate="%{x}: %{y:+.3f} (%{text})<extra></extra>")
+    what = "largest attention logit over training less its first value" if metric == "logit_growth" else \
+        "smallest head entropy over training"
+    return caption(fig, f"Per fold the arm's {what} minus {arm_name(field, ref.get('value'))}'s; "
+                        f"{100 * (1 - answer['alpha']):.0f} % intervals corrected for the {answer['k']}-fold CV; hover: Holm-adjusted p.")

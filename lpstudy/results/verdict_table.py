@@ -1,0 +1,72 @@
+"""The verdict table, one for every reader: `lpstudy verdict`, `lpstudy report` and the dashboard's
+Effect of p page show these columns of lpstudy.results.answers' arms, in these words."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from lpstudy.values import format_p
+
+VERDICT_COLUMNS = ("arm", "verdict", "relative", "interval (relative)", "folds to decide", "folds", "mean loss",
+                   "diff", "p difference", "p equivalence")
+VERDICT_COLOURS = {"better": "#2a9d4b", "equivalent": "#3b6fb6", "worse": "#c8412c", "undecided": "#9a9a9a"}
+
+
+def arm_name(field: str, value) -> str:
+    """'p = 2', 'p = ∞', 'n_layer = 4'."""
+    if field == "p":
+        try:
+            return f"p = {format_p(float(value))}"
+        except (TypeError, ValueError):
+            return f"p = {value}"
+    return f"{field} = {value}"
+
+
+def _num(value, spec: str) -> str:
+    return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, spec)
+
+
+def verdict_frame(answer: dict) -> pd.DataFrame:
+    """The table as text cells (the reference first), one row per arm."""
+    ref = answer.get("reference")
+    if not ref:
+        return pd.DataFrame(columns=list(VERDICT_COLUMNS))
+    rows = [[arm_name(ref["field"], ref["value"]), "reference", "–", "–", "–", str(ref.get("n_folds", "–")),
+             _num(ref["mean"], ".4f"), "–", "–", "–"]]
+    for arm in answer["arms"]:
+        decide = "–"
+        if arm["verdict"] == "undecided":
+            decide = (f"{arm['folds_to_decide']} ({arm['decided_by']})" if arm.get("folds_to_decide")
+                      else "over 50" if arm["n_folds"] >= 2 else "needs 2 folds first")
+        rel = arm.get("rel_diff")
+        interval = ("–" if arm.get("rel_low") is None else
+                    f"[{100 * arm['rel_low']:+.2f} %, {100 * arm['rel_high']:+.2f} %]")
+        rows.append([arm_name(arm["field"], arm["value"]), arm["verdict"], "–" if rel is None else f"{100 * rel:+.2f} %",
+                     interval, decide, str(arm["n_folds"]), _num(arm["mean"], ".4f"), _num(arm["diff"], "+.4f"),
+                     _num(arm["p_value_difference"], ".3g"), _num(arm["p_value_equivalence"], ".3g")])
+    return pd.DataFrame(rows, columns=list(VERDICT_COLUMNS))
+
+
+def verdict_title(answer: dict) -> str:
+    """What the table is, with the ROPE and the method stated."""
+    rope = answer["rope"]
+    absolute = f" = {rope['absolute']:.4f} nats" if rope.get("absolute") is not None else ""
+    return (f"Verdicts against the reference · ROPE ±{100 * rope['relative']:.2g} % of its mean loss{absolute} · "
+            f"{answer['method']} · alpha {answer['alpha']:g} · intervals {100 * (1 - answer['alpha']):.0f} %, "
+            f"corrected for the {answer.get('k')}-fold CV")
+
+
+def sequential_lines(answer: dict) -> list[str]:
+    """The rounds of a sequential (--until-decided) study in words; [] for any other."""
+    seq = answer.get("sequential")
+    if not seq:
+        return []
+    states = ", ".join(f"{arm_name(answer['reference']['field'], a['value'])}: {a['state']} ({a['folds']} folds)"
+                       for a in seq["arms"]) if answer.get("reference") else ""
+    saved = (f"{seq['folds_saved']} of {seq['cells_max']} fold runs saved against --max-folds {seq['max_folds']}"
+             if seq.get("folds_saved") is not None else
+             f"{seq['cells_run']} of at most {seq['cells_max']} fold runs so far")
+    return [f"stages of {'/'.join(map(str, seq['rounds']))} folds · {seq['looks_done']} of {len(seq['rounds'])} over · "
+            f"{saved}", *([f"arms: {states}"] if states else [])]
