@@ -176,9 +176,11 @@ def test_parameter_importance_finds_the_parameter_the_loss_depends_on():
     for _ in range(60):
         p, lr = rng.uniform(1, 4), 10 ** rng.uniform(-4, -2)
         rows.append({"p": p, "lr": lr, "gain_init": 16.0, "value": 1.5 + 0.5 * (p - 2.5) ** 2 + rng.normal(0, 0.001)})
-    importance = A.param_importance(trials_frame(rows)).shares
+    found = A.param_importance(trials_frame(rows))
+    importance = found.shares
     assert importance.index[0] == "p"
-    assert importance.sum() == pytest.approx(1.0)
+    assert importance["p"] > 0.9 and importance["lr"] < found.null  # p explains it; lr is noise
+    assert found.low["p"] <= importance["p"] <= found.high["p"]
     assert "gain_init" not in importance  # never varied
     assert A.param_importance(trials_frame(rows[:3])).empty  # too few trials
     without_params = trials_frame(rows + [{"value": 1.0, "p": math.nan, "lr": math.nan}])  # a trial added by hand

@@ -27,6 +27,7 @@ DEFAULT_PARAMS = ("p", "lr", "gain_init")  # what a study without a readable spa
 BLOCKING = "a blocking factor: it tells replicates apart"
 MATCHED_GAIN = "derived from p under gain_init: matched"
 CONSTANT = "the same in every trial"
+EXACT_LEVELS = 8  # a number with at most this many values, each run at least twice (a grid), keeps them
 
 
 @dataclass(frozen=True)
@@ -173,7 +174,7 @@ def blocks_of(trials: pd.DataFrame, varying: list[str]) -> tuple[str, ...]:
 
 def groups_of(f: SearchedField, levels: int) -> pd.Series:
     """A field's values as categories for an analysis of variance: a choice as it is; a number with
-    at most `levels` distinct values as they are, else its quantile groups (the same on any monotone
+    at most `levels` distinct values (or a grid's: up to EXACT_LEVELS, each run twice) as they are, else its quantile groups (the same on any monotone
     scale, so log or linear makes no difference); p's finite values the same way and ∞ a category
     of its own whatever number stands for it."""
     values = f.values
@@ -183,7 +184,8 @@ def groups_of(f: SearchedField, levels: int) -> pd.Series:
     infinite = np.isinf(numbers)
     finite = numbers[~infinite & numbers.notna()]
     out = pd.Series("—", index=values.index, dtype="object")
-    if finite.nunique() <= levels:
+    counts = finite.value_counts()
+    if len(counts) <= levels or len(counts) <= EXACT_LEVELS and int(counts.min()) >= 2:  # a grid's values
         out[finite.index] = finite.map(lambda v: f"{v:.6g}")
     else:
         ranks = finite.rank(method="average", pct=True)
