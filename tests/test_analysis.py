@@ -179,7 +179,7 @@ def test_parameter_importance_finds_the_parameter_the_loss_depends_on():
     found = A.param_importance(trials_frame(rows))
     importance = found.shares
     assert importance.index[0] == "p"
-    assert importance["p"] > 0.9 and importance["lr"] < found.null  # p explains it; lr is noise
+    assert importance["p"] > 0.5 > found.null > importance["lr"]  # p explains much (its quartiles do), lr is noise
     assert found.low["p"] <= importance["p"] <= found.high["p"]
     assert "gain_init" not in importance  # never varied
     assert A.param_importance(trials_frame(rows[:3])).empty  # too few trials

@@ -14,7 +14,7 @@ trials, curves = study.trials, study.curves
 if trials.empty or not (trials["state"] == "COMPLETE").any():
     show_problem(trials)
 show_problem(trials, stop=False)  # every run diverged: say so, and still show where and how
-bins = p_bins_control(trials, key="stability_bins")
+bins = p_bins_control(trials, key="stability_bins", spec=study.info.spec)
 
 left, right = st.columns(2)
 with left:

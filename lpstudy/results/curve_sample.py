@@ -74,14 +74,13 @@ def sample_label(note: str | None) -> str | None:
 __all__ = ["CURVE_TRIALS_ALL", "PER_GROUP", "CurveSample", "curve_sample", "sample_label"]
 
 
-IMPORTANCE_TRIALS = 5000  # parameter importance (PED-ANOVA) over at most this many completed trials
+IMPORTANCE_TRIALS = 2000  # parameter importance (type II shares, 400 refits) over at most this many completed trials
 
 
 def importance_sample(trials: pd.DataFrame, limit: int | None = None) -> pd.DataFrame:
     """The trials parameter importance is estimated over: every trial, or in a big study the
-    completed ones spread evenly in trial order, at most `limit` (IMPORTANCE_TRIALS); Optuna builds
-    an object per trial for it (a minute for 100,000), and the estimate hardly moves past a few
-    thousand."""
+    completed ones spread evenly in trial order, at most `limit` (IMPORTANCE_TRIALS): its intervals
+    and null refit the model 400 times, and the shares hardly move past a few thousand runs."""
     limit = IMPORTANCE_TRIALS if limit is None else limit
     done = trials[trials["state"] == "COMPLETE"].sort_values("number")
     if len(done) <= limit:

@@ -29,18 +29,27 @@ def default_threshold(data: StudyData) -> float:
 
 def report_sections(data: StudyData, threshold: float | None = None, bins: int | None = None
                     ) -> list[tuple[str, list]]:
-    """The report's sections: (title, [figures or DataFrames]), the same as the dashboard's pages."""
+    """The report's sections: (title, [figures, DataFrames or sentences]), the same as the dashboard's
+    pages."""
     trials, curves = data.trials, data.curves
-    if bins is None:
-        bins = A.default_p_bins(trials["p"]) if len(trials) else None
+    # the pages' groups, one for every chart: the spread phase's, over the searched p range
+    bins = A.default_p_groups(trials, data.info.spec) if bins is None else A.page_p_groups(trials, bins, data.info.spec)
     threshold = default_threshold(data) if threshold is None else threshold
     overview = [C.states_chart(A.state_counts(trials)), C.history_chart(trials)]
     if trials.empty:
         return [("Overview", overview)]
     summary = A.per_p_summary(trials, bins)
     by = A.map_axis(trials) or "lr"
-    effect = [C.loss_vs_p(trials)]
-    if data.info.kind == "search":  # beside the scatter: what each p reaches with lr and gain tuned for it
+    effect: list = []
+    if data.info.kind == "search":  # what the search can say about p, with lr and gain held apart
+        from lpstudy.results.answers.search import search_effect
+        from lpstudy.results.search_charts import surrogate_profile_chart
+
+        answer = search_effect(data)
+        effect += [answer["sentence"], *([f"What would decide it: {answer['suggest']}"] if answer["suggest"] else []),
+                   surrogate_profile_chart(answer)]
+    effect.append(C.loss_vs_p(trials))
+    if data.info.kind == "search":  # what each p reached, every group at the same number of runs
         profile = A.tuned_profile(trials, bins)
         effect += [C.tuned_profile_chart(profile)]
     effect += [C.mean_loss_per_p(summary), C.loss_map(A.p_map(trials, bins, by=by), by),
@@ -105,7 +114,9 @@ def render_report(data: StudyData, storage_url: str, threshold: float | None = N
         nav.append(f"<a href='#{anchor}'>{html.escape(title)}</a>")
         parts.append(f"<h2 id='{anchor}'>{html.escape(title)}</h2><div class='grid'>")
         for item in items:
-            if isinstance(item, pd.DataFrame):
+            if isinstance(item, str):  # what the study lets the reader conclude, in words
+                parts.append(f"<div class='cell wide'><p class='answer'>{html.escape(item)}</p></div>")
+            elif isinstance(item, pd.DataFrame):
                 parts.append(f"<div class='cell wide'>{_table(item)}</div>")
             else:
                 parts.append("<div class='cell'>" + item.to_html(
@@ -117,7 +128,7 @@ def render_report(data: StudyData, storage_url: str, threshold: float | None = N
       nav a{margin-right:16px} .facts{color:#555;margin:4px 0} .problem{background:#fff3cd;padding:8px 12px}
       .grid{display:grid;grid-template-columns:repeat(2,minmax(0,1fr));gap:16px}
       @media (max-width:1100px){.grid{grid-template-columns:minmax(0,1fr)}}
-      .cell{min-width:0}
+      .cell{min-width:0} .answer{background:#e8f1fb;padding:8px 12px;margin:0}
       .cell.wide{grid-column:1/-1;overflow-x:auto} table.numbers{border-collapse:collapse;font-size:13px}
       table.numbers td,table.numbers th{padding:3px 8px;border-bottom:1px solid #ddd;text-align:right}
     """

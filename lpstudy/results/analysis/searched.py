@@ -139,6 +139,10 @@ def read_searched(trials: pd.DataFrame, spec: dict | None, params=None) -> Searc
         if values is not None and varies(values):
             left_out[name] = BLOCKING
     derived = derived_from_p(trials, spec)
+    for name, why in derived.items():  # said even where the spec does not search it: it varies with p
+        values = field_values(trials, name)
+        if values is not None and varies(values):
+            left_out[name] = why
     fields = []
     for name in names:
         if name in left_out:
@@ -147,8 +151,6 @@ def read_searched(trials: pd.DataFrame, spec: dict | None, params=None) -> Searc
         if values is None:
             continue
         if name in derived:
-            if varies(values):
-                left_out[name] = derived[name]
             continue
         if not varies(values):
             if name in entries:

@@ -119,7 +119,19 @@ def _few_runs_sentence(n: int, losses: pd.Series, searched: Searched) -> str:
 
 
 def search_answer(data: StudyData, options=None) -> dict:
-    """The answer of a search study (lpstudy.results.answers' shape)."""
+    """The answer of a search study (lpstudy.results.answers' shape): search_effect and the
+    importance (over importance_sample's runs in a big study)."""
+    from lpstudy.results.curve_sample import importance_sample
+
+    trials = data.trials
+    importance = param_importance(importance_sample(trials), data.info.spec).to_answer() if len(trials) else {
+        "shares": {}, "low": {}, "high": {}, "null": None, "reason": "no completed run yet", "left_out": {},
+        "n_trials": 0}
+    return {**search_effect(data, options), "importance": importance}
+
+
+def search_effect(data: StudyData, options=None) -> dict:
+    """Everything of the search's answer but the importance (which the dashboard caches apart)."""
     from lpstudy.results.answers import AnswerOptions
 
     options = options or AnswerOptions()
@@ -127,10 +139,7 @@ def search_answer(data: StudyData, options=None) -> dict:
     runs = successful(trials) if len(trials) else finished(trials)
     searched = read_searched(runs, data.info.spec)
     losses = runs["loss"].astype("float64") if len(runs) else pd.Series(dtype="float64")
-    importance = param_importance(trials, data.info.spec).to_answer() if len(trials) else {
-        "shares": {}, "low": {}, "high": {}, "null": None, "reason": "no completed run yet", "left_out": {},
-        "n_trials": 0}
-    answer = {"study": data.name, "kind": "search", "metric": METRIC, "importance": importance,
+    answer = {"study": data.name, "kind": "search", "metric": METRIC,
               "p_profile": [], "p_partial_dependence": [], "entanglement": entanglement(searched, runs.index),
               "separable": False, "suggest": None, "effect": None, "n_runs": int(len(runs))}
     if searched.get("p") is None:
@@ -196,4 +205,4 @@ def search_answer(data: StudyData, options=None) -> dict:
     return json_safe(answer)
 
 
-__all__ = ["entanglement", "search_answer", "suggest_command"]
+__all__ = ["entanglement", "search_answer", "search_effect", "suggest_command"]
