@@ -34,7 +34,7 @@ VIEWPORT = {"width": 1400, "height": 2000}
 PAGES = [
     ("Home", ["Trials by state", "Optimisation history"]),
     ("Effect of p", ["Final validation loss against p", "Mean final validation loss per p (95 % interval)",
-                     "Validation loss over p × learning rate", "Parameter importance (Optuna PED-ANOVA)"]),
+                     "Validation loss over p × learning rate", "Parameter importance (type II sums of squares)"]),
     ("Convergence", ["Validation loss curves, coloured by p", "Training loss curves, coloured by p",
                      "Median validation loss per p", "Steps to reach validation loss 2",
                      "Area under the validation curve against p"]),

@@ -190,7 +190,7 @@ def test_importance_ranks_p_first_on_a_matched_replicate_whose_folds_differ_a_lo
 
 # --- the tuned profile ---------------------------------------------------------------------------
 
-def test_the_tuned_profile_gives_the_best_loss_the_mean_of_the_top_three_and_the_count_per_p_bin():
+def test_the_tuned_profile_gives_the_best_loss_the_expected_best_of_m_and_the_count_per_p_bin():
     rows = [{"p": 1.0, "value": 1.50}, {"p": 1.3, "value": 1.40}, {"p": 1.8, "value": 1.70},
             {"p": 2.2, "value": 1.45}, {"p": 2.4, "value": 1.60},
             {"p": 1.2, "value": 1.00, "state": "PRUNED"},  # stopped early: never its group's best
@@ -202,6 +202,9 @@ def test_the_tuned_profile_gives_the_best_loss_the_mean_of_the_top_three_and_the
     first, second, inf = profile.loc["1–2.5"], profile.loc["2.5–4"], profile.loc["∞"]
     assert (first["n"], first["best"], first["best_trial"], first["n_top"]) == (5, 1.40, 1, 3)
     assert first["top_mean"] == pytest.approx((1.40 + 1.45 + 1.50) / 3)
-    assert (second["n"], second["best"], second["best_trial"], second["n_top"]) == (2, 1.30, 7, 2)
-    assert second["top_mean"] == pytest.approx((1.30 + 1.35) / 2)
-    assert (inf["n"], inf["best"], inf["n_top"], inf["top_mean"]) == (1, 1.55, 1, 1.55)
+    assert (second["n"], second["best"], second["best_trial"], second["n_top"]) == (2, 1.30, 7, 0)
+    assert math.isnan(second["top_mean"]) and math.isnan(inf["top_mean"])  # no "mean of the 3 lowest" of 2 or 1
+    assert (inf["n"], inf["best"], inf["n_top"]) == (1, 1.55, 0)
+    # every group at m = 1 run (∞ holds one): the expected best of one run is the group's mean
+    assert set(profile["m"]) == {1}
+    assert first["expected_best"] == pytest.approx((1.50 + 1.40 + 1.70 + 1.45 + 1.60) / 5)
