@@ -454,7 +454,7 @@ def test_effect_of_p_bins_a_search_labels_every_mean_with_n_and_has_the_p_bins_s
     (trace,) = mean["data"]
     n = json.loads(at.dataframe[0].value.to_json())["n_ok"] if at.dataframe else None  # "Numbers per p"
     counts = [int(k) for k in n.values()]
-    assert trace["mode"] == ("markers+lines+text" if min(counts) >= 2 else "markers+text")  # no line through one run
+    assert trace["mode"] == ("markers+lines+text" if min(counts) >= 3 else "markers+text")  # no line without intervals
     assert trace["text"] == [f"n = {k}" if k < 3 else "" for k in counts], (trace["text"], n)  # no interval under 3
     assert trace["error_y"]["visible"]
     assert len(trace["x"]) <= slider.value + 1  # binned: at most the bins (and ∞)

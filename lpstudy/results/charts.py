@@ -209,7 +209,7 @@ def mean_loss_per_p(summary: pd.DataFrame) -> go.Figure:
     lower = (rows["mean"] - rows["ci_low"]).where(drawn).fillna(0)
     fig.add_scatter(x=x, y=rows["mean"], mode=_joined(rows["n_ok"]) + "+text", name="mean (95 % interval)",
                     marker={"size": 8, "color": "#1f77b4"}, line={"color": "#1f77b4"},
-                    text=[f"n = {int(n)}" if n < 3 else "" for n in rows["n_ok"]], textposition="middle right",
+                    text=[f"n = {int(n)}" if n < 3 else "" for n in rows["n_ok"]], textposition="top center",
                     textfont={"size": 10, "color": "#555"},
                     error_y={"type": "data", "array": upper, "arrayminus": lower, "visible": True},
                     customdata=np.column_stack([rows["p_bin"], rows["n_ok"], rows["std"].fillna(0)]),
@@ -222,10 +222,13 @@ def mean_loss_per_p(summary: pd.DataFrame) -> go.Figure:
     return fig
 
 
+JOIN_RUNS = 3  # p groups are joined by a line only where each holds this many runs (and has its interval)
+
+
 def _joined(n: pd.Series) -> str:
-    """Markers joined by a line only where no group is a group of one (a line through single runs
-    draws their noise as a shape)."""
-    return "markers+lines" if len(n) and int(n.min()) >= 2 else "markers"
+    """Markers joined by a line only where every group holds JOIN_RUNS runs: a line through groups
+    of one or two, which have no interval, draws their noise as a shape."""
+    return "markers+lines" if len(n) and int(n.min()) >= JOIN_RUNS else "markers"
 
 
 def _fit_axis(fig: go.Figure, low: float, high: float, room_below: float = 1.0) -> None:
@@ -253,7 +256,7 @@ def tuned_profile_chart(profile: pd.DataFrame) -> go.Figure:
     fig.add_scatter(x=x, y=profile["expected_best"], mode=_joined(profile["n"]) + "+text",
                     name=f"expected best of {m} run{'s' if m != 1 else ''}",
                     line={"color": "#2ca02c"}, marker={"size": 9, "color": "#2ca02c"},
-                    text=[f"n = {n}" for n in profile["n"]], textposition="middle right",
+                    text=[f"n = {n}" for n in profile["n"]], textposition="top center",
                     textfont={"size": 10, "color": "#555"}, customdata=custom,
                     error_y={"type": "data", "visible": True,
                              "array": (profile["expected_high"] - profile["expected_best"]).where(drawn, 0),

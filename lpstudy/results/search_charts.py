@@ -51,7 +51,11 @@ def surrogate_profile_chart(answer: dict) -> go.Figure:
     there is no surrogate."""
     fig = figure(TITLE, "p", "final validation loss")
     if not answer.get("p_profile"):
-        return mark_empty(fig, answer.get("sentence") or "no surrogate yet")
+        from lpstudy.results.answers.surrogate import MIN_RUNS
+
+        runs = answer.get("n_runs") or 0
+        return mark_empty(fig, f"the surrogate needs {MIN_RUNS} completed runs at finite p; this study has "
+                               f"{runs} completed run{'s' if runs != 1 else ''} (see the sentence above)")
     profile, dependence = _frame(answer["p_profile"]), _frame(answer["p_partial_dependence"])
     x = A.p_positions(profile["p"])
     _band(fig, x, dependence, DEPENDENCE_COLOUR, "partial dependence (averaged over lr, gain)", dash="dash")

@@ -117,7 +117,16 @@ def param_importance(trials: pd.DataFrame, spec: dict | None = None,
                      shuffles: int = SHUFFLES) -> Importance:
     """The importance of the fields the study searched (`params`, else its spec's searched fields,
     else p, lr and gain_init) for the final loss of the completed runs that did not diverge (see
-    the module)."""
+    the module). Its 400 small least-squares fits run on one BLAS thread (more only wait on each
+    other)."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1):
+        return _importance(trials, spec, params, bootstrap, shuffles)
+
+
+def _importance(trials: pd.DataFrame, spec: dict | None, params: Sequence[str] | None, bootstrap: int,
+                shuffles: int) -> Importance:
     empty = pd.Series(dtype="float64", name="importance")
     done = successful(trials) if len(trials) else trials.assign(loss=pd.Series(dtype="float64"))
     searched: Searched = read_searched(done, spec, params)

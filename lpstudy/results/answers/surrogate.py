@@ -152,7 +152,16 @@ def _profile_of(gp, grid_points: list[np.ndarray], settings: np.ndarray, rng) ->
 
 def p_profile(losses: pd.Series, searched: Searched, reference: float = 2.0) -> Profile | None:
     """p's surrogate profile and partial dependence over the runs whose loss is `losses` (indexed
-    like the searched fields' values); None with fewer than MIN_RUNS runs at finite p."""
+    like the searched fields' values); None with fewer than MIN_RUNS runs at finite p. The linear
+    algebra runs on one BLAS thread: its matrices are a few hundred rows, where more threads only
+    wait on each other (a fit took 15 s instead of 1 on a busy two-core machine)."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1):
+        return _p_profile(losses, searched, reference)
+
+
+def _p_profile(losses: pd.Series, searched: Searched, reference: float) -> Profile | None:
     p_field = searched.get("p")
     if p_field is None:
         return None
