@@ -315,3 +315,19 @@ def test_the_ranked_frame_keeps_completed_finite_undiverged_runs_best_first():
     assert list(zip(ranked["loss"], ranked["number"])) == [(-3.0, 11), (0.7, 9), (1.0, 0), (1.0, 8), (2.0, 10)]
     assert list(ranked_frame(trials, 3)["number"]) == [11, 9, 0]
     assert ranked_frame(trials.iloc[0:0]).empty
+
+
+def test_the_cohort_counts_its_trials_at_each_step_where_a_resumed_trial_lacks_the_early_ones():
+    """Three trials at p = 2 reach step 300; trial 2 was resumed from a checkpoint at step 200 and
+    holds no evaluation before it: steps 100 and 200 hold 2 of the cohort's 3 (and 3 from step 200),
+    and the legend says so."""
+    from lpstudy.results import charts as C
+
+    trials = trials_frame([{"p": 2.0, "value": 1.5}, {"p": 2.0, "value": 1.6}, {"p": 2.0, "value": 1.7}])
+    curves = curves_frame({0: [(100, 2.0), (200, 1.8), (300, 1.5)], 1: [(100, 2.1), (200, 1.9), (300, 1.6)],
+                           2: [(200, 1.9), (300, 1.7)]})
+    cohort = A.curve_cohort(curves, trials, "val_loss")
+    assert cohort.cohort == 3
+    assert dict(zip(cohort.bands["step"], cohort.bands["n"])) == {100: 2, 200: 3, 300: 3}
+    names = [trace.name for trace in C.median_curves(cohort).data if trace.name]
+    assert "p 2 (n = 3, 2 at some steps)" in names, names

@@ -31,8 +31,8 @@ if searched:
     answer = once(study, ("search_effect",), lambda: search_effect(study))
     st.info(answer["sentence"])
     if answer.get("suggest"):
-        st.caption("What would decide it: the p values at the tuned learning rate and gain, fold by fold "
-                   "(add your --storage):")
+        st.caption(("To confirm it" if answer["separable"] else "What would decide it") +
+                   ": the p values at the tuned learning rate and gain, fold by fold (add your --storage):")
         st.code(answer["suggest"], language="bash")
 profile = once(study, ("tuned_profile_frame", bins), lambda: A.tuned_profile(trials, bins)) if searched else None
 drawn = [*([("surrogate_profile", lambda: surrogate_profile_chart(answer))] if searched else []),

@@ -256,12 +256,12 @@ def tuned_profile_chart(profile: pd.DataFrame) -> go.Figure:
     fig.add_scatter(x=x, y=profile["expected_best"], mode=_joined(profile["n"]) + "+text",
                     name=f"expected best of {m} run{'s' if m != 1 else ''}",
                     line={"color": "#2ca02c"}, marker={"size": 9, "color": "#2ca02c"},
-                    text=[f"n = {n}" for n in profile["n"]], textposition="top center",
+                    text=[f"n = {n}" if n < 3 else "" for n in profile["n"]], textposition="top center",
                     textfont={"size": 10, "color": "#555"}, customdata=custom,
                     error_y={"type": "data", "visible": True,
                              "array": (profile["expected_high"] - profile["expected_best"]).where(drawn, 0),
                              "arrayminus": (profile["expected_best"] - profile["expected_low"]).where(drawn, 0)},
-                    hovertemplate="p %{customdata[0]}<br>expected best %{y:.4f}<br>runs %{customdata[1]}"
+                    hovertemplate="p %{customdata[0]}<br>expected best %{y:.4f}<br>of the group's %{customdata[1]} runs"
                                   "<extra></extra>")
     shown = pd.concat([profile["best"], profile["expected_best"], profile["expected_low"].dropna(),
                        profile["expected_high"].dropna()])
@@ -269,7 +269,7 @@ def tuned_profile_chart(profile: pd.DataFrame) -> go.Figure:
     _p_group_axis(fig, profile, x)
     return caption(fig, f"Per p group, its completed runs that did not diverge: the expected lowest loss of {m} "
                         "of them (m: the smallest group's runs, so every group is compared at the same number of "
-                        "tries; 95 % bootstrap interval from 3 runs up) and, hollow, the lowest found, which falls "
+                        "tries; 95 % bootstrap interval from 3 runs up; each group's runs in the hover) and, hollow, the lowest found, which falls "
                         "with a group's runs alone. p's effect with lr and the gain held apart is the surrogate's "
                         "chart.")
 
@@ -321,7 +321,8 @@ def importance_chart(importance: "A.Importance") -> go.Figure:
     ordered = importance.shares.sort_values()
     low, high = importance.low.reindex(ordered.index), importance.high.reindex(ordered.index)
     fig.add_bar(x=ordered.values, y=list(ordered.index), orientation="h", marker_color="#1f77b4",
-                text=[f"{v:.0%}" for v in ordered.values], textposition="outside", name="share",
+                text=[f"{v:.0%}" for v in ordered.values], textposition="inside", insidetextanchor="start",
+                textfont={"color": "white"}, name="share",
                 error_x={"type": "data", "array": (high - ordered).clip(lower=0).fillna(0).to_numpy(),
                          "arrayminus": (ordered - low).clip(lower=0).fillna(0).to_numpy(), "visible": True})
     top = max(float(high.max()) if high.notna().any() else 0.0, float(ordered.max()), importance.null or 0.0)

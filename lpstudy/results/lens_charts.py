@@ -44,13 +44,16 @@ def lr_curve_chart(curve: pd.DataFrame) -> go.Figure:
     dodge = {label: (i - (len(order) - 1) / 2) * LR_DODGE_DECADES for i, label in enumerate(order)}
     for label, group in curve.groupby("p_bin", sort=False):
         group = group.sort_values("lr")
-        mode = "lines+markers" if int(group["n"].min()) >= 2 else "markers"  # no line through single runs
+        mode = "lines+markers" if int(group["n"].min()) >= MIN_INTERVAL_RUNS else "markers"  # no line through noise
         fig.add_scatter(x=group["lr"] * 10 ** dodge[label], y=group["mean"], mode=mode, name=f"p {label}",
                         line={"color": colours[label]}, error_y=_error(group, n="n"),
                         customdata=np.column_stack([group["n"], group["n_diverged"], group["lr"]]),
                         hovertemplate=f"p {label}<br>lr %{{customdata[2]:.3g}}<br>loss %{{y:.4f}}<br>runs %{{customdata[0]}}"
                                       " (diverged %{customdata[1]})<extra></extra>")
     fig.update_layout(legend={"orientation": "v", "y": 1, "x": 1.02, "xanchor": "left", "yanchor": "top"})
+    low, high = float(curve["mean"].min()), float(curve["mean"].max())
+    pad = 0.15 * (high - low) + 0.05
+    fig.update_yaxes(range=[max(0.0, low - pad), high + pad])  # the means fit; an interval past them is cut
     return fig
 
 

@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from lpstudy.results import analysis as A
 from lpstudy.results.charts import caption, figure, mark_empty, p_axis
 
-TITLE = "p's effect with lr and gain tuned for it (surrogate, 95 % band)"
+TITLE = "p's effect with lr and gain held apart (surrogate, 95 % band)"
 PROFILE_COLOUR = "#2ca02c"
 DEPENDENCE_COLOUR = "#1f77b4"
 
@@ -58,8 +58,8 @@ def surrogate_profile_chart(answer: dict) -> go.Figure:
                                f"{runs} completed run{'s' if runs != 1 else ''} (see the sentence above)")
     profile, dependence = _frame(answer["p_profile"]), _frame(answer["p_partial_dependence"])
     x = A.p_positions(profile["p"])
-    _band(fig, x, dependence, DEPENDENCE_COLOUR, "partial dependence (averaged over lr, gain)", dash="dash")
-    _band(fig, x, profile, PROFILE_COLOUR, "profile (lr, gain tuned at each p)")
+    _band(fig, x, dependence, DEPENDENCE_COLOUR, "averaged over lr, gain", dash="dash")
+    _band(fig, x, profile, PROFILE_COLOUR, "lr, gain tuned")
     p_axis(fig, profile["p"])
     shown = pd.concat([profile, dependence])
     low, high = float(shown["low"].min()), float(shown["high"].max())
@@ -68,9 +68,9 @@ def surrogate_profile_chart(answer: dict) -> go.Figure:
     tangled = answer.get("entanglement") or {}
     words = ", ".join(f"{name} {rho:+.2f}" for name, rho in tangled.items())
     effect = answer.get("effect") or {}
-    text = ("A Gaussian-process surrogate of the final loss over the searched fields: the profile is its minimum "
-            "over the lr and gain settings the search ran, the partial dependence its average over them; bands "
-            "from 400 posterior draws.")
+    text = ("A Gaussian-process surrogate of the final loss over the searched fields: solid, its minimum over the "
+            "lr and gain settings the search ran (p's profile: what p reaches with them tuned); dashed, its average "
+            "over them (partial dependence); bands from 400 posterior draws; ∞ fitted apart.")
     if effect.get("n_fit") and effect.get("n_fit") < effect.get("n_runs", 0):
         text += f" Fitted on a sample of {effect['n_fit']:,} runs."
     if words:
