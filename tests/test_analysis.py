@@ -331,3 +331,21 @@ def test_the_cohort_counts_its_trials_at_each_step_where_a_resumed_trial_lacks_t
     assert dict(zip(cohort.bands["step"], cohort.bands["n"])) == {100: 2, 200: 3, 300: 3}
     names = [trace.name for trace in C.median_curves(cohort).data if trace.name]
     assert "p 2 (n = 3, 2 at some steps)" in names, names
+
+
+def test_a_big_studys_curve_sample_is_stratified_on_the_bins_the_charts_open_with():
+    """2,000 trials crowded at high p: the sample holds PER_GROUP trials (or all it has) of every one
+    of the charts' 8 bins over the searched range, not of 10 fixed groups over the trials' range."""
+    from lpstudy.results.curve_sample import PER_GROUP, curve_sample
+
+    rng = np.random.default_rng(0)
+    p = np.concatenate([rng.uniform(1.0, 4.0, 500), rng.uniform(3.7, 4.0, 1500)])  # a sampler crowding p ≈ 4
+    trials = trials_frame([{"p": float(v), "value": 1.5} for v in p]).assign(trial_id=lambda t: t["number"] + 1)
+    spec = {"space": {"p": {"type": "range", "low": 1.0, "high": 4.0}}}
+    sample = curve_sample(trials, spec=spec)
+    edges = A.default_p_groups(trials, spec)
+    assert len(edges) == 9 and edges[0] == 1.0 and edges[-1] == 4.0
+    chosen = trials[trials["trial_id"].isin(sample.trial_ids)]
+    per_bin = A.p_bins(chosen["p"], list(edges))["p_bin"].value_counts()
+    every = A.p_bins(trials["p"], list(edges))["p_bin"].value_counts()
+    assert len(per_bin) == 8 and (per_bin == every.clip(upper=PER_GROUP).reindex(per_bin.index)).all(), per_bin

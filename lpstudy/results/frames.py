@@ -325,7 +325,7 @@ def sql_study_data(conn, reader: TrialReader, sid: int, study_name: str, frame: 
     curves, sample = _empty_curves(), CurveSample(None)
     if with_curves:
         best = ranked_frame(frame, 1)
-        sample = curve_sample(frame, int(best["number"].iloc[0]) if len(best) else None)
+        sample = curve_sample(frame, int(best["number"].iloc[0]) if len(best) else None, info.spec)
         curves = _sql_curves(conn, reader, sid, study_name, dict(zip(frame["trial_id"], frame["number"])),
                              sample.trial_ids)
     return StudyData(name=study_name, info=info, trials=frame, curves=curves, duplicates=duplicates,
