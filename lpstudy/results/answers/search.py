@@ -37,6 +37,12 @@ from lpstudy.values import format_p, json_safe
 
 METRIC = "final validation loss (completed runs that did not diverge)"
 SUGGEST_FOLDS = 5
+NO_EFFECT_MARGIN = 0.005  # without options: "no effect" is every p within ± 0.5 % of p = 2's loss
+
+
+class _Defaults:
+    rope = NO_EFFECT_MARGIN
+    reference = None
 NAMES = {"lr": "the learning rate", "gain_init": "the gain"}
 
 
@@ -131,10 +137,10 @@ def search_answer(data: StudyData, options=None) -> dict:
 
 
 def search_effect(data: StudyData, options=None) -> dict:
-    """Everything of the search's answer but the importance (which the dashboard caches apart)."""
-    from lpstudy.results.answers import AnswerOptions
-
-    options = options or AnswerOptions()
+    """Everything of the search's answer but the importance (which the dashboard caches apart).
+    `options`: lpstudy.results.answers.AnswerOptions (its rope and reference), or None for p = 2
+    and a margin of NO_EFFECT_MARGIN (this module never imports the package that dispatches to it)."""
+    options = options or _Defaults()
     trials = data.trials
     runs = successful(trials) if len(trials) else finished(trials)
     searched = read_searched(runs, data.info.spec)
