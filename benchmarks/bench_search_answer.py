@@ -1,6 +1,7 @@
 """What a search's answer about p costs the Effect of p page, against what the page spent before it.
 
-For synthetic search studies (lpstudy.study.synthetic, SQLite) of each size, in one run, in one
+For synthetic search studies (benchmarks/scale_study.py: lpstudy.study.synthetic's trials written in
+bulk, SQLite) of each size, in one run, in one
 process: the read of the trials (load_study without curves, as the page reads), p's surrogate
 profile (lpstudy.results.answers.search.search_effect: a Gaussian process fitted on at most 250
 runs), the new parameter importance (type II shares with 400 refits, over importance_sample's
@@ -66,12 +67,12 @@ def measure(db: Path, n_trials: int) -> list:
     from lpstudy.results.answers.search import search_effect
     from lpstudy.results.curve_sample import importance_sample
     from lpstudy.results.frames import load_study
-    from lpstudy.study.synthetic import write_synthetic_study
+    from benchmarks.scale_study import write_scale_study
 
     url = f"sqlite:///{db}"
     if not db.exists():
         print(f"writing {n_trials:,} trials to {db} ...", file=sys.stderr, flush=True)
-        write_synthetic_study(url, STUDY, n_trials=n_trials, n_evals=4, seed=0)
+        write_scale_study(url, STUDY, n_trials, n_evals=20, seed=0)
     data, read_s, read_cpu = timed(lambda: load_study(open_reader(url), STUDY, curves=False))
     _, before_s, before_cpu = timed(lambda: ped_anova(data.trials, data.info.spec))
     answer, surrogate_s, surrogate_cpu = timed(lambda: search_effect(data))
