@@ -64,7 +64,7 @@ class Importance:
         parts = []
         if not self.empty:
             text = (f"Share of the final loss's variation each field explains beyond the others, over "
-                    f"{self.n_trials} completed runs, with 95 % bootstrap intervals")
+                    f"{self.n_trials:,} completed runs, with 95 % bootstrap intervals")
             if self.adjusted_for:
                 text += f", within each {' × '.join(self.adjusted_for)}"
             if self.null is not None:

@@ -175,8 +175,8 @@ def search_effect(data: StudyData, options=None) -> dict:
         "n_fit": profile.n_fit, "n_runs": profile.n_runs}
     answer["separable"] = bool(apart.any())
     setting = {k: v for k, v in profile.best_setting.items() if k in ("lr", "gain_init")} or best_setting
-    fitted = (f"{profile.n_fit} of the {finite_runs} runs at finite p" if profile.n_fit < finite_runs
-              else f"{finite_runs} runs at finite p")
+    fitted = (f"{profile.n_fit:,} of the {finite_runs:,} runs at finite p" if profile.n_fit < finite_runs
+              else f"{finite_runs:,} runs at finite p")
     if np.isinf(profile.p).any():
         fitted += ", ∞'s runs apart"
     ref_text = f"p = {format_p(reference)}"
