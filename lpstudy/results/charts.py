@@ -417,9 +417,11 @@ def _rgba(colour: str, alpha: float) -> str:
 
 
 def draws_bands(bands: "A.CurveBands | pd.DataFrame") -> bool:
-    """Whether median_curves draws the 25–75 % bands: only for at most MAX_BANDS p groups."""
+    """Whether median_curves draws the 25–75 % bands: only for at most MAX_BANDS p groups, each
+    holding JOIN_RUNS trials (the quartiles of two runs are the runs themselves)."""
     bands = bands.bands if isinstance(bands, A.CurveBands) else bands
-    return bands.empty or bands["p_bin"].nunique() <= MAX_BANDS
+    return bands.empty or (bands["p_bin"].nunique() <= MAX_BANDS
+                           and int(bands.groupby("p_bin")["n"].max().min()) >= JOIN_RUNS)
 
 
 STOPPED_COLOUR = "rgba(120, 120, 120, 0.35)"
@@ -587,7 +589,14 @@ def spread_chart(trials: pd.DataFrame, bins: int | Sequence[float] | None = None
         return mark_empty(fig, "no completed trial without divergence yet")
     groups = ok.join(A.p_bins(ok["p"], bins)).sort_values("p_order")
     order = groups["p_bin"].drop_duplicates().tolist()
-    if len(groups) <= CHART_POINTS:
+    few = groups.groupby("p_bin")["loss"].transform("size") < JOIN_RUNS
+    if len(groups) <= CHART_POINTS and few.all():  # groups of one or two: their points, no box to read a spread into
+        fig.add_scatter(x=groups["p_bin"], y=groups["loss"], mode="markers", showlegend=False,
+                        marker={"size": 7, "color": "#1f77b4"},
+                        customdata=np.column_stack([groups["number"], groups["fold"]]),
+                        hovertemplate="trial %{customdata[0]} (fold %{customdata[1]})<br>%{y:.4f}<extra></extra>")
+        caption(fig, f"Every group holds fewer than {JOIN_RUNS} runs: their losses, without boxes.")
+    elif len(groups) <= CHART_POINTS:
         fig.add_box(x=groups["p_bin"], y=groups["loss"], boxpoints="all", jitter=0.4, pointpos=0,
                     marker={"size": 4, "color": "#1f77b4"}, line={"color": "#1f77b4"}, showlegend=False,
                     customdata=np.column_stack([groups["number"], groups["fold"]]),
