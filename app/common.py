@@ -309,13 +309,14 @@ def chart(fig, key: str | None = None, note: str | None = None) -> None:
     st.plotly_chart(fig, width="stretch", key=key, config={"displaylogo": False})
 
 
-def p_bins_control(trials, key: str):
+def p_bins_control(trials, key: str, spec: dict | None = None):
     """The p-grouping control (sidebar): a "p bins" slider on every page that groups p, set to
-    the bins that fit an axis (lpstudy.results.analysis.default_p_bins); where the exact p values
+    the bins that follow the spread phase (lpstudy.results.analysis.default_p_bins), over the p range
+    the study's spec searches (the same groups on every chart of a page); where the exact p values
     fit (a grid), they are the default and the slider applies once "Bin p" is switched on."""
     import numpy as np
 
-    from lpstudy.results.analysis import DEFAULT_P_BINS, default_p_bins
+    from lpstudy.results.analysis import DEFAULT_P_BINS, default_p_bins, page_p_groups
 
     p = trials["p"].dropna() if "p" in trials else trials.iloc[0:0]
     if int(np.isfinite(p.unique()).sum()) < 2:
@@ -326,8 +327,8 @@ def p_bins_control(trials, key: str):
         exact = not st.sidebar.toggle("Bin p", value=False, key=f"{key}_on",
                                       help="The exact p values fit on the axis; switch on to group them into bins.")
     bins = st.sidebar.slider("p bins", min_value=2, max_value=20, value=default or DEFAULT_P_BINS, key=key,
-                             disabled=exact, help="Equal-width bins over the finite p range; ∞ is a group of its own.")
-    return None if exact else bins
+                             disabled=exact, help="Equal-width bins over the searched p range; ∞ is a group of its own.")
+    return None if exact else page_p_groups(trials, bins, spec)
 
 
 def readable(frame, formats: dict[str, str] | None = None):

@@ -40,7 +40,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-sync", "--no-first-run"]
 STUDY = "bench"
 EFFECT_TITLES = ["Final validation loss against p", "Mean final validation loss per p (95 % interval)",
-                 "Validation loss over p × learning rate", "Parameter importance (Optuna PED-ANOVA)"]
+                 "Validation loss over p × learning rate", "Parameter importance (type II sums of squares)"]
 SCREENSHOTS = ROOT / "test-artifacts" / "screenshots"
 
 from benchmarks.results_file import add_result_argument, load_average, write_result  # noqa: E402

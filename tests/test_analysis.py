@@ -176,9 +176,11 @@ def test_parameter_importance_finds_the_parameter_the_loss_depends_on():
     for _ in range(60):
         p, lr = rng.uniform(1, 4), 10 ** rng.uniform(-4, -2)
         rows.append({"p": p, "lr": lr, "gain_init": 16.0, "value": 1.5 + 0.5 * (p - 2.5) ** 2 + rng.normal(0, 0.001)})
-    importance = A.param_importance(trials_frame(rows)).shares
+    found = A.param_importance(trials_frame(rows))
+    importance = found.shares
     assert importance.index[0] == "p"
-    assert importance.sum() == pytest.approx(1.0)
+    assert importance["p"] > 0.5 > found.null > importance["lr"]  # p explains much (its quartiles do), lr is noise
+    assert found.low["p"] <= importance["p"] <= found.high["p"]
     assert "gain_init" not in importance  # never varied
     assert A.param_importance(trials_frame(rows[:3])).empty  # too few trials
     without_params = trials_frame(rows + [{"value": 1.0, "p": math.nan, "lr": math.nan}])  # a trial added by hand
@@ -313,3 +315,37 @@ def test_the_ranked_frame_keeps_completed_finite_undiverged_runs_best_first():
     assert list(zip(ranked["loss"], ranked["number"])) == [(-3.0, 11), (0.7, 9), (1.0, 0), (1.0, 8), (2.0, 10)]
     assert list(ranked_frame(trials, 3)["number"]) == [11, 9, 0]
     assert ranked_frame(trials.iloc[0:0]).empty
+
+
+def test_the_cohort_counts_its_trials_at_each_step_where_a_resumed_trial_lacks_the_early_ones():
+    """Three trials at p = 2 reach step 300; trial 2 was resumed from a checkpoint at step 200 and
+    holds no evaluation before it: steps 100 and 200 hold 2 of the cohort's 3 (and 3 from step 200),
+    and the legend says so."""
+    from lpstudy.results import charts as C
+
+    trials = trials_frame([{"p": 2.0, "value": 1.5}, {"p": 2.0, "value": 1.6}, {"p": 2.0, "value": 1.7}])
+    curves = curves_frame({0: [(100, 2.0), (200, 1.8), (300, 1.5)], 1: [(100, 2.1), (200, 1.9), (300, 1.6)],
+                           2: [(200, 1.9), (300, 1.7)]})
+    cohort = A.curve_cohort(curves, trials, "val_loss")
+    assert cohort.cohort == 3
+    assert dict(zip(cohort.bands["step"], cohort.bands["n"])) == {100: 2, 200: 3, 300: 3}
+    names = [trace.name for trace in C.median_curves(cohort).data if trace.name]
+    assert "p 2 (n = 3, 2 at some steps)" in names, names
+
+
+def test_a_big_studys_curve_sample_is_stratified_on_the_bins_the_charts_open_with():
+    """2,000 trials crowded at high p: the sample holds PER_GROUP trials (or all it has) of every one
+    of the charts' 8 bins over the searched range, not of 10 fixed groups over the trials' range."""
+    from lpstudy.results.curve_sample import PER_GROUP, curve_sample
+
+    rng = np.random.default_rng(0)
+    p = np.concatenate([rng.uniform(1.0, 4.0, 500), rng.uniform(3.7, 4.0, 1500)])  # a sampler crowding p ≈ 4
+    trials = trials_frame([{"p": float(v), "value": 1.5} for v in p]).assign(trial_id=lambda t: t["number"] + 1)
+    spec = {"space": {"p": {"type": "range", "low": 1.0, "high": 4.0}}}
+    sample = curve_sample(trials, spec=spec)
+    edges = A.default_p_groups(trials, spec)
+    assert len(edges) == 9 and edges[0] == 1.0 and edges[-1] == 4.0
+    chosen = trials[trials["trial_id"].isin(sample.trial_ids)]
+    per_bin = A.p_bins(chosen["p"], list(edges))["p_bin"].value_counts()
+    every = A.p_bins(trials["p"], list(edges))["p_bin"].value_counts()
+    assert len(per_bin) == 8 and (per_bin == every.clip(upper=PER_GROUP).reindex(per_bin.index)).all(), per_bin

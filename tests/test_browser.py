@@ -34,7 +34,7 @@ VIEWPORT = {"width": 1400, "height": 2000}
 PAGES = [
     ("Home", ["Trials by state", "Optimisation history"]),
     ("Effect of p", ["Final validation loss against p", "Mean final validation loss per p (95 % interval)",
-                     "Validation loss over p × learning rate", "Parameter importance (Optuna PED-ANOVA)"]),
+                     "Validation loss over p × learning rate", "Parameter importance (type II sums of squares)"]),
     ("Convergence", ["Validation loss curves, coloured by p", "Training loss curves, coloured by p",
                      "Median validation loss per p", "Steps to reach validation loss 2",
                      "Area under the validation curve against p"]),
@@ -259,9 +259,10 @@ def test_every_page_reads_at_a_glance_on_a_small_and_a_large_study(dashboard, br
             assert page.locator("[data-testid='stSidebar']").get_by_text("p bins").count() == 1
             mean = _chart(page, "Mean final validation loss per p")
             ticks = mean.locator(".xtick text")
-            assert ticks.count() >= 2
+            points = mean.locator(".scatterlayer .point").count()
+            assert ticks.count() >= min(2, points)  # a label for each group (one group: the first runs' p bin)
             assert _no_overlap([t.bounding_box() for t in ticks.all()]), ticks.all_text_contents()
-            assert all(t in ("", "n = 1") for t in mean.locator(".textpoint").all_text_contents())
+            assert all(t in ("", "n = 1", "n = 2") for t in mean.locator(".textpoint").all_text_contents())
         if name == "Stability":
             rate = _chart(page, "Divergence rate per p")
             assert rate.locator(".scatterlayer .point").count() >= 1

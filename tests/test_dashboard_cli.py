@@ -42,7 +42,7 @@ def test_report_is_one_html_file_with_every_chart_that_needs_no_network(seeded, 
     html = out.read_text()
     for title in ("Final validation loss against p", "Mean final validation loss per p (95 % interval)",
                   "Validation loss curves, coloured by p", "Divergence rate per p (95 % Wilson interval)",
-                  "Parameter importance (Optuna PED-ANOVA)", "Steps to reach validation loss 2"):
+                  "Parameter importance (type II sums of squares)", "Steps to reach validation loss 2"):
         assert json.dumps(title)[1:-1] in html, title
     assert "<script src" not in html and "cdn.plot.ly" not in html.split("</script>", 1)[1]
     assert html.count("Plotly.newPlot") >= 14

@@ -78,6 +78,18 @@ def test_a_searchs_continuous_learning_rates_are_grouped_into_log_bins():
     assert sorted(set(sweep["lr"])) == [1e-3, 1e-2, 1e-1]
 
 
+def test_a_search_whose_runs_differ_in_p_and_gain_as_well_as_lr_has_no_lr_sensitivity():
+    """LR sensitivity needs lr varied at one p and one gain: a search's runs (each its own p, gain
+    and lr, binned into the same p groups) are no sweep, on the page and in the report alike."""
+    rows = [(1.0 + 3 * i / 39, 10 ** (-4 + 2 * i / 39), 0, 2.0 + 0.01 * i) for i in range(40)]
+    search = frame(rows).assign(gain_init=[2.0 + i for i in range(40)])
+    assert lr_sensitivity(search, bins=2).empty
+    from lpstudy.results.lens_charts import lens_section
+
+    figure = lens_section(search, pd.DataFrame(columns=["trial_number", "step"]), bins=2)[1]
+    assert "needs a sweep" in figure.layout.annotations[0].text.replace("<br>", " ")
+
+
 def test_initial_entropy_per_p_and_gain_rule():
     trials = pd.DataFrame({"number": [0, 1, 2, 3], "p": [2.0, 4.0, 2.0, 4.0], "gain_init": [12, 12, 12, 3.5],
                            "gain_rule": ["default", "default", "matched", "matched"]})
@@ -86,6 +98,8 @@ def test_initial_entropy_per_p_and_gain_rule():
     table = initial_entropy(curves, trials).set_index(["gain_rule", "p_bin"])
     assert table.loc[("default", "4"), "entropy"] == 0.6 and table.loc[("matched", "4"), "entropy"] == 1.95
     assert table.loc[("default", "2"), "n"] == 1  # step 100 is not the initial entropy
+    sampled = trials.assign(gain_rule=None, gain_init=[3.0, 12.0, 40.0, 5.0])  # a search sampled the gain
+    assert set(initial_entropy(curves, sampled)["gain_rule"]) == {"sampled"}
 
 
 @pytest.mark.slow

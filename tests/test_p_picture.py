@@ -145,8 +145,8 @@ def test_the_report_draws_the_cohort_and_the_pruned_trials_apart(pruned_study):
 # --- importance ----------------------------------------------------------------------------------
 
 IMPORTANCE_P = [1.0, 2.0, 3.0, 4.0]
-IMPORTANCE_FOLDS = 3
-FOLD_EFFECT = (0.0, 0.3, 0.6)  # far larger than p's effect: an easy fold and a hard one
+IMPORTANCE_FOLDS = 8  # 32 runs: enough for an importance (analysis.importance.MIN_TRIALS)
+FOLD_EFFECT = tuple(0.1 * fold for fold in range(IMPORTANCE_FOLDS))  # far larger than p's effect: easy and hard folds
 
 
 def _p_only(p: float, fold: int) -> float:
@@ -157,8 +157,8 @@ def _p_only(p: float, fold: int) -> float:
 
 def test_importance_ranks_p_first_on_a_matched_replicate_whose_folds_differ_a_lot(tmp_path):
     """A matched-gain replicate where the loss depends on p only: p is ranked first; fold (a blocking
-    factor) and gain_init (derived from p) are left out, saying why; within folds, p explains what
-    the two-way analysis of variance says it does."""
+    factor) and gain_init (derived from p) are left out, saying why; within folds, p's share is what
+    the two-way analysis of variance says it explains."""
     url = f"sqlite:///{tmp_path / 'matched.db'}"
 
     def plan(cfg):
@@ -173,9 +173,9 @@ def test_importance_ranks_p_first_on_a_matched_replicate_whose_folds_differ_a_lo
     assert "fold" not in importance.shares and "gain_init" not in importance.shares, importance.shares
     assert "blocking factor" in importance.left_out["fold"]
     assert "derived from p" in importance.left_out["gain_init"]
-    assert importance.centred_on == ("fold",)
+    assert importance.adjusted_for == ("fold",)
     caption = importance.caption()
-    assert "Ranked: p," in caption and "fold (a blocking factor" in caption and "gain_init (derived from p" in caption
+    assert "within each fold" in caption and "fold (a blocking factor" in caption and "gain_init (derived from p" in caption
 
     # the oracle: two-way ANOVA (p × fold, one run per cell) from Optuna's trials
     values = {(float(t.user_attrs["p"]), t.user_attrs["fold"]): t.value for t in trials_of(url, "matched")}
@@ -184,14 +184,13 @@ def test_importance_ranks_p_first_on_a_matched_replicate_whose_folds_differ_a_lo
     fold_means = {f: sum(values[(p, f)] for p in IMPORTANCE_P) / len(IMPORTANCE_P) for f in range(IMPORTANCE_FOLDS)}
     ss_p = IMPORTANCE_FOLDS * sum((m - grand) ** 2 for m in p_means.values())
     ss_residual = sum((v - p_means[p] - fold_means[f] + grand) ** 2 for (p, f), v in values.items())
-    assert importance.p_within == pytest.approx(ss_p / (ss_p + ss_residual), rel=1e-9)
-    assert importance.p_within > 0.9
-    assert f"explain {importance.p_within:.0%}" in caption
+    assert importance.shares["p"] == pytest.approx(ss_p / (ss_p + ss_residual), rel=1e-9)
+    assert importance.shares["p"] > 0.9 > importance.null
 
 
 # --- the tuned profile ---------------------------------------------------------------------------
 
-def test_the_tuned_profile_gives_the_best_loss_the_mean_of_the_top_three_and_the_count_per_p_bin():
+def test_the_tuned_profile_gives_the_best_loss_the_expected_best_of_m_and_the_count_per_p_bin():
     rows = [{"p": 1.0, "value": 1.50}, {"p": 1.3, "value": 1.40}, {"p": 1.8, "value": 1.70},
             {"p": 2.2, "value": 1.45}, {"p": 2.4, "value": 1.60},
             {"p": 1.2, "value": 1.00, "state": "PRUNED"},  # stopped early: never its group's best
@@ -203,6 +202,9 @@ def test_the_tuned_profile_gives_the_best_loss_the_mean_of_the_top_three_and_the
     first, second, inf = profile.loc["1–2.5"], profile.loc["2.5–4"], profile.loc["∞"]
     assert (first["n"], first["best"], first["best_trial"], first["n_top"]) == (5, 1.40, 1, 3)
     assert first["top_mean"] == pytest.approx((1.40 + 1.45 + 1.50) / 3)
-    assert (second["n"], second["best"], second["best_trial"], second["n_top"]) == (2, 1.30, 7, 2)
-    assert second["top_mean"] == pytest.approx((1.30 + 1.35) / 2)
-    assert (inf["n"], inf["best"], inf["n_top"], inf["top_mean"]) == (1, 1.55, 1, 1.55)
+    assert (second["n"], second["best"], second["best_trial"], second["n_top"]) == (2, 1.30, 7, 0)
+    assert math.isnan(second["top_mean"]) and math.isnan(inf["top_mean"])  # no "mean of the 3 lowest" of 2 or 1
+    assert (inf["n"], inf["best"], inf["n_top"]) == (1, 1.55, 0)
+    # every group at m = 1 run (∞ holds one): the expected best of one run is the group's mean
+    assert set(profile["m"]) == {1}
+    assert first["expected_best"] == pytest.approx((1.50 + 1.40 + 1.70 + 1.45 + 1.60) / 5)

@@ -17,7 +17,7 @@ if trials.empty or curves.empty:
         st.info("No learning curve recorded yet; curves appear as workers evaluate.")
     st.stop()
 show_problem(trials, stop=False)  # none completed, or all diverged: say so, and still show the curves there are
-bins = p_bins_control(trials, key="convergence_bins")
+bins = p_bins_control(trials, key="convergence_bins", spec=study.info.spec)
 
 spec_threshold = study.info.spec.get("loss_threshold")
 finals = once(study, ("successful_losses",), lambda: A.successful(trials)["loss"])

@@ -1,7 +1,9 @@
-"""Effect of p: final validation loss against p, its mean and 95 % interval per p, the
-p × learning-rate map, parameter importance, and (replicate and grid studies run on folds) the
-verdict of each p against a reference (lpstudy.results.answers: the same table as `lpstudy verdict`
-and the report), with a ROPE control, the folds that would decide, and p's measured share within folds."""
+"""Effect of p: for a search, what it can say about p (a sentence, p's surrogate profile with lr and
+the gain held apart, the command that would decide); final validation loss against p, its mean and
+95 % interval per p, the tuned profile (expected best of m runs), the p × learning-rate map,
+parameter importance, and (replicate and grid studies run on folds) the verdict of each p against a
+reference (lpstudy.results.answers: the same table as `lpstudy verdict` and the report), with a ROPE
+control, the folds that would decide, and p's measured share within folds."""
 
 import math
 
@@ -10,7 +12,7 @@ import streamlit as st
 from lpstudy.results import analysis as A
 from lpstudy.results import charts as C
 from lpstudy.results import verdict_charts as V
-from lpstudy.results.answers import DEFAULT_ROPE, AnswerOptions, study_answer
+from lpstudy.results.answers import DEFAULT_ROPE, AnswerOptions, answered_by_verdicts, has_verdicts, study_answer
 from lpstudy.results.verdict_table import sequential_lines, verdict_frame, verdict_title
 
 
@@ -20,14 +22,23 @@ from tables import table
 storage, study = page("Effect of p", curves=False)
 trials = study.trials
 show_problem(trials)
-bins = p_bins_control(trials, key="effect_bins")
+bins = p_bins_control(trials, key="effect_bins", spec=study.info.spec)
 
 summary = once(study, ("per_p_summary", bins), lambda: A.per_p_summary(trials, bins))
 by = once(study, ("map_axis",), lambda: A.map_axis(trials)) or "lr"  # p × lr; p × fold for a grid at one lr
 key = importance_key(trials)
-tuned = study.info.kind == "search"  # a search tunes lr and gain: what each p reaches at its best
-has_folds = once(study, ("has_folds",), lambda: trials["fold"].nunique() > 1 and A.finished(trials)["p"].nunique() > 1)
-folded = study.info.kind == "replicate" or has_folds  # verdicts per p, fold as a block
+searched = not answered_by_verdicts(study.info)  # a search tunes lr and gain: p's effect with them held apart
+if searched:
+    from lpstudy.results.answers.search import search_effect
+    from lpstudy.results.search_charts import surrogate_profile_chart
+
+    effect = once(study, ("search_effect",), lambda: search_effect(study))
+    st.info(effect["sentence"])
+    if effect.get("suggest"):
+        st.caption(("To confirm it" if effect["separable"] else "What would decide it") +
+                   ": the p values at the tuned learning rate and gain, fold by fold (add your --storage):")
+        st.code(effect["suggest"], language="bash")
+folded = once(study, ("has_verdicts",), lambda: has_verdicts(study))  # verdicts per arm, fold as a block
 if folded:
     finite = sorted({p for p in A.finished(trials)["p"].dropna()}, key=lambda v: (math.isinf(v), v))
     controls = st.columns(2)
@@ -50,13 +61,14 @@ if folded:
         st.dataframe(frame, hide_index=True, width="stretch")
     for line in sequential_lines(answer):
         st.caption(line)
-profile = once(study, ("tuned_profile_frame", bins), lambda: A.tuned_profile(trials, bins)) if tuned else None
-drawn = [("loss_vs_p", lambda: C.loss_vs_p(trials)),
-         *([(("tuned_profile", bins), lambda: C.tuned_profile_chart(profile))] if tuned else []),
+profile = once(study, ("tuned_profile_frame", bins), lambda: A.tuned_profile(trials, bins)) if searched else None
+drawn = [*([("surrogate_profile", lambda: surrogate_profile_chart(effect))] if searched else []),
+         ("loss_vs_p", lambda: C.loss_vs_p(trials)),
+         *([(("tuned_profile", bins), lambda: C.tuned_profile_chart(profile))] if searched else []),
          (("mean_per_p", bins), lambda: C.mean_loss_per_p(summary)),
          (("loss_map", bins, by), lambda: C.loss_map(A.p_map(trials, bins, by=by), by)),
          *([] if folded else [("importance", lambda: C.importance_chart(cached_importance(storage, study.name, key)))])]
-for row in range(0, len(drawn), 2):  # two charts a row, the scatter and the tuned profile side by side
+for row in range(0, len(drawn), 2):  # two charts a row: p's surrogate profile beside the raw scatter
     for column, (name, build) in zip(st.columns(2), drawn[row:row + 2]):
         with column:
             name = name if isinstance(name, tuple) else (name,)
@@ -65,5 +77,6 @@ for row in range(0, len(drawn), 2):  # two charts a row, the scatter and the tun
 with st.expander("Numbers per p"):
     table(summary.drop(columns=["p", "p_low", "p_high"]))
     if profile is not None and len(profile):
-        st.caption("The tuned profile: per p group, the best run and the mean of the lowest losses.")
+        st.caption("The tuned profile: per p group, the expected best of m runs (m the smallest group's runs), "
+                   "the best run, and the mean of the 3 lowest where a group holds 3.")
         table(profile.drop(columns=["p", "p_low", "p_high", "p_order"]))

@@ -10,7 +10,7 @@ import streamlit as st
 from lpstudy.results import analysis as A
 from lpstudy.results import lens_charts as L
 from lpstudy.results import verdict_charts as V
-from lpstudy.results.answers import AnswerOptions, study_answer
+from lpstudy.results.answers import AnswerOptions, has_verdicts, study_answer
 
 from common import chart, once, p_bins_control, page, show_problem
 from tables import table
@@ -20,7 +20,7 @@ trials, curves = study.trials, study.curves
 if trials.empty or not (trials["state"] == "COMPLETE").any():
     show_problem(trials)
 show_problem(trials, stop=False)  # every run diverged: say so, and still show the learning rates and logits
-bins = p_bins_control(trials, key="lens_bins")
+bins = p_bins_control(trials, key="lens_bins", spec=study.info.spec)
 
 left, right = st.columns(2)
 with left:
@@ -41,8 +41,7 @@ with right:
                lambda: L.min_head_entropy_chart(A.curve_cohort(curves, trials, "min_head_entropy", bins))),
           key="min_head_entropy")
 
-folded = study.info.kind == "replicate" or once(
-    study, ("has_folds",), lambda: trials["fold"].nunique() > 1 and A.finished(trials)["p"].nunique() > 1)
+folded = once(study, ("has_verdicts",), lambda: has_verdicts(study))  # verdicts per arm, fold as a block
 if folded:
     reference = st.session_state.get("reference_p", 2.0)  # the Effect of p page's choice, p = 2 by default
     answer = once(study, ("answer", reference, "stability"), lambda: study_answer(study, AnswerOptions(reference=reference)))

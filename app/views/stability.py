@@ -8,7 +8,7 @@ import streamlit as st
 from lpstudy.results import analysis as A
 from lpstudy.results import charts as C
 from lpstudy.results import verdict_charts as V
-from lpstudy.results.answers import AnswerOptions, study_answer
+from lpstudy.results.answers import AnswerOptions, has_verdicts, study_answer
 
 from common import chart, once, p_bins_control, page, show_problem
 from tables import table
@@ -18,9 +18,8 @@ trials, curves = study.trials, study.curves
 if trials.empty or not (trials["state"] == "COMPLETE").any():
     show_problem(trials)
 show_problem(trials, stop=False)  # every run diverged: say so, and still show where and how
-bins = p_bins_control(trials, key="stability_bins")
-folded = study.info.kind == "replicate" or once(
-    study, ("has_folds",), lambda: trials["fold"].nunique() > 1 and A.finished(trials)["p"].nunique() > 1)
+bins = p_bins_control(trials, key="stability_bins", spec=study.info.spec)
+folded = once(study, ("has_verdicts",), lambda: has_verdicts(study))  # verdicts per arm, fold as a block
 if folded:
     reference = st.session_state.get("reference_p", 2.0)  # the Effect of p page's choice, p = 2 by default
     answer = once(study, ("answer", reference, "stability"), lambda: study_answer(study, AnswerOptions(reference=reference)))

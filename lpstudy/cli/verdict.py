@@ -50,12 +50,6 @@ def print_verdicts(study: str, storage: StorageChoice, rope: float | None = None
 
     with storage.reader() as reader:
         data = verdict_data(reader, study)
-    if data.info.kind == "search":
-        try:
-            import lpstudy.results.answers.search  # noqa: F401  (the search studies' effect of p)
-        except ImportError:
-            raise UserError(f"{study!r} is a search study: verdicts are for replicate, grid and compare studies "
-                            f"(lpstudy replicate, lpstudy compare)") from None
     plan = (data.info.spec or {}).get("until_decided") or {}
     if rope is None:
         rope = float(plan.get("rope", DEFAULT_ROPE))
@@ -65,8 +59,8 @@ def print_verdicts(study: str, storage: StorageChoice, rope: float | None = None
         return
     console = Console()
     console.print(f"{study}: {answer['sentence']}", highlight=False, soft_wrap=True)
-    if "arms" not in answer:  # a search study: what answers.search gives, as its sentence and numbers
-        console.print_json(json.dumps({k: v for k, v in answer.items() if k != "sentence"}))
+    if "arms" not in answer:  # a search study: p's profile with lr and gain held apart (lpstudy.results.answers.search)
+        _print_search(console, answer)
         return
     frame = verdict_frame(answer)
     if len(frame):
@@ -79,6 +73,33 @@ def print_verdicts(study: str, storage: StorageChoice, rope: float | None = None
         console.print(f"importance: {field}'s partial ω² within folds {share:.2f} "
                       f"[{importance['low'][field]:.2f}, {importance['high'][field]:.2f}] · noise alone up to "
                       f"{importance['null']:.2f} · permutation p {importance['p_value']:.3g}", highlight=False, soft_wrap=True)
+
+
+def _number(value) -> str:
+    return "–" if value is None else f"{value:.4f}"
+
+
+def _print_search(console, answer: dict) -> None:
+    """A search's answer: p's tuned profile with its band, how entangled p is with the other fields,
+    the importance, and the command that would decide."""
+    from lpstudy.results.status import print_table
+
+    if answer.get("p_profile"):
+        print_table(console, "p's profile: the best loss reachable at each p, lr and gain tuned for it (95 % band)",
+                    ["p", "loss", "low", "high"],
+                    [[str(row["p"]), _number(row["loss"]), _number(row["low"]), _number(row["high"])]
+                     for row in answer["p_profile"]])
+    if answer.get("entanglement"):
+        console.print("p's rank correlation with the other searched fields: " + ", ".join(
+            f"{field} {rho:+.2f}" for field, rho in answer["entanglement"].items() if rho is not None), highlight=False)
+    importance = answer.get("importance") or {}
+    if importance.get("shares"):
+        console.print("importance (type II share of the variation): " + ", ".join(
+            f"{field} {share:.0%}" for field, share in importance["shares"].items()), highlight=False)
+    elif importance.get("reason"):
+        console.print(f"importance: {importance['reason']}", highlight=False, soft_wrap=True)
+    if answer.get("suggest"):
+        console.print(f"what would decide it: {answer['suggest']}", highlight=False, soft_wrap=True)
 
 
 def _value(text: str | None):

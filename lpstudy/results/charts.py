@@ -197,18 +197,19 @@ def loss_vs_p(trials: pd.DataFrame) -> go.Figure:
 
 
 def mean_loss_per_p(summary: pd.DataFrame) -> go.Figure:
-    """Mean final validation loss per p group with its 95 % t interval."""
+    """Mean final validation loss per p group with its 95 % t interval from 3 runs up (two runs
+    give an interval 12.7 standard errors wide, which says nothing and squashes the rest)."""
     fig = figure("Mean final validation loss per p (95 % interval)", "p", "final validation loss")
     rows = summary[summary["n_ok"] > 0]
     if rows.empty:
         return mark_empty(fig, "no completed trial without divergence yet")
     x = A.p_positions(rows["p"].astype("float64"))
-    upper = (rows["ci_high"] - rows["mean"]).fillna(0)
-    lower = (rows["mean"] - rows["ci_low"]).fillna(0)
-    # at n = 1 there is no interval to draw: the point says "n = 1" beside it (every n is in the hover)
-    fig.add_scatter(x=x, y=rows["mean"], mode="markers+lines+text", name="mean (95 % interval)",
+    drawn = rows["n_ok"] >= 3
+    upper = (rows["ci_high"] - rows["mean"]).where(drawn).fillna(0)
+    lower = (rows["mean"] - rows["ci_low"]).where(drawn).fillna(0)
+    fig.add_scatter(x=x, y=rows["mean"], mode=_joined(rows["n_ok"]) + "+text", name="mean (95 % interval)",
                     marker={"size": 8, "color": "#1f77b4"}, line={"color": "#1f77b4"},
-                    text=["n = 1" if n < 2 else "" for n in rows["n_ok"]],
+                    text=[f"n = {int(n)}" if n < 3 else "" for n in rows["n_ok"]],
                     # left of the rightmost point (∞, or the largest p), where the right edge would cut it
                     textposition=["middle left" if xi >= float(np.max(x)) else "middle right" for xi in x],
                     textfont={"size": 10, "color": "#555"},
@@ -216,35 +217,63 @@ def mean_loss_per_p(summary: pd.DataFrame) -> go.Figure:
                     customdata=np.column_stack([rows["p_bin"], rows["n_ok"], rows["std"].fillna(0)]),
                     hovertemplate="p %{customdata[0]}<br>mean %{y:.4f} ± %{customdata[2]:.4f} (sd)"
                                   "<br>n %{customdata[1]}<extra></extra>")
+    _fit_axis(fig, float((rows["mean"] - lower).min()), float((rows["mean"] + upper).max()))
     _p_group_axis(fig, rows, x)
+    if not drawn.all():
+        caption(fig, "Intervals are drawn from 3 runs up; n under a point says how few it holds.")
     return fig
 
 
+JOIN_RUNS = 3  # p groups are joined by a line only where each holds this many runs (and has its interval)
+
+
+def _joined(n: pd.Series) -> str:
+    """Markers joined by a line only where every group holds JOIN_RUNS runs: a line through groups
+    of one or two, which have no interval, draws their noise as a shape."""
+    return "markers+lines" if len(n) and int(n.min()) >= JOIN_RUNS else "markers"
+
+
+def _fit_axis(fig: go.Figure, low: float, high: float, room_below: float = 1.0) -> None:
+    """A y axis that fits what is drawn (points and the intervals drawn), with a little room."""
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return
+    pad = 0.12 * ((high - low) or 0.05)
+    fig.update_yaxes(range=[low - room_below * pad, high + pad])
+
+
 def tuned_profile_chart(profile: pd.DataFrame) -> go.Figure:
-    """p's tuned profile (analysis.tuned_profile): per p group the lowest final validation loss
-    found and the mean of the TUNED_TOP lowest, each point labelled with the group's runs."""
-    fig = figure("Tuned profile: best final validation loss per p", "p", "final validation loss")
+    """p's tuned profile per p group (analysis.tuned_profile): the expected best of m runs (m the
+    smallest group's runs; Dodge et al. 2019) with its interval, and the lowest loss found."""
+    fig = figure("Tuned profile: expected best of m runs per p", "p", "final validation loss")
     if profile.empty:
         return mark_empty(fig, "no completed trial without divergence yet")
     x = A.p_positions(profile["p"].astype("float64"))
-    custom = np.column_stack([profile["p_bin"], profile["n"], profile["best_trial"], profile["n_top"]])
-    fig.add_scatter(x=x, y=profile["top_mean"], mode="markers+lines", name=f"mean of the {A.TUNED_TOP} lowest",
-                    line={"color": "#ff7f0e", "dash": "dash"}, marker={"size": 7, "color": "#ff7f0e"},
-                    customdata=custom, hovertemplate="p %{customdata[0]}<br>mean of the %{customdata[3]} lowest "
-                                                     "%{y:.4f}<br>runs %{customdata[1]}<extra></extra>")
-    fig.add_scatter(x=x, y=profile["best"], mode="markers+lines+text", name="best found",
-                    line={"color": "#2ca02c"}, marker={"size": 9, "color": "#2ca02c"},
-                    text=[f"n = {n}" for n in profile["n"]], textposition="bottom center",
-                    textfont={"size": 10, "color": "#555"}, customdata=custom,
+    m = int(profile["m"].iloc[0])
+    custom = np.column_stack([profile["p_bin"], profile["n"], profile["best_trial"], profile["best"]])
+    fig.add_scatter(x=x, y=profile["best"], mode="markers", name="best found (a best of n)",
+                    marker={"size": 8, "color": "#999", "symbol": "circle-open"}, customdata=custom,
                     hovertemplate="p %{customdata[0]}<br>best %{y:.4f} (trial %{customdata[2]})"
-                                  "<br>runs %{customdata[1]}<extra></extra>")
-    low, high = float(profile["best"].min()), float(profile["top_mean"].max())
-    pad = 0.12 * ((high - low) or 0.05)
-    fig.update_yaxes(range=[low - 1.6 * pad, high + pad])  # room under the lowest point for its label
+                                  "<br>of %{customdata[1]} runs<extra></extra>")
+    drawn = profile["expected_low"].notna()
+    fig.add_scatter(x=x, y=profile["expected_best"], mode=_joined(profile["n"]) + "+text",
+                    name=f"expected best of {m} run{'s' if m != 1 else ''}",
+                    line={"color": "#2ca02c"}, marker={"size": 9, "color": "#2ca02c"},
+                    text=[f"n = {n}" if n < 3 else "" for n in profile["n"]], textposition="top center",
+                    textfont={"size": 10, "color": "#555"}, customdata=custom,
+                    error_y={"type": "data", "visible": True,
+                             "array": (profile["expected_high"] - profile["expected_best"]).where(drawn, 0),
+                             "arrayminus": (profile["expected_best"] - profile["expected_low"]).where(drawn, 0)},
+                    hovertemplate="p %{customdata[0]}<br>expected best %{y:.4f}<br>of the group's %{customdata[1]} runs"
+                                  "<extra></extra>")
+    shown = pd.concat([profile["best"], profile["expected_best"], profile["expected_low"].dropna(),
+                       profile["expected_high"].dropna()])
+    _fit_axis(fig, float(shown.min()), float(shown.max()))
     _p_group_axis(fig, profile, x)
-    return caption(fig, f"Per p group, over its completed runs that did not diverge: the lowest final loss found and "
-                        f"the mean of the {A.TUNED_TOP} lowest, n = the group's runs. What p reaches when the search "
-                        "tunes the learning rate and the gain for it; a group with few runs was tuned less.")
+    return caption(fig, f"Per p group, its completed runs that did not diverge: the expected lowest loss of {m} "
+                        "of them (m: the smallest group's runs, so every group is compared at the same number of "
+                        "tries; 95 % bootstrap interval from 3 runs up; each group's runs in the hover) and, hollow, the lowest found, which falls "
+                        "with a group's runs alone. p's effect with lr and the gain held apart is the surrogate's "
+                        "chart.")
 
 
 MAP_TITLES = {"lr": ("learning rate", "learning rate"), "fold": ("fold", "fold")}
@@ -283,16 +312,27 @@ def divergence_map(cells: pd.DataFrame, by: str = "lr") -> go.Figure:
 
 
 def importance_chart(importance: "A.Importance") -> go.Figure:
-    """The ranked parameters' shares of the importance (analysis.importance), the caption saying
-    what was ranked, what was left out and why."""
-    fig = figure("Parameter importance (Optuna PED-ANOVA)", "importance", "", height=300)
+    """Each ranked field's share of the final loss's variation beyond the others (analysis.importance)
+    with its 95 % bootstrap interval and the line shuffled losses reach; no bars where the runs are
+    too few (the chart says why in its middle), the caption saying what was ranked and left out."""
+    from lpstudy.results.analysis.importance import TITLE
+
+    fig = figure(TITLE, "share of the final loss's variation", "", height=300)
     if importance.empty:
         return caption(mark_empty(fig, importance.reason or "nothing to rank"), importance.caption())
     ordered = importance.shares.sort_values()
+    low, high = importance.low.reindex(ordered.index), importance.high.reindex(ordered.index)
     fig.add_bar(x=ordered.values, y=list(ordered.index), orientation="h", marker_color="#1f77b4",
-                text=[f"{v:.2f}" for v in ordered.values], textposition="auto")
-    fig.update_xaxes(range=[0, 1])
+                text=[f"{v:.0%}" for v in ordered.values], textposition="inside", insidetextanchor="start",
+                textfont={"color": "white"}, name="share",
+                error_x={"type": "data", "array": (high - ordered).clip(lower=0).fillna(0).to_numpy(),
+                         "arrayminus": (ordered - low).clip(lower=0).fillna(0).to_numpy(), "visible": True})
+    top = max(float(high.max()) if high.notna().any() else 0.0, float(ordered.max()), importance.null or 0.0)
+    if importance.null is not None:
+        fig.add_vline(x=importance.null, line={"dash": "dash", "color": "#888"})
+    fig.update_xaxes(range=[0, min(1.0, top * 1.25 + 0.02)], tickformat=".0%")
     fig.update_yaxes(ticksuffix="  ", automargin=True)  # the names a little apart from their bars
+    fig.update_layout(showlegend=False)
     return caption(fig, importance.caption())
 
 
@@ -380,9 +420,11 @@ def _rgba(colour: str, alpha: float) -> str:
 
 
 def draws_bands(bands: "A.CurveBands | pd.DataFrame") -> bool:
-    """Whether median_curves draws the 25–75 % bands: only for at most MAX_BANDS p groups."""
+    """Whether median_curves draws the 25–75 % bands: only for at most MAX_BANDS p groups, each
+    holding JOIN_RUNS trials (the quartiles of two runs are the runs themselves)."""
     bands = bands.bands if isinstance(bands, A.CurveBands) else bands
-    return bands.empty or bands["p_bin"].nunique() <= MAX_BANDS
+    return bands.empty or (bands["p_bin"].nunique() <= MAX_BANDS
+                           and int(bands.groupby("p_bin")["n"].max().min()) >= JOIN_RUNS)
 
 
 STOPPED_COLOUR = "rgba(120, 120, 120, 0.35)"
@@ -445,7 +487,7 @@ def median_curves(bands: "A.CurveBands | pd.DataFrame", column_title: str = "val
             fig.add_scatter(x=[*group["step"], *group["step"][::-1]], y=[*group["q75"], *group["q25"][::-1]],
                             mode="lines", fill="toself", fillcolor=fill, line={"width": 0}, hoverinfo="skip",
                             showlegend=False, legendgroup=label)
-        fig.add_scatter(x=group["step"], y=group["median"], mode="lines", name=f"p {label} (n = {group['n'].iloc[0]})",
+        fig.add_scatter(x=group["step"], y=group["median"], mode="lines", name=_cohort_name(label, group["n"]),
                         line={"color": colour, "width": 2}, legendgroup=label,
                         customdata=group["n"], hovertemplate=f"p {label}<br>step %{{x}}<br>median %{{y:.4f}}"
                                                              "<br>trials %{customdata}<extra></extra>")
@@ -453,6 +495,12 @@ def median_curves(bands: "A.CurveBands | pd.DataFrame", column_title: str = "val
     if cohort is not None:
         caption(fig, cohort.caption())
     return fig
+
+
+def _cohort_name(label: str, n: pd.Series) -> str:
+    """A cohort curve's legend: its trials, and where early steps hold fewer (resumed trials), how few."""
+    most, least = int(n.max()), int(n.min())
+    return f"p {label} (n = {most})" if least == most else f"p {label} (n = {most}, {least} at some steps)"
 
 
 def steps_to_threshold_chart(convergence: pd.DataFrame, threshold: float) -> go.Figure:
@@ -544,7 +592,14 @@ def spread_chart(trials: pd.DataFrame, bins: int | Sequence[float] | None = None
         return mark_empty(fig, "no completed trial without divergence yet")
     groups = ok.join(A.p_bins(ok["p"], bins)).sort_values("p_order")
     order = groups["p_bin"].drop_duplicates().tolist()
-    if len(groups) <= CHART_POINTS:
+    few = groups.groupby("p_bin")["loss"].transform("size") < JOIN_RUNS
+    if len(groups) <= CHART_POINTS and few.all():  # groups of one or two: their points, no box to read a spread into
+        fig.add_scatter(x=groups["p_bin"], y=groups["loss"], mode="markers", showlegend=False,
+                        marker={"size": 7, "color": "#1f77b4"},
+                        customdata=np.column_stack([groups["number"], groups["fold"]]),
+                        hovertemplate="trial %{customdata[0]} (fold %{customdata[1]})<br>%{y:.4f}<extra></extra>")
+        caption(fig, f"Every group holds fewer than {JOIN_RUNS} runs: their losses, without boxes.")
+    elif len(groups) <= CHART_POINTS:
         fig.add_box(x=groups["p_bin"], y=groups["loss"], boxpoints="all", jitter=0.4, pointpos=0,
                     marker={"size": 4, "color": "#1f77b4"}, line={"color": "#1f77b4"}, showlegend=False,
                     customdata=np.column_stack([groups["number"], groups["fold"]]),

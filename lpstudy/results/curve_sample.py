@@ -2,8 +2,9 @@
 
 A chart of curves cannot show 100,000 trials, and reading their five million evaluations takes
 longer than drawing anything: above CURVE_TRIALS_ALL trials, the curves of a sample leave the
-database. The sample is deterministic (the same study gives the same sample): per p group (equal-
-width bins over the finite p range, ∞ and an unknown p each a group of their own), up to
+database. The sample is deterministic (the same study gives the same sample): per p group (the
+bins the charts open with, lpstudy.results.analysis.groups.default_p_groups, so that each group a
+chart draws holds its share; ∞ and an unknown p each a group of their own), up to
 PER_GROUP trials spread evenly over the group's trials in trial order, plus the best trial and
 every running one. Everything else a reader shows (counts, the best trials, means and intervals
 per p) still comes from every trial; only what the curve charts draw is a sample, and the readers
@@ -19,7 +20,7 @@ import pandas as pd
 
 CURVE_TRIALS_ALL = 1000  # up to this many trials (not WAITING), every curve is read
 PER_GROUP = 50  # above it, at most this many trials per p group
-GROUPS = 10  # equal-width groups over the finite p range
+GROUPS = 10  # equal-width groups over the finite p range where the charts show exact values
 
 
 @dataclass(frozen=True)
@@ -30,26 +31,40 @@ class CurveSample:
     note: str | None = None
 
 
-def _group_of(p: pd.Series) -> np.ndarray:
+def _group_of(p: pd.Series, edges) -> np.ndarray:
+    """Each trial's p group: the charts' bins between `edges` (∞ and an unknown p apart)."""
     values = p.to_numpy(dtype="float64")
     finite = np.isfinite(values)
-    groups = np.full(len(values), GROUPS + 1)  # an unknown p
-    groups[np.isinf(values)] = GROUPS  # ∞
+    n_bins = len(edges) - 1
+    groups = np.full(len(values), n_bins + 1)  # an unknown p
+    groups[np.isinf(values)] = n_bins  # ∞
     if finite.any():
-        low, high = values[finite].min(), values[finite].max()
-        span = (high - low) or 1.0
-        groups[finite] = np.minimum(GROUPS - 1, ((values[finite] - low) / span * GROUPS).astype(int))
+        groups[finite] = np.clip(np.searchsorted(edges, values[finite], side="right") - 1, 0, n_bins - 1)
     return groups
 
 
-def curve_sample(trials: pd.DataFrame, best_number: int | None = None) -> CurveSample:
-    """The sample of a trials frame (lpstudy.results.frames) whose curves a reader fetches."""
+def _chart_edges(trials: pd.DataFrame, spec: dict | None):
+    """The bins the charts of p open with (lpstudy.results.analysis.groups.default_p_groups), as edges;
+    GROUPS equal-width bins over the finite p where the charts show exact values."""
+    from lpstudy.results.analysis.groups import bin_edges, default_p_groups
+
+    edges = default_p_groups(trials, spec)
+    if edges is None:
+        p = trials["p"].to_numpy(dtype="float64")
+        p = p[np.isfinite(p)]
+        edges = bin_edges(p, GROUPS) if len(p) else np.array([0.0, 1.0])
+    return np.asarray(edges, dtype="float64")
+
+
+def curve_sample(trials: pd.DataFrame, best_number: int | None = None, spec: dict | None = None) -> CurveSample:
+    """The sample of a trials frame (lpstudy.results.frames) whose curves a reader fetches, stratified
+    on the p groups the charts open with (the study's `spec` gives its searched p range)."""
     candidates = trials[trials["state"] != "WAITING"]
     if len(candidates) <= CURVE_TRIALS_ALL:
         return CurveSample(None)
     candidates = candidates.sort_values("number")
     chosen: set[int] = set()
-    for _, group in candidates.groupby(_group_of(candidates["p"]), sort=True):
+    for _, group in candidates.groupby(_group_of(candidates["p"], _chart_edges(candidates, spec)), sort=True):
         ids = group["trial_id"].to_numpy()
         picks = np.unique(np.linspace(0, len(ids) - 1, min(PER_GROUP, len(ids))).round().astype(int))
         chosen.update(int(i) for i in ids[picks])
@@ -74,14 +89,13 @@ def sample_label(note: str | None) -> str | None:
 __all__ = ["CURVE_TRIALS_ALL", "PER_GROUP", "CurveSample", "curve_sample", "sample_label"]
 
 
-IMPORTANCE_TRIALS = 5000  # parameter importance (PED-ANOVA) over at most this many completed trials
+IMPORTANCE_TRIALS = 2000  # parameter importance (type II shares, 400 refits) over at most this many completed trials
 
 
 def importance_sample(trials: pd.DataFrame, limit: int | None = None) -> pd.DataFrame:
     """The trials parameter importance is estimated over: every trial, or in a big study the
-    completed ones spread evenly in trial order, at most `limit` (IMPORTANCE_TRIALS); Optuna builds
-    an object per trial for it (a minute for 100,000), and the estimate hardly moves past a few
-    thousand."""
+    completed ones spread evenly in trial order, at most `limit` (IMPORTANCE_TRIALS): its intervals
+    and null refit the model 400 times, and the shares hardly move past a few thousand runs."""
     limit = IMPORTANCE_TRIALS if limit is None else limit
     done = trials[trials["state"] == "COMPLETE"].sort_values("number")
     if len(done) <= limit:

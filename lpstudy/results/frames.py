@@ -237,7 +237,7 @@ def study_data(tables: StudyTables, study_name: str, frame: pd.DataFrame, with_c
     curves, sample = _empty_curves(), CurveSample(None)
     if with_curves:
         best = ranked_frame(frame, 1)
-        sample = curve_sample(frame, int(best["number"].iloc[0]) if len(best) else None)
+        sample = curve_sample(frame, int(best["number"].iloc[0]) if len(best) else None, info.spec)
         curves = curves_of(tables, dict(zip(frame["trial_id"], frame["number"])), sample.trial_ids)
     return StudyData(name=study_name, info=info, trials=frame, curves=curves, duplicates=duplicates,
                      curve_note=sample.note)

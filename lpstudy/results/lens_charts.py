@@ -13,13 +13,19 @@ from lpstudy.results import analysis as A
 from lpstudy.results.charts import draws_bands, figure, group_colours, log_ticks, mark_empty, median_curves, p_axis, tick_text
 
 RULE_COLOURS = {"default": "#1f77b4", "fixed": "#1f77b4", "matched": "#ff7f0e"}
-RULE_NAMES = {"default": "fixed gain g₀ = log₂(L²−L)", "fixed": "fixed gain", "matched": "matched gain"}
+RULE_NAMES = {"default": "fixed gain g₀ = log₂(L²−L)", "fixed": "fixed gain", "matched": "matched gain",
+              "sampled": "sampled gain"}
 LR_DODGE_DECADES = 0.02  # how far apart (log10 of the learning rate) the p values are drawn at one learning rate
 
 
-def _error(frame: pd.DataFrame, centre: str = "mean") -> dict:
-    return {"type": "data", "array": (frame["ci_high"] - frame[centre]).fillna(0),
-            "arrayminus": (frame[centre] - frame["ci_low"]).fillna(0), "visible": True}
+MIN_INTERVAL_RUNS = 3  # an interval over fewer runs is not drawn (two give one 12.7 standard errors wide)
+
+
+def _error(frame: pd.DataFrame, centre: str = "mean", n: str | None = None) -> dict:
+    """Error bars of the ci_low/ci_high columns; with `n`, only where that column counts 3 runs or more."""
+    drawn = frame[n] >= MIN_INTERVAL_RUNS if n else pd.Series(True, index=frame.index)
+    return {"type": "data", "array": (frame["ci_high"] - frame[centre]).where(drawn).fillna(0),
+            "arrayminus": (frame[centre] - frame["ci_low"]).where(drawn).fillna(0), "visible": True}
 
 
 def lr_curve_chart(curve: pd.DataFrame) -> go.Figure:
@@ -42,12 +48,16 @@ def lr_curve_chart(curve: pd.DataFrame) -> go.Figure:
     dodge = {label: (i - (len(order) - 1) / 2) * LR_DODGE_DECADES for i, label in enumerate(order)}
     for label, group in curve.groupby("p_bin", sort=False):
         group = group.sort_values("lr")
-        fig.add_scatter(x=group["lr"] * 10 ** dodge[label], y=group["mean"], mode="lines+markers", name=f"p {label}",
-                        line={"color": colours[label]}, error_y=_error(group),
+        mode = "lines+markers" if int(group["n"].min()) >= MIN_INTERVAL_RUNS else "markers"  # no line through noise
+        fig.add_scatter(x=group["lr"] * 10 ** dodge[label], y=group["mean"], mode=mode, name=f"p {label}",
+                        line={"color": colours[label]}, error_y=_error(group, n="n"),
                         customdata=np.column_stack([group["n"], group["n_diverged"], group["lr"]]),
                         hovertemplate=f"p {label}<br>lr %{{customdata[2]:.3g}}<br>loss %{{y:.4f}}<br>runs %{{customdata[0]}}"
                                       " (diverged %{customdata[1]})<extra></extra>")
     fig.update_layout(legend={"orientation": "v", "y": 1, "x": 1.02, "xanchor": "left", "yanchor": "top"})
+    low, high = float(curve["mean"].min()), float(curve["mean"].max())
+    pad = 0.15 * (high - low) + 0.05
+    fig.update_yaxes(range=[max(0.0, low - pad), high + pad])  # the means fit; an interval past them is cut
     return fig
 
 

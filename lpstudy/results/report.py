@@ -29,23 +29,35 @@ def default_threshold(data: StudyData) -> float:
 
 def report_sections(data: StudyData, threshold: float | None = None, bins: int | None = None
                     ) -> list[tuple[str, list]]:
-    """The report's sections: (title, [figures or DataFrames]), the same as the dashboard's pages."""
+    """The report's sections: (title, [figures, DataFrames or sentences]), the same as the dashboard's
+    pages."""
     trials, curves = data.trials, data.curves
-    if bins is None:
-        bins = A.default_p_bins(trials["p"]) if len(trials) else None
+    # the pages' groups, one for every chart: the spread phase's, over the searched p range
+    bins = A.default_p_groups(trials, data.info.spec) if bins is None else A.page_p_groups(trials, bins, data.info.spec)
     threshold = default_threshold(data) if threshold is None else threshold
     overview = [C.states_chart(A.state_counts(trials)), C.history_chart(trials)]
     if trials.empty:
         return [("Overview", overview)]
     summary = A.per_p_summary(trials, bins)
     by = A.map_axis(trials) or "lr"
-    effect = [C.loss_vs_p(trials)]
-    if data.info.kind == "search":  # beside the scatter: what each p reaches with lr and gain tuned for it
+    from lpstudy.results.answers import answered_by_verdicts, has_verdicts
+
+    searched = not answered_by_verdicts(data.info)
+    effect: list = []
+    if searched:  # what the search can say about p, with lr and gain held apart
+        from lpstudy.results.answers.search import search_effect
+        from lpstudy.results.search_charts import surrogate_profile_chart
+
+        answer = search_effect(data)
+        effect += [answer["sentence"], *([f"What would decide it: {answer['suggest']}"] if answer["suggest"] else []),
+                   surrogate_profile_chart(answer)]
+    effect.append(C.loss_vs_p(trials))
+    if searched:  # what each p reached, every group at the same number of runs
         profile = A.tuned_profile(trials, bins)
         effect += [C.tuned_profile_chart(profile)]
     effect += [C.mean_loss_per_p(summary), C.loss_map(A.p_map(trials, bins, by=by), by)]
     answer = None
-    if data.info.kind == "replicate" or (trials["fold"].nunique() > 1 and A.finished(trials)["p"].nunique() > 1):
+    if has_verdicts(data):
         # the verdicts, as `lpstudy verdict` and the Effect of p page give them (lpstudy.results.answers)
         from lpstudy.results import verdict_charts as V
         from lpstudy.results.answers import study_answer
@@ -57,7 +69,7 @@ def report_sections(data: StudyData, threshold: float | None = None, bins: int |
     else:
         effect.append(C.importance_chart(A.param_importance(importance_sample(trials), data.info.spec)))
     effect.append(summary.drop(columns=["p", "p_low", "p_high"]))
-    if data.info.kind == "search" and len(profile):
+    if searched and len(profile):
         effect.append(profile.drop(columns=["p", "p_low", "p_high", "p_order"]))
     note = data.curve_note  # a big study: the curves of a sample (lpstudy.results.curve_sample)
     drawn = trials[trials["number"].isin(set(curves["trial_number"]))] if note else trials
@@ -116,7 +128,9 @@ def render_report(data: StudyData, storage_url: str, threshold: float | None = N
         nav.append(f"<a href='#{anchor}'>{html.escape(title)}</a>")
         parts.append(f"<h2 id='{anchor}'>{html.escape(title)}</h2><div class='grid'>")
         for item in items:
-            if isinstance(item, pd.DataFrame):
+            if isinstance(item, str):  # what the study lets the reader conclude, in words
+                parts.append(f"<div class='cell wide'><p class='answer'>{html.escape(item)}</p></div>")
+            elif isinstance(item, pd.DataFrame):
                 parts.append(f"<div class='cell wide'>{_table(item)}</div>")
             elif isinstance(item, str):  # a sentence: what the numbers let the reader conclude
                 parts.append(f"<p class='cell wide'>{html.escape(item)}</p>")
@@ -130,7 +144,7 @@ def render_report(data: StudyData, storage_url: str, threshold: float | None = N
       nav a{margin-right:16px} .facts{color:#555;margin:4px 0} .problem{background:#fff3cd;padding:8px 12px}
       .grid{display:grid;grid-template-columns:repeat(2,minmax(0,1fr));gap:16px}
       @media (max-width:1100px){.grid{grid-template-columns:minmax(0,1fr)}}
-      .cell{min-width:0}
+      .cell{min-width:0} .answer{background:#e8f1fb;padding:8px 12px;margin:0}
       .cell.wide{grid-column:1/-1;overflow-x:auto} table.numbers{border-collapse:collapse;font-size:13px}
       table.numbers td,table.numbers th{padding:3px 8px;border-bottom:1px solid #ddd;text-align:right}
     """

@@ -32,7 +32,8 @@ STOPPED_COLUMNS = ["trial_number", "state", "p_bin", "p_order", "step", "value"]
 @dataclass(frozen=True)
 class CurveBands:
     """Per p group and step, the median of a metric and its 25–75 % band over the cohort
-    (`bands`: BAND_COLUMNS; n is the cohort's size in that group, the same at every step), and the
+    (`bands`: BAND_COLUMNS; n the cohort's trials with an evaluation at that step: the group's cohort,
+    fewer where a resumed trial lacks the steps before its checkpoint), and the
     curves of the trials outside it (`stopped`: STOPPED_COLUMNS, one row per evaluation)."""
 
     bands: pd.DataFrame
@@ -100,8 +101,10 @@ def curve_cohort(curves: pd.DataFrame, trials: pd.DataFrame, column: str = "val_
     bands = grouped.quantile([0.25, 0.5, 0.75]).unstack()
     bands.columns = ["q25", "median", "q75"]
     bands = bands.reset_index()
-    size = inside.groupby("p_bin")["trial_number"].nunique()
-    bands["n"] = bands["p_bin"].map(size).astype("int64")
+    # n at each step: the cohort's trials with an evaluation there. A trial resumed from a checkpoint
+    # lacks the evaluations before it, so an early step can hold fewer than the group's cohort.
+    at_step = inside.groupby(["p_order", "p_bin", "step"], sort=True)["trial_number"].nunique()
+    bands["n"] = at_step.to_numpy().astype("int64")
     bands["p_center"] = bands["p_bin"].map(joined.groupby("p_bin")["p_center"].first())
     stopped = (outside.rename(columns={column: "value"})[STOPPED_COLUMNS]
                .sort_values(["trial_number", "step"]).reset_index(drop=True))

@@ -57,12 +57,60 @@ def exact_p_fit(p: pd.Series) -> bool:
 
 
 def default_p_bins(p: pd.Series) -> int | None:
-    """None (the exact values) where they fit on an axis (exact_p_fit), else a number of equal-width
-    bins: DEFAULT_P_BINS, fewer for a few values (about √n + 1, so that bins hold more than one)."""
-    if exact_p_fit(p):
+    """None (the exact values) where they fit on an axis (exact_p_fit) and are a grid's (each run
+    more than once, or no more than three of them); else a number of equal-width bins that follows a
+    search's spread phase (lpstudy.study.spread): the largest power of two that leaves two runs to a
+    bin, 2 to DEFAULT_P_BINS. Sobol's first 2^m points put the same number of runs in each of those
+    bins over p's range (the README's first 8 runs: 4 quarters of two), so no bin is a group of one."""
+    values = p.dropna().to_numpy(dtype="float64")
+    distinct, counts = np.unique(values, return_counts=True)
+    repeated = len(distinct) <= 3 or float(np.median(counts)) >= 2
+    if exact_p_fit(p) and repeated:
         return None
-    distinct = int(np.isfinite(np.unique(p.dropna().to_numpy(dtype="float64"))).sum())
-    return int(max(2, min(DEFAULT_P_BINS, round(math.sqrt(distinct)) + 1)))
+    finite = int(np.isfinite(values).sum())
+    power = 2 ** int(math.floor(math.log2(max(finite, 4) / 2)))
+    return int(max(2, min(DEFAULT_P_BINS, power)))
+
+
+def p_range_edges(spec: dict | None, n_bins: int | None) -> list[float] | None:
+    """n_bins equal-width bins over the p range the study's spec searches (where the spread phase
+    stratified its runs: the quarters of [1, 4] for 4); None where the spec searches no range of p."""
+    entry = ((spec or {}).get("space") or {}).get("p")
+    if not n_bins or not isinstance(entry, dict) or entry.get("type") != "range":
+        return None
+    try:
+        low, high = float(entry["low"]), float(entry["high"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    if not (math.isfinite(low) and math.isfinite(high)) or high <= low:
+        return None
+    return [float(v) for v in np.linspace(low, high, int(n_bins) + 1)]
+
+
+def page_p_groups(trials: pd.DataFrame, bins: int | Sequence[float] | None, spec: dict | None = None
+                  ) -> tuple[float, ...] | None:
+    """The one grouping of p every chart of a page (and the report's section) uses: None for the
+    exact values, edges as they are, a number of bins as edges over the spec's p range
+    (p_range_edges) or, without one, over the completed trials' finite p, so that a chart over the
+    successful runs and one over every completed run put a run in the same group."""
+    if bins is None:
+        return None
+    if not isinstance(bins, (int, np.integer)):
+        return tuple(float(v) for v in bins)
+    edges = p_range_edges(spec, int(bins))
+    if edges is None:
+        p = trials.loc[trials["state"] == "COMPLETE", "p"].astype("float64").to_numpy() if len(trials) else np.array([])
+        p = p[np.isfinite(p)]
+        edges = list(bin_edges(p, int(bins))) if len(p) else None
+    return tuple(float(v) for v in edges) if edges is not None else None
+
+
+def default_p_groups(trials: pd.DataFrame, spec: dict | None = None) -> tuple[float, ...] | None:
+    """The p groups of a page unless the reader picks others: default_p_bins' count as page_p_groups
+    makes it edges, or None (the exact values)."""
+    if trials.empty or "p" not in trials:
+        return None
+    return page_p_groups(trials, default_p_bins(trials["p"]), spec)
 
 
 def bin_edges(values: np.ndarray, n_bins: int) -> np.ndarray:

@@ -51,6 +51,17 @@ def capped_losses(trials: pd.DataFrame, initial_loss: float | None = None) -> pd
     return done[done["capped"].notna()]
 
 
+def swept(done: pd.DataFrame) -> pd.DataFrame:
+    """The runs of a learning-rate sweep: those whose exact p and gain_init were run at two learning
+    rates or more (a search's runs, each at its own p, gain and lr, are none of them)."""
+    if done.empty:
+        return done
+    keys = [done["p"].astype("float64"), done["gain_init"].astype("float64").fillna(-1.0)
+            if "gain_init" in done else pd.Series(0.0, index=done.index)]
+    rates = done.groupby(keys, dropna=False)["lr"].transform("nunique")
+    return done[rates >= 2]
+
+
 def lr_curve(trials: pd.DataFrame, initial_loss: float | None = None, confidence: float = 0.95,
              bins: int | Sequence[float] | None = None) -> pd.DataFrame:
     """Final validation loss against the learning rate, per p (one curve each): per (p, lr) the
@@ -81,9 +92,11 @@ def lr_sensitivity(trials: pd.DataFrame, initial_loss: float | None = None, pair
     (or one above the initial loss ℓ0) counting as ℓ0. It is computed per fold (pair_on: the
     replicates), over the learning rates that fold ran (several runs of one cell are averaged),
     and given per p as the mean across folds with its t interval. Only folds that ran every
-    learning rate of their p count; a p with fewer than 2 learning rates has none. `best_lr` is
-    the learning rate with the lowest mean capped loss across folds."""
-    done = capped_losses(trials, initial_loss)
+    learning rate of their p count; a p with fewer than 2 learning rates has none. Only a sweep
+    counts (swept): learning rates varied at one p and one gain, never a search's runs that differ
+    in p and the gain as well as lr. `best_lr` is the learning rate with the lowest mean capped
+    loss across folds."""
+    done = swept(capped_losses(trials, initial_loss))
     empty = pd.DataFrame({c: pd.Series(dtype="object" if c == "p_bin" else "float64") for c in SENSITIVITY_COLUMNS})
     done = done[done[pair_on].notna()] if pair_on in done else done.iloc[0:0]
     if done.empty:
@@ -110,13 +123,17 @@ def lr_sensitivity(trials: pd.DataFrame, initial_loss: float | None = None, pair
 
 def initial_entropy(curves: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame:
     """The mean attention entropy at step 0 (before any update) per p and gain rule ('default':
-    QKNorm's g₀, 'matched', 'fixed': a number; trials before the rule was stored count as
-    'fixed'): p, p_bin, gain_rule, n, entropy (mean over runs), gain_init (mean)."""
+    QKNorm's g₀, 'matched', 'fixed': a number, 'sampled' where those numbers differ (a search);
+    trials before the rule was stored count as 'fixed'): p, p_bin, gain_rule, n, entropy (mean over runs), gain_init (mean)."""
     columns = ["p_bin", "p", "gain_rule", "n", "entropy", "gain_init"]
     if curves.empty or "attn_entropy" not in curves:
         return pd.DataFrame(columns=columns)
     rule = trials["gain_rule"] if "gain_rule" in trials else pd.Series(None, index=trials.index, dtype="object")
-    info = trials.assign(gain_rule=rule.fillna("fixed"))[["number", "p", "gain_rule", "gain_init"]]
+    rule = rule.fillna("fixed")
+    fixed = rule == "fixed"
+    if "gain_init" in trials and trials.loc[fixed, "gain_init"].nunique() > 1:  # a search sampled it
+        rule = rule.mask(fixed, "sampled")
+    info = trials.assign(gain_rule=rule)[["number", "p", "gain_rule", "gain_init"]]
     start = curves[curves["step"] == 0].dropna(subset=["attn_entropy"])
     joined = start.merge(info.rename(columns={"number": "trial_number"}), on="trial_number", how="inner")
     joined = joined[joined["p"].notna()]

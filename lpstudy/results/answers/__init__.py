@@ -37,14 +37,33 @@ A search study (lpstudy.results.answers.search)
 from __future__ import annotations
 
 from lpstudy.results.answers.options import DEFAULT_ALPHA, DEFAULT_ROPE, AnswerOptions
-from lpstudy.results.frames import StudyData
+from lpstudy.results.frames import StudyData, StudyInfo
 
-__all__ = ["AnswerOptions", "DEFAULT_ALPHA", "DEFAULT_ROPE", "study_answer"]
+__all__ = ["AnswerOptions", "DEFAULT_ALPHA", "DEFAULT_ROPE", "answered_by_verdicts", "has_verdicts", "study_answer"]
+
+
+def answered_by_verdicts(info: StudyInfo) -> bool:
+    """A replicate, a comparison or a grid study: its arms ran on the same folds, and the answer is
+    a verdict per arm. A search samples p, lr and the gain together: its answer is p's profile."""
+    return info.kind != "search" or info.spec.get("sampler") == "grid"
+
+
+def has_verdicts(data: StudyData) -> bool:
+    """Whether the study's answer is verdicts per arm that it has folds to pair: a replicate or a
+    comparison always, a grid where its arms ran on more than one fold."""
+    if not answered_by_verdicts(data.info):
+        return False
+    if data.info.kind != "search":
+        return True
+    from lpstudy.results.analysis.selection import finished
+
+    trials = data.trials
+    return len(trials) > 0 and trials["fold"].nunique() > 1 and finished(trials)["p"].nunique() > 1
 
 
 def study_answer(data: StudyData, options: AnswerOptions = AnswerOptions()) -> dict:
     """The answer a study gives about p (the shape above)."""
-    if data.info.kind == "search":
+    if not answered_by_verdicts(data.info):
         from lpstudy.results.answers.search import search_answer
 
         return search_answer(data, options)

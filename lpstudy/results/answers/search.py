@@ -1,0 +1,208 @@
+"""What a search can say about p: its effect with the learning rate and the gain held apart.
+
+A search samples p together with lr and the gain, so the losses per p mix p's effect with theirs
+(where the sampler ran high p at high lr, p looks important although only lr is). The answer reads
+p's effect from a surrogate (lpstudy.results.answers.surrogate): p's profile, the best loss each p
+reaches with the other fields tuned for it, and its partial dependence, each with a band; how
+entangled the sample is (p's rank correlation with each other numeric searched field among the
+runs); and a sentence in plain words:
+
+  separates     some p's profile differs from the reference p's (p = 2 unless the reader names
+                another) beyond the simultaneous 95 % band: "p = X reaches …, Y below p = 2";
+  no effect     no difference beyond the band and the band within ± rope of the reference's loss:
+                "finds no effect of p";
+  undecided     the band is wider than the differences: "this search cannot yet separate p from the
+                learning rate" (or from whatever p is most entangled with);
+  too few runs  under the surrogate's minimum: what the runs can tell (the loss's rank correlation
+                with p and with each other field) and that they cannot separate them.
+
+Where it does not separate, `suggest` is the command that would decide: a replicate of the p
+values at the learning rate and gain the surrogate finds best, K folds each, whose verdict
+(lpstudy verdict) holds everything but p fixed.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from lpstudy.results.analysis.importance import param_importance
+from lpstudy.results.analysis.searched import Searched, rank_correlation, read_searched, space_entries
+from lpstudy.results.analysis.selection import finished, successful
+from lpstudy.results.answers.options import AnswerOptions
+from lpstudy.results.answers.surrogate import MIN_RUNS, Profile, p_profile
+from lpstudy.results.frames import StudyData
+from lpstudy.values import format_p, json_safe
+
+METRIC = "final validation loss (completed runs that did not diverge)"
+SUGGEST_FOLDS = 5
+NAMES = {"lr": "the learning rate", "gain_init": "the gain"}
+
+
+def _name(field: str) -> str:
+    return NAMES.get(field, field)
+
+
+def entanglement(searched: Searched, rows: pd.Index) -> dict[str, float]:
+    """p's rank correlation with each other numeric searched field among these runs (∞ ranks above
+    every finite p)."""
+    p = searched.get("p")
+    if p is None:
+        return {}
+    out = {}
+    for f in searched.fields:
+        if f.kind in ("log", "linear"):
+            value = rank_correlation(p.values.loc[rows], f.values.loc[rows].astype("float64"))
+            if value is not None:
+                out[f.name] = round(value, 3)
+    return out
+
+
+def _reference(options, profile: Profile) -> float:
+    wanted = options.reference if options.reference is not None else 2.0
+    try:
+        wanted = float(wanted)
+    except (TypeError, ValueError):
+        wanted = 2.0
+    finite = profile.p[np.isfinite(profile.p)]
+    if math.isinf(wanted) and np.isinf(profile.p).any():
+        return math.inf
+    if finite.min() <= wanted <= finite.max():
+        return wanted
+    return float(finite[len(finite) // 2])
+
+
+def suggest_command(data: StudyData, searched: Searched, setting: dict) -> str:
+    """`lpstudy replicate` of p over its searched range (quarters, ∞ where searched) at the learning
+    rate and gain given, K folds each: the experiment that holds everything but p fixed."""
+    entries = space_entries(data.info.spec) or {}
+    p_entry = entries.get("p")
+    p = searched.get("p")
+    if p_entry is not None and hasattr(p_entry, "low"):
+        low, high, with_inf = float(p_entry.low), float(p_entry.high), bool(p_entry.with_inf)
+    else:
+        finite = p.values[np.isfinite(p.values)] if p is not None else pd.Series([1.0, 4.0])
+        low, high = float(finite.min()), float(finite.max())
+        with_inf = bool(p is not None and np.isinf(p.values).any())
+    values = sorted({round(v * 2) / 2 for v in np.linspace(low, high, 4)})
+    ps = ",".join(format_p(v) for v in values) + (",inf" if with_inf else "")
+    preset = data.info.preset or data.info.spec.get("preset") or "smoke"
+    parts = [f"lpstudy replicate --study {data.name}-p --preset {preset} --p {ps}"]
+    if "lr" in setting:
+        parts.append(f"--lr {setting['lr']:.3g}")
+    if "gain_init" in setting:
+        parts.append(f"--gain-init {setting['gain_init']:.3g}")
+    parts.append(f"--folds {SUGGEST_FOLDS}")
+    return " ".join(parts)
+
+
+def _few_runs_sentence(n: int, losses: pd.Series, searched: Searched) -> str:
+    """What a handful of runs can tell: which field the loss follows, and that p cannot be held apart."""
+    follows = []
+    for f in searched.fields:
+        if f.kind == "choice":
+            continue
+        values = f.values.loc[losses.index].astype("float64")
+        rho = rank_correlation(values, losses)
+        if rho is not None:
+            follows.append((abs(rho), f.name, rho))
+    follows.sort(reverse=True)
+    text = (f"{n} completed run{'s' if n != 1 else ''} at finite p: too few to hold p's effect apart from "
+            f"{_name('lr')} and the gain (the surrogate needs {MIN_RUNS})")
+    if follows:
+        described = ", ".join(f"{_name(name)} {rho:+.2f}" for _, name, rho in follows)
+        text += f". Among them the final loss's rank correlation is: {described}"
+        if follows[0][1] != "p":
+            text += f"; what differs between these runs follows {_name(follows[0][1])} more than p"
+    return text + "."
+
+
+def search_answer(data: StudyData, options: AnswerOptions = AnswerOptions()) -> dict:
+    """The answer of a search study (lpstudy.results.answers' shape): search_effect and the
+    importance (over importance_sample's runs in a big study)."""
+    from lpstudy.results.curve_sample import importance_sample
+
+    trials = data.trials
+    importance = param_importance(importance_sample(trials), data.info.spec).to_answer() if len(trials) else {
+        "shares": {}, "low": {}, "high": {}, "null": None, "reason": "no completed run yet", "left_out": {},
+        "n_trials": 0}
+    return {**search_effect(data, options), "importance": importance}
+
+
+def search_effect(data: StudyData, options: AnswerOptions = AnswerOptions()) -> dict:
+    """Everything of the search's answer but the importance (which the dashboard caches apart).
+    `options`: its rope ("no effect": every p within ± rope of the reference's loss) and reference
+    (p = 2 unless it names another)."""
+    trials = data.trials
+    runs = successful(trials) if len(trials) else finished(trials)
+    searched = read_searched(runs, data.info.spec)
+    losses = runs["loss"].astype("float64") if len(runs) else pd.Series(dtype="float64")
+    answer = {"study": data.name, "kind": "search", "metric": METRIC,
+              "p_profile": [], "p_partial_dependence": [], "entanglement": entanglement(searched, runs.index),
+              "separable": False, "suggest": None, "effect": None, "n_runs": int(len(runs))}
+    if searched.get("p") is None:
+        answer["sentence"] = ("p does not vary among the completed runs: this search says nothing about p."
+                              if len(runs) else "No completed run yet: nothing to say about p.")
+        return json_safe(answer)
+    profile = p_profile(losses, searched)
+    finite_runs = int(np.isfinite(searched.get("p").values.loc[runs.index].astype("float64")).sum())
+    best_run = runs.loc[losses.idxmin()] if len(runs) else None
+    best_setting = ({name: float(best_run[name]) for name in ("lr", "gain_init") if name in best_run
+                     and searched.get(name) is not None} if best_run is not None else {})
+    if profile is None:
+        answer["sentence"] = _few_runs_sentence(finite_runs, losses, searched)
+        answer["suggest"] = suggest_command(data, searched, best_setting)
+        return json_safe(answer)
+    reference = _reference(options, profile)
+    mean, low, high = profile.differences(reference)
+    answer["p_profile"] = profile.rows("profile")
+    answer["p_partial_dependence"] = profile.rows("dependence")
+    at_ref = int(np.argmin(np.where(np.isinf(profile.p), np.inf, np.abs(profile.p - reference))))
+    ref_loss = float(profile.profile[at_ref])
+    margin = options.rope * abs(ref_loss)
+    apart = (low > 0) | (high < 0)
+    answer["effect"] = {"reference": reference, "differences": [
+        {"p": float(p), "diff": float(d), "low": float(a), "high": float(b)}
+        for p, d, a, b in zip(profile.p, mean, low, high)], "rope": margin,
+        "n_fit": profile.n_fit, "n_runs": profile.n_runs}
+    answer["separable"] = bool(apart.any())
+    setting = {k: v for k, v in profile.best_setting.items() if k in ("lr", "gain_init")} or best_setting
+    fitted = (f"{profile.n_fit:,} of the {finite_runs:,} runs at finite p" if profile.n_fit < finite_runs
+              else f"{finite_runs:,} runs at finite p")
+    if np.isinf(profile.p).any():
+        fitted += ", ∞'s runs apart"
+    ref_text = f"p = {format_p(reference)}"
+    if apart.any():
+        best = int(np.argmin(mean))
+        worst = int(np.argmax(mean))
+        lead = best if mean[best] < 0 and apart[best] else worst
+        p_text = f"p = {format_p(float(profile.p[lead]))}"
+        word = "below" if mean[lead] < 0 else "above"
+        answer["sentence"] = (
+            f"With the learning rate and the gain tuned at each p (a surrogate fitted on {fitted}), "
+            f"{p_text} reaches {profile.profile[lead]:.4f}, {abs(mean[lead]):.4f} {word} {ref_text} "
+            f"(95 % band {low[lead]:+.4f} to {high[lead]:+.4f}): this search separates p's effect from "
+            f"{_name('lr')}'s. A replicate at the tuned settings confirms it across folds.")
+        answer["suggest"] = suggest_command(data, searched, setting)
+        return json_safe(answer)
+    widest = float(np.max(np.maximum(np.abs(low), np.abs(high))))
+    tangled = max(answer["entanglement"].items(), key=lambda kv: abs(kv[1]), default=None)
+    if widest <= margin:
+        answer["sentence"] = (
+            f"With the learning rate and the gain tuned at each p (a surrogate fitted on {fitted}), "
+            f"this search finds no effect of p: every p's profile is within ±{margin:.4f} "
+            f"({options.rope:.1%}) of {ref_text}'s {ref_loss:.4f}.")
+    else:
+        what = _name(tangled[0]) if tangled and abs(tangled[1]) >= 0.3 else _name("lr")
+        rho = f" (p's rank correlation with {_name(tangled[0])} among the runs: {tangled[1]:+.2f})" if tangled else ""
+        answer["sentence"] = (
+            f"This search cannot yet separate p from {what}{rho}: with the learning rate and the gain tuned "
+            f"at each p (a surrogate fitted on {fitted}), the differences to {ref_text} lie within "
+            f"a band up to ±{widest:.4f}, wider than the differences themselves.")
+    answer["suggest"] = suggest_command(data, searched, setting)
+    return json_safe(answer)
+
+
+__all__ = ["entanglement", "search_answer", "search_effect", "suggest_command"]
