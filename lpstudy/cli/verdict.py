@@ -42,7 +42,6 @@ def print_verdicts(study: str, storage: StorageChoice, rope: float | None = None
     sequential study was run with, else 0.5 %."""
     from rich.console import Console
 
-    from lpstudy.errors import UserError
     from lpstudy.results.answers import DEFAULT_ROPE, AnswerOptions, study_answer
     from lpstudy.results.answers.verdicts import verdict_data
     from lpstudy.results.status import print_table
