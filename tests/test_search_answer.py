@@ -5,6 +5,7 @@ shares, intervals, a null, a minimum), and the expected best of m runs per p gro
 from __future__ import annotations
 
 import json
+import os
 import math
 
 import numpy as np
@@ -164,13 +165,13 @@ def test_the_tuned_profile_compares_p_groups_at_the_same_number_of_runs():
     assert not math.isnan(crowded["expected_low"]) and math.isnan(sparse["expected_low"])
 
 
-# --- the command line (lpstudy verdict is helper 35's command: ADAPT when both branches meet) ----------
+# --- the command line ----------------------------------------------------------------------------
 
 @pytest.mark.slow
 def test_lpstudy_verdict_json_gives_a_searchs_profile_importance_and_sentence(tmp_path):
     """`lpstudy verdict --study NAME --json` on a 120-trial synthetic search prints the search's answer:
-    p_profile rows with bands, the importance with its reason, the entanglement and the sentence.
-    TO ADAPT at the merge: the command comes from issue 35's branch; until then this skips."""
+    p_profile rows with bands, the importance with its reason, the entanglement and the sentence;
+    without --json, the same sentence and the profile as a table."""
     import subprocess
     import sys
 
@@ -178,9 +179,6 @@ def test_lpstudy_verdict_json_gives_a_searchs_profile_importance_and_sentence(tm
 
     url = f"sqlite:///{tmp_path / 's.db'}"
     write_synthetic_study(url, "search", n_trials=120, n_evals=4, seed=2)
-    probe = subprocess.run([sys.executable, "-m", "lpstudy", "verdict", "--help"], capture_output=True, text=True)
-    if probe.returncode != 0:
-        pytest.skip("lpstudy verdict is not in this branch (issue 35)")
     done = subprocess.run([sys.executable, "-m", "lpstudy", "verdict", "--study", "search", "--storage", url, "--json"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
@@ -189,3 +187,8 @@ def test_lpstudy_verdict_json_gives_a_searchs_profile_importance_and_sentence(tm
     assert all(set(row) == {"p", "loss", "low", "high"} for row in answer["p_profile"])
     assert answer["importance"]["shares"] and answer["importance"]["reason"] == ""
     assert answer["sentence"].startswith(("With the learning rate", "This search cannot yet separate"))
+    shown = subprocess.run([sys.executable, "-m", "lpstudy", "verdict", "--study", "search", "--storage", url],
+                           capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "200"})
+    assert shown.returncode == 0, shown.stderr
+    assert answer["sentence"][:40] in " ".join(shown.stdout.split())
+    assert "p's profile" in shown.stdout and "importance (type II share" in shown.stdout
