@@ -42,7 +42,7 @@ def grid_path(name: str) -> Path:
 
 
 def replay_grid(name: str, methods: str, seeds: int, jobs: int, cache_dir: Path, budget: float, max_trials: int,
-                fresh: bool, traces_only: bool = False) -> dict | None:
+                fresh: bool, traces_only: bool = False, cached: bool = False) -> dict | None:
     """The grid's replay (ReplayResult.to_json()) of `methods` × seeds 0..seeds-1, each trace from
     the cache where it holds one under this key (benchmarks/replay_cache.py), else replayed now."""
     from benchmarks.replay_cache import TraceCache, cache_key
@@ -52,12 +52,14 @@ def replay_grid(name: str, methods: str, seeds: int, jobs: int, cache_dir: Path,
     path = cache_dir / f"{name}.traces.jsonl"
     if fresh and path.exists():
         path.unlink()
-    cache = TraceCache(path, cache_key(grid_path(name), budget, max_trials))
+    cache = TraceCache(path, cache_key(grid_path(name), budget, max_trials), read_only=cached)
     table = read_table(grid_path(name))
     picked = pick_methods(methods)
     if default_method() not in picked:
         picked.append(default_method())
-    todo = [(m, s) for s in range(seeds) for m in picked if (m.name, s) not in cache]
+    if cached:  # score what the cache holds: each method its seeds 0, 1, ... there, a method without any left out
+        picked = [m for m in picked if (m.name, 0) in cache]
+    todo = [(m, s) for s in range(seeds) for m in picked if (m.name, s) not in cache and not cached]
     start, done = time.time(), [0]
 
     def keep(method, seed, trace) -> None:
@@ -76,7 +78,7 @@ def replay_grid(name: str, methods: str, seeds: int, jobs: int, cache_dir: Path,
 
     traces = {}
     for m in picked:  # every seed the cache holds for the method, seeds 0, 1, ... (at least `seeds`)
-        n = seeds
+        n = 0 if cached else seeds
         while (m.name, n) in cache:
             n += 1
         traces[m] = [cache.traces[(m.name, s)] for s in range(n)]
@@ -225,6 +227,9 @@ def main() -> None:
                         help="the grids to replay, comma-separated (default: the suite and the held-out grid)")
     parser.add_argument("--traces-only", action="store_true",
                         help="replay what the cache lacks and stop (no scores, no result file): a long run's first part")
+    parser.add_argument("--cached", action="store_true",
+                        help="replay nothing: score every method the cache holds on every seed it holds (the "
+                             "result file says how many)")
     parser.add_argument("--fresh", action="store_true", help="replay again, dropping the cached traces")
     add_result_argument(parser, "search-suite")
     args = parser.parse_args()
@@ -234,7 +239,7 @@ def main() -> None:
     cache = ROOT / "benchmarks" / "results" / "replay"
     names = [n.strip() for n in args.grids.split(",") if n.strip()]
     plain = {n: replay_grid(n, args.methods, args.seeds, args.jobs, cache, BUDGET, MAX_TRIALS, args.fresh,
-                            args.traces_only) for n in names}
+                            args.traces_only, args.cached) for n in names}
     if args.traces_only:
         return
     finish(args, plain)

@@ -25,12 +25,16 @@ def cache_key(grid_file: Path, budget: float, max_trials: int) -> dict[str, Any]
 
 
 class TraceCache:
-    def __init__(self, path: Path, key: dict[str, Any]) -> None:
+    def __init__(self, path: Path, key: dict[str, Any], read_only: bool = False) -> None:
+        """Read the cache at `path` (set aside if its key is not `key`; read_only: refuse it then)."""
         self.path, self.key = path, key
         self.traces: dict[tuple[str, int], Trace] = {}
         if path.exists():
             lines = path.read_text().splitlines()
             stored = json.loads(lines[0]).get("key") if lines else None
+            if stored != key and read_only:
+                differ = sorted(k for k in key if (stored or {}).get(k) != key[k])
+                raise SystemExit(f"{path.name} holds traces of another {', '.join(differ)}: replay them again")
             if stored == key:
                 for line in lines[1:]:
                     try:
@@ -40,7 +44,7 @@ class TraceCache:
                     self.traces[(row["method"], int(row["seed"]))] = Trace.from_plain(row["trace"])
             else:
                 path.rename(path.with_suffix(path.suffix + ".stale"))
-        if not path.exists():
+        if not path.exists() and not read_only:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps({"key": key}) + "\n")
 
