@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from lpstudy.results.grid_table import GridTable, Run, from_study, read_table, write_table
-from lpstudy.results.replay import Trace, replay_one, replay_spec, run_replay
-from lpstudy.results.replay_scores import f_of, mcnemar_p, median_interval, regret_of, score, sign_p, wilson
+from lpstudy.results.replay import Trace, replay_one, replay_spec
+from lpstudy.results.replay_scores import f_of, mcnemar_p, median_interval, regret_of, run_replay, sign_p, wilson
 from lpstudy.results.replay_methods import Method, default_method, pick_methods
 from lpstudy.errors import UserError
 from tests.study_helpers import ROOT, TINY, cli, lpstudy, start_worker, wait_all

@@ -75,7 +75,7 @@ def replay(
     """Replay search methods (sampler + pruner) against grids of real curves; score what each spends."""
     quiet_optuna()
     from lpstudy.paths import check_output_file
-    from lpstudy.results.replay import run_replay
+    from lpstudy.results.replay_scores import run_replay
     from lpstudy.results.replay_methods import pick_methods
     from lpstudy.results.replay_suite import SuiteResult
 
@@ -122,7 +122,7 @@ def replay(
 def _with_progress(table, methods, seeds, budget, jobs, max_trials):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    from lpstudy.results.replay import run_replay
+    from lpstudy.results.replay_scores import run_replay
     from lpstudy.training.progress import stderr_console
 
     with Progress(TextColumn("[bold]replay[/] {task.description}"), BarColumn(), MofNCompleteColumn(),

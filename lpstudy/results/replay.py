@@ -196,17 +196,6 @@ def run_traces(table: GridTable, work: list[tuple[Method, int]], budget: float =
     return done
 
 
-def run_replay(table: GridTable, methods: list[Method], seeds: list[int], budget: float = BUDGET, jobs: int = 1,
-               max_trials: int = MAX_TRIALS, on_done: Callable[[Method, int], None] | None = None):
-    """Every method on every seed, each seed allowed `budget` × the grid's compute; scored
-    (lpstudy.results.replay_scores.ReplayResult)."""
-    from lpstudy.results.replay_scores import score
-
-    done = run_traces(table, [(m, s) for m in methods for s in seeds], budget, jobs, max_trials,
-                      None if on_done is None else lambda m, s, _trace: on_done(m, s))
-    return score(table, {m: [done[(m, s)] for s in seeds] for m in methods}, budget, seeds)
-
-
 def code_version() -> str:
     """A hash of the source that makes a trace (this module, the methods, the grid table, the space,
     the spread phase, the samplers' and pruners' construction and the best trial's rule): a cache of

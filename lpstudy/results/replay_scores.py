@@ -35,13 +35,14 @@ No torch.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from lpstudy.results.grid_table import GridTable
-from lpstudy.results.replay import RANDOM, Trace, tuning_fold
+from lpstudy.results.replay import BUDGET, MAX_TRIALS, RANDOM, Trace, run_traces, tuning_fold
 from lpstudy.results.replay_methods import Method, default_method
 from lpstudy.values import json_safe
 
@@ -314,3 +315,11 @@ def default_against_random(result: ReplayResult) -> dict[str, Any] | None:
             "random_over_default_f": random.f_median / b if b > 0 else None,
             "target_f": TARGET_F, "default_target_share": default.share_within(TARGET_F),
             "random_twice_target_share": random.share_within(2 * TARGET_F)}
+
+
+def run_replay(table: GridTable, methods: list[Method], seeds: list[int], budget: float = BUDGET, jobs: int = 1,
+               max_trials: int = MAX_TRIALS, on_done: Callable[[Method, int], None] | None = None) -> ReplayResult:
+    """Every method on every seed, each seed allowed `budget` × the grid's compute (replay.run_traces); scored."""
+    done = run_traces(table, [(m, s) for m in methods for s in seeds], budget, jobs, max_trials,
+                      None if on_done is None else lambda m, s, _trace: on_done(m, s))
+    return score(table, {m: [done[(m, s)] for s in seeds] for m in methods}, budget, seeds)
