@@ -125,11 +125,11 @@ def write_markdown(result: str, suite: dict, held: dict[str, dict]) -> None:
     names = suite["grid"]["suite"]
     grids = {g["name"]: g for g in suite["grids"]}
     rows = {n: {m["name"]: m for m in g["methods"]} for n, g in grids.items()}
-    seeds = sorted({s for m in suite["methods"] for s in m["seeds"].values()})
     ranking = [["method", "seeds", "worst reach", *[f"{n}: reach · F" for n in names]]]
     for m in suite["methods"]:
         default = " (default)" if m["default_on"] else ""
-        ranking.append([m["name"] + default, "/".join(sorted({str(x) for x in m["seeds"].values()})),
+        counts = [str(m["seeds"][n]) for n in names]
+        ranking.append([m["name"] + default, counts[0] if len(set(counts)) == 1 else "/".join(counts),
                         pct(m["worst_reach_share"]),
                         *[f"{share(rows[n][m['name']]['reach_share'], rows[n][m['name']]['reach_ci'])} · "
                           f"{f_cell(rows[n][m['name']])}" for n in names]])
@@ -138,8 +138,10 @@ def write_markdown(result: str, suite: dict, held: dict[str, dict]) -> None:
              "of the fold the seed tuned on, at the end of the budget (0.4 of the grid's compute), with its Wilson 95 % "
              "interval. F: the fraction of the grid's compute spent until then, the median over seeds with a bootstrap "
              "95 % interval (∞: not reached within the budget). Seed s tunes on fold s mod K; methods share seeds. "
-             f"Seeds per method: {', '.join(map(str, seeds))} (the methods a default may be, those with a spread "
-             "phase, and the samplers without a pruner ran the most).")
+             f"Seeds per method and grid in the second column (grids in the order of the columns where they differ): "
+             "every method ran its seeds 0, 1, ...; the spread phase without a pruner and the samplers alone ran 100 "
+             "on every grid. The traces were replayed by runs of this script with --traces-only (a cache keyed on "
+             "each grid's hash, the budget, the code and Optuna's version) and scored here with --cached.")
     general = [["method", *[f"{n}: other folds · ever" for n in names]]]
     for m in suite["methods"]:
         general.append([m["name"], *[f"{share(m['general_shares'][n], m['general_cis'][n])} · {pct(m['ever_shares'][n])}"
@@ -223,6 +225,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=100)
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--methods", default=METHODS)
+    parser.add_argument("--held-out-methods", default=None,
+                        help="the methods on the held-out grid (default: --methods)")
     parser.add_argument("--grids", default=",".join(SUITE + HELD_OUT),
                         help="the grids to replay, comma-separated (default: the suite and the held-out grid)")
     parser.add_argument("--traces-only", action="store_true",
@@ -238,8 +242,9 @@ def main() -> None:
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     cache = ROOT / "benchmarks" / "results" / "replay"
     names = [n.strip() for n in args.grids.split(",") if n.strip()]
-    plain = {n: replay_grid(n, args.methods, args.seeds, args.jobs, cache, BUDGET, MAX_TRIALS, args.fresh,
-                            args.traces_only, args.cached) for n in names}
+    plain = {n: replay_grid(n, args.held_out_methods if n in HELD_OUT and args.held_out_methods else args.methods,
+                            args.seeds, args.jobs, cache, BUDGET, MAX_TRIALS, args.fresh, args.traces_only, args.cached)
+             for n in names}
     if args.traces_only:
         return
     finish(args, plain)
