@@ -1,15 +1,22 @@
 """The search defaults, chosen on a suite of grids and checked on grids they were not chosen on.
 
-Replays every method of the list on each grid of the suite (lpstudy.results.replay, as `lpstudy
-replay` does), ranks them over the suite (lpstudy.results.replay_suite: worst share of seeds within
-ε, then mean Borda rank), leaves each grid out in turn, and scores the suite's choice and search's
-default on the held-out grids. Writes benchmarks/results/search-suite.md (command, machine, date)
-and one JSON per grid under benchmarks/results/replay/, which later runs reuse (the replay is
-deterministic per grid, method list and seed), so an interrupted run resumes grid by grid.
+Replays every method of the list on each grid of the suite and on the held-out grid (lpstudy.results.replay,
+as `lpstudy replay` does), scores each method two ways with intervals (lpstudy.results.replay_scores:
+search efficiency against the tuning fold's own best, generalisation on the other folds), applies
+the choice rule over the suite (lpstudy.results.replay_suite), leaves each grid out in turn, and
+checks search's default on every grid. Writes benchmarks/results/search-suite.md (command, machine,
+date) and benchmarks/results/replay/suite.json (every grid's scores, per seed too).
 
-    python benchmarks/bench_search_suite.py [--seeds 20] [--jobs 2] [--fresh]
+Each trace is cached as it finishes under benchmarks/results/replay/GRID.traces.jsonl (git-ignored),
+keyed on the grid file's hash, the budget, the trial cap, the code that makes a trace and Optuna's
+version (benchmarks/replay_cache.py): an interrupted run resumes where it stopped, a run with more
+seeds replays only the new ones, and a change to the scores replays nothing.
 
-About an hour of one core per grid with the default method list; run it under `nice`.
+    python benchmarks/bench_search_suite.py [--seeds 100] [--jobs 2] [--grids ...] [--traces-only] [--fresh]
+
+About 0.5 s of one core a replay (0.02 s for random search without a pruner, 2 s for TPE with a pruner
+on a 216-run grid): the catalogue's 26 methods × 100 seeds on the four grids take about an hour and a
+half of one core. Run it under `nice`.
 """
 
 from __future__ import annotations
@@ -34,106 +41,213 @@ def grid_path(name: str) -> Path:
     return ROOT / "benchmarks" / "data" / f"grid-{name}.json.gz"
 
 
-def replay_grid(name: str, methods: str, seeds: int, jobs: int, cache: Path, fresh: bool) -> dict:
+def replay_grid(name: str, methods: str, seeds: int, jobs: int, cache_dir: Path, budget: float, max_trials: int,
+                fresh: bool, traces_only: bool = False, cached: bool = False) -> dict | None:
+    """The grid's replay (ReplayResult.to_json()) of `methods` × seeds 0..seeds-1, each trace from
+    the cache where it holds one under this key (benchmarks/replay_cache.py), else replayed now."""
+    from benchmarks.replay_cache import TraceCache, cache_key
     from lpstudy.results.grid_table import read_table
-    from lpstudy.results.replay import run_replay
+    from lpstudy.results.replay import run_traces
     from lpstudy.results.replay_methods import default_method, pick_methods
-
-    path = cache / f"{name}.json"
-    key = {"methods": methods, "seeds": seeds}
+    path = cache_dir / f"{name}.traces.jsonl"
+    if fresh and path.exists():
+        path.unlink()
+    cache = TraceCache(path, cache_key(grid_path(name), budget, max_trials), read_only=cached)
     table = read_table(grid_path(name))
-    if path.exists() and not fresh:
-        stored = json.loads(path.read_text())
-        if stored.get("key") == key:
-            print(f"{name}: reused {path.relative_to(ROOT)}", file=sys.stderr)
-            plain = stored["replay"]
-            for m in plain["methods"]:  # search's default as the code has it now
-                m["default"] = m["name"] == default_method().name
-            return plain
     picked = pick_methods(methods)
     if default_method() not in picked:
         picked.append(default_method())
-    start = time.time()
-    done = [0]
+    if cached:  # score what the cache holds: each method its seeds 0, 1, ... there, a method without any left out
+        picked = [m for m in picked if (m.name, 0) in cache]
+    todo = [(m, s) for s in range(seeds) for m in picked if (m.name, s) not in cache and not cached]
+    start, done = time.time(), [0]
 
-    def progress(method, seed) -> None:
+    def keep(method, seed, trace) -> None:
+        cache.add(method.name, seed, trace)
         done[0] += 1
-        if done[0] % 20 == 0:
-            print(f"{name}: {done[0]}/{len(picked) * seeds} replays, {time.time() - start:.0f} s", file=sys.stderr)
+        if done[0] % 50 == 0 or done[0] == len(todo):
+            print(f"{name}: {done[0]}/{len(todo)} replays, {time.time() - start:.0f} s", file=sys.stderr, flush=True)
 
-    plain = run_replay(table, picked, list(range(seeds)), jobs=jobs, on_done=progress).to_json()
-    cache.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"key": key, "replay": plain}))
-    return plain
+    if todo:
+        print(f"{name}: {len(todo)} replays to run, {len(picked) * seeds - len(todo)} from {path}",
+              file=sys.stderr, flush=True)
+        run_traces(table, todo, budget, jobs, max_trials, keep)
+    if traces_only:
+        return None
+    from lpstudy.results.replay_scores import score
+
+    traces = {}
+    for m in picked:  # every seed the cache holds for the method, seeds 0, 1, ... (at least `seeds`)
+        n = 0 if cached else seeds
+        while (m.name, n) in cache:
+            n += 1
+        traces[m] = [cache.traces[(m.name, s)] for s in range(n)]
+    return score(table, traces, budget, list(range(seeds))).to_json()
 
 
 def pct(x: float) -> str:
     return f"{x:.0%}"
 
 
+def share(x: float, ci) -> str:
+    return f"{x:.0%} [{ci[0]:.0%}–{ci[1]:.0%}]"
+
+
 def f_text(x: float | None) -> str:
     return "∞" if x is None else f"{x:.3f}"
 
 
-def write_markdown(result: str, suite: dict, held: dict[str, dict], seeds: int) -> None:
+def f_cell(m: dict) -> str:
+    low, high = m["f_ci"]
+    return f"{f_text(m['f_median'])} [{f_text(low)}–{f_text(high)}]"
+
+
+def p_text(p: float) -> str:
+    return f"{p:.2f}" if p >= 0.01 else f"{p:.0e}"
+
+
+def finish(args, plain: dict[str, dict]) -> None:
+    """Score the suite, write benchmarks/results/replay/suite.json and the result file."""
+    from lpstudy.results.replay_suite import SuiteResult
+
+    suite_names = [n for n in SUITE if n in plain]
+    suite = SuiteResult(suite_names, [plain[n] for n in suite_names]).to_json()
+    held = {n: plain[n] for n in HELD_OUT if n in plain}
+    out = ROOT / "benchmarks" / "results" / "replay"
+    (out / "suite.json").write_text(json.dumps({**suite, "held_out": [{**g, "name": n} for n, g in held.items()]}))
+    write_markdown(args.result, suite, held)
+    print(f"chosen on the suite: {suite['chosen']}", file=sys.stderr)
+
+
+def write_markdown(result: str, suite: dict, held: dict[str, dict]) -> None:
     from benchmarks.results_file import write_result
 
     names = suite["grid"]["suite"]
-    ranking = [["method", "worst reach", "mean Borda", *names]]
+    grids = {g["name"]: g for g in suite["grids"]}
+    rows = {n: {m["name"]: m for m in g["methods"]} for n, g in grids.items()}
+    ranking = [["method", "seeds", "worst reach", *[f"{n}: reach · F" for n in names]]]
     for m in suite["methods"]:
-        default = f" (default on {', '.join(m['default_on'])})" if m["default_on"] else ""
-        ranking.append([m["name"] + default, pct(m["worst_reach_share"]), f"{m['mean_borda']:.1f}",
-                        *[f"{pct(m['reach_shares'][n])} · F {f_text(m['f_medians'][n])}" for n in names]])
-    loo = [["grid left out", "chosen by the other grids", "its reach", "its F", "its Borda", "best there", "best's reach"]]
+        default = " (default)" if m["default_on"] else ""
+        counts = [str(m["seeds"][n]) for n in names]
+        ranking.append([m["name"] + default, counts[0] if len(set(counts)) == 1 else "/".join(counts),
+                        pct(m["worst_reach_share"]),
+                        *[f"{share(rows[n][m['name']]['reach_share'], rows[n][m['name']]['reach_ci'])} · "
+                          f"{f_cell(rows[n][m['name']])}" for n in names]])
+    notes = ("**Search efficiency**, ranked by each method's worst reach over the suite's grids, then the mean of its "
+             "median F. Reach: the share of seeds whose returned configuration lies within ε of the best configuration "
+             "of the fold the seed tuned on, at the end of the budget (0.4 of the grid's compute), with its Wilson 95 % "
+             "interval. F: the fraction of the grid's compute spent until then, the median over seeds with a bootstrap "
+             "95 % interval (∞: not reached within the budget). Seed s tunes on fold s mod K; methods share seeds. "
+             f"Seeds per method and grid in the second column (grids in the order of the columns where they differ): "
+             "every method ran its seeds 0, 1, ...; the spread phase without a pruner and the samplers alone ran 100 "
+             "on every grid. The traces were replayed by runs of this script with --traces-only (a cache keyed on "
+             "each grid's hash, the budget, the code and Optuna's version) and scored here with --cached.")
+    general = [["method", *[f"{n}: other folds · ever" for n in names]]]
+    for m in suite["methods"]:
+        general.append([m["name"], *[f"{share(m['general_shares'][n], m['general_cis'][n])} · {pct(m['ever_shares'][n])}"
+                                      for n in names]])
+    grid_rows = [["grid", "configurations × folds", "best (mean over folds)", "fold spread", "ε",
+                  "within ε of each fold's best"]]
+    from lpstudy.results.grid_table import read_table
+
+    for n in [*names, *held]:
+        g = grids.get(n) or held[n]
+        table = read_table(grid_path(n))
+        from lpstudy.results.replay_scores import fold_losses
+
+        losses = fold_losses(table)
+        eps = g["best"]["epsilon"]
+        within = [int((losses[:, i] - losses[:, i].min() <= eps).sum()) for i in range(losses.shape[1])]
+        grid_rows.append([n + (" (held out)" if n in held else ""), f"{g['grid']['configs']} × {g['grid']['folds']}",
+                          f"{g['best']['config']} {g['best']['loss']:.4f}", f"{g['fold_spread']:.4f}", f"{eps:.4f}",
+                          " / ".join(map(str, within))])
+    alike = [["method", *[f"{n}: p reach · p F" for n in names]]]
+    for a in suite["alike"]:
+        alike.append([a["name"], *[f"{p_text(a['tests'][n]['reach'])} · {p_text(a['tests'][n]['f'])}" for n in names]])
+    loo = [["grid left out", "chosen by the other grids", "its reach", "its F", "best there", "best's reach",
+            "p reach · p F", "told apart"]]
     for r in suite["leave_one_out"]:
-        loo.append([r["held_out"], r["chosen"], pct(r["chosen_reach_share"]), f_text(r["chosen_f_median"]),
-                    r["chosen_borda"], r["best"], pct(r["best_reach_share"])])
-    defaults = [["grid", "search's default", "reach", "F", "Borda"]]
-    defaults += [[n, row["method"], pct(row["reach_share"]), f_text(row["f_median"]), row["borda"]]
-                 for n, row in suite["default"].items() if row]
-    more = [(f"Leave one grid out. Chosen on the whole suite, among the methods with a spread phase (a first run "
-             f"needs one): **{suite['chosen']}**.", loo), ("search's default on each grid of the suite.", defaults)]
-    for name, plain in held.items():
-        rows = {m["name"]: m for m in plain["methods"]}
-        best = min(plain["methods"], key=lambda m: m["borda"])
-        default = next(m for m in plain["methods"] if m["default"])
+        loo.append([r["held_out"], r["chosen"], share(r["chosen_reach_share"], r["chosen_reach_ci"]),
+                    f_text(r["chosen_f_median"]), r["best"], share(r["best_reach_share"], r["best_reach_ci"]),
+                    f"{p_text(r['p_reach'])} · {p_text(r['p_f'])}", "yes" if r["told_apart"] else "no"])
+    defaults = [["grid", "search's default", "reach", "F", "reach ≥ 80 %, F ≤ 0.10", "best method there", "its reach",
+                 "its F", "p reach · p F", "told apart"]]
+    for n, d in suite["default"].items():
+        defaults.append([n, d["method"], share(d["reach_share"], d["reach_ci"]),
+                         f"{f_text(d['f_median'])} [{f_text(d['f_ci'][0])}–{f_text(d['f_ci'][1])}]",
+                         "yes" if d["meets_goal"] else "no", d["best"], pct(d["best_reach_share"]),
+                         f_text(d["best_f_median"]), f"{p_text(d['p_reach'])} · {p_text(d['p_f'])}",
+                         "yes" if d["told_apart_from_best"] else "no"])
+    more = [
+        ("**Generalisation**: the share of seeds whose returned configuration, at the end of the budget, lies within ε "
+         "of the best mean loss over the folds it was not tuned on [Wilson 95 %] · ever: the share that was within ε "
+         "of the best mean over all folds at some point of the budget (the score this file gave before issue 37).",
+         general),
+        ("The grids. Fold spread: one fold's noise in a configuration's loss, the configuration × fold residuals pooled "
+         "over the stable better half of the configurations; ε is the larger of it and 0.5 % of the best loss. The last "
+         "column counts the configurations within ε of each fold's best.", grid_rows),
+        (f"The leader by the ranking above: **{suite['leader']}**. The methods with a spread phase that no paired test "
+         "tells apart from it on any grid (p of McNemar's exact test on reach and of the sign test on F, over the seeds "
+         "both ran; told apart below 0.05). The rule chooses the simplest of these (no pruner first, then random "
+         f"search before a model-based sampler): **{suite['chosen']}**.", alike),
+        ("Leave one grid out: the rule applied to the other grids alone, its choice scored on the grid left out, beside "
+         "the best method with a spread phase there by the same ranking, and the paired tests between the two.", loo),
+        ("search's default on each grid of the suite, against the goal and against the best method measured there "
+         "(any method).", defaults),
+    ]
+    for name, g in held.items():
+        hrows = {m["name"]: m for m in g["methods"]}
+        best = g["methods"][0]
+        default = next(m for m in g["methods"] if m["default"])
         shown = [("search's default: " + default["name"], default)]
-        if suite["chosen"] in rows:
-            shown.append(("the suite's choice: " + suite["chosen"], rows[suite["chosen"]]))
+        if suite["chosen"] in hrows and suite["chosen"] != default["name"]:
+            shown.append(("the suite's choice: " + suite["chosen"], hrows[suite["chosen"]]))
         shown.append(("best there: " + best["name"], best))
-        table = [["method", "reach", "F ≤ 0.10", "F", "Borda"]]
-        table += [[label, pct(m["reach_share"]), pct(m["target_share"]), f_text(m["f_median"]), m["borda"]]
-                  for label, m in shown]
-        more.append((f"Held out of the suite: {name} ({plain['grid']['configs']} configurations × "
-                     f"{plain['grid']['folds']} folds, {plain['grid']['steps_total']:,} steps; best "
-                     f"{plain['best']['config']} at {plain['best']['loss']:.4f}, ε {plain['best']['epsilon']:.4f}).", table))
-    notes = (f"The suite, ranked by each method's worst reach over the grids, then its mean Borda rank. {seeds} seeds "
-             "a method, each allowed 0.4 of its grid's compute; reach: the share of seeds within ε of the grid's best; "
-             "F: the median fraction of the grid's compute spent until then (∞: most seeds never got there).")
+        from lpstudy.results.replay_suite import paired_p
+
+        table = [["method", "seeds", "reach", "F", "F ≤ 0.10", "other folds", "p reach · p F against the default"]]
+        for label, m in shown:
+            p = paired_p(default, m)
+            table.append([label, m["seeds"], share(m["reach_share"], m["reach_ci"]), f_cell(m), pct(m["target_share"]),
+                          share(m["general_share"], m["general_ci"]),
+                          "–" if m is default else f"{p_text(p['reach'])} · {p_text(p['f'])}"])
+        more.append((f"Held out of the suite: {name} ({g['grid']['configs']} configurations × {g['grid']['folds']} "
+                     f"folds, {g['grid']['steps_total']:,} steps; best {g['best']['config']} at {g['best']['loss']:.4f}, "
+                     f"ε {g['best']['epsilon']:.4f}).", table))
     write_result(result, None, ranking, notes, title="Search methods over a suite of grids", more_tables=more)
 
 
 def main() -> None:
     from benchmarks.results_file import add_result_argument
+    from lpstudy.results.replay import BUDGET, MAX_TRIALS
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--seeds", type=int, default=100)
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--methods", default=METHODS)
-    parser.add_argument("--fresh", action="store_true", help="replay every grid again, ignoring the cached JSON")
+    parser.add_argument("--held-out-methods", default=None,
+                        help="the methods on the held-out grid (default: --methods)")
+    parser.add_argument("--grids", default=",".join(SUITE + HELD_OUT),
+                        help="the grids to replay, comma-separated (default: the suite and the held-out grid)")
+    parser.add_argument("--traces-only", action="store_true",
+                        help="replay what the cache lacks and stop (no scores, no result file): a long run's first part")
+    parser.add_argument("--cached", action="store_true",
+                        help="replay nothing: score every method the cache holds on every seed it holds (the "
+                             "result file says how many)")
+    parser.add_argument("--fresh", action="store_true", help="replay again, dropping the cached traces")
     add_result_argument(parser, "search-suite")
     args = parser.parse_args()
     import optuna
 
-    from lpstudy.results.replay_suite import SuiteResult
-
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     cache = ROOT / "benchmarks" / "results" / "replay"
-    grids = [replay_grid(n, args.methods, args.seeds, args.jobs, cache, args.fresh) for n in SUITE]
-    held = {n: replay_grid(n, args.methods, args.seeds, args.jobs, cache, args.fresh) for n in HELD_OUT}
-    suite = SuiteResult(list(SUITE), grids).to_json()
-    write_markdown(args.result, suite, held, args.seeds)
-    print(f"chosen on the suite: {suite['chosen']}", file=sys.stderr)
+    names = [n.strip() for n in args.grids.split(",") if n.strip()]
+    plain = {n: replay_grid(n, args.held_out_methods if n in HELD_OUT and args.held_out_methods else args.methods,
+                            args.seeds, args.jobs, cache, BUDGET, MAX_TRIALS, args.fresh, args.traces_only, args.cached)
+             for n in names}
+    if args.traces_only:
+        return
+    finish(args, plain)
 
 
 if __name__ == "__main__":

@@ -98,8 +98,12 @@ def read_p(value: Any) -> float:
 
 # How a study's Optuna parameters hold p (lpstudy.study.space encodes it; this is the one decoder):
 # a choice among values holds p itself, ∞ as "inf"; a range of p that includes ∞ samples a further
-# categorical parameter P_INF_PARAM (True: p = ∞, and no p is sampled).
+# categorical parameter P_INF_PARAM (True: p = ∞, and no p is sampled) in studies made before
+# issue 37; since then one float parameter P_OR_INF_PARAM over the range stretched by a top slice
+# that stands for ∞ (lpstudy.study.space.Range: decoding it needs the range, so a trial's user
+# attribute `p`, which every reader reads first, holds the effective value).
 P_INF_PARAM = "p_inf"
+P_OR_INF_PARAM = "p_or_inf"
 
 
 def is_inf(value: Any) -> bool:

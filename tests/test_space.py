@@ -11,6 +11,7 @@ import pytest
 from lpstudy.errors import UserError
 from lpstudy.study.space import DEFAULT_SPACE, P_INF_PARAM, Choice, Fixed, Range, SearchSpace, parse_param, parse_text
 from lpstudy.study.spec import StudySpec, build_spec, replicate_spec
+from lpstudy.values import P_OR_INF_PARAM, read_p
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -105,25 +106,39 @@ def test_p_infinity_as_a_choice_and_beside_a_range():
         assert trial.params["p"] == ("inf" if math.isinf(run["p"]) else 2.0)
 
     ranged = SearchSpace.from_mapping({"p": "1:4,inf"})
-    assert ranged.is_conditional
-    runs = _sample(ranged, 40)
+    runs = _sample(ranged, 80)
     assert any(math.isinf(r["p"]) for _, r in runs) and any(1 <= r["p"] <= 4 for _, r in runs)
-    for trial, run in runs:
-        assert trial.params[P_INF_PARAM] == math.isinf(run["p"])
-        assert ("p" in trial.params) == (not math.isinf(run["p"]))
+    for trial, run in runs:  # one parameter over [1, 4] and a top slice that is ∞
+        assert set(trial.params) == {P_OR_INF_PARAM}
+        assert (trial.params[P_OR_INF_PARAM] > 4) == math.isinf(run["p"])
+        assert math.isinf(run["p"]) or run["p"] == trial.params[P_OR_INF_PARAM]
+    assert ranged.params[0].stretched_high == pytest.approx(4 + 3 / 7)  # ∞: 1/8 of [1, 4 + 3/7]
 
 
 def test_every_reader_decodes_p_as_the_sampler_encoded_it():
-    """values.p_of_params, the one decoder of p that every reader uses, gives back the p each run
-    was given, for both of the sampler's encodings (a choice holding "inf", a range with p_inf)."""
+    """values.p_of_params decodes the encodings that hold p by themselves (a choice holding "inf",
+    the switch `p_inf` of studies made before issue 37); the space decodes its range with ∞
+    (Range.value_of), and a spread trial waiting to run carries its p as a user attribute."""
+    from lpstudy.study.spread import enqueue_spread
     from lpstudy.values import p_of_params
 
-    for entry in ([1, 2, "inf"], "1:4,inf"):
-        runs = _sample(SearchSpace.from_mapping({"p": entry}), 40)
-        assert {math.isinf(run["p"]) for _, run in runs} == {True, False}, entry
-        for trial, run in runs:
-            assert p_of_params(trial.params) == run["p"], (entry, trial.params)
+    runs = _sample(SearchSpace.from_mapping({"p": [1, 2, "inf"]}), 40)
+    assert {math.isinf(run["p"]) for _, run in runs} == {True, False}
+    for trial, run in runs:
+        assert p_of_params(trial.params) == run["p"], trial.params
+    ranged = SearchSpace.from_mapping({"p": "1:4,inf"})
+    runs = _sample(ranged, 80)
+    assert {math.isinf(run["p"]) for _, run in runs} == {True, False}
+    for trial, run in runs:
+        assert ranged.params[0].value_of(trial.params) == run["p"], trial.params
+    assert p_of_params({P_INF_PARAM: True}) == math.inf and p_of_params({P_INF_PARAM: False, "p": 2.5}) == 2.5
+    assert ranged.params[0].value_of({P_INF_PARAM: True}) == math.inf  # an old trial, read by the space too
     assert math.isnan(p_of_params({"lr": 1e-3}))  # no p among the parameters
+    study = optuna.create_study()
+    enqueue_spread(study, ranged, 8, seed=0)
+    waiting = study.get_trials(deepcopy=False)
+    assert sorted(str(t.user_attrs["p"]) for t in waiting)[-1] == "inf"
+    assert all(read_p(t.user_attrs["p"]) == ranged.params[0].value_of(t.system_attrs["fixed_params"]) for t in waiting)
 
 
 def test_a_range_of_p_takes_inf_as_true_or_false_only():

@@ -11,7 +11,7 @@ import pytest
 
 from lpstudy.db.optuna_storage import open_storage
 from lpstudy.study.synthetic import write_synthetic_study
-from lpstudy.values import METRICS_ATTR_PREFIX
+from lpstudy.values import METRICS_ATTR_PREFIX, read_p
 from tests.study_helpers import TINY, cli
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -115,8 +115,9 @@ def test_a_synthetic_search_trial_is_what_the_worker_asks_and_samples(include_in
     spec = synthetic_spec("search", "smoke", (), 5, include_inf)
     study = optuna.create_study()
     trials = list(synthetic_trials(kind="search", n_trials=40, n_evals=3, include_inf=include_inf))
-    infinite = [t for t in trials if t.params.get("p_inf")]
-    assert (len(infinite) > 0) == include_inf and all("p" not in t.params for t in infinite)
+    infinite = [t for t in trials if math.isinf(spec.space.get("p").value_of(t.params))]  # p_or_inf's top slice
+    assert (len(infinite) > 0) == include_inf
+    assert all(math.isinf(read_p(t.user_attrs["p"])) for t in infinite if "p" in t.user_attrs)
     for synthetic in trials:
         study.enqueue_trial(synthetic.params)
         asked = study.ask()

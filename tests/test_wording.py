@@ -49,9 +49,10 @@ def test_replay_explains_its_columns_and_how_to_get_the_chart_it_did_not_write(g
     code, _, err = cli(capsys, "replay", "--grid", str(grid_file), "--seeds", "2", "--methods", "random+none",
                        "--no-progress")
     assert code == 0, err
-    legend = [line for line in err.splitlines() if line.startswith("F: ")]
+    legend = [line for line in err.splitlines() if line.startswith("search efficiency: ")]
     assert len(legend) == 1, err  # one line under the table
-    for word in ("fraction of running the whole grid", "within ε", "Borda:", "capped:"):
+    for word in ("the fold it was tuned on, at the end of --budget", "fraction of the grid's compute", "within ε",
+                 "generalisation: other folds", "ever:", "capped:"):
         assert word in legend[0], (word, legend[0])
     assert "chart: none written; add --chart replay.png" in err, err
     assert sorted(p.name for p in grid_file.parent.iterdir()) == ["g.json.gz"]  # no chart unless asked

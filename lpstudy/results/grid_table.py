@@ -90,13 +90,29 @@ class GridTable:
     def best_config(self) -> int:
         return int(np.argmin(self.config_losses()))
 
+    def fold_spread(self) -> float:
+        """One fold's noise in a configuration's loss, pooled across configurations: the standard
+        deviation of the configuration × fold interaction (two-way residuals, fold effects removed,
+        (C − 1)(K − 1) degrees of freedom) over the configurations that never diverged and whose
+        mean loss is at or below the median of those (the region a search ends in; the unstable
+        rest has heavier tails). 0 with one fold or fewer than two such configurations."""
+        losses = np.array([[self.runs[(c, f)].value for f in self.folds] for c in range(len(self.configs))])
+        stable = ~np.array([[self.runs[(c, f)].diverged for f in self.folds] for c in range(len(self.configs))]).any(1)
+        means = losses.mean(axis=1)
+        if stable.sum() < 2 or len(self.folds) < 2:
+            return 0.0
+        kept = losses[stable & (means <= np.median(means[stable]))]
+        if len(kept) < 2:
+            return 0.0
+        residual = kept - kept.mean(axis=1, keepdims=True) - kept.mean(axis=0, keepdims=True) + kept.mean()
+        dof = (kept.shape[0] - 1) * (kept.shape[1] - 1)
+        return float(math.sqrt((residual ** 2).sum() / dof))
+
     def epsilon(self) -> float:
-        """Within ε of the grid's best counts as found: the larger of the best configuration's
-        standard error across folds and 0.5 % of its loss."""
-        best = self.best_config()
-        values = np.array([self.runs[(best, f)].value for f in self.folds])
-        se = float(values.std(ddof=1) / math.sqrt(len(values))) if len(values) > 1 else 0.0
-        return max(se, 0.005 * float(values.mean()))
+        """Within ε of a best counts as found: the larger of the pooled fold spread (fold_spread:
+        with K = 2 folds and a hundred configurations, about a hundred degrees of freedom where the
+        best configuration's own two folds give one) and 0.5 % of the best configuration's loss."""
+        return max(self.fold_spread(), 0.005 * float(self.config_losses().min()))
 
     def rank_correlations(self) -> dict[int, float]:
         """Whether early evaluations carry information: for each evaluation step, Spearman's rank

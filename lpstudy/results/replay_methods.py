@@ -7,8 +7,10 @@ what `lpstudy search` runs. The others are Optuna's, with Optuna's defaults unle
 
     samplers  random, cmaes (CmaEsSampler), tpe (multivariate, constant liar, 10 random trials):
               lpstudy's; tpe-optuna (Optuna's default TPESampler(seed=...): since Optuna 5 it is
-              multivariate with the constant liar too, and replays trial for trial as lpstudy's;
-              measured with no pruner only, by default), gp (Optuna's GPSampler)
+              multivariate with the constant liar too; it is lpstudy's TPE wherever lpstudy's
+              leaves `group` off, which since p = ∞ became the top slice of p's one parameter
+              (issue 37) is every space, so the replay measures it with no pruner only, by
+              default, as a check), gp (Optuna's GPSampler)
     pruners   none, sha (successive halving from one evaluation interval, η = 3), median (5
               trials, none during warm-up), hyperband (from one evaluation interval to max_steps,
               η = 3): lpstudy's; wilcoxon (WilcoxonPruner over the folds: each trial runs
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 import optuna
 
 from lpstudy.errors import UserError
-from lpstudy.study.spec import PRUNERS, SAMPLERS, StudySpec
+from lpstudy.study.spec import PRUNERS, SAMPLERS, SPEC_BOUNDS, StudySpec
 from lpstudy.study.studies import make_pruner, make_sampler
 
 SAMPLER_NAMES = ("random", "tpe", "tpe-optuna", "gp", "cmaes")
@@ -36,6 +38,7 @@ FOLD_SAMPLERS = ("tpe",)
 SAMPLERS_WITHOUT_PRUNERS = ("tpe-optuna",)
 # Measured only when --methods names them: a GP seed costs a GP fit per trial.
 SAMPLERS_ON_REQUEST = ("gp",)
+MAX_SPREAD = SPEC_BOUNDS["spread_trials"][1]  # what a study's spread phase may have
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,9 @@ def pick_methods(text: str | None) -> list[Method]:
                             f"gp+*; samplers: {', '.join(SAMPLER_NAMES)}; pruners: {', '.join(PRUNER_NAMES)}, "
                             f"{FOLD_PRUNER}")
         spread = 0 if not at else None if spread_text == "*" else int(spread_text)
+        if spread is not None and spread > MAX_SPREAD:
+            raise UserError(f"--methods: {part!r} asks for a spread phase of {spread_text} trials; at most "
+                            f"{MAX_SPREAD:,}, as --spread-trials takes")
         found = [m for m in methods if sampler in ("*", m.sampler) and pruner in ("*", m.pruner)
                  and spread in (None, m.spread)]
         if not found and spread and sampler in SAMPLER_NAMES and pruner in PRUNER_NAMES:

@@ -1,23 +1,54 @@
-"""A replay over a suite of grids: each method ranked on every grid, the ranks put together, and
-the choice of a default checked on grids it was not chosen on.
+"""A replay over a suite of grids: each method scored on every grid, the choice of a default made
+over the suite, and that choice checked on grids it was not made on.
 
-One grid is one benchmark, and a default chosen on one benchmark fits it. HPOBench, YAHPO Gym and
-LCBench rank methods over suites of benchmarks: here each method's Borda rank on each grid
-(lpstudy.results.replay), averaged over the grids, and its worst share of seeds within ε on any
-grid. The choice rule: among the methods with a spread phase (the first run of a study must show
-p's effect from completed trials spread over p: lpstudy.study.spread), the method whose worst
-reach share is highest, then the lowest mean Borda rank. Leave-one-grid-out: for each grid, the method that rule picks from the other grids alone,
-scored on the grid left out, beside the best method there; a rule that only fits its benchmarks
-loses there.
+One grid is one benchmark, and a default chosen on one benchmark fits it; HPOBench, YAHPO Gym and
+LCBench compare methods over suites of benchmarks. The choice rule, over the methods with a spread
+phase (the first run of a study must show p's effect from completed trials spread over p:
+lpstudy.study.spread), scored by search efficiency (lpstudy.results.replay_scores):
 
-It reads each grid's replay as `ReplayResult.to_json()` gives it, so a suite can be put together
-from grids replayed one at a time (the replay is deterministic per grid, method set and seed).
+1. the leader: the highest worst reach over the grids (reach: the share of seeds within ε of the
+   tuning fold's best at the end of the budget), then the lowest mean of the grids' median F;
+2. the methods that cannot be told apart from the leader: on every grid, neither McNemar's exact
+   test on reach nor the sign test on F, both paired over seeds, rejects at 5 % (each grid and
+   each method tested alone: with many methods some differences are found by chance, which only
+   makes this set smaller);
+3. among those, the simplest (SIMPLICITY: no pruner before the median pruner before successive
+   halving before Hyperband; random search before a model-based sampler), the leader on a tie.
+
+Leave-one-grid-out: for each grid, the method the rule chooses from the other grids alone, scored
+on the grid left out, beside the best method there by the same ranking (reach, then median F).
+
+It reads each grid's replay as `ReplayResult.to_json()` gives it (per-seed scores included), so a
+suite can be put together from grids replayed one at a time.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
+
+from lpstudy.results.replay_scores import mcnemar_p, rank_key, sign_p
+
+ALPHA = 0.05
+# Simpler first: pruners, then samplers (a rank each; equal ranks are equally simple).
+PRUNER_SIMPLICITY = {"none": 0, "median": 1, "sha": 2, "hyperband": 3, "wilcoxon": 4}
+SAMPLER_SIMPLICITY = {"random": 0, "tpe": 1, "tpe-optuna": 1, "cmaes": 1, "gp": 2}
+
+
+def simplicity(row: dict[str, Any]) -> tuple[int, int]:
+    return PRUNER_SIMPLICITY.get(row["pruner"], 9), SAMPLER_SIMPLICITY.get(row["sampler"], 9)
+
+
+def paired_p(a: dict[str, Any], b: dict[str, Any]) -> dict[str, float]:
+    """Two methods' rows on one grid: McNemar's p on reach and the sign test's p on F, over the seeds both ran."""
+    n = min(len(a["per_seed"]["reach"]), len(b["per_seed"]["reach"]))
+    f = [[math.inf if x is None else x for x in row["per_seed"]["f"][:n]] for row in (a, b)]
+    return {"reach": mcnemar_p(a["per_seed"]["reach"][:n], b["per_seed"]["reach"][:n]), "f": sign_p(*f)}
+
+
+def told_apart(p: dict[str, float]) -> bool:
+    return p["reach"] < ALPHA or p["f"] < ALPHA
 
 
 @dataclass
@@ -32,58 +63,110 @@ class SuiteResult:
         """The methods replayed on every grid, in the first grid's order."""
         return [m for m in self._rows[0] if all(m in rows for rows in self._rows)]
 
-    def mean_borda(self, method: str, grids: list[int] | None = None) -> float:
-        chosen = self._grids(grids)
-        return sum(self._rows[i][method]["borda"] for i in chosen) / len(chosen)
+    def _grids(self, grids: list[int] | None) -> list[int]:
+        return list(range(len(self.grids))) if grids is None else grids
 
     def worst_reach(self, method: str, grids: list[int] | None = None) -> float:
         return min(self._rows[i][method]["reach_share"] for i in self._grids(grids))
 
-    def _grids(self, grids: list[int] | None) -> list[int]:
-        return list(range(len(self.grids))) if grids is None else grids
+    def mean_f(self, method: str, grids: list[int] | None = None) -> float:
+        fs = [self._rows[i][method]["f_median"] for i in self._grids(grids)]
+        return math.inf if None in fs else sum(fs) / len(fs)
 
-    def _key(self, method: str, grids: list[int] | None = None) -> tuple:
-        return -self.worst_reach(method, grids), self.mean_borda(method, grids), method
+    def key(self, method: str, grids: list[int] | None = None) -> tuple:
+        return -self.worst_reach(method, grids), self.mean_f(method, grids), method
 
     def candidates(self) -> list[str]:
         """The methods a default may be: those with a spread phase (`@N`), or all if none has one."""
         spread = [m for m in self.methods() if "@" in m]
         return spread or self.methods()
 
+    def leader(self, grids: list[int] | None = None) -> str:
+        return min(self.candidates(), key=lambda m: self.key(m, grids))
+
+    def tests(self, a: str, b: str, grids: list[int] | None = None) -> dict[str, dict[str, float]]:
+        """The paired tests of two methods on each grid (by name)."""
+        return {self.names[i]: paired_p(self._rows[i][a], self._rows[i][b]) for i in self._grids(grids)}
+
+    def alike(self, method: str, grids: list[int] | None = None) -> list[str]:
+        """The candidates that no grid's paired test tells apart from `method` (itself first)."""
+        return [method] + [m for m in self.candidates() if m != method
+                           and not any(told_apart(p) for p in self.tests(method, m, grids).values())]
+
     def choose(self, grids: list[int] | None = None) -> str:
-        """The choice rule on these grids: highest worst reach share, then lowest mean Borda rank."""
-        return min(self.candidates(), key=lambda m: self._key(m, grids))
+        """The choice rule (the module's docstring): the simplest method not told apart from the leader."""
+        alike = self.alike(self.leader(grids), grids)
+        return min(alike, key=lambda m: (simplicity(self._rows[0][m]), alike.index(m)))
+
+    def best_on(self, grid: int, among: list[str] | None = None) -> dict[str, Any]:
+        rows = self._rows[grid]
+        return min((rows[m] for m in (among or list(rows))), key=rank_key)
 
     def leave_one_out(self) -> list[dict[str, Any]]:
         rows = []
         for held in range(len(self.grids)):
-            chosen = self.choose([i for i in range(len(self.grids)) if i != held])
+            others = [i for i in range(len(self.grids)) if i != held]
+            chosen = self.choose(others)
             there = self._rows[held][chosen]
-            best = min(self._rows[held].values(), key=lambda m: m["borda"])
+            best = self.best_on(held, self.candidates())
+            p = paired_p(there, best)
             rows.append({"held_out": self.names[held], "chosen": chosen,
-                         "chosen_reach_share": there["reach_share"], "chosen_f_median": there["f_median"],
-                         "chosen_borda": there["borda"], "best": best["name"], "best_reach_share": best["reach_share"],
-                         "best_f_median": best["f_median"]})
+                         "chosen_reach_share": there["reach_share"], "chosen_reach_ci": there["reach_ci"],
+                         "chosen_f_median": there["f_median"], "chosen_f_ci": there["f_ci"],
+                         "best": best["name"], "best_reach_share": best["reach_share"], "best_reach_ci": best["reach_ci"],
+                         "best_f_median": best["f_median"], "p_reach": p["reach"], "p_f": p["f"],
+                         "told_apart": best["name"] != chosen and told_apart(p)})
         return rows
+
+    def default_check(self, default: str) -> dict[str, Any]:
+        """On each grid, the default against the goal (reach ≥ 80 % and median F ≤ 0.10) and against
+        the best method measured there (paired tests)."""
+        out = {}
+        for i, name in enumerate(self.names):
+            row = self._rows[i].get(default)
+            if row is None:
+                continue
+            best = self.best_on(i)
+            p = paired_p(row, best)
+            meets = row["reach_share"] >= 0.8 and row["f_median"] is not None and row["f_median"] <= 0.10
+            out[name] = {"method": default, "reach_share": row["reach_share"], "reach_ci": row["reach_ci"],
+                         "f_median": row["f_median"], "f_ci": row["f_ci"], "meets_goal": meets,
+                         "best": best["name"], "best_reach_share": best["reach_share"],
+                         "best_f_median": best["f_median"], "p_reach": p["reach"], "p_f": p["f"],
+                         "told_apart_from_best": best["name"] != default and told_apart(p)}
+        return out
 
     def to_json(self) -> dict[str, Any]:
         methods = []
-        for name in sorted(self.methods(), key=self._key):
+        for name in sorted(self.methods(), key=self.key):
             first = self._rows[0][name]
             methods.append({
                 "name": name, "sampler": first["sampler"], "pruner": first["pruner"],
-                "mean_borda": self.mean_borda(name), "worst_reach_share": self.worst_reach(name),
+                "worst_reach_share": self.worst_reach(name), "mean_f_median": _finite(self.mean_f(name)),
+                "seeds": {n: rows[name]["seeds"] for n, rows in zip(self.names, self._rows)},
                 "reach_shares": {n: rows[name]["reach_share"] for n, rows in zip(self.names, self._rows)},
+                "reach_cis": {n: rows[name]["reach_ci"] for n, rows in zip(self.names, self._rows)},
                 "f_medians": {n: rows[name]["f_median"] for n, rows in zip(self.names, self._rows)},
+                "f_cis": {n: rows[name]["f_ci"] for n, rows in zip(self.names, self._rows)},
+                "general_shares": {n: rows[name]["general_share"] for n, rows in zip(self.names, self._rows)},
+                "general_cis": {n: rows[name]["general_ci"] for n, rows in zip(self.names, self._rows)},
+                "ever_shares": {n: rows[name]["ever_share"] for n, rows in zip(self.names, self._rows)},
                 "default_on": [n for n, rows in zip(self.names, self._rows) if rows[name]["default"]]})
+        leader = self.leader()
+        chosen = self.choose()
+        default = next((m["name"] for m in self.grids[0]["methods"] if m["default"]), None)
         return {
             "grid": {"suite": self.names, "configs": sum(g["grid"]["configs"] for g in self.grids),
                      "steps_total": sum(g["grid"]["steps_total"] for g in self.grids)},
             "methods": methods,
             "grids": [{**g, "name": n} for n, g in zip(self.names, self.grids)],
-            "chosen": self.choose(),
-            "default": {n: next(({"method": m["name"], "reach_share": m["reach_share"], "f_median": m["f_median"],
-                                  "borda": m["borda"]} for m in g["methods"] if m["default"]), None)
-                        for n, g in zip(self.names, self.grids)},
+            "leader": leader,
+            "alike": [{"name": m, "tests": self.tests(leader, m)} for m in self.alike(leader)],
+            "chosen": chosen,
+            "default": self.default_check(default) if default else {},
             "leave_one_out": self.leave_one_out(),
         }
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None

@@ -12,9 +12,12 @@ field's entry, in a study YAML under `space:` or on the command line, is one of
 
 Unless a search study says otherwise, the fields declared with a default search range
 (lpstudy.training.fields: p, the learning rate and the gain's initial value) are searched over
-DEFAULT_SPACE. Optuna's parameter names are the field names; a range of p that includes ∞ adds
-a categorical parameter `p_inf` (True: p = ∞, and no `p` is sampled): Optuna samples a range and a
-further point only as two parameters, and studies that have it keep sampling it the same way.
+DEFAULT_SPACE. Optuna's parameter names are the field names, except a range of p that includes ∞:
+it is one float parameter `p_or_inf` over the range stretched by a top slice, INF_SHARE (1/8) of
+the stretched axis, that stands for ∞. Every sampler (random, TPE, CMA-ES, GP) and the spread phase
+then draw ∞ at that one share and model it beside the range; a 50/50 switch beside p (`p_inf`,
+what studies made before this wrote: values.p_of_params still reads it) gave ∞ half of random
+search's trials whatever the range. Each trial's user attribute `p` holds the effective value.
 Every value of p lpstudy writes (a choice among Optuna's parameters, the stored spec, a trial's
 user attribute `p`, always the effective value) writes ∞ as the string "inf" (values.json_safe).
 """
@@ -29,7 +32,7 @@ from typing import Any
 from lpstudy.errors import UserError
 from lpstudy.training.config import coerce_field, resolve_config
 from lpstudy.training.fields import FIELDS
-from lpstudy.values import P_INF_PARAM, P, json_safe, parse_bool, read_p
+from lpstudy.values import P_INF_PARAM, P, P_OR_INF_PARAM, json_safe, parse_bool, read_p
 
 # The space of a search study unless its YAML or flags say otherwise: every field declared with a
 # default search range, on its scale.
@@ -40,6 +43,9 @@ DEFAULT_SPACE: dict[str, Any] = {
 LOG_SCALE_FIELDS = tuple(f.name for f in FIELDS.values() if f.log)
 # Chosen by each worker (--devices), never by a study.
 WORKER_FIELDS = tuple(f.name for f in FIELDS.values() if f.by_worker)
+# Of a range of p that includes ∞, the top slice of its axis that stands for ∞: one share, whichever
+# sampler draws it and in the spread phase (one spread trial in 8).
+INF_SHARE = 1 / 8
 # A grid study enqueues every cell as a trial: beyond this many, a typo, not a plan.
 MAX_GRID_CELLS = 100_000
 
@@ -107,20 +113,42 @@ class Range:
             out["inf"] = True
         return out
 
+    @property
+    def stretched_high(self) -> float:
+        """The top of `p_or_inf`'s axis: the range stretched on its own scale so that the slice above
+        its high, which stands for ∞, is INF_SHARE of it."""
+        stretch = INF_SHARE / (1 - INF_SHARE)
+        if self.log:
+            return math.exp(math.log(self.high) + stretch * (math.log(self.high) - math.log(self.low)))
+        if self.step is not None:  # whole steps: ∞ takes as many grid values as its share asks, one at least
+            values = round((self.high - self.low) / self.step) + 1
+            return self.high + max(1, round(values * stretch)) * self.step
+        return self.high + stretch * (self.high - self.low)
+
+    def value_of(self, params: dict[str, Any]) -> Any:
+        """The field's value from a trial's Optuna parameters (as suggest() reads them); with ∞, the
+        new encoding and the old switch (`p_inf`) alike."""
+        if not self.with_inf:
+            return params[self.name]
+        if P_OR_INF_PARAM in params:
+            x = float(params[P_OR_INF_PARAM])
+            return math.inf if x > self.high else x
+        return math.inf if params.get(P_INF_PARAM) is True else params[self.name]
+
     def suggest(self, trial) -> Any:
-        if self.with_inf and trial.suggest_categorical(P_INF_PARAM, [False, True]):
-            return math.inf
+        if self.with_inf:
+            return self.value_of({P_OR_INF_PARAM: trial.suggest_float(
+                P_OR_INF_PARAM, self.low, self.stretched_high, log=self.log, step=self.step)})
         if self.integer:
             return trial.suggest_int(self.name, int(self.low), int(self.high), log=self.log,
                                      step=int(self.step or 1))
         return trial.suggest_float(self.name, self.low, self.high, log=self.log, step=self.step)
 
     def optuna_params(self, value: Any) -> dict[str, Any]:
-        """The parameters that make suggest() return value: with ∞, the switch and p when finite."""
+        """The parameters that make suggest() return value: with ∞, `p_or_inf` (∞: its top)."""
         if not self.with_inf:
             return {self.name: value}
-        infinite = math.isinf(float(value))
-        return {P_INF_PARAM: infinite, **({} if infinite else {self.name: value})}
+        return {P_OR_INF_PARAM: self.stretched_high if math.isinf(float(value)) else float(value)}
 
     def describe(self) -> str:
         scale = " log" if self.log else ""
@@ -293,11 +321,6 @@ class SearchSpace:
     @property
     def searched(self) -> tuple[Param, ...]:
         return tuple(p for p in self.params if not isinstance(p, Fixed))
-
-    @property
-    def is_conditional(self) -> bool:
-        """Whether some parameter is sampled only for some trials (p's range with ∞)."""
-        return any(isinstance(p, Range) and p.with_inf for p in self.params)
 
     def suggest(self, trial) -> dict[str, Any]:
         """The run's overrides for an Optuna trial: fixed values and sampled (or enqueued) ones."""

@@ -5,8 +5,8 @@ same space, preset, sampler and pruner; the study's user attributes "kind" and "
 of its keys as plain strings.
 
 Samplers: "tpe" (the default; multivariate, constant liar: parallel workers do not all sample the
-same point; it models ranges, choices and p = ∞), "cmaes" (CMA-ES: ranges only; choices and p = ∞'s
-switch it draws at random), "random", and "grid": every cell of the space's choices is enqueued
+same point; it models ranges, choices and p = ∞), "cmaes" (CMA-ES: ranges, p = ∞ as the top slice
+of p's axis; choices it draws at random), "random", and "grid": every cell of the space's choices is enqueued
 once as a WAITING trial, and workers only pop waiting trials. Pruners: "none" (the default),
 "sha" (successive halving), "median", "hyperband"; they read the validation loss reported at each
 evaluation. A search's first `spread_trials` trials are spread over the space and never pruned

@@ -7,14 +7,19 @@ sequence (Owen scrambling, scipy.stats.qmc.Sobol), enqueued when the study is cr
 dimension per searched field. Sobol's first 2^m points put exactly one point in each of the 2^m
 equal intervals of every single dimension, so 8 spread trials over p ∈ [1, 4] land two in each
 quarter of p. They run to the end (the pruners below never stop a trial marked as spread), so the
-study's first trials are an unbiased sample of every field for the dashboard's per-p pictures, and
-the pruner's first rungs are filled by full curves.
+study's first trials are an unbiased sample of every field for the dashboard's per-p pictures.
 
 How a unit coordinate u ∈ [0, 1) becomes a field's value: a range maps linearly (on a log scale
-for a log range; rounded to its step or to an integer); a choice takes choice ⌊u·n⌋; p's range
-with ∞ gives the top 1/8 of its axis to ∞ (one spread trial in 8) and the rest linearly to the
-range. The values are Optuna parameters in the space's own encoding (`p_inf` for ∞), so the
-worker's `space.suggest` reads them back as it reads a sampled trial.
+for a log range; rounded to its step); an integer range takes the integer whose cell of width one
+holds the point (on a log scale for a log range, as Optuna's suggest_int(log=True) draws: from
+low − ½ to high + ½); a choice takes choice ⌊u·n⌋; p's range with ∞ maps onto its parameter
+`p_or_inf` (lpstudy.study.space), whose top slice, space.INF_SHARE of the axis, is ∞: one spread
+trial in 8, the share every sampler draws it at. The values are Optuna parameters in the space's
+own encoding, so the worker's `space.suggest` reads them back as it reads a sampled trial.
+
+Every pruner records a spread trial's evaluations as it records any other (successive halving and
+Hyperband fill their rungs inside `prune`) and then lets it go on: the first rungs hold the spread
+phase's full curves.
 """
 
 from __future__ import annotations
@@ -26,11 +31,10 @@ from typing import Any
 import optuna
 from optuna.pruners import HyperbandPruner, MedianPruner, SuccessiveHalvingPruner
 
-from lpstudy.study.space import P_INF_PARAM, Choice, Range, SearchSpace
-from lpstudy.values import json_safe
+from lpstudy.study.space import Choice, Range, SearchSpace
+from lpstudy.values import P_OR_INF_PARAM, json_safe
 
 SPREAD_ATTR = "spread"  # user attribute of a spread trial: never pruned
-INF_SHARE = 1 / 8  # of p's axis, where p = ∞ is searched too
 
 
 def spread_points(space: SearchSpace, n: int, seed: int | None) -> list[dict[str, Any]]:
@@ -53,33 +57,38 @@ def _params(searched: list[Range | Choice], row) -> dict[str, Any]:
             params[param.name] = json_safe(param.choices[min(int(u * len(param.choices)), len(param.choices) - 1)])
             continue
         if param.with_inf:
-            params[P_INF_PARAM] = u >= 1 - INF_SHARE
-            if params[P_INF_PARAM]:
-                continue
-            u = u / (1 - INF_SHARE)
+            params[P_OR_INF_PARAM] = _in_range(param, u, high=param.stretched_high)
+            continue
         params[param.name] = _in_range(param, u)
     return params
 
 
-def _in_range(param: Range, u: float) -> float | int:
-    if param.log:
-        value = math.exp(math.log(param.low) + u * (math.log(param.high) - math.log(param.low)))
-    else:
-        value = param.low + u * (param.high - param.low)
+def _in_range(param: Range, u: float, high: float | None = None) -> float | int:
+    low, high = param.low, param.high if high is None else high
+    if param.integer and param.log:  # each integer's cell [n − ½, n + ½) on the log scale
+        low, high = low - 0.5, high + 0.5
+        return min(max(round(math.exp(math.log(low) + u * (math.log(high) - math.log(low)))), param.low), param.high)
     if param.integer:
         step = int(param.step or 1)
-        span = int(param.high) - int(param.low)
-        return int(param.low) + min(int(u * (span // step + 1)), span // step) * step
+        span = int(high) - int(low)
+        return int(low) + min(int(u * (span // step + 1)), span // step) * step
+    if param.log:
+        value = math.exp(math.log(low) + u * (math.log(high) - math.log(low)))
+    else:
+        value = low + u * (high - low)
     if param.step is not None:
-        value = param.low + round((value - param.low) / param.step) * param.step
-    return min(max(value, param.low), param.high)
+        value = low + round((value - low) / param.step) * param.step
+    return min(max(value, low), high)
 
 
 def enqueue_spread(study: optuna.Study, space: SearchSpace, n: int, seed: int | None) -> int:
     """Enqueue the spread phase's trials as WAITING trials (workers take them before sampling)."""
     points = spread_points(space, n, seed)
     for params in points:
-        study.enqueue_trial(params, user_attrs={SPREAD_ATTR: True})
+        # p's effective value beside the parameters: a reader of a waiting trial needs no space to decode it
+        values = {param.name: param.value_of(params) for param in space.params
+                  if isinstance(param, Range) and param.with_inf}
+        study.enqueue_trial(params, user_attrs={SPREAD_ATTR: True, **json_safe(values)})
     return len(points)
 
 
@@ -88,11 +97,14 @@ def is_spread(trial: optuna.trial.FrozenTrial) -> bool:
 
 
 class _SpreadRunsToTheEnd:
-    """A pruner that never stops a spread trial; the others as its Optuna base class decides.
-    Subclasses keep their Optuna class (TPE and CMA-ES look for a HyperbandPruner's brackets)."""
+    """A pruner that never stops a spread trial, though its base class sees (and records) it as any
+    other; the others as its Optuna base class decides. Subclasses keep their Optuna class (TPE and CMA-ES look for a HyperbandPruner's brackets)."""
 
     def prune(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> bool:
-        return False if is_spread(trial) else super().prune(study, trial)  # type: ignore[misc]
+        # the base class first, always: successive halving (and Hyperband through it) records the
+        # trial's value at a rung inside this call, so a spread trial must pass through it too
+        pruned = super().prune(study, trial)  # type: ignore[misc]
+        return pruned and not is_spread(trial)
 
 
 class SpreadMedianPruner(_SpreadRunsToTheEnd, MedianPruner):

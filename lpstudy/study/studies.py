@@ -29,12 +29,12 @@ def make_sampler(spec: StudySpec) -> optuna.samplers.BaseSampler:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ExperimentalWarning for multivariate/constant_liar/group
         if spec.sampler == "cmaes":
-            # Fields it cannot model (choices, p = ∞'s switch) are drawn by Optuna's independent
+            # Fields it cannot model (choices) are drawn by Optuna's independent
             # sampler (random); n_startup_trials is TPE's and does not apply.
             return optuna.samplers.CmaEsSampler(seed=spec.sampler_seed, warn_independent_sampling=False)
         if spec.sampler == "tpe":
             return optuna.samplers.TPESampler(
-                multivariate=True, constant_liar=True, group=spec.space.is_conditional,
+                multivariate=True, constant_liar=True,
                 n_startup_trials=spec.n_startup_trials, seed=spec.sampler_seed,
                 warn_independent_sampling=False)
         # "grid": workers only pop enqueued cells, so this sampler never draws a value.

@@ -37,7 +37,7 @@ from lpstudy.study.trial_attributes import end_attributes, evaluation_attribute,
 from lpstudy.training.config import resolve_config
 from lpstudy.training.gain import gain_rule_of
 from lpstudy.training.metrics import MetricRecord, RunSummary
-from lpstudy.values import STATES, SYNTHETIC_ATTR
+from lpstudy.values import STATES, SYNTHETIC_ATTR, json_safe
 
 VOCAB_SIZE = 65
 PAPER_P_VALUES = (1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0)
@@ -306,8 +306,11 @@ def write_synthetic_study(storage_url: str, study_name: str = "lp-search", *, ki
                                   diverge_scale=diverge_scale, attrs_metrics=metrics in ("attrs", "both"),
                                   preset=preset, now=now):
         counts[trial.state] += 1
-        if trial.state == "WAITING":
-            study.enqueue_trial(trial.params)
+        if trial.state == "WAITING":  # p beside its parameters, as the spread phase enqueues it (p_or_inf needs the space)
+            from optuna.trial import FixedTrial
+
+            p = spec.space.suggest(FixedTrial(trial.params))["p"]  # read back as the worker reads it
+            study.enqueue_trial(trial.params, user_attrs={"p": json_safe(p)})
             continue
         frozen = create_trial(
             state=TrialState[trial.state], value=trial.value, params=trial.params, distributions=trial.distributions,
