@@ -26,7 +26,8 @@ from dataclasses import dataclass
 import optuna
 
 from lpstudy.errors import UserError
-from lpstudy.study.spec import PRUNERS, SAMPLERS, SPEC_BOUNDS, StudySpec
+from lpstudy.study.options import OPTIONS
+from lpstudy.study.spec import PRUNERS, SAMPLERS, StudySpec
 from lpstudy.study.studies import make_pruner, make_sampler
 
 SAMPLER_NAMES = ("random", "tpe", "tpe-optuna", "gp", "cmaes")
@@ -38,7 +39,7 @@ FOLD_SAMPLERS = ("tpe",)
 SAMPLERS_WITHOUT_PRUNERS = ("tpe-optuna",)
 # Measured only when --methods names them: a GP seed costs a GP fit per trial.
 SAMPLERS_ON_REQUEST = ("gp",)
-MAX_SPREAD = SPEC_BOUNDS["spread_trials"][1]  # what a study's spread phase may have
+MAX_SPREAD = int(OPTIONS["spread_trials"].bound[1])  # what a study's spread phase may have
 
 
 @dataclass(frozen=True)
