@@ -215,7 +215,7 @@ _thread = threading.local()  # this thread's worker: slot, record
 def _claim_on_the_board(board: Board, lock):
     """lpstudy's claim (which the worker loop calls), timed, with the claimed trial put on the board
     under the process's lock (see Board)."""
-    def pop(study, storage=None):
+    def pop(study, storage):
         record, slot = _thread.record, _thread.slot
         with lock:
             t0 = time.monotonic()

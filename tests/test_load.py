@@ -225,7 +225,7 @@ def test_a_grid_worker_started_before_its_cells_are_enqueued_waits_for_them(sqli
     worker.start()
     worker.join(timeout=3)  # it has looked several times (GRID_POLL_S) and found nothing
     assert worker.is_alive() and not reports
-    assert enqueue_missing_cells(study, spec) == 6
+    assert enqueue_missing_cells(study, spec, storage) == 6
     worker.join()
     assert reports[0].reason == "no grid cell left" and reports[0].trials == {"COMPLETE": 6}
     done = optuna.load_study(study_name="early", storage=storage.optuna).get_trials(deepcopy=False)
@@ -249,7 +249,7 @@ def test_a_trial_failed_by_another_worker_in_the_middle_is_not_this_workers_fail
         if len(taken_over) < 3:  # what another worker's stale check does to it
             taken_over.append(trial.number)
             ctx.storage.optuna.set_trial_state_values(trial._trial_id, state=TrialState.FAIL)
-            assert requeue(ctx.study, trial._trial_id, 5)
+            assert requeue(ctx.study, trial._trial_id, 5, storage=ctx.storage)
         trial.report(0.5, 1)  # raises for a trial another worker failed
         return TrialOutcome(TrialState.COMPLETE, 1.0)
 

@@ -234,7 +234,7 @@ def ensure_folds_study(storage: StudyStorage, name: str, plan: ComparePlan, valu
     if best is None:  # every tuning trial diverged or was pruned: nothing to replicate
         return None
     study, _ = create_study(storage, plan.folds_study(name, value), plan.folds_spec(value, best))
-    enqueue_missing_cells(study, load_study(storage, plan.folds_study(name, value))[1])
+    enqueue_missing_cells(study, load_study(storage, plan.folds_study(name, value))[1], storage)
     return study
 
 
