@@ -261,8 +261,7 @@ def replicate(
         grid = optuna.load_study(study_name=study, storage=opened.optuna)
         code = run_with_progress(options_w, device_list, grid, result.n_cells - result.done, show=not no_progress, say=say)
     finally:
-        if opened.engine is not None:
-            opened.engine.dispose()
+        opened.close()
     from lpstudy.db.kinds import open_reader
     from lpstudy.results.status import render_status, study_status
 

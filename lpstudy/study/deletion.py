@@ -41,9 +41,4 @@ def delete_study(storage: StudyStorage, name: str, force: bool = False, hint: st
     study_id = storage.optuna.get_study_id_from_name(name)
     n_trials = len(storage.optuna.get_all_trials(study_id, deepcopy=False))
     storage.call(optuna.delete_study, study_name=name, storage=storage.optuna)
-    rows = 0
-    if storage.engine is not None:
-        from lpstudy.db.metrics_table import delete_metrics
-
-        rows = storage.call(delete_metrics, storage.engine, name)
-    return Deleted(n_trials, rows)
+    return Deleted(n_trials, storage.delete_curves(name))
