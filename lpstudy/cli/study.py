@@ -109,8 +109,7 @@ def worker(
         elif load_spec(opened, study).until_decided:  # replicate --until-decided: stage by stage
             from lpstudy.cli.rounds import run_rounds
 
-            opened.close()  # each stage's worker opens its own
-            report = run_rounds(options, say)
+            report = run_rounds(options, say, opened)
         else:
             report = run_worker(options, storage=opened)
     if report.exit_code:

@@ -281,7 +281,7 @@ def run_compare_worker(options, say=None):
             report.reason = "nothing left to run in the comparison"
             break
         one = run_worker(dataclasses.replace(options, study=target, n_trials=1, announce=False),
-                         say=lambda message, arm=target: speak(f"{arm}: {message}"))
+                         say=lambda message, arm=target: speak(f"{arm}: {message}"), storage=storage)
         if not one.trials and not one.exit_code:
             report.reason = f"{target} had no trial to give ({one.reason})"
             break
