@@ -368,3 +368,34 @@ def test_the_storage_flag_check_finds_a_flag_read(tmp_path):
     (tmp_path / "worker.py").write_text("# storage.kind.sql in a comment\ntext = 'kind.has_lock'\n"
                                         "if storage.kind.curves_in_table:\n    pass\n")
     assert storage_flag_reads({"pkg": tmp_path}, tmp_path / "db") == [f"{tmp_path / 'worker.py'}:3: .curves_in_table"]
+
+
+def optional_storage_parameters(folder: Path) -> list[str]:
+    """'file:line: name' for each function under folder with a `storage` parameter that defaults to
+    None: a second code path for callers that pass no storage."""
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                continue
+            args = node.args
+            positional = [*args.posonlyargs, *args.args]
+            pairs = [*zip(positional[len(positional) - len(args.defaults):], args.defaults),
+                     *zip(args.kwonlyargs, args.kw_defaults)]
+            for arg, default in pairs:
+                if arg.arg == "storage" and isinstance(default, ast.Constant) and default.value is None:
+                    found.append(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}:{node.lineno}: "
+                                 f"{getattr(node, 'name', 'lambda')}")
+    return found
+
+
+def test_the_study_layer_takes_its_storage_as_a_required_argument():
+    found = optional_storage_parameters(PACKAGE / "study")
+    assert not found, "a `storage=None` parameter in lpstudy/study (make the storage required):\n" + "\n".join(found)
+
+
+def test_the_optional_storage_check_finds_one(tmp_path):
+    (tmp_path / "claims.py").write_text("def pop(study, storage=None):\n    pass\n"
+                                        "def ask(study, *, storage: object = None):\n    pass\n"
+                                        "def fine(study, storage, other=None):\n    pass\n")
+    assert [line.split(": ", 1)[1] for line in optional_storage_parameters(tmp_path)] == ["pop", "ask"]
