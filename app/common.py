@@ -34,13 +34,11 @@ STUDY_KEY = "lpstudy_study"  # session state: the chosen study, kept across page
 STUDY_ENV = "LPSTUDY_DASHBOARD_STUDY"  # a study to open first (`lpstudy dashboard --study`)
 
 
-def storage_from_environment(argv: list[str] | None = None) -> str:
+def storage_from_environment(argv: list[str]) -> str:
     """The storage URL: --storage URL or --storage-file FILE among the script's arguments (what
     Streamlit passes after `streamlit run app/dashboard.py --`; others are left to Streamlit), else
-    $LPSTUDY_STORAGE, $LPSTUDY_STORAGE_FILE or the default file (lpstudy.db.urls.storage_url).
-    Without argv: the URL of the server's reader (server_reader), read once per process."""
-    if argv is None:
-        return server_reader().url
+    $LPSTUDY_STORAGE, $LPSTUDY_STORAGE_FILE or the default file (lpstudy.db.urls.storage_url). Read
+    once per server process, by server_reader: a page asks server_reader, never this."""
     return _storage_url_of(argv)
 
 

@@ -215,7 +215,7 @@ _thread = threading.local()  # this thread's worker: slot, record
 def _claim_on_the_board(board: Board, lock):
     """lpstudy's claim (which the worker loop calls), timed, with the claimed trial put on the board
     under the process's lock (see Board)."""
-    def pop(study, storage=None):
+    def pop(study, storage):
         record, slot = _thread.record, _thread.slot
         with lock:
             t0 = time.monotonic()
@@ -293,8 +293,10 @@ def _worker_thread(slot: int, url: str, plan: LoadPlan, board: Board, lock, go, 
     go.wait()
     try:
         wait_for_study(url)
-        report = LoadWorker(WorkerOptions(study=STUDY, storage=url, device="cpu", show_progress=False),
-                            say=say, objective=StandIn(plan.trial_s, record, board, slot), board=board, lock=lock, slot=slot).run()
+        with open_storage(url, wait=True) as storage:  # as `lpstudy worker`: this worker's one storage
+            report = LoadWorker(WorkerOptions(study=STUDY, storage=url, device="cpu", show_progress=False),
+                                say=say, objective=StandIn(plan.trial_s, record, board, slot), board=board, lock=lock,
+                                slot=slot, storage=storage).run()
         record["reason"], record["exit_code"] = report.reason, report.exit_code
     except BaseException as exc:  # reported by the harness, with the message a user would see
         record["error"] = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"

@@ -201,8 +201,11 @@ def child(url: str, study: str, seconds: float, start_at: float) -> None:
     delay = start_at - time.time()
     if delay > 0:
         time.sleep(delay)
-    run_worker(WorkerOptions(study=study, storage=url, device="cpu", timeout=seconds, show_progress=False),
-               say=lambda message: None)
+    from lpstudy.db.optuna_storage import open_storage
+
+    with open_storage(url, wait=True) as storage:
+        run_worker(WorkerOptions(study=study, storage=url, device="cpu", timeout=seconds, show_progress=False),
+                   say=lambda message: None, storage=storage)
 
 
 def throughput(url: str, workers: int, seconds: float) -> dict:

@@ -508,7 +508,7 @@ def test_bad_input_in_a_fresh_process(argv, expected, workdir):
 def test_a_failed_create_removes_the_database_and_folders_it_made(in_workdir, capsys, monkeypatch):
     import lpstudy.study.studies as studies
 
-    def broken(study, spec, storage=None):
+    def broken(study, spec, storage):
         raise RuntimeError("the disk filled up")
 
     monkeypatch.setattr(studies, "enqueue_missing_cells", broken)
@@ -523,7 +523,7 @@ def test_a_failed_create_in_an_existing_database_leaves_no_half_made_study(in_wo
     import lpstudy.study.studies as studies
     from tests.study_helpers import open_study
 
-    monkeypatch.setattr(studies, "enqueue_missing_cells", lambda study, spec, storage=None: 1 / 0)
+    monkeypatch.setattr(studies, "enqueue_missing_cells", lambda study, spec, storage: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         cli(capsys, "create", "--study", "half", "--storage", DB, "--preset", "smoke", "--sampler", "grid",
             "--p", "1,2")

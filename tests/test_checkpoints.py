@@ -93,7 +93,7 @@ def test_a_worker_fails_a_trial_whose_checkpoint_is_refused_and_enqueues_it_agai
 
     said: list[str] = []
     report = run_worker(WorkerOptions(study="c", storage=url, device="cpu", show_progress=False, n_trials=3),
-                        say=said.append, objective=objective)
+                        say=said.append, objective=objective, storage=storage)
     trials = study.get_trials(deepcopy=False)
     assert [t.state for t in trials[:3]] == [TrialState.FAIL, TrialState.FAIL, TrialState.COMPLETE], said
     assert seen[1][1] == seen[0][1]  # trial 1 is trial 0's retry: the same parameters

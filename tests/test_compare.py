@@ -126,3 +126,33 @@ def test_status_of_a_comparison_reads_the_storage_file(sqlite_url, tmp_path, els
     assert code == 0, err
     assert "tuning (2 trials per arm)" in out and "needs the p=2 arm" in out
     assert not (elsewhere / "storage").exists()
+
+
+def test_an_arms_replicate_grid_is_enqueued_by_the_storage_in_one_go(sqlite_url, capsys, monkeypatch):
+    """The folds of an arm whose tuning is done are enqueued through the storage (on SQL one
+    transaction, retried through an outage), not one Optuna enqueue_trial per cell: before, the
+    comparison's worker passed no storage and took the slow, unretried path."""
+    import optuna
+    from optuna.trial import TrialState
+
+    from lpstudy.study.compare import ensure_folds_study, load_plan
+    from lpstudy.study.studies import load_study
+
+    code, _, err = cli(capsys, "compare", "--study", "bulk", "--storage", sqlite_url, "--preset", "smoke",
+                       "--p", "1,2", "--tune", "lr", "--budget", "1", "--folds", "3", *QUICK)
+    assert code == 0, err
+    with open_storage(sqlite_url) as storage:
+        plan = load_plan(storage, "bulk")
+        value = plan.values[0]
+        tune, _ = load_study(storage, plan.tune_study("bulk", value))
+        trial = tune.ask()
+        trial.suggest_float("lr", 1e-4, 1e-2, log=True)
+        tune.tell(trial, 1.5)  # the arm's one tuning trial: its tuning is done
+
+        def refused(*args, **kwargs):
+            raise AssertionError("a cell enqueued by Optuna's enqueue_trial, not by the storage")
+
+        monkeypatch.setattr(optuna.Study, "enqueue_trial", refused)
+        folds = ensure_folds_study(storage, "bulk", plan, value)
+        waiting = folds.get_trials(deepcopy=False, states=(TrialState.WAITING,))
+        assert sorted(t.system_attrs["fixed_params"]["fold"] for t in waiting) == [0, 1, 2]

@@ -95,7 +95,18 @@ def test_two_creates_at_once_one_creates_the_other_finds_it(tmp_path):
 def _grid(tmp_path):
     url = f"sqlite:///{tmp_path / 'g.db'}"
     replicate(url, "g", "smoke", P, FOLDS)
-    return load_study(open_storage(url), "g")
+    storage = open_storage(url)
+    study, spec = load_study(storage, "g")
+    _OPENED[id(study)] = storage
+    return study, spec
+
+
+def _storage_of(study: optuna.Study):
+    """The lpstudy storage over the study's Optuna storage (_grid's)."""
+    return _OPENED[id(study)]
+
+
+_OPENED: dict = {}
 
 
 def _run_and_fail(study) -> optuna.trial.FrozenTrial:
@@ -112,14 +123,14 @@ def test_an_interruption_does_not_use_up_max_retry_and_a_crash_does(tmp_path):
     study, spec = _grid(tmp_path)
     for _ in range(4):  # four interruptions of one cell with max_retry=1: each is retried
         failed = _run_and_fail(study)
-        assert requeue(study, failed._trial_id, max_retry=1, interrupted=True, spec=spec)
+        assert requeue(study, failed._trial_id, max_retry=1, interrupted=True, spec=spec, storage=_storage_of(study))
     failed = _run_and_fail(study)  # the first crash: retried (max_retry=1) ...
-    assert requeue(study, failed._trial_id, max_retry=1, spec=spec)
+    assert requeue(study, failed._trial_id, max_retry=1, spec=spec, storage=_storage_of(study))
     retry = study.get_trials(deepcopy=False, states=(TrialState.WAITING,))[-1]
     assert retry.user_attrs["note"] == "kept"  # a retry keeps the failed trial's user attributes
     assert retry.system_attrs["failed_trial"] == 5 and len(retry.system_attrs["retry_history"]) == 5
     failed = _run_and_fail(study)  # ... the second is not
-    assert not requeue(study, failed._trial_id, max_retry=1, spec=spec)
+    assert not requeue(study, failed._trial_id, max_retry=1, spec=spec, storage=_storage_of(study))
     # Optuna's stale-trial path uses the same rule
     assert not RetryCallback(1)(study, study._storage.get_trial(failed._trial_id))
 
@@ -127,8 +138,8 @@ def test_an_interruption_does_not_use_up_max_retry_and_a_crash_does(tmp_path):
 def test_a_failed_cell_is_not_enqueued_when_it_has_a_live_trial(tmp_path):
     study, spec = _grid(tmp_path)
     failed = _run_and_fail(study)
-    assert requeue(study, failed._trial_id, max_retry=3, spec=spec)
-    assert not requeue(study, failed._trial_id, max_retry=3, spec=spec)  # its retry already waits
+    assert requeue(study, failed._trial_id, max_retry=3, spec=spec, storage=_storage_of(study))
+    assert not requeue(study, failed._trial_id, max_retry=3, spec=spec, storage=_storage_of(study))  # its retry already waits
     waiting = study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
     cells = Counter(spec.space.cell_of(t.system_attrs["fixed_params"]) for t in waiting)
     assert len(waiting) == 6 and set(cells.values()) == {1}
@@ -191,7 +202,7 @@ def _live_cell_and_its_failure(tmp_path):
     """A grid whose first cell failed and was retried (its retry waits): the cell is live."""
     study, spec = _grid(tmp_path)
     failed = _run_and_fail(study)
-    assert requeue(study, failed._trial_id, max_retry=3, spec=spec)
+    assert requeue(study, failed._trial_id, max_retry=3, spec=spec, storage=_storage_of(study))
     return study, spec, failed
 
 
@@ -217,7 +228,7 @@ def test_an_error_while_looking_at_a_cell_is_raised_and_the_cell_is_not_enqueued
 
     monkeypatch.setattr(claims, "trial_params", flaky)
     with pytest.raises(RuntimeError, match="lost the connection"):
-        requeue(study, failed._trial_id, max_retry=3, spec=spec)
+        requeue(study, failed._trial_id, max_retry=3, spec=spec, storage=_storage_of(study))
     assert _waiting_in_cell(study, spec, failed) == 1
 
 

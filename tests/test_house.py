@@ -317,7 +317,9 @@ def test_no_caller_outside_the_storage_layer_asks_which_kind_of_storage_it_holds
 def storage_detail_reads(roots: dict[str, Path], inside: Path) -> list[str]:
     """'file:line: what' for each place outside `inside` that reaches into a storage's details rather
     than asking the storage: Optuna's heartbeat settings (`<x>.optuna.heartbeat_interval`), `hasattr`
-    on a storage (`hasattr(storage..., ...)`), a reader's raw SQL answer (`reader.answer(...)`)."""
+    on a storage (`hasattr(storage..., ...)`), a reader's raw SQL answer (`reader.answer(...)`), and
+    whether it has an engine (`<x>.engine is None`, `engine is not None`: "is this SQL?" asked of
+    the object instead of asking it to act)."""
     found = []
     for path in sorted(p for folder in roots.values() for p in folder.rglob("*.py")):
         if path.is_relative_to(inside):
@@ -330,6 +332,10 @@ def storage_detail_reads(roots: dict[str, Path], inside: Path) -> list[str]:
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "hasattr"
                     and node.args and "storage" in ast.unparse(node.args[0])):
                 found.append(f"{where}: hasattr({ast.unparse(node.args[0])}, ...)")
+            if (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot))
+                    and isinstance(node.comparators[0], ast.Constant) and node.comparators[0].value is None
+                    and ast.unparse(node.left).split(".")[-1] == "engine"):
+                found.append(f"{where}: {ast.unparse(node)}")
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "answer"
                     and "reader" in ast.unparse(node.func.value)):
                 found.append(f"{where}: {ast.unparse(node.func.value)}.answer(...)")
@@ -346,9 +352,12 @@ def test_the_storage_detail_check_finds_each_reach(tmp_path):
     (tmp_path / "db").mkdir()
     (tmp_path / "db" / "inside.py").write_text("x = storage.optuna.heartbeat_interval\n")
     (tmp_path / "worker.py").write_text("a = storage.optuna.heartbeat_interval\nb = hasattr(storage.optuna, 'close')\n"
-                                        "c = reader.answer('s', read)\nd = spec.heartbeat_interval\n")
+                                        "c = reader.answer('s', read)\nd = spec.heartbeat_interval\n"
+                                        "if storage.engine is not None:\n    pass\nif engine is None:\n    pass\n"
+                                        "if engine_name is None:\n    pass\n")
     assert [line.split(": ", 1)[1] for line in storage_detail_reads({"pkg": tmp_path}, tmp_path / "db")] == [
-        ".optuna.heartbeat_interval", "hasattr(storage.optuna, ...)", "reader.answer(...)"]
+        ".optuna.heartbeat_interval", "hasattr(storage.optuna, ...)", "reader.answer(...)",
+        "storage.engine is not None", "engine is None"]
 
 
 def test_the_storage_flag_check_finds_a_flag_read(tmp_path):
@@ -359,3 +368,34 @@ def test_the_storage_flag_check_finds_a_flag_read(tmp_path):
     (tmp_path / "worker.py").write_text("# storage.kind.sql in a comment\ntext = 'kind.has_lock'\n"
                                         "if storage.kind.curves_in_table:\n    pass\n")
     assert storage_flag_reads({"pkg": tmp_path}, tmp_path / "db") == [f"{tmp_path / 'worker.py'}:3: .curves_in_table"]
+
+
+def optional_storage_parameters(folder: Path) -> list[str]:
+    """'file:line: name' for each function under folder with a `storage` parameter that defaults to
+    None: a second code path for callers that pass no storage."""
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                continue
+            args = node.args
+            positional = [*args.posonlyargs, *args.args]
+            pairs = [*zip(positional[len(positional) - len(args.defaults):], args.defaults),
+                     *zip(args.kwonlyargs, args.kw_defaults)]
+            for arg, default in pairs:
+                if arg.arg == "storage" and isinstance(default, ast.Constant) and default.value is None:
+                    found.append(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}:{node.lineno}: "
+                                 f"{getattr(node, 'name', 'lambda')}")
+    return found
+
+
+def test_the_study_layer_takes_its_storage_as_a_required_argument():
+    found = optional_storage_parameters(PACKAGE / "study")
+    assert not found, "a `storage=None` parameter in lpstudy/study (make the storage required):\n" + "\n".join(found)
+
+
+def test_the_optional_storage_check_finds_one(tmp_path):
+    (tmp_path / "claims.py").write_text("def pop(study, storage=None):\n    pass\n"
+                                        "def ask(study, *, storage: object = None):\n    pass\n"
+                                        "def fine(study, storage, other=None):\n    pass\n")
+    assert [line.split(": ", 1)[1] for line in optional_storage_parameters(tmp_path)] == ["pop", "ask"]

@@ -200,7 +200,7 @@ def test_a_cell_whose_worker_died_before_its_first_heartbeat_runs_again(empty_ur
     reports = []
     worker = threading.Thread(target=lambda: reports.append(run_worker(
         WorkerOptions(study="unbeaten", storage=url, device="cpu", show_progress=False),
-        say=lambda message: None, objective=complete_it)), daemon=True)  # a hung worker must not hang pytest
+        say=lambda message: None, objective=complete_it, storage=storage)), daemon=True)  # a hung worker must not hang pytest
     worker.start()
     worker.join(timeout=300)  # a hang guard: before the fix it waited for the orphan for ever
     assert not worker.is_alive() and reports[0].reason == "no grid cell left", reports
@@ -221,11 +221,11 @@ def test_a_grid_worker_started_before_its_cells_are_enqueued_waits_for_them(sqli
     reports = []
     worker = threading.Thread(target=lambda: reports.append(run_worker(
         WorkerOptions(study="early", storage=sqlite_url, device="cpu", show_progress=False),
-        say=lambda message: None, objective=complete_it)))
+        say=lambda message: None, objective=complete_it, storage=storage)))
     worker.start()
     worker.join(timeout=3)  # it has looked several times (GRID_POLL_S) and found nothing
     assert worker.is_alive() and not reports
-    assert enqueue_missing_cells(study, spec) == 6
+    assert enqueue_missing_cells(study, spec, storage) == 6
     worker.join()
     assert reports[0].reason == "no grid cell left" and reports[0].trials == {"COMPLETE": 6}
     done = optuna.load_study(study_name="early", storage=storage.optuna).get_trials(deepcopy=False)
@@ -249,13 +249,14 @@ def test_a_trial_failed_by_another_worker_in_the_middle_is_not_this_workers_fail
         if len(taken_over) < 3:  # what another worker's stale check does to it
             taken_over.append(trial.number)
             ctx.storage.optuna.set_trial_state_values(trial._trial_id, state=TrialState.FAIL)
-            assert requeue(ctx.study, trial._trial_id, 5)
+            assert requeue(ctx.study, trial._trial_id, 5, storage=ctx.storage)
         trial.report(0.5, 1)  # raises for a trial another worker failed
         return TrialOutcome(TrialState.COMPLETE, 1.0)
 
     said: list[str] = []
-    report = run_worker(WorkerOptions(study="stolen", storage=sqlite_url, device="cpu", show_progress=False),
-                        say=said.append, objective=failed_by_another_worker_three_times)
+    with open_storage(sqlite_url, wait=True) as storage:
+        report = run_worker(WorkerOptions(study="stolen", storage=sqlite_url, device="cpu", show_progress=False),
+                            say=said.append, objective=failed_by_another_worker_three_times, storage=storage)
     assert report.exit_code == 0 and report.reason == "no grid cell left", said
     assert sum("was already FAIL (failed by another worker after a missed heartbeat" in m for m in said) == 3
     assert not [m for m in said if "failed[/]" in m or "enqueued again" in m], said  # retried once, by the other

@@ -63,7 +63,7 @@ def test_the_dashboard_command_makes_one_engine_before_its_server(seeded, counte
 
 
 def test_the_dashboards_pages_get_the_servers_one_reader(seeded, counted, monkeypatch):
-    """Three pages, two visits each: the storage's arguments read once, one engine, for all of them."""
+    """Four pages, two visits each: the storage's arguments read once, one engine, for all of them."""
     from streamlit.testing.v1 import AppTest
 
     import common
@@ -79,7 +79,7 @@ def test_the_dashboards_pages_get_the_servers_one_reader(seeded, counted, monkey
         at = AppTest.from_file(str(APP / "dashboard.py"), default_timeout=60)
         at.session_state[common.STUDY_KEY] = "search"
         at.run()
-        for page in ("views/trials.py", "views/export.py"):
+        for page in ("views/trials.py", "views/export.py", "views/compare.py"):
             at.switch_page(page).run()
             assert not at.exception, [e.value for e in at.exception]
     assert len(parsed) == 1 and counted["url parsed"] == 1 and counted["engine"] == 1, (parsed, counted)

@@ -48,11 +48,16 @@ def _params(fn) -> list[str]:
 
 
 @pytest.fixture
-def study(tmp_path):
-    opened = open_storage(f"sqlite:///{tmp_path / 'p.db'}", create_tables=True)
+def opened(tmp_path):
+    storage = open_storage(f"sqlite:///{tmp_path / 'p.db'}", create_tables=True)
+    yield storage
+    storage.close()
+
+
+@pytest.fixture
+def study(opened):
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    yield optuna.create_study(study_name="p", storage=opened.optuna)
-    opened.engine.dispose()
+    return optuna.create_study(study_name="p", storage=opened.optuna)
 
 
 def test_lpstudy_uses_no_private_optuna_attribute_that_is_not_checked_here():
@@ -86,14 +91,17 @@ def test_pop_waiting_trial_id_takes_nothing_and_returns_a_trial_id_or_none():
     assert signature.return_annotation in ("int | None", int | None)
 
 
-def test_pop_claims_each_waiting_trial_once_in_order_and_never_makes_one(study):
+def test_pop_claims_each_waiting_trial_once_in_order_and_never_makes_one(tmp_path):
+    """Optuna's pop, as a journal storage claims (a SQL storage takes one of the oldest instead)."""
+    opened = open_storage(f"journal:///{tmp_path / 'p.log'}", create_tables=True)
+    study = optuna.create_study(study_name="p", storage=opened.optuna)
     study.enqueue_trial({"x": 1.0})
     study.enqueue_trial({"x": 2.0})
     ids = [t._trial_id for t in study.get_trials(deepcopy=False)]
-    first, second = pop_waiting_trial(study), pop_waiting_trial(study)
+    first, second = pop_waiting_trial(study, opened), pop_waiting_trial(study, opened)
     assert [first._trial_id, second._trial_id] == ids  # the first enqueued first
     assert [t.state for t in study.get_trials(deepcopy=False)] == [TrialState.RUNNING, TrialState.RUNNING]
-    assert pop_waiting_trial(study) is None
+    assert pop_waiting_trial(study, opened) is None
     assert len(study.get_trials(deepcopy=False)) == 2  # nothing waits: no new trial (ask() would make one)
 
 
@@ -111,11 +119,11 @@ def test_pop_skips_a_trial_that_another_worker_finished_after_it_looked(study, m
     assert study._pop_waiting_trial_id() == seen[1]._trial_id
 
 
-def test_pop_resets_the_studys_per_trial_cache_as_ask_does(study):
+def test_pop_resets_the_studys_per_trial_cache_as_ask_does(study, opened):
     study.enqueue_trial({"x": 1.0})
     assert hasattr(type(study._thread_local), "cached_all_trials")
     study._thread_local.cached_all_trials = []  # a stale cache of the previous trial
-    pop_waiting_trial(study)
+    pop_waiting_trial(study, opened)
     assert study._thread_local.cached_all_trials is None
     study._thread_local.cached_all_trials = []
     study.ask()

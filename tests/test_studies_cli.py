@@ -90,3 +90,28 @@ def test_delete_study_asks_for_the_name_again_on_a_terminal(tmp_path, capsys, mo
     code, _, err = cli(capsys, "delete-study", "keep", "--storage", url)
     assert code == 0 and "deleted study 'keep'" in err, err
     assert _listed(capsys, url) == {}
+
+
+def test_deleting_a_study_removes_its_checkpoints_from_the_default_artifact_folder(tmp_path, capsys, monkeypatch):
+    """The checkpoints of a study's unfinished trials (FILE.artifacts next to a SQLite file) go with
+    it; another study's stay. Before, they stayed behind in the folder for ever."""
+    import io
+
+    import optuna
+    from optuna.artifacts import FileSystemArtifactStore
+
+    from lpstudy.study.checkpoints import ARTIFACTS_ENV, CHECKPOINT_ATTR
+
+    monkeypatch.delenv(ARTIFACTS_ENV, raising=False)
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    folder = tmp_path / "study.db.artifacts"  # the default store of a SQLite file (docs: checkpoints)
+    folder.mkdir()
+    store = FileSystemArtifactStore(str(folder))
+    for name in ("gone", "kept"):
+        study = optuna.create_study(study_name=name, storage=url)
+        trial = study.ask()
+        store.write(f"ckpt-{name}", io.BytesIO(b"a checkpoint"))
+        study._storage.set_trial_system_attr(trial._trial_id, CHECKPOINT_ATTR, {"artifact_id": f"ckpt-{name}", "step": 5})
+    code, _, err = cli(capsys, "delete-study", "gone", "--storage", url, "--yes", "--force")
+    assert code == 0 and "1 trial(s), 0 row(s) of curves, 1 checkpoint(s)" in err, err
+    assert sorted(p.name for p in folder.iterdir()) == ["ckpt-kept"]

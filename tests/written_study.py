@@ -74,8 +74,7 @@ def write_replicate(url: str, name: str, p_values: list[float], folds: int, plan
 
     spec = replicate_spec("smoke", p_values, folds, fixed=fixed)
     storage, _, _, _ = open_and_create(url, name, spec)  # as `lpstudy replicate`: the study and its cells
-    if storage.engine is not None:
-        storage.engine.dispose()
-    report = run_worker(WorkerOptions(study=name, storage=url, device="cpu", show_progress=False, announce=False),
-                        say=lambda message: None, objective=PlannedObjective(plan))
+    with storage:
+        report = run_worker(WorkerOptions(study=name, storage=url, device="cpu", show_progress=False, announce=False),
+                            say=lambda message: None, objective=PlannedObjective(plan), storage=storage)
     assert report.exit_code == 0 and sum(report.trials.values()) == len(p_values) * folds, report

@@ -10,11 +10,12 @@ from lpstudy.results.verdict_table import verdict_frame, verdict_title
 
 from lpstudy.results.columns import signed
 
-from common import STUDY_KEY, cached_study_infos, chart, no_traceback, reader, storage_from_environment
+from common import STUDY_KEY, cached_study_infos, chart, no_traceback, reader, server_reader
 from tables import table
 
 st.title("Compare")
-storage = storage_from_environment()
+with no_traceback():
+    storage = server_reader().url  # the server's one reader, as every page (common.page)
 comparisons = [i.name for i in cached_study_infos(storage) if i.kind == "compare"]
 if not comparisons:
     st.info("This database holds no comparison. Start one with `lpstudy compare --study NAME --p 1,2,3,4 "
@@ -33,8 +34,9 @@ def cached_compare(storage_url: str, compare_name: str):
     from lpstudy.results.answers import study_answer
     from lpstudy.results.compare import compare_study_data
 
-    data = load_compare(reader(storage_url), compare_name)
-    answer = study_answer(compare_study_data(reader(storage_url), compare_name))
+    server = reader(storage_url)
+    data = load_compare(server, compare_name)
+    answer = study_answer(compare_study_data(server, compare_name))
     return data.plan, data.budgets, data.paired, data.reference, answer
 
 

@@ -47,8 +47,9 @@ def next_round(storage_url: str, study: str, say=None) -> str:
     return "enqueued" if enqueued or open_ else "over"
 
 
-def run_rounds(options, say):
-    """`lpstudy worker` on a sequential replicate: cells until no round is left (see the module)."""
+def run_rounds(options, say, storage):
+    """`lpstudy worker` on a sequential replicate: cells until no round is left (see the module), each
+    round's worker on storage, the study's storage the caller opened."""
     from lpstudy.study.worker import ROUND_DONE, WorkerReport, run_worker, stop_line
 
     report = WorkerReport()
@@ -58,7 +59,7 @@ def run_rounds(options, say):
         if left is not None and left <= 0:
             report.reason = "--timeout reached"
             break
-        one = run_worker(dataclasses.replace(options, announce=False, timeout=left))
+        one = run_worker(dataclasses.replace(options, announce=False, timeout=left), storage=storage)
         for state, count in one.trials.items():
             report.trials[state] = report.trials.get(state, 0) + count
         if one.reason != ROUND_DONE:

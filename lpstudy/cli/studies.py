@@ -61,6 +61,7 @@ def delete_study(
         if typed.strip() != name:
             raise UserError(f"{typed.strip()!r} is not {name!r}; nothing deleted")
     done = delete(store, name, force=force, hint=storage.hint)
+    checkpoints = f", {done.checkpoints} checkpoint(s)" if done.checkpoints else ""
     say(f"deleted study {name!r} from {store.display_url}: {done.trials} trial(s), {done.metric_rows} row(s) "
-        f"of curves; the studies left: lpstudy studies{storage.hint}")
+        f"of curves{checkpoints}; the studies left: lpstudy studies{storage.hint}")
 

@@ -109,8 +109,7 @@ def worker(
         elif load_spec(opened, study).until_decided:  # replicate --until-decided: stage by stage
             from lpstudy.cli.rounds import run_rounds
 
-            opened.close()  # each stage's worker opens its own
-            report = run_rounds(options, say)
+            report = run_rounds(options, say, opened)
         else:
             report = run_worker(options, storage=opened)
     if report.exit_code:
@@ -261,8 +260,7 @@ def replicate(
         grid = optuna.load_study(study_name=study, storage=opened.optuna)
         code = run_with_progress(options_w, device_list, grid, result.n_cells - result.done, show=not no_progress, say=say)
     finally:
-        if opened.engine is not None:
-            opened.engine.dispose()
+        opened.close()
     from lpstudy.db.kinds import open_reader
     from lpstudy.results.status import render_status, study_status
 

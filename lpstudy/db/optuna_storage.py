@@ -135,6 +135,11 @@ class StudyStorage:
         storage keeps curves, as a worker's would be; its id."""
         return self.kind.add_finished_trial(self, study_name, study_id, template, list(records))
 
+    def delete_curves(self, study_name: str) -> int:
+        """Delete the study's evaluations kept apart from its trials (the metrics table's rows on the
+        SQL kinds; elsewhere they are the trials' attributes, gone with them); how many rows."""
+        return self.kind.delete_curves(self, study_name)
+
     def write_evaluations(self, study_name: str, trial_id: int, trial_number: int,
                           records: list[MetricRecord]) -> None:
         """Store several evaluations of a trial at once, where this storage keeps curves."""

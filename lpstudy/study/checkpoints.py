@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import optuna
 
@@ -31,7 +31,9 @@ from lpstudy.db.kinds import kind_of
 from lpstudy.db.urls import first_line
 from lpstudy.errors import UserError
 from lpstudy.study.trial_context import TrialLost
-from lpstudy.training.checkpoint import Checkpoint
+
+if TYPE_CHECKING:
+    from lpstudy.training.checkpoint import Checkpoint
 
 ARTIFACTS_ENV = "LPSTUDY_ARTIFACTS"
 CHECKPOINT_ATTR = "lpstudy_checkpoint"
@@ -86,6 +88,8 @@ class TrialCheckpoints:
         with that message and is enqueued again as a trial whose worker died, rather than silently
         training from step 0 what a checkpoint already holds."""
         from optuna.artifacts.exceptions import ArtifactNotFound
+
+        from lpstudy.training.checkpoint import Checkpoint
 
         meta = self._meta()
         if not meta:

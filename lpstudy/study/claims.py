@@ -19,7 +19,7 @@ from lpstudy.study.studies import trial_params
 from lpstudy.values import METRICS_ATTR_PREFIX
 
 
-def pop_waiting_trial(study: optuna.Study, storage: StudyStorage | None = None) -> optuna.Trial | None:
+def pop_waiting_trial(study: optuna.Study, storage: StudyStorage) -> optuna.Trial | None:
     """A WAITING trial, now RUNNING and ours; None when there is none. Atomic across workers: the
     storage moves a trial from WAITING to RUNNING for one caller only (Optuna's
     set_trial_state_values: SELECT ... FOR UPDATE on PostgreSQL, BEGIN IMMEDIATE on SQLite).
@@ -27,10 +27,9 @@ def pop_waiting_trial(study: optuna.Study, storage: StudyStorage | None = None) 
     Which trial is the storage's choice (StudyStorage.claim_waiting): on a SQL storage one of the
     oldest, through lpstudy's storage proxy the same, run by the proxy, elsewhere Optuna's own pop
     (the private Study._pop_waiting_trial_id, the first half of study.ask(), which would then sample a
-    new trial when no cell waits; tests/test_optuna_private.py fails if it changes). Without a
-    storage given, Optuna's pop."""
+    new trial when no cell waits; tests/test_optuna_private.py fails if it changes)."""
     study._thread_local.cached_all_trials = None  # as Study.ask does: sync with the storage once per trial
-    trial_id = storage.claim_waiting(study) if storage is not None else study._pop_waiting_trial_id()
+    trial_id = storage.claim_waiting(study)
     return None if trial_id is None else optuna.Trial(study, trial_id)
 
 
@@ -55,16 +54,14 @@ def ask_within_target(study: optuna.Study, spec: StudySpec, storage: StudyStorag
     return storage.ask_within_target(study, spec.n_trials)
 
 
-def count_states(study: optuna.Study, states: tuple[TrialState, ...], storage: StudyStorage | None = None) -> int:
+def count_states(study: optuna.Study, states: tuple[TrialState, ...], storage: StudyStorage) -> int:
     """How many of the study's trials are in these states: the storage's count
-    (StudyStorage.count_trials: one query on SQL and on lpstudy's proxy), else Optuna's read of them."""
-    if storage is not None:
-        return storage.count_trials(study, states)
-    return len(study.get_trials(deepcopy=False, states=states))
+    (StudyStorage.count_trials: one query on SQL and on lpstudy's proxy, else Optuna's read of them)."""
+    return storage.count_trials(study, states)
 
 
 def requeue(study: optuna.Study, trial_id: int, max_retry: int, interrupted: bool = False,
-            spec: StudySpec | None = None, storage: StudyStorage | None = None) -> bool:
+            spec: StudySpec | None = None, *, storage: StudyStorage) -> bool:
     """Enqueue a failed trial again with its parameters and user attributes (a new WAITING trial),
     with the same bookkeeping (failed_trial, retry_history) as Optuna's
     RetryHeartbeatStaleTrialCallback for a trial whose worker died; False when a crash has been
@@ -73,13 +70,13 @@ def requeue(study: optuna.Study, trial_id: int, max_retry: int, interrupted: boo
     never enqueued twice). The per-evaluation metrics of a journal or gRPC trial stay with the
     failed trial.
 
-    The look at the cell is retried through storage's outages (StudyStorage.call) where a storage is
-    given; any error it does not ride out is raised, never read as "the cell has no live trial"."""
+    The look at the cell is retried through the storage's outages (StudyStorage.call); any error it
+    does not ride out is raised, never read as "the cell has no live trial"."""
     def look() -> tuple[optuna.trial.FrozenTrial, bool]:
         frozen = study._storage.get_trial(trial_id)
         return frozen, spec is not None and spec.is_grid and cell_is_live(study, spec, frozen)
 
-    frozen, live = storage.call(look) if storage is not None else look()
+    frozen, live = storage.call(look)
     if live:
         return False
     return RetryCallback(max_retry)(study, frozen, interrupted=interrupted,

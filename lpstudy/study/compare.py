@@ -234,7 +234,7 @@ def ensure_folds_study(storage: StudyStorage, name: str, plan: ComparePlan, valu
     if best is None:  # every tuning trial diverged or was pruned: nothing to replicate
         return None
     study, _ = create_study(storage, plan.folds_study(name, value), plan.folds_spec(value, best))
-    enqueue_missing_cells(study, load_study(storage, plan.folds_study(name, value))[1])
+    enqueue_missing_cells(study, load_study(storage, plan.folds_study(name, value))[1], storage)
     return study
 
 
@@ -281,7 +281,7 @@ def run_compare_worker(options, say=None):
             report.reason = "nothing left to run in the comparison"
             break
         one = run_worker(dataclasses.replace(options, study=target, n_trials=1, announce=False),
-                         say=lambda message, arm=target: speak(f"{arm}: {message}"))
+                         say=lambda message, arm=target: speak(f"{arm}: {message}"), storage=storage)
         if not one.trials and not one.exit_code:
             report.reason = f"{target} had no trial to give ({one.reason})"
             break

@@ -1,11 +1,14 @@
 """Deleting a study: Optuna's rows (optuna.delete_study: the study, its trials, their attributes)
 and lpstudy's own (the study's rows of the metrics table, on the SQL kinds), refused while its
 trials run unless forced. Every kind of storage (a journal file and the gRPC proxy too: their curves
-are the trials' attributes, deleted with them)."""
+are the trials' attributes, deleted with them). The checkpoints its trials left in a folder artifact
+store (lpstudy.study.checkpoints: FILE.artifacts next to a SQLite or journal file by default, or
+LPSTUDY_ARTIFACTS) go too; an s3:// store is left as it is."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import optuna
 from optuna.trial import TrialState
@@ -19,6 +22,7 @@ from lpstudy.names import no_such_study, shell_quoted
 class Deleted:
     trials: int
     metric_rows: int
+    checkpoints: int = 0
 
 
 def running_trials(storage: StudyStorage, name: str) -> int:
@@ -39,11 +43,30 @@ def delete_study(storage: StudyStorage, name: str, force: bool = False, hint: st
         raise UserError(f"study {name!r} has {running} running trial(s); stop its workers first (or, if they are "
                         f"gone, give --force): lpstudy status --study {shell_quoted(name)}{hint} shows who runs them")
     study_id = storage.optuna.get_study_id_from_name(name)
-    n_trials = len(storage.optuna.get_all_trials(study_id, deepcopy=False))
+    trials = storage.optuna.get_all_trials(study_id, deepcopy=False)
     storage.call(optuna.delete_study, study_name=name, storage=storage.optuna)
-    rows = 0
-    if storage.engine is not None:
-        from lpstudy.db.metrics_table import delete_metrics
+    return Deleted(len(trials), storage.delete_curves(name), delete_checkpoints(storage, trials))
 
-        rows = storage.call(delete_metrics, storage.engine, name)
-    return Deleted(n_trials, rows)
+
+def delete_checkpoints(storage: StudyStorage, trials: list[optuna.trial.FrozenTrial]) -> int:
+    """Remove the checkpoints these trials point at (CHECKPOINT_ATTR) from the storage's artifact
+    folder, where it is a folder that exists; how many were there."""
+    from optuna.artifacts import FileSystemArtifactStore
+    from optuna.artifacts.exceptions import ArtifactNotFound
+
+    from lpstudy.study.checkpoints import CHECKPOINT_ATTR, artifact_location
+
+    location = artifact_location(storage.url)
+    if location is None or location.startswith("s3://") or not Path(location).expanduser().is_dir():
+        return 0
+    store = FileSystemArtifactStore(str(Path(location).expanduser()))
+    removed = 0
+    for trial in trials:
+        artifact_id = (trial.system_attrs.get(CHECKPOINT_ATTR) or {}).get("artifact_id")
+        if artifact_id:
+            try:
+                store.remove(artifact_id)
+                removed += 1
+            except ArtifactNotFound:
+                pass  # removed when its trial finished, or by hand
+    return removed

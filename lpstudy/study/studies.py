@@ -233,14 +233,14 @@ def grid_state(study: optuna.Study, spec: StudySpec) -> dict[tuple, list[TrialSt
     return cells
 
 
-def enqueue_missing_cells(study: optuna.Study, spec: StudySpec, storage: StudyStorage | None = None,
+def enqueue_missing_cells(study: optuna.Study, spec: StudySpec, storage: StudyStorage,
                           cells: list[dict[str, Any]] | None = None) -> int:
     """Enqueue every grid cell (or every one of `cells`) that has no COMPLETE, WAITING or RUNNING
     trial; return how many.
     Running it twice enqueues nothing the second time (a replicate resumes, it never duplicates).
-    With the study's storage given, the storage enqueues them (StudyStorage.enqueue_cells: on SQL
-    one transaction, 5,000 cells in about a second instead of minutes); otherwise one enqueue_trial
-    each."""
+    The study's storage enqueues them (StudyStorage.enqueue_cells: on SQL one transaction, retried
+    through an outage, 5,000 cells in about a second instead of minutes; elsewhere one enqueue_trial
+    each)."""
     live = (TrialState.COMPLETE, TrialState.WAITING, TrialState.RUNNING)
 
     def missing_cells() -> list[dict]:
@@ -248,12 +248,7 @@ def enqueue_missing_cells(study: optuna.Study, spec: StudySpec, storage: StudySt
         return [params for params in map(spec.space.optuna_params, spec.space.grid_cells() if cells is None else cells)
                 if not any(s in live for s in state[spec.space.cell_of(params)])]
 
-    if storage is not None:
-        return storage.enqueue_cells(study, missing_cells)
-    missing = missing_cells()
-    for params in missing:
-        study.enqueue_trial(params)
-    return len(missing)
+    return storage.enqueue_cells(study, missing_cells)
 
 
 def enqueue_round(storage_url: str, name: str, p_values: list, folds: int) -> tuple[int, int]:

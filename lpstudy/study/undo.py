@@ -6,7 +6,7 @@ folders it made for it, not a half-set-up study.
         study, created = create_study(storage, name, spec)
         if created:
             undo.study(storage, name)       # deleted again if what follows fails
-        enqueue_missing_cells(study, spec)
+        enqueue_missing_cells(study, spec, storage)
 
 Only what this command made is removed: a file or folder that was there before stays, and a
 study that existed before is never deleted.

@@ -36,7 +36,7 @@ import optuna
 from optuna.trial import TrialState
 
 from lpstudy.db.liveness import Liveness
-from lpstudy.db.optuna_storage import StorageUnavailable, StudyStorage, open_storage
+from lpstudy.db.optuna_storage import StorageUnavailable, StudyStorage
 from lpstudy.study.claims import (WAIT, ask_within_target, count_states, for_grid_worker, pop_waiting_trial,
                                   requeue)
 from lpstudy.study import telemetry
@@ -209,11 +209,10 @@ class Heartbeat:
 
 
 class Worker:
-    def __init__(self, options: WorkerOptions, say=None, objective: Objective | None = None,
-                 storage: StudyStorage | None = None) -> None:
+    def __init__(self, options: WorkerOptions, say=None, objective: Objective | None = None, *,
+                 storage: StudyStorage) -> None:
         """objective: what each trial runs (see the module); None: train it. storage: the study's
-        storage, opened by the caller (who closes it); None: run() opens options.storage and closes
-        it when it returns."""
+        storage (options.storage), opened by the caller, who closes it."""
         self.options = options
         self.liveness: Liveness | None = None  # the storage's (run())
         self.stop = StopFlag()
@@ -221,7 +220,7 @@ class Worker:
         self._say = say
         self._enqueue_seen: tuple[int, float] | None = None  # (trials, when first seen): _cells_not_enqueued
         self._idle_s = GRID_POLL_S  # the next wait of a worker with nothing to take (_idle)
-        self._storage: StudyStorage | None = storage
+        self._storage = storage
 
     def say(self, message: str) -> None:
         if self._say is not None:
@@ -230,15 +229,7 @@ class Worker:
         say_stderr(f"[dim]lpstudy worker:[/] {message}")
 
     def run(self) -> WorkerReport:
-        if self._storage is not None:
-            return self._run(self._storage)
-        # started beside hundreds of others: opening may time out, and is retried
-        with open_storage(self.options.storage, wait=True) as storage:
-            self._storage = storage
-            try:
-                return self._run(storage)
-            finally:
-                self._storage = None
+        return self._run(self._storage)
 
     def _run(self, storage: StudyStorage) -> WorkerReport:
         opts = self.options
@@ -471,8 +462,9 @@ def _safe(fn) -> None:
         pass
 
 
-def run_worker(options: WorkerOptions, say=None, objective: Objective | None = None,
-               storage: StudyStorage | None = None) -> WorkerReport:
-    """Run one worker in this process (see the module's docstring); storage: already open (the
-    caller closes it), else opened here from options.storage and closed."""
+def run_worker(options: WorkerOptions, say=None, objective: Objective | None = None, *,
+               storage: StudyStorage) -> WorkerReport:
+    """Run one worker in this process (see the module's docstring) on storage, the study's storage
+    opened by the caller (open_storage(options.storage, wait=True): started beside hundreds of
+    others, opening may time out and is retried), who closes it."""
     return Worker(options, say=say, objective=objective, storage=storage).run()

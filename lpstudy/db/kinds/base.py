@@ -187,6 +187,12 @@ class StorageKind:
         for record in records:
             storage.optuna.set_trial_system_attr(trial_id, *evaluation_attribute(record))
 
+    def delete_curves(self, storage: StudyStorage, study_name: str) -> int:
+        """Delete a study's evaluations that are not its trials' own (lpstudy delete-study, after
+        Optuna's rows); how many rows. Here none: the curves are the trials' system attributes,
+        deleted with the trials."""
+        return 0
+
     def add_finished_trial(self, storage: StudyStorage, study_name: str, study_id: int, template: Any,
                            records: list[MetricRecord]) -> int:
         """Store a trial that ended elsewhere (a FrozenTrial: a synthetic study's, an import) with its

@@ -232,6 +232,13 @@ class SqlKind(StorageKind):
 
         storage.call(write)
 
+    def delete_curves(self, storage: StudyStorage, study_name: str) -> int:
+        """The study's rows of the metrics table (none where the table was never made), retried
+        through an outage."""
+        from lpstudy.db.metrics_table import delete_metrics
+
+        return storage.call(delete_metrics, storage.engine, study_name)
+
     def add_finished_trial(self, storage: StudyStorage, study_name: str, study_id: int, template: Any,
                            records: list[MetricRecord]) -> int:
         """The trial through Optuna, then its evaluations as rows of the metrics table."""
