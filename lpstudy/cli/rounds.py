@@ -19,7 +19,7 @@ def next_round(storage_url: str, study: str, say=None) -> str:
     (the next round's cells are waiting), or "over" (every arm decided, or the last round ran)."""
     from lpstudy.db.kinds import open_reader
     from lpstudy.results.answers import AnswerOptions, study_answer
-    from lpstudy.results.answers.verdicts import verdict_data
+    from lpstudy.results.compare import verdict_data
     from lpstudy.study.studies import enqueue_round
 
     with open_reader(storage_url) as reader:
@@ -53,7 +53,7 @@ def compare_stage(storage_url: str, name: str, say=None) -> str:
     folds for the reference arm and the arms still undecided (lpstudy.study.compare.enqueue_stage)."""
     from lpstudy.db.kinds import open_reader
     from lpstudy.results.answers import AnswerOptions, study_answer
-    from lpstudy.results.answers.verdicts import verdict_data
+    from lpstudy.results.compare import verdict_data
     from lpstudy.study.compare import enqueue_stage, load_plan
     from lpstudy.db.optuna_storage import open_storage
 

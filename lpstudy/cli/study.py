@@ -158,7 +158,7 @@ def status(
 def _rounds(reader, study: str) -> dict | None:
     """The verdicts of a sequential replicate (its rounds under "sequential"), None for any other."""
     from lpstudy.results.answers import AnswerOptions, study_answer
-    from lpstudy.results.answers.verdicts import verdict_data
+    from lpstudy.results.compare import verdict_data
 
     data = verdict_data(reader, study, curves=False)
     plan = (data.info.spec or {}).get("until_decided")

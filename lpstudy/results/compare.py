@@ -182,3 +182,14 @@ def render_compare(reader: TrialReader, study: str, next_hint: str | None = None
     if next_hint and not progress["done"]:
         console.print(f"next     {next_hint}", highlight=False, soft_wrap=True)
     return progress
+
+
+def verdict_data(reader, name: str, curves: bool = True) -> StudyData:
+    """The study NAME read for its verdicts: a comparison's arms' replicate runs (compare_study_data),
+    any other study as it is (frames.load_study)."""
+    from lpstudy.results.frames import load_study
+
+    data = load_study(reader, name, curves=curves)
+    if data.info.kind == "compare":
+        return compare_study_data(reader, name)
+    return data
