@@ -49,7 +49,7 @@ def test_compare_until_decided_stops_an_arm_before_max_folds_and_runs_every_cell
     answer = json.loads(lpstudy("verdict", "--study", "cmp", "--storage", url, "--json").stdout)
     seq = answer["sequential"]
     assert seq["over"] and seq["folds_saved"] == 3 * 6 - sum(folds.values()) > 0
-    assert seq["stopped"] and all(n < 6 for n in seq["stopped"].values())
+    assert seq["stopped"] and all(folds[arm] == n < 6 for arm, n in seq["stopped"].items())  # no fold after its verdict
     assert {arm["verdict"] for arm in answer["arms"] if arm["value"] in seq["stopped"]} <= {"equivalent", "better", "worse"}
     status = lpstudy("status", "--study", "cmp", "--storage", url)
     assert status.returncode == 0, status.stderr
@@ -98,3 +98,63 @@ def test_once_every_arm_is_decided_nothing_is_left():
                             "p=4": [v - 0.001 - 0.0001 * i for i, v in enumerate(ref)]})
     progress = compare_progress(data)
     assert progress["done"] and progress["cells_left"] == 0
+
+
+def test_the_workers_stage_logic_on_planted_losses_gives_decided_arms_no_more_folds(sqlite_url):
+    """Through the database: every arm tuned (two planted trials), then next_study as a worker calls
+    it, with the planted fold losses written as the cells' results. p = 1 (within 0.1 % of p = 2) is
+    decided after the first stage and gets no fourth fold; p = 4 (±10 % fold by fold) runs to K = 6;
+    a second worker at the same moment enqueues nothing twice."""
+    import optuna
+    from optuna.distributions import FloatDistribution
+    from optuna.trial import TrialState
+
+    from lpstudy.cli.rounds import compare_stage
+    from lpstudy.db.optuna_storage import open_storage
+    from lpstudy.study.compare import create_compare, make_plan, next_study
+
+    store = open_storage(sqlite_url, create_tables=True)
+    plan = make_plan("p", ["1", "2", "4"], ["lr"], 2, 6, "smoke", until_decided={"rounds": [3, 5, 6], "rope": 0.05})
+    create_compare(store, "cmp", plan)
+    for value in plan.values:
+        tune = optuna.load_study(study_name=plan.tune_study("cmp", value), storage=store.optuna)
+        for i in range(2):
+            tune.add_trial(optuna.trial.create_trial(
+                params={"lr": 1e-3 * (i + 1)}, distributions={"lr": FloatDistribution(1e-4, 1e-2, log=True)},
+                value=3.0 + i, user_attrs={"lr": 1e-3 * (i + 1), "fold": 0}))
+    ref = [2.80, 2.90, 2.70, 2.85, 2.75, 2.80]
+    losses = {"p=2": ref, "p=1": [v + 0.002 + 0.0001 * i for i, v in enumerate(ref)],
+              "p=4": [v + d for v, d in zip(ref, [0.3, -0.25, 0.28, -0.2, 0.3, -0.1])]}
+    stage = lambda url, name: compare_stage(url, name)  # noqa: E731
+
+    def folds_of(label):
+        value = {plan.label(v): v for v in plan.values}[label]
+        study = optuna.load_study(study_name=plan.folds_study("cmp", value), storage=store.optuna)
+        return study, sorted(t.system_attrs["fixed_params"]["fold"] for t in study.get_trials())
+
+    def run_waiting():
+        for label in losses:
+            study, _ = folds_of(label)
+            for t in study.get_trials():
+                if t.state != TrialState.WAITING:
+                    continue
+                fold = t.system_attrs["fixed_params"]["fold"]
+                store.optuna.set_trial_state_values(t._trial_id, TrialState.RUNNING)
+                for key, x in {"fold": fold, "folds": 6, "p": float(label[2:]), "diverged": False,
+                               "final_val_loss": losses[label][fold]}.items():
+                    store.optuna.set_trial_user_attr(t._trial_id, key, x)
+                store.optuna.set_trial_state_values(t._trial_id, TrialState.COMPLETE, [losses[label][fold]])
+
+    assert next_study(store, "cmp", plan, stage) is not None
+    assert {label: folds_of(label)[1] for label in losses} == {label: [0, 1, 2] for label in losses}
+    run_waiting()
+    assert next_study(store, "cmp", plan, stage) is not None
+    assert compare_stage(sqlite_url, "cmp") == "wait"  # a second worker finds the stage open and adds nothing
+    assert {label: folds_of(label)[1] for label in losses} == {"p=2": [0, 1, 2, 3, 4], "p=1": [0, 1, 2],
+                                                                "p=4": [0, 1, 2, 3, 4]}
+    run_waiting()
+    assert next_study(store, "cmp", plan, stage) is not None
+    run_waiting()
+    assert next_study(store, "cmp", plan, stage) is None  # the last stage ran
+    assert {label: folds_of(label)[1] for label in losses} == {"p=2": list(range(6)), "p=1": [0, 1, 2],
+                                                                "p=4": list(range(6))}
