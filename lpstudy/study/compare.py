@@ -14,8 +14,9 @@ sharing the comparison's name as a prefix:
 
 `lpstudy worker --study NAME` (anywhere, as many as you like) takes, for each trial, the arm whose
 tuning has used the least of its budget; once an arm's budget is spent its replicate grid is
-created and its cells run. Everything is in the database, so rerunning `lpstudy compare` or a
-worker resumes where the study stands. Two workers that pick an arm at the same moment can give
+created and its cells run (with --until-decided, in the stages of `replicate --until-decided`:
+the verdicts after each stage decide which arms get the next folds; lpstudy.cli.rounds). Everything
+is in the database, so rerunning `lpstudy compare` or a worker resumes where the study stands. Two workers that pick an arm at the same moment can give
 it one trial more than the budget; `status` shows each arm's count.
 """
 
@@ -258,17 +259,16 @@ def enqueue_stage(storage_url: str, name: str, plan: ComparePlan, labels: list[s
     enqueue_round, the replicate's). Returns (cells enqueued now, cells of the stage waiting or running)."""
     from lpstudy.study.studies import enqueue_round, study_names
 
-
-    storage = open_storage(storage_url)
-    names = set(study_names(storage))
     enqueued = open_ = 0
-    for value in plan.values:
-        study = plan.folds_study(name, value)
-        if plan.label(value) not in labels or study not in names:
-            continue
-        _, spec = load_study(storage, study)
-        now, waiting = enqueue_round(storage_url, study, list(spec.p_values), folds)
-        enqueued, open_ = enqueued + now, open_ + waiting
+    with open_storage(storage_url) as storage:
+        names = set(study_names(storage))
+        for value in plan.values:
+            study = plan.folds_study(name, value)
+            if plan.label(value) not in labels or study not in names:
+                continue
+            _, spec = load_study(storage, study)
+            now, waiting = enqueue_round(storage_url, study, list(spec.p_values), folds)
+            enqueued, open_ = enqueued + now, open_ + waiting
     return enqueued, open_
 
 
