@@ -16,8 +16,9 @@ sharing the comparison's name as a prefix:
 tuning has used the least of its budget; once an arm's budget is spent its replicate grid is
 created and its cells run (with --until-decided, in the stages of `replicate --until-decided`:
 the verdicts after each stage decide which arms get the next folds; lpstudy.cli.rounds). Everything
-is in the database, so rerunning `lpstudy compare` or a worker resumes where the study stands. Two workers that pick an arm at the same moment can give
-it one trial more than the budget; `status` shows each arm's count.
+is in the database, so rerunning `lpstudy compare` or a worker resumes where the study stands.
+Two workers that pick an arm at the same moment can give it one trial more than the budget;
+`status` shows each arm's count.
 """
 
 from __future__ import annotations
