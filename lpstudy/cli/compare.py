@@ -29,6 +29,9 @@ def compare(
     search: SearchOpt = None,
     budget: Annotated[int, typer.Option(help="Tuning trials per arm (TPE with the median pruner, on fold 0).", min=1)] = 20,
     folds: Annotated[int, typer.Option(help="K: each arm's best configuration runs on each of the K folds.", min=2)] = 5,
+    until_decided: Annotated[bool, typer.Option("--until-decided", help="Replicate the arms' best configurations in stages (3, 5, 8, 10 folds, capped at --max-folds) and give an arm no more folds once its verdict against the reference is decided (lpstudy verdict; O'Brien-Fleming alpha spending, Holm across arms).")] = False,
+    max_folds: Annotated[Optional[int], typer.Option("--max-folds", help="With --until-decided: K, the folds of the one K-fold CV the stages draw from (default --folds).", min=3)] = None,
+    rope: Annotated[float, typer.Option(help="With --until-decided: equivalent within ± this fraction of the reference's mean loss.", min=0.0, max=1.0)] = 0.005,
     set_: SetOpt = None,
     sampler_seed: SamplerSeedOpt = None,
     local: LocalWorkers,
@@ -47,15 +50,25 @@ def compare(
     factor, _, values = ("p", "=", p) if p is not None else arms.partition("=")
     if not values:
         raise UserError(f"--arms takes FIELD=A,B,C, got {arms!r}")
+    if max_folds is not None and not until_decided:
+        raise UserError("--max-folds goes with --until-decided (without it, --folds sets K)")
+    stages = None
+    if until_decided:
+        from lpstudy.results.answers.sequential import rounds_of
+
+        folds = max_folds or folds
+        stages = {"rounds": rounds_of(folds), "rope": rope, "alpha": 0.05}
     plan = make_plan(factor.strip(), values.split(","), tune.split(","), budget, folds, preset, reference,
-                     parse_assignments(search, "--search"), parse_assignments(set_, "--set"), sampler_seed)
+                     parse_assignments(search, "--search"), parse_assignments(set_, "--set"), sampler_seed, stages)
     device_list = local.device_list()  # a wrong device: refused before anything is made
     url, data = preflight(storage, local.data, trains=bool(device_list))
     store = open_storage(url, create_tables=True)
     created = create_compare(store, study, plan)
     say(f"comparison {study!r} {'created' if created else 'resumed'} in {store.display_url}: "
         f"{len(plan.values)} arms of {plan.factor} · {plan.budget} tuning trial{'' if plan.budget == 1 else 's'} each on fold "
-        f"{plan.tune_fold} · then {plan.folds} folds each")
+        f"{plan.tune_fold} · then " + (f"up to {plan.folds} folds each in stages of "
+                                       f"{'/'.join(map(str, plan.until_decided['rounds']))}" if plan.until_decided
+                                       else f"{plan.folds} folds each"))
     with open_reader(url) as reader:
         progress = compare_progress(load_compare(reader, study))
     if progress["left"]:

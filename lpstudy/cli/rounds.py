@@ -19,7 +19,7 @@ def next_round(storage_url: str, study: str, say=None) -> str:
     (the next round's cells are waiting), or "over" (every arm decided, or the last round ran)."""
     from lpstudy.db.kinds import open_reader
     from lpstudy.results.answers import AnswerOptions, study_answer
-    from lpstudy.results.answers.verdicts import verdict_data
+    from lpstudy.results.compare import verdict_data
     from lpstudy.study.studies import enqueue_round
 
     with open_reader(storage_url) as reader:
@@ -44,6 +44,39 @@ def next_round(storage_url: str, study: str, say=None) -> str:
             f"{len(undecided)} undecided arm(s) and the reference (decided: {decided})")
     # enqueued by another worker a moment ago: work to do; nothing enqueued and nothing open: the
     # round's cells failed for good, and the verdicts stand as they are
+    return "enqueued" if enqueued or open_ else "over"
+
+
+def compare_stage(storage_url: str, name: str, say=None) -> str:
+    """next_round for a comparison run --until-decided (lpstudy.study.compare.next_study calls it once
+    a stage's cells are over): the same verdicts over the arms' replicate grids, and the next stage's
+    folds for the reference arm and the arms still undecided (lpstudy.study.compare.enqueue_stage)."""
+    from lpstudy.db.kinds import open_reader
+    from lpstudy.results.answers import AnswerOptions, study_answer
+    from lpstudy.results.compare import verdict_data
+    from lpstudy.study.compare import enqueue_stage, load_plan
+    from lpstudy.db.optuna_storage import open_storage
+
+    with open_storage(storage_url) as opened:
+        plan = load_plan(opened, name)
+    stages = plan.until_decided
+    with open_reader(storage_url) as reader:
+        data = verdict_data(reader, name, curves=False)
+    if data.trials["state"].isin(["WAITING", "RUNNING"]).any():
+        return "wait"
+    answer = study_answer(data, AnswerOptions(rope=float(stages.get("rope", 0.005)), alpha=float(stages.get("alpha", 0.05))))
+    seq = answer.get("sequential")
+    if seq and seq["over"]:
+        return "over"
+    done = seq["looks_done"] if seq else 0
+    rounds = seq["rounds"] if seq else [int(r) for r in stages["rounds"]]
+    stopped = set(seq["stopped"]) if seq else set()
+    undecided = [plan.label(v) for v in plan.values if plan.label(v) not in stopped]  # the reference is never stopped
+    enqueued, open_ = enqueue_stage(storage_url, name, plan, undecided, rounds[done])
+    if enqueued and say:
+        decided = ", ".join(f"{k} after {v} folds" for k, v in seq["stopped"].items()) if seq else ""
+        say(f"stage {done + 1} of {len(rounds)}: {enqueued} cell(s) on folds up to {rounds[done] - 1} for "
+            f"{len(undecided) - 1} undecided arm(s) and the reference (decided: {decided or 'none yet'})")
     return "enqueued" if enqueued or open_ else "over"
 
 

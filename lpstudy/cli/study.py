@@ -105,7 +105,9 @@ def worker(
             say(f"metrics on http://0.0.0.0:{port}/metrics")
         if load_plan(opened, study) is not None:  # lpstudy compare: arm by arm, each arm's study its own
             opened.close()
-            report = run_compare_worker(options, say=say)
+            from lpstudy.cli.rounds import compare_stage
+
+            report = run_compare_worker(options, say=say, next_stage=lambda url, name: compare_stage(url, name, say))
         elif load_spec(opened, study).until_decided:  # replicate --until-decided: stage by stage
             from lpstudy.cli.rounds import run_rounds
 
@@ -134,8 +136,8 @@ def status(
             from lpstudy.results.compare import compare_progress, load_compare
 
             result["comparison"] = compare_progress(load_compare(reader, study))
-        rounds = _rounds(reader, study) if result.get("kind") == "replicate" else None
-        if rounds is not None:  # replicate --until-decided: its rounds, each arm's state, the compute saved
+        rounds = _rounds(reader, study) if result.get("kind") in ("replicate", "compare") else None
+        if rounds is not None:  # replicate or compare --until-decided: its rounds, each arm's state, the compute saved
             result["sequential"] = rounds["sequential"]
         if as_json:
             sys.stdout.write(json.dumps(result) + "\n")
@@ -155,7 +157,7 @@ def status(
 def _rounds(reader, study: str) -> dict | None:
     """The verdicts of a sequential replicate (its rounds under "sequential"), None for any other."""
     from lpstudy.results.answers import AnswerOptions, study_answer
-    from lpstudy.results.answers.verdicts import verdict_data
+    from lpstudy.results.compare import verdict_data
 
     data = verdict_data(reader, study, curves=False)
     plan = (data.info.spec or {}).get("until_decided")

@@ -43,7 +43,7 @@ def print_verdicts(study: str, storage: StorageChoice, rope: float | None = None
     from rich.console import Console
 
     from lpstudy.results.answers import DEFAULT_ROPE, AnswerOptions, study_answer
-    from lpstudy.results.answers.verdicts import verdict_data
+    from lpstudy.results.compare import verdict_data
     from lpstudy.results.status import print_table
     from lpstudy.results.verdict_table import sequential_lines, verdict_frame, verdict_title
 

@@ -56,12 +56,27 @@ def compare_progress(data: CompareData) -> dict[str, Any]:
                      "folds_left": 0 if nothing_to_replicate else plan.folds - done_folds,
                      "nothing_to_replicate": nothing_to_replicate})
     tuning_left = sum(r["tuning_left"] for r in rows)
+    if plan.until_decided and not tuning_left:  # decided arms get no more folds; none after the last stage
+        seq = stages_answer(data).get("sequential") or {}
+        for r in rows:
+            if seq.get("over") or r["arm"] in seq.get("stopped", {}):
+                r["folds_left"] = 0
     folds_left = sum(r["folds_left"] for r in rows)
     return {"arms": rows, "n_arms": len(rows), "budget": plan.budget, "folds": plan.folds,
             "tuning_spent": sum(r["tuning_done"] for r in rows), "tuning_total": plan.budget * len(rows),
             "cells_done": sum(r["folds_done"] for r in rows), "cells_total": plan.folds * len(rows),
             "tuning_left": tuning_left, "cells_left": folds_left, "left": tuning_left + folds_left,
             "done": tuning_left + folds_left == 0}
+
+
+def stages_answer(data: CompareData) -> dict[str, Any]:
+    """The verdicts of a comparison run --until-decided (lpstudy.results.answers), its stages under
+    "sequential"."""
+    from lpstudy.results.answers import AnswerOptions, study_answer
+
+    stages = data.plan.until_decided or {}
+    return study_answer(_study_data(data), AnswerOptions(rope=float(stages.get("rope", 0.005)),
+                                                         alpha=float(stages.get("alpha", 0.05))))
 
 
 def progress_line(progress: dict[str, Any]) -> str:
@@ -108,12 +123,17 @@ def compare_study_data(reader: TrialReader, name: str):
     """The comparison NAME as a StudyData for lpstudy.results.answers: its arms' replicate runs as
     the trials (with `arm`), and its plan (factor, reference, the arms' labels and values) as the
     spec's "compare" entry."""
+    return _study_data(load_compare(reader, name))
+
+
+def _study_data(data: CompareData):
     from lpstudy.results.frames import StudyData, StudyInfo
 
-    data = load_compare(reader, name)
-    plan = data.plan
+    plan, name = data.plan, data.name
     spec = {"folds": plan.folds, "compare": {"factor": plan.factor, "reference_label": data.reference,
                                              "labels": {plan.label(v): v for v in plan.values}}}
+    if plan.until_decided:  # the replicate phase ran in stages: the verdicts replay them (answers.sequential)
+        spec["until_decided"] = plan.until_decided
     info = StudyInfo(name=name, kind="compare", preset=plan.preset, spec=spec)
     return StudyData(name=name, info=info, trials=data.folds, curves=pd.DataFrame())
 
@@ -162,3 +182,14 @@ def render_compare(reader: TrialReader, study: str, next_hint: str | None = None
     if next_hint and not progress["done"]:
         console.print(f"next     {next_hint}", highlight=False, soft_wrap=True)
     return progress
+
+
+def verdict_data(reader, name: str, curves: bool = True) -> StudyData:
+    """The study NAME read for its verdicts: a comparison's arms' replicate runs (compare_study_data),
+    any other study as it is (frames.load_study)."""
+    from lpstudy.results.frames import load_study
+
+    data = load_study(reader, name, curves=curves)
+    if data.info.kind == "compare":
+        return compare_study_data(reader, name)
+    return data

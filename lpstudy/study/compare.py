@@ -14,9 +14,11 @@ sharing the comparison's name as a prefix:
 
 `lpstudy worker --study NAME` (anywhere, as many as you like) takes, for each trial, the arm whose
 tuning has used the least of its budget; once an arm's budget is spent its replicate grid is
-created and its cells run. Everything is in the database, so rerunning `lpstudy compare` or a
-worker resumes where the study stands. Two workers that pick an arm at the same moment can give
-it one trial more than the budget; `status` shows each arm's count.
+created and its cells run (with --until-decided, in the stages of `replicate --until-decided`:
+the verdicts after each stage decide which arms get the next folds; lpstudy.cli.rounds). Everything
+is in the database, so rerunning `lpstudy compare` or a worker resumes where the study stands.
+Two workers that pick an arm at the same moment can give it one trial more than the budget;
+`status` shows each arm's count.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from lpstudy.values import REFERENCE_P, P, format_p, json_safe
 
 COMPARE_ATTR = "lpstudy_compare"
 COMPARE_KIND = "compare"
+WAIT_S = 3.0  # a worker waiting for a stage's running cells looks again this often
 BUDGET_STATES = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING)
 
 
@@ -72,9 +75,14 @@ class ComparePlan:
     fixed: dict[str, Any] = field(default_factory=dict)
     tune_fold: int = 0
     sampler_seed: int | None = None
+    # --until-decided: {"rounds": [...], "rope": r, "alpha": a}; the folds of the arms' best configurations
+    # run in stages and an arm decided against the reference gets no more (lpstudy.cli.rounds); None: all at once
+    until_decided: dict | None = None
 
     def to_plain(self) -> dict[str, Any]:
         plain = dataclasses.asdict(self)
+        if self.until_decided is None:  # written only when set: a plan made before it is the same plan
+            del plain["until_decided"]
         plain["values"] = json_safe(self.values)
         plain["reference"] = json_safe(self.reference)
         return plain
@@ -125,7 +133,8 @@ class ComparePlan:
 
 def make_plan(factor: str, values: list[str], tune: list[str], budget: int, folds: int, preset: str = "cpu",
               reference: str | None = None, search: dict[str, Any] | None = None,
-              fixed: dict[str, Any] | None = None, sampler_seed: int | None = None) -> ComparePlan:
+              fixed: dict[str, Any] | None = None, sampler_seed: int | None = None,
+              until_decided: dict[str, Any] | None = None) -> ComparePlan:
     """A plan from what a user typed; UserError (one line) for anything that cannot run."""
     get_preset(preset)
     arms = []
@@ -159,7 +168,8 @@ def make_plan(factor: str, values: list[str], tune: list[str], budget: int, fold
     if not tune_entries:
         raise UserError("give the fields to tune in every arm: --tune lr,gain_init")
     plan = ComparePlan(factor=factor, values=arms, reference=ref, tune=tune_entries, budget=budget,
-                       folds=folds, preset=preset, fixed=dict(fixed or {}), sampler_seed=sampler_seed)
+                       folds=folds, preset=preset, fixed=dict(fixed or {}), sampler_seed=sampler_seed,
+                       until_decided=until_decided)
     for value in arms:
         plan.tune_spec(value)  # refuse now what an arm could not run
     return plan
@@ -226,7 +236,8 @@ def best_values(study: optuna.Study, spec: StudySpec) -> dict[str, Any] | None:
 
 
 def ensure_folds_study(storage: StudyStorage, name: str, plan: ComparePlan, value: Any) -> optuna.Study | None:
-    """The arm's replicate grid, created (cells enqueued once) when its tuning is done; None before."""
+    """The arm's replicate grid, created (cells enqueued once) when its tuning is done; None before.
+    With --until-decided it is created empty: its cells come stage by stage (enqueue_stage)."""
     tune, spec = load_study(storage, plan.tune_study(name, value))
     if not tuning_done(tune, plan.budget):
         return None
@@ -234,13 +245,40 @@ def ensure_folds_study(storage: StudyStorage, name: str, plan: ComparePlan, valu
     if best is None:  # every tuning trial diverged or was pruned: nothing to replicate
         return None
     study, _ = create_study(storage, plan.folds_study(name, value), plan.folds_spec(value, best))
+    if plan.until_decided:
+        return study
     enqueue_missing_cells(study, load_study(storage, plan.folds_study(name, value))[1], storage)
     return study
 
 
-def next_study(storage: StudyStorage, name: str, plan: ComparePlan) -> str | None:
+WAIT = ":wait"  # next_study's answer while a stage's cells (or the last tuning trials) still run elsewhere
+
+
+def enqueue_stage(storage_url: str, name: str, plan: ComparePlan, labels: list[str], folds: int) -> tuple[int, int]:
+    """A stage of a comparison run --until-decided: the folds 0 .. folds − 1 of the replicate grids
+    of these arms (labels), each cell once however many workers come at once (lpstudy.study.studies.
+    enqueue_round, the replicate's). Returns (cells enqueued now, cells of the stage waiting or running)."""
+    from lpstudy.study.studies import enqueue_round, study_names
+
+    enqueued = open_ = 0
+    with open_storage(storage_url) as storage:
+        names = set(study_names(storage))
+        for value in plan.values:
+            study = plan.folds_study(name, value)
+            if plan.label(value) not in labels or study not in names:
+                continue
+            _, spec = load_study(storage, study)
+            now, waiting = enqueue_round(storage_url, study, list(spec.p_values), folds)
+            enqueued, open_ = enqueued + now, open_ + waiting
+    return enqueued, open_
+
+
+def next_study(storage: StudyStorage, name: str, plan: ComparePlan, next_stage=None) -> str | None:
     """Where a worker's next trial comes from: the arm whose tuning has used least of its budget,
-    else an arm's replicate grid with a waiting cell; None when nothing is left to run now."""
+    else an arm's replicate grid with a waiting cell; None when nothing is left to run now. With
+    --until-decided, once a stage's cells are over, next_stage(storage URL, NAME) (lpstudy.cli.rounds:
+    the verdicts decide) enqueues the next stage ("enqueued"), or says "wait" or "over"; WAIT while
+    cells or tuning trials run elsewhere."""
     used = {}
     for value in plan.values:
         tune, _ = load_study(storage, plan.tune_study(name, value))
@@ -248,14 +286,31 @@ def next_study(storage: StudyStorage, name: str, plan: ComparePlan) -> str | Non
     open_arms = [study for study, n in sorted(used.items(), key=lambda item: item[1]) if n < plan.budget]
     if open_arms:
         return open_arms[0]
-    for value in plan.values:
-        study = ensure_folds_study(storage, name, plan, value)
-        if study is not None and any(t.state == TrialState.WAITING for t in study.get_trials(deepcopy=False)):
-            return plan.folds_study(name, value)
-    return None
+    for _ in range(2):  # a second look after a stage is enqueued
+        running = False
+        for value in plan.values:
+            study = ensure_folds_study(storage, name, plan, value)
+            if study is None:
+                tune, _ = load_study(storage, plan.tune_study(name, value))
+                running = running or not tuning_done(tune, plan.budget)
+                continue
+            states = {t.state for t in study.get_trials(deepcopy=False)}
+            if TrialState.WAITING in states:
+                return plan.folds_study(name, value)
+            running = running or TrialState.RUNNING in states
+        if not plan.until_decided or next_stage is None:
+            return None
+        if running:
+            return WAIT
+        step = next_stage(storage.url, name)
+        if step == "over":
+            return None
+        if step == "wait":
+            return WAIT
+    return WAIT
 
 
-def run_compare_worker(options, say=None):
+def run_compare_worker(options, say=None, next_stage=None):
     """`lpstudy worker --study NAME` for a comparison: one trial at a time from next_study, until
     nothing is left, --n-trials is reached or --timeout has passed (no trial starts after it). It
     says once what it works on and why it stopped; each trial's line names its arm's study."""
@@ -276,10 +331,14 @@ def run_compare_worker(options, say=None):
         if options.timeout is not None and time.monotonic() - started > options.timeout:
             report.reason = "--timeout reached"
             break
-        target = next_study(storage, options.study, plan)
+        target = next_study(storage, options.study, plan, next_stage)
         if target is None:
-            report.reason = "nothing left to run in the comparison"
+            report.reason = ("every arm is decided or the last stage ran (lpstudy verdict shows them)"
+                             if plan.until_decided else "nothing left to run in the comparison")
             break
+        if target == WAIT:
+            time.sleep(WAIT_S)
+            continue
         one = run_worker(dataclasses.replace(options, study=target, n_trials=1, announce=False),
                          say=lambda message, arm=target: speak(f"{arm}: {message}"), storage=storage)
         if not one.trials and not one.exit_code:

@@ -248,14 +248,3 @@ def sentence(answer: dict) -> str:
     return (f"With {run} of the {answer['k']} folds run, at {100 * answer['alpha']:.0f} % family-wise error: "
             + "; ".join(parts) + ".")
 
-
-def verdict_data(reader, name: str, curves: bool = True) -> StudyData:
-    """The study NAME read for its verdicts: a comparison's arms' replicate runs (compare_study_data),
-    any other study as it is (frames.load_study)."""
-    from lpstudy.results.compare import compare_study_data
-    from lpstudy.results.frames import load_study
-
-    data = load_study(reader, name, curves=curves)
-    if data.info.kind == "compare":
-        return compare_study_data(reader, name)
-    return data

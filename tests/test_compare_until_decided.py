@@ -1,0 +1,160 @@
+"""`lpstudy compare --until-decided`: the replicate phase runs in the stages of `replicate
+--until-decided` (the same verdicts, spending and Holm across arms); a decided arm gets no more folds,
+every cell runs once with two workers, and status and verdict show the stages."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from tests.study_helpers import cli, lp_env, lpstudy, trials_of
+
+QUICK = ["--set", "max_steps=20", "--set", "eval_interval=10", "--set", "eval_iters=1"]
+
+
+def test_max_folds_goes_with_until_decided(sqlite_url, capsys):
+    code, _, err = cli(capsys, "compare", "--study", "c", "--storage", sqlite_url, "--preset", "smoke",
+                       "--p", "1,2", "--max-folds", "6")
+    assert code == 2 and err.strip() == ("lpstudy: error: --max-folds goes with --until-decided "
+                                         "(without it, --folds sets K)")
+
+
+def test_a_comparison_without_until_decided_keeps_its_plan():
+    from lpstudy.study.compare import make_plan
+
+    plain = make_plan("p", ["1", "2"], ["lr"], 2, 3, "smoke").to_plain()
+    assert "until_decided" not in plain  # plans made before --until-decided compare equal on resume
+    staged = make_plan("p", ["1", "2"], ["lr"], 2, 6, "smoke", until_decided={"rounds": [3, 5, 6]})
+    assert staged.to_plain()["until_decided"] == {"rounds": [3, 5, 6]}
+
+
+@pytest.mark.slow
+def test_compare_until_decided_stops_an_arm_before_max_folds_and_runs_every_cell_once(tmp_path, corpus_path):
+    """Smoke preset, 20 steps, K = 6 (stages 3, 5, 6), two local workers: after 20 steps the arms'
+    losses differ by far less than the ±20 % ROPE, so an arm is decided before the sixth fold."""
+    url = f"sqlite:///{tmp_path / 'cmp.db'}"
+    done = lpstudy("compare", "--study", "cmp", "--storage", url, "--preset", "smoke", "--p", "1,2,4",
+                   "--budget", "2", "--sampler-seed", "5", *QUICK, "--until-decided", "--max-folds", "6",
+                   "--rope", "0.2", "--workers", "2", "--data", str(corpus_path), env=lp_env(), timeout=1500)
+    assert done.returncode == 0, done.stderr[-3000:]
+    folds = {}
+    for arm in ("p=1", "p=2", "p=4"):
+        cells = Counter(int(t.params["fold"]) for t in trials_of(url, f"cmp:{arm}:folds"))
+        assert set(cells.values()) == {1}, (arm, cells)  # every cell once
+        assert set(cells) == set(range(len(cells))), (arm, cells)  # the first folds of the one 6-fold CV
+        folds[arm] = len(cells)
+    assert folds["p=2"] == max(folds.values()) and min(folds.values()) < 6, folds  # an arm stopped before K
+    answer = json.loads(lpstudy("verdict", "--study", "cmp", "--storage", url, "--json").stdout)
+    seq = answer["sequential"]
+    assert seq["over"] and seq["folds_saved"] == 3 * 6 - sum(folds.values()) > 0
+    assert seq["stopped"] and all(folds[arm] == n < 6 for arm, n in seq["stopped"].items())  # no fold after its verdict
+    assert {arm["verdict"] for arm in answer["arms"] if arm["value"] in seq["stopped"]} <= {"equivalent", "better", "worse"}
+    status = lpstudy("status", "--study", "cmp", "--storage", url)
+    assert status.returncode == 0, status.stderr
+    assert "stages of 3/5/6 folds" in status.stdout and "fold runs saved against --max-folds 6" in status.stdout
+    assert "nothing left" in status.stdout  # the decided arms' folds are not counted as left
+
+
+def planted_compare(losses: dict[str, list[float]]):
+    """A comparison of p = 1, 2, 4 run --until-decided with K = 6 (stages 3, 5, 6), every arm tuned
+    (two trials each) and these fold losses planted on its replicate grid."""
+    import pandas as pd
+
+    from lpstudy.results.compare import CompareData
+    from lpstudy.study.compare import make_plan
+
+    plan = make_plan("p", ["1", "2", "4"], ["lr"], 2, 6, "smoke", until_decided={"rounds": [3, 5, 6], "rope": 0.05})
+    tuning = pd.DataFrame([{"arm": arm, "number": i, "state": "COMPLETE", "value": 3.0} for arm in losses for i in range(2)])
+    folds = pd.DataFrame([{"arm": arm, "number": n, "trial_id": n + 1, "state": "COMPLETE", "value": loss,
+                           "fold": fold, "folds": 6, "diverged": False, "final_val_loss": loss}
+                          for n, (arm, fold, loss) in enumerate((a, f, v) for a, vs in losses.items()
+                                                                 for f, v in enumerate(vs))])
+    return CompareData("cmp", plan, tuning, folds, "p=2")
+
+
+def test_a_decided_arm_has_no_folds_left_and_the_undecided_one_runs_on():
+    """After the first stage, p = 1 (within 0.1 % of p = 2 on every fold, ROPE ±5 %) is decided
+    equivalent and has no folds left; p = 4 (±10 % apart fold by fold) is undecided and has 3 left."""
+    from lpstudy.results.compare import compare_progress, stages_answer
+
+    ref = [2.80, 2.90, 2.70]
+    data = planted_compare({"p=2": ref, "p=1": [v + 0.002 + 0.0001 * i for i, v in enumerate(ref)],
+                            "p=4": [ref[0] + 0.3, ref[1] - 0.25, ref[2] + 0.28]})
+    seq = stages_answer(data)["sequential"]
+    assert seq["looks_done"] == 1 and not seq["over"] and seq["rounds"] == [3, 5, 6]
+    assert seq["stopped"] == {"p=1": 3}
+    assert {a["value"]: a["state"] for a in seq["arms"]} == {"p=1": "equivalent", "p=4": "running"}
+    left = {r["arm"]: r["folds_left"] for r in compare_progress(data)["arms"]}
+    assert left == {"p=1": 0, "p=2": 3, "p=4": 3}
+
+
+def test_once_every_arm_is_decided_nothing_is_left():
+    from lpstudy.results.compare import compare_progress
+
+    ref = [2.80, 2.90, 2.70]
+    data = planted_compare({"p=2": ref, "p=1": [v + 0.002 + 0.0001 * i for i, v in enumerate(ref)],
+                            "p=4": [v - 0.001 - 0.0001 * i for i, v in enumerate(ref)]})
+    progress = compare_progress(data)
+    assert progress["done"] and progress["cells_left"] == 0
+
+
+def test_the_workers_stage_logic_on_planted_losses_gives_decided_arms_no_more_folds(sqlite_url):
+    """Through the database: every arm tuned (two planted trials), then next_study as a worker calls
+    it, with the planted fold losses written as the cells' results. p = 1 (within 0.1 % of p = 2) is
+    decided after the first stage and gets no fourth fold; p = 4 (±10 % fold by fold) runs to K = 6;
+    a second worker at the same moment enqueues nothing twice."""
+    import optuna
+    from optuna.distributions import FloatDistribution
+    from optuna.trial import TrialState
+
+    from lpstudy.cli.rounds import compare_stage
+    from lpstudy.db.optuna_storage import open_storage
+    from lpstudy.study.compare import create_compare, make_plan, next_study
+
+    store = open_storage(sqlite_url, create_tables=True)
+    plan = make_plan("p", ["1", "2", "4"], ["lr"], 2, 6, "smoke", until_decided={"rounds": [3, 5, 6], "rope": 0.05})
+    create_compare(store, "cmp", plan)
+    for value in plan.values:
+        tune = optuna.load_study(study_name=plan.tune_study("cmp", value), storage=store.optuna)
+        for i in range(2):
+            tune.add_trial(optuna.trial.create_trial(
+                params={"lr": 1e-3 * (i + 1)}, distributions={"lr": FloatDistribution(1e-4, 1e-2, log=True)},
+                value=3.0 + i, user_attrs={"lr": 1e-3 * (i + 1), "fold": 0}))
+    ref = [2.80, 2.90, 2.70, 2.85, 2.75, 2.80]
+    losses = {"p=2": ref, "p=1": [v + 0.002 + 0.0001 * i for i, v in enumerate(ref)],
+              "p=4": [v + d for v, d in zip(ref, [0.3, -0.25, 0.28, -0.2, 0.3, -0.1])]}
+    stage = lambda url, name: compare_stage(url, name)  # noqa: E731
+
+    def folds_of(label):
+        value = {plan.label(v): v for v in plan.values}[label]
+        study = optuna.load_study(study_name=plan.folds_study("cmp", value), storage=store.optuna)
+        return study, sorted(t.system_attrs["fixed_params"]["fold"] for t in study.get_trials())
+
+    def run_waiting():
+        for label in losses:
+            study, _ = folds_of(label)
+            for t in study.get_trials():
+                if t.state != TrialState.WAITING:
+                    continue
+                fold = t.system_attrs["fixed_params"]["fold"]
+                store.optuna.set_trial_state_values(t._trial_id, TrialState.RUNNING)
+                for key, x in {"fold": fold, "folds": 6, "p": float(label[2:]), "diverged": False,
+                               "final_val_loss": losses[label][fold]}.items():
+                    store.optuna.set_trial_user_attr(t._trial_id, key, x)
+                store.optuna.set_trial_state_values(t._trial_id, TrialState.COMPLETE, [losses[label][fold]])
+
+    assert next_study(store, "cmp", plan, stage) is not None
+    assert {label: folds_of(label)[1] for label in losses} == {label: [0, 1, 2] for label in losses}
+    run_waiting()
+    assert next_study(store, "cmp", plan, stage) is not None
+    assert compare_stage(sqlite_url, "cmp") == "wait"  # a second worker finds the stage open and adds nothing
+    assert {label: folds_of(label)[1] for label in losses} == {"p=2": [0, 1, 2, 3, 4], "p=1": [0, 1, 2],
+                                                                "p=4": [0, 1, 2, 3, 4]}
+    run_waiting()
+    assert next_study(store, "cmp", plan, stage) is not None
+    run_waiting()
+    assert next_study(store, "cmp", plan, stage) is None  # the last stage ran
+    assert {label: folds_of(label)[1] for label in losses} == {"p=2": list(range(6)), "p=1": [0, 1, 2],
+                                                                "p=4": list(range(6))}
