@@ -358,3 +358,40 @@ def readable(frame, formats: dict[str, str] | None = None):
         return str(value)
 
     return pd.DataFrame({c: [cell(c, v) for v in frame[c]] for c in frame.columns}, index=frame.index)
+
+
+def page_inputs(study, storage_url: str | None = None, **choices):
+    """The study and the page's choices (lpstudy.results.pages.PageInputs), what the charts share kept
+    with the study's version (once); parameter importance from its cache (cached_importance)."""
+    from lpstudy.results.pages import PageInputs
+
+    importance = None
+    if storage_url is not None:
+        importance = lambda: cached_importance(storage_url, study.name, importance_key(study.trials))  # noqa: E731
+    return PageInputs(study, keep=lambda key, build: once(study, key, build), importance=importance, **choices)
+
+
+def draw_charts(page_charts, inputs, part: str | None = None) -> None:
+    """The page's charts declared in lpstudy.results.pages (those of one part, if given) that apply
+    to the study, in their order: two a row, a wide one across the page."""
+    from lpstudy.results.pages import applying, figure
+
+    row: list = []
+
+    def flush():
+        if not row:
+            return
+        for column, entry in zip(st.columns(2), row):
+            with column:
+                chart(figure(entry, inputs), key=entry.name)
+        row.clear()
+
+    for entry in applying(page_charts, inputs, part):
+        if entry.wide:
+            flush()
+            chart(figure(entry, inputs), key=entry.name)
+        else:
+            row.append(entry)
+            if len(row) == 2:
+                flush()
+    flush()

@@ -689,3 +689,34 @@ def test_the_trials_table_pages_sorts_numbers_as_numbers_and_offers_the_filtered
     at.radio(key="diverged_filter").set_value("yes").run()
     diverged = sum(bool(t.user_attrs.get("diverged")) for t in study.trials)
     assert any(b.label == f"Download the {diverged:,} filtered trials (CSV)" for b in at.get("download_button"))
+
+
+_REPORTS: dict = {}
+
+
+def report_titles(url: str, study: str) -> dict[str, list[str]]:
+    """The chart titles of each section of `lpstudy report` on the study, read once per study."""
+    from lpstudy.results.report import report_sections
+
+    if (url, study) not in _REPORTS:
+        from lpstudy.results.frames import load_study
+
+        sections = report_sections(load_study(open_reader(url), study))
+        _REPORTS[(url, study)] = {title: [item.layout.title.text for item in items if hasattr(item, "layout")]
+                                  for title, items in sections}
+    return _REPORTS[(url, study)]
+
+
+@pytest.mark.parametrize("study", ["search", "grid"])
+@pytest.mark.parametrize("page", ["Home", "Effect of p", "Convergence", "Stability", "Stability lens"])
+def test_each_page_draws_the_charts_of_its_report_section_in_the_same_order(seeded, study, page):
+    """A page and its section of `lpstudy report` draw the same charts, in the same order
+    (lpstudy.results.pages declares them once), for a search and for a replicate with verdicts."""
+    url, _ = seeded
+    at = run_page(page, url, study)
+    assert not messages(at)["exception"], messages(at)
+    section = "Overview" if page == "Home" else page
+    drawn = report_titles(url, study)[section]
+    assert chart_titles(at) == drawn, f"the {page} page and the report's {section} section disagree"
+    if study == "grid" and page not in ("Home", "Convergence"):  # the verdicts are drawn on both
+        assert any("reference" in title or "within folds" in title for title in drawn), drawn

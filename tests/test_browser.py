@@ -278,7 +278,7 @@ def test_every_page_reads_at_a_glance_on_a_small_and_a_large_study(dashboard, br
 
 
 LIFE = {"search": "a search", "grid": "a replicate", "synthetic": "the synthetic study"}
-GRID_TITLES = {"Effect of p": ["Paired difference to p = 2 across folds (95 % interval)", "Validation loss over p × fold"]}
+GRID_TITLES = {"Effect of p": ["Verdict per arm: difference to the reference", "Validation loss over p × fold"]}
 
 
 def test_every_page_of_a_search_a_replicate_and_the_synthetic_study_offline(dashboard, browser):

@@ -84,9 +84,13 @@ def test_a_search_whose_runs_differ_in_p_and_gain_as_well_as_lr_has_no_lr_sensit
     rows = [(1.0 + 3 * i / 39, 10 ** (-4 + 2 * i / 39), 0, 2.0 + 0.01 * i) for i in range(40)]
     search = frame(rows).assign(gain_init=[2.0 + i for i in range(40)])
     assert lr_sensitivity(search, bins=2).empty
-    from lpstudy.results.lens_charts import lens_section
+    from types import SimpleNamespace
 
-    figure = lens_section(search, pd.DataFrame(columns=["trial_number", "step"]), bins=2)[1]
+    from lpstudy.results.pages import STABILITY_LENS, PageInputs
+
+    study = SimpleNamespace(trials=search, curves=pd.DataFrame(columns=["trial_number", "step"]), curve_note=None)
+    lr_sensitivity_chart = next(c for c in STABILITY_LENS if c.name == "lr_sensitivity")
+    figure = lr_sensitivity_chart.build(PageInputs(study, bins=2))
     assert "needs a sweep" in figure.layout.annotations[0].text.replace("<br>", " ")
 
 

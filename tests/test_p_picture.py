@@ -123,8 +123,13 @@ def test_the_report_draws_the_cohort_and_the_pruned_trials_apart(pruned_study):
     url, path = pruned_study
     moves = _completed_movement(url, path)
     sections = dict(report_sections(load_study(open_reader(url), "pruned")))
-    figures = {"val_loss": sections["Convergence"][2], "gain_mean": sections["Stability"][3],
-               "max_logit": sections["Stability lens"][2], "min_head_entropy": sections["Stability lens"][3]}
+    def titled(section: str, start: str):
+        return next(f for f in sections[section] if hasattr(f, "layout") and f.layout.title.text.startswith(start))
+
+    figures = {"val_loss": titled("Convergence", "Median validation loss"),
+               "gain_mean": titled("Stability", "Attention gain"),
+               "max_logit": titled("Stability lens", "Largest attention logit"),
+               "min_head_entropy": titled("Stability lens", "Smallest head entropy")}
     n_pruned = len(P_VALUES) * len(WORST_FOLDS)
     cohort = FOLDS - len(WORST_FOLDS)  # per p
     for column, fig in figures.items():

@@ -5,9 +5,9 @@ import pandas as pd
 import streamlit as st
 
 from lpstudy.results import analysis as A
-from lpstudy.results import charts as C
+from lpstudy.results.pages import OVERVIEW
 
-from common import CACHE_TTL_S, cached_study, chart, no_traceback, once, page, plain, reader, show_problem
+from common import CACHE_TTL_S, cached_study, draw_charts, no_traceback, once, page, page_inputs, plain, reader, show_problem
 from tables import table
 from lpstudy.values import format_duration
 
@@ -99,7 +99,7 @@ def overview() -> None:
             diverged = once(data, ("diverged",), lambda: int(A.finished(trials)["diverged"].sum()))
             st.caption(f"{diverged} of {int(counts['COMPLETE'])} completed runs diverged.")
     with right:
-        chart(once(data, ("states_chart",), lambda: C.states_chart(counts)), key="states")
+        draw_charts(OVERVIEW, page_inputs(data), part="states")
 
     st.subheader("Running now")
     running = A.running_trials(trials)  # "running for" is counted to now: not kept
@@ -110,14 +110,13 @@ def overview() -> None:
                                running_for=running["running_s"].map(format_duration))  # "2 min 54 s"
         table(shown[["number", "worker", "device", "host", "since", "running_for", "p", "lr", "gain_init", "fold",
                      "last_step", "last_val_loss"]])
-    chart(once(data, ("history_chart",), lambda: C.history_chart(trials)), key="history")
+    draw_charts(OVERVIEW, page_inputs(data), part="history")
     compute_section(data)
 
 
 def compute_section(data) -> None:
     """Compute spent by every trial, what pruning saved, and the best value against compute."""
-    from lpstudy.results.compute import best_against_compute, compute_line, compute_summary
-    from lpstudy.results.compute_charts import best_against_compute_chart
+    from lpstudy.results.compute import compute_line, compute_summary
 
     st.subheader("Compute")
     spent = once(data, ("compute_summary",), lambda: compute_summary(data.trials))
@@ -128,8 +127,7 @@ def compute_section(data) -> None:
     cols[3].metric("Saved by pruning", f"{spent['saved_share']:.0%}",
                    help="steps pruned trials did not run, of the steps of running every trial to its end")
     st.caption(compute_line(spent))
-    chart(once(data, ("best_vs_compute",), lambda: best_against_compute_chart(best_against_compute(data.trials))),
-          key="best_vs_compute")
+    draw_charts(OVERVIEW, page_inputs(data), part="compute")
 
 
 overview()

@@ -147,15 +147,3 @@ def compare_chart(paired: pd.DataFrame, reference: str) -> go.Figure:
                     hovertemplate="%{x}<br>Δ %{y:+.4f} (%{customdata[1]:+.2f} %)<br>folds %{customdata[0]}"
                                   "<extra></extra>")
     return fig
-
-
-def lens_section(trials: pd.DataFrame, curves: pd.DataFrame, bins=None) -> list:
-    """The Stability lens page as a list of figures and tables, for `lpstudy report`."""
-    sensitivity = A.lr_sensitivity(trials, bins=bins)
-    items: list = [lr_curve_chart(A.lr_curve(trials, bins=bins)), lr_sensitivity_chart(sensitivity),
-                   max_logit_chart(A.curve_cohort(curves, trials, "max_logit", bins)),
-                   min_head_entropy_chart(A.curve_cohort(curves, trials, "min_head_entropy", bins)),
-                   initial_entropy_chart(A.initial_entropy(curves, trials))]
-    if len(sensitivity):
-        items.append(sensitivity.drop(columns=["p", "p_order"]).rename(columns={"mean": "lr_sensitivity"}))
-    return items

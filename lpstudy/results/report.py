@@ -11,10 +11,8 @@ from pathlib import Path
 import pandas as pd
 
 from lpstudy.results import analysis as A
-from lpstudy.results import charts as C
 from lpstudy.results.columns import labelled
 from lpstudy.files import atomic_write_text
-from lpstudy.results.curve_sample import importance_sample
 from lpstudy.results.frames import StudyData, TrialReader, load_study
 from lpstudy.db.urls import redact
 
@@ -29,71 +27,45 @@ def default_threshold(data: StudyData) -> float:
 
 def report_sections(data: StudyData, threshold: float | None = None, bins: int | None = None
                     ) -> list[tuple[str, list]]:
-    """The report's sections: (title, [figures, DataFrames or sentences]), the same as the dashboard's
-    pages."""
-    trials, curves = data.trials, data.curves
+    """The report's sections: (title, [figures, DataFrames or sentences]), one per dashboard page, its
+    figures the page's charts (lpstudy.results.pages, in their order), its sentences and tables the
+    page's around them."""
+    from lpstudy.results.pages import PAGES, PageInputs, applying, figure
+
+    trials = data.trials
     # the pages' groups, one for every chart: the spread phase's, over the searched p range
     bins = A.default_p_groups(trials, data.info.spec) if bins is None else A.page_p_groups(trials, bins, data.info.spec)
     threshold = default_threshold(data) if threshold is None else threshold
-    overview = [C.states_chart(A.state_counts(trials)), C.history_chart(trials)]
+    inputs = PageInputs(data, bins=bins, threshold=threshold)
+
+    def charts(page: str) -> list:
+        return [figure(chart, inputs) for chart in applying(PAGES[page], inputs)]
+
     if trials.empty:
-        return [("Overview", overview)]
-    summary = A.per_p_summary(trials, bins)
-    by = A.map_axis(trials) or "lr"
-    from lpstudy.results.answers import answered_by_verdicts, has_verdicts
-
-    searched = not answered_by_verdicts(data.info)
+        return [("Overview", charts("Overview"))]
     effect: list = []
-    if searched:  # what the search can say about p, with lr and gain held apart
-        from lpstudy.results.answers.search import search_effect
-        from lpstudy.results.search_charts import surrogate_profile_chart
-
-        answer = search_effect(data)
-        effect += [answer["sentence"], *([f"What would decide it: {answer['suggest']}"] if answer["suggest"] else []),
-                   surrogate_profile_chart(answer)]
-    effect.append(C.loss_vs_p(trials))
-    if searched:  # what each p reached, every group at the same number of runs
-        profile = A.tuned_profile(trials, bins)
-        effect += [C.tuned_profile_chart(profile)]
-    effect += [C.mean_loss_per_p(summary), C.loss_map(A.p_map(trials, bins, by=by), by)]
-    answer = None
-    if has_verdicts(data):
-        # the verdicts, as `lpstudy verdict` and the Effect of p page give them (lpstudy.results.answers)
-        from lpstudy.results import verdict_charts as V
-        from lpstudy.results.answers import study_answer
+    if inputs.searched:  # what the search can say about p, with lr and gain held apart
+        answer = inputs.effect
+        effect += [answer["sentence"], *([f"What would decide it: {answer['suggest']}"] if answer["suggest"] else [])]
+    if inputs.folded:  # the verdicts, as `lpstudy verdict` and the Effect of p page give them
+        effect.append(f"Verdict. {inputs.answer['sentence']}")
+    effect += charts("Effect of p")
+    if inputs.folded:
         from lpstudy.results.verdict_table import sequential_lines, verdict_frame, verdict_title
 
-        answer = study_answer(data)
-        effect += [f"Verdict. {answer['sentence']}", V.verdict_chart(answer), V.fold_importance_chart(answer),
-                   verdict_title(answer), verdict_frame(answer), *sequential_lines(answer)]
-    else:
-        effect.append(C.importance_chart(A.param_importance(importance_sample(trials), data.info.spec)))
-    effect.append(summary.drop(columns=["p", "p_low", "p_high"]))
-    if searched and len(profile):
-        effect.append(profile.drop(columns=["p", "p_low", "p_high", "p_order"]))
-    note = data.curve_note  # a big study: the curves of a sample (lpstudy.results.curve_sample)
-    drawn = trials[trials["number"].isin(set(curves["trial_number"]))] if note else trials
-    convergence_rows = A.convergence_by_trial(curves, drawn, threshold)
-    convergence = [C.loss_curves(curves, trials, "val_loss"), C.loss_curves(curves, trials, "train_loss"),
-                   C.median_curves(A.curve_cohort(curves, trials, "val_loss", bins)),
-                   C.steps_to_threshold_chart(convergence_rows, threshold), C.auc_chart(convergence_rows)]
-    stability = [C.divergence_rate_chart(A.divergence_rates(trials, bins)), C.divergence_map(A.p_map(trials, bins, by=by), by),
-                 C.max_grad_norm_chart(A.max_grad_norms(curves, trials)),
-                 C.gain_chart(A.curve_cohort(curves, trials, "gain_mean", bins,
-                                         include_diverged=A.successful(trials).empty)),
-                 C.spread_chart(trials, bins)]
-    from lpstudy.results.lens_charts import lens_section
-
-    lens = lens_section(trials, curves, bins)
-    if answer is not None:
-        stability.append(V.stability_verdict_chart(answer, "divergence"))
-        lens += [V.stability_verdict_chart(answer, "logit_growth"), V.stability_verdict_chart(answer, "min_entropy")]
-    if note:
-        for fig in [*convergence, stability[2], stability[3], *lens[2:]]:
-            if not isinstance(fig, pd.DataFrame):
-                C.mark_sample(fig, note)
-    return [("Overview", overview), ("Effect of p", effect), ("Convergence", convergence), ("Stability", stability),
-            ("Stability lens", lens)]
+        effect += [verdict_title(inputs.answer), verdict_frame(inputs.answer), *sequential_lines(inputs.answer)]
+    effect.append(inputs.summary.drop(columns=["p", "p_low", "p_high"]))
+    if inputs.searched and len(inputs.profile):
+        effect.append(inputs.profile.drop(columns=["p", "p_low", "p_high", "p_order"]))
+    stability = charts("Stability")
+    spread = A.replicate_spread(trials, bins)
+    if len(spread):
+        stability.append(spread.drop(columns=["p"]))
+    lens = charts("Stability lens")
+    if len(inputs.sensitivity):
+        lens.append(inputs.sensitivity.drop(columns=["p", "p_order"]).rename(columns={"mean": "lr_sensitivity"}))
+    return [("Overview", charts("Overview")), ("Effect of p", effect), ("Convergence", charts("Convergence")),
+            ("Stability", stability), ("Stability lens", lens)]
 
 
 def _table(frame: pd.DataFrame) -> str:

@@ -61,6 +61,11 @@ def fold_importance_chart(answer: dict) -> go.Figure:
                         f"η² {importance['eta_squared']:.2f}, where noise alone gives {importance['eta_squared_null']:.2f} on average.")
 
 
+def _reach(top, bottom):
+    """An error bar's length; none where the interval has no end (too few folds to bound it)."""
+    return None if top is None or bottom is None else top - bottom
+
+
 def stability_verdict_chart(answer: dict, metric: str) -> go.Figure:
     """Divergence rate per arm (Wilson interval), or an arm's difference to the reference in logit
     growth / smallest entropy (corrected interval)."""
@@ -89,8 +94,8 @@ def stability_verdict_chart(answer: dict, metric: str) -> go.Figure:
     fig.add_hline(y=0, line={"color": "#888", "dash": "dash"})
     fig.add_scatter(x=[arm_name(field, r["value"]) for r in others], y=[r["diff"] for r in others], mode="markers",
                     marker={"size": 10, "color": "#1f77b4"}, showlegend=False,
-                    error_y={"type": "data", "visible": True, "array": [r["high"] - r["diff"] for r in others],
-                             "arrayminus": [r["diff"] - r["low"] for r in others]},
+                    error_y={"type": "data", "visible": True, "array": [_reach(r["high"], r["diff"]) for r in others],
+                             "arrayminus": [_reach(r["diff"], r["low"]) for r in others]},
                     text=[f"p {r['p_value']:.2g}" if r.get("p_value") is not None else "" for r in others],
                     hovertemplate="%{x}: %{y:+.3f} (%{text})<extra></extra>")
     what = "largest attention logit over training less its first value" if metric == "logit_growth" else \

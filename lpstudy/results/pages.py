@@ -1,0 +1,259 @@
+"""Each dashboard page's charts, declared once: for every page (Overview, Effect of p, Convergence,
+Stability, Stability lens) the ordered list of its charts, each a name, the function that builds it
+from the study and the page's choices (PageInputs: p groups, loss threshold, reference p, ROPE), and
+when it applies (a search, a study with verdicts, ...). The Streamlit pages (app/views/) draw their
+charts by iterating this list, and `lpstudy report` (lpstudy.results.report) builds its sections
+from the same lists, so a page and the report cannot disagree on which charts there are.
+
+Adding a chart is one `Chart(...)` entry in a page's list here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from lpstudy.results import analysis as A
+from lpstudy.results import charts as C
+from lpstudy.results.answers import DEFAULT_ROPE, AnswerOptions, answered_by_verdicts, has_verdicts, study_answer
+from lpstudy.results.frames import StudyData
+
+
+def _memo(cache: dict) -> Callable:
+    def keep(key: tuple, build: Callable):
+        if key not in cache:
+            cache[key] = build()
+        return cache[key]
+    return keep
+
+
+@dataclass
+class PageInputs:
+    """The study and the page's choices, and what several charts share, each computed once through
+    `keep(key, build)` (the dashboard passes app/common.py's `once`, which keeps it with the study's
+    version; the report a dict of its own). `importance` computes parameter importance (the dashboard
+    passes its cached one)."""
+
+    data: StudyData
+    bins: object = None
+    threshold: float = 2.0
+    reference: object = None  # p = 2, or a comparison's first arm (lpstudy.results.answers)
+    rope: float = DEFAULT_ROPE
+    keep: Callable | None = None
+    importance: Callable | None = None
+    _own: dict = field(default_factory=dict, repr=False)
+
+    def shared(self, key: tuple, build: Callable):
+        return (self.keep or _memo(self._own))(key, build)
+
+    @property
+    def trials(self):
+        return self.data.trials
+
+    @property
+    def curves(self):
+        return self.data.curves
+
+    @property
+    def searched(self) -> bool:  # a search tunes lr and gain: p's effect with them held apart
+        return not answered_by_verdicts(self.data.info)
+
+    @property
+    def folded(self) -> bool:  # verdicts per arm, fold as a block
+        return self.shared(("has_verdicts",), lambda: has_verdicts(self.data))
+
+    @property
+    def by(self) -> str:  # p × lr; p × fold for a grid at one lr
+        return self.shared(("map_axis",), lambda: A.map_axis(self.trials)) or "lr"
+
+    @property
+    def summary(self):
+        return self.shared(("per_p_summary", self.bins), lambda: A.per_p_summary(self.trials, self.bins))
+
+    @property
+    def effect(self) -> dict:
+        from lpstudy.results.answers.search import search_effect
+
+        return self.shared(("search_effect",), lambda: search_effect(self.data))
+
+    @property
+    def profile(self):
+        return self.shared(("tuned_profile_frame", self.bins), lambda: A.tuned_profile(self.trials, self.bins))
+
+    @property
+    def answer(self) -> dict:
+        return self.shared(("answer", self.reference, self.rope),
+                           lambda: study_answer(self.data, AnswerOptions(rope=self.rope, reference=self.reference)))
+
+    @property
+    def convergence(self):
+        def rows():
+            drawn = self.trials
+            if self.data.curve_note:  # a big study: the trials whose curves were sampled
+                drawn = drawn[drawn["number"].isin(set(self.curves["trial_number"]))]
+            return A.convergence_by_trial(self.curves, drawn, self.threshold)
+        return self.shared(("convergence", self.threshold), rows)
+
+    @property
+    def sensitivity(self):
+        return self.shared(("lr_sensitivity", self.bins), lambda: A.lr_sensitivity(self.trials, bins=self.bins))
+
+    def parameter_importance(self):
+        if self.importance is not None:
+            return self.importance()
+        from lpstudy.results.curve_sample import importance_sample
+
+        return A.param_importance(importance_sample(self.trials), self.data.info.spec)
+
+
+def always(_: PageInputs) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class Chart:
+    """One chart of a page: `build(inputs)` makes the figure; it is drawn where `applies(inputs)`.
+    `uses` names the choices it depends on (its cache key); `sampled`: drawn from the curve sample of
+    a big study, which is written on it; `wide`: a row of its own (others go two a row); `part`: the
+    part of the page it is drawn in (a page draws text and tables between its parts)."""
+
+    name: str
+    build: Callable[[PageInputs], object]
+    applies: Callable[[PageInputs], bool] = always
+    uses: tuple[str, ...] = ()
+    sampled: bool = False
+    wide: bool = False
+    part: str = ""
+
+
+def _searched(inputs: PageInputs) -> bool:
+    return inputs.searched
+
+
+def _folded(inputs: PageInputs) -> bool:
+    return inputs.folded
+
+
+def _verdict_chart(inputs):
+    from lpstudy.results import verdict_charts as V
+
+    return V.verdict_chart(inputs.answer)
+
+
+def _fold_importance(inputs):
+    from lpstudy.results import verdict_charts as V
+
+    return V.fold_importance_chart(inputs.answer)
+
+
+def _stability_verdict(metric: str) -> Callable:
+    def build(inputs):
+        from lpstudy.results import verdict_charts as V
+
+        return V.stability_verdict_chart(inputs.answer, metric)
+    return build
+
+
+def _surrogate_profile(inputs):
+    from lpstudy.results.search_charts import surrogate_profile_chart
+
+    return surrogate_profile_chart(inputs.effect)
+
+
+def _best_against_compute(inputs):
+    from lpstudy.results.compute import best_against_compute
+    from lpstudy.results.compute_charts import best_against_compute_chart
+
+    return best_against_compute_chart(best_against_compute(inputs.trials))
+
+
+def _val_curves(inputs):
+    from lpstudy.results.compute import pruned_stops
+    from lpstudy.results.compute_charts import mark_pruned
+
+    return mark_pruned(C.loss_curves(inputs.curves, inputs.trials, "val_loss"), pruned_stops(inputs.curves, inputs.trials))
+
+
+def _lens(name: str) -> Callable:
+    def build(inputs):
+        from lpstudy.results import lens_charts as L
+
+        t, c, bins = inputs.trials, inputs.curves, inputs.bins
+        return {"lr_curve": lambda: L.lr_curve_chart(A.lr_curve(t, bins=bins)),
+                "lr_sensitivity": lambda: L.lr_sensitivity_chart(inputs.sensitivity),
+                "max_logit": lambda: L.max_logit_chart(A.curve_cohort(c, t, "max_logit", bins)),
+                "min_head_entropy": lambda: L.min_head_entropy_chart(A.curve_cohort(c, t, "min_head_entropy", bins)),
+                "initial_entropy": lambda: L.initial_entropy_chart(A.initial_entropy(c, t))}[name]()
+    return build
+
+
+OVERVIEW = [
+    Chart("states", lambda i: C.states_chart(A.state_counts(i.trials)), wide=True, part="states"),
+    Chart("history", lambda i: C.history_chart(i.trials), wide=True, part="history"),
+    Chart("best_vs_compute", _best_against_compute, wide=True, part="compute"),
+]
+
+EFFECT_OF_P = [
+    Chart("verdicts", _verdict_chart, _folded, uses=("reference", "rope"), part="verdicts"),
+    Chart("fold_importance", _fold_importance, _folded, uses=("reference", "rope"), part="verdicts"),
+    Chart("surrogate_profile", _surrogate_profile, _searched),
+    Chart("loss_vs_p", lambda i: C.loss_vs_p(i.trials)),
+    Chart("tuned_profile", lambda i: C.tuned_profile_chart(i.profile), _searched, uses=("bins",)),
+    Chart("mean_per_p", lambda i: C.mean_loss_per_p(i.summary), uses=("bins",)),
+    Chart("loss_map", lambda i: C.loss_map(A.p_map(i.trials, i.bins, by=i.by), i.by), uses=("bins",)),
+    Chart("importance", lambda i: C.importance_chart(i.parameter_importance()), lambda i: not i.folded),
+]
+
+CONVERGENCE = [
+    Chart("val_curves", _val_curves, sampled=True),
+    Chart("train_curves", lambda i: C.loss_curves(i.curves, i.trials, "train_loss"), sampled=True),
+    Chart("median_curves", lambda i: C.median_curves(A.curve_cohort(i.curves, i.trials, "val_loss", i.bins)),
+          uses=("bins",), sampled=True, wide=True),
+    Chart("steps_to_threshold", lambda i: C.steps_to_threshold_chart(i.convergence, i.threshold),
+          uses=("threshold",), sampled=True),
+    Chart("auc", lambda i: C.auc_chart(i.convergence), uses=("threshold",), sampled=True),
+]
+
+STABILITY = [
+    Chart("divergence_verdict", _stability_verdict("divergence"), _folded, uses=("reference", "rope"), wide=True),
+    Chart("divergence_rate", lambda i: C.divergence_rate_chart(A.divergence_rates(i.trials, i.bins)), uses=("bins",)),
+    Chart("divergence_map", lambda i: C.divergence_map(A.p_map(i.trials, i.bins, by=i.by), i.by), uses=("bins",)),
+    Chart("grad_norm", lambda i: C.max_grad_norm_chart(A.max_grad_norms(i.curves, i.trials)), sampled=True),
+    Chart("gain", lambda i: C.gain_chart(A.curve_cohort(i.curves, i.trials, "gain_mean", i.bins,
+                                                         include_diverged=A.successful(i.trials).empty)),
+          uses=("bins",), sampled=True),
+    Chart("spread", lambda i: C.spread_chart(i.trials, i.bins), uses=("bins",), wide=True),
+]
+
+STABILITY_LENS = [
+    Chart("lr_curve", _lens("lr_curve"), uses=("bins",), part="learning rate"),
+    Chart("lr_sensitivity", _lens("lr_sensitivity"), uses=("bins",), part="learning rate"),
+    Chart("max_logit", _lens("max_logit"), uses=("bins",), sampled=True),
+    Chart("min_head_entropy", _lens("min_head_entropy"), uses=("bins",), sampled=True),
+    Chart("logit_growth_verdict", _stability_verdict("logit_growth"), _folded, uses=("reference", "rope"),
+          sampled=True),
+    Chart("min_entropy_verdict", _stability_verdict("min_entropy"), _folded, uses=("reference", "rope"),
+          sampled=True),
+    Chart("initial_entropy", _lens("initial_entropy"), sampled=True, wide=True),
+]
+
+PAGES = {"Overview": OVERVIEW, "Effect of p": EFFECT_OF_P, "Convergence": CONVERGENCE, "Stability": STABILITY,
+         "Stability lens": STABILITY_LENS}
+
+
+def applying(page: list[Chart], inputs: PageInputs, part: str | None = None) -> list[Chart]:
+    """The page's charts that apply to this study, in their order (those of one part, if given)."""
+    return [c for c in page if (part is None or c.part == part) and c.applies(inputs)]
+
+
+def figure(chart: Chart, inputs: PageInputs):
+    """The chart's figure, built once per choice it uses; a chart of sampled curves says so on it."""
+    def build():
+        fig = chart.build(inputs)
+        if chart.sampled and inputs.data.curve_note:
+            C.mark_sample(fig, inputs.data.curve_note)
+        return fig
+    return inputs.shared(("chart", chart.name, *(getattr(inputs, u) for u in chart.uses)), build)
+
+
+__all__ = ["Chart", "PageInputs", "PAGES", "OVERVIEW", "EFFECT_OF_P", "CONVERGENCE", "STABILITY", "STABILITY_LENS",
+           "applying", "figure"]
