@@ -176,7 +176,7 @@ def test_the_readme_then_the_tour_in_order_on_a_fresh_copy_each_succeed(tmp_path
             assert done.returncode == 0, (command, done.stdout + done.stderr)
         ran.append(words[1] if words[0] == "lpstudy" else words[2])
     assert ran == ["search", "search", "status", "dashboard", "lpstudy.study.synthetic", "dashboard", "replicate",
-                   "export", "train"], ran
+                   "verdict", "export", "train"], ran
     url = f"sqlite:///{repo / 'storage' / 'lpstudy.db'}"
     assert {s.study_name for s in optuna.get_all_study_summaries(url)} == {"lp-search", "lp-smoke", "matched"}
     assert (repo / "best.yaml").is_file() and (repo / "demo.db").is_file()

@@ -10,6 +10,7 @@ import math
 from datetime import datetime
 
 import optuna
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -140,8 +141,11 @@ def test_a_big_study_reads_the_curves_of_a_sample_and_says_so(sqlite_url, monkey
     running = set(trials.loc[trials["state"] == "RUNNING", "number"])
     assert int(best["number"]) in drawn and running <= drawn
     finite = trials[(trials["state"] != "WAITING") & trials["p"].map(math.isfinite)]
-    low, high = finite["p"].min(), finite["p"].max()
-    group = ((finite["p"] - low) / (high - low) * 10).astype(int).clip(upper=9)  # the groups, written out
+    from lpstudy.results.analysis.groups import default_p_groups
+
+    edges = np.asarray(default_p_groups(trials, full.info.spec), dtype="float64")  # the bins the charts open with
+    group = pd.Series(np.clip(np.searchsorted(edges, finite["p"], side="right") - 1, 0, len(edges) - 2),
+                      index=finite.index)  # each trial's bin, written out
     per_group = finite[finite["number"].isin(drawn - running - {int(best["number"])})].groupby(group).size()
     assert per_group.max() <= 3
     assert sampled.curve_note.startswith(f"Curves of a sample of {len(drawn)} of {int((trials['state'] != 'WAITING').sum())} trials")

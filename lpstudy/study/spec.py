@@ -151,12 +151,14 @@ def build_spec(file_data: dict[str, Any] | None = None, space_entries: dict[str,
     have if the values given were applied to it."""
     data = dict(file_data or {})
     options = {k: v for k, v in (options or {}).items() if v is not None}
-    if data.get("kind", "search") == "replicate":
+    kind = {**data, **options}.get("kind", "search")  # the study file's keys come as options from the command line
+    if kind == "replicate":
         return _replicate_from_file(data, space_entries, options)
-    if data.get("kind", "search") != "search" or "p" in data:
-        raise UserError(f"a study file's kind is search (the default) or replicate, got {data.get('kind')!r}; "
+    if kind != "search" or "p" in data or "p" in options:
+        raise UserError(f"a study file's kind is search (the default) or replicate, got {kind!r}; "
                         "p: is a replicate's list of p values (kind: replicate)")
     data.pop("kind", None)
+    options.pop("kind", None)
     space_map: dict[str, Any] = dict(base.space.to_plain()) if base is not None else {}
     space_map.update(data.pop("space", None) or {})
     for key in SPACE_SHORTCUTS:
@@ -181,6 +183,9 @@ def _replicate_from_file(data: dict[str, Any], space_entries: dict[str, Any] | N
     data = {**data, **options}
     fixed = dict(data.pop("space", None) or {})
     fixed.update(space_entries or {})
+    for key in SPACE_SHORTCUTS:  # folds: (and fold:, seed:) are the replicate's own keys, not fixed fields
+        if key in fixed:
+            data[key] = fixed.pop(key)
     if "preset" not in data or "p" not in data:
         raise UserError("a replicate's study file (kind: replicate) names its preset: and its p: values")
     p_values = data["p"] if isinstance(data["p"], list) else [v for v in str(data["p"]).split(",") if v.strip()]
