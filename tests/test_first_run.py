@@ -231,8 +231,11 @@ def _the_study_lives_on(repo: Path, env: dict, url: str) -> None:
     before = os.environ.get("LPSTUDY_STORAGE")
     try:
         home = run_page("Home", url, "lp-smoke")  # what every page counts: lpstudy.results.analysis.state_counts
-    finally:
-        os.environ["LPSTUDY_STORAGE"] = before or ""
+    finally:  # the environment as it was: unset where it was unset (conftest checks that no test leaks it)
+        if before is None:
+            os.environ.pop("LPSTUDY_STORAGE", None)
+        else:
+            os.environ["LPSTUDY_STORAGE"] = before
     assert {m.label: m.value for m in home.metric}["Fail"] == "0"
 
 
