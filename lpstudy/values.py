@@ -218,3 +218,20 @@ def format_duration(seconds: float | None) -> str:
         h, m = divmod(s // 60, 60)
         return f"{h} h {m} min" if m else f"{h} h"
     return f"{seconds / 86400:.1f} days"
+
+
+def seconds_from_environment(name: str, default: float, meaning: str) -> float:
+    """A number of seconds >= 0 from the environment variable `name`, else `default`; UserError (one
+    line, saying what it is for: `meaning`) for any other value."""
+    import os
+
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds >= 0):
+        raise UserError(f"{name} must be a number of seconds >= 0 ({meaning}), got {text!r}")
+    return seconds

@@ -52,17 +52,9 @@ class StorageUnavailable(DatabaseUnreachable):
 def retry_budget(default: float = DEFAULT_RETRY_S) -> float:
     """The retry budget in seconds: LPSTUDY_STORAGE_RETRY_S, else default. UserError (one line) for a
     value that is not a finite number of seconds >= 0."""
-    text = os.environ.get(RETRY_ENV, "").strip()
-    if not text:
-        return default
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = math.nan
-    if not (math.isfinite(seconds) and seconds >= 0):
-        raise UserError(f"{RETRY_ENV} must be a number of seconds >= 0 (how long to wait for an unreachable "
-                        f"database), got {text!r}")
-    return seconds
+    from lpstudy.values import seconds_from_environment
+
+    return seconds_from_environment(RETRY_ENV, default, "how long to wait for an unreachable database")
 
 
 def unreachable_or_unavailable(exc: BaseException) -> type[StudyUnavailable]:

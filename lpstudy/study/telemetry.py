@@ -185,17 +185,10 @@ def metrics_port(port: int | None) -> int:
 
 def linger_s() -> float:
     """LPSTUDY_METRICS_LINGER_S, else LINGER_S; UserError for a value that is no number of seconds >= 0."""
-    text = os.environ.get(LINGER_ENV, "").strip()
-    if not text:
-        return LINGER_S
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = math.nan
-    if not (math.isfinite(seconds) and seconds >= 0):
-        raise UserError(f"{LINGER_ENV} must be a number of seconds >= 0 (how long a worker waits at exit for "
-                        f"Prometheus to read its last counters; 0: not at all), got {text!r}")
-    return seconds
+    from lpstudy.values import seconds_from_environment
+
+    return seconds_from_environment(LINGER_ENV, LINGER_S, "how long a worker waits at exit for Prometheus to "
+                                    "read its last counters; 0: not at all")
 
 
 def linger(metrics: WorkerMetrics, seconds: float, say=None) -> bool | None:
