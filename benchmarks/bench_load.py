@@ -76,7 +76,7 @@ from optuna.trial import TrialState  # noqa: E402
 
 from benchmarks.results_file import add_result_argument, load_average, write_result  # noqa: E402
 import lpstudy.study.worker as worker_module  # noqa: E402
-from lpstudy.db.kinds import kind_of, open_reader  # noqa: E402
+from lpstudy.db.kinds import open_reader, storage_at  # noqa: E402
 from lpstudy.db.optuna_storage import open_storage  # noqa: E402
 from lpstudy.errors import UserError  # noqa: E402
 from lpstudy.study.claims import pop_waiting_trial  # noqa: E402
@@ -595,7 +595,7 @@ def run_load(plan: LoadPlan, workdir: Path, postgres=None, progress=None) -> Loa
             for proc in procs:
                 proc.start()
         # read-only: counting must not create the SQLite file before the creator does
-        count_engine = sa.create_engine(kind_of(database_url).readonly_url(database_url), poolclass=sa.pool.NullPool)
+        count_engine = sa.create_engine(storage_at(database_url).readonly_url(), poolclass=sa.pool.NullPool)
         kills: list[Kill] = []
         kill_at = sorted(random.uniform(0.1, KILL_BY) * plan.cells for _ in range(plan.kills))
         creator_error: list[str] = []

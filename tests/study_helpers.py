@@ -90,10 +90,10 @@ def trials_of(storage: str, name: str):
 
 def metrics_steps(storage: str, name: str) -> dict[int, list[int]]:
     """trial_id -> the steps stored in the metrics table."""
-    from lpstudy.db.engines import make_engine
+    from lpstudy.db.kinds import storage_at
     from lpstudy.db.metrics_table import read_metrics
 
-    frame = read_metrics(make_engine(storage), name)
+    frame = read_metrics(storage_at(storage).make_engine(), name)
     return {int(tid): sorted(int(s) for s in group["step"]) for tid, group in frame.groupby("trial_id")}
 
 

@@ -100,12 +100,17 @@ def test_once_every_arm_is_decided_nothing_is_left():
     assert progress["done"] and progress["cells_left"] == 0
 
 
-def test_the_workers_stage_logic_on_planted_losses_gives_decided_arms_no_more_folds(sqlite_url):
+def test_the_workers_stage_logic_on_planted_losses_gives_decided_arms_no_more_folds(sqlite_url, monkeypatch):
     """Through the database: every arm tuned (two planted trials), then next_study as a worker calls
     it, with the planted fold losses written as the cells' results. p = 1 (within 0.1 % of p = 2) is
     decided after the first stage and gets no fourth fold; p = 4 (±10 % fold by fold) runs to K = 6;
-    a second worker at the same moment enqueues nothing twice."""
+    a second worker at the same moment enqueues nothing twice. Every stage is checked, read and
+    enqueued on the worker's one storage: no URL made a storage again, no engine made."""
     import optuna
+    import sqlalchemy as sa
+
+    import lpstudy.db.kinds as kinds
+    import lpstudy.db.optuna_storage as optuna_storage
     from optuna.distributions import FloatDistribution
     from optuna.trial import TrialState
 
@@ -125,7 +130,11 @@ def test_the_workers_stage_logic_on_planted_losses_gives_decided_arms_no_more_fo
     ref = [2.80, 2.90, 2.70, 2.85, 2.75, 2.80]
     losses = {"p=2": ref, "p=1": [v + 0.002 + 0.0001 * i for i, v in enumerate(ref)],
               "p=4": [v + d for v, d in zip(ref, [0.3, -0.25, 0.28, -0.2, 0.3, -0.1])]}
-    stage = lambda url, name: compare_stage(url, name)  # noqa: E731
+    stage = lambda storage, name: compare_stage(storage, name)  # noqa: E731
+    opened = []
+    for module in (kinds, optuna_storage):
+        monkeypatch.setattr(module, "storage_at", lambda *a, **k: opened.append("storage") or pytest.fail("a storage made"))
+    monkeypatch.setattr(sa, "create_engine", lambda *a, **k: opened.append("engine") or pytest.fail("an engine made"))
 
     def folds_of(label):
         value = {plan.label(v): v for v in plan.values}[label]
@@ -149,7 +158,7 @@ def test_the_workers_stage_logic_on_planted_losses_gives_decided_arms_no_more_fo
     assert {label: folds_of(label)[1] for label in losses} == {label: [0, 1, 2] for label in losses}
     run_waiting()
     assert next_study(store, "cmp", plan, stage) is not None
-    assert compare_stage(sqlite_url, "cmp") == "wait"  # a second worker finds the stage open and adds nothing
+    assert compare_stage(store, "cmp") == "wait"  # a second worker finds the stage open and adds nothing
     assert {label: folds_of(label)[1] for label in losses} == {"p=2": [0, 1, 2, 3, 4], "p=1": [0, 1, 2],
                                                                 "p=4": [0, 1, 2, 3, 4]}
     run_waiting()
@@ -158,3 +167,4 @@ def test_the_workers_stage_logic_on_planted_losses_gives_decided_arms_no_more_fo
     assert next_study(store, "cmp", plan, stage) is None  # the last stage ran
     assert {label: folds_of(label)[1] for label in losses} == {"p=2": list(range(6)), "p=1": [0, 1, 2],
                                                                 "p=4": list(range(6))}
+    assert opened == []

@@ -170,7 +170,7 @@ def test_optuna_dashboard_serves_a_trials_checkpoint_from_the_workers_artifact_s
     storage = open_storage(url)
     study = optuna.load_study(study_name="search", storage=storage.optuna)
     trial = study.ask()
-    store = artifact_store(artifact_location(url))
+    store = artifact_store(artifact_location(storage))
     checkpoint = Checkpoint.__new__(Checkpoint)  # the bytes matter here, not a real run's state
     payload = b"lpstudy checkpoint bytes \x00\x01"
     checkpoint.step, checkpoint.to_bytes = 40, lambda: payload

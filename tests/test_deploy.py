@@ -519,13 +519,13 @@ def _seed_as_writer(writer_url: str, study_name: str) -> list:
     import optuna
 
     from lpstudy.training.metrics import MetricRecord
-    from lpstudy.db.engines import make_engine
+    from lpstudy.db.kinds import storage_at
     from lpstudy.db.metrics_table import ensure_metrics_table, write_metrics
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(storage=writer_url, study_name=study_name)
     study.optimize(lambda t: t.suggest_float("p", 1.0, 4.0), n_trials=2)
-    engine = make_engine(writer_url)
+    engine = storage_at(writer_url).make_engine()
     ensure_metrics_table(engine)
     for trial in study.trials:
         records = [MetricRecord(step=s, train_loss=2.0, val_loss=2.1, lr=1e-3, grad_norm=1.0, grad_norm_max=1.5,
@@ -548,7 +548,7 @@ def test_the_read_only_role_reads_studies_and_metrics_and_is_refused_every_write
     from sqlalchemy.engine import make_url
 
     from lpstudy.results.frames import load_study, load_trials, study_infos
-    from lpstudy.db.engines import make_engine
+    from lpstudy.db.kinds import storage_at
     from lpstudy.db.metrics_table import METRICS_TABLE, read_metrics
 
     database = make_url(pg_url).database
@@ -563,7 +563,7 @@ def test_the_read_only_role_reads_studies_and_metrics_and_is_refused_every_write
     assert [info.name for info in study_infos(open_reader(reader_url))] == ["lp-search"]
     assert sorted(load_trials(open_reader(reader_url), "lp-search")["state"]) == ["COMPLETE", "COMPLETE"]
     assert len(load_study(open_reader(reader_url), "lp-search").curves) == 4
-    assert len(read_metrics(make_engine(reader_url, readonly=True), "lp-search")) == 4
+    assert len(read_metrics(storage_at(reader_url).make_engine(readonly=True), "lp-search")) == 4
 
     # Writing: refused by the grants themselves, even after switching the session to read-write.
     engine = sa.create_engine(reader_url)

@@ -2,7 +2,7 @@
 once and make one engine; `lpstudy dashboard` one engine before its server starts, and the server
 one for all its pages and sessions; a worker one Optuna storage, closed when it stops. Counted, as a
 reviewer would count them, on the URL's check (lpstudy.db.urls.check_user_info, the first step of
-telling a URL's kind), SQLAlchemy's create_engine and the kinds' open_optuna."""
+telling a URL's kind), SQLAlchemy's create_engine and the storages' opening of Optuna's."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ APP = Path(__file__).resolve().parents[1] / "app"
 def counted(monkeypatch):
     """Counts of URL checks, engines made, Optuna storages opened and storages closed."""
     import lpstudy.db.kinds as kinds
-    from lpstudy.db.kinds.sql import SqlKind
+    from lpstudy.db.kinds.sql import SqlStorage
     from lpstudy.db.optuna_storage import StudyStorage
 
     counts: collections.Counter = collections.Counter()
@@ -34,7 +34,7 @@ def counted(monkeypatch):
 
     monkeypatch.setattr(kinds, "check_user_info", counting("url parsed", kinds.check_user_info))
     monkeypatch.setattr(sa, "create_engine", counting("engine", sa.create_engine))
-    monkeypatch.setattr(SqlKind, "open_optuna", counting("optuna storage", SqlKind.open_optuna))
+    monkeypatch.setattr(SqlStorage, "_open_optuna", counting("optuna storage", SqlStorage._open_optuna))
     monkeypatch.setattr(StudyStorage, "close", counting("closed", StudyStorage.close))
     return counts
 
@@ -95,3 +95,38 @@ def test_a_worker_opens_one_optuna_storage_and_closes_it(sqlite_url, counted, ca
                        "--devices", "cpu", "--no-progress")
     assert code == 0, err
     assert counted["optuna storage"] == 1 and counted["closed"] >= 1, counted
+
+
+def test_one_object_holds_the_urls_optuna_storage_and_engine_and_reads_through_them(seeded, counted, monkeypatch):
+    """The storage at a URL is one object: made once, it opens Optuna's storage once and shares its
+    engine with the metrics table and with its reads (a command that writes and reads, as a
+    sequential worker's stage check, makes no second engine); close() lets go of the engine. A reader
+    made from the URL reads studies, frames, curves and fingerprints on one read-only engine and never
+    opens Optuna's storage."""
+    from lpstudy.db.kinds import open_reader
+    from lpstudy.db.optuna_storage import open_storage
+    from lpstudy.results.frames import load_study, study_fingerprint, study_infos
+
+    url, _ = seeded
+    disposed = []
+    monkeypatch.setattr(sa.engine.Engine, "dispose", lambda self, real=sa.engine.Engine.dispose, **k:
+                        disposed.append(self) or real(self, **k))
+    counted.clear()
+    storage = open_storage(url, readonly=True)  # Optuna's storage opened now, as the Optuna dashboard's
+    made = counted["engine"]  # Optuna's, and the schema check's own of one connection
+    assert storage.optuna is storage.optuna and storage.engine is storage.optuna.engine
+    assert {"search", "grid"} <= {info.name for info in study_infos(storage)}
+    assert len(load_study(storage, "search").trials) > 0 and study_fingerprint(storage, "search") is not None
+    assert counted["engine"] == made and counted["optuna storage"] == 1  # the reads used Optuna's engine
+    engine = storage.engine
+    storage.close()
+    assert engine in disposed
+
+    counted.clear()
+    with open_reader(url) as reader:
+        assert {"search", "grid"} <= {info.name for info in study_infos(reader)}
+        data = load_study(reader, "search")
+        assert len(data.trials) > 0 and len(data.curves) > 0 and study_fingerprint(reader, "search") is not None
+        engine = reader.engine
+    assert (counted["url parsed"], counted["engine"], counted["optuna storage"]) == (1, 1, 0), counted
+    assert engine in disposed

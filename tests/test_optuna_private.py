@@ -271,10 +271,11 @@ def test_the_proxys_cache_takes_the_parameters_of_a_trial_it_never_read_where_op
     from optuna.distributions import CategoricalDistribution
     from optuna.storages._cached_storage import _CachedStorage
 
+    from lpstudy.db.kinds import storage_at
     from lpstudy.db.optuna_storage import proxied_storage
 
     url = f"sqlite:///{tmp_path / 'cache.db'}"
-    opened, cache = proxied_storage(url)
+    opened, cache = proxied_storage(storage_at(url))
     assert isinstance(cache, _CachedStorage) and cache._backend is opened.optuna
     study_id = cache.create_new_study([optuna.study.StudyDirection.MINIMIZE], "cache")
     cache.get_all_trials(study_id)  # the cache has read the study: no trial yet

@@ -19,6 +19,7 @@ from optuna.storages._grpc import client as grpc_client
 from optuna.trial import TrialState
 
 from lpstudy.db.optuna_storage import open_storage
+from lpstudy.db.kinds import storage_at
 from lpstudy.db.optuna_storage import make_proxy_server
 from lpstudy.study.claims import count_states, pop_waiting_trial
 from lpstudy.study.lease import LEASE_ATTR, running_beats
@@ -39,7 +40,7 @@ def grid(sqlite_url):
 @pytest.fixture
 def lpstudy_proxy(grid):
     port = free_port()
-    server = make_proxy_server(grid, "127.0.0.1", port, threads=8)
+    server = make_proxy_server(storage_at(grid), "127.0.0.1", port, threads=8)
     server.start()
     yield f"grpc://127.0.0.1:{port}"
     server.stop(0).wait()

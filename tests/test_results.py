@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import sqlalchemy as sa
 
-from lpstudy.db.engines import make_engine
+from lpstudy.db.kinds import storage_at
 from lpstudy.results import frames as results
 from lpstudy.values import STATES
 from lpstudy.errors import UserError
@@ -99,7 +99,7 @@ def test_reading_never_writes(seeded):
     results.load_study(open_reader(url), "grid", via_optuna=True)
     results.study_infos(open_reader(url))
     assert (digest(path), path.stat().st_mtime_ns) == before
-    engine = make_engine(url, readonly=True, check=True)
+    engine = storage_at(url).make_engine(readonly=True, check=True)
     with pytest.raises(sa.exc.OperationalError, match="readonly"):
         with engine.begin() as conn:
             conn.execute(sa.text("DELETE FROM trials"))
@@ -134,7 +134,7 @@ def test_postgresql_reads_read_only_and_like_sqlite(pg_url, tmp_path):
     pd.testing.assert_frame_equal(pg.trials.drop(columns=ignore), lite.trials.drop(columns=ignore))
     floats = [c for c in METRIC_FIELDS if c != "step"]
     pd.testing.assert_frame_equal(pg.curves[floats], lite.curves[floats])
-    engine = make_engine(pg_url, readonly=True, check=True)
+    engine = storage_at(pg_url).make_engine(readonly=True, check=True)
     with pytest.raises(sa.exc.InternalError, match="read-only transaction"):
         with engine.begin() as conn:
             conn.execute(sa.text("DELETE FROM trials"))

@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 import torch
 
-from lpstudy.db.engines import make_engine
+from lpstudy.db.kinds import storage_at
 from lpstudy.db.metrics_table import METRICS_TABLE, ensure_metrics_table, read_metrics, write_metrics
 from lpstudy.model.attention import attention_stats
 from lpstudy.training.config import resolve_config
@@ -60,7 +60,7 @@ def test_loss_spikes_count_losses_far_above_their_running_median():
 
 def test_a_metrics_table_without_the_new_columns_reads_and_is_upgraded(empty_url):
     url = empty_url
-    engine = make_engine(url)
+    engine = storage_at(url).make_engine()
     old_columns = [c for c in METRIC_FIELDS if c not in NEW_FIELDS and c != "step"]
     with engine.begin() as conn:  # the table as lpstudy before these metrics made it
         conn.execute(sa.text(
@@ -68,7 +68,7 @@ def test_a_metrics_table_without_the_new_columns_reads_and_is_upgraded(empty_url
             f"trial_number INTEGER, {', '.join(f'{c} FLOAT' for c in old_columns)}, PRIMARY KEY (trial_id, step))"))
         conn.execute(sa.text(f"INSERT INTO {METRICS_TABLE} (trial_id, step, study_name, trial_number, val_loss) "
                              "VALUES (1, 0, 's', 0, 4.0)"))
-    old = read_metrics(make_engine(url, readonly=True), "s")
+    old = read_metrics(storage_at(url).make_engine(readonly=True), "s")
     assert list(old.columns) == ["trial_id", "trial_number", *METRIC_FIELDS]
     assert old["val_loss"].tolist() == [4.0] and old["max_logit"].isna().all()
 

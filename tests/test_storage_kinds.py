@@ -18,9 +18,9 @@ import sqlalchemy as sa
 from optuna.storages import JournalStorage, RDBStorage
 
 from lpstudy.db import kinds
-from lpstudy.db.kinds import KINDS, URL_FORMS, kind_of
-from lpstudy.db.kinds.base import StorageKind
-from lpstudy.db.locks import ask_lock_name, lock_file, storage_lock
+from lpstudy.db.kinds import KINDS, URL_FORMS, storage_at
+from lpstudy.db.kinds.base import LockingStorage, StudyStorage
+from lpstudy.db.locks import ask_lock_name, lock_file
 from lpstudy.db.optuna_storage import open_storage
 from lpstudy.errors import StudyUnavailable, UserError
 from lpstudy.study.checkpoints import artifact_location
@@ -80,10 +80,10 @@ def test_no_module_outside_the_package_compares_a_storage_kind_or_tests_a_storag
     assert not found, "\n".join(found)
 
 
-def test_a_new_kind_is_one_object_in_the_registry(monkeypatch):
+def test_a_new_kind_is_one_class_in_the_registry(monkeypatch):
     """docs/code.md: adding a kind is one module (here one class) and one line in KINDS. Nothing else
     is told: a worker's questions (a study made, a trial asked within the target, its liveness, an
-    evaluation written) and the read side's frames answer through what StorageKind gives."""
+    evaluation written) and the read side's frames answer through what StudyStorage gives."""
     from optuna.storages import InMemoryStorage
     from optuna.trial import TrialState
 
@@ -94,20 +94,16 @@ def test_a_new_kind_is_one_object_in_the_registry(monkeypatch):
     from lpstudy.study.studies import create_study
     from lpstudy.training.metrics import MetricRecord
 
-    class MemoryKind(StorageKind):
+    class MemoryStorage(StudyStorage):
         name, url_form = "memory", "memory://NAME"
         held: dict = {}
 
-        def owns(self, url):
-            return url.startswith("memory://")
+        def _open_optuna(self, create_tables):
+            return self.held.setdefault(self.url, InMemoryStorage())
 
-        def open_optuna(self, url, readonly, create_tables, policy):
-            return self.held.setdefault(url, InMemoryStorage()), None
-
-    memory = MemoryKind()
-    monkeypatch.setattr(kinds, "KINDS", (*KINDS, memory))
-    assert kind_of("memory://a") is memory
-    assert kind_of("sqlite:///a.db").name == "sqlite"
+    monkeypatch.setattr(kinds, "KINDS", (*KINDS, MemoryStorage))
+    assert type(storage_at("memory://a")) is MemoryStorage
+    assert storage_at("sqlite:///a.db").name == "sqlite"
     assert len({kind.name for kind in KINDS}) == len(KINDS) == 5
 
     storage = open_storage("memory://a", create_tables=True)
@@ -132,8 +128,8 @@ def test_a_new_kind_is_one_object_in_the_registry(monkeypatch):
 def test_telling_a_kind_imports_neither_optuna_nor_a_driver():
     """The command line checks a URL before it opens anything (`lpstudy --help` and a refused URL
     stay quick): only opening a storage loads Optuna."""
-    script = ("import sys; from lpstudy.db.kinds import KINDS, kind_of; "
-              "[kind_of(u) for u in ('sqlite:///a.db', 'journal:///a.log', 'grpc://h:1', %r, %r)]; "
+    script = ("import sys; from lpstudy.db.kinds import KINDS, storage_at; "
+              "[storage_at(u) for u in ('sqlite:///a.db', 'journal:///a.log', 'grpc://h:1', %r, %r)]; "
               "print(sorted(m for m in ('optuna', 'psycopg', 'grpc') if m in sys.modules))" % (PG, MYSQL))
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr
@@ -149,7 +145,7 @@ def test_telling_a_kind_imports_neither_optuna_nor_a_driver():
     ("grpc://proxy:13000", "grpc"), ("GRPC://[::1]:13000", "grpc"),
 ])
 def test_each_url_form_is_told_its_kind(url, name):
-    assert kind_of(url).name == name
+    assert storage_at(url).name == name
 
 
 @pytest.mark.parametrize("url,fragment", [
@@ -172,7 +168,7 @@ def test_each_url_form_is_told_its_kind(url, name):
 ])
 def test_an_unusable_url_is_one_line_that_names_the_rule(url, fragment):
     with pytest.raises(UserError) as refused:
-        kind_of(url)
+        storage_at(url)
     assert fragment in str(refused.value) and "\n" not in str(refused.value)
 
 
@@ -183,41 +179,41 @@ def test_the_list_of_forms_is_the_four_advertised_ones():
 
 def test_a_password_never_shows_in_a_refusal():
     with pytest.raises(UserError) as refused:
-        kind_of("postgresql://writer:s3cret@h:99999/db")
+        storage_at("postgresql://writer:s3cret@h:99999/db")
     assert "s3cret" not in str(refused.value) and "writer:***@h" in str(refused.value)
 
 
 def test_local_files_read_as_sqlite_reads_its_urls(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert kind_of("sqlite:///storage/a.db").local_file("sqlite:///storage/a.db") == Path("storage/a.db")
-    assert kind_of("sqlite:////srv/a.db").local_file("sqlite:////srv/a.db") == Path("/srv/a.db")
-    journal = kind_of("journal:///j/a.log")
-    assert journal.local_file("journal:///j/a.log") == Path("j/a.log")
-    assert journal.local_file("journal:////srv/a.log") == Path("/srv/a.log")
+    assert storage_at("sqlite:///storage/a.db").local_file() == Path("storage/a.db")
+    assert storage_at("sqlite:////srv/a.db").local_file() == Path("/srv/a.db")
+    assert storage_at("journal:///j/a.log").local_file() == Path("j/a.log")
+    assert storage_at("journal:////srv/a.log").local_file() == Path("/srv/a.log")
     # journal:///ABSOLUTE: absolute when that file exists, or when creating it where only the absolute
     # folder exists; else relative, as SQLite would read it
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     url = f"journal://{outside / 'a.log'}"  # three slashes, then an absolute path
-    assert journal.local_file(url) == Path(str(outside / "a.log")[1:])
-    assert journal.local_file(url, creating=True) == outside / "a.log"
+    journal = storage_at(url)
+    assert journal.local_file() == Path(str(outside / "a.log")[1:])
+    assert journal.local_file(creating=True) == outside / "a.log"
     (outside / "a.log").write_text("")
-    assert journal.local_file(url) == outside / "a.log"
+    assert journal.local_file() == outside / "a.log"
     for url in (PG, MYSQL, "grpc://proxy:13000"):
-        assert kind_of(url).local_file(url) is None
+        assert storage_at(url).local_file() is None
 
 
 def test_the_read_only_url_is_sqlites_mode_ro_and_the_server_urls_as_they_are(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert kind_of("sqlite:///s/a.db").readonly_url("sqlite:///s/a.db") == \
+    assert storage_at("sqlite:///s/a.db").readonly_url() == \
         f"sqlite:///file:{tmp_path / 's' / 'a.db'}?mode=ro&uri=true"
     for url in (PG, MYSQL, "journal:///a.log", "grpc://proxy:13000"):
-        assert kind_of(url).readonly_url(url) == url
+        assert storage_at(url).readonly_url() == url
 
 
 def test_a_file_that_is_missing_a_folder_or_not_sqlite_is_named(tmp_path):
     def message(url):
-        return kind_of(url).missing_file_message(url)
+        return storage_at(url).missing_file_message()
 
     assert "no study database at" in message(f"sqlite:///{tmp_path / 'none.db'}")
     assert "no study database at" in message(f"journal:///{tmp_path / 'none.log'}")
@@ -235,57 +231,55 @@ def test_a_file_that_is_missing_a_folder_or_not_sqlite_is_named(tmp_path):
 
 def test_preparing_to_create_makes_the_folder_and_says_which_it_made(tmp_path):
     url = f"sqlite:///{tmp_path / 'a' / 'b' / 'c.db'}"
-    assert kind_of(url).prepare_to_create(url) == tmp_path / "a"
+    assert storage_at(url).prepare_to_create() == tmp_path / "a"
     assert (tmp_path / "a" / "b").is_dir()
-    assert kind_of(url).prepare_to_create(url) is None  # there already
+    assert storage_at(url).prepare_to_create() is None  # there already
     (tmp_path / "file").write_text("")
     url = f"journal:///{tmp_path / 'file' / 'x.log'}"
     with pytest.raises(UserError, match="is a file, not a folder"):
-        kind_of(url).prepare_to_create(url)
-    assert kind_of(PG).prepare_to_create(PG) is None
+        storage_at(url).prepare_to_create()
+    assert storage_at(PG).prepare_to_create() is None
 
 
 # --- engines and opening ---------------------------------------------------------------------------
 
 def test_engine_options_per_kind():
-    assert kind_of("sqlite:///a.db").engine_options("sqlite:///a.db") == \
+    assert storage_at("sqlite:///a.db").engine_options() == \
         {"pool_pre_ping": True, "connect_args": {"timeout": 60}}
-    assert kind_of(PG).engine_options(PG) == {"pool_pre_ping": True, "connect_args": {"connect_timeout": 5}}
-    assert kind_of(PG).engine_options(PG, readonly=True) == {
+    assert storage_at(PG).engine_options() == {"pool_pre_ping": True, "connect_args": {"connect_timeout": 5}}
+    assert storage_at(PG).engine_options(readonly=True) == {
         "pool_pre_ping": True,
         "connect_args": {"connect_timeout": 5, "options": "-c default_transaction_read_only=on -c jit=off"}}
-    assert kind_of(MYSQL).engine_options(MYSQL) == {
+    assert storage_at(MYSQL).engine_options() == {
         "pool_pre_ping": True, "connect_args": {"connect_timeout": 5}, "pool_recycle": 3600}
     for url in ("journal:///a.log", "grpc://proxy:13000"):
-        with pytest.raises(UserError, match="is not a SQL database"):
-            kind_of(url).engine_options(url)
-        with pytest.raises(UserError, match="is not a SQL database"):
-            kind_of(url).engine(url)
+        assert storage_at(url).engine is None  # no SQL: nothing opened to say so
 
 
 def test_a_sqlite_writer_engine_begins_immediate_and_a_reader_cannot_write(tmp_path):
     url = f"sqlite:///{tmp_path / 'e.db'}"
-    writer = kind_of(url).engine(url)
+    writer = storage_at(url).make_engine()
     statements = []
     sa.event.listen(writer, "before_cursor_execute", lambda *a: statements.append(a[2]))
     with writer.begin() as conn:
         conn.execute(sa.text("CREATE TABLE t (x INTEGER)"))
     assert statements[0] == "BEGIN IMMEDIATE"  # the write lock from the first statement on
     writer.dispose()
-    reader = kind_of(url).engine(url, readonly=True, check=True)
+    reader = storage_at(url).make_engine(readonly=True, check=True)
     with pytest.raises(sa.exc.OperationalError, match="readonly"):
         with reader.begin() as conn:
             conn.execute(sa.text("INSERT INTO t VALUES (1)"))
     reader.dispose()
 
 
-def test_open_storage_carries_the_kind_and_opens_what_the_kind_says(tmp_path):
+def test_open_storage_is_the_urls_one_object_and_opens_what_its_kind_says(tmp_path):
     sqlite = open_storage(f"sqlite:///{tmp_path / 'a.db'}", create_tables=True)
-    assert sqlite.kind is kind_of("sqlite:///a.db") and sqlite.kind.name == "sqlite"
+    assert sqlite.name == "sqlite" and sqlite.url == f"sqlite:///{tmp_path / 'a.db'}"
     assert isinstance(sqlite.optuna, RDBStorage) and sqlite.engine is sqlite.optuna.engine
+    assert sqlite.optuna is sqlite.optuna and sqlite.engine is sqlite.engine  # opened once, kept
     assert sa.inspect(sqlite.engine).has_table("lpstudy_metrics")
     journal = open_storage(f"journal:///{tmp_path / 'a.log'}", create_tables=True)
-    assert journal.kind.name == "journal" and isinstance(journal.optuna, JournalStorage) and journal.engine is None
+    assert journal.name == "journal" and isinstance(journal.optuna, JournalStorage) and journal.engine is None
     with pytest.raises(StudyUnavailable, match="no study database at"):
         open_storage(f"journal:///{tmp_path / 'none.log'}")
     sqlite.engine.dispose()
@@ -308,9 +302,12 @@ def test_each_kind_returns_how_it_notices_a_dead_worker(url, liveness):
     grace period twice the interval unless given."""
     from types import SimpleNamespace
 
-    storage = SimpleNamespace(optuna=SimpleNamespace(), url=url, proxy_calls=None)
-    made = kind_of(url).liveness(storage, 10, 60, 2)
+    storage = storage_at(url)
+    storage._optuna = SimpleNamespace()  # Optuna's storage stood in for: nothing is reached
+    made = storage.liveness(10, 60, 2)
     assert type(made).__name__ == liveness and (made.interval_s, made.grace_period_s, made.max_retry) == (10, 60, 2)
+    assert made.storage is storage
+    assert storage.liveness(10, None, 2).grace_period_s == 20
 
 
 def test_optunas_heartbeats_are_set_on_sql_and_the_lease_beats_elsewhere(tmp_path):
@@ -351,12 +348,15 @@ def test_a_synthetic_study_keeps_every_curve_where_its_storage_keeps_them(tmp_pa
 
 def test_checkpoints_go_beside_a_file_and_nowhere_by_default_on_a_server(tmp_path, monkeypatch):
     monkeypatch.delenv("LPSTUDY_ARTIFACTS", raising=False)
-    assert artifact_location("sqlite:///s/a.db") == "s/a.db.artifacts"
-    assert artifact_location("journal:///s/a.log") == "s/a.log.artifacts"
-    assert artifact_location(PG) is None and artifact_location("grpc://proxy:13000") is None
-    assert artifact_location(PG, "s3://bucket") == "s3://bucket"
+    def at(url, location=None):
+        return artifact_location(storage_at(url), location)
+
+    assert at("sqlite:///s/a.db") == "s/a.db.artifacts"
+    assert at("journal:///s/a.log") == "s/a.log.artifacts"
+    assert at(PG) is None and at("grpc://proxy:13000") is None
+    assert at(PG, "s3://bucket") == "s3://bucket"
     monkeypatch.setenv("LPSTUDY_ARTIFACTS", str(tmp_path / "shared"))
-    assert artifact_location("sqlite:///s/a.db") == str(tmp_path / "shared")
+    assert at("sqlite:///s/a.db") == str(tmp_path / "shared")
 
 
 # --- locks -----------------------------------------------------------------------------------------
@@ -366,9 +366,7 @@ def test_checkpoints_go_beside_a_file_and_nowhere_by_default_on_a_server(tmp_pat
     (MYSQL, False), ("grpc://proxy:13000", False),
 ])
 def test_which_kinds_lock(url, locks):
-    from lpstudy.db.kinds.base import LockingKind
-
-    assert isinstance(kind_of(url), LockingKind) is locks
+    assert isinstance(storage_at(url), LockingStorage) is locks
 
 
 def _taken(path: Path) -> bool:
@@ -389,10 +387,11 @@ def test_a_file_kind_locks_a_file_beside_it(tmp_path, name):
     ask = tmp_path / "sub" / f"{name}.lpstudy-lock-{hashlib.sha256(b'lpstudy:ask:s').hexdigest()[:12]}"
     assert lock_file(tmp_path / "sub" / name) == create
     assert lock_file(tmp_path / "sub" / name, ask_lock_name("s")) == ask
-    with storage_lock(url):  # makes the folder first
+    storage = storage_at(url)
+    with storage.lock():  # makes the folder first
         assert _taken(create) and not _taken(ask)
     assert not _taken(create)
-    with storage_lock(url, ask_lock_name("s")):
+    with storage.lock(ask_lock_name("s")):
         assert _taken(ask)
 
 
@@ -407,7 +406,7 @@ def test_postgresql_holds_an_advisory_lock(pg_url):
                 conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": key})
             return bool(got)
 
-    with storage_lock(pg_url):
+    with storage_at(pg_url).lock():
         assert not try_lock()
     assert try_lock()
     probe.dispose()
@@ -415,7 +414,8 @@ def test_postgresql_holds_an_advisory_lock(pg_url):
 
 def test_a_kind_without_a_lock_holds_nothing():
     for url in (MYSQL, "grpc://proxy:13000"):
-        with storage_lock(url), storage_lock(url):  # nothing held: nesting does not wait, nothing is reached
+        storage = storage_at(url)
+        with storage.lock(), storage.lock():  # nothing held: nesting does not wait, nothing is reached
             pass
 
 
@@ -428,7 +428,7 @@ def grpc_proxy_url(tmp_path):
     from tests.pgserver import free_port
 
     port = free_port()
-    server = make_proxy_server(f"sqlite:///{tmp_path / 'behind.db'}", "127.0.0.1", port, threads=4)
+    server = make_proxy_server(storage_at(f"sqlite:///{tmp_path / 'behind.db'}"), "127.0.0.1", port, threads=4)
     server.start()
     yield f"grpc://127.0.0.1:{port}"
     server.stop(0).wait()
@@ -437,11 +437,15 @@ def grpc_proxy_url(tmp_path):
 def _storage_of_kind(kind: str, tmp_path, request):
     """A writer's storage of that kind. MySQL has no server here: its kind (what it answers: SQL
     queries, no lock) on a SQLite database, the one part that differs, the dialect, aside."""
-    import dataclasses
+    from lpstudy.db.kinds.mysql import MySQLStorage
+
+    class MySQLOnSQLite(MySQLStorage):
+        def engine_options(self, readonly=False):  # the dialect's options aside
+            return {"pool_pre_ping": True}
 
     if kind == "mysql":
-        stand_in = open_storage(f"sqlite:///{tmp_path / 'a.db'}", create_tables=True)
-        return dataclasses.replace(stand_in, kind=kind_of(MYSQL)), stand_in.url
+        url = f"sqlite:///{tmp_path / 'a.db'}"
+        return MySQLOnSQLite(url).open(create_tables=True), url
     url = {"sqlite": lambda: f"sqlite:///{tmp_path / 'a.db'}", "journal": lambda: f"journal:///{tmp_path / 'a.log'}",
            "grpc": lambda: request.getfixturevalue("grpc_proxy_url"),
            "postgresql": lambda: request.getfixturevalue("pg_url")}[kind]()
@@ -460,7 +464,6 @@ def test_every_kind_answers_a_workers_questions_alike(kind, locks, tmp_path, req
     lock across processes on SQLite, the journal and PostgreSQL, none through the proxy or on MySQL."""
     from optuna.trial import TrialState
 
-    from lpstudy.db.kinds.base import LockingKind
     from lpstudy.results.frames import load_study
     from lpstudy.study.claims import count_states, pop_waiting_trial
     from lpstudy.study.spec import replicate_spec
@@ -468,7 +471,7 @@ def test_every_kind_answers_a_workers_questions_alike(kind, locks, tmp_path, req
     from lpstudy.training.metrics import MetricRecord
 
     storage, url = _storage_of_kind(kind, tmp_path, request)
-    assert storage.kind.name == kind
+    assert storage.name == kind
     spec = replicate_spec("smoke", [1.0, 2.0, float("inf")], 2, {"max_steps": "20"})
     study, created = create_study(storage, "grid", spec)
     assert created and storage.count_trials(study, (TrialState.WAITING,)) == 0
@@ -491,7 +494,7 @@ def test_every_kind_answers_a_workers_questions_alike(kind, locks, tmp_path, req
     study.tell(first, 2.25)
     assert storage.trial_state(study, first._trial_id) == TrialState.COMPLETE
     with storage.lock("a test"):  # SQLite and the journal: a file lock; PostgreSQL: an advisory lock
-        assert isinstance(storage.kind, LockingKind) is locks
+        assert isinstance(storage, LockingStorage) is locks
     curves = load_study(open_reader(url), "grid").curves
     row = curves[curves["trial_id"] == first._trial_id]
     assert list(row["step"]) == [10] and list(row["val_loss"]) == [2.25] and list(row["train_loss"]) == [2.5]

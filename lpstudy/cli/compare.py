@@ -69,8 +69,8 @@ def compare(
         f"{plan.tune_fold} · then " + (f"up to {plan.folds} folds each in stages of "
                                        f"{'/'.join(map(str, plan.until_decided['rounds']))}" if plan.until_decided
                                        else f"{plan.folds} folds each"))
-    with open_reader(url) as reader:
-        progress = compare_progress(load_compare(reader, study))
+    reader = open_reader(url)  # the command's one reader, for the progress before and after
+    progress = compare_progress(load_compare(reader, study))
     if progress["left"]:
         say(work_estimate(progress["left"], plan.preset, plan.fixed, local.workers, local.devices,
                           pruned=bool(progress["tuning_left"]) and plan.tune_spec(plan.reference).pruner != "none"))
@@ -81,7 +81,7 @@ def compare(
 
         code = spawn_workers(WorkerOptions(study=study, storage=url, data=data, show_progress=False),
                              device_list, say=say)
-    with open_reader(url) as reader:
+    with reader:
         progress = render_compare(reader, study)
     if not progress["done"]:  # the next command only while something is left
         say(f"start workers anywhere: {next_command(study, storage.hint)}")

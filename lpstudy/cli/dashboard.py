@@ -132,15 +132,17 @@ def optuna_dashboard(
     """Serve Optuna's own dashboard on the same database, read-only where the database allows it
     (SQLite opened with mode=ro, PostgreSQL in read-only transactions: its edit buttons fail), with
     the trials' checkpoints from the workers' artifact store."""
-    url = storage.checked_url()
+    from lpstudy.db.kinds import storage_at
+
+    served = storage_at(storage.url(), readonly=True)  # the URL checked
+    url = served.url
     check_port_free(host, port)
     import optuna_dashboard as od
 
-    from lpstudy.db.optuna_storage import open_storage
     from lpstudy.study.checkpoints import artifact_location, artifact_store
 
-    backend = open_storage(url, readonly=True).optuna
-    location = artifact_location(url, artifacts)
+    backend = served.open().optuna
+    location = artifact_location(served, artifacts)
     # A folder that is not there holds no checkpoint yet: the dashboard never makes one.
     store = artifact_store(location) if location and (location.startswith("s3://")
                                                       or Path(location).expanduser().is_dir()) else None

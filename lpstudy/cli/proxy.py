@@ -25,7 +25,7 @@ from lpstudy.errors import UserError
 from lpstudy.cli.common import check_port_free
 from lpstudy.cli.option_groups import option_groups
 from lpstudy.cli.storage_option import StorageChoice
-from lpstudy.db.kinds import kind_of
+from lpstudy.db.kinds import storage_at
 from lpstudy.db.urls import redact
 
 DEFAULT_PORT = 13000
@@ -45,8 +45,9 @@ def storage_proxy(
 ) -> None:
     """Serve the study database to workers over gRPC (Optuna's storage proxy): grpc://HOST:PORT.
     --storage names a SQL database, e.g. postgresql+psycopg://USER:PASSWORD@HOST/DB."""
-    url = storage.url()
-    kind_of(url).check_proxy_target(url)
+    served = storage_at(storage.url())
+    served.check_proxy_target()
+    url = served.url
     check_port_free(host, port)
 
     import warnings
@@ -57,7 +58,7 @@ def storage_proxy(
 
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     try:
-        server = make_proxy_server(url, host, port, threads)
+        server = make_proxy_server(served, host, port, threads)
     except RuntimeError as exc:  # grpc could not bind after all (a race for the port)
         raise UserError(f"cannot listen on {host}:{port} ({exc}); choose another --port") from None
 

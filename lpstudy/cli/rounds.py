@@ -10,20 +10,23 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lpstudy.db.kinds.base import StudyStorage
 
 POLL_S = 3.0  # a worker waiting for the round's running cells looks again this often
 
 
-def next_round(storage_url: str, study: str, say=None) -> str:
+def next_round(storage: StudyStorage, study: str, say=None) -> str:
     """What comes after the cells that ran: "wait" (cells of the round still run), "enqueued"
-    (the next round's cells are waiting), or "over" (every arm decided, or the last round ran)."""
-    from lpstudy.db.kinds import open_reader
+    (the next round's cells are waiting), or "over" (every arm decided, or the last round ran).
+    storage: the worker's own, which reads the verdicts' data too."""
     from lpstudy.results.answers import AnswerOptions, study_answer
     from lpstudy.results.compare import verdict_data
     from lpstudy.study.studies import enqueue_round
 
-    with open_reader(storage_url) as reader:
-        data = verdict_data(reader, study, curves=False)
+    data = verdict_data(storage, study, curves=False)
     plan = data.info.spec.get("until_decided") or {}
     if data.trials["state"].isin(["WAITING", "RUNNING"]).any():
         return "wait"
@@ -35,7 +38,7 @@ def next_round(storage_url: str, study: str, say=None) -> str:
     done = seq["looks_done"]
     undecided = [arm["value"] for arm in seq["arms"] if arm["state"] in ("running", "undecided")]
     folds = seq["rounds"][done]
-    enqueued, open_ = enqueue_round(storage_url, study, [answer["reference"]["value"], *undecided], folds)
+    enqueued, open_ = enqueue_round(storage, study, [answer["reference"]["value"], *undecided], folds)
     if enqueued and say:
         from lpstudy.values import format_p
 
@@ -47,21 +50,17 @@ def next_round(storage_url: str, study: str, say=None) -> str:
     return "enqueued" if enqueued or open_ else "over"
 
 
-def compare_stage(storage_url: str, name: str, say=None) -> str:
+def compare_stage(storage: StudyStorage, name: str, say=None) -> str:
     """next_round for a comparison run --until-decided (lpstudy.study.compare.next_study calls it once
     a stage's cells are over): the same verdicts over the arms' replicate grids, and the next stage's
     folds for the reference arm and the arms still undecided (lpstudy.study.compare.enqueue_stage)."""
-    from lpstudy.db.kinds import open_reader
     from lpstudy.results.answers import AnswerOptions, study_answer
     from lpstudy.results.compare import verdict_data
     from lpstudy.study.compare import enqueue_stage, load_plan
-    from lpstudy.db.optuna_storage import open_storage
 
-    with open_storage(storage_url) as opened:
-        plan = load_plan(opened, name)
+    plan = load_plan(storage, name)
     stages = plan.until_decided
-    with open_reader(storage_url) as reader:
-        data = verdict_data(reader, name, curves=False)
+    data = verdict_data(storage, name, curves=False)
     if data.trials["state"].isin(["WAITING", "RUNNING"]).any():
         return "wait"
     answer = study_answer(data, AnswerOptions(rope=float(stages.get("rope", 0.005)), alpha=float(stages.get("alpha", 0.05))))
@@ -72,7 +71,7 @@ def compare_stage(storage_url: str, name: str, say=None) -> str:
     rounds = seq["rounds"] if seq else [int(r) for r in stages["rounds"]]
     stopped = set(seq["stopped"]) if seq else set()
     undecided = [plan.label(v) for v in plan.values if plan.label(v) not in stopped]  # the reference is never stopped
-    enqueued, open_ = enqueue_stage(storage_url, name, plan, undecided, rounds[done])
+    enqueued, open_ = enqueue_stage(storage, name, plan, undecided, rounds[done])
     if enqueued and say:
         decided = ", ".join(f"{k} after {v} folds" for k, v in seq["stopped"].items()) if seq else ""
         say(f"stage {done + 1} of {len(rounds)}: {enqueued} cell(s) on folds up to {rounds[done] - 1} for "
@@ -98,7 +97,7 @@ def run_rounds(options, say, storage):
         if one.reason != ROUND_DONE:
             report.reason, report.interrupted, report.exit_code = one.reason, one.interrupted, one.exit_code
             break
-        step = next_round(options.storage, options.study, say)
+        step = next_round(storage, options.study, say)
         if step == "over":
             report.reason = "every arm is decided or the last round ran (lpstudy verdict shows them)"
             break

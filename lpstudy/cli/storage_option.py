@@ -35,16 +35,14 @@ class StorageChoice(OptionGroup):
     def checked_url(self) -> str:
         """url(), checked by its kind's rules (lpstudy.db.kinds: a port that is a number, no
         unencoded '@' in a password, ...) without connecting or creating anything."""
-        from lpstudy.db.kinds import kind_of
+        from lpstudy.db.kinds import storage_at
 
-        url = self.url()
-        kind_of(url)
-        return url
+        return storage_at(self.url()).url
 
     def reader(self):
-        """The study database's one reader (lpstudy.db.trial_reader), opened from url(), which its
-        kind checks there, once; a command opens it once and passes it to what reads
-        (`with storage.reader() as reader:`)."""
+        """The study database's one storage object for reading (lpstudy.db.trial_reader), made from
+        url(), which its kind checks there, once; a command makes it once and passes it to what
+        reads (`with storage.reader() as reader:`)."""
         from lpstudy.db.kinds import open_reader
 
         return open_reader(self.url())

@@ -107,7 +107,7 @@ def worker(
             opened.close()
             from lpstudy.cli.rounds import compare_stage
 
-            report = run_compare_worker(options, say=say, next_stage=lambda url, name: compare_stage(url, name, say))
+            report = run_compare_worker(options, say=say, next_stage=lambda storage, name: compare_stage(storage, name, say))
         elif load_spec(opened, study).until_decided:  # replicate --until-decided: stage by stage
             from lpstudy.cli.rounds import run_rounds
 

@@ -7,8 +7,8 @@
                      finds its new trial beyond the target (a racing worker's trial has a lower
                      number) gives it up: it ends FAIL with the user attribute surplus, never run
 
-Each kind says which by the class it is made of (lpstudy.db.kinds.base.LockingKind); a caller asks
-StudyStorage.ask_within_target and never which it holds.
+Each storage says which by the class it is made of (lpstudy.db.kinds.base.LockingStorage); a caller
+asks StudyStorage.ask_within_target and never which it holds.
 """
 
 from __future__ import annotations

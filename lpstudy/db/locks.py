@@ -7,30 +7,22 @@
 - a worker's check of a study's n_trials target and its ask for a new trial (ask_lock_name), so that
   workers never start more trials than the target.
 
-Each storage kind holds its own (lpstudy.db.kinds):
+Each storage holds its own (`storage.lock(name)`, lpstudy.db.kinds):
 
     sqlite:///FILE, journal:///FILE    an exclusive flock on a file FILE.lpstudy-lock* next to it
                                        (lock_file names it)
     postgresql                         a session advisory lock (pg_advisory_lock), released when
                                        the connection ends, also if the process dies
-    grpc, mysql                        none (not a LockingKind): create studies directly on the
+    grpc, mysql                        none (not a LockingStorage): create studies directly on the
                                        database behind the proxy (lpstudy.study.studies waits for a
                                        racing creator's spec)
 """
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
-
-from lpstudy.db.kinds import kind_of
-from lpstudy.db.kinds.base import CREATE_LOCK
 from lpstudy.db.asking import ask_lock_name
+from lpstudy.db.kinds.base import CREATE_LOCK
 from lpstudy.db.kinds.files import lock_file
 
 LOCK_NAME = CREATE_LOCK
-__all__ = ["LOCK_NAME", "ask_lock_name", "lock_file", "storage_lock"]
-
-
-def storage_lock(url: str, name: str = LOCK_NAME) -> AbstractContextManager[None]:
-    """Hold the storage's lock called name (see the module) for the duration of the block."""
-    return kind_of(url).lock(url, name)
+__all__ = ["LOCK_NAME", "ask_lock_name", "lock_file"]

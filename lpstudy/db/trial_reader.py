@@ -1,6 +1,7 @@
-"""One way to read a study database: a TrialReader, opened once from the storage URL and passed on.
+"""One way to read a study database: the reads of the storage object (lpstudy.db.kinds.base),
+opened once from the storage URL and passed on.
 
-    reader = open_reader(url)        # lpstudy.db.kinds: the kind of url says which reader
+    reader = open_reader(url)        # lpstudy.db.kinds: the storage at url, read-only, opened on first read
     reader.studies()                 # every study: name, user attributes, direction, trials, best
     reader.read(name, fn)            # fn(tables): the study's rows in Optuna's tables (StudyTables)
     reader.optuna_study(name)        # the study and its FrozenTrials (or those of some ids) through Optuna's API
@@ -10,19 +11,17 @@
 
 Every read of a study's trials is one set of queries on Optuna's tables (StudyTables, over
 lpstudy.db.study_queries), so the read side builds its frames one way. Where the rows come from is
-the reader's business: SqlReader (SQLite, PostgreSQL, MySQL) queries the database itself on a
-read-only engine opened once; OptunaReader (journal, gRPC, and a SQL schema this reader does not
-know: SchemaMismatch) reads the study through Optuna's storage API and queries a copy of it in
-Optuna's own tables, in memory (lpstudy.db.optuna_copy). A new kind of storage names its reader in
-its module (StorageKind.reader); the readers of the results (lpstudy.results.frames, status, export,
-report, the dashboard) never ask which it is. Optuna's storage is opened only where its API reads:
-`lpstudy status` on SQL never opens it.
+the storage's business: a SQL storage (ReadsSql: SQLite, PostgreSQL, MySQL) queries the database
+itself on its engine; every other (ReadsThroughOptuna: journal, gRPC, and a SQL schema this reader
+does not know: SchemaMismatch) reads the study through Optuna's storage API and queries a copy of it
+in Optuna's own tables, in memory (lpstudy.db.optuna_copy). The readers of the results
+(lpstudy.results.frames, status, export, report, the dashboard) never ask which it is. Optuna's
+storage is opened only where its API reads: `lpstudy status` on SQL never opens it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -35,8 +34,6 @@ from lpstudy.errors import StudyUnavailable, UserError
 if TYPE_CHECKING:
     import pandas as pd
     from sqlalchemy.engine import Connection, Engine
-
-    from lpstudy.db.kinds.base import StorageKind
 
 T = TypeVar("T")
 
@@ -53,7 +50,8 @@ class StudyRecord:
 
 
 class TrialReader(Protocol):
-    """What every reader of a study database answers (see the module)."""
+    """What the read side needs of a study storage (see the module): the reads every storage
+    object answers (lpstudy.db.kinds.base.StudyStorage)."""
 
     url: str
 
@@ -66,6 +64,8 @@ class TrialReader(Protocol):
     def metrics(self, study_name: str) -> pd.DataFrame: ...
 
     def fingerprint(self, study_name: str) -> tuple | None: ...
+
+    def check_readable(self) -> None: ...
 
     def close(self) -> None: ...
 
@@ -189,44 +189,20 @@ class StudyTables:
         return self._sid
 
 
-class OptunaReader:
-    """Reads through Optuna's storage API (lpstudy.db.optuna_storage.open_storage, read-only)."""
+class ReadsThroughOptuna:
+    """The reads of a storage through Optuna's storage API (self.optuna, opened read-only where the
+    storage is a reader's): every kind's, until it says otherwise (ReadsSql)."""
 
-    def __init__(self, url: str, kind: StorageKind) -> None:
-        self.url, self.kind = url, kind
-        self._optuna = None
-        self._opening = threading.Lock()  # a dashboard's sessions share one reader
+    url: str
+    optuna: Any
 
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__} {redact(self.url)}>"
-
-    def _storage(self):
-        with self._opening:
-            if self._optuna is None:  # as lpstudy.db.optuna_storage.open_storage(url, readonly=True) opens it
-                from lpstudy.db.outages import RetryPolicy, quiet_optuna
-
-                quiet_optuna()
-                problem = self.kind.missing_file_message(self.url)
-                if problem:
-                    raise StudyUnavailable(problem)
-                self._optuna, _ = self.kind.open_optuna(self.url, readonly=True, create_tables=False,
-                                                        policy=RetryPolicy(self.url))
-            return self._optuna
-
-    def through_optuna(self) -> OptunaReader:
-        """A reader of the same storage through Optuna's storage API (the tests compare the two)."""
+    def through_optuna(self) -> ReadsThroughOptuna:
+        """The same storage read through Optuna's storage API (the tests compare the two)."""
         return self
-
-    def check_readable(self) -> None:
-        """StudyUnavailable (one line) now where the storage cannot be read (the kind's check:
-        lpstudy.db.kinds.base.StorageKind.check_readable), through what this reader opens."""
-        problem = self.kind.missing_file_message(self.url)
-        if problem:
-            raise StudyUnavailable(problem)
 
     def studies(self) -> list[StudyRecord]:
         with reading(self.url):
-            frozen = self._storage().get_all_studies()
+            frozen = self.optuna.get_all_studies()
         return sorted((StudyRecord(s.study_name, dict(s.user_attrs or {}),
                                    s.directions[0].name if getattr(s, "directions", None) else "minimize")
                        for s in frozen), key=lambda r: r.name)
@@ -248,7 +224,7 @@ class OptunaReader:
     def optuna_study(self, study_name: str, trial_ids: list[int] | None = None) -> tuple[Any, list]:
         """(Optuna's FrozenStudy, its FrozenTrials, or only those of trial_ids in their order);
         StudyUnavailable when there is no such study."""
-        storage = self._storage()
+        storage = self.optuna
         with reading(self.url):
             studies = storage.get_all_studies()
             frozen = next((s for s in studies if s.study_name == study_name), None)
@@ -268,42 +244,15 @@ class OptunaReader:
         """None: no cheap summary; a reader rereads on a timer instead."""
         return None
 
-    def close(self) -> None:
-        engine = getattr(self._optuna, "engine", None)
-        if engine is not None:
-            engine.dispose()
-        self._optuna = None
 
-    def __enter__(self):
-        return self
+class ReadsSql(ReadsThroughOptuna):
+    """The reads of a SQL storage: plain SELECTs on Optuna's tables through its engine (see the
+    module), Optuna's API only for a schema this reader does not know."""
 
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-
-class SqlReader(OptunaReader):
-    """Reads Optuna's SQL tables with plain SELECTs on a read-only engine (see the module)."""
-
-    def __init__(self, url: str, kind: StorageKind) -> None:
-        super().__init__(url, kind)
-        self._engine: Engine | None = None
-
-    def check_readable(self) -> None:
-        """A mistyped file, a wrong password, a refused port: StudyUnavailable now, on the engine this
-        reader reads with (made and reached here)."""
-        super().check_readable()
-        self.engine  # noqa: B018 - made with check=True: reached now
+    engine: Engine
 
     def through_optuna(self) -> ThroughOptuna:
         return ThroughOptuna(self)
-
-    @property
-    def engine(self) -> Engine:
-        """The read-only engine, made (and reached: StudyUnavailable otherwise) on first use."""
-        with self._opening:
-            if self._engine is None:
-                self._engine = self.kind.engine(self.url, readonly=True, check=True)
-            return self._engine
 
     def studies(self) -> list[StudyRecord]:
         from lpstudy.db import optuna_tables
@@ -321,9 +270,9 @@ class SqlReader(OptunaReader):
                             best_value=summaries.get(name, {}).get("best_value")) for name in names]
 
     def read(self, study_name: str, fn: Callable[[StudyTables], T]) -> T:
-        """fn(the study's tables) on the read-only connection; where Optuna's tables are laid out
-        otherwise (a future Optuna: SchemaMismatch), on a copy read through Optuna's API as
-        OptunaReader reads. StudyUnavailable when there is no such study."""
+        """fn(the study's tables) on one connection; where Optuna's tables are laid out otherwise (a
+        future Optuna: SchemaMismatch), on a copy read through Optuna's API. StudyUnavailable when
+        there is no such study."""
         from lpstudy.db import optuna_tables
         from lpstudy.db import study_queries as Q
 
@@ -346,8 +295,6 @@ class SqlReader(OptunaReader):
 
     def fingerprint(self, study_name: str) -> tuple | None:
         """A few counts (lpstudy.db.optuna_tables.study_fingerprint); None for an unknown schema."""
-        import sqlalchemy as sa
-
         from lpstudy.db import optuna_tables
         from lpstudy.db.metrics_table import METRICS_TABLE
 
@@ -361,22 +308,16 @@ class SqlReader(OptunaReader):
                 raise no_such_study(self.url, study_name, optuna_tables.study_names(conn))
             return fingerprint
 
-    def close(self) -> None:
-        super().close()
-        if self._engine is not None:
-            self._engine.dispose()
-            self._engine = None
-
 
 class ThroughOptuna:
-    """A SqlReader that reads a study's trials through Optuna's API (a copy, as OptunaReader reads),
-    its curves' metrics table still from SQL: the tests compare it with the SqlReader's own reads."""
+    """A SQL storage that reads a study's trials through Optuna's API (a copy, as ReadsThroughOptuna reads),
+    its curves' metrics table still from SQL: the tests compare it with its own reads."""
 
-    def __init__(self, reader: SqlReader) -> None:
+    def __init__(self, reader: ReadsSql) -> None:
         self._reader = reader
 
     def read(self, study_name: str, fn: Callable[[StudyTables], T]) -> T:
-        return OptunaReader.read(self._reader, study_name, fn)
+        return ReadsThroughOptuna.read(self._reader, study_name, fn)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._reader, name)

@@ -27,22 +27,22 @@ from typing import TYPE_CHECKING, Any
 
 import optuna
 
-from lpstudy.db.kinds import kind_of
 from lpstudy.db.urls import first_line
 from lpstudy.errors import UserError
 from lpstudy.study.trial_context import TrialLost
 
 if TYPE_CHECKING:
+    from lpstudy.db.kinds.base import StudyStorage
     from lpstudy.training.checkpoint import Checkpoint
 
 ARTIFACTS_ENV = "LPSTUDY_ARTIFACTS"
 CHECKPOINT_ATTR = "lpstudy_checkpoint"
 
 
-def artifact_location(storage_url: str, location: str | None = None) -> str | None:
+def artifact_location(storage: StudyStorage, location: str | None = None) -> str | None:
     """Where the checkpoints of this storage's trials go (see the module); None: nowhere."""
     location = location or os.environ.get(ARTIFACTS_ENV) or None
-    return location or kind_of(storage_url).default_artifacts(storage_url)
+    return location or storage.default_artifacts()
 
 
 def artifact_store(location: str):

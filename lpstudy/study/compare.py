@@ -254,29 +254,28 @@ def ensure_folds_study(storage: StudyStorage, name: str, plan: ComparePlan, valu
 WAIT = ":wait"  # next_study's answer while a stage's cells (or the last tuning trials) still run elsewhere
 
 
-def enqueue_stage(storage_url: str, name: str, plan: ComparePlan, labels: list[str], folds: int) -> tuple[int, int]:
+def enqueue_stage(storage: StudyStorage, name: str, plan: ComparePlan, labels: list[str], folds: int) -> tuple[int, int]:
     """A stage of a comparison run --until-decided: the folds 0 .. folds − 1 of the replicate grids
     of these arms (labels), each cell once however many workers come at once (lpstudy.study.studies.
     enqueue_round, the replicate's). Returns (cells enqueued now, cells of the stage waiting or running)."""
     from lpstudy.study.studies import enqueue_round, study_names
 
     enqueued = open_ = 0
-    with open_storage(storage_url) as storage:
-        names = set(study_names(storage))
-        for value in plan.values:
-            study = plan.folds_study(name, value)
-            if plan.label(value) not in labels or study not in names:
-                continue
-            _, spec = load_study(storage, study)
-            now, waiting = enqueue_round(storage_url, study, list(spec.p_values), folds)
-            enqueued, open_ = enqueued + now, open_ + waiting
+    names = set(study_names(storage))
+    for value in plan.values:
+        study = plan.folds_study(name, value)
+        if plan.label(value) not in labels or study not in names:
+            continue
+        _, spec = load_study(storage, study)
+        now, waiting = enqueue_round(storage, study, list(spec.p_values), folds)
+        enqueued, open_ = enqueued + now, open_ + waiting
     return enqueued, open_
 
 
 def next_study(storage: StudyStorage, name: str, plan: ComparePlan, next_stage=None) -> str | None:
     """Where a worker's next trial comes from: the arm whose tuning has used least of its budget,
     else an arm's replicate grid with a waiting cell; None when nothing is left to run now. With
-    --until-decided, once a stage's cells are over, next_stage(storage URL, NAME) (lpstudy.cli.rounds:
+    --until-decided, once a stage's cells are over, next_stage(storage, NAME) (lpstudy.cli.rounds:
     the verdicts decide) enqueues the next stage ("enqueued"), or says "wait" or "over"; WAIT while
     cells or tuning trials run elsewhere."""
     used = {}
@@ -302,7 +301,7 @@ def next_study(storage: StudyStorage, name: str, plan: ComparePlan, next_stage=N
             return None
         if running:
             return WAIT
-        step = next_stage(storage.url, name)
+        step = next_stage(storage, name)
         if step == "over":
             return None
         if step == "wait":

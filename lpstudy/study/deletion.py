@@ -56,7 +56,7 @@ def delete_checkpoints(storage: StudyStorage, trials: list[optuna.trial.FrozenTr
 
     from lpstudy.study.checkpoints import CHECKPOINT_ATTR, artifact_location
 
-    location = artifact_location(storage.url)
+    location = artifact_location(storage)
     if location is None or location.startswith("s3://") or not Path(location).expanduser().is_dir():
         return 0
     store = FileSystemArtifactStore(str(Path(location).expanduser()))

@@ -25,7 +25,8 @@ import random
 import time
 from collections.abc import Callable
 
-from lpstudy.db.optuna_storage import StudyStorage, open_storage
+from lpstudy.db.kinds import storage_at
+from lpstudy.db.optuna_storage import StudyStorage, quiet_optuna
 from lpstudy.errors import NoStudiesYet, UserError
 from lpstudy.study.spec import StudySpec
 from lpstudy.study.studies import load_spec, spec_differences, spec_sha256
@@ -46,17 +47,17 @@ def wait_for_study(url: str, name: str, expected: StudySpec | None, wait_s: floa
     DatabaseUnreachable (exit 75) when the database cannot be reached within the retry budget."""
     deadline = time.monotonic() + max(0.0, wait_s)
     said = False
+    quiet_optuna()
+    storage = storage_at(url)  # the one storage: opened again after each look
     while True:
-        storage = None
         try:
-            storage = open_storage(url, wait=True)  # unreachable: retried, then StorageUnavailable (75)
+            storage.open(wait=True)  # unreachable: retried, then StorageUnavailable (75)
             missing = _not_ready(storage, name, expected, expected_from)
         except NoStudiesYet as exc:  # an empty database: its creator has not made the tables yet
             missing = str(exc)
         if missing is None:
             return storage
-        if storage is not None:
-            storage.close()
+        storage.close()
         left = deadline - time.monotonic()
         if left <= 0:
             if wait_s <= 0:

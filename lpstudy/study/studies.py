@@ -137,18 +137,24 @@ def open_and_create(storage_url: str | None, name: str, spec: StudySpec | Callab
 
     `spec` may be a function of the study's stored spec (None: no such study), called under the
     lock: a command that continues a study from its name alone (StudyOptions.spec_for)."""
-    from lpstudy.db.locks import storage_lock
-    from lpstudy.db.optuna_storage import open_storage
-    from lpstudy.db.outages import CREATE_RETRY_S, RetryPolicy, retry_budget
-    from lpstudy.db.urls import storage_url as resolve_url
+    from lpstudy.db.kinds import storage_at
+    from lpstudy.db.outages import CREATE_RETRY_S, retry_budget, quiet_optuna
     from lpstudy.study.undo import undo_on_failure
 
-    url = resolve_url(storage_url)
+    quiet_optuna()
     budget_s = retry_budget(CREATE_RETRY_S)
+    storage = storage_at(storage_url, retry_s=budget_s)
 
     def attempt() -> tuple[StudyStorage, optuna.Study, bool, int]:
-        with undo_on_failure(url) as undo, storage_lock(url):  # a failure leaves nothing it made behind
-            storage = open_storage(url, create_tables=True, retry_s=budget_s)
+        try:
+            return made_under_lock()
+        except BaseException:
+            storage.close()  # tried again, it is opened afresh (the failure may have removed its file)
+            raise
+
+    def made_under_lock() -> tuple[StudyStorage, optuna.Study, bool, int]:
+        with undo_on_failure(storage) as undo, storage.lock():  # a failure leaves nothing it made behind
+            storage.open(create_tables=True)
             study, created = create_study(storage, name, _resolved(storage, name, spec))
             if created:
                 undo.study(storage, name)
@@ -160,7 +166,7 @@ def open_and_create(storage_url: str | None, name: str, spec: StudySpec | Callab
             storage.optuna.set_study_system_attr(study._study_id, SPEC_SHA256_ATTR, spec_sha256(made.to_plain()))
         return storage, study, created, enqueued
 
-    return RetryPolicy(url, budget_s=budget_s).call(attempt)  # an unreachable database: opened again
+    return storage.call(attempt)  # an unreachable database: tried again
 
 
 def _resolved(storage: StudyStorage, name: str, spec: StudySpec | Callable[[StudySpec | None], StudySpec]
@@ -251,18 +257,15 @@ def enqueue_missing_cells(study: optuna.Study, spec: StudySpec, storage: StudySt
     return storage.enqueue_cells(study, missing_cells)
 
 
-def enqueue_round(storage_url: str, name: str, p_values: list, folds: int) -> tuple[int, int]:
+def enqueue_round(storage: StudyStorage, name: str, p_values: list, folds: int) -> tuple[int, int]:
     """A sequential replicate's next round: the cells of these p values on folds 0 .. folds − 1 that
     have no live trial, enqueued under the storage's creation lock (lpstudy.db.locks), so that two
     workers that finish a round at once enqueue each cell once. Returns (cells enqueued now, cells
     of the round waiting or running): a worker that comes second enqueues none and finds them open."""
-    from lpstudy.db.locks import storage_lock
-    from lpstudy.db.optuna_storage import open_storage
     from lpstudy.values import P
 
     wanted = {P(p) for p in p_values}
-    with storage_lock(storage_url):
-        storage = open_storage(storage_url)
+    with storage.lock():
         study, spec = load_study(storage, name)
         cells = [cell for cell in spec.space.grid_cells() if P(cell["p"]) in wanted and int(cell["fold"]) < folds]
         enqueued = enqueue_missing_cells(study, spec, storage, cells)

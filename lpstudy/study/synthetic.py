@@ -339,14 +339,13 @@ def write_command(
     seed: Annotated[int, typer.Option(min=0, max=2**32 - 1)] = 0,
     metrics: Annotated[Literal["table", "attrs", "both"], typer.Option()] = "table",
 ) -> None:
-    from lpstudy.names import check_study_name
+    from lpstudy.db.kinds import storage_at
+    from lpstudy.names import check_study_name, shell_quoted
     from lpstudy.study.undo import undo_on_failure
-
-    from lpstudy.names import shell_quoted
 
     name = study or DEFAULT_NAMES[kind]
     check_study_name(name)
-    with undo_on_failure(storage):
+    with undo_on_failure(storage_at(storage)):  # the URL checked; what a failure made is removed
         written = write_synthetic_study(storage, name, kind=kind, n_trials=trials, n_evals=evals, folds=folds,
                                         seed=seed, metrics=metrics, marked=True)
     print(json.dumps({"study": written.study_name, "kind": written.kind, "synthetic": True, "counts": written.counts}))

@@ -1,8 +1,9 @@
 """A failed `create` or `replicate` leaves nothing behind: not the database file it made, not the
 folders it made for it, not a half-set-up study.
 
-    with undo_on_failure(url) as undo:
-        storage = open_storage(url, create_tables=True)
+    storage = storage_at(url)
+    with undo_on_failure(storage) as undo, storage.lock():
+        storage.open(create_tables=True)
         study, created = create_study(storage, name, spec)
         if created:
             undo.study(storage, name)       # deleted again if what follows fails
@@ -18,9 +19,12 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from lpstudy.db.kinds import kind_of
+from typing import TYPE_CHECKING
+
 from lpstudy.db.locks import lock_file
-from lpstudy.db.urls import storage_url
+
+if TYPE_CHECKING:
+    from lpstudy.db.kinds.base import StudyStorage
 
 
 
@@ -51,13 +55,9 @@ def _missing_ancestors(path: Path) -> list[Path]:
 
 
 @contextlib.contextmanager
-def undo_on_failure(url: str | None) -> Iterator[Undo]:
-    url = storage_url(url)
-    try:
-        kind = kind_of(url)
-        path = kind.local_file(url, creating=True)
-    except Exception:  # a malformed URL: nothing is made; open_storage says what is wrong
-        kind, path = None, None
+def undo_on_failure(storage: StudyStorage) -> Iterator[Undo]:
+    """What the block makes on the storage (see the module) is removed when it fails."""
+    path = storage.local_file(creating=True)
     existed = path is not None and path.exists()
     lock = lock_file(path) if path is not None else None  # the creation lock (lpstudy.db.locks)
     lock_existed = lock is not None and lock.exists()
@@ -67,7 +67,7 @@ def undo_on_failure(url: str | None) -> Iterator[Undo]:
         yield undo
     except BaseException:
         if path is not None and not existed:
-            for made in (path, *(Path(f"{path}{suffix}") for suffix in kind.companions), lock):
+            for made in (path, *(Path(f"{path}{suffix}") for suffix in storage.companions), lock):
                 with contextlib.suppress(OSError):
                     made.unlink(missing_ok=True)
             for folder in folders:  # innermost first; only folders left empty

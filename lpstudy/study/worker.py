@@ -279,7 +279,7 @@ class Worker:
         if device != "cpu":
             pick_device(device)  # refuses cuda on a machine without it
         corpus = load_corpus(opts.data)
-        location = artifact_location(storage.url, opts.artifacts) if spec.checkpoint_interval else None
+        location = artifact_location(storage, opts.artifacts) if spec.checkpoint_interval else None
         return TrialContext(storage=storage, study=study, spec=spec, corpus=corpus, device=device,
                             should_stop=self.stop, show_progress=opts.show_progress,
                             artifact_store=artifact_store(location) if location else None,

@@ -6,56 +6,54 @@
     grpc://HOST:PORT                      grpc.py         Optuna's storage proxy in front of a database
     mysql+DRIVER://USER:PW@HOST/DB        mysql.py        accepted as Optuna accepts it, not advertised
 
-Each kind answers, for its URLs (base.StorageKind): its URL rules (does a URL belong to it, is it
-usable, its local file, its read-only form, making its folder), its engine options, how Optuna's
-storage is opened on it (read-only, creating tables), its lock across processes (a flock beside
-the file, a PostgreSQL advisory lock, none), how a dead worker is noticed (Optuna's heartbeats or
-lpstudy's lease), the default artifact store and where learning curves live (the metrics table or
-trial system attributes). What kinds share is in `sql` (SQLAlchemy and Optuna's RDBStorage) and
-`files` (one local file). No module outside this package asks which kind a URL is: it asks the kind.
+Each is a class of lpstudy.db.kinds.base.StudyStorage, whose object, made once from a URL, answers
+for it: its URL rules (its local file, its read-only form, making its folder), its engine, how
+Optuna's storage is opened on it (read-only, creating tables), its lock across processes (a flock
+beside the file, a PostgreSQL advisory lock, none), how a dead worker is noticed (Optuna's heartbeats
+or lpstudy's lease), the default artifact store, where learning curves live (the metrics table or
+trial system attributes) and how its studies are read. What kinds share is in `sql` (SQLAlchemy and
+Optuna's RDBStorage) and `files` (one local file). No module outside this package asks which kind a
+URL is: it asks the storage.
 
-Adding a kind is one module here (a StorageKind, or a SqlKind/FileKind where it is one) and one
-line in KINDS below.
+Adding a kind is one module here (a StudyStorage, or a SqlStorage/FileStorage where it is one) and
+one line in KINDS below.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lpstudy.db.kinds.base import StorageKind
-from lpstudy.db.kinds.grpc import GRPC
-from lpstudy.db.kinds.journal import JOURNAL
-from lpstudy.db.kinds.mysql import MYSQL
-from lpstudy.db.kinds.postgresql import POSTGRESQL
-from lpstudy.db.kinds.sqlite import SQLITE
+from lpstudy.db.kinds.base import StudyStorage
+from lpstudy.db.kinds.grpc import GrpcStorage
+from lpstudy.db.kinds.journal import JournalFileStorage
+from lpstudy.db.kinds.mysql import MySQLStorage
+from lpstudy.db.kinds.postgresql import PostgreSQLStorage
+from lpstudy.db.kinds.sqlite import SQLiteStorage
 from lpstudy.db.urls import check_user_info, redact, storage_url
 from lpstudy.errors import UserError
 
-if TYPE_CHECKING:
-    from lpstudy.db.trial_reader import TrialReader
-
 # Every kind, in the order the forms are listed to a user whose URL is none of them.
-KINDS: tuple[StorageKind, ...] = (SQLITE, POSTGRESQL, JOURNAL, GRPC, MYSQL)
+KINDS: tuple[type[StudyStorage], ...] = (SQLiteStorage, PostgreSQLStorage, JournalFileStorage, GrpcStorage,
+                                          MySQLStorage)
 
 _forms = [kind.url_form for kind in KINDS if kind.url_form]
 URL_FORMS = ", ".join(_forms[:-1]) + " or " + _forms[-1]
 
 
-def kind_of(url: str) -> StorageKind:
-    """The kind of the storage at url, after checking that the URL can be used (a port is a number,
-    a file URL names a file, no unencoded '@' in a password); UserError with one line otherwise,
-    before anything connects."""
+def storage_at(url: str | None, readonly: bool = False, retry_s: float | None = None) -> StudyStorage:
+    """The storage at url (None: $LPSTUDY_STORAGE, else the default file), made once, nothing opened
+    yet (lpstudy.db.kinds.base.StudyStorage says the arguments), after checking that the URL can be
+    used (a port is a number, a file URL names a file, no unencoded '@' in a password); UserError
+    with one line otherwise, before anything connects."""
+    url = storage_url(url)
     check_user_info(url)
     for kind in KINDS:
         if kind.owns(url):
-            kind.validate(url)
-            return kind
+            return kind(url, readonly=readonly, retry_s=retry_s)
     raise UserError(f"storage URL {redact(url)!r} is not one of {URL_FORMS}")
 
 
-def open_reader(url: str | None) -> TrialReader:
-    """The reader of the study database at url (None: $LPSTUDY_STORAGE, else the default file), as
-    its kind reads (lpstudy.db.trial_reader); UserError for a URL that is no storage. Nothing is
-    opened until the first read."""
-    url = storage_url(url)
-    return kind_of(url).reader(url)
+def open_reader(url: str | None) -> StudyStorage:
+    """The storage at url for reading (read-only where the database allows it): the read side's one
+    object (lpstudy.db.trial_reader says its reads). Nothing is opened until the first read."""
+    return storage_at(url, readonly=True)

@@ -15,8 +15,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from lpstudy.db.kinds.base import CREATE_LOCK, LockingKind
-from lpstudy.db.urls import redact
+from lpstudy.db.kinds.base import CREATE_LOCK, LockingStorage
 from lpstudy.errors import UserError
 
 LOCK_SUFFIX = ".lpstudy-lock"
@@ -30,31 +29,31 @@ def lock_file(path: Path, name: str = CREATE_LOCK) -> Path:
     return Path(f"{path}{LOCK_SUFFIX}{suffix}")
 
 
-class FileKind(LockingKind):
+class FileStorage(LockingStorage):
     """A storage kept in one local file (or a file on a shared file system)."""
 
-    def local_file(self, url: str, creating: bool = False) -> Path:
+    def local_file(self, creating: bool = False) -> Path:
         raise NotImplementedError
 
     def file_problem(self, path: Path) -> str | None:
         """Why an existing file is not a storage of this kind, or None."""
         return None
 
-    def missing_file_message(self, url: str) -> str | None:
-        path = self.local_file(url)
+    def missing_file_message(self) -> str | None:
+        path = self.local_file()
         if path.is_dir():
-            return f"the storage {redact(url)} names a folder ({path}), not a database file"
+            return f"the storage {self.display_url} names a folder ({path}), not a database file"
         if not path.is_file():
             return (f"no study database at {path}; run a study first (`lpstudy search`, `lpstudy create` or `lpstudy "
                     "replicate`) or pass --storage / set LPSTUDY_STORAGE to the URL the workers use")
         return self.file_problem(path)
 
-    def prepare_to_create(self, url: str) -> Path | None:
+    def prepare_to_create(self) -> Path | None:
         """Check that the file can be made, make its folder, and return the folder if it was made now
         (so that a failed create can remove it)."""
-        path = self.local_file(url, creating=True)
+        path = self.local_file(creating=True)
         if path.is_dir():
-            raise UserError(f"the storage {redact(url)} names a folder ({path}), not a database file")
+            raise UserError(f"the storage {self.display_url} names a folder ({path}), not a database file")
         made = None
         parent = path.parent
         for ancestor in [parent, *parent.parents]:
@@ -72,16 +71,16 @@ class FileKind(LockingKind):
         return made
 
     @contextlib.contextmanager
-    def lock(self, url: str, name: str = CREATE_LOCK) -> Iterator[None]:
+    def lock(self, name: str = CREATE_LOCK) -> Iterator[None]:
         """An exclusive flock on a file next to the database file (lock_file)."""
-        self.prepare_to_create(url)
-        with open(lock_file(self.local_file(url, creating=True), name), "a") as handle:
+        self.prepare_to_create()
+        with open(lock_file(self.local_file(creating=True), name), "a") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             try:
                 yield
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
-    def default_artifacts(self, url: str) -> str:
+    def default_artifacts(self) -> str:
         """FILE.artifacts, a folder next to the file."""
-        return f"{self.local_file(url)}{ARTIFACTS_SUFFIX}"
+        return f"{self.local_file()}{ARTIFACTS_SUFFIX}"

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lpstudy.db.kinds.base import CONNECT_TIMEOUT_S, StorageKind
+from functools import cached_property
+
+from lpstudy.db.kinds.base import CONNECT_TIMEOUT_S, StudyStorage
 from lpstudy.db.urls import redact
 from lpstudy.errors import DatabaseUnreachable, UserError
 
@@ -19,9 +21,6 @@ if TYPE_CHECKING:
     from optuna.storages import GrpcStorageProxy
     from optuna.trial import TrialState
 
-    from lpstudy.db.optuna_storage import StudyStorage
-
-    from lpstudy.db.outages import RetryPolicy
     from lpstudy.db.proxy_calls import ProxyCalls
 
 
@@ -39,22 +38,21 @@ def grpc_address(url: str) -> tuple[str, int]:
     return host, int(port)
 
 
-class GrpcKind(StorageKind):
+class GrpcStorage(StudyStorage):
     name = "grpc"
     url_form = "grpc://HOST:PORT"
 
-    def validate(self, url: str) -> None:
-        grpc_address(url)
+    def validate(self) -> None:
+        grpc_address(self.url)
 
-    def open_optuna(self, url: str, readonly: bool, create_tables: bool,
-                    policy: RetryPolicy) -> tuple[GrpcStorageProxy, None]:
+    def _open_optuna(self, create_tables: bool) -> GrpcStorageProxy:
         import warnings
 
         from optuna.exceptions import ExperimentalWarning
 
         from lpstudy.db.outages import RetryingGrpcStorageProxy, attach
 
-        host, port = grpc_address(url)
+        host, port = grpc_address(self.url)
         try:
             with warnings.catch_warnings():  # Optuna's ExperimentalWarning: the proxy is lpstudy's choice
                 warnings.simplefilter("ignore", ExperimentalWarning)
@@ -63,33 +61,32 @@ class GrpcKind(StorageKind):
         except ImportError:
             raise UserError("gRPC storage needs grpcio: pip install 'lpstudy[grpc]'") from None
         except ConnectionError:
-            raise DatabaseUnreachable(f"no storage proxy answers at {redact(url)} within {CONNECT_TIMEOUT_S} s; "
+            raise DatabaseUnreachable(f"no storage proxy answers at {self.display_url} within {CONNECT_TIMEOUT_S} s; "
                             "start one with `lpstudy storage-proxy` or check --storage") from None
-        attach(proxy, policy)
-        return proxy, None
+        attach(proxy, self.retry)
+        return proxy
 
-    def proxy_calls(self, url: str, policy: RetryPolicy) -> ProxyCalls:
+    @cached_property
+    def proxy_calls(self) -> ProxyCalls:
+        """lpstudy's own calls on the proxy, made on first use."""
         from lpstudy.db.proxy_calls import ProxyCalls
 
-        return ProxyCalls(*grpc_address(url), retry=policy)
+        return ProxyCalls(*grpc_address(self.url), retry=self.retry)
 
     # lpstudy's proxy answers a claim and a count in one query on its side (lpstudy.db.proxy_calls);
     # another proxy (Optuna's own) does not know these calls: then Optuna's API, as for every kind.
 
-    def claim_waiting(self, storage: StudyStorage, study: optuna.Study) -> int | None:
-        claimed = storage.proxy_calls.claim_waiting_trial(study._study_id)
-        return claimed[0] if claimed is not None else super().claim_waiting(storage, study)
+    def claim_waiting(self, study: optuna.Study) -> int | None:
+        claimed = self.proxy_calls.claim_waiting_trial(study._study_id)
+        return claimed[0] if claimed is not None else super().claim_waiting(study)
 
-    def count_trials(self, storage: StudyStorage, study: optuna.Study, states: tuple[TrialState, ...]) -> int:
-        n = storage.proxy_calls.count_trials(study._study_id, tuple(s.name for s in states))
-        return n if n is not None else super().count_trials(storage, study, states)
+    def count_trials(self, study: optuna.Study, states: tuple[TrialState, ...]) -> int:
+        n = self.proxy_calls.count_trials(study._study_id, tuple(s.name for s in states))
+        return n if n is not None else super().count_trials(study, states)
 
-
-    def close(self, storage: StudyStorage) -> None:
-        """The proxy client's channel and lpstudy's own calls' channel, closed."""
-        storage.optuna.close()
-        if storage.proxy_calls is not None:
-            storage.proxy_calls.close()
-
-
-GRPC = GrpcKind()
+    def _release(self) -> None:
+        """The proxy client's channel and lpstudy's own calls' channel, closed (where opened)."""
+        if self._optuna is not None:
+            self._optuna.close()
+        if "proxy_calls" in self.__dict__:
+            self.proxy_calls.close()

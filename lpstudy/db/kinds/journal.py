@@ -10,26 +10,25 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lpstudy.db.kinds.files import FileKind
+from lpstudy.db.kinds.files import FileStorage
 from lpstudy.errors import UserError
 
 if TYPE_CHECKING:
     from optuna.storages import JournalStorage
 
-    from lpstudy.db.outages import RetryPolicy
 
-
-class JournalKind(FileKind):
+class JournalFileStorage(FileStorage):
     name = "journal"
     url_form = "journal:///FILE"
 
-    def validate(self, url: str) -> None:
-        self.local_file(url)
+    def validate(self) -> None:
+        self.local_file()
 
-    def local_file(self, url: str, creating: bool = False) -> Path:
+    def local_file(self, creating: bool = False) -> Path:
         """Read as SQLite reads its URLs (journal:///relative.log, journal:////absolute.log);
         journal:///absolute.log is taken as absolute when that file exists, or when creating it and
         only the absolute folder exists."""
+        url = self.url
         rest = url.split("://", 1)[1]
         if not rest.strip("/"):
             raise UserError(f"journal URL {url!r} names no file; use journal:///RELATIVE/PATH or "
@@ -44,18 +43,15 @@ class JournalKind(FileKind):
             return absolute
         return relative
 
-    def open_optuna(self, url: str, readonly: bool, create_tables: bool,
-                    policy: RetryPolicy) -> tuple[JournalStorage, None]:
+    def _open_optuna(self, create_tables: bool) -> JournalStorage:
         from optuna.storages import JournalStorage
         from optuna.storages.journal import JournalFileBackend
 
         if create_tables:
-            self.prepare_to_create(url)
-        path = self.local_file(url, creating=create_tables)
+            self.prepare_to_create()
+        path = self.local_file(creating=create_tables)
         try:
-            return JournalStorage(JournalFileBackend(str(path))), None
+            return JournalStorage(JournalFileBackend(str(path)))
         except OSError as exc:
             raise UserError(f"cannot open the journal file {path}: {exc.strerror}") from None
 
-
-JOURNAL = JournalKind()

@@ -11,17 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 from lpstudy.db.kinds.base import CONNECT_TIMEOUT_S
-from lpstudy.db.kinds.sql import SqlKind
+from lpstudy.db.kinds.sql import SqlStorage
 
 MYSQL_RECYCLE_S = 3600  # well below MySQL's default wait_timeout of 8 hours
 
 
-class MySQLKind(SqlKind):
+class MySQLStorage(SqlStorage):
     name = "mysql"
 
-    def engine_options(self, url: str, readonly: bool = False) -> dict[str, Any]:
-        return {**super().engine_options(url, readonly), "connect_args": {"connect_timeout": CONNECT_TIMEOUT_S},
+    def engine_options(self, readonly: bool = False) -> dict[str, Any]:
+        return {**super().engine_options(readonly), "connect_args": {"connect_timeout": CONNECT_TIMEOUT_S},
                 "pool_recycle": MYSQL_RECYCLE_S}
 
-
-MYSQL = MySQLKind()

@@ -15,9 +15,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from lpstudy.db.kinds.base import CONNECT_TIMEOUT_S, CREATE_LOCK, LockingKind
-from lpstudy.db.kinds.sql import SqlKind
-from lpstudy.db.urls import first_line, redact
+from lpstudy.db.kinds.base import CONNECT_TIMEOUT_S, CREATE_LOCK, LockingStorage
+from lpstudy.db.kinds.sql import SqlStorage
+from lpstudy.db.urls import first_line
 
 
 def advisory_key(name: str) -> int:
@@ -25,21 +25,22 @@ def advisory_key(name: str) -> int:
     return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
 
 
-class PostgreSQLKind(SqlKind, LockingKind):
+class PostgreSQLStorage(SqlStorage, LockingStorage):
     name = "postgresql"
     url_form = "postgresql+psycopg://USER:PASSWORD@HOST/DB"
 
-    def engine_options(self, url: str, readonly: bool = False) -> dict[str, Any]:
+    def engine_options(self, readonly: bool = False) -> dict[str, Any]:
         connect_args: dict[str, Any] = {"connect_timeout": CONNECT_TIMEOUT_S}
         if readonly:  # a reader's sessions: no writes, and no JIT (compiling one big pivot of
             # lpstudy.db.study_queries cost more than it saved)
             connect_args["options"] = "-c default_transaction_read_only=on -c jit=off"
-        return {**super().engine_options(url, readonly), "connect_args": connect_args}
+        return {**super().engine_options(readonly), "connect_args": connect_args}
 
     @contextlib.contextmanager
-    def lock(self, url: str, name: str = CREATE_LOCK) -> Iterator[None]:
+    def lock(self, name: str = CREATE_LOCK) -> Iterator[None]:
         """A session advisory lock on a connection of its own, held for the block."""
-        options = {k: v for k, v in self.engine_options(url).items() if k != "pool_pre_ping"}
+        url = self.url
+        options = {k: v for k, v in self.engine_options().items() if k != "pool_pre_ping"}
         engine = sa.create_engine(url, poolclass=sa.pool.NullPool, **options)
         key = advisory_key(name)
         try:
@@ -49,7 +50,7 @@ class PostgreSQLKind(SqlKind, LockingKind):
             from lpstudy.db.outages import unreachable_or_unavailable  # a lost connection: exit status 75
 
             engine.dispose()
-            raise unreachable_or_unavailable(exc)(f"cannot open the study database {redact(url)}: {first_line(exc, url)}; "
+            raise unreachable_or_unavailable(exc)(f"cannot open the study database {self.display_url}: {first_line(exc, url)}; "
                                                   "check that it is running and reachable, and the URL") from None
         try:
             yield
@@ -59,5 +60,3 @@ class PostgreSQLKind(SqlKind, LockingKind):
             conn.close()
             engine.dispose()
 
-
-POSTGRESQL = PostgreSQLKind()

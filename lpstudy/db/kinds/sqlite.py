@@ -12,9 +12,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine, make_url
 
-from lpstudy.db.kinds.files import FileKind
-from lpstudy.db.kinds.sql import SqlKind
-from lpstudy.db.urls import redact
+from lpstudy.db.kinds.files import FileStorage
+from lpstudy.db.kinds.sql import SqlStorage
 from lpstudy.errors import UserError
 
 SQLITE_BUSY_TIMEOUT_S = 60  # a writer waits this long for another's transaction on one SQLite file
@@ -57,38 +56,37 @@ def serialize_sqlite_writes(engine: Engine) -> Engine:
     return engine
 
 
-class SQLiteKind(FileKind, SqlKind):
+class SQLiteStorage(FileStorage, SqlStorage):
     name = "sqlite"
     url_form = "sqlite:///FILE"
     companions = ("-journal", "-wal", "-shm")  # its rollback journal, write-ahead log, shared memory
 
-    def validate(self, url: str) -> None:
-        super().validate(url)
-        parsed = make_url(url)
+    def validate(self) -> None:
+        super().validate()
+        url = self.display_url
+        parsed = make_url(self.url)
         if parsed.host:  # sqlite://storage/x.db: 'storage' read as a host, the file as x.db
-            raise UserError(f"storage URL {redact(url)!r} has two slashes: a SQLite file takes three "
+            raise UserError(f"storage URL {url!r} has two slashes: a SQLite file takes three "
                             f"(sqlite:///{parsed.host}/{parsed.database or ''}), four for an absolute path (sqlite:////PATH)")
         database = parsed.database
         if not database or database == ":memory:" or database.startswith("file::memory:"):
-            raise UserError(f"storage URL {redact(url)!r} names no file (an in-memory database is lost "
+            raise UserError(f"storage URL {url!r} names no file (an in-memory database is lost "
                             "when the command ends); use sqlite:///PATH/TO/FILE.db")
 
-    def local_file(self, url: str, creating: bool = False) -> Path:
-        return Path(make_url(url).database).expanduser()
+    def local_file(self, creating: bool = False) -> Path:
+        return Path(make_url(self.url).database).expanduser()
 
     def file_problem(self, path: Path) -> str | None:
         if not is_sqlite_file(path):
             return f"{path} is not a SQLite database; check --storage / LPSTUDY_STORAGE"
         return None
 
-    def readonly_url(self, url: str) -> str:
-        return f"sqlite:///file:{self.local_file(url).resolve()}?mode=ro&uri=true"
+    def readonly_url(self) -> str:
+        return f"sqlite:///file:{self.local_file().resolve()}?mode=ro&uri=true"
 
-    def engine_options(self, url: str, readonly: bool = False) -> dict[str, Any]:
-        return {**super().engine_options(url, readonly), "connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}}
+    def engine_options(self, readonly: bool = False) -> dict[str, Any]:
+        return {**super().engine_options(readonly), "connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}}
 
     def writer_engine(self, engine: Engine) -> Engine:
         return serialize_sqlite_writes(engine)
 
-
-SQLITE = SQLiteKind()
