@@ -80,13 +80,17 @@ def test_no_module_outside_the_package_compares_a_storage_kind_or_tests_a_storag
     assert not found, "\n".join(found)
 
 
-def test_a_new_kind_is_one_class_in_the_registry(monkeypatch):
-    """docs/code.md: adding a kind is one module (here one class) and one line in KINDS. Nothing else
-    is told: a worker's questions (a study made, a trial asked within the target, its liveness, an
-    evaluation written) and the read side's frames answer through what StudyStorage gives."""
-    from optuna.storages import InMemoryStorage
+def test_a_new_kind_is_one_module_with_one_class(monkeypatch, tmp_path):
+    """docs/code.md: adding a kind is one module of the kinds' package holding one StudyStorage class
+    with a name (the kinds' list finds it, kinds_in). Nothing else is told: a worker's questions (a
+    study made, a trial asked within the target, its liveness, an evaluation written) and the read
+    side's frames answer through what StudyStorage gives. Here a package of one such module, a kind
+    of Optuna's in-memory storages, and a shared base without a name, which is no kind."""
+    import sys
+
     from optuna.trial import TrialState
 
+    from lpstudy.db.kinds import kinds_in
     from lpstudy.db.liveness import Lease
     from lpstudy.results.frames import load_study
     from lpstudy.study.claims import ask_within_target
@@ -94,17 +98,24 @@ def test_a_new_kind_is_one_class_in_the_registry(monkeypatch):
     from lpstudy.study.studies import create_study
     from lpstudy.training.metrics import MetricRecord
 
-    class MemoryStorage(StudyStorage):
-        name, url_form = "memory", "memory://NAME"
-        held: dict = {}
-
-        def _open_optuna(self, create_tables):
-            return self.held.setdefault(self.url, InMemoryStorage())
-
-    monkeypatch.setattr(kinds, "KINDS", (*KINDS, MemoryStorage))
-    assert type(storage_at("memory://a")) is MemoryStorage
+    package = tmp_path / "more_kinds"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "shared.py").write_text("from lpstudy.db.kinds.base import StudyStorage\n\n\n"
+                                       "class SharedBase(StudyStorage):\n    pass\n")
+    (package / "memory.py").write_text(
+        "from optuna.storages import InMemoryStorage\n\nfrom more_kinds.shared import SharedBase\n\n\n"
+        "class MemoryStorage(SharedBase):\n    name, url_form = 'memory', 'memory://NAME'\n    held = {}\n\n"
+        "    def _open_optuna(self, create_tables):\n"
+        "        return self.held.setdefault(self.url, InMemoryStorage())\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "more_kinds", raising=False)
+    found = kinds_in("more_kinds")
+    assert [kind.__name__ for kind in found] == ["MemoryStorage"]
+    monkeypatch.setattr(kinds, "KINDS", (*KINDS, *found))
+    assert type(storage_at("memory://a")).__name__ == "MemoryStorage"
     assert storage_at("sqlite:///a.db").name == "sqlite"
-    assert len({kind.name for kind in KINDS}) == len(KINDS) == 5
+    assert [kind.name for kind in KINDS] == ["sqlite", "postgresql", "journal", "grpc", "mysql"]
 
     storage = open_storage("memory://a", create_tables=True)
     spec = build_spec({"preset": "smoke", "sampler": "random", "pruner": "none", "n_trials": 1})

@@ -1,4 +1,4 @@
-"""One object per kind of storage, and the one function that tells a URL's kind.
+"""One class per kind of storage, one module each, and the one function that makes a URL's storage.
 
     sqlite:///FILE                        sqlite.py       one machine, a few workers (the default)
     postgresql+psycopg://USER:PW@HOST/DB  postgresql.py   many workers on many machines
@@ -15,26 +15,33 @@ trial system attributes) and how its studies are read. What kinds share is in `s
 Optuna's RDBStorage) and `files` (one local file). No module outside this package asks which kind a
 URL is: it asks the storage.
 
-Adding a kind is one module here (a StudyStorage, or a SqlStorage/FileStorage where it is one) and
-one line in KINDS below.
+Adding a kind is one module here with one class of StudyStorage (or of SqlStorage/FileStorage where
+it is one) that has a `name`: KINDS finds it (kinds_in).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import importlib
+import pkgutil
 
 from lpstudy.db.kinds.base import StudyStorage
-from lpstudy.db.kinds.grpc import GrpcStorage
-from lpstudy.db.kinds.journal import JournalFileStorage
-from lpstudy.db.kinds.mysql import MySQLStorage
-from lpstudy.db.kinds.postgresql import PostgreSQLStorage
-from lpstudy.db.kinds.sqlite import SQLiteStorage
 from lpstudy.db.urls import check_user_info, redact, storage_url
 from lpstudy.errors import UserError
 
+
+def kinds_in(package: str) -> tuple[type[StudyStorage], ...]:
+    """The storage classes defined in the modules of package that have a name (the shared bases
+    have none), in the order their URL forms are listed to a user (`listed`)."""
+    found = []
+    for module in pkgutil.iter_modules(importlib.import_module(package).__path__):
+        loaded = importlib.import_module(f"{package}.{module.name}")
+        found += [c for c in vars(loaded).values() if isinstance(c, type) and issubclass(c, StudyStorage)
+                  and c.__module__ == loaded.__name__ and c.name]
+    return tuple(sorted(found, key=lambda kind: (kind.listed, kind.name)))
+
+
 # Every kind, in the order the forms are listed to a user whose URL is none of them.
-KINDS: tuple[type[StudyStorage], ...] = (SQLiteStorage, PostgreSQLStorage, JournalFileStorage, GrpcStorage,
-                                          MySQLStorage)
+KINDS: tuple[type[StudyStorage], ...] = kinds_in(__name__)
 
 _forms = [kind.url_form for kind in KINDS if kind.url_form]
 URL_FORMS = ", ".join(_forms[:-1]) + " or " + _forms[-1]

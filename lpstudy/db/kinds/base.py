@@ -54,6 +54,7 @@ class StudyStorage(ReadsThroughOptuna):
     name: str = ""  # as the errors say it: sqlite, postgresql, ...
     url_form: str | None = None  # how its URL looks, in the list of forms an unknown URL is told
     companions: tuple[str, ...] = ()  # files the database keeps beside its local file, FILE<suffix>
+    listed: int = 100  # where its URL form comes in the list an unknown URL is told (lpstudy.db.kinds)
 
     @classmethod
     def owns(cls, url: str) -> bool:

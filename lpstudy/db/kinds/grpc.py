@@ -41,6 +41,7 @@ def grpc_address(url: str) -> tuple[str, int]:
 class GrpcStorage(StudyStorage):
     name = "grpc"
     url_form = "grpc://HOST:PORT"
+    listed = 4
 
     def validate(self) -> None:
         grpc_address(self.url)

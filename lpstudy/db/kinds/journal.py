@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 class JournalFileStorage(FileStorage):
     name = "journal"
     url_form = "journal:///FILE"
+    listed = 3
 
     def validate(self) -> None:
         self.local_file()

@@ -28,6 +28,7 @@ def advisory_key(name: str) -> int:
 class PostgreSQLStorage(SqlStorage, LockingStorage):
     name = "postgresql"
     url_form = "postgresql+psycopg://USER:PASSWORD@HOST/DB"
+    listed = 2
 
     def engine_options(self, readonly: bool = False) -> dict[str, Any]:
         connect_args: dict[str, Any] = {"connect_timeout": CONNECT_TIMEOUT_S}

@@ -59,6 +59,7 @@ def serialize_sqlite_writes(engine: Engine) -> Engine:
 class SQLiteStorage(FileStorage, SqlStorage):
     name = "sqlite"
     url_form = "sqlite:///FILE"
+    listed = 1
     companions = ("-journal", "-wal", "-shm")  # its rollback journal, write-ahead log, shared memory
 
     def validate(self) -> None:
