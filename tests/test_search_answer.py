@@ -192,3 +192,9 @@ def test_lpstudy_verdict_json_gives_a_searchs_profile_importance_and_sentence(tm
     assert shown.returncode == 0, shown.stderr
     assert answer["sentence"][:40] in " ".join(shown.stdout.split())
     assert "p's profile" in shown.stdout and "importance (type II share" in shown.stdout
+    from lpstudy.values import format_p
+
+    rows = [line.split() for line in shown.stdout.splitlines() if line.split()[:1] and (line.split()[0][0].isdigit() or line.split()[0] == "∞")]
+    shown_p = [row[0] for row in rows[:len(answer["p_profile"])]]
+    assert shown_p == [format_p(float(row["p"])) for row in answer["p_profile"]]  # p as people read it: '1.25', not 17 digits
+    assert all(len(p) <= 4 for p in shown_p), shown_p

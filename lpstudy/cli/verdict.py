@@ -82,11 +82,12 @@ def _print_search(console, answer: dict) -> None:
     """A search's answer: p's tuned profile with its band, how entangled p is with the other fields,
     the importance, and the command that would decide."""
     from lpstudy.results.status import print_table
+    from lpstudy.values import format_p
 
     if answer.get("p_profile"):
         print_table(console, "p's profile: the best loss reachable at each p, lr and gain tuned for it (95 % band)",
                     ["p", "loss", "low", "high"],
-                    [[str(row["p"]), _number(row["loss"]), _number(row["low"]), _number(row["high"])]
+                    [[format_p(float(row["p"])), _number(row["loss"]), _number(row["low"]), _number(row["high"])]
                      for row in answer["p_profile"]])
     if answer.get("entanglement"):
         console.print("p's rank correlation with the other searched fields: " + ", ".join(
