@@ -133,7 +133,9 @@ def test_a_creator_survives_a_database_that_starts_60_s_late_at_the_default_budg
         assert creator.returncode == 0, err
         assert "retrying for up to 120 s" in err and "study 'late' created" in err
         back = re.search(r"storage back after ([0-9.]+) s", err)
-        assert back and float(back.group(1)) >= 60, err  # it did wait for the late start, not find it up
+        # it did wait for the late start, not find it up: down from its first try, 60 s after it was
+        # started less its own start-up (Python's imports took over a second on a loaded machine)
+        assert back and float(back.group(1)) >= 50, err
         study, spec = open_study(url, "late")
         assert spec.preset == "smoke"
         from lpstudy.study.studies import spec_sha256
