@@ -633,6 +633,62 @@ def test_the_compare_page_draws_the_paired_differences_of_a_comparison(seeded, t
     no_missing_cells(at)
 
 
+STAGED_REF = [2.80, 2.90, 2.70, 2.85, 2.75, 2.80, 2.95, 2.72, 2.83, 2.78]  # p = 2's loss on each of 10 folds
+STAGED_LOSSES = {  # the folds each arm ran: an arm decided at the first look (3 folds) ran no more
+    "p=2": STAGED_REF,
+    "p=1": [v + 0.002 + 0.0001 * i for i, v in enumerate(STAGED_REF[:3])],  # 0.07 % above p = 2: equivalent (ROPE ±5 %)
+    "p=3": [v + d for v, d in zip(STAGED_REF, [0.3, -0.25, 0.28, -0.2, 0.3, -0.1, 0.25, -0.3, 0.2, -0.27])],  # ±10 %: never decided
+    "p=4": [v - 0.28 - 0.0005 * i for i, v in enumerate(STAGED_REF[:3])],  # 10 % below p = 2: better
+}
+
+
+def test_the_compare_page_shows_the_stages_of_a_comparison_run_until_decided(tmp_path):
+    """K = 10 in stages of 3, 5, 8, 10 folds, ROPE ±5 %: p = 1 (0.07 % above p = 2 on every fold) is
+    equivalent and p = 4 (10 % below) better at the first look, and run no more folds; p = 3 (±10 %
+    fold by fold) is undecided at every look and runs all 10: 40 − 26 = 14 fold runs saved. Each look
+    spends alpha by Lan & DeMets' O'Brien–Fleming function, 2 − 2Φ(z₀.₉₇₅ / √(n / 10))."""
+    from scipy.stats import norm
+
+    from tests.staged_compare import write_staged_compare
+
+    url = f"sqlite:///{tmp_path / 'staged.db'}"
+    write_staged_compare(url, "cmp", STAGED_LOSSES, max_folds=10, rounds=[3, 5, 8, 10], rope=0.05)
+    at = run_page("Compare", url, "cmp")
+    shown = messages(at)
+    assert not shown["exception"] and not shown["error"], shown
+    assert [h.value for h in at.subheader][-1] == "Stages"
+    captions = [c.value for c in at.caption]
+    assert "stages of 3/5/8/10 folds · 4 of 4 over · 14 of 40 fold runs saved against --max-folds 10" in captions
+    assert "arms: p = 1: equivalent (3 folds), p = 3: undecided (10 folds), p = 4: better (3 folds)" in captions
+    stages = next(frame.value for frame in at.dataframe if "look" in frame.value.columns)
+    assert stages["look"].tolist() == [1, 2, 3, 4] and stages["folds_run"].tolist() == [3, 5, 8, 10]
+    assert stages[["p = 1", "p = 3", "p = 4"]].values.tolist() == [
+        ["equivalent", "undecided", "better"],
+        ["stopped (equivalent)", "undecided", "stopped (better)"],
+        ["stopped (equivalent)", "undecided", "stopped (better)"],
+        ["stopped (equivalent)", "undecided", "stopped (better)"]]
+    spent = [2 - 2 * norm.cdf(norm.ppf(0.975) / math.sqrt(n / 10)) for n in (3, 5, 8, 10)]
+    assert stages["alpha_spent"].tolist() == pytest.approx(spent, rel=1e-9)
+    assert stages["alpha_look"].tolist() == pytest.approx([spent[0], *(b - a for a, b in zip(spent, spent[1:]))], rel=1e-9)
+    assert stages["alpha_spent"].iloc[-1] == pytest.approx(0.05)
+    # the chart: each arm at each look it was tested at, coloured by its verdict there, at its relative difference
+    chart = figures(at)["Stages: each arm's difference to the reference at every look"]
+    points = {trace["name"]: list(zip(*trace["x"], trace["y"])) for trace in chart["data"] if trace.get("name") and trace.get("x")}
+    ref_mean = sum(STAGED_REF) / 10
+    relative = lambda arm, n: 100 * sum(a - b for a, b in zip(STAGED_LOSSES[arm][:n], STAGED_REF)) / n / ref_mean  # noqa: E731
+    assert [(x, look) for x, look, _ in points["better"]] == [("p = 4", "3 folds")]
+    assert [(x, look) for x, look, _ in points["equivalent"]] == [("p = 1", "3 folds")]
+    assert [(x, look) for x, look, _ in points["undecided"]] == [("p = 3", f"{n} folds") for n in (3, 5, 8, 10)]
+    assert points["better"][0][2] == pytest.approx(relative("p=4", 3))
+    assert [y for *_, y in points["undecided"]] == pytest.approx([relative("p=3", n) for n in (3, 5, 8, 10)])
+    # an arm's bar at its last look is its bar on the verdict chart
+    last = next(t for t in chart["data"] if t.get("name") == "undecided")["error_y"]
+    verdict = next(t for t in figures(at)["Verdict per arm: difference to the reference"]["data"]
+                   if t.get("name") == "undecided")["error_y"]
+    assert (last["array"][-1], last["arrayminus"][-1]) == pytest.approx((verdict["array"][0], verdict["arrayminus"][0]))
+    no_missing_cells(at)
+
+
 def test_the_chooser_shows_each_studys_trials_and_best_value(seeded):
     url, _ = seeded
     at = run_page("Home", url, "search")
