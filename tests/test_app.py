@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -187,6 +188,35 @@ def test_the_study_read_ahead_at_start_is_the_copy_the_first_page_draws(seeded, 
     expected = ("What the compared field explains within folds" if common.cached_study_infos(url)[0].kind == "replicate"
                 else "Parameter importance")
     assert any(title.startswith(expected) for title in chart_titles(at)), chart_titles(at)
+
+
+def test_the_read_ahead_of_a_search_fits_the_surrogate_that_effect_of_p_draws(seeded, capsys, monkeypatch):
+    """Effect of p opens a search with p's surrogate profile (lpstudy.results.answers.search), whose
+    fit is its longest part on a large search: the read-ahead fits it into what the pages keep with
+    the study's version, so the first visit fits nothing and draws the profile."""
+    import common
+    from lpstudy.results.answers import surrogate
+    from read_ahead import read_ahead
+
+    fits: list[str] = []
+    fit = surrogate._fit
+
+    def counted(*args, **kwargs):
+        fits.append(threading.current_thread().name)
+        return fit(*args, **kwargs)
+
+    monkeypatch.setattr(surrogate, "_fit", counted)
+    url, _ = seeded
+    common.live_study.clear()
+    common._cached_study_version.clear()  # no version kept before: nothing fitted yet
+    read_ahead(url, "search", wait_for_runtime=False).join(timeout=60)
+    assert "p's surrogate profile in" in capsys.readouterr().err
+    assert fits and set(fits) == {"lpstudy-read-ahead"}, fits  # fitted ahead, in the read-ahead's thread
+    ahead = len(fits)
+    at = run_page("Effect of p", url, "search")
+    assert not at.exception, at.exception
+    assert len(fits) == ahead, fits  # the page fitted nothing: it drew the fit kept for this version
+    assert "p's effect with lr and gain held apart (surrogate, 95 % band)" in chart_titles(at)
 
 
 @pytest.mark.slow
