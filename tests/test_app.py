@@ -679,7 +679,7 @@ def test_the_compare_page_shows_the_stages_of_a_comparison_run_until_decided(tmp
     spends alpha by Lan & DeMets' O'Brien–Fleming function, 2 − 2Φ(z₀.₉₇₅ / √(n / 10))."""
     from scipy.stats import norm
 
-    from tests.staged_compare import write_staged_compare
+    from tests.staged_studies import write_staged_compare
 
     url = f"sqlite:///{tmp_path / 'staged.db'}"
     write_staged_compare(url, "cmp", STAGED_LOSSES, max_folds=10, rounds=[3, 5, 8, 10], rope=0.05)
@@ -717,6 +717,37 @@ def test_the_compare_page_shows_the_stages_of_a_comparison_run_until_decided(tmp
                    if t.get("name") == "undecided")["error_y"]
     assert (last["array"][-1], last["arrayminus"][-1]) == pytest.approx((verdict["array"][0], verdict["arrayminus"][0]))
     no_missing_cells(at)
+
+
+def test_effect_of_p_and_the_report_show_the_stages_of_a_replicate_run_until_decided(tmp_path):
+    """K = 6 in stages of 3, 5, 6 with a ROPE of ±5 %: p = 1 (0.07 % above p = 2 on each fold) is
+    equivalent at the first look and ran 3 folds; p = 4 (±10 % fold by fold) runs all 6, undecided.
+    The page reads the verdicts with the ROPE the study ran with (as lpstudy verdict), draws the
+    stages chart where the report does, and both give the stages table."""
+    from lpstudy.results.frames import load_study
+    from lpstudy.results.report import report_sections
+    from tests.staged_studies import write_staged_replicate
+
+    ref = [2.80, 2.90, 2.70, 2.85, 2.75, 2.80]
+    url = f"sqlite:///{tmp_path / 'seq.db'}"
+    write_staged_replicate(url, "seq", {2.0: ref, 1.0: [v + 0.002 for v in ref[:3]],
+                                        4.0: [v + d for v, d in zip(ref, [0.3, -0.25, 0.28, -0.2, 0.3, -0.1])]},
+                           max_folds=6, rounds=[3, 5, 6], rope=0.05)
+    at = run_page("Effect of p", url, "seq")
+    assert not messages(at)["exception"], messages(at)
+    assert at.number_input(key="rope").value == pytest.approx(5.0)
+    assert any(c.value.startswith("Verdicts against the reference · ROPE ±5 % of its mean loss") for c in at.caption)
+    stages = next(frame.value for frame in at.dataframe if "look" in frame.value.columns)
+    assert stages[["look", "folds_run", "p = 1", "p = 4"]].values.tolist() == [
+        [1, 3, "equivalent", "undecided"], [2, 5, "stopped (equivalent)", "undecided"],
+        [3, 6, "stopped (equivalent)", "undecided"]]
+    sections = dict(report_sections(load_study(open_reader(url), "seq")))
+    effect = sections["Effect of p"]
+    drawn = [item.layout.title.text for item in effect if hasattr(item, "layout")]
+    assert "Stages: each arm's difference to the reference at every look" in drawn
+    assert chart_titles(at) == drawn  # the page and the report: the same charts, in the same order
+    tables = [item for item in effect if isinstance(item, pd.DataFrame) and "look" in item.columns]
+    assert len(tables) == 1 and tables[0][["p = 1", "p = 4"]].values.tolist() == stages[["p = 1", "p = 4"]].values.tolist()
 
 
 def test_the_chooser_shows_each_studys_trials_and_best_value(seeded):

@@ -42,7 +42,7 @@ def print_verdicts(study: str, storage: StorageChoice, rope: float | None = None
     sequential study was run with, else 0.5 %."""
     from rich.console import Console
 
-    from lpstudy.results.answers import DEFAULT_ROPE, AnswerOptions, study_answer
+    from lpstudy.results.answers import AnswerOptions, study_answer, study_rope
     from lpstudy.results.compare import verdict_data
     from lpstudy.results.status import print_table
     from lpstudy.results.columns import labelled
@@ -50,9 +50,8 @@ def print_verdicts(study: str, storage: StorageChoice, rope: float | None = None
 
     with storage.reader() as reader:
         data = verdict_data(reader, study)
-    plan = (data.info.spec or {}).get("until_decided") or {}
     if rope is None:
-        rope = float(plan.get("rope", DEFAULT_ROPE))
+        rope = study_rope(data.info.spec)
     answer = study_answer(data, AnswerOptions(rope=rope, alpha=alpha, reference=reference))
     if as_json:
         sys.stdout.write(json.dumps(answer) + "\n")

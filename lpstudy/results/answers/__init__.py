@@ -39,10 +39,11 @@ A search study (lpstudy.results.answers.search)
 
 from __future__ import annotations
 
-from lpstudy.results.answers.options import DEFAULT_ALPHA, DEFAULT_ROPE, AnswerOptions
+from lpstudy.results.answers.options import DEFAULT_ALPHA, DEFAULT_ROPE, AnswerOptions, study_rope
 from lpstudy.results.frames import StudyData, StudyInfo
 
-__all__ = ["AnswerOptions", "DEFAULT_ALPHA", "DEFAULT_ROPE", "answered_by_verdicts", "has_verdicts", "study_answer"]
+__all__ = ["AnswerOptions", "DEFAULT_ALPHA", "DEFAULT_ROPE", "answered_by_verdicts", "has_verdicts", "study_answer",
+           "study_rope"]
 
 
 def answered_by_verdicts(info: StudyInfo) -> bool:

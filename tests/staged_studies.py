@@ -1,9 +1,11 @@
-"""A comparison run --until-decided, written into a database with planted losses and no training, for
-the pages and commands that read such a study back: its arms tuned (two planted trials each), then
-each arm's replicate grid holding the folds it ran, a finished run per fold with its planted loss,
-as a worker leaves it (the cells enqueued with their fold, then the run's attributes). Which folds
-an arm ran is the test's planted truth (an arm decided at a look runs no fold after it); that the
-workers' stage logic stops there is tests/test_compare_until_decided.py's to check."""
+"""Studies run --until-decided, written into a database with planted losses and no training, for the
+pages and commands that read such a study back: a replicate (write_staged_replicate) holding the
+folds each p ran, or a comparison (write_staged_compare): its arms tuned (two planted trials each),
+then each arm's replicate grid holding the folds it ran. Each fold is a finished run with its planted
+loss, as a worker leaves it (the cell's fold and p, then the run's attributes). Which folds an arm
+ran is the test's planted truth (an arm decided at a look runs no fold after it); that the workers'
+stage logic stops there is tests/test_until_decided.py's and tests/test_compare_until_decided.py's
+to check."""
 
 from __future__ import annotations
 
@@ -40,3 +42,25 @@ def write_staged_compare(url: str, name: str, losses: dict[str, list[float]], ma
                             "final_val_loss": loss}))
     store.close()
     return plan
+
+
+def write_staged_replicate(url: str, name: str, losses: dict[float, list[float]], max_folds: int,
+                           rounds: list[int], rope: float) -> None:
+    """The replicate NAME of the p values of `losses` ({2.0: [the loss of each fold it ran, of the one
+    max_folds-fold CV], ...}; p = 2 the reference), run --until-decided in `rounds` with this ROPE."""
+    import optuna
+
+    from lpstudy.db.optuna_storage import open_storage
+    from lpstudy.study.spec import replicate_spec
+    from lpstudy.study.studies import create_study
+
+    store = open_storage(url, create_tables=True)
+    spec = replicate_spec("smoke", list(losses), max_folds,
+                          until_decided={"rounds": list(rounds), "reference": 2.0, "rope": rope, "alpha": 0.05})
+    study, _ = create_study(store, name, spec)
+    for p, runs in losses.items():
+        for fold, loss in enumerate(runs):
+            study.add_trial(optuna.trial.create_trial(
+                value=loss, system_attrs={"fixed_params": {"p": float(p), "fold": fold}},
+                user_attrs={"fold": fold, "folds": max_folds, "p": float(p), "diverged": False, "final_val_loss": loss}))
+    store.close()
