@@ -6,8 +6,8 @@ of p shows, nor, for a search, for p's surrogate profile that Effect of p opens 
 (common.cached_study), the importance into its cache (common.cached_importance), the surrogate's
 answer into what the pages keep with that version (common.page_inputs: the key Effect of p asks
 it by): a page that comes during the read waits for the rest of it; one that comes later reads and
-fits nothing while the study is unchanged, and only what changed since otherwise. Nothing is shown on a page from here; a failure is left to the page,
-which reads again and says what is wrong.
+fits nothing while the study is unchanged, and only what changed since otherwise. Nothing is shown
+on a page from here; a failure is left to the page, which reads again and says what is wrong.
 """
 
 from __future__ import annotations

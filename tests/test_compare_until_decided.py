@@ -90,6 +90,20 @@ def test_a_decided_arm_has_no_folds_left_and_the_undecided_one_runs_on():
     assert left == {"p=1": 0, "p=2": 3, "p=4": 3}
 
 
+def test_the_stages_table_says_which_arms_run_the_stage_under_way():
+    """After the first stage: p = 1 decided equivalent there, p = 4 runs the second stage; the third is to come."""
+    from lpstudy.results.compare import stages_answer
+    from lpstudy.results.verdict_table import stages_frame
+
+    ref = [2.80, 2.90, 2.70]
+    data = planted_compare({"p=2": ref, "p=1": [v + 0.002 + 0.0001 * i for i, v in enumerate(ref)],
+                            "p=4": [ref[0] + 0.3, ref[1] - 0.25, ref[2] + 0.28]})
+    stages = stages_frame(stages_answer(data))
+    assert stages[["look", "folds_run", "p = 1", "p = 4"]].values.tolist() == [
+        [1, 3, "equivalent", "undecided"], [2, 5, "stopped (equivalent)", "running"],
+        [3, 6, "stopped (equivalent)", "to come"]]
+
+
 def test_once_every_arm_is_decided_nothing_is_left():
     from lpstudy.results.compare import compare_progress
 

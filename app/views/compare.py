@@ -40,8 +40,9 @@ def cached_compare(storage_url: str, compare_name: str):
 
 with no_traceback():
     plan, budgets, paired, reference, answer = cached_compare(storage, name)
-replicated = (f"on up to {plan.folds} folds, in stages of {'/'.join(map(str, plan.until_decided['rounds']))} folds until "
-              "its verdict is decided" if plan.until_decided else f"on {plan.folds} folds")
+stages = "/".join(map(str, (plan.until_decided or {}).get("rounds", [])))
+replicated = (f"on up to {plan.folds} folds, in stages of {stages} folds until its verdict is decided"
+              if plan.until_decided else f"on {plan.folds} folds")
 st.markdown(f"**{name}**: arms of `{plan.factor}` · {plan.budget} tuning trials each on fold {plan.tune_fold} "
             f"(TPE, median pruner) · then each arm's best configuration {replicated} · reference {reference}")
 st.subheader("Tuning budget per arm")

@@ -37,7 +37,8 @@ if inputs.folded:  # verdicts per arm, fold as a block
     reference = controls[0].selectbox("Reference p", finite or [2.0], index=default, format_func=A.format_p,
                                       key="reference_p")
     rope = controls[1].number_input("ROPE: equivalent within ± this % of the reference's mean loss", min_value=0.0,
-                                    max_value=20.0, value=100 * study_rope(study.info.spec), step=0.1, format="%.2f", key="rope")
+                                    max_value=20.0, value=100 * study_rope(study.info.spec),  # the one it ran with
+                                    step=0.1, format="%.2f", key="rope")
     inputs = page_inputs(study, storage, bins=bins, reference=reference, rope=rope / 100)
     answer = inputs.answer
     st.markdown(f"**Verdict.** {answer['sentence']}")

@@ -58,17 +58,20 @@ def stages_chart(answer: dict) -> go.Figure:
     fig.add_hrect(y0=-rope, y1=rope, fillcolor=VERDICT_COLOURS["equivalent"], opacity=0.12, line_width=0)
     fig.add_hline(y=0, line={"color": "#888", "dash": "dash"})
     order = [a["value"] for a in seq["arms"]]
-    tested = sorted(((arm_name(field, a["value"]), look, a) for look in looks for a in look["arms"] if a["state"] != "stopped"),
-                    key=lambda row: (order.index(row[2]["value"]), row[1]["look"]))
-    where = lambda rows: [[label for label, _, _ in rows], [f"{look['folds']} folds" for _, look, _ in rows]]  # noqa: E731
-    # the arms in their order, each with its looks: a multicategory axis orders its categories as the data first names them
+    tested = sorted(((arm_name(field, a["value"]), look, a) for look in looks for a in look["arms"]
+                     if a["state"] != "stopped"), key=lambda row: (order.index(row[2]["value"]), row[1]["look"]))
+
+    def where(rows):  # (arm, its folds at the look): a category within the arm's group
+        return [[label for label, _, _ in rows], [f"{look['folds']} folds" for _, look, _ in rows]]
+
+    # the arms in their order, each with its looks: a multicategory axis orders them as the data first names them
     fig.add_scatter(x=where(tested), y=[None] * len(tested), mode="markers", showlegend=False, hoverinfo="skip")
     for verdict, colour in VERDICT_COLOURS.items():
         rows = [row for row in tested if row[2]["state"] == verdict]
         decided = verdict != "undecided"
         fig.add_scatter(
-            x=where(rows), y=[100 * (a["rel_diff"] or 0) for _, _, a in rows], mode="markers+text" if decided else "markers",
-            name=verdict, showlegend=True,
+            x=where(rows), y=[100 * (a["rel_diff"] or 0) for _, _, a in rows],
+            mode="markers+text" if decided else "markers", name=verdict, showlegend=True,
             marker={"size": 13 if decided else 10, "color": colour, "symbol": "diamond" if decided else "circle"},
             text=[f"decided: {verdict}" for _ in rows] if decided else None, textposition="top center",
             textfont={"color": colour, "size": 12},
@@ -79,11 +82,12 @@ def stages_chart(answer: dict) -> go.Figure:
             hovertemplate="%{x}: %{y:+.2f} % · look %{customdata[0]}, tested at level %{customdata[1]:.2g}<extra>"
                           + verdict + "</extra>")
     fig.update_layout(legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0, "xanchor": "left"})
-    return caption(fig, f"Per arm, its looks left to right (the folds run by then). Colour: the verdict at that look; "
-                        f"a diamond: the look that decided it, after which it ran no more folds. Shaded: the ROPE, ±{rope:.2g} % "
-                        f"of {name}'s mean loss. Bars: {100 * (1 - answer['alpha']):.0f} % intervals over the folds so far, "
-                        f"corrected for the {answer['k']}-fold CV; each look's test is stricter, at the part of alpha it spends "
-                        "(the table below; O'Brien–Fleming spends little at the first looks), with Holm across the arms.")
+    return caption(fig, "Per arm, its looks left to right (the folds run by then). Colour: the verdict at that "
+                        "look; a diamond: the look that decided it, after which it ran no more folds. Shaded: the "
+                        f"ROPE, ±{rope:.2g} % of {name}'s mean loss. Bars: {100 * (1 - answer['alpha']):.0f} % "
+                        f"intervals over the folds so far, corrected for the {answer['k']}-fold CV; each look's test is "
+                        "stricter, at the part of alpha it spends (the table below; O'Brien–Fleming spends little at "
+                        "the first looks), with Holm across the arms.")
 
 
 def fold_importance_chart(answer: dict) -> go.Figure:

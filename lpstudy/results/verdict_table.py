@@ -81,20 +81,22 @@ def stage_state(arm: dict) -> str:
 def stages_frame(answer: dict) -> pd.DataFrame:
     """The stages of a sequential (--until-decided) study, one row per look: the folds run by then,
     the alpha that look spends and the alpha spent up to it, then per arm its state at that look
-    (stage_state); a look not reached yet says "to come" ("running" for the one under way, "not
-    needed" once every arm is decided). Columns named as lpstudy.results.columns labels them; empty
-    for any other study."""
+    (stage_state); at a look not reached yet, an arm already decided is "stopped (its verdict)" and
+    the others "running" (the look under way) or "to come". Columns named as lpstudy.results.columns
+    labels them; empty for any other study."""
     seq, ref = answer.get("sequential"), answer.get("reference")
     if not seq or not ref:
         return pd.DataFrame()
     names = [arm_name(ref["field"], a["value"]) for a in seq["arms"]]
+    decided = {arm_name(ref["field"], a["value"]): a["state"] for a in seq["arms"] if a["state"] in VERDICT_COLOURS
+               and a["state"] != "undecided"}
     rows = []
     for look in seq["looks"]:
         if look["over"]:
             states = {arm_name(ref["field"], a["value"]): stage_state(a) for a in look["arms"]}
         else:
-            waiting = ("not needed" if seq["over"] else "running" if look["look"] == seq["looks_done"] + 1 else "to come")
-            states = dict.fromkeys(names, waiting)
+            waiting = "running" if look["look"] == seq["looks_done"] + 1 else "to come"
+            states = {name: f"stopped ({decided[name]})" if name in decided else waiting for name in names}
         rows.append({"look": look["look"], "folds_run": look["folds"], "alpha_look": look["level"],
                      "alpha_spent": look["spent"], **{name: states.get(name) for name in names}})
     return pd.DataFrame(rows)

@@ -183,7 +183,8 @@ def _sequential(trials, column, others, reference, diffs, k, margin, options, pl
     answer["sequential"] = {
         "rounds": rounds, "looks_done": done, "max_folds": k, "over": bool(over),
         "looks": _looks(tests, others, diffs, rounds, k, options.alpha, done, answer["reference"]["mean"], values),
-        "arms": [{"value": values.get(arm, arm), "arm": arm, "state": verdicts[i] if verdicts[i] != "undecided" or over else "running",
+        "arms": [{"value": values.get(arm, arm), "arm": arm,
+                  "state": verdicts[i] if verdicts[i] != "undecided" or over else "running",
                   "folds": int(np.sum(~np.isnan(diffs[i])))} for i, arm in enumerate(others)],
         "stopped": {str(json_safe(arm)): int(tests["folds_used"][i]) for i, arm in enumerate(others)
                     if verdicts[i] != "undecided"},
@@ -208,11 +209,12 @@ def _looks(tests, others, diffs, rounds, k, alpha, done, ref_mean, values) -> li
             seen = tests["history"][j]
             low, high = interval(seen["mean"], seen["se"], seen["df"], 1 - alpha)
             for i, arm in enumerate(others):
+                named = {"value": values.get(arm, arm), "arm": arm}
                 if not seen["active"][i]:
-                    look["arms"].append({"value": values.get(arm, arm), "arm": arm, "state": "stopped", "decided": VERDICTS[int(tests["verdict"][i])],
+                    look["arms"].append({**named, "state": "stopped", "decided": VERDICTS[int(tests["verdict"][i])],
                                          "folds": int(tests["folds_used"][i])})
                     continue
-                look["arms"].append({"value": values.get(arm, arm), "arm": arm, "state": VERDICTS[int(seen["verdict"][i])],
+                look["arms"].append({**named, "state": VERDICTS[int(seen["verdict"][i])],
                                      "folds": int(np.sum(~np.isnan(diffs[i][:n]))),
                                      "rel_diff": float(seen["mean"][i]) / ref_mean, "rel_low": float(low[i]) / ref_mean,
                                      "rel_high": float(high[i]) / ref_mean})
