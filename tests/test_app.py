@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -187,6 +188,35 @@ def test_the_study_read_ahead_at_start_is_the_copy_the_first_page_draws(seeded, 
     expected = ("What the compared field explains within folds" if common.cached_study_infos(url)[0].kind == "replicate"
                 else "Parameter importance")
     assert any(title.startswith(expected) for title in chart_titles(at)), chart_titles(at)
+
+
+def test_the_read_ahead_of_a_search_fits_the_surrogate_that_effect_of_p_draws(seeded, capsys, monkeypatch):
+    """Effect of p opens a search with p's surrogate profile (lpstudy.results.answers.search), whose
+    fit is its longest part on a large search: the read-ahead fits it into what the pages keep with
+    the study's version, so the first visit fits nothing and draws the profile."""
+    import common
+    from lpstudy.results.answers import surrogate
+    from read_ahead import read_ahead
+
+    fits: list[str] = []
+    fit = surrogate._fit
+
+    def counted(*args, **kwargs):
+        fits.append(threading.current_thread().name)
+        return fit(*args, **kwargs)
+
+    monkeypatch.setattr(surrogate, "_fit", counted)
+    url, _ = seeded
+    common.live_study.clear()
+    common._cached_study_version.clear()  # no version kept before: nothing fitted yet
+    read_ahead(url, "search", wait_for_runtime=False).join(timeout=60)
+    assert "p's surrogate profile in" in capsys.readouterr().err
+    assert fits and set(fits) == {"lpstudy-read-ahead"}, fits  # fitted ahead, in the read-ahead's thread
+    ahead = len(fits)
+    at = run_page("Effect of p", url, "search")
+    assert not at.exception, at.exception
+    assert len(fits) == ahead, fits  # the page fitted nothing: it drew the fit kept for this version
+    assert "p's effect with lr and gain held apart (surrogate, 95 % band)" in chart_titles(at)
 
 
 @pytest.mark.slow
@@ -631,6 +661,93 @@ def test_the_compare_page_draws_the_paired_differences_of_a_comparison(seeded, t
     assert len(diffs) == 3
     assert [float(x) for x in paired["mean_diff"]] == pytest.approx([0.0, sum(diffs) / 3], rel=1e-3, abs=1e-4)
     no_missing_cells(at)
+
+
+STAGED_REF = [2.80, 2.90, 2.70, 2.85, 2.75, 2.80, 2.95, 2.72, 2.83, 2.78]  # p = 2's loss on each of 10 folds
+STAGED_LOSSES = {  # the folds each arm ran: an arm decided at the first look (3 folds) ran no more
+    "p=2": STAGED_REF,
+    "p=1": [v + 0.002 + 0.0001 * i for i, v in enumerate(STAGED_REF[:3])],  # 0.07 % above p = 2: equivalent (ROPE ±5 %)
+    "p=3": [v + d for v, d in zip(STAGED_REF, [0.3, -0.25, 0.28, -0.2, 0.3, -0.1, 0.25, -0.3, 0.2, -0.27])],  # ±10 %: never decided
+    "p=4": [v - 0.28 - 0.0005 * i for i, v in enumerate(STAGED_REF[:3])],  # 10 % below p = 2: better
+}
+
+
+def test_the_compare_page_shows_the_stages_of_a_comparison_run_until_decided(tmp_path):
+    """K = 10 in stages of 3, 5, 8, 10 folds, ROPE ±5 %: p = 1 (0.07 % above p = 2 on every fold) is
+    equivalent and p = 4 (10 % below) better at the first look, and run no more folds; p = 3 (±10 %
+    fold by fold) is undecided at every look and runs all 10: 40 − 26 = 14 fold runs saved. Each look
+    spends alpha by Lan & DeMets' O'Brien–Fleming function, 2 − 2Φ(z₀.₉₇₅ / √(n / 10))."""
+    from scipy.stats import norm
+
+    from tests.staged_studies import write_staged_compare
+
+    url = f"sqlite:///{tmp_path / 'staged.db'}"
+    write_staged_compare(url, "cmp", STAGED_LOSSES, max_folds=10, rounds=[3, 5, 8, 10], rope=0.05)
+    at = run_page("Compare", url, "cmp")
+    shown = messages(at)
+    assert not shown["exception"] and not shown["error"], shown
+    assert [h.value for h in at.subheader][-1] == "Stages"
+    captions = [c.value for c in at.caption]
+    assert "stages of 3/5/8/10 folds · 4 of 4 over · 14 of 40 fold runs saved against --max-folds 10" in captions
+    assert "arms: p = 1: equivalent (3 folds), p = 3: undecided (10 folds), p = 4: better (3 folds)" in captions
+    stages = next(frame.value for frame in at.dataframe if "look" in frame.value.columns)
+    assert stages["look"].tolist() == [1, 2, 3, 4] and stages["folds_run"].tolist() == [3, 5, 8, 10]
+    assert stages[["p = 1", "p = 3", "p = 4"]].values.tolist() == [
+        ["equivalent", "undecided", "better"],
+        ["stopped (equivalent)", "undecided", "stopped (better)"],
+        ["stopped (equivalent)", "undecided", "stopped (better)"],
+        ["stopped (equivalent)", "undecided", "stopped (better)"]]
+    spent = [2 - 2 * norm.cdf(norm.ppf(0.975) / math.sqrt(n / 10)) for n in (3, 5, 8, 10)]
+    assert stages["alpha_spent"].tolist() == pytest.approx(spent, rel=1e-9)
+    assert stages["alpha_look"].tolist() == pytest.approx([spent[0], *(b - a for a, b in zip(spent, spent[1:]))], rel=1e-9)
+    assert stages["alpha_spent"].iloc[-1] == pytest.approx(0.05)
+    # the chart: each arm at each look it was tested at, coloured by its verdict there, at its relative difference
+    chart = figures(at)["Stages: each arm's difference to the reference at every look"]
+    points = {trace["name"]: list(zip(*trace["x"], trace["y"])) for trace in chart["data"] if trace.get("name") and trace.get("x")}
+    ref_mean = sum(STAGED_REF) / 10
+    relative = lambda arm, n: 100 * sum(a - b for a, b in zip(STAGED_LOSSES[arm][:n], STAGED_REF)) / n / ref_mean  # noqa: E731
+    assert [(x, look) for x, look, _ in points["better"]] == [("p = 4", "3 folds")]
+    assert [(x, look) for x, look, _ in points["equivalent"]] == [("p = 1", "3 folds")]
+    assert [(x, look) for x, look, _ in points["undecided"]] == [("p = 3", f"{n} folds") for n in (3, 5, 8, 10)]
+    assert points["better"][0][2] == pytest.approx(relative("p=4", 3))
+    assert [y for *_, y in points["undecided"]] == pytest.approx([relative("p=3", n) for n in (3, 5, 8, 10)])
+    # an arm's bar at its last look is its bar on the verdict chart
+    last = next(t for t in chart["data"] if t.get("name") == "undecided")["error_y"]
+    verdict = next(t for t in figures(at)["Verdict per arm: difference to the reference"]["data"]
+                   if t.get("name") == "undecided")["error_y"]
+    assert (last["array"][-1], last["arrayminus"][-1]) == pytest.approx((verdict["array"][0], verdict["arrayminus"][0]))
+    no_missing_cells(at)
+
+
+def test_effect_of_p_and_the_report_show_the_stages_of_a_replicate_run_until_decided(tmp_path):
+    """K = 6 in stages of 3, 5, 6 with a ROPE of ±5 %: p = 1 (0.07 % above p = 2 on each fold) is
+    equivalent at the first look and ran 3 folds; p = 4 (±10 % fold by fold) runs all 6, undecided.
+    The page reads the verdicts with the ROPE the study ran with (as lpstudy verdict), draws the
+    stages chart where the report does, and both give the stages table."""
+    from lpstudy.results.frames import load_study
+    from lpstudy.results.report import report_sections
+    from tests.staged_studies import write_staged_replicate
+
+    ref = [2.80, 2.90, 2.70, 2.85, 2.75, 2.80]
+    url = f"sqlite:///{tmp_path / 'seq.db'}"
+    write_staged_replicate(url, "seq", {2.0: ref, 1.0: [v + 0.002 for v in ref[:3]],
+                                        4.0: [v + d for v, d in zip(ref, [0.3, -0.25, 0.28, -0.2, 0.3, -0.1])]},
+                           max_folds=6, rounds=[3, 5, 6], rope=0.05)
+    at = run_page("Effect of p", url, "seq")
+    assert not messages(at)["exception"], messages(at)
+    assert at.number_input(key="rope").value == pytest.approx(5.0)
+    assert any(c.value.startswith("Verdicts against the reference · ROPE ±5 % of its mean loss") for c in at.caption)
+    stages = next(frame.value for frame in at.dataframe if "look" in frame.value.columns)
+    assert stages[["look", "folds_run", "p = 1", "p = 4"]].values.tolist() == [
+        [1, 3, "equivalent", "undecided"], [2, 5, "stopped (equivalent)", "undecided"],
+        [3, 6, "stopped (equivalent)", "undecided"]]
+    sections = dict(report_sections(load_study(open_reader(url), "seq")))
+    effect = sections["Effect of p"]
+    drawn = [item.layout.title.text for item in effect if hasattr(item, "layout")]
+    assert "Stages: each arm's difference to the reference at every look" in drawn
+    assert chart_titles(at) == drawn  # the page and the report: the same charts, in the same order
+    tables = [item for item in effect if isinstance(item, pd.DataFrame) and "look" in item.columns]
+    assert len(tables) == 1 and tables[0][["p = 1", "p = 4"]].values.tolist() == stages[["p = 1", "p = 4"]].values.tolist()
 
 
 def test_the_chooser_shows_each_studys_trials_and_best_value(seeded):

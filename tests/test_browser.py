@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
@@ -82,11 +83,11 @@ def study_db(tmp_path_factory) -> str:
     return url
 
 
-@pytest.fixture(scope="module")
-def dashboard(study_db):
-    """`lpstudy dashboard` as a user starts it; its address."""
+@contextmanager
+def served(storage: str):
+    """`lpstudy dashboard --storage STORAGE` as a user starts it, stopped after; its address."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "lpstudy", "dashboard", "--storage", study_db, "--port", str(port),
+    proc = subprocess.Popen([sys.executable, "-m", "lpstudy", "dashboard", "--storage", storage, "--port", str(port),
                              "--headless"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -99,6 +100,13 @@ def dashboard(study_db):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture(scope="module")
+def dashboard(study_db):
+    """`lpstudy dashboard` as a user starts it; its address."""
+    with served(study_db) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -216,6 +224,38 @@ def test_the_report_draws_its_charts_offline(browser, study_db, tmp_path):
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "8_report.png"))
     context.close()
+
+
+def test_the_compare_page_draws_the_stages_of_a_comparison_run_until_decided(browser, tmp_path):
+    """A comparison run --until-decided (planted: p = 1 equivalent and p = 4 better at the first look,
+    p = 3 undecided to the tenth fold): the Compare page draws its stages chart, with each decided
+    arm's look marked, and the table of the looks (kept as 9_Compare_stages.png)."""
+    from tests.staged_studies import write_staged_compare
+
+    ref = [2.80, 2.90, 2.70, 2.85, 2.75, 2.80, 2.95, 2.72, 2.83, 2.78]
+    url = f"sqlite:///{tmp_path / 'staged.db'}"
+    write_staged_compare(url, "cmp", {"p=2": ref, "p=1": [v + 0.002 + 0.0001 * i for i, v in enumerate(ref[:3])],
+                                      "p=3": [v + d for v, d in zip(ref, [0.3, -0.25, 0.28, -0.2, 0.3, -0.1, 0.25,
+                                                                          -0.3, 0.2, -0.27])],
+                                      "p=4": [v - 0.28 - 0.0005 * i for i, v in enumerate(ref[:3])]},
+                         max_folds=10, rounds=[3, 5, 8, 10], rope=0.05)
+    with served(url) as address:
+        context = browser.new_context(viewport=VIEWPORT)
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(f"{address}/Compare?study=cmp", timeout=WAIT_MS)
+        title = "Stages: each arm's difference to the reference at every look"
+        wait_for_titles(page, [title])
+        settle(page)
+        stages = _chart(page, title)
+        assert sorted(stages.locator(".textpoint").all_text_contents()) == ["decided: better", "decided: equivalent"]
+        assert page.get_by_text("stopped (equivalent)").count() == 3  # p = 1 at the looks after its first
+        assert page.locator("[data-testid='stException']").count() == 0 and not errors, errors
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        stages.scroll_into_view_if_needed()
+        page.screenshot(path=str(SCREENSHOTS / "9_Compare_stages.png"), full_page=True)
+        context.close()
 
 
 def _chart(page, title_prefix: str):

@@ -85,9 +85,23 @@ def test_a_decided_arm_has_no_folds_left_and_the_undecided_one_runs_on():
     seq = stages_answer(data)["sequential"]
     assert seq["looks_done"] == 1 and not seq["over"] and seq["rounds"] == [3, 5, 6]
     assert seq["stopped"] == {"p=1": 3}
-    assert {a["value"]: a["state"] for a in seq["arms"]} == {"p=1": "equivalent", "p=4": "running"}
+    assert {a["arm"]: a["state"] for a in seq["arms"]} == {"p=1": "equivalent", "p=4": "running"}
     left = {r["arm"]: r["folds_left"] for r in compare_progress(data)["arms"]}
     assert left == {"p=1": 0, "p=2": 3, "p=4": 3}
+
+
+def test_the_stages_table_says_which_arms_run_the_stage_under_way():
+    """After the first stage: p = 1 decided equivalent there, p = 4 runs the second stage; the third is to come."""
+    from lpstudy.results.compare import stages_answer
+    from lpstudy.results.verdict_table import stages_frame
+
+    ref = [2.80, 2.90, 2.70]
+    data = planted_compare({"p=2": ref, "p=1": [v + 0.002 + 0.0001 * i for i, v in enumerate(ref)],
+                            "p=4": [ref[0] + 0.3, ref[1] - 0.25, ref[2] + 0.28]})
+    stages = stages_frame(stages_answer(data))
+    assert stages[["look", "folds_run", "p = 1", "p = 4"]].values.tolist() == [
+        [1, 3, "equivalent", "undecided"], [2, 5, "stopped (equivalent)", "running"],
+        [3, 6, "stopped (equivalent)", "to come"]]
 
 
 def test_once_every_arm_is_decided_nothing_is_left():
@@ -168,3 +182,25 @@ def test_the_workers_stage_logic_on_planted_losses_gives_decided_arms_no_more_fo
     assert {label: folds_of(label)[1] for label in losses} == {"p=2": list(range(6)), "p=1": [0, 1, 2],
                                                                 "p=4": list(range(6))}
     assert opened == []
+
+
+def test_verdict_prints_each_arms_state_at_every_look(sqlite_url, capsys):
+    """K = 6 in stages of 3, 5, 6, ROPE ±5 %: p = 1 (0.07 % above p = 2 on each fold) is equivalent at
+    the first look and ran 3 folds; p = 4 (±10 % fold by fold) stays undecided and ran all 6."""
+    from tests.staged_studies import write_staged_compare
+
+    ref = [2.80, 2.90, 2.70, 2.85, 2.75, 2.80]
+    write_staged_compare(sqlite_url, "cmp", {"p=2": ref, "p=1": [v + 0.002 for v in ref[:3]],
+                                             "p=4": [v + d for v, d in zip(ref, [0.3, -0.25, 0.28, -0.2, 0.3, -0.1])]},
+                         max_folds=6, rounds=[3, 5, 6], rope=0.05)
+    code, out, err = cli(capsys, "verdict", "--study", "cmp", "--storage", sqlite_url)
+    assert code == 0, err
+    lines = [" ".join(line.split()) for line in out.splitlines()]
+    assert "stages of 3/5/6 folds · 3 of 3 over · 3 of 18 fold runs saved against --max-folds 6" in lines
+    assert "arms: p = 1: equivalent (3 folds), p = 4: undecided (6 folds)" in lines
+    table = " ".join(lines[lines.index("stages: each arm's state at every look") + 1:])
+    # alpha spent by 2 − 2Φ(1.96 / √(n / 6)): 0.0056 after 3 folds, 0.032 after 5, 0.05 after 6
+    for look in ("look 1 · folds run 3 · alpha this look 0.0056 · alpha so far 0.0056 p = 1 equivalent · p = 4 undecided",
+                 "look 2 · folds run 5 · alpha this look 0.026 · alpha so far 0.032 p = 1 stopped (equivalent) · p = 4 undecided",
+                 "look 3 · folds run 6 · alpha this look 0.018 · alpha so far 0.05 p = 1 stopped (equivalent) · p = 4 undecided"):
+        assert look in table, table

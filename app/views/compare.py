@@ -1,12 +1,14 @@
 """An equal-budget comparison (`lpstudy compare`): each arm's tuning budget and best configuration,
 the arms' replicate runs paired fold by fold against the reference arm (lpstudy.results.compare),
-and each arm's verdict (lpstudy.results.answers, the table `lpstudy verdict` prints)."""
+each arm's verdict (lpstudy.results.answers, the table `lpstudy verdict` prints) and, for a
+comparison run --until-decided, its stages: each arm's state at every look, the alpha each look
+spends and the fold runs saved (the answer's "sequential" entry, as `lpstudy verdict` prints it)."""
 
 import streamlit as st
 
 from lpstudy.results import lens_charts as L
 from lpstudy.results import verdict_charts as V
-from lpstudy.results.verdict_table import verdict_frame, verdict_title
+from lpstudy.results.verdict_table import sequential_lines, stages_frame, verdict_frame, verdict_title
 
 from lpstudy.results.columns import signed
 
@@ -29,21 +31,20 @@ if chosen not in comparisons:
 
 @st.cache_data(ttl=5, show_spinner="Reading the comparison…")
 def cached_compare(storage_url: str, compare_name: str):
-    from lpstudy.results.compare import load_compare
+    from lpstudy.results.compare import load_compare, stages_answer
 
-    from lpstudy.results.answers import study_answer
-    from lpstudy.results.compare import compare_study_data
-
-    server = reader(storage_url)
-    data = load_compare(server, compare_name)
-    answer = study_answer(compare_study_data(server, compare_name))
+    data = load_compare(reader(storage_url), compare_name)
+    answer = stages_answer(data)  # with the ROPE and alpha it ran --until-decided with, as `lpstudy verdict`
     return data.plan, data.budgets, data.paired, data.reference, answer
 
 
 with no_traceback():
     plan, budgets, paired, reference, answer = cached_compare(storage, name)
+stages = "/".join(map(str, (plan.until_decided or {}).get("rounds", [])))
+replicated = (f"on up to {plan.folds} folds, in stages of {stages} folds until its verdict is decided"
+              if plan.until_decided else f"on {plan.folds} folds")
 st.markdown(f"**{name}**: arms of `{plan.factor}` · {plan.budget} tuning trials each on fold {plan.tune_fold} "
-            f"(TPE, median pruner) · then each arm's best configuration on {plan.folds} folds · reference {reference}")
+            f"(TPE, median pruner) · then each arm's best configuration {replicated} · reference {reference}")
 st.subheader("Tuning budget per arm")
 table(budgets)
 chart(L.compare_chart(paired, reference), key="compare")
@@ -56,3 +57,9 @@ verdicts = verdict_frame(answer)
 if len(verdicts):
     st.caption(verdict_title(answer))
     st.dataframe(verdicts, hide_index=True, width="stretch")
+if answer.get("sequential"):  # run --until-decided: the stages the verdicts were reached in
+    st.subheader("Stages")
+    for line in sequential_lines(answer):
+        st.caption(line)
+    chart(V.stages_chart(answer), key="compare_stages")
+    table(stages_frame(answer), key="compare_stages_table")

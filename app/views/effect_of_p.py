@@ -10,9 +10,9 @@ import math
 import streamlit as st
 
 from lpstudy.results import analysis as A
-from lpstudy.results.answers import DEFAULT_ROPE
+from lpstudy.results.answers import study_rope
 from lpstudy.results.pages import EFFECT_OF_P
-from lpstudy.results.verdict_table import sequential_lines, verdict_frame, verdict_title
+from lpstudy.results.verdict_table import sequential_lines, stages_frame, verdict_frame, verdict_title
 
 
 from common import draw_charts, p_bins_control, page, page_inputs, show_problem
@@ -37,7 +37,8 @@ if inputs.folded:  # verdicts per arm, fold as a block
     reference = controls[0].selectbox("Reference p", finite or [2.0], index=default, format_func=A.format_p,
                                       key="reference_p")
     rope = controls[1].number_input("ROPE: equivalent within ± this % of the reference's mean loss", min_value=0.0,
-                                    max_value=20.0, value=100 * DEFAULT_ROPE, step=0.1, format="%.2f", key="rope")
+                                    max_value=20.0, value=100 * study_rope(study.info.spec),  # the one it ran with
+                                    step=0.1, format="%.2f", key="rope")
     inputs = page_inputs(study, storage, bins=bins, reference=reference, rope=rope / 100)
     answer = inputs.answer
     st.markdown(f"**Verdict.** {answer['sentence']}")
@@ -48,6 +49,10 @@ if inputs.folded:  # verdicts per arm, fold as a block
         st.dataframe(frame, hide_index=True, width="stretch")
     for line in sequential_lines(answer):
         st.caption(line)
+    draw_charts(EFFECT_OF_P, inputs, part="stages")  # run --until-decided: each p's verdict at every look
+    stages = stages_frame(answer)
+    if len(stages):
+        table(stages, key="effect_stages_table")
 draw_charts(EFFECT_OF_P, inputs, part="")  # two a row: p's surrogate profile beside the raw scatter
 
 with st.expander("Numbers per p"):

@@ -42,16 +42,16 @@ def print_verdicts(study: str, storage: StorageChoice, rope: float | None = None
     sequential study was run with, else 0.5 %."""
     from rich.console import Console
 
-    from lpstudy.results.answers import DEFAULT_ROPE, AnswerOptions, study_answer
+    from lpstudy.results.answers import AnswerOptions, study_answer, study_rope
     from lpstudy.results.compare import verdict_data
     from lpstudy.results.status import print_table
-    from lpstudy.results.verdict_table import sequential_lines, verdict_frame, verdict_title
+    from lpstudy.results.columns import labelled
+    from lpstudy.results.verdict_table import sequential_lines, stages_frame, verdict_frame, verdict_title
 
     with storage.reader() as reader:
         data = verdict_data(reader, study)
-    plan = (data.info.spec or {}).get("until_decided") or {}
     if rope is None:
-        rope = float(plan.get("rope", DEFAULT_ROPE))
+        rope = study_rope(data.info.spec)
     answer = study_answer(data, AnswerOptions(rope=rope, alpha=alpha, reference=reference))
     if as_json:
         sys.stdout.write(json.dumps(answer) + "\n")
@@ -66,6 +66,9 @@ def print_verdicts(study: str, storage: StorageChoice, rope: float | None = None
         print_table(console, verdict_title(answer), list(frame.columns), frame.values.tolist())
     for line in sequential_lines(answer):
         console.print(line, highlight=False, soft_wrap=True)
+    stages = labelled(stages_frame(answer))
+    if len(stages):  # each arm's state at every look, as the Compare page's table
+        print_table(console, "stages: each arm's state at every look", list(stages.columns), stages.values.tolist())
     importance = answer["importance"]
     if importance.get("shares"):
         field, share = next(iter(importance["shares"].items()))

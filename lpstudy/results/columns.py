@@ -72,6 +72,11 @@ COLUMNS: dict[str, Column] = {
     "relative_diff": Column("relative difference", "+.2%", percent=True),
     "t_stat": Column("t", "+.3g"),
     "p_value": Column("p-value", ".3g"),
+    # the stages of a study run --until-decided
+    "look": Column("look", "d"),
+    "folds_run": Column("folds run", "d"),
+    "alpha_look": Column("alpha this look", ".2g"),
+    "alpha_spent": Column("alpha so far", ".2g"),
     # run fields
     "number": Column("trial", "d"),
     "lr": Column("learning rate", ".3g"),

@@ -139,6 +139,16 @@ def _verdict_chart(inputs):
     return V.verdict_chart(inputs.answer)
 
 
+def _staged(inputs: PageInputs) -> bool:  # run --until-decided: its verdicts came in stages
+    return inputs.folded and bool(inputs.answer.get("sequential"))
+
+
+def _stages_chart(inputs):
+    from lpstudy.results import verdict_charts as V
+
+    return V.stages_chart(inputs.answer)
+
+
 def _fold_importance(inputs):
     from lpstudy.results import verdict_charts as V
 
@@ -195,6 +205,7 @@ OVERVIEW = [
 EFFECT_OF_P = [
     Chart("verdicts", _verdict_chart, _folded, uses=("reference", "rope"), part="verdicts"),
     Chart("fold_importance", _fold_importance, _folded, uses=("reference", "rope"), part="verdicts"),
+    Chart("stages", _stages_chart, _staged, uses=("reference", "rope"), wide=True, part="stages"),
     Chart("surrogate_profile", _surrogate_profile, _searched),
     Chart("loss_vs_p", lambda i: C.loss_vs_p(i.trials)),
     Chart("tuned_profile", lambda i: C.tuned_profile_chart(i.profile), _searched, uses=("bins",)),

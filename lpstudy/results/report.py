@@ -30,13 +30,14 @@ def report_sections(data: StudyData, threshold: float | None = None, bins: int |
     """The report's sections: (title, [figures, DataFrames or sentences]), one per dashboard page, its
     figures the page's charts (lpstudy.results.pages, in their order), its sentences and tables the
     page's around them."""
+    from lpstudy.results.answers import study_rope
     from lpstudy.results.pages import PAGES, PageInputs, applying, figure
 
     trials = data.trials
     # the pages' groups, one for every chart: the spread phase's, over the searched p range
     bins = A.default_p_groups(trials, data.info.spec) if bins is None else A.page_p_groups(trials, bins, data.info.spec)
     threshold = default_threshold(data) if threshold is None else threshold
-    inputs = PageInputs(data, bins=bins, threshold=threshold)
+    inputs = PageInputs(data, bins=bins, threshold=threshold, rope=study_rope(data.info.spec))  # the page's default
 
     def charts(page: str) -> list:
         return [figure(chart, inputs) for chart in applying(PAGES[page], inputs)]
@@ -51,9 +52,12 @@ def report_sections(data: StudyData, threshold: float | None = None, bins: int |
         effect.append(f"Verdict. {inputs.answer['sentence']}")
     effect += charts("Effect of p")
     if inputs.folded:
-        from lpstudy.results.verdict_table import sequential_lines, verdict_frame, verdict_title
+        from lpstudy.results.verdict_table import sequential_lines, stages_frame, verdict_frame, verdict_title
 
         effect += [verdict_title(inputs.answer), verdict_frame(inputs.answer), *sequential_lines(inputs.answer)]
+        stages = stages_frame(inputs.answer)
+        if len(stages):  # each arm's state at every look, as the page's table
+            effect.append(stages)
     effect.append(inputs.summary.drop(columns=["p", "p_low", "p_high"]))
     if inputs.searched and len(inputs.profile):
         effect.append(inputs.profile.drop(columns=["p", "p_low", "p_high", "p_order"]))

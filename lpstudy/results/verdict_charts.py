@@ -43,6 +43,53 @@ def verdict_chart(answer: dict) -> go.Figure:
                         f"intervals corrected for the {answer['k']}-fold CV. Below 0: lower loss than {name}.")
 
 
+def stages_chart(answer: dict) -> go.Figure:
+    """A study run --until-decided: each arm's relative difference to the reference at every look it
+    was tested at (its folds so far), with its interval, coloured by the verdict at that look, against
+    the ROPE band; the look that decided an arm is marked, and it has no look after it."""
+    seq, ref = answer.get("sequential") or {}, answer.get("reference")
+    title = "Stages: each arm's difference to the reference at every look"
+    fig = figure(title, "", f"loss / loss({arm_name(ref['field'], ref['value'])}) − 1 (%)" if ref else "", height=420)
+    looks = [look for look in seq.get("looks", []) if look["over"]]
+    if not ref or not looks:
+        return mark_empty(fig, "needs the first stage's folds of the reference and another arm")
+    field, name = ref["field"], arm_name(ref["field"], ref["value"])
+    rope = 100 * answer["rope"]["relative"]
+    fig.add_hrect(y0=-rope, y1=rope, fillcolor=VERDICT_COLOURS["equivalent"], opacity=0.12, line_width=0)
+    fig.add_hline(y=0, line={"color": "#888", "dash": "dash"})
+    order = [a["value"] for a in seq["arms"]]
+    tested = sorted(((arm_name(field, a["value"]), look, a) for look in looks for a in look["arms"]
+                     if a["state"] != "stopped"), key=lambda row: (order.index(row[2]["value"]), row[1]["look"]))
+
+    def where(rows):  # (arm, its folds at the look): a category within the arm's group
+        return [[label for label, _, _ in rows], [f"{look['folds']} folds" for _, look, _ in rows]]
+
+    # the arms in their order, each with its looks: a multicategory axis orders them as the data first names them
+    fig.add_scatter(x=where(tested), y=[None] * len(tested), mode="markers", showlegend=False, hoverinfo="skip")
+    for verdict, colour in VERDICT_COLOURS.items():
+        rows = [row for row in tested if row[2]["state"] == verdict]
+        decided = verdict != "undecided"
+        fig.add_scatter(
+            x=where(rows), y=[100 * (a["rel_diff"] or 0) for _, _, a in rows],
+            mode="markers+text" if decided else "markers", name=verdict, showlegend=True,
+            marker={"size": 13 if decided else 10, "color": colour, "symbol": "diamond" if decided else "circle"},
+            text=[f"decided: {verdict}" for _ in rows] if decided else None, textposition="top center",
+            textfont={"color": colour, "size": 12},
+            error_y={"type": "data", "visible": True, "color": colour,
+                     "array": [100 * ((a["rel_high"] or 0) - (a["rel_diff"] or 0)) for _, _, a in rows],
+                     "arrayminus": [100 * ((a["rel_diff"] or 0) - (a["rel_low"] or 0)) for _, _, a in rows]},
+            customdata=[[look["look"], look["level"]] for _, look, _ in rows],
+            hovertemplate="%{x}: %{y:+.2f} % · look %{customdata[0]}, tested at level %{customdata[1]:.2g}<extra>"
+                          + verdict + "</extra>")
+    fig.update_layout(legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0, "xanchor": "left"})
+    return caption(fig, "Per arm, its looks left to right (the folds run by then). Colour: the verdict at that "
+                        "look; a diamond: the look that decided it, after which it ran no more folds. Shaded: the "
+                        f"ROPE, ±{rope:.2g} % of {name}'s mean loss. Bars: {100 * (1 - answer['alpha']):.0f} % "
+                        f"intervals over the folds so far, corrected for the {answer['k']}-fold CV; each look's test is "
+                        "stricter, at the part of alpha it spends (the table below; O'Brien–Fleming spends little at "
+                        "the first looks), with Holm across the arms.")
+
+
 def fold_importance_chart(answer: dict) -> go.Figure:
     """The field's partial ω² within folds with its bootstrap interval, and noise alone's level."""
     importance = answer["importance"]

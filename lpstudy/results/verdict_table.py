@@ -70,3 +70,33 @@ def sequential_lines(answer: dict) -> list[str]:
              f"{seq['cells_run']} of at most {seq['cells_max']} fold runs so far")
     return [f"stages of {'/'.join(map(str, seq['rounds']))} folds · {seq['looks_done']} of {len(seq['rounds'])} over · "
             f"{saved}", *([f"arms: {states}"] if states else [])]
+
+
+def stage_state(arm: dict) -> str:
+    """An arm's state at a look, in words: its verdict there, or "stopped (equivalent)" when an
+    earlier look decided it."""
+    return f"stopped ({arm['decided']})" if arm["state"] == "stopped" else arm["state"]
+
+
+def stages_frame(answer: dict) -> pd.DataFrame:
+    """The stages of a sequential (--until-decided) study, one row per look: the folds run by then,
+    the alpha that look spends and the alpha spent up to it, then per arm its state at that look
+    (stage_state); at a look not reached yet, an arm already decided is "stopped (its verdict)" and
+    the others "running" (the look under way) or "to come". Columns named as lpstudy.results.columns
+    labels them; empty for any other study."""
+    seq, ref = answer.get("sequential"), answer.get("reference")
+    if not seq or not ref:
+        return pd.DataFrame()
+    names = [arm_name(ref["field"], a["value"]) for a in seq["arms"]]
+    decided = {arm_name(ref["field"], a["value"]): a["state"] for a in seq["arms"] if a["state"] in VERDICT_COLOURS
+               and a["state"] != "undecided"}
+    rows = []
+    for look in seq["looks"]:
+        if look["over"]:
+            states = {arm_name(ref["field"], a["value"]): stage_state(a) for a in look["arms"]}
+        else:
+            waiting = "running" if look["look"] == seq["looks_done"] + 1 else "to come"
+            states = {name: f"stopped ({decided[name]})" if name in decided else waiting for name in names}
+        rows.append({"look": look["look"], "folds_run": look["folds"], "alpha_look": look["level"],
+                     "alpha_spent": look["spent"], **{name: states.get(name) for name in names}})
+    return pd.DataFrame(rows)

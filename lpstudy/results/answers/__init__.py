@@ -22,7 +22,10 @@ A replicate, grid or comparison study (lpstudy.results.answers.verdicts)
     reference's mean), arms[].decided_by ("equivalence" | "difference": the test folds_to_decide
     expects to decide), reference.n_folds; importance adds p_value (permutation), eta_squared and
     eta_squared_null (what noise alone gives), n_folds, n_arms; sequential adds looks_done, max_folds,
-    over, arms [{value, state, folds}], cells_run, cells_max.
+    over, arms [{value, arm (the key of stopped), state, folds}], cells_run, cells_max, and per look
+    {look, folds, level (the alpha it spends), spent (up to it), over, arms: [{value, arm, state, folds,
+    rel_diff, rel_low, rel_high} (state at that look; its 1 − alpha interval there), or {value,
+    arm, state "stopped", decided, folds}]}.
 
 The branches import AnswerOptions from lpstudy.results.answers.options (importing it from here
 would be an import cycle: this module imports them).
@@ -36,10 +39,11 @@ A search study (lpstudy.results.answers.search)
 
 from __future__ import annotations
 
-from lpstudy.results.answers.options import DEFAULT_ALPHA, DEFAULT_ROPE, AnswerOptions
+from lpstudy.results.answers.options import DEFAULT_ALPHA, DEFAULT_ROPE, AnswerOptions, study_rope
 from lpstudy.results.frames import StudyData, StudyInfo
 
-__all__ = ["AnswerOptions", "DEFAULT_ALPHA", "DEFAULT_ROPE", "answered_by_verdicts", "has_verdicts", "study_answer"]
+__all__ = ["AnswerOptions", "DEFAULT_ALPHA", "DEFAULT_ROPE", "answered_by_verdicts", "has_verdicts", "study_answer",
+           "study_rope"]
 
 
 def answered_by_verdicts(info: StudyInfo) -> bool:

@@ -17,3 +17,9 @@ class AnswerOptions:
     rope: float = DEFAULT_ROPE
     alpha: float = DEFAULT_ALPHA
     reference: object | None = None
+
+
+def study_rope(spec: dict | None) -> float:
+    """The ROPE a study's verdicts are read with unless the reader picks another: the one it ran
+    --until-decided with (its stages were decided with it), else DEFAULT_ROPE."""
+    return float(((spec or {}).get("until_decided") or {}).get("rope", DEFAULT_ROPE))

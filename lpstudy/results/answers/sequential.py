@@ -53,7 +53,8 @@ def sequential_verdicts(diffs, max_folds: int, margin, alpha: float, rounds: lis
     `looks_done` looks (default all): per arm the verdict (codes into VERDICTS), the look that
     decided it (-1: none) and the folds it used (its deciding look's, else the last look's), the
     mean, se and df over its folds, and its Holm-adjusted p-values at the last look it took part in
-    (each against that look's level)."""
+    (each against that look's level); under "history", each look taken: its level, which arms it
+    tested ("active"), their verdict at that look and the mean, se and df over that look's folds."""
     x = np.asarray(diffs, dtype="float64")
     shape = x.shape[:-1]
     verdict = np.full(shape, UNDECIDED)
@@ -61,7 +62,7 @@ def sequential_verdicts(diffs, max_folds: int, margin, alpha: float, rounds: lis
     folds_used = np.zeros(shape, dtype=int)
     levels = look_levels(rounds, max_folds, alpha)
     n_looks = len(rounds) if looks_done is None else looks_done
-    last = {}
+    last, history = {}, []
     kept_diff, kept_eq = np.full(shape, np.nan), np.full(shape, np.nan)  # each arm's p-values at its last look
     for look, (n, level) in enumerate(zip(rounds[:n_looks], levels)):
         active = verdict == UNDECIDED
@@ -78,7 +79,9 @@ def sequential_verdicts(diffs, max_folds: int, margin, alpha: float, rounds: lis
         kept_diff, kept_eq = np.where(active, adj_diff, kept_diff), np.where(active, adj_eq, kept_eq)
         last = {"mean": mean, "se": se, "df": df, "p_difference": kept_diff, "p_equivalence": kept_eq,
                 "level": level}
-    return {"verdict": verdict, "decided_at": decided_at, "folds_used": folds_used, **last}
+        history.append({"level": level, "active": active, "verdict": np.where(active, now, verdict),
+                        "mean": mean, "se": se, "df": df})
+    return {"verdict": verdict, "decided_at": decided_at, "folds_used": folds_used, **last, "history": history}
 
 
 def simulate(k: int, effects, n_studies: int, sd: float = 1.0, margin: float = 2.0, alpha: float = 0.05,

@@ -122,7 +122,7 @@ def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions())
     diffs = np.stack([(table.loc[a] - ref_losses).reindex(range(k)).to_numpy(dtype="float64") for a in others]) \
         if others else np.zeros((0, k))
     if sequential:
-        tests = _sequential(data, trials, column, others, reference, diffs, k, margin, options, sequential, answer)
+        tests = _sequential(trials, column, others, reference, diffs, k, margin, options, sequential, answer, values)
     else:
         tests = fold_verdicts(diffs, k, margin, options.alpha) if others else None
     undecided = [i for i in range(len(others)) if tests is not None and VERDICTS[tests["verdict"][i]] == "undecided"]
@@ -166,9 +166,10 @@ def _stability(runs, curves, reference, k, alpha, values) -> dict:
     return out
 
 
-def _sequential(data, trials, column, others, reference, diffs, k, margin, options, plan, answer):
+def _sequential(trials, column, others, reference, diffs, k, margin, options, plan, answer, values):
     """The looks of a sequential study replayed over the rounds that are over (looks_done), the
-    rounds' state in answer["sequential"]."""
+    rounds' state in answer["sequential"]. Each arm there has its value (as answer["arms"] has it)
+    and its arm (the key "stopped" uses: a comparison's label "p=1", a replicate's p)."""
     rounds = rounds_of(k, plan.get("rounds"))
     done = looks_done(trials, column, reference, others, diffs, k, margin, options.alpha, rounds)
     tests = sequential_verdicts(diffs, k, margin, options.alpha, rounds, looks_done=max(done, 1))
@@ -181,14 +182,44 @@ def _sequential(data, trials, column, others, reference, diffs, k, margin, optio
     cells_max = k * (len(others) + 1)
     answer["sequential"] = {
         "rounds": rounds, "looks_done": done, "max_folds": k, "over": bool(over),
-        "looks": [{"folds": n, "level": float(level)} for n, level in zip(rounds, look_levels(rounds, k, options.alpha))],
-        "arms": [{"value": arm, "state": verdicts[i] if verdicts[i] != "undecided" or over else "running",
+        "looks": _looks(tests, others, diffs, rounds, k, options.alpha, done, answer["reference"]["mean"], values),
+        "arms": [{"value": values.get(arm, arm), "arm": arm,
+                  "state": verdicts[i] if verdicts[i] != "undecided" or over else "running",
                   "folds": int(np.sum(~np.isnan(diffs[i])))} for i, arm in enumerate(others)],
         "stopped": {str(json_safe(arm)): int(tests["folds_used"][i]) for i, arm in enumerate(others)
                     if verdicts[i] != "undecided"},
         "cells_run": cells_run, "cells_max": cells_max, "folds_saved": cells_max - cells_run if over else None,
     }
     return tests
+
+
+def _looks(tests, others, diffs, rounds, k, alpha, done, ref_mean, values) -> list[dict]:
+    """Each look (stage): its folds, the alpha it spends (its level) and the alpha spent up to it;
+    for a look that is over, each arm's state there: the verdict of its test at that look (better,
+    equivalent, worse, undecided), with its difference to the reference relative to the reference's
+    mean loss and its 1 − alpha interval over that look's folds (the verdict table's interval, which
+    its last look's is: the look's test itself spends only the look's level, with Holm across the
+    arms), or "stopped" with the verdict an earlier look gave it."""
+    levels = look_levels(rounds, k, alpha)
+    looks = []
+    for j, (n, level) in enumerate(zip(rounds, levels)):
+        look: dict[str, Any] = {"look": j + 1, "folds": n, "level": float(level), "spent": float(sum(levels[:j + 1])),
+                                "over": j < done, "arms": []}
+        if j < done:
+            seen = tests["history"][j]
+            low, high = interval(seen["mean"], seen["se"], seen["df"], 1 - alpha)
+            for i, arm in enumerate(others):
+                named = {"value": values.get(arm, arm), "arm": arm}
+                if not seen["active"][i]:
+                    look["arms"].append({**named, "state": "stopped", "decided": VERDICTS[int(tests["verdict"][i])],
+                                         "folds": int(tests["folds_used"][i])})
+                    continue
+                look["arms"].append({**named, "state": VERDICTS[int(seen["verdict"][i])],
+                                     "folds": int(np.sum(~np.isnan(diffs[i][:n]))),
+                                     "rel_diff": float(seen["mean"][i]) / ref_mean, "rel_low": float(low[i]) / ref_mean,
+                                     "rel_high": float(high[i]) / ref_mean})
+        looks.append(look)
+    return looks
 
 
 def finished_folds(trials: pd.DataFrame, column: str, arm) -> set[int]:
