@@ -242,14 +242,14 @@ STORAGE_COMMANDS = [
     ["report", "--study", "s", "-o", "r.html"], ["dashboard"], ["optuna-dashboard"], ["storage-proxy"],
 ]
 _WRITERS = ("create", "replicate", "storage-proxy")  # they create the database file (db/urls.prepare_to_create)
-_READERS = ("status", "export", "report", "dashboard")  # they read through db/engines' read-only engine
+_READERS = ("status", "export", "report", "dashboard")  # they read through the storage's read-only engine
 _WAITERS = ("create", "replicate", "worker")  # they wait for an unreachable database (here for 0 s)
 # Nothing answers there as PostgreSQL: no mistake in the input that lpstudy can tell, exit status 75.
 UNREACHABLE = (URLS[3], REFUSED_PG)
 
 
 def _url_problem(command: str, url: str) -> tuple[str, ...]:
-    """What db/urls.py, db/engines.py and db/optuna_storage.py say of a URL, for this command."""
+    """What db/urls.py, db/kinds and db/optuna_storage.py say of a URL, for this command."""
     cannot_open = "cannot read the study database at" if command in _READERS else "cannot open the study database"
     cannot_reach = "could not be reached: it stayed unreachable for 0 s" if command in _WAITERS else cannot_open
     by_url = {
