@@ -94,7 +94,7 @@ def test_a_worker_opens_one_optuna_storage_and_closes_it(sqlite_url, counted, ca
     code, _, err = cli(capsys, "worker", "--study", "w", "--storage", sqlite_url, "--n-trials", "1",
                        "--devices", "cpu", "--no-progress")
     assert code == 0, err
-    assert counted["optuna storage"] == 1 and counted["closed"] >= 1, counted
+    assert counted["url parsed"] == counted["optuna storage"] == 1 and counted["closed"] >= 1, counted
 
 
 def test_one_object_holds_the_urls_optuna_storage_and_engine_and_reads_through_them(seeded, counted, monkeypatch):
@@ -130,3 +130,18 @@ def test_one_object_holds_the_urls_optuna_storage_and_engine_and_reads_through_t
         engine = reader.engine
     assert (counted["url parsed"], counted["engine"], counted["optuna storage"]) == (1, 1, 0), counted
     assert engine in disposed
+
+
+@pytest.mark.slow  # it trains a trial
+def test_a_comparisons_worker_opens_one_optuna_storage_for_every_arm(sqlite_url, counted, capsys):
+    """A comparison's worker takes its arms' trials and checks its stages on the storage it opened to
+    find the study: it opened a second one before (and never closed the first)."""
+    code, _, err = cli(capsys, "compare", "--study", "cmp", "--p", "1,2", "--tune", "lr", "--budget", "1",
+                       "--folds", "2", "--preset", "smoke", "--storage", sqlite_url, *TINY)
+    assert code == 0, err
+    counted.clear()
+    code, _, err = cli(capsys, "worker", "--study", "cmp", "--storage", sqlite_url, "--n-trials", "1",
+                       "--devices", "cpu", "--no-progress")
+    assert code == 0, err
+    assert "cmp:p=1:tune: trial 0 COMPLETE" in err or "cmp:p=2:tune: trial 0 COMPLETE" in err, err
+    assert counted["url parsed"] == counted["optuna storage"] == 1 and counted["closed"] >= 1, counted

@@ -14,6 +14,7 @@ from lpstudy.names import study_name_option
 
 if TYPE_CHECKING:
     from lpstudy.cli.storage_option import StorageChoice
+    from lpstudy.db.kinds.base import StudyStorage
 
 StudyOpt = Annotated[str, typer.Option("--study", "-s", help="The study's name.", callback=study_name_option)]
 
@@ -39,12 +40,12 @@ def checked_corpus(data: str | None) -> str:
     return str(resolve_corpus_path(data).absolute())
 
 
-def preflight(storage: StorageChoice, data: str | None, trains: bool) -> tuple[str, str | None]:
+def preflight(storage: StorageChoice, data: str | None, trains: bool) -> tuple[StudyStorage, str | None]:
     """What a command that creates a study or starts workers checks before it does either (search,
-    replicate, compare, worker): the storage URL, and where it trains, the corpus. (the URL, the
-    corpus's absolute path or None when this command trains nothing here)."""
-    url = storage.checked_url()
-    return url, checked_corpus(data) if trains else None
+    replicate, compare, worker): the storage URL, and where it trains, the corpus. (the storage,
+    nothing opened yet, the corpus's absolute path or None when this command trains nothing here)."""
+    checked = storage.checked_storage()
+    return checked, checked_corpus(data) if trains else None
 
 
 def check_port_free(host: str, port: int) -> None:

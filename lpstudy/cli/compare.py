@@ -61,7 +61,8 @@ def compare(
     plan = make_plan(factor.strip(), values.split(","), tune.split(","), budget, folds, preset, reference,
                      parse_assignments(search, "--search"), parse_assignments(set_, "--set"), sampler_seed, stages)
     device_list = local.device_list()  # a wrong device: refused before anything is made
-    url, data = preflight(storage, local.data, trains=bool(device_list))
+    checked, data = preflight(storage, local.data, trains=bool(device_list))
+    url = checked.url
     store = open_storage(url, create_tables=True)
     created = create_compare(store, study, plan)
     say(f"comparison {study!r} {'created' if created else 'resumed'} in {store.display_url}: "

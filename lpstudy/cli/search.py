@@ -42,7 +42,8 @@ def search(
 
     spec_options.spec(**trial_options.given())  # a wrong value: refused before anything else
     available = resolve_devices(devices)  # a wrong device is refused before anything is written
-    url, data = preflight(storage, data, trains=True)  # offline: one line, no study made
+    checked, data = preflight(storage, data, trains=True)  # offline: one line, no study made
+    url = checked.url
     store, the_study, created, _ = open_and_create(
         url, study, lambda stored: spec_options.spec_for(study, stored, **trial_options.given()))
     spec = load_spec(store, study)  # a study that exists: as it is stored

@@ -32,12 +32,12 @@ class StorageChoice(OptionGroup):
 
         return storage_url(self.storage, self.storage_file)
 
-    def checked_url(self) -> str:
-        """url(), checked by its kind's rules (lpstudy.db.kinds: a port that is a number, no
-        unencoded '@' in a password, ...) without connecting or creating anything."""
+    def checked_storage(self):
+        """The storage at url() (lpstudy.db.kinds.base.StudyStorage), its URL checked by its kind's
+        rules (a port that is a number, no unencoded '@' in a password, ...), nothing opened yet."""
         from lpstudy.db.kinds import storage_at
 
-        return storage_at(self.url()).url
+        return storage_at(self.url())
 
     def reader(self):
         """The study database's one storage object for reading (lpstudy.db.trial_reader), made from

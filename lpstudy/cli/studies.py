@@ -47,10 +47,9 @@ def delete_study(
 ) -> None:
     """Delete a study: its trials, their curves and attributes (asks for its name again unless --yes)."""
     quiet_optuna()
-    from lpstudy.db.optuna_storage import open_storage
     from lpstudy.study.deletion import delete_study as delete, running_trials
 
-    store = open_storage(storage.checked_url())
+    store = storage.checked_storage().open()
     running_trials(store, name)  # no such study: said before asking anything
     if not yes:
         if not sys.stdin.isatty():

@@ -78,7 +78,8 @@ def worker(
     device_list = resolve_devices(devices)
     port = checked_metrics_port(metrics_port)
     # to the worker processes through the environment; the corpus found once, before any process
-    url, data = preflight(storage, data, trains=True)
+    checked, data = preflight(storage, data, trains=True)
+    url = checked.url
     from lpstudy.study.compare import load_plan, run_compare_worker
     from lpstudy.study.spec import build_spec, read_study_file
     from lpstudy.study.spec_wait import wait_for_study
@@ -87,7 +88,7 @@ def worker(
 
     expected = build_spec(read_study_file(config)) if config is not None else None
     # the study (and its creator's success) once, here: one clear line rather than one per process
-    opened = wait_for_study(url, study, expected, wait_for_spec_s, f"--config {config}", say=say)
+    opened = wait_for_study(checked, study, expected, wait_for_spec_s, f"--config {config}", say=say)
     options = WorkerOptions(study=study, storage=url, n_trials=n_trials, timeout=timeout, data=data,
                             show_progress=not no_progress, heartbeat_interval=heartbeat_interval,
                             grace_period=grace_period, max_retry=max_retry, threads=threads,
@@ -104,10 +105,10 @@ def worker(
             serve(port, options.device)
             say(f"metrics on http://0.0.0.0:{port}/metrics")
         if load_plan(opened, study) is not None:  # lpstudy compare: arm by arm, each arm's study its own
-            opened.close()
             from lpstudy.cli.rounds import compare_stage
 
-            report = run_compare_worker(options, say=say, next_stage=lambda storage, name: compare_stage(storage, name, say))
+            report = run_compare_worker(options, opened, say=say,
+                                        next_stage=lambda storage, name: compare_stage(storage, name, say))
         elif load_spec(opened, study).until_decided:  # replicate --until-decided: stage by stage
             from lpstudy.cli.rounds import run_rounds
 
@@ -234,7 +235,8 @@ def replicate(
         folds = max_folds or folds
         sequential = {"rounds": rounds_of(folds), "reference": 2.0, "rope": rope, "alpha": 0.05}
     device_list = local.device_list()  # a wrong device: refused before anything is made
-    url, data = preflight(storage, local.data, trains=bool(device_list))  # offline: one line, nothing made
+    checked, data = preflight(storage, local.data, trains=bool(device_list))  # offline: one line, nothing made
+    url = checked.url
     result = run_replicate(url, study, preset, p_values, folds, fixed, trial_options.given(), sequential)
     verb = "created" if result.created else "resumed"
     n_lr = f"{len(lr.split(','))} lr × " if lr and "," in lr else ""

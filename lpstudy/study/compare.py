@@ -33,7 +33,7 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
-from lpstudy.db.optuna_storage import StudyStorage, open_storage
+from lpstudy.db.optuna_storage import StudyStorage
 from lpstudy.errors import UserError
 from lpstudy.study.best import ranked_trials
 from lpstudy.study.space import DEFAULT_SPACE
@@ -309,15 +309,16 @@ def next_study(storage: StudyStorage, name: str, plan: ComparePlan, next_stage=N
     return WAIT
 
 
-def run_compare_worker(options, say=None, next_stage=None):
+def run_compare_worker(options, storage: StudyStorage, say=None, next_stage=None):
     """`lpstudy worker --study NAME` for a comparison: one trial at a time from next_study, until
     nothing is left, --n-trials is reached or --timeout has passed (no trial starts after it). It
-    says once what it works on and why it stopped; each trial's line names its arm's study."""
+    says once what it works on and why it stopped; each trial's line names its arm's study.
+    storage: the worker's one storage, for every arm's trials and the stage checks; the caller
+    closes it."""
     from lpstudy.study.worker import WorkerReport, run_worker, stop_line
     from lpstudy.training.progress import say_stderr
 
     speak = say or (lambda message: say_stderr(f"[dim]lpstudy worker:[/] {message}"))
-    storage = open_storage(options.storage, create_tables=True)
     plan = load_plan(storage, options.study)
     speak(f"comparison {options.study!r} in {storage.display_url}: {len(plan.values)} arms of {plan.factor}, "
           "a trial at a time from the arm with the least of its tuning budget spent, then the folds")

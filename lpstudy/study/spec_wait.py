@@ -25,7 +25,6 @@ import random
 import time
 from collections.abc import Callable
 
-from lpstudy.db.kinds import storage_at
 from lpstudy.db.optuna_storage import StudyStorage, quiet_optuna
 from lpstudy.errors import NoStudiesYet, UserError
 from lpstudy.study.spec import StudySpec
@@ -40,15 +39,14 @@ class SpecDiffers(UserError):
     """The study's stored spec is not the one this worker was given: it does not start."""
 
 
-def wait_for_study(url: str, name: str, expected: StudySpec | None, wait_s: float,
+def wait_for_study(storage: StudyStorage, name: str, expected: StudySpec | None, wait_s: float,
                    expected_from: str = "--config", say: Callable[[str], None] | None = None) -> StudyStorage:
-    """The storage at url, opened once the study `name` is ready (see the module): SpecDiffers at once
+    """The storage, opened once the study `name` is ready (see the module): SpecDiffers at once
     when its spec is not `expected`; UserError when it is not ready after wait_s seconds;
     DatabaseUnreachable (exit 75) when the database cannot be reached within the retry budget."""
     deadline = time.monotonic() + max(0.0, wait_s)
     said = False
     quiet_optuna()
-    storage = storage_at(url)  # the one storage: opened again after each look
     while True:
         try:
             storage.open(wait=True)  # unreachable: retried, then StorageUnavailable (75)
@@ -57,7 +55,7 @@ def wait_for_study(url: str, name: str, expected: StudySpec | None, wait_s: floa
             missing = str(exc)
         if missing is None:
             return storage
-        storage.close()
+        storage.close()  # opened again at the next look
         left = deadline - time.monotonic()
         if left <= 0:
             if wait_s <= 0:
