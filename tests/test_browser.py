@@ -132,6 +132,15 @@ def wait_for_titles(page, titles: list[str]) -> list[str]:
     return page.locator(".js-plotly-plot .gtitle").all_text_contents()
 
 
+def open_page(page, name: str) -> None:
+    """Go to the dashboard page called name from the sidebar (Home is where a visit starts) and wait
+    for its heading."""
+    if name != "Home":
+        page.get_by_role("link", name=name, exact=True).click()
+        page.wait_for_url(f"**/{name.replace(' ', '_')}**", timeout=WAIT_MS)
+    page.get_by_role("heading", level=1).first.wait_for(timeout=WAIT_MS)
+
+
 def settle(page) -> None:
     """Let Streamlit finish its run (no 'running' indicator) so the screenshot shows the whole page."""
     page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=WAIT_MS)
@@ -146,10 +155,7 @@ def test_every_page_draws_its_charts_in_chromium(dashboard, browser, study_db, t
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.goto(f"{dashboard}/?study=search", timeout=WAIT_MS)
     for number, (name, titles) in enumerate(PAGES, start=1):
-        if name != "Home":
-            page.get_by_role("link", name=name, exact=True).click()
-            page.wait_for_url(f"**/{name.replace(' ', '_')}**", timeout=WAIT_MS)
-        page.get_by_role("heading", level=1).first.wait_for(timeout=WAIT_MS)
+        open_page(page, name)
         if name == "Trials":
             drawn = wait_for_titles(page, [])
             assert any(t.startswith("Trial ") and t.endswith(": loss curves") for t in drawn), drawn
@@ -283,10 +289,7 @@ def test_every_page_reads_at_a_glance_on_a_small_and_a_large_study(dashboard, br
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.goto(f"{dashboard}/?study={size}", timeout=WAIT_MS)
     for number, (name, titles) in enumerate(PAGES, start=1):
-        if name != "Home":
-            page.get_by_role("link", name=name, exact=True).click()
-            page.wait_for_url(f"**/{name.replace(' ', '_')}**", timeout=WAIT_MS)
-        page.get_by_role("heading", level=1).first.wait_for(timeout=WAIT_MS)
+        open_page(page, name)
         if name == "Export":
             page.get_by_text("Retrain it:").wait_for(timeout=WAIT_MS)
         else:
@@ -347,10 +350,7 @@ def test_every_page_of_a_search_a_replicate_and_the_synthetic_study_offline(dash
         shots.mkdir(parents=True, exist_ok=True)
         page.goto(f"{dashboard}/?study={study}", timeout=WAIT_MS)
         for number, (name, titles) in enumerate(PAGES, start=1):
-            if name != "Home":
-                page.get_by_role("link", name=name, exact=True).click()
-                page.wait_for_url(f"**/{name.replace(' ', '_')}**", timeout=WAIT_MS)
-            page.get_by_role("heading", level=1).first.wait_for(timeout=WAIT_MS)
+            open_page(page, name)
             if name == "Export":
                 wanted = "offers no run file" if study == "synthetic" else "Retrain it:"
                 page.get_by_text(wanted).first.wait_for(timeout=WAIT_MS)

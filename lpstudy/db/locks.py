@@ -1,6 +1,6 @@
 """A lock across processes on one storage, for the few steps that must not interleave:
 
-- creating a study and enqueuing its grid (name LOCK_NAME): two `create` or `replicate` commands
+- creating a study and enqueuing its grid (name CREATE_LOCK): two `create` or `replicate` commands
   started at once do one after the other; the first creates the tables, the study and every cell
   once; the second finds the study (same spec: "exists already", nothing enqueued; another spec:
   refused);
@@ -24,5 +24,4 @@ from lpstudy.db.asking import ask_lock_name
 from lpstudy.db.kinds.base import CREATE_LOCK
 from lpstudy.db.kinds.files import lock_file
 
-LOCK_NAME = CREATE_LOCK
-__all__ = ["LOCK_NAME", "ask_lock_name", "lock_file"]
+__all__ = ["CREATE_LOCK", "ask_lock_name", "lock_file"]
