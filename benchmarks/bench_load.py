@@ -48,7 +48,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import math
 import multiprocessing
 import os
 import random
@@ -154,9 +153,8 @@ class LoadPlan:
 
 # --- the worker processes ------------------------------------------------------------------------
 
-KILL_BY = 0.6  # the kills fall between a tenth and this share of the cells ended ...
+KILL_BY = 0.6  # the kills fall between a tenth and this share of the cells completed ...
 HOLD_AT = 0.8  # ... and past this share no trial ends while one is still to make (Board.may_finish)
-NO_LIMIT = 2**31 - 1  # Board.end_limit with no kill left to make
 
 
 class Board:
@@ -180,25 +178,6 @@ class Board:
         # the grid finishing first (on a fast storage the last kills could find no worker in a trial).
         self.may_finish = ctx.Event()
         self.may_finish.set()
-        # Trials let end so far, and how many may end before the harness makes its next kill: a worker
-        # past that waits in its objective (a victim), so a kill falls where it was drawn however late
-        # the harness looks. On a loaded machine the harness once looked after the whole grid had
-        # run, and made none of its 4 kills.
-        self.ended = ctx.Value("i", 0)
-        self.end_limit = ctx.Value("i", NO_LIMIT, lock=False)
-
-    def wait_to_end(self) -> None:
-        """Until this trial may end (end_limit), then count it among those that ended."""
-        while True:
-            with self.ended.get_lock():
-                if self.ended.value < self.end_limit.value:
-                    self.ended.value += 1
-                    return
-            time.sleep(0.02)
-
-    def limit_ends(self, kill_at: list[float]) -> None:
-        """Let trials end up to the next kill's point (none left: no limit)."""
-        self.end_limit.value = math.ceil(kill_at[0]) if kill_at else NO_LIMIT
 
     def slots(self, process: int) -> range:
         return range(process * self.threads, (process + 1) * self.threads)
@@ -225,7 +204,6 @@ class StandIn:
             time.sleep(self.trial_s / 2)
             trial.report(value + 0.1 / step, step)
         self.board.may_finish.wait()
-        self.board.wait_to_end()
         self.record["trials"] += 1
         self.record["last_end"] = time.monotonic()
         return TrialOutcome(TrialState.COMPLETE, value)
@@ -630,7 +608,6 @@ def run_load(plan: LoadPlan, workdir: Path, postgres=None, progress=None) -> Loa
             except BaseException as exc:
                 creator_error.append(f"{type(exc).__name__}: {exc}")
 
-        board.limit_ends(kill_at)
         start = time.time()
         go.set()
         creator = threading.Thread(target=create, daemon=True)
@@ -643,13 +620,12 @@ def run_load(plan: LoadPlan, workdir: Path, postgres=None, progress=None) -> Loa
                 _measure_memory(procs, result)
             if kill_at and done >= HOLD_AT * plan.cells:
                 board.may_finish.clear()  # kills still to make: no trial ends until they are made
-            while kill_at and board.ended.value >= kill_at[0]:
+            while kill_at and done >= kill_at[0]:
                 victim = _kill_one(board, procs)
                 if not victim:
                     break
                 kills += victim
                 kill_at.pop(0)
-                board.limit_ends(kill_at)
             if not kill_at:
                 board.may_finish.set()
             if proxy is not None and plan.restart_proxy_at is not None:
