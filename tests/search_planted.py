@@ -53,3 +53,22 @@ def p_effect(n: int = 120, seed: int = 1, effect: float = 0.2, noise: float = 0.
     gain = np.exp(rng.uniform(math.log(2), math.log(64), n))
     loss = 2.0 + 0.3 * (log_lr + 3) ** 2 - effect * (p - 1) / 3 + rng.normal(0, noise, n)
     return search_trials(p, 10 ** log_lr, gain, loss)
+
+
+def p_shape(p):
+    """The planted shape of p's effect: 0 at p = 2, +1 at p = 1, −1 at p = 4, falling and flattening
+    towards 4 (as the paper's p > 2 does): −(p − 2)·5/6 + (p − 2)²/6."""
+    p = np.asarray(p, dtype="float64")
+    return -(p - 2) * 5 / 6 + (p - 2) ** 2 / 6
+
+
+def p_curve(n: int = 120, seed: int = 1, ends: float = 0.015, noise: float = 0.02) -> pd.DataFrame:
+    """The loss is 2 + lr's bowl (0 at lr = 1e-3) + `ends` · p_shape(p) + noise, p, lr and gain
+    independent: its true profile (lr tuned at each p) is 2 + ends · p_shape(p), `ends` away from
+    p = 2's at p = 1 and p = 4 (0.015: 1.5 ROPE of the default ± 0.5 % at a loss of 2)."""
+    rng = np.random.default_rng(seed)
+    log_lr = rng.uniform(-4, -2, n)
+    p = rng.uniform(1, 4, n)
+    gain = np.exp(rng.uniform(math.log(2), math.log(64), n))
+    loss = 2.0 + 0.3 * (log_lr + 3) ** 2 + ends * p_shape(p) + rng.normal(0, noise, n)
+    return search_trials(p, 10 ** log_lr, gain, loss)

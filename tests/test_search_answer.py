@@ -16,7 +16,7 @@ from lpstudy.results import analysis as A
 from lpstudy.results.analysis.best_of_m import expected_best_of_m
 from lpstudy.results.answers import study_answer
 from lpstudy.results.answers.search import search_answer
-from tests.search_planted import SPACE, lr_only, p_effect, search_trials, study
+from tests.search_planted import SPACE, lr_only, p_curve, p_effect, p_shape, search_trials, study
 
 SEARCH_KEYS = {"study", "kind", "metric", "sentence", "importance", "p_profile", "p_partial_dependence",
                "entanglement", "separable", "suggest"}
@@ -54,6 +54,53 @@ def test_a_planted_effect_of_p_is_recovered_by_the_profile_within_its_band():
     at_top = diffs.iloc[-1]
     planted = -effect * (diffs.index[-1] - 2.0) / 3
     assert at_top["low"] <= planted <= at_top["high"], (at_top, planted)
+
+
+def test_the_band_covers_a_small_planted_effect_of_p_that_the_fitted_scale_alone_would_miss():
+    """p moves the tuned loss by 1.5 ROPE at p = 1 and p = 4 (0.015 at a loss of 2, curved, noise
+    0.02 per run): the band holds the whole true profile in at least 5 of 6 planted searches (the
+    band drawn at the fitted hyperparameters alone held it in 2 of these 6)."""
+    covered = []
+    for seed in range(6):
+        profile = pd.DataFrame(search_answer(study(p_curve(seed=seed, ends=0.015)))["p_profile"])
+        truth = 2.0 + 0.015 * p_shape(profile["p"].astype("float64"))
+        covered.append(bool(((profile["low"] <= truth) & (truth <= profile["high"])).all()))
+    assert sum(covered) >= 5, covered
+
+
+def test_no_effect_is_never_said_while_p_s_length_scale_sits_at_its_bound():
+    """No effect of p, quiet runs: the fit reads p as doing nothing (its length scale along p at the
+    bound of its range) and the band it draws is narrow, but that is the fit's assumption, not the
+    runs' evidence: the sentence says the search cannot yet tell p's effect from none."""
+    for seed in (0, 1):
+        answer = search_answer(study(p_curve(seed=seed, ends=0.0, noise=0.005)))
+        assert "finds no effect" not in answer["sentence"], answer["sentence"]
+        assert answer["effect"]["p_scale_at_bound"] is True
+        assert answer["sentence"].startswith("This search cannot yet tell p's effect from none"), answer["sentence"]
+
+
+def test_the_sentence_cites_only_a_p_whose_band_excludes_zero(monkeypatch):
+    """A planted surrogate posterior (its draws of the profile): p = 4 lies lowest but its band is
+    wide (an edge of the space, few runs), p = 3 lies below p = 2 with a narrow band, p = 1 above with
+    a wide one. The sentence cites p = 3, the one p separated from the reference."""
+    import re
+
+    from lpstudy.results.answers import search
+    from lpstudy.results.answers.surrogate import Profile, simultaneous
+
+    grid = np.array([1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0])
+    centre = np.array([0.01, 0.0, 0.0, -0.005, -0.02, -0.03, -0.05])
+    spread = np.array([0.02, 0.002, 0.002, 0.002, 0.002, 0.02, 0.08])
+    draws = 2.0 + centre + np.random.default_rng(0).standard_normal((400, len(grid))) * spread
+    mean, low, high = simultaneous(draws)
+    planted = Profile(p=grid, profile=mean, low=low, high=high, dependence=mean, dep_low=low, dep_high=high,
+                      draws=draws, n_fit=120, n_runs=120, best_setting={"p": 3.0, "lr": 1e-3, "gain_init": 16.0})
+    monkeypatch.setattr(search, "p_profile", lambda losses, searched: planted)
+    answer = search_answer(study(p_effect()))
+    cited = float(re.search(r"p = ([0-9.]+) reaches", answer["sentence"]).group(1))
+    row = next(r for r in answer["effect"]["differences"] if abs(r["p"] - cited) < 1e-9)
+    assert row["low"] > 0 or row["high"] < 0, (answer["sentence"], row)
+    assert cited == 3.0, answer["sentence"]
 
 
 def test_eight_runs_say_what_they_can_tell_and_draw_no_importance():

@@ -9,8 +9,10 @@ runs); and a sentence in plain words:
 
   separates     some p's profile differs from the reference p's (p = 2 unless the reader names
                 another) beyond the simultaneous 95 % band: "p = X reaches …, Y below p = 2";
-  no effect     no difference beyond the band and the band within ± rope of the reference's loss:
-                "finds no effect of p";
+  no effect     no difference beyond the band, the band within ± rope of the reference's loss, and
+                the surrogate's length scales along p inside their range: "finds no effect of p"
+                (where one sits at a bound, the runs did not tell p's scale and the narrow band is
+                the fit's assumption: "cannot yet tell p's effect from none");
   undecided     the band is wider than the differences: "this search cannot yet separate p from the
                 learning rate" (or from whatever p is most entangled with);
   too few runs  under the surrogate's minimum: what the runs can tell (the loss's rank correlation
@@ -72,6 +74,16 @@ def _reference(options, profile: Profile) -> float:
     if finite.min() <= wanted <= finite.max():
         return wanted
     return float(finite[len(finite) // 2])
+
+
+def _lead(differences: np.ndarray, apart: np.ndarray) -> int:
+    """The p the sentence cites: of the p whose band excludes 0 (separated from the reference), the
+    one furthest below it, else the one furthest above it; never a p whose band holds 0."""
+    candidates = np.flatnonzero(apart)
+    below = candidates[differences[candidates] < 0]
+    if len(below):
+        return int(below[np.argmin(differences[below])])
+    return int(candidates[np.argmax(differences[candidates])])
 
 
 def suggest_command(data: StudyData, searched: Searched, setting: dict) -> str:
@@ -166,7 +178,7 @@ def search_effect(data: StudyData, options: AnswerOptions = AnswerOptions()) -> 
     answer["effect"] = {"reference": reference, "differences": [
         {"p": float(p), "diff": float(d), "low": float(a), "high": float(b)}
         for p, d, a, b in zip(profile.p, mean, low, high)], "rope": margin,
-        "n_fit": profile.n_fit, "n_runs": profile.n_runs}
+        "n_fit": profile.n_fit, "n_runs": profile.n_runs, "p_scale_at_bound": profile.p_scale_at_bound}
     answer["separable"] = bool(apart.any())
     setting = {k: v for k, v in profile.best_setting.items() if k in ("lr", "gain_init")} or best_setting
     fitted = (f"{profile.n_fit:,} of the {finite_runs:,} runs at finite p" if profile.n_fit < finite_runs
@@ -175,9 +187,7 @@ def search_effect(data: StudyData, options: AnswerOptions = AnswerOptions()) -> 
         fitted += ", ∞'s runs apart"
     ref_text = f"p = {format_p(reference)}"
     if apart.any():
-        best = int(np.argmin(mean))
-        worst = int(np.argmax(mean))
-        lead = best if mean[best] < 0 and apart[best] else worst
+        lead = _lead(mean, apart)
         p_text = f"p = {format_p(float(profile.p[lead]))}"
         word = "below" if mean[lead] < 0 else "above"
         answer["sentence"] = (
@@ -189,7 +199,14 @@ def search_effect(data: StudyData, options: AnswerOptions = AnswerOptions()) -> 
         return json_safe(answer)
     widest = float(np.max(np.maximum(np.abs(low), np.abs(high))))
     tangled = max(answer["entanglement"].items(), key=lambda kv: abs(kv[1]), default=None)
-    if widest <= margin:
+    if widest <= margin and profile.p_scale_at_bound:
+        answer["sentence"] = (
+            f"This search cannot yet tell p's effect from none: with the learning rate and the gain tuned at "
+            f"each p (a surrogate fitted on {fitted}), the surrogate's length scale along p sits at the bound of "
+            f"its range, where the runs do not tell how p acts, so its band of ±{widest:.4f} around {ref_text} "
+            f"is the fit's assumption rather than the runs' evidence. A replicate at the tuned settings decides "
+            f"whether p is equivalent within ±{margin:.4f} ({options.rope:.1%}).")
+    elif widest <= margin:
         answer["sentence"] = (
             f"With the learning rate and the gain tuned at each p (a surrogate fitted on {fitted}), "
             f"this search finds no effect of p: every p's profile is within ±{margin:.4f} "

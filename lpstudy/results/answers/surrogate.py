@@ -1,23 +1,40 @@
 """A surrogate of a search's final loss, and p's profile and partial dependence read from it.
 
 A search samples p together with the learning rate and the gain, so the raw losses per p mix p's
-effect with theirs. A Gaussian process (scikit-learn's GaussianProcessRegressor: a constant times
-an anisotropic Matérn 5/2 kernel plus white noise, its hyperparameters by maximum marginal
-likelihood; Rasmussen & Williams, "Gaussian Processes for Machine Learning", 2006) is fitted to the
-final loss of the completed runs that did not diverge, over every searched field that varies: p on
-its axis, lr and gain_init on a log scale, other numbers on theirs, choices one-hot; each scaled to
-[0, 1] over the runs. p = ∞ is no point of p's axis: its runs get a process of their own over the
-other fields (where there are at least MIN_INF_RUNS of them), never a number standing for ∞.
+effect with theirs. A Gaussian process (scikit-learn's GaussianProcessRegressor; Rasmussen &
+Williams, "Gaussian Processes for Machine Learning", 2006) is fitted to the final loss of the
+completed runs that did not diverge, over every searched field that varies: p on its axis, lr and
+gain_init on a log scale, other numbers on theirs, choices one-hot; each scaled to [0, 1] over the
+runs. Its kernel: a constant times an anisotropic Matérn 5/2 over every field, plus a constant times
+a Matérn 5/2 over p alone (p's main effect with an amplitude and scale of its own, so that a small
+curved effect of p is not forced into the scale lr's bowl needs: Duvenaud, Nickisch & Rasmussen,
+"Additive Gaussian processes", 2011), plus white noise; its hyperparameters by maximum marginal
+likelihood. p = ∞ is no point of p's axis: its runs get a process of their own over the other
+fields (where there are at least MIN_INF_RUNS of them), never a number standing for ∞.
 
 From the fitted process, on a grid of p over the runs' finite range (p = 2 always on it):
   profile             at each p, the lowest latent loss over the settings of the other fields the
                       search ran (the surrogate minimised over them: what p reaches when lr and
                       gain are tuned for it);
   partial dependence  at each p, the latent loss averaged over those settings (Friedman 2001).
-Each with a 95 % band from joint draws of the posterior (the latent function, noise left out):
-the profile of every draw, its 2.5 and 97.5 percentiles. Differences to a reference p get a
-simultaneous band (the 95th percentile of the draws' largest standardised deviation over the
-grid), so that "some p differs" is one test, not one per grid point.
+
+Each with a 95 % band that holds the whole curve at once, calibrated by a parametric bootstrap
+that carries the kernel's hyperparameters' uncertainty (drawing at the fitted hyperparameters alone
+collapses the band where p's length scale runs long, and the minimum over settings is biased low):
+  1. HYPER_DRAWS draws of the log hyperparameters from their posterior (flat within the bounds),
+     importance-sampled from the Laplace approximation at the fit; DRAWS worlds shared among them
+     by their weights;
+  2. in each world, the truth is a joint posterior draw of the latent function at the runs and the
+     grid (at that world's hyperparameters), the losses are the truth at the runs plus the fitted
+     noise, and the estimate is the process's mean smoothed from them (linear in the losses);
+  3. the world's error is its estimate's profile (or dependence) less its truth's; each draw of the
+     band is the fitted profile less one world's error (the basic bootstrap; Davison & Hinkley,
+     "Bootstrap Methods and their Application", 1997, 5.2), and the band is mean ± c · sd, c the
+     95th percentile of a draw's largest standardised deviation over the grid.
+Differences to a reference p get a simultaneous band from the same draws, so that "some p differs"
+is one test, not one per grid point. The coverage of a planted true profile, and how often a
+search with no effect of p claims one, are measured on planted searches by
+benchmarks/bench_search_answer.py (benchmarks/results/search_answer.md).
 
 Above MAX_FIT_RUNS runs the process is fitted on an even random sample of them (a Gaussian process
 costs n³): a 10,000-trial study answers within the page's time.
@@ -42,6 +59,11 @@ SETTINGS = 48  # settings of the other fields the profile minimises over (a samp
 DRAWS = 400
 SEED = 0
 CONFIDENCE = 0.95
+LENGTH_SCALES = (0.05, 50.0)  # on the [0, 1]-scaled columns
+FAR = 1e6  # a length scale that makes a column of no account
+AT_BOUND = 1e-2  # a log length scale this close to a bound sits at it
+HYPER_DRAWS = 16  # hyperparameter draws the bands mix
+PROPOSAL_SCALE = 1.5  # the Laplace proposal widened: its tails must hold the posterior's
 
 
 @dataclass
@@ -61,6 +83,7 @@ class Profile:
     n_fit: int
     n_runs: int
     best_setting: dict
+    p_scale_at_bound: bool = False
 
     def rows(self, which: str = "profile") -> list[dict]:
         values, low, high = ((self.profile, self.low, self.high) if which == "profile"
@@ -72,11 +95,17 @@ class Profile:
         """profile(p) − profile(reference) per grid point: the estimate (from the draws' mean) and
         its simultaneous 95 % band (see the module)."""
         at = int(np.argmin(np.where(np.isinf(self.p), np.inf, np.abs(self.p - reference))))
-        diffs = self.draws - self.draws[:, [at]]
-        mean, sd = diffs.mean(axis=0), diffs.std(axis=0)
-        scaled = np.abs(diffs - mean) / np.where(sd > 0, sd, 1)
-        c = float(np.quantile(scaled.max(axis=1), CONFIDENCE))
-        return mean, mean - c * sd, mean + c * sd
+        return simultaneous(self.draws - self.draws[:, [at]])
+
+
+def simultaneous(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The draws' mean per column and a band that holds every column of a draw at once in CONFIDENCE
+    of the draws: mean ± c · sd, c the CONFIDENCE quantile of a draw's largest standardised
+    deviation over the columns."""
+    mean, sd = draws.mean(axis=0), draws.std(axis=0)
+    scaled = np.abs(draws - mean) / np.where(sd > 0, sd, 1)
+    c = float(np.quantile(scaled.max(axis=1), CONFIDENCE))
+    return mean, mean - c * sd, mean + c * sd
 
 
 def _columns(searched: Searched, rows: pd.Index) -> tuple[list[np.ndarray], list[str], dict]:
@@ -102,24 +131,131 @@ def _columns(searched: Searched, rows: pd.Index) -> tuple[list[np.ndarray], list
     return columns, names, back
 
 
-def _fit(x: np.ndarray, y: np.ndarray):
-    from sklearn.gaussian_process import GaussianProcessRegressor
+@dataclass
+class Posterior:
+    """A fitted process: `fitted` at the hyperparameters of largest marginal likelihood (its mean is
+    the estimate), `mixture` the processes at the hyperparameter draws the bands are drawn from, each
+    with its number of function draws (DRAWS in all), and whether the length scale of the first
+    column (p's, in the finite-p fit) sits at a bound of its range (where the likelihood is flat:
+    the data do not tell p's scale, the fit alone would read p as doing nothing)."""
+
+    fitted: object
+    mixture: list[tuple[object, int]]
+    first_at_bound: bool
+
+
+def _kernel(d: int):
+    """A constant times an anisotropic Matérn 5/2 over every column, plus (with more than one
+    column) a constant times a Matérn 5/2 over the first column alone (p's main effect, with a
+    scale and amplitude of its own: Duvenaud et al., "Additive Gaussian processes", 2011), plus noise."""
     from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
 
-    d = x.shape[1]
-    kernel = (ConstantKernel(1.0, (1e-3, 1e2)) * Matern(length_scale=np.full(d, 0.5), length_scale_bounds=(0.05, 50.0),
-                                                         nu=2.5)
-              + WhiteKernel(0.1, (1e-6, 1.0)))
-    gp = GaussianProcessRegressor(kernel, normalize_y=True, n_restarts_optimizer=1, random_state=SEED)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # a bound reached (p's length scale, where p does nothing) is an answer
-        gp.fit(x, y)
+    kernel = ConstantKernel(1.0, (1e-3, 1e2)) * Matern(length_scale=np.full(d, 0.5), length_scale_bounds=LENGTH_SCALES,
+                                                       nu=2.5)
+    if d > 1:
+        alone = np.array([LENGTH_SCALES] + [(FAR, FAR)] * (d - 1))
+        kernel = kernel + ConstantKernel(0.1, (1e-4, 1e2)) * Matern(
+            length_scale=np.array([0.5] + [FAR] * (d - 1)), length_scale_bounds=alone, nu=2.5)
+    return kernel + WhiteKernel(0.1, (1e-6, 1.0))
+
+
+def _latent(gp):
+    gp.noise_variance_ = float(gp.kernel_.k2.noise_level)  # in the normalised losses' units
     gp.kernel_ = gp.kernel_.k1  # predict the latent loss: the noise is not part of what p does
     return gp
 
 
-def _draws(gp, points: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """The posterior mean at `points` and DRAWS joint draws of the latent function there."""
+def _fit(x: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> Posterior:
+    from sklearn.gaussian_process import GaussianProcessRegressor
+
+    gp = GaussianProcessRegressor(_kernel(x.shape[1]), normalize_y=True, n_restarts_optimizer=1, random_state=SEED)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a bound reached (p's length scale, where p does nothing) is an answer
+        gp.fit(x, y)
+    theta, bounds = gp.kernel_.theta, gp.kernel_.bounds
+    at_bound = any(min(theta[i] - bounds[i, 0], bounds[i, 1] - theta[i]) < AT_BOUND for i in _first_scales(gp.kernel_))
+    thetas, weights = _hyperparameter_draws(gp, theta, bounds, rng)
+    counts = rng.multinomial(DRAWS, weights)
+    mixture = []
+    for t, count in zip(thetas, counts):
+        if count:
+            at = GaussianProcessRegressor(gp.kernel_.clone_with_theta(t), normalize_y=True, optimizer=None)
+            mixture.append((_latent(at.fit(x, y)), int(count)))
+    return Posterior(_latent(gp), mixture, at_bound)
+
+
+def _first_scales(kernel) -> list[int]:
+    """Where the first column's length scales sit in the kernel's log hyperparameters (theta)."""
+    at, out = 0, []
+    for hyper in kernel.hyperparameters:
+        if hyper.fixed:
+            continue
+        if hyper.name.endswith("length_scale"):
+            out.append(at)
+        at += hyper.n_elements
+    return out
+
+
+def _hyperparameter_draws(gp, theta: np.ndarray, bounds: np.ndarray,
+                          rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """HYPER_DRAWS draws of the kernel's log hyperparameters from their posterior (flat on the log
+    scale within the bounds), by importance sampling from the Laplace approximation at the fit
+    (MacKay 1992; Rasmussen & Williams 2006, 5.2): the log marginal likelihood's Hessian by central
+    differences of its gradient, a direction it does not curve (a length scale at its bound) spread
+    over the bounds' width, draws outside the bounds refused; each weighted by likelihood over
+    proposal. Returns the draws and their normalised weights."""
+    def gradient(t):
+        return gp.log_marginal_likelihood(t, eval_gradient=True)[1]
+
+    free = np.flatnonzero(bounds[:, 1] - bounds[:, 0] > 1e-9)  # a fixed length scale is no draw's
+    k = len(free)
+    step = 1e-3
+    hessian = np.empty((k, k))
+    for i, at in enumerate(free):
+        e = np.zeros(len(theta))
+        e[at] = step
+        hessian[i] = -(gradient(theta + e) - gradient(theta - e))[free] / (2 * step)
+    hessian = (hessian + hessian.T) / 2
+    values, vectors = np.linalg.eigh(hessian)
+    bounds = bounds[free]
+    width = float(np.max(bounds[:, 1] - bounds[:, 0]))
+    values = np.maximum(values, (2 / width) ** 2)  # flat or bent the wrong way: the bounds' width
+    root = vectors / np.sqrt(values) * PROPOSAL_SCALE  # proposal covariance root: V diag(1/sqrt(λ)) · scale
+    draws = []
+    while len(draws) < HYPER_DRAWS:
+        z = rng.standard_normal((4 * HYPER_DRAWS, k))
+        t = np.tile(theta, (len(z), 1))
+        t[:, free] += z @ root.T
+        keep = np.all((t[:, free] >= bounds[:, 0]) & (t[:, free] <= bounds[:, 1]), axis=1)
+        draws.extend(zip(t[keep], z[keep]))
+    thetas = np.array([t for t, _ in draws[:HYPER_DRAWS]])
+    log_q = -0.5 * np.array([float(z @ z) for _, z in draws[:HYPER_DRAWS]])
+    log_p = np.array([gp.log_marginal_likelihood(t) for t in thetas])
+    log_w = log_p - log_q
+    weights = np.exp(log_w - log_w.max())
+    return thetas, weights / weights.sum()
+
+
+def _bootstrap(gp, points: np.ndarray, count: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """A parametric bootstrap of the process's mean at fixed hyperparameters: `count` worlds, each a
+    joint draw of the latent function from the posterior at the runs and at `points` (the world's
+    truth), data drawn from it at the runs plus the fitted noise, smoothed as the fit smooths (the
+    mean is linear in the losses: ȳ + W (y − ȳ), W = K*ᵀ (K + σ²I)⁻¹). Returns each world's truth
+    and its estimate at `points` (count × points each)."""
+    from scipy.linalg import cho_solve
+
+    runs = gp.X_train_
+    n = len(runs)
+    truths = _joint(gp, np.vstack([runs, points]), count, rng)
+    noise = gp.noise_variance_ * float(gp._y_train_std) ** 2
+    y = truths[:, :n] + math.sqrt(noise) * rng.standard_normal((count, n))
+    centre = y.mean(axis=1, keepdims=True)
+    weights = gp.kernel_(points, runs) @ cho_solve((gp.L_, True), np.eye(n))
+    return truths[:, n:], centre + (y - centre) @ weights.T
+
+
+def _joint(gp, points: np.ndarray, count: int, rng: np.random.Generator) -> np.ndarray:
+    """`count` joint draws of the latent function at `points` from the process's posterior."""
     mean, cov = gp.predict(points, return_cov=True)
     cov = (cov + cov.T) / 2
     jitter = 1e-10 * max(float(np.mean(np.diag(cov))), 1e-12)
@@ -132,22 +268,31 @@ def _draws(gp, points: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray
     else:  # not positive definite even so: the eigen-decomposition's square root
         values, vectors = np.linalg.eigh(cov)
         chol = vectors * np.sqrt(np.clip(values, 0, None))
-    return mean, mean[None, :] + rng.standard_normal((DRAWS, len(mean))) @ chol.T
+    return mean[None, :] + rng.standard_normal((count, len(mean))) @ chol.T
 
 
 def _sample(rows: pd.Index, limit: int, rng: np.random.Generator) -> pd.Index:
     return rows if len(rows) <= limit else rows[np.sort(rng.choice(len(rows), limit, replace=False))]
 
 
-def _profile_of(gp, grid_points: list[np.ndarray], settings: np.ndarray, rng) -> tuple[np.ndarray, ...]:
-    """Profile (min over settings) and partial dependence (mean over settings) of the posterior mean
-    and of every draw, for each point of the grid (each a design row without the other fields)."""
+def _profile_of(posterior: Posterior, grid_points: list[np.ndarray], settings: np.ndarray,
+                rng) -> tuple[np.ndarray, ...]:
+    """Profile (min over settings) and partial dependence (mean over settings) of the fitted mean
+    for each point of the grid (each a design row without the other fields), and the draws of each
+    that make their bands: the estimate less each bootstrap world's error (its estimate's profile
+    less its truth's), the worlds spread over the hyperparameter draws (the basic bootstrap interval;
+    Davison & Hinkley 1997, 5.2)."""
     points = np.vstack([np.hstack([np.tile(g, (len(settings), 1)), settings]) for g in grid_points])
-    mean, draws = _draws(gp, points, rng)
-    k = len(settings)
-    mean = mean.reshape(len(grid_points), k)
-    draws = draws.reshape(DRAWS, len(grid_points), k)
-    return mean.min(axis=1), draws.min(axis=2), mean.mean(axis=1), draws.mean(axis=2), mean
+    k, size = len(settings), len(grid_points)
+    mean = posterior.fitted.predict(points).reshape(size, k)
+    profile, dependence = mean.min(axis=1), mean.mean(axis=1)
+    profile_draws, dependence_draws = [], []
+    for gp, count in posterior.mixture:
+        truth, estimates = _bootstrap(gp, points, count, rng)
+        truth, estimates = truth.reshape(count, size, k), estimates.reshape(count, size, k)
+        profile_draws.append(profile - (estimates.min(axis=2) - truth.min(axis=2)))
+        dependence_draws.append(dependence - (estimates.mean(axis=2) - truth.mean(axis=2)))
+    return profile, np.vstack(profile_draws), dependence, np.vstack(dependence_draws), mean
 
 
 def p_profile(losses: pd.Series, searched: Searched, reference: float = 2.0) -> Profile | None:
@@ -177,30 +322,30 @@ def _p_profile(losses: pd.Series, searched: Searched, reference: float) -> Profi
     p_low, p_high = float(p_fit.min()), float(p_fit.max())
     scale = (p_high - p_low) or 1.0
     x = np.column_stack([(p_fit - p_low) / scale, *columns]) if columns else ((p_fit - p_low) / scale)[:, None]
-    gp = _fit(x, losses.loc[fit_rows].to_numpy(dtype="float64"))
+    posterior = _fit(x, losses.loc[fit_rows].to_numpy(dtype="float64"), rng)
     settings = x[_sample(pd.RangeIndex(len(x)), SETTINGS, rng).to_numpy(), 1:]
     grid = np.linspace(p_low, p_high, GRID)
     if p_low < reference < p_high and not np.isclose(grid, reference).any():
         grid = np.sort(np.append(grid, reference))
-    prof, prof_draws, dep, dep_draws, means = _profile_of(gp, [np.array([(g - p_low) / scale]) for g in grid],
+    prof, prof_draws, dep, dep_draws, means = _profile_of(posterior, [np.array([(g - p_low) / scale]) for g in grid],
                                                           settings if settings.shape[1] else np.zeros((1, 0)), rng)
     best = np.unravel_index(int(np.argmin(means)), means.shape)
     best_setting = {"p": float(grid[best[0]]), **_read_back(settings[best[1]] if settings.shape[1] else [], names, back)}
     if len(infinite) >= MIN_INF_RUNS and columns:
         inf_rows = _sample(infinite, MAX_FIT_RUNS, rng)
         inf_columns = [c for c in _scaled_like(searched, inf_rows, back, names)]
-        gp_inf = _fit(np.column_stack(inf_columns), losses.loc[inf_rows].to_numpy(dtype="float64"))
+        gp_inf = _fit(np.column_stack(inf_columns), losses.loc[inf_rows].to_numpy(dtype="float64"), rng)
         inf_settings = np.column_stack(inf_columns)[_sample(pd.RangeIndex(len(inf_rows)), SETTINGS, rng).to_numpy()]
         inf_prof, inf_pd, inf_dep, inf_dep_draws, _ = _profile_of(gp_inf, [np.zeros(0)], inf_settings, rng)
         grid = np.append(grid, math.inf)
         prof, dep = np.append(prof, inf_prof), np.append(dep, inf_dep)
         prof_draws = np.hstack([prof_draws, inf_pd])
         dep_draws = np.hstack([dep_draws, inf_dep_draws])
-    tail = (1 - CONFIDENCE) / 2
-    return Profile(p=grid, profile=prof, low=np.quantile(prof_draws, tail, axis=0),
-                   high=np.quantile(prof_draws, 1 - tail, axis=0), dependence=dep,
-                   dep_low=np.quantile(dep_draws, tail, axis=0), dep_high=np.quantile(dep_draws, 1 - tail, axis=0),
-                   draws=prof_draws, n_fit=len(fit_rows), n_runs=len(losses), best_setting=best_setting)
+    _, low, high = simultaneous(prof_draws)
+    _, dep_low, dep_high = simultaneous(dep_draws)
+    return Profile(p=grid, profile=prof, low=low, high=high, dependence=dep, dep_low=dep_low, dep_high=dep_high,
+                   draws=prof_draws, n_fit=len(fit_rows), n_runs=len(losses), best_setting=best_setting,
+                   p_scale_at_bound=posterior.first_at_bound)
 
 
 def _scaled_like(searched: Searched, rows: pd.Index, back: dict, names: list[str]) -> list[np.ndarray]:
