@@ -70,7 +70,8 @@ def surrogate_profile_chart(answer: dict) -> go.Figure:
     effect = answer.get("effect") or {}
     text = ("A Gaussian-process surrogate of the final loss over the searched fields: solid, its minimum over the "
             "lr and gain settings the search ran (p's profile: what p reaches with them tuned); dashed, its average "
-            "over them (partial dependence); bands from 400 posterior draws; ∞ fitted apart.")
+            "over them (partial dependence); 95 % bands that hold the whole curve, from a parametric bootstrap over "
+            "draws of the surrogate's hyperparameters; ∞ fitted apart.")
     if effect.get("n_fit") and effect.get("n_fit") < effect.get("n_runs", 0):
         text += f" Fitted on a sample of {effect['n_fit']:,} runs."
     if words:

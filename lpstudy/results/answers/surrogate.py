@@ -42,6 +42,7 @@ costs n³): a 10,000-trial study answers within the page's time.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from dataclasses import dataclass
@@ -60,7 +61,6 @@ DRAWS = 400
 SEED = 0
 CONFIDENCE = 0.95
 LENGTH_SCALES = (0.05, 50.0)  # on the [0, 1]-scaled columns
-FAR = 1e6  # a length scale that makes a column of no account
 AT_BOUND = 1e-2  # a log length scale this close to a bound sits at it
 HYPER_DRAWS = 16  # hyperparameter draws the bands mix
 PROPOSAL_SCALE = 1.5  # the Laplace proposal widened: its tails must hold the posterior's
@@ -69,8 +69,10 @@ PROPOSAL_SCALE = 1.5  # the Laplace proposal widened: its tails must hold the po
 @dataclass
 class Profile:
     """p's profile and partial dependence on `p` (the grid, ∞ last where it was estimated), with
-    their pointwise bands; `draws` the profile of every posterior draw (draws × grid); n_fit the
-    runs the process was fitted on (of n_runs)."""
+    their bands (each holds the whole curve: see the module); `draws` the profile's bootstrap draws
+    (draws × grid) the bands and the differences are read from; n_fit the runs the process was
+    fitted on (of n_runs); p_scale_at_bound whether a length scale along p sits at a bound of its
+    range in the fit (the runs did not tell p's scale)."""
 
     p: np.ndarray
     profile: np.ndarray
@@ -153,14 +155,36 @@ def _kernel(d: int):
     kernel = ConstantKernel(1.0, (1e-3, 1e2)) * Matern(length_scale=np.full(d, 0.5), length_scale_bounds=LENGTH_SCALES,
                                                        nu=2.5)
     if d > 1:
-        alone = np.array([LENGTH_SCALES] + [(FAR, FAR)] * (d - 1))
-        kernel = kernel + ConstantKernel(0.1, (1e-4, 1e2)) * Matern(
-            length_scale=np.array([0.5] + [FAR] * (d - 1)), length_scale_bounds=alone, nu=2.5)
+        kernel = kernel + ConstantKernel(0.1, (1e-4, 1e2)) * _first_column()(
+            Matern(length_scale=0.5, length_scale_bounds=LENGTH_SCALES, nu=2.5))
     return kernel + WhiteKernel(0.1, (1e-6, 1.0))
 
 
-def _latent(gp):
-    gp.noise_variance_ = float(gp.kernel_.k2.noise_level)  # in the normalised losses' units
+@functools.cache
+def _first_column():
+    """scikit-learn's kernels see every column; this one hands its kernel the first column alone
+    (its hyperparameters are its kernel's, as scikit-learn's Exponentiation passes them on)."""
+    from sklearn.gaussian_process.kernels import Exponentiation
+
+    class FirstColumn(Exponentiation):
+        def __init__(self, kernel, exponent=1.0):
+            super().__init__(kernel, exponent)
+
+        def __call__(self, X, Y=None, eval_gradient=False):
+            return self.kernel(X[:, :1], None if Y is None else Y[:, :1], eval_gradient=eval_gradient)
+
+        def diag(self, X):
+            return self.kernel.diag(X[:, :1])
+
+        def __repr__(self):
+            return f"FirstColumn({self.kernel})"
+
+    return FirstColumn
+
+
+def _latent(gp, y: np.ndarray):
+    """The process without its noise term, which it keeps as noise_variance_ (in the losses' units)."""
+    gp.noise_variance_ = float(gp.kernel_.k2.noise_level) * float(np.std(y) or 1.0) ** 2  # normalize_y's scale
     gp.kernel_ = gp.kernel_.k1  # predict the latent loss: the noise is not part of what p does
     return gp
 
@@ -168,7 +192,7 @@ def _latent(gp):
 def _fit(x: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> Posterior:
     from sklearn.gaussian_process import GaussianProcessRegressor
 
-    gp = GaussianProcessRegressor(_kernel(x.shape[1]), normalize_y=True, n_restarts_optimizer=1, random_state=SEED)
+    gp = GaussianProcessRegressor(_kernel(x.shape[1]), normalize_y=True, n_restarts_optimizer=0, random_state=SEED)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a bound reached (p's length scale, where p does nothing) is an answer
         gp.fit(x, y)
@@ -180,8 +204,8 @@ def _fit(x: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> Posterior:
     for t, count in zip(thetas, counts):
         if count:
             at = GaussianProcessRegressor(gp.kernel_.clone_with_theta(t), normalize_y=True, optimizer=None)
-            mixture.append((_latent(at.fit(x, y)), int(count)))
-    return Posterior(_latent(gp), mixture, at_bound)
+            mixture.append((_latent(at.fit(x, y), y), int(count)))
+    return Posterior(_latent(gp, y), mixture, at_bound)
 
 
 def _first_scales(kernel) -> list[int]:
@@ -207,27 +231,28 @@ def _hyperparameter_draws(gp, theta: np.ndarray, bounds: np.ndarray,
     def gradient(t):
         return gp.log_marginal_likelihood(t, eval_gradient=True)[1]
 
-    free = np.flatnonzero(bounds[:, 1] - bounds[:, 0] > 1e-9)  # a fixed length scale is no draw's
-    k = len(free)
+    k = len(theta)
     step = 1e-3
     hessian = np.empty((k, k))
-    for i, at in enumerate(free):
-        e = np.zeros(len(theta))
-        e[at] = step
-        hessian[i] = -(gradient(theta + e) - gradient(theta - e))[free] / (2 * step)
+    for i in range(k):
+        e = np.zeros(k)
+        e[i] = step
+        hessian[i] = -(gradient(theta + e) - gradient(theta - e)) / (2 * step)
     hessian = (hessian + hessian.T) / 2
     values, vectors = np.linalg.eigh(hessian)
-    bounds = bounds[free]
     width = float(np.max(bounds[:, 1] - bounds[:, 0]))
     values = np.maximum(values, (2 / width) ** 2)  # flat or bent the wrong way: the bounds' width
     root = vectors / np.sqrt(values) * PROPOSAL_SCALE  # proposal covariance root: V diag(1/sqrt(λ)) · scale
     draws = []
-    while len(draws) < HYPER_DRAWS:
+    for _ in range(50):
         z = rng.standard_normal((4 * HYPER_DRAWS, k))
-        t = np.tile(theta, (len(z), 1))
-        t[:, free] += z @ root.T
-        keep = np.all((t[:, free] >= bounds[:, 0]) & (t[:, free] <= bounds[:, 1]), axis=1)
+        t = theta + z @ root.T
+        keep = np.all((t >= bounds[:, 0]) & (t <= bounds[:, 1]), axis=1)
         draws.extend(zip(t[keep], z[keep]))
+        if len(draws) >= HYPER_DRAWS:
+            break
+    else:  # the proposal hardly lands within the bounds: the fit itself fills up
+        draws.extend([(theta, np.zeros(k))] * (HYPER_DRAWS - len(draws)))
     thetas = np.array([t for t, _ in draws[:HYPER_DRAWS]])
     log_q = -0.5 * np.array([float(z @ z) for _, z in draws[:HYPER_DRAWS]])
     log_p = np.array([gp.log_marginal_likelihood(t) for t in thetas])
@@ -247,8 +272,7 @@ def _bootstrap(gp, points: np.ndarray, count: int, rng: np.random.Generator) -> 
     runs = gp.X_train_
     n = len(runs)
     truths = _joint(gp, np.vstack([runs, points]), count, rng)
-    noise = gp.noise_variance_ * float(gp._y_train_std) ** 2
-    y = truths[:, :n] + math.sqrt(noise) * rng.standard_normal((count, n))
+    y = truths[:, :n] + math.sqrt(gp.noise_variance_) * rng.standard_normal((count, n))
     centre = y.mean(axis=1, keepdims=True)
     weights = gp.kernel_(points, runs) @ cho_solve((gp.L_, True), np.eye(n))
     return truths[:, n:], centre + (y - centre) @ weights.T
