@@ -27,7 +27,8 @@ from lpstudy.results.analysis.paired import fold_losses
 from lpstudy.results.analysis.selection import finished
 from lpstudy.results.answers.options import AnswerOptions
 from lpstudy.results.answers.fold_importance import fold_importance
-from lpstudy.results.answers.fold_tests import VERDICTS, fold_verdicts, folds_to_decide, interval
+from lpstudy.results.answers.endpoint_verdicts import endpoint_verdicts
+from lpstudy.results.answers.fold_tests import VERDICTS, interval
 from lpstudy.results.answers.sequential import look_levels, rounds_of, sequential_verdicts
 from lpstudy.results.answers.stability_verdicts import stability_answer
 from lpstudy.results.frames import StudyData
@@ -121,29 +122,12 @@ def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions())
     others = [a for a in present if a != reference]
     diffs = np.stack([(table.loc[a] - ref_losses).reindex(range(k)).to_numpy(dtype="float64") for a in others]) \
         if others else np.zeros((0, k))
-    if sequential:
-        tests = _sequential(trials, column, others, reference, diffs, k, margin, options, sequential, answer, values)
-    else:
-        tests = fold_verdicts(diffs, k, margin, options.alpha) if others else None
-    undecided = [i for i in range(len(others)) if tests is not None and VERDICTS[tests["verdict"][i]] == "undecided"]
-    for i, arm in enumerate(others):
-        pairs = diffs[i][~np.isnan(diffs[i])]
-        mean, se, df = float(tests["mean"][i]), float(tests["se"][i]), float(tests["df"][i])
-        low, high = interval(mean, se, df, 1 - options.alpha)
-        verdict = VERDICTS[int(tests["verdict"][i])]
-        row = {"field": field, "value": values.get(arm, arm), "n_folds": int(len(pairs)),
-               "mean": float(table.loc[arm][(table.loc[arm] - ref_losses).notna()].mean()) if len(pairs) else math.nan,
-               "diff": mean, "rel_diff": mean / ref_mean if ref_mean else math.nan,
-               "low": float(low), "high": float(high), "rel_low": float(low) / ref_mean, "rel_high": float(high) / ref_mean,
-               "p_value_difference": float(tests["p_difference"][i]), "p_value_equivalence": float(tests["p_equivalence"][i]),
-               "verdict": verdict, "folds_to_decide": None, "decided_by": None}
-        if field == "p":
-            row["p"] = values.get(arm, arm)
-        if verdict == "undecided" and len(pairs) >= 2:
-            sd = float(np.std(pairs, ddof=1))
-            row["folds_to_decide"], row["decided_by"] = folds_to_decide(
-                mean, sd, len(pairs), k, margin, options.alpha, n_tests=len(undecided))
-        answer["arms"].append(row)
+    tests = _sequential(trials, column, others, reference, diffs, k, margin, options, sequential, answer, values) \
+        if sequential and others else None
+    for row in endpoint_verdicts(table, reference, k=k, margin=margin, options=options, tests=tests):
+        arm = row.pop("arm")
+        shown = {"field": field, "value": values.get(arm, arm), **({"p": values.get(arm, arm)} if field == "p" else {})}
+        answer["arms"].append({**shown, **row})
     answer["arms"].sort(key=lambda r: _order(r["value"]))
     runs = finished(trials)[[column, "fold", "diverged", "trial_id"]].rename(columns={column: "arm"})
     answer["stability"] = _stability(runs, data.curves, reference, k, options.alpha, values)
