@@ -39,11 +39,15 @@ A search study (lpstudy.results.answers.search)
 
 from __future__ import annotations
 
-from lpstudy.results.answers.options import DEFAULT_ALPHA, DEFAULT_ROPE, AnswerOptions, study_rope
-from lpstudy.results.frames import StudyData, StudyInfo
+from typing import TYPE_CHECKING
 
-__all__ = ["AnswerOptions", "DEFAULT_ALPHA", "DEFAULT_ROPE", "answered_by_verdicts", "has_verdicts", "study_answer",
-           "study_rope"]
+from lpstudy.results.answers.options import DEFAULT_ALPHA, DEFAULT_ROPE, AnswerOptions, Rope, parse_rope, study_rope
+
+if TYPE_CHECKING:  # the CLI imports the options from here without pandas
+    from lpstudy.results.frames import StudyData, StudyInfo
+
+__all__ = ["AnswerOptions", "DEFAULT_ALPHA", "DEFAULT_ROPE", "Rope", "answered_by_verdicts", "has_verdicts",
+           "parse_rope", "study_answer", "study_rope"]
 
 
 def answered_by_verdicts(info: StudyInfo) -> bool:
