@@ -50,7 +50,9 @@ def test_holds_up_to_rho_is_where_the_verdict_turns():
     diffs = rng.normal(-1.0, 1.0, (200, 1, 10))
     holds = holds_up_to_rho(diffs, 10, NARROW)[:, 0]
     base = fold_verdicts(diffs, 10, NARROW)["verdict"][:, 0]
-    for i in np.flatnonzero(~np.isnan(holds) & (holds < 0.98))[:40]:
+    turning = np.flatnonzero(~np.isnan(holds) & (holds < 0.98))
+    assert len(turning) >= 20  # most verdicts of an effect of one spread turn somewhere below ρ = 0.98
+    for i in turning[:40]:
         at = lambda rho: fold_verdicts(diffs[i], 10, NARROW, rho=rho)["verdict"][0]  # noqa: E731
         assert at(holds[i]) == base[i] and at(holds[i] + 0.01) != base[i]
 
@@ -62,6 +64,24 @@ def test_repeats_over_new_partitions_keep_the_error_at_fold_correlation_one_half
     four = repeated(10, [0.0], N_STUDIES, repeats=4, rho=0.5, seed=30)
     assert wrong(fold_verdicts(one, 10, NARROW)["verdict"]).mean() > 0.05 + 2 * MC
     assert wrong(fold_verdicts(four, 10, NARROW)["verdict"]).mean() <= 0.05 + MC
+
+
+def test_a_study_that_repeats_its_cv_is_tested_over_every_repeat_and_measures_the_correlation():
+    """Trials with a `repeat` (issue 44's --repeats): the runs of every (repeat, fold) are pairs of the
+    corrected repeated test (n = R × K), and measured_rho reads the repeats' spread."""
+    rng = np.random.default_rng(9)
+    frames = []
+    for r in range(3):
+        losses = {2.0: list(2.8 + rng.normal(0, 0.01, 5)), 3.0: list(2.6 + rng.normal(0, 0.01, 5))}
+        frames.append(planted_trials(losses).assign(repeat=r))
+    trials = pd.concat(frames, ignore_index=True)
+    trials["number"] = trials["trial_id"] = np.arange(len(trials))
+    answer = answer_of(trials)
+    (arm,) = answer["arms"]
+    assert answer["repeats"] == 3 and arm["n_folds"] == 15 and arm["runs"] == 15 and not arm["interim"]
+    assert arm["verdict"] == "better"
+    assert arm["measured_rho"] is not None and 0.0 <= arm["measured_rho"] <= 1.0
+    assert "15 of the 15 runs per arm" in answer["sentence"]
 
 
 def test_the_three_regions_exclude_one_another_and_better_means_beyond_the_rope():
@@ -103,11 +123,12 @@ def test_a_plain_study_read_after_every_fold_errs_only_at_the_last():
     peeks = np.stack([wrong(fold_verdicts(diffs[..., :n], 10, NARROW)["verdict"])[:, 0] for n in range(2, 11)])
     assert peeks.any(axis=0).mean() > 0.05 + 2 * MC  # what reading every fold at full alpha would do
     assert final.mean() <= 0.05 + MC
-    # and the engine gives those interim reads no verdict: one study, its first n folds in
-    losses = {2.0: [2.8] * 10, 1.0: list(2.8 + 0.05 * diffs[0, 0])}
+    # and the engine gives those interim reads no verdict: one study, a clear effect, its first n folds in
+    losses = {2.0: [2.8] * 10, 1.0: list(2.9 + 0.001 * diffs[0, 0])}
     trials = planted_trials(losses)
     for n in range(2, 10):
         assert answer_of(trials[trials["fold"] < n])["arms"][0]["verdict"] == "undecided"
+    assert answer_of(trials)["arms"][0]["verdict"] == "worse"
 
 
 def test_an_arm_that_diverged_on_three_of_five_folds_is_never_equivalent_and_the_sentence_names_it():

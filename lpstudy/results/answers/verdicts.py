@@ -134,6 +134,13 @@ def endpoint_table(trials: pd.DataFrame, column: str, k: int) -> tuple[pd.DataFr
     return losses[keep], failed[keep], ended
 
 
+def _blocks(table: pd.DataFrame) -> pd.DataFrame:
+    """The table with one column per block (a fold, or a (repeat, fold) run position) for the ANOVA."""
+    flat = table.copy()
+    flat.columns = pd.RangeIndex(table.shape[1], name="fold")
+    return flat
+
+
 def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions()) -> dict:
     """The answer of a replicate, grid or comparison study (see lpstudy.results.answers)."""
     trials, field, column, values = _arms(data)
@@ -153,7 +160,7 @@ def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions())
         "rope": {"relative": options.rope.value if options.rope.relative else None, "absolute": None,
                  "set": "relative" if options.rope.relative else "nats", "given": str(options.rope),
                  "words": options.rope.words()},
-        "importance": fold_importance(table.where(~failed) if len(present) else table, field) if len(present) else
+        "importance": fold_importance(_blocks(table.where(~failed)), field) if len(present) else
         {"shares": {}, "low": {}, "high": {}, "null": None, "reason": "no finished runs yet"},
         "stability": {"divergence": [], "logit_growth": [], "min_entropy": []},
         "interim": False,
