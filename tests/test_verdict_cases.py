@@ -113,6 +113,7 @@ def test_a_plain_study_with_folds_still_to_run_gives_an_interim_reading_never_a_
     assert answer["interim"] and arm["interim"] and arm["verdict"] == "undecided" and arm["region"] == "interim"
     assert arm["diff"] == pytest.approx(0.1) and arm["low"] > 0  # the numbers are shown, labelled
     assert answer["sentence"].startswith("Interim reading, 3 of the 10 runs per arm in")
+    assert "the ROPE ±0.01 nats" in answer["sentence"]  # every output states it
 
 
 def test_a_plain_study_read_after_every_fold_errs_only_at_the_last():

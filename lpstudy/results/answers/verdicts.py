@@ -312,7 +312,7 @@ def sentence(answer: dict) -> str:
     positions = answer["k"] * answer.get("repeats", 1)
     if answer.get("interim"):
         lead = (f"Interim reading, {runs} of the {positions} runs per arm in (no verdict until every fold has run, "
-                f"or run it --until-decided: every look at full alpha would be a peek)")
+                f"or run it --until-decided: every look at full alpha would be a peek), {rope}")
     else:
         lead = f"With {runs} of the {positions} runs per arm, at {100 * answer['alpha']:.0f} % family-wise error, {rope}"
     groups: dict[str, list[dict]] = {}
