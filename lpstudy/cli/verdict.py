@@ -15,10 +15,11 @@ from lpstudy.cli import app
 from lpstudy.cli.common import StudyOpt
 from lpstudy.cli.option_groups import option_groups
 from lpstudy.cli.storage_option import StorageChoice
+from lpstudy.results.answers.options import DEFAULT_ALPHA, DEFAULT_ROPE
 
-RopeOpt = Annotated[Optional[float], typer.Option(
-    "--rope", help="The region of practical equivalence, relative to the reference's mean loss "
-                   "(default 0.005: within ±0.5 %; a study run --until-decided: its own).", min=0.0, max=1.0)]
+RopeOpt = Annotated[Optional[str], typer.Option(
+    "--rope", help=f"The region of practical equivalence in nats of loss (default {DEFAULT_ROPE}), or a share of the "
+                   "reference's mean loss such as 0.5% (a study run --until-decided: its own).")]
 
 
 @app.command()
@@ -28,7 +29,7 @@ def verdict(
     study: StudyOpt,
     rope: RopeOpt = None,
     reference: Annotated[Optional[str], typer.Option(help="The reference arm's value (default p = 2, or the comparison's reference).")] = None,
-    alpha: Annotated[float, typer.Option(help="The family-wise error rate of the verdicts, across arms.", min=0.001, max=0.5)] = 0.05,
+    alpha: Annotated[float, typer.Option(help="The family-wise error rate of the verdicts, across arms.", min=0.001, max=0.5)] = DEFAULT_ALPHA,
     as_json: Annotated[bool, typer.Option("--json", help="Print the answer as one JSON object.")] = False,
     storage: StorageChoice,
 ) -> None:
@@ -36,22 +37,22 @@ def verdict(
     print_verdicts(study, storage, rope, _value(reference), alpha, as_json)
 
 
-def print_verdicts(study: str, storage: StorageChoice, rope: float | None = None, reference=None,
-                   alpha: float = 0.05, as_json: bool = False) -> None:
+def print_verdicts(study: str, storage: StorageChoice, rope: str | None = None, reference=None,
+                   alpha: float = DEFAULT_ALPHA, as_json: bool = False) -> None:
     """The verdict table (or the JSON answer) of the study on standard output. rope None: the one a
-    sequential study was run with, else 0.5 %."""
+    sequential study was run with, else 0.01 nats."""
     from rich.console import Console
 
-    from lpstudy.results.answers import AnswerOptions, study_answer, study_rope
+    from lpstudy.results.answers import AnswerOptions, parse_rope, study_answer, study_rope
     from lpstudy.results.compare import verdict_data
     from lpstudy.results.status import print_table
     from lpstudy.results.columns import labelled
     from lpstudy.results.verdict_table import sequential_lines, stages_frame, verdict_frame, verdict_title
 
+    chosen = None if rope is None else parse_rope(rope)  # a wrong --rope: one line before the study is read
     with storage.reader() as reader:
         data = verdict_data(reader, study)
-    if rope is None:
-        rope = study_rope(data.info.spec)
+    rope = chosen or study_rope(data.info.spec)
     answer = study_answer(data, AnswerOptions(rope=rope, alpha=alpha, reference=reference))
     if as_json:
         sys.stdout.write(json.dumps(answer) + "\n")
