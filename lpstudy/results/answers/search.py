@@ -205,7 +205,7 @@ def search_effect(data: StudyData, options: AnswerOptions = AnswerOptions()) -> 
             f"each p (a surrogate fitted on {fitted}), the surrogate's length scale along p sits at the bound of "
             f"its range, where the runs do not tell how p acts, so its band of ±{widest:.4f} around {ref_text} "
             f"is the fit's assumption rather than the runs' evidence. A replicate at the tuned settings decides "
-            f"whether p is equivalent within ±{margin:.4f} ({options.rope:.1%}).")
+            f"whether p is equivalent within ±{margin:.4f} (the ROPE {options.rope.words()}).")
     elif widest <= margin:
         answer["sentence"] = (
             f"With the learning rate and the gain tuned at each p (a surrogate fitted on {fitted}), "
