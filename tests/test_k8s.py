@@ -228,46 +228,24 @@ def test_a_misspelled_field_fails_the_strict_validation(builds):
     assert "backoffLimitPerIndx" in str(refused.value.message)
 
 
-def test_every_reference_inside_a_build_resolves(builds, example_secret):
-    """ConfigMaps and their keys, volume claims, the Secret's keys, the Services' pods and ports, and
-    every $(VAR) of a command: a typo in any of them is a pod that never starts."""
+def test_every_variable_a_command_expands_is_in_its_env(builds):
+    """Kubernetes expands $(VAR) in a command from the container's env, and leaves an unknown one as it
+    is: a typo is a literal `$(LPSTUDY_STUDDY)` handed to the program. (Every other name a build uses
+    is resolved by tests/k8s_references.py, on every build.)"""
     for name, docs in builds.items():
-        claims = {d["metadata"]["name"] for d in docs if d["kind"] == "PersistentVolumeClaim"}
         for doc in workloads(docs):
-            where = f"{name}: {doc['kind']} {doc['metadata']['name']}"
-            spec = pod_spec(doc)
-            templates = {t["metadata"]["name"] for t in doc["spec"].get("volumeClaimTemplates", [])}
-            volumes = {v["name"]: v for v in spec.get("volumes", [])}
-            for volume in volumes.values():
-                if "configMap" in volume:
-                    assert find(docs, "ConfigMap", volume["configMap"]["name"]), f"{where}: {volume}"
-                if "persistentVolumeClaim" in volume:
-                    assert volume["persistentVolumeClaim"]["claimName"] in claims, f"{where}: {volume}"
             for c in containers(doc):
-                for mount in c.get("volumeMounts", []):
-                    assert mount["name"] in volumes or mount["name"] in templates, f"{where}/{c['name']}: {mount}"
-                for entry in c.get("env", []):
-                    source = entry.get("valueFrom", {})
-                    if "configMapKeyRef" in source and not source["configMapKeyRef"].get("optional"):
-                        ref = source["configMapKeyRef"]
-                        assert ref["key"] in config_data(docs, ref["name"]), f"{where}/{c['name']}: {ref}"
-                    if "secretKeyRef" in source:
-                        ref = source["secretKeyRef"]
-                        assert ref["name"] == "lpstudy", f"{where}/{c['name']}: {ref}"
-                        assert ref.get("optional") or ref["key"] in example_secret, \
-                            f"{where}/{c['name']}: {ref['key']} is not in {SECRET_EXAMPLE.name}"
                 defined = set(env_of(c))
                 for word in c.get("command", []) + c.get("args", []):
                     for var in re.findall(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", word):
-                        assert var in defined, f"{where}/{c['name']}: $({var}) is not in its env"
-        for service in (d for d in docs if d["kind"] == "Service"):
-            selector = service["spec"]["selector"]
-            pods = [w for w in workloads(docs)
-                    if selector.items() <= w["spec"]["template"]["metadata"]["labels"].items()]
-            assert pods, f"{name}: Service {service['metadata']['name']} selects no pod"
-            ports = {p.get("name") for w in pods for c in containers(w, init=False) for p in c.get("ports", [])}
-            for port in service["spec"]["ports"]:
-                assert port["targetPort"] in ports, f"{name}: {service['metadata']['name']} {port}"
+                        assert var in defined, f"{name}: {doc['metadata']['name']}/{c['name']}: $({var}) is not in its env"
+
+
+def test_the_reference_graph_reads_the_secret_as_kubectl_makes_it(example_secret):
+    from tests import k8s_references
+
+    assert k8s_references.secret_example() == example_secret
+    assert k8s_references.EXTERNAL[("Secret", "lpstudy")] == set(example_secret)
 
 
 # --- what every build must hold beyond its schemas (tests/k8s_checks.py) --------------------------
@@ -536,16 +514,10 @@ def checkov_exe() -> str:
     return exe
 
 
-@pytest.fixture(scope="module")
-def checkov_failures(builds, checkov_exe, tmp_path_factory) -> dict[str, list[str]]:
-    """checkov once over every build (a file each) and the Dockerfile: about 10 s for all of them."""
-    folder = k8s_scanner.write_builds(tmp_path_factory.mktemp("scan"), builds, ROOT / "Dockerfile")
-    return k8s_scanner.scan(folder, checkov_exe)
-
-
 @pytest.mark.parametrize("build", sorted(OVERLAYS) + sorted(COMBINATIONS) + ["Dockerfile"])
-def test_checkov_passes_every_build_and_the_dockerfile(checkov_failures, build):
-    assert checkov_failures.get(build if build == "Dockerfile" else f"{build}.yaml", []) == []
+def test_checkov_passes_every_build_and_the_dockerfile(checkov_scan, build):
+    failures, _breakages = checkov_scan
+    assert failures.get(build if build == "Dockerfile" else f"{build}.yaml", []) == []
 
 
 def test_every_rule_checkov_skips_is_named_and_justified_in_one_place():
@@ -591,28 +563,43 @@ POD_BREAKAGES = {
 }
 
 
-def test_checkov_catches_each_generic_breakage(builds, checkov_exe, tmp_path):
-    """Each generic mistake, on a copy of deploy/ or of the dashboard's built pod, fails the rule of
-    checkov's that holds it; the Dockerfile without its USER fails CKV_DOCKER_3. One checkov run."""
-    folder = tmp_path / "scan"
+def scanner_breakages(folder: Path, builds: dict[str, list[dict]], tmp: Path) -> dict[str, tuple[str, str]]:
+    """Each breakage of SCANNER_BREAKAGES and POD_BREAKAGES written into folder, and the Dockerfile
+    without its USER: file -> (the breakage, the checkov rule that must fail it)."""
     expected = {}
     for i, (breakage, (path, text, replacement, rule, *components)) in enumerate(SCANNER_BREAKAGES.items()):
-        docs = broken_copy(tmp_path / f"copy{i}", path, text, replacement, *components)
-        k8s_scanner.write_builds(folder, {f"file{i}": docs})
-        expected[f"file{i}.yaml"] = (breakage, rule)
+        k8s_scanner.write_builds(folder, {f"broken-copy-{i}": broken_copy(tmp / f"copy{i}", path, text, replacement,
+                                                                         *components)})
+        expected[f"broken-copy-{i}.yaml"] = (breakage, rule)
     dashboard = find(builds["gpu"], "Deployment", "lpstudy-dashboard")
     for i, (breakage, (breaking, rule)) in enumerate(POD_BREAKAGES.items()):
         doc = json.loads(json.dumps(dashboard))
         breaking(pod_spec(doc))
-        k8s_scanner.write_builds(folder, {f"pod{i}": [doc]})
-        expected[f"pod{i}.yaml"] = (breakage, rule)
-    dockerfile = folder / "no-user" / "Dockerfile"
+        k8s_scanner.write_builds(folder, {f"broken-pod-{i}": [doc]})
+        expected[f"broken-pod-{i}.yaml"] = (breakage, rule)
+    dockerfile = folder / "broken-dockerfile" / "Dockerfile"
     dockerfile.parent.mkdir()
     text = (ROOT / "Dockerfile").read_text()
     assert text.count("\nUSER lpstudy\n") == 1
     dockerfile.write_text(text.replace("\nUSER lpstudy\n", "\n"))
-    expected["no-user/Dockerfile"] = ("the Dockerfile without USER", "CKV_DOCKER_3")
-    failures = k8s_scanner.scan(folder, checkov_exe)
+    expected["broken-dockerfile/Dockerfile"] = ("the Dockerfile without USER", "CKV_DOCKER_3")
+    return expected
+
+
+@pytest.fixture(scope="module")
+def checkov_scan(builds, checkov_exe, tmp_path_factory) -> tuple[dict[str, list[str]], dict[str, tuple[str, str]]]:
+    """checkov once (its start is most of its time) over every build (a file each), the Dockerfile, and
+    the breakages it must catch: (each file's failures, each breakage's file -> its rule)."""
+    folder = k8s_scanner.write_builds(tmp_path_factory.mktemp("scan"), builds, ROOT / "Dockerfile")
+    expected = scanner_breakages(folder, builds, tmp_path_factory.mktemp("copies"))
+    return k8s_scanner.scan(folder, checkov_exe), expected
+
+
+def test_checkov_catches_each_generic_breakage(checkov_scan):
+    """Each generic mistake, on a copy of deploy/ or of the dashboard's built pod, fails the checkov
+    rule that holds it (the hand checks for these are gone); the Dockerfile without its USER fails
+    CKV_DOCKER_3."""
+    failures, expected = checkov_scan
     for file, (breakage, rule) in expected.items():
         assert any(f.startswith(rule + " ") for f in failures.get(file, [])), f"{breakage}: {failures.get(file)}"
 
