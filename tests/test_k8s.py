@@ -102,11 +102,21 @@ COMBINATIONS.update({"cpu+storage-proxy": ("cpu", ["storage-proxy"]),
 
 @pytest.fixture(scope="module")
 def builds(tmp_path_factory) -> dict[str, list[dict]]:
-    """Every shipped overlay and every combination above, built once."""
-    built = {name: kustomize(K8S / "overlays" / name) for name in OVERLAYS}
+    """Every shipped overlay and every combination above, built once, as many at a time as there
+    are cores (each build is a kubectl process)."""
+    folders = {name: K8S / "overlays" / name for name in OVERLAYS}
     for name, (overlay, components) in COMBINATIONS.items():
-        built[name] = kustomize(overlay_with(tmp_path_factory.mktemp(name), overlay, components))
-    return built
+        folders[name] = overlay_with(tmp_path_factory.mktemp(name), overlay, components)
+    return in_parallel(kustomize, folders)
+
+
+def in_parallel(build, arguments: dict) -> dict:
+    """build(argument) for each, in threads (the work is in subprocesses), keyed as arguments are."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        futures = {key: pool.submit(build, argument) for key, argument in arguments.items()}
+        return {key: future.result() for key, future in futures.items()}
 
 
 def find(docs: list[dict], kind: str, name: str) -> dict | None:
@@ -436,15 +446,22 @@ def broken_copy(tmp: Path, path: str, text: str, replacement: str, *components: 
     return kustomize(folder)
 
 
+@pytest.fixture(scope="module")
+def broken_builds(tmp_path_factory) -> dict[str, list[dict]]:
+    """Every breakage of BREAKAGES built on a copy of its own, as many at a time as there are cores."""
+    folders = {breakage: tmp_path_factory.mktemp("broken") for breakage in BREAKAGES}
+    return in_parallel(lambda breakage: broken_build(folders[breakage], breakage), {b: b for b in BREAKAGES})
+
+
 @pytest.mark.parametrize("breakage", sorted(BREAKAGES))
-def test_each_breakage_of_a_copy_passes_the_schemas_and_fails_a_check(builds, tmp_path, breakage):
+def test_each_breakage_of_a_copy_passes_the_schemas_and_fails_a_check(builds, broken_builds, breakage):
     """Each mistake a reviewer made to a copy of deploy/: the schemas let it through (the documents it
     changed validate strictly against the newest Kubernetes), and a check of tests/k8s_checks.py
     names it. The copy without the mistake passes every check (test_every_build_passes_...: the
     same files)."""
     import kubernetes_validate
 
-    docs = broken_build(tmp_path, breakage)
+    docs = broken_builds[breakage]
     _path, _text, _replacement, said, *components = BREAKAGES[breakage]
     intact = builds[f"gpu+{components[0][0]}" if components else "gpu"]
     assert k8s_checks.problems_of(intact) == []
