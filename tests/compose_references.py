@@ -1,8 +1,9 @@
 """The reference graph of docker-compose.yml, as `docker-compose config` resolves it: every secret,
 volume and service a service names is defined once; every URL's host is a service that serves its
 port; Prometheus's targets (deploy/docker/prometheus.yml) are services serving the metrics port; and
-the numbers that must agree with Kubernetes' (tests/k8s_invariants.py) agree here too: a worker's
-metrics linger outlasts the scrape interval and fits, after the longest stop, in its grace period.
+what must agree with Kubernetes agrees here too: a worker's metrics linger outlasts the scrape
+interval and fits, after the longest stop, in its grace period (tests/k8s_invariants.py); a server's
+healthcheck asks the paths its Kubernetes probes must ask (tests/k8s_checks.py, HEALTH_PATHS).
 Each check takes the resolved file (a dict) and returns problems, one line each."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import yaml
 
+from tests.k8s_checks import HEALTH_PATHS, _flag
 from tests.k8s_invariants import LONGEST_STOP_S, _seconds
 from tests.k8s_references import URL
 
@@ -107,7 +109,30 @@ def metrics_linger_within_grace(resolved: dict) -> list[str]:
     return problems
 
 
-CHECKS = [names_resolve, prometheus_scrapes_what_the_workers_serve, metrics_linger_within_grace]
+def health_checks_ask_what_the_program_answers(resolved: dict) -> list[str]:
+    """Compose and Kubernetes check a server the same way: a service's healthcheck asks the port the
+    program is started on (its --port) and a path that program answers, the same paths Kubernetes'
+    probes must ask (k8s_checks.HEALTH_PATHS)."""
+    problems = []
+    for name, service in resolved.get("services", {}).items():
+        words = _words(service)
+        if "lpstudy" not in words or "healthcheck" not in service:
+            continue
+        rest = words[words.index("lpstudy") + 1:]
+        program = f"lpstudy {rest[0]}" if rest else "lpstudy"
+        port = _flag(rest, "--port")
+        test = " ".join(service["healthcheck"].get("test", []))
+        for found in re.finditer(r"http://(?:127\.0\.0\.1|localhost):(\d+)(/[\w/.-]*)", test):
+            if port and found.group(1) != port:
+                problems.append(f"service {name}: its healthcheck asks port {found.group(1)}, {program} serves {port}")
+            if program in HEALTH_PATHS and found.group(2) not in HEALTH_PATHS[program]:
+                problems.append(f"service {name}: its healthcheck asks {found.group(2)}, which {program} does not answer "
+                                f"({', '.join(sorted(HEALTH_PATHS[program]))}), unlike its Kubernetes probes")
+    return problems
+
+
+CHECKS = [names_resolve, prometheus_scrapes_what_the_workers_serve, metrics_linger_within_grace,
+          health_checks_ask_what_the_program_answers]
 
 
 def problems_of(resolved: dict) -> list[str]:

@@ -132,6 +132,9 @@ COMPOSE_BREAKAGES = {
     "a metrics linger the stop grace period cannot hold": (
         'LPSTUDY_METRICS_LINGER_S: "40"', 'LPSTUDY_METRICS_LINGER_S: "90"',
         "service worker: a linger of 90 s after the longest stop (55.1 s) exceeds stop_grace_period 120 s"),
+    "the dashboard's healthcheck on a path Streamlit does not answer": (
+        "http://127.0.0.1:8501/_stcore/health", "http://127.0.0.1:8501/healthz",
+        "service dashboard: its healthcheck asks /healthz, which lpstudy dashboard does not answer"),
 }
 
 
