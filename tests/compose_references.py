@@ -13,8 +13,8 @@ from pathlib import Path
 
 import yaml
 
-from tests.k8s_checks import HEALTH_PATHS, _flag
-from tests.k8s_invariants import LONGEST_STOP_S, _seconds
+from tests.k8s_checks import HEALTH_PATHS, flag_value
+from tests.k8s_invariants import LONGEST_STOP_S, duration_s
 from tests.k8s_references import URL
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,12 +94,12 @@ def metrics_linger_within_grace(resolved: dict) -> list[str]:
     """As on Kubernetes: the linger is longer than Prometheus's interval and fits, after the longest
     measured stop, in stop_grace_period."""
     problems = []
-    interval = _seconds((yaml.safe_load(PROMETHEUS_CONFIG.read_text()).get("global") or {}).get("scrape_interval", "60s"))
+    interval = duration_s((yaml.safe_load(PROMETHEUS_CONFIG.read_text()).get("global") or {}).get("scrape_interval", "60s"))
     for name, service in resolved.get("services", {}).items():
         linger = (service.get("environment") or {}).get("LPSTUDY_METRICS_LINGER_S")
         if linger is None:
             continue
-        linger, grace = float(linger), _seconds(str(service.get("stop_grace_period", "10s")))
+        linger, grace = float(linger), duration_s(str(service.get("stop_grace_period", "10s")))
         if linger + LONGEST_STOP_S > grace:
             problems.append(f"service {name}: a linger of {linger:g} s after the longest stop ({LONGEST_STOP_S} s) "
                             f"exceeds stop_grace_period {grace:g} s")
@@ -120,7 +120,7 @@ def health_checks_ask_what_the_program_answers(resolved: dict) -> list[str]:
             continue
         rest = words[words.index("lpstudy") + 1:]
         program = f"lpstudy {rest[0]}" if rest else "lpstudy"
-        port = _flag(rest, "--port")
+        port = flag_value(rest, "--port")
         test = " ".join(service["healthcheck"].get("test", []))
         for found in re.finditer(r"http://(?:127\.0\.0\.1|localhost):(\d+)(/[\w/.-]*)", test):
             if port and found.group(1) != port:

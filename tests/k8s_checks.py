@@ -14,9 +14,12 @@ types, sysctls, AppArmor, SELinux, procMount, hostProcess, runAsNonRoot and runA
 from __future__ import annotations
 
 import re
-from typing import Callable, Iterator
+from typing import Callable
 
-WORKLOAD_KINDS = ("Job", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "CronJob")
+from tests import k8s_invariants, k8s_references
+from tests.k8s_walk import (WORKLOAD_KINDS, flag_value, all_containers, name_of, pod_labels, pod_template,  # noqa: F401
+                            pods, quantity, selects)
+
 
 # A URL that carries a user and a password (user:password@host).
 CREDENTIALS_IN_URL = re.compile(r"://[^/@\s:]+:[^/@\s]+@")
@@ -38,59 +41,6 @@ SAFE_SYSCTLS = {"kernel.shm_rmid_forced", "net.ipv4.ip_local_port_range", "net.i
 SELINUX_TYPES = {"", "container_t", "container_init_t", "container_kvm_t", "container_engine_t"}
 RESTRICTED_VOLUME_TYPES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim",
                            "projected", "secret"}
-
-
-# --- walking a build -----------------------------------------------------------------------------
-
-
-def name_of(doc: dict) -> str:
-    return f"{doc['kind']} {doc['metadata']['name']}"
-
-
-def pod_template(doc: dict) -> dict | None:
-    if doc["kind"] == "CronJob":
-        return doc["spec"]["jobTemplate"]["spec"]["template"]
-    if doc["kind"] in WORKLOAD_KINDS:
-        return doc["spec"]["template"]
-    return None
-
-
-def pods(docs: list[dict]) -> Iterator[tuple[dict, dict]]:
-    """(the workload, its pod template) for every workload of the build."""
-    for doc in docs:
-        template = pod_template(doc)
-        if template is not None:
-            yield doc, template
-
-
-def all_containers(spec: dict) -> list[dict]:
-    return spec.get("initContainers", []) + spec.get("containers", []) + spec.get("ephemeralContainers", [])
-
-
-def selects(selector: dict | None, labels: dict) -> bool:
-    """A label selector (matchLabels and matchExpressions) against a pod's labels, as the API server
-    reads it. An empty selector selects everything."""
-    if selector is None:
-        return False
-    if not selector.get("matchLabels") and not selector.get("matchExpressions"):
-        return True
-    if not selector.get("matchLabels", {}).items() <= labels.items():
-        return False
-    for expression in selector.get("matchExpressions", []):
-        key, operator, values = expression["key"], expression["operator"], expression.get("values", [])
-        if operator == "In" and labels.get(key) not in values:
-            return False
-        if operator == "NotIn" and key in labels and labels[key] in values:
-            return False
-        if operator == "Exists" and key not in labels:
-            return False
-        if operator == "DoesNotExist" and key in labels:
-            return False
-    return True
-
-
-def pod_labels(docs: list[dict]) -> list[tuple[dict, dict]]:
-    return [(doc, template["metadata"].get("labels", {})) for doc, template in pods(docs)]
 
 
 # --- the checks ----------------------------------------------------------------------------------
@@ -341,18 +291,6 @@ def network_policy_ports_are_served(docs: list[dict]) -> list[str]:
 
 # --- resources -----------------------------------------------------------------------------------
 
-_SUFFIXES = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "m": 1e-3}
-
-
-def quantity(value) -> float:
-    """A Kubernetes quantity (500m, 2, 512Mi, 1Gi, 1e3) as a number: cores, bytes."""
-    text = str(value)
-    for suffix in sorted(_SUFFIXES, key=len, reverse=True):
-        if text.endswith(suffix):
-            return float(text[:-len(suffix)]) * _SUFFIXES[suffix]
-    return float(text)
-
-
 MiB = 2**20
 # The peak memory (RSS) each program was measured to reach, as in its pod (`/usr/bin/time -f %M`, this
 # repository's machine): wait-for-database.py retrying an unreachable server, 49 MiB; `lpstudy
@@ -402,15 +340,6 @@ METRICS_PATH = "/metrics"
 ALL_ADDRESSES = ("0.0.0.0", "::", "")
 
 
-def _flag(words: list[str], flag: str) -> str | None:
-    for i, word in enumerate(words):
-        if word == flag and i + 1 < len(words):
-            return words[i + 1]
-        if word.startswith(flag + "="):
-            return word.split("=", 1)[1]
-    return None
-
-
 def _env_value(docs: list[dict], c: dict, name: str) -> str | None:
     for entry in c.get("env", []):
         if entry["name"] != name:
@@ -432,13 +361,13 @@ def served(docs: list[dict], c: dict) -> tuple[str, str | None, int | None] | No
         rest = words[words.index("lpstudy") + 1:]
         command = rest[0] if rest else ""
         if command in ("dashboard", "optuna-dashboard", "storage-proxy"):
-            port = _flag(rest, "--port")
-            return f"lpstudy {command}", _flag(rest, "--host"), int(port) if port and port.isdigit() else None
+            port = flag_value(rest, "--port")
+            return f"lpstudy {command}", flag_value(rest, "--host"), int(port) if port and port.isdigit() else None
         if command == "worker":
-            port = _flag(rest, "--metrics-port") or _env_value(docs, c, "LPSTUDY_METRICS_PORT")
+            port = flag_value(rest, "--metrics-port") or _env_value(docs, c, "LPSTUDY_METRICS_PORT")
             return ("lpstudy worker", "0.0.0.0", int(port)) if port and port.isdigit() and int(port) else None
     if "oauth2-proxy" in c["image"]:
-        address = _flag(words, "--http-address") or ""
+        address = flag_value(words, "--http-address") or ""
         host, _, port = address.rpartition(":")
         return "oauth2-proxy", host, int(port) if port.isdigit() else None
     return None
@@ -511,9 +440,7 @@ CHECKS: list[Callable[[list[dict]], list[str]]] = [
 
 def every_check() -> list[Callable[[list[dict]], list[str]]]:
     """These checks, the reference graph's (tests/k8s_references.py) and the invariants'
-    (tests/k8s_invariants.py): both build on this module, so they are gathered here when asked."""
-    from tests import k8s_invariants, k8s_references
-
+    (tests/k8s_invariants.py)."""
     return CHECKS + k8s_references.CHECKS + k8s_invariants.CHECKS
 
 

@@ -1,6 +1,6 @@
 """Numbers of a built deployment that must agree, and security that no single file shows. Each check is
 a function from the built documents (`kubectl kustomize` of deploy/k8s) to a list of problems, one
-line each, as in tests/k8s_checks.py, whose CHECKS run these on every build. docs/deployment.md,
+line each, as in tests/k8s_checks.py, whose problems_of runs these on every build. docs/deployment.md,
 "What every build holds", lists them for an operator.
 
 The figures they use are stated here once, each with where it comes from."""
@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 
-from tests.k8s_checks import _flag, all_containers, name_of, pod_template, pods, quantity, selects
+from tests.k8s_walk import flag_value, all_containers, name_of, pod_template, pods, quantity, selects
 from tests.k8s_references import connections, container_values, service_selector, workloads_selected
 
 # The longest time a worker took from SIGTERM to exit, measured with benchmarks/bench_worker_stop.py
@@ -138,7 +138,7 @@ def connections_of(docs: list[dict], c: dict) -> int:
         rest = words[words.index("lpstudy") + 1:]
         command = rest[0] if rest else ""
         if command == "storage-proxy":
-            return int(_flag(rest, "--threads") or 10) + PROXY_OWN_CONNECTIONS
+            return int(flag_value(rest, "--threads") or 10) + PROXY_OWN_CONNECTIONS
         return CONNECTIONS.get(command, 2)
     return 2
 
@@ -161,7 +161,7 @@ def database_connections_suffice(docs: list[dict]) -> list[str]:
         if doc is database:
             continue
         busiest = max((connections_of(docs, c) for c in all_containers(template["spec"])
-                       if any(name in services for name, _w, _p in _connections_of_container(docs, doc, c))), default=0)
+                       if any(name in services for name, _w, _p in connections(docs, doc, containers=[c]))), default=0)
         if busiest:
             opened += busiest * replicas(doc)
             parts.append(f"{name_of(doc)} {replicas(doc)}×{busiest}")
@@ -169,13 +169,6 @@ def database_connections_suffice(docs: list[dict]) -> list[str]:
         return [f"{DATABASE}: max_connections {limit} is short of the {opened} connections the build can open "
                 f"({', '.join(parts)}) and {reserved} reserved"]
     return []
-
-
-def _connections_of_container(docs: list[dict], doc: dict, c: dict):
-    one = {**doc, "spec": {**doc["spec"], "template": {**pod_template(doc), "spec": {"containers": [c]}}}}
-    if doc["kind"] == "CronJob":
-        return connections(docs, doc)
-    return connections(docs, one)
 
 
 def threads_within_cpu_request(docs: list[dict]) -> list[str]:
@@ -191,8 +184,8 @@ def threads_within_cpu_request(docs: list[dict]) -> list[str]:
             requested = quantity(c.get("resources", {}).get("requests", {}).get("cpu", 0))
             wanted = []
             words = c.get("command", []) + c.get("args", [])
-            if "lpstudy" in words and "worker" in words and _flag(words, "--threads"):
-                wanted.append(("--threads", _flag(words, "--threads")))
+            if "lpstudy" in words and "worker" in words and flag_value(words, "--threads"):
+                wanted.append(("--threads", flag_value(words, "--threads")))
             for entry in c.get("env", []):
                 if entry["name"] not in THREAD_VARIABLES:
                     continue
@@ -233,14 +226,14 @@ def metrics_linger_within_grace(docs: list[dict]) -> list[str]:
             for monitor in monitors:
                 if doc in workloads_selected(docs, monitor["spec"].get("selector")):
                     for endpoint in monitor["spec"].get("podMetricsEndpoints", []):
-                        interval = _seconds(endpoint.get("interval", "30s"))
+                        interval = duration_s(endpoint.get("interval", "30s"))
                         if linger <= interval:
                             problems.append(f"{at}: a linger of {linger:g} s is no longer than {name_of(monitor)}'s "
                                             f"interval of {interval:g} s: the last counters may never be read")
     return problems
 
 
-def _seconds(text: str) -> float:
+def duration_s(text: str) -> float:
     return sum(float(n) * {"h": 3600, "m": 60, "s": 1}[u] for n, u in re.findall(r"(\d+(?:\.\d+)?)([hms])", text))
 
 

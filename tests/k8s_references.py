@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tests.k8s_checks import all_containers, name_of, pod_template, pods, selects
+from tests.k8s_walk import all_containers, name_of, pod_template, pods, selects
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET_EXAMPLE = ROOT / "deploy" / "k8s" / "lpstudy.env.example"
@@ -217,11 +217,12 @@ def _service_host(host: str) -> str | None:
     return None
 
 
-def connections(docs: list[dict], doc: dict, secret: dict[str, str] | None = None) -> list[tuple[str, str, str | None]]:
+def connections(docs: list[dict], doc: dict, secret: dict[str, str] | None = None,
+                containers: list[dict] | None = None) -> list[tuple[str, str, str | None]]:
     """(the Service's name, where the workload names it, the port it asks) for every cluster-internal
-    URL in the values the workload's containers are given."""
+    URL in the values the workload's containers (or those of them given) are given."""
     found = []
-    for c in all_containers(pod_template(doc)["spec"]):
+    for c in all_containers(pod_template(doc)["spec"]) if containers is None else containers:
         for where, value in container_values(docs, c, secret):
             for host, port in URL.findall(value):
                 name = _service_host(host)
