@@ -256,23 +256,30 @@ def connectors(docs: list[dict], targets: list[dict]) -> dict[str, dict]:
             and any(name in services for name, _where, _port in connections(docs, doc))}
 
 
+def _admitted(docs: list[dict], policy: dict, targets: list[dict]) -> set[str]:
+    return {name_of(doc) for doc, template in pods(docs) if doc not in targets and any(
+        selects(peer.get("podSelector"), template["metadata"].get("labels", {}))
+        for rule in policy["spec"].get("ingress", []) for peer in rule.get("from", []) if "podSelector" in peer)}
+
+
 def network_policies_admit_exactly_their_clients(docs: list[dict]) -> list[str]:
     """Each NetworkPolicy admits exactly the workloads whose configuration connects to the pods it
-    selects (through a Service that selects them): one it does not admit is cut off from a server it
-    needs, one it admits and that does not connect is a path an attacker can use."""
+    selects (through a Service that selects them): one it admits and that does not connect is a path
+    an attacker can use; one that connects and that no policy over those pods admits (policies add
+    up) is cut off from a server it needs."""
     problems = []
-    for policy in (d for d in docs if d["kind"] == "NetworkPolicy"):
-        if "Ingress" not in policy["spec"].get("policyTypes", ["Ingress"]):
-            continue
+    policies = [d for d in docs if d["kind"] == "NetworkPolicy" and "Ingress" in d["spec"].get("policyTypes", ["Ingress"])]
+    fenced: dict[str, tuple[dict, set[str]]] = {}
+    for policy in policies:
         targets = workloads_selected(docs, policy["spec"]["podSelector"])
-        needed = connectors(docs, targets)
-        admitted = {name_of(doc) for doc, template in pods(docs) if doc not in targets and any(
-            selects(peer.get("podSelector"), template["metadata"].get("labels", {}))
-            for rule in policy["spec"].get("ingress", []) for peer in rule.get("from", []) if "podSelector" in peer)}
-        for name in sorted(set(needed) - admitted):
-            problems.append(f"{name_of(policy)}: does not admit {name}, which connects to the pods it selects")
-        for name in sorted(admitted - set(needed)):
+        admitted = _admitted(docs, policy, targets)
+        for name in sorted(admitted - set(connectors(docs, targets))):
             problems.append(f"{name_of(policy)}: admits {name}, which connects to none of the pods it selects")
+        for target in targets:
+            fenced.setdefault(name_of(target), (target, set()))[1].update(admitted)
+    for target, admitted in fenced.values():
+        for name in sorted(set(connectors(docs, [target])) - admitted):
+            problems.append(f"{name_of(target)}: {name} connects to it, and no NetworkPolicy over its pods admits it")
     return problems
 
 

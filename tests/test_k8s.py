@@ -387,6 +387,9 @@ BREAKAGES = {
         "                  - lpstudy-storage-proxy\n                  - lpstudy-sign-in\n",
         "NetworkPolicy lpstudy-db: admits Deployment lpstudy-sign-in, which connects to none of the pods it selects",
         ["sign-in"]),
+    "policies: the database's policy without the dashboard": (
+        "base/database.yaml", "                  - lpstudy-dashboard\n", "",
+        "StatefulSet lpstudy-db: Deployment lpstudy-dashboard connects to it, and no NetworkPolicy over its pods admits it"),
     # Arithmetic.
     "arithmetic: a budget with minAvailable equal to the replicas": (
         "components/storage-proxy/storage-proxy.yaml", "  minAvailable: 1\n", "  minAvailable: 2\n",
