@@ -275,10 +275,9 @@ def sign_in_admits_not_everyone(docs: list[dict]) -> list[str]:
             skipped = [v.split("=", 1)[1] for w, v in values if w == "command"
                        and v.startswith(("--skip-auth-route=", "--skip-auth-regex="))]
             skipped += [v for w, v in values if w in ("env OAUTH2_PROXY_SKIP_AUTH_ROUTES", "env OAUTH2_PROXY_SKIP_AUTH_REGEX")]
-            if any(re.fullmatch(r"(?:[A-Z]+=)?\^?/?(?:\.\*)?\$?", route.strip()) for text in skipped for route in text.split(",")):
+            routes = [route.strip() for text in skipped for route in text.split(",") if route.strip()]
+            if any(re.fullmatch(r"(?:[A-Z]+=)?\^?/?(?:\.\*)?\$?", route) for route in routes):
                 problems.append(f"{at}: a skip-auth route matches every path: no sign-in at all")
-            if any(w == "env OAUTH2_PROXY_SKIP_AUTH_PREFLIGHT" and v == "true" for w, v in values):
-                pass  # CORS preflight only: admits no one
             for name, where, _port in connections(docs, doc, {}):
                 upstream = next((d for d in docs if d["kind"] == "Service" and d["metadata"]["name"] == name), None)
                 targets = workloads_selected(docs, service_selector(upstream)) if upstream else []

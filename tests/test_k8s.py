@@ -522,6 +522,46 @@ def test_the_pod_security_check_refuses_what_restricted_forbids_and_checkov_does
         assert any(said in p for p in problems), f"{said}: {problems}"
 
 
+def test_the_security_checks_refuse_each_way_around_the_sign_in_and_the_fence(builds):
+    """Each way around the sign-in proxy, or around the database's fence, on a copy of a real build."""
+    from tests import k8s_invariants
+
+    def without(docs, kind, name):
+        return [d for d in docs if not (d["kind"] == kind and d["metadata"]["name"] == name)]
+
+    def with_args(docs, *args):
+        docs = json.loads(json.dumps(docs))
+        container(find(docs, "Deployment", "lpstudy-sign-in"), "oauth2-proxy")["args"] += list(args)
+        return docs
+
+    def dashboard_on_the_proxy(docs):
+        docs = json.loads(json.dumps(docs))
+        entry = env_of(container(find(docs, "Deployment", "lpstudy-dashboard"), "dashboard"))["LPSTUDY_STORAGE"]
+        entry.clear()
+        entry.update(name="LPSTUDY_STORAGE", value="grpc://lpstudy-storage-proxy:13000")
+        return docs
+
+    signed_in, proxied = builds["gpu+sign-in"], builds["gpu"]
+    cases = {
+        "email domain `*`": (k8s_invariants.sign_in_admits_not_everyone, with_args(signed_in, "--email-domain=*")),
+        "a skip-auth route matches every path": (k8s_invariants.sign_in_admits_not_everyone,
+                                                 with_args(signed_in, "--skip-auth-route=^/.*")),
+        "its upstream Deployment lpstudy-dashboard is selected by no NetworkPolicy": (
+            k8s_invariants.sign_in_admits_not_everyone, without(signed_in, "NetworkPolicy", "lpstudy-dashboard")),
+        "any pod of the cluster reaches the database": (k8s_invariants.writes_pass_the_fence,
+                                                         without(proxied, "NetworkPolicy", "lpstudy-db")),
+        "Service lpstudy-storage-proxy: Deployment lpstudy-storage-proxy writes the study for whoever reaches it": (
+            k8s_invariants.writes_pass_the_fence, without(proxied, "NetworkPolicy", "lpstudy-storage-proxy")),
+        "connects to lpstudy-storage-proxy, which writes the study, but is no writer": (
+            k8s_invariants.writes_pass_the_fence, dashboard_on_the_proxy(proxied)),
+    }
+    assert k8s_invariants.sign_in_admits_not_everyone(signed_in) == []
+    assert k8s_invariants.writes_pass_the_fence(proxied) == []
+    for said, (check, docs) in cases.items():
+        problems = check(docs)
+        assert any(said in p for p in problems), f"{said}: {problems}"
+
+
 # --- checkov, the maintained scanner, for the generic rules ----------------------------------------
 
 
