@@ -562,6 +562,25 @@ def test_the_security_checks_refuse_each_way_around_the_sign_in_and_the_fence(bu
         assert any(said in p for p in problems), f"{said}: {problems}"
 
 
+def test_the_arithmetic_reads_budgets_and_server_flags_as_the_api_and_postgres_do(builds):
+    """A budget's percentages round up, as the disruption controller rounds them; `-c max_connections=N`
+    on the server's command line raises the limit the workers are counted against."""
+    from tests import k8s_invariants
+
+    docs = json.loads(json.dumps(builds["gpu"]))
+    budget = find(docs, "PodDisruptionBudget", "lpstudy-storage-proxy")
+    for spec, evictable in (({"minAvailable": "50%"}, True), ({"minAvailable": "51%"}, False),
+                            ({"maxUnavailable": "10%"}, True), ({"maxUnavailable": 0}, False)):
+        budget["spec"] = {"selector": budget["spec"]["selector"], **spec}
+        assert (k8s_invariants.budgets_leave_a_pod_evictable(docs) == []) == evictable, spec
+    docs = json.loads(json.dumps(builds["cpu"]))
+    worker_job(docs)["spec"]["parallelism"] = 48  # 96 connections, the creator's and the dashboard's 4, 4 reserved
+    [problem] = k8s_invariants.database_connections_suffice(docs)
+    assert "max_connections 100 is short of the 100 connections" in problem and "Job lpstudy-workers 48×2" in problem
+    container(find(docs, "StatefulSet", "lpstudy-db"), "postgres")["args"] = ["-c", "max_connections=200"]
+    assert k8s_invariants.database_connections_suffice(docs) == []
+
+
 # --- checkov, the maintained scanner, for the generic rules ----------------------------------------
 
 
