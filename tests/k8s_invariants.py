@@ -127,7 +127,7 @@ def _postgres_setting(c: dict, name: str) -> int:
     return int(found.group(1)) if found else POSTGRES_DEFAULTS[name]
 
 
-def connections_of(docs: list[dict], c: dict) -> int:
+def connections_of(c: dict) -> int:
     """The database connections one container holds at most (CONNECTIONS)."""
     words = c.get("command", []) + c.get("args", [])
     if any(w.endswith("wait-for-database.py") for w in words):
@@ -160,7 +160,7 @@ def database_connections_suffice(docs: list[dict]) -> list[str]:
     for doc, template in pods(docs):
         if doc is database:
             continue
-        busiest = max((connections_of(docs, c) for c in all_containers(template["spec"])
+        busiest = max((connections_of(c) for c in all_containers(template["spec"])
                        if any(name in services for name, _w, _p in connections(docs, doc, containers=[c]))), default=0)
         if busiest:
             opened += busiest * replicas(doc)
