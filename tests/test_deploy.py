@@ -111,6 +111,48 @@ def test_an_invalid_compose_file_fails_validation(tmp_path):
     assert "healthchek" in out.stderr
 
 
+def test_the_resolved_compose_file_holds_its_reference_graph_and_invariants():
+    """tests/compose_references.py: every secret, volume, service and URL host a service names is
+    defined; Prometheus scrapes what the workers serve; the metrics linger fits the grace period."""
+    from tests import compose_references
+
+    assert compose_references.problems_of(resolve(ENV_EXAMPLE)) == []
+
+
+# Mistakes of each kind, applied to a copy of docker-compose.yml (text, replacement, what a check says).
+COMPOSE_BREAKAGES = {
+    "the storage proxy reading a secret it is not given": (
+        "    secrets: [lpstudy-writer-password]\n    command: lpstudy-with-secrets lpstudy storage-proxy",
+        "    secrets: [lpstudy-reader-password]\n    command: lpstudy-with-secrets lpstudy storage-proxy",
+        "service storage-proxy: PGPASSWORD_FILE reads /run/secrets/lpstudy-writer-password, a secret it is not given"),
+    "a dashboard pointed at a host that is no service": (
+        "@db:5432/${LPSTUDY_DB_NAME:-lpstudy}\n      PGPASSWORD_FILE: /run/secrets/lpstudy-reader-password",
+        "@database:5432/${LPSTUDY_DB_NAME:-lpstudy}\n      PGPASSWORD_FILE: /run/secrets/lpstudy-reader-password",
+        "service dashboard: names host database, which is no service"),
+    "a metrics linger the stop grace period cannot hold": (
+        'LPSTUDY_METRICS_LINGER_S: "40"', 'LPSTUDY_METRICS_LINGER_S: "90"',
+        "service worker: a linger of 90 s after the longest stop (55.1 s) exceeds stop_grace_period 120 s"),
+    "the dashboard's healthcheck on a path Streamlit does not answer": (
+        "http://127.0.0.1:8501/_stcore/health", "http://127.0.0.1:8501/healthz",
+        "service dashboard: its healthcheck asks /healthz, which lpstudy dashboard does not answer"),
+}
+
+
+@pytest.mark.parametrize("breakage", sorted(COMPOSE_BREAKAGES))
+def test_each_compose_breakage_validates_and_fails_a_check(tmp_path, breakage):
+    """docker-compose itself accepts each (the file validates); a check of compose_references names it."""
+    from tests import compose_references
+
+    text, replacement, said = COMPOSE_BREAKAGES[breakage]
+    assert COMPOSE.read_text().count(text) == 1, f"docker-compose.yml no longer has the text {breakage} changes"
+    broken = tmp_path / "docker-compose.yml"
+    broken.write_text(COMPOSE.read_text().replace(text, replacement))
+    out = docker_compose("config", env_file=ENV_EXAMPLE, compose_file=broken)
+    assert out.returncode == 0, out.stderr
+    problems = compose_references.problems_of(yaml.safe_load(out.stdout))
+    assert any(said in p for p in problems), f"{breakage}: {problems}"
+
+
 def secret_file_of(resolved: dict, service: dict, path: str) -> Path:
     """The host file behind /run/secrets/NAME in a service, which must list the secret."""
     name = Path(path).name
@@ -226,7 +268,7 @@ def test_the_commands_that_make_the_secret_files_are_the_same_everywhere(tmp_pat
 
 
 def test_workers_get_more_than_the_longest_measured_stop_to_end_their_trial(services):
-    from tests.test_k8s import LONGEST_STOP_S
+    from tests.k8s_invariants import LONGEST_STOP_S
 
     for name in ("worker", "worker-cpu"):
         grace = services[name]["stop_grace_period"]

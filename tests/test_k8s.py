@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests import k8s_checks
+from tests import k8s_checks, k8s_scanner
+from tests.k8s_invariants import LONGEST_STOP_S
 from tests.study_helpers import lp_env, trials_of, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,11 +34,6 @@ ROLES_SCRIPT = ROOT / "storage" / "init" / "10-lpstudy-roles.sh"
 SCRIPTS = K8S / "base" / "scripts"
 DEPLOYMENT = ROOT / "docs" / "deployment.md"  # the README links it
 
-# The longest time a worker took from SIGTERM to exit, measured with benchmarks/bench_worker_stop.py
-# (the `cpu` preset, PostgreSQL, checkpoints on, two torch threads, on this repository's shared
-# 2-core machine at a load average of 9-18; its worst case: an evaluation and a checkpoint upload
-# after every step). docs/deployment.md, "On Kubernetes", gives the same figure.
-LONGEST_STOP_S = 55.1
 SIGTERM_EXIT = 128 + int(signal.SIGTERM)  # what a shell reports for a process ended by SIGTERM
 IMAGE_CORPUS = "/opt/lpstudy/data/tinyshakespeare.txt"  # where the Dockerfile puts the corpus
 
@@ -106,11 +102,21 @@ COMBINATIONS.update({"cpu+storage-proxy": ("cpu", ["storage-proxy"]),
 
 @pytest.fixture(scope="module")
 def builds(tmp_path_factory) -> dict[str, list[dict]]:
-    """Every shipped overlay and every combination above, built once."""
-    built = {name: kustomize(K8S / "overlays" / name) for name in OVERLAYS}
+    """Every shipped overlay and every combination above, built once, as many at a time as there
+    are cores (each build is a kubectl process)."""
+    folders = {name: K8S / "overlays" / name for name in OVERLAYS}
     for name, (overlay, components) in COMBINATIONS.items():
-        built[name] = kustomize(overlay_with(tmp_path_factory.mktemp(name), overlay, components))
-    return built
+        folders[name] = overlay_with(tmp_path_factory.mktemp(name), overlay, components)
+    return in_parallel(kustomize, folders)
+
+
+def in_parallel(build, arguments: dict) -> dict:
+    """build(argument) for each, in threads (the work is in subprocesses), keyed as arguments are."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        futures = {key: pool.submit(build, argument) for key, argument in arguments.items()}
+        return {key: future.result() for key, future in futures.items()}
 
 
 def find(docs: list[dict], kind: str, name: str) -> dict | None:
@@ -232,46 +238,24 @@ def test_a_misspelled_field_fails_the_strict_validation(builds):
     assert "backoffLimitPerIndx" in str(refused.value.message)
 
 
-def test_every_reference_inside_a_build_resolves(builds, example_secret):
-    """ConfigMaps and their keys, volume claims, the Secret's keys, the Services' pods and ports, and
-    every $(VAR) of a command: a typo in any of them is a pod that never starts."""
+def test_every_variable_a_command_expands_is_in_its_env(builds):
+    """Kubernetes expands $(VAR) in a command from the container's env, and leaves an unknown one as it
+    is: a typo is a literal `$(LPSTUDY_STUDDY)` handed to the program. (Every other name a build uses
+    is resolved by tests/k8s_references.py, on every build.)"""
     for name, docs in builds.items():
-        claims = {d["metadata"]["name"] for d in docs if d["kind"] == "PersistentVolumeClaim"}
         for doc in workloads(docs):
-            where = f"{name}: {doc['kind']} {doc['metadata']['name']}"
-            spec = pod_spec(doc)
-            templates = {t["metadata"]["name"] for t in doc["spec"].get("volumeClaimTemplates", [])}
-            volumes = {v["name"]: v for v in spec.get("volumes", [])}
-            for volume in volumes.values():
-                if "configMap" in volume:
-                    assert find(docs, "ConfigMap", volume["configMap"]["name"]), f"{where}: {volume}"
-                if "persistentVolumeClaim" in volume:
-                    assert volume["persistentVolumeClaim"]["claimName"] in claims, f"{where}: {volume}"
             for c in containers(doc):
-                for mount in c.get("volumeMounts", []):
-                    assert mount["name"] in volumes or mount["name"] in templates, f"{where}/{c['name']}: {mount}"
-                for entry in c.get("env", []):
-                    source = entry.get("valueFrom", {})
-                    if "configMapKeyRef" in source and not source["configMapKeyRef"].get("optional"):
-                        ref = source["configMapKeyRef"]
-                        assert ref["key"] in config_data(docs, ref["name"]), f"{where}/{c['name']}: {ref}"
-                    if "secretKeyRef" in source:
-                        ref = source["secretKeyRef"]
-                        assert ref["name"] == "lpstudy", f"{where}/{c['name']}: {ref}"
-                        assert ref.get("optional") or ref["key"] in example_secret, \
-                            f"{where}/{c['name']}: {ref['key']} is not in {SECRET_EXAMPLE.name}"
                 defined = set(env_of(c))
                 for word in c.get("command", []) + c.get("args", []):
                     for var in re.findall(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", word):
-                        assert var in defined, f"{where}/{c['name']}: $({var}) is not in its env"
-        for service in (d for d in docs if d["kind"] == "Service"):
-            selector = service["spec"]["selector"]
-            pods = [w for w in workloads(docs)
-                    if selector.items() <= w["spec"]["template"]["metadata"]["labels"].items()]
-            assert pods, f"{name}: Service {service['metadata']['name']} selects no pod"
-            ports = {p.get("name") for w in pods for c in containers(w, init=False) for p in c.get("ports", [])}
-            for port in service["spec"]["ports"]:
-                assert port["targetPort"] in ports, f"{name}: {service['metadata']['name']} {port}"
+                        assert var in defined, f"{name}: {doc['metadata']['name']}/{c['name']}: $({var}) is not in its env"
+
+
+def test_the_reference_graph_reads_the_secret_as_kubectl_makes_it(example_secret):
+    from tests import k8s_references
+
+    assert k8s_references.secret_example() == example_secret
+    assert k8s_references.EXTERNAL[("Secret", "lpstudy")] == set(example_secret)
 
 
 # --- what every build must hold beyond its schemas (tests/k8s_checks.py) --------------------------
@@ -279,9 +263,10 @@ def test_every_reference_inside_a_build_resolves(builds, example_secret):
 
 @pytest.mark.parametrize("build", sorted(OVERLAYS) + sorted(COMBINATIONS))
 def test_every_build_passes_pod_security_restricted_and_every_other_check(builds, build):
-    """Pod Security "restricted" for every pod, selectors against labels, probe ports against
-    container ports, pod failure policies, no credentials in plain values, read-only root
-    filesystems, pinned images, fsGroup for claimed volumes, the database fenced."""
+    """What checkov does not check of Pod Security "restricted", selectors against labels, probe
+    ports against container ports, pod failure policies, no credentials in plain values, version
+    tags, fsGroup for claimed volumes; the reference graph (tests/k8s_references.py) and the
+    invariants (tests/k8s_invariants.py)."""
     assert k8s_checks.problems_of(builds[build]) == []
 
 
@@ -315,16 +300,10 @@ BREAKAGES = {
         "base/create-study.yaml", "          containerName: create-study\n          operator: In\n          values: [2]\n",
         "          containerName: create-studdy\n          operator: In\n          values: [2]\n",
         "Job lpstudy-create-study: the podFailurePolicy's containerName 'create-studdy' is no container"),
-    "seccomp removed": (
-        "base/workers.yaml", "        seccompProfile:\n          type: RuntimeDefault\n", "",
-        "Job lpstudy-workers/worker: seccompProfile is not set, not RuntimeDefault or Localhost"),
     "fsGroup removed from the database": (
         "base/database.yaml", "        fsGroup: 999\n", "",
         "StatefulSet lpstudy-db: writes to the volume claim(s) ['data'] as a non-root user but sets no fsGroup"),
     # The fourteen that passed every earlier check (issue 40), each caught by a check of its own now.
-    "a sign-in pod without limits": (
-        "components/sign-in/sign-in.yaml", "            limits:\n              memory: 256Mi\n", "",
-        "Deployment lpstudy-sign-in/oauth2-proxy: no memory limit", ["sign-in"]),
     "the gpu component's memory limit below its request": (
         "components/gpu/workers.yaml", "            limits:\n              memory: 16Gi\n",
         "            limits:\n              memory: 8Gi\n",
@@ -355,10 +334,6 @@ BREAKAGES = {
     "a password in config.env": (
         "base/config.env", "LPSTUDY_STUDY=lp-search\n", "LPSTUDY_STUDY=lp-search\nLPSTUDY_WRITER_PASSWORD=hunter2\n",
         "ConfigMap lpstudy-config: LPSTUDY_WRITER_PASSWORD is a secret's value in a ConfigMap"),
-    "the sign-in pod's token automounted": (
-        "components/sign-in/sign-in.yaml", "      automountServiceAccountToken: false\n",
-        "      automountServiceAccountToken: true\n",
-        "Deployment lpstudy-sign-in: automountServiceAccountToken is not false", ["sign-in"]),
     "an init container limited to 32Mi": (
         "base/dashboard.yaml", "              memory: 128Mi\n            limits:\n              memory: 256Mi\n",
         "              memory: 32Mi\n            limits:\n              memory: 32Mi\n",
@@ -374,6 +349,80 @@ BREAKAGES = {
     "a PodMonitor path /metric": (
         "components/monitoring/podmonitor.yaml", "      path: /metrics\n", "      path: /metric\n",
         "PodMonitor lpstudy-workers: scrapes /metric, the workers serve /metrics", ["monitoring"]),
+    # Issue 49: one mutation per family of invariants (tests/k8s_references.py, tests/k8s_invariants.py).
+    # The reference graph: a name that no object defines.
+    "graph: a priorityClassName misspelt": (
+        "components/storage-proxy/storage-proxy.yaml", "priorityClassName: lpstudy-storage-proxy",
+        "priorityClassName: lpstudy-storage-prxy",
+        "Deployment lpstudy-storage-proxy: uses PriorityClass lpstudy-storage-prxy: no PriorityClass"),
+    "graph: a script the command runs, misnamed": (
+        "base/workers.yaml", 'command: ["sh", "/opt/lpstudy-k8s/wait-for-study.sh"]',
+        'command: ["sh", "/opt/lpstudy-k8s/wait-for-studies.sh"]',
+        "Job lpstudy-workers/wait-for-study: runs /opt/lpstudy-k8s/wait-for-studies.sh, which is no file of "
+        "ConfigMap lpstudy-scripts"),
+    "graph: a Secret key misspelt": (
+        "base/dashboard.yaml", "            - name: LPSTUDY_STORAGE   # the read-only role\n              valueFrom:\n"
+                               "                secretKeyRef:\n                  name: lpstudy\n                  key: LPSTUDY_READER_URL\n",
+        "            - name: LPSTUDY_STORAGE   # the read-only role\n              valueFrom:\n"
+        "                secretKeyRef:\n                  name: lpstudy\n                  key: LPSTUDY_READER_URI\n",
+        "Deployment lpstudy-dashboard/dashboard: uses key LPSTUDY_READER_URI of Secret lpstudy, which has no such key"),
+    "graph: the sign-in proxy's upstream misspelt": (
+        "components/sign-in/sign-in.yaml", "--upstream=http://lpstudy-dashboard:8501", "--upstream=http://lpstudy-dashbaord:8501",
+        "names host lpstudy-dashbaord, which is no Service of the build", ["sign-in"]),
+    "graph: a queue no one defines": (
+        "components/kueue/kustomization.yaml", "queue-name: lpstudy\n", "queue-name: lpstudy-gpu\n",
+        "Job lpstudy-workers: queued to LocalQueue lpstudy-gpu, which neither the build nor", ["kueue"]),
+    "graph: a PodMonitor on a port no pod has": (
+        "components/monitoring/podmonitor.yaml", "port: metrics\n", "port: metric\n",
+        "PodMonitor lpstudy-workers: port 'metric' is no port of Job lpstudy-workers", ["monitoring"]),
+    # Selectors: a Service over the pods of several workloads.
+    "selectors: the proxy's Service selecting every lpstudy pod": (
+        "components/storage-proxy/storage-proxy.yaml",
+        "spec:\n  selector:\n    app.kubernetes.io/name: lpstudy-storage-proxy\n  ports:",
+        "spec:\n  selector:\n    app.kubernetes.io/part-of: lpstudy\n  ports:",
+        "Service lpstudy-storage-proxy: selects the pods of 5 workloads"),
+    # NetworkPolicies: a source that does not connect.
+    "policies: the database admitting the sign-in proxy": (
+        "base/database.yaml", "                  - lpstudy-storage-proxy\n",
+        "                  - lpstudy-storage-proxy\n                  - lpstudy-sign-in\n",
+        "NetworkPolicy lpstudy-db: admits Deployment lpstudy-sign-in, which connects to none of the pods it selects",
+        ["sign-in"]),
+    "policies: the database's policy without the dashboard": (
+        "base/database.yaml", "                  - lpstudy-dashboard\n", "",
+        "StatefulSet lpstudy-db: Deployment lpstudy-dashboard connects to it, and no NetworkPolicy over its pods admits it"),
+    # Arithmetic.
+    "arithmetic: a budget with minAvailable equal to the replicas": (
+        "components/storage-proxy/storage-proxy.yaml", "  minAvailable: 1\n", "  minAvailable: 2\n",
+        "PodDisruptionBudget lpstudy-storage-proxy: lets none of the 2 pod(s) of Deployment lpstudy-storage-proxy be evicted"),
+    "arithmetic: the proxies spread by a key no node carries": (
+        "components/storage-proxy/storage-proxy.yaml", "topologyKey: kubernetes.io/hostname", "topologyKey: hostname",
+        "Deployment lpstudy-storage-proxy: its pods are not spread by a well-known topology key"),
+    "arithmetic: proxies with more threads than the database has connections": (
+        "components/storage-proxy/storage-proxy.yaml", '"--threads", "10"', '"--threads", "60"',
+        "StatefulSet lpstudy-db: max_connections 100 is short of the 132 connections"),
+    "arithmetic: torch threads from a CPU limit the worker does not set": (
+        "base/workers.yaml", "resource: requests.cpu", "resource: limits.cpu",
+        "Job lpstudy-workers/worker: OMP_NUM_THREADS reads limits.cpu, which is not set"),
+    "arithmetic: a metrics linger the grace period cannot hold": (
+        "base/config.env", "LPSTUDY_METRICS_LINGER_S=65\n", "LPSTUDY_METRICS_LINGER_S=130\n",
+        "Job lpstudy-workers/worker: a linger of 130 s after the longest stop (55.1 s) exceeds terminationGracePeriodSeconds 180"),
+    "arithmetic: a database volume below its floor": (
+        "base/database.yaml", "storage: 10Gi", "storage: 5Gi",
+        "volume claim lpstudy-db/data: asks 5 GiB, below its floor of 10 GiB"),
+    "arithmetic: the database's PriorityClass the cluster's default": (
+        "base/database.yaml", "globalDefault: false", "globalDefault: true",
+        "PriorityClass lpstudy-database: globalDefault is true"),
+    # Security no single file shows.
+    "security: the sign-in proxy accepting any e-mail domain": (
+        "components/sign-in/sign-in.env", "OAUTH2_PROXY_EMAIL_DOMAINS=example.org\n", "OAUTH2_PROXY_EMAIL_DOMAINS=*\n",
+        "Deployment lpstudy-sign-in/oauth2-proxy: email domain `*`: every account", ["sign-in"]),
+    "security: optuna-dashboard given the writer's URL": (
+        "components/optuna-dashboard/optuna-dashboard.yaml",
+        "            - name: LPSTUDY_STORAGE   # the read-only role\n              valueFrom:\n"
+        "                secretKeyRef:\n                  name: lpstudy\n                  key: LPSTUDY_READER_URL\n",
+        "            - name: LPSTUDY_STORAGE   # the read-only role\n              valueFrom:\n"
+        "                secretKeyRef:\n                  name: lpstudy\n                  key: LPSTUDY_WRITER_URL\n",
+        "Deployment lpstudy-optuna-dashboard: holds the writer's credentials but is no writer", ["optuna-dashboard"]),
 }
 
 
@@ -381,6 +430,10 @@ def broken_build(tmp: Path, breakage: str) -> list[dict]:
     """The breakage applied to a copy of deploy/, built as the gpu overlay (with the component the
     breakage is in, where it is in one)."""
     path, text, replacement, _said, *components = BREAKAGES[breakage]
+    return broken_copy(tmp, path, text, replacement, *components)
+
+
+def broken_copy(tmp: Path, path: str, text: str, replacement: str, *components: list[str]) -> list[dict]:
     k8s = copy_of_the_deployment(tmp)
     target = k8s / path
     assert target.read_text().count(text) == 1, f"{path} no longer has the text this breakage changes"
@@ -396,15 +449,22 @@ def broken_build(tmp: Path, breakage: str) -> list[dict]:
     return kustomize(folder)
 
 
+@pytest.fixture(scope="module")
+def broken_builds(tmp_path_factory) -> dict[str, list[dict]]:
+    """Every breakage of BREAKAGES built on a copy of its own, as many at a time as there are cores."""
+    folders = {breakage: tmp_path_factory.mktemp("broken") for breakage in BREAKAGES}
+    return in_parallel(lambda breakage: broken_build(folders[breakage], breakage), {b: b for b in BREAKAGES})
+
+
 @pytest.mark.parametrize("breakage", sorted(BREAKAGES))
-def test_each_breakage_of_a_copy_passes_the_schemas_and_fails_a_check(builds, tmp_path, breakage):
+def test_each_breakage_of_a_copy_passes_the_schemas_and_fails_a_check(builds, broken_builds, breakage):
     """Each mistake a reviewer made to a copy of deploy/: the schemas let it through (the documents it
     changed validate strictly against the newest Kubernetes), and a check of tests/k8s_checks.py
     names it. The copy without the mistake passes every check (test_every_build_passes_...: the
     same files)."""
     import kubernetes_validate
 
-    docs = broken_build(tmp_path, breakage)
+    docs = broken_builds[breakage]
     _path, _text, _replacement, said, *components = BREAKAGES[breakage]
     intact = builds[f"gpu+{components[0][0]}" if components else "gpu"]
     assert k8s_checks.problems_of(intact) == []
@@ -443,22 +503,16 @@ def test_the_checks_read_label_selectors_as_the_api_server_does():
     assert k8s_checks.selects({}, labels) and not k8s_checks.selects(None, labels)
 
 
-def test_the_pod_security_check_refuses_what_restricted_forbids(builds):
-    """Each control of the profile, broken on a copy of a real pod, is reported."""
+def test_the_pod_security_check_refuses_what_restricted_forbids_and_checkov_does_not_check(builds):
+    """Each control of the profile that checkov lets through (SCANNER_BREAKAGES has the ones it
+    catches), broken on a copy of a real pod, is reported."""
     base = find(builds["gpu"], "Deployment", "lpstudy-dashboard")
     breakages = {
-        "hostNetwork": lambda spec: spec.update(hostNetwork=True),
         "hostPath": lambda spec: spec["volumes"].append({"name": "h", "hostPath": {"path": "/"}}),
-        "privileged": lambda spec: spec["containers"][0]["securityContext"].update(privileged=True),
-        "allowPrivilegeEscalation": lambda spec: spec["containers"][0]["securityContext"].pop("allowPrivilegeEscalation"),
-        "drop ALL": lambda spec: spec["containers"][0]["securityContext"]["capabilities"].update(drop=[]),
-        "adds capability NET_ADMIN": lambda spec: spec["containers"][0]["securityContext"]["capabilities"].update(
-            add=["NET_ADMIN"]),
         "runAsNonRoot": lambda spec: spec["securityContext"].pop("runAsNonRoot"),
         "runAsUser 0": lambda spec: spec["containers"][0]["securityContext"].update(runAsUser=0),
-        "seccompProfile is Unconfined": lambda spec: spec["securityContext"].update(seccompProfile={"type": "Unconfined"}),
-        "hostPort": lambda spec: spec["containers"][0]["ports"][0].update(hostPort=8501),
         "sysctl": lambda spec: spec["securityContext"].update(sysctls=[{"name": "kernel.msgmax", "value": "1"}]),
+        "procMount Unmasked": lambda spec: spec["containers"][0]["securityContext"].update(procMount="Unmasked"),
     }
     assert k8s_checks.pod_security_restricted([base]) == []
     for said, breaking in breakages.items():
@@ -466,6 +520,167 @@ def test_the_pod_security_check_refuses_what_restricted_forbids(builds):
         breaking(pod_spec(doc))
         problems = k8s_checks.pod_security_restricted([doc])
         assert any(said in p for p in problems), f"{said}: {problems}"
+
+
+def test_the_security_checks_refuse_each_way_around_the_sign_in_and_the_fence(builds):
+    """Each way around the sign-in proxy, or around the database's fence, on a copy of a real build."""
+    from tests import k8s_invariants
+
+    def without(docs, kind, name):
+        return [d for d in docs if not (d["kind"] == kind and d["metadata"]["name"] == name)]
+
+    def with_args(docs, *args):
+        docs = json.loads(json.dumps(docs))
+        container(find(docs, "Deployment", "lpstudy-sign-in"), "oauth2-proxy")["args"] += list(args)
+        return docs
+
+    def dashboard_on_the_proxy(docs):
+        docs = json.loads(json.dumps(docs))
+        entry = env_of(container(find(docs, "Deployment", "lpstudy-dashboard"), "dashboard"))["LPSTUDY_STORAGE"]
+        entry.clear()
+        entry.update(name="LPSTUDY_STORAGE", value="grpc://lpstudy-storage-proxy:13000")
+        return docs
+
+    signed_in, proxied = builds["gpu+sign-in"], builds["gpu"]
+    cases = {
+        "email domain `*`": (k8s_invariants.sign_in_admits_not_everyone, with_args(signed_in, "--email-domain=*")),
+        "a skip-auth route matches every path": (k8s_invariants.sign_in_admits_not_everyone,
+                                                 with_args(signed_in, "--skip-auth-route=^/.*")),
+        "its upstream Deployment lpstudy-dashboard is selected by no NetworkPolicy": (
+            k8s_invariants.sign_in_admits_not_everyone, without(signed_in, "NetworkPolicy", "lpstudy-dashboard")),
+        "any pod of the cluster reaches the database": (k8s_invariants.writes_pass_the_fence,
+                                                         without(proxied, "NetworkPolicy", "lpstudy-db")),
+        "Service lpstudy-storage-proxy: Deployment lpstudy-storage-proxy writes the study for whoever reaches it": (
+            k8s_invariants.writes_pass_the_fence, without(proxied, "NetworkPolicy", "lpstudy-storage-proxy")),
+        "connects to lpstudy-storage-proxy, which writes the study, but is no writer": (
+            k8s_invariants.writes_pass_the_fence, dashboard_on_the_proxy(proxied)),
+    }
+    assert k8s_invariants.sign_in_admits_not_everyone(signed_in) == []
+    assert k8s_invariants.writes_pass_the_fence(proxied) == []
+    for said, (check, docs) in cases.items():
+        problems = check(docs)
+        assert any(said in p for p in problems), f"{said}: {problems}"
+
+
+def test_the_arithmetic_reads_budgets_and_server_flags_as_the_api_and_postgres_do(builds):
+    """A budget's percentages round up, as the disruption controller rounds them; `-c max_connections=N`
+    on the server's command line raises the limit the workers are counted against."""
+    from tests import k8s_invariants
+
+    docs = json.loads(json.dumps(builds["gpu"]))
+    budget = find(docs, "PodDisruptionBudget", "lpstudy-storage-proxy")
+    for spec, evictable in (({"minAvailable": "50%"}, True), ({"minAvailable": "51%"}, False),
+                            ({"maxUnavailable": "10%"}, True), ({"maxUnavailable": 0}, False)):
+        budget["spec"] = {"selector": budget["spec"]["selector"], **spec}
+        assert (k8s_invariants.budgets_leave_a_pod_evictable(docs) == []) == evictable, spec
+    docs = json.loads(json.dumps(builds["cpu"]))
+    worker_job(docs)["spec"]["parallelism"] = 48  # 96 connections, the creator's and the dashboard's 4, 4 reserved
+    [problem] = k8s_invariants.database_connections_suffice(docs)
+    assert "max_connections 100 is short of the 100 connections" in problem and "Job lpstudy-workers 48×2" in problem
+    container(find(docs, "StatefulSet", "lpstudy-db"), "postgres")["args"] = ["-c", "max_connections=200"]
+    assert k8s_invariants.database_connections_suffice(docs) == []
+
+
+# --- checkov, the maintained scanner, for the generic rules ----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def checkov_exe() -> str:
+    exe = k8s_scanner.checkov()
+    if exe is None:
+        pytest.fail("checkov is not installed: python3 -m venv .venv-scan && .venv-scan/bin/pip install -r "
+                    "deploy/checkov-requirements.txt (.ci/run does), or set LPSTUDY_CHECKOV")
+    return exe
+
+
+@pytest.mark.parametrize("build", sorted(OVERLAYS) + sorted(COMBINATIONS) + ["Dockerfile"])
+def test_checkov_passes_every_build_and_the_dockerfile(checkov_scan, build):
+    failures, _breakages = checkov_scan
+    assert failures.get(build if build == "Dockerfile" else f"{build}.yaml", []) == []
+
+
+def test_every_rule_checkov_skips_is_named_and_justified_in_one_place():
+    """deploy/checkov.yaml is the one place: each skipped rule a line of its own under a comment that
+    says why; no test and no manifest skips one (a checkov:skip annotation)."""
+    lines = (ROOT / "deploy" / "checkov.yaml").read_text().splitlines()
+    skipped = k8s_scanner.skipped_rules()
+    assert skipped and len(set(skipped)) == len(skipped)
+    for rule in skipped:
+        at = lines.index(f"  - {rule}")
+        assert lines[at - 1].lstrip().startswith("#") and len(lines[at - 1]) > 20, f"{rule}: no reason above it"
+    for path in list((ROOT / "deploy").rglob("*.yaml")) + [ROOT / "Dockerfile"]:
+        assert "checkov:skip" not in path.read_text(), path
+
+
+# The generic mistakes checkov catches (the hand checks for them are gone): a breakage of a copy of
+# deploy/ (file, text, replacement, the rule, components) or of a built pod, and its rule.
+SCANNER_BREAKAGES = {
+    "seccomp removed": ("base/workers.yaml", "        seccompProfile:\n          type: RuntimeDefault\n", "",
+                        "CKV_K8S_31"),
+    "a sign-in pod without limits": ("components/sign-in/sign-in.yaml", "            limits:\n              memory: 256Mi\n",
+                                     "", "CKV_K8S_13", ["sign-in"]),
+    "the sign-in pod's token automounted": ("components/sign-in/sign-in.yaml", "      automountServiceAccountToken: false\n",
+                                            "      automountServiceAccountToken: true\n", "CKV_K8S_38", ["sign-in"]),
+}
+POD_BREAKAGES = {
+    "hostNetwork": (lambda spec: spec.update(hostNetwork=True), "CKV_K8S_19"),
+    "hostIPC": (lambda spec: spec.update(hostIPC=True), "CKV_K8S_18"),
+    "privileged": (lambda spec: spec["containers"][0]["securityContext"].update(privileged=True), "CKV_K8S_16"),
+    "allowPrivilegeEscalation": (lambda spec: spec["containers"][0]["securityContext"].pop("allowPrivilegeEscalation"),
+                                 "CKV_K8S_20"),
+    "drop ALL": (lambda spec: spec["containers"][0]["securityContext"]["capabilities"].update(drop=[]), "CKV_K8S_37"),
+    "adds NET_ADMIN": (lambda spec: spec["containers"][0]["securityContext"]["capabilities"].update(add=["NET_ADMIN"]),
+                       "CKV_K8S_25"),
+    "seccomp Unconfined": (lambda spec: spec["securityContext"].update(seccompProfile={"type": "Unconfined"}), "CKV_K8S_31"),
+    "hostPort": (lambda spec: spec["containers"][0]["ports"][0].update(hostPort=8501), "CKV_K8S_26"),
+    "readOnlyRootFilesystem": (lambda spec: spec["containers"][0]["securityContext"].pop("readOnlyRootFilesystem"),
+                               "CKV_K8S_22"),
+    "no CPU request": (lambda spec: spec["containers"][0]["resources"]["requests"].pop("cpu"), "CKV_K8S_10"),
+    "no readiness probe": (lambda spec: spec["containers"][0].pop("readinessProbe"), "CKV_K8S_9"),
+    "no digest": (lambda spec: spec["containers"][0].update(image=spec["containers"][0]["image"].split("@")[0]),
+                  "CKV_K8S_43"),
+}
+
+
+def scanner_breakages(folder: Path, builds: dict[str, list[dict]], tmp: Path) -> dict[str, tuple[str, str]]:
+    """Each breakage of SCANNER_BREAKAGES and POD_BREAKAGES written into folder, and the Dockerfile
+    without its USER: file -> (the breakage, the checkov rule that must fail it)."""
+    expected = {}
+    for i, (breakage, (path, text, replacement, rule, *components)) in enumerate(SCANNER_BREAKAGES.items()):
+        k8s_scanner.write_builds(folder, {f"broken-copy-{i}": broken_copy(tmp / f"copy{i}", path, text, replacement,
+                                                                         *components)})
+        expected[f"broken-copy-{i}.yaml"] = (breakage, rule)
+    dashboard = find(builds["gpu"], "Deployment", "lpstudy-dashboard")
+    for i, (breakage, (breaking, rule)) in enumerate(POD_BREAKAGES.items()):
+        doc = json.loads(json.dumps(dashboard))
+        breaking(pod_spec(doc))
+        k8s_scanner.write_builds(folder, {f"broken-pod-{i}": [doc]})
+        expected[f"broken-pod-{i}.yaml"] = (breakage, rule)
+    dockerfile = folder / "broken-dockerfile" / "Dockerfile"
+    dockerfile.parent.mkdir()
+    text = (ROOT / "Dockerfile").read_text()
+    assert text.count("\nUSER lpstudy\n") == 1
+    dockerfile.write_text(text.replace("\nUSER lpstudy\n", "\n"))
+    expected["broken-dockerfile/Dockerfile"] = ("the Dockerfile without USER", "CKV_DOCKER_3")
+    return expected
+
+
+@pytest.fixture(scope="module")
+def checkov_scan(builds, checkov_exe, tmp_path_factory) -> tuple[dict[str, list[str]], dict[str, tuple[str, str]]]:
+    """checkov once (its start is most of its time) over every build (a file each), the Dockerfile, and
+    the breakages it must catch: (each file's failures, each breakage's file -> its rule)."""
+    folder = k8s_scanner.write_builds(tmp_path_factory.mktemp("scan"), builds, ROOT / "Dockerfile")
+    expected = scanner_breakages(folder, builds, tmp_path_factory.mktemp("copies"))
+    return k8s_scanner.scan(folder, checkov_exe), expected
+
+
+def test_checkov_catches_each_generic_breakage(checkov_scan):
+    """Each generic mistake, on a copy of deploy/ or of the dashboard's built pod, fails the checkov
+    rule that holds it (the hand checks for these are gone); the Dockerfile without its USER fails
+    CKV_DOCKER_3."""
+    failures, expected = checkov_scan
+    for file, (breakage, rule) in expected.items():
+        assert any(f.startswith(rule + " ") for f in failures.get(file, [])), f"{breakage}: {failures.get(file)}"
 
 
 # --- the database, fenced and kept -----------------------------------------------------------------
@@ -494,13 +709,17 @@ def test_only_lpstudys_database_clients_reach_the_database(builds):
     assert find(builds["gpu+sign-in"], "Deployment", "lpstudy-sign-in")
 
 
-def test_the_database_is_neither_evicted_by_a_drain_nor_preempted(builds):
+def test_a_drain_moves_the_database_which_its_clients_ride_out_and_nothing_preempts_it(builds):
+    """One database pod: no PodDisruptionBudget (one that allowed no eviction would hold every drain
+    and managed upgrade, k8s_invariants.budgets_leave_a_pod_evictable). A drain stops it fast (its
+    preStop, within its grace period) and its clients retry for longer than a move of its volume."""
     docs = builds["gpu"]
     db = find(docs, "StatefulSet", "lpstudy-db")
     labels = db["spec"]["template"]["metadata"]["labels"]
-    budget = find(docs, "PodDisruptionBudget", "lpstudy-db")
-    assert k8s_checks.selects(budget["spec"]["selector"], labels)
-    assert budget["spec"]["maxUnavailable"] == 0  # one replica: no voluntary eviction at all
+    assert not [d for d in docs if d["kind"] == "PodDisruptionBudget" and k8s_checks.selects(d["spec"]["selector"], labels)]
+    stop = container(db, "postgres")["lifecycle"]["preStop"]["exec"]["command"][-1]
+    assert int(re.search(r"-t (\d+)", stop).group(1)) < pod_spec(db)["terminationGracePeriodSeconds"]
+    assert int(config_data(docs)["LPSTUDY_STORAGE_RETRY_S"]) >= 600  # minutes: detach, attach, recovery
     priority = find(docs, "PriorityClass", pod_spec(db)["priorityClassName"])
     assert priority["value"] > 0 and priority["globalDefault"] is False
     assert priority["value"] < 1_000_000_000  # below the cluster's own system classes
@@ -1311,28 +1530,6 @@ def test_the_kueue_component_queues_the_workers_and_nothing_else(builds):
     section = kubernetes_section()
     assert "partial admission" in section.lower() and "job-min-parallelism" in section
     assert "re-apply leaves" not in section
-
-
-@pytest.mark.parametrize("build", ["gpu", "cpu", "managed-gpu"])
-def test_every_pod_runs_unprivileged_with_resources(builds, build):
-    for doc in workloads(builds[build]):
-        spec = pod_spec(doc)
-        assert spec["securityContext"]["runAsNonRoot"] is True, doc["metadata"]["name"]
-        assert spec["automountServiceAccountToken"] is False, doc["metadata"]["name"]
-        for c in containers(doc):
-            where = f"{doc['metadata']['name']}/{c['name']}"
-            assert c["securityContext"]["allowPrivilegeEscalation"] is False, where
-            assert c["securityContext"]["capabilities"]["drop"] == ["ALL"], where
-            assert {"cpu", "memory"} <= set(c["resources"]["requests"]), where
-            assert "memory" in c["resources"]["limits"], where
-
-
-@pytest.mark.parametrize("build", ["gpu", "gpu+optuna-dashboard", "cpu+storage-proxy"])
-def test_every_long_running_server_has_probes(builds, build):
-    for doc in builds[build]:
-        if doc["kind"] in ("Deployment", "StatefulSet"):
-            for c in containers(doc, init=False):
-                assert c.get("readinessProbe") and c.get("livenessProbe"), doc["metadata"]["name"]
 
 
 # --- the image -----------------------------------------------------------------------------------
