@@ -55,9 +55,10 @@ def compare(
     stages = None
     if until_decided:
         from lpstudy.results.answers.sequential import rounds_of
+        from lpstudy.study.until_decided import UntilDecided
 
         folds = max_folds or folds
-        stages = {"rounds": rounds_of(folds), "rope": rope, "alpha": 0.05}
+        stages = UntilDecided(rounds=rounds_of(folds), rope=rope, alpha=0.05)
     plan = make_plan(factor.strip(), values.split(","), tune.split(","), budget, folds, preset, reference,
                      parse_assignments(search, "--search"), parse_assignments(set_, "--set"), sampler_seed, stages)
     device_list = local.device_list()  # a wrong device: refused before anything is made
@@ -68,7 +69,7 @@ def compare(
     say(f"comparison {study!r} {'created' if created else 'resumed'} in {store.display_url}: "
         f"{len(plan.values)} arms of {plan.factor} · {plan.budget} tuning trial{'' if plan.budget == 1 else 's'} each on fold "
         f"{plan.tune_fold} · then " + (f"up to {plan.folds} folds each in stages of "
-                                       f"{'/'.join(map(str, plan.until_decided['rounds']))}" if plan.until_decided
+                                       f"{'/'.join(map(str, plan.until_decided.rounds))}" if plan.until_decided
                                        else f"{plan.folds} folds each"))
     reader = open_reader(url)  # the command's one reader, for the progress before and after
     progress = compare_progress(load_compare(reader, study))

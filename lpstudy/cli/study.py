@@ -80,7 +80,7 @@ def worker(
     # to the worker processes through the environment; the corpus found once, before any process
     checked, data = preflight(storage, data, trains=True)
     url = checked.url
-    from lpstudy.study.compare import load_plan, run_compare_worker
+    from lpstudy.study.compare import load_plan
     from lpstudy.study.spec import build_spec, read_study_file
     from lpstudy.study.spec_wait import wait_for_study
     from lpstudy.study.studies import load_spec
@@ -105,14 +105,13 @@ def worker(
             serve(port, options.device)
             say(f"metrics on http://0.0.0.0:{port}/metrics")
         if load_plan(opened, study) is not None:  # lpstudy compare: arm by arm, each arm's study its own
-            from lpstudy.cli.rounds import compare_stage
+            from lpstudy.study.compare_worker import run_compare_worker
 
-            report = run_compare_worker(options, opened, say=say,
-                                        next_stage=lambda storage, name: compare_stage(storage, name, say))
+            report = run_compare_worker(options, opened, say=say)
         elif load_spec(opened, study).until_decided:  # replicate --until-decided: stage by stage
-            from lpstudy.cli.rounds import run_rounds
+            from lpstudy.study.stages import run_until_decided
 
-            report = run_rounds(options, say, opened)
+            report = run_until_decided(options, opened, say)
         else:
             report = run_worker(options, storage=opened)
     if report.exit_code:
@@ -159,13 +158,13 @@ def _rounds(reader, study: str) -> dict | None:
     """The verdicts of a sequential replicate (its rounds under "sequential"), None for any other."""
     from lpstudy.results.answers import AnswerOptions, study_answer
     from lpstudy.results.compare import verdict_data
+    from lpstudy.study.until_decided import UntilDecided
 
     data = verdict_data(reader, study, curves=False)
-    plan = (data.info.spec or {}).get("until_decided")
-    if not plan:
+    plan = UntilDecided.from_plain((data.info.spec or {}).get("until_decided"))
+    if plan is None:
         return None
-    return study_answer(data, AnswerOptions(rope=float(plan.get("rope", 0.005)), alpha=float(plan.get("alpha", 0.05)),
-                                            reference=plan.get("reference")))
+    return study_answer(data, AnswerOptions(**plan.verdict_choices()))
 
 
 @app.command()
@@ -231,9 +230,10 @@ def replicate(
         raise UserError("--max-folds goes with --until-decided (without it, --folds sets K)")
     if until_decided:
         from lpstudy.results.answers.sequential import rounds_of
+        from lpstudy.study.until_decided import UntilDecided
 
         folds = max_folds or folds
-        sequential = {"rounds": rounds_of(folds), "reference": 2.0, "rope": rope, "alpha": 0.05}
+        sequential = UntilDecided(rounds=rounds_of(folds), reference=2.0, rope=rope, alpha=0.05)
     device_list = local.device_list()  # a wrong device: refused before anything is made
     checked, data = preflight(storage, local.data, trains=bool(device_list))  # offline: one line, nothing made
     url = checked.url
@@ -244,7 +244,7 @@ def replicate(
         f"({len(p_values)} p × {n_lr}{folds} folds) · {result.done} done · {result.running} running · "
         f"{result.waiting} waiting ({result.enqueued} enqueued now)")
     if sequential:
-        say(f"until decided: folds in stages of {', '.join(map(str, sequential['rounds']))}; an arm decided against "
+        say(f"until decided: folds in stages of {', '.join(map(str, sequential.rounds))}; an arm decided against "
             f"p = 2 (ROPE ±{100 * rope:.2g} %) gets no more folds; see `lpstudy verdict --study {shell_quoted(study)}{storage.hint}`")
     say(work_estimate(result.n_cells - result.done, preset, fixed, local.workers, local.devices))
     if not device_list:

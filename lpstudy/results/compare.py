@@ -74,9 +74,8 @@ def stages_answer(data: CompareData) -> dict[str, Any]:
     "sequential"."""
     from lpstudy.results.answers import AnswerOptions, study_answer
 
-    stages = data.plan.until_decided or {}
-    return study_answer(_study_data(data), AnswerOptions(rope=float(stages.get("rope", 0.005)),
-                                                         alpha=float(stages.get("alpha", 0.05))))
+    stages = data.plan.until_decided
+    return study_answer(_study_data(data), AnswerOptions(**(stages.verdict_choices() if stages else {})))
 
 
 def progress_line(progress: dict[str, Any]) -> str:
@@ -133,7 +132,7 @@ def _study_data(data: CompareData):
     spec = {"folds": plan.folds, "compare": {"factor": plan.factor, "reference_label": data.reference,
                                              "labels": {plan.label(v): v for v in plan.values}}}
     if plan.until_decided:  # the replicate phase ran in stages: the verdicts replay them (answers.sequential)
-        spec["until_decided"] = plan.until_decided
+        spec["until_decided"] = plan.until_decided.to_plain()
     info = StudyInfo(name=name, kind="compare", preset=plan.preset, spec=spec)
     return StudyData(name=name, info=info, trials=data.folds, curves=pd.DataFrame())
 

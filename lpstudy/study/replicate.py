@@ -32,7 +32,7 @@ def replicate(storage_url: str | None, study_name: str, preset: str, p_values: l
               fixed: dict[str, Any] | None = None, options: dict[str, Any] | None = None,
               until_decided: dict[str, Any] | None = None) -> ReplicateResult:
     """Create or resume the grid study (with until_decided: its first round of folds, the workers
-    enqueue the rest round by round, lpstudy.cli.rounds); return where it stands."""
+    enqueue the rest stage by stage, lpstudy.study.stages); return where it stands."""
     spec = replicate_spec(preset, p_values, folds, fixed, options, until_decided)
     storage, study, created, enqueued = open_and_create(storage_url, study_name, spec)
     cells = grid_state(study, spec)

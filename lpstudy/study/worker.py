@@ -312,7 +312,7 @@ class Worker:
             if spec.is_grid:
                 trial = pop_waiting_trial(study, storage)
                 if trial is None and spec.until_decided:
-                    report.reason = ROUND_DONE  # the command that runs it decides what comes next (lpstudy.cli.rounds)
+                    report.reason = ROUND_DONE  # the command that runs it decides what comes next (lpstudy.study.stages)
                     break
                 if trial is None:
                     if count_states(study, (TrialState.RUNNING,), storage):
