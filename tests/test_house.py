@@ -469,3 +469,74 @@ def test_the_stage_logic_check_finds_a_stage_step_and_a_callback(tmp_path):
                                      "run_rounds(o, say, s)\nrun_worker(o, storage=s, say=lambda m: print(m))\n")
     assert sorted(line.split(": ", 1)[1] for line in stage_logic_outside({"pkg": tmp_path}, tmp_path / "study")) == [
         "enqueue_round(...)", "run_compare_worker(next_stage=...)"]
+
+
+# -- the storage layer ------------------------------------------------------------------------------
+
+def db_import_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """A cycle among the modules of lpstudy/db, counting every import: inside functions, and under
+    TYPE_CHECKING too (a type a module names is a module it depends on)."""
+    inside = {name: {dep for dep in deps if dep.startswith("lpstudy.db")}
+              for name, deps in graph.items() if name.startswith("lpstudy.db")}
+    return find_cycle(inside)
+
+
+def import_graph_with_types(roots: dict[str, Path]) -> dict[str, set[str]]:
+    """import_graph, with the imports under TYPE_CHECKING counted."""
+    original = globals()["_type_checking_only"]
+    globals()["_type_checking_only"] = lambda node: False
+    try:
+        return import_graph(roots)
+    finally:
+        globals()["_type_checking_only"] = original
+
+
+def test_no_module_of_the_storage_layer_imports_itself_back_not_even_for_a_type():
+    cycle = db_import_cycle(import_graph_with_types(ROOTS))
+    assert cycle is None, "import cycle in lpstudy/db: " + " -> ".join(cycle)
+
+
+def test_the_storage_cycle_check_counts_an_import_for_a_type(tmp_path):
+    pkg = tmp_path / "lpstudy"
+    (pkg / "db").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "db" / "__init__.py").write_text("")
+    (pkg / "db" / "a.py").write_text("from lpstudy.db.b import B\n")
+    (pkg / "db" / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from lpstudy.db.a import A\n")
+    assert db_import_cycle(import_graph({"lpstudy": pkg})) is None
+    assert db_import_cycle(import_graph_with_types({"lpstudy": pkg})) == ["lpstudy.db.a", "lpstudy.db.b", "lpstudy.db.a"]
+
+
+def lpstudy_classes_in_order(kind: type) -> list[str]:
+    return [cls.__name__ for cls in kind.__mro__ if cls.__module__.split(".")[0] == "lpstudy"]
+
+
+def test_each_storage_kind_is_at_most_three_lpstudy_classes_its_other_behaviour_composed():
+    """A kind, at most one family base (SqlStorage), the storage (StudyStorage): locking, reading and
+    a local file are objects composed into it (lpstudy.db.locking, trial_reader, kinds.files), as
+    Optuna's JournalStorage takes its backend, rather than mixins stacked in its method order."""
+    from lpstudy.db.kinds import KINDS
+    from lpstudy.db.kinds.base import StudyStorage
+
+    assert len(KINDS) == 5
+    for kind in KINDS:
+        order = lpstudy_classes_in_order(kind)
+        assert len(order) <= 3 and order[0] == kind.__name__ and order[-1] == "StudyStorage", order
+        assert all(issubclass(cls, StudyStorage) for cls in kind.__mro__ if cls.__module__.startswith("lpstudy"))
+
+
+def test_the_method_order_check_counts_a_mixin():
+    class Reads:
+        pass
+
+    class Storage:
+        pass
+
+    Reads.__module__ = Storage.__module__ = "lpstudy.db.x"
+
+    class Kind(Reads, Storage):
+        pass
+
+    Kind.__module__ = "lpstudy.db.kinds.y"
+    assert lpstudy_classes_in_order(Kind) == ["Kind", "Reads", "Storage"]
+    assert lpstudy_classes_in_order(int) == []

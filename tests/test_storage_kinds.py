@@ -19,8 +19,10 @@ from optuna.storages import JournalStorage, RDBStorage
 
 from lpstudy.db import kinds
 from lpstudy.db.kinds import KINDS, URL_FORMS, storage_at
-from lpstudy.db.kinds.base import LockingStorage, StudyStorage
-from lpstudy.db.locks import ask_lock_name, lock_file
+from lpstudy.db.kinds.base import StudyStorage
+from lpstudy.db.locking import LockAcrossProcesses
+from lpstudy.db.asking import ask_lock_name
+from lpstudy.db.locking import lock_file
 from lpstudy.db.optuna_storage import open_storage
 from lpstudy.errors import StudyUnavailable, UserError
 from lpstudy.study.checkpoints import artifact_location
@@ -377,7 +379,7 @@ def test_checkpoints_go_beside_a_file_and_nowhere_by_default_on_a_server(tmp_pat
     (MYSQL, False), ("grpc://proxy:13000", False),
 ])
 def test_which_kinds_lock(url, locks):
-    assert isinstance(storage_at(url), LockingStorage) is locks
+    assert isinstance(storage_at(url).locking, LockAcrossProcesses) is locks
 
 
 def _taken(path: Path) -> bool:
@@ -505,7 +507,7 @@ def test_every_kind_answers_a_workers_questions_alike(kind, locks, tmp_path, req
     study.tell(first, 2.25)
     assert storage.trial_state(study, first._trial_id) == TrialState.COMPLETE
     with storage.lock("a test"):  # SQLite and the journal: a file lock; PostgreSQL: an advisory lock
-        assert isinstance(storage, LockingStorage) is locks
+        assert isinstance(storage.locking, LockAcrossProcesses) is locks
     curves = load_study(open_reader(url), "grid").curves
     row = curves[curves["trial_id"] == first._trial_id]
     assert list(row["step"]) == [10] and list(row["val_loss"]) == [2.25] and list(row["train_loss"]) == [2.5]

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     import grpc
     from optuna.storages import BaseStorage
 
-    from lpstudy.db.optuna_storage import StudyStorage
+    from lpstudy.db.storage_protocol import Storage
     from lpstudy.db.outages import RetryPolicy
 
 SERVICE = "lpstudy.StorageProxy"
@@ -68,7 +68,7 @@ def running_beats(conn: sa.Connection, study_id: int, key: str) -> list[tuple[in
     return beats
 
 
-def add_proxy_calls(server: grpc.Server, storage: StudyStorage, backend: BaseStorage) -> None:
+def add_proxy_calls(server: grpc.Server, storage: Storage, backend: BaseStorage) -> None:
     """Serve SERVICE's methods on server, from storage's SQL engine; trials are claimed through
     backend (the storage Optuna's methods on that server use)."""
     import grpc

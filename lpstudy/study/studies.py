@@ -12,6 +12,7 @@ from typing import Any, Callable
 import optuna
 from optuna.trial import TrialState
 
+from lpstudy.db import optuna_private
 from lpstudy.db.optuna_storage import StudyStorage
 from lpstudy.errors import UserError
 from lpstudy.names import check_study_name, no_such_study, shell_quoted
@@ -163,7 +164,7 @@ def open_and_create(storage_url: str | None, name: str, spec: StudySpec | Callab
             first = made.first_round_cells()
             enqueued = (0 if not made.is_grid else enqueue_missing_cells(study, made, storage) if first is None
                         else enqueue_missing_cells(study, made, storage, first))
-            storage.optuna.set_study_system_attr(study._study_id, SPEC_SHA256_ATTR, spec_sha256(made.to_plain()))
+            storage.optuna.set_study_system_attr(optuna_private.study_id(study), SPEC_SHA256_ATTR, spec_sha256(made.to_plain()))
         return storage, study, created, enqueued
 
     return storage.call(attempt)  # an unreachable database: tried again

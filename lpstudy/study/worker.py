@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 import optuna
 from optuna.trial import TrialState
 
+from lpstudy.db import optuna_private
 from lpstudy.db.liveness import Liveness
 from lpstudy.db.optuna_storage import StorageUnavailable, StudyStorage
 from lpstudy.study.claims import (WAIT, ask_within_target, count_states, for_grid_worker, pop_waiting_trial,
@@ -343,7 +344,7 @@ class Worker:
                 # Only the worker whose FAIL stuck retries it: a trial another worker failed as stale
                 # was retried by that worker already.
                 if ours and (spec.is_grid or interrupted or outcome.retry) and requeue(
-                        study, trial._trial_id, max_retry, interrupted=interrupted, spec=spec, storage=storage):
+                        study, optuna_private.trial_id(trial), max_retry, interrupted=interrupted, spec=spec, storage=storage):
                     self.say(f"trial {trial.number} enqueued again with the same parameters")
                 if not interrupted and ours:
                     failures_in_a_row += 1
@@ -385,7 +386,7 @@ class Worker:
         """Run the trial and tell Optuna; (the outcome, whether the trial ended in that state by this
         worker's tell rather than already failed by another worker)."""
         telemetry.trial_started()
-        with Heartbeat(self.liveness, trial._trial_id):
+        with Heartbeat(self.liveness, optuna_private.trial_id(trial)):
             try:
                 outcome = self.objective(ctx, trial)
             except StorageUnavailable:
@@ -402,7 +403,7 @@ class Worker:
                 _safe(lambda: trial.set_user_attr("interrupted", True))
                 _safe(lambda: trial.set_user_attr("stopped", True))  # stopped by a signal: not a failure (results.analysis.interrupted)
                 if self._tell(study, trial, outcome):
-                    _safe(lambda: requeue(study, trial._trial_id, max_retry, interrupted=True, spec=ctx.spec,
+                    _safe(lambda: requeue(study, optuna_private.trial_id(trial), max_retry, interrupted=True, spec=ctx.spec,
                                           storage=ctx.storage))
                 raise
             except TrialLost as exc:  # e.g. its checkpoint cannot be read: fails, and is enqueued again
@@ -445,8 +446,8 @@ class Worker:
         """The trial's state now: the storage's read (StudyStorage.trial_state: one query on SQL)."""
         storage = self._storage
         if storage is not None:
-            return storage.trial_state(study, trial._trial_id)
-        return study._storage.get_trial(trial._trial_id).state
+            return storage.trial_state(study, optuna_private.trial_id(trial))
+        return optuna_private.study_storage(study).get_trial(optuna_private.trial_id(trial)).state
 
 
 def stop_line(report: WorkerReport) -> str:
