@@ -3,7 +3,7 @@ opened once from the storage URL and passed on.
 
     reader = open_reader(url)        # lpstudy.db.kinds: the storage at url, read-only, opened on first read
     reader.studies()                 # every study: name, user attributes, direction, trials, best
-    reader.read(name, fn)            # fn(tables): the study's rows in Optuna's tables (StudyTables)
+    reader.read(name, fn)            # fn(tables): the study's rows in Optuna's tables (study_queries.StudyTables)
     reader.optuna_study(name)        # the study and its FrozenTrials (or those of some ids) through Optuna's API
     reader.metrics(name)             # the metrics table's rows of the study (empty without one)
     reader.fingerprint(name)         # what changes whenever the study does, or None
@@ -33,7 +33,8 @@ from lpstudy.errors import StudyUnavailable, UserError
 
 if TYPE_CHECKING:
     import pandas as pd
-    from sqlalchemy.engine import Connection
+
+    from lpstudy.db.study_queries import StudyTables
 
 T = TypeVar("T")
 
@@ -91,104 +92,6 @@ def no_such_study(url: str, study_name: str, names: list[str]) -> StudyUnavailab
     return StudyUnavailable(message(study_name, redact(url), names))
 
 
-class StudyTables:
-    """One study's rows in Optuna's tables, for one read: each method one query of
-    lpstudy.db.study_queries (see there) on this study, never a connection handed out."""
-
-    def __init__(self, conn: Connection, sid: int, metrics: Callable[..., pd.DataFrame]) -> None:
-        self._conn, self._sid, self._metrics = conn, sid, metrics
-
-    def header(self) -> tuple[list[str], dict[str, Any]]:
-        """(its directions, its user attributes)."""
-        from lpstudy.db import study_queries as Q
-
-        return Q.study_header(self._conn, self._sid)
-
-    def trial_rows(self, attr_keys, ids=None, state=None) -> pd.DataFrame:
-        from lpstudy.db import study_queries as Q
-
-        return Q.trial_rows(self._conn, self._sid, attr_keys, ids=ids, state=state)
-
-    def param_rows(self, ids=None, state=None) -> pd.DataFrame:
-        from lpstudy.db import study_queries as Q
-
-        return Q.param_rows(self._conn, self._sid, ids=ids, state=state)
-
-    def system_attr_rows(self, keys_like, ids=None, state=None) -> list[tuple[int, str, str]]:
-        from lpstudy.db import study_queries as Q
-
-        return Q.system_attr_rows(self._conn, self._sid, keys_like, ids=ids, state=state)
-
-    def last_evaluations(self, ids=None, state=None) -> pd.DataFrame:
-        from lpstudy.db import study_queries as Q
-
-        return Q.last_evaluations(self._conn, self._sid, ids=ids, state=state)
-
-    def intermediate_rows(self, ids=None) -> pd.DataFrame:
-        from lpstudy.db import study_queries as Q
-
-        return Q.intermediate_rows(self._conn, self._sid, ids=ids)
-
-    def metrics(self, trial_ids=None) -> pd.DataFrame:
-        """The metrics table's rows of the study (or of trial_ids); empty where there is none."""
-        return self._metrics(trial_ids=trial_ids)
-
-    def trial_ids_of(self, numbers) -> dict[int, int]:
-        from lpstudy.db import study_queries as Q
-
-        return Q.trial_ids_of(self._conn, self._sid, numbers)
-
-    def state_counts(self) -> dict[str, int]:
-        from lpstudy.db import study_queries as Q
-
-        return Q.state_counts(self._conn, self._sid)
-
-    def ranked_trial_ids(self, k: int | None = 1) -> list[tuple[int, int, float]]:
-        from lpstudy.db import study_queries as Q
-
-        return Q.ranked_trial_ids(self._conn, self._sid, k)
-
-    def trial_ids_in_state(self, state: str) -> list[int]:
-        from lpstudy.db import study_queries as Q
-
-        return Q.trial_ids_in_state(self._conn, self._sid, state)
-
-    def user_attributes_of(self, ids) -> dict[int, dict[str, Any]]:
-        from lpstudy.db import study_queries as Q
-
-        return Q.user_attributes_of(self._conn, ids)
-
-    def diverged_count(self) -> int:
-        from lpstudy.db import study_queries as Q
-
-        return Q.diverged_count(self._conn, self._sid)
-
-    def mean_complete_seconds(self) -> float | None:
-        from lpstudy.db import study_queries as Q
-
-        return Q.mean_complete_seconds(self._conn, self._sid)
-
-    def compute_sums(self):
-        from lpstudy.db import study_queries as Q
-
-        return Q.compute_sums(self._conn, self._sid)
-
-    def count_and_new(self, top: int) -> tuple[int, int]:
-        from lpstudy.db import study_queries as Q
-
-        return Q.count_and_new(self._conn, self._sid, top)
-
-    def trial_ids_above(self, top: int) -> list[int]:
-        from lpstudy.db import study_queries as Q
-
-        return Q.trial_ids_above(self._conn, self._sid, top)
-
-    @property
-    def study_id(self) -> int:
-        """The study's id in its storage (a copy keeps it): a new id is a study made again."""
-        return self._sid
-
-
 class OptunaReads:
     """The reads of a storage through Optuna's storage API (storage.optuna, opened read-only where
     the storage is a reader's): every kind's, until it says otherwise (SqlReads). metrics: where the
@@ -222,7 +125,7 @@ class OptunaReads:
         engine, sid = copy_study(frozen, trials)
         try:
             with engine.connect() as conn, Q.guarded():
-                return fn(StudyTables(conn, sid, lambda trial_ids=None: self.metrics(study_name, trial_ids)))
+                return fn(Q.StudyTables(conn, sid, lambda trial_ids=None: self.metrics(study_name, trial_ids)))
         finally:
             engine.dispose()
 
@@ -291,7 +194,7 @@ class SqlReads(OptunaReads):
                     sid = Q.study_id(conn, study_name)
                     if sid is None:
                         raise no_such_study(self.url, study_name, optuna_tables.study_names(conn))
-                    return fn(StudyTables(conn, sid, lambda trial_ids=None: self.metrics(study_name, trial_ids)))
+                    return fn(Q.StudyTables(conn, sid, lambda trial_ids=None: self.metrics(study_name, trial_ids)))
             except optuna_tables.SchemaMismatch:
                 pass
         return super().read(study_name, fn)

@@ -45,7 +45,8 @@ if TYPE_CHECKING:  # Optuna and the retries load when a storage is opened: `lpst
     from lpstudy.db.kinds.files import LocalFile
     from lpstudy.db.liveness import Liveness
     from lpstudy.db.locking import LockAcrossProcesses
-    from lpstudy.db.trial_reader import StudyRecord, StudyTables
+    from lpstudy.db.study_queries import StudyTables
+    from lpstudy.db.trial_reader import StudyRecord
     from lpstudy.db.outages import RetryPolicy
     from lpstudy.db.proxy_calls import ProxyCalls
     from lpstudy.training.metrics import MetricRecord
