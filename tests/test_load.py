@@ -21,7 +21,7 @@ from benchmarks.bench_load import LoadPlan, run_load
 from lpstudy.db.optuna_storage import open_storage
 from lpstudy.errors import StudyUnavailable
 from lpstudy.study.spec import replicate_spec
-from lpstudy.study.studies import create_study, enqueue_missing_cells
+from lpstudy.study.studies import create_study, creating_storage, enqueue_missing_cells
 from lpstudy.study.trial_context import TrialOutcome
 from lpstudy.study.worker import WorkerOptions, run_worker
 
@@ -124,7 +124,7 @@ def test_a_worker_fails_the_trial_whose_heartbeat_is_older_than_the_grace_period
     from lpstudy.study.replicate import replicate
     from lpstudy.study.studies import load_study
 
-    replicate(empty_url, "beats", "smoke", [1.0, 2.0], 2, options={"max_retry": 3})  # four cells
+    replicate(creating_storage(empty_url), "beats", "smoke", [1.0, 2.0], 2, options={"max_retry": 3})  # four cells
     storage = open_storage(empty_url)
     study, _ = load_study(storage, "beats")
     study = for_grid_worker(study, storage)
@@ -241,7 +241,7 @@ def test_a_trial_failed_by_another_worker_in_the_middle_is_not_this_workers_fail
     from lpstudy.study.claims import requeue
     from lpstudy.study.replicate import replicate
 
-    replicate(sqlite_url, "stolen", "smoke", [1.0, 2.0], 2, options={"max_retry": 5})  # 4 cells
+    replicate(creating_storage(sqlite_url), "stolen", "smoke", [1.0, 2.0], 2, options={"max_retry": 5})  # 4 cells
     taken_over = []
 
     def failed_by_another_worker_three_times(ctx, trial) -> TrialOutcome:

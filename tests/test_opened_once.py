@@ -145,3 +145,33 @@ def test_a_comparisons_worker_opens_one_optuna_storage_for_every_arm(sqlite_url,
     assert code == 0, err
     assert "cmp:p=1:tune: trial 0 COMPLETE" in err or "cmp:p=2:tune: trial 0 COMPLETE" in err, err
     assert counted["url parsed"] == counted["optuna storage"] == 1 and counted["closed"] >= 1, counted
+
+
+@pytest.fixture
+def made(monkeypatch):
+    """Every storage object made (lpstudy.db.kinds.base.StudyStorage), in order."""
+    from lpstudy.db.kinds.base import StudyStorage
+
+    objects: list = []
+    real = StudyStorage.__init__
+
+    def init(self, *args, **kwargs):
+        objects.append(self)
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(StudyStorage, "__init__", init)
+    return objects
+
+
+@pytest.mark.parametrize("command", [
+    ["create", "--sampler", "random", "--pruner", "none", "--preset", "smoke"],
+    ["replicate", "--preset", "smoke", "--p", "1,2", "--folds", "2"],
+    ["replicate", "--preset", "smoke", "--p", "1,2", "--max-folds", "3", "--until-decided"],
+    ["compare", "--p", "1,2", "--tune", "lr", "--budget", "1", "--folds", "2", "--preset", "smoke"],
+])
+def test_a_creating_command_makes_one_storage_from_its_check_to_its_close(sqlite_url, made, capsys, command):
+    """The storage preflight checks is the one the command creates the study on, reads its state
+    through and closes: before, replicate made a second one it never closed, compare three."""
+    code, _, err = cli(capsys, *command, "--study", "s", "--storage", sqlite_url, *TINY)
+    assert code == 0, err
+    assert len(made) == 1 and made[0].closed, made

@@ -246,10 +246,11 @@ def test_a_study_reaches_its_storage_through_study_storage_only(tmp_path):
     a trial), so that every call of the grid worker then goes straight to the database."""
     from lpstudy.study.claims import for_grid_worker
     from lpstudy.study.replicate import replicate
+    from lpstudy.study.studies import creating_storage
     from lpstudy.study.studies import load_study
 
     url = f"sqlite:///{tmp_path / 'direct.db'}"
-    replicate(url, "direct", "smoke", [1.0, 2.0], 2)  # 4 cells
+    replicate(creating_storage(url), "direct", "smoke", [1.0, 2.0], 2)  # 4 cells
     opened = open_storage(url)
     study, _ = load_study(opened, "direct")
     cache = study._storage

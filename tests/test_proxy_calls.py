@@ -24,6 +24,7 @@ from lpstudy.db.optuna_storage import make_proxy_server
 from lpstudy.study.claims import count_states, pop_waiting_trial
 from lpstudy.study.lease import LEASE_ATTR, running_beats
 from lpstudy.study.replicate import replicate
+from lpstudy.study.studies import creating_storage
 from lpstudy.study.studies import load_study
 from tests.pgserver import free_port
 
@@ -33,7 +34,7 @@ STUDY = "calls"
 @pytest.fixture
 def grid(sqlite_url):
     """A grid of 4 p values x 10 folds, 40 cells waiting, on the database behind the proxy."""
-    replicate(sqlite_url, STUDY, "smoke", [1.0, 2.0, 3.0, 4.0], 10, options={"max_retry": 3})
+    replicate(creating_storage(sqlite_url), STUDY, "smoke", [1.0, 2.0, 3.0, 4.0], 10, options={"max_retry": 3})
     return sqlite_url
 
 

@@ -39,9 +39,11 @@ def create(
     from lpstudy.study.studies import load_spec, open_and_create
 
     spec_options.spec(n_trials=n_trials, **trial_options.given())  # a wrong value: refused before the storage opens
-    store, _, created, enqueued = open_and_create(
-        storage.url(), study, lambda stored: spec_options.spec_for(study, stored, n_trials=n_trials, **trial_options.given()))
-    spec = load_spec(store, study)
+    store, _ = preflight(storage, None, trains=False, creates=True)
+    with store:  # the command's one storage, closed after
+        _, created, enqueued = open_and_create(
+            store, study, lambda stored: spec_options.spec_for(study, stored, n_trials=n_trials, **trial_options.given()))
+        spec = load_spec(store, study)
     verb = "created" if created else "exists already, unchanged:"
     say(f"study {study!r} {verb} in {store.display_url} · {spec.describe()}")
     say(f"space: {spec.space.describe()}")
@@ -216,10 +218,6 @@ def replicate(
 ) -> int:
     """The paper's protocol: a grid of p values × K folds; create (or resume) it, and return."""
     quiet_optuna()
-    from lpstudy.study.replicate import replicate as run_replicate
-    from lpstudy.db.urls import redact
-    from lpstudy.study.worker import WorkerOptions
-
     fixed = parse_assignments(set_, "--set")
     for name, value in (("lr", lr), ("gain_init", gain_init), ("seed", seed)):
         if value is not None:
@@ -235,44 +233,40 @@ def replicate(
         folds = max_folds or folds
         sequential = UntilDecided(rounds=rounds_of(folds), reference=2.0, rope=rope, alpha=0.05)
     device_list = local.device_list()  # a wrong device: refused before anything is made
-    checked, data = preflight(storage, local.data, trains=bool(device_list))  # offline: one line, nothing made
-    url = checked.url
-    result = run_replicate(url, study, preset, p_values, folds, fixed, trial_options.given(), sequential)
-    verb = "created" if result.created else "resumed"
-    n_lr = f"{len(lr.split(','))} lr × " if lr and "," in lr else ""
-    say(f"replicate study {study!r} {verb} in {redact(url)}: {result.n_cells} cells "
-        f"({len(p_values)} p × {n_lr}{folds} folds) · {result.done} done · {result.running} running · "
-        f"{result.waiting} waiting ({result.enqueued} enqueued now)")
-    if sequential:
-        say(f"until decided: folds in stages of {', '.join(map(str, sequential.rounds))}; an arm decided against "
-            f"p = 2 (ROPE ±{100 * rope:.2g} %) gets no more folds; see `lpstudy verdict --study {shell_quoted(study)}{storage.hint}`")
-    say(work_estimate(result.n_cells - result.done, preset, fixed, local.workers, local.devices))
-    if not device_list:
-        say(f"start workers anywhere: lpstudy worker --study {shell_quoted(study)}{storage.hint}; "
-            f"then: lpstudy status --study {shell_quoted(study)}{storage.hint}")
-        return 0
-    options_w = WorkerOptions(study=study, storage=url, data=data,
-                              heartbeat_interval=trial_options.heartbeat_interval,
-                              grace_period=trial_options.grace_period, max_retry=trial_options.max_retry)
-    import optuna
+    checked, data = preflight(storage, local.data, trains=bool(device_list), creates=True)  # offline: one line, nothing made
+    with checked:  # the command's one storage, from its check to its close
+        from lpstudy.study.replicate import replicate as run_replicate
+        from lpstudy.study.worker import WorkerOptions
 
-    from lpstudy.cli.worker_progress import run_with_progress
-    from lpstudy.db.optuna_storage import open_storage
+        url = checked.url
+        result = run_replicate(checked, study, preset, p_values, folds, fixed, trial_options.given(), sequential)
+        verb = "created" if result.created else "resumed"
+        n_lr = f"{len(lr.split(','))} lr × " if lr and "," in lr else ""
+        say(f"replicate study {study!r} {verb} in {checked.display_url}: {result.n_cells} cells "
+            f"({len(p_values)} p × {n_lr}{folds} folds) · {result.done} done · {result.running} running · "
+            f"{result.waiting} waiting ({result.enqueued} enqueued now)")
+        if sequential:
+            say(f"until decided: folds in stages of {', '.join(map(str, sequential.rounds))}; an arm decided against "
+                f"p = 2 (ROPE ±{100 * rope:.2g} %) gets no more folds; see `lpstudy verdict --study {shell_quoted(study)}{storage.hint}`")
+        say(work_estimate(result.n_cells - result.done, preset, fixed, local.workers, local.devices))
+        if not device_list:
+            say(f"start workers anywhere: lpstudy worker --study {shell_quoted(study)}{storage.hint}; "
+                f"then: lpstudy status --study {shell_quoted(study)}{storage.hint}")
+            return 0
+        options_w = WorkerOptions(study=study, storage=url, data=data,
+                                  heartbeat_interval=trial_options.heartbeat_interval,
+                                  grace_period=trial_options.grace_period, max_retry=trial_options.max_retry)
+        import optuna
 
-    opened = open_storage(url)
-    try:
-        grid = optuna.load_study(study_name=study, storage=opened.optuna)
+        from lpstudy.cli.worker_progress import run_with_progress
+
+        grid = optuna.load_study(study_name=study, storage=checked.optuna)
         code = run_with_progress(options_w, device_list, grid, result.n_cells - result.done, show=not no_progress, say=say)
-    finally:
-        opened.close()
-    from lpstudy.db.kinds import open_reader
-    from lpstudy.results.status import render_status, study_status
+        from lpstudy.results.status import render_status, study_status
 
-    with open_reader(url) as reader:
-        render_status(study_status(reader, study))
-    if sequential:
-        from lpstudy.cli.verdict import print_verdicts
+        render_status(study_status(checked, study))
+        if sequential:
+            from lpstudy.cli.verdict import print_verdicts
 
-        print_verdicts(study, storage)
-    return code
-
+            print_verdicts(study, checked)
+        return code

@@ -33,10 +33,11 @@ def verdict(
     storage: StorageChoice,
 ) -> None:
     """Verdicts per arm: better, equivalent (within --rope), worse or undecided, and the folds that would decide."""
-    print_verdicts(study, storage, rope, _value(reference), alpha, as_json)
+    with storage.reader() as reader:
+        print_verdicts(study, reader, rope, _value(reference), alpha, as_json)
 
 
-def print_verdicts(study: str, storage: StorageChoice, rope: float | None = None, reference=None,
+def print_verdicts(study: str, reader, rope: float | None = None, reference=None,
                    alpha: float = 0.05, as_json: bool = False) -> None:
     """The verdict table (or the JSON answer) of the study on standard output. rope None: the one a
     sequential study was run with, else 0.5 %."""
@@ -48,8 +49,7 @@ def print_verdicts(study: str, storage: StorageChoice, rope: float | None = None
     from lpstudy.results.columns import labelled
     from lpstudy.results.verdict_table import sequential_lines, stages_frame, verdict_frame, verdict_title
 
-    with storage.reader() as reader:
-        data = verdict_data(reader, study)
+    data = verdict_data(reader, study)
     if rope is None:
         rope = study_rope(data.info.spec)
     answer = study_answer(data, AnswerOptions(rope=rope, alpha=alpha, reference=reference))
