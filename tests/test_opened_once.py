@@ -114,9 +114,11 @@ def test_one_object_holds_the_urls_optuna_storage_and_engine_and_reads_through_t
     counted.clear()
     storage = open_storage(url, readonly=True)  # Optuna's storage opened now, as the Optuna dashboard's
     made = counted["engine"]  # Optuna's, and the schema check's own of one connection
-    assert storage.optuna is storage.optuna and storage.engine is storage.optuna.engine
+    optuna_storage = storage.optuna
+    assert storage.engine is optuna_storage.engine
     assert {"search", "grid"} <= {info.name for info in study_infos(storage)}
     assert len(load_study(storage, "search").trials) > 0 and study_fingerprint(storage, "search") is not None
+    assert storage.optuna is optuna_storage  # kept through the reads
     assert counted["engine"] == made and counted["optuna storage"] == 1  # the reads used Optuna's engine
     engine = storage.engine
     storage.close()

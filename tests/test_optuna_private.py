@@ -241,10 +241,9 @@ def test_a_study_keeps_its_storage_and_id_where_lpstudy_reads_them(tmp_path):
 
 
 def test_a_study_reaches_its_storage_through_study_storage_only(tmp_path):
-    """claims.for_grid_worker puts the RDB storage in place of the cache in front of it by setting
+    """StudyStorage.for_grid_worker puts the RDB storage in place of the cache in front of it by setting
     Study._storage: Optuna must keep no other reference to the storage (on the study, its sampler or
     a trial), so that every call of the grid worker then goes straight to the database."""
-    from lpstudy.study.claims import for_grid_worker
     from lpstudy.study.replicate import replicate
     from lpstudy.study.studies import creating_storage
     from lpstudy.study.studies import load_study
@@ -257,7 +256,7 @@ def test_a_study_reaches_its_storage_through_study_storage_only(tmp_path):
     assert cache is not opened.optuna  # load_study's Optuna puts its cache in front of the RDB storage
     held = [name for name, value in vars(study).items() if value is cache]
     assert held == ["_storage"]
-    study = for_grid_worker(study, opened)
+    study = opened.for_grid_worker(study)
     assert study._storage is opened.optuna
 
     def refuse(*args, **kwargs):

@@ -51,7 +51,7 @@ def _decode(data: bytes) -> Any:
 
 def running_beats(conn: sa.Connection, study_id: int, key: str) -> list[tuple[int, int, float | None]]:
     """(trial id, number, last beat) of the study's RUNNING trials: the system attribute key (Unix
-    seconds) where written, else the trial's start, as lpstudy.study.lease.last_beat reads it."""
+    seconds) where written, else the trial's start, as lpstudy.db.liveness.last_beat reads it."""
     rows = conn.execute(sa.text(
         "SELECT t.trial_id, t.number, t.datetime_start, a.value_json FROM trials t "
         "LEFT JOIN trial_system_attributes a ON a.trial_id = t.trial_id AND a.key = :key "

@@ -14,10 +14,9 @@ from lpstudy.db.asking import WAIT, ask
 from lpstudy.db.optuna_storage import StudyStorage
 from lpstudy.db.retries import RetryCallback
 from lpstudy.errors import UserError
-from lpstudy.study.lease import LEASE_ATTR
 from lpstudy.study.spec import StudySpec
 from lpstudy.study.studies import trial_params
-from lpstudy.values import METRICS_ATTR_PREFIX
+from lpstudy.values import LEASE_ATTR, METRICS_ATTR_PREFIX
 
 
 def pop_waiting_trial(study: optuna.Study, storage: StudyStorage) -> optuna.Trial | None:
@@ -34,17 +33,6 @@ def pop_waiting_trial(study: optuna.Study, storage: StudyStorage) -> optuna.Tria
     return None if trial_id is None else optuna.Trial(study, trial_id)
 
 
-def for_grid_worker(study: optuna.Study, storage: StudyStorage) -> optuna.Study:
-    """The study as a grid worker uses it: on a SQL storage, straight on Optuna's RDBStorage rather
-    than through the cache that optuna.load_study puts in front of it. The cache makes a sampler's
-    reads incremental, and a grid worker never samples; it reads every unfinished trial again on each
-    read, and a grid's waiting cells are unfinished trials, so that with 5,000 cells waiting each read
-    loaded them all; and it refuses the parameters of a trial it has not loaded, as a trial claimed
-    by claim_waiting_trial_id is (KeyError in set_trial_param). Optuna reaches the storage through
-    optuna_private.study_storage(Study) only (tests/test_optuna_private.py checks it). Other storages: the study as it is."""
-    return storage.for_grid_worker(study)
-
-
 def ask_within_target(study: optuna.Study, spec: StudySpec, storage: StudyStorage):
     """study.ask(), unless the study's n_trials target is taken: None when that many trials have
     finished (COMPLETE or PRUNED), WAIT when finished and running trials make up the target. How the
@@ -53,12 +41,6 @@ def ask_within_target(study: optuna.Study, spec: StudySpec, storage: StudyStorag
     if spec.n_trials is None:
         return ask(study)
     return storage.ask_within_target(study, spec.n_trials)
-
-
-def count_states(study: optuna.Study, states: tuple[TrialState, ...], storage: StudyStorage) -> int:
-    """How many of the study's trials are in these states: the storage's count
-    (StudyStorage.count_trials: one query on SQL and on lpstudy's proxy, else Optuna's read of them)."""
-    return storage.count_trials(study, states)
 
 
 def requeue(study: optuna.Study, trial_id: int, max_retry: int, interrupted: bool = False,

@@ -38,8 +38,7 @@ from optuna.trial import TrialState
 from lpstudy.db import optuna_private
 from lpstudy.db.liveness import Liveness
 from lpstudy.db.optuna_storage import StorageUnavailable, StudyStorage
-from lpstudy.study.claims import (WAIT, ask_within_target, count_states, for_grid_worker, pop_waiting_trial,
-                                  requeue)
+from lpstudy.study.claims import WAIT, ask_within_target, pop_waiting_trial, requeue
 from lpstudy.study import telemetry
 from lpstudy.study.spec import StudySpec
 from lpstudy.study.studies import load_study
@@ -236,7 +235,7 @@ class Worker:
         opts = self.options
         study, spec = load_study(storage, opts.study)
         if spec.is_grid:
-            study = for_grid_worker(study, storage)
+            study = storage.for_grid_worker(study)  # SQL: straight on Optuna's RDBStorage (StudyStorage.for_grid_worker)
         max_retry = spec.max_retry if opts.max_retry is None else opts.max_retry
         # SQL: Optuna's heartbeats; journal and gRPC: lpstudy's lease (lpstudy.db.liveness)
         self.liveness = storage.liveness(opts.heartbeat_interval or spec.heartbeat_interval,
@@ -303,8 +302,8 @@ class Worker:
             if deadline is not None and time.monotonic() >= deadline:
                 report.reason = f"--timeout of {opts.timeout:g} s reached"
                 break
-            if spec.n_trials is not None and not spec.is_grid and count_states(
-                    study, (TrialState.COMPLETE, TrialState.PRUNED), storage) >= spec.n_trials:
+            if spec.n_trials is not None and not spec.is_grid and storage.count_trials(
+                    study, (TrialState.COMPLETE, TrialState.PRUNED)) >= spec.n_trials:
                 report.reason = f"the study reached its target of {spec.n_trials} trials"
                 break
             for line in self.liveness.fail_stale(study):  # dead workers' trials: failed, enqueued again
@@ -316,7 +315,7 @@ class Worker:
                     report.reason = ROUND_DONE  # the command that runs it decides what comes next (lpstudy.study.stages)
                     break
                 if trial is None:
-                    if count_states(study, (TrialState.RUNNING,), storage):
+                    if storage.count_trials(study, (TrialState.RUNNING,)):
                         self._idle()  # a running cell may yet fail and come back
                         continue
                     missing = self._cells_not_enqueued(storage, study, spec)
@@ -370,7 +369,7 @@ class Worker:
         beside `replicate` must not stop at the first empty look); the reason to stop when none came
         for ENQUEUE_WAIT_S. One count, not a read of the trials."""
         cells = len(spec.space.grid_cells())
-        n = count_states(study, tuple(TrialState), storage)
+        n = storage.count_trials(study, tuple(TrialState))
         if n >= cells:
             return ""
         now = time.monotonic()

@@ -269,7 +269,8 @@ class StudyStorage:
         return optuna_private.study_storage(study).get_trial(trial_id).state
 
     def for_grid_worker(self, study: optuna.Study) -> optuna.Study:
-        """The study as a grid worker uses it (lpstudy.study.claims.for_grid_worker)."""
+        """The study as a grid worker uses it (a grid worker pops waiting cells and never samples;
+        SQL: straight on Optuna's RDBStorage, SqlStorage.for_grid_worker); here as it is."""
         return study
 
     def enqueue_cells(self, study: optuna.Study, missing_cells: Callable[[], list[dict[str, Any]]]) -> int:

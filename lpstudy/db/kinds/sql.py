@@ -200,9 +200,13 @@ class SqlStorage(StudyStorage):
 
     def for_grid_worker(self, study: optuna.Study) -> optuna.Study:
         """Straight on Optuna's RDBStorage rather than through the cache that optuna.load_study puts
-        in front of it (lpstudy.study.claims.for_grid_worker says why)."""
-        optuna_private.set_study_storage(study, self.optuna)
-        return study
+        in front of it. The cache makes a sampler's reads incremental, and a grid worker never
+        samples; it reads every unfinished trial again on each read, and a grid's waiting cells are
+        unfinished trials, so that with 5,000 cells waiting each read loaded them all; and it refuses
+        the parameters of a trial it has not loaded, as a trial claimed by claim_waiting is (KeyError
+        in set_trial_param). Optuna reaches the storage through Study._storage only
+        (tests/test_optuna_private.py checks it)."""
+        return optuna_private.set_study_storage(study, self.optuna)
 
     def enqueue_cells(self, study: optuna.Study, missing_cells: Callable[[], list[dict[str, Any]]]) -> int:
         """The cells in one transaction (lpstudy.db.waiting_trials: the rows Optuna's enqueue_trial
