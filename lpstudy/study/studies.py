@@ -267,7 +267,7 @@ def enqueue_missing_cells(study: optuna.Study, spec: StudySpec, storage: StudySt
 
 def enqueue_round(storage: StudyStorage, name: str, p_values: list, folds: int) -> tuple[int, int]:
     """A sequential replicate's next round: the cells of these p values on folds 0 .. folds − 1 that
-    have no live trial, enqueued under the storage's creation lock (lpstudy.db.locks), so that two
+    have no live trial, enqueued under the storage's creation lock (lpstudy.db.locking), so that two
     workers that finish a round at once enqueue each cell once. Returns (cells enqueued now, cells
     of the round waiting or running): a worker that comes second enqueues none and finds them open."""
     from lpstudy.values import P
