@@ -177,3 +177,28 @@ def test_a_creating_command_makes_one_storage_from_its_check_to_its_close(sqlite
     code, _, err = cli(capsys, *command, "--study", "s", "--storage", sqlite_url, *TINY)
     assert code == 0, err
     assert len(made) == 1 and made[0].closed, made
+
+
+def test_a_command_reads_a_study_and_its_curves_through_its_writing_storage(tmp_path):
+    """A creating command reads its study's status on the storage it wrote with: on SQLite every
+    transaction of that storage takes the write lock (BEGIN IMMEDIATE), so the study's rows and its
+    curves are read on one connection; a second one for the curves waited on the first (then
+    'database is locked')."""
+    import math
+
+    import optuna
+
+    from lpstudy.db.optuna_storage import open_storage
+    from lpstudy.results.frames import load_study
+    from lpstudy.training.metrics import MetricRecord
+
+    with open_storage(f"sqlite:///{tmp_path / 'w.db'}", create_tables=True) as storage:
+        study = optuna.create_study(study_name="w", storage=storage.optuna)
+        trial = study.ask()
+        storage.prepare_curves()
+        nan = math.nan
+        storage.write_evaluation("w", trial._trial_id, trial.number,
+                                 MetricRecord(10, 2.5, 2.25, 1e-3, 1.0, 1.0, nan, nan, nan, 1.0, 100.0, 1.0))
+        study.tell(trial, 2.25)
+        curves = load_study(storage, "w").curves
+    assert list(curves["step"]) == [10] and list(curves["val_loss"]) == [2.25]

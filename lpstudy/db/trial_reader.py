@@ -194,16 +194,20 @@ class SqlReads(OptunaReads):
                     sid = Q.study_id(conn, study_name)
                     if sid is None:
                         raise no_such_study(self.url, study_name, optuna_tables.study_names(conn))
-                    return fn(Q.StudyTables(conn, sid, lambda trial_ids=None: self.metrics(study_name, trial_ids)))
+                    # the curves on the same connection: one transaction for the whole read
+                    return fn(Q.StudyTables(conn, sid, lambda trial_ids=None: self._metrics_on(conn, study_name, trial_ids)))
             except optuna_tables.SchemaMismatch:
                 pass
         return super().read(study_name, fn)
 
     def metrics(self, study_name: str, trial_ids=None) -> pd.DataFrame:
+        return self._metrics_on(self.storage.engine, study_name, trial_ids)
+
+    def _metrics_on(self, bind: Any, study_name: str, trial_ids=None) -> pd.DataFrame:
         from lpstudy.db.metrics_table import read_metrics
 
         with reading(self.url):
-            return read_metrics(self.storage.engine, study_name, trial_ids=trial_ids)
+            return read_metrics(bind, study_name, trial_ids=trial_ids)
 
     def fingerprint(self, study_name: str) -> tuple | None:
         """A few counts (lpstudy.db.optuna_tables.study_fingerprint); None for an unknown schema."""
