@@ -20,8 +20,6 @@ import dataclasses
 import time
 from typing import TYPE_CHECKING
 
-from lpstudy.study.until_decided import UntilDecided
-
 if TYPE_CHECKING:
     from lpstudy.db.kinds.base import StudyStorage
     from lpstudy.study.worker import WorkerOptions, WorkerReport
@@ -101,5 +99,3 @@ def run_until_decided(options: WorkerOptions, storage: StudyStorage, say) -> Wor
     say(stop_line(report))
     return report
 
-
-__all__ = ["ENQUEUED", "OVER", "POLL_S", "UntilDecided", "WAIT", "next_stage", "run_until_decided"]
