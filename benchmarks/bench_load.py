@@ -80,7 +80,7 @@ from lpstudy.db.kinds import open_reader, storage_at  # noqa: E402
 from lpstudy.db.optuna_storage import open_storage  # noqa: E402
 from lpstudy.errors import UserError  # noqa: E402
 from lpstudy.study.claims import pop_waiting_trial  # noqa: E402
-from lpstudy.study.studies import load_spec  # noqa: E402
+from lpstudy.study.studies import creating_storage, load_spec  # noqa: E402
 from lpstudy.study.trial_context import TrialContext, TrialOutcome  # noqa: E402
 from lpstudy.values import SPEC_ATTR  # noqa: E402
 from lpstudy.study.worker import Worker, WorkerOptions  # noqa: E402
@@ -602,7 +602,7 @@ def run_load(plan: LoadPlan, workdir: Path, postgres=None, progress=None) -> Loa
 
         def create() -> None:
             try:  # the study's creator, at the same moment as the workers: Optuna's tables, the study, its cells
-                replicate(database_url, STUDY, "smoke", [1.0 + 0.25 * i for i in range(plan.p_values)], plan.folds,
+                replicate(creating_storage(database_url), STUDY, "smoke", [1.0 + 0.25 * i for i in range(plan.p_values)], plan.folds,
                           options={"heartbeat_interval": plan.heartbeat_interval, "grace_period": plan.grace_period,
                                    "max_retry": plan.max_retry, "checkpoint_interval": 0})
             except BaseException as exc:

@@ -22,7 +22,7 @@ SYNTHETIC_ATTR = "synthetic"  # a study attribute: made by lpstudy.study.synthet
 # the canonical spec (lpstudy.study.studies.spec_sha256), which a worker given the study file checks.
 SPEC_SHA256_ATTR = "lpstudy_spec_sha256"
 METRICS_ATTR_PREFIX = "lpstudy_metrics:"  # trial system attributes holding one evaluation each (no SQL)
-LEASE_ATTR = "lpstudy_heartbeat"  # a running trial's last beat where Optuna has no heartbeats (lpstudy.study.lease)
+LEASE_ATTR = "lpstudy_heartbeat"  # a running trial's last beat where Optuna has no heartbeats (lpstudy.db.liveness.Lease)
 FIXED_PARAMS_ATTR = "fixed_params"  # Optuna's system attribute of an enqueued trial's parameters
 STATES = ("COMPLETE", "PRUNED", "FAIL", "RUNNING", "WAITING")  # Optuna's trial states, in display order
 SPENT_STATES = ("COMPLETE", "PRUNED", "FAIL", "RUNNING")  # the states of trials that spent compute (not WAITING)

@@ -115,7 +115,7 @@ def test_once_every_arm_is_decided_nothing_is_left():
 
 
 def test_the_workers_stage_logic_on_planted_losses_gives_decided_arms_no_more_folds(sqlite_url, monkeypatch):
-    """Through the database: every arm tuned (two planted trials), then next_study as a worker calls
+    """Through the database: every arm tuned (two planted trials), then next_target as a worker calls
     it, with the planted fold losses written as the cells' results. p = 1 (within 0.1 % of p = 2) is
     decided after the first stage and gets no fourth fold; p = 4 (±10 % fold by fold) runs to K = 6;
     a second worker at the same moment enqueues nothing twice. Every stage is checked, read and
@@ -128,9 +128,10 @@ def test_the_workers_stage_logic_on_planted_losses_gives_decided_arms_no_more_fo
     from optuna.distributions import FloatDistribution
     from optuna.trial import TrialState
 
-    from lpstudy.cli.rounds import compare_stage
     from lpstudy.db.optuna_storage import open_storage
-    from lpstudy.study.compare import create_compare, make_plan, next_study
+    from lpstudy.study.compare import create_compare, make_plan
+    from lpstudy.study.compare_worker import next_target
+    from lpstudy.study.stages import next_stage
 
     store = open_storage(sqlite_url, create_tables=True)
     plan = make_plan("p", ["1", "2", "4"], ["lr"], 2, 6, "smoke", until_decided={"rounds": [3, 5, 6], "rope": 0.05})
@@ -144,7 +145,6 @@ def test_the_workers_stage_logic_on_planted_losses_gives_decided_arms_no_more_fo
     ref = [2.80, 2.90, 2.70, 2.85, 2.75, 2.80]
     losses = {"p=2": ref, "p=1": [v + 0.002 + 0.0001 * i for i, v in enumerate(ref)],
               "p=4": [v + d for v, d in zip(ref, [0.3, -0.25, 0.28, -0.2, 0.3, -0.1])]}
-    stage = lambda storage, name: compare_stage(storage, name)  # noqa: E731
     opened = []
     for module in (kinds, optuna_storage):
         monkeypatch.setattr(module, "storage_at", lambda *a, **k: opened.append("storage") or pytest.fail("a storage made"))
@@ -168,17 +168,17 @@ def test_the_workers_stage_logic_on_planted_losses_gives_decided_arms_no_more_fo
                     store.optuna.set_trial_user_attr(t._trial_id, key, x)
                 store.optuna.set_trial_state_values(t._trial_id, TrialState.COMPLETE, [losses[label][fold]])
 
-    assert next_study(store, "cmp", plan, stage) is not None
+    assert next_target(store, "cmp", plan) is not None
     assert {label: folds_of(label)[1] for label in losses} == {label: [0, 1, 2] for label in losses}
     run_waiting()
-    assert next_study(store, "cmp", plan, stage) is not None
-    assert compare_stage(store, "cmp") == "wait"  # a second worker finds the stage open and adds nothing
+    assert next_target(store, "cmp", plan) is not None
+    assert next_stage(store, "cmp") == "wait"  # a second worker finds the stage open and adds nothing
     assert {label: folds_of(label)[1] for label in losses} == {"p=2": [0, 1, 2, 3, 4], "p=1": [0, 1, 2],
                                                                 "p=4": [0, 1, 2, 3, 4]}
     run_waiting()
-    assert next_study(store, "cmp", plan, stage) is not None
+    assert next_target(store, "cmp", plan) is not None
     run_waiting()
-    assert next_study(store, "cmp", plan, stage) is None  # the last stage ran
+    assert next_target(store, "cmp", plan) is None  # the last stage ran
     assert {label: folds_of(label)[1] for label in losses} == {"p=2": list(range(6)), "p=1": [0, 1, 2],
                                                                 "p=4": list(range(6))}
     assert opened == []

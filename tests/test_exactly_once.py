@@ -15,6 +15,7 @@ from optuna.trial import TrialState
 from lpstudy.db.optuna_storage import open_storage
 from lpstudy.db.retries import RetryCallback
 from lpstudy.study.replicate import replicate
+from lpstudy.study.studies import creating_storage
 from lpstudy.study.studies import load_study
 from lpstudy.study.worker import requeue
 from tests.study_helpers import lp_env
@@ -36,7 +37,7 @@ def race_replicates(url: str, study: str, n: int = 3) -> list:
     def one(i: int) -> None:
         barrier.wait()
         try:
-            results[i] = replicate(url, study, "smoke", P, FOLDS)
+            results[i] = replicate(creating_storage(url), study, "smoke", P, FOLDS)
         except Exception as exc:  # reported below, with the message a user would see
             errors.append(f"{type(exc).__name__}: {exc}")
 
@@ -94,7 +95,7 @@ def test_two_creates_at_once_one_creates_the_other_finds_it(tmp_path):
 
 def _grid(tmp_path):
     url = f"sqlite:///{tmp_path / 'g.db'}"
-    replicate(url, "g", "smoke", P, FOLDS)
+    replicate(creating_storage(url), "g", "smoke", P, FOLDS)
     storage = open_storage(url)
     study, spec = load_study(storage, "g")
     _OPENED[id(study)] = storage

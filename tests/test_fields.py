@@ -128,3 +128,20 @@ def test_adding_a_field_is_one_declaration():
     assert seen == {"value": 0.1, "bound": "[0, 1)", "refused": "label_smoothing must be in [0, 1), got 1.5",
                     "space": {"low": 0.01, "high": 0.2, "log": True}, "log": True, "attr": 0.1,
                     "override": 0.1, "column": True}
+
+
+def test_the_written_out_fields_are_fields_py_s():
+    """lpstudy/training/config_fields.py shows TrainConfig's fields to a reader and a type checker:
+    generated from FIELDS (`python -m lpstudy.training.fields`), it must say what FIELDS says, and
+    TrainConfig must have exactly those fields with those defaults."""
+    import dataclasses
+
+    from lpstudy.training.config import TrainConfig
+    from lpstudy.training.config_fields import DeclaredFields
+    from lpstudy.training.fields import FIELDS, FIELDS_STUB, fields_stub
+
+    assert (ROOT / FIELDS_STUB).read_text(encoding="utf-8") == fields_stub(), \
+        "run `python -m lpstudy.training.fields` to write lpstudy/training/config_fields.py again"
+    declared = [(f.name, f.default) for f in dataclasses.fields(DeclaredFields)]
+    assert declared == [(f.name, f.default) for f in dataclasses.fields(TrainConfig)] == \
+        [(f.name, f.default) for f in FIELDS.values()]

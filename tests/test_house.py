@@ -228,11 +228,26 @@ def test_no_module_imports_itself_back_not_even_inside_a_function():
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
+# The stage engine decides a study's next stage from its verdicts, as SMAC3's intensifier decides from
+# its run history: the one module below the read side that reads it, inside its function (never at
+# import time), and only the verdicts (the answers and the options they are read with, and the study
+# read for them). Nothing of the read
+# side imports it back: a module that did would close a cycle the module-level check finds.
+STAGE_ENGINE = "lpstudy.study.stages"
+STAGE_ENGINE_READS = {"lpstudy.results.answers", "lpstudy.results.answers.options", "lpstudy.results.compare"}
+
+
 def test_the_parts_of_the_house_import_one_way():
     """model, training, db, study, results, cli and the dashboard: no part imports one that imports
     it back, through any module and at any depth; the read side and the front ends (results, cli,
-    app) are imported by none of the parts below them."""
-    layers = layer_graph(import_graph(ROOTS), PARTS_OF_THE_HOUSE)
+    app) are imported by none of the parts below them, but for the stage engine's read of the
+    verdicts (STAGE_ENGINE)."""
+    graph = import_graph(ROOTS)
+    assert {dep for dep in graph[STAGE_ENGINE] if layer_of(dep, PARTS_OF_THE_HOUSE) != "lpstudy.study"} - {
+        "lpstudy.db.kinds.base", "lpstudy.values"} == STAGE_ENGINE_READS
+    assert not STAGE_ENGINE_READS & import_graph(ROOTS, at_import_time=True)[STAGE_ENGINE]
+    graph[STAGE_ENGINE] = graph[STAGE_ENGINE] - STAGE_ENGINE_READS
+    layers = layer_graph(graph, PARTS_OF_THE_HOUSE)
     cycle = find_cycle(layers)
     assert cycle is None, "the parts import each other back: " + "; ".join(
         layers[a][b] for a, b in zip(cycle, cycle[1:]))
@@ -399,3 +414,130 @@ def test_the_optional_storage_check_finds_one(tmp_path):
                                         "def ask(study, *, storage: object = None):\n    pass\n"
                                         "def fine(study, storage, other=None):\n    pass\n")
     assert [line.split(": ", 1)[1] for line in optional_storage_parameters(tmp_path)] == ["pop", "ask"]
+
+
+# -- the stage engine ---------------------------------------------------------------------------
+
+# What a study run --until-decided does between its stages: enqueue the next stage's cells (a
+# replicate's round, a comparison's stage) once the verdicts decided which arms get them.
+STAGE_STEPS = {"enqueue_round", "enqueue_stage", "next_stage"}
+# What runs a worker; the command line hands it its options, its storage and where it says things.
+WORKER_RUNNERS = {"run_worker", "run_compare_worker", "run_until_decided", "spawn_workers", "run_with_progress"}
+
+
+def stage_logic_outside(roots: dict[str, Path], inside: Path) -> list[str]:
+    """'file:line: what' for a stage step called outside `inside` (the study layer), and for a call
+    to a worker runner that hands it a function (a lambda, or an argument named for a stage or a
+    round): stage logic handed to the worker as a callback."""
+    found = []
+    for path in sorted(p for folder in roots.values() for p in folder.rglob("*.py")):
+        if path.is_relative_to(inside):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            where = f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}:{node.lineno}"
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if name in STAGE_STEPS:
+                found.append(f"{where}: {name}(...)")
+            if name in WORKER_RUNNERS:
+                for arg in [*node.args, *node.keywords]:
+                    value = arg.value if isinstance(arg, ast.keyword) else arg
+                    keyword = arg.arg if isinstance(arg, ast.keyword) else None
+                    if keyword == "say":  # where it says things: the one function it may be handed
+                        continue
+                    if isinstance(value, ast.Lambda) or (keyword and ("stage" in keyword or "round" in keyword)):
+                        found.append(f"{where}: {name}({keyword or 'a lambda'}=...)")
+    return found
+
+
+def test_the_stage_engine_is_the_study_layers_and_the_command_line_hands_the_worker_no_stage_logic():
+    """`replicate --until-decided` and `compare --until-decided` take their stages from one function
+    of lpstudy/study (stages.next_stage), which the worker calls itself: the command line (and the
+    dashboard) neither runs a stage step nor hands the worker one."""
+    from lpstudy.study import stages
+
+    assert callable(stages.next_stage)
+    found = stage_logic_outside(ROOTS, PACKAGE / "study")
+    assert not found, "stage logic outside lpstudy/study:\n" + "\n".join(found)
+
+
+def test_the_stage_logic_check_finds_a_stage_step_and_a_callback(tmp_path):
+    (tmp_path / "study").mkdir()
+    (tmp_path / "study" / "stages.py").write_text("def next_stage(s, n):\n    return enqueue_round(s, n, [], 3)\n")
+    (tmp_path / "cli.py").write_text("def next_round(s, n):\n    return enqueue_round(s, n, [], 3)\n"
+                                     "run_compare_worker(o, s, say=say, next_stage=lambda s, n: next_round(s, n))\n"
+                                     "run_rounds(o, say, s)\nrun_worker(o, storage=s, say=lambda m: print(m))\n")
+    assert sorted(line.split(": ", 1)[1] for line in stage_logic_outside({"pkg": tmp_path}, tmp_path / "study")) == [
+        "enqueue_round(...)", "run_compare_worker(next_stage=...)"]
+
+
+# -- the storage layer ------------------------------------------------------------------------------
+
+def db_import_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """A cycle among the modules of lpstudy/db, counting every import: inside functions, and under
+    TYPE_CHECKING too (a type a module names is a module it depends on)."""
+    inside = {name: {dep for dep in deps if dep.startswith("lpstudy.db")}
+              for name, deps in graph.items() if name.startswith("lpstudy.db")}
+    return find_cycle(inside)
+
+
+def import_graph_with_types(roots: dict[str, Path]) -> dict[str, set[str]]:
+    """import_graph, with the imports under TYPE_CHECKING counted."""
+    original = globals()["_type_checking_only"]
+    globals()["_type_checking_only"] = lambda node: False
+    try:
+        return import_graph(roots)
+    finally:
+        globals()["_type_checking_only"] = original
+
+
+def test_no_module_of_the_storage_layer_imports_itself_back_not_even_for_a_type():
+    cycle = db_import_cycle(import_graph_with_types(ROOTS))
+    assert cycle is None, "import cycle in lpstudy/db: " + " -> ".join(cycle)
+
+
+def test_the_storage_cycle_check_counts_an_import_for_a_type(tmp_path):
+    pkg = tmp_path / "lpstudy"
+    (pkg / "db").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "db" / "__init__.py").write_text("")
+    (pkg / "db" / "a.py").write_text("from lpstudy.db.b import B\n")
+    (pkg / "db" / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from lpstudy.db.a import A\n")
+    assert db_import_cycle(import_graph({"lpstudy": pkg})) is None
+    assert db_import_cycle(import_graph_with_types({"lpstudy": pkg})) == ["lpstudy.db.a", "lpstudy.db.b", "lpstudy.db.a"]
+
+
+def lpstudy_classes_in_order(kind: type) -> list[str]:
+    return [cls.__name__ for cls in kind.__mro__ if cls.__module__.split(".")[0] == "lpstudy"]
+
+
+def test_each_storage_kind_is_at_most_three_lpstudy_classes_its_other_behaviour_composed():
+    """A kind, at most one family base (SqlStorage), the storage (StudyStorage): locking, reading and
+    a local file are objects composed into it (lpstudy.db.locking, trial_reader, kinds.files), as
+    Optuna's JournalStorage takes its backend, rather than mixins stacked in its method order."""
+    from lpstudy.db.kinds import KINDS
+    from lpstudy.db.kinds.base import StudyStorage
+
+    assert len(KINDS) == 5
+    for kind in KINDS:
+        order = lpstudy_classes_in_order(kind)
+        assert len(order) <= 3 and order[0] == kind.__name__ and order[-1] == "StudyStorage", order
+        assert all(issubclass(cls, StudyStorage) for cls in kind.__mro__ if cls.__module__.startswith("lpstudy"))
+
+
+def test_the_method_order_check_counts_a_mixin():
+    class Reads:
+        pass
+
+    class Storage:
+        pass
+
+    Reads.__module__ = Storage.__module__ = "lpstudy.db.x"
+
+    class Kind(Reads, Storage):
+        pass
+
+    Kind.__module__ = "lpstudy.db.kinds.y"
+    assert lpstudy_classes_in_order(Kind) == ["Kind", "Reads", "Storage"]
+    assert lpstudy_classes_in_order(int) == []

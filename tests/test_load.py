@@ -21,7 +21,7 @@ from benchmarks.bench_load import LoadPlan, run_load
 from lpstudy.db.optuna_storage import open_storage
 from lpstudy.errors import StudyUnavailable
 from lpstudy.study.spec import replicate_spec
-from lpstudy.study.studies import create_study, enqueue_missing_cells
+from lpstudy.study.studies import create_study, creating_storage, enqueue_missing_cells
 from lpstudy.study.trial_context import TrialOutcome
 from lpstudy.study.worker import WorkerOptions, run_worker
 
@@ -120,14 +120,14 @@ def test_a_worker_fails_the_trial_whose_heartbeat_is_older_than_the_grace_period
     """The worker's stale check runs Optuna's (which loads every RUNNING trial) only when one count
     finds a heartbeat older than the grace period: a trial 40 s without a heartbeat (grace 30 s) is
     failed and enqueued again; one 20 s without stays RUNNING, and nothing is failed then."""
-    from lpstudy.study.claims import for_grid_worker, pop_waiting_trial
+    from lpstudy.study.claims import pop_waiting_trial
     from lpstudy.study.replicate import replicate
     from lpstudy.study.studies import load_study
 
-    replicate(empty_url, "beats", "smoke", [1.0, 2.0], 2, options={"max_retry": 3})  # four cells
+    replicate(creating_storage(empty_url), "beats", "smoke", [1.0, 2.0], 2, options={"max_retry": 3})  # four cells
     storage = open_storage(empty_url)
     study, _ = load_study(storage, "beats")
-    study = for_grid_worker(study, storage)
+    study = storage.for_grid_worker(study)
     liveness = storage.liveness(1, 30, 3)
     old, recent = pop_waiting_trial(study, storage), pop_waiting_trial(study, storage)
     for trial in (old, recent):
@@ -189,14 +189,14 @@ def test_a_cell_whose_worker_died_before_its_first_heartbeat_runs_again(empty_ur
     heartbeat at all; Optuna's stale check skips such a trial, so the cell stayed RUNNING for ever
     and every other worker waited for it. Now a worker that sees it so for a grace period gives it
     an old heartbeat, and Optuna's check fails it and enqueues the cell again."""
-    from lpstudy.study.claims import for_grid_worker, pop_waiting_trial
+    from lpstudy.study.claims import pop_waiting_trial
 
     url = empty_url
     spec = replicate_spec("smoke", [1.0, 2.0], 2, options={"heartbeat_interval": 1, "grace_period": 2})
     storage = open_storage(url, create_tables=True)
     study, _ = create_study(storage, "unbeaten", spec)
     assert enqueue_missing_cells(study, spec, storage) == 4
-    orphan = pop_waiting_trial(for_grid_worker(study, storage), storage)  # and its worker dies here
+    orphan = pop_waiting_trial(storage.for_grid_worker(study), storage)  # and its worker dies here
     reports = []
     worker = threading.Thread(target=lambda: reports.append(run_worker(
         WorkerOptions(study="unbeaten", storage=url, device="cpu", show_progress=False),
@@ -241,7 +241,7 @@ def test_a_trial_failed_by_another_worker_in_the_middle_is_not_this_workers_fail
     from lpstudy.study.claims import requeue
     from lpstudy.study.replicate import replicate
 
-    replicate(sqlite_url, "stolen", "smoke", [1.0, 2.0], 2, options={"max_retry": 5})  # 4 cells
+    replicate(creating_storage(sqlite_url), "stolen", "smoke", [1.0, 2.0], 2, options={"max_retry": 5})  # 4 cells
     taken_over = []
 
     def failed_by_another_worker_three_times(ctx, trial) -> TrialOutcome:

@@ -114,9 +114,11 @@ def test_one_object_holds_the_urls_optuna_storage_and_engine_and_reads_through_t
     counted.clear()
     storage = open_storage(url, readonly=True)  # Optuna's storage opened now, as the Optuna dashboard's
     made = counted["engine"]  # Optuna's, and the schema check's own of one connection
-    assert storage.optuna is storage.optuna and storage.engine is storage.optuna.engine
+    optuna_storage = storage.optuna
+    assert storage.engine is optuna_storage.engine
     assert {"search", "grid"} <= {info.name for info in study_infos(storage)}
     assert len(load_study(storage, "search").trials) > 0 and study_fingerprint(storage, "search") is not None
+    assert storage.optuna is optuna_storage  # kept through the reads
     assert counted["engine"] == made and counted["optuna storage"] == 1  # the reads used Optuna's engine
     engine = storage.engine
     storage.close()
@@ -145,3 +147,58 @@ def test_a_comparisons_worker_opens_one_optuna_storage_for_every_arm(sqlite_url,
     assert code == 0, err
     assert "cmp:p=1:tune: trial 0 COMPLETE" in err or "cmp:p=2:tune: trial 0 COMPLETE" in err, err
     assert counted["url parsed"] == counted["optuna storage"] == 1 and counted["closed"] >= 1, counted
+
+
+@pytest.fixture
+def made(monkeypatch):
+    """Every storage object made (lpstudy.db.kinds.base.StudyStorage), in order."""
+    from lpstudy.db.kinds.base import StudyStorage
+
+    objects: list = []
+    real = StudyStorage.__init__
+
+    def init(self, *args, **kwargs):
+        objects.append(self)
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(StudyStorage, "__init__", init)
+    return objects
+
+
+@pytest.mark.parametrize("command", [
+    ["create", "--sampler", "random", "--pruner", "none", "--preset", "smoke"],
+    ["replicate", "--preset", "smoke", "--p", "1,2", "--folds", "2"],
+    ["replicate", "--preset", "smoke", "--p", "1,2", "--max-folds", "3", "--until-decided"],
+    ["compare", "--p", "1,2", "--tune", "lr", "--budget", "1", "--folds", "2", "--preset", "smoke"],
+])
+def test_a_creating_command_makes_one_storage_from_its_check_to_its_close(sqlite_url, made, capsys, command):
+    """The storage preflight checks is the one the command creates the study on, reads its state
+    through and closes: before, replicate made a second one it never closed, compare three."""
+    code, _, err = cli(capsys, *command, "--study", "s", "--storage", sqlite_url, *TINY)
+    assert code == 0, err
+    assert len(made) == 1 and made[0].closed, made
+
+
+def test_a_command_reads_a_study_and_its_curves_through_its_writing_storage(tmp_path):
+    """A creating command reads its study's status on the storage it wrote with: on SQLite every
+    transaction of that storage takes the write lock (BEGIN IMMEDIATE), so the study's rows and its
+    curves are read on one connection; a second one for the curves waited on the first (then
+    'database is locked')."""
+    import math
+
+    import optuna
+
+    from lpstudy.db.optuna_storage import open_storage
+    from lpstudy.results.frames import load_study
+    from lpstudy.training.metrics import MetricRecord
+
+    with open_storage(f"sqlite:///{tmp_path / 'w.db'}", create_tables=True) as storage:
+        study = optuna.create_study(study_name="w", storage=storage.optuna)
+        trial = study.ask()
+        storage.prepare_curves()
+        nan = math.nan
+        storage.write_evaluation("w", trial._trial_id, trial.number,
+                                 MetricRecord(10, 2.5, 2.25, 1e-3, 1.0, 1.0, nan, nan, nan, 1.0, 100.0, 1.0))
+        study.tell(trial, 2.25)
+        curves = load_study(storage, "w").curves
+    assert list(curves["step"]) == [10] and list(curves["val_loss"]) == [2.25]

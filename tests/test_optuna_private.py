@@ -2,11 +2,12 @@
 release that renames or changes one fails here, loudly, instead of quietly at run time
 (pyproject pins optuna>=5.0,<6: the range whose private parts match these checks).
 
-    Study._pop_waiting_trial_id        claims.pop_waiting_trial: a grid worker pops without sampling
-    Study._thread_local                claims.pop_waiting_trial: the per-trial cache reset, as ask() does
-    Study._storage, Study._study_id    claims, lease, checkpoints, synthetic: the study's storage calls
+    Study._pop_waiting_trial_id        a grid worker pops without sampling
+    Study._thread_local                the per-trial cache reset, as ask() does
+    Study._storage, Study._study_id    claims, liveness, checkpoints, synthetic: the study's storage calls
     FrozenTrial._trial_id, Trial._trial_id, FrozenStudy._study_id
                                        the storage API takes ids; Optuna has no public accessor
+                                       (each of these five read or set in lpstudy/db/optuna_private.py only)
     RDBStorage._get_stale_trial_ids, _create_new_trial, _set_trial_param, _get_trials,
     _get_best_trial_id                 db.outages wraps them in the retry policy (Optuna's cache calls
                                        them in place of the public methods)
@@ -60,17 +61,41 @@ def study(opened):
     return optuna.create_study(study_name="p", storage=opened.optuna)
 
 
-def test_lpstudy_uses_no_private_optuna_attribute_that_is_not_checked_here():
-    """A new private use (x._name on anything but self/cls, outside lpstudy's own _lpstudy_ marks)
-    must come with its check in this file."""
-    found = {}
-    for path in sorted([*(ROOT / "lpstudy").rglob("*.py"), *(ROOT / "app").rglob("*.py")]):
+PRIVATE_MODULE = ROOT / "lpstudy" / "db" / "optuna_private.py"
+
+
+def private_reads(paths: list[Path]) -> dict[str, list[str]]:
+    """{attribute: ['file:line', ...]} for each x._name read or set on anything but self/cls, outside
+    lpstudy's own _lpstudy_ marks."""
+    found: dict[str, list[str]] = {}
+    for path in paths:
         for node in ast.walk(ast.parse(path.read_text())):
             if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
                     and not node.attr.startswith("_lpstudy_") and ast.unparse(node.value) not in ("self", "cls")):
-                found.setdefault(node.attr, f"{path.relative_to(ROOT)}:{node.lineno}")
-    unchecked = {name: where for name, where in found.items() if name not in CHECKED_PRIVATE}
+                found.setdefault(node.attr, []).append(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}:{node.lineno}")
+    return found
+
+
+def test_lpstudy_uses_no_private_optuna_attribute_that_is_not_checked_here():
+    """A new private use (x._name on anything but self/cls, outside lpstudy's own _lpstudy_ marks)
+    must come with its check in this file."""
+    found = private_reads(sorted([*(ROOT / "lpstudy").rglob("*.py"), *(ROOT / "app").rglob("*.py")]))
+    unchecked = {name: where[0] for name, where in found.items() if name not in CHECKED_PRIVATE}
     assert not unchecked, f"private attributes used without a check in tests/test_optuna_private.py: {unchecked}"
+
+
+def test_optunas_private_attributes_are_reached_in_one_module_only():
+    """lpstudy/db/optuna_private.py names each private attribute of Optuna's objects lpstudy uses;
+    every other module calls it, so that a release that changes one is mended in one place."""
+    paths = sorted(p for p in [*(ROOT / "lpstudy").rglob("*.py"), *(ROOT / "app").rglob("*.py")] if p != PRIVATE_MODULE)
+    outside = {name: where for name, where in private_reads(paths).items() if name in CHECKED_PRIVATE}
+    assert not outside, f"Optuna's private attributes outside lpstudy/db/optuna_private.py: {outside}"
+    assert set(private_reads([PRIVATE_MODULE])) == CHECKED_PRIVATE
+
+
+def test_the_private_read_check_finds_a_read_and_a_write(tmp_path):
+    (tmp_path / "m.py").write_text("a = study._study_id\nstudy._storage = s\nb = self._x\nc = s._lpstudy_mark\n")
+    assert {k: len(v) for k, v in private_reads([tmp_path / "m.py"]).items()} == {"_study_id": 1, "_storage": 1}
 
 
 def test_optuna_is_pinned_below_its_next_major_and_the_installed_one_is_in_range():
@@ -216,22 +241,22 @@ def test_a_study_keeps_its_storage_and_id_where_lpstudy_reads_them(tmp_path):
 
 
 def test_a_study_reaches_its_storage_through_study_storage_only(tmp_path):
-    """claims.for_grid_worker puts the RDB storage in place of the cache in front of it by setting
+    """StudyStorage.for_grid_worker puts the RDB storage in place of the cache in front of it by setting
     Study._storage: Optuna must keep no other reference to the storage (on the study, its sampler or
     a trial), so that every call of the grid worker then goes straight to the database."""
-    from lpstudy.study.claims import for_grid_worker
     from lpstudy.study.replicate import replicate
+    from lpstudy.study.studies import creating_storage
     from lpstudy.study.studies import load_study
 
     url = f"sqlite:///{tmp_path / 'direct.db'}"
-    replicate(url, "direct", "smoke", [1.0, 2.0], 2)  # 4 cells
+    replicate(creating_storage(url), "direct", "smoke", [1.0, 2.0], 2)  # 4 cells
     opened = open_storage(url)
     study, _ = load_study(opened, "direct")
     cache = study._storage
     assert cache is not opened.optuna  # load_study's Optuna puts its cache in front of the RDB storage
     held = [name for name, value in vars(study).items() if value is cache]
     assert held == ["_storage"]
-    study = for_grid_worker(study, opened)
+    study = opened.for_grid_worker(study)
     assert study._storage is opened.optuna
 
     def refuse(*args, **kwargs):

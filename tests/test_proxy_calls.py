@@ -21,9 +21,11 @@ from optuna.trial import TrialState
 from lpstudy.db.optuna_storage import open_storage
 from lpstudy.db.kinds import storage_at
 from lpstudy.db.optuna_storage import make_proxy_server
-from lpstudy.study.claims import count_states, pop_waiting_trial
-from lpstudy.study.lease import LEASE_ATTR, running_beats
+from lpstudy.study.claims import pop_waiting_trial
+from lpstudy.db.liveness import running_beats
+from lpstudy.values import LEASE_ATTR
 from lpstudy.study.replicate import replicate
+from lpstudy.study.studies import creating_storage
 from lpstudy.study.studies import load_study
 from tests.pgserver import free_port
 
@@ -33,7 +35,7 @@ STUDY = "calls"
 @pytest.fixture
 def grid(sqlite_url):
     """A grid of 4 p values x 10 folds, 40 cells waiting, on the database behind the proxy."""
-    replicate(sqlite_url, STUDY, "smoke", [1.0, 2.0, 3.0, 4.0], 10, options={"max_retry": 3})
+    replicate(creating_storage(sqlite_url), STUDY, "smoke", [1.0, 2.0, 3.0, 4.0], 10, options={"max_retry": 3})
     return sqlite_url
 
 
@@ -96,9 +98,9 @@ def test_a_worker_claims_counts_and_checks_leases_through_lpstudys_proxy_without
     assert true_counts(grid) == {"RUNNING": 3, "WAITING": 37}
     assert claimed[0].suggest_float("p", 1.0, 4.0) in (1.0, 2.0, 3.0, 4.0)
 
-    assert count_states(study, (TrialState.RUNNING,), storage) == 3
-    assert count_states(study, (TrialState.WAITING,), storage) == 37
-    assert count_states(study, tuple(TrialState), storage) == 40
+    assert storage.count_trials(study, (TrialState.RUNNING,)) == 3
+    assert storage.count_trials(study, (TrialState.WAITING,)) == 37
+    assert storage.count_trials(study, tuple(TrialState)) == 40
 
     before = time.time()
     storage.optuna.set_trial_system_attr(claimed[1]._trial_id, LEASE_ATTR, before - 100)  # a dead worker's
@@ -107,7 +109,7 @@ def test_a_worker_claims_counts_and_checks_leases_through_lpstudys_proxy_without
     assert set(beats) == {t.number for t in claimed}
     assert beats[claimed[1].number] == pytest.approx(before - 100)
     assert beats[claimed[2].number] == pytest.approx(before)
-    # without a beat, a trial's start counts as its first (as lpstudy.study.lease.last_beat reads it)
+    # without a beat, a trial's start counts as its first (as lpstudy.db.liveness.last_beat reads it)
     assert before - 60 < beats[claimed[0].number] <= before + 1
     assert trial_reads["trials"] == 0, "a claim, a count or a lease check read the trials through Optuna"
 
@@ -126,7 +128,7 @@ def test_the_answers_through_lpstudys_proxy_are_optunas(lpstudy_proxy, grid):
     expected = true_counts(grid)
     assert expected == {"COMPLETE": 1, "FAIL": 1, "RUNNING": 4, "WAITING": 34}
     for state in TrialState:
-        assert count_states(study, (state,), storage) == expected.get(state.name, 0), state
+        assert storage.count_trials(study, (state,)) == expected.get(state.name, 0), state
     running = sorted((t._trial_id, t.number) for t in study.get_trials(states=(TrialState.RUNNING,)))
     assert sorted((tid, number) for tid, number, _ in running_beats(study, storage.proxy_calls)) == running
 
@@ -168,7 +170,7 @@ def test_through_optunas_own_proxy_a_worker_reads_the_trials_as_before(optuna_pr
     first = pop_waiting_trial(study, storage)
     assert first.number == 0  # Optuna's pop: the oldest
     assert storage.proxy_calls.offered is False  # the proxy answered UNIMPLEMENTED once
-    assert count_states(study, (TrialState.RUNNING,), storage) == 1
+    assert storage.count_trials(study, (TrialState.RUNNING,)) == 1
     assert [(tid, n) for tid, n, _ in running_beats(study, storage.proxy_calls)] == [(first._trial_id, 0)]
     assert trial_reads["trials"] >= 3  # each through Optuna's read of the trials
     assert true_counts(grid) == {"RUNNING": 1, "WAITING": 39}

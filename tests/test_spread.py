@@ -11,6 +11,7 @@ from lpstudy.study.space import SearchSpace
 from lpstudy.study.spec import build_spec
 from lpstudy.study.spread import SPREAD_ATTR, enqueue_spread, spread_points
 from lpstudy.study.studies import make_pruner
+from lpstudy.study.studies import creating_storage
 from lpstudy.values import P_OR_INF_PARAM
 
 
@@ -84,18 +85,18 @@ def test_a_search_study_is_created_with_its_spread_trials_waiting(tmp_path):
     from lpstudy.study.studies import open_and_create
 
     spec = build_spec({"preset": "smoke", "sampler_seed": 4})
-    _, study, created, _ = open_and_create(f"sqlite:///{tmp_path / 's.db'}", "s", spec)
+    study, created, _ = open_and_create(creating_storage(f"sqlite:///{tmp_path / 's.db'}"), "s", spec)
     assert created
     waiting = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,))
     assert len(waiting) == spec.spread_trials == 8
     assert sorted(_quarter(t.system_attrs["fixed_params"]["p"]) for t in waiting) == [0, 0, 1, 1, 2, 2, 3, 3]
     assert all(t.user_attrs[SPREAD_ATTR] for t in waiting)
     # created again with the same spec: found, and nothing enqueued twice
-    _, again, created, _ = open_and_create(f"sqlite:///{tmp_path / 's.db'}", "s", spec)
+    again, created, _ = open_and_create(creating_storage(f"sqlite:///{tmp_path / 's.db'}"), "s", spec)
     assert not created and len(again.get_trials(deepcopy=False)) == 8
     # a grid has no spread phase: its cells are its trials
     grid = build_spec({"preset": "smoke", "sampler": "grid"}, {"p": "1,2", "lr": "1e-3"})
-    _, g, _, enqueued = open_and_create(f"sqlite:///{tmp_path / 's.db'}", "g", grid)
+    g, _, enqueued = open_and_create(creating_storage(f"sqlite:///{tmp_path / 's.db'}"), "g", grid)
     assert enqueued == 2 and len(g.get_trials(deepcopy=False)) == 2
 
 

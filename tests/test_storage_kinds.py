@@ -19,8 +19,10 @@ from optuna.storages import JournalStorage, RDBStorage
 
 from lpstudy.db import kinds
 from lpstudy.db.kinds import KINDS, URL_FORMS, storage_at
-from lpstudy.db.kinds.base import LockingStorage, StudyStorage
-from lpstudy.db.locks import ask_lock_name, lock_file
+from lpstudy.db.kinds.base import StudyStorage
+from lpstudy.db.locking import LockAcrossProcesses
+from lpstudy.db.asking import ask_lock_name
+from lpstudy.db.locking import lock_file
 from lpstudy.db.optuna_storage import open_storage
 from lpstudy.errors import StudyUnavailable, UserError
 from lpstudy.study.checkpoints import artifact_location
@@ -287,8 +289,9 @@ def test_open_storage_is_the_urls_one_object_and_opens_what_its_kind_says(tmp_pa
     sqlite = open_storage(f"sqlite:///{tmp_path / 'a.db'}", create_tables=True)
     assert sqlite.name == "sqlite" and sqlite.url == f"sqlite:///{tmp_path / 'a.db'}"
     assert isinstance(sqlite.optuna, RDBStorage) and sqlite.engine is sqlite.optuna.engine
-    assert sqlite.optuna is sqlite.optuna and sqlite.engine is sqlite.engine  # opened once, kept
-    assert sa.inspect(sqlite.engine).has_table("lpstudy_metrics")
+    optuna_storage, engine = sqlite.optuna, sqlite.engine
+    assert sa.inspect(sqlite.engine).has_table("lpstudy_metrics") and sqlite.studies() == []
+    assert sqlite.optuna is optuna_storage and sqlite.engine is engine  # opened once, kept through the reads
     journal = open_storage(f"journal:///{tmp_path / 'a.log'}", create_tables=True)
     assert journal.name == "journal" and isinstance(journal.optuna, JournalStorage) and journal.engine is None
     with pytest.raises(StudyUnavailable, match="no study database at"):
@@ -377,7 +380,7 @@ def test_checkpoints_go_beside_a_file_and_nowhere_by_default_on_a_server(tmp_pat
     (MYSQL, False), ("grpc://proxy:13000", False),
 ])
 def test_which_kinds_lock(url, locks):
-    assert isinstance(storage_at(url), LockingStorage) is locks
+    assert isinstance(storage_at(url).locking, LockAcrossProcesses) is locks
 
 
 def _taken(path: Path) -> bool:
@@ -423,11 +426,21 @@ def test_postgresql_holds_an_advisory_lock(pg_url):
     probe.dispose()
 
 
-def test_a_kind_without_a_lock_holds_nothing():
+def test_a_kind_without_a_lock_holds_nothing(monkeypatch):
+    """MySQL and the gRPC proxy hold no lock across processes: the block runs (nested too: nothing
+    waits), and nothing is reached for it, neither a database nor a server."""
+    import socket
+
+    reached = []
+    monkeypatch.setattr(sa, "create_engine", lambda *a, **k: reached.append("engine"))
+    monkeypatch.setattr(socket, "create_connection", lambda *a, **k: reached.append("socket"))
     for url in (MYSQL, "grpc://proxy:13000"):
         storage = storage_at(url)
-        with storage.lock(), storage.lock():  # nothing held: nesting does not wait, nothing is reached
-            pass
+        ran = False
+        with storage.lock(), storage.lock():
+            ran = True
+        assert ran and not isinstance(storage.locking, LockAcrossProcesses)
+    assert reached == []
 
 
 # --- what a worker asks of a storage, answered alike by every kind --------------------------------
@@ -476,7 +489,7 @@ def test_every_kind_answers_a_workers_questions_alike(kind, locks, tmp_path, req
     from optuna.trial import TrialState
 
     from lpstudy.results.frames import load_study
-    from lpstudy.study.claims import count_states, pop_waiting_trial
+    from lpstudy.study.claims import pop_waiting_trial
     from lpstudy.study.spec import replicate_spec
     from lpstudy.study.studies import create_study, enqueue_missing_cells
     from lpstudy.training.metrics import MetricRecord
@@ -492,8 +505,8 @@ def test_every_kind_answers_a_workers_questions_alike(kind, locks, tmp_path, req
     study = storage.for_grid_worker(study)
     claimed = [pop_waiting_trial(study, storage) for _ in range(7)]
     assert claimed[-1] is None and len({t._trial_id for t in claimed[:-1]}) == 6
-    assert count_states(study, (TrialState.RUNNING,), storage) == 6
-    assert count_states(study, (TrialState.WAITING,), storage) == 0
+    assert storage.count_trials(study, (TrialState.RUNNING,)) == 6
+    assert storage.count_trials(study, (TrialState.WAITING,)) == 0
     first = claimed[0]
     assert storage.trial_state(study, first._trial_id) == TrialState.RUNNING
     storage.liveness(10, 60, 2).beat(first._trial_id)  # Optuna's heartbeat, or lpstudy's lease: still RUNNING
@@ -505,7 +518,7 @@ def test_every_kind_answers_a_workers_questions_alike(kind, locks, tmp_path, req
     study.tell(first, 2.25)
     assert storage.trial_state(study, first._trial_id) == TrialState.COMPLETE
     with storage.lock("a test"):  # SQLite and the journal: a file lock; PostgreSQL: an advisory lock
-        assert isinstance(storage, LockingStorage) is locks
+        assert isinstance(storage.locking, LockAcrossProcesses) is locks
     curves = load_study(open_reader(url), "grid").curves
     row = curves[curves["trial_id"] == first._trial_id]
     assert list(row["step"]) == [10] and list(row["val_loss"]) == [2.25] and list(row["train_loss"]) == [2.5]

@@ -222,7 +222,7 @@ def test_a_study_on_a_journal_file_keeps_its_curves_in_trial_attributes(tmp_path
     assert code == 0, err
     code, _, err = cli(capsys, "worker", "--study", "j", "--storage", url, "--devices", "cpu", "--n-trials", "1",
                        "--no-progress")
-    assert code == 0 and "heartbeats by lease" in err, err  # lpstudy's own heartbeats (lpstudy.study.lease)
+    assert code == 0 and "heartbeats by lease" in err, err  # lpstudy's own heartbeats (lpstudy.db.liveness.Lease)
     assert (tmp_path / "study.log").is_file()
     (trial,) = trials_of(url, "j")
     assert trial.state == TrialState.COMPLETE and "lpstudy_heartbeat" in trial.system_attrs

@@ -69,11 +69,12 @@ def write_replicate(url: str, name: str, p_values: list[float], folds: int, plan
     """A replicate study (p_values × folds, `fixed` as `--set`/`--gain-init` give it) whose every
     cell one in-process worker runs with plan(cfg)."""
     from lpstudy.study.spec import replicate_spec
-    from lpstudy.study.studies import open_and_create
+    from lpstudy.study.studies import creating_storage, open_and_create
     from lpstudy.study.worker import WorkerOptions, run_worker
 
     spec = replicate_spec("smoke", p_values, folds, fixed=fixed)
-    storage, _, _, _ = open_and_create(url, name, spec)  # as `lpstudy replicate`: the study and its cells
+    storage = creating_storage(url)
+    open_and_create(storage, name, spec)  # as `lpstudy replicate`: the study and its cells
     with storage:
         report = run_worker(WorkerOptions(study=name, storage=url, device="cpu", show_progress=False, announce=False),
                             say=lambda message: None, objective=PlannedObjective(plan), storage=storage)

@@ -40,7 +40,7 @@ def cached_compare(storage_url: str, compare_name: str):
 
 with no_traceback():
     plan, budgets, paired, reference, answer = cached_compare(storage, name)
-stages = "/".join(map(str, (plan.until_decided or {}).get("rounds", [])))
+stages = "/".join(map(str, plan.until_decided.rounds if plan.until_decided else ()))
 replicated = (f"on up to {plan.folds} folds, in stages of {stages} folds until its verdict is decided"
               if plan.until_decided else f"on {plan.folds} folds")
 st.markdown(f"**{name}**: arms of `{plan.factor}` · {plan.budget} tuning trials each on fold {plan.tune_fold} "

@@ -40,11 +40,19 @@ def checked_corpus(data: str | None) -> str:
     return str(resolve_corpus_path(data).absolute())
 
 
-def preflight(storage: StorageChoice, data: str | None, trains: bool) -> tuple[StudyStorage, str | None]:
+def preflight(storage: StorageChoice, data: str | None, trains: bool, creates: bool = False
+              ) -> tuple[StudyStorage, str | None]:
     """What a command that creates a study or starts workers checks before it does either (search,
-    replicate, compare, worker): the storage URL, and where it trains, the corpus. (the storage,
-    nothing opened yet, the corpus's absolute path or None when this command trains nothing here)."""
-    checked = storage.checked_storage()
+    create, replicate, compare, worker): the storage URL, and where it trains, the corpus. (the
+    storage, nothing opened yet: the command's one, which it uses until it closes it; the corpus's
+    absolute path or None when this command trains nothing here). creates: the storage waits for a
+    database that starts late (lpstudy.study.studies.creating_storage)."""
+    if creates:
+        from lpstudy.study.studies import creating_storage
+
+        checked = creating_storage(storage.url())
+    else:
+        checked = storage.checked_storage()
     return checked, checked_corpus(data) if trains else None
 
 

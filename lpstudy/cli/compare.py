@@ -41,8 +41,6 @@ def compare(
 ) -> int:
     """Compare the values of one field fairly: the same tuning budget per arm, then K folds each."""
     quiet_optuna()
-    from lpstudy.db.kinds import open_reader
-    from lpstudy.db.optuna_storage import open_storage
     from lpstudy.errors import UserError
     from lpstudy.results.compare import compare_progress, load_compare, next_command, render_compare
     from lpstudy.study.compare import create_compare, make_plan
@@ -58,35 +56,34 @@ def compare(
     stages = None
     if until_decided:
         from lpstudy.results.answers.sequential import rounds_of
+        from lpstudy.study.until_decided import UntilDecided
 
         folds = max_folds or folds
-        stages = {"rounds": rounds_of(folds), "rope": str(parse_rope(rope)), "alpha": DEFAULT_ALPHA}
+        stages = UntilDecided(rounds=rounds_of(folds), rope=str(parse_rope(rope)), alpha=DEFAULT_ALPHA)
     plan = make_plan(factor.strip(), values.split(","), tune.split(","), budget, folds, preset, reference,
                      parse_assignments(search, "--search"), parse_assignments(set_, "--set"), sampler_seed, stages)
     device_list = local.device_list()  # a wrong device: refused before anything is made
-    checked, data = preflight(storage, local.data, trains=bool(device_list))
-    url = checked.url
-    store = open_storage(url, create_tables=True)
-    created = create_compare(store, study, plan)
-    say(f"comparison {study!r} {'created' if created else 'resumed'} in {store.display_url}: "
-        f"{len(plan.values)} arms of {plan.factor} · {plan.budget} tuning trial{'' if plan.budget == 1 else 's'} each on fold "
-        f"{plan.tune_fold} · then " + (f"up to {plan.folds} folds each in stages of "
-                                       f"{'/'.join(map(str, plan.until_decided['rounds']))}" if plan.until_decided
-                                       else f"{plan.folds} folds each"))
-    reader = open_reader(url)  # the command's one reader, for the progress before and after
-    progress = compare_progress(load_compare(reader, study))
-    if progress["left"]:
-        say(work_estimate(progress["left"], plan.preset, plan.fixed, local.workers, local.devices,
-                          pruned=bool(progress["tuning_left"]) and plan.tune_spec(plan.reference).pruner != "none"))
-    code = 0
-    if device_list:
-        from lpstudy.study.launch import spawn_workers
-        from lpstudy.study.worker import WorkerOptions
+    store, data = preflight(storage, local.data, trains=bool(device_list), creates=True)
+    with store:  # the command's one storage, from its check to its close: it creates, and reads the progress
+        store.open(create_tables=True)
+        created = create_compare(store, study, plan)
+        say(f"comparison {study!r} {'created' if created else 'resumed'} in {store.display_url}: "
+            f"{len(plan.values)} arms of {plan.factor} · {plan.budget} tuning trial{'' if plan.budget == 1 else 's'} each on fold "
+            f"{plan.tune_fold} · then " + (f"up to {plan.folds} folds each in stages of "
+                                           f"{'/'.join(map(str, plan.until_decided.rounds))}" if plan.until_decided
+                                           else f"{plan.folds} folds each"))
+        progress = compare_progress(load_compare(store, study))
+        if progress["left"]:
+            say(work_estimate(progress["left"], plan.preset, plan.fixed, local.workers, local.devices,
+                              pruned=bool(progress["tuning_left"]) and plan.tune_spec(plan.reference).pruner != "none"))
+        code = 0
+        if device_list:
+            from lpstudy.study.launch import spawn_workers
+            from lpstudy.study.worker import WorkerOptions
 
-        code = spawn_workers(WorkerOptions(study=study, storage=url, data=data, show_progress=False),
-                             device_list, say=say)
-    with reader:
-        progress = render_compare(reader, study)
+            code = spawn_workers(WorkerOptions(study=study, storage=store.url, data=data, show_progress=False),
+                                 device_list, say=say)
+        progress = render_compare(store, study)
     if not progress["done"]:  # the next command only while something is left
         say(f"start workers anywhere: {next_command(study, storage.hint)}")
     return code

@@ -42,25 +42,21 @@ def search(
 
     spec_options.spec(**trial_options.given())  # a wrong value: refused before anything else
     available = resolve_devices(devices)  # a wrong device is refused before anything is written
-    checked, data = preflight(storage, data, trains=True)  # offline: one line, no study made
-    url = checked.url
-    store, the_study, created, _ = open_and_create(
-        url, study, lambda stored: spec_options.spec_for(study, stored, **trial_options.given()))
-    spec = load_spec(store, study)  # a study that exists: as it is stored
-    say(f"study {study!r} {'created' if created else 'continued'} in {store.display_url} · {spec.describe()}")
-    say(f"space: {spec.space.describe()}")
+    store, data = preflight(storage, data, trains=True, creates=True)  # offline: one line, no study made
+    with store:  # the command's one storage, from its check to its close
+        the_study, created, _ = open_and_create(
+            store, study, lambda stored: spec_options.spec_for(study, stored, **trial_options.given()))
+        spec = load_spec(store, study)  # a study that exists: as it is stored
+        say(f"study {study!r} {'created' if created else 'continued'} in {store.display_url} · {spec.describe()}")
+        say(f"space: {spec.space.describe()}")
 
-    device_list = [available[i % len(available)] for i in range(workers)]
-    max_steps = spec.base_config().max_steps
-    say("runs " + study_estimate(n_trials, spec.preset, workers, gpu=device_list[0] != "cpu",
-                                 max_steps=max_steps, pruned=spec.pruner != "none"))
-    options = WorkerOptions(study=study, storage=url, n_trials=n_trials, data=data, show_progress=False)
-    code = run_with_progress(options, device_list, the_study, n_trials)
-
-    from lpstudy.db.kinds import open_reader
-
-    with open_reader(url) as reader:
-        render_status(study_status(reader, study))
+        device_list = [available[i % len(available)] for i in range(workers)]
+        max_steps = spec.base_config().max_steps
+        say("runs " + study_estimate(n_trials, spec.preset, workers, gpu=device_list[0] != "cpu",
+                                     max_steps=max_steps, pruned=spec.pruner != "none"))
+        options = WorkerOptions(study=study, storage=store.url, n_trials=n_trials, data=data, show_progress=False)
+        code = run_with_progress(options, device_list, the_study, n_trials)
+        render_status(study_status(store, study))
     where, name = storage.hint, shell_quoted(study)
     say(f"dashboard: lpstudy dashboard --study {name}{where}")
     say(f"export:    lpstudy export --study {name}{where} -o best.yaml   "

@@ -41,9 +41,11 @@ def create(
     from lpstudy.study.studies import load_spec, open_and_create
 
     spec_options.spec(n_trials=n_trials, **trial_options.given())  # a wrong value: refused before the storage opens
-    store, _, created, enqueued = open_and_create(
-        storage.url(), study, lambda stored: spec_options.spec_for(study, stored, n_trials=n_trials, **trial_options.given()))
-    spec = load_spec(store, study)
+    store, _ = preflight(storage, None, trains=False, creates=True)
+    with store:  # the command's one storage, closed after
+        _, created, enqueued = open_and_create(
+            store, study, lambda stored: spec_options.spec_for(study, stored, n_trials=n_trials, **trial_options.given()))
+        spec = load_spec(store, study)
     verb = "created" if created else "exists already, unchanged:"
     say(f"study {study!r} {verb} in {store.display_url} · {spec.describe()}")
     say(f"space: {spec.space.describe()}")
@@ -82,7 +84,7 @@ def worker(
     # to the worker processes through the environment; the corpus found once, before any process
     checked, data = preflight(storage, data, trains=True)
     url = checked.url
-    from lpstudy.study.compare import load_plan, run_compare_worker
+    from lpstudy.study.compare import load_plan
     from lpstudy.study.spec import build_spec, read_study_file
     from lpstudy.study.spec_wait import wait_for_study
     from lpstudy.study.studies import load_spec
@@ -107,14 +109,13 @@ def worker(
             serve(port, options.device)
             say(f"metrics on http://0.0.0.0:{port}/metrics")
         if load_plan(opened, study) is not None:  # lpstudy compare: arm by arm, each arm's study its own
-            from lpstudy.cli.rounds import compare_stage
+            from lpstudy.study.compare_worker import run_compare_worker
 
-            report = run_compare_worker(options, opened, say=say,
-                                        next_stage=lambda storage, name: compare_stage(storage, name, say))
+            report = run_compare_worker(options, opened, say=say)
         elif load_spec(opened, study).until_decided:  # replicate --until-decided: stage by stage
-            from lpstudy.cli.rounds import run_rounds
+            from lpstudy.study.stages import run_until_decided
 
-            report = run_rounds(options, say, opened)
+            report = run_until_decided(options, opened, say)
         else:
             report = run_worker(options, storage=opened)
     if report.exit_code:
@@ -162,12 +163,13 @@ def _rounds(reader, study: str) -> dict | None:
     from lpstudy.results.answers import study_answer
     from lpstudy.results.answers.options import stage_options
     from lpstudy.results.compare import verdict_data
+    from lpstudy.study.until_decided import UntilDecided
 
     data = verdict_data(reader, study, curves=False)
-    plan = (data.info.spec or {}).get("until_decided")
-    if not plan:
+    plan = UntilDecided.from_plain((data.info.spec or {}).get("until_decided"))
+    if plan is None:
         return None
-    return study_answer(data, stage_options(plan, plan.get("reference")))
+    return study_answer(data, stage_options(plan))
 
 
 @app.command()
@@ -219,10 +221,6 @@ def replicate(
 ) -> int:
     """The paper's protocol: a grid of p values × K folds; create (or resume) it, and return."""
     quiet_optuna()
-    from lpstudy.study.replicate import replicate as run_replicate
-    from lpstudy.db.urls import redact
-    from lpstudy.study.worker import WorkerOptions
-
     fixed = parse_assignments(set_, "--set")
     for name, value in (("lr", lr), ("gain_init", gain_init), ("seed", seed)):
         if value is not None:
@@ -234,48 +232,45 @@ def replicate(
     parse_rope(rope)  # --rope 0 or below: one line, before anything is made
     if until_decided:
         from lpstudy.results.answers.sequential import rounds_of
+        from lpstudy.study.until_decided import UntilDecided
 
         folds = max_folds or folds
-        sequential = {"rounds": rounds_of(folds), "reference": 2.0, "rope": str(parse_rope(rope)), "alpha": DEFAULT_ALPHA}
+        sequential = UntilDecided(rounds=rounds_of(folds), reference=2.0, rope=str(parse_rope(rope)), alpha=DEFAULT_ALPHA)
     device_list = local.device_list()  # a wrong device: refused before anything is made
-    checked, data = preflight(storage, local.data, trains=bool(device_list))  # offline: one line, nothing made
-    url = checked.url
-    result = run_replicate(url, study, preset, p_values, folds, fixed, trial_options.given(), sequential)
-    verb = "created" if result.created else "resumed"
-    n_lr = f"{len(lr.split(','))} lr × " if lr and "," in lr else ""
-    say(f"replicate study {study!r} {verb} in {redact(url)}: {result.n_cells} cells "
-        f"({len(p_values)} p × {n_lr}{folds} folds) · {result.done} done · {result.running} running · "
-        f"{result.waiting} waiting ({result.enqueued} enqueued now)")
-    if sequential:
-        say(f"until decided: folds in stages of {', '.join(map(str, sequential['rounds']))}; an arm decided against "
-            f"p = 2 (ROPE {parse_rope(rope).words()}) gets no more folds; see `lpstudy verdict --study {shell_quoted(study)}{storage.hint}`")
-    say(work_estimate(result.n_cells - result.done, preset, fixed, local.workers, local.devices))
-    if not device_list:
-        say(f"start workers anywhere: lpstudy worker --study {shell_quoted(study)}{storage.hint}; "
-            f"then: lpstudy status --study {shell_quoted(study)}{storage.hint}")
-        return 0
-    options_w = WorkerOptions(study=study, storage=url, data=data,
-                              heartbeat_interval=trial_options.heartbeat_interval,
-                              grace_period=trial_options.grace_period, max_retry=trial_options.max_retry)
-    import optuna
+    checked, data = preflight(storage, local.data, trains=bool(device_list), creates=True)  # offline: one line, nothing made
+    with checked:  # the command's one storage, from its check to its close
+        from lpstudy.study.replicate import replicate as run_replicate
+        from lpstudy.study.worker import WorkerOptions
 
-    from lpstudy.cli.worker_progress import run_with_progress
-    from lpstudy.db.optuna_storage import open_storage
+        url = checked.url
+        result = run_replicate(checked, study, preset, p_values, folds, fixed, trial_options.given(), sequential)
+        verb = "created" if result.created else "resumed"
+        n_lr = f"{len(lr.split(','))} lr × " if lr and "," in lr else ""
+        say(f"replicate study {study!r} {verb} in {checked.display_url}: {result.n_cells} cells "
+            f"({len(p_values)} p × {n_lr}{folds} folds) · {result.done} done · {result.running} running · "
+            f"{result.waiting} waiting ({result.enqueued} enqueued now)")
+        if sequential:
+            say(f"until decided: folds in stages of {', '.join(map(str, sequential.rounds))}; an arm decided against "
+                f"p = 2 (ROPE {parse_rope(rope).words()}) gets no more folds; see `lpstudy verdict --study {shell_quoted(study)}{storage.hint}`")
+        say(work_estimate(result.n_cells - result.done, preset, fixed, local.workers, local.devices))
+        if not device_list:
+            say(f"start workers anywhere: lpstudy worker --study {shell_quoted(study)}{storage.hint}; "
+                f"then: lpstudy status --study {shell_quoted(study)}{storage.hint}")
+            return 0
+        options_w = WorkerOptions(study=study, storage=url, data=data,
+                                  heartbeat_interval=trial_options.heartbeat_interval,
+                                  grace_period=trial_options.grace_period, max_retry=trial_options.max_retry)
+        import optuna
 
-    opened = open_storage(url)
-    try:
-        grid = optuna.load_study(study_name=study, storage=opened.optuna)
+        from lpstudy.cli.worker_progress import run_with_progress
+
+        grid = optuna.load_study(study_name=study, storage=checked.optuna)
         code = run_with_progress(options_w, device_list, grid, result.n_cells - result.done, show=not no_progress, say=say)
-    finally:
-        opened.close()
-    from lpstudy.db.kinds import open_reader
-    from lpstudy.results.status import render_status, study_status
+        from lpstudy.results.status import render_status, study_status
 
-    with open_reader(url) as reader:
-        render_status(study_status(reader, study))
-    if sequential:
-        from lpstudy.cli.verdict import print_verdicts
+        render_status(study_status(checked, study))
+        if sequential:
+            from lpstudy.cli.verdict import print_verdicts
 
-        print_verdicts(study, storage)
-    return code
-
+            print_verdicts(study, checked)
+        return code

@@ -34,10 +34,11 @@ def verdict(
     storage: StorageChoice,
 ) -> None:
     """Verdicts per arm: better, equivalent (within --rope), worse or undecided, and the folds that would decide."""
-    print_verdicts(study, storage, rope, _value(reference), alpha, as_json)
+    with storage.reader() as reader:
+        print_verdicts(study, reader, rope, _value(reference), alpha, as_json)
 
 
-def print_verdicts(study: str, storage: StorageChoice, rope: str | None = None, reference=None,
+def print_verdicts(study: str, reader, rope: str | None = None, reference=None,
                    alpha: float = DEFAULT_ALPHA, as_json: bool = False) -> None:
     """The verdict table (or the JSON answer) of the study on standard output. rope None: the one a
     sequential study was run with, else 0.01 nats."""
@@ -50,8 +51,7 @@ def print_verdicts(study: str, storage: StorageChoice, rope: str | None = None, 
     from lpstudy.results.verdict_table import sequential_lines, stages_frame, verdict_frame, verdict_title
 
     chosen = None if rope is None else parse_rope(rope)  # a wrong --rope: one line before the study is read
-    with storage.reader() as reader:
-        data = verdict_data(reader, study)
+    data = verdict_data(reader, study)
     rope = chosen or study_rope(data.info.spec)
     answer = study_answer(data, AnswerOptions(rope=rope, alpha=alpha, reference=reference))
     if as_json:

@@ -1,13 +1,13 @@
 """A new trial within a study's n_trials target, as each kind of storage can make it atomic:
 
-    under a lock     (SQLite, journal, PostgreSQL: lpstudy.db.locks) the finished and running
+    under a lock     (SQLite, journal, PostgreSQL: lpstudy.db.locking) the finished and running
                      trials are counted and the new one asked under the storage's lock, so that
                      several workers never start more trials than the target
     checked after    (gRPC, MySQL: no lock across processes) the trial is asked, then a worker that
                      finds its new trial beyond the target (a racing worker's trial has a lower
                      number) gives it up: it ends FAIL with the user attribute surplus, never run
 
-Each storage says which by the class it is made of (lpstudy.db.kinds.base.LockingStorage); a caller
+Each storage says which by the lock it composes in (lpstudy.db.locking: LockAcrossProcesses or NoLock); a caller
 asks StudyStorage.ask_within_target and never which it holds.
 """
 

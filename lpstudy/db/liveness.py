@@ -22,12 +22,13 @@ import time
 import warnings
 from typing import TYPE_CHECKING
 
+from lpstudy.db import optuna_private
 from lpstudy.values import LEASE_ATTR, METRICS_ATTR_PREFIX
 
 if TYPE_CHECKING:
     import optuna
 
-    from lpstudy.db.optuna_storage import StudyStorage
+    from lpstudy.db.storage_protocol import Storage
 
 
 class Liveness:
@@ -35,7 +36,7 @@ class Liveness:
 
     note = ""  # said after the worker's first line, where the user should know
 
-    def __init__(self, storage: StudyStorage, interval_s: int, grace_period_s: int, max_retry: int | None) -> None:
+    def __init__(self, storage: Storage, interval_s: int, grace_period_s: int, max_retry: int | None) -> None:
         self.storage, self.interval_s, self.grace_period_s, self.max_retry = (
             storage, int(interval_s), int(grace_period_s), max_retry)
 
@@ -53,7 +54,7 @@ class OptunaHeartbeats(Liveness):
     older than the grace period (lpstudy.db.trial_states): Optuna's check loads every RUNNING trial,
     and 200 workers ran it before every trial."""
 
-    def __init__(self, storage: StudyStorage, interval_s: int, grace_period_s: int, max_retry: int | None) -> None:
+    def __init__(self, storage: Storage, interval_s: int, grace_period_s: int, max_retry: int | None) -> None:
         from lpstudy.db.retries import RetryCallback
 
         super().__init__(storage, interval_s, grace_period_s, max_retry)
@@ -86,7 +87,7 @@ class OptunaHeartbeats(Liveness):
 
         def look() -> tuple[bool, set[int]]:
             with self.storage.engine.connect() as conn:
-                return may_have_stale(conn, study._study_id, self.grace_period_s), unbeaten_trials(conn, study._study_id)
+                return may_have_stale(conn, optuna_private.study_id(study), self.grace_period_s), unbeaten_trials(conn, optuna_private.study_id(study))
 
         stale, without = self.storage.call(look)
         if self._backdate_unbeaten(without):
@@ -139,7 +140,7 @@ class Lease(Liveness):
 
         from lpstudy.db.retries import RetryCallback
 
-        storage, now, said = study._storage, time.time(), []
+        storage, now, said = optuna_private.study_storage(study), time.time(), []
         for trial_id, number, last in running_beats(study, self.storage.proxy_calls):
             if last is None or now - last <= self.grace_period_s:
                 continue
@@ -171,8 +172,8 @@ def running_beats(study: optuna.Study, calls=None) -> list[tuple[int, int, float
     included)."""
     from optuna.trial import TrialState
 
-    beats = calls.running_beats(study._study_id, LEASE_ATTR) if calls is not None else None
+    beats = calls.running_beats(optuna_private.study_id(study), LEASE_ATTR) if calls is not None else None
     if beats is not None:
         return beats
-    return [(t._trial_id, t.number, last_beat(t))
+    return [(optuna_private.trial_id(t), t.number, last_beat(t))
             for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))]

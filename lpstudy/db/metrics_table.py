@@ -6,7 +6,7 @@ created idempotently and Optuna's own tables are never altered.
 from __future__ import annotations
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from lpstudy.db.read_indexes import ensure_read_indexes
 from lpstudy.training.metrics import METRIC_FIELDS, MetricRecord
@@ -49,7 +49,7 @@ def ensure_metrics_table(engine: Engine) -> None:
     ensure_read_indexes(engine)  # the indexes lpstudy's readers use on Optuna's tables
 
 
-def missing_columns(engine: Engine) -> list[str]:
+def missing_columns(engine: Engine | Connection) -> list[str]:
     """The metric columns the stored table lacks (all of them if there is no table)."""
     inspector = sa.inspect(engine)
     if not inspector.has_table(METRICS_TABLE):
@@ -81,21 +81,25 @@ def empty_metrics():
     return pd.DataFrame(columns=["trial_id", "trial_number", *METRIC_FIELDS])
 
 
-def read_metrics(engine: Engine, study_name: str, trial_ids=None):
+def read_metrics(engine: Engine | Connection, study_name: str, trial_ids=None):
     """Every metrics row of a study (or of the trials trial_ids only) as a pandas DataFrame (columns:
     trial_id, trial_number, step, and METRIC_FIELDS), sorted by trial and step; empty if the table
-    does not exist yet."""
+    does not exist yet. On an engine, or on a connection a read holds already (a read of a study's
+    tables and its curves in one transaction: on a SQLite writer, whose every transaction takes the
+    write lock, a second connection would wait on the first)."""
+    import contextlib
+
     import pandas as pd
 
     columns = ["trial_id", "trial_number", *METRIC_FIELDS]
-    if not sa.inspect(engine).has_table(METRICS_TABLE):
-        return empty_metrics()
-    absent = set(missing_columns(engine))  # a table of an older lpstudy, read by a read-only role
-    query = (sa.select(*(metrics_table.c[c] for c in columns if c not in absent))
-             .where(metrics_table.c.study_name == study_name if trial_ids is None else  # trial ids are unique
-                    metrics_table.c.trial_id.in_([int(i) for i in trial_ids]))
-             .order_by(metrics_table.c.trial_number, metrics_table.c.step))
-    with engine.connect() as conn:
+    with (engine.connect() if isinstance(engine, Engine) else contextlib.nullcontext(engine)) as conn:
+        if not sa.inspect(conn).has_table(METRICS_TABLE):
+            return empty_metrics()
+        absent = set(missing_columns(conn))  # a table of an older lpstudy, read by a read-only role
+        query = (sa.select(*(metrics_table.c[c] for c in columns if c not in absent))
+                 .where(metrics_table.c.study_name == study_name if trial_ids is None else  # trial ids are unique
+                        metrics_table.c.trial_id.in_([int(i) for i in trial_ids]))
+                 .order_by(metrics_table.c.trial_number, metrics_table.c.step))
         frame = pd.read_sql(query, conn)
     for name in absent:
         frame[name] = float("nan")

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
+from lpstudy.db import optuna_private
+
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
@@ -29,14 +31,14 @@ def copy_study(frozen_study: Any, trials: list) -> tuple[Engine, int]:
     engine = sa.create_engine("sqlite://", poolclass=sa.pool.StaticPool,
                               connect_args={"check_same_thread": False})
     models.BaseModel.metadata.create_all(engine)
-    sid = int(frozen_study._study_id)
+    sid = int(optuna_private.study_id(frozen_study))
     T = models.BaseModel.metadata.tables
     dumps = json.dumps
     rows: dict[str, list[dict[str, Any]]] = {name: [] for name in (
         "trials", "trial_values", "trial_params", "trial_user_attributes", "trial_system_attributes",
         "trial_intermediate_values")}
     for trial in trials:
-        tid = int(trial._trial_id)
+        tid = int(optuna_private.trial_id(trial))
         rows["trials"].append({"trial_id": tid, "number": trial.number, "study_id": sid, "state": trial.state.name,
                                "datetime_start": trial.datetime_start, "datetime_complete": trial.datetime_complete})
         for objective, value in enumerate(trial.values or []):

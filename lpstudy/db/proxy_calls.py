@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     import grpc
     from optuna.storages import BaseStorage
 
-    from lpstudy.db.optuna_storage import StudyStorage
+    from lpstudy.db.storage_protocol import Storage
     from lpstudy.db.outages import RetryPolicy
 
 SERVICE = "lpstudy.StorageProxy"
@@ -51,7 +51,7 @@ def _decode(data: bytes) -> Any:
 
 def running_beats(conn: sa.Connection, study_id: int, key: str) -> list[tuple[int, int, float | None]]:
     """(trial id, number, last beat) of the study's RUNNING trials: the system attribute key (Unix
-    seconds) where written, else the trial's start, as lpstudy.study.lease.last_beat reads it."""
+    seconds) where written, else the trial's start, as lpstudy.db.liveness.last_beat reads it."""
     rows = conn.execute(sa.text(
         "SELECT t.trial_id, t.number, t.datetime_start, a.value_json FROM trials t "
         "LEFT JOIN trial_system_attributes a ON a.trial_id = t.trial_id AND a.key = :key "
@@ -68,7 +68,7 @@ def running_beats(conn: sa.Connection, study_id: int, key: str) -> list[tuple[in
     return beats
 
 
-def add_proxy_calls(server: grpc.Server, storage: StudyStorage, backend: BaseStorage) -> None:
+def add_proxy_calls(server: grpc.Server, storage: Storage, backend: BaseStorage) -> None:
     """Serve SERVICE's methods on server, from storage's SQL engine; trials are claimed through
     backend (the storage Optuna's methods on that server use)."""
     import grpc

@@ -29,7 +29,7 @@ from lpstudy.values import FIXED_PARAMS_ATTR
 if TYPE_CHECKING:
     from optuna.storages import BaseStorage
 
-    from lpstudy.db.optuna_storage import StudyStorage
+    from lpstudy.db.storage_protocol import Storage
 
 # A claim on a SQL storage tries the oldest CLAIM_WINDOW waiting trials in a random order: workers
 # that claim at the same moment then rarely reach for the same trial (in order, each would queue on
@@ -44,7 +44,7 @@ def waiting_trial_ids(conn: Connection, study_id: int, limit: int) -> list[int]:
         {"sid": study_id, "n": limit})]
 
 
-def claim_waiting_trial_id(storage: StudyStorage, optuna_storage: BaseStorage, study_id: int) -> int | None:
+def claim_waiting_trial_id(storage: Storage, optuna_storage: BaseStorage, study_id: int) -> int | None:
     """Claim one of the oldest waiting trials of a study on a SQL storage: the ids of the oldest
     CLAIM_WINDOW from one query (lpstudy.db.waiting_trials), tried in a random order with the same
     atomic step as Optuna's pop (optuna_storage's set_trial_state_values); read again while others

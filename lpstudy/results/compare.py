@@ -132,7 +132,7 @@ def _study_data(data: CompareData):
     spec = {"folds": plan.folds, "compare": {"factor": plan.factor, "reference_label": data.reference,
                                              "labels": {plan.label(v): v for v in plan.values}}}
     if plan.until_decided:  # the replicate phase ran in stages: the verdicts replay them (answers.sequential)
-        spec["until_decided"] = plan.until_decided
+        spec["until_decided"] = plan.until_decided.to_plain()
     info = StudyInfo(name=name, kind="compare", preset=plan.preset, spec=spec)
     return StudyData(name=name, info=info, trials=data.folds, curves=pd.DataFrame())
 

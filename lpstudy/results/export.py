@@ -25,7 +25,8 @@ from lpstudy.values import RUN_FILE_ALWAYS as ALWAYS
 from lpstudy.values import SPEC_ATTR
 
 if TYPE_CHECKING:
-    from lpstudy.db.trial_reader import StudyTables, TrialReader
+    from lpstudy.db.study_queries import StudyTables
+    from lpstudy.db.trial_reader import TrialReader
 
 FORMATS = ("yaml", "json")
 

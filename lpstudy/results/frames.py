@@ -30,7 +30,8 @@ from typing import Any
 
 import pandas as pd
 
-from lpstudy.db.trial_reader import StudyTables, TrialReader
+from lpstudy.db.study_queries import StudyTables
+from lpstudy.db.trial_reader import TrialReader
 from lpstudy.results.cells import grid_fields, one_per_cell
 from lpstudy.study.best import ranked_frame
 from lpstudy.training.fields import FIELDS

@@ -29,8 +29,7 @@ import threading
 
 import pandas as pd
 
-from lpstudy.db.study_queries import in_chunks
-from lpstudy.db.trial_reader import StudyTables
+from lpstudy.db.study_queries import StudyTables, in_chunks
 from lpstudy.results import frames
 
 UNFINISHED = ("RUNNING", "WAITING")

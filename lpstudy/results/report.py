@@ -108,8 +108,6 @@ def render_report(data: StudyData, storage_url: str, threshold: float | None = N
                 parts.append(f"<div class='cell wide'><p class='answer'>{html.escape(item)}</p></div>")
             elif isinstance(item, pd.DataFrame):
                 parts.append(f"<div class='cell wide'>{_table(item)}</div>")
-            elif isinstance(item, str):  # a sentence: what the numbers let the reader conclude
-                parts.append(f"<p class='cell wide'>{html.escape(item)}</p>")
             else:
                 parts.append("<div class='cell'>" + item.to_html(
                     full_html=False, include_plotlyjs=False, default_width="100%",

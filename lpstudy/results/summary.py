@@ -11,8 +11,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from lpstudy.db.study_queries import in_chunks
-from lpstudy.db.trial_reader import StudyTables
+from lpstudy.db.study_queries import StudyTables, in_chunks
 from lpstudy.results import frames
 from lpstudy.results.compute import compute_summary_of_sums
 from lpstudy.values import STATES

@@ -1,5 +1,5 @@
 """The trials frame (lpstudy.results.frames.TRIAL_COLUMNS), the one builder of it: from a study's rows
-in Optuna's tables (lpstudy.db.trial_reader.StudyTables: the database's own, or a copy of a study
+in Optuna's tables (lpstudy.db.study_queries.StudyTables: the database's own, or a copy of a study
 read through Optuna's API) in a few queries, column by column: the attributes arrive pivoted into
 columns (lpstudy.db.study_queries.trial_rows), each column's JSON texts are decoded once per
 distinct text, and the parameters' internal values are mapped to their external ones by Optuna's
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from lpstudy.db.trial_reader import StudyTables
+from lpstudy.db.study_queries import StudyTables
 from lpstudy.training.metrics import SUMMARY_FIELDS
 from lpstudy.values import FIXED_PARAMS_ATTR, P, json_or_text, p_of_params, read_p, to_float
 

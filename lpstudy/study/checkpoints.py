@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import optuna
 
+from lpstudy.db import optuna_private
 from lpstudy.db.urls import first_line
 from lpstudy.errors import UserError
 from lpstudy.study.trial_context import TrialLost
@@ -78,7 +79,7 @@ class TrialCheckpoints:
         self.current: str | None = None  # the artifact the trial's attribute points at
 
     def _meta(self) -> dict | None:
-        return self.study._storage.get_trial(self.trial._trial_id).system_attrs.get(CHECKPOINT_ATTR)
+        return optuna_private.study_storage(self.study).get_trial(optuna_private.trial_id(self.trial)).system_attrs.get(CHECKPOINT_ATTR)
 
     def load(self) -> Checkpoint | None:
         """The checkpoint this trial inherited from the run it retries; None where there is none (no
@@ -126,7 +127,7 @@ class TrialCheckpoints:
                                           study_or_trial=self.trial, mimetype="application/octet-stream")
         finally:
             os.unlink(handle.name)
-        self.study._storage.set_trial_system_attr(self.trial._trial_id, CHECKPOINT_ATTR,
+        optuna_private.study_storage(self.study).set_trial_system_attr(optuna_private.trial_id(self.trial), CHECKPOINT_ATTR,
                                                   {"artifact_id": artifact_id, "step": checkpoint.step})
         previous, self.current = self.current, artifact_id
         self._remove(previous)

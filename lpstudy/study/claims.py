@@ -9,14 +9,14 @@ from __future__ import annotations
 import optuna
 from optuna.trial import TrialState
 
+from lpstudy.db import optuna_private
 from lpstudy.db.asking import WAIT, ask
 from lpstudy.db.optuna_storage import StudyStorage
 from lpstudy.db.retries import RetryCallback
 from lpstudy.errors import UserError
-from lpstudy.study.lease import LEASE_ATTR
 from lpstudy.study.spec import StudySpec
 from lpstudy.study.studies import trial_params
-from lpstudy.values import METRICS_ATTR_PREFIX
+from lpstudy.values import LEASE_ATTR, METRICS_ATTR_PREFIX
 
 
 def pop_waiting_trial(study: optuna.Study, storage: StudyStorage) -> optuna.Trial | None:
@@ -28,20 +28,9 @@ def pop_waiting_trial(study: optuna.Study, storage: StudyStorage) -> optuna.Tria
     oldest, through lpstudy's storage proxy the same, run by the proxy, elsewhere Optuna's own pop
     (the private Study._pop_waiting_trial_id, the first half of study.ask(), which would then sample a
     new trial when no cell waits; tests/test_optuna_private.py fails if it changes)."""
-    study._thread_local.cached_all_trials = None  # as Study.ask does: sync with the storage once per trial
+    optuna_private.forget_cached_trials(study)  # as Study.ask does: sync with the storage once per trial
     trial_id = storage.claim_waiting(study)
     return None if trial_id is None else optuna.Trial(study, trial_id)
-
-
-def for_grid_worker(study: optuna.Study, storage: StudyStorage) -> optuna.Study:
-    """The study as a grid worker uses it: on a SQL storage, straight on Optuna's RDBStorage rather
-    than through the cache that optuna.load_study puts in front of it. The cache makes a sampler's
-    reads incremental, and a grid worker never samples; it reads every unfinished trial again on each
-    read, and a grid's waiting cells are unfinished trials, so that with 5,000 cells waiting each read
-    loaded them all; and it refuses the parameters of a trial it has not loaded, as a trial claimed
-    by claim_waiting_trial_id is (KeyError in set_trial_param). Optuna reaches the storage through
-    Study._storage only (tests/test_optuna_private.py checks it). Other storages: the study as it is."""
-    return storage.for_grid_worker(study)
 
 
 def ask_within_target(study: optuna.Study, spec: StudySpec, storage: StudyStorage):
@@ -52,12 +41,6 @@ def ask_within_target(study: optuna.Study, spec: StudySpec, storage: StudyStorag
     if spec.n_trials is None:
         return ask(study)
     return storage.ask_within_target(study, spec.n_trials)
-
-
-def count_states(study: optuna.Study, states: tuple[TrialState, ...], storage: StudyStorage) -> int:
-    """How many of the study's trials are in these states: the storage's count
-    (StudyStorage.count_trials: one query on SQL and on lpstudy's proxy, else Optuna's read of them)."""
-    return storage.count_trials(study, states)
 
 
 def requeue(study: optuna.Study, trial_id: int, max_retry: int, interrupted: bool = False,
@@ -73,7 +56,7 @@ def requeue(study: optuna.Study, trial_id: int, max_retry: int, interrupted: boo
     The look at the cell is retried through the storage's outages (StudyStorage.call); any error it
     does not ride out is raised, never read as "the cell has no live trial"."""
     def look() -> tuple[optuna.trial.FrozenTrial, bool]:
-        frozen = study._storage.get_trial(trial_id)
+        frozen = optuna_private.study_storage(study).get_trial(trial_id)
         return frozen, spec is not None and spec.is_grid and cell_is_live(study, spec, frozen)
 
     frozen, live = storage.call(look)
@@ -100,5 +83,5 @@ def cell_is_live(study: optuna.Study, spec: StudySpec, trial: optuna.trial.Froze
     if key is None:
         return False
     live = (TrialState.WAITING, TrialState.RUNNING, TrialState.COMPLETE)
-    return any(other._trial_id != trial._trial_id and cell_of_trial(spec, other) == key
+    return any(optuna_private.trial_id(other) != optuna_private.trial_id(trial) and cell_of_trial(spec, other) == key
                for other in study.get_trials(deepcopy=False, states=live))

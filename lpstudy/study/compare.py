@@ -15,7 +15,8 @@ sharing the comparison's name as a prefix:
 `lpstudy worker --study NAME` (anywhere, as many as you like) takes, for each trial, the arm whose
 tuning has used the least of its budget; once an arm's budget is spent its replicate grid is
 created and its cells run (with --until-decided, in the stages of `replicate --until-decided`:
-the verdicts after each stage decide which arms get the next folds; lpstudy.cli.rounds). Everything
+the verdicts after each stage decide which arms get the next folds; lpstudy.study.stages). Its
+worker is lpstudy.study.compare_worker. Everything
 is in the database, so rerunning `lpstudy compare` or a worker resumes where the study stands.
 Two workers that pick an arm at the same moment can give it one trial more than the budget;
 `status` shows each arm's count.
@@ -26,7 +27,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +39,7 @@ from lpstudy.study.best import ranked_trials
 from lpstudy.study.space import DEFAULT_SPACE
 from lpstudy.study.spec import StudySpec, build_spec, replicate_spec
 from lpstudy.study.studies import create_study, enqueue_missing_cells, load_study
+from lpstudy.study.until_decided import UntilDecided
 from lpstudy.training.config import coerce_field, get_preset
 from lpstudy.values import REFERENCE_P, P, format_p, json_safe
 
@@ -75,14 +76,16 @@ class ComparePlan:
     fixed: dict[str, Any] = field(default_factory=dict)
     tune_fold: int = 0
     sampler_seed: int | None = None
-    # --until-decided: {"rounds": [...], "rope": r, "alpha": a}; the folds of the arms' best configurations
-    # run in stages and an arm decided against the reference gets no more (lpstudy.cli.rounds); None: all at once
-    until_decided: dict | None = None
+    # --until-decided: the folds of the arms' best configurations run in stages and an arm decided
+    # against the reference gets no more (lpstudy.study.stages); None: all at once
+    until_decided: UntilDecided | None = None
 
     def to_plain(self) -> dict[str, Any]:
         plain = dataclasses.asdict(self)
         if self.until_decided is None:  # written only when set: a plan made before it is the same plan
             del plain["until_decided"]
+        else:
+            plain["until_decided"] = self.until_decided.to_plain()
         plain["values"] = json_safe(self.values)
         plain["reference"] = json_safe(self.reference)
         return plain
@@ -93,6 +96,7 @@ class ComparePlan:
         plan = cls(**{k: v for k, v in plain.items() if k in known})
         plan.values = [coerce_field(plan.factor, v) for v in plan.values]
         plan.reference = coerce_field(plan.factor, plan.reference)
+        plan.until_decided = UntilDecided.from_plain(plan.until_decided)
         return plan
 
     def label(self, value: Any) -> str:
@@ -134,7 +138,7 @@ class ComparePlan:
 def make_plan(factor: str, values: list[str], tune: list[str], budget: int, folds: int, preset: str = "cpu",
               reference: str | None = None, search: dict[str, Any] | None = None,
               fixed: dict[str, Any] | None = None, sampler_seed: int | None = None,
-              until_decided: dict[str, Any] | None = None) -> ComparePlan:
+              until_decided: UntilDecided | dict[str, Any] | None = None) -> ComparePlan:
     """A plan from what a user typed; UserError (one line) for anything that cannot run."""
     get_preset(preset)
     arms = []
@@ -169,7 +173,7 @@ def make_plan(factor: str, values: list[str], tune: list[str], budget: int, fold
         raise UserError("give the fields to tune in every arm: --tune lr,gain_init")
     plan = ComparePlan(factor=factor, values=arms, reference=ref, tune=tune_entries, budget=budget,
                        folds=folds, preset=preset, fixed=dict(fixed or {}), sampler_seed=sampler_seed,
-                       until_decided=until_decided)
+                       until_decided=UntilDecided.from_plain(until_decided))
     for value in arms:
         plan.tune_spec(value)  # refuse now what an arm could not run
     return plan
@@ -252,6 +256,7 @@ def ensure_folds_study(storage: StudyStorage, name: str, plan: ComparePlan, valu
 
 
 WAIT = ":wait"  # next_study's answer while a stage's cells (or the last tuning trials) still run elsewhere
+STAGE_OVER = ":stage-over"  # next_study's answer, with --until-decided, once a stage's cells are over
 
 
 def enqueue_stage(storage: StudyStorage, name: str, plan: ComparePlan, labels: list[str], folds: int) -> tuple[int, int]:
@@ -272,12 +277,11 @@ def enqueue_stage(storage: StudyStorage, name: str, plan: ComparePlan, labels: l
     return enqueued, open_
 
 
-def next_study(storage: StudyStorage, name: str, plan: ComparePlan, next_stage=None) -> str | None:
+def next_study(storage: StudyStorage, name: str, plan: ComparePlan) -> str | None:
     """Where a worker's next trial comes from: the arm whose tuning has used least of its budget,
     else an arm's replicate grid with a waiting cell; None when nothing is left to run now. With
-    --until-decided, once a stage's cells are over, next_stage(storage, NAME) (lpstudy.cli.rounds:
-    the verdicts decide) enqueues the next stage ("enqueued"), or says "wait" or "over"; WAIT while
-    cells or tuning trials run elsewhere."""
+    --until-decided: WAIT while cells or tuning trials run elsewhere, STAGE_OVER once a stage's
+    cells are over (the verdicts decide what comes next: lpstudy.study.compare_worker)."""
     used = {}
     for value in plan.values:
         tune, _ = load_study(storage, plan.tune_study(name, value))
@@ -285,70 +289,17 @@ def next_study(storage: StudyStorage, name: str, plan: ComparePlan, next_stage=N
     open_arms = [study for study, n in sorted(used.items(), key=lambda item: item[1]) if n < plan.budget]
     if open_arms:
         return open_arms[0]
-    for _ in range(2):  # a second look after a stage is enqueued
-        running = False
-        for value in plan.values:
-            study = ensure_folds_study(storage, name, plan, value)
-            if study is None:
-                tune, _ = load_study(storage, plan.tune_study(name, value))
-                running = running or not tuning_done(tune, plan.budget)
-                continue
-            states = {t.state for t in study.get_trials(deepcopy=False)}
-            if TrialState.WAITING in states:
-                return plan.folds_study(name, value)
-            running = running or TrialState.RUNNING in states
-        if not plan.until_decided or next_stage is None:
-            return None
-        if running:
-            return WAIT
-        step = next_stage(storage, name)
-        if step == "over":
-            return None
-        if step == "wait":
-            return WAIT
-    return WAIT
-
-
-def run_compare_worker(options, storage: StudyStorage, say=None, next_stage=None):
-    """`lpstudy worker --study NAME` for a comparison: one trial at a time from next_study, until
-    nothing is left, --n-trials is reached or --timeout has passed (no trial starts after it). It
-    says once what it works on and why it stopped; each trial's line names its arm's study.
-    storage: the worker's one storage, for every arm's trials and the stage checks; the caller
-    closes it."""
-    from lpstudy.study.worker import WorkerReport, run_worker, stop_line
-    from lpstudy.training.progress import say_stderr
-
-    speak = say or (lambda message: say_stderr(f"[dim]lpstudy worker:[/] {message}"))
-    plan = load_plan(storage, options.study)
-    speak(f"comparison {options.study!r} in {storage.display_url}: {len(plan.values)} arms of {plan.factor}, "
-          "a trial at a time from the arm with the least of its tuning budget spent, then the folds")
-    report = WorkerReport()
-    started, done = time.monotonic(), 0
-    while True:
-        if options.n_trials is not None and done >= options.n_trials:
-            report.reason = f"ran {done} trial(s) (--n-trials)"
-            break
-        if options.timeout is not None and time.monotonic() - started > options.timeout:
-            report.reason = "--timeout reached"
-            break
-        target = next_study(storage, options.study, plan, next_stage)
-        if target is None:
-            report.reason = ("every arm is decided or the last stage ran (lpstudy verdict shows them)"
-                             if plan.until_decided else "nothing left to run in the comparison")
-            break
-        if target == WAIT:
-            time.sleep(WAIT_S)
+    running = False
+    for value in plan.values:
+        study = ensure_folds_study(storage, name, plan, value)
+        if study is None:
+            tune, _ = load_study(storage, plan.tune_study(name, value))
+            running = running or not tuning_done(tune, plan.budget)
             continue
-        one = run_worker(dataclasses.replace(options, study=target, n_trials=1, announce=False),
-                         say=lambda message, arm=target: speak(f"{arm}: {message}"), storage=storage)
-        if not one.trials and not one.exit_code:
-            report.reason = f"{target} had no trial to give ({one.reason})"
-            break
-        for state, count in one.trials.items():
-            report.trials[state] = report.trials.get(state, 0) + count
-        done += 1
-        if one.interrupted or one.exit_code:
-            report.interrupted, report.exit_code, report.reason = one.interrupted, one.exit_code, one.reason
-            break
-    speak(stop_line(report))
-    return report
+        states = {t.state for t in study.get_trials(deepcopy=False)}
+        if TrialState.WAITING in states:
+            return plan.folds_study(name, value)
+        running = running or TrialState.RUNNING in states
+    if not plan.until_decided:
+        return None
+    return WAIT if running else STAGE_OVER

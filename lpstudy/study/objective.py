@@ -18,6 +18,7 @@ from typing import Any
 
 import optuna
 
+from lpstudy.db import optuna_private
 from lpstudy.study.checkpoints import TrialCheckpoints
 from lpstudy.study import telemetry
 from lpstudy.study.space import describe_overrides
@@ -38,7 +39,7 @@ def worker_identity(device: str) -> dict[str, Any]:
 def record_evaluation(ctx: TrialContext, trial: optuna.Trial, record: MetricRecord) -> None:
     """Store one evaluation: a batch in the metrics table (SQL storages), else a trial system
     attribute lpstudy_metrics:{step:08d} (journal, gRPC)."""
-    ctx.storage.write_evaluation(ctx.study.study_name, trial._trial_id, trial.number, record)
+    ctx.storage.write_evaluation(ctx.study.study_name, optuna_private.trial_id(trial), trial.number, record)
 
 
 def run_trial(ctx: TrialContext, trial: optuna.Trial) -> TrialOutcome:

@@ -13,8 +13,10 @@ from typing import Any
 
 from optuna.trial import TrialState
 
+from lpstudy.db.kinds.base import StudyStorage
 from lpstudy.study.spec import replicate_spec
 from lpstudy.study.studies import grid_state, open_and_create
+from lpstudy.study.until_decided import UntilDecided
 
 
 @dataclass
@@ -28,13 +30,15 @@ class ReplicateResult:
     running: int
 
 
-def replicate(storage_url: str | None, study_name: str, preset: str, p_values: list, folds: int,
+def replicate(storage: StudyStorage, study_name: str, preset: str, p_values: list, folds: int,
               fixed: dict[str, Any] | None = None, options: dict[str, Any] | None = None,
-              until_decided: dict[str, Any] | None = None) -> ReplicateResult:
+              until_decided: UntilDecided | dict[str, Any] | None = None) -> ReplicateResult:
     """Create or resume the grid study (with until_decided: its first round of folds, the workers
-    enqueue the rest round by round, lpstudy.cli.rounds); return where it stands."""
+    enqueue the rest stage by stage, lpstudy.study.stages) on storage, the caller's, which it opens
+    and the caller closes (lpstudy.study.studies.creating_storage: one that waits for a database that
+    starts late); return where it stands."""
     spec = replicate_spec(preset, p_values, folds, fixed, options, until_decided)
-    storage, study, created, enqueued = open_and_create(storage_url, study_name, spec)
+    study, created, enqueued = open_and_create(storage, study_name, spec)
     cells = grid_state(study, spec)
     return ReplicateResult(
         study=study_name, created=created, enqueued=enqueued, n_cells=len(cells),

@@ -27,7 +27,8 @@ from lpstudy.study.options import OPTIONS, PRUNERS, SAMPLERS  # noqa: F401  (SAM
 from lpstudy.study.space import DEFAULT_SPACE, Fixed, SearchSpace
 from lpstudy.training.bounds import FIELD_BOUNDS
 from lpstudy.training.config import TrainConfig, get_preset, resolve_config
-from lpstudy.values import format_p, P, json_safe
+from lpstudy.study.until_decided import UntilDecided
+from lpstudy.values import REFERENCE_P, format_p, P, json_safe
 
 SPEC_VERSION = 1
 SPREAD_TRIALS = OPTIONS["spread_trials"].default
@@ -60,9 +61,9 @@ class StudySpec:
     folds: int = 10  # the K of K-fold cross-validation, read off the space (validate)
     p_values: list[P] | None = None  # replicate: the grid's p values
     n_cells: int | None = None  # grid: the number of cells
-    # replicate --until-decided: {"rounds": [...], "reference": p, "rope": r, "alpha": a}; the folds run in
-    # rounds and an arm gets no more once decided (lpstudy.results.answers.sequential); None: every cell at once
-    until_decided: dict | None = None
+    # replicate --until-decided: the folds run in stages and an arm gets no more once decided
+    # (lpstudy.study.stages); None: every cell at once
+    until_decided: UntilDecided | None = None
 
     @property
     def is_grid(self) -> bool:
@@ -78,7 +79,7 @@ class StudySpec:
         if self.until_decided is None:  # written only when set: every other spec's form, and so its SHA-256, is unchanged
             del out["until_decided"]
         else:
-            out["until_decided"] = json_safe(self.until_decided)
+            out["until_decided"] = self.until_decided.to_plain()
         return out
 
     def first_round_cells(self) -> list[dict[str, Any]] | None:
@@ -86,7 +87,7 @@ class StudySpec:
         None for any other grid (every cell at once)."""
         if not self.until_decided:
             return None
-        first = int(self.until_decided["rounds"][0])
+        first = self.until_decided.first
         return [cell for cell in self.space.grid_cells() if int(cell["fold"]) < first]
 
     @classmethod
@@ -96,6 +97,7 @@ class StudySpec:
         values["space"] = SearchSpace.from_plain(plain.get("space") or {})
         if values.get("p_values") is not None:
             values["p_values"] = [P(p) for p in values["p_values"]]
+        values["until_decided"] = UntilDecided.from_plain(values.get("until_decided"))
         return cls(**values)
 
     def validate(self) -> "StudySpec":
@@ -195,10 +197,10 @@ def _replicate_from_file(data: dict[str, Any], space_entries: dict[str, Any] | N
 
 
 def replicate_spec(preset: str, p_values: list[float], folds: int, fixed: dict[str, Any] | None = None,
-                   options: dict[str, Any] | None = None, until_decided: dict[str, Any] | None = None) -> StudySpec:
+                   options: dict[str, Any] | None = None, until_decided: UntilDecided | dict | None = None) -> StudySpec:
     """The paper's protocol: a grid of p values × K folds, every other field fixed. With
-    until_decided ({"rounds", "reference", "rope", "alpha"}), the K folds run in rounds
-    (`replicate --until-decided --max-folds K`)."""
+    until_decided, the K folds run in stages (`replicate --until-decided --max-folds K`); its
+    reference is p = 2 unless it names one."""
     if not p_values:
         raise UserError("give at least one p value (--p 1,1.5,2,...)")
     ps: list[P] = []
@@ -218,11 +220,12 @@ def replicate_spec(preset: str, p_values: list[float], folds: int, fixed: dict[s
     space_map["fold"] = {"choices": list(range(folds))}
     options = {k: v for k, v in (options or {}).items()
                if v is not None and k in OPTIONS and k not in ("sampler", "pruner", "preset")}
+    until_decided = UntilDecided.from_plain(until_decided)
     if until_decided is not None:
-        reference = P(until_decided.get("reference", 2.0))
+        reference = P(REFERENCE_P if until_decided.reference is None else until_decided.reference)
         if reference not in ps:
             raise UserError(f"--until-decided compares every p with the reference p = {format_p(reference)}: add it to --p")
-        until_decided = {**until_decided, "reference": reference}
+        until_decided = dataclasses.replace(until_decided, reference=reference)
     spec = StudySpec(space=SearchSpace.from_mapping(space_map), preset=preset, kind="replicate",
                      sampler="grid", pruner="none", p_values=ps, until_decided=until_decided, **options)
     return spec.validate()

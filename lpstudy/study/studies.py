@@ -12,6 +12,7 @@ from typing import Any, Callable
 import optuna
 from optuna.trial import TrialState
 
+from lpstudy.db import optuna_private
 from lpstudy.db.optuna_storage import StudyStorage
 from lpstudy.errors import UserError
 from lpstudy.names import check_study_name, no_such_study, shell_quoted
@@ -123,36 +124,34 @@ def spec_differences(stored: dict[str, Any], new: dict[str, Any]) -> str:
     return "; ".join(parts) or "the same fields in another form"
 
 
-def open_and_create(storage_url: str | None, name: str, spec: StudySpec | Callable[[StudySpec | None], StudySpec]
-                    ) -> tuple[StudyStorage, optuna.Study, bool, int]:
-    """Open (creating the tables), create the study and enqueue its grid cells, all under the
-    storage's creation lock (lpstudy.db.locks), so that concurrent `create`/`replicate` commands of
-    one study enqueue each cell once and the later one finds the study. Returns (storage, study,
-    created, cells enqueued now).
+def open_and_create(storage: StudyStorage, name: str, spec: StudySpec | Callable[[StudySpec | None], StudySpec]
+                    ) -> tuple[optuna.Study, bool, int]:
+    """Open storage (creating the tables), create the study and enqueue its grid cells, all under the
+    storage's creation lock (lpstudy.db.locking), so that concurrent `create`/`replicate` commands of
+    one study enqueue each cell once and the later one finds the study. Returns (study, created,
+    cells enqueued now). storage: the command's one storage, which the caller closes.
 
     Last, it writes the spec's SHA-256 on the study (SPEC_SHA256_ATTR, a system attribute): the mark
     that its creator succeeded, which workers given the study file wait for (lpstudy.study.spec_wait).
-    A database that cannot be reached is waited for (the retry budget, CREATE_RETRY_S by default:
-    a database that starts late), then DatabaseUnreachable (exit status 75).
+    A database that cannot be reached is waited for (the storage's retry budget: creating_storage's
+    is CREATE_RETRY_S by default, for a database that starts late), then DatabaseUnreachable (exit
+    status 75).
 
     `spec` may be a function of the study's stored spec (None: no such study), called under the
     lock: a command that continues a study from its name alone (StudyOptions.spec_for)."""
-    from lpstudy.db.kinds import storage_at
-    from lpstudy.db.outages import CREATE_RETRY_S, retry_budget, quiet_optuna
+    from lpstudy.db.outages import quiet_optuna
     from lpstudy.study.undo import undo_on_failure
 
     quiet_optuna()
-    budget_s = retry_budget(CREATE_RETRY_S)
-    storage = storage_at(storage_url, retry_s=budget_s)
 
-    def attempt() -> tuple[StudyStorage, optuna.Study, bool, int]:
+    def attempt() -> tuple[optuna.Study, bool, int]:
         try:
             return made_under_lock()
         except BaseException:
             storage.close()  # tried again, it is opened afresh (the failure may have removed its file)
             raise
 
-    def made_under_lock() -> tuple[StudyStorage, optuna.Study, bool, int]:
+    def made_under_lock() -> tuple[optuna.Study, bool, int]:
         with undo_on_failure(storage) as undo, storage.lock():  # a failure leaves nothing it made behind
             storage.open(create_tables=True)
             study, created = create_study(storage, name, _resolved(storage, name, spec))
@@ -163,10 +162,19 @@ def open_and_create(storage_url: str | None, name: str, spec: StudySpec | Callab
             first = made.first_round_cells()
             enqueued = (0 if not made.is_grid else enqueue_missing_cells(study, made, storage) if first is None
                         else enqueue_missing_cells(study, made, storage, first))
-            storage.optuna.set_study_system_attr(study._study_id, SPEC_SHA256_ATTR, spec_sha256(made.to_plain()))
-        return storage, study, created, enqueued
+            storage.optuna.set_study_system_attr(optuna_private.study_id(study), SPEC_SHA256_ATTR, spec_sha256(made.to_plain()))
+        return study, created, enqueued
 
     return storage.call(attempt)  # an unreachable database: tried again
+
+
+def creating_storage(url: str | None) -> StudyStorage:
+    """The storage at url as a command that creates a study holds it, nothing opened: its calls wait
+    for a database that starts late (CREATE_RETRY_S, unless LPSTUDY_STORAGE_RETRY_S says otherwise)."""
+    from lpstudy.db.kinds import storage_at
+    from lpstudy.db.outages import CREATE_RETRY_S, retry_budget
+
+    return storage_at(url, retry_s=retry_budget(CREATE_RETRY_S))
 
 
 def _resolved(storage: StudyStorage, name: str, spec: StudySpec | Callable[[StudySpec | None], StudySpec]
@@ -259,7 +267,7 @@ def enqueue_missing_cells(study: optuna.Study, spec: StudySpec, storage: StudySt
 
 def enqueue_round(storage: StudyStorage, name: str, p_values: list, folds: int) -> tuple[int, int]:
     """A sequential replicate's next round: the cells of these p values on folds 0 .. folds − 1 that
-    have no live trial, enqueued under the storage's creation lock (lpstudy.db.locks), so that two
+    have no live trial, enqueued under the storage's creation lock (lpstudy.db.locking), so that two
     workers that finish a round at once enqueue each cell once. Returns (cells enqueued now, cells
     of the round waiting or running): a worker that comes second enqueues none and finds them open."""
     from lpstudy.values import P

@@ -28,6 +28,7 @@ from typing import Annotated, Any, Literal, Optional, Sequence
 import numpy as np
 import typer
 
+from lpstudy.db import optuna_private
 from lpstudy.db.optuna_storage import open_storage
 from lpstudy.study.space import SearchSpace
 from lpstudy.study.spec import build_spec, replicate_spec
@@ -299,7 +300,7 @@ def write_synthetic_study(storage_url: str, study_name: str = "lp-search", *, ki
     if marked:
         study.set_user_attr(SYNTHETIC_ATTR, True)
     through_storage = metrics in ("table", "both")  # where the storage keeps curves: its kind says
-    study_id = study._study_id
+    study_id = optuna_private.study_id(study)
     counts = {s: 0 for s in STATES}
     for trial in synthetic_trials(kind=kind, n_trials=n_trials, n_evals=n_evals, seed=seed, p_values=p_values,
                                   folds=folds, include_inf=include_inf, states=states, all_diverged=all_diverged,

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING
 
-from lpstudy.db.locks import lock_file
+from lpstudy.db.locking import lock_file
 
 if TYPE_CHECKING:
     from lpstudy.db.kinds.base import StudyStorage
@@ -59,7 +59,7 @@ def undo_on_failure(storage: StudyStorage) -> Iterator[Undo]:
     """What the block makes on the storage (see the module) is removed when it fails."""
     path = storage.local_file(creating=True)
     existed = path is not None and path.exists()
-    lock = lock_file(path) if path is not None else None  # the creation lock (lpstudy.db.locks)
+    lock = lock_file(path) if path is not None else None  # the creation lock (lpstudy.db.locking)
     lock_existed = lock is not None and lock.exists()
     folders = _missing_ancestors(path) if path is not None else []
     undo = Undo()

@@ -35,10 +35,10 @@ from dataclasses import dataclass, field
 import optuna
 from optuna.trial import TrialState
 
+from lpstudy.db import optuna_private
 from lpstudy.db.liveness import Liveness
 from lpstudy.db.optuna_storage import StorageUnavailable, StudyStorage
-from lpstudy.study.claims import (WAIT, ask_within_target, count_states, for_grid_worker, pop_waiting_trial,
-                                  requeue)
+from lpstudy.study.claims import WAIT, ask_within_target, pop_waiting_trial, requeue
 from lpstudy.study import telemetry
 from lpstudy.study.spec import StudySpec
 from lpstudy.study.studies import load_study
@@ -235,7 +235,7 @@ class Worker:
         opts = self.options
         study, spec = load_study(storage, opts.study)
         if spec.is_grid:
-            study = for_grid_worker(study, storage)
+            study = storage.for_grid_worker(study)  # SQL: straight on Optuna's RDBStorage (StudyStorage.for_grid_worker)
         max_retry = spec.max_retry if opts.max_retry is None else opts.max_retry
         # SQL: Optuna's heartbeats; journal and gRPC: lpstudy's lease (lpstudy.db.liveness)
         self.liveness = storage.liveness(opts.heartbeat_interval or spec.heartbeat_interval,
@@ -302,8 +302,8 @@ class Worker:
             if deadline is not None and time.monotonic() >= deadline:
                 report.reason = f"--timeout of {opts.timeout:g} s reached"
                 break
-            if spec.n_trials is not None and not spec.is_grid and count_states(
-                    study, (TrialState.COMPLETE, TrialState.PRUNED), storage) >= spec.n_trials:
+            if spec.n_trials is not None and not spec.is_grid and storage.count_trials(
+                    study, (TrialState.COMPLETE, TrialState.PRUNED)) >= spec.n_trials:
                 report.reason = f"the study reached its target of {spec.n_trials} trials"
                 break
             for line in self.liveness.fail_stale(study):  # dead workers' trials: failed, enqueued again
@@ -312,10 +312,10 @@ class Worker:
             if spec.is_grid:
                 trial = pop_waiting_trial(study, storage)
                 if trial is None and spec.until_decided:
-                    report.reason = ROUND_DONE  # the command that runs it decides what comes next (lpstudy.cli.rounds)
+                    report.reason = ROUND_DONE  # the command that runs it decides what comes next (lpstudy.study.stages)
                     break
                 if trial is None:
-                    if count_states(study, (TrialState.RUNNING,), storage):
+                    if storage.count_trials(study, (TrialState.RUNNING,)):
                         self._idle()  # a running cell may yet fail and come back
                         continue
                     missing = self._cells_not_enqueued(storage, study, spec)
@@ -343,7 +343,7 @@ class Worker:
                 # Only the worker whose FAIL stuck retries it: a trial another worker failed as stale
                 # was retried by that worker already.
                 if ours and (spec.is_grid or interrupted or outcome.retry) and requeue(
-                        study, trial._trial_id, max_retry, interrupted=interrupted, spec=spec, storage=storage):
+                        study, optuna_private.trial_id(trial), max_retry, interrupted=interrupted, spec=spec, storage=storage):
                     self.say(f"trial {trial.number} enqueued again with the same parameters")
                 if not interrupted and ours:
                     failures_in_a_row += 1
@@ -369,7 +369,7 @@ class Worker:
         beside `replicate` must not stop at the first empty look); the reason to stop when none came
         for ENQUEUE_WAIT_S. One count, not a read of the trials."""
         cells = len(spec.space.grid_cells())
-        n = count_states(study, tuple(TrialState), storage)
+        n = storage.count_trials(study, tuple(TrialState))
         if n >= cells:
             return ""
         now = time.monotonic()
@@ -385,7 +385,7 @@ class Worker:
         """Run the trial and tell Optuna; (the outcome, whether the trial ended in that state by this
         worker's tell rather than already failed by another worker)."""
         telemetry.trial_started()
-        with Heartbeat(self.liveness, trial._trial_id):
+        with Heartbeat(self.liveness, optuna_private.trial_id(trial)):
             try:
                 outcome = self.objective(ctx, trial)
             except StorageUnavailable:
@@ -402,7 +402,7 @@ class Worker:
                 _safe(lambda: trial.set_user_attr("interrupted", True))
                 _safe(lambda: trial.set_user_attr("stopped", True))  # stopped by a signal: not a failure (results.analysis.interrupted)
                 if self._tell(study, trial, outcome):
-                    _safe(lambda: requeue(study, trial._trial_id, max_retry, interrupted=True, spec=ctx.spec,
+                    _safe(lambda: requeue(study, optuna_private.trial_id(trial), max_retry, interrupted=True, spec=ctx.spec,
                                           storage=ctx.storage))
                 raise
             except TrialLost as exc:  # e.g. its checkpoint cannot be read: fails, and is enqueued again
@@ -445,8 +445,8 @@ class Worker:
         """The trial's state now: the storage's read (StudyStorage.trial_state: one query on SQL)."""
         storage = self._storage
         if storage is not None:
-            return storage.trial_state(study, trial._trial_id)
-        return study._storage.get_trial(trial._trial_id).state
+            return storage.trial_state(study, optuna_private.trial_id(trial))
+        return optuna_private.study_storage(study).get_trial(optuna_private.trial_id(trial)).state
 
 
 def stop_line(report: WorkerReport) -> str:

@@ -14,7 +14,7 @@ import json
 import os
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -27,9 +27,16 @@ from lpstudy.training.threads import THREADS_ENV, default_threads
 from lpstudy.values import RUN_FILE_ALWAYS, json_safe
 
 
+if TYPE_CHECKING:  # the fields written out (generated from FIELDS, checked by tests/test_fields.py)
+    from lpstudy.training.config_fields import DeclaredFields
+else:
+    DeclaredFields = object
+
+
 def _declared_fields(cls: type) -> type:
     """Give the class (before @dataclass) the fields of lpstudy.training.fields.FIELDS: each one's
-    type, default and help, in their order."""
+    type, default and help, in their order. A reader (and a type checker) sees them written out in
+    lpstudy/training/config_fields.py."""
     cls.__annotations__ = {f.name: f.annotation for f in FIELDS.values()}
     for f in FIELDS.values():
         setattr(cls, f.name, dataclasses.field(default=f.default, metadata={"help": f.help}))
@@ -38,9 +45,9 @@ def _declared_fields(cls: type) -> type:
 
 @dataclass(frozen=True)
 @_declared_fields
-class TrainConfig:
+class TrainConfig(DeclaredFields):
     """One training run: every field of lpstudy.training.fields (its type, default, range and help
-    are declared there), checked when the config is made: a field outside its range, p below 1 or
+    are declared there; written out in lpstudy/training/config_fields.py), checked when the config is made: a field outside its range, p below 1 or
     NaN, a word a field does not take are one UserError naming each problem. p is a P from then on."""
 
     def __post_init__(self) -> None:

@@ -15,8 +15,9 @@ trial system attributes) and how its studies are read. What kinds share is in `s
 Optuna's RDBStorage) and `files` (one local file). No module outside this package asks which kind a
 URL is: it asks the storage.
 
-Adding a kind is one module here with one class of StudyStorage (or of SqlStorage/FileStorage where
-it is one) that has a `name`: KINDS finds it (kinds_in).
+Adding a kind is one module here with one class of StudyStorage (or of SqlStorage where it is one)
+that has a `name`: KINDS finds it (kinds_in). Its local file, lock and reads are objects it composes
+in (`file`, `locking`, `reads`).
 """
 
 from __future__ import annotations

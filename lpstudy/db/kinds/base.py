@@ -22,12 +22,15 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from lpstudy.db.trial_reader import ReadsThroughOptuna
+from lpstudy.db import optuna_private
+from lpstudy.db.kinds.files import NoFile
+from lpstudy.db.locking import CREATE_LOCK, NoLock
+from lpstudy.db.trial_reader import OptunaReads
 from lpstudy.db.urls import redact
 from lpstudy.errors import StudyUnavailable, UserError
 
@@ -37,19 +40,25 @@ if TYPE_CHECKING:  # Optuna and the retries load when a storage is opened: `lpst
     from optuna.trial import TrialState
     from sqlalchemy.engine import Engine
 
+    import pandas as pd
+
+    from lpstudy.db.kinds.files import LocalFile
     from lpstudy.db.liveness import Liveness
+    from lpstudy.db.locking import LockAcrossProcesses
+    from lpstudy.db.study_queries import StudyTables
+    from lpstudy.db.trial_reader import StudyRecord
     from lpstudy.db.outages import RetryPolicy
     from lpstudy.db.proxy_calls import ProxyCalls
     from lpstudy.training.metrics import MetricRecord
 
 T = TypeVar("T")
 CONNECT_TIMEOUT_S = 5  # an unreachable server fails within this many seconds
-CREATE_LOCK = "lpstudy:create"  # the lock `create` and `replicate` hold (lpstudy.db.locks)
 
 
-class StudyStorage(ReadsThroughOptuna):
+class StudyStorage:
     """The storage at one URL (see the module). A subclass per kind says what differs; a caller
-    never asks which kind it holds."""
+    never asks which kind it holds. What varies along its own axis is an object the kind composes
+    in: its local file (`file`), its lock across processes (`locking`), its reads (`reads`)."""
 
     name: str = ""  # as the errors say it: sqlite, postgresql, ...
     url_form: str | None = None  # how its URL looks, in the list of forms an unknown URL is told
@@ -80,6 +89,23 @@ class StudyStorage(ReadsThroughOptuna):
     def display_url(self) -> str:
         return redact(self.url)
 
+    # --- what the kind composes in ------------------------------------------------------------------
+
+    @cached_property
+    def file(self) -> LocalFile | NoFile:
+        """The local file the data is kept in (lpstudy.db.kinds.files.LocalFile); here none, a server's."""
+        return NoFile()
+
+    @cached_property
+    def locking(self) -> NoLock | LockAcrossProcesses:
+        """Its lock across processes (lpstudy.db.locking); here none."""
+        return NoLock()
+
+    @cached_property
+    def reads(self) -> OptunaReads:
+        """How it is read (lpstudy.db.trial_reader); here through Optuna's storage API."""
+        return OptunaReads(self)
+
     # --- the URL's rules ---------------------------------------------------------------------------
 
     def validate(self) -> None:
@@ -87,7 +113,7 @@ class StudyStorage(ReadsThroughOptuna):
 
     def local_file(self, creating: bool = False) -> Path | None:
         """The file the data is kept in; None for a server."""
-        return None
+        return self.file.path(creating)
 
     def readonly_url(self) -> str:
         """A URL that cannot write, where the database allows it."""
@@ -95,15 +121,15 @@ class StudyStorage(ReadsThroughOptuna):
 
     def missing_file_message(self) -> str | None:
         """Why the URL cannot be read (no such file, a folder, not a database), or None."""
-        return None
+        return self.file.missing_message()
 
     def prepare_to_create(self) -> Path | None:
         """Before a study is created: make the folder of its file; the folder if it was made now."""
-        return None
+        return self.file.prepare_to_create()
 
     def default_artifacts(self) -> str | None:
         """Where trials keep their checkpoints when no --artifacts is given; None: nowhere."""
-        return None
+        return self.file.default_artifacts()
 
     def check_readable(self) -> None:
         """StudyUnavailable (one line) now, rather than an error page later, where the storage cannot
@@ -193,20 +219,36 @@ class StudyStorage(ReadsThroughOptuna):
 
     # --- across processes --------------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def lock(self, name: str = CREATE_LOCK) -> Iterator[None]:
-        """Hold the storage's lock called name for the block (lpstudy.db.locks); here none (a
-        LockingStorage holds one). What a caller does where no lock holds is `ask_within_target`'s
-        to say."""
-        yield
+    def lock(self, name: str = CREATE_LOCK) -> contextlib.AbstractContextManager[None]:
+        """Hold the storage's lock called name for the block (lpstudy.db.locking: where the storage
+        holds none, the block runs as it is)."""
+        return self.locking.hold(name)
 
     def ask_within_target(self, study: optuna.Study, target: int) -> optuna.Trial | None | object:
-        """A new trial unless the study's n_trials target is taken (lpstudy.db.asking): here without a
-        lock, asked, then given up where it is surplus."""
-        from lpstudy.db.asking import WAIT, ask_counted, give_up_surplus
+        """A new trial unless the study's n_trials target is taken (lpstudy.db.asking): under the lock
+        where one holds across processes, else asked, then given up where it is surplus."""
+        return self.locking.ask_within_target(study, target)
 
-        trial = ask_counted(study, target)
-        return trial if trial is None or trial is WAIT else give_up_surplus(study, trial, target)
+    # --- the read side (lpstudy.db.trial_reader's TrialReader): its reads ---------------------------
+
+    def studies(self) -> list[StudyRecord]:
+        return self.reads.studies()
+
+    def read(self, study_name: str, fn: Callable[[StudyTables], T]) -> T:
+        return self.reads.read(study_name, fn)
+
+    def optuna_study(self, study_name: str, trial_ids: list[int] | None = None) -> tuple[Any, list]:
+        return self.reads.optuna_study(study_name, trial_ids)
+
+    def metrics(self, study_name: str, trial_ids=None) -> pd.DataFrame:
+        return self.reads.metrics(study_name, trial_ids)
+
+    def fingerprint(self, study_name: str) -> tuple | None:
+        return self.reads.fingerprint(study_name)
+
+    def through_optuna(self) -> OptunaReads:
+        """The same storage read through Optuna's storage API (the tests compare the two)."""
+        return self.reads.through_optuna()
 
     # --- what a worker asks: here through Optuna's storage API, which every kind answers; a kind that
     # can answer faster (one SQL query, one call on lpstudy's proxy) says so in its module ----------
@@ -216,7 +258,7 @@ class StudyStorage(ReadsThroughOptuna):
         none waits. Optuna's own pop, the private Study._pop_waiting_trial_id, the first half of
         study.ask() (ask() would then sample a new trial when no cell waits, and a grid worker must
         stop instead); tests/test_optuna_private.py fails if it changes."""
-        return study._pop_waiting_trial_id()
+        return optuna_private.pop_waiting_trial_id(study)
 
     def count_trials(self, study: optuna.Study, states: tuple[TrialState, ...]) -> int:
         """How many of the study's trials are in these states."""
@@ -224,10 +266,11 @@ class StudyStorage(ReadsThroughOptuna):
 
     def trial_state(self, study: optuna.Study, trial_id: int) -> TrialState:
         """A trial's state now."""
-        return study._storage.get_trial(trial_id).state
+        return optuna_private.study_storage(study).get_trial(trial_id).state
 
     def for_grid_worker(self, study: optuna.Study) -> optuna.Study:
-        """The study as a grid worker uses it (lpstudy.study.claims.for_grid_worker)."""
+        """The study as a grid worker uses it (a grid worker pops waiting cells and never samples;
+        SQL: straight on Optuna's RDBStorage, SqlStorage.for_grid_worker); here as it is."""
         return study
 
     def enqueue_cells(self, study: optuna.Study, missing_cells: Callable[[], list[dict[str, Any]]]) -> int:
@@ -280,17 +323,6 @@ class StudyStorage(ReadsThroughOptuna):
         template = copy.copy(template)
         template.system_attrs = {**template.system_attrs, **dict(evaluation_attribute(r) for r in records)}
         return self.optuna.create_new_trial(study_id, template_trial=template)
-
-
-class LockingStorage(StudyStorage):
-    """A storage whose `lock` holds across processes (a file's flock, PostgreSQL's advisory lock): the
-    n_trials target is counted and a new trial asked under it."""
-
-    def ask_within_target(self, study: optuna.Study, target: int):
-        from lpstudy.db.asking import ask_counted, ask_lock_name
-
-        with self.lock(ask_lock_name(study.study_name)):
-            return ask_counted(study, target)
 
 
 def _grace(interval_s: int, grace_period_s: int | None) -> int:

@@ -1,5 +1,6 @@
-"""What the kinds kept in one local file share (SQLite, journal): the file's rules, its lock, its
-checkpoints beside it.
+"""The local file a storage is kept in (SQLite, journal), composed into the storage as an object
+(`storage.file`): the file's rules, the folder made for it, its checkpoints beside it. A server's
+storage has NoFile.
 
 File URLs read as SQLite reads its own: three slashes and a relative path (sqlite:///storage/a.db),
 four for an absolute one (sqlite:////srv/a.db). Resolving a URL never touches the disk; only
@@ -8,50 +9,57 @@ four for an absolute one (sqlite:////srv/a.db). Resolving a URL never touches th
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import hashlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
-from lpstudy.db.kinds.base import CREATE_LOCK, LockingStorage
+from lpstudy.db.locking import FileLock
 from lpstudy.errors import UserError
 
-LOCK_SUFFIX = ".lpstudy-lock"
 ARTIFACTS_SUFFIX = ".artifacts"
 
 
-def lock_file(path: Path, name: str = CREATE_LOCK) -> Path:
-    """The file next to a database file that the lock called name is taken on: FILE.lpstudy-lock for
-    the creation lock, FILE.lpstudy-lock-<hash of name> for any other (lpstudy.db.locks)."""
-    suffix = "" if name == CREATE_LOCK else "-" + hashlib.sha256(name.encode()).hexdigest()[:12]
-    return Path(f"{path}{LOCK_SUFFIX}{suffix}")
+class NoFile:
+    """A server's storage: no local file, nothing to prepare, no default checkpoint store."""
 
-
-class FileStorage(LockingStorage):
-    """A storage kept in one local file (or a file on a shared file system)."""
-
-    def local_file(self, creating: bool = False) -> Path:
-        raise NotImplementedError
-
-    def file_problem(self, path: Path) -> str | None:
-        """Why an existing file is not a storage of this kind, or None."""
+    def path(self, creating: bool = False) -> Path | None:
         return None
 
-    def missing_file_message(self) -> str | None:
-        path = self.local_file()
+    def missing_message(self) -> str | None:
+        return None
+
+    def prepare_to_create(self) -> Path | None:
+        return None
+
+    def default_artifacts(self) -> str | None:
+        return None
+
+
+class LocalFile(NoFile):
+    """The file of the storage at display_url (or one on a shared file system): path(creating) says
+    where the kind's URL puts it, problem(path) why an existing file is not of the kind (or None)."""
+
+    def __init__(self, display_url: str, path: Callable[[bool], Path],
+                 problem: Callable[[Path], str | None] = lambda path: None) -> None:
+        self.display_url, self._path, self._problem = display_url, path, problem
+
+    def path(self, creating: bool = False) -> Path:
+        return self._path(creating)
+
+    def missing_message(self) -> str | None:
+        """Why the file cannot be read (none there, a folder, not a database of the kind), or None."""
+        path = self.path()
         if path.is_dir():
             return f"the storage {self.display_url} names a folder ({path}), not a database file"
         if not path.is_file():
             return (f"no study database at {path}; run a study first (`lpstudy search`, `lpstudy create` or `lpstudy "
                     "replicate`) or pass --storage / set LPSTUDY_STORAGE to the URL the workers use")
-        return self.file_problem(path)
+        return self._problem(path)
 
     def prepare_to_create(self) -> Path | None:
         """Check that the file can be made, make its folder, and return the folder if it was made now
         (so that a failed create can remove it)."""
-        path = self.local_file(creating=True)
+        path = self.path(creating=True)
         if path.is_dir():
             raise UserError(f"the storage {self.display_url} names a folder ({path}), not a database file")
         made = None
@@ -70,17 +78,10 @@ class FileStorage(LockingStorage):
             raise UserError(f"cannot write in {parent}; pick another --storage")
         return made
 
-    @contextlib.contextmanager
-    def lock(self, name: str = CREATE_LOCK) -> Iterator[None]:
-        """An exclusive flock on a file next to the database file (lock_file)."""
-        self.prepare_to_create()
-        with open(lock_file(self.local_file(creating=True), name), "a") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
-
     def default_artifacts(self) -> str:
         """FILE.artifacts, a folder next to the file."""
-        return f"{self.local_file()}{ARTIFACTS_SUFFIX}"
+        return f"{self.path()}{ARTIFACTS_SUFFIX}"
+
+    def lock(self) -> FileLock:
+        """The lock across processes of a storage kept in this file: a flock beside it."""
+        return FileLock(lambda: self.path(creating=True), self.prepare_to_create)

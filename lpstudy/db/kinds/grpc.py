@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from functools import cached_property
 
+from lpstudy.db import optuna_private
 from lpstudy.db.kinds.base import CONNECT_TIMEOUT_S, StudyStorage
 from lpstudy.db.urls import redact
 from lpstudy.errors import DatabaseUnreachable, UserError
@@ -78,11 +79,11 @@ class GrpcStorage(StudyStorage):
     # another proxy (Optuna's own) does not know these calls: then Optuna's API, as for every kind.
 
     def claim_waiting(self, study: optuna.Study) -> int | None:
-        claimed = self.proxy_calls.claim_waiting_trial(study._study_id)
+        claimed = self.proxy_calls.claim_waiting_trial(optuna_private.study_id(study))
         return claimed[0] if claimed is not None else super().claim_waiting(study)
 
     def count_trials(self, study: optuna.Study, states: tuple[TrialState, ...]) -> int:
-        n = self.proxy_calls.count_trials(study._study_id, tuple(s.name for s in states))
+        n = self.proxy_calls.count_trials(optuna_private.study_id(study), tuple(s.name for s in states))
         return n if n is not None else super().count_trials(study, states)
 
     def _release(self) -> None:

@@ -7,25 +7,36 @@ readers only read.
 
 from __future__ import annotations
 
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lpstudy.db.kinds.files import FileStorage
+from lpstudy.db.kinds.base import StudyStorage
+from lpstudy.db.kinds.files import LocalFile
+from lpstudy.db.locking import FileLock
 from lpstudy.errors import UserError
 
 if TYPE_CHECKING:
     from optuna.storages import JournalStorage
 
 
-class JournalFileStorage(FileStorage):
+class JournalFileStorage(StudyStorage):
     name = "journal"
     url_form = "journal:///FILE"
     listed = 3
 
     def validate(self) -> None:
-        self.local_file()
+        self._path()
 
-    def local_file(self, creating: bool = False) -> Path:
+    @cached_property
+    def file(self) -> LocalFile:
+        return LocalFile(self.display_url, self._path)
+
+    @cached_property
+    def locking(self) -> FileLock:
+        return self.file.lock()
+
+    def _path(self, creating: bool = False) -> Path:
         """Read as SQLite reads its URLs (journal:///relative.log, journal:////absolute.log);
         journal:///absolute.log is taken as absolute when that file exists, or when creating it and
         only the absolute folder exists."""

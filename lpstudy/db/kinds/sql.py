@@ -9,13 +9,15 @@ read-only role of storage/init too. A writer's engine gets the kind's `writer_en
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine, make_url
 
+from lpstudy.db import optuna_private
 from lpstudy.db.kinds.base import StudyStorage, _grace
-from lpstudy.db.trial_reader import ReadsSql
+from lpstudy.db.trial_reader import SqlReads
 from lpstudy.db.urls import first_line, redact, sql_backend
 from lpstudy.errors import NoStudiesYet, StudyUnavailable, UserError
 
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
     from lpstudy.training.metrics import MetricRecord
 
 
-class SqlStorage(ReadsSql, StudyStorage):
+class SqlStorage(StudyStorage):
     """A database that SQLAlchemy and Optuna's RDBStorage speak to. Its one engine is Optuna's
     RDBStorage's where that is open (a writer's: the metrics table shares it), else a read-only one
     of its own, made and reached on first use (a reader's: `lpstudy status` never opens Optuna's)."""
@@ -42,6 +44,11 @@ class SqlStorage(ReadsSql, StudyStorage):
     def __init__(self, url: str, readonly: bool = False, retry_s: float | None = None) -> None:
         super().__init__(url, readonly, retry_s)
         self._engine: Engine | None = None
+
+    @cached_property
+    def reads(self) -> SqlReads:
+        """Plain SELECTs on Optuna's tables through its engine (lpstudy.db.trial_reader)."""
+        return SqlReads(self)
 
     def validate(self) -> None:
         try:
@@ -169,14 +176,14 @@ class SqlStorage(ReadsSql, StudyStorage):
         PostgreSQL against 6 ms (docs/scale-workers.md)."""
         from lpstudy.db.waiting_trials import claim_waiting_trial_id
 
-        return claim_waiting_trial_id(self, study._storage, study._study_id)
+        return claim_waiting_trial_id(self, optuna_private.study_storage(study), optuna_private.study_id(study))
 
     def count_trials(self, study: optuna.Study, states: tuple[TrialState, ...]) -> int:
         from lpstudy.db.trial_states import count_trials
 
         def count() -> int:
             with self.engine.connect() as conn:
-                return count_trials(conn, study._study_id, tuple(s.name for s in states))
+                return count_trials(conn, optuna_private.study_id(study), tuple(s.name for s in states))
 
         return self.call(count)
 
@@ -193,9 +200,13 @@ class SqlStorage(ReadsSql, StudyStorage):
 
     def for_grid_worker(self, study: optuna.Study) -> optuna.Study:
         """Straight on Optuna's RDBStorage rather than through the cache that optuna.load_study puts
-        in front of it (lpstudy.study.claims.for_grid_worker says why)."""
-        study._storage = self.optuna
-        return study
+        in front of it. The cache makes a sampler's reads incremental, and a grid worker never
+        samples; it reads every unfinished trial again on each read, and a grid's waiting cells are
+        unfinished trials, so that with 5,000 cells waiting each read loaded them all; and it refuses
+        the parameters of a trial it has not loaded, as a trial claimed by claim_waiting is (KeyError
+        in set_trial_param). Optuna reaches the storage through Study._storage only
+        (tests/test_optuna_private.py checks it)."""
+        return optuna_private.set_study_storage(study, self.optuna)
 
     def enqueue_cells(self, study: optuna.Study, missing_cells: Callable[[], list[dict[str, Any]]]) -> int:
         """The cells in one transaction (lpstudy.db.waiting_trials: the rows Optuna's enqueue_trial
@@ -206,7 +217,7 @@ class SqlStorage(ReadsSql, StudyStorage):
         def bulk() -> int:
             missing = missing_cells()
             with self.engine.begin() as conn:
-                return enqueue_waiting_trials(conn, study._study_id, missing)
+                return enqueue_waiting_trials(conn, optuna_private.study_id(study), missing)
 
         return self.call(bulk)
 

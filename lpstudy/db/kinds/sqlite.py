@@ -6,14 +6,16 @@ Checkpoints: FILE.artifacts beside it. Read-only: SQLite's own mode=ro (never cr
 
 from __future__ import annotations
 
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine, make_url
 
-from lpstudy.db.kinds.files import FileStorage
+from lpstudy.db.kinds.files import LocalFile
 from lpstudy.db.kinds.sql import SqlStorage
+from lpstudy.db.locking import FileLock
 from lpstudy.errors import UserError
 
 SQLITE_BUSY_TIMEOUT_S = 60  # a writer waits this long for another's transaction on one SQLite file
@@ -56,7 +58,7 @@ def serialize_sqlite_writes(engine: Engine) -> Engine:
     return engine
 
 
-class SQLiteStorage(FileStorage, SqlStorage):
+class SQLiteStorage(SqlStorage):
     name = "sqlite"
     url_form = "sqlite:///FILE"
     listed = 1
@@ -74,13 +76,15 @@ class SQLiteStorage(FileStorage, SqlStorage):
             raise UserError(f"storage URL {url!r} names no file (an in-memory database is lost "
                             "when the command ends); use sqlite:///PATH/TO/FILE.db")
 
-    def local_file(self, creating: bool = False) -> Path:
-        return Path(make_url(self.url).database).expanduser()
+    @cached_property
+    def file(self) -> LocalFile:
+        return LocalFile(self.display_url, lambda creating: Path(make_url(self.url).database).expanduser(),
+                         lambda path: None if is_sqlite_file(path) else
+                         f"{path} is not a SQLite database; check --storage / LPSTUDY_STORAGE")
 
-    def file_problem(self, path: Path) -> str | None:
-        if not is_sqlite_file(path):
-            return f"{path} is not a SQLite database; check --storage / LPSTUDY_STORAGE"
-        return None
+    @cached_property
+    def locking(self) -> FileLock:
+        return self.file.lock()
 
     def readonly_url(self) -> str:
         return f"sqlite:///file:{self.local_file().resolve()}?mode=ro&uri=true"

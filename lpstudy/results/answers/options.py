@@ -85,9 +85,15 @@ def study_rope(spec: dict | None) -> Rope:
     return parse_rope(stored)
 
 
-def stage_options(stages: dict | None, reference=None) -> AnswerOptions:
-    """The AnswerOptions a sequential study's stages were decided with (its spec's until_decided
-    entry: rope, alpha), for the commands that report its rounds."""
-    stages = stages or {}
-    return AnswerOptions(rope=study_rope({"until_decided": stages}), alpha=float(stages.get("alpha", DEFAULT_ALPHA)),
-                         reference=reference)
+def stage_options(stages, reference=None) -> AnswerOptions:
+    """The AnswerOptions a sequential study's stages were decided with: its spec's (or comparison
+    plan's) until_decided, as stored or as lpstudy.study.until_decided.UntilDecided (rope, alpha, and
+    the reference where the plan names one), for the stage engine and the commands that report them."""
+    from lpstudy.study.until_decided import UntilDecided
+
+    plan = UntilDecided.from_plain(stages)
+    if plan is None:
+        return AnswerOptions(reference=reference)
+    return AnswerOptions(rope=study_rope({"until_decided": plan.to_plain()}),
+                         alpha=DEFAULT_ALPHA if plan.alpha is None else float(plan.alpha),
+                         reference=plan.reference if reference is None else reference)

@@ -1,0 +1,102 @@
+"""The stages of a study run --until-decided, `replicate --until-decided` and `compare
+--until-decided` alike: the folds run in stages (3, 5, 8, 10), and after each stage the verdicts
+(lpstudy.results.answers, the same as `lpstudy verdict`) decide which arms get the next stage's
+folds: the reference and the arms still undecided. One place decides when an arm has been seen on
+enough folds, as SMAC3's intensifier does for its search and its comparison alike.
+
+A worker takes a stage's waiting cells like any grid worker; when none is left it calls next_stage,
+which enqueues the next stage's cells under the storage's lock (lpstudy.study.studies.enqueue_round:
+each cell once however many workers finish a stage at the same moment). Every worker anywhere does
+this, so no process has to stay up to lead the study. It stops when every arm is decided or the last
+stage ran.
+
+This is the one module below the read side that reads it (the verdicts, inside next_stage): the
+stage engine decides from them, and nothing of lpstudy.results imports it back
+(tests/test_house.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lpstudy.db.kinds.base import StudyStorage
+    from lpstudy.study.worker import WorkerOptions, WorkerReport
+
+POLL_S = 3.0  # a worker waiting for the stage's running cells looks again this often
+WAIT, ENQUEUED, OVER = "wait", "enqueued", "over"  # next_stage's answers
+
+
+def next_stage(storage: StudyStorage, name: str, say=None) -> str:
+    """What comes after the cells that ran, for the replicate or comparison NAME run --until-decided:
+    WAIT (cells of the stage still run), ENQUEUED (the next stage's cells are waiting: for a
+    comparison, in its arms' replicate grids) or OVER (every arm decided, or the last stage ran).
+    storage: the worker's own, which reads the verdicts' data too."""
+    from lpstudy.results.answers import study_answer
+    from lpstudy.results.answers.options import stage_options
+    from lpstudy.results.compare import verdict_data
+    from lpstudy.study.compare import enqueue_stage, load_plan
+    from lpstudy.study.studies import enqueue_round, load_spec
+    from lpstudy.values import format_p
+
+    comparison = load_plan(storage, name)
+    plan = comparison.until_decided if comparison is not None else load_spec(storage, name).until_decided
+    data = verdict_data(storage, name, curves=False)
+    if data.trials["state"].isin(["WAITING", "RUNNING"]).any():
+        return WAIT
+    answer = study_answer(data, stage_options(plan))
+    seq = answer.get("sequential")
+    if seq is None and comparison is None:  # a replicate whose verdicts have no stage to look at
+        return OVER
+    if seq and seq["over"]:
+        return OVER
+    done = seq["looks_done"] if seq else 0
+    rounds = seq["rounds"] if seq else list(plan.rounds)
+    stopped = seq["stopped"] if seq else {}
+    folds = rounds[done]
+    if comparison is None:
+        undecided = [arm["value"] for arm in seq["arms"] if arm["state"] in ("running", "undecided")]
+        n_undecided = len(undecided)
+        enqueued, open_ = enqueue_round(storage, name, [answer["reference"]["value"], *undecided], folds)
+        decided = [f"p = {format_p(float(arm))} after {n} folds" for arm, n in stopped.items()]
+    else:
+        labels = [comparison.label(v) for v in comparison.values if comparison.label(v) not in stopped]
+        n_undecided = len(labels) - 1  # the reference is never stopped: it is one of the labels
+        enqueued, open_ = enqueue_stage(storage, name, comparison, labels, folds)
+        decided = [f"{arm} after {n} folds" for arm, n in stopped.items()]
+    if enqueued and say:
+        say(f"stage {done + 1} of {len(rounds)}: {enqueued} cell(s) on folds up to {folds - 1} for "
+            f"{n_undecided} undecided arm(s) and the reference (decided: {', '.join(decided) or 'none yet'})")
+    # enqueued by another worker a moment ago: work to do; nothing enqueued and nothing open: the
+    # stage's cells failed for good, and the verdicts stand as they are
+    return ENQUEUED if enqueued or open_ else OVER
+
+
+def run_until_decided(options: WorkerOptions, storage: StudyStorage, say) -> WorkerReport:
+    """`lpstudy worker` on a replicate run --until-decided: cells until no stage is left (see the
+    module), on storage, the study's storage the caller opened and closes."""
+    from lpstudy.study.worker import ROUND_DONE, WorkerReport, run_worker, stop_line
+
+    report = WorkerReport()
+    started = time.monotonic()
+    while True:
+        left = None if options.timeout is None else options.timeout - (time.monotonic() - started)
+        if left is not None and left <= 0:
+            report.reason = "--timeout reached"
+            break
+        one = run_worker(dataclasses.replace(options, announce=False, timeout=left), storage=storage)
+        for state, count in one.trials.items():
+            report.trials[state] = report.trials.get(state, 0) + count
+        if one.reason != ROUND_DONE:
+            report.reason, report.interrupted, report.exit_code = one.reason, one.interrupted, one.exit_code
+            break
+        step = next_stage(storage, options.study, say)
+        if step == OVER:
+            report.reason = "every arm is decided or the last round ran (lpstudy verdict shows them)"
+            break
+        if step == WAIT:
+            time.sleep(POLL_S)
+    say(stop_line(report))
+    return report
+

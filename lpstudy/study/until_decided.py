@@ -1,0 +1,54 @@
+"""How a study run --until-decided spends its folds: the stages (the number of folds run after each),
+and what its verdicts are read with. One typed value for `replicate --until-decided` (a grid spec's
+`until_decided`) and `compare --until-decided` (a comparison plan's), stored as the plain JSON it
+always had: only the keys it was given, so a spec's form (and its SHA-256) never changes.
+
+lpstudy.study.stages runs the stages; lpstudy.results.answers.sequential reads the same JSON."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from lpstudy.values import json_safe
+
+
+@dataclass(frozen=True)
+class UntilDecided:
+    """rounds: the folds run after each stage (3, 5, 8, 10: the last is K). reference: the arm every
+    other is compared with (a replicate's p; a comparison names its own, None). rope and alpha: the
+    region of practical equivalence and the error rate its verdicts were run with; None where the
+    study was made without one (the verdicts' own default applies: lpstudy.results.answers). The rope
+    is kept as stored: "0.01" (nats) or "0.5%" (a share of the reference's mean loss); a bare number,
+    as plans made before ROPEs were in nats hold, is a share (answers.options.study_rope reads it)."""
+
+    rounds: tuple[int, ...]
+    reference: Any = None
+    rope: str | float | None = None
+    alpha: float | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rounds", tuple(int(r) for r in self.rounds))
+
+    @classmethod
+    def from_plain(cls, plain: "dict[str, Any] | UntilDecided | None") -> "UntilDecided | None":
+        """The stored JSON ({"rounds": [...], "reference": p, "rope": r, "alpha": a}) as the value;
+        None for None (a study that runs every fold at once)."""
+        if plain is None or isinstance(plain, UntilDecided):
+            return plain
+        return cls(rounds=plain["rounds"], reference=plain.get("reference"),
+                   rope=plain.get("rope"),
+                   alpha=None if plain.get("alpha") is None else float(plain["alpha"]))
+
+    def to_plain(self) -> dict[str, Any]:
+        """The JSON as stored: the rounds, then each of reference, rope, alpha that was given."""
+        plain: dict[str, Any] = {"rounds": list(self.rounds)}
+        for name in ("reference", "rope", "alpha"):
+            if getattr(self, name) is not None:
+                plain[name] = json_safe(getattr(self, name))
+        return plain
+
+    @property
+    def first(self) -> int:
+        """The folds of the first stage (the cells a study starts with)."""
+        return self.rounds[0]
