@@ -48,12 +48,13 @@ def compare_progress(data: CompareData) -> dict[str, Any]:
         finished = int(tuning["state"].isin(["COMPLETE", "PRUNED"]).sum()) if len(tuning) else 0
         open_now = int(tuning["state"].isin(["RUNNING", "WAITING"]).sum()) if len(tuning) else 0
         tuned = finished >= plan.budget and not open_now
-        done_folds = int(folds.loc[folds["state"] == "COMPLETE", "fold"].nunique()) if len(folds) else 0
+        # a fold run is one (repeat, fold) cell: --repeats R runs the K folds R times
+        done_folds = len(folds.loc[folds["state"] == "COMPLETE", ["repeat", "fold"]].drop_duplicates()) if len(folds) else 0
         nothing_to_replicate = tuned and not len(folds) and A.best_trial(tuning) is None
         rows.append({"arm": arm, "tuning_done": min(finished, plan.budget), "budget": plan.budget,
-                     "folds_done": done_folds, "folds": plan.folds,
+                     "folds_done": done_folds, "folds": plan.folds * plan.repeats,
                      "tuning_left": max(0, plan.budget - finished),
-                     "folds_left": 0 if nothing_to_replicate else plan.folds - done_folds,
+                     "folds_left": 0 if nothing_to_replicate else plan.folds * plan.repeats - done_folds,
                      "nothing_to_replicate": nothing_to_replicate})
     tuning_left = sum(r["tuning_left"] for r in rows)
     if plan.until_decided and not tuning_left:  # decided arms get no more folds; none after the last stage
@@ -64,7 +65,7 @@ def compare_progress(data: CompareData) -> dict[str, Any]:
     folds_left = sum(r["folds_left"] for r in rows)
     return {"arms": rows, "n_arms": len(rows), "budget": plan.budget, "folds": plan.folds,
             "tuning_spent": sum(r["tuning_done"] for r in rows), "tuning_total": plan.budget * len(rows),
-            "cells_done": sum(r["folds_done"] for r in rows), "cells_total": plan.folds * len(rows),
+            "cells_done": sum(r["folds_done"] for r in rows), "cells_total": plan.folds * plan.repeats * len(rows),
             "tuning_left": tuning_left, "cells_left": folds_left, "left": tuning_left + folds_left,
             "done": tuning_left + folds_left == 0}
 
@@ -132,6 +133,8 @@ def _study_data(data: CompareData):
     plan, name = data.plan, data.name
     spec = {"folds": plan.folds, "compare": {"factor": plan.factor, "reference_label": data.reference,
                                              "labels": {plan.label(v): v for v in plan.values}}}
+    if plan.repeats > 1:  # the K-fold CV repeated over new partitions and seeds (trials carry `repeat`)
+        spec["repeats"] = plan.repeats
     if plan.until_decided:  # the replicate phase ran in stages: the verdicts replay them (answers.sequential)
         spec["until_decided"] = plan.until_decided
     info = StudyInfo(name=name, kind="compare", preset=plan.preset, spec=spec)
