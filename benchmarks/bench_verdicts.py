@@ -8,7 +8,8 @@
 2. Until decided: the same planted studies run round by round (3, 5, 8, 10 folds of K = 10) with
    O'Brien–Fleming alpha spending: wrong verdicts over all looks and the folds each arm used.
 3. The verdicts of a 100,000-trial replicate study (a synthetic trials frame: 7 p × 10 folds ×
-   1,429 learning rates), timed beside the paired table the page drew before, in one run.
+   1,429 learning rates), timed beside the per-p table the page draws with it, in one run (the plain paired table it
+   replaced is gone: every comparison of arms is the verdicts').
 
     python benchmarks/bench_verdicts.py                 # writes benchmarks/results/verdicts.md
 """
@@ -91,7 +92,7 @@ def scale_rows(repeats: int) -> list[list]:
     data = StudyData(name="scale", info=StudyInfo(name="scale", kind="replicate"), trials=trials, curves=pd.DataFrame())
     timings = {}
     for name, run in (("verdicts (study_answer)", lambda: study_answer(data)),
-                      ("paired table drawn before (paired_comparison)", lambda: A.paired_comparison(trials))):
+                      ("per-p table beside it (per_p_summary)", lambda: A.per_p_summary(trials))):
         run()  # imports and caches out of the timing
         seconds = []
         for _ in range(repeats):
@@ -99,8 +100,8 @@ def scale_rows(repeats: int) -> list[list]:
             run()
             seconds.append(time.perf_counter() - start)
         timings[name] = statistics.median(seconds)
-    base = timings["paired table drawn before (paired_comparison)"]
-    return [["computation", "trials", "median s", "× the paired table"],
+    base = timings["per-p table beside it (per_p_summary)"]
+    return [["computation", "trials", "median s", "× the per-p table"],
             *[[name, f"{len(trials):,}", f"{s:.3f}", f"{s / base:.1f}"] for name, s in timings.items()]]
 
 
@@ -127,7 +128,7 @@ def main() -> None:
                                "against its true sign (no effect: either); folds per arm averaged over arms and studies.",
                                sequential),
                               ("The verdicts of a 100,000-trial replicate frame (7 p × 10 folds × 1,429 learning rates, "
-                               "1 % diverged), the page's computation, beside the paired table it replaced; medians of "
+                               "1 % diverged), the page's computation, beside the per-p table drawn with it; medians of "
                                f"{args.repeats} runs after one warm-up. The page's budget at 100,000 trials "
                                "(docs/scale-reading.md): a first view within 4 s.", scale)],
                  load_at_start=load)

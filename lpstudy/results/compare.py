@@ -1,7 +1,7 @@
 """A comparison (lpstudy compare) read back: its plan, every arm's tuning trials and replicate
-runs as trials frames with an `arm` column, and the paired table against the reference arm
-(lpstudy.results.analysis.paired_arms). Read-only; the dashboard's Compare page, `lpstudy
-compare` and `lpstudy status` (render_compare) show the same numbers."""
+runs as trials frames with an `arm` column; its arms against the reference are the answer's verdicts
+(lpstudy.results.answers, stages_answer). Read-only; the dashboard's Compare page, `lpstudy
+compare`, `lpstudy status` (render_compare) and `lpstudy verdict` show the same numbers."""
 
 from __future__ import annotations
 
@@ -25,10 +25,6 @@ class CompareData:
     tuning: pd.DataFrame  # the arms' tuning trials, with `arm`
     folds: pd.DataFrame  # the arms' replicate runs, with `arm`
     reference: str  # the reference arm's label
-
-    @property
-    def paired(self) -> pd.DataFrame:
-        return A.paired_arms(self.folds, self.reference)
 
     @property
     def budgets(self) -> pd.DataFrame:
@@ -71,8 +67,9 @@ def compare_progress(data: CompareData) -> dict[str, Any]:
 
 
 def stages_answer(data: CompareData) -> dict[str, Any]:
-    """The verdicts of a comparison run --until-decided (lpstudy.results.answers), its stages under
-    "sequential"."""
+    """The verdicts of a comparison (lpstudy.results.answers) with the ROPE and alpha it ran
+    --until-decided with (the defaults otherwise), its stages under "sequential": what `lpstudy
+    verdict`, `lpstudy compare` and the Compare page show."""
     from lpstudy.results.answers import AnswerOptions, study_answer
 
     stages = data.plan.until_decided or {}
@@ -146,7 +143,7 @@ def _cell(value: Any, spec: str) -> str:
 
 
 def render_compare(reader: TrialReader, study: str, next_hint: str | None = None) -> dict[str, Any]:
-    """Where the comparison stands (compare_progress), the arms' budgets and the paired table, on
+    """Where the comparison stands (compare_progress), the arms' budgets and the verdicts, on
     standard output; then `next_hint` (the command that runs the rest) only when something is left.
     Returns the progress."""
     from rich.console import Console
@@ -166,22 +163,14 @@ def render_compare(reader: TrialReader, study: str, next_hint: str | None = None
                      _cell(r.get("best_lr"), ".3g"), _cell(r.get("best_gain_init"), ".3g"), folds])
     print_table(console, f"tuning ({data.plan.budget} trials per arm)",
                 ["arm", "tuned", "pruned", "diverged", "best loss", "lr", "gain_init", "folds"], rows)
-    paired = data.paired
-    if paired.empty:
-        console.print(f"paired table: none yet (needs the {data.reference} arm and another on the same folds)")
+    answer = stages_answer(data)
+    if not answer.get("arms"):
+        console.print(f"verdicts: none yet (needs the {data.reference} arm and another on the same folds)")
     else:
-        rows = []
-        for _, r in paired.iterrows():
-            if r["arm"] == data.reference:  # the arm the others are measured against: no difference of its own
-                rows.append([r["arm"], str(int(r["n_pairs"])), _cell(r["mean_loss"], ".4f"), "reference", "–", "–", "–"])
-                continue
-            ci = "–" if pd.isna(r["ci_low"]) else f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]"
-            relative = "–" if pd.isna(r["relative_diff"]) else f"{100 * r['relative_diff']:+.2f} %"
-            rows.append([r["arm"], str(int(r["n_pairs"])), _cell(r["mean_loss"], ".4f"),
-                         _cell(r["mean_diff"], "+.4f"), ci, relative, _cell(r["p_value"], ".3g")])
-        print_table(console, f"final validation loss on {data.plan.folds} folds, paired against {data.reference} "
-                             "(95 % CI; negative diff: the arm beats it)",
-                    ["arm", "pairs", "mean", "diff", "95 % CI", "relative", "p-value"], rows)
+        from lpstudy.results.status import print_verdict_table
+
+        console.print(f"verdict  {answer['sentence']}", highlight=False, soft_wrap=True)
+        print_verdict_table(console, answer)
     if next_hint and not progress["done"]:
         console.print(f"next     {next_hint}", highlight=False, soft_wrap=True)
     return progress
