@@ -14,7 +14,7 @@ from lpstudy.values import format_p
 
 # "p-value (...)", never a bare "p": p is the norm's exponent in the arm's name beside it
 VERDICT_COLUMNS = ("arm", "verdict", "diff", "interval (nats)", "relative", "interval (relative)",
-                   "p-value (difference)", "p-value (equivalence)", "folds to decide", "folds", "mean loss")
+                   "p-value (difference)", "p-value (equivalence)", "runs to decide", "folds", "mean loss")
 VERDICT_COLOURS = {"better": "#2a9d4b", "equivalent": "#3b6fb6", "worse": "#c8412c", "undecided": "#9a9a9a"}
 NEUTRAL_COLOUR = "#444444"  # the reference: it has no verdict of its own
 
@@ -43,8 +43,9 @@ def verdict_frame(answer: dict) -> pd.DataFrame:
     for arm in answer["arms"]:
         decide = "–"
         if arm["verdict"] == "undecided":
+            # the runs per arm at 80 % power within what the design can run (answers.decide), else none
             decide = (f"{arm['folds_to_decide']} ({arm['decided_by']})" if arm.get("folds_to_decide")
-                      else "over 50" if arm["n_folds"] >= 2 else "needs 2 folds first")
+                      else "none within the design" if arm["n_folds"] >= 2 else "needs 2 folds first")
         rel = arm.get("rel_diff")
         interval = ("–" if arm.get("rel_low") is None else
                     f"[{100 * arm['rel_low']:+.2f} %, {100 * arm['rel_high']:+.2f} %]")
