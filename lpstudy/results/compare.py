@@ -45,7 +45,8 @@ def compare_progress(data: CompareData) -> dict[str, Any]:
         open_now = int(tuning["state"].isin(["RUNNING", "WAITING"]).sum()) if len(tuning) else 0
         tuned = finished >= plan.budget and not open_now
         # a fold run is one (repeat, fold) cell: --repeats R runs the K folds R times
-        done_folds = len(folds.loc[folds["state"] == "COMPLETE", ["repeat", "fold"]].drop_duplicates()) if len(folds) else 0
+        cell = [c for c in ("repeat", "fold") if c in folds]  # a frame without repeat: the plain CV
+        done_folds = len(folds.loc[folds["state"] == "COMPLETE", cell].drop_duplicates()) if len(folds) else 0
         nothing_to_replicate = tuned and not len(folds) and A.best_trial(tuning) is None
         rows.append({"arm": arm, "tuning_done": min(finished, plan.budget), "budget": plan.budget,
                      "folds_done": done_folds, "folds": plan.folds * plan.repeats,
