@@ -115,3 +115,17 @@ def test_old_trials_read_as_repeat_0():
     frame = finish_trials_frame(raw, None)
     assert "repeat" in TRIAL_COLUMNS and frame["repeat"].tolist() == [0.0]
 
+
+
+def test_a_comparison_repeats_each_arms_folds_and_its_plan_says_so():
+    from lpstudy.study.compare import ComparePlan, make_plan
+
+    plan = make_plan("p", ["1", "2"], ["lr"], budget=2, folds=3, preset="smoke", repeats=2)
+    spec = plan.folds_spec(1.0, {"lr": 1e-3})
+    cells = {(int(c["repeat"]), int(c["fold"])) for c in spec.space.grid_cells()}
+    assert cells == {(r, f) for r in (0, 1) for f in range(3)}
+    assert ComparePlan.from_plain(plan.to_plain()).repeats == 2
+    assert "repeats" not in make_plan("p", ["1", "2"], ["lr"], budget=2, folds=3, preset="smoke").to_plain()
+    with pytest.raises(UserError, match="--until-decided"):
+        make_plan("p", ["1", "2"], ["lr"], budget=2, folds=3, preset="smoke", repeats=2,
+                  until_decided={"rounds": [3], "rope": 0.01, "alpha": 0.05})

@@ -8,7 +8,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from lpstudy.results.charts import caption, figure, mark_empty
-from lpstudy.results.verdict_table import NEUTRAL_COLOUR, VERDICT_COLOURS, arm_name
+from lpstudy.results.verdict_table import COLOUR_RULE, NEUTRAL_COLOUR, VERDICT_COLOURS, arm_name
 
 
 def equal_budget_chart(answer: dict) -> go.Figure:
@@ -55,8 +55,7 @@ def verdict_legend_entry(fig: go.Figure, x, verdict: str, colour: str) -> None:
 
 def verdict_caption(answer: dict, name: str) -> str:
     """The colour rule and the interval, said once for every chart that colours arms by verdict."""
-    return (f"Colour: the verdict (green better, blue equivalent, red worse, grey undecided; {name}, the reference, "
-            f"dark). Shaded: the ROPE. Bars: {100 * (1 - answer['alpha']):.0f} % intervals corrected for the "
+    return (f"{COLOUR_RULE}. Shaded: the ROPE. Bars: {100 * (1 - answer['alpha']):.0f} % intervals corrected for the "
             f"{answer['k']}-fold CV, as in the verdict table. Below 0: lower loss than {name}.")
 
 
@@ -87,7 +86,7 @@ def verdict_chart(answer: dict) -> go.Figure:
             hovertemplate="%{x}: %{y:+.2f} %<extra>" + verdict + "</extra>")
     fig.update_xaxes(categoryorder="array", categoryarray=labels)
     fig.update_layout(legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0, "xanchor": "left"})
-    return caption(fig, f"Colour: the verdict (green better, blue equivalent, red worse, grey undecided). Shaded: the ROPE, ±{rope:.2g} % of {name}'s mean loss. Bars: {100 * (1 - answer['alpha']):.0f} % "
+    return caption(fig, f"{COLOUR_RULE}. Shaded: the ROPE, ±{rope:.2g} % of {name}'s mean loss. Bars: {100 * (1 - answer['alpha']):.0f} % "
                         f"intervals corrected for the {answer['k']}-fold CV. Below 0: lower loss than {name}.")
 
 

@@ -17,6 +17,7 @@ VERDICT_COLUMNS = ("arm", "verdict", "diff", "interval (nats)", "relative", "int
                    "p-value (difference)", "p-value (equivalence)", "runs to decide", "folds", "mean loss")
 VERDICT_COLOURS = {"better": "#2a9d4b", "equivalent": "#3b6fb6", "worse": "#c8412c", "undecided": "#9a9a9a"}
 NEUTRAL_COLOUR = "#444444"  # the reference: it has no verdict of its own
+COLOUR_RULE = "Colour: the verdict (green better, blue equivalent, red worse, grey undecided; the reference dark)"
 
 
 def arm_name(field: str, value) -> str:
