@@ -93,7 +93,9 @@ def with_what_decides(answer: dict, data: StudyData, options: AnswerOptions) -> 
         return answer
     column = "arm" if data.info.kind == "compare" else "p"
     labels = ((data.info.spec or {}).get("compare") or {}).get("labels") or {}
-    table = fold_losses(data.trials, column, "fold").unstack("fold")
+    # one difference per run position: (repeat, fold) where the CV was repeated (--repeats), as decide's model
+    trials = data.trials.assign(run=data.trials.get("repeat", 0) * 100_000 + data.trials["fold"])
+    table = fold_losses(trials, column, "run").unstack("run")
     by_value = {json_safe(labels.get(key, key)): key for key in table.index}
     if json_safe(ref["value"]) not in by_value:
         return answer
