@@ -15,7 +15,7 @@ Every rate comes with its Wilson 95 % interval over --studies planted studies.
 4. A COMPLETE trial with an infinite loss: whether study_answer gives a verdict.
 5. The sequential design (--until-decided, stages 3, 5, 8, 10) against running all 10 folds once,
    at the real spread and at a spread of one ROPE: error (any of 3 arms), decisions, fold runs saved.
-6. The verdicts of a 100,000-trial replicate study, timed beside the paired table, in one run.
+6. The verdicts of a 100,000-trial replicate study, timed beside the per-p table the page draws with it, in one run.
 
     nice python benchmarks/bench_verdicts.py          # writes benchmarks/results/verdicts.md
 """
@@ -166,7 +166,7 @@ def scale_rows(repeats: int) -> list[list]:
     data = StudyData(name="scale", info=StudyInfo(name="scale", kind="replicate"), trials=trials, curves=pd.DataFrame())
     timings = {}
     for name, run in (("verdicts (study_answer)", lambda: study_answer(data)),
-                      ("paired table drawn before (paired_comparison)", lambda: A.paired_comparison(trials))):
+                      ("per-p table beside it (per_p_summary)", lambda: A.per_p_summary(trials))):
         run()  # imports and caches out of the timing
         seconds = []
         for _ in range(repeats):
@@ -174,8 +174,8 @@ def scale_rows(repeats: int) -> list[list]:
             run()
             seconds.append(time.perf_counter() - start)
         timings[name] = statistics.median(seconds)
-    base = timings["paired table drawn before (paired_comparison)"]
-    return [["computation", "trials", "median s", "× the paired table"],
+    base = timings["per-p table beside it (per_p_summary)"]
+    return [["computation", "trials", "median s", "× the per-p table"],
             *[[name, f"{len(trials):,}", f"{s:.3f}", f"{s / base:.1f}"] for name, s in timings.items()]]
 
 
@@ -204,7 +204,7 @@ def main() -> None:
                    "called better or worse with no effect, better against a positive effect.", sequential))
     scale = scale_rows(args.repeats)
     tables.append(("The verdicts of a 100,000-trial replicate frame (7 p × 10 folds × 1,429 learning rates, 1 % "
-                   "diverged), the page's computation, beside the paired table; medians of "
+                   "diverged), the page's computation, beside the per-p table drawn with it; medians of "
                    f"{args.repeats} runs after one warm-up. The page's budget at 100,000 trials "
                    "(docs/scale-reading.md): a first view within 4 s.", scale))
     for _, rows in tables:

@@ -1,5 +1,5 @@
 """The numbers behind the dashboard's charts, on hand-made frames: p groups (∞ apart), intervals,
-the per-p summary and the paired comparison to p = 2, steps to a threshold, area under the curve,
+the per-p summary, steps to a threshold, area under the curve,
 divergence rates, and what a page says when there is nothing to chart."""
 
 from __future__ import annotations
@@ -127,33 +127,6 @@ def test_per_p_summary_averages_completed_runs_and_counts_diverged_apart():
     assert two["best"] == 1.0
     three = summary.iloc[1]
     assert (three["n"], three["mean"]) == (1, 1.5) and math.isnan(three["ci_low"])
-
-
-def test_paired_comparison_differences_each_fold_against_p_equal_2():
-    ref = [1.0, 1.1, 1.2, 1.3]
-    gain = [0.10, 0.12, 0.08, 0.10]
-    rows = [{"p": 2.0, "fold": f, "value": v} for f, v in enumerate(ref)]
-    rows += [{"p": 3.0, "fold": f, "value": v - g} for f, (v, g) in enumerate(zip(ref, gain))]
-    rows += [{"p": 4.0, "fold": 0, "value": 0.9}, {"p": 4.0, "fold": 1, "value": 4.17, "diverged": True},
-             {"p": 4.0, "fold": 2, "value": 1.1}]
-    paired = A.paired_comparison(trials_frame(rows), reference_p=2.0)
-    assert list(paired["p"]) == [3.0, 4.0]
-    three = paired.iloc[0]
-    diffs = -np.array(gain)
-    assert three["n_pairs"] == 4 and three["n_excluded"] == 0
-    assert three["mean_diff"] == pytest.approx(diffs.mean())
-    half = T_975[3] * diffs.std(ddof=1) / 2
-    assert (three["ci_low"], three["ci_high"]) == (pytest.approx(diffs.mean() - half), pytest.approx(diffs.mean() + half))
-    assert three["relative_diff"] == pytest.approx(diffs.mean() / np.mean(ref))
-    assert three["p_value"] < 0.01  # a consistent gain on every fold
-    four = paired.iloc[1]
-    assert four["n_pairs"] == 2 and four["n_excluded"] == 1  # fold 1 diverged: left out, and said so
-    assert four["mean_diff"] == pytest.approx(((0.9 - 1.0) + (1.1 - 1.2)) / 2)
-
-
-def test_paired_comparison_is_empty_without_the_reference():
-    trials = trials_frame([{"p": 3.0, "fold": 0, "value": 1.0}, {"p": 4.0, "fold": 0, "value": 1.1}])
-    assert A.paired_comparison(trials, reference_p=2.0).empty
 
 
 def test_p_lr_map_bins_learning_rates_on_a_log_scale():

@@ -206,7 +206,8 @@ def test_every_study_option_is_declared_once_and_reaches_the_spec_the_file_and_t
     plain = build_spec().to_plain()
     flags = {**STUDY, **TRIALS}
     for option in OPTIONS.values():
-        assert spec_fields[option.name] == option.default and option.name in STUDY_FILE_KEYS and option.name in plain
+        assert spec_fields[option.name] == option.default and option.name in STUDY_FILE_KEYS
+        assert (option.name in plain) != option.written_when_set  # an option added later: written only when set
         flag = "--" + option.name.replace("_", "-")
         if option.flag:
             assert flag in flags and option.help in flags[flag]["help"], option.name

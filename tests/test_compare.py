@@ -1,5 +1,5 @@
 """`lpstudy compare`: every arm gets the same tuning budget, its best configuration is replicated on
-each fold exactly once, rerunning resumes without duplicating, and the paired table compares the
+each fold exactly once, rerunning resumes without duplicating, and the verdicts compare the
 arms fold by fold against the reference."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import math
 import pytest
 
 from lpstudy.db.optuna_storage import open_storage
-from lpstudy.results.compare import load_compare
+from lpstudy.results.compare import load_compare, stages_answer
 from lpstudy.study.studies import load_spec, study_names
 from tests.study_helpers import cli, trials_of
 from lpstudy.db.kinds import open_reader
@@ -41,23 +41,23 @@ def test_compare_gives_equal_budgets_then_replicates_each_best_once(empty_url, c
         assert {t.user_attrs["gain_init"] for t in runs} == {best.user_attrs["gain_init"]}
 
     code, out, err = cli(capsys, *args)  # rerun: resumes, adds nothing
-    assert code == 0 and "resumed" in err and "paired against p=2" in out
+    assert code == 0 and "resumed" in err and "Verdicts against the reference" in out
     code, _, err = cli(capsys, "worker", "--study", "cmp", "--storage", url, "--devices", "cpu", "--no-progress")
     assert code == 0, err
     assert sum(len(trials_of(url, f"cmp:{a}:{k}")) for a in ("p=1", "p=2", "p=4") for k in ("tune", "folds")) == 15
 
     code, out, err = cli(capsys, "status", "--study", "cmp", "--storage", url)
-    assert code == 0 and "tuning (3 trials per arm)" in out and "paired against p=2" in out, err
+    assert code == 0 and "tuning (3 trials per arm)" in out and "Verdicts against the reference" in out, err
 
     data = load_compare(open_reader(url), "cmp")
     assert list(data.budgets["spent"]) == [3, 3, 3]
-    paired = data.paired.set_index("arm")
-    assert list(paired.index) == ["p=2", "p=1", "p=4"] and (paired["n_pairs"] == 2).all()
+    arms = {float(a["value"]): a for a in stages_answer(data)["arms"]}
+    assert sorted(arms) == [1.0, 4.0] and all(a["n_folds"] == 2 for a in arms.values())
     runs = data.folds
-    for arm in ("p=1", "p=4"):
+    for arm, value in (("p=1", 1.0), ("p=4", 4.0)):
         mine = runs[runs["arm"] == arm].set_index("fold")["value"]
         ref = runs[runs["arm"] == "p=2"].set_index("fold")["value"]
-        assert paired.loc[arm, "mean_diff"] == pytest.approx(float((mine - ref).mean()))
+        assert arms[value]["diff"] == pytest.approx(float((mine - ref).mean()))
 
 
 def test_a_comparison_refuses_what_cannot_run(sqlite_url, capsys):

@@ -22,7 +22,7 @@ def test_validation_folds_are_disjoint_and_cover_the_text(n, folds):
     covered = torch.zeros(n, dtype=torch.int64)
     for fold in range(folds):
         split = fold_split(n, fold, folds)
-        start, end = split.validation
+        ((start, end),) = split.validation  # repeat 0: one contiguous part
         covered[start:end] += 1
         # the training segments are exactly the rest
         train_cover = torch.zeros(n, dtype=torch.int64)
@@ -37,7 +37,7 @@ def test_no_training_window_crosses_the_validation_part(fold):
     n, block = 10_000, 64
     split = fold_split(n, fold, 10)
     starts = window_starts(split.training, block)
-    v0, v1 = split.validation
+    ((v0, v1),) = split.validation
     ends = starts + block + 1  # inputs and the shifted target
     assert ((ends <= v0) | (starts >= v1)).all()
     assert (starts >= 0).all() and (ends <= n).all()
@@ -55,7 +55,7 @@ def test_batches_stay_in_their_segment_and_are_reproducible():
         (xa, ya), (xb, yb) = a.next(), b.next()
         assert torch.equal(xa, xb) and torch.equal(ya, yb)
         assert torch.equal(ya[:, :-1], xa[:, 1:])  # targets are the next tokens
-        v0, v1 = split.validation
+        ((v0, v1),) = split.validation
         assert not ((xa >= v0) & (xa < v1)).any() and not ((ya >= v0) & (ya < v1)).any()
 
 

@@ -163,7 +163,7 @@ def test_status_counts_a_grid_cell_once_and_says_so(tmp_path, capsys):
             distributions=first.distributions, user_attrs=first.user_attrs))
     after = study_status(open_reader(url), "grid")
     assert after["grid"]["done"] == before["grid"]["done"] == 9
-    assert after["per_p"] == before["per_p"] and after["paired"] == before["paired"]
+    assert after["per_p"] == before["per_p"] and after["verdicts"] == before["verdicts"]
     assert after["best"] == before["best"]
     assert after["duplicates"] == [9, 10] and before["duplicates"] == []
     render_status(after)

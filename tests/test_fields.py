@@ -61,7 +61,8 @@ def test_the_bounds_are_the_readmes_table():
                 "eval_interval": "[1, 10^7]", "eval_iters": "[1, 10^6]", "folds": "[2, 1000]",
                 "seed": "[0, 4294967295]", "threads": "[0, 1024]", "lr": "(0, 1]", "min_lr_ratio": "[0, 1]",
                 "weight_decay": "[0, 10]", "beta1": "[0, 1)", "beta2": "[0, 1)", "grad_clip": "[0, 10^6]",
-                "dropout": "[0, 1)", "gain_init": "[0, 10000]", "divergence_factor": "(1, 10^6]", "fold": "[0, 999]"}
+                "dropout": "[0, 1)", "gain_init": "[0, 10000]", "divergence_factor": "(1, 10^6]", "fold": "[0, 999]",
+                "repeat": "[0, 999]"}
     assert {name: bound.describe() for name, bound in FIELD_BOUNDS.items()} == expected
 
 

@@ -336,7 +336,7 @@ def test_the_last_line_of_train_is_one_line_when_stderr_is_piped():
 def _status_numbers_read_through_optuna(url: str, name: str, kind: str) -> list[str]:
     """The numbers `status` prints, as they are written, computed here from Optuna's API: each running
     trial's number, lr, gain, last reported loss and step, host; for a replicate grid, per p the mean
-    ± std, the t interval and the best of the completed runs that did not diverge, and the paired
+    ± std, the t interval and the best of the completed runs that did not diverge, and the verdicts'
     difference to p = 2 over the folds both have (with its relative size)."""
     from scipy.stats import t as student
 
@@ -364,8 +364,8 @@ def _status_numbers_read_through_optuna(url: str, name: str, kind: str) -> list[
         folds = sorted(set(by_fold) & set(losses[2.0])) if p != 2.0 else []
         if folds:
             diffs = np.array([by_fold[f] - losses[2.0][f] for f in folds])
-            reference = np.mean([losses[2.0][f] for f in folds])
-            expected += [f"{diffs.mean():+.4f}", f"{diffs.mean() / reference:+.2%}"]
+            reference = np.mean(list(losses[2.0].values()))  # the verdicts': relative to p = 2's mean loss
+            expected += [f"{diffs.mean():+.4f}", f"{100 * diffs.mean() / reference:+.2f} %"]  # the verdict table's
     return expected
 
 

@@ -98,7 +98,7 @@ def test_status_counts_and_ranks_a_search_as_its_trials_say(real_study, capsys):
     assert (status["best"]["number"], status["best"]["value"]) == (best.number, best.value)
 
 
-def test_status_of_a_grid_gives_per_p_means_and_paired_differences_computed_by_hand(real_study, capsys):
+def test_status_of_a_grid_gives_per_p_means_and_the_verdicts_differences_computed_by_hand(real_study, capsys):
     raw = trials_of(real_study.url, real_study.grid)
     code, out, _ = cli(capsys, "status", "--study", real_study.grid, "--storage", real_study.url, "--json")
     assert code == 0
@@ -114,14 +114,14 @@ def test_status_of_a_grid_gives_per_p_means_and_paired_differences_computed_by_h
         row = per_p[label]
         assert row["n"] == 2 and row["mean"] == pytest.approx(mean) and row["std"] == pytest.approx(sd)
         assert (row["ci_low"], row["ci_high"]) == pytest.approx((mean - half, mean + half))
-    paired = {row["p_bin"]: row for row in status["paired"]}
-    assert set(paired) == {"1", "∞"}
-    for label, p in (("1", 1.0), ("∞", math.inf)):
+    arms = {read_p(row["value"]): row for row in status["verdicts"]["arms"]}  # the verdicts, as `lpstudy verdict`
+    assert set(arms) == {1.0, math.inf}
+    for p in (1.0, math.inf):
         diffs = [loss[p, fold] - loss[2.0, fold] for fold in (0, 1)]
         reference = statistics.mean([loss[2.0, 0], loss[2.0, 1]])
-        assert paired[label]["n_pairs"] == 2
-        assert paired[label]["mean_diff"] == pytest.approx(statistics.mean(diffs))
-        assert paired[label]["relative_diff"] == pytest.approx(statistics.mean(diffs) / reference)
+        assert arms[p]["n_folds"] == 2
+        assert arms[p]["diff"] == pytest.approx(statistics.mean(diffs))
+        assert arms[p]["rel_diff"] == pytest.approx(statistics.mean(diffs) / reference)
     code, text, _ = cli(capsys, "status", "--study", real_study.grid, "--storage", real_study.url)
     assert code == 0
     for p in (1.0, 2.0, math.inf):  # each p's mean, as the table prints it

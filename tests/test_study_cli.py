@@ -193,7 +193,7 @@ def test_status_of_a_search_shows_counts_best_and_time_left(sqlite_url, capsys):
 
 
 @pytest.mark.slow
-def test_status_of_a_replicate_prints_the_table_per_p_and_the_paired_difference(sqlite_url, capsys):
+def test_status_of_a_replicate_prints_the_table_per_p_and_the_verdicts(sqlite_url, capsys):
     code, _, err = cli(capsys, "replicate", "--study", "rep", "--storage", sqlite_url, "--preset", "smoke",
                        "--p", "1,2", "--folds", "2", *TINY, "--workers", "0")
     assert code == 0, err
@@ -203,15 +203,15 @@ def test_status_of_a_replicate_prints_the_table_per_p_and_the_paired_difference(
     code, out, _ = cli(capsys, "status", "--study", "rep", "--storage", sqlite_url)
     assert code == 0
     assert "grid     4/4 cells done" in out and "final validation loss per p" in out
-    assert "paired difference to p = 2" in out
+    assert "Verdicts against the reference" in out
     code, out, _ = cli(capsys, "status", "--study", "rep", "--storage", sqlite_url, "--json")
     status = json.loads(out)
     assert [(r["p"], r["n"]) for r in status["per_p"]] == [(1.0, 2), (2.0, 2)]
-    (paired,) = status["paired"]
-    assert paired["p"] == 1.0 and paired["n_pairs"] == 2
+    (arm,) = status["verdicts"]["arms"]
+    assert arm["p"] == 1.0 and arm["n_folds"] == 2
     losses = {(t.params["p"], t.params["fold"]): t.value for t in trials_of(sqlite_url, "rep")}
     expected = ((losses[1.0, 0] - losses[2.0, 0]) + (losses[1.0, 1] - losses[2.0, 1])) / 2
-    assert paired["mean_diff"] == pytest.approx(expected)
+    assert arm["diff"] == pytest.approx(expected)
 
 
 @pytest.mark.slow

@@ -195,8 +195,10 @@ def test_the_importance_anova_is_statsmodels_type_ii_and_noise_alone_is_measured
     anova = anova_table(table)
     ss_arm, ss_err = _sums_of_squares(table.to_numpy())
     assert math.isclose(anova.loc["C(arm)", "sum_sq"], ss_arm) and math.isclose(anova.loc["Residual", "sum_sq"], ss_err)
-    null = fold_importance(table, "p")  # no effect planted: noise alone's η² is about a third with 4 arms × 3 folds
-    assert null["p_value"] > 0.05 and 0.25 < null["eta_squared_null"] < 0.45
+    # no effect planted: noise alone's η² with 4 arms × 3 folds is about a half once the folds' correlation
+    # (ρ = 1/K) is counted (an arm's mean varies 2.5 times more than independent residuals say)
+    null = fold_importance(table, "p")
+    assert null["p_value"] > 0.05 and 0.4 < null["eta_squared_null"] < 0.65
     assert null["shares"]["p"] < 1.0  # a measured share, never the 1.00 of a single field ranked alone
 
 

@@ -1,16 +1,14 @@
 """An equal-budget comparison (`lpstudy compare`): each arm's tuning budget and best configuration,
-the arms' replicate runs paired fold by fold against the reference arm (lpstudy.results.compare),
-each arm's verdict (lpstudy.results.answers, the table `lpstudy verdict` prints) and, for a
+each arm's verdict against the reference arm over the folds of its replicate runs (lpstudy.results.answers:
+the equal-budget chart in nats and the verdict chart, coloured by verdict, and the table `lpstudy verdict`
+prints: the one comparison of arms) and, for a
 comparison run --until-decided, its stages: each arm's state at every look, the alpha each look
 spends and the fold runs saved (the answer's "sequential" entry, as `lpstudy verdict` prints it)."""
 
 import streamlit as st
 
-from lpstudy.results import lens_charts as L
 from lpstudy.results import verdict_charts as V
 from lpstudy.results.verdict_table import sequential_lines, stages_frame, verdict_frame, verdict_title
-
-from lpstudy.results.columns import signed
 
 from common import STUDY_KEY, cached_study_infos, chart, no_traceback, reader, server_reader
 from tables import table
@@ -35,11 +33,11 @@ def cached_compare(storage_url: str, compare_name: str):
 
     data = load_compare(reader(storage_url), compare_name)
     answer = stages_answer(data)  # with the ROPE and alpha it ran --until-decided with, as `lpstudy verdict`
-    return data.plan, data.budgets, data.paired, data.reference, answer
+    return data.plan, data.budgets, data.reference, answer
 
 
 with no_traceback():
-    plan, budgets, paired, reference, answer = cached_compare(storage, name)
+    plan, budgets, reference, answer = cached_compare(storage, name)
 stages = "/".join(map(str, plan.until_decided.rounds if plan.until_decided else ()))
 replicated = (f"on up to {plan.folds} folds, in stages of {stages} folds until its verdict is decided"
               if plan.until_decided else f"on {plan.folds} folds")
@@ -47,11 +45,9 @@ st.markdown(f"**{name}**: arms of `{plan.factor}` · {plan.budget} tuning trials
             f"(TPE, median pruner) · then each arm's best configuration {replicated} · reference {reference}")
 st.subheader("Tuning budget per arm")
 table(budgets)
-chart(L.compare_chart(paired, reference), key="compare")
-if len(paired):
-    table(paired, signed())
 st.subheader("Verdicts")
 st.markdown(f"**Verdict.** {answer['sentence']}")
+chart(V.equal_budget_chart(answer), key="compare")  # in nats; the next in % of the reference's loss
 chart(V.verdict_chart(answer), key="compare_verdicts")
 verdicts = verdict_frame(answer)
 if len(verdicts):

@@ -14,7 +14,7 @@ from lpstudy.cli.option_groups import option_groups
 from lpstudy.cli.verdict import RopeOpt
 from lpstudy.results.answers.options import DEFAULT_ALPHA, DEFAULT_ROPE, parse_rope
 from lpstudy.cli.storage_option import StorageChoice
-from lpstudy.cli.study_options import SamplerSeedOpt, SearchOpt, SetOpt
+from lpstudy.cli.study_options import RepeatsOpt, SamplerSeedOpt, SearchOpt, SetOpt
 from lpstudy.training.costs import presets_help
 
 
@@ -34,6 +34,7 @@ def compare(
     until_decided: Annotated[bool, typer.Option("--until-decided", help="Replicate the arms' best configurations in stages (3, 5, 8, 10 folds, capped at --max-folds) and give an arm no more folds once its verdict against the reference is decided (lpstudy verdict; O'Brien-Fleming alpha spending, Holm across arms).")] = False,
     max_folds: Annotated[Optional[int], typer.Option("--max-folds", help="With --until-decided: K, the folds of the one K-fold CV the stages draw from (default --folds).", min=3)] = None,
     rope: RopeOpt = str(DEFAULT_ROPE),
+    repeats: RepeatsOpt = None,
     set_: SetOpt = None,
     sampler_seed: SamplerSeedOpt = None,
     local: LocalWorkers,
@@ -61,7 +62,8 @@ def compare(
         folds = max_folds or folds
         stages = UntilDecided(rounds=rounds_of(folds), rope=str(parse_rope(rope)), alpha=DEFAULT_ALPHA)
     plan = make_plan(factor.strip(), values.split(","), tune.split(","), budget, folds, preset, reference,
-                     parse_assignments(search, "--search"), parse_assignments(set_, "--set"), sampler_seed, stages)
+                     parse_assignments(search, "--search"), parse_assignments(set_, "--set"), sampler_seed, stages,
+                     repeats or 1)
     device_list = local.device_list()  # a wrong device: refused before anything is made
     store, data = preflight(storage, local.data, trains=bool(device_list), creates=True)
     with store:  # the command's one storage, from its check to its close: it creates, and reads the progress
@@ -71,7 +73,9 @@ def compare(
             f"{len(plan.values)} arms of {plan.factor} · {plan.budget} tuning trial{'' if plan.budget == 1 else 's'} each on fold "
             f"{plan.tune_fold} · then " + (f"up to {plan.folds} folds each in stages of "
                                            f"{'/'.join(map(str, plan.until_decided.rounds))}" if plan.until_decided
-                                           else f"{plan.folds} folds each"))
+                                           else f"{plan.folds} folds each"
+                                           + (f", repeated {plan.repeats} times over new partitions and seeds"
+                                              if plan.repeats > 1 else "")))
         progress = compare_progress(load_compare(store, study))
         if progress["left"]:
             say(work_estimate(progress["left"], plan.preset, plan.fixed, local.workers, local.devices,

@@ -77,6 +77,7 @@ SearchOpt = Annotated[Optional[list[str]], typer.Option(
 SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="Fix any field: --set max_steps=500 (repeatable).")]
 SamplerSeedOpt = _declared(OPTIONS["sampler_seed"])
 HeartbeatOpt = _declared(OPTIONS["heartbeat_interval"])
+RepeatsOpt = _declared(OPTIONS["repeats"])  # replicate's and compare's own
 GraceOpt = _declared(OPTIONS["grace_period"])
 RetryOpt = _declared(OPTIONS["max_retry"])
 

@@ -46,9 +46,9 @@ def print_verdicts(study: str, reader, rope: str | None = None, reference=None,
 
     from lpstudy.results.answers import AnswerOptions, parse_rope, study_answer, study_rope
     from lpstudy.results.compare import verdict_data
-    from lpstudy.results.status import print_table
+    from lpstudy.results.status import print_table, print_verdict_table
     from lpstudy.results.columns import labelled
-    from lpstudy.results.verdict_table import sequential_lines, stages_frame, verdict_frame, verdict_title
+    from lpstudy.results.verdict_table import sequential_lines, stages_frame
 
     chosen = None if rope is None else parse_rope(rope)  # a wrong --rope: one line before the study is read
     data = verdict_data(reader, study)
@@ -62,9 +62,7 @@ def print_verdicts(study: str, reader, rope: str | None = None, reference=None,
     if "arms" not in answer:  # a search study: p's profile with lr and gain held apart (lpstudy.results.answers.search)
         _print_search(console, answer)
         return
-    frame = verdict_frame(answer)
-    if len(frame):
-        print_table(console, verdict_title(answer), list(frame.columns), frame.values.tolist())
+    print_verdict_table(console, answer)  # the table status and compare print too
     for line in sequential_lines(answer):
         console.print(line, highlight=False, soft_wrap=True)
     stages = labelled(stages_frame(answer))
@@ -75,7 +73,7 @@ def print_verdicts(study: str, reader, rope: str | None = None, reference=None,
         field, share = next(iter(importance["shares"].items()))
         console.print(f"importance: {field}'s partial ω² within folds {share:.2f} "
                       f"[{importance['low'][field]:.2f}, {importance['high'][field]:.2f}] · noise alone up to "
-                      f"{importance['null']:.2f} · permutation p {importance['p_value']:.3g}", highlight=False, soft_wrap=True)
+                      f"{importance['null']:.2f} · p-value (F corrected for the folds' correlation) {importance['p_value']:.3g}", highlight=False, soft_wrap=True)
 
 
 def _number(value) -> str:
@@ -85,7 +83,7 @@ def _number(value) -> str:
 def _print_search(console, answer: dict) -> None:
     """A search's answer: p's tuned profile with its band, how entangled p is with the other fields,
     the importance, and the command that would decide."""
-    from lpstudy.results.status import print_table
+    from lpstudy.results.status import print_table, print_verdict_table
     from lpstudy.values import format_p
 
     if answer.get("p_profile"):

@@ -22,7 +22,7 @@ from lpstudy.study.space import Choice, SearchSpace
 # The cells of a replicate study whose spec has no readable space (written by an older lpstudy).
 PAPER_CELL = ("p", "fold")
 # Fields that tell the replicates of one configuration apart, not configurations.
-REPLICATE_FIELDS = ("fold", "seed")
+REPLICATE_FIELDS = ("fold", "seed", "repeat")
 
 
 def grid_fields(spec: dict | None) -> tuple[str, ...]:
@@ -40,7 +40,7 @@ def grid_fields(spec: dict | None) -> tuple[str, ...]:
 
 
 def setting_fields(spec: dict | None) -> tuple[str, ...]:
-    """The gridded fields besides p and the replicates (fold, seed): the settings a table shows p
+    """The gridded fields besides p and the replicates (fold, seed, repeat): the settings a table shows p
     at, one row each (a sweep's learning rates); () for the paper's protocol."""
     return tuple(f for f in grid_fields(spec) if f != "p" and f not in REPLICATE_FIELDS)
 

@@ -336,29 +336,6 @@ def importance_chart(importance: "A.Importance") -> go.Figure:
     return caption(fig, importance.caption())
 
 
-def paired_chart(paired: pd.DataFrame, reference_p: float = 2.0) -> go.Figure:
-    """loss(p) − loss(reference) across folds, with its 95 % interval; below 0: p is better."""
-    ref = A.format_p(reference_p)
-    fig = figure(f"Paired difference to p = {ref} across folds (95 % interval)", "p",
-                  f"loss(p) − loss(p = {ref})")
-    if paired.empty:
-        return mark_empty(fig, f"needs completed runs of p = {ref} and other p on the same folds")
-    x = A.p_positions(paired["p"].astype("float64"))
-    fig.add_hline(y=0, line={"color": "#888", "dash": "dash"})
-    fig.add_scatter(x=x, y=paired["mean_diff"], mode="markers", name="mean difference",
-                    marker={"size": 9, "color": np.where(paired["mean_diff"] < 0, "#2ca02c", "#d62728")},
-                    error_y={"type": "data", "array": (paired["ci_high"] - paired["mean_diff"]).fillna(0),
-                             "arrayminus": (paired["mean_diff"] - paired["ci_low"]).fillna(0), "visible": True},
-                    customdata=np.column_stack([paired["p_bin"], paired["n_pairs"], paired["relative_diff"] * 100]),
-                    hovertemplate="p %{customdata[0]}<br>Δ %{y:+.4f} (%{customdata[2]:+.2f} %)"
-                                  "<br>folds %{customdata[1]}<extra></extra>")
-    if "p_low" in paired and "p_high" in paired:
-        _p_group_axis(fig, paired, x)
-    else:
-        fig.update_xaxes(tickvals=list(x), ticktext=list(paired["p_bin"]))
-    return fig
-
-
 # --- Convergence -----------------------------------------------------------------------------
 
 def _colour_at(value: float, low: float, high: float, scale: str = P_SCALE) -> str:

@@ -1,7 +1,7 @@
 """A comparison (lpstudy compare) read back: its plan, every arm's tuning trials and replicate
-runs as trials frames with an `arm` column, and the paired table against the reference arm
-(lpstudy.results.analysis.paired_arms). Read-only; the dashboard's Compare page, `lpstudy
-compare` and `lpstudy status` (render_compare) show the same numbers."""
+runs as trials frames with an `arm` column; its arms against the reference are the answer's verdicts
+(lpstudy.results.answers, stages_answer). Read-only; the dashboard's Compare page, `lpstudy
+compare`, `lpstudy status` (render_compare) and `lpstudy verdict` show the same numbers."""
 
 from __future__ import annotations
 
@@ -27,10 +27,6 @@ class CompareData:
     reference: str  # the reference arm's label
 
     @property
-    def paired(self) -> pd.DataFrame:
-        return A.paired_arms(self.folds, self.reference)
-
-    @property
     def budgets(self) -> pd.DataFrame:
         return A.tuning_summary(self.tuning)
 
@@ -48,12 +44,14 @@ def compare_progress(data: CompareData) -> dict[str, Any]:
         finished = int(tuning["state"].isin(["COMPLETE", "PRUNED"]).sum()) if len(tuning) else 0
         open_now = int(tuning["state"].isin(["RUNNING", "WAITING"]).sum()) if len(tuning) else 0
         tuned = finished >= plan.budget and not open_now
-        done_folds = int(folds.loc[folds["state"] == "COMPLETE", "fold"].nunique()) if len(folds) else 0
+        # a fold run is one (repeat, fold) cell: --repeats R runs the K folds R times
+        cell = [c for c in ("repeat", "fold") if c in folds]  # a frame without repeat: the plain CV
+        done_folds = len(folds.loc[folds["state"] == "COMPLETE", cell].drop_duplicates()) if len(folds) else 0
         nothing_to_replicate = tuned and not len(folds) and A.best_trial(tuning) is None
         rows.append({"arm": arm, "tuning_done": min(finished, plan.budget), "budget": plan.budget,
-                     "folds_done": done_folds, "folds": plan.folds,
+                     "folds_done": done_folds, "folds": plan.folds * plan.repeats,
                      "tuning_left": max(0, plan.budget - finished),
-                     "folds_left": 0 if nothing_to_replicate else plan.folds - done_folds,
+                     "folds_left": 0 if nothing_to_replicate else plan.folds * plan.repeats - done_folds,
                      "nothing_to_replicate": nothing_to_replicate})
     tuning_left = sum(r["tuning_left"] for r in rows)
     if plan.until_decided and not tuning_left:  # decided arms get no more folds; none after the last stage
@@ -64,14 +62,15 @@ def compare_progress(data: CompareData) -> dict[str, Any]:
     folds_left = sum(r["folds_left"] for r in rows)
     return {"arms": rows, "n_arms": len(rows), "budget": plan.budget, "folds": plan.folds,
             "tuning_spent": sum(r["tuning_done"] for r in rows), "tuning_total": plan.budget * len(rows),
-            "cells_done": sum(r["folds_done"] for r in rows), "cells_total": plan.folds * len(rows),
+            "cells_done": sum(r["folds_done"] for r in rows), "cells_total": plan.folds * plan.repeats * len(rows),
             "tuning_left": tuning_left, "cells_left": folds_left, "left": tuning_left + folds_left,
             "done": tuning_left + folds_left == 0}
 
 
 def stages_answer(data: CompareData) -> dict[str, Any]:
-    """The verdicts of a comparison run --until-decided (lpstudy.results.answers), its stages under
-    "sequential"."""
+    """The verdicts of a comparison (lpstudy.results.answers) with the ROPE and alpha it ran
+    --until-decided with (the defaults otherwise), its stages under "sequential": what `lpstudy
+    verdict`, `lpstudy compare` and the Compare page show."""
     from lpstudy.results.answers import study_answer
     from lpstudy.results.answers.options import stage_options
 
@@ -131,6 +130,8 @@ def _study_data(data: CompareData):
     plan, name = data.plan, data.name
     spec = {"folds": plan.folds, "compare": {"factor": plan.factor, "reference_label": data.reference,
                                              "labels": {plan.label(v): v for v in plan.values}}}
+    if plan.repeats > 1:  # the K-fold CV repeated over new partitions and seeds (trials carry `repeat`)
+        spec["repeats"] = plan.repeats
     if plan.until_decided:  # the replicate phase ran in stages: the verdicts replay them (answers.sequential)
         spec["until_decided"] = plan.until_decided.to_plain()
     info = StudyInfo(name=name, kind="compare", preset=plan.preset, spec=spec)
@@ -142,7 +143,7 @@ def _cell(value: Any, spec: str) -> str:
 
 
 def render_compare(reader: TrialReader, study: str, next_hint: str | None = None) -> dict[str, Any]:
-    """Where the comparison stands (compare_progress), the arms' budgets and the paired table, on
+    """Where the comparison stands (compare_progress), the arms' budgets and the verdicts, on
     standard output; then `next_hint` (the command that runs the rest) only when something is left.
     Returns the progress."""
     from rich.console import Console
@@ -162,22 +163,14 @@ def render_compare(reader: TrialReader, study: str, next_hint: str | None = None
                      _cell(r.get("best_lr"), ".3g"), _cell(r.get("best_gain_init"), ".3g"), folds])
     print_table(console, f"tuning ({data.plan.budget} trials per arm)",
                 ["arm", "tuned", "pruned", "diverged", "best loss", "lr", "gain_init", "folds"], rows)
-    paired = data.paired
-    if paired.empty:
-        console.print(f"paired table: none yet (needs the {data.reference} arm and another on the same folds)")
+    answer = stages_answer(data)
+    if not answer.get("arms"):
+        console.print(f"verdicts: none yet (needs the {data.reference} arm and another on the same folds)")
     else:
-        rows = []
-        for _, r in paired.iterrows():
-            if r["arm"] == data.reference:  # the arm the others are measured against: no difference of its own
-                rows.append([r["arm"], str(int(r["n_pairs"])), _cell(r["mean_loss"], ".4f"), "reference", "–", "–", "–"])
-                continue
-            ci = "–" if pd.isna(r["ci_low"]) else f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]"
-            relative = "–" if pd.isna(r["relative_diff"]) else f"{100 * r['relative_diff']:+.2f} %"
-            rows.append([r["arm"], str(int(r["n_pairs"])), _cell(r["mean_loss"], ".4f"),
-                         _cell(r["mean_diff"], "+.4f"), ci, relative, _cell(r["p_value"], ".3g")])
-        print_table(console, f"final validation loss on {data.plan.folds} folds, paired against {data.reference} "
-                             "(95 % CI; negative diff: the arm beats it)",
-                    ["arm", "pairs", "mean", "diff", "95 % CI", "relative", "p-value"], rows)
+        from lpstudy.results.status import print_verdict_table
+
+        console.print(f"verdict  {answer['sentence']}", highlight=False, soft_wrap=True)
+        print_verdict_table(console, answer)
     if next_hint and not progress["done"]:
         console.print(f"next     {next_hint}", highlight=False, soft_wrap=True)
     return progress

@@ -152,6 +152,7 @@ def finish_trials_frame(frame: pd.DataFrame, last: pd.DataFrame | None) -> pd.Da
     numeric = [c for c in TRIAL_COLUMNS if c not in (*_TEXT_FIELDS, *BOOL_FIELDS, "datetime_start",
                                                      "datetime_complete")]
     frame[numeric] = frame[numeric].apply(pd.to_numeric, errors="coerce").astype("float64")
+    frame["repeat"] = frame["repeat"].fillna(0)  # a trial made before repeats ran in the plain CV, repeat 0
     frame["number"] = frame["number"].astype("int64")
     frame["trial_id"] = frame["trial_id"].astype("int64")
     return frame.sort_values("number", ignore_index=True)

@@ -131,19 +131,3 @@ def initial_entropy_chart(table: pd.DataFrame) -> go.Figure:
     else:
         p_axis(fig, p)
     return fig
-
-
-def compare_chart(paired: pd.DataFrame, reference: str) -> go.Figure:
-    """A comparison's arms: loss(arm) − loss(reference) across folds with the 95 % interval."""
-    fig = figure(f"Equal-budget comparison: paired difference to {reference} across folds (95 % interval)",
-                  "arm", f"loss(arm) − loss({reference})")
-    if paired.empty:
-        return mark_empty(fig, f"needs the replicate runs of {reference} and another arm on the same folds")
-    fig.add_hline(y=0, line={"color": "#888", "dash": "dash"})
-    fig.add_scatter(x=paired["arm"], y=paired["mean_diff"], mode="markers", name="mean difference",
-                    marker={"size": 10, "color": np.where(paired["mean_diff"] < 0, "#2ca02c", "#d62728")},
-                    error_y=_error(paired, "mean_diff"),
-                    customdata=np.column_stack([paired["n_pairs"], paired["relative_diff"] * 100]),
-                    hovertemplate="%{x}<br>Δ %{y:+.4f} (%{customdata[1]:+.2f} %)<br>folds %{customdata[0]}"
-                                  "<extra></extra>")
-    return fig

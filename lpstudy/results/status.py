@@ -1,7 +1,9 @@
 """`lpstudy status`: where a study stands. Trials by state, the best trial, the running trials with
 their device, host and progress, an estimate of the time left, and for a replicate study the
-paper's table (lpstudy.results.analysis: mean ± std of the final validation loss per p, and the paired
-difference to p = 2 across folds with its 95 % confidence interval). Reads only (lpstudy.results.frames).
+paper's table (lpstudy.results.analysis: mean ± std of the final validation loss per p, with the t
+interval of each mean) and the verdicts against p = 2: the answer's (lpstudy.results.answers), its
+interval and p-values printed as `lpstudy verdict` prints them (lpstudy.results.verdict_table), the
+one comparison of arms every reader shows. Reads only (lpstudy.results.frames).
 """
 
 from __future__ import annotations
@@ -115,10 +117,22 @@ def study_status(reader: results.TrialReader, study_name: str) -> dict[str, Any]
         settings = setting_fields(spec)  # a sweep's lr: p is summed up and paired at each one
         status["settings"] = list(settings)
         status["per_p"] = _records(analysis.per_p_summary(trials, within=settings))
-        paired = analysis.paired_comparison(trials, reference_p=REFERENCE_P, within=settings)
-        status["paired"] = _records(paired)
+        status["verdicts"] = verdicts_of(data)
         status["reference_p"] = REFERENCE_P
     return status
+
+
+# what status carries of the answer: the verdict table's rows and what it is read with
+VERDICT_KEYS = ("sentence", "method", "alpha", "k", "rope", "reference", "arms")
+
+
+def verdicts_of(data) -> dict[str, Any]:
+    """The study's verdicts against the reference (lpstudy.results.answers.study_answer, with the ROPE
+    the study ran with), as `lpstudy verdict --json` has them."""
+    from lpstudy.results.answers import AnswerOptions, study_answer, study_rope
+
+    answer = study_answer(data, AnswerOptions(rope=study_rope(data.info.spec)))
+    return {key: answer[key] for key in VERDICT_KEYS if key in answer}
 
 
 def _plain(value: Any) -> Any:
@@ -233,19 +247,16 @@ def _render_replicate(status: dict[str, Any], console) -> None:
              f"{_num(r['mean'])} ± {_num(r['std'])}", f"[{_num(r['ci_low'])}, {_num(r['ci_high'])}]", _num(r["best"])]
             for r in status.get("per_p", [])]
     print_table(console, f"final validation loss {at} (COMPLETE runs; diverged runs left out of mean ± std)",
-                ["p", *settings, "runs", "diverged", "mean ± std", "95 % CI", "best"], rows)
-    paired = status.get("paired") or []
-    if not paired:
-        console.print(f"paired difference to p = {status['reference_p']:g}: none yet (needs runs of p = "
-                      f"{status['reference_p']:g} and another p on the same folds)")
-        return
-    rows = []
-    for r in paired:
-        rel = r.get("relative_diff")
-        rows.append([_p(r["p"]), *(_setting(r.get(name)) for name in settings), str(r["n_pairs"]),
-                     _num(r["mean_diff"], "+.4f"), f"[{_num(r['ci_low'], '+.4f')}, {_num(r['ci_high'], '+.4f')}]",
-                     "–" if rel is None else f"{rel:+.2%}", _num(r.get("p_value"), ".3g")])
-    where = "".join(f" at each {name}" for name in settings)
-    print_table(console, f"paired difference to p = {status['reference_p']:g} across folds{where} "
-                         "(negative: p beats it)",
-                ["p", *settings, "pairs", "mean diff", "95 % CI", "relative", "p-value"], rows)
+                ["p", *settings, "runs", "diverged", "mean ± std", "95 % CI of the mean", "best"], rows)
+    verdicts = status.get("verdicts") or {}
+    console.print(f"verdict  {verdicts.get('sentence', 'none yet')}", highlight=False, soft_wrap=True)
+    print_verdict_table(console, verdicts)
+
+
+def print_verdict_table(console, answer: dict[str, Any]) -> None:
+    """The verdict table of an answer (lpstudy.results.verdict_table), as every command prints it."""
+    from lpstudy.results.verdict_table import verdict_frame, verdict_title
+
+    frame = verdict_frame(answer) if answer.get("reference") else None
+    if frame is not None and len(frame) > 1:
+        print_table(console, verdict_title(answer), list(frame.columns), frame.values.tolist())

@@ -8,7 +8,55 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from lpstudy.results.charts import caption, figure, mark_empty
-from lpstudy.results.verdict_table import VERDICT_COLOURS, arm_name
+from lpstudy.results.verdict_table import COLOUR_RULE, NEUTRAL_COLOUR, VERDICT_COLOURS, arm_name
+
+
+def equal_budget_chart(answer: dict) -> go.Figure:
+    """A comparison's arms: loss(arm) − loss(reference) in nats over the folds with the verdict's
+    interval (the answer's low/high), coloured by the verdict (VERDICT_COLOURS, with a legend); the
+    reference at 0 in a neutral colour, the ROPE a band."""
+    ref = answer.get("reference")
+    name = arm_name(ref["field"], ref["value"]) if ref else "the reference"
+    title = f"Equal-budget comparison: difference to the reference {name} (verdict's interval)"
+    if not ref or not answer.get("arms"):
+        return mark_empty(figure(title, height=360), "needs the replicate runs of the reference and another arm on the same folds")
+    fig = figure(title, "arm", f"loss(arm) − loss({name}) (nats)", height=380)
+    margin = (answer.get("rope") or {}).get("absolute")
+    if margin:
+        fig.add_hrect(y0=-margin, y1=margin, fillcolor=VERDICT_COLOURS["equivalent"], opacity=0.12, line_width=0)
+    fig.add_hline(y=0, line={"color": "#888", "dash": "dash"})
+    fig.add_scatter(x=[name], y=[0.0], mode="markers", name="reference", showlegend=True,
+                    marker={"size": 11, "color": NEUTRAL_COLOUR, "symbol": "diamond"},
+                    hovertemplate=f"{name}: the reference<extra></extra>")
+    labels = [arm_name(a["field"], a["value"]) for a in answer["arms"]]
+    for verdict, colour in VERDICT_COLOURS.items():
+        rows = [(label, a) for label, a in zip(labels, answer["arms"]) if a["verdict"] == verdict]
+        if not rows:
+            verdict_legend_entry(fig, name, verdict, colour)
+            continue
+        fig.add_scatter(
+            x=[label for label, _ in rows], y=[a["diff"] for _, a in rows], mode="markers", name=verdict,
+            marker={"size": 11, "color": colour}, showlegend=True,
+            error_y={"type": "data", "visible": True, "array": [(a["high"] or 0) - (a["diff"] or 0) for _, a in rows],
+                     "arrayminus": [(a["diff"] or 0) - (a["low"] or 0) for _, a in rows]},
+            customdata=[[a["n_folds"], a["p_value_difference"]] for _, a in rows],
+            hovertemplate="%{x}: Δ %{y:+.4f} nats · folds %{customdata[0]} · p-value %{customdata[1]:.3g}<extra>"
+                          + verdict + "</extra>")
+    fig.update_xaxes(categoryorder="array", categoryarray=[name, *labels])
+    fig.update_layout(legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0, "xanchor": "left"})
+    return caption(fig, verdict_caption(answer, name))
+
+
+def verdict_legend_entry(fig: go.Figure, x, verdict: str, colour: str) -> None:
+    """A verdict no arm has still named in the legend in its colour (a point at no height)."""
+    fig.add_scatter(x=[x], y=[None], mode="markers", name=verdict, marker={"size": 11, "color": colour},
+                    showlegend=True, hoverinfo="skip")
+
+
+def verdict_caption(answer: dict, name: str) -> str:
+    """The colour rule and the interval, said once for every chart that colours arms by verdict."""
+    return (f"{COLOUR_RULE}. Shaded: the ROPE. Bars: {100 * (1 - answer['alpha']):.0f} % intervals corrected for the "
+            f"{answer['k']}-fold CV, as in the verdict table. Below 0: lower loss than {name}.")
 
 
 def verdict_chart(answer: dict) -> go.Figure:
@@ -27,8 +75,7 @@ def verdict_chart(answer: dict) -> go.Figure:
         rows = [(label, a) for label, a in zip(labels, answer["arms"]) if a["verdict"] == verdict]
         ys = [100 * (a["rel_diff"] or 0) for _, a in rows]
         if not rows:  # a point at no height: the verdict still has its place in the legend
-            fig.add_scatter(x=[labels[0]], y=[None], mode="markers", name=verdict, marker={"size": 11, "color": colour},
-                            showlegend=True, hoverinfo="skip")
+            verdict_legend_entry(fig, labels[0], verdict, colour)
             continue
         fig.add_scatter(
             x=[label for label, _ in rows], y=ys, mode="markers", name=verdict, marker={"size": 11, "color": colour},
@@ -39,7 +86,7 @@ def verdict_chart(answer: dict) -> go.Figure:
             hovertemplate="%{x}: %{y:+.2f} %<extra>" + verdict + "</extra>")
     fig.update_xaxes(categoryorder="array", categoryarray=labels)
     fig.update_layout(legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0, "xanchor": "left"})
-    return caption(fig, f"Colour: the verdict (green better, blue equivalent, red worse, grey undecided). Shaded: the ROPE, ±{rope:.2g} % of {name}'s mean loss. Bars: {100 * (1 - answer['alpha']):.0f} % "
+    return caption(fig, f"{COLOUR_RULE}. Shaded: the ROPE, ±{rope:.2g} % of {name}'s mean loss. Bars: {100 * (1 - answer['alpha']):.0f} % "
                         f"intervals corrected for the {answer['k']}-fold CV. Below 0: lower loss than {name}.")
 
 
@@ -91,7 +138,7 @@ def stages_chart(answer: dict) -> go.Figure:
 
 
 def fold_importance_chart(answer: dict) -> go.Figure:
-    """The field's partial ω² within folds with its bootstrap interval, and noise alone's level."""
+    """The field's partial ω² within folds with its noncentral-F interval, and noise alone's level."""
     importance = answer["importance"]
     title = "What the compared field explains within folds (partial ω²)"
     fig = figure(title, "partial ω²", "", height=260)
@@ -103,8 +150,9 @@ def fold_importance_chart(answer: dict) -> go.Figure:
                 showlegend=False, error_x={"type": "data", "array": [high - share], "arrayminus": [share - low], "visible": True})
     fig.add_vline(x=importance["null"], line={"color": "#c8412c", "dash": "dot"},
                   annotation_text="noise alone (95th percentile)", annotation_position="top")
-    fig.update_xaxes(range=[0, 1])
-    return caption(fig, f"{importance['reason']}. Permutation p-value {importance['p_value']:.3g}; "
+    fig.update_xaxes(range=[min(0.0, share - 0.05), 1])  # ω² is unclipped: below 0, the arms differ less than noise
+    return caption(fig, f"{importance['reason']}. {importance.get('method', '')}. p-value of the corrected F test "
+                        f"{importance['p_value']:.3g}; "
                         f"η² {importance['eta_squared']:.2f}, where noise alone gives {importance['eta_squared_null']:.2f} on average.")
 
 
@@ -129,10 +177,12 @@ def stability_verdict_chart(answer: dict, metric: str) -> go.Figure:
     labels = [arm_name(field, r["value"]) for r in rows]
     if metric == "divergence":
         ys = [r["rate"] for r in rows]
-        fig.add_bar(x=labels, y=ys, marker_color="#c8412c", showlegend=False,
+        # the reference in the neutral colour of every chart that compares arms (verdict_table)
+        fig.add_bar(x=labels, y=ys, marker_color=[NEUTRAL_COLOUR if r.get("p_value") is None else "#c8412c" for r in rows],
+                    showlegend=False,
                     error_y={"type": "data", "visible": True, "array": [r["high"] - r["rate"] for r in rows],
                              "arrayminus": [r["rate"] - r["low"] for r in rows]},
-                    text=[f"{r['diverged']}/{r['runs']}" + (f" · Fisher p {r['p_value']:.2g}" if r.get("p_value") is not None
+                    text=[f"{r['diverged']}/{r['runs']}" + (f" · Fisher p-value {r['p_value']:.2g}" if r.get("p_value") is not None
                                                              else " · reference") for r in rows], textposition="outside")
         fig.update_yaxes(range=[0, 1.05])
         return caption(fig, f"Bars: {100 * (1 - answer['alpha']):.0f} % Wilson intervals. Fisher's exact test of each arm's "
@@ -143,9 +193,9 @@ def stability_verdict_chart(answer: dict, metric: str) -> go.Figure:
                     marker={"size": 10, "color": "#1f77b4"}, showlegend=False,
                     error_y={"type": "data", "visible": True, "array": [_reach(r["high"], r["diff"]) for r in others],
                              "arrayminus": [_reach(r["diff"], r["low"]) for r in others]},
-                    text=[f"p {r['p_value']:.2g}" if r.get("p_value") is not None else "" for r in others],
+                    text=[f"p-value {r['p_value']:.2g}" if r.get("p_value") is not None else "" for r in others],
                     hovertemplate="%{x}: %{y:+.3f} (%{text})<extra></extra>")
     what = "largest attention logit over training less its first value" if metric == "logit_growth" else \
         "smallest head entropy over training"
     return caption(fig, f"Per fold the arm's {what} minus {arm_name(field, ref.get('value'))}'s; "
-                        f"{100 * (1 - answer['alpha']):.0f} % intervals corrected for the {answer['k']}-fold CV; hover: Holm-adjusted p.")
+                        f"{100 * (1 - answer['alpha']):.0f} % intervals corrected for the {answer['k']}-fold CV; hover: the Holm-adjusted p-value.")

@@ -1,5 +1,8 @@
-"""The verdict table, one for every reader: `lpstudy verdict`, `lpstudy report` and the dashboard's
-Effect of p page show these columns of lpstudy.results.answers' arms, in these words."""
+"""The verdict table, one for every reader: `lpstudy verdict`, `lpstudy status`, `lpstudy compare`,
+`lpstudy report` and the dashboard's Effect of p and Compare pages show these columns of
+lpstudy.results.answers' arms, in these words; and the one colour rule of an arm (VERDICT_COLOURS, the
+reference in NEUTRAL_COLOUR) that every chart comparing arms draws with a legend. No other table or
+chart compares arms: one statistic, one source."""
 
 from __future__ import annotations
 
@@ -9,9 +12,12 @@ import pandas as pd
 
 from lpstudy.values import format_p
 
-VERDICT_COLUMNS = ("arm", "verdict", "relative", "interval (relative)", "folds to decide", "folds", "mean loss",
-                   "diff", "p difference", "p equivalence")
+# "p-value (...)", never a bare "p": p is the norm's exponent in the arm's name beside it
+VERDICT_COLUMNS = ("arm", "verdict", "diff", "interval (nats)", "relative", "interval (relative)",
+                   "p-value (difference)", "p-value (equivalence)", "runs to decide", "folds", "mean loss")
 VERDICT_COLOURS = {"better": "#2a9d4b", "equivalent": "#3b6fb6", "worse": "#c8412c", "undecided": "#9a9a9a"}
+NEUTRAL_COLOUR = "#444444"  # the reference: it has no verdict of its own
+COLOUR_RULE = "Colour: the verdict (green better, blue equivalent, red worse, grey undecided; the reference dark)"
 
 
 def arm_name(field: str, value) -> str:
@@ -33,19 +39,22 @@ def verdict_frame(answer: dict) -> pd.DataFrame:
     ref = answer.get("reference")
     if not ref:
         return pd.DataFrame(columns=list(VERDICT_COLUMNS))
-    rows = [[arm_name(ref["field"], ref["value"]), "reference", "–", "–", "–", str(ref.get("n_folds", "–")),
-             _num(ref["mean"], ".4f"), "–", "–", "–"]]
+    rows = [[arm_name(ref["field"], ref["value"]), "reference", "–", "–", "–", "–", "–", "–", "–",
+             str(ref.get("n_folds", "–")), _num(ref["mean"], ".4f")]]
     for arm in answer["arms"]:
         decide = "–"
         if arm["verdict"] == "undecided":
+            # the runs per arm at 80 % power within what the design can run (answers.decide), else none
             decide = (f"{arm['folds_to_decide']} ({arm['decided_by']})" if arm.get("folds_to_decide")
-                      else "over 50" if arm["n_folds"] >= 2 else "needs 2 folds first")
+                      else "none within the design" if arm["n_folds"] >= 2 else "needs 2 folds first")
         rel = arm.get("rel_diff")
         interval = ("–" if arm.get("rel_low") is None else
                     f"[{100 * arm['rel_low']:+.2f} %, {100 * arm['rel_high']:+.2f} %]")
-        rows.append([arm_name(arm["field"], arm["value"]), arm["verdict"], "–" if rel is None else f"{100 * rel:+.2f} %",
-                     interval, decide, str(arm["n_folds"]), _num(arm["mean"], ".4f"), _num(arm["diff"], "+.4f"),
-                     _num(arm["p_value_difference"], ".3g"), _num(arm["p_value_equivalence"], ".3g")])
+        nats = "–" if arm.get("low") is None else f"[{arm['low']:+.4f}, {arm['high']:+.4f}]"
+        rows.append([arm_name(arm["field"], arm["value"]), arm["verdict"], _num(arm["diff"], "+.4f"), nats,
+                     "–" if rel is None else f"{100 * rel:+.2f} %", interval,
+                     _num(arm["p_value_difference"], ".3g"), _num(arm["p_value_equivalence"], ".3g"), decide,
+                     str(arm["n_folds"]), _num(arm["mean"], ".4f")])
     return pd.DataFrame(rows, columns=list(VERDICT_COLUMNS))
 
 

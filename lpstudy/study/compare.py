@@ -79,6 +79,7 @@ class ComparePlan:
     # --until-decided: the folds of the arms' best configurations run in stages and an arm decided
     # against the reference gets no more (lpstudy.study.stages); None: all at once
     until_decided: UntilDecided | None = None
+    repeats: int = 1  # --repeats: the K folds of every arm's replicate, repeated over new partitions and seeds
 
     def to_plain(self) -> dict[str, Any]:
         plain = dataclasses.asdict(self)
@@ -86,6 +87,8 @@ class ComparePlan:
             del plain["until_decided"]
         else:
             plain["until_decided"] = self.until_decided.to_plain()
+        if self.repeats == 1:  # likewise
+            del plain["repeats"]
         plain["values"] = json_safe(self.values)
         plain["reference"] = json_safe(self.reference)
         return plain
@@ -132,13 +135,13 @@ class ComparePlan:
         else:
             fixed[self.factor] = value
             p_values = [fixed.pop("p", get_preset(self.preset).p)]
-        return replicate_spec(self.preset, p_values, self.folds, fixed)
+        return replicate_spec(self.preset, p_values, self.folds, fixed, {"repeats": self.repeats})
 
 
 def make_plan(factor: str, values: list[str], tune: list[str], budget: int, folds: int, preset: str = "cpu",
               reference: str | None = None, search: dict[str, Any] | None = None,
               fixed: dict[str, Any] | None = None, sampler_seed: int | None = None,
-              until_decided: UntilDecided | dict[str, Any] | None = None) -> ComparePlan:
+              until_decided: UntilDecided | dict[str, Any] | None = None, repeats: int = 1) -> ComparePlan:
     """A plan from what a user typed; UserError (one line) for anything that cannot run."""
     get_preset(preset)
     arms = []
@@ -154,6 +157,9 @@ def make_plan(factor: str, values: list[str], tune: list[str], budget: int, fold
         ref = P(reference) if factor == "p" else coerce_field(factor, reference)
     if ref not in arms:
         raise UserError(f"the reference {factor} = {ref} is not one of the arms ({', '.join(map(str, arms))})")
+    if repeats > 1 and until_decided is not None:
+        raise UserError("--repeats and --until-decided do not go together yet: the stages add folds of one "
+                        "cross-validation; run --repeats R without --until-decided")
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
         raise UserError(f"--budget must be a positive number of trials, got {budget!r}")
     search = dict(search or {})
@@ -161,8 +167,8 @@ def make_plan(factor: str, values: list[str], tune: list[str], budget: int, fold
     for name in [t.strip() for t in tune if t.strip()] + [n for n in search if n not in tune]:
         if name == factor:
             raise UserError(f"{factor} is the compared factor; it cannot also be tuned")
-        if name in ("fold", "folds"):
-            raise UserError("the folds are set by --folds; tuning runs on one fold")
+        if name in ("fold", "folds", "repeat"):
+            raise UserError("the folds are set by --folds (and --repeats); tuning runs on one fold")
         if name in search:
             tune_entries[name] = search[name]
         elif name in DEFAULT_SPACE:
@@ -173,7 +179,7 @@ def make_plan(factor: str, values: list[str], tune: list[str], budget: int, fold
         raise UserError("give the fields to tune in every arm: --tune lr,gain_init")
     plan = ComparePlan(factor=factor, values=arms, reference=ref, tune=tune_entries, budget=budget,
                        folds=folds, preset=preset, fixed=dict(fixed or {}), sampler_seed=sampler_seed,
-                       until_decided=UntilDecided.from_plain(until_decided))
+                       until_decided=UntilDecided.from_plain(until_decided), repeats=repeats)
     for value in arms:
         plan.tune_spec(value)  # refuse now what an arm could not run
     return plan

@@ -40,6 +40,9 @@ class StudyOption:
     words: tuple[str, ...] = ()  # a text option: the values it takes
     unit: str = ""  # after the bounds in a message: " nats"
     flag: str = "study"  # which command-line group has its flag: "study", "trial", or "" (a command's own)
+    # an option added after studies were made: their stored spec lacks it, so the spec writes it only where it
+    # differs from its default, and an older study's spec keeps its form and SHA-256 (spec_sha256)
+    written_when_set: bool = False
 
     @property
     def optional(self) -> bool:
@@ -102,6 +105,10 @@ OPTIONS: dict[str, StudyOption] = _options(
     # --n-trials is how many to run now)
     StudyOption("n_trials", int, None, "A target: workers stop once the study has this many finished trials",
                 bound=(1, 10**7), flag=""),
+    # replicate and compare: the K-fold CV repeated over new partitions and seeds (cells p × repeat × fold)
+    StudyOption("repeats", int, 1, "Repeat the K-fold cross-validation this many times, each over a new "
+                "partition of the text and new training seeds (R × K runs per arm)", bound=(1, 100), flag="",
+                written_when_set=True),
     StudyOption("heartbeat_interval", int, 10, "Seconds between a running trial's heartbeats (SQL storages)",
                 bound=(1, 86_400), flag="trial"),
     StudyOption("grace_period", int, 60, "A running trial without heartbeat this long (s) is failed and retried",

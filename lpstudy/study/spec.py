@@ -76,6 +76,9 @@ class StudySpec:
             del out["p_values"]
         else:
             out["p_values"] = json_safe(self.p_values)
+        for option in OPTIONS.values():
+            if option.written_when_set and out[option.name] == option.default:
+                del out[option.name]
         if self.until_decided is None:  # written only when set: every other spec's form, and so its SHA-256, is unchanged
             del out["until_decided"]
         else:
@@ -191,8 +194,8 @@ def _replicate_from_file(data: dict[str, Any], space_entries: dict[str, Any] | N
     if "preset" not in data or "p" not in data:
         raise UserError("a replicate's study file (kind: replicate) names its preset: and its p: values")
     p_values = data["p"] if isinstance(data["p"], list) else [v for v in str(data["p"]).split(",") if v.strip()]
-    trial_options = {k: data[k] for k in ("heartbeat_interval", "grace_period", "max_retry", "checkpoint_interval")
-                     if k in data}
+    trial_options = {k: data[k] for k in ("heartbeat_interval", "grace_period", "max_retry", "checkpoint_interval",
+                                          "repeats") if k in data}
     return replicate_spec(str(data["preset"]), p_values, data.get("folds", 10), fixed=fixed, options=trial_options)
 
 
@@ -211,15 +214,21 @@ def replicate_spec(preset: str, p_values: list[float], folds: int, fixed: dict[s
     bound = FIELD_BOUNDS["folds"]
     if isinstance(folds, bool) or not isinstance(folds, int) or not bound.contains(folds):
         raise UserError(f"--folds must be an integer in {bound.describe()}, got {folds!r}")
-    for name in ("p", "fold", "folds"):
+    for name in ("p", "fold", "folds", "repeat"):
         if name in (fixed or {}):
-            raise UserError(f"{name} is set by the replicate grid (--p, --folds); do not --set it")
+            raise UserError(f"{name} is set by the replicate grid (--p, --folds, --repeats); do not --set it")
+    options = {k: v for k, v in (options or {}).items()
+               if v is not None and k in OPTIONS and k not in ("sampler", "pruner", "preset")}
+    repeats = OPTIONS["repeats"].checked(options.get("repeats", 1))
+    if repeats > 1 and until_decided is not None:
+        raise UserError("--repeats and --until-decided do not go together yet: the stages add folds of one "
+                        "cross-validation; run --repeats R without --until-decided")
     space_map: dict[str, Any] = dict(fixed or {})
     space_map["folds"] = folds
     space_map["p"] = {"choices": ps}
+    if repeats > 1:  # every (p, repeat, fold) is one cell, run once like any other (the grid's claims)
+        space_map["repeat"] = {"choices": list(range(repeats))}
     space_map["fold"] = {"choices": list(range(folds))}
-    options = {k: v for k, v in (options or {}).items()
-               if v is not None and k in OPTIONS and k not in ("sampler", "pruner", "preset")}
     until_decided = UntilDecided.from_plain(until_decided)
     if until_decided is not None:
         reference = P(REFERENCE_P if until_decided.reference is None else until_decided.reference)

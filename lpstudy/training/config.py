@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import random
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -78,6 +79,15 @@ class TrainConfig(DeclaredFields):
         gain's initial value resolved to a number; the vocabulary is the corpus's."""
         values = {f.name: getattr(self, f.name) for f in fields(GPTConfig) if f.name != "vocab_size"}
         return GPTConfig(**{**values, "vocab_size": vocab_size, "gain_init": self.resolved_gain_init})
+
+    @property
+    def run_seed(self) -> int:
+        """The seed the run's weights, batches and dropout start from: `seed` in repeat 0 (every run made
+        before repeats), else one drawn from a generator seeded by (seed, repeat), so that a repeat of the
+        cross-validation trains with new seeds as well as on a new partition."""
+        if self.repeat == 0:
+            return self.seed
+        return random.Random(f"lpstudy seed {self.seed} {self.repeat}").randrange(2**31)
 
     @property
     def min_lr(self) -> float:

@@ -63,6 +63,8 @@ class DeclaredFields:
     folds: int = 10
     # random seed (weights, batches, dropout)
     seed: int = 0
+    # the repeat of the K-fold cross-validation: a new partition and new seeds when > 0
+    repeat: int = 0
     # 'auto', 'cpu', 'cuda', 'cuda:1', ...
     device: str = 'auto'
     # 'auto' (bf16 autocast on CUDA, fp32 on CPU), 'float32' or 'bfloat16'

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import random
 import tempfile
 import urllib.error
 import urllib.request
@@ -142,24 +143,53 @@ def _load_corpus_at(path: str) -> Corpus:
 
 @dataclass(frozen=True)
 class FoldSplit:
-    """Fold `fold` of `folds`: the fold-th contiguous 1/K of the text is validation, the rest training.
+    """Fold `fold` of `folds` in repeat `repeat` of the cross-validation: the fold-th contiguous 1/K of the
+    text is validation, the rest training; repeat r > 0 first rotates the text by a shift drawn from a
+    generator seeded by r (partition_shift), so its K folds cut the text at other places.
 
-    Segments are half-open [start, end) ranges of token positions."""
+    Segments are half-open [start, end) ranges of token positions; where the rotation carries a part
+    across the text's end it is two segments, split there, so no window joins the end to the start."""
 
     fold: int
     folds: int
-    validation: tuple[int, int]
+    validation: tuple[tuple[int, int], ...]
     training: tuple[tuple[int, int], ...]
+    repeat: int = 0
 
 
-def fold_split(n_tokens: int, fold: int, folds: int) -> FoldSplit:
+def partition_shift(n_tokens: int, repeat: int) -> int:
+    """Where repeat `repeat`'s partition starts: 0 for repeat 0 (the plain K-fold CV, as every trial made
+    before repeats ran), else a position drawn from a generator seeded by the repeat (the same on every
+    machine: Python's Mersenne Twister), so repeats are new partitions of the same text (Bouckaert and
+    Frank, "Evaluating the replicability of significance tests for comparing learning algorithms", 2004)."""
+    if repeat == 0:
+        return 0
+    return random.Random(f"lpstudy partition {repeat}").randrange(1, n_tokens)
+
+
+def _rotated(segment: tuple[int, int], shift: int, n_tokens: int) -> tuple[tuple[int, int], ...]:
+    """The positions [start, end) of the rotated text as segments of the text itself."""
+    start, end = segment[0] + shift, segment[1] + shift
+    if end <= n_tokens:
+        return ((start, end),)
+    if start >= n_tokens:
+        return ((start - n_tokens, end - n_tokens),)
+    return ((start, n_tokens), (0, end - n_tokens))
+
+
+def fold_split(n_tokens: int, fold: int, folds: int, repeat: int = 0) -> FoldSplit:
     if folds < 2:
         raise UserError(f"folds must be at least 2, got {folds}")
     if not 0 <= fold < folds:
         raise UserError(f"fold must be in 0..{folds - 1}, got {fold}")
+    if repeat < 0:
+        raise UserError(f"repeat must be 0 or more, got {repeat}")
+    shift = partition_shift(n_tokens, repeat)
     start, end = fold * n_tokens // folds, (fold + 1) * n_tokens // folds
-    training = tuple(seg for seg in ((0, start), (end, n_tokens)) if seg[1] > seg[0])
-    return FoldSplit(fold, folds, (start, end), training)
+    validation = _rotated((start, end), shift, n_tokens)
+    training = tuple(part for seg in ((0, start), (end, n_tokens)) if seg[1] > seg[0]
+                     for part in _rotated(seg, shift, n_tokens))
+    return FoldSplit(fold, folds, validation, training, repeat)
 
 
 def window_starts(segments, block_size: int) -> torch.Tensor:

@@ -181,6 +181,10 @@ FIELDS: dict[str, Field] = _fields(
     Field("fold", int, 0, "the validation fold, 0-based", Bound(0, 999), trial_attr=True),
     Field("folds", int, 10, "K of K-fold cross-validation", Bound(2, 1000), trial_attr=True),
     Field("seed", int, 0, "random seed (weights, batches, dropout)", Bound(0, 2**32 - 1), trial_attr=True),
+    # repeated cross-validation (replicate/compare --repeats): repeat r > 0 is a new partition of the text
+    # (lpstudy.training.data.fold_split) and new training seeds (TrainConfig.run_seed); 0 is the plain K-fold CV
+    Field("repeat", int, 0, "the repeat of the K-fold cross-validation: a new partition and new seeds when > 0",
+          Bound(0, 999), trial_attr=True),
     # hardware
     Field("device", str, "auto", "'auto', 'cpu', 'cuda', 'cuda:1', ...", by_worker=True),
     Field("dtype", str, "auto", "'auto' (bf16 autocast on CUDA, fp32 on CPU), 'float32' or 'bfloat16'",

@@ -132,8 +132,8 @@ class Evaluator:
     def __init__(self, cfg: TrainConfig, corpus: Corpus, split, device: torch.device, autocast) -> None:
         tokens = corpus.tokens
         self.cfg, self.device, self.autocast = cfg, device, autocast
-        self.train_batches = BatchSampler(tokens, split.training, cfg.block_size, cfg.batch_size, cfg.seed + 1)
-        self.val_batches = BatchSampler(tokens, [split.validation], cfg.block_size, cfg.batch_size, cfg.seed + 2)
+        self.train_batches = BatchSampler(tokens, split.training, cfg.block_size, cfg.batch_size, cfg.run_seed + 1)
+        self.val_batches = BatchSampler(tokens, split.validation, cfg.block_size, cfg.batch_size, cfg.run_seed + 2)
 
     @torch.no_grad()
     def estimate_loss(self, model: torch.nn.Module, sampler: BatchSampler) -> float:
@@ -208,13 +208,13 @@ def train(
         keep_freed_memory()
         if cfg.threads > 0:
             torch.set_num_threads(cfg.threads)
-    torch.manual_seed(cfg.seed)
+    torch.manual_seed(cfg.run_seed)
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
 
-    split = fold_split(len(corpus), cfg.fold, cfg.folds)
-    train_batches = BatchSampler(corpus.tokens, split.training, cfg.block_size, cfg.batch_size, cfg.seed)
+    split = fold_split(len(corpus), cfg.fold, cfg.folds, cfg.repeat)
+    train_batches = BatchSampler(corpus.tokens, split.training, cfg.block_size, cfg.batch_size, cfg.run_seed)
     check_fits(cfg, device, corpus.vocab_size)
     model = GPT(cfg.model_config(corpus.vocab_size)).to(device)
     optimizer = adamw(model, cfg, device.type)

@@ -45,11 +45,9 @@ from lpstudy.results.analysis.intervals import (  # noqa: F401
 )
 from lpstudy.results.analysis.effect import (  # noqa: F401
     MAP_COLUMNS,
-    PAIRED_COLUMNS,
     SUMMARY_COLUMNS,
     map_axis,
     p_map,
-    paired_comparison,
     per_p_summary,
     with_lr_bins,
 )
@@ -91,7 +89,5 @@ from lpstudy.results.analysis.lens import (  # noqa: F401
     lr_sensitivity,
 )
 from lpstudy.results.analysis.arms import (  # noqa: F401
-    ARM_COLUMNS,
-    paired_arms,
     tuning_summary,
 )

@@ -1,5 +1,5 @@
-"""The effect of p on the final loss: per-p summaries, the paired comparison across folds and the
-p × learning-rate map (parameter importance: analysis.importance)."""
+"""The effect of p on the final loss: per-p summaries and the p × learning-rate map (parameter
+importance: analysis.importance; p against the reference: the verdicts, lpstudy.results.answers)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,7 @@ import pandas as pd
 from lpstudy.results.analysis.groups import DEFAULT_P_BINS, equal_width_bins, p_bins, p_positions
 from lpstudy.results.cells import cell_frame
 from lpstudy.results.analysis.intervals import t_interval
-from lpstudy.results.analysis.paired import fold_losses, paired_differences
 from lpstudy.results.analysis.selection import finished
-from lpstudy.values import format_p
 
 
 SUMMARY_COLUMNS = ("p_bin", "p", "p_low", "p_high", "n", "n_ok", "n_diverged", "divergence_rate",
@@ -82,36 +80,6 @@ def per_p_summary(trials: pd.DataFrame, bins: int | Sequence[float] | None = Non
         })
     out = pd.DataFrame(rows).sort_values("p_order", ignore_index=True)
     return out[list(SUMMARY_COLUMNS)]
-
-
-PAIRED_COLUMNS = ("p", "p_bin", "n_pairs", "n_excluded", "mean_loss", "ref_mean_loss", "mean_diff",
-                  "std_diff", "ci_low", "ci_high", "relative_diff", "t_stat", "p_value")
-
-
-def paired_comparison(trials: pd.DataFrame, reference_p: float = 2.0, confidence: float = 0.95,
-                      pair_on: str = "fold", within: Sequence[str] = ()) -> pd.DataFrame:
-    """For a replicate study: per p ≠ reference_p, the paired difference loss(p) − loss(reference)
-    across folds (pair_on), with its t interval (paired.paired_differences). A negative mean_diff
-    means p beats the reference. Pairs where either run diverged, or either side is missing, are
-    left out (n_excluded counts the folds of p left out). Several completed runs of one (p, fold)
-    are averaged. relative_diff is mean_diff / ref_mean_loss over the same pairs. Sorted by p;
-    empty when the reference p has no run. With `within` (a grid's other gridded fields: a sweep's
-    lr), p is paired with the reference at each setting, one row per p and setting."""
-    if within:
-        return _within(trials, within, lambda group: paired_comparison(group, reference_p, confidence, pair_on),
-                       paired_comparison(trials.iloc[0:0], reference_p, confidence, pair_on))
-    empty = pd.DataFrame({c: pd.Series(dtype="object" if c == "p_bin" else "float64") for c in PAIRED_COLUMNS})
-    losses = fold_losses(trials, "p", pair_on)
-    p_values = np.asarray(list(dict.fromkeys(losses.index.get_level_values(0))), dtype="float64")
-    matches = np.isclose(p_values, reference_p) | (np.isinf(reference_p) & np.isinf(p_values))
-    if not matches.any():
-        return empty
-    stats = paired_differences(losses, p_values[matches][0], confidence).drop(index=p_values[matches])
-    if stats.empty:
-        return empty
-    out = stats.rename_axis("p").reset_index().astype({"p": "float64"})
-    out["p_bin"] = out["p"].map(format_p)
-    return out[list(PAIRED_COLUMNS)].sort_values("p", ignore_index=True)
 
 
 def with_lr_bins(trials: pd.DataFrame, n_bins: int = 6) -> pd.DataFrame:

@@ -18,11 +18,15 @@ engine, lpstudy.results.answers.endpoint_verdicts, which every endpoint goes thr
             p_value_difference, p_value_equivalence (Holm-adjusted across arms), verdict
             ("better" | "equivalent" | "worse" | "undecided"), folds_to_decide (int or None)}],
     stability {divergence: [...], logit_growth: [...], min_entropy: [...]},
-    sequential {rounds, looks: [...], stopped: {...}, folds_saved} where --until-decided ran.
+    sequential {rounds, looks: [...], stopped: {...}, folds_saved} where --until-decided ran,
+    to_decide {power, max_repeats, repeats, runs, command, time, arms: [{value, test, folds, repeats,
+        runs_per_arm, power}]} where an arm is undecided (lpstudy.results.answers.decide).
     Also: k (the study's fold count K), arms[].rel_low/rel_high (the interval relative to the
     reference's mean), arms[].decided_by ("equivalence" | "difference": the test folds_to_decide
-    expects to decide), reference.n_folds; importance adds p_value (permutation), eta_squared and
-    eta_squared_null (what noise alone gives), n_folds, n_arms; sequential adds looks_done, max_folds,
+    expects to decide), reference.n_folds; importance adds p_value (the within-fold ANOVA's F test
+    corrected for the folds' correlation, answers.fold_importance), f_corrected, method, confidence, k,
+    eta_squared and eta_squared_null (what noise alone gives), n_folds, n_arms; shares are partial ω²,
+    unclipped, low/high its noncentral-F interval; sequential adds looks_done, max_folds,
     over, arms [{value, arm (the key of stopped), state, folds}], cells_run, cells_max, and per look
     {look, folds, level (the alpha it spends), spent (up to it), over, arms: [{value, arm, state, folds,
     rel_diff, rel_low, rel_high} (state at that look; its 1 − alpha interval there), or {value,
@@ -91,4 +95,41 @@ def study_answer(data: StudyData, options: AnswerOptions = AnswerOptions()) -> d
         return search_answer(data, options)
     from lpstudy.results.answers.verdicts import comparison_answer
 
-    return comparison_answer(data, options)
+    return with_what_decides(comparison_answer(data, options), data, options)
+
+
+def with_what_decides(answer: dict, data: StudyData, options: AnswerOptions) -> dict:
+    """The answer with "to_decide" (lpstudy.results.answers.decide: the repeats of the K folds that would
+    decide each undecided arm at 80 % power, the command and its time) and its clause in the sentence."""
+    from lpstudy.results.analysis.paired import fold_losses
+    from lpstudy.results.answers.decide import decide_sentence, to_decide
+    from lpstudy.results.verdict_table import arm_name
+    from lpstudy.values import json_safe
+
+    ref = answer.get("reference")
+    if not ref or not answer.get("arms") or not len(data.trials):
+        return answer
+    column = "arm" if data.info.kind == "compare" else "p"
+    labels = ((data.info.spec or {}).get("compare") or {}).get("labels") or {}
+    # one difference per run position: (repeat, fold) where the CV was repeated (--repeats), as decide's model
+    trials = data.trials.assign(run=data.trials.get("repeat", 0) * 100_000 + data.trials["fold"])
+    table = fold_losses(trials, column, "run").unstack("run")
+    by_value = {json_safe(labels.get(key, key)): key for key in table.index}
+    if json_safe(ref["value"]) not in by_value:
+        return answer
+    reference = table.loc[by_value[json_safe(ref["value"])]]
+    diffs = {arm["value"]: (table.loc[by_value[json_safe(arm["value"])]] - reference).to_numpy()
+             for arm in answer["arms"] if json_safe(arm["value"]) in by_value}
+    plan = to_decide(answer, data, diffs, options.alpha)
+    if plan:
+        from lpstudy.results.answers.verdicts import sentence
+
+        # one figure per arm: the runs at 80 % power within the design replace the plug-in crossing point
+        designs = {json_safe(a["value"]): a for a in plan["arms"]}
+        for arm in answer["arms"]:
+            design = designs.get(json_safe(arm["value"]))
+            if design is not None:
+                arm["folds_to_decide"], arm["decided_by"] = design["runs_per_arm"], design["test"]
+        answer["to_decide"] = json_safe(plan)
+        answer["sentence"] = sentence(answer) + decide_sentence(answer, lambda v: arm_name(ref["field"], v))
+    return answer

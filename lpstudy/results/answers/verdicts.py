@@ -160,7 +160,7 @@ def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions())
         "rope": {"relative": options.rope.value if options.rope.relative else None, "absolute": None,
                  "set": "relative" if options.rope.relative else "nats", "given": str(options.rope),
                  "words": options.rope.words()},
-        "importance": fold_importance(_blocks(table.where(~failed)), field) if len(present) else
+        "importance": fold_importance(_blocks(table.where(~failed)), field, k=k) if len(present) else
         {"shares": {}, "low": {}, "high": {}, "null": None, "reason": "no finished runs yet"},
         "stability": {"divergence": [], "logit_growth": [], "min_entropy": []},
         "interim": False,

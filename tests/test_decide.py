@@ -1,0 +1,83 @@
+"""What would decide an undecided arm (answers.decide): the design it names reaches the stated 80 %
+power when the arm's difference and spread are what they seem, it never names a design past what the
+study can run, and the command it prints creates that study."""
+
+from __future__ import annotations
+
+import shlex
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from lpstudy.results.answers.decide import MAX_FOLDS, MAX_REPEATS, POWER, design_to_decide
+from lpstudy.results.answers.fold_tests import corrected_stats, difference_p, equivalence_p
+from lpstudy.results.frames import StudyData, StudyInfo
+from tests.study_helpers import cli
+
+N_STUDIES = 3000
+MC = 1.96 * np.sqrt(POWER * (1 - POWER) / N_STUDIES)
+
+
+def correlated_diffs(rng, studies: int, runs: int, k: int, mean: float, sd: float) -> np.ndarray:
+    """Fold differences correlated at rho = 1/K (the corrected test's model, repeats included)."""
+    rho = 1 / k
+    shared = rng.normal(0, np.sqrt(rho) * sd, (studies, 1))
+    return mean + shared + rng.normal(0, np.sqrt(1 - rho) * sd, (studies, runs))
+
+
+@pytest.mark.parametrize("mean,sd,k,margin,test", [(0.025, 0.02, 10, 0.01, "difference"),
+                                                   (0.0, 0.01, 5, 0.02, "equivalence")])
+def test_the_named_design_reaches_80_percent_power_and_one_repeat_less_does_not(mean, sd, k, margin, test):
+    design = design_to_decide(mean, sd, n=k, k=k, margin=margin, alpha=0.05)
+    assert design["test"] == test and design["repeats"] and design["folds"] == k
+    rng = np.random.default_rng(1)
+
+    def decided(runs: int) -> float:
+        m, se, df = corrected_stats(correlated_diffs(rng, N_STUDIES, runs, k, mean, sd), k)
+        p = difference_p(m, se, df) if test == "difference" else equivalence_p(m, se, df, margin)
+        return float(np.mean(p < 0.05))
+
+    assert decided(design["runs_per_arm"]) >= POWER - MC - 0.01
+    if design["repeats"] > 1:
+        assert decided(design["runs_per_arm"] - k) < POWER + MC
+
+
+def test_an_arm_no_design_can_decide_gets_no_fold_count_and_a_reason():
+    # spread 0.035 nats at K = 10 against a ±0.0135 ROPE: the corrected interval never fits (issue 44)
+    design = design_to_decide(0.0, 0.035, n=10, k=10, margin=0.0135, alpha=0.05, n_tests=3)
+    assert design["repeats"] is None and design["runs_per_arm"] is None and design["power"] < POWER
+    far = design_to_decide(0.004, 0.02, n=5, k=5, margin=0.01, alpha=0.05)
+    assert far["folds"] <= MAX_FOLDS and (far["repeats"] or 0) <= MAX_REPEATS
+
+
+def _replicate(name: str, k: int, sd: float, shift: float) -> StudyData:
+    rng = np.random.default_rng(4)
+    rows = []
+    for p in (1.0, 2.0, 4.0):
+        for fold in range(k):
+            loss = 2.7 + rng.normal(0, sd) + (shift if p == 4.0 else 0.0)
+            rows.append({"number": len(rows), "trial_id": len(rows) + 1, "state": "COMPLETE", "value": loss,
+                         "final_val_loss": loss, "p": p, "fold": float(fold), "folds": float(k), "diverged": False,
+                         "max_steps": 30.0})
+    spec = {"space": {"max_steps": {"type": "fixed", "value": 30}, "gain_init": {"type": "fixed", "value": "matched"}}}
+    return StudyData(name=name, info=StudyInfo(name=name, kind="replicate", preset="smoke", spec=spec),
+                     trials=pd.DataFrame(rows), curves=pd.DataFrame())
+
+
+def test_the_undecided_sentence_names_the_runs_the_time_and_a_command_that_makes_that_study(tmp_path, capsys):
+    from lpstudy.results.answers import AnswerOptions, study_answer
+
+    answer = study_answer(_replicate("rep", 5, 0.01, 0.012), AnswerOptions(rope=0.003))
+    plan = answer["to_decide"]
+    assert plan["power"] == POWER and plan["command"] and "CPU thread" in plan["time"]
+    assert plan["command"] in answer["sentence"] and plan["time"] in answer["sentence"]
+    undecided = [a for a in answer["arms"] if a["verdict"] == "undecided"]
+    for arm in undecided:  # the table's folds to decide is the design's, within what it can run
+        design = next(d for d in plan["arms"] if d["value"] == arm["value"])
+        assert arm["folds_to_decide"] == design["runs_per_arm"]
+        assert arm["folds_to_decide"] is None or arm["folds_to_decide"] <= MAX_REPEATS * MAX_FOLDS
+    url = f"sqlite:///{tmp_path / 'next.db'}"
+    code, _, err = cli(capsys, *shlex.split(plan["command"])[1:], "--storage", url)
+    assert code == 0, err
+    assert f"{plan['runs']} cells" in err
