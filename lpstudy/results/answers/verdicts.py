@@ -339,6 +339,8 @@ def sentence(answer: dict) -> str:
                 notes.append(f"{name(arm['value'])} differs from {name(ref['value'])} but not yet beyond the ROPE")
         if answer.get("interim"):
             more = "interim"
+        elif answer.get("to_decide"):  # what would decide them, at 80 % power, is the sentence's last clause
+            more = None
         elif all(a["n_folds"] < 2 for a in undecided):
             more = "each needs 2 folds paired with the reference first"
         elif any(a["folds_to_decide"] for a in undecided):
@@ -348,7 +350,7 @@ def sentence(answer: dict) -> str:
         else:
             more = "no fold count up to 50 would decide it at the current difference and spread"
         listed = ", ".join(name(a["value"]) for a in undecided)
-        parts.append(f"{listed} {'is' if len(undecided) == 1 else 'are'} undecided ({more})" +
+        parts.append(f"{listed} {'is' if len(undecided) == 1 else 'are'} undecided" + (f" ({more})" if more else "") +
                      ("; " + "; ".join(notes) if notes else ""))
     failures = [a for a in arms if a.get("failed_runs")]
     if failures or ref.get("failed_runs"):
