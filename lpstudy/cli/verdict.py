@@ -30,29 +30,41 @@ def verdict(
     reference: Annotated[Optional[str], typer.Option(help="The reference arm's value (default p = 2, or the comparison's reference).")] = None,
     alpha: Annotated[float, typer.Option(help="The family-wise error rate of the verdicts, across arms.", min=0.001, max=0.5)] = 0.05,
     as_json: Annotated[bool, typer.Option("--json", help="Print the answer as one JSON object.")] = False,
+    threshold: Annotated[Optional[float], typer.Option(
+        help="The validation loss (nats) convergence is timed to (default: the study's loss_threshold, else 2 % "
+             "above the largest of the arms' median final losses).", min=0.0)] = None,
+    convergence_rope: Annotated[Optional[float], typer.Option(
+        help="Convergence: equivalent within ± this share of the reference's restricted mean steps to the threshold "
+             "(default 0.05: ±5 %).", min=0.0, max=1.0)] = None,
     storage: StorageChoice,
 ) -> None:
-    """Verdicts per arm: better, equivalent (within --rope), worse or undecided, and the folds that would decide."""
-    print_verdicts(study, storage, rope, _value(reference), alpha, as_json)
+    """Verdicts per arm: better, equivalent (within --rope), worse or undecided, and the folds that would decide;
+    the same for the steps to reach --threshold and the area under the validation curve."""
+    print_verdicts(study, storage, rope, _value(reference), alpha, as_json, threshold, convergence_rope)
 
 
 def print_verdicts(study: str, storage: StorageChoice, rope: float | None = None, reference=None,
-                   alpha: float = 0.05, as_json: bool = False) -> None:
+                   alpha: float = 0.05, as_json: bool = False, threshold: float | None = None,
+                   convergence_rope: float | None = None) -> None:
     """The verdict table (or the JSON answer) of the study on standard output. rope None: the one a
-    sequential study was run with, else 0.5 %."""
+    sequential study was run with, else 0.5 %; threshold None: the default (answer["convergence"])."""
     from rich.console import Console
 
     from lpstudy.results.answers import AnswerOptions, study_answer, study_rope
+    from lpstudy.results.answers.options import DEFAULT_CONVERGENCE_ROPE
     from lpstudy.results.compare import verdict_data
     from lpstudy.results.status import print_table
     from lpstudy.results.columns import labelled
+    from lpstudy.results.convergence_table import convergence_frame, convergence_title, restricted_frame
     from lpstudy.results.verdict_table import sequential_lines, stages_frame, verdict_frame, verdict_title
 
     with storage.reader() as reader:
         data = verdict_data(reader, study)
     if rope is None:
         rope = study_rope(data.info.spec)
-    answer = study_answer(data, AnswerOptions(rope=rope, alpha=alpha, reference=reference))
+    answer = study_answer(data, AnswerOptions(rope=rope, alpha=alpha, reference=reference, threshold=threshold,
+                                              convergence_rope=DEFAULT_CONVERGENCE_ROPE if convergence_rope is None
+                                              else convergence_rope))
     if as_json:
         sys.stdout.write(json.dumps(answer) + "\n")
         return
@@ -66,6 +78,12 @@ def print_verdicts(study: str, storage: StorageChoice, rope: float | None = None
         print_table(console, verdict_title(answer), list(frame.columns), frame.values.tolist())
     for line in sequential_lines(answer):
         console.print(line, highlight=False, soft_wrap=True)
+    convergence = convergence_frame(answer)
+    if len(convergence):
+        print_table(console, convergence_title(answer), list(convergence.columns), convergence.values.tolist())
+        restricted = restricted_frame(answer)
+        print_table(console, "Kaplan–Meier: restricted mean steps to the threshold within the horizon (95 % interval)",
+                    list(restricted.columns), restricted.values.tolist())
     stages = labelled(stages_frame(answer))
     if len(stages):  # each arm's state at every look, as the Compare page's table
         print_table(console, "stages: each arm's state at every look", list(stages.columns), stages.values.tolist())

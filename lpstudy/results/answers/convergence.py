@@ -31,7 +31,7 @@ import pandas as pd
 from lpstudy.results.analysis.convergence import (CENSOR_REASONS, default_threshold, run_endpoints, shared_horizon,
                                                   threshold_rule)
 from lpstudy.results.analysis.selection import finished
-from lpstudy.results.analysis.survival import reach_curves, restricted_means
+from lpstudy.results.analysis.survival import group_survival
 from lpstudy.results.answers.endpoint_verdicts import endpoint_verdicts
 from lpstudy.results.answers.options import AnswerOptions
 from lpstudy.results.frames import StudyData
@@ -44,7 +44,7 @@ ENDPOINTS = {  # name: (unit, what it is)
 METHOD = ("per run: restricted steps to the threshold (never reached within the horizon: the horizon) and the area "
           "under the validation curve; paired by fold through the verdict engine (corrected resampled t, TOST, Holm "
           "across arms, each endpoint its own family); per arm: Kaplan–Meier (Kaplan & Meier 1958) and the "
-          "restricted mean steps (Royston & Parmar 2013), lifelines")
+          "restricted mean steps (Royston & Parmar 2013) with Greenwood's variance")
 
 
 def tokens_per_step(spec: dict | None) -> int | None:
@@ -116,7 +116,8 @@ def convergence_answer(data: StudyData, options: AnswerOptions, reference, arm_c
         out.setdefault("reference", {})[endpoint] = {**shown(reference), "mean": ref_mean,
                                                      "n_folds": int(table.loc[reference].notna().sum())}
     groups = joined[arm_column]
-    for _, row in restricted_means(joined, groups, horizon, options.alpha).iterrows():
+    reach, restricted = group_survival(joined, groups, horizon, options.alpha)
+    for _, row in restricted.iterrows():
         tokens = out["tokens_per_step"]
         reached = joined.loc[(groups == row["group"]) & joined["reached"].astype(bool), "seconds"]
         one_device = "device" in trials and trials["device"].dropna().nunique() <= 1
@@ -126,7 +127,7 @@ def convergence_answer(data: StudyData, options: AnswerOptions, reference, arm_c
             "rmst_tokens": row["rmst"] * tokens if tokens else None,
             # wall seconds compare only on one kind of device: the median among the runs that reached it
             "median_seconds_reached": float(reached.median()) if one_device and reached.notna().any() else None})
-    for group, curve in reach_curves(joined, groups, options.alpha).groupby("group", sort=False):
+    for group, curve in reach.groupby("group", sort=False):
         out["reach"].append({**shown(group), "step": curve["step"].tolist(), "reached": curve["reached"].tolist(),
                              "low": curve["low"].tolist(), "high": curve["high"].tolist()})
     out["sentence"] = convergence_sentence(out, name(reference))
