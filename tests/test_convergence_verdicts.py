@@ -174,3 +174,22 @@ def test_no_effect_gives_a_false_sooner_or_later_at_most_at_the_nominal_rate():
                      if a["endpoint"] == "steps_to_threshold")
     assert wrong / n <= 0.09
 
+
+
+def test_lpstudy_verdict_gives_convergence_in_json_and_in_words(seeded, capsys):
+    import json
+
+    from tests.study_helpers import cli
+
+    url, _ = seeded
+    code, out, _ = cli(capsys, "verdict", "--study", "grid", "--storage", url, "--json", "--threshold", "3.0")
+    assert code == 0
+    convergence = json.loads(out)["convergence"]
+    assert convergence["threshold"] == 3.0 and convergence["threshold_rule"] == "chosen by the reader"
+    steps = [a for a in convergence["arms"] if a["endpoint"] == "steps_to_threshold"]
+    assert steps and {"value", "diff", "low", "high", "verdict", "censored", "censored_by"} <= set(steps[0])
+    assert {r["value"] for r in convergence["restricted_mean"]} >= {a["value"] for a in steps}
+    code, out, _ = cli(capsys, "verdict", "--study", "grid", "--storage", url)
+    assert code == 0 and "Convergence to " in out and "restricted mean steps" in out
+    code, _, err = cli(capsys, "verdict", "--study", "grid", "--storage", url, "--threshold", "-1")
+    assert code == 2 and "threshold" in err
