@@ -296,13 +296,16 @@ def test_a_replicate_study_shows_grid_progress_and_the_verdicts(seeded):
     assert list(verdicts["arm"]) == ["p = 2", "p = 1", "p = 1.5", "p = 2.5", "p = 3", "p = 3.5", "p = 4"]
     assert verdicts["verdict"].iloc[0] == "reference"
     assert set(verdicts["verdict"].iloc[1:]) <= {"better", "equivalent", "worse", "undecided"}
-    assert any(m.value.startswith("**Verdict.** With 3 of the 4 folds run, at 5 % family-wise error") for m in effect.markdown)
+    # folds still to run: an interim reading, no verdict at full alpha (no peeking)
+    assert any(m.value.startswith("**Verdict.** Interim reading, 3 of the 4 runs per arm in") for m in effect.markdown)
     effect.selectbox(key="reference_p").set_value(3.0).run()  # another reference p
     assert effect.dataframe[0].value["arm"].iloc[0] == "p = 3"
-    effect.number_input(key="rope").set_value(20.0).run()  # a ROPE of ±20 %: every p with 2 folds is equivalent
+    effect.text_input(key="rope").set_value("20%").run()  # a ROPE of ±20 %: stated; still interim, so undecided
     shown = effect.dataframe[0].value.iloc[1:]
-    assert set(shown.loc[shown["folds"].astype(int) >= 2, "verdict"]) == {"equivalent"}
-    assert any("ROPE ±20 % of its mean loss" in c.value for c in effect.caption)
+    assert set(shown["verdict"]) == {"undecided"}
+    assert any("ROPE ±20 % of the reference's mean loss" in c.value for c in effect.caption)
+    effect.text_input(key="rope").set_value("0").run()  # refused in one line, the ROPE it ran with kept
+    assert any("--rope 0 must be above 0" in e.value for e in effect.error)
 
 
 def test_the_threshold_control_sets_steps_to_reach(seeded):
@@ -712,7 +715,8 @@ def test_the_compare_page_shows_the_stages_of_a_comparison_run_until_decided(tmp
         ["stopped (equivalent)", "undecided", "stopped (better)"],
         ["stopped (equivalent)", "undecided", "stopped (better)"],
         ["stopped (equivalent)", "undecided", "stopped (better)"]]
-    spent = [2 - 2 * norm.cdf(norm.ppf(0.975) / math.sqrt(n / 10)) for n in (3, 5, 8, 10)]
+    # spent at the corrected variance's information fraction (1/10 + 1/9) / (1/n + 1/9)
+    spent = [2 - 2 * norm.cdf(norm.ppf(0.975) / math.sqrt((0.1 + 1 / 9) / (1 / n + 1 / 9))) for n in (3, 5, 8, 10)]
     assert stages["alpha_spent"].tolist() == pytest.approx(spent, rel=1e-9)
     assert stages["alpha_look"].tolist() == pytest.approx([spent[0], *(b - a for a, b in zip(spent, spent[1:]))], rel=1e-9)
     assert stages["alpha_spent"].iloc[-1] == pytest.approx(0.05)
@@ -750,8 +754,9 @@ def test_effect_of_p_and_the_report_show_the_stages_of_a_replicate_run_until_dec
                            max_folds=6, rounds=[3, 5, 6], rope=0.05)
     at = run_page("Effect of p", url, "seq")
     assert not messages(at)["exception"], messages(at)
-    assert at.number_input(key="rope").value == pytest.approx(5.0)
-    assert any(c.value.startswith("Verdicts against the reference · ROPE ±5 % of its mean loss") for c in at.caption)
+    assert at.text_input(key="rope").value == "5%"  # the ROPE it ran with (a plan from before ROPEs in nats)
+    assert any(c.value.startswith("Verdicts against the reference · ROPE ±5 % of the reference's mean loss")
+               for c in at.caption)
     stages = next(frame.value for frame in at.dataframe if "look" in frame.value.columns)
     assert stages[["look", "folds_run", "p = 1", "p = 4"]].values.tolist() == [
         [1, 3, "equivalent", "undecided"], [2, 5, "stopped (equivalent)", "undecided"],

@@ -199,8 +199,9 @@ def test_verdict_prints_each_arms_state_at_every_look(sqlite_url, capsys):
     assert "stages of 3/5/6 folds · 3 of 3 over · 3 of 18 fold runs saved against --max-folds 6" in lines
     assert "arms: p = 1: equivalent (3 folds), p = 4: undecided (6 folds)" in lines
     table = " ".join(lines[lines.index("stages: each arm's state at every look") + 1:])
-    # alpha spent by 2 − 2Φ(1.96 / √(n / 6)): 0.0056 after 3 folds, 0.032 after 5, 0.05 after 6
-    for look in ("look 1 · folds run 3 · alpha this look 0.0056 · alpha so far 0.0056 p = 1 equivalent · p = 4 undecided",
-                 "look 2 · folds run 5 · alpha this look 0.026 · alpha so far 0.032 p = 1 stopped (equivalent) · p = 4 undecided",
-                 "look 3 · folds run 6 · alpha this look 0.018 · alpha so far 0.05 p = 1 stopped (equivalent) · p = 4 undecided"):
+    # alpha spent by 2 − 2Φ(1.96 / √t), t the corrected variance's information fraction
+    # (1/6 + 1/5) / (1/n + 1/5): 0.69 after 3 folds (0.018 spent), 0.92 after 5 (0.041), 1 after 6 (0.05)
+    for look in ("look 1 · folds run 3 · alpha this look 0.018 · alpha so far 0.018 p = 1 equivalent · p = 4 undecided",
+                 "look 2 · folds run 5 · alpha this look 0.023 · alpha so far 0.041 p = 1 stopped (equivalent) · p = 4 undecided",
+                 "look 3 · folds run 6 · alpha this look 0.0094 · alpha so far 0.05 p = 1 stopped (equivalent) · p = 4 undecided"):
         assert look in table, table

@@ -76,9 +76,10 @@ def test_an_arm_that_converges_20_percent_slower_to_the_same_loss_is_worse_on_co
 
 
 def test_a_faster_arm_is_better_and_said_sooner_with_its_interval():
-    answer = study_answer(planted_study({2.0: 1.0, 4.0: 0.8}, seed=3))
+    """p = 4 converges 30 % sooner: better, its interval beyond the ±5 % ROPE, and so said."""
+    answer = study_answer(planted_study({2.0: 1.0, 4.0: 0.7}, seed=3))
     steps = rows_of(answer, "steps_to_threshold")[4.0]
-    assert steps["verdict"] == "better" and steps["rel_low"] < -0.15 and steps["rel_high"] < 0
+    assert steps["verdict"] == "better" and steps["rel_low"] < -0.25 < steps["rel_high"] < -0.05  # beyond the ROPE
     assert f"p = 4 reaches it {100 * -steps['rel_diff']:.0f} % sooner" in answer["convergence"]["sentence"]
 
 

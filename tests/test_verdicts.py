@@ -95,12 +95,13 @@ def test_holm_is_statsmodels_on_every_row_and_leaves_missing_p_values_out():
 
 
 def test_folds_to_decide_is_where_the_expected_test_first_decides():
-    # a difference of 1 sd: at n folds of 10-fold CV the expected t is 1 / sqrt(1/n + 1/9)
+    # a difference of 1 sd, a ROPE of 0.1 sd: at n folds of 10-fold CV the expected t beyond the ROPE is
+    # (1 − 0.1) / sqrt(1/n + 1/9)
     n, kind = folds_to_decide(mean=1.0, sd=1.0, n=3, k=10, margin=0.1, alpha=0.05)
     from scipy.stats import t
 
     def decides(m):
-        return 1.0 / math.sqrt(1 / m + 1 / max(9, m - 1)) > t.ppf(0.975, m - 1)
+        return 0.9 / math.sqrt(1 / m + 1 / max(9, m - 1)) > t.ppf(0.975, m - 1)
 
     assert kind == "difference" and decides(n) and not decides(n - 1)
     # no difference, a wide ROPE: equivalence
@@ -152,12 +153,13 @@ def test_a_planted_replicate_gets_one_verdict_per_p_in_the_agreed_shape():
     answer = answer_of(trials)
     verdicts = {arm["p"]: arm["verdict"] for arm in answer["arms"]}
     assert verdicts == {1.0: "worse", 3.0: "better", 4.0: "equivalent"}
-    assert answer["reference"]["p"] == 2.0 and answer["rope"] == {"relative": 0.005,
-                                                                    "absolute": pytest.approx(0.005 * 2.8, rel=0.01)}
+    assert answer["reference"]["p"] == 2.0 and answer["rope"]["absolute"] == 0.01 and answer["rope"]["set"] == "nats"
+    assert answer["rope"]["relative"] == pytest.approx(0.01 / 2.8, rel=0.01)
     for arm in answer["arms"]:
         assert arm["low"] <= arm["diff"] <= arm["high"] and arm["n_folds"] == 10
         assert {"p_value_difference", "p_value_equivalence", "folds_to_decide"} <= set(arm)
-    assert "p = 4 is equivalent to p = 2 within ±0.5 % of p = 2's loss" in answer["sentence"]
+    assert "the ROPE ±0.01 nats" in answer["sentence"] and "p = 4 is equivalent to p = 2" in answer["sentence"]
+    assert "p = 1 is worse than p = 2 beyond the ROPE" in answer["sentence"]
     importance = answer["importance"]
     assert importance["shares"]["p"] > importance["null"] and importance["p_value"] < 0.01
     assert "the only field this study varies" in importance["reason"]

@@ -11,7 +11,8 @@ import math
 import streamlit as st
 
 from lpstudy.results import analysis as A
-from lpstudy.results.answers import study_rope
+from lpstudy.errors import UserError
+from lpstudy.results.answers import parse_rope, study_rope
 from lpstudy.results.convergence_charts import SEARCH_CAVEAT
 from lpstudy.results.convergence_table import convergence_frame, convergence_title, restricted_frame
 from lpstudy.results.pages import CONVERGENCE
@@ -40,10 +41,13 @@ if opening.folded:  # verdicts per p against a reference, as on Effect of p
     controls = st.columns(2)
     choices["reference"] = controls[0].selectbox("Reference p", finite or [2.0], index=finite.index(2.0) if 2.0 in finite
                                                  else 0, format_func=A.format_p, key="convergence_reference_p")
-    rope = controls[1].number_input("ROPE of the area: ± this % of the reference's (the final loss's)", min_value=0.0,
-                                    max_value=20.0, value=100 * study_rope(study.info.spec), step=0.1, format="%.2f",
-                                    key="convergence_rope")
-    choices["rope"] = rope / 100
+    rope = controls[1].text_input("ROPE of the area under the curve (the final loss's): ± this many nats, or a % of "
+                                  "the reference's", value=str(study_rope(study.info.spec)), key="convergence_rope")
+    try:
+        choices["rope"] = parse_rope(rope)
+    except UserError as exc:  # the one line the command line gives; the study's own ROPE meanwhile
+        st.warning(str(exc))
+        choices["rope"] = study_rope(study.info.spec)
 inputs = page_inputs(study, storage, **choices)
 if inputs.folded:
     convergence = inputs.answer.get("convergence") or {}

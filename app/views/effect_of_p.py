@@ -10,7 +10,8 @@ import math
 import streamlit as st
 
 from lpstudy.results import analysis as A
-from lpstudy.results.answers import study_rope
+from lpstudy.errors import UserError
+from lpstudy.results.answers import parse_rope, study_rope
 from lpstudy.results.pages import EFFECT_OF_P
 from lpstudy.results.verdict_table import sequential_lines, stages_frame, verdict_frame, verdict_title
 
@@ -36,10 +37,15 @@ if inputs.folded:  # verdicts per arm, fold as a block
     default = finite.index(2.0) if 2.0 in finite else 0
     reference = controls[0].selectbox("Reference p", finite or [2.0], index=default, format_func=A.format_p,
                                       key="reference_p")
-    rope = controls[1].number_input("ROPE: equivalent within ± this % of the reference's mean loss", min_value=0.0,
-                                    max_value=20.0, value=100 * study_rope(study.info.spec),  # the one it ran with
-                                    step=0.1, format="%.2f", key="rope")
-    inputs = page_inputs(study, storage, bins=bins, reference=reference, rope=rope / 100)
+    ran_with = study_rope(study.info.spec)  # the one it ran with
+    rope = controls[1].text_input("ROPE: equivalent within ± this many nats (or a % of the reference's mean loss, "
+                                  "e.g. 0.5%)", value=str(ran_with), key="rope")
+    try:
+        chosen = parse_rope(rope)
+    except UserError as error:
+        st.error(str(error))
+        chosen = ran_with
+    inputs = page_inputs(study, storage, bins=bins, reference=reference, rope=chosen)
     answer = inputs.answer
     st.markdown(f"**Verdict.** {answer['sentence']}")
     draw_charts(EFFECT_OF_P, inputs, part="verdicts")  # p's measured share within folds beside the verdicts

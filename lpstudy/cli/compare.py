@@ -11,6 +11,8 @@ from lpstudy.cli import app
 from lpstudy.cli.common import StudyOpt, parse_assignments, preflight, quiet_optuna, say, work_estimate
 from lpstudy.cli.local_workers import LocalWorkers
 from lpstudy.cli.option_groups import option_groups
+from lpstudy.cli.verdict import RopeOpt
+from lpstudy.results.answers.options import DEFAULT_ALPHA, DEFAULT_ROPE, parse_rope
 from lpstudy.cli.storage_option import StorageChoice
 from lpstudy.cli.study_options import SamplerSeedOpt, SearchOpt, SetOpt
 from lpstudy.training.costs import presets_help
@@ -31,7 +33,7 @@ def compare(
     folds: Annotated[int, typer.Option(help="K: each arm's best configuration runs on each of the K folds.", min=2)] = 5,
     until_decided: Annotated[bool, typer.Option("--until-decided", help="Replicate the arms' best configurations in stages (3, 5, 8, 10 folds, capped at --max-folds) and give an arm no more folds once its verdict against the reference is decided (lpstudy verdict; O'Brien-Fleming alpha spending, Holm across arms).")] = False,
     max_folds: Annotated[Optional[int], typer.Option("--max-folds", help="With --until-decided: K, the folds of the one K-fold CV the stages draw from (default --folds).", min=3)] = None,
-    rope: Annotated[float, typer.Option(help="With --until-decided: equivalent within ± this fraction of the reference's mean loss.", min=0.0, max=1.0)] = 0.005,
+    rope: RopeOpt = str(DEFAULT_ROPE),
     set_: SetOpt = None,
     sampler_seed: SamplerSeedOpt = None,
     local: LocalWorkers,
@@ -52,12 +54,13 @@ def compare(
         raise UserError(f"--arms takes FIELD=A,B,C, got {arms!r}")
     if max_folds is not None and not until_decided:
         raise UserError("--max-folds goes with --until-decided (without it, --folds sets K)")
+    parse_rope(rope)  # --rope 0 or below: one line, before anything is made
     stages = None
     if until_decided:
         from lpstudy.results.answers.sequential import rounds_of
 
         folds = max_folds or folds
-        stages = {"rounds": rounds_of(folds), "rope": rope, "alpha": 0.05}
+        stages = {"rounds": rounds_of(folds), "rope": str(parse_rope(rope)), "alpha": DEFAULT_ALPHA}
     plan = make_plan(factor.strip(), values.split(","), tune.split(","), budget, folds, preset, reference,
                      parse_assignments(search, "--search"), parse_assignments(set_, "--set"), sampler_seed, stages)
     device_list = local.device_list()  # a wrong device: refused before anything is made

@@ -22,7 +22,8 @@ def next_round(storage: StudyStorage, study: str, say=None) -> str:
     """What comes after the cells that ran: "wait" (cells of the round still run), "enqueued"
     (the next round's cells are waiting), or "over" (every arm decided, or the last round ran).
     storage: the worker's own, which reads the verdicts' data too."""
-    from lpstudy.results.answers import AnswerOptions, study_answer
+    from lpstudy.results.answers import study_answer
+    from lpstudy.results.answers.options import stage_options
     from lpstudy.results.compare import verdict_data
     from lpstudy.study.studies import enqueue_round
 
@@ -30,8 +31,7 @@ def next_round(storage: StudyStorage, study: str, say=None) -> str:
     plan = data.info.spec.get("until_decided") or {}
     if data.trials["state"].isin(["WAITING", "RUNNING"]).any():
         return "wait"
-    answer = study_answer(data, AnswerOptions(rope=float(plan.get("rope", 0.005)), alpha=float(plan.get("alpha", 0.05)),
-                                              reference=plan.get("reference")))
+    answer = study_answer(data, stage_options(plan, plan.get("reference")))
     seq = answer.get("sequential")
     if not seq or seq["over"]:
         return "over"
@@ -54,7 +54,8 @@ def compare_stage(storage: StudyStorage, name: str, say=None) -> str:
     """next_round for a comparison run --until-decided (lpstudy.study.compare.next_study calls it once
     a stage's cells are over): the same verdicts over the arms' replicate grids, and the next stage's
     folds for the reference arm and the arms still undecided (lpstudy.study.compare.enqueue_stage)."""
-    from lpstudy.results.answers import AnswerOptions, study_answer
+    from lpstudy.results.answers import study_answer
+    from lpstudy.results.answers.options import stage_options
     from lpstudy.results.compare import verdict_data
     from lpstudy.study.compare import enqueue_stage, load_plan
 
@@ -63,7 +64,7 @@ def compare_stage(storage: StudyStorage, name: str, say=None) -> str:
     data = verdict_data(storage, name, curves=False)
     if data.trials["state"].isin(["WAITING", "RUNNING"]).any():
         return "wait"
-    answer = study_answer(data, AnswerOptions(rope=float(stages.get("rope", 0.005)), alpha=float(stages.get("alpha", 0.05))))
+    answer = study_answer(data, stage_options(stages))
     seq = answer.get("sequential")
     if seq and seq["over"]:
         return "over"

@@ -17,6 +17,8 @@ from lpstudy.cli import app
 from lpstudy.cli.common import StudyOpt, parse_assignments, preflight, quiet_optuna, say, work_estimate
 from lpstudy.cli.local_workers import LocalWorkers
 from lpstudy.cli.option_groups import option_groups
+from lpstudy.cli.verdict import RopeOpt
+from lpstudy.results.answers.options import DEFAULT_ALPHA, DEFAULT_ROPE, parse_rope
 from lpstudy.cli.storage_option import StorageChoice
 from lpstudy.cli.study_options import GraceOpt, HeartbeatOpt, RetryOpt, SetOpt, StudyOptions, TrialOptions
 from lpstudy.errors import UserError
@@ -157,15 +159,15 @@ def status(
 
 def _rounds(reader, study: str) -> dict | None:
     """The verdicts of a sequential replicate (its rounds under "sequential"), None for any other."""
-    from lpstudy.results.answers import AnswerOptions, study_answer
+    from lpstudy.results.answers import study_answer
+    from lpstudy.results.answers.options import stage_options
     from lpstudy.results.compare import verdict_data
 
     data = verdict_data(reader, study, curves=False)
     plan = (data.info.spec or {}).get("until_decided")
     if not plan:
         return None
-    return study_answer(data, AnswerOptions(rope=float(plan.get("rope", 0.005)), alpha=float(plan.get("alpha", 0.05)),
-                                            reference=plan.get("reference")))
+    return study_answer(data, stage_options(plan, plan.get("reference")))
 
 
 @app.command()
@@ -209,7 +211,7 @@ def replicate(
     set_: SetOpt = None,
     until_decided: Annotated[bool, typer.Option("--until-decided", help="Run the folds in stages (3, 5, 8, 10, capped at --max-folds) and give an arm no more folds once its verdict against p = 2 is decided (lpstudy verdict; O'Brien-Fleming alpha spending keeps the error rate over the stages).")] = False,
     max_folds: Annotated[Optional[int], typer.Option("--max-folds", help="With --until-decided: K, the folds of the one K-fold CV the stages draw from (default --folds).", min=3)] = None,
-    rope: Annotated[float, typer.Option(help="With --until-decided: equivalent within ± this fraction of the reference's mean loss.", min=0.0, max=1.0)] = 0.005,
+    rope: RopeOpt = str(DEFAULT_ROPE),
     local: LocalWorkers,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="With --workers: no progress bars.")] = False,
     trial_options: TrialOptions,
@@ -229,11 +231,12 @@ def replicate(
     sequential = None
     if max_folds is not None and not until_decided:
         raise UserError("--max-folds goes with --until-decided (without it, --folds sets K)")
+    parse_rope(rope)  # --rope 0 or below: one line, before anything is made
     if until_decided:
         from lpstudy.results.answers.sequential import rounds_of
 
         folds = max_folds or folds
-        sequential = {"rounds": rounds_of(folds), "reference": 2.0, "rope": rope, "alpha": 0.05}
+        sequential = {"rounds": rounds_of(folds), "reference": 2.0, "rope": str(parse_rope(rope)), "alpha": DEFAULT_ALPHA}
     device_list = local.device_list()  # a wrong device: refused before anything is made
     checked, data = preflight(storage, local.data, trains=bool(device_list))  # offline: one line, nothing made
     url = checked.url
@@ -245,7 +248,7 @@ def replicate(
         f"{result.waiting} waiting ({result.enqueued} enqueued now)")
     if sequential:
         say(f"until decided: folds in stages of {', '.join(map(str, sequential['rounds']))}; an arm decided against "
-            f"p = 2 (ROPE ±{100 * rope:.2g} %) gets no more folds; see `lpstudy verdict --study {shell_quoted(study)}{storage.hint}`")
+            f"p = 2 (ROPE {parse_rope(rope).words()}) gets no more folds; see `lpstudy verdict --study {shell_quoted(study)}{storage.hint}`")
     say(work_estimate(result.n_cells - result.done, preset, fixed, local.workers, local.devices))
     if not device_list:
         say(f"start workers anywhere: lpstudy worker --study {shell_quoted(study)}{storage.hint}; "

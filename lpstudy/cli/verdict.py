@@ -15,10 +15,11 @@ from lpstudy.cli import app
 from lpstudy.cli.common import StudyOpt
 from lpstudy.cli.option_groups import option_groups
 from lpstudy.cli.storage_option import StorageChoice
+from lpstudy.results.answers.options import DEFAULT_ALPHA, DEFAULT_CONVERGENCE_ROPE, DEFAULT_ROPE
 
-RopeOpt = Annotated[Optional[float], typer.Option(
-    "--rope", help="The region of practical equivalence, relative to the reference's mean loss "
-                   "(default 0.005: within ±0.5 %; a study run --until-decided: its own).", min=0.0, max=1.0)]
+RopeOpt = Annotated[Optional[str], typer.Option(
+    "--rope", help=f"The region of practical equivalence in nats of loss (default {DEFAULT_ROPE}), or a share of the "
+                   "reference's mean loss such as 0.5% (a study run --until-decided: its own).")]
 
 
 @app.command()
@@ -28,14 +29,14 @@ def verdict(
     study: StudyOpt,
     rope: RopeOpt = None,
     reference: Annotated[Optional[str], typer.Option(help="The reference arm's value (default p = 2, or the comparison's reference).")] = None,
-    alpha: Annotated[float, typer.Option(help="The family-wise error rate of the verdicts, across arms.", min=0.001, max=0.5)] = 0.05,
+    alpha: Annotated[float, typer.Option(help="The family-wise error rate of the verdicts, across arms.", min=0.001, max=0.5)] = DEFAULT_ALPHA,
     as_json: Annotated[bool, typer.Option("--json", help="Print the answer as one JSON object.")] = False,
     threshold: Annotated[Optional[float], typer.Option(
         help="The validation loss (nats) convergence is timed to (default: the study's loss_threshold, else 2 % "
              "above the largest of the arms' median final losses).", min=0.0)] = None,
-    convergence_rope: Annotated[Optional[float], typer.Option(
-        help="Convergence: equivalent within ± this share of the reference's restricted mean steps to the threshold "
-             "(default 0.05: ±5 %).", min=0.0, max=1.0)] = None,
+    convergence_rope: Annotated[float, typer.Option(
+        help="Convergence: equivalent within ± this share of the reference's restricted mean steps to the threshold.",
+        min=0.0, max=1.0)] = DEFAULT_CONVERGENCE_ROPE,
     storage: StorageChoice,
 ) -> None:
     """Verdicts per arm: better, equivalent (within --rope), worse or undecided, and the folds that would decide;
@@ -43,28 +44,26 @@ def verdict(
     print_verdicts(study, storage, rope, _value(reference), alpha, as_json, threshold, convergence_rope)
 
 
-def print_verdicts(study: str, storage: StorageChoice, rope: float | None = None, reference=None,
-                   alpha: float = 0.05, as_json: bool = False, threshold: float | None = None,
-                   convergence_rope: float | None = None) -> None:
+def print_verdicts(study: str, storage: StorageChoice, rope: str | None = None, reference=None,
+                   alpha: float = DEFAULT_ALPHA, as_json: bool = False, threshold: float | None = None,
+                   convergence_rope: float = DEFAULT_CONVERGENCE_ROPE) -> None:
     """The verdict table (or the JSON answer) of the study on standard output. rope None: the one a
-    sequential study was run with, else 0.5 %; threshold None: the default (answer["convergence"])."""
+    sequential study was run with, else 0.01 nats; threshold None: the default (answer["convergence"])."""
     from rich.console import Console
 
-    from lpstudy.results.answers import AnswerOptions, study_answer, study_rope
-    from lpstudy.results.answers.options import DEFAULT_CONVERGENCE_ROPE
+    from lpstudy.results.answers import AnswerOptions, parse_rope, study_answer, study_rope
     from lpstudy.results.compare import verdict_data
     from lpstudy.results.status import print_table
     from lpstudy.results.columns import labelled
     from lpstudy.results.convergence_table import convergence_frame, convergence_title, restricted_frame
     from lpstudy.results.verdict_table import sequential_lines, stages_frame, verdict_frame, verdict_title
 
+    chosen = None if rope is None else parse_rope(rope)  # a wrong --rope: one line before the study is read
     with storage.reader() as reader:
         data = verdict_data(reader, study)
-    if rope is None:
-        rope = study_rope(data.info.spec)
+    rope = chosen or study_rope(data.info.spec)
     answer = study_answer(data, AnswerOptions(rope=rope, alpha=alpha, reference=reference, threshold=threshold,
-                                              convergence_rope=DEFAULT_CONVERGENCE_ROPE if convergence_rope is None
-                                              else convergence_rope))
+                                              convergence_rope=convergence_rope))
     if as_json:
         sys.stdout.write(json.dumps(answer) + "\n")
         return

@@ -72,11 +72,10 @@ def compare_progress(data: CompareData) -> dict[str, Any]:
 def stages_answer(data: CompareData) -> dict[str, Any]:
     """The verdicts of a comparison run --until-decided (lpstudy.results.answers), its stages under
     "sequential"."""
-    from lpstudy.results.answers import AnswerOptions, study_answer
+    from lpstudy.results.answers import study_answer
+    from lpstudy.results.answers.options import stage_options
 
-    stages = data.plan.until_decided or {}
-    return study_answer(_study_data(data), AnswerOptions(rope=float(stages.get("rope", 0.005)),
-                                                         alpha=float(stages.get("alpha", 0.05))))
+    return study_answer(_study_data(data), stage_options(data.plan.until_decided))
 
 
 def progress_line(progress: dict[str, Any]) -> str:

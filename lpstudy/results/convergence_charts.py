@@ -70,7 +70,7 @@ def convergence_verdict_chart(answer: dict, endpoint: str) -> go.Figure:
     name = arm_name(ref["field"], ref["value"])
     unit = "steps" if endpoint == "steps_to_threshold" else "area"
     fig = figure(title, "", f"{unit} / {unit}({name}) − 1 (%)", height=380)
-    rope = 100 * convergence["rope"][endpoint]
+    rope = 100 * convergence["rope"][endpoint]["relative"]
     fig.add_hrect(y0=-rope, y1=rope, fillcolor=VERDICT_COLOURS["equivalent"], opacity=0.12, line_width=0)
     fig.add_hline(y=0, line={"color": "#888", "dash": "dash"})
     labels = [arm_name(a["field"], a["value"]) for a in rows]
@@ -92,6 +92,6 @@ def convergence_verdict_chart(answer: dict, endpoint: str) -> go.Figure:
     fig.update_layout(legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0, "xanchor": "left"})
     below = "sooner" if endpoint == "steps_to_threshold" else "less loss on the way"
     return caption(fig, f"Threshold {convergence['threshold']:g} nats ({convergence['threshold_rule']}); horizon "
-                        f"{convergence['horizon']:g} steps. Shaded: the ROPE, ±{rope:.2g} % of {name}'s mean. Bars: "
+                        f"{convergence['horizon']:g} steps. Shaded: the ROPE, {convergence['rope'][endpoint]['words']}. Bars: "
                         f"{100 * (1 - answer['alpha']):.0f} % intervals corrected for the {answer['k']}-fold CV, Holm "
                         f"across the arms. Below 0: {below} than {name}.")

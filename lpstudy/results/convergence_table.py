@@ -56,5 +56,6 @@ def convergence_title(answer: dict) -> str:
     if not c:
         return ""
     return (f"Convergence against the reference · threshold {c['threshold']:g} nats ({c['threshold_rule']}) · "
-            f"horizon {c['horizon']:g} steps · ROPE ±{100 * c['rope']['steps_to_threshold']:.2g} % of its steps, "
-            f"±{100 * c['rope']['auc']:.2g} % of its area · {c['method']} · alpha {answer['alpha']:g}")
+            f"horizon {c['horizon']:g} steps · ROPE of the steps "
+            f"{(c['rope'].get('steps_to_threshold') or {}).get('words', '–')}, of the area "
+            f"{(c['rope'].get('auc') or {}).get('words', '–')} · {c['method']} · alpha {answer['alpha']:g}")

@@ -14,7 +14,7 @@ from typing import Callable
 
 from lpstudy.results import analysis as A
 from lpstudy.results import charts as C
-from lpstudy.results.answers import DEFAULT_ROPE, AnswerOptions, answered_by_verdicts, has_verdicts, study_answer
+from lpstudy.results.answers import DEFAULT_ROPE, AnswerOptions, Rope, answered_by_verdicts, has_verdicts, study_answer
 from lpstudy.results.frames import StudyData
 
 
@@ -37,7 +37,7 @@ class PageInputs:
     bins: object = None
     threshold: float | None = None  # the loss convergence is timed to; None: default_threshold
     reference: object = None  # p = 2, or a comparison's first arm (lpstudy.results.answers)
-    rope: float = DEFAULT_ROPE
+    rope: Rope = DEFAULT_ROPE
     keep: Callable | None = None
     importance: Callable | None = None
     _own: dict = field(default_factory=dict, repr=False)

@@ -51,9 +51,7 @@ def verdict_frame(answer: dict) -> pd.DataFrame:
 
 def verdict_title(answer: dict) -> str:
     """What the table is, with the ROPE and the method stated."""
-    rope = answer["rope"]
-    absolute = f" = {rope['absolute']:.4f} nats" if rope.get("absolute") is not None else ""
-    return (f"Verdicts against the reference · ROPE ±{100 * rope['relative']:.2g} % of its mean loss{absolute} · "
+    return (f"Verdicts against the reference · ROPE {answer['rope']['words']} · "
             f"{answer['method']} · alpha {answer['alpha']:g} · intervals {100 * (1 - answer['alpha']):.0f} %, "
             f"corrected for the {answer.get('k')}-fold CV")
 

@@ -6,9 +6,9 @@ max_steps every compared run has: shared_horizon):
 - steps to the threshold: the first evaluated step at or below it. A run that never gets there is
   censored, and why is kept: "not reached" (it ran to its end), "diverged" (it never will: censored at
   the horizon, as a run that ran out of budget, so that an arm that diverges more is never read as
-  faster), "failed" (the same), "pruned" and "running" (censored where their curve stops). The
-  restricted steps min(T, horizon) are known exactly for every run but a pruned or running one that
-  has not reached it: that is the per-run quantity whose mean is the restricted mean time (Royston &
+  faster), "failed" (a FAIL run: it may be run again), "pruned" and "running" (the three censored
+  where their curve stops). The restricted steps min(T, horizon) are known exactly for every run but
+  a pruned, FAIL or running one that has not reached it: that is the per-run quantity whose mean is the restricted mean time (Royston &
   Parmar 2013), and what the paired verdicts compare fold by fold (lpstudy.results.answers.convergence).
 - the area under the validation curve from its first evaluation to the horizon, by the trapezoid
   rule, divided by the steps spanned: the mean loss over training, lower for a run that converges
@@ -156,7 +156,7 @@ def run_endpoints(curves: pd.DataFrame, trials: pd.DataFrame, threshold: float, 
     reason = np.select([out["reached"].to_numpy(), diverged, state == "FAIL", state == "COMPLETE",
                         state == "RUNNING"], ["", "diverged", "failed", "not reached", "running"], "pruned")
     out["censored"] = reason
-    never = np.isin(reason, ["not reached", "diverged", "failed"])  # will not reach it within the horizon
+    never = np.isin(reason, ["not reached", "diverged"])  # will not reach it within the horizon
     out["time"] = np.where(out["reached"], out["steps"], np.where(never, horizon, last_seen.to_numpy(dtype="float64")))
     out["restricted_steps"] = np.where(out["reached"], np.minimum(out["steps"], horizon), np.where(never, horizon, np.nan))
     area = parts.reindex(out.index)

@@ -23,7 +23,7 @@ A replicate, grid or comparison study (lpstudy.results.answers.verdicts)
         {steps_to_threshold (relative to the reference's mean restricted steps), auc (relative)},
         method, endpoints {name: {unit, what}}, reference {endpoint: {field, value, mean, n_folds}},
         arms: [{field, value, p, endpoint ("steps_to_threshold" | "auc"), unit, the verdict keys of
-                arms[] above, runs, censored (runs that did not reach the threshold), censored_by
+                arms[] above, censored (runs that did not reach the threshold), censored_by
                 {reason: count}}],
         restricted_mean: [{field, value, p, runs, reached, censored, rmst, low, high, rmst_tokens,
                            median_seconds_reached (one kind of device only, else None)}] (every arm),
@@ -51,11 +51,15 @@ A search study (lpstudy.results.answers.search)
 
 from __future__ import annotations
 
-from lpstudy.results.answers.options import DEFAULT_ALPHA, DEFAULT_ROPE, AnswerOptions, study_rope
-from lpstudy.results.frames import StudyData, StudyInfo
+from typing import TYPE_CHECKING
 
-__all__ = ["AnswerOptions", "DEFAULT_ALPHA", "DEFAULT_ROPE", "answered_by_verdicts", "has_verdicts", "study_answer",
-           "study_rope"]
+from lpstudy.results.answers.options import DEFAULT_ALPHA, DEFAULT_ROPE, AnswerOptions, Rope, parse_rope, study_rope
+
+if TYPE_CHECKING:  # the CLI imports the options from here without pandas
+    from lpstudy.results.frames import StudyData, StudyInfo
+
+__all__ = ["AnswerOptions", "DEFAULT_ALPHA", "DEFAULT_ROPE", "Rope", "answered_by_verdicts", "has_verdicts",
+           "parse_rope", "study_answer", "study_rope"]
 
 
 def answered_by_verdicts(info: StudyInfo) -> bool:

@@ -9,12 +9,16 @@ same words):
   that never reaches it within the horizon (diverged, failed or ran out of budget) counts as the
   horizon, never as a gap, so an arm that diverges more cannot look faster. Their mean is the
   restricted mean time (Royston & Parmar 2013). ROPE: ± convergence_rope (5 % by default) of the
-  reference's mean restricted steps. A pruned or still running run that has not reached it is
-  censored: it leaves its fold's pair, and the Kaplan–Meier curves (Kaplan & Meier 1958) and
-  restricted means per arm (lpstudy.results.analysis.survival), which take censoring as it is, stand
-  beside the verdict with each arm's censored count.
+  reference's mean restricted steps. A pruned or FAIL run that stopped before reaching it has no
+  restricted steps: it is a failed run for the engine (left out of the pairs, and its arm can be
+  neither better nor equivalent: the runs that got there are not a sample of those that were made);
+  a still running one is a run to come (the verdicts are an interim reading until it ends). The
+  Kaplan–Meier curves (Kaplan & Meier 1958) and restricted means per arm
+  (lpstudy.results.analysis.survival), which take censoring as it is, stand beside the verdict with
+  each arm's censored count.
 - auc: the mean validation loss over the shared steps (area under the curve / steps), in nats;
-  ROPE: the final loss's (± rope of the reference's mean). A diverged run keeps ln V after it stops.
+  ROPE: the final loss's (± rope nats, or a share of the reference's mean). A diverged run keeps ln V
+  after it stops.
 Each endpoint is one family for Holm (the arms); the two endpoints and the final loss are separate
 questions, each at its own alpha. A study run --until-decided decided its stages on the final loss:
 its convergence verdicts are the fixed design's over the folds it ran.
@@ -41,6 +45,7 @@ ENDPOINTS = {  # name: (unit, what it is)
     "steps_to_threshold": ("steps", "restricted steps to reach the threshold within the horizon"),
     "auc": ("nats", "mean validation loss over the shared steps (area under the curve / steps)"),
 }
+STOPPED = ("pruned", "failed")  # runs that stopped short of their endpoint: failed runs for the engine
 METHOD = ("per run: restricted steps to the threshold (never reached within the horizon: the horizon) and the area "
           "under the validation curve; paired by fold through the verdict engine (corrected resampled t, TOST, Holm "
           "across arms, each endpoint its own family); per arm: Kaplan–Meier (Kaplan & Meier 1958) and the "
@@ -82,7 +87,7 @@ def convergence_answer(data: StudyData, options: AnswerOptions, reference, arm_c
     out: dict[str, Any] = {
         "threshold": threshold, "threshold_rule": "chosen by the reader" if options.threshold is not None
         else threshold_rule(True, spec), "horizon": horizon, "tokens_per_step": tokens_per_step(spec),
-        "rope": {"steps_to_threshold": options.convergence_rope, "auc": options.rope}, "method": METHOD,
+        "rope": {}, "method": METHOD,
         "endpoints": {name: {"unit": unit, "what": what} for name, (unit, what) in ENDPOINTS.items()},
         "arms": [], "restricted_mean": [], "reach": [], "sentence": ""}
     ends = run_endpoints(data.curves, trials, threshold, horizon)
@@ -101,17 +106,25 @@ def convergence_answer(data: StudyData, options: AnswerOptions, reference, arm_c
     position = _positions(trials)
     for endpoint, (unit, _) in ENDPOINTS.items():
         column = "restricted_steps" if endpoint == "steps_to_threshold" else "auc"
-        table = joined.groupby([arm_column, *position], sort=False)[column].mean().unstack(position)
-        table = table.reindex(arms)
+        cells = joined.assign(stopped=joined["censored"].isin(STOPPED)).groupby([arm_column, *position], sort=False)
+        table = cells[column].mean().unstack(position).reindex(arms)
+        # a cell whose runs stopped short of giving the endpoint (pruned, FAIL): a run that counts, never a
+        # gap that waits (the engine bars such an arm from better and equivalent); still running: to come
+        failed = (cells["stopped"].any().unstack(position).reindex(arms).fillna(False).astype(bool) & table.isna())
         ref_mean = float(table.loc[reference].mean())
-        margin = (options.convergence_rope if endpoint == "steps_to_threshold" else options.rope) * ref_mean
-        if not math.isfinite(margin):
+        margin = options.convergence_rope * ref_mean if endpoint == "steps_to_threshold" else \
+            options.rope.margin(ref_mean)
+        if not math.isfinite(margin) or not ref_mean:
             continue
-        for row in endpoint_verdicts(table, reference, k=k, margin=margin, options=options):
+        out["rope"][endpoint] = {
+            "relative": margin / ref_mean, "absolute": margin,
+            "words": f"±{100 * options.convergence_rope:g} % of the reference's restricted mean steps"
+            if endpoint == "steps_to_threshold" else options.rope.words()}
+        for row in endpoint_verdicts(table, reference, k=k, margin=margin, options=options, failed=failed):
             arm = row.pop("arm")
             by = censored.get(arm, {})
             out["arms"].append({**shown(arm), "endpoint": endpoint, "unit": unit, **row,
-                                "runs": int((joined[arm_column] == arm).sum()), "censored": int(sum(by.values())),
+                                "censored": int(sum(by.values())),
                                 "censored_by": {reason: int(by[reason]) for reason in CENSOR_REASONS if reason in by}})
         out.setdefault("reference", {})[endpoint] = {**shown(reference), "mean": ref_mean,
                                                      "n_folds": int(table.loc[reference].notna().sum())}
@@ -163,7 +176,14 @@ def convergence_sentence(convergence: dict, reference_name: str) -> str:
         elif verdict == "worse":
             parts.append(f"{who} reaches it {_percent(rel)} later [{_percent(arm['rel_low'])}, {_percent(arm['rel_high'])}]")
         elif verdict == "equivalent":
-            parts.append(f"{who} reaches it as soon, within ±{_percent(convergence['rope']['steps_to_threshold'])}")
+            parts.append(f"{who} reaches it as soon, within ±{_percent(convergence['rope']['steps_to_threshold']['relative'])}")
+        elif arm.get("region") == "different, size undecided":  # its interval excludes 0 but reaches into the ROPE
+            word = "sooner" if rel < 0 else "later"
+            size = _percent(abs(rel))
+            ends = sorted([_percent(abs(arm["rel_low"])), _percent(abs(arm["rel_high"]))], key=lambda t: float(t[:-2]))
+            parts.append(f"{who} reaches it {word} ({size} [{ends[0]}, {ends[1]}]), by how much undecided")
+        elif arm.get("interim"):
+            parts.append(f"{who} undecided (interim: runs still to come)")
         else:
             parts.append(f"{who} undecided")
     text = (f"Convergence to {convergence['threshold']:g} nats (steps within {convergence['horizon']:g}, "

@@ -6,7 +6,21 @@ table (a column per fold, or per (repeat, fold) when the study repeats its cross
 is better; NaN where the run has not happened) and returns one row per arm other than the reference,
 with the keys lpstudy.results.answers documents for answer["arms"]. Every reader of a comparison
 goes through it, so the fold-correlation treatment, the ROPE, the multiplicity and the words are the
-same for every endpoint (fold_tests holds the tests themselves).
+same for every endpoint (fold_tests holds the tests and the decision rule).
+
+What the engine adds to the tests:
+- failed runs count (`failed`: diverged, FAIL, or a non-finite endpoint): they are left out of the
+  pairs, but an arm with a failed run can be neither better nor equivalent, and one whose reference
+  failed where it did not can be neither worse nor equivalent (survivorship: the runs that finished
+  are not a sample of the runs that were made); failed_runs says how many.
+- no peeking: where any run of the design has not happened yet (NaN, not failed) and no sequential
+  design chose the look (`tests` not given), every row is an interim reading: its numbers are shown,
+  its verdict is "undecided" and `interim` is true. A verdict at full alpha is given only
+  on the full design.
+- holds_up_to_rho: the largest fold correlation at which the verdict still stands (fold_tests).
+- a study that repeats its CV (columns (repeat, fold)): every repeat's folds are more positions of
+  Bouckaert & Frank's corrected repeated k-fold test (fold_tests), and measured_rho, the fold
+  correlation the repeats' means imply, is given next to holds_up_to_rho.
 """
 
 from __future__ import annotations
@@ -17,14 +31,22 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lpstudy.results.answers.fold_tests import VERDICTS, fold_verdicts, folds_to_decide, interval
+from lpstudy.results.answers.fold_tests import VERDICTS, fold_verdicts, folds_to_decide, holds_up_to_rho, interval
 from lpstudy.results.answers.options import AnswerOptions
+
+UNDECIDED = VERDICTS.index("undecided")
+
+
+def _failed_frame(table: pd.DataFrame, failed: pd.DataFrame | None) -> pd.DataFrame:
+    if failed is None:
+        return pd.DataFrame(False, index=table.index, columns=table.columns)
+    return failed.reindex(index=table.index, columns=table.columns).fillna(False).astype(bool)
 
 
 def differences(table: pd.DataFrame, reference, failed: pd.DataFrame | None = None) -> tuple[list, np.ndarray]:
     """(the arms other than the reference, in the table's order; their differences from the
     reference, shape (arms, run positions), NaN where either run is missing or failed)."""
-    usable = table.where(~failed.reindex_like(table).fillna(False).astype(bool)) if failed is not None else table
+    usable = table.where(~_failed_frame(table, failed))
     ref = usable.loc[reference]
     others = [a for a in table.index if a != reference]
     if not others:
@@ -32,36 +54,102 @@ def differences(table: pd.DataFrame, reference, failed: pd.DataFrame | None = No
     return others, np.stack([(usable.loc[a] - ref).to_numpy(dtype="float64") for a in others])
 
 
+def _folds(table: pd.DataFrame) -> int:
+    columns = table.columns
+    return columns.get_level_values(-1).nunique() if isinstance(columns, pd.MultiIndex) else len(columns)
+
+
+def measured_rho(diffs: np.ndarray, table: pd.DataFrame, k: int) -> np.ndarray:
+    """Per arm, where the table has two repeats or more: the fold correlation the spread of the
+    repeats' mean differences implies. Under the model behind the correction (equicorrelated
+    differences within a CV, independent CVs), a repeat's mean has variance σ²(ρ + (1 − ρ)/K):
+    ρ = (var(repeat means)/σ² − 1/K)/(1 − 1/K), σ² pooled from the repeats; clipped to [0, 1]; NaN
+    with one repeat. Few repeats measure it coarsely: it is a check on the 1/K the test assumes."""
+    if not isinstance(table.columns, pd.MultiIndex) or diffs.size == 0:
+        return np.full(len(diffs), np.nan)
+    repeats = table.columns.get_level_values(0)
+    groups = [np.flatnonzero(repeats == r) for r in pd.unique(repeats)]
+    if len(groups) < 2:
+        return np.full(len(diffs), np.nan)
+    import warnings
+
+    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        means = np.stack([np.nanmean(diffs[:, g], axis=-1) for g in groups], axis=-1)
+        within = np.nanmean(np.stack([np.nanvar(diffs[:, g], axis=-1, ddof=1) for g in groups], axis=-1), axis=-1)
+        between = np.nanvar(means, axis=-1, ddof=1)
+        total = within + between  # σ² = within-CV variance + the shared part
+        rho = (between / total - 1.0 / k) / (1.0 - 1.0 / k)
+    return np.clip(rho, 0.0, 1.0)
+
+
 def endpoint_verdicts(table: pd.DataFrame, reference, *, k: int, margin: float,
                       options: AnswerOptions = AnswerOptions(), failed: pd.DataFrame | None = None,
                       tests: dict | None = None) -> list[dict]:
     """The verdict rows of every arm but the reference (each with `arm`: its index in the table).
-    `tests`: the arrays a sequential design computed on the same differences (sequential.py);
-    by default the fixed design's fold_verdicts."""
+    `tests`: the arrays a sequential design computed on the same differences (sequential.py; it
+    chose the look, so its rows are no interim reading); by default the fixed design's
+    fold_verdicts on every position the table has."""
     others, diffs = differences(table, reference, failed)
     if not others:
         return []
+    fails = _failed_frame(table, failed)
+    sequential = tests is not None
     if tests is None:
         tests = fold_verdicts(diffs, k, margin, options.alpha)
-    usable = table.where(~failed.reindex_like(table).fillna(False).astype(bool)) if failed is not None else table
-    ref_mean = float(usable.loc[reference].mean())  # the relative columns are against the reference's mean
-    verdicts = [VERDICTS[int(v)] for v in tests["verdict"]]
-    n_undecided = sum(v == "undecided" for v in verdicts)
+    holds = holds_up_to_rho(diffs, k, margin, options.alpha) if not sequential else np.full(len(others), np.nan)
+    measured = measured_rho(diffs, table, k)
+    ref_mean = float(table.loc[reference].where(~fails.loc[reference]).mean())  # relative columns: against it
+    # no peeking: one run still to come anywhere in the design makes every row an interim reading
+    # (Holm's family and each arm's folds are the full design's only once every run is in)
+    interim = not sequential and bool(_folds(table) < k or (table.isna() & ~fails).to_numpy().any())
+    ref_failed = int(fails.loc[reference].sum())
+    codes = np.asarray(tests["verdict"]).copy()
     rows = []
     for i, arm in enumerate(others):
+        arm_failed = int(fails.loc[arm].sum())
+        verdict = VERDICTS[int(codes[i])]
+        barred = ({"better", "equivalent"} if arm_failed else set()) | ({"worse", "equivalent"} if ref_failed else set())
+        if interim or verdict in barred:
+            codes[i] = UNDECIDED
+        rows.append({"arm": arm, "interim": interim, "failed_runs": arm_failed, "reference_failed_runs": ref_failed,
+                     "runs": int(table.shape[1]), "barred_by_failures": verdict in barred and not interim})
+    n_undecided = int(np.sum(codes == UNDECIDED))
+    different = np.asarray(tests.get("different", np.zeros(len(others), bool)))
+    for i, row in enumerate(rows):
+        arm = row["arm"]
         paired = ~np.isnan(diffs[i])
         pairs = diffs[i][paired]
         mean, se, df = float(tests["mean"][i]), float(tests["se"][i]), float(tests["df"][i])
         low, high = (float(x) for x in interval(mean, se, df, 1 - options.alpha))
+        low90, high90 = (float(x) for x in interval(mean, se, df, 1 - 2 * options.alpha))
         rel = (lambda x: x / ref_mean) if ref_mean else (lambda x: math.nan)
-        row: dict[str, Any] = {
-            "arm": arm, "n_folds": int(paired.sum()),
-            "mean": float(usable.loc[arm][paired].mean()) if paired.any() else math.nan,
+        verdict = VERDICTS[int(codes[i])]
+        row.update({
+            "n_folds": int(paired.sum()),
+            "mean": float(table.loc[arm][paired].mean()) if paired.any() else math.nan,
             "diff": mean, "rel_diff": rel(mean), "low": low, "high": high, "rel_low": rel(low), "rel_high": rel(high),
+            "equivalence_low": low90, "equivalence_high": high90,
             "p_value_difference": float(tests["p_difference"][i]), "p_value_equivalence": float(tests["p_equivalence"][i]),
-            "verdict": verdicts[i], "folds_to_decide": None, "decided_by": None}
-        if verdicts[i] == "undecided" and len(pairs) >= 2:
+            "p_value_beyond_rope": float(tests["p_beyond"][i]) if "p_beyond" in tests else math.nan,
+            "verdict": verdict, "region": _region(verdict, bool(different[i]), row["interim"]),
+            "holds_up_to_rho": float(holds[i]) if verdict != "undecided" and math.isfinite(holds[i]) else None,
+            "measured_rho": float(measured[i]) if math.isfinite(measured[i]) else None,
+            "folds_to_decide": None, "decided_by": None})
+        if verdict == "undecided" and len(pairs) >= 2 and not row["barred_by_failures"]:
             row["folds_to_decide"], row["decided_by"] = folds_to_decide(
                 mean, float(np.std(pairs, ddof=1)), len(pairs), k, margin, options.alpha, n_tests=n_undecided)
-        rows.append(row)
     return rows
+
+
+def _region(verdict: str, different: bool, interim: bool) -> str:
+    """The decision rule's region, in the words the outputs use: "beyond the ROPE" (better or worse),
+    "within the ROPE" (equivalent), "different, size undecided" (undecided: its interval
+    excludes 0 yet reaches into the ROPE), "undecided", or "interim" (folds still to run)."""
+    if interim:
+        return "interim"
+    if verdict in ("better", "worse"):
+        return "beyond the ROPE"
+    if verdict == "equivalent":
+        return "within the ROPE"
+    return "different, size undecided" if different else "undecided"

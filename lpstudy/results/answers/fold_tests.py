@@ -11,11 +11,28 @@ degrees of freedom. It is the frequentist twin of the Bayesian correlated t-test
 2015; Benavoli et al. 2017; the `baycomp` package, which the tests use as the oracle): both give the
 same interval.
 
-On that one statistic:
-- difference: the two-sided test of "no difference" (better or worse, by the sign; lower loss wins);
-- equivalence: two one-sided tests (TOST, Schuirmann 1987) of |difference| < margin (the ROPE);
-- several arms against one reference: Holm's step-down (statsmodels' multipletests), each family of
-  tests (difference, equivalence) on its own, so the family-wise error of each stays at alpha.
+The decision rule, stated once (three regions of the difference d, lower loss wins; margin: the ROPE):
+- better / worse: d beyond the ROPE, the two-sided minimum-effect test of |d| ≤ margin rejected
+  (the 1 − alpha interval lies wholly below −margin, or wholly above +margin);
+- equivalent: d within the ROPE, two one-sided tests (TOST, Schuirmann 1987) of |d| ≥ margin
+  rejected (the 1 − 2·alpha interval, 90 %, lies inside ±margin: the interval TOST uses);
+- undecided between: the interval straddles a ROPE boundary; `different` marks the arms whose
+  interval still excludes 0 there ("different but within the ROPE": a difference too small to matter
+  or not yet shown to be large).
+The three regions exclude one another by construction (an interval below −margin cannot lie inside
+±margin), so no arm is ever two things at once. Several arms against one reference: Holm's step-down
+(statsmodels' multipletests) across the arms, each family of tests (beyond the ROPE, within it) on
+its own, so the family-wise error of each stays at alpha. The test of "no difference" is reported
+(p_value_difference) and Holm-adjusted too, but decides only `different`.
+
+How far a verdict holds: the correction assumes the folds' differences correlate at ρ = 1/K, which
+is not known for K-fold CV (no unbiased estimate of the variance exists from one CV: Bengio &
+Grandvalet, "No unbiased estimator of the variance of K-fold cross-validation", JMLR 5, 2004).
+holds_up_to_rho gives, per decided arm, the largest ρ at which its verdict still stands (the variance
+factor 1/n + ρ/(1 − ρ), Nadeau & Bengio's form). A study that repeats its CV over new partitions and
+seeds (r × K runs) is tested with Bouckaert & Frank's corrected repeated k-fold CV test (2004): the
+mean and variance over all r·K differences, the variance × (1/(r·K) + 1/(K − 1)), r·K − 1 degrees of
+freedom: the same formula with n = r·K, so every function here takes repeats as more positions.
 
 Every function works on arrays: the last axis holds the folds (or the arms), the leading axes are
 anything (many simulated studies at once), so a thousand planted studies take milliseconds.
@@ -36,9 +53,16 @@ def share_ratio(k: int) -> float:
     return 1.0 / (k - 1)
 
 
-def corrected_stats(diffs, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def rho_ratio(rho):
+    """The correction's second term at fold correlation ρ: ρ / (1 − ρ) (1/(K − 1) at ρ = 1/K)."""
+    rho = np.asarray(rho, dtype="float64")
+    return rho / (1.0 - rho)
+
+
+def corrected_stats(diffs, k: int, rho=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(mean, standard error, degrees of freedom) of the differences along the last axis (NaN left
-    out), the variance corrected for K-fold CV: var × (1/n + 1/(K − 1)). NaN where n < 2."""
+    out), the variance corrected for K-fold CV: var × (1/n + 1/(K − 1)), or var × (1/n + ρ/(1 − ρ))
+    at another fold correlation ρ (broadcast against the leading axes). NaN where n < 2."""
     import warnings
 
     x = np.asarray(diffs, dtype="float64")
@@ -47,7 +71,7 @@ def corrected_stats(diffs, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         warnings.simplefilter("ignore", RuntimeWarning)  # an arm without folds: NaN, said by n
         mean = np.nanmean(x, axis=-1) if x.size else np.full(x.shape[:-1], np.nan)
         var = np.nanvar(x, axis=-1, ddof=1) if x.size else np.full(x.shape[:-1], np.nan)
-        se = np.sqrt(var * (1.0 / n + share_ratio(k)))
+        se = np.sqrt(var * (1.0 / n + (share_ratio(k) if rho is None else rho_ratio(rho))))
     se = np.where(n >= 2, se, np.nan)
     return mean, se, (n - 1).astype("float64")
 
@@ -98,28 +122,66 @@ def holm(pvalues, alpha: float) -> tuple[np.ndarray, np.ndarray]:
         return adjusted <= alpha, adjusted
 
 
-def verdict_codes(mean, equivalent, different) -> np.ndarray:
-    """Index into VERDICTS: equivalent where the TOST rejected; else better (mean < 0: lower loss)
-    or worse where the difference test rejected; else undecided."""
+def beyond_p(mean, se, df, margin) -> np.ndarray:
+    """Two-sided p-value of the minimum-effect test of |difference| ≤ margin: twice the smaller of
+    the one-sided p-values of d ≥ −margin (rejected: better) and d ≤ +margin (rejected: worse),
+    so it rejects at alpha exactly where the 1 − alpha interval lies beyond one ROPE boundary."""
+    from scipy.special import stdtr
+
+    with np.errstate(invalid="ignore", divide="ignore"):
+        below = stdtr(df, (np.asarray(mean) + margin) / np.asarray(se))  # H0: d ≥ −margin
+        above = stdtr(df, -(np.asarray(mean) - margin) / np.asarray(se))  # H0: d ≤ +margin
+    return np.minimum(1.0, 2.0 * np.minimum(below, above))
+
+
+def verdict_codes(mean, equivalent, beyond) -> np.ndarray:
+    """Index into VERDICTS: better (mean < 0: lower loss) or worse where the test beyond the ROPE
+    rejected; equivalent where the TOST rejected; else undecided (the two cannot both reject)."""
     mean = np.asarray(mean)
     code = np.full(mean.shape, VERDICTS.index("undecided"))
-    code = np.where(different & (mean < 0), VERDICTS.index("better"), code)
-    code = np.where(different & (mean > 0), VERDICTS.index("worse"), code)
-    return np.where(equivalent, VERDICTS.index("equivalent"), code)
+    code = np.where(equivalent, VERDICTS.index("equivalent"), code)
+    code = np.where(beyond & (mean < 0), VERDICTS.index("better"), code)
+    return np.where(beyond & (mean > 0), VERDICTS.index("worse"), code)
 
 
-def fold_verdicts(diffs, k: int, margin, alpha: float = 0.05) -> dict[str, np.ndarray]:
+def _margin(margin):
+    return np.asarray(margin)[..., None] if np.ndim(margin) else margin
+
+
+def fold_verdicts(diffs, k: int, margin, alpha: float = 0.05, rho=None) -> dict[str, np.ndarray]:
     """The verdict of each arm from its fold differences, shape (..., arms, folds): the corrected
-    t, the TOST against ±margin and the difference test, each family Holm-adjusted across the arms.
-    Returns arrays of shape (..., arms): mean, se, df, p_difference, p_equivalence (both adjusted),
-    verdict (codes into VERDICTS)."""
-    mean, se, df = corrected_stats(diffs, k)
-    p_diff = difference_p(mean, se, df)
-    p_eq = equivalence_p(mean, se, df, np.asarray(margin)[..., None] if np.ndim(margin) else margin)
-    reject_eq, adj_eq = holm(p_eq, alpha)
-    reject_diff, adj_diff = holm(p_diff, alpha)
+    t (at fold correlation rho, 1/K by default), the test beyond ±margin, the TOST within it and the
+    test of no difference, each family Holm-adjusted across the arms. Returns arrays of shape
+    (..., arms): mean, se, df, p_difference, p_equivalence, p_beyond (adjusted), verdict (codes
+    into VERDICTS), different (the no-difference test rejected where the verdict is undecided)."""
+    mean, se, df = corrected_stats(diffs, k, rho)
+    reject_eq, adj_eq = holm(equivalence_p(mean, se, df, _margin(margin)), alpha)
+    reject_beyond, adj_beyond = holm(beyond_p(mean, se, df, _margin(margin)), alpha)
+    reject_diff, adj_diff = holm(difference_p(mean, se, df), alpha)
+    verdict = verdict_codes(mean, reject_eq, reject_beyond)
     return {"mean": mean, "se": se, "df": df, "p_difference": adj_diff, "p_equivalence": adj_eq,
-            "verdict": verdict_codes(mean, reject_eq, reject_diff)}
+            "p_beyond": adj_beyond, "verdict": verdict,
+            "different": reject_diff & (verdict == VERDICTS.index("undecided"))}
+
+
+RHO_GRID = np.round(np.arange(0.01, 0.995, 0.01), 2)  # the fold correlations holds_up_to_rho tries
+
+
+def holds_up_to_rho(diffs, k: int, margin, alpha: float = 0.05) -> np.ndarray:
+    """Per arm (shape (..., arms)): the largest fold correlation ρ on a grid of 0.01 (from 1/K, the
+    correction's own, up to 0.99) at which fold_verdicts still gives the verdict it gives at 1/K,
+    every smaller ρ on the way giving it too; NaN for an undecided arm. 0.99 means at every ρ tried."""
+    x = np.asarray(diffs, dtype="float64")
+    base = fold_verdicts(x, k, margin, alpha)["verdict"]
+    grid = RHO_GRID[RHO_GRID > 1.0 / k]
+    if not len(grid):
+        return np.where(base == VERDICTS.index("undecided"), np.nan, 1.0 / k)
+    rho = grid.reshape((-1,) + (1,) * (x.ndim - 1))
+    at = fold_verdicts(np.broadcast_to(x, (len(grid),) + x.shape), k, margin, alpha, rho=rho)["verdict"]
+    stands = np.logical_and.accumulate(at == base, axis=0)
+    last = stands.sum(axis=0)  # grid points it stands at, in a row from the first
+    held = np.where(last > 0, grid[np.maximum(last - 1, 0)], 1.0 / k)
+    return np.where(base == VERDICTS.index("undecided"), np.nan, held)
 
 
 def paired_t_verdicts(diffs, alpha: float = 0.05) -> np.ndarray:
@@ -149,6 +211,6 @@ def folds_to_decide(mean: float, sd: float, n: int, k: int, margin: float, alpha
         se = sd * math.sqrt(1.0 / m + share_ratio(max(k, m)))
         if margin > 0 and (margin - abs(mean)) / se > stdtrit(m - 1, 1 - level):
             return m, "equivalence"
-        if abs(mean) / se > stdtrit(m - 1, 1 - level / 2):
+        if (abs(mean) - margin) / se > stdtrit(m - 1, 1 - level / 2):
             return m, "difference"
     return None, None

@@ -1,31 +1,99 @@
 """What a reader of lpstudy.results.answers may choose (the ROPE, the error rate, the reference),
-declared once: the branches import it from here, readers from lpstudy.results.answers."""
+declared once: the branches import it from here, readers from lpstudy.results.answers, and every
+command that takes --rope parses it with parse_rope.
+
+The ROPE (region of practical equivalence) is set in nats of validation loss, in advance: a
+difference of losses in nats is already the log of a perplexity ratio (0.01 nats: perplexities
+within 1 %), so a ROPE in nats means the same on an easy task and a hard one. A relative form,
+"0.5%", is a share of the reference arm's mean loss, as before.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-DEFAULT_ROPE = 0.005  # ± 0.5 % of the reference arm's mean loss: "equivalent" within this
 DEFAULT_ALPHA = 0.05
 DEFAULT_CONVERGENCE_ROPE = 0.05  # ± 5 % of the reference's restricted mean steps: "as soon" within this
 
 
 @dataclass(frozen=True)
-class AnswerOptions:
-    """What a reader may choose: the region of practical equivalence (relative to the reference's
-    mean loss), the error rate, and the reference arm (p = 2, or a comparison's first arm, if None);
-    for convergence, the loss threshold (None: lpstudy.results.analysis.convergence.default_threshold)
-    and the ROPE of the steps to reach it, relative to the reference's restricted mean steps (the
-    area under the curve is read with `rope`, as the final loss: both are losses in nats)."""
+class Rope:
+    """± value nats, or ± value × the reference's mean loss where relative."""
 
-    rope: float = DEFAULT_ROPE
+    value: float
+    relative: bool = False
+
+    def margin(self, reference_mean: float) -> float:
+        """The ROPE in nats for a reference with this mean loss."""
+        return self.value * reference_mean if self.relative else self.value
+
+    def __str__(self) -> str:
+        return f"{100 * self.value:g}%" if self.relative else f"{self.value:g}"
+
+    def words(self) -> str:
+        """How an output states it: "±0.01 nats" or "±0.5 % of the reference's mean loss"."""
+        return f"±{100 * self.value:g} % of the reference's mean loss" if self.relative else f"±{self.value:g} nats"
+
+
+DEFAULT_ROPE = Rope(0.01)  # ± 0.01 nats: perplexities within 1 % are "equivalent"
+
+
+def parse_rope(text) -> Rope:
+    """A --rope value: nats ("0.01") or a share of the reference's mean loss ("0.5%"); a Rope or a
+    number passes through (a number is nats). Refused in one line (UserError) where it is not a
+    number or not above 0 (at 0 no arm could ever be equivalent)."""
+    from lpstudy.errors import UserError
+
+    if isinstance(text, Rope):
+        rope = text
+    else:
+        raw = str(text).strip()
+        relative = raw.endswith("%")
+        try:
+            value = float(raw[:-1] if relative else raw)
+        except ValueError:
+            raise UserError(f"--rope {raw!r} is not a number: give nats (--rope 0.01) or a share of the reference's "
+                            "mean loss (--rope 0.5%)") from None
+        rope = Rope(value / 100 if relative else value, relative)
+    if not rope.value > 0 or rope.value != rope.value or rope.value == float("inf"):
+        raise UserError(f"--rope {rope} must be above 0 (at 0 no arm can ever be equivalent): give nats "
+                        "(--rope 0.01) or a share of the reference's mean loss (--rope 0.5%)")
+    return rope
+
+
+@dataclass(frozen=True)
+class AnswerOptions:
+    """What a reader may choose: the region of practical equivalence (a Rope; text or a number of
+    nats is parsed), the error rate, and the reference arm (p = 2, or a comparison's first arm, if None);
+    for convergence, the loss threshold (None: lpstudy.results.analysis.convergence.default_threshold)
+    and the ROPE of the steps to reach it, a share of the reference's restricted mean steps (the area
+    under the curve is read with `rope`, as the final loss: both are losses in nats)."""
+
+    rope: Rope = DEFAULT_ROPE
     alpha: float = DEFAULT_ALPHA
     reference: object | None = None
     threshold: float | None = None
     convergence_rope: float = DEFAULT_CONVERGENCE_ROPE
 
+    def __post_init__(self):
+        object.__setattr__(self, "rope", parse_rope(self.rope))
 
-def study_rope(spec: dict | None) -> float:
+
+def study_rope(spec: dict | None) -> Rope:
     """The ROPE a study's verdicts are read with unless the reader picks another: the one it ran
-    --until-decided with (its stages were decided with it), else DEFAULT_ROPE."""
-    return float(((spec or {}).get("until_decided") or {}).get("rope", DEFAULT_ROPE))
+    --until-decided with (its stages were decided with it), else DEFAULT_ROPE. A stage plan written
+    before ROPEs were in nats holds a bare number: a share of the reference's mean loss."""
+    stored = ((spec or {}).get("until_decided") or {}).get("rope")
+    if stored is None:
+        return DEFAULT_ROPE
+    if isinstance(stored, (int, float)):
+        return Rope(float(stored), relative=True)
+    return parse_rope(stored)
+
+
+def stage_options(stages: dict | None, reference=None) -> AnswerOptions:
+    """The AnswerOptions a sequential study's stages were decided with (its spec's until_decided
+    entry: rope, alpha), for the commands that report its rounds."""
+    stages = stages or {}
+    return AnswerOptions(rope=study_rope({"until_decided": stages}), alpha=float(stages.get("alpha", DEFAULT_ALPHA)),
+                         reference=reference)

@@ -2,26 +2,41 @@
 
 The folds are those of ONE K-fold cross-validation, K = --max-folds, so a fold's training text never
 changes; they run in rounds (3, 5, 8, 10 folds by default, capped at K, K last). After each round
-(a look) every arm still undecided is tested on the folds so far with fold_tests' corrected t: the
-TOST against the ROPE and the difference test, each family Holm-adjusted across the arms tested at
-that look. A decided arm keeps its verdict and gets no more folds.
+(a look) every arm still undecided is tested on the folds so far with fold_tests' corrected t and
+its decision rule (beyond the ROPE: better or worse; within it by TOST: equivalent). A decided arm
+keeps its verdict and gets no more folds.
 
-Repeated looks would inflate the error rate; each look is tested at its increment of alpha spent by
-Lan & DeMets' O'Brien–Fleming-type function (Lan & DeMets, "Discrete sequential boundaries for
-clinical trials", Biometrika 70, 1983): α(t) = 2 − 2Φ(z₁₋α/₂ / √t) at information fraction
-t = n / K. The increments sum to alpha, so by the union bound the chance of any wrong verdict over
-all looks and arms stays at most alpha, for each family. (The union bound ignores how the looks'
-statistics correlate, so it is conservative: it spends little early, which suits a rule that should
-stop early only when the evidence is overwhelming.)
+The boundaries (Jennison & Turnbull, "Group Sequential Methods with Applications to Clinical
+Trials", 2000, ch. 7): alpha is spent over the looks by Lan & DeMets' O'Brien–Fleming-type function
+(Lan & DeMets, "Discrete sequential boundaries for clinical trials", Biometrika 70, 1983),
+α(t) = 2 − 2Φ(z₁₋α/₂ / √t), and each look's critical value c_j solves
+P(|Z₁| < c₁, …, |Z_j| < c_j) = 1 − α(t_j) under the joint normal distribution of the looks'
+statistics, where corr(Z_i, Z_j) = √(t_i / t_j) (integrated numerically; the tests check it against
+scipy.stats.multivariate_normal). The information
+fraction is the corrected variance's: with equicorrelated folds the mean of the first n differences
+has variance σ²(1/n + 1/(K − 1)) (up to a constant), so t_n = (1/K + 1/(K − 1)) / (1/n + 1/(K − 1)),
+not n / K (the first 3 of 10 folds carry 47 % of the information, not 30 %); the same correlation
+gives the canonical joint distribution above. A t statistic is compared at the nominal level of its
+look's z boundary (J&T's significance-level approach).
+
+Several arms, several looks: the graphical approach (Maurer & Bretz, "Multiple testing in group
+sequential trials using graphical approaches", Statistics in Biopharmaceutical Research 5, 2013)
+with Holm's graph, each family (beyond the ROPE; within it) on its own: every hypothesis not yet
+rejected holds an equal share of alpha with its own spending boundary; a rejection passes its share
+on to the family's other hypotheses, whose boundaries are recomputed at the larger level and tested
+again at the same look. An arm decided in the other family keeps its share (closed testing does not
+let it go), so the family-wise error stays at alpha over arms and looks.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 
-from lpstudy.results.answers.fold_tests import VERDICTS, corrected_stats, difference_p, equivalence_p, holm, verdict_codes
+from lpstudy.results.answers.fold_tests import (VERDICTS, beyond_p, corrected_stats, difference_p, equivalence_p,
+                                                share_ratio, verdict_codes)
 
 DEFAULT_ROUNDS = (3, 5, 8, 10)
 UNDECIDED = VERDICTS.index("undecided")
@@ -41,10 +56,98 @@ def spent(fraction, alpha: float):
     return 2.0 - 2.0 * norm.cdf(norm.ppf(1 - alpha / 2) / np.sqrt(t))
 
 
+def information(rounds: list[int], max_folds: int) -> np.ndarray:
+    """Each look's information fraction from the corrected variance of its mean difference."""
+    n = np.asarray(rounds, dtype="float64")
+    return (1.0 / max_folds + share_ratio(max_folds)) / (1.0 / n + share_ratio(max_folds))
+
+
 def look_levels(rounds: list[int], max_folds: int, alpha: float) -> list[float]:
-    """Each look's level: its increment of the alpha spent (they sum to alpha)."""
-    total = spent(np.asarray(rounds) / max_folds, alpha)
+    """Each look's increment of the alpha spent (they sum to alpha)."""
+    total = spent(information(rounds, max_folds), alpha)
     return list(np.diff(np.concatenate([[0.0], total])))
+
+
+GRID_POINTS = 801  # the grid the looks' joint density is integrated on (Armitage, McPherson & Rowe 1969)
+
+
+@functools.lru_cache(maxsize=256)
+def _boundaries(fractions: tuple[float, ...], alpha: float) -> tuple[float, ...]:
+    """Critical values from the joint distribution of the looks: the score S_j = Z_j √t_j has
+    independent normal increments, so the density of S_j on the paths that have not crossed yet is
+    carried look to look by numerical integration (Jennison & Turnbull ch. 19; the recursion of
+    Armitage, McPherson & Rowe 1969), and c_j solves P(cross first at j) = α(t_j) − α(t_{j−1})."""
+    from scipy.optimize import brentq
+    from scipy.stats import norm
+
+    t = np.asarray(fractions)
+    total = spent(t, alpha)
+    bounds = [float(norm.ppf(1 - total[0] / 2))]
+    half = bounds[0] * math.sqrt(t[0])
+    grid = np.linspace(-half, half, GRID_POINTS)
+    weights = np.full(GRID_POINTS, grid[1] - grid[0])
+    weights[[0, -1]] /= 2  # the trapezoid rule
+    density = norm.pdf(grid, scale=math.sqrt(t[0]))
+    for j in range(1, len(t)):
+        step = math.sqrt(t[j] - t[j - 1])
+        mass = density * weights
+        increment = total[j] - total[j - 1]
+
+        def crossing(c, step=step, mass=mass, edge=math.sqrt(t[j])):
+            limit = c * edge
+            return float(np.sum(mass * (norm.sf((limit - grid) / step) + norm.cdf((-limit - grid) / step))))
+
+        bounds.append(float(brentq(lambda c: crossing(c) - increment, 0.1, 15.0, xtol=1e-9)))
+        half = bounds[-1] * math.sqrt(t[j])
+        new = np.linspace(-half, half, GRID_POINTS)
+        density = (norm.pdf((new[:, None] - grid[None, :]) / step) / step) @ mass
+        grid = new
+        weights = np.full(GRID_POINTS, grid[1] - grid[0])
+        weights[[0, -1]] /= 2
+    return tuple(bounds)
+
+
+def boundaries(rounds: list[int], max_folds: int, alpha: float) -> np.ndarray:
+    """Each look's two-sided critical value |Z| ≥ c_j for a total two-sided error of alpha, from the
+    looks' joint normal distribution (see the module's docstring)."""
+    fractions = tuple(float(f) for f in np.round(information(rounds, max_folds), 12))
+    return np.asarray(_boundaries(fractions, float(alpha)))
+
+
+def nominal_levels(rounds: list[int], max_folds: int, alpha: float) -> np.ndarray:
+    """Each look's nominal two-sided p-value threshold, 2 − 2Φ(c_j)."""
+    from scipy.stats import norm
+
+    return 2.0 - 2.0 * norm.cdf(boundaries(rounds, max_folds, alpha))
+
+
+def _graph_levels(rounds, max_folds, alpha, m, two_sided: bool) -> np.ndarray:
+    """(looks, m + 1): the nominal threshold of a hypothesis holding alpha / h (h = 1..m; column 0
+    unused) at each look; a one-sided family (TOST's tests) is a two-sided one at twice its alpha."""
+    out = np.zeros((len(rounds), m + 1))
+    for h in range(1, m + 1):
+        share = alpha / h
+        levels = nominal_levels(rounds, max_folds, share if two_sided else 2 * share)
+        out[:, h] = levels if two_sided else levels / 2
+    return out
+
+
+def _graphical(p, held, testable, table) -> tuple[np.ndarray, np.ndarray]:
+    """Holm's graph at one look: hypotheses `held` (not rejected yet) share alpha equally; those
+    `testable` now are rejected where p ≤ the threshold of their share; a rejection passes its share
+    on and the rest are tested again. Returns (rejected now, held after)."""
+    held = held.copy()
+    rejected = np.zeros_like(held)
+    for _ in range(held.shape[-1]):
+        h = held.sum(axis=-1, keepdims=True)
+        level = np.take_along_axis(np.broadcast_to(table, held.shape[:-1] + table.shape), np.maximum(h, 1), axis=-1) \
+            if held.ndim > 1 else table[np.maximum(h, 1)]
+        now = held & testable & ~rejected & (np.nan_to_num(p, nan=2.0) <= level)
+        if not now.any():
+            break
+        rejected |= now
+        held &= ~now
+    return rejected, held
 
 
 def sequential_verdicts(diffs, max_folds: int, margin, alpha: float, rounds: list[int],
@@ -52,55 +155,63 @@ def sequential_verdicts(diffs, max_folds: int, margin, alpha: float, rounds: lis
     """Replay the looks over the differences, shape (..., arms, K) (NaN: a fold not run), the first
     `looks_done` looks (default all): per arm the verdict (codes into VERDICTS), the look that
     decided it (-1: none) and the folds it used (its deciding look's, else the last look's), the
-    mean, se and df over its folds, and its Holm-adjusted p-values at the last look it took part in
-    (each against that look's level); under "history", each look taken: its level, which arms it
-    tested ("active"), their verdict at that look and the mean, se and df over that look's folds."""
+    mean, se and df over its folds, and its unadjusted p-values at the last look it took part in
+    (each compared with its look's boundary, not with alpha); under "history", each look taken: its
+    level, which arms it tested ("active"), their verdict at that look and the mean, se and df over
+    that look's folds."""
     x = np.asarray(diffs, dtype="float64")
     shape = x.shape[:-1]
+    m = shape[-1] if len(shape) else 1
     verdict = np.full(shape, UNDECIDED)
     decided_at = np.full(shape, -1)
     folds_used = np.zeros(shape, dtype=int)
     levels = look_levels(rounds, max_folds, alpha)
+    beyond_table = _graph_levels(rounds, max_folds, alpha, m, two_sided=True)
+    within_table = _graph_levels(rounds, max_folds, alpha, m, two_sided=False)
+    held_beyond, held_within = np.ones(shape, bool), np.ones(shape, bool)
     n_looks = len(rounds) if looks_done is None else looks_done
     last, history = {}, []
-    kept_diff, kept_eq = np.full(shape, np.nan), np.full(shape, np.nan)  # each arm's p-values at its last look
+    kept = {key: np.full(shape, np.nan) for key in ("p_difference", "p_equivalence", "p_beyond")}
+    different = np.zeros(shape, bool)
     for look, (n, level) in enumerate(zip(rounds[:n_looks], levels)):
         active = verdict == UNDECIDED
         mean, se, df = corrected_stats(x[..., :n], max_folds)
-        p_diff = np.where(active, difference_p(mean, se, df), np.nan)
-        p_eq = np.where(active, equivalence_p(mean, se, df, margin), np.nan)
-        reject_eq, adj_eq = holm(p_eq, level)
-        reject_diff, adj_diff = holm(p_diff, level)
-        now = verdict_codes(mean, reject_eq, reject_diff)
+        p = {"p_difference": difference_p(mean, se, df), "p_equivalence": equivalence_p(mean, se, df, margin),
+             "p_beyond": beyond_p(mean, se, df, margin)}
+        reject_beyond, held_beyond = _graphical(p["p_beyond"], held_beyond, active, beyond_table[look])
+        reject_within, held_within = _graphical(p["p_equivalence"], held_within, active, within_table[look])
+        now = verdict_codes(mean, reject_within, reject_beyond)
         newly = active & (now != UNDECIDED)
         verdict = np.where(newly, now, verdict)
         decided_at = np.where(newly, look, decided_at)
         folds_used = np.where(active, n, folds_used)
-        kept_diff, kept_eq = np.where(active, adj_diff, kept_diff), np.where(active, adj_eq, kept_eq)
-        last = {"mean": mean, "se": se, "df": df, "p_difference": kept_diff, "p_equivalence": kept_eq,
-                "level": level}
+        for key in kept:
+            kept[key] = np.where(active, p[key], kept[key])
+        different = np.where(active, p["p_difference"] <= beyond_table[look][m], different)
+        last = {"mean": mean, "se": se, "df": df, **kept, "level": level}
         history.append({"level": level, "active": active, "verdict": np.where(active, now, verdict),
                         "mean": mean, "se": se, "df": df})
-    return {"verdict": verdict, "decided_at": decided_at, "folds_used": folds_used, **last, "history": history}
+    return {"verdict": verdict, "decided_at": decided_at, "folds_used": folds_used, **last,
+            "different": different & (verdict == UNDECIDED), "history": history}
 
 
 def simulate(k: int, effects, n_studies: int, sd: float = 1.0, margin: float = 2.0, alpha: float = 0.05,
-             rounds=None, seed: int = 0) -> dict[str, np.ndarray]:
+             rounds=None, seed: int = 0, rho: float | None = None) -> dict[str, np.ndarray]:
     """Planted fold differences of n_studies studies: per arm (its true effect in `effects`) K
     folds of one K-fold CV, correlated as the shared training text makes them (ρ = 1/K, Nadeau &
     Bengio), replayed through sequential_verdicts. For the tests and benchmarks/bench_verdicts.py."""
-    diffs = planted_differences(k, effects, n_studies, sd, seed)
+    diffs = planted_differences(k, effects, n_studies, sd, seed, rho=rho)
     return sequential_verdicts(diffs, k, margin, alpha, rounds_of(k, rounds))
 
 
 def planted_differences(k: int, effects, n_studies: int, sd: float = 1.0, seed: int = 0,
-                        n_folds: int | None = None) -> np.ndarray:
+                        n_folds: int | None = None, rho: float | None = None) -> np.ndarray:
     """(n_studies, arms, folds) differences: effect + a study-and-arm shock shared by every fold
-    (variance ρ sd², ρ = 1/K) + each fold's own noise (variance (1 − ρ) sd²). The first n_folds of
-    the K folds (default K)."""
+    (variance ρ sd², ρ = 1/K unless given) + each fold's own noise (variance (1 − ρ) sd²). The first
+    n_folds of the K folds (default K)."""
     rng = np.random.default_rng(seed)
     effects = np.asarray(effects, dtype="float64")
-    rho = 1.0 / k
+    rho = 1.0 / k if rho is None else float(rho)
     shared = rng.normal(0.0, sd * math.sqrt(rho), (n_studies, len(effects), 1))
     own = rng.normal(0.0, sd * math.sqrt(1 - rho), (n_studies, len(effects), n_folds or k))
     return effects[None, :, None] + shared + own

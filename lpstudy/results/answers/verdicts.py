@@ -8,11 +8,13 @@ construction (Holm across arms, alpha spending across looks); a posterior probab
 would need its thresholds calibrated by simulation for every K and number of arms. The interval is
 the same either way (fold_tests: the corrected resampled t; the tests check it against baycomp).
 
-The verdict of an arm: "equivalent" where the TOST shows its mean loss within ± the ROPE of the
-reference's (ROPE: --rope × the reference's mean loss, 0.5 % by default); else "better" or "worse"
-where the difference test rejects "no difference" (lower loss is better); else "undecided", with
-the folds that would decide it at the current mean difference and spread (fold_tests.folds_to_decide).
-Folds where either run diverged are left out of the pairs (stability counts them).
+The verdict of an arm (fold_tests states the rule once): "better" or "worse" where its difference
+from the reference lies beyond the ROPE (in nats, 0.01 by default: options.Rope), "equivalent" where
+the TOST puts it within the ROPE, else "undecided", with the folds that would decide it at the
+current mean difference and spread (fold_tests.folds_to_decide). The per-arm rows come from the one
+engine (endpoint_verdicts): failed runs (diverged, FAIL, a non-finite loss) count against the arm
+that made them, a study with runs still to come gives an interim reading and no verdict unless it
+runs the sequential design, and each verdict says the fold correlation up to which it holds.
 """
 
 from __future__ import annotations
@@ -23,19 +25,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lpstudy.results.analysis.paired import fold_losses
-from lpstudy.results.analysis.selection import finished
 from lpstudy.results.answers.options import AnswerOptions
 from lpstudy.results.answers.fold_importance import fold_importance
 from lpstudy.results.answers.endpoint_verdicts import endpoint_verdicts
 from lpstudy.results.answers.fold_tests import VERDICTS, interval
-from lpstudy.results.answers.sequential import look_levels, rounds_of, sequential_verdicts
+from lpstudy.results.answers.sequential import information, look_levels, nominal_levels, rounds_of, sequential_verdicts
 from lpstudy.results.answers.stability_verdicts import stability_answer
 from lpstudy.results.frames import StudyData
 from lpstudy.values import REFERENCE_P, format_p, json_safe
 
-METHOD = ("corrected resampled t over folds (Nadeau & Bengio 2003), TOST against ±ROPE for equivalence, "
-          "Holm across arms")
+METHOD = ("corrected resampled t over folds (Nadeau & Bengio 2003; repeated CV: Bouckaert & Frank 2004), better or "
+          "worse beyond the ROPE, equivalent within it by TOST (90 % interval), Holm across arms")
+SEQUENTIAL_METHOD = (", Lan–DeMets O'Brien–Fleming spending with boundaries from the looks' joint distribution "
+                     "(Jennison & Turnbull ch. 7), Holm's graph across arms and looks (Maurer & Bretz 2013)")
+RUN_STATES = ("COMPLETE", "FAIL")
 SEQUENTIAL_KEY = "until_decided"  # the spec's entry of a sequential replicate: rounds, alpha, rope, reference
 
 
@@ -90,46 +93,104 @@ def fold_count(data: StudyData) -> int:
     return int(data.info.spec.get("folds") or 0)
 
 
+def endpoint_table(trials: pd.DataFrame, column: str, k: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(losses, failed, ended): arms × run positions (fold, or (repeat, fold) where the study repeats its
+    CV), every position of the design a column. A cell's loss: the mean of its COMPLETE runs with a
+    finite loss that did not diverge. A cell failed where a COMPLETE run diverged or has no finite
+    loss, or where its runs ended FAIL and none is COMPLETE or still to run (a FAIL that a retry made
+    good is the machine's failure, not the arm's). ended: one row per run that counts (arm, fold,
+    diverged, trial_id) for the stability verdicts, a failed run counted as diverged."""
+    positions = ["repeat", "fold"] if "repeat" in trials and trials["repeat"].fillna(0).nunique() > 1 else ["fold"]
+    runs = trials[trials[column].notna() & trials["fold"].notna()].copy()
+    if "repeat" in runs:
+        runs["repeat"] = runs["repeat"].fillna(0).astype(int)
+    runs["fold"] = runs["fold"].astype(int)
+    value = runs["value"].where(runs["value"].notna(), runs.get("final_val_loss")).astype("float64")
+    complete = runs["state"] == "COMPLETE"
+    diverged = runs["diverged"].fillna(False).astype(bool)
+    usable = complete & ~diverged & np.isfinite(value)
+    runs["loss"] = value.where(usable)
+    runs["bad"] = complete & ~usable
+    runs["ok"], runs["fail"] = usable, runs["state"] == "FAIL"
+    runs["open"] = runs["state"].isin(["WAITING", "RUNNING"])
+    cells = runs.groupby([column, *positions], sort=False).agg(
+        loss=("loss", "mean"), bad=("bad", "any"), ok=("ok", "any"), fail=("fail", "any"), open=("open", "any"))
+    failed = cells["bad"] | (cells["fail"] & ~cells["ok"] & ~cells["open"])
+    lost = (cells["fail"] & ~cells["ok"] & ~cells["open"]).rename("lost")
+    runs = runs.join(lost, on=[column, *positions])
+    ended = runs[complete | (runs["fail"] & runs["lost"])]
+    ended = pd.DataFrame({"arm": ended[column], "fold": ended["fold"], "diverged": ~ended["ok"],
+                          "trial_id": ended["trial_id"]})
+    losses = cells["loss"].where(~failed).unstack(positions)
+    failed = failed.unstack(positions).reindex(index=losses.index)
+    if positions == ["fold"]:
+        full = pd.Index(range(k), name="fold")
+    else:
+        full = pd.MultiIndex.from_product([sorted(runs["repeat"].unique()), range(k)], names=positions)
+    if k >= 2:
+        losses, failed = losses.reindex(columns=full), failed.reindex(columns=full)
+    failed = failed.astype("boolean").fillna(False).astype(bool)
+    keep = losses.notna().any(axis=1) | failed.any(axis=1)  # an arm is present once a run of it ended
+    return losses[keep], failed[keep], ended
+
+
+def _blocks(table: pd.DataFrame) -> pd.DataFrame:
+    """The table with one column per block (a fold, or a (repeat, fold) run position) for the ANOVA."""
+    flat = table.copy()
+    flat.columns = pd.RangeIndex(table.shape[1], name="fold")
+    return flat
+
+
 def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions()) -> dict:
     """The answer of a replicate, grid or comparison study (see lpstudy.results.answers)."""
     trials, field, column, values = _arms(data)
     k = fold_count(data)
-    table = fold_losses(trials, column, "fold").unstack("fold") if len(trials) else pd.DataFrame()
+    if len(trials):
+        table, failed, runs = endpoint_table(trials, column, k)
+    else:
+        table, failed, runs = pd.DataFrame(), pd.DataFrame(), pd.DataFrame()
     present = list(table.index)
     reference = _reference(options, data, present, values) if present else None
     sequential = (data.info.spec or {}).get(SEQUENTIAL_KEY)
+    repeats = table.columns.get_level_values(0).nunique() if isinstance(table.columns, pd.MultiIndex) else 1
     answer: dict[str, Any] = {
         "study": data.name, "kind": data.info.kind, "metric": "final validation loss (nats)",
-        "method": METHOD + (", O'Brien–Fleming alpha spending over the stages (Lan & DeMets 1983)" if sequential else ""),
-        "alpha": options.alpha, "k": k, "reference": None, "arms": [],
-        "rope": {"relative": options.rope, "absolute": None},
-        "importance": fold_importance(table, field) if len(present) else
+        "method": METHOD + (SEQUENTIAL_METHOD if sequential else ""),
+        "alpha": options.alpha, "k": k, "repeats": int(repeats), "reference": None, "arms": [],
+        "rope": {"relative": options.rope.value if options.rope.relative else None, "absolute": None,
+                 "set": "relative" if options.rope.relative else "nats", "given": str(options.rope),
+                 "words": options.rope.words()},
+        "importance": fold_importance(_blocks(table.where(~failed)), field) if len(present) else
         {"shares": {}, "low": {}, "high": {}, "null": None, "reason": "no finished runs yet"},
         "stability": {"divergence": [], "logit_growth": [], "min_entropy": []},
+        "interim": False,
     }
     if reference is None or k < 2:
         answer["sentence"] = "No verdict yet: no arm has a finished run." if reference is None else \
             "No verdict: the runs do not say how many folds their cross-validation had."
         return json_safe(answer)
-    ref_losses = table.loc[reference]
+    ref_losses = table.loc[reference].where(~failed.loc[reference])
     ref_mean = float(ref_losses.mean())
-    margin = options.rope * ref_mean
+    margin = options.rope.margin(ref_mean)
     answer["rope"]["absolute"] = margin
+    answer["rope"]["relative"] = margin / ref_mean if ref_mean else None
+    answer["rope"]["words"] = options.rope.words() + (f" = {margin:.4g} nats" if options.rope.relative else "")
     answer["reference"] = {"field": field, "value": values.get(reference, reference), "mean": ref_mean,
-                           "n_folds": int(ref_losses.notna().sum())}
+                           "n_folds": int(ref_losses.notna().sum()), "failed_runs": int(failed.loc[reference].sum())}
     if field == "p":
         answer["reference"]["p"] = values.get(reference, reference)
     others = [a for a in present if a != reference]
-    diffs = np.stack([(table.loc[a] - ref_losses).reindex(range(k)).to_numpy(dtype="float64") for a in others]) \
-        if others else np.zeros((0, k))
-    tests = _sequential(trials, column, others, reference, diffs, k, margin, options, sequential, answer, values) \
-        if sequential and others else None
-    for row in endpoint_verdicts(table, reference, k=k, margin=margin, options=options, tests=tests):
+    tests = None
+    if sequential and others and repeats == 1:
+        usable = table.where(~failed)
+        diffs = np.stack([(usable.loc[a] - ref_losses).reindex(range(k)).to_numpy(dtype="float64") for a in others])
+        tests = _sequential(trials, column, others, reference, diffs, k, margin, options, sequential, answer, values)
+    for row in endpoint_verdicts(table, reference, k=k, margin=margin, options=options, failed=failed, tests=tests):
         arm = row.pop("arm")
         shown = {"field": field, "value": values.get(arm, arm), **({"p": values.get(arm, arm)} if field == "p" else {})}
         answer["arms"].append({**shown, **row})
     answer["arms"].sort(key=lambda r: _order(r["value"]))
-    runs = finished(trials)[[column, "fold", "diverged", "trial_id"]].rename(columns={column: "arm"})
+    answer["interim"] = any(arm["interim"] for arm in answer["arms"])
     answer["stability"] = _stability(runs, data.curves, reference, k, options.alpha, values)
     answer["sentence"] = sentence(answer)
     return json_safe(answer)
@@ -185,9 +246,11 @@ def _looks(tests, others, diffs, rounds, k, alpha, done, ref_mean, values) -> li
     its last look's is: the look's test itself spends only the look's level, with Holm across the
     arms), or "stopped" with the verdict an earlier look gave it."""
     levels = look_levels(rounds, k, alpha)
+    fractions, nominal = information(rounds, k), nominal_levels(rounds, k, alpha)
     looks = []
     for j, (n, level) in enumerate(zip(rounds, levels)):
         look: dict[str, Any] = {"look": j + 1, "folds": n, "level": float(level), "spent": float(sum(levels[:j + 1])),
+                                "information": float(fractions[j]), "boundary": float(nominal[j]),
                                 "over": j < done, "arms": []}
         if j < done:
             seen = tests["history"][j]
@@ -232,34 +295,63 @@ def looks_done(trials, column, reference, others, diffs, k, margin, alpha, round
 
 
 def sentence(answer: dict) -> str:
-    """What the verdicts let the user conclude, in words."""
+    """What the verdicts let the user conclude, in words: the ROPE stated, an interim reading
+    labelled as one, failed runs named, and how far a verdict holds where that is below ρ = 0.5."""
     ref = answer["reference"]
     field = ref["field"]
     name = (lambda v: f"p = {format_p(float(v))}") if field == "p" else (lambda v: f"{field} = {v}")
-    rope = f"±{100 * answer['rope']['relative']:.2g} % of {name(ref['value'])}'s loss"
-    groups: dict[str, list[str]] = {}
-    for arm in answer["arms"]:
-        groups.setdefault(arm["verdict"], []).append(name(arm["value"]))
+    rope = f"the ROPE {answer['rope']['words']}"
     if not answer["arms"]:
         return f"Only {name(ref['value'])} has finished runs: nothing to compare yet."
+    arms = answer["arms"]
+    runs = max([ref.get("n_folds", 0), *(a["n_folds"] for a in arms)])
+    positions = answer["k"] * answer.get("repeats", 1)
+    if answer.get("interim"):
+        lead = (f"Interim reading, {runs} of the {positions} runs per arm in (no verdict until every fold has run, "
+                f"or run it --until-decided: every look at full alpha would be a peek)")
+    else:
+        lead = f"With {runs} of the {positions} runs per arm, at {100 * answer['alpha']:.0f} % family-wise error, {rope}"
+    groups: dict[str, list[dict]] = {}
+    for arm in arms:
+        groups.setdefault(arm["verdict"], []).append(arm)
     parts = []
-    for verdict, words in (("equivalent", f"equivalent to {name(ref['value'])} within {rope}"),
-                           ("better", f"better than {name(ref['value'])}"), ("worse", f"worse than {name(ref['value'])}")):
+    words = {"equivalent": f"equivalent to {name(ref['value'])}", "better": f"better than {name(ref['value'])} beyond the ROPE",
+             "worse": f"worse than {name(ref['value'])} beyond the ROPE"}
+    for verdict, said in words.items():
         if groups.get(verdict):
-            parts.append(f"{', '.join(groups[verdict])} {'is' if len(groups[verdict]) == 1 else 'are'} {words}")
-    if groups.get("undecided"):
-        undecided = [a for a in answer["arms"] if a["verdict"] == "undecided"]
-        need = [a["folds_to_decide"] for a in undecided if a["folds_to_decide"]]
-        if all(a["n_folds"] < 2 for a in undecided):
+            listed = ", ".join(name(a["value"]) for a in groups[verdict])
+            part = f"{listed} {'is' if len(groups[verdict]) == 1 else 'are'} {said}"
+            fragile = [f"{name(a['value'])} up to ρ = {a['holds_up_to_rho']:.2f}" for a in groups[verdict]
+                       if a.get("holds_up_to_rho") is not None and a["holds_up_to_rho"] < 0.5]
+            if fragile:
+                part += (" (holding only while the folds' differences correlate at most " + ", ".join(fragile)
+                         + "; --repeats buys a robust answer)")
+            parts.append(part)
+    undecided = groups.get("undecided", [])
+    if undecided:
+        notes = []
+        for arm in undecided:
+            if arm.get("region") == "different, size undecided":
+                notes.append(f"{name(arm['value'])} differs from {name(ref['value'])} but not yet beyond the ROPE")
+        if answer.get("interim"):
+            more = "interim"
+        elif all(a["n_folds"] < 2 for a in undecided):
             more = "each needs 2 folds paired with the reference first"
-        elif need:
+        elif any(a["folds_to_decide"] for a in undecided):
             more = "folds to decide at the current difference and spread: " + ", ".join(
                 f"{name(a['value'])}: " + (str(a["folds_to_decide"]) if a["folds_to_decide"] else
                                           "over 50" if a["n_folds"] >= 2 else "2 paired folds first") for a in undecided)
         else:
             more = "no fold count up to 50 would decide it at the current difference and spread"
-        parts.append(f"{', '.join(groups['undecided'])} {'is' if len(undecided) == 1 else 'are'} undecided ({more})")
-    run = max([ref.get("n_folds", 0), *(a["n_folds"] for a in answer["arms"])])
-    return (f"With {run} of the {answer['k']} folds run, at {100 * answer['alpha']:.0f} % family-wise error: "
-            + "; ".join(parts) + ".")
-
+        listed = ", ".join(name(a["value"]) for a in undecided)
+        parts.append(f"{listed} {'is' if len(undecided) == 1 else 'are'} undecided ({more})" +
+                     ("; " + "; ".join(notes) if notes else ""))
+    failures = [a for a in arms if a.get("failed_runs")]
+    if failures or ref.get("failed_runs"):
+        named = [f"{name(a['value'])} failed (diverged or no finite loss) on {a['failed_runs']} of {a['runs']} runs"
+                 for a in failures]
+        if ref.get("failed_runs"):
+            named.append(f"the reference {name(ref['value'])} failed on {ref['failed_runs']}")
+        parts.append("; ".join(named) + ": failed runs count, so an arm that failed can be neither better nor "
+                     "equivalent, nor worse where the reference failed")
+    return lead + ": " + "; ".join(parts) + "."
