@@ -113,6 +113,7 @@ def test_a_plain_study_with_folds_still_to_run_gives_an_interim_reading_never_a_
     assert answer["interim"] and arm["interim"] and arm["verdict"] == "undecided" and arm["region"] == "interim"
     assert arm["diff"] == pytest.approx(0.1) and arm["low"] > 0  # the numbers are shown, labelled
     assert answer["sentence"].startswith("Interim reading, 3 of the 10 runs per arm in")
+    assert "the ROPE ±0.01 nats" in answer["sentence"]  # every output states it
 
 
 def test_a_plain_study_read_after_every_fold_errs_only_at_the_last():
@@ -229,3 +230,17 @@ def test_every_command_that_takes_rope_refuses_zero_in_one_line(command, sqlite_
 
     code, _, err = cli(capsys, *command, "--storage", sqlite_url, "--rope", "0")
     assert code == 2 and err.strip().startswith("lpstudy: error: --rope 0 must be above 0") and "\n" not in err.strip()
+
+
+def test_a_sequential_arm_with_a_failed_run_is_never_better_or_equivalent():
+    """The same rule at every look: no effect, a wide ROPE (most arms equivalent by the second look),
+    one arm's second fold failed: it stays undecided; the reference failing bars worse and equivalent."""
+    diffs = planted_differences(10, [0.0, -5.0], N_STUDIES, seed=13)
+    failed = np.zeros(diffs.shape, bool)
+    failed[:, :, 1] = True
+    plain = sequential_verdicts(diffs, 10, 2.0, 0.05, rounds_of(10))["verdict"]
+    assert (plain[:, 0] == EQUIVALENT).mean() > 0.5 and (plain[:, 1] == BETTER).mean() > 0.5
+    marked = sequential_verdicts(diffs, 10, 2.0, 0.05, rounds_of(10), failed=failed)["verdict"]
+    assert not np.isin(marked, [BETTER, EQUIVALENT]).any()
+    ref = sequential_verdicts(-diffs, 10, 2.0, 0.05, rounds_of(10), reference_failed=failed[0, 0])["verdict"]
+    assert not np.isin(ref, [WORSE, EQUIVALENT]).any()

@@ -10,7 +10,8 @@ Every study
     importance {shares: {field: share}, low: {...}, high: {...}, null: float | None, reason: str}
         (shares empty and reason set where nothing can be estimated).
 
-A replicate, grid or comparison study (lpstudy.results.answers.verdicts)
+A replicate, grid or comparison study (lpstudy.results.answers.verdicts; each arm's row from the one
+engine, lpstudy.results.answers.endpoint_verdicts, which every endpoint goes through)
     method (the test, named once), alpha, rope {relative, absolute},
     reference {field, value, mean},
     arms: [{field, value, p (when the field is p), n_folds, mean, diff, rel_diff, low, high,
@@ -38,6 +39,19 @@ A replicate, grid or comparison study (lpstudy.results.answers.verdicts)
     {look, folds, level (the alpha it spends), spent (up to it), over, arms: [{value, arm, state, folds,
     rel_diff, rel_low, rel_high} (state at that look; its 1 − alpha interval there), or {value,
     arm, state "stopped", decided, folds}]}.
+    Issue 44 adds: repeats (R: the CV repeated over new partitions and seeds; 1 without), interim
+    (true while any run of the design is still to come: every arm's verdict is then "undecided");
+    rope.set ("nats" | "relative"), rope.given (as typed: "0.01", "0.5%"), rope.words (how outputs
+    state it); rope.absolute is the ROPE in nats, rope.relative that over the reference's mean loss;
+    reference.failed_runs; arms[]: region ("beyond the ROPE" | "within the ROPE" | "different, size
+    undecided" | "undecided" | "interim"), interim, equivalence_low/equivalence_high (the 1 − 2·alpha
+    interval TOST uses), p_value_beyond_rope (Holm-adjusted; it decides better/worse), holds_up_to_rho
+    (the largest fold correlation at which a verdict still stands; None when undecided or in a
+    sequential study), measured_rho (what the repeats' spread implies; None with one repeat),
+    failed_runs, reference_failed_runs, runs (run positions of the design: R × K),
+    barred_by_failures (a verdict the failed runs took away); a sequential study's p-values are those
+    of the arm's last look, compared with that look's boundary; each look adds information (its
+    information fraction from the corrected variance) and boundary (its nominal two-sided level).
 
 The branches import AnswerOptions from lpstudy.results.answers.options (importing it from here
 would be an import cycle: this module imports them).

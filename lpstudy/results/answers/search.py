@@ -161,7 +161,7 @@ def search_effect(data: StudyData, options: AnswerOptions = AnswerOptions()) -> 
     answer["p_partial_dependence"] = profile.rows("dependence")
     at_ref = int(np.argmin(np.where(np.isinf(profile.p), np.inf, np.abs(profile.p - reference))))
     ref_loss = float(profile.profile[at_ref])
-    margin = options.rope * abs(ref_loss)
+    margin = options.rope.margin(abs(ref_loss))
     apart = (low > 0) | (high < 0)
     answer["effect"] = {"reference": reference, "differences": [
         {"p": float(p), "diff": float(d), "low": float(a), "high": float(b)}
@@ -193,7 +193,7 @@ def search_effect(data: StudyData, options: AnswerOptions = AnswerOptions()) -> 
         answer["sentence"] = (
             f"With the learning rate and the gain tuned at each p (a surrogate fitted on {fitted}), "
             f"this search finds no effect of p: every p's profile is within ±{margin:.4f} "
-            f"({options.rope:.1%}) of {ref_text}'s {ref_loss:.4f}.")
+            f"(the ROPE {options.rope.words()}) of {ref_text}'s {ref_loss:.4f}.")
     else:
         what = _name(tangled[0]) if tangled and abs(tangled[1]) >= 0.3 else _name("lr")
         rho = f" (p's rank correlation with {_name(tangled[0])} among the runs: {tangled[1]:+.2f})" if tangled else ""

@@ -151,15 +151,19 @@ def _graphical(p, held, testable, table) -> tuple[np.ndarray, np.ndarray]:
 
 
 def sequential_verdicts(diffs, max_folds: int, margin, alpha: float, rounds: list[int],
-                        looks_done: int | None = None) -> dict[str, np.ndarray]:
+                        looks_done: int | None = None, failed=None, reference_failed=None) -> dict[str, np.ndarray]:
     """Replay the looks over the differences, shape (..., arms, K) (NaN: a fold not run), the first
     `looks_done` looks (default all): per arm the verdict (codes into VERDICTS), the look that
     decided it (-1: none) and the folds it used (its deciding look's, else the last look's), the
     mean, se and df over its folds, and its unadjusted p-values at the last look it took part in
     (each compared with its look's boundary, not with alpha); under "history", each look taken: its
     level, which arms it tested ("active"), their verdict at that look and the mean, se and df over
-    that look's folds."""
+    that look's folds. failed (shape of diffs) and reference_failed (K,): the runs that failed; at a
+    look, an arm with a failed run among the look's folds can be neither better nor equivalent, nor
+    worse or equivalent where the reference failed (endpoint_verdicts' rule): it stays undecided."""
     x = np.asarray(diffs, dtype="float64")
+    arm_failed = np.zeros(x.shape, bool) if failed is None else np.asarray(failed, bool)
+    ref_failed = np.zeros(x.shape[-1], bool) if reference_failed is None else np.asarray(reference_failed, bool)
     shape = x.shape[:-1]
     m = shape[-1] if len(shape) else 1
     verdict = np.full(shape, UNDECIDED)
@@ -181,6 +185,10 @@ def sequential_verdicts(diffs, max_folds: int, margin, alpha: float, rounds: lis
         reject_beyond, held_beyond = _graphical(p["p_beyond"], held_beyond, active, beyond_table[look])
         reject_within, held_within = _graphical(p["p_equivalence"], held_within, active, within_table[look])
         now = verdict_codes(mean, reject_within, reject_beyond)
+        mine, theirs = arm_failed[..., :n].any(axis=-1), ref_failed[:n].any()
+        barred = (mine & np.isin(now, [VERDICTS.index("better"), VERDICTS.index("equivalent")])) | \
+            (theirs & np.isin(now, [VERDICTS.index("worse"), VERDICTS.index("equivalent")]))
+        now = np.where(barred, UNDECIDED, now)
         newly = active & (now != UNDECIDED)
         verdict = np.where(newly, now, verdict)
         decided_at = np.where(newly, look, decided_at)

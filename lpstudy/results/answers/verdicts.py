@@ -184,7 +184,11 @@ def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions())
     if sequential and others and repeats == 1:
         usable = table.where(~failed)
         diffs = np.stack([(usable.loc[a] - ref_losses).reindex(range(k)).to_numpy(dtype="float64") for a in others])
-        tests = _sequential(trials, column, others, reference, diffs, k, margin, options, sequential, answer, values)
+        fails = failed.reindex(columns=range(k), fill_value=False)
+        marks = {"failed": np.stack([fails.loc[a].to_numpy(bool) for a in others]),
+                 "reference_failed": fails.loc[reference].to_numpy(bool)}
+        tests = _sequential(trials, column, others, reference, diffs, k, margin, options, sequential, answer, values,
+                            marks)
     for row in endpoint_verdicts(table, reference, k=k, margin=margin, options=options, failed=failed, tests=tests):
         arm = row.pop("arm")
         shown = {"field": field, "value": values.get(arm, arm), **({"p": values.get(arm, arm)} if field == "p" else {})}
@@ -211,13 +215,13 @@ def _stability(runs, curves, reference, k, alpha, values) -> dict:
     return out
 
 
-def _sequential(trials, column, others, reference, diffs, k, margin, options, plan, answer, values):
+def _sequential(trials, column, others, reference, diffs, k, margin, options, plan, answer, values, marks):
     """The looks of a sequential study replayed over the rounds that are over (looks_done), the
     rounds' state in answer["sequential"]. Each arm there has its value (as answer["arms"] has it)
     and its arm (the key "stopped" uses: a comparison's label "p=1", a replicate's p)."""
     rounds = rounds_of(k, plan.get("rounds"))
-    done = looks_done(trials, column, reference, others, diffs, k, margin, options.alpha, rounds)
-    tests = sequential_verdicts(diffs, k, margin, options.alpha, rounds, looks_done=max(done, 1))
+    done = looks_done(trials, column, reference, others, diffs, k, margin, options.alpha, rounds, marks)
+    tests = sequential_verdicts(diffs, k, margin, options.alpha, rounds, looks_done=max(done, 1), **marks)
     if done == 0:  # before the first round is over: no verdict yet, the first look's numbers for a glance
         tests["verdict"] = np.full(len(others), VERDICTS.index("undecided"))
     verdicts = [VERDICTS[int(v)] for v in tests["verdict"]]
@@ -277,14 +281,14 @@ def finished_folds(trials: pd.DataFrame, column: str, arm) -> set[int]:
     return complete | (set(mine["fold"].dropna().astype(int)) - open_)
 
 
-def looks_done(trials, column, reference, others, diffs, k, margin, alpha, rounds) -> int:
+def looks_done(trials, column, reference, others, diffs, k, margin, alpha, rounds, marks=None) -> int:
     """How many rounds are over: round j is when the reference and every arm still undecided after
     round j − 1 have each of the round's folds over."""
     over = {arm: finished_folds(trials, column, arm) for arm in [reference, *others]}
     done = 0
     for n in rounds:
         if done:
-            verdict = sequential_verdicts(diffs, k, margin, alpha, rounds, looks_done=done)["verdict"]
+            verdict = sequential_verdicts(diffs, k, margin, alpha, rounds, looks_done=done, **(marks or {}))["verdict"]
             active = [arm for i, arm in enumerate(others) if VERDICTS[int(verdict[i])] == "undecided"]
         else:
             active = list(others)
@@ -308,7 +312,7 @@ def sentence(answer: dict) -> str:
     positions = answer["k"] * answer.get("repeats", 1)
     if answer.get("interim"):
         lead = (f"Interim reading, {runs} of the {positions} runs per arm in (no verdict until every fold has run, "
-                f"or run it --until-decided: every look at full alpha would be a peek)")
+                f"or run it --until-decided: every look at full alpha would be a peek), {rope}")
     else:
         lead = f"With {runs} of the {positions} runs per arm, at {100 * answer['alpha']:.0f} % family-wise error, {rope}"
     groups: dict[str, list[dict]] = {}
