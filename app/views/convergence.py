@@ -35,7 +35,7 @@ threshold = st.number_input("Loss threshold (validation loss, nats)", min_value=
                             help=f"Default: {rule}. Steps to reach it are counted at each run's first evaluation at "
                                  "or below it; a run that never gets there within the shared budget counts as never, "
                                  "a pruned or running one is censored where it stopped.")
-choices = {"bins": bins, "threshold": threshold}
+choices = {"bins": bins, "threshold": None if threshold == opening.default_threshold else threshold}  # None: the rule
 if opening.folded:  # verdicts per p against a reference, as on Effect of p
     finite = sorted({p for p in A.finished(trials)["p"].dropna()}, key=lambda v: (math.isinf(v), v))
     controls = st.columns(2)

@@ -196,5 +196,5 @@ def convergence_sentence(convergence: dict, reference_name: str) -> str:
     censored = sum(r["censored"] for r in convergence["restricted_mean"])
     if censored:
         text += (f" {censored} of {sum(r['runs'] for r in convergence['restricted_mean'])} runs never reached it "
-                 "(counted at the horizon, or censored where pruned or still running).")
+                 "(diverged or out of steps: counted at the horizon; pruned, failed or running: censored where they stopped).")
     return text
