@@ -110,6 +110,10 @@ class PageInputs:
         return drawn
 
     @property
+    def horizon(self) -> float:  # the step budget every compared run shares
+        return self.shared(("horizon",), lambda: A.shared_horizon(self.trials, self.curves))
+
+    @property
     def reach(self) -> list[dict]:
         """Kaplan–Meier per arm (from the answer, where there are verdicts) or per p group of the
         page (a search: every drawn run): [{name, step, reached, low, high}]."""
@@ -120,12 +124,12 @@ class PageInputs:
             if self.folded:
                 convergence = self.answer.get("convergence") or {}
                 return [{"name": arm_name(c["field"], c["value"]), **c} for c in convergence.get("reach", [])]
-            ends = A.run_endpoints(self.curves, self._drawn, self.loss_threshold)
+            ends = A.run_endpoints(self.curves, self._drawn, self.loss_threshold, self.horizon)
             runs = self._drawn.drop_duplicates("trial_id").set_index("trial_id")
             runs = runs[runs["p"].notna()]
             groups = A.p_bins(runs["p"], self.bins)
             ordered = groups.sort_values("p_order")["p_bin"]
-            curves, _ = group_survival(ends, ordered, A.shared_horizon(self.trials, self.curves))
+            curves, _ = group_survival(ends, ordered, self.horizon)
             return [{"name": f"p {name}", "step": c["step"].tolist(), "reached": c["reached"].tolist(),
                      "low": c["low"].tolist(), "high": c["high"].tolist()}
                     for name, c in curves.groupby("group", sort=False)]
@@ -212,8 +216,7 @@ def _reach_chart(inputs):
                     if a["endpoint"] == "steps_to_threshold"}
         ref = (convergence.get("reference") or {}).get("steps_to_threshold")
         reference = arm_name(ref["field"], ref["value"]) if ref else None
-    horizon = A.shared_horizon(inputs.trials, inputs.curves)
-    return reach_chart(inputs.reach, inputs.loss_threshold, horizon, verdicts, reference, inputs.searched)
+    return reach_chart(inputs.reach, inputs.loss_threshold, inputs.horizon, verdicts, reference, inputs.searched)
 
 
 def _convergence_verdict(endpoint: str) -> Callable:

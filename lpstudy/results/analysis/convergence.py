@@ -67,9 +67,11 @@ def threshold_rule(arms: bool, spec: dict | None = None) -> str:
 def shared_horizon(trials: pd.DataFrame, curves: pd.DataFrame | None = None) -> float:
     """The step budget every compared run shares: the smallest max_steps of the COMPLETE runs (the
     largest evaluated step where the runs do not say their max_steps)."""
-    done = finished(trials) if len(trials) else trials
-    if "max_steps" in done and done["max_steps"].notna().any():
-        return float(done["max_steps"].min())
+    if len(trials) and "max_steps" in trials:
+        budgets = trials["max_steps"].to_numpy(dtype="float64")[(trials["state"] == "COMPLETE").to_numpy()]
+        budgets = budgets[~np.isnan(budgets)]
+        if len(budgets):
+            return float(budgets.min())
     if curves is not None and len(curves):
         return float(curves["step"].max())
     return math.nan
