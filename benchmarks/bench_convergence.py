@@ -11,7 +11,8 @@ how often it calls a difference where there is none.
    (lpstudy.results.curve_sample), built as the page builds it.
 2. False verdicts: --studies planted replicate studies of 4 arms that converge alike (their folds
    correlated ρ = 1/K, tests/test_convergence_verdicts.planted_study), through study_answer: the
-   share with any arm called sooner or later, beside the same studies without the K-fold correction.
+   share with any arm said to reach the threshold sooner or later (better, worse, or a difference
+   of undecided size), beside the same studies without the K-fold correction.
 
     python benchmarks/bench_convergence.py              # writes benchmarks/results/convergence.md
 """
@@ -120,22 +121,24 @@ def cost_rows(repeats: int) -> list[list]:
 
 
 def false_rows(n: int) -> list[list]:
-    import lpstudy.results.answers.convergence as C
+    import lpstudy.results.answers.endpoint_verdicts as E
     from lpstudy.results.answers import study_answer
-    from test_convergence_verdicts import planted_study
+    from test_convergence_verdicts import planted_study, says_sooner_or_later
 
-    real = C.endpoint_verdicts
-    rows = [["test", "studies", "any arm called sooner or later (no effect)"]]
-    for name, k in (("corrected for K-fold CV (the engine's)", None), ("uncorrected (K → ∞: the plain paired t)", 10**6)):
-        C.endpoint_verdicts = real if k is None else (lambda table, ref, *, k, **kw: real(table, ref, k=10**6, **kw))
+    real = E.fold_verdicts
+    rows = [["test", "studies", "any arm said sooner or later (no effect)"]]
+    for name, rho in (("corrected for K-fold CV (the engine's, ρ = 1/K)", None),
+                      ("uncorrected (ρ = 0: the plain paired t)", 0.0)):
+        E.fold_verdicts = real if rho is None else (
+            lambda diffs, k, margin, alpha=0.05, rho=None: real(diffs, k, margin, alpha, rho=0.0))
         wrong = 0
         for seed in range(n):
             answer = study_answer(planted_study({2.0: 1.0, 1.0: 1.0, 3.0: 1.0, 4.0: 1.0}, seed=seed, jitter=0.1,
                                                 shared=True))
-            wrong += any(a["verdict"] in ("better", "worse") for a in answer["convergence"]["arms"]
+            wrong += any(says_sooner_or_later(a) for a in answer["convergence"]["arms"]
                          if a["endpoint"] == "steps_to_threshold")
         rows.append([name, n, f"{wrong / n:.3f}"])
-    C.endpoint_verdicts = real
+    E.fold_verdicts = real
     return rows
 
 
