@@ -244,3 +244,21 @@ def test_a_sequential_arm_with_a_failed_run_is_never_better_or_equivalent():
     assert not np.isin(marked, [BETTER, EQUIVALENT]).any()
     ref = sequential_verdicts(-diffs, 10, 2.0, 0.05, rounds_of(10), reference_failed=failed[0, 0])["verdict"]
     assert not np.isin(ref, [WORSE, EQUIVALENT]).any()
+
+
+def test_verdict_reads_a_relative_rope_and_states_it(sqlite_url, capsys):
+    import json
+
+    from tests.staged_studies import write_staged_replicate
+    from tests.study_helpers import cli
+
+    ref = [2.80, 2.90, 2.70, 2.85, 2.75, 2.80]
+    write_staged_replicate(sqlite_url, "seq", {2.0: ref, 1.0: [v + 0.002 for v in ref]}, max_folds=6, rounds=[3, 5, 6],
+                           rope=0.05)
+    code, out, err = cli(capsys, "verdict", "--study", "seq", "--storage", sqlite_url, "--rope", "0.5%", "--json")
+    assert code == 0, err
+    rope = json.loads(out)["rope"]
+    assert rope["set"] == "relative" and rope["given"] == "0.5%" and rope["absolute"] == pytest.approx(0.005 * 2.8, rel=0.01)
+    code, out, err = cli(capsys, "verdict", "--study", "seq", "--storage", sqlite_url, "--rope", "0.02")
+    assert code == 0, err
+    assert "ROPE ±0.02 nats" in " ".join(out.split())

@@ -26,7 +26,6 @@ What the engine adds to the tests:
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 import pandas as pd
