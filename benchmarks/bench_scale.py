@@ -43,7 +43,7 @@ from results_file import add_result_argument, load_average, write_result  # noqa
 
 STUDY = "scale"
 # (URL path, the number of charts the page draws; Export: its code block)
-PAGES = [("", "Home", 2), ("Effect_of_p", "Effect of p", 4), ("Convergence", "Convergence", 5),
+PAGES = [("", "Home", 2), ("Effect_of_p", "Effect of p", 4), ("Convergence", "Convergence", 6),
          ("Stability", "Stability", 5), ("Stability_lens", "Stability lens", 5), ("Trials", "Trials", 2),
          ("Export", "Export", 0)]
 DRAWN = """n => {

@@ -43,7 +43,8 @@ TITLES = {
     "Home": {"Trials by state", "Optimisation history"},
     "Effect of p": {"Final validation loss against p", "Mean final validation loss per p (95 % interval)",
                     "Validation loss over p × learning rate", "Parameter importance (type II sums of squares)"},
-    "Convergence": {"Validation loss curves, coloured by p", "Training loss curves, coloured by p",
+    "Convergence": {"Runs that reached validation loss 2 (Kaplan–Meier, 95 % interval)",
+                    "Validation loss curves, coloured by p", "Training loss curves, coloured by p",
                     "Median validation loss per p", "Steps to reach validation loss 2",
                     "Area under the validation curve against p"},
     "Stability": {"Divergence rate per p (95 % Wilson interval)", "Divergence rate over p × learning rate",
@@ -312,6 +313,20 @@ def test_the_threshold_control_sets_steps_to_reach(seeded):
     at = run_page("Convergence", url, "search")
     at.number_input[0].set_value(1.8).run()
     assert "Steps to reach validation loss 1.8" in chart_titles(at)
+
+
+def test_the_convergence_page_gives_verdicts_under_a_replicate_and_the_caveat_under_a_search(seeded):
+    url, _ = seeded
+    grid = run_page("Convergence", url, "grid")
+    assert not messages(grid)["exception"], messages(grid)
+    assert any(m.value.startswith("**Convergence.**") and ("reaches it" in m.value or "undecided" in m.value)
+               for m in grid.markdown)
+    titles = chart_titles(grid)
+    assert "Verdict per arm: steps to reach the threshold, difference to the reference" in titles
+    assert any(t.startswith("Runs that reached validation loss") for t in titles)
+    assert grid.dataframe[0].value.columns[1] == "endpoint"  # the verdict table, as `lpstudy verdict` prints it
+    search = run_page("Convergence", url, "search")
+    assert any("mix p with both" in m for m in messages(search)["info"])
 
 
 def test_trials_table_filters_and_one_trials_detail(seeded):

@@ -1,12 +1,23 @@
-"""Convergence: validation and training loss curves coloured by p, the median curve per p with
-a band (pruned trials marked × where they stopped), the steps to reach a loss threshold (you set it) against p, and the area under the curve."""
+"""Convergence: for a replicate or grid, each p's verdict against the reference on the steps to reach
+a loss threshold and on the area under the validation curve (lpstudy.results.answers: the same as
+`lpstudy verdict` and the report), and for every study the share of each p's runs that reached the
+threshold by each step (Kaplan–Meier, with the runs that never get there counted); the validation and
+training loss curves coloured by p, the median curve per p with a band (pruned trials marked × where
+they stopped), the steps to reach the threshold (you set it) against p, and the area under the curve.
+Under a search, the page says that these curves mix p with the learning rate and the gain."""
+
+import math
 
 import streamlit as st
 
 from lpstudy.results import analysis as A
+from lpstudy.errors import UserError
+from lpstudy.results.answers import parse_rope, study_rope
+from lpstudy.results.convergence_charts import SEARCH_CAVEAT
+from lpstudy.results.convergence_table import convergence_frame, convergence_title, restricted_frame
 from lpstudy.results.pages import CONVERGENCE
 
-from common import draw_charts, once, p_bins_control, page, page_inputs, show_problem
+from common import draw_charts, p_bins_control, page, page_inputs, show_problem
 
 storage, study = page("Convergence")
 trials, curves = study.trials, study.curves
@@ -17,17 +28,41 @@ if trials.empty or curves.empty:
 show_problem(trials, stop=False)  # none completed, or all diverged: say so, and still show the curves there are
 bins = p_bins_control(trials, key="convergence_bins", spec=study.info.spec)
 
-spec_threshold = study.info.spec.get("loss_threshold")
-finals = once(study, ("successful_losses",), lambda: A.successful(trials)["loss"])
-suggested = float(spec_threshold) if spec_threshold else (
-    round(float(finals.quantile(0.75)), 2) if len(finals) else 2.0)
-threshold = st.number_input("Loss threshold (validation loss)", min_value=0.0, value=suggested, step=0.05,
-                            format="%.3f", help="Steps to reach it are counted at each trial's first evaluation at or below it.")
-
-inputs = page_inputs(study, storage, bins=bins, threshold=threshold)
-draw_charts(CONVERGENCE, inputs)
+opening = page_inputs(study, storage, bins=bins)
+rule = A.threshold_rule(opening.folded, study.info.spec)
+threshold = st.number_input("Loss threshold (validation loss, nats)", min_value=0.0, value=opening.default_threshold,
+                            step=0.05, format="%.3f",
+                            help=f"Default: {rule}. Steps to reach it are counted at each run's first evaluation at "
+                                 "or below it; a run that never gets there within the shared budget counts as never, "
+                                 "a pruned or running one is censored where it stopped.")
+choices = {"bins": bins, "threshold": None if threshold == opening.default_threshold else threshold}  # None: the rule
+if opening.folded:  # verdicts per p against a reference, as on Effect of p
+    finite = sorted({p for p in A.finished(trials)["p"].dropna()}, key=lambda v: (math.isinf(v), v))
+    controls = st.columns(2)
+    choices["reference"] = controls[0].selectbox("Reference p", finite or [2.0], index=finite.index(2.0) if 2.0 in finite
+                                                 else 0, format_func=A.format_p, key="convergence_reference_p")
+    rope = controls[1].text_input("ROPE of the area under the curve (the final loss's): ± this many nats, or a % of "
+                                  "the reference's", value=str(study_rope(study.info.spec)), key="convergence_rope")
+    try:
+        choices["rope"] = parse_rope(rope)
+    except UserError as exc:  # the one line the command line gives; the study's own ROPE meanwhile
+        st.warning(str(exc))
+        choices["rope"] = study_rope(study.info.spec)
+inputs = page_inputs(study, storage, **choices)
+if inputs.folded:
+    convergence = inputs.answer.get("convergence") or {}
+    st.markdown(f"**Convergence.** {convergence.get('sentence') or 'No curves to compare yet.'}")
+elif inputs.searched:
+    st.info(SEARCH_CAVEAT)
+draw_charts(CONVERGENCE, inputs, part="verdicts")
+if inputs.folded and len(convergence_frame(inputs.answer)):
+    st.caption(convergence_title(inputs.answer))
+    st.dataframe(convergence_frame(inputs.answer), hide_index=True, width="stretch")
+    st.caption("Kaplan–Meier: restricted mean steps to the threshold within the horizon (Royston & Parmar 2013)")
+    st.dataframe(restricted_frame(inputs.answer), hide_index=True, width="stretch")
+draw_charts(CONVERGENCE, inputs, part="")
 convergence = inputs.convergence
 ok = convergence[~convergence["diverged"].astype(bool)]
 if len(ok):
     st.caption(f"{int(ok['reached'].sum())} of {len(ok)} completed, non-diverged runs "
-               f"{'in the sample ' if study.curve_note else ''}reached {threshold:g}.")
+               f"{'in the sample ' if study.curve_note else ''}reached {inputs.loss_threshold:g}.")

@@ -15,7 +15,7 @@ from lpstudy.cli import app
 from lpstudy.cli.common import StudyOpt
 from lpstudy.cli.option_groups import option_groups
 from lpstudy.cli.storage_option import StorageChoice
-from lpstudy.results.answers.options import DEFAULT_ALPHA, DEFAULT_ROPE
+from lpstudy.results.answers.options import DEFAULT_ALPHA, DEFAULT_CONVERGENCE_ROPE, DEFAULT_ROPE
 
 RopeOpt = Annotated[Optional[str], typer.Option(
     "--rope", help=f"The region of practical equivalence in nats of loss (default {DEFAULT_ROPE}), or a share of the "
@@ -31,29 +31,39 @@ def verdict(
     reference: Annotated[Optional[str], typer.Option(help="The reference arm's value (default p = 2, or the comparison's reference).")] = None,
     alpha: Annotated[float, typer.Option(help="The family-wise error rate of the verdicts, across arms.", min=0.001, max=0.5)] = DEFAULT_ALPHA,
     as_json: Annotated[bool, typer.Option("--json", help="Print the answer as one JSON object.")] = False,
+    threshold: Annotated[Optional[float], typer.Option(
+        help="The validation loss (nats) convergence is timed to (default: the study's loss_threshold, else 2 % "
+             "above the largest of the arms' median final losses).", min=0.0)] = None,
+    convergence_rope: Annotated[float, typer.Option(
+        help="Convergence: equivalent within ± this share of the reference's restricted mean steps to the threshold.",
+        min=0.0, max=1.0)] = DEFAULT_CONVERGENCE_ROPE,
     storage: StorageChoice,
 ) -> None:
-    """Verdicts per arm: better, equivalent (within --rope), worse or undecided, and the folds that would decide."""
+    """Verdicts per arm: better, equivalent (within --rope), worse or undecided, and the folds that would decide;
+    the same for the steps to reach --threshold and the area under the validation curve."""
     with storage.reader() as reader:
-        print_verdicts(study, reader, rope, _value(reference), alpha, as_json)
+        print_verdicts(study, reader, rope, _value(reference), alpha, as_json, threshold, convergence_rope)
 
 
 def print_verdicts(study: str, reader, rope: str | None = None, reference=None,
-                   alpha: float = DEFAULT_ALPHA, as_json: bool = False) -> None:
+                   alpha: float = DEFAULT_ALPHA, as_json: bool = False, threshold: float | None = None,
+                   convergence_rope: float = DEFAULT_CONVERGENCE_ROPE) -> None:
     """The verdict table (or the JSON answer) of the study on standard output. rope None: the one a
-    sequential study was run with, else 0.01 nats."""
+    sequential study was run with, else 0.01 nats; threshold None: the default (answer["convergence"])."""
     from rich.console import Console
 
     from lpstudy.results.answers import AnswerOptions, parse_rope, study_answer, study_rope
     from lpstudy.results.compare import verdict_data
     from lpstudy.results.status import print_table, print_verdict_table
     from lpstudy.results.columns import labelled
+    from lpstudy.results.convergence_table import convergence_frame, convergence_title, restricted_frame
     from lpstudy.results.verdict_table import sequential_lines, stages_frame
 
     chosen = None if rope is None else parse_rope(rope)  # a wrong --rope: one line before the study is read
     data = verdict_data(reader, study)
     rope = chosen or study_rope(data.info.spec)
-    answer = study_answer(data, AnswerOptions(rope=rope, alpha=alpha, reference=reference))
+    answer = study_answer(data, AnswerOptions(rope=rope, alpha=alpha, reference=reference, threshold=threshold,
+                                              convergence_rope=convergence_rope))
     if as_json:
         sys.stdout.write(json.dumps(answer) + "\n")
         return
@@ -65,6 +75,12 @@ def print_verdicts(study: str, reader, rope: str | None = None, reference=None,
     print_verdict_table(console, answer)  # the table status and compare print too
     for line in sequential_lines(answer):
         console.print(line, highlight=False, soft_wrap=True)
+    convergence = convergence_frame(answer)
+    if len(convergence):
+        print_table(console, convergence_title(answer), list(convergence.columns), convergence.values.tolist())
+        restricted = restricted_frame(answer)
+        print_table(console, "Kaplan–Meier: restricted mean steps to the threshold within the horizon (95 % interval)",
+                    list(restricted.columns), restricted.values.tolist())
     stages = labelled(stages_frame(answer))
     if len(stages):  # each arm's state at every look, as the Compare page's table
         print_table(console, "stages: each arm's state at every look", list(stages.columns), stages.values.tolist())

@@ -35,7 +35,7 @@ class PageInputs:
 
     data: StudyData
     bins: object = None
-    threshold: float = 2.0
+    threshold: float | None = None  # the loss convergence is timed to; None: default_threshold
     reference: object = None  # p = 2, or a comparison's first arm (lpstudy.results.answers)
     rope: Rope = DEFAULT_ROPE
     keep: Callable | None = None
@@ -81,17 +81,59 @@ class PageInputs:
 
     @property
     def answer(self) -> dict:
-        return self.shared(("answer", self.reference, self.rope),
-                           lambda: study_answer(self.data, AnswerOptions(rope=self.rope, reference=self.reference)))
+        return self.shared(("answer", self.reference, self.rope, self.threshold),
+                           lambda: study_answer(self.data, AnswerOptions(rope=self.rope, reference=self.reference,
+                                                                         threshold=self.threshold)))
+
+    @property
+    def default_threshold(self) -> float:
+        """The threshold convergence is read at unless the reader picks one (the page's control opens
+        on it, the report and `lpstudy verdict` use it): the arms' rule where there are verdicts."""
+        return self.shared(("default_threshold",), lambda: A.default_threshold(
+            self.trials, "p" if self.folded else None, self.data.info.spec))
+
+    @property
+    def loss_threshold(self) -> float:
+        return self.default_threshold if self.threshold is None else float(self.threshold)
 
     @property
     def convergence(self):
         def rows():
-            drawn = self.trials
-            if self.data.curve_note:  # a big study: the trials whose curves were sampled
-                drawn = drawn[drawn["number"].isin(set(self.curves["trial_number"]))]
-            return A.convergence_by_trial(self.curves, drawn, self.threshold)
+            return A.convergence_by_trial(self.curves, self._drawn, self.loss_threshold)
         return self.shared(("convergence", self.threshold), rows)
+
+    @property
+    def _drawn(self):
+        drawn = self.trials
+        if self.data.curve_note:  # a big study: the trials whose curves were sampled
+            drawn = drawn[drawn["number"].isin(set(self.curves["trial_number"]))]
+        return drawn
+
+    @property
+    def horizon(self) -> float:  # the step budget every compared run shares
+        return self.shared(("horizon",), lambda: A.shared_horizon(self.trials, self.curves))
+
+    @property
+    def reach(self) -> list[dict]:
+        """Kaplan–Meier per arm (from the answer, where there are verdicts) or per p group of the
+        page (a search: every drawn run): [{name, step, reached, low, high}]."""
+        def build():
+            from lpstudy.results.analysis.survival import group_survival
+            from lpstudy.results.verdict_table import arm_name
+
+            if self.folded:
+                convergence = self.answer.get("convergence") or {}
+                return [{"name": arm_name(c["field"], c["value"]), **c} for c in convergence.get("reach", [])]
+            ends = A.run_endpoints(self.curves, self._drawn, self.loss_threshold, self.horizon)
+            runs = self._drawn.drop_duplicates("trial_id").set_index("trial_id")
+            runs = runs[runs["p"].notna()]
+            groups = A.p_bins(runs["p"], self.bins)
+            ordered = groups.sort_values("p_order")["p_bin"]
+            curves, _ = group_survival(ends, ordered, self.horizon)
+            return [{"name": f"p {name}", "step": c["step"].tolist(), "reached": c["reached"].tolist(),
+                     "low": c["low"].tolist(), "high": c["high"].tolist()}
+                    for name, c in curves.groupby("group", sort=False)]
+        return self.shared(("reach", self.threshold, self.bins, self.reference, self.rope), build)
 
     @property
     def sensitivity(self):
@@ -163,6 +205,28 @@ def _stability_verdict(metric: str) -> Callable:
     return build
 
 
+def _reach_chart(inputs):
+    from lpstudy.results.convergence_charts import reach_chart
+    from lpstudy.results.verdict_table import arm_name
+
+    verdicts = reference = None
+    if inputs.folded:
+        convergence = inputs.answer.get("convergence") or {}
+        verdicts = {arm_name(a["field"], a["value"]): a["verdict"] for a in convergence.get("arms", [])
+                    if a["endpoint"] == "steps_to_threshold"}
+        ref = (convergence.get("reference") or {}).get("steps_to_threshold")
+        reference = arm_name(ref["field"], ref["value"]) if ref else None
+    return reach_chart(inputs.reach, inputs.loss_threshold, inputs.horizon, verdicts, reference, inputs.searched)
+
+
+def _convergence_verdict(endpoint: str) -> Callable:
+    def build(inputs):
+        from lpstudy.results.convergence_charts import convergence_verdict_chart
+
+        return convergence_verdict_chart(inputs.answer, endpoint)
+    return build
+
+
 def _surrogate_profile(inputs):
     from lpstudy.results.search_charts import surrogate_profile_chart
 
@@ -215,11 +279,16 @@ EFFECT_OF_P = [
 ]
 
 CONVERGENCE = [
+    Chart("steps_verdict", _convergence_verdict("steps_to_threshold"), _folded, uses=("reference", "rope", "threshold"),
+          part="verdicts"),
+    Chart("auc_verdict", _convergence_verdict("auc"), _folded, uses=("reference", "rope", "threshold"), part="verdicts"),
+    Chart("reach", _reach_chart, uses=("bins", "threshold", "reference", "rope"), sampled=True, wide=True,
+          part="verdicts"),
     Chart("val_curves", _val_curves, sampled=True),
     Chart("train_curves", lambda i: C.loss_curves(i.curves, i.trials, "train_loss"), sampled=True),
     Chart("median_curves", lambda i: C.median_curves(A.curve_cohort(i.curves, i.trials, "val_loss", i.bins)),
           uses=("bins",), sampled=True, wide=True),
-    Chart("steps_to_threshold", lambda i: C.steps_to_threshold_chart(i.convergence, i.threshold),
+    Chart("steps_to_threshold", lambda i: C.steps_to_threshold_chart(i.convergence, i.loss_threshold),
           uses=("threshold",), sampled=True),
     Chart("auc", lambda i: C.auc_chart(i.convergence), uses=("threshold",), sampled=True),
 ]

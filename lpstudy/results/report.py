@@ -18,11 +18,10 @@ from lpstudy.db.urls import redact
 
 
 def default_threshold(data: StudyData) -> float:
-    spec = data.info.spec.get("loss_threshold")
-    if spec:
-        return float(spec)
-    finals = A.successful(data.trials)["loss"]
-    return round(float(finals.quantile(0.75)), 2) if len(finals) else 2.0
+    """The loss the report times convergence to: the page's default (PageInputs.default_threshold)."""
+    from lpstudy.results.pages import PageInputs
+
+    return PageInputs(data).default_threshold
 
 
 def report_sections(data: StudyData, threshold: float | None = None, bins: int | None = None
@@ -36,7 +35,6 @@ def report_sections(data: StudyData, threshold: float | None = None, bins: int |
     trials = data.trials
     # the pages' groups, one for every chart: the spread phase's, over the searched p range
     bins = A.default_p_groups(trials, data.info.spec) if bins is None else A.page_p_groups(trials, bins, data.info.spec)
-    threshold = default_threshold(data) if threshold is None else threshold
     inputs = PageInputs(data, bins=bins, threshold=threshold, rope=study_rope(data.info.spec))  # the page's default
 
     def charts(page: str) -> list:
@@ -68,7 +66,17 @@ def report_sections(data: StudyData, threshold: float | None = None, bins: int |
     lens = charts("Stability lens")
     if len(inputs.sensitivity):
         lens.append(inputs.sensitivity.drop(columns=["p", "p_order"]).rename(columns={"mean": "lr_sensitivity"}))
-    return [("Overview", charts("Overview")), ("Effect of p", effect), ("Convergence", charts("Convergence")),
+    convergence = charts("Convergence")
+    if inputs.folded and (inputs.answer.get("convergence") or {}).get("arms"):  # as `lpstudy verdict` and the page
+        from lpstudy.results.convergence_table import convergence_frame, convergence_title, restricted_frame
+
+        convergence = [f"Convergence. {inputs.answer['convergence']['sentence']}", convergence_title(inputs.answer),
+                       convergence_frame(inputs.answer), restricted_frame(inputs.answer), *convergence]
+    elif inputs.searched:
+        from lpstudy.results.convergence_charts import SEARCH_CAVEAT
+
+        convergence = [SEARCH_CAVEAT, *convergence]
+    return [("Overview", charts("Overview")), ("Effect of p", effect), ("Convergence", convergence),
             ("Stability", stability), ("Stability lens", lens)]
 
 

@@ -64,7 +64,11 @@ from lpstudy.results.analysis.convergence import (  # noqa: F401
     area_under_curve,
     convergence_by_trial,
     curve_bands,
+    default_threshold,
+    run_endpoints,
+    shared_horizon,
     steps_to_threshold,
+    threshold_rule,
 )
 from lpstudy.results.analysis.cohort import (  # noqa: F401
     COHORT_RULE,

@@ -21,6 +21,18 @@ engine, lpstudy.results.answers.endpoint_verdicts, which every endpoint goes thr
     sequential {rounds, looks: [...], stopped: {...}, folds_saved} where --until-decided ran,
     to_decide {power, max_repeats, repeats, runs, command, time, arms: [{value, test, folds, repeats,
         runs_per_arm, power}]} where an arm is undecided (lpstudy.results.answers.decide).
+    convergence (None without learning curves; lpstudy.results.answers.convergence) {threshold,
+        threshold_rule, horizon (the shared step budget), tokens_per_step (or None), rope
+        {steps_to_threshold (relative to the reference's mean restricted steps), auc (relative)},
+        method, endpoints {name: {unit, what}}, reference {endpoint: {field, value, mean, n_folds}},
+        arms: [{field, value, p, endpoint ("steps_to_threshold" | "auc"), unit, the verdict keys of
+                arms[] above, censored (runs that did not reach the threshold), censored_by
+                {reason: count}}],
+        restricted_mean: [{field, value, p, runs, reached, censored, rmst, low, high, rmst_tokens,
+                           median_seconds_reached (one kind of device only, else None)}] (every arm),
+        reach: [{field, value, p, step: [...], reached: [...], low: [...], high: [...]}] (Kaplan–Meier:
+               the share of the arm's runs that reached the threshold by each step),
+        sentence}; its sentence also ends the answer's.
     Also: k (the study's fold count K), arms[].rel_low/rel_high (the interval relative to the
     reference's mean), arms[].decided_by ("equivalence" | "difference": the test folds_to_decide
     expects to decide), reference.n_folds; importance adds p_value (the within-fold ANOVA's F test
@@ -95,7 +107,7 @@ def study_answer(data: StudyData, options: AnswerOptions = AnswerOptions()) -> d
         return search_answer(data, options)
     from lpstudy.results.answers.verdicts import comparison_answer
 
-    return with_what_decides(comparison_answer(data, options), data, options)
+    return with_convergence(data, options, with_what_decides(comparison_answer(data, options), data, options))
 
 
 def with_what_decides(answer: dict, data: StudyData, options: AnswerOptions) -> dict:
@@ -132,4 +144,25 @@ def with_what_decides(answer: dict, data: StudyData, options: AnswerOptions) -> 
                 arm["folds_to_decide"], arm["decided_by"] = design["runs_per_arm"], design["test"]
         answer["to_decide"] = json_safe(plan)
         answer["sentence"] = sentence(answer) + decide_sentence(answer, lambda v: arm_name(ref["field"], v))
+    return answer
+
+
+def with_convergence(data: StudyData, options: AnswerOptions, answer: dict) -> dict:
+    """The answer with its `convergence` entry (lpstudy.results.answers.convergence) and its words
+    after the final loss's in the sentence; the arms, the reference and K as the verdicts chose them."""
+    from lpstudy.results.analysis.paired import fold_losses
+    from lpstudy.results.answers.convergence import convergence_answer
+    from lpstudy.results.answers.verdicts import _arms, _reference, fold_count
+    from lpstudy.values import json_safe
+
+    if answer.get("reference") is None or data.curves is None or data.curves.empty:
+        answer["convergence"] = None
+        return answer
+    trials, field, column, values = _arms(data)
+    present = list(dict.fromkeys(fold_losses(trials, column, "fold").index.get_level_values(0)))
+    reference = _reference(options, data, present, values)
+    convergence = json_safe(convergence_answer(data, options, reference, column, field, values, fold_count(data)))
+    answer["convergence"] = convergence
+    if convergence["arms"]:
+        answer["sentence"] = f"{answer['sentence']} {convergence['sentence']}"
     return answer

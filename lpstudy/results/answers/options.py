@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 DEFAULT_ALPHA = 0.05
+DEFAULT_CONVERGENCE_ROPE = 0.05  # ± 5 % of the reference's restricted mean steps: "as soon" within this
 
 
 @dataclass(frozen=True)
@@ -63,11 +64,16 @@ def parse_rope(text) -> Rope:
 @dataclass(frozen=True)
 class AnswerOptions:
     """What a reader may choose: the region of practical equivalence (a Rope; text or a number of
-    nats is parsed), the error rate, and the reference arm (p = 2, or a comparison's first arm, if None)."""
+    nats is parsed), the error rate, and the reference arm (p = 2, or a comparison's first arm, if None);
+    for convergence, the loss threshold (None: lpstudy.results.analysis.convergence.default_threshold)
+    and the ROPE of the steps to reach it, a share of the reference's restricted mean steps (the area
+    under the curve is read with `rope`, as the final loss: both are losses in nats)."""
 
     rope: Rope = DEFAULT_ROPE
     alpha: float = DEFAULT_ALPHA
     reference: object | None = None
+    threshold: float | None = None
+    convergence_rope: float = DEFAULT_CONVERGENCE_ROPE
 
     def __post_init__(self):
         object.__setattr__(self, "rope", parse_rope(self.rope))

@@ -1,0 +1,200 @@
+"""Convergence as an answer: how much sooner (or later) each arm of a replicate, grid or comparison
+reaches a validation loss than the reference arm, with the runs that never arrive counted.
+
+Two endpoints per run (lpstudy.results.analysis.convergence.run_endpoints), each turned into a
+verdict per arm by the engine the final loss uses (endpoint_verdicts: paired by fold, the corrected
+resampled t for the folds' shared training text, TOST against the ROPE, Holm across the arms, the
+same words):
+- steps_to_threshold: the restricted steps to reach the threshold, min(T, horizon), per run; a run
+  that never reaches it within the horizon (diverged, failed or ran out of budget) counts as the
+  horizon, never as a gap, so an arm that diverges more cannot look faster. Their mean is the
+  restricted mean time (Royston & Parmar 2013). ROPE: ± convergence_rope (5 % by default) of the
+  reference's mean restricted steps. A pruned or FAIL run that stopped before reaching it has no
+  restricted steps: it is a failed run for the engine (left out of the pairs, and its arm can be
+  neither better nor equivalent: the runs that got there are not a sample of those that were made);
+  a still running one is a run to come (the verdicts are an interim reading until it ends). The
+  Kaplan–Meier curves (Kaplan & Meier 1958) and restricted means per arm
+  (lpstudy.results.analysis.survival), which take censoring as it is, stand beside the verdict with
+  each arm's censored count.
+- auc: the mean validation loss over the shared steps (area under the curve / steps), in nats;
+  ROPE: the final loss's (± rope nats, or a share of the reference's mean). A diverged run keeps ln V
+  after it stops.
+Each endpoint is one family for Holm (the arms); the two endpoints and the final loss are separate
+questions, each at its own alpha. A study run --until-decided decided its stages on the final loss:
+its convergence verdicts are the fixed design's over the folds it ran.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from lpstudy.results.analysis.convergence import (CENSOR_REASONS, default_threshold, run_endpoints, shared_horizon,
+                                                  threshold_rule)
+from lpstudy.results.analysis.selection import finished
+from lpstudy.results.analysis.survival import group_survival
+from lpstudy.results.answers.endpoint_verdicts import endpoint_verdicts
+from lpstudy.results.answers.options import AnswerOptions
+from lpstudy.results.frames import StudyData
+from lpstudy.values import format_p
+
+ENDPOINTS = {  # name: (unit, what it is)
+    "steps_to_threshold": ("steps", "restricted steps to reach the threshold within the horizon"),
+    "auc": ("nats", "mean validation loss over the shared steps (area under the curve / steps)"),
+}
+STOPPED = ("pruned", "failed")  # runs that stopped short of their endpoint: failed runs for the engine
+METHOD = ("per run: restricted steps to the threshold (never reached within the horizon: the horizon) and the area "
+          "under the validation curve; paired by fold through the verdict engine (corrected resampled t, TOST, Holm "
+          "across arms, each endpoint its own family); per arm: Kaplan–Meier (Kaplan & Meier 1958) and the "
+          "restricted mean steps (Royston & Parmar 2013) with Greenwood's variance")
+
+
+def tokens_per_step(spec: dict | None) -> int | None:
+    """batch_size × block_size of the study's runs (its preset with its fixed fields), None where the
+    spec does not say (a study not made by lpstudy, or one whose arms differ in them)."""
+    if not spec:
+        return None
+    factor = (spec.get("compare") or {}).get("factor")
+    if factor in ("batch_size", "block_size"):
+        return None
+    try:
+        from lpstudy.study.spec import StudySpec
+
+        config = StudySpec.from_plain(spec).base_config()
+        return int(config.batch_size) * int(config.block_size)
+    except Exception:  # noqa: BLE001 - an old or foreign spec: the tokens are left out, the steps stand
+        return None
+
+
+def _positions(trials: pd.DataFrame) -> list[str]:
+    """The run positions that pair the arms: the fold, and the repeat where the study repeats its CV."""
+    if "repeat" in trials and trials["repeat"].fillna(0).nunique() > 1:
+        return ["repeat", "fold"]
+    return ["fold"]
+
+
+def convergence_answer(data: StudyData, options: AnswerOptions, reference, arm_column: str, field: str,
+                       values: dict, k: int) -> dict:
+    """The answer's `convergence` entry (its shape: lpstudy.results.answers)."""
+    trials, spec = data.trials, data.info.spec or {}
+    done = finished(trials)
+    threshold = float(options.threshold) if options.threshold is not None else \
+        default_threshold(done, arm_column, spec)
+    horizon = shared_horizon(trials, data.curves)
+    out: dict[str, Any] = {
+        "threshold": threshold, "threshold_rule": "chosen by the reader" if options.threshold is not None
+        else threshold_rule(True, spec), "horizon": horizon, "tokens_per_step": tokens_per_step(spec),
+        "rope": {}, "method": METHOD,
+        "endpoints": {name: {"unit": unit, "what": what} for name, (unit, what) in ENDPOINTS.items()},
+        "arms": [], "restricted_mean": [], "reach": [], "sentence": ""}
+    ends = run_endpoints(data.curves, trials, threshold, horizon)
+    runs = trials[trials["state"] != "WAITING"].drop_duplicates("trial_id")
+    runs = runs[runs[arm_column].notna()].set_index("trial_id")[[arm_column, *_positions(trials)]]
+    joined = ends.join(runs, how="inner")
+    if joined.empty or reference not in set(joined[arm_column]):
+        out["sentence"] = "No convergence verdict yet: no learning curve of the reference and another arm."
+        return out
+    name = lambda arm: _arm_name(field, values.get(arm, arm))  # noqa: E731
+    shown = lambda arm: {"field": field, "value": values.get(arm, arm),  # noqa: E731
+                         **({"p": values.get(arm, arm)} if field == "p" else {})}
+    arms = list(dict.fromkeys([reference, *joined[arm_column]]))
+    censored = {arm: joined.loc[(joined[arm_column] == arm) & ~joined["reached"].astype(bool), "censored"]
+                .value_counts().to_dict() for arm in arms}
+    position = _positions(trials)
+    for endpoint, (unit, _) in ENDPOINTS.items():
+        column = "restricted_steps" if endpoint == "steps_to_threshold" else "auc"
+        cells = joined.assign(stopped=joined["censored"].isin(STOPPED)).groupby([arm_column, *position], sort=False)
+        table = cells[column].mean().unstack(position).reindex(arms)
+        # a cell whose runs stopped short of giving the endpoint (pruned, FAIL): a run that counts, never a
+        # gap that waits (the engine bars such an arm from better and equivalent); still running: to come
+        failed = (cells["stopped"].any().unstack(position).reindex(arms).fillna(False).astype(bool) & table.isna())
+        ref_mean = float(table.loc[reference].mean())
+        margin = options.convergence_rope * ref_mean if endpoint == "steps_to_threshold" else \
+            options.rope.margin(ref_mean)
+        if not math.isfinite(margin) or not ref_mean:
+            continue
+        out["rope"][endpoint] = {
+            "relative": margin / ref_mean, "absolute": margin,
+            "words": f"±{100 * options.convergence_rope:g} % of the reference's restricted mean steps"
+            if endpoint == "steps_to_threshold" else options.rope.words()}
+        for row in endpoint_verdicts(table, reference, k=k, margin=margin, options=options, failed=failed):
+            arm = row.pop("arm")
+            by = censored.get(arm, {})
+            out["arms"].append({**shown(arm), "endpoint": endpoint, "unit": unit, **row,
+                                "censored": int(sum(by.values())),
+                                "censored_by": {reason: int(by[reason]) for reason in CENSOR_REASONS if reason in by}})
+        out.setdefault("reference", {})[endpoint] = {**shown(reference), "mean": ref_mean,
+                                                     "n_folds": int(table.loc[reference].notna().sum())}
+    groups = joined[arm_column]
+    reach, restricted = group_survival(joined, groups, horizon, options.alpha)
+    for _, row in restricted.iterrows():
+        tokens = out["tokens_per_step"]
+        reached = joined.loc[(groups == row["group"]) & joined["reached"].astype(bool), "seconds"]
+        one_device = "device" in trials and trials["device"].dropna().nunique() <= 1
+        out["restricted_mean"].append({
+            **shown(row["group"]), "runs": int(row["runs"]), "reached": int(row["reached"]),
+            "censored": int(row["censored"]), "rmst": row["rmst"], "low": row["low"], "high": row["high"],
+            "rmst_tokens": row["rmst"] * tokens if tokens else None,
+            # wall seconds compare only on one kind of device: the median among the runs that reached it
+            "median_seconds_reached": float(reached.median()) if one_device and reached.notna().any() else None})
+    for group, curve in reach.groupby("group", sort=False):
+        out["reach"].append({**shown(group), "step": curve["step"].tolist(), "reached": curve["reached"].tolist(),
+                             "low": curve["low"].tolist(), "high": curve["high"].tolist()})
+    out["sentence"] = convergence_sentence(out, name(reference))
+    return out
+
+
+def _arm_name(field: str, value) -> str:
+    if field == "p":
+        try:
+            return f"p = {format_p(float(value))}"
+        except (TypeError, ValueError):
+            pass
+    return f"{field} = {value}"
+
+
+def _percent(x: float) -> str:
+    return f"{100 * x:.0f} %" if abs(x) >= 0.1 else f"{100 * x:.1f} %"
+
+
+def convergence_sentence(convergence: dict, reference_name: str) -> str:
+    """The convergence verdicts in words: "p = 3 reaches 2.05 nats 12 % sooner than p = 2 [4 %, 20 %];
+    p = 4 undecided", then the area under the curve's verdicts and the censored runs."""
+    steps = [a for a in convergence["arms"] if a["endpoint"] == "steps_to_threshold"]
+    if not steps:
+        return "No convergence verdict yet: no arm has curves paired with the reference's."
+    field = steps[0]["field"]
+    parts = []
+    for arm in steps:
+        who = _arm_name(field, arm["value"])
+        verdict, rel = arm["verdict"], arm["rel_diff"]
+        if verdict == "better":
+            parts.append(f"{who} reaches it {_percent(-rel)} sooner [{_percent(-arm['rel_high'])}, {_percent(-arm['rel_low'])}]")
+        elif verdict == "worse":
+            parts.append(f"{who} reaches it {_percent(rel)} later [{_percent(arm['rel_low'])}, {_percent(arm['rel_high'])}]")
+        elif verdict == "equivalent":
+            parts.append(f"{who} reaches it as soon, within ±{_percent(convergence['rope']['steps_to_threshold']['relative'])}")
+        elif arm.get("region") == "different, size undecided":  # its interval excludes 0 but reaches into the ROPE
+            word = "sooner" if rel < 0 else "later"
+            size = _percent(abs(rel))
+            ends = sorted([_percent(abs(arm["rel_low"])), _percent(abs(arm["rel_high"]))], key=lambda t: float(t[:-2]))
+            parts.append(f"{who} reaches it {word} ({size} [{ends[0]}, {ends[1]}]), by how much undecided")
+        elif arm.get("interim"):
+            parts.append(f"{who} undecided (interim: runs still to come)")
+        else:
+            parts.append(f"{who} undecided")
+    text = (f"Convergence to {convergence['threshold']:g} nats (steps within {convergence['horizon']:g}, "
+            f"against {reference_name}): " + "; ".join(parts) + ".")
+    auc = [a for a in convergence["arms"] if a["endpoint"] == "auc"]
+    words = {"better": "lower", "worse": "higher", "equivalent": "equivalent", "undecided": "undecided"}
+    if auc:
+        text += " Area under the validation curve: " + ", ".join(
+            f"{_arm_name(field, a['value'])} {words[a['verdict']]}" for a in auc) + "."
+    censored = sum(r["censored"] for r in convergence["restricted_mean"])
+    if censored:
+        text += (f" {censored} of {sum(r['runs'] for r in convergence['restricted_mean'])} runs never reached it "
+                 "(diverged or out of steps: counted at the horizon; pruned, failed or running: censored where they stopped).")
+    return text
