@@ -94,6 +94,10 @@ OPTIONS: dict[str, StudyOption] = _options(
                 "are never pruned", words=PRUNERS),
     StudyOption("spread_trials", int, 8, "The first trials, spread over the space by a Sobol sequence and "
                 "never pruned (0: none)", bound=(0, 4096)),
+    StudyOption("race", int, 3, "The leading configurations raced on more folds before one is returned as the "
+                "best (SMAC's intensification; 0: the tuning fold's best, measured on 1 fold)", bound=(0, 100)),
+    StudyOption("race_folds", int, 5, "The folds a raced configuration is measured on at most (the tuning fold "
+                "among them)", bound=(2, 1000)),
     StudyOption("loss_threshold", float, None, "Record the first step each run reaches this validation loss "
                 "(nats)", bound=(0, 1000), low_open=True, unit=" nats"),
     StudyOption("n_startup_trials", int, 10, "TPE's random trials before it models the space", bound=(0, 10**6)),
