@@ -33,7 +33,7 @@ from lpstudy.values import SPEC_ATTR
 
 if TYPE_CHECKING:
     from lpstudy.db.trial_reader import StudyTables, TrialReader
-    from lpstudy.study.races import SearchBest
+    from lpstudy.study.intensify import Returned
 
 FORMATS = ("yaml", "json")
 
@@ -54,11 +54,11 @@ def trial_overrides(trial, spec) -> dict[str, Any]:
     return overrides
 
 
-def measured_text(best: SearchBest | None) -> str:
-    """What a search's chosen configuration is, said once for the run file, the CLI and the page."""
-    if best is None:
+def measured_text(returned: Returned | None) -> str:
+    """What a search's chosen configuration is, said once for the run file and the Export page."""
+    if returned is None:
         return "best"
-    r = best.returned
+    r = returned
     if r.n_folds < 2:
         return ("leading on 1 fold: the lowest loss on the tuning fold, not yet raced on another fold, so not a "
                 "best that holds; run more trials (the search races its leaders on more folds)")
@@ -66,20 +66,26 @@ def measured_text(best: SearchBest | None) -> str:
             f"{r.interval[0]:.4f}–{r.interval[1]:.4f}) among its leaders raced on as many folds")
 
 
-def run_file_text(trial, spec, study_name: str, fmt: str = "yaml", best: SearchBest | None = None) -> str:
-    """One trial as a run file (text); `best`: the search's chosen configuration it stands for."""
+def measured_fields(returned: Returned, trials: list[int]) -> dict[str, Any]:
+    """The run file's `source` fields that say how well a search's chosen configuration is known."""
+    r = returned
+    return {"chosen_as": "best" if r.n_folds >= 2 else "leading on 1 fold", "folds_measured": r.n_folds,
+            "folds": list(r.folds), "mean_over_folds": r.mean,
+            "interval": [r.interval[0], r.interval[1]] if r.n_folds >= 2 else None, "trials": trials,
+            "measured": measured_text(r)}
+
+
+def run_file_text(trial, spec, study_name: str, fmt: str = "yaml", measured: dict[str, Any] | None = None) -> str:
+    """One trial as a run file (text); `measured`: how well the configuration it stands for is
+    known (measured_fields), for a search's chosen configuration."""
     cfg = resolve_config(spec.preset, trial_overrides(trial, spec))
     attrs = trial.user_attrs
     final = attrs.get("final_val_loss")
     source = {"study": study_name, "trial": trial.number, "value": trial.value,
               "final_val_loss": final if final is not None else None,
               "diverged": bool(attrs.get("diverged", False))}
-    if best is not None:
-        r = best.returned
-        source.update({"chosen_as": "best" if r.n_folds >= 2 else "leading on 1 fold",
-                       "folds_measured": r.n_folds, "folds": list(r.folds), "mean_over_folds": r.mean,
-                       "interval": [r.interval[0], r.interval[1]] if r.n_folds >= 2 else None,
-                       "trials": [t.number for t in best.trials], "measured": measured_text(best)})
+    if measured is not None:
+        source.update(measured)
     if attrs.get("version"):
         source["lpstudy_version"] = attrs["version"]
     return write_run_file(None, spec.preset, cfg, source=source, fmt=fmt)
@@ -116,40 +122,65 @@ def chosen_trials(reader: TrialReader, study_name: str, top_k: int) -> tuple[Stu
     return spec_of(study_name, frozen.user_attrs), trials
 
 
-def search_choice(reader: TrialReader, study_name: str) -> tuple[StudySpec, SearchBest | None, list] | None:
-    """A search study's spec, the configuration it returns and its trials (read through Optuna's
-    API: a race's trials are grouped by their parameters); None for a grid study, or a study
-    without a spec."""
-    from lpstudy.study.races import search_best
-    from lpstudy.study.studies import spec_of
+def search_choice(reader: TrialReader, study_name: str, top_k: int = 1
+                  ) -> tuple[StudySpec, list, dict[str, Any] | None] | None:
+    """A search study's spec, the trials to export (the configuration it returns first, on its
+    tuning fold, then the other configurations' best trials, one a configuration) and how well the
+    first is known (measured_fields; None before any trial counts); None for a grid study or a study
+    without a spec. Read from its tables (lpstudy.study.races.stored_best), as chosen_trials is."""
+    from lpstudy.study.races import stored_best
 
-    plain = reader.read(study_name, lambda tables: tables.header()[1].get(SPEC_ATTR))
-    if not isinstance(plain, dict):
+    def read(tables: StudyTables):
+        _, attrs = tables.header()
+        plain = attrs.get(SPEC_ATTR)
+        if not isinstance(plain, dict):
+            return None
+        spec = StudySpec.from_plain(plain)
+        if spec.is_grid:
+            return None
+        found = stored_best(tables, spec)
+        if found is None:
+            return spec, [], None, []
+        chosen, mine, runs = found
+        first = next((r for r in mine if r.fold == int(spec.base_config().fold)), mine[0])
+        picked, seen = [first], {first.key}
+        for r in sorted((r for r in runs if not r.diverged), key=lambda r: (r.value, r.number)):
+            if len(picked) >= top_k:
+                break
+            if r.key not in seen:
+                seen.add(r.key)
+                picked.append(r)
+        stored = tables.user_attributes_of([r.trial_id for r in picked])
+        trials = [StoredTrial(r.number, r.value, {}, stored[r.trial_id]) for r in picked]
+        return spec, trials, measured_fields(chosen, [r.number for r in mine]), [r.trial_id for r in picked]
+
+    found = reader.read(study_name, read)
+    if found is None:
         return None
-    spec = StudySpec.from_plain(plain)
-    if spec.is_grid:
-        return None
-    frozen, trials = reader.optuna_study(study_name)
-    spec = spec_of(study_name, frozen.user_attrs)
-    return spec, search_best(trials, spec), trials
+    spec, trials, measured, ids = found
+    if trials and not all(isinstance(t.user_attrs.get("overrides"), dict) for t in trials):
+        from lpstudy.study.studies import spec_of
+
+        frozen, trials = reader.optuna_study(study_name, trial_ids=ids)  # before workers stored `overrides`
+        spec = spec_of(study_name, frozen.user_attrs)
+    return spec, trials, measured
 
 
 def export_text(reader: TrialReader, study_name: str, top_k: int = 1, fmt: str = "yaml") -> str:
     """The best trial as a run file (top_k=1), or the top K as {study, runs: [...]}, in YAML or
     JSON. A search's best is the configuration it returns (search_choice; its run file says on how
-    many folds it was measured); a grid's, lpstudy.study.best's lowest value, ranked by a query and
-    only the chosen trials read (chosen_trials; on a SQL database without opening Optuna's storage).
-    UserError when the study has no such trial (or does not exist)."""
+    many folds it was measured); a grid's, lpstudy.study.best's lowest value. Both ranked from the
+    study's tables, only the chosen trials' attributes read (on a SQL database without opening
+    Optuna's storage). UserError when the study has no such trial (or does not exist)."""
     fmt = (fmt or "yaml").lower()
     if fmt not in FORMATS:
         raise UserError(f"unknown format {fmt!r}; choose yaml or json")
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise UserError(f"--top must be a positive integer, got {top_k!r}")
-    searched = search_choice(reader, study_name)
-    best: SearchBest | None = None
+    searched = search_choice(reader, study_name, top_k)
+    measured = None
     if searched is not None:
-        spec, best, trials = searched
-        done = [] if best is None else _search_ranking(best, trials, top_k)
+        spec, done, measured = searched
     else:
         spec, done = chosen_trials(reader, study_name, top_k)
     if not done:
@@ -157,29 +188,13 @@ def export_text(reader: TrialReader, study_name: str, top_k: int = 1, fmt: str =
                         f"`lpstudy worker --study {shell_quoted(study_name)}` and export when `lpstudy status --study "
                         f"{shell_quoted(study_name)}` shows a best trial")
     if top_k == 1:
-        return run_file_text(done[0], spec, study_name, fmt, best)
-    runs = [yaml.safe_load(run_file_text(t, spec, study_name, "yaml", best if i == 0 else None))
+        return run_file_text(done[0], spec, study_name, fmt, measured)
+    runs = [yaml.safe_load(run_file_text(t, spec, study_name, "yaml", measured if i == 0 else None))
             for i, t in enumerate(done[:top_k])]
     body = {"study": study_name, "runs": runs}
     if fmt == "json":
         return json.dumps(body, indent=2) + "\n"
     return yaml.safe_dump(body, sort_keys=False)
-
-
-def _search_ranking(best: SearchBest, trials: list, top_k: int) -> list:
-    """The chosen configuration's trial first, then the other configurations' best trials by value
-    (lpstudy.study.best), one trial a configuration."""
-    from lpstudy.study.best import ranked_trials
-    from lpstudy.study.races import config_key
-
-    out, seen = [best.trial], {config_key(best.trial)}
-    for t in ranked_trials(trials):
-        if len(out) >= top_k:
-            break
-        if config_key(t) not in seen:
-            seen.add(config_key(t))
-            out.append(t)
-    return out
 
 
 def train_command(run_file_name: str) -> str:

@@ -25,10 +25,14 @@ from lpstudy.study.spec import StudySpec
 from lpstudy.values import FIXED_PARAMS_ATTR, RACE_FOLD_ATTR
 
 
-def config_key(trial: FrozenTrial) -> Hashable:
-    """The configuration a trial runs: its Optuna parameters (a waiting trial's too), in name order."""
-    params = {**trial.system_attrs.get(FIXED_PARAMS_ATTR, {}), **trial.params}
+def key_of(params: dict[str, Any]) -> Hashable:
+    """A configuration's key: its Optuna parameters (external values), in name order."""
     return tuple(sorted((name, repr(value)) for name, value in params.items()))
+
+
+def config_key(trial: FrozenTrial) -> Hashable:
+    """The configuration a trial runs: its Optuna parameters (a waiting trial's too)."""
+    return key_of({**trial.system_attrs.get(FIXED_PARAMS_ATTR, {}), **trial.params})
 
 
 def fold_of(trial: FrozenTrial, spec: StudySpec) -> int:
@@ -88,6 +92,60 @@ def search_best(trials: Sequence[FrozenTrial], spec: StudySpec) -> SearchBest | 
     tuning = int(spec.base_config().fold)
     first = next((t for t in runs if fold_of(t, spec) == tuning), runs[0])
     return SearchBest(chosen, first, tuple(runs))
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """A COMPLETE trial as a table read gives it (lpstudy.db.trial_reader.StudyTables: no Optuna storage)."""
+
+    trial_id: int
+    number: int
+    key: Hashable
+    fold: int
+    value: float
+    diverged: bool
+
+
+def stored_runs(tables, spec: StudySpec) -> list[StoredRun]:
+    """The study's COMPLETE trials with a finite value, read from its tables (each parameter's
+    internal value turned external through its distribution, as Optuna's FrozenTrial has it), in
+    trial order."""
+    import math
+
+    from optuna.distributions import json_to_distribution
+
+    rows = tables.trial_rows(["diverged", RACE_FOLD_ATTR], state="COMPLETE")
+    params: dict[int, dict[str, Any]] = {}
+    for tid, name, value, dist in tables.param_rows(state="COMPLETE").itertuples(index=False):
+        params.setdefault(int(tid), {})[name] = json_to_distribution(dist).to_external_repr(value)
+    tuning = int(spec.base_config().fold)
+    out = []
+    for row in rows.sort_values("number").to_dict("records"):
+        value = row["value"]
+        if value is None or not math.isfinite(float(value)):
+            continue
+        raced, diverged = _json(row.get(RACE_FOLD_ATTR)), _json(row.get("diverged"))
+        out.append(StoredRun(int(row["trial_id"]), int(row["number"]), key_of(params.get(int(row["trial_id"]), {})),
+                             tuning if raced is None else int(raced), float(value), bool(diverged)))
+    return out
+
+
+def _json(text: Any) -> Any:
+    import json
+
+    if text is None or (isinstance(text, float) and text != text):  # NULL: absent
+        return None
+    return json.loads(text) if isinstance(text, str) else text
+
+
+def stored_best(tables, spec: StudySpec) -> tuple[Returned, list[StoredRun], list[StoredRun]] | None:
+    """The configuration a search returns, from its tables: (its Returned, its runs by trial
+    number, every run); None before any COMPLETE trial that did not diverge."""
+    runs = stored_runs(tables, spec)
+    chosen = spec.intensifier().returned(Evaluation(r.key, r.fold, r.value, r.diverged) for r in runs)
+    if chosen is None:
+        return None
+    return chosen, [r for r in runs if r.key == chosen.key], runs
 
 
 def enqueue_races(storage, study: optuna.Study, spec: StudySpec) -> int:
