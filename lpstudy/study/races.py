@@ -116,8 +116,11 @@ def stored_runs(tables, spec: StudySpec) -> list[StoredRun]:
 
     rows = tables.trial_rows(["diverged", RACE_FOLD_ATTR], state="COMPLETE")
     params: dict[int, dict[str, Any]] = {}
-    for tid, name, value, dist in tables.param_rows(state="COMPLETE").itertuples(index=False):
-        params.setdefault(int(tid), {})[name] = json_to_distribution(dist).to_external_repr(value)
+    distributions: dict[str, Any] = {}  # a study has a few distinct ones: each parsed once
+    for tid, name, value, text in tables.param_rows(state="COMPLETE").itertuples(index=False):
+        if text not in distributions:
+            distributions[text] = json_to_distribution(text)
+        params.setdefault(int(tid), {})[name] = distributions[text].to_external_repr(value)
     tuning = int(spec.base_config().fold)
     out = []
     for row in rows.sort_values("number").to_dict("records"):
