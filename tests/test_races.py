@@ -163,7 +163,15 @@ def test_a_study_races_its_leaders_and_exports_the_configuration_best_over_folds
     assert source["chosen_as"] == "best" and source["folds_measured"] == 2 and source["folds"] == [0, 1]
     assert source["mean_over_folds"] == pytest.approx(1.9) and source["interval"] == pytest.approx([1.9, 1.9])
 
+    code, stdout, err = cli(capsys, "status", "--study", "raced", "--storage", sqlite_url, "--json")
+    assert code == 0, err
+    shown = json.loads(stdout)["best"]
+    assert shown["number"] == best.trial.number and shown["folds_measured"] == 2 and shown["chosen_as"] == "best"
+
     _planned_search(sqlite_url, "unraced", race=0)
+    code, stdout, err = cli(capsys, "status", "--study", "unraced", "--storage", sqlite_url)
+    assert code == 0, err
+    assert "leading  trial" in stdout + err and "best     trial" not in stdout + err
     code, stdout, err = cli(capsys, "export", "--study", "unraced", "--storage", sqlite_url)
     assert code == 0, err
     source = yaml.safe_load(stdout)["source"]
