@@ -187,6 +187,7 @@ def _row(name: str, reach: list[bool], f: list[float]) -> dict:
             "hold_tight_share": sum(reach) / len(reach), "spent_share": 0.4,
             "regret_nats_median": None if math.isinf(finite[len(f) // 2]) else finite[len(f) // 2],
             "regret_nats_ci": [None, None],
+            "regret_nats_mean": None if math.isinf(finite[len(f) // 2]) else finite[len(f) // 2],  # the planted tie-break
             "per_seed": {"reach": [int(x) for x in reach], "f": [None if math.isinf(x) else x for x in f],
                          "general": [0] * len(reach), "hold": [int(x) for x in reach],
                          "regret": [None if math.isinf(x) else x for x in f]}}
@@ -238,8 +239,9 @@ def test_the_choice_rule_takes_the_simplest_method_it_cannot_tell_from_the_leade
 
 def test_searchs_default_is_the_method_the_shipped_suite_chooses():
     """The suite's replays as the benchmark stored them (benchmarks/results/replay/): search's
-    default is the rule's choice, and no method with a spread phase reaches ε significantly more
-    often than it on a grid where it misses the goal (McNemar's exact test, by hand here)."""
+    default is the rule's choice, and no method with a spread phase holds (within 2 % of the best
+    all-fold loss) significantly more often than it on a grid where it misses the goal (McNemar's
+    exact test, by hand here)."""
     import optuna
     from scipy.stats import binomtest
 
@@ -248,22 +250,22 @@ def test_searchs_default_is_the_method_the_shipped_suite_chooses():
 
     stored = json.loads((ROOT / "benchmarks" / "results" / "replay" / "suite.json").read_text())
     assert default_method().name == stored["chosen"]
-    for grid in stored["grids"]:
+    for grid in stored["grids"] + stored["held_out"]:
         rows = {m["name"]: m for m in grid["methods"]}
         mine = rows[default_method().name]
-        assert mine["seeds"] >= 100
-        if mine["reach_share"] >= 0.8 and (mine["f_median"] or math.inf) <= 0.10:
+        assert mine["seeds"] >= 40
+        if mine["hold_share"] >= 0.8:
             continue
         for name, other in rows.items():
             if "@" not in name:
                 continue
-            only_other = sum(o and not m for o, m in zip(other["per_seed"]["reach"], mine["per_seed"]["reach"]))
-            only_mine = sum(m and not o for o, m in zip(other["per_seed"]["reach"], mine["per_seed"]["reach"]))
+            only_other = sum(o and not m for o, m in zip(other["per_seed"]["hold"], mine["per_seed"]["hold"]))
+            only_mine = sum(m and not o for o, m in zip(other["per_seed"]["hold"], mine["per_seed"]["hold"]))
             if only_other > only_mine:
                 assert binomtest(only_other, only_other + only_mine, 0.5).pvalue >= 0.05, (grid["name"], name)
     spec = build_spec({"preset": "smoke"})
-    assert (spec.sampler, spec.pruner, spec.spread_trials) == (default_method().sampler, default_method().pruner,
-                                                               default_method().spread)
+    assert (spec.sampler, spec.pruner, spec.spread_trials, spec.race) == (
+        default_method().sampler, default_method().pruner, default_method().spread, default_method().race)
     assert isinstance(make_sampler(spec), optuna.samplers.TPESampler)
     assert isinstance(make_pruner(spec), optuna.pruners.NopPruner)
     # every space gets it, p = ∞ and choices too (TPE models both)

@@ -159,13 +159,13 @@ def _render(plain: dict) -> None:
     table = Table(title=f"What the user gets (the returned configuration's mean loss over all folds), search "
                         f"efficiency (against the tuning fold's best) and generalisation (on the other folds), "
                         f"{plain['seeds']} seeds, 95 % intervals")
-    for column in ("method", "within 2 % [95 %]", "within 1 %", "regret nats", "reach ε [95 %]", "F median [95 %]",
+    for column in ("method", "within 2 % [95 %]", "within 1 %", "mean regret", "reach ε [95 %]", "F median [95 %]",
                    f"F ≤ {TARGET_F:.2f}", "other folds [95 %]", "ever", "trials", "pruned", "capped"):
         table.add_column(column, justify="left" if column == "method" else "right", no_wrap=True)
     for m in plain["methods"]:
         low, high = m["f_ci"]
         name = m["name"] + (" (default)" if m["default"] else "")
-        regret = "–" if m["regret_nats_median"] is None else f"{m['regret_nats_median']:.4f}"
+        regret = "–" if m["regret_nats_mean"] is None else f"{m['regret_nats_mean']:.4f}"
         table.add_row(name, _share(m["hold_share"], m["hold_ci"]), f"{m['hold_tight_share']:.0%}", regret,
                       _share(m["reach_share"], m["reach_ci"]),
                       f"{_fraction(m['f_median'])} [{_fraction(low)}, {_fraction(high)}]", f"{m['target_share']:.0%}",
@@ -173,8 +173,8 @@ def _render(plain: dict) -> None:
                       f"{m['trials_median']:.0f}", f"{m['pruned_share']:.0%}", f"{m['capped_share']:.0%}")
     console.print(table)
     say("within 2 % (1 %): the share of seeds whose returned configuration's mean loss over all the grid's folds is "
-        "within 2 % (1 %) of the best configuration's, at the end of --budget (Wilson interval); regret: the median "
-        "of that mean minus the best's, in nats; methods ranked on these · "
+        "within 2 % (1 %) of the best configuration's, at the end of --budget (Wilson interval); mean regret: the "
+        "mean over seeds of that loss minus the best's, in nats; methods ranked on these · "
         "search efficiency: reach ε is the share of seeds whose returned configuration is within ε of the best on "
         "the fold it was tuned on, at the end of --budget (Wilson interval); F the fraction of the grid's compute "
         "spent until then (median, bootstrap interval; ∞: never) · generalisation: other folds is the share whose "

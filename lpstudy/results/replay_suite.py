@@ -8,17 +8,17 @@ lpstudy.study.spread), scored on what the user gets (lpstudy.results.replay_scor
 
 1. the leader: the highest worst hold over the grids (hold: the share of seeds whose returned
    configuration's mean loss over all folds lies within 2 % of the best's, at the end of the
-   budget), then the lowest mean of the grids' median regret in nats;
+   budget), then the lowest mean regret in nats (over seeds, then over the grids);
 2. the methods that cannot be told apart from the leader: on every grid, neither McNemar's exact
    test on hold nor the sign test on regret, both paired over seeds, rejects at 5 % (each grid and
    each method tested alone: with many methods some differences are found by chance, which only
    makes this set smaller);
 3. among those, the simplest (SIMPLICITY: no pruner before the median pruner before successive
-   halving before Hyperband; random search before a model-based sampler; fewer raced leaders
-   first), the leader on a tie.
+   halving before Hyperband; random search before a model-based sampler; how many leaders a method
+   races is a setting of it, not a simpler method), the leader on a tie.
 
 Leave-one-grid-out: for each grid, the method the rule chooses from the other grids alone, scored
-on the grid left out, beside the best method there by the same ranking (hold, then median regret).
+on the grid left out, beside the best method there by the same ranking (hold, then mean regret).
 
 It reads each grid's replay as `ReplayResult.to_json()` gives it (per-seed scores included), so a
 suite can be put together from grids replayed one at a time.
@@ -38,8 +38,10 @@ PRUNER_SIMPLICITY = {"none": 0, "median": 1, "sha": 2, "hyperband": 3, "wilcoxon
 SAMPLER_SIMPLICITY = {"random": 0, "tpe": 1, "tpe-optuna": 1, "cmaes": 1, "gp": 2}
 
 
-def simplicity(row: dict[str, Any]) -> tuple[int, int, int]:
-    return PRUNER_SIMPLICITY.get(row["pruner"], 9), SAMPLER_SIMPLICITY.get(row["sampler"], 9), row.get("race", 0)
+def simplicity(row: dict[str, Any]) -> tuple[int, int]:
+    """How simple a method is: its pruner, then its sampler. How many leaders it races is a setting
+    of the same method, not a simpler one: among races alike, the leader's stands."""
+    return PRUNER_SIMPLICITY.get(row["pruner"], 9), SAMPLER_SIMPLICITY.get(row["sampler"], 9)
 
 
 def paired_p(a: dict[str, Any], b: dict[str, Any]) -> dict[str, float]:
@@ -76,7 +78,8 @@ class SuiteResult:
         return min(self._rows[i][method]["reach_share"] for i in self._grids(grids))
 
     def mean_regret(self, method: str, grids: list[int] | None = None) -> float:
-        rs = [self._rows[i][method]["regret_nats_median"] for i in self._grids(grids)]
+        """The mean over the grids of the method's mean regret (nats)."""
+        rs = [self._rows[i][method]["regret_nats_mean"] for i in self._grids(grids)]
         return math.inf if None in rs else sum(rs) / len(rs)
 
     def mean_f(self, method: str, grids: list[int] | None = None) -> float:
@@ -122,9 +125,9 @@ class SuiteResult:
             p = paired_p(there, best)
             rows.append({"held_out": self.names[held], "chosen": chosen,
                          "chosen_hold_share": there["hold_share"], "chosen_hold_ci": there["hold_ci"],
-                         "chosen_regret": there["regret_nats_median"],
+                         "chosen_regret": there["regret_nats_mean"],
                          "best": best["name"], "best_hold_share": best["hold_share"], "best_hold_ci": best["hold_ci"],
-                         "best_regret": best["regret_nats_median"], "p_hold": p["hold"], "p_regret": p["regret"],
+                         "best_regret": best["regret_nats_mean"], "p_hold": p["hold"], "p_regret": p["regret"],
                          "told_apart": best["name"] != chosen and told_apart(p)})
         return rows
 
@@ -153,12 +156,13 @@ class SuiteResult:
             first = self._rows[0][name]
             methods.append({
                 "name": name, "sampler": first["sampler"], "pruner": first["pruner"],
-                "worst_hold_share": self.worst_hold(name), "mean_regret_median": _finite(self.mean_regret(name)),
+                "worst_hold_share": self.worst_hold(name), "mean_regret": _finite(self.mean_regret(name)),
                 "worst_reach_share": self.worst_reach(name), "mean_f_median": _finite(self.mean_f(name)),
                 "hold_shares": {n: rows[name]["hold_share"] for n, rows in zip(self.names, self._rows)},
                 "hold_cis": {n: rows[name]["hold_ci"] for n, rows in zip(self.names, self._rows)},
                 "hold_tight_shares": {n: rows[name]["hold_tight_share"] for n, rows in zip(self.names, self._rows)},
                 "regret_medians": {n: rows[name]["regret_nats_median"] for n, rows in zip(self.names, self._rows)},
+                "regret_means": {n: rows[name]["regret_nats_mean"] for n, rows in zip(self.names, self._rows)},
                 "spent_shares": {n: rows[name]["spent_share"] for n, rows in zip(self.names, self._rows)},
                 "seeds": {n: rows[name]["seeds"] for n, rows in zip(self.names, self._rows)},
                 "reach_shares": {n: rows[name]["reach_share"] for n, rows in zip(self.names, self._rows)},
