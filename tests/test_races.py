@@ -155,6 +155,11 @@ def test_a_study_races_its_leaders_and_exports_the_configuration_best_over_folds
     assert {1e-2, 1e-3} <= on_fold_1  # the leaders were run on fold 1 by the worker
     best = search_best(trials, spec)
     assert best.returned.n_folds == 2 and best.trial.params["lr"] == 1e-3
+    # a comparison replicates the configuration its arm's search returns, picked by the same rule
+    from lpstudy.study.compare import best_values
+
+    study = optuna.load_study(study_name="raced", storage=sqlite_url)
+    assert best_values(study, spec) == {"lr": 1e-3}
     code, stdout, err = cli(capsys, "export", "--study", "raced", "--storage", sqlite_url)
     assert code == 0, err
     run = yaml.safe_load(stdout)

@@ -16,6 +16,9 @@ what `lpstudy search` runs. The others are Optuna's, with Optuna's defaults unle
               η = 3): lpstudy's; wilcoxon (WilcoxonPruner over the folds: each trial runs
               the configuration fold by fold, as `compare` replicates it, and stops once it is
               significantly worse than the best)
+    race      /raceR after a name: the R leading configurations raced on more folds before one is
+              returned (lpstudy.study.intensify, as a study's `race` option), its evaluations
+              counted in the budget; search's default has its `race`
 """
 
 from __future__ import annotations
@@ -86,9 +89,10 @@ def all_methods() -> list[Method]:
 
 def pick_methods(text: str | None) -> list[Method]:
     """The methods named in a comma-separated list, or the catalogue (all_methods) when None.
-    Each name is SAMPLER+PRUNER, with `@N` for a spread phase of N trials (`cmaes+sha@8`); `*`
-    stands for every sampler, pruner or (after @) spread count of the catalogue: `random+*`,
-    `*+sha@*`. A list that names nothing is refused."""
+    Each name is SAMPLER+PRUNER, with `@N` for a spread phase of N trials (`cmaes+sha@8`) and
+    `/raceR` for R leading configurations raced on more folds (`tpe+none@8/race3`; `/raceRxF`: on
+    up to F folds); `*` stands for every sampler, pruner or (after @) spread count of the
+    catalogue: `random+*`, `*+sha@*`. A list that names nothing is refused."""
     methods = all_methods()
     if text is None:
         return methods
