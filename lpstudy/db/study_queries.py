@@ -220,6 +220,15 @@ def _where(ids: Sequence[int] | None, state: str | None) -> tuple[str, dict[str,
     return sql, params
 
 
+def trial_ids_with_user_attr(conn: Connection, sid: int, key: str, state: str | None = None) -> list[int]:
+    """Optuna trial ids of the study's trials (of one state) that have the user attribute `key`, in
+    number order: a few among many (a search's race trials), without reading the others."""
+    where, params = _where(None, state)
+    return [int(tid) for (tid,) in conn.execute(sa.text(
+        "SELECT t.trial_id FROM trials t JOIN trial_user_attributes a ON a.trial_id = t.trial_id "
+        f"WHERE t.study_id = :sid AND a.key = :key{where} ORDER BY t.number"), {"sid": sid, "key": key, **params})]
+
+
 def trial_rows(conn: Connection, sid: int, attr_keys: Sequence[str], ids: Sequence[int] | None = None,
                state: str | None = None) -> pd.DataFrame:
     """One row per trial of the study (or of `ids`, or of one state): trial_id, number, state,

@@ -114,6 +114,11 @@ class StudyTables:
 
         return Q.param_rows(self._conn, self._sid, ids=ids, state=state)
 
+    def trial_ids_with_user_attr(self, key: str, state: str | None = None) -> list[int]:
+        from lpstudy.db import study_queries as Q
+
+        return Q.trial_ids_with_user_attr(self._conn, self._sid, key, state=state)
+
     def system_attr_rows(self, keys_like, ids=None, state=None) -> list[tuple[int, str, str]]:
         from lpstudy.db import study_queries as Q
 

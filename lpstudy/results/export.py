@@ -141,18 +141,13 @@ def search_choice(reader: TrialReader, study_name: str, top_k: int = 1
         found = stored_best(tables, spec)
         if found is None:
             return spec, [], None, []
-        chosen, mine, runs = found
-        first = next((r for r in mine if r.fold == int(spec.base_config().fold)), mine[0])
-        picked, seen = [first], {first.key}
-        for r in sorted((r for r in runs if not r.diverged), key=lambda r: (r.value, r.number)):
-            if len(picked) >= top_k:
-                break
-            if r.key not in seen:
-                seen.add(r.key)
-                picked.append(r)
-        stored = tables.user_attributes_of([r.trial_id for r in picked])
-        trials = [StoredTrial(r.number, r.value, {}, stored[r.trial_id]) for r in picked]
-        return spec, trials, measured_fields(chosen, [r.number for r in mine]), [r.trial_id for r in picked]
+        picked = [(found.trial_id, found.number, found.returned.losses[0])]
+        if top_k > 1:  # the other configurations' best trials, by value: never a race's run of one
+            ranked = tables.ranked_trial_ids(top_k + len(found.race_ids))
+            picked += [r for r in ranked if r[0] not in found.race_ids and r[0] != found.trial_id][:top_k - 1]
+        stored = tables.user_attributes_of([tid for tid, _, _ in picked])
+        trials = [StoredTrial(number, value, {}, stored[tid]) for tid, number, value in picked]
+        return spec, trials, measured_fields(found.returned, list(found.numbers)), [tid for tid, _, _ in picked]
 
     found = reader.read(study_name, read)
     if found is None:

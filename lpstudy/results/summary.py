@@ -51,9 +51,7 @@ def _search_best(tables: StudyTables, info: frames.StudyInfo) -> tuple[list[int]
     found = stored_best(tables, spec)
     if found is None:
         return [], None
-    chosen, mine, _ = found
-    first = next((r for r in mine if r.fold == int(spec.base_config().fold)), mine[0])
-    return [first.trial_id], measured_fields(chosen, [r.number for r in mine])
+    return [found.trial_id], measured_fields(found.returned, list(found.numbers))
 
 
 def study_summary(reader: frames.TrialReader, study_name: str) -> StudySummary | None:

@@ -22,7 +22,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from lpstudy.study.intensify import Evaluation, Returned
 from lpstudy.study.spec import StudySpec
-from lpstudy.values import FIXED_PARAMS_ATTR, RACE_FOLD_ATTR
+from lpstudy.values import FIXED_PARAMS_ATTR, RACE_FOLD_ATTR, RACE_OF_ATTR
 
 
 def key_of(params: dict[str, Any]) -> Hashable:
@@ -95,42 +95,17 @@ def search_best(trials: Sequence[FrozenTrial], spec: StudySpec) -> SearchBest | 
 
 
 @dataclass(frozen=True)
-class StoredRun:
-    """A COMPLETE trial as a table read gives it (lpstudy.db.trial_reader.StudyTables: no Optuna storage)."""
+class StoredBest:
+    """The configuration a search returns, as its tables say (stored_best): its Returned (keyed by
+    the number of the trial that first ran it), that trial's id and number (its run on the tuning
+    fold: what a run file retrains), the numbers of every run of it, and the ids of the trials
+    races ran (not configurations of their own)."""
 
+    returned: Returned
     trial_id: int
     number: int
-    key: Hashable
-    fold: int
-    value: float
-    diverged: bool
-
-
-def stored_runs(tables, spec: StudySpec) -> list[StoredRun]:
-    """The study's COMPLETE trials with a finite value, read from its tables (each parameter's
-    internal value turned external through its distribution, as Optuna's FrozenTrial has it), in
-    trial order."""
-    import math
-
-    from optuna.distributions import json_to_distribution
-
-    rows = tables.trial_rows(["diverged", RACE_FOLD_ATTR], state="COMPLETE")
-    params: dict[int, dict[str, Any]] = {}
-    distributions: dict[str, Any] = {}  # a study has a few distinct ones: each parsed once
-    for tid, name, value, text in tables.param_rows(state="COMPLETE").itertuples(index=False):
-        if text not in distributions:
-            distributions[text] = json_to_distribution(text)
-        params.setdefault(int(tid), {})[name] = distributions[text].to_external_repr(value)
-    tuning = int(spec.base_config().fold)
-    out = []
-    for row in rows.sort_values("number").to_dict("records"):
-        value = row["value"]
-        if value is None or not math.isfinite(float(value)):
-            continue
-        raced, diverged = _json(row.get(RACE_FOLD_ATTR)), _json(row.get("diverged"))
-        out.append(StoredRun(int(row["trial_id"]), int(row["number"]), key_of(params.get(int(row["trial_id"]), {})),
-                             tuning if raced is None else int(raced), float(value), bool(diverged)))
-    return out
+    numbers: tuple[int, ...]
+    race_ids: frozenset[int]
 
 
 def _json(text: Any) -> Any:
@@ -141,14 +116,44 @@ def _json(text: Any) -> Any:
     return json.loads(text) if isinstance(text, str) else text
 
 
-def stored_best(tables, spec: StudySpec) -> tuple[Returned, list[StoredRun], list[StoredRun]] | None:
-    """The configuration a search returns, from its tables: (its Returned, its runs by trial
-    number, every run); None before any COMPLETE trial that did not diverge."""
-    runs = stored_runs(tables, spec)
-    chosen = spec.intensifier().returned(Evaluation(r.key, r.fold, r.value, r.diverged) for r in runs)
-    if chosen is None:
+def stored_best(tables, spec: StudySpec) -> StoredBest | None:
+    """The configuration a search returns, from its tables (lpstudy.db.trial_reader.StudyTables)
+    with a few queries however many trials it has: only a raced configuration can have more than
+    one fold, so the Intensifier reads the COMPLETE race trials (RACE_FOLD_ATTR, RACE_OF_ATTR) and
+    the trials that first ran their configurations; where none of them holds (no race yet, or every
+    raced configuration diverged on a fold), the tuning fold's lowest value (lpstudy.study.best, by a
+    query) among the trials no race ran. None before any COMPLETE trial that did not diverge."""
+    import math
+
+    tuning = int(spec.base_config().fold)
+    race_ids = tables.trial_ids_with_user_attr(RACE_FOLD_ATTR, state="COMPLETE")
+    left_out = set(race_ids)
+    if race_ids:
+        races = tables.trial_rows([RACE_FOLD_ATTR, RACE_OF_ATTR, "diverged"], ids=race_ids).to_dict("records")
+        origins = {int(_json(r[RACE_OF_ATTR])) for r in races if _json(r.get(RACE_OF_ATTR)) is not None}
+        ids = tables.trial_ids_of(sorted(origins))
+        first = tables.trial_rows(["diverged"], ids=list(ids), state="COMPLETE").to_dict("records")
+        evaluations = [Evaluation(int(r["number"]), tuning, float(r["value"]), bool(_json(r.get("diverged"))))
+                       for r in first if r["value"] is not None and math.isfinite(float(r["value"]))]
+        evaluations += [Evaluation(int(_json(r[RACE_OF_ATTR])), int(_json(r[RACE_FOLD_ATTR])), float(r["value"]),
+                                   bool(_json(r.get("diverged")))) for r in races
+                        if _json(r.get(RACE_OF_ATTR)) is not None and r["value"] is not None
+                        and math.isfinite(float(r["value"]))]
+        chosen = spec.intensifier().returned(evaluations)
+        if chosen is not None and chosen.n_folds >= 2:
+            number = int(chosen.key)
+            runs = sorted({number, *[int(_json(r["number"])) for r in races if _json(r.get(RACE_OF_ATTR)) == number]})
+            trial_id = next(tid for tid, n in ids.items() if n == number)
+            return StoredBest(chosen, trial_id, number, tuple(runs), frozenset(race_ids))
+        diverged = {e.key for e in evaluations if e.diverged}  # a configuration that diverged on a fold
+        left_out |= {tid for tid, n in ids.items() if n in diverged}
+    ranked = tables.ranked_trial_ids(len(left_out) + 1)
+    found = next(((tid, n, v) for tid, n, v in ranked if tid not in left_out), None)
+    if found is None:
         return None
-    return chosen, [r for r in runs if r.key == chosen.key], runs
+    tid, number, value = found
+    return StoredBest(Returned(number, (tuning,), (float(value),), float(value), (-math.inf, math.inf)), tid, number,
+                      (number,), frozenset(race_ids))
 
 
 def enqueue_races(storage, study: optuna.Study, spec: StudySpec) -> int:
@@ -164,10 +169,11 @@ def enqueue_races(storage, study: optuna.Study, spec: StudySpec) -> int:
             taken = sum(1 for t in trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING,
                                                          TrialState.WAITING))
             requests = requests[:max(0, spec.n_trials - taken)]
-        params_of: dict[Hashable, dict[str, Any]] = {}
+        first: dict[Hashable, FrozenTrial] = {}  # the trial that first ran each configuration
         for t in sorted(trials, key=lambda t: t.number):
             if t.state == TrialState.COMPLETE:
-                params_of.setdefault(config_key(t), dict(t.params))
+                first.setdefault(config_key(t), t)
         for key, fold in requests:
-            study.enqueue_trial(params_of[key], user_attrs={RACE_FOLD_ATTR: int(fold)})
+            study.enqueue_trial(dict(first[key].params),
+                                user_attrs={RACE_FOLD_ATTR: int(fold), RACE_OF_ATTR: first[key].number})
         return len(requests)
