@@ -390,7 +390,7 @@ def test_export_grid_and_replay_on_a_real_grid_study(grid_study, capsys):
     searched = (f"{spec.sampler}+{spec.pruner}" + (f"@{spec.spread_trials}" if spec.spread_trials else "")
                 + (f"/race{spec.race}" if spec.race else ""))
     assert [m["name"] for m in plain["methods"] if m["default"]] == [searched]
-    assert [m["rank"] for m in plain["methods"]] == [1, 2, 3, 4, 5]  # by reach, then median F
+    assert [m["rank"] for m in plain["methods"]] == [1, 2, 3, 4, 5]  # by what the user gets, then mean regret
     assert plain["seeds"] == 3
 
     chart = tmp / "chart.png"
@@ -535,11 +535,13 @@ def test_replay_of_a_suite_ranks_over_grids_and_leaves_each_grid_out(grid_study,
     for m in plain["methods"]:  # the suite's columns are the grids' own figures, put together
         shares = [by_name[g][m["name"]]["reach_share"] for g in ("g", "g-k5")]
         assert m["worst_reach_share"] == min(shares)
+        holds = [by_name[g][m["name"]]["hold_share"] for g in ("g", "g-k5")]
+        assert m["worst_hold_share"] == min(holds)
     # leaving a grid out, the choice is made on the other grid alone, among the methods with a spread phase
     for row in plain["leave_one_out"]:
         other = by_name["g-k5" if row["held_out"] == "g" else "g"]
         assert "@" in row["chosen"] and row["chosen"] in other
-        assert row["chosen_reach_share"] == by_name[row["held_out"]][row["chosen"]]["reach_share"]
+        assert row["chosen_hold_share"] == by_name[row["held_out"]][row["chosen"]]["hold_share"]
     assert [r["held_out"] for r in plain["leave_one_out"]] == ["g", "g-k5"]
     # the table for people says the same
     code, _, err = cli(capsys, "replay", *files, "--seeds", "2", "--methods", methods, "--budget", "1", "--no-progress")

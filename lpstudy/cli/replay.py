@@ -150,7 +150,7 @@ def _render(plain: dict) -> None:
     from lpstudy.results.replay_scores import TARGET_F
     from lpstudy.training.progress import stderr_console
 
-    console = stderr_console if stderr_console.is_terminal else Console(file=sys.stderr, width=140)
+    console = stderr_console if stderr_console.is_terminal else Console(file=sys.stderr, width=220)
 
     best = plain["best"]
     config = " ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in best["config"].items())
