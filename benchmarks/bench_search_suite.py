@@ -1,8 +1,9 @@
 """The search defaults, chosen on a suite of grids and checked on grids they were not chosen on.
 
 Replays every method of the list on each grid of the suite and on the held-out grid (lpstudy.results.replay,
-as `lpstudy replay` does), scores each method two ways with intervals (lpstudy.results.replay_scores:
-search efficiency against the tuning fold's own best, generalisation on the other folds), applies
+as `lpstudy replay` does), scores each method with intervals (lpstudy.results.replay_scores: what the
+user gets, the returned configuration's mean loss over all folds; search efficiency against the tuning
+fold's own best), applies
 the choice rule over the suite (lpstudy.results.replay_suite), leaves each grid out in turn, and
 checks search's default on every grid. Writes benchmarks/results/search-suite.md (command, machine,
 date) and benchmarks/results/replay/suite.json (every grid's scores, per seed too).
@@ -119,101 +120,113 @@ def finish(args, plain: dict[str, dict]) -> None:
     print(f"chosen on the suite: {suite['chosen']}", file=sys.stderr)
 
 
+TODAYS_DEFAULT = "tpe+none@8"  # search's default before issue 45 (no race): the compute every other is measured against
+
+
+def regret_text(x: float | None) -> str:
+    return "–" if x is None else f"{x:.4f}"
+
+
 def write_markdown(result: str, suite: dict, held: dict[str, dict]) -> None:
     from benchmarks.results_file import write_result
+    from lpstudy.results.replay_suite import paired_p
 
     names = suite["grid"]["suite"]
     grids = {g["name"]: g for g in suite["grids"]}
     rows = {n: {m["name"]: m for m in g["methods"]} for n, g in grids.items()}
-    ranking = [["method", "seeds", "worst reach", *[f"{n}: reach · F" for n in names]]]
+    rows.update({n: {m["name"]: m for m in g["methods"]} for n, g in held.items()})
+    ranking = [["method", "seeds", "worst within 2 %", *[f"{n}: within 2 % · 1 % · mean regret · reach" for n in names]]]
     for m in suite["methods"]:
         default = " (default)" if m["default_on"] else ""
         counts = [str(m["seeds"][n]) for n in names]
+        cells = []
+        for n in names:
+            r = rows[n][m["name"]]
+            cells.append(f"{share(r['hold_share'], r['hold_ci'])} · {pct(r['hold_tight_share'])} · "
+                         f"{regret_text(r['regret_nats_mean'])} · {pct(r['reach_share'])}")
         ranking.append([m["name"] + default, counts[0] if len(set(counts)) == 1 else "/".join(counts),
-                        pct(m["worst_reach_share"]),
-                        *[f"{share(rows[n][m['name']]['reach_share'], rows[n][m['name']]['reach_ci'])} · "
-                          f"{f_cell(rows[n][m['name']])}" for n in names]])
-    notes = ("**Search efficiency**, ranked by each method's worst reach over the suite's grids, then the mean of its "
-             "median F. Reach: the share of seeds whose returned configuration lies within ε of the best configuration "
-             "of the fold the seed tuned on, at the end of the budget (0.4 of the grid's compute), with its Wilson 95 % "
-             "interval. F: the fraction of the grid's compute spent until then, the median over seeds with a bootstrap "
-             "95 % interval (∞: not reached within the budget). Seed s tunes on fold s mod K; methods share seeds. "
-             f"Seeds per method and grid in the second column (grids in the order of the columns where they differ): "
-             "every method ran its seeds 0, 1, ...; the spread phase without a pruner and the samplers alone ran 100 "
-             "on every grid. The traces were replayed by runs of this script with --traces-only (a cache keyed on "
-             "each grid's hash, the budget, the code and Optuna's version) and scored here with --cached.")
-    general = [["method", *[f"{n}: other folds · ever" for n in names]]]
-    for m in suite["methods"]:
-        general.append([m["name"], *[f"{share(m['general_shares'][n], m['general_cis'][n])} · {pct(m['ever_shares'][n])}"
-                                      for n in names]])
-    grid_rows = [["grid", "configurations × folds", "best (mean over folds)", "fold spread", "ε",
-                  "within ε of each fold's best"]]
+                        pct(m["worst_hold_share"]), *cells])
+    notes = ("**What the user gets**, ranked by each method's worst share over the suite's grids, then the mean of its "
+             "mean regret. Within 2 %: the share of seeds whose returned configuration (at the end of the budget, "
+             "0.4 of the grid's compute) has a mean loss over all the grid's folds within 2 % of the best "
+             "configuration's, with its Wilson 95 % interval; 1 %: the same with 1 %; mean regret: the mean over seeds "
+             "of that mean loss minus the best's, in nats (the median in the side-by-side table below); reach: the share within ε of the tuning fold's best (search "
+             "efficiency, the ranking before issue 45). The same target for every method, whatever folds it tuned or "
+             "raced on. `/raceR`: the R leading configurations raced on more folds (up to 5, every fold of these "
+             "grids; `xF`: up to F) before one is returned, every evaluation counted in the budget (lpstudy.study."
+             "intensify). Seed s tunes on fold s mod K; methods share seeds. The traces were replayed by this script "
+             "with --traces-only (a cache keyed on each grid's hash, the budget, the code and Optuna's version) and "
+             "scored here with --cached.")
+    grid_rows = [["grid", "configurations × folds", "best (mean over folds)", "2 % of it", "fold spread", "ε",
+                  "within 2 % of the best mean", "within ε of each fold's best"]]
     from lpstudy.results.grid_table import read_table
+    from lpstudy.results.replay_scores import HOLD_MARGIN, fold_losses
 
     for n in [*names, *held]:
         g = grids.get(n) or held[n]
         table = read_table(grid_path(n))
-        from lpstudy.results.replay_scores import fold_losses
-
         losses = fold_losses(table)
+        means = losses.mean(axis=1)
         eps = g["best"]["epsilon"]
         within = [int((losses[:, i] - losses[:, i].min() <= eps).sum()) for i in range(losses.shape[1])]
         grid_rows.append([n + (" (held out)" if n in held else ""), f"{g['grid']['configs']} × {g['grid']['folds']}",
-                          f"{g['best']['config']} {g['best']['loss']:.4f}", f"{g['fold_spread']:.4f}", f"{eps:.4f}",
+                          f"{g['best']['config']} {g['best']['loss']:.4f}", f"{HOLD_MARGIN * means.min():.4f}",
+                          f"{g['fold_spread']:.4f}", f"{eps:.4f}",
+                          str(int((means - means.min() <= HOLD_MARGIN * means.min()).sum())),
                           " / ".join(map(str, within))])
-    alike = [["method", *[f"{n}: p reach · p F" for n in names]]]
+    alike = [["method", *[f"{n}: p within 2 % · p regret" for n in names]]]
     for a in suite["alike"]:
-        alike.append([a["name"], *[f"{p_text(a['tests'][n]['reach'])} · {p_text(a['tests'][n]['f'])}" for n in names]])
-    loo = [["grid left out", "chosen by the other grids", "its reach", "its F", "best there", "best's reach",
-            "p reach · p F", "told apart"]]
+        alike.append([a["name"], *[f"{p_text(a['tests'][n]['hold'])} · {p_text(a['tests'][n]['regret'])}" for n in names]])
+    loo = [["grid left out", "chosen by the other grids", "its within 2 %", "its mean regret", "best there",
+            "best's within 2 %", "p within 2 % · p regret", "told apart"]]
     for r in suite["leave_one_out"]:
-        loo.append([r["held_out"], r["chosen"], share(r["chosen_reach_share"], r["chosen_reach_ci"]),
-                    f_text(r["chosen_f_median"]), r["best"], share(r["best_reach_share"], r["best_reach_ci"]),
-                    f"{p_text(r['p_reach'])} · {p_text(r['p_f'])}", "yes" if r["told_apart"] else "no"])
-    defaults = [["grid", "search's default", "reach", "F", "reach ≥ 80 %, F ≤ 0.10", "best method there", "its reach",
-                 "its F", "p reach · p F", "told apart"]]
-    for n, d in suite["default"].items():
-        defaults.append([n, d["method"], share(d["reach_share"], d["reach_ci"]),
-                         f"{f_text(d['f_median'])} [{f_text(d['f_ci'][0])}–{f_text(d['f_ci'][1])}]",
-                         "yes" if d["meets_goal"] else "no", d["best"], pct(d["best_reach_share"]),
-                         f_text(d["best_f_median"]), f"{p_text(d['p_reach'])} · {p_text(d['p_f'])}",
-                         "yes" if d["told_apart_from_best"] else "no"])
+        loo.append([r["held_out"], r["chosen"], share(r["chosen_hold_share"], r["chosen_hold_ci"]),
+                    regret_text(r["chosen_regret"]), r["best"], share(r["best_hold_share"], r["best_hold_ci"]),
+                    f"{p_text(r['p_hold'])} · {p_text(r['p_regret'])}", "yes" if r["told_apart"] else "no"])
+    default_name = next((m["name"] for m in suite["methods"] if m["default_on"]), None)
+    side = [["grid", "method", "seeds", "within 2 % [95 %]", "within 1 %", "median regret (nats) [95 %]",
+             "mean regret", "reach",
+             "compute (× today's)", "within 2 % in ≥ 80 %", "p within 2 % · p regret against today's"]]
+    for n in [*names, *held]:
+        today = rows[n].get(TODAYS_DEFAULT)
+        for label, name in (("today's default", TODAYS_DEFAULT), ("search's default", default_name)):
+            m = rows[n].get(name)
+            if m is None or (label == "search's default" and name == TODAYS_DEFAULT):
+                continue
+            low, high = m["regret_nats_ci"]
+            p = paired_p(today, m) if today is not None and m is not today else None
+            side.append([n + (" (held out)" if n in held else ""), f"{label}: {name}", m["seeds"],
+                         share(m["hold_share"], m["hold_ci"]), pct(m["hold_tight_share"]),
+                         f"{regret_text(m['regret_nats_median'])} [{regret_text(low)}–{regret_text(high)}]",
+                         regret_text(m["regret_nats_mean"]), pct(m["reach_share"]),
+                         "–" if today is None else f"{m['spent_share'] / today['spent_share']:.2f}",
+                         "yes" if m["hold_share"] >= 0.8 else "no",
+                         "–" if p is None else f"{p_text(p['hold'])} · {p_text(p['regret'])}"])
     more = [
-        ("**Generalisation**: the share of seeds whose returned configuration, at the end of the budget, lies within ε "
-         "of the best mean loss over the folds it was not tuned on [Wilson 95 %] · ever: the share that was within ε "
-         "of the best mean over all folds at some point of the budget (the score this file gave before issue 37).",
-         general),
+        ("The goal of issue 45, side by side in one run per grid: search's default before the race and search's "
+         "default now, on every grid of the suite and the held-out grid. Compute: the median compute a seed spent "
+         "(race evaluations included) over today's default's.", side),
         ("The grids. Fold spread: one fold's noise in a configuration's loss, the configuration × fold residuals pooled "
-         "over the stable better half of the configurations; ε is the larger of it and 0.5 % of the best loss. The last "
-         "column counts the configurations within ε of each fold's best.", grid_rows),
+         "over the stable better half of the configurations; ε is the larger of it and 0.5 % of the best loss. "
+         "Within 2 %: the configurations whose mean over all folds is within 2 % of the best's; the last column "
+         "counts those within ε of each fold's best.", grid_rows),
         (f"The leader by the ranking above: **{suite['leader']}**. The methods with a spread phase that no paired test "
-         "tells apart from it on any grid (p of McNemar's exact test on reach and of the sign test on F, over the seeds "
-         "both ran; told apart below 0.05). The rule chooses the simplest of these (no pruner first, then random "
-         f"search before a model-based sampler): **{suite['chosen']}**.", alike),
+         "tells apart from it on any grid (p of McNemar's exact test on within 2 % and of the sign test on regret, "
+         "over the seeds both ran; told apart below 0.05). The rule chooses the simplest of these (no pruner first, "
+         f"then random search before a model-based sampler; the number of raced leaders a setting, not a simpler "
+         f"method, so among races alike the leader's stands): **{suite['chosen']}**.", alike),
         ("Leave one grid out: the rule applied to the other grids alone, its choice scored on the grid left out, beside "
          "the best method with a spread phase there by the same ranking, and the paired tests between the two.", loo),
-        ("search's default on each grid of the suite, against the goal and against the best method measured there "
-         "(any method).", defaults),
     ]
     for name, g in held.items():
         hrows = {m["name"]: m for m in g["methods"]}
-        best = g["methods"][0]
-        default = next(m for m in g["methods"] if m["default"])
-        shown = [("search's default: " + default["name"], default)]
-        if suite["chosen"] in hrows and suite["chosen"] != default["name"]:
-            shown.append(("the suite's choice: " + suite["chosen"], hrows[suite["chosen"]]))
-        shown.append(("best there: " + best["name"], best))
-        from lpstudy.results.replay_suite import paired_p
-
-        table = [["method", "seeds", "reach", "F", "F ≤ 0.10", "other folds", "p reach · p F against the default"]]
-        for label, m in shown:
-            p = paired_p(default, m)
-            table.append([label, m["seeds"], share(m["reach_share"], m["reach_ci"]), f_cell(m), pct(m["target_share"]),
-                          share(m["general_share"], m["general_ci"]),
-                          "–" if m is default else f"{p_text(p['reach'])} · {p_text(p['f'])}"])
+        table = [["method", "seeds", "within 2 %", "within 1 %", "mean regret", "reach"]]
+        for m in sorted(hrows.values(), key=lambda m: m["rank"]):
+            table.append([m["name"], m["seeds"], share(m["hold_share"], m["hold_ci"]), pct(m["hold_tight_share"]),
+                          regret_text(m["regret_nats_mean"]), pct(m["reach_share"])])
         more.append((f"Held out of the suite: {name} ({g['grid']['configs']} configurations × {g['grid']['folds']} "
-                     f"folds, {g['grid']['steps_total']:,} steps; best {g['best']['config']} at {g['best']['loss']:.4f}, "
-                     f"ε {g['best']['epsilon']:.4f}).", table))
+                     f"folds, {g['grid']['steps_total']:,} steps; best {g['best']['config']} at {g['best']['loss']:.4f}).",
+                     table))
     write_result(result, None, ranking, notes, title="Search methods over a suite of grids", more_tables=more)
 
 

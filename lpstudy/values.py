@@ -24,6 +24,8 @@ SPEC_SHA256_ATTR = "lpstudy_spec_sha256"
 METRICS_ATTR_PREFIX = "lpstudy_metrics:"  # trial system attributes holding one evaluation each (no SQL)
 LEASE_ATTR = "lpstudy_heartbeat"  # a running trial's last beat where Optuna has no heartbeats (lpstudy.db.liveness.Lease)
 FIXED_PARAMS_ATTR = "fixed_params"  # Optuna's system attribute of an enqueued trial's parameters
+RACE_FOLD_ATTR = "race_fold"  # user attribute of a trial a race enqueued: the fold it runs on (lpstudy.study.intensify)
+RACE_OF_ATTR = "race_of"  # ... and the number of the trial that first ran its configuration (lpstudy.study.races)
 STATES = ("COMPLETE", "PRUNED", "FAIL", "RUNNING", "WAITING")  # Optuna's trial states, in display order
 SPENT_STATES = ("COMPLETE", "PRUNED", "FAIL", "RUNNING")  # the states of trials that spent compute (not WAITING)
 # Fields a run file (`lpstudy export`, `lpstudy train --out`) always names, even where they equal

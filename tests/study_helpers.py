@@ -123,7 +123,16 @@ def wait_until_answers(url: str, proc, timeout: float = 90) -> None:
 
 
 def best_by_hand(trials):
-    """The best trial as a user means it, written out here rather than taken from lpstudy: the COMPLETE
-    trial with the lowest value that did not diverge, the earlier one on a tie (FrozenTrials)."""
-    done = [t for t in trials if t.state.name == "COMPLETE" and not t.user_attrs.get("diverged")]
-    return min(done, key=lambda t: (t.value, t.number))
+    """The best trial as a user means it, written out here rather than taken from lpstudy: among the
+    configurations (same parameters) that never diverged, those measured on the most folds, the one
+    with the lowest mean over its folds (the earlier on a tie); its first trial (FrozenTrials). Where
+    no configuration was raced on a second fold: the COMPLETE trial with the lowest value."""
+    done = sorted((t for t in trials if t.state.name == "COMPLETE"), key=lambda t: t.number)
+    groups: dict = {}
+    for t in done:
+        groups.setdefault(tuple(sorted(t.params.items())), []).append(t)
+    alive = [g for g in groups.values() if not any(t.user_attrs.get("diverged") for t in g)]
+    most = max(len({t.user_attrs.get("fold") for t in g}) for g in alive)
+    deepest = [g for g in alive if len({t.user_attrs.get("fold") for t in g}) == most]
+    best = min(deepest, key=lambda g: (sum(t.value for t in g) / len(g), g[0].number))
+    return best[0]

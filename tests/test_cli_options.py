@@ -113,6 +113,8 @@ GIVEN = {
     "loss_threshold": (2.25, lambda s: s.loss_threshold == 2.25),
     "n_startup_trials": (3, lambda s: s.n_startup_trials == 3),
     "spread_trials": (2, lambda s: s.spread_trials == 2),
+    "race": (1, lambda s: s.race == 1),
+    "race_folds": (3, lambda s: s.race_folds == 3),
     "sampler_seed": (11, lambda s: s.sampler_seed == 11),
 }
 

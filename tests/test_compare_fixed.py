@@ -8,8 +8,7 @@ import math
 
 import pytest
 
-from lpstudy.study.best import ranked_trials
-from tests.study_helpers import cli, open_study, trials_of
+from tests.study_helpers import best_by_hand, cli, open_study, trials_of
 
 QUICK = ["--set", "max_steps=20", "--set", "eval_interval=10", "--set", "eval_iters=1"]
 # The smoke preset's context is L = 32: QKNorm's initial gain log2(L² − L), written out.
@@ -37,7 +36,7 @@ def test_a_field_left_out_of_tune_is_fixed_and_the_replicates_run_the_best_tuned
             assert set(trial.params) == {"lr"}, trial.params  # nothing else was sampled
             assert trial.user_attrs["gain_init"] == SMOKE_G0  # the preset's gain, in every tuning run
             assert trial.user_attrs["gain_rule"] == "default"
-        best = ranked_trials(tuned)[0]
+        best = best_by_hand(tuned)  # what the arm's search returns (its race's answer)
         runs = trials_of(sqlite_url, f"cmp:{arm}:folds")
         assert sorted(t.user_attrs["fold"] for t in runs) == [0, 1]
         for run in runs:

@@ -12,7 +12,7 @@ import yaml
 from lpstudy.training.config import load_run_file, resolve_config
 from lpstudy.errors import UserError
 from lpstudy.results.export import export_text, train_command
-from tests.study_helpers import TINY, cli, lp_env, lpstudy, trials_of
+from tests.study_helpers import TINY, best_by_hand, cli, lp_env, lpstudy, trials_of
 from lpstudy.db.kinds import open_reader
 
 
@@ -26,7 +26,8 @@ def test_export_then_train_reproduces_the_stored_validation_loss(sqlite_url, tmp
                        "--n-trials", "2", "--no-progress")
     assert code == 0, err
     trials = trials_of(sqlite_url, "s")
-    best = min(trials, key=lambda t: t.value)
+    best = best_by_hand(trials)  # the first trial, raced on fold 1 by the second
+    raced = [t for t in trials if t.state.name == "COMPLETE" and t.params == best.params]
 
     out = tmp_path / "best.yaml"
     code, stdout, err = cli(capsys, "export", "--study", "s", "--storage", sqlite_url, "-o", str(out))
@@ -38,9 +39,13 @@ def test_export_then_train_reproduces_the_stored_validation_loss(sqlite_url, tmp
         "fold": 0, "folds": 10, "seed": 7}
     assert data["max_steps"] == 30 and data["eval_interval"] == 10 and "device" not in data
     assert data["threads"] == 1  # the worker's CPU thread count: float sums depend on it
-    assert data["source"] == {"study": "s", "trial": best.number, "value": best.value,
-                              "final_val_loss": best.user_attrs["final_val_loss"], "diverged": False,
-                              "lpstudy_version": best.user_attrs["version"]}
+    assert {k: data["source"][k] for k in ("study", "trial", "value", "final_val_loss", "diverged",
+                                           "lpstudy_version")} == {
+        "study": "s", "trial": best.number, "value": best.value,
+        "final_val_loss": best.user_attrs["final_val_loss"], "diverged": False,
+        "lpstudy_version": best.user_attrs["version"]}
+    assert data["source"]["folds_measured"] == len(raced) == 2 and data["source"]["chosen_as"] == "best"
+    assert data["source"]["mean_over_folds"] == pytest.approx(sum(t.value for t in raced) / 2)
     assert list(tmp_path.glob(".best.yaml*")) == []  # the temporary file of the atomic write is gone
 
     # retrained by a process whose default thread count differs from the worker's
@@ -50,11 +55,11 @@ def test_export_then_train_reproduces_the_stored_validation_loss(sqlite_url, tmp
     assert result["final_val_loss"] == pytest.approx(best.user_attrs["final_val_loss"], rel=1e-6, abs=1e-7)
     assert result["config"]["p"] == best.user_attrs["p"] and result["config"]["seed"] == 7
 
-    # the top K, as JSON, best first; the API the dashboard's Export page calls gives the same file
+    # the top K, as JSON, best first, one run a configuration: here one, its race's run on fold 1 is no other;
+    # the API the dashboard's Export page calls gives the same file
     code, stdout, _ = cli(capsys, "export", "--study", "s", "--storage", sqlite_url, "--format", "json", "--top", "2")
     body = json.loads(stdout)
-    assert body["study"] == "s" and len(body["runs"]) == 2
-    assert [r["source"]["value"] for r in body["runs"]] == sorted(t.value for t in trials)
+    assert body["study"] == "s" and [r["source"]["trial"] for r in body["runs"]] == [best.number]
     assert export_text(open_reader(sqlite_url), "s") == out.read_text()
     assert train_command("my best.yaml") == "lpstudy train --config 'my best.yaml'"
 

@@ -38,12 +38,13 @@ class PlannedObjective:
 
     def __call__(self, ctx, trial):
         from lpstudy.study.objective import record_evaluation, worker_identity
+        from lpstudy.study.races import run_overrides
         from lpstudy.study.trial_attributes import end_attributes, start_attributes
         from lpstudy.study.trial_context import TrialOutcome
         from lpstudy.training.config import resolve_config
         from lpstudy.training.gain import gain_rule_of
 
-        cfg = resolve_config(ctx.spec.preset, ctx.spec.space.suggest(trial))
+        cfg = resolve_config(ctx.spec.preset, run_overrides(ctx.spec, trial))  # a race's fold, as the worker runs it
         rule = gain_rule_of(cfg.gain_init)
         cfg = dataclasses.replace(cfg, gain_init=cfg.resolved_gain_init, device="cpu")
         now = datetime.now(timezone.utc)

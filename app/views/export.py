@@ -1,6 +1,8 @@
 """Export: the best trial (or the top K) as the YAML or JSON run file that `lpstudy train --config`
 reads, to download, and the exact command that retrains it. The text comes from lpstudy.results.export,
-the same as `lpstudy export`."""
+the same as `lpstudy export`; for a search, the page says first on how many folds its best was
+measured and its interval (a configuration seen on one fold only is "leading on 1 fold", never
+"best")."""
 
 import streamlit as st
 
@@ -26,6 +28,20 @@ def exported(storage_url: str, study_name: str, top_k: int, fmt: str) -> str:
     return export_text(reader(storage_url), study_name, top_k=top_k, fmt=fmt)
 
 
+@st.cache_data(ttl=CACHE_TTL_S, show_spinner=False)
+def measured(storage_url: str, study_name: str) -> dict | None:
+    from lpstudy.results.export import search_choice
+
+    found = search_choice(reader(storage_url), study_name)
+    return None if found is None else found[2]
+
+
+with no_traceback():
+    known = measured(storage, study.name)
+if known is not None:
+    (st.success if known["chosen_as"] == "best" else st.warning)(
+        f"{plain(known['measured'])} (trials {', '.join(map(str, known['trials']))}).")
+
 left, right = st.columns([1, 1])
 fmt = left.radio("Format", ["yaml", "json"], horizontal=True)
 top_k = right.number_input("How many of the best trials", min_value=1, max_value=50, value=1, step=1)
@@ -35,8 +51,9 @@ with no_traceback():
     text = exported(storage, study.name, int(top_k), fmt)
 file_name = f"{study.name}-best.{fmt}" if top_k == 1 else f"{study.name}-top{int(top_k)}.{fmt}"
 
-best = A.top_trials(trials, int(top_k))
-table(best[["number", "loss", "p", "lr", "gain_init", "fold", "seed"]])
+if known is None:  # a grid: its trials by value
+    best = A.top_trials(trials, int(top_k))
+    table(best[["number", "loss", "p", "lr", "gain_init", "fold", "seed"]])
 st.download_button(f"Download {plain(file_name)}", data=text, file_name=file_name,
                    mime="application/json" if fmt == "json" else "application/x-yaml", type="primary")
 st.code(text, language=fmt)

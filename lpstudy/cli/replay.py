@@ -62,7 +62,7 @@ def replay(
     suite: Annotated[bool, typer.Option("--suite", help="Replay the shipped suite of grids (" + ", ".join(Path(p).name for p in SUITE_GRIDS) + ") and rank the methods over it.")] = False,
     study: Annotated[Optional[list[str]], typer.Option("--study", "-s", help="Or a grid study of the database (every cell completed); repeat it to join grid studies that share their fixed settings.",
                                                        callback=_study_names)] = None,
-    methods: Annotated[Optional[str], typer.Option(help="SAMPLER+PRUNER[@N],... (e.g. tpe+median,random+none,gp+*,cmaes+sha@8: @N a spread phase of N trials); default: the catalogue (GP only when named).")] = None,
+    methods: Annotated[Optional[str], typer.Option(help="SAMPLER+PRUNER[@N][/raceR],... (e.g. tpe+median,random+none,gp+*,cmaes+sha@8,tpe+none@8/race3: @N a spread phase of N trials, /raceR the R leading configurations raced on more folds); default: the catalogue (GP only when named).")] = None,
     seeds: Annotated[int, typer.Option(help="Seeds per method (seed s tunes on fold s mod K). A share of 80 % has a 95 % interval of 58–92 % at 20 seeds and 71–87 % at 100 (Wilson); the shipped suite was scored at 100 or more.", min=1, max=10_000)] = 20,
     budget: Annotated[float, typer.Option(help="Compute per seed, as a fraction of the full grid's (every configuration on every fold).", min=0.001, max=10.0)] = 0.4,
     max_trials: Annotated[int, typer.Option("--max-trials", help="Trials per seed at most.", min=1, max=100_000)] = 2000,
@@ -150,26 +150,32 @@ def _render(plain: dict) -> None:
     from lpstudy.results.replay_scores import TARGET_F
     from lpstudy.training.progress import stderr_console
 
-    console = stderr_console if stderr_console.is_terminal else Console(file=sys.stderr, width=140)
+    console = stderr_console if stderr_console.is_terminal else Console(file=sys.stderr, width=220)
 
     best = plain["best"]
     config = " ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in best["config"].items())
     say(f"best configuration: {config} · mean loss {best['loss']:.4f} over the folds · ε = {best['epsilon']:.4f} "
         f"(the fold spread pooled over configurations, at least 0.5 % of the loss)")
-    table = Table(title=f"Search efficiency (against the tuning fold's best) and generalisation (on the other folds), "
+    table = Table(title=f"What the user gets (the returned configuration's mean loss over all folds), search "
+                        f"efficiency (against the tuning fold's best) and generalisation (on the other folds), "
                         f"{plain['seeds']} seeds, 95 % intervals")
-    for column in ("method", "reach ε [95 %]", "F median [95 %]", f"F ≤ {TARGET_F:.2f}", "other folds [95 %]",
-                   "ever", "trials", "pruned", "capped"):
+    for column in ("method", "within 2 % [95 %]", "within 1 %", "mean regret", "reach ε [95 %]", "F median [95 %]",
+                   f"F ≤ {TARGET_F:.2f}", "other folds [95 %]", "ever", "trials", "pruned", "capped"):
         table.add_column(column, justify="left" if column == "method" else "right", no_wrap=True)
     for m in plain["methods"]:
         low, high = m["f_ci"]
         name = m["name"] + (" (default)" if m["default"] else "")
-        table.add_row(name, _share(m["reach_share"], m["reach_ci"]),
+        regret = "–" if m["regret_nats_mean"] is None else f"{m['regret_nats_mean']:.4f}"
+        table.add_row(name, _share(m["hold_share"], m["hold_ci"]), f"{m['hold_tight_share']:.0%}", regret,
+                      _share(m["reach_share"], m["reach_ci"]),
                       f"{_fraction(m['f_median'])} [{_fraction(low)}, {_fraction(high)}]", f"{m['target_share']:.0%}",
                       _share(m["general_share"], m["general_ci"]), f"{m['ever_share']:.0%}",
                       f"{m['trials_median']:.0f}", f"{m['pruned_share']:.0%}", f"{m['capped_share']:.0%}")
     console.print(table)
-    say("search efficiency: reach ε is the share of seeds whose returned configuration is within ε of the best on "
+    say("within 2 % (1 %): the share of seeds whose returned configuration's mean loss over all the grid's folds is "
+        "within 2 % (1 %) of the best configuration's, at the end of --budget (Wilson interval); mean regret: the "
+        "mean over seeds of that loss minus the best's, in nats; methods ranked on these · "
+        "search efficiency: reach ε is the share of seeds whose returned configuration is within ε of the best on "
         "the fold it was tuned on, at the end of --budget (Wilson interval); F the fraction of the grid's compute "
         "spent until then (median, bootstrap interval; ∞: never) · generalisation: other folds is the share whose "
         "returned configuration is within ε of the best mean over the folds it was not tuned on · ever: within ε "
@@ -197,26 +203,28 @@ def _render_suite(plain: dict) -> None:
 
     console = stderr_console if stderr_console.is_terminal else Console(file=sys.stderr, width=180)
     names = plain["grid"]["suite"]
-    table = Table(title=f"The suite: {len(names)} grids, methods ranked by their worst reach (search efficiency, "
-                        "at the end of the budget), then by their mean median F")
-    for column in ("method", "worst reach", *names):
+    table = Table(title=f"The suite: {len(names)} grids, methods ranked by their worst share of seeds within 2 % of "
+                        "the best all-fold loss, then by their mean median regret")
+    for column in ("method", "worst within 2 %", *names):
         table.add_column(column, justify="left" if column == "method" else "right", no_wrap=True)
     for m in plain["methods"]:
         default = f" (default on {', '.join(m['default_on'])})" if m["default_on"] else ""
-        cells = [f"{_share(m['reach_shares'][n], m['reach_cis'][n])} · F {_fraction(m['f_medians'][n])}" for n in names]
-        table.add_row(m["name"] + default, f"{m['worst_reach_share']:.0%}", *cells)
+        cells = [f"{_share(m['hold_shares'][n], m['hold_cis'][n])} · reach {m['reach_shares'][n]:.0%}" for n in names]
+        table.add_row(m["name"] + default, f"{m['worst_hold_share']:.0%}", *cells)
     console.print(table)
-    say("each grid's cell: share of seeds within ε of the tuning fold's best at the end of the budget [Wilson 95 %] · "
-        "median F (fraction of the grid's compute spent until then; ∞: most seeds never got there)")
-    say(f"leader: {plain['leader']}; not told apart from it on any grid (McNemar's exact test on reach, sign test "
-        f"on F, paired over seeds, 5 %): {', '.join(a['name'] for a in plain['alike'])}")
+    say("each grid's cell: share of seeds whose returned configuration's mean loss over all folds is within 2 % of the "
+        "best's at the end of the budget [Wilson 95 %] · reach: within ε of the tuning fold's best")
+    say(f"leader: {plain['leader']}; not told apart from it on any grid (McNemar's exact test on within 2 %, sign "
+        f"test on regret, paired over seeds, 5 %): {', '.join(a['name'] for a in plain['alike'])}")
     loo = Table(title="Leave one grid out: the method the other grids choose, scored on the grid left out")
-    for column in ("left out", "chosen by the others", "its reach", "its F", "best there", "best's reach", "told apart"):
+    for column in ("left out", "chosen by the others", "its within 2 %", "its regret", "best there",
+                   "best's within 2 %", "told apart"):
         loo.add_column(column, justify="left" if column in ("left out", "chosen by the others", "best there") else "right",
                        no_wrap=True)
     for row in plain["leave_one_out"]:
-        loo.add_row(row["held_out"], row["chosen"], _share(row["chosen_reach_share"], row["chosen_reach_ci"]),
-                    _fraction(row["chosen_f_median"]), row["best"], _share(row["best_reach_share"], row["best_reach_ci"]),
+        regret = "–" if row["chosen_regret"] is None else f"{row['chosen_regret']:.4f}"
+        loo.add_row(row["held_out"], row["chosen"], _share(row["chosen_hold_share"], row["chosen_hold_ci"]),
+                    regret, row["best"], _share(row["best_hold_share"], row["best_hold_ci"]),
                     "yes" if row["told_apart"] else "no")
     console.print(loo)
     say(f"chosen on the whole suite (among methods with a spread phase, which a first run needs; the simplest of "

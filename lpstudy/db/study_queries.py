@@ -159,6 +159,15 @@ class StudyTables:
         frame["value"] = stored_floats(frame["value"], frame.pop("value_type"))
         return frame
 
+    def trial_ids_with_user_attr(self, key: str, state: str | None = None) -> list[int]:
+        """Optuna trial ids of the study's trials (of one state) that have the user attribute `key`, in
+        number order: a few among many (a search's race trials), without reading the others."""
+        where, params = _where(None, state)
+        return [int(tid) for (tid,) in self._conn.execute(sa.text(
+            "SELECT t.trial_id FROM trials t JOIN trial_user_attributes a ON a.trial_id = t.trial_id "
+            f"WHERE t.study_id = :sid AND a.key = :key{where} ORDER BY t.number"),
+            {"sid": self._sid, "key": key, **params})]
+
     def param_rows(self, ids: Sequence[int] | None = None,
                    state: str | None = None) -> pd.DataFrame:
         """Every parameter of the study's trials (or of `ids`): trial_id, param_name, param_value

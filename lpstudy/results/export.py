@@ -5,6 +5,13 @@ and seed always), and a `source` mapping: the study, the trial's number, its val
 validation loss and whether it diverged. Retraining from it on CPU gives the stored validation loss
 again (same seed, same software). With top_k > 1 the file holds `study:` and `runs:`, a list of
 such run files, best first (feed one of them to `lpstudy train`).
+
+A search's best is the configuration it returns (lpstudy.study.races.search_best: its leading
+configurations raced on more folds, the lowest mean loss over the most folds), and its run file's
+`source` says on how many folds that configuration was measured (`folds_measured`), their mean
+(`mean_over_folds`) with a 95 % t interval (`interval`; none on one fold) and `chosen_as`: "best"
+only when it was measured on more than one fold; a configuration seen on its tuning fold alone is
+exported as "leading on 1 fold", never as the best.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from lpstudy.values import SPEC_ATTR
 if TYPE_CHECKING:
     from lpstudy.db.study_queries import StudyTables
     from lpstudy.db.trial_reader import TrialReader
+    from lpstudy.study.intensify import Returned
 
 FORMATS = ("yaml", "json")
 
@@ -47,14 +55,38 @@ def trial_overrides(trial, spec) -> dict[str, Any]:
     return overrides
 
 
-def run_file_text(trial, spec, study_name: str, fmt: str = "yaml") -> str:
-    """One trial as a run file (text)."""
+def measured_text(returned: Returned | None) -> str:
+    """What a search's chosen configuration is, said once for the run file and the Export page."""
+    if returned is None:
+        return "best"
+    r = returned
+    if r.n_folds < 2:
+        return ("leading on 1 fold: the lowest loss on the tuning fold, not yet raced on another fold, so not a "
+                "best that holds; run more trials (the search races its leaders on more folds)")
+    return (f"best: the lowest mean loss over {r.n_folds} folds ({r.mean:.4f}, 95 % interval "
+            f"{r.interval[0]:.4f}–{r.interval[1]:.4f}) among its leaders raced on as many folds")
+
+
+def measured_fields(returned: Returned, trials: list[int]) -> dict[str, Any]:
+    """The run file's `source` fields that say how well a search's chosen configuration is known."""
+    r = returned
+    return {"chosen_as": "best" if r.n_folds >= 2 else "leading on 1 fold", "folds_measured": r.n_folds,
+            "folds": list(r.folds), "mean_over_folds": r.mean,
+            "interval": [r.interval[0], r.interval[1]] if r.n_folds >= 2 else None, "trials": trials,
+            "measured": measured_text(r)}
+
+
+def run_file_text(trial, spec, study_name: str, fmt: str = "yaml", measured: dict[str, Any] | None = None) -> str:
+    """One trial as a run file (text); `measured`: how well the configuration it stands for is
+    known (measured_fields), for a search's chosen configuration."""
     cfg = resolve_config(spec.preset, trial_overrides(trial, spec))
     attrs = trial.user_attrs
     final = attrs.get("final_val_loss")
     source = {"study": study_name, "trial": trial.number, "value": trial.value,
               "final_val_loss": final if final is not None else None,
               "diverged": bool(attrs.get("diverged", False))}
+    if measured is not None:
+        source.update(measured)
     if attrs.get("version"):
         source["lpstudy_version"] = attrs["version"]
     return write_run_file(None, spec.preset, cfg, source=source, fmt=fmt)
@@ -91,24 +123,70 @@ def chosen_trials(reader: TrialReader, study_name: str, top_k: int) -> tuple[Stu
     return spec_of(study_name, frozen.user_attrs), trials
 
 
+def search_choice(reader: TrialReader, study_name: str, top_k: int = 1
+                  ) -> tuple[StudySpec, list, dict[str, Any] | None] | None:
+    """A search study's spec, the trials to export (the configuration it returns first, on its
+    tuning fold, then the other configurations' best trials, one a configuration) and how well the
+    first is known (measured_fields; None before any trial counts); None for a grid study or a study
+    without a spec. Read from its tables (lpstudy.study.races.stored_best), as chosen_trials is."""
+    from lpstudy.study.races import stored_best
+
+    def read(tables: StudyTables):
+        _, attrs = tables.header()
+        plain = attrs.get(SPEC_ATTR)
+        if not isinstance(plain, dict):
+            return None
+        spec = StudySpec.from_plain(plain)
+        if spec.is_grid:
+            return None
+        found = stored_best(tables, spec)
+        if found is None:
+            return spec, [], None, []
+        picked = [(found.trial_id, found.number, found.returned.losses[0])]
+        if top_k > 1:  # the other configurations' best trials, by value: never a race's run of one
+            ranked = tables.ranked_trial_ids(top_k + len(found.race_ids))
+            picked += [r for r in ranked if r[0] not in found.race_ids and r[0] != found.trial_id][:top_k - 1]
+        stored = tables.user_attributes_of([tid for tid, _, _ in picked])
+        trials = [StoredTrial(number, value, {}, stored[tid]) for tid, number, value in picked]
+        return spec, trials, measured_fields(found.returned, list(found.numbers)), [tid for tid, _, _ in picked]
+
+    found = reader.read(study_name, read)
+    if found is None:
+        return None
+    spec, trials, measured, ids = found
+    if trials and not all(isinstance(t.user_attrs.get("overrides"), dict) for t in trials):
+        from lpstudy.study.studies import spec_of
+
+        frozen, trials = reader.optuna_study(study_name, trial_ids=ids)  # before workers stored `overrides`
+        spec = spec_of(study_name, frozen.user_attrs)
+    return spec, trials, measured
+
+
 def export_text(reader: TrialReader, study_name: str, top_k: int = 1, fmt: str = "yaml") -> str:
-    """The best trial (lpstudy.study.best) as a run file (top_k=1), or the top K as
-    {study, runs: [...]}, in YAML or JSON. The trials are ranked by a query and only the chosen ones
-    read (chosen_trials; on a SQL database without opening Optuna's storage).
-    UserError when the study has no such trial (or does not exist)."""
+    """The best trial as a run file (top_k=1), or the top K as {study, runs: [...]}, in YAML or
+    JSON. A search's best is the configuration it returns (search_choice; its run file says on how
+    many folds it was measured); a grid's, lpstudy.study.best's lowest value. Both ranked from the
+    study's tables, only the chosen trials' attributes read (on a SQL database without opening
+    Optuna's storage). UserError when the study has no such trial (or does not exist)."""
     fmt = (fmt or "yaml").lower()
     if fmt not in FORMATS:
         raise UserError(f"unknown format {fmt!r}; choose yaml or json")
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise UserError(f"--top must be a positive integer, got {top_k!r}")
-    spec, done = chosen_trials(reader, study_name, top_k)
+    searched = search_choice(reader, study_name, top_k)
+    measured = None
+    if searched is not None:
+        spec, done, measured = searched
+    else:
+        spec, done = chosen_trials(reader, study_name, top_k)
     if not done:
         raise UserError(f"study {study_name!r} has no completed trial that did not diverge yet; run "
                         f"`lpstudy worker --study {shell_quoted(study_name)}` and export when `lpstudy status --study "
                         f"{shell_quoted(study_name)}` shows a best trial")
     if top_k == 1:
-        return run_file_text(done[0], spec, study_name, fmt)
-    runs = [yaml.safe_load(run_file_text(t, spec, study_name, "yaml")) for t in done[:top_k]]
+        return run_file_text(done[0], spec, study_name, fmt, measured)
+    runs = [yaml.safe_load(run_file_text(t, spec, study_name, "yaml", measured if i == 0 else None))
+            for i, t in enumerate(done[:top_k])]
     body = {"study": study_name, "runs": runs}
     if fmt == "json":
         return json.dumps(body, indent=2) + "\n"

@@ -28,12 +28,13 @@ import optuna
 from optuna.trial import TrialState
 
 from lpstudy.study.best import is_candidate
+from lpstudy.study.intensify import Evaluation, Intensifier
 from lpstudy.results.grid_table import FOLD, GridTable
 from lpstudy.results.replay_methods import Method, build_pruner, build_sampler
 from lpstudy.study.space import SearchSpace
 from lpstudy.study.spec import StudySpec
 from lpstudy.study.spread import enqueue_spread
-from lpstudy.values import json_safe
+from lpstudy.values import RACE_FOLD_ATTR, json_safe
 
 RANDOM = Method("random", "none")
 MAX_TRIALS = 2000  # per seed, at most
@@ -94,7 +95,12 @@ def replay_one(table: GridTable, method: Method, seed: int, budget_steps: int,
     earlier when it has stalled: a sampler that ignores pruned trials (the GP, CMA-ES) proposes
     the configuration it just saw pruned again and again, its model unchanged; after STALL such
     trials in a row the rest of the budget would go the same way, so the configuration it returns
-    stays what it is. `max_trials` bounds the trials of a seed all the same."""
+    stays what it is. `max_trials` bounds the trials of a seed all the same.
+
+    A method that races (`method.race`) does what a study's worker does: after each finished trial
+    it asks the study's Intensifier (lpstudy.study.intensify) which leaders to run on another fold,
+    enqueues each as a trial with that fold (Optuna's ask pops it before sampling), and returns the
+    configuration the Intensifier returns; every evaluation counts against the budget."""
     optuna.logging.set_verbosity(optuna.logging.ERROR)  # samplers' warnings (the GP's: one a trial) say nothing here
     fold = tuning_fold(table, seed)
     spec = replay_spec(table, fold)
@@ -103,9 +109,13 @@ def replay_one(table: GridTable, method: Method, seed: int, budget_steps: int,
         study = optuna.create_study(study_name=f"replay-{method.name}-{seed}", direction="minimize",
                                     sampler=build_sampler(method, spec, seed), pruner=build_pruner(method, spec))
     enqueue_spread(study, spec.space, method.spread, seed)
+    intensifier = Intensifier.of(method.race, method.race_folds, table.folds.index(fold), len(table.folds))
+    evaluations: list[Evaluation] = []
+    params_of: dict[int, dict[str, Any]] = {}  # each configuration's parameters as first sampled
+    pending: set[tuple[int, int]] = set()  # (configuration, fold index) enqueued and not yet run
     rng = np.random.default_rng(seed)
     trace = Trace()
-    spent, best = 0, (math.inf, -1)  # (value, config) of the best candidate so far
+    spent, best = 0, (math.inf, -1)  # (value, config) of the best candidate so far (a method over folds)
     while spent < budget_steps:
         if trace.trials >= max_trials or _stalled(trace):
             trace.capped = True
@@ -115,10 +125,13 @@ def replay_one(table: GridTable, method: Method, seed: int, budget_steps: int,
             trial = study.ask()
             overrides = spec.space.suggest(trial)
         config = table.nearest({name: json_safe(overrides[name]) for name in table.params})
+        params_of.setdefault(config, dict(trial.params))
+        raced = trial.user_attrs.get(RACE_FOLD_ATTR)
+        run_fold = fold if raced is None else table.folds[int(raced)]
         if method.over_folds:
             cost, value, state, diverged = _over_folds(table, trial, config, rng)
         else:
-            cost, value, state, diverged = _along_curve(table, trial, config, fold)
+            cost, value, state, diverged = _along_curve(table, trial, config, run_fold)
         trial.set_user_attr("diverged", diverged)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -127,11 +140,23 @@ def replay_one(table: GridTable, method: Method, seed: int, budget_steps: int,
                 trace.pruned += 1
             else:
                 study.tell(trial, value)
-        if state == TrialState.COMPLETE and is_candidate("COMPLETE", value, diverged) and value < best[0]:
-            best = (value, config)
         spent += cost
+        if method.over_folds:
+            if state == TrialState.COMPLETE and is_candidate("COMPLETE", value, diverged) and value < best[0]:
+                best = (value, config)
+            returned = best[1]
+        else:
+            index = table.folds.index(run_fold)
+            pending.discard((config, index))
+            if state == TrialState.COMPLETE and value is not None:
+                evaluations.append(Evaluation(config, index, float(value), bool(diverged)))
+            for key, f in intensifier.requests(evaluations, pending):
+                study.enqueue_trial(params_of[key], user_attrs={RACE_FOLD_ATTR: f})
+                pending.add((key, f))
+            chosen = intensifier.returned(evaluations)
+            returned = -1 if chosen is None else int(chosen.key)
         trace.spent.append(spent)
-        trace.returned.append(best[1])
+        trace.returned.append(returned)
         trace.last.append((config, state == TrialState.PRUNED))
     return trace
 
@@ -208,6 +233,7 @@ def code_version() -> str:
     root = Path(lpstudy.__file__).parent
     digest = hashlib.sha256()
     for name in ("results/replay.py", "results/replay_methods.py", "results/grid_table.py", "study/space.py",
+                 "study/intensify.py",
                  "study/spread.py", "study/studies.py", "study/spec.py", "study/best.py", "training/fields.py",
                  "values.py"):
         digest.update((root / name).read_bytes())

@@ -16,10 +16,14 @@ what `lpstudy search` runs. The others are Optuna's, with Optuna's defaults unle
               η = 3): lpstudy's; wilcoxon (WilcoxonPruner over the folds: each trial runs
               the configuration fold by fold, as `compare` replicates it, and stops once it is
               significantly worse than the best)
+    race      /raceR after a name: the R leading configurations raced on more folds before one is
+              returned (lpstudy.study.intensify, as a study's `race` option), its evaluations
+              counted in the budget; search's default has its `race`
 """
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from dataclasses import dataclass
 
@@ -40,6 +44,7 @@ SAMPLERS_WITHOUT_PRUNERS = ("tpe-optuna",)
 # Measured only when --methods names them: a GP seed costs a GP fit per trial.
 SAMPLERS_ON_REQUEST = ("gp",)
 MAX_SPREAD = int(OPTIONS["spread_trials"].bound[1])  # what a study's spread phase may have
+RACE_FOLDS = int(OPTIONS["race_folds"].default)
 
 
 @dataclass(frozen=True)
@@ -47,10 +52,14 @@ class Method:
     sampler: str
     pruner: str
     spread: int = 0  # the spread phase's trials (lpstudy.study.spread): Sobol points, never pruned
+    race: int = 0  # the leaders raced on more folds before one is returned (lpstudy.study.intensify; 0: none)
+    race_folds: int = RACE_FOLDS
 
     @property
     def name(self) -> str:
-        return f"{self.sampler}+{self.pruner}" + (f"@{self.spread}" if self.spread else "")
+        return (f"{self.sampler}+{self.pruner}" + (f"@{self.spread}" if self.spread else "")
+                + (f"/race{self.race}" if self.race else "")
+                + (f"x{self.race_folds}" if self.race and self.race_folds != RACE_FOLDS else ""))
 
     @property
     def over_folds(self) -> bool:
@@ -58,9 +67,10 @@ class Method:
 
 
 def default_method() -> Method:
-    """What `lpstudy search` runs unless told otherwise: the spec's default sampler, pruner and spread phase."""
+    """What `lpstudy search` runs unless told otherwise: the spec's default sampler, pruner, spread
+    phase and race."""
     spec = StudySpec(space=None)  # type: ignore[arg-type]  # only its defaults are read
-    return Method(spec.sampler, spec.pruner, spec.spread_trials)
+    return Method(spec.sampler, spec.pruner, spec.spread_trials, spec.race, spec.race_folds)
 
 
 def all_methods() -> list[Method]:
@@ -79,9 +89,10 @@ def all_methods() -> list[Method]:
 
 def pick_methods(text: str | None) -> list[Method]:
     """The methods named in a comma-separated list, or the catalogue (all_methods) when None.
-    Each name is SAMPLER+PRUNER, with `@N` for a spread phase of N trials (`cmaes+sha@8`); `*`
-    stands for every sampler, pruner or (after @) spread count of the catalogue: `random+*`,
-    `*+sha@*`. A list that names nothing is refused."""
+    Each name is SAMPLER+PRUNER, with `@N` for a spread phase of N trials (`cmaes+sha@8`) and
+    `/raceR` for R leading configurations raced on more folds (`tpe+none@8/race3`; `/raceRxF`: on
+    up to F folds); `*` stands for every sampler, pruner or (after @) spread count of the
+    catalogue: `random+*`, `*+sha@*`. A list that names nothing is refused."""
     methods = all_methods()
     if text is None:
         return methods
@@ -90,6 +101,7 @@ def pick_methods(text: str | None) -> list[Method]:
     for part in (s.strip() for s in text.split(",")):
         if not part:
             continue
+        part, race, race_folds = _race_of(part)
         head, at, spread_text = part.partition("@")
         sampler, sep, pruner = head.partition("+")
         if not sep or (at and spread_text != "*" and not spread_text.isdigit()):
@@ -101,18 +113,34 @@ def pick_methods(text: str | None) -> list[Method]:
             raise UserError(f"--methods: {part!r} asks for a spread phase of {spread_text} trials; at most "
                             f"{MAX_SPREAD:,}, as --spread-trials takes")
         found = [m for m in methods if sampler in ("*", m.sampler) and pruner in ("*", m.pruner)
-                 and spread in (None, m.spread)]
+                 and spread in (None, m.spread) and not m.race]
         if not found and spread and sampler in SAMPLER_NAMES and pruner in PRUNER_NAMES:
             found = [Method(sampler, pruner, spread)]  # any spread count of a known method
         if not found:
             raise UserError(f"--methods: no method {part!r}; samplers: {', '.join(SAMPLER_NAMES)}; pruners: "
                             f"{', '.join(PRUNER_NAMES)} ({FOLD_PRUNER} with {', '.join(FOLD_SAMPLERS)}); "
                             "@N adds a spread phase of N trials")
+        if race is not None:
+            found = [dataclasses.replace(m, race=race, race_folds=race_folds) for m in found if not m.over_folds]
         picked += [m for m in found if m not in picked]
     if not picked:
         raise UserError(f"--methods names no method ({text!r}); give SAMPLER+PRUNER names such as cmaes+sha,random+sha, "
                         "or leave --methods out for the whole catalogue")
     return picked
+
+
+def _race_of(part: str) -> tuple[str, int | None, int]:
+    """A method's name split from its race suffix: `tpe+none@8/race3` (the 3 leaders raced on up to
+    RACE_FOLDS folds), `/race3x2` (on up to 2 folds), `/race0` (none); None where no suffix."""
+    head, slash, race_text = part.partition("/")
+    if not slash:
+        return part, None, RACE_FOLDS
+    top, x, folds = race_text.removeprefix("race").partition("x")
+    if not race_text.startswith("race") or not top.isdigit() or (x and not folds.isdigit()) \
+            or (x and int(folds) < 2):
+        raise UserError(f"--methods: {part!r}: a race is written /raceN or /raceNxF (N leaders raced on up to F "
+                        "folds, F at least 2), e.g. tpe+none@8/race3")
+    return head, int(top), int(folds) if x else RACE_FOLDS
 
 
 def build_sampler(method: Method, spec: StudySpec, seed: int) -> optuna.samplers.BaseSampler:

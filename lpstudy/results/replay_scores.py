@@ -1,5 +1,17 @@
 """A replay's traces scored two ways, each with its interval, per method over seeds.
 
+**What the user gets** (the ranking since issue 45): the configuration each method returns at the end
+of the budget, scored by its loss averaged over all the grid's folds (the best estimate of its
+expected loss, as HPOBench and YAHPO score an incumbent), the same target for every method whatever
+folds it tuned or raced on:
+
+- regret: that mean loss minus the best configuration's mean loss, in nats (per seed; the median
+  and the mean, which ranks: where most seeds return the best configuration the medians tie at 0);
+- hold: the share of seeds whose returned configuration lies within HOLD_MARGIN (2 %) of the best
+  mean loss, a margin fixed in advance (1 %, HOLD_MARGIN_TIGHT, as a second column), with its Wilson
+  interval. No grid of the suite has folds that no method sees (a race may measure every fold), so
+  no held-out-fold score is given; a grid with more folds than `race_folds` would have them.
+
 **Search efficiency**: did the search find what its tuning fold rewards, and at what compute. Seed
 s tunes on fold f (lpstudy.results.replay.tuning_fold); the configuration it returns is its best
 trial on fold f, so it is judged against fold f's own best configuration:
@@ -48,6 +60,9 @@ from lpstudy.values import json_safe
 
 CURVE_POINTS = 201  # compute fractions at which the regret curves are sampled
 TARGET_F = 0.10  # issue 16's goal for the default: within ε by this fraction of the grid's compute
+HOLD_MARGIN = 0.02  # issue 45: the returned configuration's all-fold loss within 2 % of the best's
+HOLD_MARGIN_TIGHT = 0.01
+HOLD_GOAL = 0.80  # issue 45's goal for the default: within HOLD_MARGIN in this share of seeds
 CONFIDENCE = 0.95
 BOOTSTRAP_RESAMPLES = 2000
 
@@ -108,6 +123,36 @@ class MethodScore:
     pruned_share: float  # pruned trials / trials, over all seeds
     capped_share: float = 0.0  # seeds stopped at the trial cap before their budget was spent
     epsilon: float = 0.0
+    returned: list[int] = field(default_factory=list)  # per seed: the configuration returned at the end (-1: none)
+    regret_nats: list[float] = field(default_factory=list)  # per seed: its all-fold mean loss − the best's (inf: none)
+    best_loss: float = 0.0  # the best configuration's mean loss over all folds
+    table: GridTable | None = field(default=None, repr=False)
+    spent_share: float = 0.0  # the median compute spent per seed, as a fraction of the grid's
+
+    def holds(self, margin: float = HOLD_MARGIN) -> list[bool]:
+        """Per seed: the returned configuration's all-fold mean loss within `margin` × the best's."""
+        return [r <= margin * self.best_loss for r in self.regret_nats]
+
+    def hold_share(self, margin: float = HOLD_MARGIN) -> float:
+        return float(np.mean(self.holds(margin)))
+
+    def hold_ci(self, margin: float = HOLD_MARGIN) -> tuple[float, float]:
+        return wilson(sum(self.holds(margin)), len(self.regret_nats))
+
+    @property
+    def returned_configs(self) -> list[dict[str, Any] | None]:
+        """Per seed: the returned configuration as the grid stores it ({p, lr, gain_init}; None: none)."""
+        if self.table is None:
+            return []
+        return [None if c < 0 else dict(zip(self.table.params, self.table.configs[c])) for c in self.returned]
+
+    @property
+    def regret_median(self) -> float:
+        return float(np.median(self.regret_nats))
+
+    @property
+    def regret_mean(self) -> float:
+        return float(np.mean(self.regret_nats))
 
     @property
     def reach(self) -> list[bool]:
@@ -168,14 +213,24 @@ class MethodScore:
                 "general_excess_median": _finite(excess), "ever_share": self.ever_share,
                 "trials_median": self.trials, "pruned_share": self.pruned_share, "capped_share": self.capped_share,
                 "end_regret_median": float(np.median(self.end_regret)), "default": self.method == default,
+                "race": self.method.race, "spent_share": self.spent_share,
+                "hold_share": self.hold_share(), "hold_ci": list(self.hold_ci()),
+                "hold_tight_share": self.hold_share(HOLD_MARGIN_TIGHT),
+                "hold_tight_ci": list(self.hold_ci(HOLD_MARGIN_TIGHT)),
+                "regret_nats_median": _finite(self.regret_median), "regret_nats_mean": _finite(self.regret_mean),
+                "regret_nats_ci": [_finite(x) for x in median_interval(self.regret_nats)],
                 "per_seed": {"reach": [int(x) for x in self.reach], "f": [_finite(x) for x in self.f],
-                             "general": [int(x) for x in self.general]}}
+                             "general": [int(x) for x in self.general], "hold": [int(x) for x in self.holds()],
+                             "returned": self.returned_configs, "regret": [_finite(x) for x in self.regret_nats]}}
 
 
-def rank_key(score: dict[str, Any]) -> tuple[float, float]:
-    """How methods rank on one grid (a method's to_json): the higher reach, then the lower median F."""
-    f = score["f_median"]
-    return -score["reach_share"], math.inf if f is None else f
+def rank_key(score: dict[str, Any]) -> tuple[float, float, float]:
+    """How methods rank on one grid (a method's to_json): on what the user gets, the higher share of
+    seeds within 2 % of the best all-fold loss, then the lower mean regret in nats (the mean: where
+    most seeds return the best configuration the medians tie at 0, and the seeds that do not are
+    what tells two methods apart), then the lower median F."""
+    f, regret = score["f_median"], score["regret_nats_mean"]
+    return -score["hold_share"], math.inf if regret is None else regret, math.inf if f is None else f
 
 
 @dataclass
@@ -273,7 +328,7 @@ def score_method(table: GridTable, method: Method, traces: list[Trace], seeds: l
     regrets = regret_of(table)
     by_fold = fold_losses(table)
     means = by_fold.mean(axis=1)
-    f, excess, ever, end = [], [], [], []
+    f, excess, ever, end, returned, regret = [], [], [], [], [], []
     for trace, seed in zip(traces, seeds):
         efficiency, general = targets(table, by_fold, seed, method.over_folds)
         f.append(f_of(trace, table, epsilon, efficiency, budget_steps))
@@ -281,6 +336,8 @@ def score_method(table: GridTable, method: Method, traces: list[Trace], seeds: l
         excess.append(math.inf if last < 0 else float(general[last] - general.min()))
         ever.append(math.isfinite(f_of(trace, table, epsilon, means, budget_steps)))
         end.append(float(regrets[last]))
+        returned.append(last)
+        regret.append(math.inf if last < 0 else float(means[last] - means.min()))
     curves = np.array([regret_at(t, regrets, fractions * total) for t in traces])
     trials = [t.trials for t in traces]
     return MethodScore(
@@ -288,7 +345,10 @@ def score_method(table: GridTable, method: Method, traces: list[Trace], seeds: l
         curve={"median": np.median(curves, axis=0).tolist(), "q25": np.percentile(curves, 25, axis=0).tolist(),
                "q75": np.percentile(curves, 75, axis=0).tolist()},
         trials=float(np.median(trials)), pruned_share=sum(t.pruned for t in traces) / max(1, sum(trials)),
-        capped_share=float(np.mean([t.capped for t in traces])), epsilon=epsilon)
+        capped_share=float(np.mean([t.capped for t in traces])), epsilon=epsilon,
+        returned=returned, regret_nats=regret, best_loss=float(means.min()),
+        spent_share=float(np.median([min(t.spent[-1] if t.spent else 0, budget_steps) for t in traces])) / total,
+        table=table)
 
 
 def score(table: GridTable, traces: dict[Method, list[Trace]], budget: float, seeds: list[int]) -> ReplayResult:

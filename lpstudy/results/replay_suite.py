@@ -4,19 +4,21 @@ over the suite, and that choice checked on grids it was not made on.
 One grid is one benchmark, and a default chosen on one benchmark fits it; HPOBench, YAHPO Gym and
 LCBench compare methods over suites of benchmarks. The choice rule, over the methods with a spread
 phase (the first run of a study must show p's effect from completed trials spread over p:
-lpstudy.study.spread), scored by search efficiency (lpstudy.results.replay_scores):
+lpstudy.study.spread), scored on what the user gets (lpstudy.results.replay_scores, since issue 45):
 
-1. the leader: the highest worst reach over the grids (reach: the share of seeds within ε of the
-   tuning fold's best at the end of the budget), then the lowest mean of the grids' median F;
+1. the leader: the highest worst hold over the grids (hold: the share of seeds whose returned
+   configuration's mean loss over all folds lies within 2 % of the best's, at the end of the
+   budget), then the lowest mean regret in nats (over seeds, then over the grids);
 2. the methods that cannot be told apart from the leader: on every grid, neither McNemar's exact
-   test on reach nor the sign test on F, both paired over seeds, rejects at 5 % (each grid and
+   test on hold nor the sign test on regret, both paired over seeds, rejects at 5 % (each grid and
    each method tested alone: with many methods some differences are found by chance, which only
    makes this set smaller);
 3. among those, the simplest (SIMPLICITY: no pruner before the median pruner before successive
-   halving before Hyperband; random search before a model-based sampler), the leader on a tie.
+   halving before Hyperband; random search before a model-based sampler; how many leaders a method
+   races is a setting of it, not a simpler method), the leader on a tie.
 
 Leave-one-grid-out: for each grid, the method the rule chooses from the other grids alone, scored
-on the grid left out, beside the best method there by the same ranking (reach, then median F).
+on the grid left out, beside the best method there by the same ranking (hold, then mean regret).
 
 It reads each grid's replay as `ReplayResult.to_json()` gives it (per-seed scores included), so a
 suite can be put together from grids replayed one at a time.
@@ -28,7 +30,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from lpstudy.results.replay_scores import mcnemar_p, rank_key, sign_p
+from lpstudy.results.replay_scores import HOLD_GOAL, mcnemar_p, rank_key, sign_p
 
 ALPHA = 0.05
 # Simpler first: pruners, then samplers (a rank each; equal ranks are equally simple).
@@ -37,18 +39,21 @@ SAMPLER_SIMPLICITY = {"random": 0, "tpe": 1, "tpe-optuna": 1, "cmaes": 1, "gp": 
 
 
 def simplicity(row: dict[str, Any]) -> tuple[int, int]:
+    """How simple a method is: its pruner, then its sampler. How many leaders it races is a setting
+    of the same method, not a simpler one: among races alike, the leader's stands."""
     return PRUNER_SIMPLICITY.get(row["pruner"], 9), SAMPLER_SIMPLICITY.get(row["sampler"], 9)
 
 
 def paired_p(a: dict[str, Any], b: dict[str, Any]) -> dict[str, float]:
-    """Two methods' rows on one grid: McNemar's p on reach and the sign test's p on F, over the seeds both ran."""
-    n = min(len(a["per_seed"]["reach"]), len(b["per_seed"]["reach"]))
-    f = [[math.inf if x is None else x for x in row["per_seed"]["f"][:n]] for row in (a, b)]
-    return {"reach": mcnemar_p(a["per_seed"]["reach"][:n], b["per_seed"]["reach"][:n]), "f": sign_p(*f)}
+    """Two methods' rows on one grid: McNemar's p on hold and the sign test's p on regret, over the
+    seeds both ran."""
+    n = min(len(a["per_seed"]["hold"]), len(b["per_seed"]["hold"]))
+    regret = [[math.inf if x is None else x for x in row["per_seed"]["regret"][:n]] for row in (a, b)]
+    return {"hold": mcnemar_p(a["per_seed"]["hold"][:n], b["per_seed"]["hold"][:n]), "regret": sign_p(*regret)}
 
 
 def told_apart(p: dict[str, float]) -> bool:
-    return p["reach"] < ALPHA or p["f"] < ALPHA
+    return p["hold"] < ALPHA or p["regret"] < ALPHA
 
 
 @dataclass
@@ -66,15 +71,23 @@ class SuiteResult:
     def _grids(self, grids: list[int] | None) -> list[int]:
         return list(range(len(self.grids))) if grids is None else grids
 
+    def worst_hold(self, method: str, grids: list[int] | None = None) -> float:
+        return min(self._rows[i][method]["hold_share"] for i in self._grids(grids))
+
     def worst_reach(self, method: str, grids: list[int] | None = None) -> float:
         return min(self._rows[i][method]["reach_share"] for i in self._grids(grids))
+
+    def mean_regret(self, method: str, grids: list[int] | None = None) -> float:
+        """The mean over the grids of the method's mean regret (nats)."""
+        rs = [self._rows[i][method]["regret_nats_mean"] for i in self._grids(grids)]
+        return math.inf if None in rs else sum(rs) / len(rs)
 
     def mean_f(self, method: str, grids: list[int] | None = None) -> float:
         fs = [self._rows[i][method]["f_median"] for i in self._grids(grids)]
         return math.inf if None in fs else sum(fs) / len(fs)
 
     def key(self, method: str, grids: list[int] | None = None) -> tuple:
-        return -self.worst_reach(method, grids), self.mean_f(method, grids), method
+        return -self.worst_hold(method, grids), self.mean_regret(method, grids), method
 
     def candidates(self) -> list[str]:
         """The methods a default may be: those with a spread phase (`@N`), or all if none has one."""
@@ -111,16 +124,17 @@ class SuiteResult:
             best = self.best_on(held, self.candidates())
             p = paired_p(there, best)
             rows.append({"held_out": self.names[held], "chosen": chosen,
-                         "chosen_reach_share": there["reach_share"], "chosen_reach_ci": there["reach_ci"],
-                         "chosen_f_median": there["f_median"], "chosen_f_ci": there["f_ci"],
-                         "best": best["name"], "best_reach_share": best["reach_share"], "best_reach_ci": best["reach_ci"],
-                         "best_f_median": best["f_median"], "p_reach": p["reach"], "p_f": p["f"],
+                         "chosen_hold_share": there["hold_share"], "chosen_hold_ci": there["hold_ci"],
+                         "chosen_regret": there["regret_nats_mean"],
+                         "best": best["name"], "best_hold_share": best["hold_share"], "best_hold_ci": best["hold_ci"],
+                         "best_regret": best["regret_nats_mean"], "p_hold": p["hold"], "p_regret": p["regret"],
                          "told_apart": best["name"] != chosen and told_apart(p)})
         return rows
 
     def default_check(self, default: str) -> dict[str, Any]:
-        """On each grid, the default against the goal (reach ≥ 80 % and median F ≤ 0.10) and against
-        the best method measured there (paired tests)."""
+        """On each grid, the default against the goal (hold ≥ 80 %: its returned configuration within
+        2 % of the best all-fold loss in 80 % of seeds) and against the best method measured there
+        (paired tests)."""
         out = {}
         for i, name in enumerate(self.names):
             row = self._rows[i].get(default)
@@ -128,11 +142,11 @@ class SuiteResult:
                 continue
             best = self.best_on(i)
             p = paired_p(row, best)
-            meets = row["reach_share"] >= 0.8 and row["f_median"] is not None and row["f_median"] <= 0.10
-            out[name] = {"method": default, "reach_share": row["reach_share"], "reach_ci": row["reach_ci"],
-                         "f_median": row["f_median"], "f_ci": row["f_ci"], "meets_goal": meets,
-                         "best": best["name"], "best_reach_share": best["reach_share"],
-                         "best_f_median": best["f_median"], "p_reach": p["reach"], "p_f": p["f"],
+            meets = row["hold_share"] >= HOLD_GOAL
+            out[name] = {"method": default, "hold_share": row["hold_share"], "hold_ci": row["hold_ci"],
+                         "regret": row["regret_nats_median"], "regret_ci": row["regret_nats_ci"], "meets_goal": meets,
+                         "best": best["name"], "best_hold_share": best["hold_share"],
+                         "best_regret": best["regret_nats_median"], "p_hold": p["hold"], "p_regret": p["regret"],
                          "told_apart_from_best": best["name"] != default and told_apart(p)}
         return out
 
@@ -142,7 +156,14 @@ class SuiteResult:
             first = self._rows[0][name]
             methods.append({
                 "name": name, "sampler": first["sampler"], "pruner": first["pruner"],
+                "worst_hold_share": self.worst_hold(name), "mean_regret": _finite(self.mean_regret(name)),
                 "worst_reach_share": self.worst_reach(name), "mean_f_median": _finite(self.mean_f(name)),
+                "hold_shares": {n: rows[name]["hold_share"] for n, rows in zip(self.names, self._rows)},
+                "hold_cis": {n: rows[name]["hold_ci"] for n, rows in zip(self.names, self._rows)},
+                "hold_tight_shares": {n: rows[name]["hold_tight_share"] for n, rows in zip(self.names, self._rows)},
+                "regret_medians": {n: rows[name]["regret_nats_median"] for n, rows in zip(self.names, self._rows)},
+                "regret_means": {n: rows[name]["regret_nats_mean"] for n, rows in zip(self.names, self._rows)},
+                "spent_shares": {n: rows[name]["spent_share"] for n, rows in zip(self.names, self._rows)},
                 "seeds": {n: rows[name]["seeds"] for n, rows in zip(self.names, self._rows)},
                 "reach_shares": {n: rows[name]["reach_share"] for n, rows in zip(self.names, self._rows)},
                 "reach_cis": {n: rows[name]["reach_ci"] for n, rows in zip(self.names, self._rows)},

@@ -81,6 +81,7 @@ def study_status(reader: results.TrialReader, study_name: str) -> dict[str, Any]
         info, spec, duplicates = summary.info, summary.info.spec, []
         counts, diverged = summary.counts, summary.diverged
         best_row = analysis.best_trial(summary.best)
+        measured = summary.measured
         running = analysis.running_trials(summary.running)
         max_steps = _max_steps(spec)
         left = time_left(summary.mean_complete_s, counts, running, spec, max_steps)
@@ -92,6 +93,7 @@ def study_status(reader: results.TrialReader, study_name: str) -> dict[str, Any]
         diverged = int(((trials["state"] == "COMPLETE") & trials["diverged"].astype(bool)).sum()) if len(trials) else 0
         max_steps = _max_steps(spec)
         best_row = analysis.best_trial(trials)
+        measured = None
         running = analysis.running_trials(trials)
         left = estimate_time_left(trials, running, spec, max_steps)
         grid, compute = analysis.grid_progress(trials, spec), compute_summary(trials)
@@ -99,6 +101,8 @@ def study_status(reader: results.TrialReader, study_name: str) -> dict[str, Any]
     if best_row is not None:
         best = {k: _plain(best_row.get(k)) for k in ("number", "value", "p", "lr", "gain_init", "fold",
                                                      "final_val_loss", "best_val_loss", "device", "host")}
+        if measured is not None:  # a search: on how many folds its best was measured (lpstudy.study.races)
+            best.update({k: measured[k] for k in ("chosen_as", "folds_measured", "mean_over_folds", "interval")})
     running_rows = []
     for _, row in running.iterrows():
         item = {k: _plain(row.get(k)) for k in ("number", "p", "lr", "gain_init", "fold", "device", "host",
@@ -194,9 +198,18 @@ def render_status(status: dict[str, Any], console=None) -> None:
                   f"{c['FAIL']} failed · {c['RUNNING']} running · {c['WAITING']} waiting", highlight=False, soft_wrap=True)
     best = status["best"]
     if best:
-        console.print(f"best     trial {best['number']}: {_num(best['value'])} · p={_p(best['p'])} "
+        label = "leading " if best.get("folds_measured") == 1 else "best    "
+        console.print(f"{label} trial {best['number']}: {_num(best['value'])} · p={_p(best['p'])} "
                       f"lr={_num(best['lr'], '.3g')} gain_init={_num(best['gain_init'], '.3g')} "
                       f"fold={best['fold'] if best['fold'] is None else int(best['fold'])}", highlight=False, soft_wrap=True)
+        if best.get("folds_measured", 1) >= 2:
+            low, high = best["interval"]
+            console.print(f"         mean over {best['folds_measured']} folds {_num(best['mean_over_folds'])} "
+                          f"[{_num(low)}, {_num(high)}] (95 %): its leaders raced on as many folds", highlight=False,
+                          soft_wrap=True)
+        elif "folds_measured" in best:
+            console.print("         leading on 1 fold: not yet raced on another fold, so not a best that holds",
+                          highlight=False, soft_wrap=True)
     else:
         console.print("best     none yet (no completed trial that did not diverge)")
     if status.get("compute"):

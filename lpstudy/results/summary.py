@@ -28,11 +28,29 @@ class StudySummary:
     running: pd.DataFrame  # the RUNNING trials' rows of the trials frame
     mean_complete_s: float | None
     compute: dict  # results.compute.compute_summary of every trial, summed in SQL
+    measured: dict | None = None  # how well the best is known: lpstudy.results.export.measured_fields
 
 
 def needs_every_trial(info: frames.StudyInfo) -> bool:
     """A grid (replicate, or a spec with n_cells) counts cells and per-p tables: it reads every trial."""
     return info.kind != "search" or bool(info.spec.get("n_cells")) or info.spec.get("sampler") == "grid"
+
+
+def _search_best(tables: StudyTables, info: frames.StudyInfo) -> tuple[list[int], dict | None]:
+    """The trial id of the configuration the search returns (lpstudy.study.races.stored_best: its
+    leaders raced on more folds), on its tuning fold, and how well it is known; a study without a
+    spec: the lowest value (lpstudy.study.best, by a query)."""
+    from lpstudy.results.export import measured_fields
+    from lpstudy.study.races import stored_best
+    from lpstudy.study.spec import StudySpec
+
+    if not isinstance(info.spec, dict) or not info.spec:
+        return [tid for tid, _, _ in tables.ranked_trial_ids(1)], None
+    spec = StudySpec.from_plain(info.spec)
+    found = stored_best(tables, spec)
+    if found is None:
+        return [], None
+    return [found.trial_id], measured_fields(found.returned, list(found.numbers))
 
 
 def study_summary(reader: frames.TrialReader, study_name: str) -> StudySummary | None:
@@ -50,13 +68,14 @@ def study_summary(reader: frames.TrialReader, study_name: str) -> StudySummary |
             from lpstudy.results.analysis import interrupted
 
             counts["FAIL"] -= int(interrupted(frames.trials_of(tables, state="FAIL")).sum())
-        best_ids = [tid for tid, _, _ in tables.ranked_trial_ids(1)]
+        best_ids, measured = _search_best(tables, info)
         running_ids = tables.trial_ids_in_state("RUNNING")
         ids = sorted(set(best_ids + running_ids))  # one read of both (rows cost little, reads do), a few thousand ids a query
         shown = pd.concat([frames.trials_of(tables, ids=chunk) for chunk in in_chunks(ids)]
                           or [frames.trials_of(tables, ids=[])], ignore_index=True)
         return StudySummary(info=info, counts=counts, diverged=tables.diverged_count(),
                             best=shown[shown["trial_id"].isin(best_ids)], running=shown[shown["trial_id"].isin(running_ids)],
+                            measured=measured,
                             mean_complete_s=tables.mean_complete_seconds(),
                             compute=compute_summary_of_sums(*tables.compute_sums()))
 

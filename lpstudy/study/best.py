@@ -1,9 +1,10 @@
-"""Which trial is best, defined once: the lowest value among COMPLETE trials that did not diverge
-(a diverged run COMPLETEs valued ln V so that samplers avoid it, but it is never a configuration
-to retrain), ties broken by the earlier trial. A comparison's worker (which arm's configuration it
-replicates), the Export page, `lpstudy export`, `status`, the report, the dashboard's pages and the
-compare table all rank through here, on Optuna's FrozenTrials or on the trials frame
-(lpstudy.results.frames)."""
+"""Which trial is best on its own value, defined once: the lowest value among COMPLETE trials that
+did not diverge (a diverged run COMPLETEs valued ln V so that samplers avoid it, but it is never a
+configuration to retrain), ties broken by the earlier trial. The report, the dashboard's pages and
+the compare table rank trials through here, on Optuna's FrozenTrials or on the trials frame
+(lpstudy.results.frames). Which configuration a *search* returns (what `export`, `status`, the
+Export page and a comparison's worker take) is its race's answer over folds
+(lpstudy.study.intensify, read by lpstudy.study.races), which uses is_candidate's rule per run."""
 
 from __future__ import annotations
 

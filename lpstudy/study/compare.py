@@ -8,8 +8,10 @@ give the arms unequal budgets and unequal search quality. Here each arm is a stu
 sharing the comparison's name as a prefix:
 
     NAME                 the comparison: no trials, its plan in the user attribute "lpstudy_compare"
-    NAME:p=3:tune        arm p = 3: a TPE search with the median pruner on one fold, `budget` trials
-    NAME:p=3:folds       arm p = 3: its best tuned configuration on each of the K folds (a grid
+    NAME:p=3:tune        arm p = 3: a search (search's sampler, pruner and race) on one fold, `budget`
+                         trials, its leading configurations raced on more folds within that budget
+    NAME:p=3:folds       arm p = 3: the configuration its tuning returns (lpstudy.study.races, as
+                         a search returns it) on each of the K folds (a grid
                          study, every cell enqueued once when the arm's tuning is done)
 
 `lpstudy worker --study NAME` (anywhere, as many as you like) takes, for each trial, the arm whose
@@ -35,7 +37,7 @@ from optuna.trial import TrialState
 
 from lpstudy.db.optuna_storage import StudyStorage
 from lpstudy.errors import UserError
-from lpstudy.study.best import ranked_trials
+from lpstudy.study.races import search_best
 from lpstudy.study.space import DEFAULT_SPACE
 from lpstudy.study.spec import StudySpec, build_spec, replicate_spec
 from lpstudy.study.studies import create_study, enqueue_missing_cells, load_study
@@ -236,11 +238,12 @@ def tuning_done(study: optuna.Study, budget: int) -> bool:
 def best_values(study: optuna.Study, spec: StudySpec) -> dict[str, Any] | None:
     """Every field the arm's tuning searched (its stored spec: --tune, and in a comparison made
     before untuned fields were fixed, whatever it sampled besides), at the arm's best trial
-    (lpstudy.study.best), as the worker ran them; None before any trial counts."""
-    ranked = ranked_trials(study.get_trials(deepcopy=False))
-    if not ranked:
+    as a search returns it (lpstudy.study.races.search_best: the arm's leaders raced on more folds,
+    the lowest mean over the most folds), as the worker ran them; None before any trial counts."""
+    chosen = search_best(study.get_trials(deepcopy=False), spec)
+    if chosen is None:
         return None
-    best = ranked[0]
+    best = chosen.trial
     return {param.name: best.user_attrs.get(param.name, best.params.get(param.name))
             for param in spec.space.searched}
 

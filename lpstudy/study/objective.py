@@ -21,6 +21,7 @@ import optuna
 from lpstudy.db import optuna_private
 from lpstudy.study.checkpoints import TrialCheckpoints
 from lpstudy.study import telemetry
+from lpstudy.study.races import run_overrides
 from lpstudy.study.space import describe_overrides
 from lpstudy.study.trial_attributes import end_attributes, start_attributes
 from lpstudy.study.trial_context import TrialContext, TrialOutcome
@@ -46,7 +47,7 @@ def run_trial(ctx: TrialContext, trial: optuna.Trial) -> TrialOutcome:
     """Train the run that `trial` stands for; store its curve and summary on the trial. Does not
     tell Optuna the result (the worker does), so that a crash here still ends the trial."""
     spec = ctx.spec
-    overrides = spec.space.suggest(trial)
+    overrides = run_overrides(spec, trial)  # on a race's fold where a race enqueued it (lpstudy.study.races)
     cfg = resolve_config(spec.preset, overrides)
     gain_rule = gain_rule_of(cfg.gain_init)
     cfg = dataclasses.replace(cfg, gain_init=cfg.resolved_gain_init)  # resolved: the export reproduces it

@@ -23,6 +23,7 @@ from typing import Any
 
 from lpstudy.errors import UserError
 from lpstudy.files import read_yaml_mapping
+from lpstudy.study.intensify import Intensifier
 from lpstudy.study.options import OPTIONS, PRUNERS, SAMPLERS  # noqa: F401  (SAMPLERS, PRUNERS: read here too)
 from lpstudy.study.space import DEFAULT_SPACE, Fixed, SearchSpace
 from lpstudy.training.bounds import FIELD_BOUNDS
@@ -123,6 +124,12 @@ class StudySpec:
         if self.is_grid:
             self.n_cells = len(self.space.grid_cells())
         return self
+
+    def intensifier(self) -> Intensifier:
+        """Which configuration this search returns and which it races on more folds
+        (lpstudy.study.intensify): its `race` leaders, on up to `race_folds` of its K folds, the
+        tuning fold (the space's fold) first."""
+        return Intensifier.of(self.race, self.race_folds, int(self.base_config().fold), int(self.folds))
 
     def base_config(self) -> TrainConfig:
         """The preset with the space's fixed values: what every trial shares."""

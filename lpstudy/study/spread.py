@@ -32,7 +32,7 @@ import optuna
 from optuna.pruners import HyperbandPruner, MedianPruner, SuccessiveHalvingPruner
 
 from lpstudy.study.space import Choice, Range, SearchSpace
-from lpstudy.values import P_OR_INF_PARAM, json_safe
+from lpstudy.values import P_OR_INF_PARAM, RACE_FOLD_ATTR, json_safe
 
 SPREAD_ATTR = "spread"  # user attribute of a spread trial: never pruned
 
@@ -96,6 +96,12 @@ def is_spread(trial: optuna.trial.FrozenTrial) -> bool:
     return bool(trial.user_attrs.get(SPREAD_ATTR))
 
 
+def runs_to_the_end(trial: optuna.trial.FrozenTrial) -> bool:
+    """A spread trial, or a race's evaluation of a configuration on another fold
+    (lpstudy.study.intensify): its final loss is what it is run for, so no pruner stops it."""
+    return is_spread(trial) or trial.user_attrs.get(RACE_FOLD_ATTR) is not None
+
+
 class _SpreadRunsToTheEnd:
     """A pruner that never stops a spread trial, though its base class sees (and records) it as any
     other; the others as its Optuna base class decides. Subclasses keep their Optuna class (TPE and CMA-ES look for a HyperbandPruner's brackets)."""
@@ -104,7 +110,7 @@ class _SpreadRunsToTheEnd:
         # the base class first, always: successive halving (and Hyperband through it) records the
         # trial's value at a rung inside this call, so a spread trial must pass through it too
         pruned = super().prune(study, trial)  # type: ignore[misc]
-        return pruned and not is_spread(trial)
+        return pruned and not runs_to_the_end(trial)
 
 
 class SpreadMedianPruner(_SpreadRunsToTheEnd, MedianPruner):

@@ -40,6 +40,7 @@ from lpstudy.db.liveness import Liveness
 from lpstudy.db.optuna_storage import StorageUnavailable, StudyStorage
 from lpstudy.study.claims import WAIT, ask_within_target, pop_waiting_trial, requeue
 from lpstudy.study import telemetry
+from lpstudy.study.races import enqueue_races
 from lpstudy.study.spec import StudySpec
 from lpstudy.study.studies import load_study
 from lpstudy.study.trial_context import Objective, TrialContext, TrialLost, TrialOutcome
@@ -353,6 +354,10 @@ class Worker:
                         break
             else:
                 failures_in_a_row = 0
+                if outcome.state == TrialState.COMPLETE and ours and not spec.is_grid and spec.race:
+                    raced = enqueue_races(storage, study, spec)  # the leaders' next folds (lpstudy.study.races)
+                    if raced:
+                        self.say(f"{raced} leading configuration(s) enqueued on another fold")
         if opts.announce:
             self.say(stop_line(report))
         return report

@@ -1,0 +1,176 @@
+"""Which configuration a search returns, decided in one place: the leading candidates raced across folds.
+
+A search samples on one fold (its tuning fold), and the configuration with the lowest loss there is,
+among many configurations within one fold's noise of each other, the one whose noise ran lowest: it
+is not the one a user finds again on other folds. SMAC's intensification (Hutter, Hoos and
+Leyton-Brown, "Sequential model-based optimization for general algorithm configuration", LION 2011)
+and iterated racing (irace: López-Ibáñez et al., "The irace package: iterated racing for automatic
+algorithm configuration", Operations Research Perspectives 2016) answer this the same way: the
+leading candidates are evaluated on more instances (here folds) before one is returned, and a
+candidate that falls behind costs no more evaluations. The rule here:
+
+- **requests** (`Intensifier.requests`): after each finished evaluation, the `top` leading
+  configurations by their fold-adjusted mean loss each get their next missing fold (the tuning fold
+  first, then the others in order, up to `max_folds` folds), one fold at a time: a candidate whose
+  mean falls out of the lead after a fold is raced no further. Fold-adjusted: a fold's offset (how
+  much easier or harder it is) is the mean paired difference to the tuning fold over the
+  configurations measured on both (an additive model of configuration and fold, the fold a
+  nuisance), so a configuration seen on the tuning fold alone is compared on the scale of the others.
+- **returned** (`Intensifier.returned`): among the configurations measured on the most folds (the
+  incumbent's, as in SMAC: a challenger replaces it only once it has been run as often), the lowest
+  mean loss; never a configuration that diverged on any fold. Before any configuration has a
+  second fold, the tuning fold's best, said to be measured on 1 fold.
+
+With `top = 0` nothing is raced and the tuning fold's best is returned (the rule before issue 45).
+The worker (lpstudy.study.worker: it enqueues the requests as trials, lpstudy.study.races) and the
+replay benchmark (lpstudy.results.replay) both ask this class, so the benchmark measures what a
+study returns. Plain Python and NumPy/SciPy: no Optuna, no torch.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """One finished run of a configuration (`key`: anything hashable that names it) on one fold."""
+
+    key: Hashable
+    fold: int
+    loss: float
+    diverged: bool = False
+
+
+@dataclass(frozen=True)
+class Returned:
+    """The configuration a search returns, with how well its loss is known."""
+
+    key: Hashable
+    folds: tuple[int, ...]  # the folds it was measured on
+    losses: tuple[float, ...]  # its loss on each, in that order
+    mean: float
+    interval: tuple[float, float]  # a t interval of its expected loss over folds (±∞ on one fold)
+
+    @property
+    def n_folds(self) -> int:
+        return len(self.folds)
+
+
+@dataclass
+class _Config:
+    order: int
+    losses: dict[int, float] = field(default_factory=dict)
+    diverged: bool = False
+
+
+def mean_interval(losses: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Student's t interval of the mean of `losses` (one value per fold); (−∞, ∞) for one value.
+    The folds of K-fold cross-validation share training data, so this interval is, if anything,
+    too narrow (Bengio and Grandvalet, JMLR 2004): it says how many folds back the mean, not more."""
+    from scipy.stats import t
+
+    n = len(losses)
+    mean = sum(losses) / n
+    if n < 2:
+        return -math.inf, math.inf
+    sd = math.sqrt(sum((x - mean) ** 2 for x in losses) / (n - 1))
+    half = float(t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
+    return mean - half, mean + half
+
+
+@dataclass(frozen=True)
+class Intensifier:
+    """The racing rule (the module's docstring): `top` leading configurations raced, up to
+    `max_folds` folds each, over the folds `folds` (the tuning fold first)."""
+
+    top: int
+    max_folds: int
+    folds: tuple[int, ...]
+
+    @classmethod
+    def of(cls, top: int, max_folds: int, tuning_fold: int, n_folds: int) -> "Intensifier":
+        """The rule of a search tuning on `tuning_fold` of `n_folds` folds (0 .. n_folds − 1)."""
+        order = (tuning_fold, *[f for f in range(n_folds) if f != tuning_fold])
+        return cls(int(top), int(max_folds), order)
+
+    @property
+    def wanted(self) -> tuple[int, ...]:
+        """The folds a raced configuration is measured on, in the order they are requested."""
+        return self.folds[:max(1, min(self.max_folds, len(self.folds)))] if self.top > 0 else self.folds[:1]
+
+    def _table(self, evaluations: Iterable[Evaluation]) -> dict[Hashable, _Config]:
+        table: dict[Hashable, _Config] = {}
+        for e in evaluations:
+            if e.fold not in self.folds or e.loss is None or not math.isfinite(e.loss):
+                continue
+            c = table.setdefault(e.key, _Config(len(table)))
+            c.losses.setdefault(e.fold, float(e.loss))  # a fold measured twice: the first counts
+            c.diverged = c.diverged or bool(e.diverged)
+        return table
+
+    def _offsets(self, table: dict[Hashable, _Config]) -> dict[int, float]:
+        """Each fold's mean paired difference to the tuning fold (0 where none is measured on both)."""
+        tuning = self.folds[0]
+        offsets = {tuning: 0.0}
+        for f in self.folds[1:]:
+            diffs = [c.losses[f] - c.losses[tuning] for c in table.values() if f in c.losses and tuning in c.losses]
+            offsets[f] = sum(diffs) / len(diffs) if diffs else 0.0
+        return offsets
+
+    def _leaders(self, table: dict[Hashable, _Config]) -> list[Hashable]:
+        offsets = self._offsets(table)
+
+        def adjusted(c: _Config) -> float:
+            return sum(v - offsets[f] for f, v in c.losses.items()) / len(c.losses)
+
+        alive = [k for k, c in table.items() if not c.diverged]
+        return sorted(alive, key=lambda k: (adjusted(table[k]), table[k].order))
+
+    def requests(self, evaluations: Iterable[Evaluation], pending: Iterable[tuple[Hashable, int]] = ()
+                 ) -> list[tuple[Hashable, int]]:
+        """The (configuration, fold) evaluations to add now: the next missing fold of each of the
+        `top` leaders, none already `pending` (enqueued or running)."""
+        if self.top <= 0:
+            return []
+        table = self._table(evaluations)
+        waiting = set(pending)
+        wanted = self.wanted
+        out = []
+        for key in self._leaders(table)[:self.top]:
+            c = table[key]
+            if any((key, f) in waiting for f in wanted):
+                continue  # racing: one fold at a time
+            missing = [f for f in wanted if f not in c.losses]
+            if missing:
+                out.append((key, missing[0]))
+        return out
+
+    def returned(self, evaluations: Iterable[Evaluation]) -> Returned | None:
+        """The configuration to return (None before any that did not diverge)."""
+        table = self._table(evaluations)
+        wanted = set(self.wanted)
+        alive = {k: c for k, c in table.items() if not c.diverged}
+        if not alive:
+            return None
+        depth = {k: len(wanted & c.losses.keys()) for k, c in alive.items()}
+        most = max(depth.values())
+        if most == 0:  # measured only off the folds it races on: the plain mean
+            depth = {k: len(c.losses) for k, c in alive.items()}
+            most = max(depth.values())
+            folds_of = {k: sorted(c.losses) for k, c in alive.items()}
+        else:
+            folds_of = {k: [f for f in self.wanted if f in c.losses] for k, c in alive.items()}
+        deepest = [k for k in alive if depth[k] == most]
+
+        def mean(k: Hashable) -> float:
+            return sum(alive[k].losses[f] for f in folds_of[k]) / len(folds_of[k])
+
+        key = min(deepest, key=lambda k: (mean(k), alive[k].order))
+        folds = tuple(folds_of[key])
+        losses = tuple(alive[key].losses[f] for f in folds)
+        return Returned(key, folds, losses, mean(key), mean_interval(losses))
