@@ -45,6 +45,13 @@ def study_name_option(value: str | None) -> str | None:
 
 
 LISTED_STUDIES = 10  # a message lists at most this many of a database's studies
+ARM_STUDY_ENDS = (":tune", ":folds")  # a comparison's arm studies: NAME:ARM:tune, NAME:ARM:folds (lpstudy.study.compare)
+
+
+def arm_study_names(name: str, names) -> list[str]:
+    """The studies among `names` that belong to comparison `name`'s arms (its tuning and replicate
+    studies, named NAME:ARM:tune and NAME:ARM:folds by lpstudy.study.compare), sorted."""
+    return sorted(n for n in names if n.startswith(f"{name}:") and n.endswith(ARM_STUDY_ENDS))
 
 
 def closest_study_names(name: str, names: list[str], n: int = 3) -> list[str]:
