@@ -837,3 +837,39 @@ def test_each_page_draws_the_charts_of_its_report_section_in_the_same_order(seed
     assert chart_titles(at) == drawn, f"the {page} page and the report's {section} section disagree"
     if study == "grid" and page not in ("Home", "Convergence"):  # the verdicts are drawn on both
         assert any("reference" in title or "within folds" in title for title in drawn), drawn
+
+
+def _comparison(tmp_path) -> str:
+    """A comparison of p = 2 and p = 3, each tuned (2 trials) and replicated on 3 folds (p = 3 lower)."""
+    from tests.staged_studies import write_staged_compare
+
+    url = f"sqlite:///{tmp_path / 'cmp.db'}"
+    write_staged_compare(url, "cmp", {"p=2": [3.0, 3.1, 3.2], "p=3": [2.8, 2.9, 3.0]}, max_folds=3, rounds=[3], rope=0.005)
+    return url
+
+
+def test_effect_of_p_and_trials_read_a_comparison_through_its_arms(tmp_path):
+    """A comparison's own study holds no trials: the pages read its arms' replicate runs (before,
+    Effect of p said "This study has no trials yet" while Home counted them)."""
+    url = _comparison(tmp_path)
+    at = run_page("Effect of p", url, "cmp")
+    shown = messages(at)
+    assert not shown["exception"] and not shown["error"] and not any("no trials" in i for i in shown["info"]), shown
+    assert any(m.value.startswith("**Verdict.**") and "p = 3" in m.value for m in at.markdown)
+    assert "Final validation loss against p" in chart_titles(at)
+    at = run_page("Trials", url, "cmp")
+    assert not messages(at)["exception"], messages(at)
+    assert "6 of 6 trials match; rows 1–6, sorted by trial." in [c.value for c in at.caption]
+    assert at.dataframe[0].value["p"].tolist() == ["2", "2", "2", "3", "3", "3"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", list(PAGES))
+def test_every_page_reads_a_comparison_through_its_arms(tmp_path, page):
+    url = _comparison(tmp_path)
+    at = run_page(page, url, "cmp")
+    shown = messages(at)
+    assert not shown["exception"] and not shown["error"], shown
+    assert not any("no trials yet" in text for text in shown["info"]), shown
+    if page == "Export":
+        assert any("its arm p=3 has the lowest mean final validation loss" in unescaped(c.value) for c in at.caption)

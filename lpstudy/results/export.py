@@ -100,6 +100,11 @@ def export_text(reader: TrialReader, study_name: str, top_k: int = 1, fmt: str =
         raise UserError(f"unknown format {fmt!r}; choose yaml or json")
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise UserError(f"--top must be a positive integer, got {top_k!r}")
+    _, attrs = reader.read(study_name, lambda tables: tables.header())
+    if attrs.get("kind") == "compare":  # a comparison's trials are its arms': the winning arm's best run
+        from lpstudy.results.compare import exported_arm
+
+        study_name, _ = exported_arm(reader, study_name)
     spec, done = chosen_trials(reader, study_name, top_k)
     if not done:
         raise UserError(f"study {study_name!r} has no completed trial that did not diverge yet; run "

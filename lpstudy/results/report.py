@@ -13,7 +13,7 @@ import pandas as pd
 from lpstudy.results import analysis as A
 from lpstudy.results.columns import labelled
 from lpstudy.files import atomic_write_text
-from lpstudy.results.frames import StudyData, TrialReader, load_study
+from lpstudy.results.frames import StudyData, TrialReader
 from lpstudy.db.urls import redact
 
 
@@ -77,8 +77,10 @@ def _table(frame: pd.DataFrame) -> str:
     return labelled(frame).to_html(index=False, na_rep="–", border=0, classes="numbers")
 
 
-def render_report(data: StudyData, storage_url: str, threshold: float | None = None, bins: int | None = None) -> str:
-    """The whole report as one HTML document (plotly.js inline: no network needed to open it)."""
+def render_report(data: StudyData, storage_url: str, threshold: float | None = None, bins: int | None = None,
+                  picked: list | None = None) -> str:
+    """The whole report as one HTML document (plotly.js inline: no network needed to open it);
+    `picked`: a last section, "Picked runs" ((title, items) as report_sections gives them)."""
     from plotly.offline import get_plotlyjs
 
     trials = data.trials
@@ -99,7 +101,7 @@ def render_report(data: StudyData, storage_url: str, threshold: float | None = N
     if data.curve_note:
         parts.append(f"<p class='facts'>{html.escape(data.curve_note)}</p>")
     nav = []
-    for number, (title, items) in enumerate(report_sections(data, threshold, bins)):
+    for number, (title, items) in enumerate([*report_sections(data, threshold, bins), *([picked] if picked else [])]):
         anchor = f"s{number}"
         nav.append(f"<a href='#{anchor}'>{html.escape(title)}</a>")
         parts.append(f"<h2 id='{anchor}'>{html.escape(title)}</h2><div class='grid'>")
@@ -131,10 +133,19 @@ def render_report(data: StudyData, storage_url: str, threshold: float | None = N
 
 
 def write_report(reader: TrialReader, study_name: str, output: str | Path, threshold: float | None = None,
-                 bins: int | None = None) -> Path:
-    """Load the study (read-only), render it and write the HTML atomically; the path written."""
-    data = load_study(reader, study_name)
-    text = render_report(data, reader.url, threshold, bins)
+                 bins: int | None = None, trials: list[int] | None = None) -> Path:
+    """Load the study (read-only; a comparison through its arms, as the pages read it), render it and
+    write the HTML atomically; the path written. `trials`: trial numbers picked to compare (their
+    curves overlaid, their configurations side by side: lpstudy.results.picked_runs), a last section."""
+    from lpstudy.results.compare import verdict_data
+    from lpstudy.results.frames import trial_curves
+    from lpstudy.results.picked_runs import picked_section
+
+    data = verdict_data(reader, study_name)
+    picked = None
+    if trials:
+        picked = ("Picked runs", picked_section(data, trials, lambda numbers: trial_curves(reader, study_name, numbers)))
+    text = render_report(data, reader.url, threshold, bins, picked)
     return atomic_write_text(output, text)
 
 
