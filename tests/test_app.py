@@ -47,13 +47,13 @@ TITLES = {
                     "Median validation loss per p", "Steps to reach validation loss 2",
                     "Area under the validation curve against p"},
     "Stability": {"Divergence rate per p (95 % Wilson interval)", "Divergence rate over p × learning rate",
-                  "Largest gradient norm against p", "Spread of final validation loss across folds and seeds, per p",
+                  "Largest gradient norm against p", "Spread of final validation loss across seeds, per p",
                   "Attention gain over training, per p (median)"},
     "Stability lens": {"Final loss against learning rate per p (95 % interval)",
                        "LR sensitivity per p (Wortsman et al. 2023; 95 % CI)",
                        "Largest attention logit per p (median)",
                        "Smallest head entropy per p (median)",
-                       "Attention entropy at initialisation against p, fixed and matched gains"},
+                       "Attention entropy at initialisation against p, sampled gains"},
     "Compare": set(),  # no comparison in the seeded database: a message, checked below
     "Trials": set(),  # the trial's own charts, checked below
     "Export": set(),
@@ -101,6 +101,9 @@ def test_every_page_renders_a_search_study_with_its_charts(seeded, page):
     assert not shown["exception"] and not shown["error"], shown
     assert TITLES[page] <= set(chart_titles(at))
     assert at.sidebar.selectbox[0].value == "search"
+    # a page that groups the search's runs by p says they mix p with the lr and gain they drew
+    mixed = [i for i in shown["info"] if i.startswith("Each p group here mixes p with the learning rate and gain")]
+    assert len(mixed) == (page in ("Convergence", "Stability", "Stability lens")), shown["info"]
 
 
 @pytest.mark.slow
@@ -619,7 +622,7 @@ def test_the_stability_lens_draws_the_medians_of_what_real_workers_recorded(real
         assert sorted(drawn[name]) == sorted(points) == [0, 10, 20, 30], name
         assert [drawn[name][s] for s in sorted(points)] == pytest.approx([points[s] for s in sorted(points)]), name
     # one learning rate: the loss-against-lr chart has one point per p
-    curve = figures(at)["Final loss against learning rate per p (95 % interval)"]
+    curve = figures(at)["Final loss against learning rate per p"]  # 2 folds a point: no interval, none named
     assert sorted(len(plotted(t["x"])) for t in curve["data"] if t.get("name", "").startswith("p ")) == [1, 1, 1]
 
 

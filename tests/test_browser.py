@@ -41,12 +41,12 @@ PAGES = [
                      "Area under the validation curve against p"]),
     ("Stability", ["Divergence rate per p (95 % Wilson interval)", "Divergence rate over p × learning rate",
                    "Largest gradient norm against p", "Attention gain over training, per p (median",
-                   "Spread of final validation loss across folds and seeds, per p"]),
-    ("Stability lens", ["Final loss against learning rate per p (95 % interval)",
+                   "Spread of final validation loss across seeds, per p"]),
+    ("Stability lens", ["Final loss against learning rate per p",
                         "LR sensitivity per p (Wortsman et al. 2023; 95 % CI)",
                         "Largest attention logit per p (median",
                         "Smallest head entropy per p (median",
-                        "Attention entropy at initialisation against p, fixed and matched gains"]),
+                        "Attention entropy at initialisation against p, sampled gains"]),
     ("Trials", []),  # the chosen trial's charts: checked by prefix
     ("Export", []),
 ]

@@ -25,6 +25,8 @@ threshold = st.number_input("Loss threshold (validation loss)", min_value=0.0, v
                             format="%.3f", help="Steps to reach it are counted at each trial's first evaluation at or below it.")
 
 inputs = page_inputs(study, storage, bins=bins, threshold=threshold)
+if inputs.mixed_groups:  # a search: its p groups mix p with the lr and gain its runs drew
+    st.info(inputs.mixed_groups)
 draw_charts(CONVERGENCE, inputs)
 convergence = inputs.convergence
 ok = convergence[~convergence["diverged"].astype(bool)]

@@ -584,10 +584,13 @@ def gain_chart(bands: "A.CurveBands | pd.DataFrame") -> go.Figure:
 
 
 def spread_chart(trials: pd.DataFrame, bins: int | Sequence[float] | None = None) -> go.Figure:
-    """The final validation losses of each p group as a box: the spread across folds or seeds."""
-    fig = figure("Spread of final validation loss across folds and seeds, per p", "p", "final validation loss")
+    """The final validation losses of each p group as a box: the spread across what varies between
+    its runs (folds, seeds; in a search, the runs' other fields), named in the title."""
     ok = A.successful(trials)
     ok = ok[ok["p"].notna()]
+    varies = [name for column, name in (("fold", "folds"), ("seed", "seeds")) if column in ok and ok[column].nunique() > 1]
+    fig = figure(f"Spread of final validation loss across {' and '.join(varies) or 'runs'}, per p", "p",
+                 "final validation loss")
     if ok.empty:
         return mark_empty(fig, "no completed trial without divergence yet")
     groups = ok.join(A.p_bins(ok["p"], bins)).sort_values("p_order")

@@ -61,14 +61,15 @@ def report_sections(data: StudyData, threshold: float | None = None, bins: int |
     effect.append(inputs.summary.drop(columns=["p", "p_low", "p_high"]))
     if inputs.searched and len(inputs.profile):
         effect.append(inputs.profile.drop(columns=["p", "p_low", "p_high", "p_order"]))
-    stability = charts("Stability")
+    mixed = [inputs.mixed_groups] if inputs.mixed_groups else []  # a search: its p groups mix p with lr and gain
+    stability = [*mixed, *charts("Stability")]
     spread = A.replicate_spread(trials, bins)
     if len(spread):
         stability.append(spread.drop(columns=["p"]))
-    lens = charts("Stability lens")
+    lens = [*mixed, *charts("Stability lens")]
     if len(inputs.sensitivity):
         lens.append(inputs.sensitivity.drop(columns=["p", "p_order"]).rename(columns={"mean": "lr_sensitivity"}))
-    return [("Overview", charts("Overview")), ("Effect of p", effect), ("Convergence", charts("Convergence")),
+    return [("Overview", charts("Overview")), ("Effect of p", effect), ("Convergence", [*mixed, *charts("Convergence")]),
             ("Stability", stability), ("Stability lens", lens)]
 
 
