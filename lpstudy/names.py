@@ -64,6 +64,12 @@ def closest_study_names(name: str, names: list[str], n: int = 3) -> list[str]:
     return [by_folded[c] for c in close]
 
 
+def did_you_mean(word: str, words) -> str:
+    """'; did you mean 'max_steps'?' for the words closest to `word` (closest_study_names' rule), '' where none is close."""
+    close = closest_study_names(word, list(words))
+    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+
+
 def no_such_study(name: str, where: str, names: list[str]) -> str:
     """One line for a study name that `where` (a redacted storage URL) does not hold: the closest
     names when some are close ("did you mean 'lp-search'?"), else how to create it; with the names
