@@ -47,3 +47,43 @@ def test_a_study_continued_as_another_kind_is_refused_with_the_point_first(searc
 def test_one_other_thread_is_one_thread():
     assert "(about 1 other thread wants its 2 cores)" in Machine(cores=2, others=1.2).describe(2)
     assert "(about 3 other threads want its 2 cores)" in Machine(cores=2, others=3).describe(2)
+
+
+def _search_with_one_inf_run():
+    """Seven runs at finite p (two groups) and one at p = ∞: ∞'s group holds one run."""
+    import pandas as pd
+
+    from lpstudy.results.frames import StudyData, StudyInfo
+
+    p = [1.0, 1.2, 1.4, 3.0, 3.2, 3.4, 3.6, float("inf")]
+    trials = pd.DataFrame({"number": range(8), "state": ["COMPLETE"] * 8, "value": [3.0 + i / 10 for i in range(8)],
+                           "diverged": [False] * 8, "p": p, "lr": [1e-3 * (1 + i) for i in range(8)],
+                           "gain_init": [10.0 + i for i in range(8)], "fold": [0.0] * 8, "seed": [0.0] * 8})
+    spec = {"space": {"p": {"type": "range", "low": 1.0, "high": 4.0, "with_inf": True},
+                      "lr": {"type": "range", "low": 1e-4, "high": 1e-2, "log": True},
+                      "gain_init": {"type": "range", "low": 2.0, "high": 64.0, "log": True}}}
+    return StudyData("lp-smoke", StudyInfo("lp-smoke", kind="search", preset="smoke", spec=spec), trials, pd.DataFrame())
+
+
+def test_effect_of_p_counts_the_same_runs_in_its_sentence_and_its_chart():
+    from lpstudy.results.answers.search import search_effect
+    from lpstudy.results.search_charts import surrogate_profile_chart
+
+    answer = search_effect(_search_with_one_inf_run())
+    assert answer["sentence"].startswith("7 completed runs at finite p"), answer["sentence"]
+    empty = surrogate_profile_chart(answer)
+    note = " ".join(a.text for a in empty.layout.annotations)
+    assert "this study has 7 (see the sentence above)" in note, note
+
+
+def test_a_group_of_one_run_gets_its_best_found_and_no_expected_best_of_one():
+    from lpstudy.results.analysis import tuned_profile
+    from lpstudy.results.charts import tuned_profile_chart
+
+    profile = tuned_profile(_search_with_one_inf_run().trials, bins=(1.0, 2.0, 4.0))
+    assert profile["m"].iloc[0] == 3  # the smallest group of two runs or more, not ∞'s one
+    assert profile["expected_best"].isna().tolist() == [False, False, True]
+    fig = tuned_profile_chart(profile)
+    names = [t.name for t in fig.data]
+    assert "expected best of 3 runs" in names and not any("of 1 run" in (n or "") for n in names), names
+    assert "p ∞: one run, its loss alone." in " ".join(a.text for a in fig.layout.annotations).replace("<br>", " ")
