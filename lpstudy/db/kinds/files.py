@@ -72,15 +72,36 @@ class FileStorage(LockingStorage):
 
     @contextlib.contextmanager
     def lock(self, name: str = CREATE_LOCK) -> Iterator[None]:
-        """An exclusive flock on a file next to the database file (lock_file)."""
+        """An exclusive flock on a file next to the database file (lock_file), removed again when
+        released, so that no lock file stays beside the database. The holder removes it while it
+        still holds the lock; a process that was waiting on the removed file finds, once it holds
+        it, that the path no longer names its file, and takes the lock again on the path's new file
+        (the usual way to remove a flock file without two holders at once)."""
         self.prepare_to_create()
-        with open(lock_file(self.local_file(creating=True), name), "a") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        path = lock_file(self.local_file(creating=True), name)
+        while True:
+            with open(path, "a") as handle:
+                fcntl.flock(handle, fcntl.LOCK_EX)
+                if not _names(path, handle):  # removed (and perhaps made again) while we waited
+                    continue
+                try:
+                    yield
+                finally:
+                    with contextlib.suppress(FileNotFoundError):
+                        path.unlink()
+                    fcntl.flock(handle, fcntl.LOCK_UN)
+                return
 
     def default_artifacts(self) -> str:
         """FILE.artifacts, a folder next to the file."""
         return f"{self.local_file()}{ARTIFACTS_SUFFIX}"
+
+
+def _names(path: Path, handle) -> bool:
+    """Whether `path` still names the open file `handle` (same device and inode)."""
+    try:
+        named = os.stat(path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(handle.fileno())
+    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
