@@ -87,3 +87,32 @@ def test_a_group_of_one_run_gets_its_best_found_and_no_expected_best_of_one():
     names = [t.name for t in fig.data]
     assert "expected best of 3 runs" in names and not any("of 1 run" in (n or "") for n in names), names
     assert "p ∞: one run, its loss alone." in " ".join(a.text for a in fig.layout.annotations).replace("<br>", " ")
+
+
+def test_the_progress_bar_counts_no_interrupted_run_as_finished():
+    """After Ctrl-C the workers fail their running trials as `stopped` and enqueue them again: the bar
+    counts the runs that ended, not those (it stood at 2/8 with none finished)."""
+    import optuna
+
+    from lpstudy.cli.worker_progress import finished_trials
+
+    study = optuna.create_study()
+    study.add_trial(optuna.trial.create_trial(value=1.0))
+    study.add_trial(optuna.trial.create_trial(state=optuna.trial.TrialState.PRUNED, value=2.0))
+    study.add_trial(optuna.trial.create_trial(state=optuna.trial.TrialState.FAIL))  # a real failure: it ended
+    for _ in range(2):  # interrupted: enqueued again, not finished
+        study.add_trial(optuna.trial.create_trial(state=optuna.trial.TrialState.FAIL, user_attrs={"stopped": True}))
+    assert finished_trials(study) == 3
+
+
+def test_status_says_what_a_searchs_waiting_trials_are(tmp_path, capsys):
+    """`search --n-trials 2` leaves 6 of the spread phase's 8 points waiting: status says what they are
+    and who runs them."""
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    code, _, err = cli(capsys, "create", "--study", "s", "--preset", "smoke", "--storage", url)
+    assert code == 0, err
+    code, out, err = cli(capsys, "status", "--study", "s", "--storage", url)
+    assert code == 0, err
+    line = next(line for line in out.splitlines() if line.startswith("trials"))
+    assert line.endswith("8 waiting (enqueued, not run yet: the spread phase's points or retries; the next "
+                         "`lpstudy worker --study s` takes them first)"), line
