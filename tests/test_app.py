@@ -876,3 +876,20 @@ def test_every_page_reads_a_comparison_through_its_arms(tmp_path, page):
     assert not any("no trials yet" in text for text in shown["info"]), shown
     if page == "Export":
         assert any("its arm p=3 has the lowest mean final validation loss" in unescaped(c.value) for c in at.caption)
+
+
+def test_the_trials_table_fits_the_page_with_every_column_in_view(seeded):
+    """Its columns' widths fit the page (tables.TABLE_PX), where the right-hand ones (time, worker,
+    started) hid behind a scroll bar; no column narrower than its label, no number cut."""
+    from tables import TABLE_PX, column_width
+
+    url, _ = seeded
+    at = run_page("Trials", url, "search")
+    columns = {name: c for name, c in json.loads(at.dataframe[0].proto.columns).items() if not c.get("hidden")}
+    assert sum(c["width"] for c in columns.values()) <= TABLE_PX, {n: c["width"] for n, c in columns.items()}
+    assert all(c["width"] >= column_width(c["label"], []) for c in columns.values())
+    assert list(columns)[-2:] == ["worker", "datetime_start"]
+    shown = at.dataframe[0].value
+    for name in ("value", "lr", "gain_init", "steps"):  # no number cut: each as wide as its widest shown number
+        fmt = columns[name]["type_config"]["format"]
+        assert columns[name]["width"] >= column_width(columns[name]["label"], [fmt % v for v in shown[name].dropna()])

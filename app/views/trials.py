@@ -16,16 +16,15 @@ from lpstudy.results import charts as C
 from lpstudy.results.frames import merge_curves
 
 from common import cached_trial_curves, chart, page
-from tables import column_width
+from tables import column_width, fit_widths
 
 PAGE_ROWS = 100
-COLUMNS = {  # shown column: (label, Streamlit number format or None for text)
+COLUMNS = {  # shown column: (label, Streamlit number format or None for text); every column fits (tables.fit_widths)
     "number": ("trial", "%d"), "state": ("state", None), "value": ("value", "%.4f"), "p": ("p", None),
-    "lr": ("learning rate", "%.2e"), "gain_init": ("gain₀", "%.3g"), "fold": ("fold", "%d"),
-    "diverged": ("diverged", None), "best_val_loss": ("best val loss", "%.4f"), "steps": ("steps", "%d"),
-    "wall_time_s": ("time (s)", "%.1f"), "worker": ("worker", None),
+    "lr": ("lr", "%.2e"), "gain_init": ("gain₀", "%.3g"), "fold": ("fold", "%d"),
+    "diverged": ("diverged", None), "steps": ("steps", "%d"), "worker": ("worker", None),
     "datetime_start": ("started", None),
-}
+}  # the best validation loss, the time, and every other field: in the CSV and the trial's detail below
 
 storage, study = page("Trials", curves=False)
 trials = study.trials
@@ -93,13 +92,21 @@ def table(frame: pd.DataFrame) -> pd.DataFrame:
     out = frame[list(COLUMNS)].copy()
     out["p"] = out["p"].map(A.format_p)
     out["diverged"] = out["diverged"].map({True: "yes", False: "no"})
-    out["datetime_start"] = out["datetime_start"].dt.strftime("%Y-%m-%d %H:%M:%S")
+    out["datetime_start"] = out["datetime_start"].dt.strftime("%m-%d %H:%M")  # the year and seconds: in the detail
     return out
 
 
 shown_table = table(shown)
-widths = {c: column_width(label, [f"{v:.4f}" if isinstance(v, float) else str(v) for v in shown_table[c].head(200)])
-          for c, (label, _) in COLUMNS.items()}  # no header nor date cut short
+def shown_text(value, fmt: str | None) -> str:
+    """A cell as the table shows it: a number in its column's format."""
+    if fmt and isinstance(value, (int, float)) and not (isinstance(value, float) and math.isnan(value)):
+        return fmt % value
+    return str(value)
+
+
+widths = fit_widths({c: column_width(label, [shown_text(v, fmt) for v in shown_table[c].head(200)])
+                     for c, (label, fmt) in COLUMNS.items()}, {c: label for c, (label, _) in COLUMNS.items()},
+                    cut=("worker", "datetime_start"))
 config = {c: (st.column_config.NumberColumn(label, format=fmt, width=widths[c]) if fmt
               else st.column_config.TextColumn(label, width=widths[c]))
           for c, (label, fmt) in COLUMNS.items()}
