@@ -893,3 +893,19 @@ def test_the_trials_table_fits_the_page_with_every_column_in_view(seeded):
     for name in ("value", "lr", "gain_init", "steps"):  # no number cut: each as wide as its widest shown number
         fmt = columns[name]["type_config"]["format"]
         assert columns[name]["width"] >= column_width(columns[name]["label"], [fmt % v for v in shown[name].dropna()])
+
+
+def test_the_compare_page_without_a_comparison_gives_a_command_that_runs(seeded, tmp_path, capsys):
+    """The empty state's command is a code block of one line (inline, it wrapped inside a flag) and
+    runs as given: --preset, which compare requires, included."""
+    import shlex
+
+    from tests.study_helpers import cli
+
+    url, _ = seeded
+    at = run_page("Compare", url, "search")
+    assert [i.value for i in at.info][0].startswith("This database holds no comparison.")
+    command = at.code[0].value
+    assert "\n" not in command and command.startswith("lpstudy compare --study NAME --preset ")
+    code, _, err = cli(capsys, *shlex.split(command)[1:], "--storage", f"sqlite:///{tmp_path / 'c.db'}")
+    assert code == 0, err
