@@ -145,3 +145,19 @@ def test_the_offline_report_packs_plotlyjs_once_and_draws_after_it(tmp_path, cap
     assert cdn.stat().st_size < 0.1 * len(get_plotlyjs()) and "https://cdn.plot.ly/plotly-" in cdn.read_text()
     code, _, err = cli(capsys, "report", "--study", "s", "--storage", url, "-o", str(cdn), "--plotlyjs", "web")
     assert code == 2 and "--plotlyjs takes inline or cdn" in err, err
+
+
+def test_a_run_files_long_floats_read_short_and_load_back_exactly():
+    """A run file keeps every digit of a sampled value (a rounded lr retrains another run) and says it
+    short beside it, for the reader: `lr: 0.0028800597026613283  # 0.00288`."""
+    import yaml
+
+    from lpstudy.training.config import resolve_config, write_run_file
+
+    lr, gain = 0.0028800597026613283, 9.954196310386875
+    text = write_run_file(None, "smoke", resolve_config("smoke", {"lr": lr, "gain_init": gain, "p": 3.0}),
+                          source={"value": 3.2213144302368164, "trial": 4})
+    assert "lr: 0.0028800597026613283  # 0.00288\n" in text and "gain_init: 9.954196310386875  # 9.954\n" in text
+    assert "p: 3.0\n" in text and "trial: 4\n" in text  # short numbers: no comment
+    loaded = yaml.safe_load(text)
+    assert (loaded["lr"], loaded["gain_init"], loaded["source"]["value"]) == (lr, gain, 3.2213144302368164)
