@@ -77,7 +77,7 @@ def no_such_study(name: str, where: str, names: list[str]) -> str:
     names = sorted(names)
     if not names:
         return (f"no study named {name!r} in {where}; it holds no studies yet. Run it with "
-                f"`lpstudy search --study {shell_quoted(name)}` (or make it with `lpstudy create` or `lpstudy replicate`)")
+                f"`lpstudy search --study {shell_quoted(name)}` (or make it with `lpstudy create`, `lpstudy replicate` or `lpstudy compare`)")
     listed = ", ".join(names[:LISTED_STUDIES]) + (f" and {len(names) - LISTED_STUDIES:,} more"
                                                     if len(names) > LISTED_STUDIES else "")
     close = closest_study_names(name, names)
@@ -85,4 +85,4 @@ def no_such_study(name: str, where: str, names: list[str]) -> str:
         return (f"no study named {name!r} in {where}; did you mean {' or '.join(repr(c) for c in close)}? "
                 f"(studies there: {listed})")
     return (f"no study named {name!r} in {where} (studies there: {listed}); run it with "
-            f"`lpstudy search --study {shell_quoted(name)}` (or make it with `lpstudy create` or `lpstudy replicate`)")
+            f"`lpstudy search --study {shell_quoted(name)}` (or make it with `lpstudy create`, `lpstudy replicate` or `lpstudy compare`)")
