@@ -46,7 +46,7 @@ PAGES = [
                         "LR sensitivity per p (Wortsman et al. 2023; 95 % CI)",
                         "Largest attention logit per p (median",
                         "Smallest head entropy per p (median",
-                        "Attention entropy at initialisation against p, sampled gains"]),
+                        "Attention entropy at initialisation against p, "]),  # then the gain rules its runs used
     ("Trials", []),  # the chosen trial's charts: checked by prefix
     ("Export", []),
 ]
