@@ -105,13 +105,20 @@ def cached_study_infos(storage_url: str):
 @st.cache_data(ttl=FINGERPRINT_TTL_S, show_spinner=False)
 def cached_fingerprint(storage_url: str, study_name: str):
     """What identifies the study's current data (lpstudy.results.frames.study_fingerprint: a few counts on
-    SQL databases); on other storages the current CACHE_TTL_S time slot, so they reread on a timer."""
+    SQL databases; a comparison's, with its arms' studies'); on other storages the current CACHE_TTL_S
+    time slot, so they reread on a timer."""
     import time
 
     from lpstudy.results.frames import study_fingerprint
 
-    fingerprint = study_fingerprint(reader(storage_url), study_name)
-    return fingerprint if fingerprint is not None else ("slot", int(time.time() // CACHE_TTL_S))
+    from lpstudy.names import arm_study_names
+
+    kinds = {info.name: info.kind for info in cached_study_infos(storage_url)}
+    names = [study_name, *arm_study_names(study_name, kinds)] if kinds.get(study_name) == "compare" else [study_name]
+    parts = [study_fingerprint(reader(storage_url), name) for name in names]  # a comparison: its arms' too
+    if any(part is None for part in parts):
+        return ("slot", int(time.time() // CACHE_TTL_S))
+    return parts[0] if len(parts) == 1 else tuple(parts)
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)

@@ -21,6 +21,27 @@ def column_width(label: str, shown: list[str]) -> int:
     return min(MAX_PX, CHAR_PX * widest + MARGIN_PX)
 
 
+# The width a table has on a page at a 1400-pixel window with the sidebar open: wider tables hid
+# their right-hand columns behind a scroll bar that a reader did not see.
+TABLE_PX = 940
+
+
+def fit_widths(widths: dict[str, int], labels: dict[str, str], cut: tuple[str, ...], budget: int = TABLE_PX
+               ) -> dict[str, int]:
+    """The columns' widths narrowed to fit `budget` pixels in all: of the columns in `cut` (long text,
+    such as a worker's name, that may be cut), the widest first, down to no less than its label's
+    width; a number is never cut."""
+    fitted = dict(widths)
+    floors = {name: column_width(labels[name], []) if name in cut else widths[name] for name in widths}
+    while sum(fitted.values()) > budget:
+        room = {name: fitted[name] - floors[name] for name in fitted if fitted[name] > floors[name]}
+        if not room:
+            break
+        widest = max(room, key=lambda name: fitted[name])
+        fitted[widest] -= min(room[widest], sum(fitted.values()) - budget)
+    return fitted
+
+
 def column_config(frame, overrides: dict[str, Column] | None = None) -> dict:
     """Streamlit's column_config for the frame: every column under its human label, as wide as its
     label or its widest value among the first rows."""

@@ -45,6 +45,13 @@ def study_name_option(value: str | None) -> str | None:
 
 
 LISTED_STUDIES = 10  # a message lists at most this many of a database's studies
+ARM_STUDY_ENDS = (":tune", ":folds")  # a comparison's arm studies: NAME:ARM:tune, NAME:ARM:folds (lpstudy.study.compare)
+
+
+def arm_study_names(name: str, names) -> list[str]:
+    """The studies among `names` that belong to comparison `name`'s arms (its tuning and replicate
+    studies, named NAME:ARM:tune and NAME:ARM:folds by lpstudy.study.compare), sorted."""
+    return sorted(n for n in names if n.startswith(f"{name}:") and n.endswith(ARM_STUDY_ENDS))
 
 
 def closest_study_names(name: str, names: list[str], n: int = 3) -> list[str]:
@@ -57,6 +64,12 @@ def closest_study_names(name: str, names: list[str], n: int = 3) -> list[str]:
     return [by_folded[c] for c in close]
 
 
+def did_you_mean(word: str, words) -> str:
+    """'; did you mean 'max_steps'?' for the words closest to `word` (closest_study_names' rule), '' where none is close."""
+    close = closest_study_names(word, list(words))
+    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+
+
 def no_such_study(name: str, where: str, names: list[str]) -> str:
     """One line for a study name that `where` (a redacted storage URL) does not hold: the closest
     names when some are close ("did you mean 'lp-search'?"), else how to create it; with the names
@@ -64,7 +77,7 @@ def no_such_study(name: str, where: str, names: list[str]) -> str:
     names = sorted(names)
     if not names:
         return (f"no study named {name!r} in {where}; it holds no studies yet. Run it with "
-                f"`lpstudy search --study {shell_quoted(name)}` (or make it with `lpstudy create` or `lpstudy replicate`)")
+                f"`lpstudy search --study {shell_quoted(name)}` (or make it with `lpstudy create`, `lpstudy replicate` or `lpstudy compare`)")
     listed = ", ".join(names[:LISTED_STUDIES]) + (f" and {len(names) - LISTED_STUDIES:,} more"
                                                     if len(names) > LISTED_STUDIES else "")
     close = closest_study_names(name, names)
@@ -72,4 +85,4 @@ def no_such_study(name: str, where: str, names: list[str]) -> str:
         return (f"no study named {name!r} in {where}; did you mean {' or '.join(repr(c) for c in close)}? "
                 f"(studies there: {listed})")
     return (f"no study named {name!r} in {where} (studies there: {listed}); run it with "
-            f"`lpstudy search --study {shell_quoted(name)}` (or make it with `lpstudy create` or `lpstudy replicate`)")
+            f"`lpstudy search --study {shell_quoted(name)}` (or make it with `lpstudy create`, `lpstudy replicate` or `lpstudy compare`)")

@@ -48,13 +48,13 @@ TITLES = {
                     "Median validation loss per p", "Steps to reach validation loss 2",
                     "Area under the validation curve against p"},
     "Stability": {"Divergence rate per p (95 % Wilson interval)", "Divergence rate over p × learning rate",
-                  "Largest gradient norm against p", "Spread of final validation loss across folds and seeds, per p",
+                  "Largest gradient norm against p", "Spread of final validation loss across seeds, per p",
                   "Attention gain over training, per p (median)"},
     "Stability lens": {"Final loss against learning rate per p (95 % interval)",
                        "LR sensitivity per p (Wortsman et al. 2023; 95 % CI)",
                        "Largest attention logit per p (median)",
                        "Smallest head entropy per p (median)",
-                       "Attention entropy at initialisation against p, fixed and matched gains"},
+                       "Attention entropy at initialisation against p, sampled gains"},
     "Compare": set(),  # no comparison in the seeded database: a message, checked below
     "Trials": set(),  # the trial's own charts, checked below
     "Export": set(),
@@ -102,6 +102,9 @@ def test_every_page_renders_a_search_study_with_its_charts(seeded, page):
     assert not shown["exception"] and not shown["error"], shown
     assert TITLES[page] <= set(chart_titles(at))
     assert at.sidebar.selectbox[0].value == "search"
+    # a page that groups the search's runs by p says they mix p with the lr and gain they drew
+    mixed = [i for i in shown["info"] if i.startswith("Each p group here mixes p with the learning rate and gain")]
+    assert len(mixed) == (page in ("Convergence", "Stability", "Stability lens")), shown["info"]
 
 
 @pytest.mark.slow
@@ -326,7 +329,7 @@ def test_the_convergence_page_gives_verdicts_under_a_replicate_and_the_caveat_un
     assert any(t.startswith("Runs that reached validation loss") for t in titles)
     assert grid.dataframe[0].value.columns[1] == "endpoint"  # the verdict table, as `lpstudy verdict` prints it
     search = run_page("Convergence", url, "search")
-    assert any("mix p with both" in m for m in messages(search)["info"])
+    assert any("mixes p with the learning rate and gain its runs drew" in m for m in messages(search)["info"])
 
 
 def test_trials_table_filters_and_one_trials_detail(seeded):
@@ -637,7 +640,7 @@ def test_the_stability_lens_draws_the_medians_of_what_real_workers_recorded(real
         assert sorted(drawn[name]) == sorted(points) == [0, 10, 20, 30], name
         assert [drawn[name][s] for s in sorted(points)] == pytest.approx([points[s] for s in sorted(points)]), name
     # one learning rate: the loss-against-lr chart has one point per p
-    curve = figures(at)["Final loss against learning rate per p (95 % interval)"]
+    curve = figures(at)["Final loss against learning rate per p"]  # 2 folds a point: no interval, none named
     assert sorted(len(plotted(t["x"])) for t in curve["data"] if t.get("name", "").startswith("p ")) == [1, 1, 1]
 
 
@@ -855,3 +858,72 @@ def test_each_page_draws_the_charts_of_its_report_section_in_the_same_order(seed
     assert chart_titles(at) == drawn, f"the {page} page and the report's {section} section disagree"
     if study == "grid" and page not in ("Home", "Convergence"):  # the verdicts are drawn on both
         assert any("reference" in title or "within folds" in title for title in drawn), drawn
+
+
+def _comparison(tmp_path) -> str:
+    """A comparison of p = 2 and p = 3, each tuned (2 trials) and replicated on 3 folds (p = 3 lower)."""
+    from tests.staged_studies import write_staged_compare
+
+    url = f"sqlite:///{tmp_path / 'cmp.db'}"
+    write_staged_compare(url, "cmp", {"p=2": [3.0, 3.1, 3.2], "p=3": [2.8, 2.9, 3.0]}, max_folds=3, rounds=[3], rope=0.005)
+    return url
+
+
+def test_effect_of_p_and_trials_read_a_comparison_through_its_arms(tmp_path):
+    """A comparison's own study holds no trials: the pages read its arms' replicate runs (before,
+    Effect of p said "This study has no trials yet" while Home counted them)."""
+    url = _comparison(tmp_path)
+    at = run_page("Effect of p", url, "cmp")
+    shown = messages(at)
+    assert not shown["exception"] and not shown["error"] and not any("no trials" in i for i in shown["info"]), shown
+    assert any(m.value.startswith("**Verdict.**") and "p = 3" in m.value for m in at.markdown)
+    assert "Final validation loss against p" in chart_titles(at)
+    at = run_page("Trials", url, "cmp")
+    assert not messages(at)["exception"], messages(at)
+    assert "6 of 6 trials match; rows 1–6, sorted by trial." in [c.value for c in at.caption]
+    assert at.dataframe[0].value["p"].tolist() == ["2", "2", "2", "3", "3", "3"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", list(PAGES))
+def test_every_page_reads_a_comparison_through_its_arms(tmp_path, page):
+    url = _comparison(tmp_path)
+    at = run_page(page, url, "cmp")
+    shown = messages(at)
+    assert not shown["exception"] and not shown["error"], shown
+    assert not any("no trials yet" in text for text in shown["info"]), shown
+    if page == "Export":
+        assert any("its arm p=3 has the lowest mean final validation loss" in unescaped(c.value) for c in at.caption)
+
+
+def test_the_trials_table_fits_the_page_with_every_column_in_view(seeded):
+    """Its columns' widths fit the page (tables.TABLE_PX), where the right-hand ones (time, worker,
+    started) hid behind a scroll bar; no column narrower than its label, no number cut."""
+    from tables import TABLE_PX, column_width
+
+    url, _ = seeded
+    at = run_page("Trials", url, "search")
+    columns = {name: c for name, c in json.loads(at.dataframe[0].proto.columns).items() if not c.get("hidden")}
+    assert sum(c["width"] for c in columns.values()) <= TABLE_PX, {n: c["width"] for n, c in columns.items()}
+    assert all(c["width"] >= column_width(c["label"], []) for c in columns.values())
+    assert list(columns)[-2:] == ["worker", "datetime_start"]
+    shown = at.dataframe[0].value
+    for name in ("value", "lr", "gain_init", "steps"):  # no number cut: each as wide as its widest shown number
+        fmt = columns[name]["type_config"]["format"]
+        assert columns[name]["width"] >= column_width(columns[name]["label"], [fmt % v for v in shown[name].dropna()])
+
+
+def test_the_compare_page_without_a_comparison_gives_a_command_that_runs(seeded, tmp_path, capsys):
+    """The empty state's command is a code block of one line (inline, it wrapped inside a flag) and
+    runs as given: --preset, which compare requires, included."""
+    import shlex
+
+    from tests.study_helpers import cli
+
+    url, _ = seeded
+    at = run_page("Compare", url, "search")
+    assert [i.value for i in at.info][0].startswith("This database holds no comparison.")
+    command = at.code[0].value
+    assert "\n" not in command and command.startswith("lpstudy compare --study NAME --preset ")
+    code, _, err = cli(capsys, *shlex.split(command)[1:], "--storage", f"sqlite:///{tmp_path / 'c.db'}")
+    assert code == 0, err

@@ -35,7 +35,7 @@ def test_a_value_is_converted_by_its_fields_type(name, text, expected):
     ("lr", "fast", "lr must be float, got 'fast'"), ("bias", "maybe", "bias must be bool, got 'maybe'"),
     ("gain_init", "hot", "gain_init must be a number or 'matched', got 'hot'"),
     ("n_layer", None, "n_layer needs a value"), ("p", "0.5", "p must be a number ≥ 1 or 'inf'"),
-    ("n_layers", "4", "unknown training field 'n_layers'; known fields: attention, batch_size"),
+    ("n_layers", "4", "unknown training field 'n_layers'; did you mean 'n_layer'? (known fields: attention, batch_size"),
 ])
 def test_a_value_that_is_not_of_its_fields_type_is_refused_by_name(name, text, message):
     with pytest.raises(UserError) as refused:

@@ -10,6 +10,7 @@ import math
 import sqlite3
 from collections import defaultdict
 
+import numpy as np
 import pytest
 
 from lpstudy.results import analysis as A
@@ -210,6 +211,11 @@ def test_the_tuned_profile_gives_the_best_loss_the_expected_best_of_m_and_the_co
     assert (second["n"], second["best"], second["best_trial"], second["n_top"]) == (2, 1.30, 7, 0)
     assert math.isnan(second["top_mean"]) and math.isnan(inf["top_mean"])  # no "mean of the 3 lowest" of 2 or 1
     assert (inf["n"], inf["best"], inf["n_top"]) == (1, 1.55, 0)
-    # every group at m = 1 run (∞ holds one): the expected best of one run is the group's mean
-    assert set(profile["m"]) == {1}
-    assert first["expected_best"] == pytest.approx((1.50 + 1.40 + 1.70 + 1.45 + 1.60) / 5)
+    # every group at m = 2, the smallest group of two or more; ∞'s one run has its best found and no
+    # "expected best of 1 run" (which was only the group's mean, read as a best)
+    from lpstudy.results.analysis.best_of_m import expected_best_of_m
+
+    assert set(profile["m"]) == {2}
+    assert first["expected_best"] == pytest.approx(expected_best_of_m(np.sort([1.50, 1.40, 1.70, 1.45, 1.60]), 2))
+    assert second["expected_best"] == pytest.approx(expected_best_of_m(np.sort([1.30, 1.35]), 2))
+    assert math.isnan(inf["expected_best"])

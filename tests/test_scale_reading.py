@@ -84,7 +84,7 @@ def yaml_runs(text: str) -> list[dict]:
 def test_status_export_chooser_and_frames_from_sql_match_optunas_api_on_a_real_study(empty_url, capsys):
     url = empty_url
     code, _, err = cli(capsys, "create", "--study", "real", "--storage", url, "--preset", "smoke",
-                       "--sampler-seed", "3", "--spread-trials", "0", *TINY)  # 4 trials, all sampled
+                       "--sampler-seed", "3", "--spread-trials", "0", "--race", "0", *TINY)  # 4 trials, all sampled, none raced
     assert code == 0, err
     code, _, err = cli(capsys, "worker", "--study", "real", "--storage", url, "--devices", "cpu", "--no-progress",
                        "--n-trials", "4")

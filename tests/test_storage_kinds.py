@@ -403,10 +403,39 @@ def test_a_file_kind_locks_a_file_beside_it(tmp_path, name):
     assert lock_file(tmp_path / "sub" / name, ask_lock_name("s")) == ask
     storage = storage_at(url)
     with storage.lock():  # makes the folder first
-        assert _taken(create) and not _taken(ask)
-    assert not _taken(create)
+        assert _taken(create)
+    assert not create.exists()  # removed as it is released: no lpstudy-lock file stays beside the database
     with storage.lock(ask_lock_name("s")):
-        assert _taken(ask)
+        assert _taken(ask) and not create.exists()
+    assert sorted(p.name for p in (tmp_path / "sub").iterdir() if "lpstudy-lock" in p.name) == []
+
+
+def test_a_lock_file_removed_on_release_still_lets_one_holder_in_at_a_time(tmp_path):
+    """Threads (each its own open file, as processes are) take the lock 30 times each: never two
+    inside at once, though each release removes the file that others wait on."""
+    import threading
+    import time
+
+    storage = storage_at(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    inside, overlaps, done = [0], [0], []
+
+    def take() -> None:
+        for _ in range(30):
+            with storage.lock("race"):
+                inside[0] += 1
+                if inside[0] > 1:
+                    overlaps[0] += 1
+                time.sleep(0.0005)
+                inside[0] -= 1
+        done.append(1)
+
+    threads = [threading.Thread(target=take) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert len(done) == 4 and overlaps[0] == 0
+    assert not any("lpstudy-lock" in p.name for p in tmp_path.iterdir())
 
 
 def test_postgresql_holds_an_advisory_lock(pg_url):

@@ -45,10 +45,10 @@ def _lists_and_deletes(capsys, url: str, sql: bool) -> None:
     assert code == 0 and out.splitlines()[0].split()[:3] == ["study", "kind", "preset"] and "busy" in out, err
     if sql:
         assert _metric_rows(url, "busy") > 0
-    # no --yes and no terminal to ask on: refused, nothing deleted
+    # no --yes and no name piped again: refused, nothing deleted
     code, _, err = cli(capsys, "delete-study", "busy", "--storage", url)
-    assert code == 2 and err == ("lpstudy: error: delete-study asks for the study's name again on a terminal; "
-                                 "to delete 'busy' without asking, give --yes\n"), err
+    assert code == 2 and err == ("lpstudy: error: '' is not 'busy'; nothing deleted (give the name again on standard "
+                                 "input, or --yes to delete without asking)\n"), err
     # trials running: refused unless --force
     code, _, err = cli(capsys, "delete-study", "busy", "--storage", url, "--yes")
     running = rows["busy"]["counts"]["RUNNING"]
@@ -85,7 +85,7 @@ def test_delete_study_asks_for_the_name_again_on_a_terminal(tmp_path, capsys, mo
     monkeypatch.setattr(sys.stdin, "isatty", lambda: True, raising=False)
     monkeypatch.setattr("typer.prompt", lambda *a, **k: "kep")
     code, _, err = cli(capsys, "delete-study", "keep", "--storage", url)
-    assert code == 2 and err.endswith("lpstudy: error: 'kep' is not 'keep'; nothing deleted\n"), err
+    assert code == 2 and "lpstudy: error: 'kep' is not 'keep'; nothing deleted" in err, err
     monkeypatch.setattr("typer.prompt", lambda *a, **k: "keep")
     code, _, err = cli(capsys, "delete-study", "keep", "--storage", url)
     assert code == 0 and "deleted study 'keep'" in err, err
@@ -115,3 +115,42 @@ def test_deleting_a_study_removes_its_checkpoints_from_the_default_artifact_fold
     code, _, err = cli(capsys, "delete-study", "gone", "--storage", url, "--yes", "--force")
     assert code == 0 and "1 trial(s), 0 row(s) of curves, 1 checkpoint(s)" in err, err
     assert sorted(p.name for p in folder.iterdir()) == ["ckpt-kept"]
+
+
+def test_delete_study_takes_the_name_as_every_command_does_and_piped(tmp_path, capsys, monkeypatch):
+    """`delete-study --study NAME` as every other command names a study, the positional NAME still,
+    and the name confirmed through a pipe (echo NAME | lpstudy delete-study NAME) as on a terminal."""
+    import io
+    import sys
+
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    for name in ("a", "b", "c"):
+        write_synthetic_study(url, name, n_trials=3, n_evals=2, seed=1, states=False)
+    code, _, err = cli(capsys, "delete-study", "--study", "a", "--storage", url, "--yes")
+    assert code == 0 and "deleted study 'a'" in err, err
+    code, _, err = cli(capsys, "delete-study", "b", "--storage", url, "--yes")
+    assert code == 0 and "deleted study 'b'" in err, err
+    monkeypatch.setattr(sys, "stdin", io.StringIO("c\n"))
+    code, _, err = cli(capsys, "delete-study", "-s", "c", "--storage", url)
+    assert code == 0 and "deleted study 'c'" in err, err
+    assert _listed(capsys, url) == {}
+    code, _, err = cli(capsys, "delete-study", "x", "--study", "y", "--storage", url, "--yes")
+    assert code == 2 and err.count("\n") == 1, err
+
+
+def test_a_comparison_is_listed_through_its_arms_and_deleted_with_them(tmp_path, capsys):
+    """A comparison's own study holds no trials: `studies` counts its arms' trials and their best,
+    and `delete-study` removes its arms' studies with it, saying how many trials went."""
+    from tests.staged_studies import write_staged_compare
+
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    write_staged_compare(url, "cmp", {"p=2": [3.0, 3.1, 3.2], "p=3": [2.9, 3.0]}, 3, [2, 3], 0.005)
+    write_synthetic_study(url, "other", n_trials=3, n_evals=2, seed=1, states=False)
+    rows = _listed(capsys, url)
+    arms = [name for name in rows if name.startswith("cmp:")]
+    assert len(arms) == 4  # each arm's tuning and folds studies
+    assert rows["cmp"]["trials"] == sum(rows[a]["trials"] for a in arms) == 2 * 2 + 3 + 2
+    assert rows["cmp"]["counts"]["COMPLETE"] == 9 and rows["cmp"]["best"] == 2.9
+    code, _, err = cli(capsys, "delete-study", "--study", "cmp", "--storage", url, "--yes")
+    assert code == 0 and "deleted study 'cmp' and its 4 arm studies" in err and ": 9 trial(s)" in err, err
+    assert set(_listed(capsys, url)) == {"other"}

@@ -49,9 +49,10 @@ def test_replay_explains_its_columns_and_how_to_get_the_chart_it_did_not_write(g
     code, _, err = cli(capsys, "replay", "--grid", str(grid_file), "--seeds", "2", "--methods", "random+none",
                        "--no-progress")
     assert code == 0, err
-    legend = [line for line in err.splitlines() if line.startswith("search efficiency: ")]
-    assert len(legend) == 1, err  # one line under the table
-    for word in ("the fold it was tuned on, at the end of --budget", "fraction of the grid's compute", "within ε",
+    legend = [line for line in err.splitlines() if line.startswith("within 2 % (1 %): ")]
+    assert len(legend) == 1, err  # one line under the table, every column of it
+    for word in ("mean loss over all the grid's folds", "mean regret:", "search efficiency: reach ε",
+                 "the fold it was tuned on, at the end of --budget", "fraction of the grid's compute", "within ε",
                  "generalisation: other folds", "ever:", "capped:"):
         assert word in legend[0], (word, legend[0])
     assert "chart: none written; add --chart replay.png" in err, err

@@ -13,13 +13,16 @@ from lpstudy.results.verdict_table import sequential_lines, stages_frame, verdic
 from common import STUDY_KEY, cached_study_infos, chart, no_traceback, reader, server_reader
 from tables import table
 
+EMPTY_STATE_COMMAND = "lpstudy compare --study NAME --preset smoke --p 1,2,3,4 --budget 20 --folds 5"
+
 st.title("Compare")
 with no_traceback():
     storage = server_reader().url  # the server's one reader, as every page (common.page)
 comparisons = [i.name for i in cached_study_infos(storage) if i.kind == "compare"]
 if not comparisons:
-    st.info("This database holds no comparison. Start one with `lpstudy compare --study NAME --p 1,2,3,4 "
-            "--tune lr,gain_init --budget 20 --folds 5` and point workers at it.")
+    st.info("This database holds no comparison. Start one (add your --storage), then point workers at it with "
+            "`lpstudy worker --study NAME`:")
+    st.code(EMPTY_STATE_COMMAND, language="bash", wrap_lines=False)  # one line: never wrapped inside a flag
     st.stop()
 chosen = st.session_state.get(STUDY_KEY)
 name = chosen if chosen in comparisons else comparisons[0]

@@ -52,6 +52,8 @@ inputs = page_inputs(study, storage, **choices)
 if inputs.folded:
     convergence = inputs.answer.get("convergence") or {}
     st.markdown(f"**Convergence.** {convergence.get('sentence') or 'No curves to compare yet.'}")
+elif inputs.mixed_groups:  # a search: its p groups mix p with the lr and gain its runs drew
+    st.info(inputs.mixed_groups)
 elif inputs.searched:
     st.info(SEARCH_CAVEAT)
 draw_charts(CONVERGENCE, inputs, part="verdicts")

@@ -65,6 +65,7 @@ with st.expander("Numbers per p"):
     table(inputs.summary.drop(columns=["p", "p_low", "p_high"]))
     profile = inputs.profile if inputs.searched else None
     if profile is not None and len(profile):
-        st.caption("The tuned profile: per p group, the expected best of m runs (m the smallest group's runs), "
+        st.caption("The tuned profile: per p group, the expected best of m runs (m the smallest group's runs among "
+                   "groups of two or more; a group of one: its best found alone), "
                    "the best run, and the mean of the 3 lowest where a group holds 3.")
         table(profile.drop(columns=["p", "p_low", "p_high", "p_order"]))

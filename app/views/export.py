@@ -51,8 +51,15 @@ with no_traceback():
     text = exported(storage, study.name, int(top_k), fmt)
 file_name = f"{study.name}-best.{fmt}" if top_k == 1 else f"{study.name}-top{int(top_k)}.{fmt}"
 
-if known is None:  # a grid: its trials by value
+if known is None:  # a grid or a comparison: its trials by value
     best = A.top_trials(trials, int(top_k))
+    if study.info.kind == "compare":  # a comparison exports its winning arm's best run (lpstudy export too)
+        from lpstudy.results.compare import exported_arm
+
+        with no_traceback():
+            arm_study, why = exported_arm(reader(storage), study.name)
+        st.caption(plain(why[0].upper() + why[1:] + "."))
+        best = best[best["study"] == arm_study]
     table(best[["number", "loss", "p", "lr", "gain_init", "fold", "seed"]])
 st.download_button(f"Download {plain(file_name)}", data=text, file_name=file_name,
                    mime="application/json" if fmt == "json" else "application/x-yaml", type="primary")

@@ -20,6 +20,8 @@ show_problem(trials, stop=False)  # every run diverged: say so, and still show t
 bins = p_bins_control(trials, key="lens_bins", spec=study.info.spec)
 # the verdicts against the Effect of p page's reference, p = 2 by default
 inputs = page_inputs(study, storage, bins=bins, reference=st.session_state.get("reference_p", 2.0))
+if inputs.mixed_groups:  # a search: its p groups mix p with the lr and gain its runs drew
+    st.info(inputs.mixed_groups)
 draw_charts(STABILITY_LENS, inputs, part="learning rate")
 sensitivity = inputs.sensitivity
 if len(sensitivity):

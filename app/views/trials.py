@@ -1,6 +1,9 @@
 """Trials: a filterable table of every trial (state, p range, learning-rate range, diverged), sorted
 and paged on the server (a 100,000-trial study sends one page of rows to the browser), the filtered
-table as CSV, and one trial's detail with its curves (read for that trial only) and parameters."""
+table as CSV; runs picked in the table (or the first of the filter) with their curves overlaid and
+their configurations side by side (lpstudy.results.picked_runs, as `lpstudy report --trials`); and
+one trial's detail with its curves (read for that trial only) and parameters. A comparison's
+trials are its arms' replicate runs (numbered across the arms; each read from its arm's study)."""
 
 import math
 
@@ -10,24 +13,40 @@ import streamlit as st
 
 from lpstudy.results import analysis as A
 from lpstudy.results import charts as C
+from lpstudy.results.frames import merge_curves
 
 from common import cached_trial_curves, chart, page
-from tables import column_width
+from tables import column_width, fit_widths
 
 PAGE_ROWS = 100
-COLUMNS = {  # shown column: (label, Streamlit number format or None for text)
+COLUMNS = {  # shown column: (label, Streamlit number format or None for text); every column fits (tables.fit_widths)
     "number": ("trial", "%d"), "state": ("state", None), "value": ("value", "%.4f"), "p": ("p", None),
-    "lr": ("learning rate", "%.2e"), "gain_init": ("gain₀", "%.3g"), "fold": ("fold", "%d"),
-    "diverged": ("diverged", None), "best_val_loss": ("best val loss", "%.4f"), "steps": ("steps", "%d"),
-    "wall_time_s": ("time (s)", "%.1f"), "worker": ("worker", None),
+    "lr": ("lr", "%.2e"), "gain_init": ("gain₀", "%.3g"), "fold": ("fold", "%d"),
+    "diverged": ("diverged", None), "steps": ("steps", "%d"), "worker": ("worker", None),
     "datetime_start": ("started", None),
-}
+}  # the best validation loss, the time, and every other field: in the CSV and the trial's detail below
 
 storage, study = page("Trials", curves=False)
 trials = study.trials
 if trials.empty:
     st.info(A.data_problem(trials, study.name))
     st.stop()
+if study.info.kind == "compare":
+    st.caption(f"A comparison: its arms' {len(trials):,} replicate runs, the runs its verdicts pair fold by fold "
+               "(each arm's tuning trials are in its own study, NAME:ARM:tune, in the study chooser).")
+
+
+def curves_of(numbers: list[int]) -> pd.DataFrame:
+    """The curves of these trials, each read for that trial only (a comparison's from its arm's study)."""
+    parts = []
+    for number in numbers:
+        row = trials.loc[trials["number"] == number].iloc[0]
+        if "arm_number" in trials:  # a comparison: the run is trial arm_number of its arm's study
+            read = cached_trial_curves(storage, row["study"], int(row["arm_number"]))
+            parts.append(read.assign(trial_number=number))
+        else:
+            parts.append(cached_trial_curves(storage, study.name, number))
+    return pd.concat(parts, ignore_index=True) if parts else merge_curves()
 
 with st.container(border=True):
     present = [s for s in A.STATES if (trials["state"] == s).any()]
@@ -73,17 +92,27 @@ def table(frame: pd.DataFrame) -> pd.DataFrame:
     out = frame[list(COLUMNS)].copy()
     out["p"] = out["p"].map(A.format_p)
     out["diverged"] = out["diverged"].map({True: "yes", False: "no"})
-    out["datetime_start"] = out["datetime_start"].dt.strftime("%Y-%m-%d %H:%M:%S")
+    out["datetime_start"] = out["datetime_start"].dt.strftime("%m-%d %H:%M")  # the year and seconds: in the detail
     return out
 
 
 shown_table = table(shown)
-widths = {c: column_width(label, [f"{v:.4f}" if isinstance(v, float) else str(v) for v in shown_table[c].head(200)])
-          for c, (label, _) in COLUMNS.items()}  # no header nor date cut short
+def shown_text(value, fmt: str | None) -> str:
+    """A cell as the table shows it: a number in its column's format."""
+    if fmt and isinstance(value, (int, float)) and not (isinstance(value, float) and math.isnan(value)):
+        return fmt % value
+    return str(value)
+
+
+widths = fit_widths({c: column_width(label, [shown_text(v, fmt) for v in shown_table[c].head(200)])
+                     for c, (label, fmt) in COLUMNS.items()}, {c: label for c, (label, _) in COLUMNS.items()},
+                    cut=("worker", "datetime_start"))
 config = {c: (st.column_config.NumberColumn(label, format=fmt, width=widths[c]) if fmt
               else st.column_config.TextColumn(label, width=widths[c]))
           for c, (label, fmt) in COLUMNS.items()}
-st.dataframe(shown_table, hide_index=True, width="stretch", column_config=config, placeholder="–")
+event = st.dataframe(shown_table, hide_index=True, width="stretch", column_config=config, placeholder="–",
+                     on_select="rerun", selection_mode="multi-row", key="trials_table")
+selected = [int(shown_table.iloc[i]["number"]) for i in event.selection.rows] if event else []
 
 
 def csv_of_filtered() -> str:
@@ -93,6 +122,27 @@ def csv_of_filtered() -> str:
 
 st.download_button(f"Download the {len(rows):,} filtered trials (CSV)", data=csv_of_filtered,
                    file_name=f"{study.name}-trials.csv", mime="text/csv", key="trials_csv")
+
+st.subheader("Picked runs")
+from lpstudy.results.picked_runs import MAX_PICKED, configurations, overlaid_curves  # noqa: E402
+
+filtered = rows["number"].tolist()
+default = selected[:MAX_PICKED] or [int(n) for n in A.top_trials(rows, 3)["number"]]
+picked = st.multiselect(f"Runs to compare (pick rows in the table above, or here; up to {MAX_PICKED})", filtered,
+                        default=[n for n in default if n in filtered], max_selections=MAX_PICKED,
+                        key=f"picked_{'_'.join(map(str, selected))}",
+                        help="With no row picked in the table: the 3 best of the filtered trials.")
+if picked:
+    picked_curves = curves_of(picked)
+    left, right = st.columns(2)
+    with left:
+        chart(overlaid_curves(picked_curves, trials, picked), key="picked_curves")
+    with right:
+        st.caption("Configurations side by side; the fields where they differ first.")
+        st.dataframe(configurations(trials, picked), hide_index=True, width="stretch",
+                     column_config={"differs": st.column_config.CheckboxColumn("differs", width="small")})
+else:
+    st.caption("No run picked: pick rows in the table (the box at a row's left) or trials in the list above.")
 
 st.subheader("One trial")
 numbers = shown["number"].tolist()
@@ -105,7 +155,7 @@ number = st.selectbox("Trial (of this page)", numbers, index=default,
                       format_func=lambda n: f"{n} · {shown.loc[shown['number'] == n, 'state'].iloc[0]}",
                       key="trial_number")
 trial = trials[trials["number"] == number].iloc[0]
-curves = cached_trial_curves(storage, study.name, int(number))
+curves = curves_of([int(number)])
 left, right = st.columns([1, 2])
 with left:
     params = {k: v for k, v in trial.items() if not (isinstance(v, float) and math.isnan(v)) and v is not None

@@ -164,6 +164,11 @@ def report(
     output: Annotated[Path, typer.Option("--output", "-o", help="The HTML file to write.")] = Path("report.html"),
     threshold: Annotated[Optional[float], typer.Option(help="Loss threshold for 'steps to reach' (default: the study's).")] = None,
     bins: Annotated[Optional[int], typer.Option(help="Number of p bins (default: exact values for a grid, else 8).", min=1)] = None,
+    trials: Annotated[Optional[str], typer.Option("--trials", help="Trial numbers to compare, e.g. 3,5,8 or 3-5: their "
+                                                  "curves overlaid and their configurations side by side.")] = None,
+    plotlyjs: Annotated[str, typer.Option("--plotlyjs", help="inline: plotly.js packed inside (2 MB; opens offline); "
+                                          "cdn: loaded from Plotly's CDN (the file is the figures alone; needs the "
+                                          "network).")] = "inline",
 ) -> None:
     """Write the dashboard's figures for one study into one HTML file that works offline."""
     from lpstudy.paths import check_output_file
@@ -173,8 +178,18 @@ def report(
     allowed = OPTIONS["loss_threshold"]  # a study's loss threshold: the same bounds
     if threshold is not None and not allowed.within(threshold):
         raise UserError(f"--threshold must be in {allowed.describe_bound()}, got {threshold!r}")
+    from lpstudy.results.report import PLOTLYJS
+
+    if plotlyjs not in PLOTLYJS:
+        raise UserError(f"--plotlyjs takes {' or '.join(PLOTLYJS)}, got {plotlyjs!r}")
+    picked = None
+    if trials is not None:
+        from lpstudy.results.picked_runs import parse_trial_numbers
+
+        picked = parse_trial_numbers(trials)
     reader = storage.reader()  # the URL checked first, then the output
     check_output_file(output, "--output")
     with reader:
-        written = write_report(reader, study, output, threshold=threshold, bins=bins)
-    print(f"lpstudy report: {study} → {written} ({written.stat().st_size / 1e6:.1f} MB, opens offline)")
+        written = write_report(reader, study, output, threshold=threshold, bins=bins, trials=picked, plotlyjs=plotlyjs)
+    opens = "opens offline" if plotlyjs == "inline" else "loads plotly.js from its CDN when opened"
+    print(f"lpstudy report: {study} → {written} ({written.stat().st_size / 1e6:.1f} MB, {opens})")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
@@ -15,6 +15,7 @@ from lpstudy.cli.common import quiet_optuna, say
 from lpstudy.cli.option_groups import option_groups
 from lpstudy.cli.storage_option import StorageChoice
 from lpstudy.errors import UserError
+from lpstudy.names import study_name_option
 
 
 @app.command()
@@ -40,27 +41,41 @@ def studies(
 @option_groups
 def delete_study(
     *,
-    name: Annotated[str, typer.Argument(help="The study to delete.", show_default=False)],
+    name: Annotated[Optional[str], typer.Argument(help="The study to delete (or give --study).", show_default=False,
+                                                  callback=study_name_option)] = None,
+    study: Annotated[Optional[str], typer.Option("--study", "-s", help="The study to delete, as every other command "
+                                                 "names it.", callback=study_name_option)] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Delete without asking for the name again.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Delete even while trials run (their workers are gone).")] = False,
     storage: StorageChoice,
 ) -> None:
-    """Delete a study: its trials, their curves and attributes (asks for its name again unless --yes)."""
+    """Delete a study: its trials, their curves and attributes; a comparison with its arms' studies
+    (asks for its name again unless --yes)."""
     quiet_optuna()
-    from lpstudy.study.deletion import delete_study as delete, running_trials
+    from lpstudy.study.deletion import delete_study as delete, running_trials, studies_of
 
+    if name and study and name != study:
+        raise UserError(f"two studies named: {name!r} and --study {study!r}; delete-study deletes one, give it once")
+    name = name or study
+    if not name:
+        raise UserError("which study? give its name: lpstudy delete-study --study NAME (lpstudy studies lists them)")
     store = storage.checked_storage().open()
     running_trials(store, name)  # no such study: said before asking anything
-    if not yes:
-        if not sys.stdin.isatty():
-            raise UserError(f"delete-study asks for the study's name again on a terminal; to delete {name!r} "
-                            f"without asking, give --yes")
-        typed = typer.prompt(f"Type the study's name ({name}) to delete it and all its trials", default="",
-                             show_default=False, err=True)
+    arms = len(studies_of(store, name)) - 1
+    with_arms = f" and its {arms} arm studies" if arms else ""
+    if not yes:  # the name again: typed on a terminal, or piped (echo NAME | lpstudy delete-study NAME)
+        if sys.stdin.isatty():
+            typed = typer.prompt(f"Type the study's name ({name}) to delete it{with_arms} and all their trials",
+                                 default="", show_default=False, err=True)
+        else:
+            try:
+                typed = sys.stdin.readline()
+            except (OSError, ValueError):  # no input to read (closed)
+                typed = ""
         if typed.strip() != name:
-            raise UserError(f"{typed.strip()!r} is not {name!r}; nothing deleted")
+            raise UserError(f"{typed.strip()!r} is not {name!r}; nothing deleted (give the name again on standard "
+                            f"input, or --yes to delete without asking)")
     done = delete(store, name, force=force, hint=storage.hint)
     checkpoints = f", {done.checkpoints} checkpoint(s)" if done.checkpoints else ""
-    say(f"deleted study {name!r} from {store.display_url}: {done.trials} trial(s), {done.metric_rows} row(s) "
+    say(f"deleted study {name!r}{with_arms} from {store.display_url}: {done.trials} trial(s), {done.metric_rows} row(s) "
         f"of curves{checkpoints}; the studies left: lpstudy studies{storage.hint}")
-

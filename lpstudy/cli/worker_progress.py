@@ -12,7 +12,11 @@ FINISHED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
 
 
 def finished_trials(study) -> int:
-    return len(study.get_trials(deepcopy=False, states=FINISHED))
+    """The study's finished trials: an interrupted one (FAIL, marked `stopped` by a signal and enqueued
+    again: lpstudy.results.analysis.interrupted) has not finished, its retry will; after Ctrl-C the
+    bar counts only the runs that ended."""
+    return sum(1 for trial in study.get_trials(deepcopy=False, states=FINISHED)
+               if not (trial.state == TrialState.FAIL and trial.user_attrs.get("stopped")))
 
 
 def running_trials(study) -> int:
@@ -53,4 +57,6 @@ def run_with_progress(options, devices: list[str], study, total: int, show: bool
         code = spawn_workers(options, devices, say=lambda m: progress.console.print(m, highlight=False, soft_wrap=True),
                              on_line=line, tick=tick)
         tick()
+        if code > 128:  # stopped by a signal: the bar says so, with what finished, rather than stand as if running
+            progress.update(task, description="stopped")
     return code

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -72,8 +73,12 @@ def lock_file(path: Path, name: str = CREATE_LOCK) -> Path:
 
 
 class FileLock(LockAcrossProcesses):
-    """An exclusive flock on a file next to the database file (lock_file); prepare makes its folder
-    first and returns the file's path (lpstudy.db.kinds.files.LocalFile.prepare_to_create)."""
+    """An exclusive flock on a file next to the database file (lock_file), removed again when
+    released, so that no lock file stays beside the database; prepare makes its folder first
+    (lpstudy.db.kinds.files.LocalFile.prepare_to_create). The holder removes the file while it still
+    holds the lock; a process that was waiting on the removed file finds, once it holds it, that the
+    path no longer names its file, and takes the lock again on the path's new file (the usual way to
+    remove a flock file without two holders at once)."""
 
     def __init__(self, path: Callable[[], Path], prepare: Callable[[], object]) -> None:
         self._path, self._prepare = path, prepare
@@ -81,9 +86,26 @@ class FileLock(LockAcrossProcesses):
     @contextlib.contextmanager
     def hold(self, name: str = CREATE_LOCK) -> Iterator[None]:
         self._prepare()
-        with open(lock_file(self._path(), name), "a") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        path = lock_file(self._path(), name)
+        while True:
+            with open(path, "a") as handle:
+                fcntl.flock(handle, fcntl.LOCK_EX)
+                if not _names(path, handle):  # removed (and perhaps made again) while we waited
+                    continue
+                try:
+                    yield
+                finally:
+                    with contextlib.suppress(FileNotFoundError):
+                        path.unlink()
+                    fcntl.flock(handle, fcntl.LOCK_UN)
+                return
+
+
+def _names(path: Path, handle) -> bool:
+    """Whether `path` still names the open file `handle` (same device and inode)."""
+    try:
+        named = os.stat(path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(handle.fileno())
+    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)

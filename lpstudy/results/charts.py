@@ -248,15 +248,21 @@ def tuned_profile_chart(profile: pd.DataFrame) -> go.Figure:
     if profile.empty:
         return mark_empty(fig, "no completed trial without divergence yet")
     x = A.p_positions(profile["p"].astype("float64"))
-    m = int(profile["m"].iloc[0])
+    m = profile["m"].iloc[0]
+    alone = profile["expected_best"].isna()  # a group of one: its best found, no best of m to compare
     custom = np.column_stack([profile["p_bin"], profile["n"], profile["best_trial"], profile["best"]])
     fig.add_scatter(x=x, y=profile["best"], mode="markers", name="best found (a best of n)",
                     marker={"size": 8, "color": "#999", "symbol": "circle-open"}, customdata=custom,
                     hovertemplate="p %{customdata[0]}<br>best %{y:.4f} (trial %{customdata[2]})"
                                   "<br>of %{customdata[1]} runs<extra></extra>")
     drawn = profile["expected_low"].notna()
+    if alone.all():
+        _p_group_axis(fig, profile, x)
+        return caption(fig, "Every p group holds one completed run that did not diverge: its loss, hollow; an expected "
+                            "best of m needs two runs in a group.")
+    m = int(m)
     fig.add_scatter(x=x, y=profile["expected_best"], mode=_joined(profile["n"]) + "+text",
-                    name=f"expected best of {m} run{'s' if m != 1 else ''}",
+                    name=f"expected best of {m} runs",
                     line={"color": "#2ca02c"}, marker={"size": 9, "color": "#2ca02c"},
                     text=[f"n = {n}" if n < 3 else "" for n in profile["n"]], textposition="top center",
                     textfont={"size": 10, "color": "#555"}, customdata=custom,
@@ -269,11 +275,13 @@ def tuned_profile_chart(profile: pd.DataFrame) -> go.Figure:
                        profile["expected_high"].dropna()])
     _fit_axis(fig, float(shown.min()), float(shown.max()))
     _p_group_axis(fig, profile, x)
+    ones = profile.loc[alone, "p_bin"].tolist()
+    single = f" p {', '.join(map(str, ones))}: one run, its loss alone." if ones else ""
     return caption(fig, f"Per p group, its completed runs that did not diverge: the expected lowest loss of {m} "
                         "of them (m: the smallest group's runs, so every group is compared at the same number of "
                         "tries; 95 % bootstrap interval from 3 runs up; each group's runs in the hover) and, hollow, the lowest found, which falls "
                         "with a group's runs alone. p's effect with lr and the gain held apart is the surrogate's "
-                        "chart.")
+                        "chart." + single)
 
 
 MAP_TITLES = {"lr": ("learning rate", "learning rate"), "fold": ("fold", "fold")}
@@ -561,10 +569,13 @@ def gain_chart(bands: "A.CurveBands | pd.DataFrame") -> go.Figure:
 
 
 def spread_chart(trials: pd.DataFrame, bins: int | Sequence[float] | None = None) -> go.Figure:
-    """The final validation losses of each p group as a box: the spread across folds or seeds."""
-    fig = figure("Spread of final validation loss across folds and seeds, per p", "p", "final validation loss")
+    """The final validation losses of each p group as a box: the spread across what varies between
+    its runs (folds, seeds; in a search, the runs' other fields), named in the title."""
     ok = A.successful(trials)
     ok = ok[ok["p"].notna()]
+    varies = [name for column, name in (("fold", "folds"), ("seed", "seeds")) if column in ok and ok[column].nunique() > 1]
+    fig = figure(f"Spread of final validation loss across {' and '.join(varies) or 'runs'}, per p", "p",
+                 "final validation loss")
     if ok.empty:
         return mark_empty(fig, "no completed trial without divergence yet")
     groups = ok.join(A.p_bins(ok["p"], bins)).sort_values("p_order")

@@ -111,21 +111,34 @@ def load_compare(reader: TrialReader, name: str) -> CompareData:
         arm = plan.label(value)
         for study, frames in ((plan.tune_study(name, value), tuning), (plan.folds_study(name, value), folds)):
             if study in records:
-                frames.append(load_trials(reader, study).assign(arm=arm))
+                frames.append(load_trials(reader, study).assign(arm=arm, study=study))
     join = lambda frames: pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(  # noqa: E731
         columns=["arm", "number", "state", "value", "p", "lr", "gain_init", "fold", "diverged", "final_val_loss"])
     return CompareData(name, plan, join(tuning), join(folds), plan.label(plan.reference))
 
 
-def compare_study_data(reader: TrialReader, name: str):
-    """The comparison NAME as a StudyData for lpstudy.results.answers: its arms' replicate runs as
-    the trials (with `arm`), and its plan (factor, reference, the arms' labels and values) as the
-    spec's "compare" entry."""
-    return _study_data(load_compare(reader, name))
+def compare_study_data(reader: TrialReader, name: str, curves: bool = False):
+    """The comparison NAME as a StudyData, read through its arms as every page and lpstudy.results.answers
+    read it: its arms' replicate runs as the trials (with `arm`; see _study_data), with their curves
+    where asked, and its plan (factor, reference, the arms' labels and values) as the spec's "compare" entry."""
+    data = load_compare(reader, name)
+    study = _study_data(data)
+    if curves and len(study.trials):
+        from lpstudy.results.frames import merge_curves, trial_curves
+
+        parts = []
+        for arm_study, rows in study.trials.groupby("study", sort=False):
+            read = trial_curves(reader, arm_study, [int(n) for n in rows["arm_number"]])
+            by_id = dict(zip(rows["trial_id"].astype(int), rows["number"].astype(int)))
+            parts.append(read[read["trial_id"].isin(by_id)].assign(trial_number=lambda f: f["trial_id"].map(by_id)))
+        study.curves = merge_curves(*parts) if parts else study.curves
+    return study
 
 
 def _study_data(data: CompareData):
-    from lpstudy.results.frames import StudyData, StudyInfo
+    """The comparison's StudyData: its arms' replicate runs, numbered 0, 1, ... across the arms (the
+    arm's study and the trial's number in it kept as `study` and `arm_number`, where its curves are read)."""
+    from lpstudy.results.frames import StudyData, StudyInfo, merge_curves
 
     plan, name = data.plan, data.name
     spec = {"folds": plan.folds, "compare": {"factor": plan.factor, "reference_label": data.reference,
@@ -135,7 +148,11 @@ def _study_data(data: CompareData):
     if plan.until_decided:  # the replicate phase ran in stages: the verdicts replay them (answers.sequential)
         spec["until_decided"] = plan.until_decided.to_plain()
     info = StudyInfo(name=name, kind="compare", preset=plan.preset, spec=spec)
-    return StudyData(name=name, info=info, trials=data.folds, curves=pd.DataFrame())
+    trials = data.folds
+    if len(trials) and "study" in trials:
+        trials = trials.rename(columns={"number": "arm_number"}).reset_index(drop=True)
+        trials.insert(0, "number", range(len(trials)))
+    return StudyData(name=name, info=info, trials=trials, curves=merge_curves())
 
 
 def _cell(value: Any, spec: str) -> str:
@@ -176,6 +193,23 @@ def render_compare(reader: TrialReader, study: str, next_hint: str | None = None
     return progress
 
 
+def exported_arm(reader: TrialReader, name: str) -> tuple[str, str]:
+    """Which study `lpstudy export` and the Export page read for the comparison NAME, and a sentence
+    saying why: the replicate study of the arm with the lowest mean final loss over its folds (its
+    best configuration, run on every fold), else, before any fold ran, the tuning study of the arm
+    with the best tuning trial. UserError where no arm has a finished run yet."""
+    data = load_compare(reader, name)
+    for frame, kind, what in ((data.folds, "folds", "the lowest mean final validation loss over its folds"),
+                              (data.tuning, "tune", "the best tuning trial (no fold has run yet)")):
+        runs = A.successful(frame) if len(frame) else frame
+        if len(runs):
+            arm = runs.groupby("arm")["loss"].mean().idxmin() if kind == "folds" else A.best_trial(frame)["arm"]
+            study = runs.loc[runs["arm"] == arm, "study"].iloc[0]
+            return study, f"comparison {name!r}: its arm {arm} has {what}; this is that arm's best run ({study})"
+    raise UserError(f"comparison {name!r} has no finished run yet; run `{next_command(name)}` and export when "
+                    f"`lpstudy status --study {name}` shows a best loss")
+
+
 def verdict_data(reader, name: str, curves: bool = True) -> StudyData:
     """The study NAME read for its verdicts: a comparison's arms' replicate runs (compare_study_data),
     any other study as it is (frames.load_study)."""
@@ -183,5 +217,5 @@ def verdict_data(reader, name: str, curves: bool = True) -> StudyData:
 
     data = load_study(reader, name, curves=curves)
     if data.info.kind == "compare":
-        return compare_study_data(reader, name)
+        return compare_study_data(reader, name, curves=curves)
     return data

@@ -26,6 +26,7 @@ import yaml
 from lpstudy.errors import UserError
 from lpstudy.files import atomic_write_text
 from lpstudy.names import shell_quoted
+from lpstudy.results.measured import measured_fields
 from lpstudy.study.spec import StudySpec
 from lpstudy.training.config import resolve_config, write_run_file
 from lpstudy.values import RUN_FILE_ALWAYS as ALWAYS
@@ -34,7 +35,6 @@ from lpstudy.values import SPEC_ATTR
 if TYPE_CHECKING:
     from lpstudy.db.study_queries import StudyTables
     from lpstudy.db.trial_reader import TrialReader
-    from lpstudy.study.intensify import Returned
 
 FORMATS = ("yaml", "json")
 
@@ -53,27 +53,6 @@ def trial_overrides(trial, spec) -> dict[str, Any]:
             overrides[name] = attrs[name]
     overrides.pop("device", None)
     return overrides
-
-
-def measured_text(returned: Returned | None) -> str:
-    """What a search's chosen configuration is, said once for the run file and the Export page."""
-    if returned is None:
-        return "best"
-    r = returned
-    if r.n_folds < 2:
-        return ("leading on 1 fold: the lowest loss on the tuning fold, not yet raced on another fold, so not a "
-                "best that holds; run more trials (the search races its leaders on more folds)")
-    return (f"best: the lowest mean loss over {r.n_folds} folds ({r.mean:.4f}, 95 % interval "
-            f"{r.interval[0]:.4f}–{r.interval[1]:.4f}) among its leaders raced on as many folds")
-
-
-def measured_fields(returned: Returned, trials: list[int]) -> dict[str, Any]:
-    """The run file's `source` fields that say how well a search's chosen configuration is known."""
-    r = returned
-    return {"chosen_as": "best" if r.n_folds >= 2 else "leading on 1 fold", "folds_measured": r.n_folds,
-            "folds": list(r.folds), "mean_over_folds": r.mean,
-            "interval": [r.interval[0], r.interval[1]] if r.n_folds >= 2 else None, "trials": trials,
-            "measured": measured_text(r)}
 
 
 def run_file_text(trial, spec, study_name: str, fmt: str = "yaml", measured: dict[str, Any] | None = None) -> str:
@@ -173,6 +152,11 @@ def export_text(reader: TrialReader, study_name: str, top_k: int = 1, fmt: str =
         raise UserError(f"unknown format {fmt!r}; choose yaml or json")
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise UserError(f"--top must be a positive integer, got {top_k!r}")
+    _, attrs = reader.read(study_name, lambda tables: tables.header())
+    if attrs.get("kind") == "compare":  # a comparison's trials are its arms': the winning arm's best run
+        from lpstudy.results.compare import exported_arm
+
+        study_name, _ = exported_arm(reader, study_name)
     searched = search_choice(reader, study_name, top_k)
     measured = None
     if searched is not None:

@@ -117,8 +117,9 @@ def study_infos(reader: TrialReader) -> list[StudyInfo]:
 def _comparison_trials(name: str, counts: dict[str, int | None]) -> int:
     """A comparison's trials: its arms' tuning and replicate studies' (NAME:ARM:tune, NAME:ARM:folds,
     as lpstudy.study.compare names them); the comparison's own study holds none."""
-    return sum(n or 0 for child, n in counts.items()
-               if child.startswith(f"{name}:") and child.endswith((":tune", ":folds")))
+    from lpstudy.names import arm_study_names
+
+    return sum(counts[child] or 0 for child in arm_study_names(name, counts))
 
 
 # --- trials ---------------------------------------------------------------------------------

@@ -10,7 +10,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from lpstudy.results import analysis as A
-from lpstudy.results.charts import draws_bands, figure, group_colours, log_ticks, mark_empty, median_curves, p_axis, tick_text
+from lpstudy.results.charts import (caption, draws_bands, figure, group_colours, log_ticks, mark_empty, median_curves, p_axis,
+                                    tick_text)
 
 RULE_COLOURS = {"default": "#1f77b4", "fixed": "#1f77b4", "matched": "#ff7f0e"}
 RULE_NAMES = {"default": "fixed gain g₀ = log₂(L²−L)", "fixed": "fixed gain", "matched": "matched gain",
@@ -30,11 +31,14 @@ def _error(frame: pd.DataFrame, centre: str = "mean", n: str | None = None) -> d
 
 def lr_curve_chart(curve: pd.DataFrame) -> go.Figure:
     """Final validation loss (capped at the initial loss) against the learning rate, one line per p."""
-    fig = figure("Final loss against learning rate per p (95 % interval)", "learning rate",
+    intervals = not curve.empty and bool((curve["n"] >= MIN_INTERVAL_RUNS).any())  # the title names only what is drawn
+    fig = figure("Final loss against learning rate per p" + (" (95 % interval)" if intervals else ""), "learning rate",
                   "final validation loss (diverged = initial loss)")
     fig.update_xaxes(type="log")
     if curve.empty:
         return mark_empty(fig, "no completed run yet")
+    if not intervals:
+        caption(fig, f"One point per p and learning rate; no interval where fewer than {MIN_INTERVAL_RUNS} runs share one.")
     lrs = sorted(float(lr) for lr in curve["lr"].dropna().unique() if lr > 0)
     if len(lrs) == 1:  # a grid at one learning rate: its tick, on an axis around it (1-2-5 ticks may all miss it)
         fig.update_xaxes(tickvals=lrs, ticktext=[tick_text(lrs[0])], range=[np.log10(lrs[0]) - 0.3, np.log10(lrs[0]) + 0.3])
@@ -95,6 +99,7 @@ def min_head_entropy_chart(bands: "A.CurveBands | pd.DataFrame") -> go.Figure:
 
 
 RULE_SYMBOLS = {"default": "circle", "fixed": "circle", "matched": "diamond"}
+RULE_KINDS = {"default": "fixed", "fixed": "fixed", "matched": "matched", "sampled": "sampled"}  # a title's words
 ENTROPY_MIN_SPAN = 0.5  # nats: the least the entropy axis spans, so that a spread of 0.01 looks flat
 
 
@@ -103,7 +108,9 @@ def initial_entropy_chart(table: pd.DataFrame) -> go.Figure:
     (named in the legend, even when there is one), never a line (a search's runs at nearby p are
     separate runs, not a curve). Ticks at the exact p values where they fit on the axis
     (analysis.exact_p_fit), else evenly spaced ones; ∞ at its drawn place."""
-    fig = figure("Attention entropy at initialisation against p, fixed and matched gains", "p",
+    rules = sorted({RULE_KINDS.get(rule, rule) for rule in table["gain_rule"]}) if len(table) else []
+    gains = " and ".join(rules) + " gains" if rules else "by gain rule"  # what it draws: the rules its runs started from
+    fig = figure(f"Attention entropy at initialisation against p, {gains}", "p",
                   "mean attention entropy at step 0 (nats)")
     if table.empty:
         return mark_empty(fig, "no evaluation at step 0 recorded")

@@ -50,9 +50,15 @@ class LiveStudy:
         self.last_read: tuple[str, int] = ("none", 0)  # ("full" or "incremental", trials read)
 
     def read(self, curves: bool = True) -> frames.StudyData:
-        """The study as it is now (frames.StudyData)."""
+        """The study as it is now (frames.StudyData); a comparison, whose own study holds no trials,
+        read through its arms (lpstudy.results.compare.compare_study_data), as every page reads it."""
         with self._lock:
-            return self.reader.read(self.study_name, lambda tables: self._read(tables, curves))
+            data = self.reader.read(self.study_name, lambda tables: self._read(tables, curves))
+        if data.info.kind == "compare":
+            from lpstudy.results.compare import compare_study_data
+
+            return compare_study_data(self.reader, self.study_name, curves=curves)
+        return data
 
     def _read(self, tables: StudyTables, curves: bool) -> frames.StudyData:
         sid = tables.study_id

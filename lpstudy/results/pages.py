@@ -136,6 +136,12 @@ class PageInputs:
         return self.shared(("reach", self.threshold, self.bins, self.reference, self.rope), build)
 
     @property
+    def mixed_groups(self) -> str | None:  # a search's p groups mix p with lr and the gain: the sentence that says so
+        from lpstudy.results.answers.mixed_groups import mixed_groups_sentence
+
+        return self.shared(("mixed_groups", self.bins), lambda: mixed_groups_sentence(self.data, self.bins))
+
+    @property
     def sensitivity(self):
         return self.shared(("lr_sensitivity", self.bins), lambda: A.lr_sensitivity(self.trials, bins=self.bins))
 

@@ -1,10 +1,19 @@
-"""`lpstudy report`: the dashboard's figures for one study in one HTML file that opens offline
-(plotly.js is embedded once), with the numbers per p as tables. The figures are the same functions
-(lpstudy.results.charts over lpstudy.results.analysis) that the Streamlit pages draw."""
+"""`lpstudy report`: the dashboard's figures for one study in one HTML file that opens offline, with
+the numbers per p as tables. The figures are the same functions (lpstudy.results.charts over
+lpstudy.results.analysis) that the Streamlit pages draw.
+
+plotly.js is 4.8 MB of the file's 5 MB; it is embedded once, gzipped (1.5 MB; base64, 2 MB), and
+unpacked by the browser's own DecompressionStream (Chrome 80, Firefox 113, Safari 16.4 and later)
+before the figures are drawn; `plotlyjs="cdn"` loads it from Plotly's CDN instead (the file is then
+the figures alone, but needs the network to open). Each figure's script waits for plotly.js
+(DEFERRED: the browser leaves a script of an unknown type alone, and the loader runs them in order)."""
 
 from __future__ import annotations
 
+import base64
+import gzip
 import html
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -13,7 +22,7 @@ import pandas as pd
 from lpstudy.results import analysis as A
 from lpstudy.results.columns import labelled
 from lpstudy.files import atomic_write_text
-from lpstudy.results.frames import StudyData, TrialReader, load_study
+from lpstudy.results.frames import StudyData, TrialReader
 from lpstudy.db.urls import redact
 
 
@@ -59,11 +68,12 @@ def report_sections(data: StudyData, threshold: float | None = None, bins: int |
     effect.append(inputs.summary.drop(columns=["p", "p_low", "p_high"]))
     if inputs.searched and len(inputs.profile):
         effect.append(inputs.profile.drop(columns=["p", "p_low", "p_high", "p_order"]))
-    stability = charts("Stability")
+    mixed = [inputs.mixed_groups] if inputs.mixed_groups else []  # a search: its p groups mix p with lr and gain
+    stability = [*mixed, *charts("Stability")]
     spread = A.replicate_spread(trials, bins)
     if len(spread):
         stability.append(spread.drop(columns=["p"]))
-    lens = charts("Stability lens")
+    lens = [*mixed, *charts("Stability lens")]
     if len(inputs.sensitivity):
         lens.append(inputs.sensitivity.drop(columns=["p", "p_order"]).rename(columns={"mean": "lr_sensitivity"}))
     convergence = charts("Convergence")
@@ -72,6 +82,8 @@ def report_sections(data: StudyData, threshold: float | None = None, bins: int |
 
         convergence = [f"Convergence. {inputs.answer['convergence']['sentence']}", convergence_title(inputs.answer),
                        convergence_frame(inputs.answer), restricted_frame(inputs.answer), *convergence]
+    elif mixed:  # a search: its p groups mix p with the lr and gain its runs drew (the pages say so too)
+        convergence = [*mixed, *convergence]
     elif inputs.searched:
         from lpstudy.results.convergence_charts import SEARCH_CAVEAT
 
@@ -85,9 +97,40 @@ def _table(frame: pd.DataFrame) -> str:
     return labelled(frame).to_html(index=False, na_rep="–", border=0, classes="numbers")
 
 
-def render_report(data: StudyData, storage_url: str, threshold: float | None = None, bins: int | None = None) -> str:
-    """The whole report as one HTML document (plotly.js inline: no network needed to open it)."""
-    from plotly.offline import get_plotlyjs
+PLOTLYJS = ("inline", "cdn")  # how the report carries plotly.js: gzipped inside, or from Plotly's CDN
+DEFERRED = "text/lpstudy-after-plotly"  # a figure's script, run by the loader once plotly.js is there
+
+
+def plotly_loader(plotlyjs: str = "inline") -> str:
+    """The script that gets plotly.js (unpacked from the file, or from the CDN) and then runs every
+    figure's deferred script in order; what a browser without DecompressionStream shows instead."""
+    from plotly.offline import get_plotlyjs, get_plotlyjs_version
+
+    run = (f"function lpRun(){{document.querySelectorAll('script[type=\"{DEFERRED}\"]').forEach(function(s){{"
+           "var t=document.createElement('script');t.text=s.text;s.replaceWith(t);});}")
+    if plotlyjs == "cdn":
+        return (f"<script>{run}</script><script src='https://cdn.plot.ly/plotly-{get_plotlyjs_version()}.min.js' "
+                "charset='utf-8' onload='lpRun()'></script>")
+    packed = base64.b64encode(gzip.compress(get_plotlyjs().encode("utf-8"), 9, mtime=0)).decode("ascii")
+    return ("<script>" + run + "window.addEventListener('DOMContentLoaded',function(){"
+            "if(!window.DecompressionStream){document.body.insertAdjacentHTML('afterbegin',"
+            "\"<p class='problem'>This browser cannot unpack the report's charts (it lacks DecompressionStream); "
+            "open it in a current Chrome, Firefox or Safari, or write it with --plotlyjs cdn.</p>\");return;}"
+            f"var b=Uint8Array.from(atob('{packed}'),function(c){{return c.charCodeAt(0);}});"
+            "new Response(new Blob([b]).stream().pipeThrough(new DecompressionStream('gzip'))).text().then(function(js){"
+            "var s=document.createElement('script');s.text=js;document.head.appendChild(s);lpRun();});});</script>")
+
+
+def _deferred(figure_html: str) -> str:
+    """A figure's HTML (plotly's to_html without plotly.js) with its script left for the loader."""
+    return re.sub(r'<script(?: type="text/javascript")?>', f'<script type="{DEFERRED}">', figure_html)
+
+
+def render_report(data: StudyData, storage_url: str, threshold: float | None = None, bins: int | None = None,
+                  picked: list | None = None, plotlyjs: str = "inline") -> str:
+    """The whole report as one HTML document (plotly.js gzipped inside: no network needed to open it;
+    or from the CDN: see the module's docstring); `picked`: a last section, "Picked runs" ((title,
+    items) as report_sections gives them)."""
 
     trials = data.trials
     counts = A.state_counts(trials)
@@ -107,7 +150,7 @@ def render_report(data: StudyData, storage_url: str, threshold: float | None = N
     if data.curve_note:
         parts.append(f"<p class='facts'>{html.escape(data.curve_note)}</p>")
     nav = []
-    for number, (title, items) in enumerate(report_sections(data, threshold, bins)):
+    for number, (title, items) in enumerate([*report_sections(data, threshold, bins), *([picked] if picked else [])]):
         anchor = f"s{number}"
         nav.append(f"<a href='#{anchor}'>{html.escape(title)}</a>")
         parts.append(f"<h2 id='{anchor}'>{html.escape(title)}</h2><div class='grid'>")
@@ -117,9 +160,9 @@ def render_report(data: StudyData, storage_url: str, threshold: float | None = N
             elif isinstance(item, pd.DataFrame):
                 parts.append(f"<div class='cell wide'>{_table(item)}</div>")
             else:
-                parts.append("<div class='cell'>" + item.to_html(
+                parts.append("<div class='cell'>" + _deferred(item.to_html(
                     full_html=False, include_plotlyjs=False, default_width="100%",
-                    config={"displaylogo": False, "responsive": True}) + "</div>")
+                    config={"displaylogo": False, "responsive": True})) + "</div>")
         parts.append("</div>")
     style = """
       body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#222}
@@ -132,15 +175,24 @@ def render_report(data: StudyData, storage_url: str, threshold: float | None = N
     """
     return ("<!DOCTYPE html><html><head><meta charset='utf-8'>"
             f"<title>lpstudy report: {html.escape(data.name)}</title><style>{style}</style>"
-            f"<script type='text/javascript'>{get_plotlyjs()}</script></head><body>"
+            f"{plotly_loader(plotlyjs)}</head><body>"
             f"<nav>{''.join(nav)}</nav>{''.join(parts)}</body></html>")
 
 
 def write_report(reader: TrialReader, study_name: str, output: str | Path, threshold: float | None = None,
-                 bins: int | None = None) -> Path:
-    """Load the study (read-only), render it and write the HTML atomically; the path written."""
-    data = load_study(reader, study_name)
-    text = render_report(data, reader.url, threshold, bins)
+                 bins: int | None = None, trials: list[int] | None = None, plotlyjs: str = "inline") -> Path:
+    """Load the study (read-only; a comparison through its arms, as the pages read it), render it and
+    write the HTML atomically; the path written. `trials`: trial numbers picked to compare (their
+    curves overlaid, their configurations side by side: lpstudy.results.picked_runs), a last section."""
+    from lpstudy.results.compare import verdict_data
+    from lpstudy.results.frames import trial_curves
+    from lpstudy.results.picked_runs import picked_section
+
+    data = verdict_data(reader, study_name)
+    picked = None
+    if trials:
+        picked = ("Picked runs", picked_section(data, trials, lambda numbers: trial_curves(reader, study_name, numbers)))
+    text = render_report(data, reader.url, threshold, bins, picked, plotlyjs)
     return atomic_write_text(output, text)
 
 

@@ -53,9 +53,9 @@ def surrogate_profile_chart(answer: dict) -> go.Figure:
     if not answer.get("p_profile"):
         from lpstudy.results.answers.surrogate import MIN_RUNS
 
-        runs = answer.get("n_runs") or 0
+        runs = answer.get("n_finite_runs", answer.get("n_runs")) or 0  # the sentence's count: runs at finite p
         return mark_empty(fig, f"the surrogate needs {MIN_RUNS} completed runs at finite p; this study has "
-                               f"{runs} completed run{'s' if runs != 1 else ''} (see the sentence above)")
+                               f"{runs} (see the sentence above)")
     profile, dependence = _frame(answer["p_profile"]), _frame(answer["p_partial_dependence"])
     x = A.p_positions(profile["p"])
     _band(fig, x, dependence, DEPENDENCE_COLOUR, "averaged over lr, gain", dash="dash")

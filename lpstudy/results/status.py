@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from lpstudy.db.urls import redact
+from lpstudy.names import shell_quoted
 from lpstudy.results import analysis
 from lpstudy.results import frames as results
 from lpstudy.results.cells import PAPER_CELL, duplicates_note, grid_fields, setting_fields
@@ -180,6 +181,17 @@ def print_table(console, title: str, columns: list[str], rows: list[list[str]]) 
             console.print(text, highlight=False, soft_wrap=True)
 
 
+def waiting_note(status: dict[str, Any]) -> str:
+    """What a search's WAITING trials are, where it has some: trials enqueued and not run yet (the
+    spread phase's points, lpstudy.study.spread, and retries of interrupted runs), which the next
+    worker takes first; a grid's waiting cells are said on the grid line."""
+    waiting = status["counts"]["WAITING"]
+    if not waiting or status.get("grid"):
+        return ""
+    return (f" (enqueued, not run yet: the spread phase's points or retries; the next "
+            f"`lpstudy worker --study {shell_quoted(status['study'])}` takes {'it' if waiting == 1 else 'them'} first)")
+
+
 def render_status(status: dict[str, Any], console=None) -> None:
     """Print the status for a person (rich tables on stdout)."""
     from rich.console import Console
@@ -195,7 +207,8 @@ def render_status(status: dict[str, Any], console=None) -> None:
                   f"sampler {status['sampler']} · pruner {status['pruner']}", highlight=False, soft_wrap=True)
     console.print(f"storage  {status['storage']}", highlight=False, soft_wrap=True)
     console.print(f"trials   {c['COMPLETE']} complete ({status['diverged']} diverged) · {c['PRUNED']} pruned · "
-                  f"{c['FAIL']} failed · {c['RUNNING']} running · {c['WAITING']} waiting", highlight=False, soft_wrap=True)
+                  f"{c['FAIL']} failed · {c['RUNNING']} running · {c['WAITING']} waiting{waiting_note(status)}",
+                  highlight=False, soft_wrap=True)
     best = status["best"]
     if best:
         label = "leading " if best.get("folds_measured") == 1 else "best    "

@@ -1,6 +1,8 @@
 """Every study a database holds, one row each: its name, kind, trials by state, best value and last
 activity (`lpstudy studies`). Read through the storage's one reader, so every kind of storage
-answers it; the best value is lpstudy.study.best's."""
+answers it; the best value is lpstudy.study.best's. A comparison (`lpstudy compare`) holds no trials
+of its own: its row counts its arms' studies' trials, its best is the best of theirs, its last
+activity theirs (the arms' own rows follow it, as they are studies too)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from lpstudy.db.trial_reader import TrialReader
+from lpstudy.names import arm_study_names
 from lpstudy.results.analysis import best_trial, state_counts
 from lpstudy.results.frames import load_trials
 
@@ -27,7 +30,24 @@ def study_rows(reader: TrialReader) -> list[dict[str, Any]]:
                      "preset": record.attrs.get("preset"), "trials": sum(counts.values()), "counts": counts,
                      "best": float(best["value"]) if best is not None else None,
                      "last_activity": pd.Timestamp(times.max()).isoformat(timespec="seconds") if len(times) else None})
+    by_name = {row["study"]: row for row in rows}
+    for row in rows:
+        if row["kind"] == "compare":
+            _through_arms(row, [by_name[n] for n in arm_study_names(row["study"], by_name)])
     return rows
+
+
+def _through_arms(row: dict[str, Any], arms: list[dict[str, Any]]) -> None:
+    """A comparison's row read through its arms' rows: their trials by state, the best of their
+    bests, their last activity."""
+    for state in row["counts"]:
+        row["counts"][state] = sum(arm["counts"][state] for arm in arms)
+    row["trials"] = sum(arm["trials"] for arm in arms)
+    row["arm_studies"] = len(arms)
+    bests = [arm["best"] for arm in arms if arm["best"] is not None]
+    row["best"] = min(bests) if bests else None
+    times = [arm["last_activity"] for arm in arms if arm["last_activity"]]
+    row["last_activity"] = max(times) if times else None
 
 
 def render_rows(rows: list[dict[str, Any]], where: str) -> str:

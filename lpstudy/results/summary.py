@@ -28,7 +28,7 @@ class StudySummary:
     running: pd.DataFrame  # the RUNNING trials' rows of the trials frame
     mean_complete_s: float | None
     compute: dict  # results.compute.compute_summary of every trial, summed in SQL
-    measured: dict | None = None  # how well the best is known: lpstudy.results.export.measured_fields
+    measured: dict | None = None  # how well the best is known: lpstudy.results.measured.measured_fields
 
 
 def needs_every_trial(info: frames.StudyInfo) -> bool:
@@ -40,7 +40,7 @@ def _search_best(tables: StudyTables, info: frames.StudyInfo) -> tuple[list[int]
     """The trial id of the configuration the search returns (lpstudy.study.races.stored_best: its
     leaders raced on more folds), on its tuning fold, and how well it is known; a study without a
     spec: the lowest value (lpstudy.study.best, by a query)."""
-    from lpstudy.results.export import measured_fields
+    from lpstudy.results.measured import measured_fields
     from lpstudy.study.races import stored_best
     from lpstudy.study.spec import StudySpec
 

@@ -211,7 +211,10 @@ def create_compare(storage: StudyStorage, name: str, plan: ComparePlan) -> bool:
     created = False
     if existing is None:
         if _parent(storage, name) is not None:
-            raise UserError(f"study {name!r} exists and is not a comparison; pick another --study name")
+            from lpstudy.study.studies import kind_taken
+
+            stored = _parent(storage, name).user_attrs.get("kind") or "search"
+            raise UserError(kind_taken(name, stored, COMPARE_KIND))
         parent = optuna.create_study(storage=storage.optuna, study_name=name, direction="minimize")
         parent.set_user_attr(COMPARE_ATTR, plan.to_plain())
         parent.set_user_attr("kind", COMPARE_KIND)

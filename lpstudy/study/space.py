@@ -55,7 +55,10 @@ def _check_field(name: str) -> None:
         raise UserError(f"{name} is chosen by each worker (lpstudy worker --devices), not by the study's space")
     if name not in FIELDS:
         known = ", ".join(sorted(set(FIELDS) - set(WORKER_FIELDS)))
-        raise UserError(f"unknown field {name!r} in the search space; known fields: {known}")
+        from lpstudy.names import did_you_mean
+
+        raise UserError(f"unknown field {name!r} in the search space{did_you_mean(name, set(FIELDS) - set(WORKER_FIELDS))} "
+                        f"(known fields: {known})")
 
 
 @dataclass(frozen=True)

@@ -92,6 +92,8 @@ def create_study(storage: StudyStorage, name: str, spec: StudySpec) -> tuple[opt
     except optuna.exceptions.DuplicatedStudyError:
         _wait_for_spec(storage, name)  # a creator racing us (gRPC, without a lock) may not have set it yet
         study, existing = load_study(storage, name)
+        if existing.kind != spec.kind:  # the point first: the name is taken by a study of another kind
+            raise UserError(kind_taken(name, existing.kind, spec.kind)) from None
         if _canonical(existing.to_plain()) != _canonical(plain):
             raise UserError(f"study {name!r} already exists in {storage.display_url} with another spec: "
                             f"{spec_differences(existing.to_plain(), plain)}; pick another --study name, "
@@ -213,8 +215,21 @@ def load_spec(storage: StudyStorage, name: str) -> StudySpec:
     return spec_of(name, storage.optuna.get_study_user_attrs(study_id))
 
 
-def spec_of(name: str, attrs: dict[str, Any]) -> StudySpec:
-    """The spec in the study's user attributes; UserError for a study lpstudy did not create."""
+KIND_NOUNS = {"search": "search", "replicate": "replicate", "compare": "comparison"}  # a study's kind, in words
+
+
+def kind_taken(name: str, stored: str, wanted: str) -> str:
+    """One line for a study asked to continue as another kind than it is, its point first."""
+    shown, have, want = shell_quoted(name), KIND_NOUNS.get(stored, stored), KIND_NOUNS.get(wanted, wanted)
+    return (f"that name is a {have}: study {name!r} exists as a {have}, not a {want}; give the {want} a new --study "
+            f"name, or continue the {have} with `lpstudy worker --study {shown}`")
+
+
+def spec_of(name: str, attrs: dict[str, Any], wanted: str | None = None) -> StudySpec:
+    """The spec in the study's user attributes; UserError for a study lpstudy did not create, and for
+    a comparison (its arms' studies hold the specs), said as such."""
+    if attrs.get("kind") == "compare" and SPEC_ATTR not in attrs:
+        raise UserError(kind_taken(name, "compare", wanted or "search"))
     if SPEC_ATTR not in attrs:
         raise UserError(f"study {name!r} was not created by lpstudy (it has no '{SPEC_ATTR}' spec); "
                         "create one with `lpstudy create`")

@@ -70,8 +70,9 @@ class Machine:
             return ""
         if self.others < 0.5:  # only this command's threads: the workers and its progress bar
             return f"; {threads} threads on {self.cores} cores: ×{factor:.1f} included"
-        return (f"; the machine is busy (about {self.others:.0f} other threads want its {self.cores} cores): "
-                f"×{factor:.1f} included")
+        others = round(self.others)
+        want = "other thread wants" if others == 1 else "other threads want"
+        return f"; the machine is busy (about {others} {want} its {self.cores} cores): ×{factor:.1f} included"
 
 
 @dataclass(frozen=True)

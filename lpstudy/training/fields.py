@@ -201,7 +201,10 @@ def field_named(name: str) -> Field:
     try:
         return FIELDS[name]
     except KeyError:
-        raise UserError(f"unknown training field {name!r}; known fields: {', '.join(sorted(FIELDS))}") from None
+        from lpstudy.names import did_you_mean
+
+        raise UserError(f"unknown training field {name!r}{did_you_mean(name, FIELDS)} "
+                        f"(known fields: {', '.join(sorted(FIELDS))})") from None
 
 
 # -- TrainConfig's fields as a reader sees them -----------------------------------------------------

@@ -58,7 +58,24 @@ def storage_at(url: str | None, readonly: bool = False, retry_s: float | None = 
     for kind in KINDS:
         if kind.owns(url):
             return kind(url, readonly=readonly, retry_s=retry_s)
-    raise UserError(f"storage URL {redact(url)!r} is not one of {URL_FORMS}")
+    raise UserError(f"storage URL {redact(url)!r} is not one of {URL_FORMS}{_meant(url)}")
+
+
+# Schemes people write for a kind lpstudy reads under another: SQLAlchemy's and libpq's names of PostgreSQL.
+MEANT_SCHEMES = {"postgres": "postgresql+psycopg", "postgresql": "postgresql+psycopg", "pgsql": "postgresql+psycopg",
+                 "postgresql+psycopg2": "postgresql+psycopg", "sqlite3": "sqlite"}
+
+
+def _meant(url: str) -> str:
+    """'; did you mean postgresql+psycopg://…?' for a URL whose scheme names a kind another way; '' otherwise."""
+    scheme, sep, rest = url.partition("://")
+    meant = MEANT_SCHEMES.get(scheme.lower()) if sep else None
+    if meant is None:
+        from lpstudy.names import did_you_mean
+
+        schemes = {kind.url_form.split("://")[0] for kind in KINDS if kind.url_form}
+        return did_you_mean(scheme, schemes) if sep else ""
+    return f"; did you mean {redact(f'{meant}://{rest}')}?"
 
 
 def open_reader(url: str | None) -> StudyStorage:

@@ -22,6 +22,7 @@ from lpstudy.results.analysis.groups import p_bins
 from lpstudy.results.analysis.selection import finished
 
 TUNED_TOP = 3  # the mean of this many lowest losses per p group, where the group holds as many
+MIN_M = 2  # the expected best of m is a comparison from m = 2 runs up; a group of one shows its best found alone
 TUNED_COLUMNS = ("p_bin", "p", "p_low", "p_high", "p_order", "n", "m", "expected_best", "expected_low",
                  "expected_high", "best", "best_trial", "n_top", "top_mean")
 
@@ -29,7 +30,8 @@ TUNED_COLUMNS = ("p_bin", "p", "p_low", "p_high", "p_order", "n", "m", "expected
 def tuned_profile(trials: pd.DataFrame, bins: int | Sequence[float] | None = None, top: int = TUNED_TOP
                   ) -> pd.DataFrame:
     """Per p group (bins as p_bins takes them): n, the completed runs that did not diverge; m, the
-    smallest n of any group; expected_best, the expected lowest loss of m of the group's runs, with
+    smallest n of any group holding MIN_M runs or more (NaN where none does); expected_best (NaN for a
+    group under MIN_M runs: its best found alone), the expected lowest loss of m of the group's runs, with
     expected_low/high its 95 % bootstrap interval (NaN under 3 runs); best, the lowest loss found and
     best_trial its trial number; n_top = top where n ≥ top (else 0) and top_mean, the mean of the
     top lowest (NaN where n < top). Groups without such a run are left out; sorted by p, ∞ last."""
@@ -43,16 +45,18 @@ def tuned_profile(trials: pd.DataFrame, bins: int | Sequence[float] | None = Non
     if groups.empty:
         return empty
     by_group = list(groups.groupby("p_bin", sort=False))
-    m = min(len(group) for _, group in by_group)
+    sizes = [len(group) for _, group in by_group if len(group) >= MIN_M]
+    m = min(sizes) if sizes else math.nan  # a group of one has no "best of" to compare: its best found only
     rows = []
     for label, group in by_group:
         ranked = group.sort_values(["loss", "number"])
         losses = ranked["loss"].to_numpy()
-        low, high = best_of_m_interval(losses, m)
+        compared = len(losses) >= MIN_M and not math.isnan(m)
+        low, high = best_of_m_interval(losses, int(m)) if compared else (math.nan, math.nan)
         enough = len(losses) >= top
         rows.append({"p_bin": label, "p": float(group["p_center"].iloc[0]), "p_low": float(group["p_low"].min()),
                      "p_high": float(group["p_high"].max()), "p_order": float(group["p_order"].iloc[0]),
-                     "n": len(group), "m": m, "expected_best": expected_best_of_m(losses, m),
+                     "n": len(group), "m": m, "expected_best": expected_best_of_m(losses, int(m)) if compared else math.nan,
                      "expected_low": low, "expected_high": high, "best": float(losses[0]),
                      "best_trial": int(ranked["number"].iloc[0]), "n_top": top if enough else 0,
                      "top_mean": float(losses[:top].mean()) if enough else math.nan})

@@ -160,6 +160,7 @@ def search_effect(data: StudyData, options: AnswerOptions = AnswerOptions()) -> 
         return json_safe(answer)
     profile = p_profile(losses, searched)
     finite_runs = int(np.isfinite(searched.get("p").values.loc[runs.index].astype("float64")).sum())
+    answer["n_finite_runs"] = finite_runs  # what the surrogate fits (∞ apart): the sentence and the chart count these
     best_run = runs.loc[losses.idxmin()] if len(runs) else None
     best_setting = ({name: float(best_run[name]) for name in ("lr", "gain_init") if name in best_run
                      and searched.get(name) is not None} if best_run is not None else {})
