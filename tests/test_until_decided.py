@@ -34,6 +34,17 @@ def test_until_decided_refuses_what_it_cannot_run_in_one_line(sqlite_url, capsys
                                          "p = 2: add it to --p")
 
 
+def test_until_decided_on_three_folds_says_it_saves_nothing(sqlite_url, capsys):
+    """K = 3 leaves one stage (3 folds): the command says no fold run can be saved and what would."""
+    code, _, err = cli(capsys, "replicate", "--study", "s", "--storage", sqlite_url, "--preset", "smoke",
+                       "--p", "1,2", "--folds", "3", "--until-decided", "--workers", "0")
+    assert code == 0, err
+    assert "with 3 folds --until-decided has one stage" in err and "--max-folds 10" in err, err
+    code, _, err = cli(capsys, "replicate", "--study", "t", "--storage", sqlite_url, "--preset", "smoke",
+                       "--p", "1,2", "--until-decided", "--max-folds", "6", "--workers", "0")
+    assert code == 0 and "one stage" not in err, err
+
+
 def test_verdict_on_a_search_study_says_what_verdicts_are_for(sqlite_url, capsys):
     from lpstudy.study.synthetic import write_synthetic_study
 

@@ -76,6 +76,8 @@ def compare(
                                            else f"{plan.folds} folds each"
                                            + (f", repeated {plan.repeats} times over new partitions and seeds"
                                               if plan.repeats > 1 else "")))
+        if plan.until_decided and plan.until_decided.one_stage_note():
+            say(plan.until_decided.one_stage_note())
         progress = compare_progress(load_compare(store, study))
         if progress["left"]:
             say(work_estimate(progress["left"], plan.preset, plan.fixed, local.workers, local.devices,

@@ -254,6 +254,8 @@ def replicate(
         if sequential:
             say(f"until decided: folds in stages of {', '.join(map(str, sequential.rounds))}; an arm decided against "
                 f"p = 2 (ROPE {parse_rope(rope).words()}) gets no more folds; see `lpstudy verdict --study {shell_quoted(study)}{storage.hint}`")
+            if sequential.one_stage_note():
+                say(sequential.one_stage_note())
         say(work_estimate(result.n_cells - result.done, preset, fixed, local.workers, local.devices))
         if not device_list:
             say(f"start workers anywhere: lpstudy worker --study {shell_quoted(study)}{storage.hint}; "

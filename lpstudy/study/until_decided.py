@@ -48,6 +48,14 @@ class UntilDecided:
                 plain[name] = json_safe(getattr(self, name))
         return plain
 
+    def one_stage_note(self) -> str | None:
+        """What a user who asked for stages should hear when K leaves only one: with K ≤ 3 folds the
+        first stage is every fold, so --until-decided saves no fold run."""
+        if len(self.rounds) > 1:
+            return None
+        return (f"with {self.rounds[0]} folds --until-decided has one stage, so no arm can stop early and no fold "
+                f"run is saved; give --max-folds 10 (stages of 3, 5, 8, 10) to let a decided arm stop")
+
     @property
     def first(self) -> int:
         """The folds of the first stage (the cells a study starts with)."""
