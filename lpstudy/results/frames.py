@@ -148,8 +148,8 @@ def finish_trials_frame(frame: pd.DataFrame, last: pd.DataFrame | None) -> pd.Da
     for column in ("datetime_start", "datetime_complete"):
         frame[column] = to_datetimes(frame[column])
     frame["duration_s"] = (frame["datetime_complete"] - frame["datetime_start"]).dt.total_seconds()
-    for column in BOOL_FIELDS:
-        frame[column] = frame[column].fillna(False).astype(bool)
+    for column in BOOL_FIELDS:  # absent (NaN) is False; an all-absent column is float64, so fill as the column's type
+        frame[column] = frame[column].where(frame[column].notna(), False).astype(bool)
     numeric = [c for c in TRIAL_COLUMNS if c not in (*_TEXT_FIELDS, *BOOL_FIELDS, "datetime_start",
                                                      "datetime_complete")]
     frame[numeric] = frame[numeric].apply(pd.to_numeric, errors="coerce").astype("float64")
