@@ -115,7 +115,7 @@ def test_a_race_is_named_after_its_method_and_refused_when_written_wrong():
 
 # -- in a study: the worker enqueues the races, export says on how many folds ------------------------
 
-def _planned_search(url: str, name: str, race: int, n_trials: int = 12):
+def _planned_search(url: str, name: str, race: int, n_trials: int | None = 12, worker_trials: int | None = None):
     """A search over lr ∈ PLANTED's keys on fold 0 of 2, run by lpstudy's worker with an objective
     that ends each run at PLANTED[lr][fold] (the fold a race enqueued it on, where one did)."""
     from lpstudy.study.space import SearchSpace
@@ -136,7 +136,8 @@ def _planned_search(url: str, name: str, race: int, n_trials: int = 12):
     storage = creating_storage(url)
     open_and_create(storage, name, spec)
     with storage:
-        report = run_worker(WorkerOptions(study=name, storage=url, device="cpu", show_progress=False, announce=False),
+        report = run_worker(WorkerOptions(study=name, storage=url, device="cpu", show_progress=False, announce=False,
+                                          n_trials=worker_trials),
                             say=lambda message: None, objective=PlannedObjective(plan), storage=storage)
     assert report.exit_code == 0, report
     return spec
@@ -183,3 +184,27 @@ def test_a_study_races_its_leaders_and_exports_the_configuration_best_over_folds
     source = yaml.safe_load(stdout)["source"]
     assert yaml.safe_load(stdout)["lr"] == 1e-2
     assert source["chosen_as"] == "leading on 1 fold" and source["folds_measured"] == 1 and source["interval"] is None
+
+
+def test_a_worker_stopping_at_its_n_trials_leaves_no_race_waiting_and_status_names_the_races(sqlite_url, capsys):
+    """`lpstudy search --n-trials 6` runs 6 trials and leaves none of its races WAITING for a later
+    run (a worker enqueues no more than it has left to run; the leaders still race within it), and
+    where a race does wait (enqueued by a worker without --n-trials), `status` says it is one, not
+    a spread point. Watched fail: without the worker's room, 2 races were left waiting; the status
+    line called them "the spread phase's points or retries"."""
+    from lpstudy.study.races import enqueue_races
+    from lpstudy.study.studies import creating_storage
+
+    spec = _planned_search(sqlite_url, "budgeted", race=3, n_trials=None, worker_trials=6)
+    trials = optuna.load_study(study_name="budgeted", storage=sqlite_url).get_trials()
+    assert len(trials) == 6 and all(t.state.name == "COMPLETE" for t in trials)
+    assert any(t.user_attrs.get("fold") == 1 for t in trials)  # the leaders were raced within the run
+
+    storage = creating_storage(sqlite_url)
+    with storage:
+        study = optuna.load_study(study_name="budgeted", storage=storage.optuna)
+        assert enqueue_races(storage, study, spec) >= 1  # a worker without --n-trials: no room to keep to
+    code, stdout, err = cli(capsys, "status", "--study", "budgeted", "--storage", sqlite_url)
+    assert code == 0, err
+    out = " ".join((stdout + err).split())
+    assert "race trial" in out and "spread phase" not in out

@@ -82,7 +82,7 @@ def study_status(reader: results.TrialReader, study_name: str) -> dict[str, Any]
         info, spec, duplicates = summary.info, summary.info.spec, []
         counts, diverged = summary.counts, summary.diverged
         best_row = analysis.best_trial(summary.best)
-        measured = summary.measured
+        measured, waiting_races = summary.measured, summary.waiting_races
         running = analysis.running_trials(summary.running)
         max_steps = _max_steps(spec)
         left = time_left(summary.mean_complete_s, counts, running, spec, max_steps)
@@ -94,7 +94,7 @@ def study_status(reader: results.TrialReader, study_name: str) -> dict[str, Any]
         diverged = int(((trials["state"] == "COMPLETE") & trials["diverged"].astype(bool)).sum()) if len(trials) else 0
         max_steps = _max_steps(spec)
         best_row = analysis.best_trial(trials)
-        measured = None
+        measured, waiting_races = None, 0  # a grid: no races
         running = analysis.running_trials(trials)
         left = estimate_time_left(trials, running, spec, max_steps)
         grid, compute = analysis.grid_progress(trials, spec), compute_summary(trials)
@@ -115,6 +115,7 @@ def study_status(reader: results.TrialReader, study_name: str) -> dict[str, Any]
     status: dict[str, Any] = {
         "study": study_name, "storage": redact(reader.url), "kind": info.kind, "preset": info.preset,
         "sampler": spec.get("sampler"), "pruner": spec.get("pruner"), "counts": counts, "diverged": diverged,
+        "waiting_races": waiting_races,
         "best": best, "running": running_rows, "grid": grid, "time_left": left, "duplicates": duplicates,
         "cell": list(grid_fields(spec)), "compute": compute,
     }
@@ -182,13 +183,21 @@ def print_table(console, title: str, columns: list[str], rows: list[list[str]]) 
 
 
 def waiting_note(status: dict[str, Any]) -> str:
-    """What a search's WAITING trials are, where it has some: trials enqueued and not run yet (the
-    spread phase's points, lpstudy.study.spread, and retries of interrupted runs), which the next
-    worker takes first; a grid's waiting cells are said on the grid line."""
+    """What a search's WAITING trials are, where it has some: trials enqueued and not run yet (races:
+    a leading configuration on another fold, lpstudy.study.races; the spread phase's points,
+    lpstudy.study.spread; retries of interrupted runs), which the next worker takes first; a grid's
+    waiting cells are said on the grid line."""
     waiting = status["counts"]["WAITING"]
     if not waiting or status.get("grid"):
         return ""
-    return (f" (enqueued, not run yet: the spread phase's points or retries; the next "
+    races = min(int(status.get("waiting_races") or 0), waiting)
+    parts = []
+    if races:
+        parts.append(f"{races} race trial{'' if races == 1 else 's'} (a leading configuration run on another fold, "
+                     "so that the best holds beyond its tuning fold)")
+    if waiting - races:
+        parts.append(f"{'the other ' if races else ''}{waiting - races}: the spread phase's points or retries")
+    return (f" (enqueued, not run yet: {'; '.join(parts)}; the next "
             f"`lpstudy worker --study {shell_quoted(status['study'])}` takes {'it' if waiting == 1 else 'them'} first)")
 
 

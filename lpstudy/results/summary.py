@@ -14,7 +14,7 @@ import pandas as pd
 from lpstudy.db.study_queries import StudyTables, in_chunks
 from lpstudy.results import frames
 from lpstudy.results.compute import compute_summary_of_sums
-from lpstudy.values import STATES
+from lpstudy.values import RACE_FOLD_ATTR, STATES
 
 
 @dataclass
@@ -29,6 +29,7 @@ class StudySummary:
     mean_complete_s: float | None
     compute: dict  # results.compute.compute_summary of every trial, summed in SQL
     measured: dict | None = None  # how well the best is known: lpstudy.results.measured.measured_fields
+    waiting_races: int = 0  # WAITING trials a race enqueued (lpstudy.study.races): a leader on another fold
 
 
 def needs_every_trial(info: frames.StudyInfo) -> bool:
@@ -76,6 +77,7 @@ def study_summary(reader: frames.TrialReader, study_name: str) -> StudySummary |
         return StudySummary(info=info, counts=counts, diverged=tables.diverged_count(),
                             best=shown[shown["trial_id"].isin(best_ids)], running=shown[shown["trial_id"].isin(running_ids)],
                             measured=measured,
+                            waiting_races=len(tables.trial_ids_with_user_attr(RACE_FOLD_ATTR, state="WAITING")),
                             mean_complete_s=tables.mean_complete_seconds(),
                             compute=compute_summary_of_sums(*tables.compute_sums()))
 
