@@ -18,6 +18,7 @@ from lpstudy.results import analysis
 from lpstudy.results import frames as results
 from lpstudy.results.cells import PAPER_CELL, duplicates_note, grid_fields, setting_fields
 from lpstudy.results.compute import compute_line, compute_summary
+from lpstudy.results.measured import chosen_label, measured_line
 from lpstudy.study.spec import StudySpec
 from lpstudy.values import REFERENCE_P, finite_or_none, format_duration, format_p, json_safe, read_p
 
@@ -220,18 +221,14 @@ def render_status(status: dict[str, Any], console=None) -> None:
                   highlight=False, soft_wrap=True)
     best = status["best"]
     if best:
-        label = "leading " if best.get("folds_measured") == 1 else "best    "
+        measured = {k: best[k] for k in ("chosen_as", "folds_measured", "mean_over_folds", "interval")} \
+            if "folds_measured" in best else None  # a search's: how well it is known (lpstudy.results.measured)
+        label = "leading " if chosen_label(measured) != "best" else "best    "
         console.print(f"{label} trial {best['number']}: {_num(best['value'])} · p={_p(best['p'])} "
                       f"lr={_num(best['lr'], '.3g')} gain_init={_num(best['gain_init'], '.3g')} "
                       f"fold={best['fold'] if best['fold'] is None else int(best['fold'])}", highlight=False, soft_wrap=True)
-        if best.get("folds_measured", 1) >= 2:
-            low, high = best["interval"]
-            console.print(f"         mean over {best['folds_measured']} folds {_num(best['mean_over_folds'])} "
-                          f"[{_num(low)}, {_num(high)}] (95 %): its leaders raced on as many folds", highlight=False,
-                          soft_wrap=True)
-        elif "folds_measured" in best:
-            console.print("         leading on 1 fold: not yet raced on another fold, so not a best that holds",
-                          highlight=False, soft_wrap=True)
+        if measured is not None:
+            console.print(f"         {measured_line(measured)}", highlight=False, soft_wrap=True)
     else:
         console.print("best     none yet (no completed trial that did not diverge)")
     if status.get("compute"):

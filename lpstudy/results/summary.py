@@ -38,20 +38,15 @@ def needs_every_trial(info: frames.StudyInfo) -> bool:
 
 
 def _search_best(tables: StudyTables, info: frames.StudyInfo) -> tuple[list[int], dict | None]:
-    """The trial id of the configuration the search returns (lpstudy.study.races.stored_best: its
-    leaders raced on more folds), on its tuning fold, and how well it is known; a study without a
+    """The trial id of the configuration the search returns (lpstudy.results.measured.search_chosen:
+    its leaders raced on more folds), on its tuning fold, and how well it is known; a study without a
     spec: the lowest value (lpstudy.study.best, by a query)."""
-    from lpstudy.results.measured import measured_fields
-    from lpstudy.study.races import stored_best
-    from lpstudy.study.spec import StudySpec
+    from lpstudy.results.measured import search_chosen
 
     if not isinstance(info.spec, dict) or not info.spec:
         return [tid for tid, _, _ in tables.ranked_trial_ids(1)], None
-    spec = StudySpec.from_plain(info.spec)
-    found = stored_best(tables, spec)
-    if found is None:
-        return [], None
-    return [found.trial_id], measured_fields(found.returned, list(found.numbers))
+    found = search_chosen(tables, "search", info.spec)
+    return ([], None) if found is None else ([found.trial_id], found.measured)
 
 
 def study_summary(reader: frames.TrialReader, study_name: str) -> StudySummary | None:
