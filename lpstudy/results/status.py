@@ -197,7 +197,8 @@ def waiting_note(status: dict[str, Any]) -> str:
         parts.append(f"{races} race trial{'' if races == 1 else 's'} (a leading configuration run on another fold, "
                      "so that the best holds beyond its tuning fold)")
     if waiting - races:
-        parts.append(f"{'the other ' if races else ''}{waiting - races}: the spread phase's points or retries")
+        parts.append(f"the other {waiting - races}: the spread phase's points or retries" if races
+                     else "the spread phase's points or retries")
     return (f" (enqueued, not run yet: {'; '.join(parts)}; the next "
             f"`lpstudy worker --study {shell_quoted(status['study'])}` takes {'it' if waiting == 1 else 'them'} first)")
 
