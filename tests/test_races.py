@@ -210,24 +210,32 @@ def test_a_worker_stopping_at_its_n_trials_leaves_no_race_waiting_and_status_nam
     assert "race trial" in out and "spread phase" not in out
 
 
-def test_every_reader_shows_a_searchs_best_over_folds_and_never_a_one_fold_leader_as_best(sqlite_url, capsys,
-                                                                                           monkeypatch):
-    """The report, the Home page, `lpstudy studies` and a comparison's tuning table show the
-    configuration the search returns (lr = 1e-3, best over 2 folds), not its lowest trial (the fold-0
-    noise winner lr = 1e-2), with on how many folds it was measured; a study not raced shows its
-    leader as "leading on 1 fold", never as "best". Watched fail: the report said "best: trial" of
-    lr = 1e-2, the Home page "Best trial" for the unraced study, `studies` 1.8500 for both."""
+def _raced_and_unraced(url: str) -> int:
+    """The studies "raced" (race=3) and "unraced" (race=0) on PLANTED; the number of the raced one's
+    returned trial (lr = 1e-3 on fold 0)."""
+    from lpstudy.db.kinds import open_reader
+    from lpstudy.results.frames import load_trials
+
+    _planned_search(url, "raced", race=3)
+    _planned_search(url, "unraced", race=0)
+    trials = load_trials(open_reader(url), "raced")
+    return int(trials[(trials["lr"] == 1e-3) & (trials["fold"] == 0)]["number"].min())
+
+
+def test_every_reader_shows_a_searchs_best_over_folds_and_never_a_one_fold_leader_as_best(sqlite_url, capsys):
+    """The report, `lpstudy studies` and a comparison's tuning table show the configuration the
+    search returns (lr = 1e-3, best over 2 folds), not its lowest trial (the fold-0 noise winner
+    lr = 1e-2), with on how many folds it was measured; a study not raced shows its leader as
+    "leading on 1 fold", never as "best". Watched fail: the report said "best: trial" of lr = 1e-2,
+    `studies` 1.8500 for both, the tuning table lr = 0.01."""
     from lpstudy.db.kinds import open_reader
     from lpstudy.results.analysis import tuning_summary
     from lpstudy.results.frames import load_study
     from lpstudy.results.report import render_report
-    from tests.test_app import run_page
 
-    _planned_search(sqlite_url, "raced", race=3)
-    _planned_search(sqlite_url, "unraced", race=0)
+    returned = _raced_and_unraced(sqlite_url)
     reader = open_reader(sqlite_url)
     raced, unraced = load_study(reader, "raced", curves=False), load_study(reader, "unraced", curves=False)
-    returned = raced.trials[(raced.trials["lr"] == 1e-3) & (raced.trials["fold"] == 0)]["number"].min()
     html = render_report(raced, sqlite_url)
     assert f"best: trial {returned}, loss 1.9000" in html and "mean over 2 folds 1.9000" in html
     html = render_report(unraced, sqlite_url)
@@ -241,16 +249,26 @@ def test_every_reader_shows_a_searchs_best_over_folds_and_never_a_one_fold_leade
     code, stdout, err = cli(capsys, "studies", "--storage", sqlite_url)
     assert "1.9000 (2 folds)" in stdout and "1.8500 (leading, 1 fold)" in stdout, stdout
 
+    # a comparison's tuning table: the arm's returned trial, marked by lpstudy.results.compare
+    frame = raced.trials.assign(arm="p=2", returned=raced.trials["number"] == returned, returned_folds=2)
+    row = tuning_summary(frame).iloc[0]
+    assert row["best_lr"] == 1e-3 and row["best_loss"] == pytest.approx(1.9) and row["best_folds"] == 2
+
+
+@pytest.mark.slow
+def test_the_home_page_shows_a_searchs_best_over_folds_and_a_one_fold_leader_as_leading(sqlite_url, monkeypatch):
+    """Home's best: the raced configuration with its mean over 2 folds; the unraced study's leader
+    under "Leading trial (1 fold)", never "Best trial" (watched fail: "Best trial" for both, trial of
+    lr = 1e-2)."""
+    from tests.test_app import run_page
+
+    returned = _raced_and_unraced(sqlite_url)
     monkeypatch.setenv("LPSTUDY_STORAGE", sqlite_url)  # the page reads it (run_page sets it): undone after
     at = run_page("Home", sqlite_url, "raced")
     assert "Best trial" in [h.value for h in at.subheader]
     assert any(f"Trial **{returned}**" in m.value for m in at.markdown)
     assert any("mean over 2 folds" in s.value for s in at.success)
     at = run_page("Home", sqlite_url, "unraced")
-    assert "Best trial" not in [h.value for h in at.subheader] and "Leading trial (1 fold)" in [h.value for h in at.subheader]
+    headers = [h.value for h in at.subheader]
+    assert "Best trial" not in headers and "Leading trial (1 fold)" in headers
     assert any("leading on 1 fold" in w.value for w in at.warning)
-
-    # a comparison's tuning table: the arm's returned trial, marked by lpstudy.results.compare
-    frame = raced.trials.assign(arm="p=2", returned=raced.trials["number"] == returned, returned_folds=2)
-    row = tuning_summary(frame).iloc[0]
-    assert row["best_lr"] == 1e-3 and row["best_loss"] == pytest.approx(1.9) and row["best_folds"] == 2
