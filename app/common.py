@@ -222,7 +222,7 @@ def study_chooser(title: str) -> None:
     name = st.sidebar.selectbox("Study", names, index=index, format_func=lambda n: study_label(by_name[n]),
                                 placeholder="Choose a study",
                                 help="Each study with its number of trials (a comparison: its arms' trials); under it the "
-                                     "chosen study's kind and best value (the lowest final validation loss of a "
+                                     "chosen study's kind and lowest loss (the lowest final validation loss of a "
                                      "completed run that did not diverge).")
     if name is None:
         st.title(title)
@@ -279,12 +279,14 @@ def study_label(info) -> str:
 
 
 def study_caption(info) -> str:
-    """What the chooser says under the chosen study: "search · 10,000 trials · best 1.5512"."""
+    """What the chooser says under the chosen study: "search · 10,000 trials · lowest loss 1.5512": one
+    trial's value, not the best configuration (a search's is the one it returns over folds, which
+    the Home and Export pages show, lpstudy.results.measured)."""
     parts = [info.kind]
     if info.n_trials is not None:
         parts.append(f"{info.n_trials:,} trial{'' if info.n_trials == 1 else 's'}")
     if info.best_value is not None:
-        parts.append(f"best {info.best_value:.4f}")
+        parts.append(f"lowest loss {info.best_value:.4f}")
     return " · ".join(parts)
 
 

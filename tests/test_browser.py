@@ -415,7 +415,7 @@ def test_a_comparison_and_a_search_read_right_on_every_page(browser, tmp_path):
         assert "9 of 9 trials match" in texts["Trials"] and "replicate runs" in texts["Trials"]
         assert "its arm p=3 has the lowest mean final validation loss" in texts["Export"], texts["Export"]
         texts = _visit_every_page(page, address, "lp", SCREENSHOTS / "search_first", {
-            "Home": "Best trial", "Effect of p": "Final validation loss against p", "Convergence": "Each p group",
+            "Home": "Leading trial", "Effect of p": "Final validation loss against p", "Convergence": "Each p group",
             "Stability": "Each p group", "Stability lens": "Each p group", "Compare": "Equal-budget",
             "Trials": "Picked runs", "Export": "Retrain it:"})
         for name in ("Convergence", "Stability", "Stability lens"):

@@ -85,7 +85,7 @@ def test_ci_runs_the_readme_test_commands_as_written_from_the_repository_root():
 
 
 @pytest.mark.slow
-def test_the_readme_run_command_on_a_fresh_copy_completes_a_study_and_prints_the_best(tmp_path):
+def test_the_readme_run_command_on_a_fresh_copy_completes_a_study_and_prints_its_leader(tmp_path):
     repo = _fresh_copy(tmp_path / "lpstudy")
     run, _ = _readme_commands()
     search = run.split("&&")[-1].split()  # no reinstall: this interpreter, the copy on PYTHONPATH
@@ -100,14 +100,17 @@ def test_the_readme_run_command_on_a_fresh_copy_completes_a_study_and_prints_the
     assert estimate, out
     each, total = int(estimate.group(1)), _seconds(estimate.group(2))
     assert total >= 2 * each + 5  # 3 trials on 2 workers: two waves, plus starting the command and the processes
-    assert re.search(r"best +trial \d+: \d\.\d{4} · p=", out), out
+    # 3 spread trials, one fold each: the leader is said to lead, never to be best, with the command that races it
+    assert re.search(r"leading +trial \d+: \d\.\d{4} · p=", out) and "leading on 1 fold" in out, out
+    assert not re.search(r"best +trial", out) and "race:      lpstudy search --study lp-search" in out, out
     assert "lpstudy dashboard --study lp-search" in out and "lpstudy export --study lp-search" in out
     study = optuna.load_study(study_name="lp-search", storage=f"sqlite:///{repo / 'storage' / 'lpstudy.db'}")
     states = [t.state for t in study.trials]
     ran = [s for s in states if s != TrialState.WAITING]  # the spread phase's other 5 wait for the next run
     assert len(ran) == 3 and set(ran) <= {TrialState.COMPLETE, TrialState.PRUNED}
     spread_waiting = [t for t in study.trials if t.state == TrialState.WAITING and t.user_attrs.get("spread")]
-    assert TrialState.COMPLETE in ran and len(spread_waiting) == 8 - 3  # beside them, the leaders' races wait
+    assert TrialState.COMPLETE in ran and len(spread_waiting) == 8 - 3
+    assert len(states) == 8  # and no race beside them: a run enqueues none it will not run (lpstudy.study.races)
     # nothing lands in the checkout unasked: the database is git-ignored
     dirty = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True).stdout
     assert dirty == "", dirty

@@ -115,7 +115,7 @@ def test_a_race_is_named_after_its_method_and_refused_when_written_wrong():
 
 # -- in a study: the worker enqueues the races, export says on how many folds ------------------------
 
-def _planned_search(url: str, name: str, race: int, n_trials: int = 12):
+def _planned_search(url: str, name: str, race: int, n_trials: int | None = 12, worker_trials: int | None = None):
     """A search over lr ∈ PLANTED's keys on fold 0 of 2, run by lpstudy's worker with an objective
     that ends each run at PLANTED[lr][fold] (the fold a race enqueued it on, where one did)."""
     from lpstudy.study.space import SearchSpace
@@ -136,7 +136,8 @@ def _planned_search(url: str, name: str, race: int, n_trials: int = 12):
     storage = creating_storage(url)
     open_and_create(storage, name, spec)
     with storage:
-        report = run_worker(WorkerOptions(study=name, storage=url, device="cpu", show_progress=False, announce=False),
+        report = run_worker(WorkerOptions(study=name, storage=url, device="cpu", show_progress=False, announce=False,
+                                          n_trials=worker_trials),
                             say=lambda message: None, objective=PlannedObjective(plan), storage=storage)
     assert report.exit_code == 0, report
     return spec
@@ -183,3 +184,91 @@ def test_a_study_races_its_leaders_and_exports_the_configuration_best_over_folds
     source = yaml.safe_load(stdout)["source"]
     assert yaml.safe_load(stdout)["lr"] == 1e-2
     assert source["chosen_as"] == "leading on 1 fold" and source["folds_measured"] == 1 and source["interval"] is None
+
+
+def test_a_worker_stopping_at_its_n_trials_leaves_no_race_waiting_and_status_names_the_races(sqlite_url, capsys):
+    """`lpstudy search --n-trials 6` runs 6 trials and leaves none of its races WAITING for a later
+    run (a worker enqueues no more than it has left to run; the leaders still race within it), and
+    where a race does wait (enqueued by a worker without --n-trials), `status` says it is one, not
+    a spread point. Watched fail: without the worker's room, 2 races were left waiting; the status
+    line called them "the spread phase's points or retries"."""
+    from lpstudy.study.races import enqueue_races
+    from lpstudy.study.studies import creating_storage
+
+    spec = _planned_search(sqlite_url, "budgeted", race=3, n_trials=None, worker_trials=6)
+    trials = optuna.load_study(study_name="budgeted", storage=sqlite_url).get_trials()
+    assert len(trials) == 6 and all(t.state.name == "COMPLETE" for t in trials)
+    assert any(t.user_attrs.get("fold") == 1 for t in trials)  # the leaders were raced within the run
+
+    storage = creating_storage(sqlite_url)
+    with storage:
+        study = optuna.load_study(study_name="budgeted", storage=storage.optuna)
+        assert enqueue_races(storage, study, spec) >= 1  # a worker without --n-trials: no room to keep to
+    code, stdout, err = cli(capsys, "status", "--study", "budgeted", "--storage", sqlite_url)
+    assert code == 0, err
+    out = " ".join((stdout + err).split())
+    assert "race trial" in out and "spread phase" not in out
+
+
+def _raced_and_unraced(url: str) -> int:
+    """The studies "raced" (race=3) and "unraced" (race=0) on PLANTED; the number of the raced one's
+    returned trial (lr = 1e-3 on fold 0)."""
+    from lpstudy.db.kinds import open_reader
+    from lpstudy.results.frames import load_trials
+
+    _planned_search(url, "raced", race=3)
+    _planned_search(url, "unraced", race=0)
+    trials = load_trials(open_reader(url), "raced")
+    return int(trials[(trials["lr"] == 1e-3) & (trials["fold"] == 0)]["number"].min())
+
+
+def test_every_reader_shows_a_searchs_best_over_folds_and_never_a_one_fold_leader_as_best(sqlite_url, capsys):
+    """The report, `lpstudy studies` and a comparison's tuning table show the configuration the
+    search returns (lr = 1e-3, best over 2 folds), not its lowest trial (the fold-0 noise winner
+    lr = 1e-2), with on how many folds it was measured; a study not raced shows its leader as
+    "leading on 1 fold", never as "best". Watched fail: the report said "best: trial" of lr = 1e-2,
+    `studies` 1.8500 for both, the tuning table lr = 0.01."""
+    from lpstudy.db.kinds import open_reader
+    from lpstudy.results.analysis import tuning_summary
+    from lpstudy.results.frames import load_study
+    from lpstudy.results.report import render_report
+
+    returned = _raced_and_unraced(sqlite_url)
+    reader = open_reader(sqlite_url)
+    raced, unraced = load_study(reader, "raced", curves=False), load_study(reader, "unraced", curves=False)
+    html = render_report(raced, sqlite_url)
+    assert f"best: trial {returned}, loss 1.9000" in html and "mean over 2 folds 1.9000" in html
+    html = render_report(unraced, sqlite_url)
+    assert "leading on 1 fold: trial" in html and "best: trial" not in html and "lr = 0.01" in html
+
+    code, stdout, err = cli(capsys, "studies", "--storage", sqlite_url, "--json")
+    assert code == 0, err
+    rows = {row["study"]: row for row in json.loads(stdout)}
+    assert rows["raced"]["best"] == pytest.approx(1.9) and rows["raced"]["best_folds"] == 2
+    assert rows["unraced"]["best"] == pytest.approx(1.85) and rows["unraced"]["best_folds"] == 1
+    code, stdout, err = cli(capsys, "studies", "--storage", sqlite_url)
+    assert "1.9000 (2 folds)" in stdout and "1.8500 (leading, 1 fold)" in stdout, stdout
+
+    # a comparison's tuning table: the arm's returned trial, marked by lpstudy.results.compare
+    frame = raced.trials.assign(arm="p=2", returned=raced.trials["number"] == returned, returned_folds=2)
+    row = tuning_summary(frame).iloc[0]
+    assert row["best_lr"] == 1e-3 and row["best_loss"] == pytest.approx(1.9) and row["best_folds"] == 2
+
+
+@pytest.mark.slow
+def test_the_home_page_shows_a_searchs_best_over_folds_and_a_one_fold_leader_as_leading(sqlite_url, monkeypatch):
+    """Home's best: the raced configuration with its mean over 2 folds; the unraced study's leader
+    under "Leading trial (1 fold)", never "Best trial" (watched fail: "Best trial" for both, trial of
+    lr = 1e-2)."""
+    from tests.test_app import run_page
+
+    returned = _raced_and_unraced(sqlite_url)
+    monkeypatch.setenv("LPSTUDY_STORAGE", sqlite_url)  # the page reads it (run_page sets it): undone after
+    at = run_page("Home", sqlite_url, "raced")
+    assert "Best trial" in [h.value for h in at.subheader]
+    assert any(f"Trial **{returned}**" in m.value for m in at.markdown)
+    assert any("mean over 2 folds" in s.value for s in at.success)
+    at = run_page("Home", sqlite_url, "unraced")
+    headers = [h.value for h in at.subheader]
+    assert "Best trial" not in headers and "Leading trial (1 fold)" in headers
+    assert any("leading on 1 fold" in w.value for w in at.warning)

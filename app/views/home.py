@@ -5,6 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from lpstudy.results import analysis as A
+from lpstudy.results.measured import measured_line, shown_best
 from lpstudy.results.pages import OVERVIEW
 
 from common import CACHE_TTL_S, cached_study, draw_charts, no_traceback, once, page, page_inputs, plain, reader, show_problem
@@ -85,17 +86,22 @@ def overview() -> None:
 
         st.warning(duplicates_note(data.duplicates))
 
-    best = once(data, ("best_trial",), lambda: A.best_trial(trials))
+    best, measured = once(data, ("shown_best",), lambda: shown_best(trials, data.chosen))
     left, right = st.columns([1, 2])
-    with left:
-        st.subheader("Best trial")
+    with left:  # a search's: the configuration it returns, "best" only once raced on 2 folds (results.measured)
+        st.subheader("Best trial" if measured is None or measured["chosen_as"] == "best" else
+                     "Leading trial (1 fold)")
         if best is None:
             show_problem(trials, stop=False)
         else:
-            st.metric("Final validation loss", _fmt(best["loss"]), help="lowest among completed, non-diverged trials")
+            st.metric("Final validation loss", _fmt(best["loss"]),
+                      help="lowest among completed, non-diverged trials" if measured is None else
+                      "this trial's, on the tuning fold; the configuration the search returns (lpstudy export)")
             st.markdown(f"Trial **{int(best['number'])}** · p = **{A.format_p(best['p'])}** · "
                         f"lr = **{_fmt(best['lr'], '.3g')}** · gain₀ = **{_fmt(best['gain_init'], '.3g')}**"
                         + (f" · fold {int(best['fold'])}" if pd.notna(best['fold']) else ""))
+            if measured is not None:
+                (st.success if measured["chosen_as"] == "best" else st.warning)(plain(measured_line(measured)))
             diverged = once(data, ("diverged",), lambda: int(A.finished(trials)["diverged"].sum()))
             st.caption(f"{diverged} of {int(counts['COMPLETE'])} completed runs diverged.")
     with right:

@@ -1,8 +1,9 @@
 """`lpstudy search`: a study from nothing to its best trial in one command. It creates the study if
 it is missing (from flags or --config, as `create` does; an existing one of the same spec is
 continued), says how many trials it will run and about how long they take, runs N local worker
-processes with one progress bar over the trials, then prints the best trial and the commands that
-open the dashboard and export it."""
+processes with one progress bar over the trials, then prints the configuration the search returns
+(`lpstudy status`'s words: "best" once raced on 2 folds or more, else "leading" on 1 fold, with the
+command that races it) and the commands that open the dashboard and export it."""
 
 from __future__ import annotations
 
@@ -56,8 +57,12 @@ def search(
                                      max_steps=max_steps, pruned=spec.pruner != "none"))
         options = WorkerOptions(study=study, storage=store.url, n_trials=n_trials, data=data, show_progress=False)
         code = run_with_progress(options, device_list, the_study, n_trials)
-        render_status(study_status(store, study))
+        status = study_status(store, study)
+        render_status(status)
     where, name = storage.hint, shell_quoted(study)
+    if spec.race > 0 and (status.get("best") or {}).get("chosen_as") == "leading on 1 fold":
+        say(f"race:      lpstudy search --study {name}{where}   (more trials: the leaders run on more folds "
+            "before one is called best)")
     say(f"dashboard: lpstudy dashboard --study {name}{where}")
     say(f"export:    lpstudy export --study {name}{where} -o best.yaml   "
         f"then: lpstudy train --config best.yaml")

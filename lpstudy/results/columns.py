@@ -86,6 +86,7 @@ COLUMNS: dict[str, Column] = {
     "gain_init": Column("gain₀", ".3g"),
     "best_gain_init": Column("best gain₀", ".3g"),
     "best_loss": Column("best loss", LOSS),
+    "best_folds": Column("best measured on folds (1: leading, not yet a best)", "d"),
     "fold": Column("fold", "d"),
     "seed": Column("seed", "d"),
     "arm": Column("arm"),

@@ -5,6 +5,7 @@ compare`, `lpstudy status` (render_compare) and `lpstudy verdict` show the same 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,7 @@ from lpstudy.db.urls import redact
 from lpstudy.errors import UserError
 from lpstudy.results import analysis as A
 from lpstudy.results.frames import load_trials
+from lpstudy.results.measured import loss_cell
 from lpstudy.study.compare import COMPARE_ATTR, ComparePlan
 
 
@@ -111,10 +113,27 @@ def load_compare(reader: TrialReader, name: str) -> CompareData:
         arm = plan.label(value)
         for study, frames in ((plan.tune_study(name, value), tuning), (plan.folds_study(name, value), folds)):
             if study in records:
-                frames.append(load_trials(reader, study).assign(arm=arm, study=study))
+                frame = load_trials(reader, study).assign(arm=arm, study=study)
+                if frames is tuning:  # the configuration the arm's search returns: the one it replicates
+                    frame = _mark_returned(reader, study, records[study].attrs, frame)
+                frames.append(frame)
     join = lambda frames: pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(  # noqa: E731
         columns=["arm", "number", "state", "value", "p", "lr", "gain_init", "fold", "diverged", "final_val_loss"])
     return CompareData(name, plan, join(tuning), join(folds), plan.label(plan.reference))
+
+
+def _mark_returned(reader: TrialReader, study: str, attrs: dict, frame: pd.DataFrame) -> pd.DataFrame:
+    """The tuning trials with `returned` (the trial of the configuration the arm's search returns,
+    lpstudy.results.measured.search_chosen, which lpstudy.study.compare replicates) and
+    `returned_folds` (on how many folds it was measured)."""
+    from lpstudy.results.frames import study_info
+    from lpstudy.results.measured import search_chosen
+
+    info = study_info(study, attrs)
+    chosen = reader.read(study, lambda tables: search_chosen(tables, "search", info.spec))
+    returned = frame["number"] == (chosen.number if chosen else -1)
+    return frame.assign(returned=returned,
+                        returned_folds=chosen.measured["folds_measured"] if chosen else math.nan)
 
 
 def compare_study_data(reader: TrialReader, name: str, curves: bool = False):
@@ -176,7 +195,7 @@ def render_compare(reader: TrialReader, study: str, next_hint: str | None = None
     for arm in progress["arms"]:
         r = summary.get(arm["arm"], {})
         folds = "none (no tuning trial counts)" if arm["nothing_to_replicate"] else f"{arm['folds_done']}/{arm['folds']}"
-        rows.append([arm["arm"], f"{arm['tuning_done']}/{arm['budget']}", str(r.get("pruned", 0)), str(r.get("diverged", 0)), _cell(r.get("best_loss"), ".4f"),
+        rows.append([arm["arm"], f"{arm['tuning_done']}/{arm['budget']}", str(r.get("pruned", 0)), str(r.get("diverged", 0)), loss_cell(r.get("best_loss"), r.get("best_folds")),
                      _cell(r.get("best_lr"), ".3g"), _cell(r.get("best_gain_init"), ".3g"), folds])
     print_table(console, f"tuning ({data.plan.budget} trials per arm)",
                 ["arm", "tuned", "pruned", "diverged", "best loss", "lr", "gain_init", "folds"], rows)

@@ -33,7 +33,6 @@ import pandas as pd
 from lpstudy.db.study_queries import StudyTables
 from lpstudy.db.trial_reader import TrialReader
 from lpstudy.results.cells import grid_fields, one_per_cell
-from lpstudy.study.best import ranked_frame
 from lpstudy.training.fields import FIELDS
 from lpstudy.training.metrics import METRIC_FIELDS, SUMMARY_FIELDS
 from lpstudy.values import FIXED_PARAMS_ATTR, METRICS_ATTR_PREFIX, SPEC_ATTR, SYNTHETIC_ATTR, P, p_of_params, read_p, to_float
@@ -76,6 +75,8 @@ class StudyData:
     curves: pd.DataFrame
     duplicates: list[int] = field(default_factory=list)  # grid trials left out: their cell ran before
     curve_note: str | None = None  # set when `curves` holds a sample of the trials (lpstudy.results.curve_sample)
+    # a search's chosen configuration, read with the trials (lpstudy.results.measured.search_chosen)
+    chosen: Any = None
     # what a reader computed from this data, once (the dashboard's charts: app/common.once); not the data itself
     derived: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -230,6 +231,7 @@ def study_data(tables: StudyTables, study_name: str, frame: pd.DataFrame, with_c
     a grid's repeated cells left out, and the curves of every trial or, in a big study, of a sample
     (lpstudy.results.curve_sample)."""
     from lpstudy.results.curve_sample import CurveSample, curve_sample
+    from lpstudy.results.measured import search_chosen, shown_best
 
     directions, attrs = tables.header()
     info = study_info(study_name, attrs, (directions or ["minimize"])[0])
@@ -237,13 +239,14 @@ def study_data(tables: StudyTables, study_name: str, frame: pd.DataFrame, with_c
     cell = grid_fields(info.spec)
     if cell:  # a grid cell counts once (lpstudy.results.cells), keyed on every gridded field
         frame, _, duplicates = one_per_cell(frame, None, cell)
+    chosen = search_chosen(tables, info.kind, info.spec)  # a search's best over folds: a few queries
     curves, sample = _empty_curves(), CurveSample(None)
     if with_curves:
-        best = ranked_frame(frame, 1)
-        sample = curve_sample(frame, int(best["number"].iloc[0]) if len(best) else None, info.spec)
+        best, _ = shown_best(frame, chosen)
+        sample = curve_sample(frame, int(best["number"]) if best is not None else None, info.spec)
         curves = curves_of(tables, dict(zip(frame["trial_id"], frame["number"])), sample.trial_ids)
     return StudyData(name=study_name, info=info, trials=frame, curves=curves, duplicates=duplicates,
-                     curve_note=sample.note)
+                     curve_note=sample.note, chosen=chosen)
 
 
 def curves_of(tables: StudyTables, numbers: dict, ids) -> pd.DataFrame:

@@ -23,6 +23,7 @@ from lpstudy.results import analysis as A
 from lpstudy.results.columns import labelled
 from lpstudy.files import atomic_write_text
 from lpstudy.results.frames import StudyData, TrialReader
+from lpstudy.results.measured import chosen_label, measured_line, shown_best
 from lpstudy.db.urls import redact
 
 
@@ -134,14 +135,15 @@ def render_report(data: StudyData, storage_url: str, threshold: float | None = N
 
     trials = data.trials
     counts = A.state_counts(trials)
-    best = A.best_trial(trials)
+    best, measured = shown_best(trials, data.chosen)  # a search's: its best over folds (results.measured)
     problem = A.data_problem(trials, data.name)
     facts = [f"storage {html.escape(redact(storage_url))}", f"kind {html.escape(data.info.kind)}",
              f"preset {html.escape(str(data.info.preset))}",
              ", ".join(f"{n} {s.lower()}" for s, n in counts.items() if n)]
     if best is not None:
-        facts.append(f"best: trial {int(best['number'])}, loss {best['loss']:.4f} at p = {A.format_p(best['p'])}, "
-                     f"lr = {best['lr']:.3g}, gain₀ = {best['gain_init']:.3g}")
+        facts.append(f"{chosen_label(measured)}: trial {int(best['number'])}, loss {best['loss']:.4f} at "
+                     f"p = {A.format_p(best['p'])}, lr = {best['lr']:.3g}, gain₀ = {best['gain_init']:.3g}"
+                     + (f" ({html.escape(measured_line(measured))})" if measured else ""))
     parts = [f"<h1>lpstudy report: {html.escape(data.name)}</h1>",
              f"<p class='facts'>{' · '.join(facts)}</p>",
              f"<p class='facts'>written {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}</p>"]

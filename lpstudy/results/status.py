@@ -18,6 +18,7 @@ from lpstudy.results import analysis
 from lpstudy.results import frames as results
 from lpstudy.results.cells import PAPER_CELL, duplicates_note, grid_fields, setting_fields
 from lpstudy.results.compute import compute_line, compute_summary
+from lpstudy.results.measured import chosen_label, measured_line
 from lpstudy.study.spec import StudySpec
 from lpstudy.values import REFERENCE_P, finite_or_none, format_duration, format_p, json_safe, read_p
 
@@ -82,7 +83,7 @@ def study_status(reader: results.TrialReader, study_name: str) -> dict[str, Any]
         info, spec, duplicates = summary.info, summary.info.spec, []
         counts, diverged = summary.counts, summary.diverged
         best_row = analysis.best_trial(summary.best)
-        measured = summary.measured
+        measured, waiting_races = summary.measured, summary.waiting_races
         running = analysis.running_trials(summary.running)
         max_steps = _max_steps(spec)
         left = time_left(summary.mean_complete_s, counts, running, spec, max_steps)
@@ -94,7 +95,7 @@ def study_status(reader: results.TrialReader, study_name: str) -> dict[str, Any]
         diverged = int(((trials["state"] == "COMPLETE") & trials["diverged"].astype(bool)).sum()) if len(trials) else 0
         max_steps = _max_steps(spec)
         best_row = analysis.best_trial(trials)
-        measured = None
+        measured, waiting_races = None, 0  # a grid: no races
         running = analysis.running_trials(trials)
         left = estimate_time_left(trials, running, spec, max_steps)
         grid, compute = analysis.grid_progress(trials, spec), compute_summary(trials)
@@ -115,6 +116,7 @@ def study_status(reader: results.TrialReader, study_name: str) -> dict[str, Any]
     status: dict[str, Any] = {
         "study": study_name, "storage": redact(reader.url), "kind": info.kind, "preset": info.preset,
         "sampler": spec.get("sampler"), "pruner": spec.get("pruner"), "counts": counts, "diverged": diverged,
+        "waiting_races": waiting_races,
         "best": best, "running": running_rows, "grid": grid, "time_left": left, "duplicates": duplicates,
         "cell": list(grid_fields(spec)), "compute": compute,
     }
@@ -182,13 +184,22 @@ def print_table(console, title: str, columns: list[str], rows: list[list[str]]) 
 
 
 def waiting_note(status: dict[str, Any]) -> str:
-    """What a search's WAITING trials are, where it has some: trials enqueued and not run yet (the
-    spread phase's points, lpstudy.study.spread, and retries of interrupted runs), which the next
-    worker takes first; a grid's waiting cells are said on the grid line."""
+    """What a search's WAITING trials are, where it has some: trials enqueued and not run yet (races:
+    a leading configuration on another fold, lpstudy.study.races; the spread phase's points,
+    lpstudy.study.spread; retries of interrupted runs), which the next worker takes first; a grid's
+    waiting cells are said on the grid line."""
     waiting = status["counts"]["WAITING"]
     if not waiting or status.get("grid"):
         return ""
-    return (f" (enqueued, not run yet: the spread phase's points or retries; the next "
+    races = min(int(status.get("waiting_races") or 0), waiting)
+    parts = []
+    if races:
+        parts.append(f"{races} race trial{'' if races == 1 else 's'} (a leading configuration run on another fold, "
+                     "so that the best holds beyond its tuning fold)")
+    if waiting - races:
+        parts.append(f"the other {waiting - races}: the spread phase's points or retries" if races
+                     else "the spread phase's points or retries")
+    return (f" (enqueued, not run yet: {'; '.join(parts)}; the next "
             f"`lpstudy worker --study {shell_quoted(status['study'])}` takes {'it' if waiting == 1 else 'them'} first)")
 
 
@@ -211,18 +222,14 @@ def render_status(status: dict[str, Any], console=None) -> None:
                   highlight=False, soft_wrap=True)
     best = status["best"]
     if best:
-        label = "leading " if best.get("folds_measured") == 1 else "best    "
+        measured = {k: best[k] for k in ("chosen_as", "folds_measured", "mean_over_folds", "interval")} \
+            if "folds_measured" in best else None  # a search's: how well it is known (lpstudy.results.measured)
+        label = "leading " if chosen_label(measured) != "best" else "best    "
         console.print(f"{label} trial {best['number']}: {_num(best['value'])} · p={_p(best['p'])} "
                       f"lr={_num(best['lr'], '.3g')} gain_init={_num(best['gain_init'], '.3g')} "
                       f"fold={best['fold'] if best['fold'] is None else int(best['fold'])}", highlight=False, soft_wrap=True)
-        if best.get("folds_measured", 1) >= 2:
-            low, high = best["interval"]
-            console.print(f"         mean over {best['folds_measured']} folds {_num(best['mean_over_folds'])} "
-                          f"[{_num(low)}, {_num(high)}] (95 %): its leaders raced on as many folds", highlight=False,
-                          soft_wrap=True)
-        elif "folds_measured" in best:
-            console.print("         leading on 1 fold: not yet raced on another fold, so not a best that holds",
-                          highlight=False, soft_wrap=True)
+        if measured is not None:
+            console.print(f"         {measured_line(measured)}", highlight=False, soft_wrap=True)
     else:
         console.print("best     none yet (no completed trial that did not diverge)")
     if status.get("compute"):

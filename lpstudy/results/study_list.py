@@ -1,6 +1,8 @@
 """Every study a database holds, one row each: its name, kind, trials by state, best value and last
 activity (`lpstudy studies`). Read through the storage's one reader, so every kind of storage
-answers it; the best value is lpstudy.study.best's. A comparison (`lpstudy compare`) holds no trials
+answers it; the best value is lpstudy.study.best's, and a search's the configuration it returns
+(lpstudy.results.measured: its mean over the folds it was raced on, or its loss "leading on 1 fold"
+before a race, never called best). A comparison (`lpstudy compare`) holds no trials
 of its own: its row counts its arms' studies' trials, its best is the best of theirs, its last
 activity theirs (the arms' own rows follow it, as they are studies too)."""
 
@@ -13,8 +15,9 @@ import pandas as pd
 
 from lpstudy.db.trial_reader import TrialReader
 from lpstudy.names import arm_study_names
-from lpstudy.results.analysis import best_trial, state_counts
-from lpstudy.results.frames import load_trials
+from lpstudy.results.analysis import state_counts
+from lpstudy.results.frames import load_trials, study_info
+from lpstudy.results.measured import loss_cell, search_chosen, shown_best
 
 
 def study_rows(reader: TrialReader) -> list[dict[str, Any]]:
@@ -23,12 +26,16 @@ def study_rows(reader: TrialReader) -> list[dict[str, Any]]:
     for record in reader.studies():
         trials = load_trials(reader, record.name)  # the one trials frame, whatever the storage
         counts = {state: int(n) for state, n in state_counts(trials).items()}  # interrupted: not failed
-        best = best_trial(trials)
+        info = study_info(record.name, record.attrs)
+        chosen = reader.read(record.name, lambda tables: search_chosen(tables, info.kind, info.spec))
+        best, measured = shown_best(trials, chosen)
         times = pd.concat([trials["datetime_complete"], trials["datetime_start"]]).dropna()
         kind = record.attrs.get("kind") or "(not lpstudy's)"
         rows.append({"study": record.name, "kind": kind, "synthetic": bool(record.attrs.get("synthetic")),
                      "preset": record.attrs.get("preset"), "trials": sum(counts.values()), "counts": counts,
-                     "best": float(best["value"]) if best is not None else None,
+                     "best": (None if best is None else float(best["loss"]) if measured is None
+                              else float(measured["mean_over_folds"])),
+                     "best_folds": None if measured is None else measured["folds_measured"],
                      "last_activity": pd.Timestamp(times.max()).isoformat(timespec="seconds") if len(times) else None})
     by_name = {row["study"]: row for row in rows}
     for row in rows:
@@ -44,8 +51,9 @@ def _through_arms(row: dict[str, Any], arms: list[dict[str, Any]]) -> None:
         row["counts"][state] = sum(arm["counts"][state] for arm in arms)
     row["trials"] = sum(arm["trials"] for arm in arms)
     row["arm_studies"] = len(arms)
-    bests = [arm["best"] for arm in arms if arm["best"] is not None]
-    row["best"] = min(bests) if bests else None
+    bests = [arm for arm in arms if arm["best"] is not None]
+    lowest = min(bests, key=lambda arm: arm["best"]) if bests else None
+    row["best"], row["best_folds"] = (lowest["best"], lowest["best_folds"]) if lowest else (None, None)
     times = [arm["last_activity"] for arm in arms if arm["last_activity"]]
     row["last_activity"] = max(times) if times else None
 
@@ -63,7 +71,8 @@ def render_rows(rows: list[dict[str, Any]], where: str) -> str:
         last = row["last_activity"]
         lines.append((row["study"], kind, row["preset"] or "-", str(row["trials"]), str(counts["COMPLETE"]),
                       str(counts["PRUNED"]), str(counts["FAIL"]), str(counts["RUNNING"]), str(counts["WAITING"]),
-                      f"{row['best']:.4f}" if row["best"] is not None else "-",
+                      loss_cell(row["best"], row.get("best_folds")),
                       datetime.fromisoformat(last).strftime("%Y-%m-%d %H:%M") if last else "-"))
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in lines)
+

@@ -14,7 +14,7 @@ import pandas as pd
 from lpstudy.db.study_queries import StudyTables, in_chunks
 from lpstudy.results import frames
 from lpstudy.results.compute import compute_summary_of_sums
-from lpstudy.values import STATES
+from lpstudy.values import RACE_FOLD_ATTR, STATES
 
 
 @dataclass
@@ -29,6 +29,7 @@ class StudySummary:
     mean_complete_s: float | None
     compute: dict  # results.compute.compute_summary of every trial, summed in SQL
     measured: dict | None = None  # how well the best is known: lpstudy.results.measured.measured_fields
+    waiting_races: int = 0  # WAITING trials a race enqueued (lpstudy.study.races): a leader on another fold
 
 
 def needs_every_trial(info: frames.StudyInfo) -> bool:
@@ -37,20 +38,15 @@ def needs_every_trial(info: frames.StudyInfo) -> bool:
 
 
 def _search_best(tables: StudyTables, info: frames.StudyInfo) -> tuple[list[int], dict | None]:
-    """The trial id of the configuration the search returns (lpstudy.study.races.stored_best: its
-    leaders raced on more folds), on its tuning fold, and how well it is known; a study without a
+    """The trial id of the configuration the search returns (lpstudy.results.measured.search_chosen:
+    its leaders raced on more folds), on its tuning fold, and how well it is known; a study without a
     spec: the lowest value (lpstudy.study.best, by a query)."""
-    from lpstudy.results.measured import measured_fields
-    from lpstudy.study.races import stored_best
-    from lpstudy.study.spec import StudySpec
+    from lpstudy.results.measured import search_chosen
 
     if not isinstance(info.spec, dict) or not info.spec:
         return [tid for tid, _, _ in tables.ranked_trial_ids(1)], None
-    spec = StudySpec.from_plain(info.spec)
-    found = stored_best(tables, spec)
-    if found is None:
-        return [], None
-    return [found.trial_id], measured_fields(found.returned, list(found.numbers))
+    found = search_chosen(tables, "search", info.spec)
+    return ([], None) if found is None else ([found.trial_id], found.measured)
 
 
 def study_summary(reader: frames.TrialReader, study_name: str) -> StudySummary | None:
@@ -76,6 +72,7 @@ def study_summary(reader: frames.TrialReader, study_name: str) -> StudySummary |
         return StudySummary(info=info, counts=counts, diverged=tables.diverged_count(),
                             best=shown[shown["trial_id"].isin(best_ids)], running=shown[shown["trial_id"].isin(running_ids)],
                             measured=measured,
+                            waiting_races=len(tables.trial_ids_with_user_attr(RACE_FOLD_ATTR, state="WAITING")),
                             mean_complete_s=tables.mean_complete_seconds(),
                             compute=compute_summary_of_sums(*tables.compute_sums()))
 

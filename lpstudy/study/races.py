@@ -8,7 +8,11 @@ that first ran it); a trial's fold is the fold its race enqueued it on (the user
 RACE_FOLD_ATTR), else the study's tuning fold (the space's fold). A worker enqueues the requests
 after each trial it completes, under the storage's lock (as a replicate's rounds are enqueued), so
 two workers finishing at once enqueue each race once; within a study's n_trials target, never past
-it (a waiting trial past the target would wait for ever).
+it (a waiting trial past the target would wait for ever), and within what the worker that enqueues
+them has left of its own --n-trials (`lpstudy search --n-trials 8` runs 8 trials and leaves no race
+waiting that it will not run: a request not enqueued is asked again after the next trial, from the
+evaluations, so nothing is lost, while a race left waiting would run first in a later run, for a
+leader that may no longer lead).
 """
 
 from __future__ import annotations
@@ -156,10 +160,13 @@ def stored_best(tables, spec: StudySpec) -> StoredBest | None:
                       (number,), frozenset(race_ids))
 
 
-def enqueue_races(storage, study: optuna.Study, spec: StudySpec) -> int:
+def enqueue_races(storage, study: optuna.Study, spec: StudySpec, room: int | None = None) -> int:
     """Enqueue the Intensifier's requests as WAITING trials (each with its configuration's
     parameters and the fold in RACE_FOLD_ATTR), under the storage's lock, within the study's
-    n_trials target; how many. Nothing for a grid or a study that does not race."""
+    n_trials target and, given `room` (the trials the enqueuing worker has left of its --n-trials),
+    so that the study's WAITING trials, these included, are no more than `room`: every worker takes a
+    waiting trial first, so the runs that set --n-trials end with none of them left; how many.
+    Nothing for a grid or a study that does not race."""
     if spec.is_grid or spec.race <= 0 or not spec.space.searched:
         return 0  # a space with nothing searched has one configuration: more folds of it are a replicate
     with storage.lock():
@@ -169,6 +176,9 @@ def enqueue_races(storage, study: optuna.Study, spec: StudySpec) -> int:
             taken = sum(1 for t in trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING,
                                                          TrialState.WAITING))
             requests = requests[:max(0, spec.n_trials - taken)]
+        if room is not None:
+            waiting = sum(1 for t in trials if t.state == TrialState.WAITING)
+            requests = requests[:max(0, room - waiting)]
         first: dict[Hashable, FrozenTrial] = {}  # the trial that first ran each configuration
         for t in sorted(trials, key=lambda t: t.number):
             if t.state == TrialState.COMPLETE:

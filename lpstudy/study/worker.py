@@ -355,7 +355,8 @@ class Worker:
             else:
                 failures_in_a_row = 0
                 if outcome.state == TrialState.COMPLETE and ours and not spec.is_grid and spec.race:
-                    raced = enqueue_races(storage, study, spec)  # the leaders' next folds (lpstudy.study.races)
+                    room = None if opts.n_trials is None else opts.n_trials - done  # what this worker runs yet
+                    raced = enqueue_races(storage, study, spec, room)  # the leaders' next folds (lpstudy.study.races)
                     if raced:
                         self.say(f"{raced} leading configuration(s) enqueued on another fold")
         if opts.announce:
