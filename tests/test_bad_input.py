@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from lpstudy.training.bounds import FIELD_BOUNDS
+from lpstudy.training.fields import FIELDS
 from tests.study_helpers import cli, lp_env, lpstudy
 
 SECRET = "Pl4nted-s3cret"
@@ -83,8 +84,8 @@ def assert_one_line_refusal(code: int, out: str, err: str, expected: tuple[str, 
 # names.py, paths.py, values.py check_p, typer's option checks), so that a case that stops at another
 # check than the one it is named for fails.
 
-INT_FIELDS = ("n_layer", "n_head", "n_embd", "block_size", "batch_size", "max_steps", "warmup_steps",
-              "eval_interval", "eval_iters", "fold", "folds", "seed", "threads")
+# read off the fields' one declaration, so that a new integer field (repeat) gets integer cases
+INT_FIELDS = tuple(name for name, field in FIELDS.items() if field.type is int)
 
 
 def _out_of_range(name: str) -> list[str]:
