@@ -393,3 +393,34 @@ def test_status_at_80_columns_piped_shows_every_number_in_full(kind, tmp_path):
     assert len(expected) == (6 * 2 if kind == "search" else 6 * 2 + 3 * 7 + 2 * 6), expected
     for fragment in expected:
         assert fragment in out, (fragment, out)
+
+
+def test_status_at_80_columns_wraps_how_well_a_searchs_best_is_known_between_words(tmp_path):
+    """The line under a search's best (lpstudy.results.measured.measured_line) fits 80 columns however
+    many folds and digits it names, each number whole, as the table lines do."""
+    import io
+
+    from rich.console import Console
+
+    from lpstudy.db.kinds import open_reader
+    from lpstudy.results.status import render_status, study_status
+    from lpstudy.study.synthetic import write_synthetic_study
+
+    url = f"sqlite:///{tmp_path / 'demo.db'}"
+    write_synthetic_study(url, "s", kind="search", n_trials=12, n_evals=4, folds=5, seed=4)
+    status = study_status(open_reader(url), "s")
+    for measured in ({"chosen_as": "leading on 1 fold", "folds_measured": 1, "mean_over_folds": None,
+                      "interval": None},
+                     {"chosen_as": "best", "folds_measured": 10, "mean_over_folds": 12.3456,
+                      "interval": [11.2345, 13.4567]}):
+        status["best"].update(measured)
+        out = io.StringIO()
+        render_status(status, Console(file=out, width=80, force_terminal=False))
+        text = out.getvalue()
+        indented = [line for line in text.splitlines() if line.startswith("  ")]
+        assert indented and max(map(len, indented)) <= 80, text
+        if measured["folds_measured"] > 1:
+            for number in ("12.3456", "[11.2345,", "13.4567]", "10 folds"):
+                assert number in " ".join(line.strip() for line in text.splitlines()), (number, text)
+        else:
+            assert "leading on 1 fold" in text

@@ -57,21 +57,26 @@ def storage_proxy(
     from lpstudy.db.optuna_storage import make_proxy_server
 
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
-    try:
-        server = make_proxy_server(served, host, port, threads)
-    except RuntimeError as exc:  # grpc could not bind after all (a race for the port)
-        raise UserError(f"cannot listen on {host}:{port} ({exc}); choose another --port") from None
-
-    print(f"lpstudy storage-proxy: serving {redact(url)} at grpc://{_display_host(host)}:{port} "
-          f"({threads} threads); workers: lpstudy worker --storage grpc://{_advertised_host(host)}:{port}",
-          flush=True)
-    # SIGTERM (docker stop, scancel) ends the proxy as Ctrl-C does: an exit, not a crash.
+    # SIGTERM (docker stop, scancel) ends the proxy as Ctrl-C does: an exit, not a crash. gRPC accepts
+    # connections once it binds the port, before start(), and whoever sees the port open may stop the
+    # proxy at once: the handler is set before, and SIGTERM held until the address is printed.
     signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
-    server.start()
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    server = None
     try:
+        try:
+            server = make_proxy_server(served, host, port, threads)
+        except RuntimeError as exc:  # grpc could not bind after all (a race for the port)
+            raise UserError(f"cannot listen on {host}:{port} ({exc}); choose another --port") from None
+        print(f"lpstudy storage-proxy: serving {redact(url)} at grpc://{_display_host(host)}:{port} "
+              f"({threads} threads); workers: lpstudy worker --storage grpc://{_advertised_host(host)}:{port}",
+              flush=True)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})  # one sent meanwhile arrives here
+        server.start()
         server.wait_for_termination()
     except KeyboardInterrupt:
-        server.stop(grace=5).wait()
+        if server is not None:
+            server.stop(grace=5).wait()
         print("lpstudy storage-proxy: stopped", file=sys.stderr, flush=True)
 
 

@@ -48,7 +48,7 @@ def measured_line(measured: dict | None) -> str:
     if measured is None:
         return ""
     if measured["folds_measured"] < 2:
-        return "leading on 1 fold: not yet raced on another fold, so not a best that holds"
+        return "leading on 1 fold: not yet raced on a second fold, so not yet a best"
     low, high = measured["interval"]
     return (f"mean over {measured['folds_measured']} folds {measured['mean_over_folds']:.4f} "
             f"[{low:.4f}, {high:.4f}] (95 %): its leaders raced on as many folds")

@@ -8,6 +8,7 @@ one comparison of arms every reader shows. Reads only (lpstudy.results.frames).
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 import pandas as pd
@@ -229,7 +230,9 @@ def render_status(status: dict[str, Any], console=None) -> None:
                       f"lr={_num(best['lr'], '.3g')} gain_init={_num(best['gain_init'], '.3g')} "
                       f"fold={best['fold'] if best['fold'] is None else int(best['fold'])}", highlight=False, soft_wrap=True)
         if measured is not None:
-            console.print(f"         {measured_line(measured)}", highlight=False, soft_wrap=True)
+            for text in textwrap.wrap(measured_line(measured), console.width, initial_indent=" " * 9,
+                                      subsequent_indent=" " * 9, break_long_words=False, break_on_hyphens=False):
+                console.print(text, highlight=False, soft_wrap=True)  # wrapped between words, never in a number
     else:
         console.print("best     none yet (no completed trial that did not diverge)")
     if status.get("compute"):
