@@ -290,13 +290,17 @@ def enqueue_stage(storage: StudyStorage, name: str, plan: ComparePlan, labels: l
 
 
 def next_study(storage: StudyStorage, name: str, plan: ComparePlan) -> str | None:
-    """Where a worker's next trial comes from: the arm whose tuning has used least of its budget,
-    else an arm's replicate grid with a waiting cell; None when nothing is left to run now. With
+    """Where a worker's next trial comes from: an arm whose tuning has a WAITING trial (a race or a
+    retry, counted in its budget), else the arm whose tuning has used least of its budget, else an
+    arm's replicate grid with a waiting cell; None when nothing is left to run now. With
     --until-decided: WAIT while cells or tuning trials run elsewhere, STAGE_OVER once a stage's
     cells are over (the verdicts decide what comes next: lpstudy.study.compare_worker)."""
     used = {}
     for value in plan.values:
         tune, _ = load_study(storage, plan.tune_study(name, value))
+        if any(t.state == TrialState.WAITING for t in tune.get_trials(deepcopy=False)):
+            # within its budget already (a race on another fold, a retry): taken first, or no one would
+            return plan.tune_study(name, value)
         used[plan.tune_study(name, value)] = budget_used(tune)
     open_arms = [study for study, n in sorted(used.items(), key=lambda item: item[1]) if n < plan.budget]
     if open_arms:
