@@ -14,8 +14,9 @@ sharing the comparison's name as a prefix:
                          a search returns it) on each of the K folds (a grid
                          study, every cell enqueued once when the arm's tuning is done)
 
-`lpstudy worker --study NAME` (anywhere, as many as you like) takes, for each trial, the arm whose
-tuning has used the least of its budget; once an arm's budget is spent its replicate grid is
+`lpstudy worker --study NAME` (anywhere, as many as you like) takes, for each trial, an arm's waiting
+tuning trial (its race on another fold, a retry: within its budget), else the arm whose tuning has
+used the least of its budget; once an arm's budget is spent its replicate grid is
 created and its cells run (with --until-decided, in the stages of `replicate --until-decided`:
 the verdicts after each stage decide which arms get the next folds; lpstudy.study.stages). Its
 worker is lpstudy.study.compare_worker. Everything

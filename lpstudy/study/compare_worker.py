@@ -1,5 +1,6 @@
 """`lpstudy worker --study NAME` for a comparison (lpstudy.study.compare): one trial at a time from
-the arm whose tuning has used least of its budget, then the arms' replicate grids; with
+an arm's waiting tuning trial (a race, a retry), else the arm whose tuning has used least of its
+budget, then the arms' replicate grids; with
 --until-decided, stage by stage (lpstudy.study.stages decides each next stage from the verdicts)."""
 
 from __future__ import annotations
