@@ -157,3 +157,26 @@ def test_an_arms_replicate_grid_is_enqueued_by_the_storage_in_one_go(sqlite_url,
         folds = ensure_folds_study(storage, "bulk", plan, value)
         waiting = folds.get_trials(deepcopy=False, states=(TrialState.WAITING,))
         assert sorted(t.system_attrs["fixed_params"]["fold"] for t in waiting) == [0, 1, 2]
+
+
+def test_a_waiting_tuning_trial_is_the_next_trial_of_a_comparison_not_its_end(sqlite_url, capsys):
+    """A waiting trial of an arm's tuning (a race on another fold, a retry) is counted in its budget,
+    so no arm is under budget and none is tuned: the next trial is that waiting one. Before, the
+    comparison's worker stopped there ('nothing left to run'), 2 of 4 tuning trials run."""
+    from lpstudy.study.compare import load_plan, next_study
+    from lpstudy.values import RACE_FOLD_ATTR
+    from lpstudy.study.studies import load_study
+
+    code, _, err = cli(capsys, "compare", "--study", "w", "--storage", sqlite_url, "--preset", "smoke",
+                       "--p", "1,2", "--tune", "lr", "--budget", "2", "--folds", "2", *QUICK)
+    assert code == 0, err
+    with open_storage(sqlite_url) as storage:
+        plan = load_plan(storage, "w")
+        for value in plan.values:
+            tune, _ = load_study(storage, plan.tune_study("w", value))
+            trial = tune.ask()
+            lr = trial.suggest_float("lr", 1e-4, 1e-2, log=True)
+            tune.tell(trial, 1.5)
+            tune.enqueue_trial({"lr": lr}, user_attrs={RACE_FOLD_ATTR: 1})  # the arm's second trial, waiting
+        first = next_study(storage, "w", plan)
+        assert first == plan.tune_study("w", plan.values[0])

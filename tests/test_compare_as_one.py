@@ -13,7 +13,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from lpstudy.results.compare import load_compare
-from tests.study_helpers import cli, lpstudy
+from lpstudy.results.verdict_table import VERDICT_COLUMNS
+from tests.study_helpers import cli, lp_env, lpstudy
 from lpstudy.db.kinds import open_reader
 
 pytestmark = pytest.mark.slow  # real workers and several commands a test: minutes
@@ -38,6 +39,31 @@ def _home(url: str, study: str) -> AppTest:
             os.environ["LPSTUDY_STORAGE"] = old
     assert not at.exception
     return at
+
+
+def _verdict_row(out: str, arm: str) -> dict[str, str]:
+    """An arm's row of the verdict table as status prints it at 80 columns (lpstudy.results.
+    verdict_table; status.print_table): its columns as `column value` pairs, over a few lines."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Verdicts against the reference"))
+    rows, row = [], []
+    for line in lines[start + 1:]:
+        if not line.startswith("  "):
+            break
+        if line.startswith("  arm ") and row:
+            rows.append(row)
+            row = []
+        row.append(line.strip())
+    rows.append(row)
+    found = {}
+    for row in rows:
+        pairs = " · ".join(row).split(" · ")
+        cells = {}
+        for pair in pairs:
+            column = max((c for c in VERDICT_COLUMNS if pair.startswith(c + " ")), key=len)
+            cells[column] = pair[len(column) + 1:]
+        found[cells["arm"]] = cells
+    return found[arm]
 
 
 def _metrics(at: AppTest) -> dict[str, str]:
@@ -81,7 +107,7 @@ def finished(tmp_path_factory) -> dict:
     worker = lpstudy("worker", "--study", "cmp", "--storage", url, "--devices", "cpu", "--no-progress", timeout=600)
     assert worker.returncode == 0, worker.stderr
     again = lpstudy(*COMPARE, "--storage", url)
-    status = lpstudy("status", "--study", "cmp", "--storage", url)
+    status = lpstudy("status", "--study", "cmp", "--storage", url, env=lp_env(COLUMNS="80"))  # as piped: 80 columns
     as_json = lpstudy("status", "--study", "cmp", "--storage", url, "--json")
     assert again.returncode == status.returncode == as_json.returncode == 0
     return {"url": url, "worker": worker.stderr, "again": again, "status": status.stdout,
@@ -115,8 +141,8 @@ def test_status_of_a_finished_comparison_speaks_of_its_arms_without_nan(finished
     # the reference arm's row: its mean over its two folds, and no difference to itself
     data = load_compare(open_reader(finished["url"]), "cmp")
     ref_mean = data.folds[data.folds["arm"] == "p=2"]["value"].mean()
-    reference_row = next(line for line in out.splitlines() if line.lstrip().startswith("p=2") and "reference" in line)
-    assert reference_row.split() == ["p=2", "2", f"{ref_mean:.4f}", "reference", "–", "–", "–"]
+    assert _verdict_row(out, "p = 2") == {**{column: "–" for column in VERDICT_COLUMNS}, "arm": "p = 2",
+                                          "verdict": "reference", "folds": "2", "mean loss": f"{ref_mean:.4f}"}
     progress = finished["json"]["comparison"]
     assert {k: progress[k] for k in ("tuning_spent", "tuning_total", "cells_done", "cells_total", "left", "done")} == {
         "tuning_spent": 4, "tuning_total": 4, "cells_done": 4, "cells_total": 4, "left": 0, "done": True}

@@ -14,8 +14,9 @@ sharing the comparison's name as a prefix:
                          a search returns it) on each of the K folds (a grid
                          study, every cell enqueued once when the arm's tuning is done)
 
-`lpstudy worker --study NAME` (anywhere, as many as you like) takes, for each trial, the arm whose
-tuning has used the least of its budget; once an arm's budget is spent its replicate grid is
+`lpstudy worker --study NAME` (anywhere, as many as you like) takes, for each trial, an arm's waiting
+tuning trial (its race on another fold, a retry: within its budget), else the arm whose tuning has
+used the least of its budget; once an arm's budget is spent its replicate grid is
 created and its cells run (with --until-decided, in the stages of `replicate --until-decided`:
 the verdicts after each stage decide which arms get the next folds; lpstudy.study.stages). Its
 worker is lpstudy.study.compare_worker. Everything
@@ -290,13 +291,17 @@ def enqueue_stage(storage: StudyStorage, name: str, plan: ComparePlan, labels: l
 
 
 def next_study(storage: StudyStorage, name: str, plan: ComparePlan) -> str | None:
-    """Where a worker's next trial comes from: the arm whose tuning has used least of its budget,
-    else an arm's replicate grid with a waiting cell; None when nothing is left to run now. With
+    """Where a worker's next trial comes from: an arm whose tuning has a WAITING trial (a race or a
+    retry, counted in its budget), else the arm whose tuning has used least of its budget, else an
+    arm's replicate grid with a waiting cell; None when nothing is left to run now. With
     --until-decided: WAIT while cells or tuning trials run elsewhere, STAGE_OVER once a stage's
     cells are over (the verdicts decide what comes next: lpstudy.study.compare_worker)."""
     used = {}
     for value in plan.values:
         tune, _ = load_study(storage, plan.tune_study(name, value))
+        if any(t.state == TrialState.WAITING for t in tune.get_trials(deepcopy=False)):
+            # within its budget already (a race on another fold, a retry): taken first, or no one would
+            return plan.tune_study(name, value)
         used[plan.tune_study(name, value)] = budget_used(tune)
     open_arms = [study for study, n in sorted(used.items(), key=lambda item: item[1]) if n < plan.budget]
     if open_arms:

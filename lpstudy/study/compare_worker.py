@@ -1,5 +1,6 @@
 """`lpstudy worker --study NAME` for a comparison (lpstudy.study.compare): one trial at a time from
-the arm whose tuning has used least of its budget, then the arms' replicate grids; with
+an arm's waiting tuning trial (a race, a retry), else the arm whose tuning has used least of its
+budget, then the arms' replicate grids; with
 --until-decided, stage by stage (lpstudy.study.stages decides each next stage from the verdicts)."""
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ def run_compare_worker(options: WorkerOptions, storage: StudyStorage, say=None) 
           "a trial at a time from the arm with the least of its tuning budget spent, then the folds")
     report = WorkerReport()
     started, done = time.monotonic(), 0
+    empty = None  # the study that last gave no trial
     while True:
         if options.n_trials is not None and done >= options.n_trials:
             report.reason = f"ran {done} trial(s) (--n-trials)"
@@ -58,11 +60,17 @@ def run_compare_worker(options: WorkerOptions, storage: StudyStorage, say=None) 
         if target == WAIT:
             time.sleep(WAIT_S)
             continue
-        one = run_worker(dataclasses.replace(options, study=target, n_trials=1, announce=False),
+        # races the arm's tuning enqueues (within its budget) are this loop's next trials (next_study)
+        after = None if options.n_trials is None else options.n_trials - done - 1
+        one = run_worker(dataclasses.replace(options, study=target, n_trials=1, announce=False, trials_after=after),
                          say=lambda message, arm=target: speak(f"{arm}: {message}"), storage=storage)
         if not one.trials and not one.exit_code:
+            if target != empty:  # another worker took its last trial meanwhile: look again, once
+                empty = target
+                continue
             report.reason = f"{target} had no trial to give ({one.reason})"
             break
+        empty = None
         for state, count in one.trials.items():
             report.trials[state] = report.trials.get(state, 0) + count
         done += 1

@@ -78,6 +78,10 @@ class WorkerOptions:
     # Say the study it works on and why it stopped. A comparison's worker runs one trial at a time
     # through a Worker each (lpstudy.study.compare) and says these itself, once.
     announce: bool = True
+    # The trials whoever runs this Worker runs after it (0: none; None: no limit): a comparison's
+    # worker runs one trial at a time through a Worker each (n_trials=1), and the races one enqueues
+    # are run by the next (lpstudy.study.compare_worker), so they are enqueued within what it has left.
+    trials_after: int | None = 0
 
 
 @dataclass
@@ -355,7 +359,9 @@ class Worker:
             else:
                 failures_in_a_row = 0
                 if outcome.state == TrialState.COMPLETE and ours and not spec.is_grid and spec.race:
-                    room = None if opts.n_trials is None else opts.n_trials - done  # what this worker runs yet
+                    # what this worker, and whoever runs it, runs yet
+                    room = (None if opts.n_trials is None or opts.trials_after is None
+                            else opts.n_trials - done + opts.trials_after)
                     raced = enqueue_races(storage, study, spec, room)  # the leaders' next folds (lpstudy.study.races)
                     if raced:
                         self.say(f"{raced} leading configuration(s) enqueued on another fold")
