@@ -112,3 +112,27 @@ def test_a_port_in_use_is_one_line(sqlite_url):
                              capture_output=True, text=True, timeout=60)
     assert out.returncode == 2
     assert f"cannot listen on 127.0.0.1:{port}" in out.stderr and "--port" in out.stderr
+
+
+def test_a_refused_proxy_leaves_sigterm_as_it_found_it(sqlite_url, capsys, monkeypatch):
+    """The proxy holds SIGTERM while it binds its port (tests above); where it is refused there, the
+    process's signal mask is as it was: a held SIGTERM would be inherited by every process started
+    from it afterwards (a worker, a dashboard), which then could not be stopped."""
+    import signal
+
+    from lpstudy.db import optuna_storage
+    from tests.study_helpers import cli
+
+    def cannot_bind(*args, **kwargs):
+        raise RuntimeError("Failed to bind")
+
+    monkeypatch.setattr(optuna_storage, "make_proxy_server", cannot_bind)
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, set())
+    handler = signal.getsignal(signal.SIGTERM)
+    try:
+        code, _, err = cli(capsys, "storage-proxy", "--storage", sqlite_url, "--port", str(free_port()))
+        assert code == 2 and "cannot listen on" in err, err
+        assert signal.pthread_sigmask(signal.SIG_BLOCK, set()) == before
+    finally:
+        signal.signal(signal.SIGTERM, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)

@@ -61,7 +61,7 @@ def storage_proxy(
     # connections once it binds the port, before start(), and whoever sees the port open may stop the
     # proxy at once: the handler is set before, and SIGTERM held until the address is printed.
     signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # the mask before: restored below
     server = None
     try:
         try:
@@ -71,13 +71,15 @@ def storage_proxy(
         print(f"lpstudy storage-proxy: serving {redact(url)} at grpc://{_display_host(host)}:{port} "
               f"({threads} threads); workers: lpstudy worker --storage grpc://{_advertised_host(host)}:{port}",
               flush=True)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})  # one sent meanwhile arrives here
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)  # one sent meanwhile arrives here
         server.start()
         server.wait_for_termination()
     except KeyboardInterrupt:
         if server is not None:
             server.stop(grace=5).wait()
         print("lpstudy storage-proxy: stopped", file=sys.stderr, flush=True)
+    finally:  # never leave SIGTERM held (a refusal above): every process started from here would inherit it
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def _display_host(host: str) -> str:
