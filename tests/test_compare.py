@@ -35,6 +35,9 @@ def test_compare_gives_equal_budgets_then_replicates_each_best_once(empty_url, c
         assert len(tuned) == 3 and {t.state.name for t in tuned} <= {"COMPLETE", "PRUNED"}
         # tuning samples on one fold; its races run leaders on the other, within the budget
         assert {t.user_attrs["fold"] for t in tuned if "race_fold" not in t.user_attrs} == {0}
+        # with --sampler-seed, each of the arm's draws is new (its worker opens the arm's study per trial)
+        drawn = [(t.user_attrs["lr"], t.user_attrs["gain_init"]) for t in tuned if "race_fold" not in t.user_attrs]
+        assert len(set(drawn)) == len(drawn), drawn
         runs = trials_of(url, f"cmp:{arm}:folds")
         assert sorted(t.user_attrs["fold"] for t in runs) == [0, 1]  # each fold once
         best = best_by_hand(tuned)  # what the arm's search returns: the lowest mean over the most folds

@@ -3,6 +3,7 @@ of a grid (replicate) study, each enqueued once as a WAITING trial."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import time
@@ -16,6 +17,7 @@ from lpstudy.db import optuna_private
 from lpstudy.db.optuna_storage import StudyStorage
 from lpstudy.errors import UserError
 from lpstudy.names import check_study_name, no_such_study, shell_quoted
+from lpstudy.study.seeded_sampler import PerTrialSeededSampler
 from lpstudy.study.spec import StudySpec
 from lpstudy.study.spread import (SpreadHyperbandPruner, SpreadMedianPruner, SpreadSuccessiveHalvingPruner,
                                   enqueue_spread)
@@ -40,6 +42,15 @@ def make_sampler(spec: StudySpec) -> optuna.samplers.BaseSampler:
                 warn_independent_sampling=False)
         # "grid": workers only pop enqueued cells, so this sampler never draws a value.
         return optuna.samplers.RandomSampler(seed=spec.sampler_seed)
+
+
+def study_sampler(spec: StudySpec) -> optuna.samplers.BaseSampler:
+    """The sampler of a study opened by a worker or a creator: with a seed, trial n's draws come from
+    a stream of its own (lpstudy.study.seeded_sampler), whichever process opens the study for it."""
+    if spec.sampler_seed is None:
+        return make_sampler(spec)
+    return PerTrialSeededSampler(lambda seed: make_sampler(dataclasses.replace(spec, sampler_seed=seed)),
+                                 spec.sampler_seed)
 
 
 def make_pruner(spec: StudySpec) -> optuna.pruners.BasePruner:
@@ -88,7 +99,7 @@ def create_study(storage: StudyStorage, name: str, spec: StudySpec) -> tuple[opt
     plain = spec.to_plain()
     try:
         study = optuna.create_study(storage=storage.optuna, study_name=name, direction="minimize",
-                                    sampler=make_sampler(spec), pruner=make_pruner(spec))
+                                    sampler=study_sampler(spec), pruner=make_pruner(spec))
     except optuna.exceptions.DuplicatedStudyError:
         _wait_for_spec(storage, name)  # a creator racing us (gRPC, without a lock) may not have set it yet
         study, existing = load_study(storage, name)
@@ -238,7 +249,7 @@ def spec_of(name: str, attrs: dict[str, Any], wanted: str | None = None) -> Stud
 
 def load_study(storage: StudyStorage, name: str) -> tuple[optuna.Study, StudySpec]:
     spec = load_spec(storage, name)
-    study = optuna.load_study(study_name=name, storage=storage.optuna, sampler=make_sampler(spec),
+    study = optuna.load_study(study_name=name, storage=storage.optuna, sampler=study_sampler(spec),
                               pruner=make_pruner(spec))
     return study, spec
 
