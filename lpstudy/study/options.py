@@ -106,7 +106,8 @@ OPTIONS: dict[str, StudyOption] = _options(
     StudyOption("loss_threshold", float, None, "Record the first step each run reaches this validation loss "
                 "(nats)", bound=(0, 1000), low_open=True, unit=" nats"),
     StudyOption("n_startup_trials", int, 10, "TPE's random trials before it models the space", bound=(0, 10**6)),
-    StudyOption("sampler_seed", int, None, "Seed of the sampler", bound=(0, 2**32 - 1)),
+    StudyOption("sampler_seed", int, None, "Seed of the sampler (each trial draws from a stream of its own, "
+                "whichever worker takes it)", bound=(0, 2**32 - 1)),
     # a target: workers stop once this many trials COMPLETE or PRUNED (create's --n-trials; search's
     # --n-trials is how many to run now)
     StudyOption("n_trials", int, None, "A target: workers stop once the study has this many finished trials",
