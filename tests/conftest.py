@@ -125,3 +125,28 @@ def real_study(tmp_path_factory, corpus_path):
     from tests.real_study import write_real_study
 
     return write_real_study(tmp_path_factory.mktemp("real-study"))
+
+
+@pytest.fixture(autouse=True)
+def _machine_share(request, tmp_path_factory, worker_id):
+    """Under pytest-xdist (the slow tier's `-n 3`), a `stress` test has the machine to itself: it
+    loads every core by design (hundreds of worker processes, busy loops beside them), and tests
+    that wait on time beside it (a checkpoint within two minutes, a scrape, a page) starved and
+    failed on CI. Every other test holds the machine shared; a stress test waits for the running
+    ones to end and holds it alone, and no new test starts while it waits (a turnstile, so that
+    the other workers' stream of tests cannot keep it waiting)."""
+    if worker_id == "master":  # one process: nothing runs beside the test
+        yield
+        return
+    import fcntl
+
+    folder = tmp_path_factory.getbasetemp().parent  # the pytest-N folder all xdist workers share
+    alone = request.node.get_closest_marker("stress") is not None
+    with open(folder / "machine.turnstile", "a") as turnstile, open(folder / "machine.lock", "a") as machine:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        fcntl.flock(machine, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        fcntl.flock(turnstile, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(machine, fcntl.LOCK_UN)

@@ -95,9 +95,9 @@ def test_a_worker_serves_its_trials_claims_heartbeat_and_speed_while_it_trains(s
 @pytest.mark.slow
 def test_the_last_finished_trial_reaches_a_scraper_before_the_worker_exits(sqlite_url, tmp_path, capsys):
     """A worker that exits when its study is done lingers until a scrape has read its last counters:
-    a scraper that reads /metrics every 5 s (as Prometheus does, every 30 s) sees the last trial
-    COMPLETE, though the worker's exit came within a fraction of a second of it. No `_created`
-    series: they doubled the series count."""
+    a scraper that read /metrics while the trial ran and not again before the worker's end (as a
+    Prometheus does that scrapes every 30 s) sees the last trial COMPLETE, though the worker's exit
+    came within a fraction of a second of it. No `_created` series: they doubled the series count."""
     import threading
 
     code, _, err = cli(capsys, "create", "--study", "last", "--storage", sqlite_url, "--preset", "smoke",
@@ -112,15 +112,23 @@ def test_the_last_finished_trial_reaches_a_scraper_before_the_worker_exits(sqlit
                           env=lp_env(LPSTUDY_METRICS_LINGER_S="60"))
     scrapes: list[tuple[float, dict]] = []
 
-    def scraper() -> None:  # a Prometheus with a 5 s interval
-        while worker.poll() is None:
+    def scraper() -> None:  # a Prometheus that scrapes once while the trial runs, then after its end
+        # often until the server answers, so that the first scrape comes while the trial runs (a worker
+        # never scraped exits at once)
+        while worker.poll() is None and not scrapes:
             samples = scrape(port)
             if samples:
                 scrapes.append((time.monotonic(), samples))
-            # every 5 s once it answers; before that, often, so that the first scrape comes while the
-            # trial runs (a worker never scraped exits at once, and a loaded machine trains fast enough
-            # to finish between two 5 s scrapes of a server that has just come up)
-            time.sleep(5 if scrapes else 0.2)
+            time.sleep(0.2)
+        # then not again until the worker says it waits: a scrape that happened to fall between the
+        # trial's end and the exit (a loaded machine) would leave nothing to wait for
+        while worker.poll() is None and "waiting up to" not in log.read_text():
+            time.sleep(0.2)
+        while worker.poll() is None:  # every 5 s, as Prometheus does every 30 s
+            samples = scrape(port)
+            if samples:
+                scrapes.append((time.monotonic(), samples))
+            time.sleep(5)
 
     thread = threading.Thread(target=scraper, daemon=True)
     thread.start()
