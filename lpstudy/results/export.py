@@ -26,7 +26,7 @@ import yaml
 from lpstudy.errors import UserError
 from lpstudy.files import atomic_write_text
 from lpstudy.names import shell_quoted
-from lpstudy.results.measured import measured_fields
+from lpstudy.results.measured import search_chosen
 from lpstudy.study.spec import StudySpec
 from lpstudy.training.config import resolve_config, write_run_file
 from lpstudy.values import RUN_FILE_ALWAYS as ALWAYS
@@ -107,9 +107,7 @@ def search_choice(reader: TrialReader, study_name: str, top_k: int = 1
     """A search study's spec, the trials to export (the configuration it returns first, on its
     tuning fold, then the other configurations' best trials, one a configuration) and how well the
     first is known (measured_fields; None before any trial counts); None for a grid study or a study
-    without a spec. Read from its tables (lpstudy.study.races.stored_best), as chosen_trials is."""
-    from lpstudy.study.races import stored_best
-
+    without a spec. Read from its tables (measured.search_chosen, as every reader of the best is)."""
     def read(tables: StudyTables):
         _, attrs = tables.header()
         plain = attrs.get(SPEC_ATTR)
@@ -118,16 +116,16 @@ def search_choice(reader: TrialReader, study_name: str, top_k: int = 1
         spec = StudySpec.from_plain(plain)
         if spec.is_grid:
             return None
-        found = stored_best(tables, spec)
-        if found is None:
+        chosen = search_chosen(tables, "search", plain)
+        if chosen is None:
             return spec, [], None, []
-        picked = [(found.trial_id, found.number, found.returned.losses[0])]
+        picked = [(chosen.trial_id, chosen.number, chosen.value)]
         if top_k > 1:  # the other configurations' best trials, by value: never a race's run of one
-            ranked = tables.ranked_trial_ids(top_k + len(found.race_ids))
-            picked += [r for r in ranked if r[0] not in found.race_ids and r[0] != found.trial_id][:top_k - 1]
+            ranked = tables.ranked_trial_ids(top_k + len(chosen.race_ids))
+            picked += [r for r in ranked if r[0] not in chosen.race_ids and r[0] != chosen.trial_id][:top_k - 1]
         stored = tables.user_attributes_of([tid for tid, _, _ in picked])
         trials = [StoredTrial(number, value, {}, stored[tid]) for tid, number, value in picked]
-        return spec, trials, measured_fields(found.returned, list(found.numbers)), [tid for tid, _, _ in picked]
+        return spec, trials, chosen.measured, [tid for tid, _, _ in picked]
 
     found = reader.read(study_name, read)
     if found is None:

@@ -62,6 +62,8 @@ class Chosen:
     trial_id: int
     number: int
     measured: dict[str, Any]
+    value: float = float("nan")  # its loss on the tuning fold
+    race_ids: frozenset[int] = frozenset()  # the trials that raced it on more folds
 
 
 def search_chosen(tables, kind: str, spec: dict | None) -> Chosen | None:
@@ -79,7 +81,8 @@ def search_chosen(tables, kind: str, spec: dict | None) -> Chosen | None:
     found = stored_best(tables, plain)
     if found is None:
         return None
-    return Chosen(found.trial_id, found.number, measured_fields(found.returned, list(found.numbers)))
+    return Chosen(found.trial_id, found.number, measured_fields(found.returned, list(found.numbers)),
+                  found.returned.losses[0], frozenset(found.race_ids))
 
 
 def shown_best(trials: pd.DataFrame, chosen: Chosen | None) -> tuple[pd.Series | None, dict | None]:
