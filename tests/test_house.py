@@ -58,7 +58,7 @@ def test_help_imports_no_torch():
 
 
 def test_status_and_export_import_no_torch_and_never_open_optunas_storage(study_db, tmp_path):
-    """They answer from SQL (lpstudy.results.summary, lpstudy.results.export.chosen_from_sql):
+    """They answer from SQL (lpstudy.results.reading.summary, lpstudy.results.export.chosen_from_sql):
     opening Optuna's storage (its schema check) was most of a second of each command's time."""
     commands = [("status", "--study", "search", "--storage", study_db),
                 ("status", "--study", "search", "--storage", study_db, "--json"),
@@ -234,7 +234,7 @@ def test_no_module_imports_itself_back_not_even_inside_a_function():
 # read for them). Nothing of the read
 # side imports it back: a module that did would close a cycle the module-level check finds.
 STAGE_ENGINE = "lpstudy.study.stages"
-STAGE_ENGINE_READS = {"lpstudy.results.answers", "lpstudy.results.answers.options", "lpstudy.results.compare"}
+STAGE_ENGINE_READS = {"lpstudy.results.answers", "lpstudy.results.answers.options", "lpstudy.results.reading.compare"}
 
 
 def test_the_parts_of_the_house_import_one_way():
@@ -260,7 +260,7 @@ def test_the_import_graph_sees_what_todays_checks_missed(tmp_path):
     """The checker itself can fail: a tree with the two cycles the module-level check let through
     (a module imported back from inside a function, as cli/study.py did with cli/compare.py; two
     parts importing each other through an import inside a function, as study/compare.py and
-    results/compare.py did) and a relative import; imports under TYPE_CHECKING do not count."""
+    results/reading/compare.py did) and a relative import; imports under TYPE_CHECKING do not count."""
     pkg = tmp_path / "pkg"
     for folder, files in {"cli": {"study.py": "from pkg.cli import compare\n",
                                   "compare.py": "def f():\n    from pkg.cli.study import x\n"},
