@@ -172,6 +172,32 @@ def test_methods_are_picked_by_name_and_the_default_is_what_search_uses():
     assert StudySpec.__dataclass_fields__["sampler"].default == default_method().sampler
 
 
+
+def test_every_sampler_a_search_takes_is_a_replay_method_and_the_suite_knows_how_simple_each_is():
+    """The samplers are declared once, in the study's catalogue (lpstudy.study.options): the replay
+    measures every one a search can run (all but the grid's, which draws nothing), built by the
+    study's own make_sampler, beside Optuna's replay-only ones declared where the replay builds them;
+    and the suite's choice rule knows how simple each is (an unknown one would rank as the least)."""
+    import dataclasses
+
+    from lpstudy.results.replay.methods import REPLAY_ONLY_SAMPLERS, SAMPLER_NAMES, build_sampler
+    from lpstudy.results.replay.suite import SAMPLER_SIMPLICITY
+    from lpstudy.study.options import SAMPLERS
+    from lpstudy.study.spec import build_spec
+    from lpstudy.study.studies import make_sampler
+
+    spec = build_spec({"preset": "smoke"})
+    searching = [s for s in SAMPLERS if not dataclasses.replace(spec, sampler=s).is_grid]
+    assert searching and set(searching) <= set(SAMPLER_NAMES)
+    assert set(SAMPLER_NAMES) == {*searching, *REPLAY_ONLY_SAMPLERS} and not set(REPLAY_ONLY_SAMPLERS) & set(SAMPLERS)
+    for sampler in SAMPLER_NAMES:
+        assert [m.name for m in pick_methods(f"{sampler}+none")] == [f"{sampler}+none"]
+        built = build_sampler(Method(sampler, "none"), spec, seed=3)
+        if sampler in searching:  # what a study with this sampler runs
+            assert type(built) is type(make_sampler(dataclasses.replace(spec, sampler=sampler, sampler_seed=3)))
+    assert set(SAMPLER_SIMPLICITY) == set(SAMPLER_NAMES)
+
+
 def _row(name: str, reach: list[bool], f: list[float]) -> dict:
     """A method's row on one grid as ReplayResult.to_json() gives it, from its per-seed scores: the
     planted shares and numbers stand for both what the user gets (within 2 %, regret) and search
