@@ -97,19 +97,19 @@ def reader(storage_url: str):
 
 @st.cache_data(ttl=CACHE_TTL_S, show_spinner=False)
 def cached_study_infos(storage_url: str):
-    from lpstudy.results.frames import study_infos
+    from lpstudy.results.reading.frames import study_infos
 
     return study_infos(reader(storage_url))
 
 
 @st.cache_data(ttl=FINGERPRINT_TTL_S, show_spinner=False)
 def cached_fingerprint(storage_url: str, study_name: str):
-    """What identifies the study's current data (lpstudy.results.frames.study_fingerprint: a few counts on
+    """What identifies the study's current data (lpstudy.results.reading.frames.study_fingerprint: a few counts on
     SQL databases; a comparison's, with its arms' studies'); on other storages the current CACHE_TTL_S
     time slot, so they reread on a timer."""
     import time
 
-    from lpstudy.results.frames import study_fingerprint
+    from lpstudy.results.reading.frames import study_fingerprint
 
     from lpstudy.names import arm_study_names
 
@@ -123,9 +123,9 @@ def cached_fingerprint(storage_url: str, study_name: str):
 
 @st.cache_resource(max_entries=8, show_spinner=False)
 def live_study(storage_url: str, study_name: str):
-    """The server's one copy of the study (lpstudy.results.live_study): read fully once, then only
+    """The server's one copy of the study (lpstudy.results.reading.live_study): read fully once, then only
     its unfinished and new trials whenever its fingerprint changes."""
-    from lpstudy.results.live_study import LiveStudy
+    from lpstudy.results.reading.live_study import LiveStudy
 
     return LiveStudy(reader(storage_url), study_name)
 
@@ -139,7 +139,7 @@ def _cached_study_version(storage_url: str, study_name: str, curves: bool, finge
 
 
 def cached_study(storage_url: str, study_name: str, curves: bool = True):
-    """The study (lpstudy.results.frames.StudyData), read again only when its data changed; curves=False
+    """The study (lpstudy.results.reading.frames.StudyData), read again only when its data changed; curves=False
     for pages that need only the trials (quicker to read, and to copy out of the cache). A page shows
     "Reading the study…" while it waits for a read (Streamlit's spinner appears after half a second:
     never for a study already read); the read-ahead thread (read_ahead.py) has no page to show it on,
@@ -165,9 +165,9 @@ def once(study, key: tuple, build):
 @st.cache_data(ttl=60, show_spinner=False)
 def cached_importance(storage_url: str, study_name: str, trials_key: tuple):
     """Parameter importance, recomputed when the set of completed trials changes (in a big study
-    over an even sample of the completed trials: lpstudy.results.curve_sample.importance_sample)."""
+    over an even sample of the completed trials: lpstudy.results.reading.curve_sample.importance_sample)."""
     from lpstudy.results.analysis import param_importance
-    from lpstudy.results.curve_sample import importance_sample
+    from lpstudy.results.reading.curve_sample import importance_sample
 
     study = cached_study(storage_url, study_name, curves=False)
     return param_importance(importance_sample(study.trials), study.info.spec)
@@ -259,13 +259,13 @@ def page(title: str, curves: bool = True):
 
 @st.cache_data(ttl=STUDY_TTL_S, max_entries=64, show_spinner=False)
 def _cached_trial_curves(storage_url: str, study_name: str, number: int, fingerprint):
-    from lpstudy.results.frames import trial_curves
+    from lpstudy.results.reading.frames import trial_curves
 
     return trial_curves(reader(storage_url), study_name, [number])
 
 
 def cached_trial_curves(storage_url: str, study_name: str, number: int):
-    """One trial's curves (lpstudy.results.frames.trial_curves), read again when the study changed."""
+    """One trial's curves (lpstudy.results.reading.frames.trial_curves), read again when the study changed."""
     return _cached_trial_curves(storage_url, study_name, number, cached_fingerprint(storage_url, study_name))
 
 
@@ -308,7 +308,7 @@ def show_problem(trials, stop: bool = True) -> bool:
 
 
 def chart(fig, key: str | None = None, note: str | None = None) -> None:
-    """A figure across its column; `note` (a curve sample: lpstudy.results.curve_sample) is written on it."""
+    """A figure across its column; `note` (a curve sample: lpstudy.results.reading.curve_sample) is written on it."""
     if note:
         from lpstudy.results.charts import mark_sample
 

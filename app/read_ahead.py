@@ -33,7 +33,7 @@ def read_ahead(storage_url: str, study_name: str | None = None, wait_for_runtime
         started = time.perf_counter()
         try:
             import common
-            from lpstudy.results.frames import study_infos
+            from lpstudy.results.reading.frames import study_infos
 
             name = study_name or next((info.name for info in study_infos(common.reader(storage_url))), None)  # the server's reader
             if name is None:

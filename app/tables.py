@@ -1,4 +1,4 @@
-"""A results table on a page: human column labels (lpstudy.results.columns) as Streamlit's
+"""A results table on a page: human column labels (lpstudy.results.tables.columns) as Streamlit's
 column_config, and each number shown in its column's format through a pandas Styler, whose display
 text Streamlit draws while it sorts by the numbers underneath (a click on a header sorts numbers as
 numbers, not as text). A per-cent reads as the command line prints it; a missing value as "–"."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from lpstudy.results.columns import MISSING, Column, column, formatted, shown_values, table_overrides
+from lpstudy.results.tables.columns import MISSING, Column, column, formatted, shown_values, table_overrides
 
 
 # Pixels per character of a table's text and a column's margin (its sort arrow, its padding): a column

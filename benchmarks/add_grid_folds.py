@@ -1,5 +1,5 @@
 """Folds added to a shipped grid: a grid study of the same settings over further folds, joined to
-the grid's table file (lpstudy.results.grid_join) and written in its place.
+the grid's table file (lpstudy.results.replay.grid_join) and written in its place.
 
     python benchmarks/add_grid_folds.py GRID STUDY [--storage URL]
 
@@ -22,8 +22,8 @@ sys.path.insert(0, str(ROOT))
 def main() -> None:
     from lpstudy.db.kinds import open_reader
     from lpstudy.errors import UserError
-    from lpstudy.results.grid_join import join_tables
-    from lpstudy.results.grid_table import from_study, read_table, write_table
+    from lpstudy.results.replay.grid_join import join_tables
+    from lpstudy.results.replay.grid_table import from_study, read_table, write_table
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("grid")

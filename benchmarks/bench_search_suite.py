@@ -1,10 +1,10 @@
 """The search defaults, chosen on a suite of grids and checked on grids they were not chosen on.
 
 Replays every method of the list on each grid of the suite and on the held-out grid (lpstudy.results.replay,
-as `lpstudy replay` does), scores each method with intervals (lpstudy.results.replay_scores: what the
+as `lpstudy replay` does), scores each method with intervals (lpstudy.results.replay.scores: what the
 user gets, the returned configuration's mean loss over all folds; search efficiency against the tuning
 fold's own best), applies
-the choice rule over the suite (lpstudy.results.replay_suite), leaves each grid out in turn, and
+the choice rule over the suite (lpstudy.results.replay.suite), leaves each grid out in turn, and
 checks search's default on every grid. Writes benchmarks/results/search-suite.md (command, machine,
 date) and benchmarks/results/replay/suite.json (every grid's scores, per seed too).
 
@@ -47,9 +47,9 @@ def replay_grid(name: str, methods: str, seeds: int, jobs: int, cache_dir: Path,
     """The grid's replay (ReplayResult.to_json()) of `methods` × seeds 0..seeds-1, each trace from
     the cache where it holds one under this key (benchmarks/replay_cache.py), else replayed now."""
     from benchmarks.replay_cache import TraceCache, cache_key
-    from lpstudy.results.grid_table import read_table
-    from lpstudy.results.replay import run_traces
-    from lpstudy.results.replay_methods import default_method, pick_methods
+    from lpstudy.results.replay.grid_table import read_table
+    from lpstudy.results.replay.traces import run_traces
+    from lpstudy.results.replay.methods import default_method, pick_methods
     path = cache_dir / f"{name}.traces.jsonl"
     if fresh and path.exists():
         path.unlink()
@@ -75,7 +75,7 @@ def replay_grid(name: str, methods: str, seeds: int, jobs: int, cache_dir: Path,
         run_traces(table, todo, budget, jobs, max_trials, keep)
     if traces_only:
         return None
-    from lpstudy.results.replay_scores import score
+    from lpstudy.results.replay.scores import score
 
     traces = {}
     for m in picked:  # every seed the cache holds for the method, seeds 0, 1, ... (at least `seeds`)
@@ -109,7 +109,7 @@ def p_text(p: float) -> str:
 
 def finish(args, plain: dict[str, dict]) -> None:
     """Score the suite, write benchmarks/results/replay/suite.json and the result file."""
-    from lpstudy.results.replay_suite import SuiteResult
+    from lpstudy.results.replay.suite import SuiteResult
 
     suite_names = [n for n in SUITE if n in plain]
     suite = SuiteResult(suite_names, [plain[n] for n in suite_names]).to_json()
@@ -129,7 +129,7 @@ def regret_text(x: float | None) -> str:
 
 def write_markdown(result: str, suite: dict, held: dict[str, dict]) -> None:
     from benchmarks.results_file import write_result
-    from lpstudy.results.replay_suite import paired_p
+    from lpstudy.results.replay.suite import paired_p
 
     names = suite["grid"]["suite"]
     grids = {g["name"]: g for g in suite["grids"]}
@@ -159,8 +159,8 @@ def write_markdown(result: str, suite: dict, held: dict[str, dict]) -> None:
              "scored here with --cached.")
     grid_rows = [["grid", "configurations × folds", "best (mean over folds)", "2 % of it", "fold spread", "ε",
                   "within 2 % of the best mean", "within ε of each fold's best"]]
-    from lpstudy.results.grid_table import read_table
-    from lpstudy.results.replay_scores import HOLD_MARGIN, fold_losses
+    from lpstudy.results.replay.grid_table import read_table
+    from lpstudy.results.replay.scores import HOLD_MARGIN, fold_losses
 
     for n in [*names, *held]:
         g = grids.get(n) or held[n]
@@ -232,7 +232,7 @@ def write_markdown(result: str, suite: dict, held: dict[str, dict]) -> None:
 
 def main() -> None:
     from benchmarks.results_file import add_result_argument
-    from lpstudy.results.replay import BUDGET, MAX_TRIALS
+    from lpstudy.results.replay.traces import BUDGET, MAX_TRIALS
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=100)

@@ -117,7 +117,7 @@ def _trials(losses: dict, diverged=()) -> pd.DataFrame:
 
 def _answer(trials: pd.DataFrame) -> dict:
     from lpstudy.results.answers import study_answer
-    from lpstudy.results.frames import StudyData, StudyInfo
+    from lpstudy.results.reading.frames import StudyData, StudyInfo
 
     return study_answer(StudyData(name="planted", info=StudyInfo(name="planted", kind="replicate"), trials=trials,
                                   curves=pd.DataFrame()))
@@ -154,7 +154,7 @@ def sequential_rows(n: int, sds: list[float], rope: float, k: int = 10) -> tuple
 def scale_rows(repeats: int) -> list[list]:
     from lpstudy.results import analysis as A
     from lpstudy.results.answers import study_answer
-    from lpstudy.results.frames import StudyData, StudyInfo
+    from lpstudy.results.reading.frames import StudyData, StudyInfo
 
     rng = np.random.default_rng(0)
     ps, folds, lrs = [1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0], 10, 1429

@@ -50,7 +50,7 @@ for name in "${@:-smoke-inf matched800 small300-inf}"; do
       lpstudy worker --study "grid-$grid" --storage "$STORAGE" --devices "$WORKERS" --no-progress
       lpstudy export-grid --study "grid-$grid" --storage "$STORAGE" -o "$out"
     fi
-    if [[ "$FOUR_FOLDS" == *" $grid "* ]] && ! python -c "import sys; from lpstudy.results.grid_table import read_table; \
+    if [[ "$FOUR_FOLDS" == *" $grid "* ]] && ! python -c "import sys; from lpstudy.results.replay.grid_table import read_table; \
         sys.exit(0 if 3 in read_table('$out').folds else 1)"; then  # folds 2 and 3 joined to the file, once
       # shellcheck disable=SC2046
       lpstudy create --study "grid-$grid-folds23" $(grid_args "$grid") "${MORE_FOLDS[@]}"

@@ -1,7 +1,7 @@
 """The suite benchmark's cache of replay traces: one JSON-lines file per grid, a key line first.
 
-A trace (lpstudy.results.replay.Trace) depends on the grid, the budget, the trial cap, the code that
-makes it (lpstudy.results.replay.code_version) and Optuna's version: the key holds all five, and a
+A trace (lpstudy.results.replay.traces.Trace) depends on the grid, the budget, the trial cap, the code that
+makes it (lpstudy.results.replay.traces.code_version) and Optuna's version: the key holds all five, and a
 file whose key differs is set aside (renamed *.stale) rather than read. Each later line is one
 (method, seed) and its trace, appended as it finishes, so an interrupted run resumes where it
 stopped. Scoring reads the traces and never enters the key: a change to a score needs no replay.
@@ -16,7 +16,7 @@ from typing import Any
 
 import optuna
 
-from lpstudy.results.replay import Trace, code_version
+from lpstudy.results.replay.traces import Trace, code_version
 
 
 def cache_key(grid_file: Path, budget: float, max_trials: int) -> dict[str, Any]:

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from lpstudy.results.frames import StudyData, StudyInfo
+from lpstudy.results.reading.frames import StudyData, StudyInfo
 
 SPACE = {"p": {"type": "range", "low": 1.0, "high": 4.0, "log": False},
          "lr": {"type": "range", "low": 1e-4, "high": 1e-2, "log": True},

@@ -309,7 +309,7 @@ def test_the_cohort_counts_its_trials_at_each_step_where_a_resumed_trial_lacks_t
 def test_a_big_studys_curve_sample_is_stratified_on_the_bins_the_charts_open_with():
     """2,000 trials crowded at high p: the sample holds PER_GROUP trials (or all it has) of every one
     of the charts' 8 bins over the searched range, not of 10 fixed groups over the trials' range."""
-    from lpstudy.results.curve_sample import PER_GROUP, curve_sample
+    from lpstudy.results.reading.curve_sample import PER_GROUP, curve_sample
 
     rng = np.random.default_rng(0)
     p = np.concatenate([rng.uniform(1.0, 4.0, 500), rng.uniform(3.7, 4.0, 1500)])  # a sampler crowding p ≈ 4

@@ -126,7 +126,7 @@ def test_no_page_changes_the_study_that_every_page_shares(seeded):
     """The pages share one copy of the study without copying it (common._cached_study_version is a
     cache_resource): after every page has drawn both studies, that copy still equals a fresh read."""
     import common
-    from lpstudy.results.frames import load_study
+    from lpstudy.results.reading.frames import load_study
 
     url, _ = seeded
     for study in ("search", "grid"):
@@ -146,13 +146,14 @@ def test_a_revisit_of_an_unchanged_study_draws_the_same_charts_without_computing
     visit draws the kept one (at 100,000 trials computing them took 0.3-0.8 s a page). The charts a
     revisit draws are those of the first visit, and no chart function runs again; other settings
     (p bins) compute their own. That a changed study is drawn anew: test_home_follows_a_running_study."""
-    from lpstudy.results import charts, compute_charts, lens_charts
+    from lpstudy.results import charts
+    from lpstudy.results.charts import compute, lens
 
     url, _ = seeded
     pages = ["Home", "Effect of p", "Convergence", "Stability", "Stability lens"]
     first = {page: [c.proto.spec for c in run_page(page, url, "search").get("plotly_chart")] for page in pages}
     calls: list[str] = []
-    for module in (charts, compute_charts, lens_charts):
+    for module in (charts, compute, lens):
         for name in dir(module):
             function = getattr(module, name)
             if name.endswith("_chart") or name in {"loss_vs_p", "loss_map", "divergence_map", "loss_curves",
@@ -758,7 +759,7 @@ def test_effect_of_p_and_the_report_show_the_stages_of_a_replicate_run_until_dec
     equivalent at the first look and ran 3 folds; p = 4 (±10 % fold by fold) runs all 6, undecided.
     The page reads the verdicts with the ROPE the study ran with (as lpstudy verdict), draws the
     stages chart where the report does, and both give the stages table."""
-    from lpstudy.results.frames import load_study
+    from lpstudy.results.reading.frames import load_study
     from lpstudy.results.report import report_sections
     from tests.staged_studies import write_staged_replicate
 
@@ -851,7 +852,7 @@ def report_titles(url: str, study: str) -> dict[str, list[str]]:
     from lpstudy.results.report import report_sections
 
     if (url, study) not in _REPORTS:
-        from lpstudy.results.frames import load_study
+        from lpstudy.results.reading.frames import load_study
 
         sections = report_sections(load_study(open_reader(url), study))
         _REPORTS[(url, study)] = {title: [item.layout.title.text for item in items if hasattr(item, "layout")]

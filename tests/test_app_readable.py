@@ -53,14 +53,14 @@ def test_stability_and_lens_tables_have_human_labels_and_numeric_columns(search)
     # a search samples lr together with p and the gain: no sweep, so no LR-sensitivity table (that
     # needs lr varied at one p and one gain; tests/test_lr_sensitivity.py checks the sweep's table)
     assert not lens.dataframe
-    from lpstudy.results.columns import labelled  # a sweep's table, as the page and the report label it
+    from lpstudy.results.tables.columns import labelled  # a sweep's table, as the page and the report label it
 
     shown = labelled(pd.DataFrame({"n_lrs": [3], "ci_low": [0.1], "n_folds": [2], "lr_sensitivity": [0.2]}))
     assert list(shown.columns) == ["learning rates", "95 % CI low", "folds", "LR sensitivity (nats)"]
 
 
 def test_effect_of_p_shows_the_verdict_table_the_command_line_prints(search):
-    from lpstudy.results.verdict_table import VERDICT_COLUMNS
+    from lpstudy.results.tables.verdicts import VERDICT_COLUMNS
 
     at = run_page("Effect of p", search, "grid")
     verdicts = at.dataframe[0].value
@@ -101,7 +101,7 @@ def entropy_table() -> pd.DataFrame:
 
 
 def test_the_entropy_chart_is_points_per_gain_rule_with_a_legend_and_ticks_apart():
-    from lpstudy.results.lens_charts import initial_entropy_chart
+    from lpstudy.results.charts.lens import initial_entropy_chart
 
     fig = initial_entropy_chart(entropy_table()).to_plotly_json()
     traces = fig["data"]
@@ -116,7 +116,7 @@ def test_the_entropy_chart_is_points_per_gain_rule_with_a_legend_and_ticks_apart
 
 
 def test_one_gain_rule_still_has_its_legend():
-    from lpstudy.results.lens_charts import initial_entropy_chart
+    from lpstudy.results.charts.lens import initial_entropy_chart
 
     table = entropy_table()
     fig = initial_entropy_chart(table[table["gain_rule"] == "matched"].reset_index(drop=True)).to_plotly_json()
@@ -176,7 +176,7 @@ def test_the_sidebar_icons_are_material_icons_not_emoji():
 def test_an_entropy_spread_of_a_few_thousandths_is_drawn_flat_and_said():
     """A matched replicate: every p starts within 0.008 nats (1.350–1.358); an axis fitted to those
     points would draw the spread as a trend."""
-    from lpstudy.results.lens_charts import ENTROPY_MIN_SPAN, initial_entropy_chart
+    from lpstudy.results.charts.lens import ENTROPY_MIN_SPAN, initial_entropy_chart
 
     p = [1.0, 2.0, 3.0, 4.0]
     table = pd.DataFrame({"p_bin": [f"{v:g}" for v in p], "p": p, "gain_rule": "matched", "n": 3,
@@ -191,7 +191,7 @@ def test_an_entropy_spread_of_a_few_thousandths_is_drawn_flat_and_said():
 
 
 def test_several_p_at_one_learning_rate_stand_side_by_side():
-    from lpstudy.results.lens_charts import lr_curve_chart
+    from lpstudy.results.charts.lens import lr_curve_chart
 
     curve = pd.DataFrame({"p_bin": ["1", "2", "3", "4"], "p": [1.0, 2.0, 3.0, 4.0], "lr": 1e-3, "mean": 1.9,
                           "ci_low": 1.88, "ci_high": 1.92, "n": 3, "n_diverged": 0})
@@ -205,7 +205,7 @@ def test_several_p_at_one_learning_rate_stand_side_by_side():
 
 def test_a_message_instead_of_a_chart_fits_a_half_width_column():
     from lpstudy.results.charts import EMPTY_LINE
-    from lpstudy.results.lens_charts import lr_sensitivity_chart
+    from lpstudy.results.charts.lens import lr_sensitivity_chart
 
     fig = lr_sensitivity_chart(pd.DataFrame()).to_plotly_json()
     (note,) = fig["layout"]["annotations"]

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from lpstudy.db.optuna_storage import open_storage
-from lpstudy.results.compare import load_compare, stages_answer
+from lpstudy.results.reading.compare import load_compare, stages_answer
 from lpstudy.study.studies import load_spec, study_names
 from tests.study_helpers import best_by_hand, cli, trials_of
 from lpstudy.db.kinds import open_reader

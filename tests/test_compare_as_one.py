@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from lpstudy.results.compare import load_compare
-from lpstudy.results.verdict_table import VERDICT_COLUMNS
+from lpstudy.results.reading.compare import load_compare
+from lpstudy.results.tables.verdicts import VERDICT_COLUMNS
 from tests.study_helpers import cli, lp_env, lpstudy
 from lpstudy.db.kinds import open_reader
 
@@ -43,7 +43,7 @@ def _home(url: str, study: str) -> AppTest:
 
 def _verdict_row(out: str, arm: str) -> dict[str, str]:
     """An arm's row of the verdict table as status prints it at 80 columns (lpstudy.results.
-    verdict_table; status.print_table): its columns as `column value` pairs, over a few lines."""
+    tables.verdicts; status.print_table): its columns as `column value` pairs, over a few lines."""
     lines = out.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("Verdicts against the reference"))
     rows, row = [], []

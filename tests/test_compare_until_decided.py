@@ -62,7 +62,7 @@ def planted_compare(losses: dict[str, list[float]]):
     (two trials each) and these fold losses planted on its replicate grid."""
     import pandas as pd
 
-    from lpstudy.results.compare import CompareData
+    from lpstudy.results.reading.compare import CompareData
     from lpstudy.study.compare import make_plan
 
     plan = make_plan("p", ["1", "2", "4"], ["lr"], 2, 6, "smoke", until_decided={"rounds": [3, 5, 6], "rope": 0.05})
@@ -77,7 +77,7 @@ def planted_compare(losses: dict[str, list[float]]):
 def test_a_decided_arm_has_no_folds_left_and_the_undecided_one_runs_on():
     """After the first stage, p = 1 (within 0.1 % of p = 2 on every fold, ROPE ±5 %) is decided
     equivalent and has no folds left; p = 4 (±10 % apart fold by fold) is undecided and has 3 left."""
-    from lpstudy.results.compare import compare_progress, stages_answer
+    from lpstudy.results.reading.compare import compare_progress, stages_answer
 
     ref = [2.80, 2.90, 2.70]
     data = planted_compare({"p=2": ref, "p=1": [v + 0.002 + 0.0001 * i for i, v in enumerate(ref)],
@@ -92,8 +92,8 @@ def test_a_decided_arm_has_no_folds_left_and_the_undecided_one_runs_on():
 
 def test_the_stages_table_says_which_arms_run_the_stage_under_way():
     """After the first stage: p = 1 decided equivalent there, p = 4 runs the second stage; the third is to come."""
-    from lpstudy.results.compare import stages_answer
-    from lpstudy.results.verdict_table import stages_frame
+    from lpstudy.results.reading.compare import stages_answer
+    from lpstudy.results.tables.verdicts import stages_frame
 
     ref = [2.80, 2.90, 2.70]
     data = planted_compare({"p=2": ref, "p=1": [v + 0.002 + 0.0001 * i for i, v in enumerate(ref)],
@@ -105,7 +105,7 @@ def test_the_stages_table_says_which_arms_run_the_stage_under_way():
 
 
 def test_once_every_arm_is_decided_nothing_is_left():
-    from lpstudy.results.compare import compare_progress
+    from lpstudy.results.reading.compare import compare_progress
 
     ref = [2.80, 2.90, 2.70]
     data = planted_compare({"p=2": ref, "p=1": [v + 0.002 + 0.0001 * i for i, v in enumerate(ref)],

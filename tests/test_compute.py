@@ -1,4 +1,4 @@
-"""Compute a study has spent (lpstudy.results.compute): steps and device time of every trial,
+"""Compute a study has spent (lpstudy.results.reading.compute): steps and device time of every trial,
 pruned, failed and running ones included, what pruning saved, the best value against compute, and
 where pruned trials stopped; on a hand-made frame whose sums are written out here, then through
 `lpstudy status` and the dashboard (AppTest) on a study written as the service writes it, with the
@@ -15,7 +15,7 @@ import optuna
 import pandas as pd
 import pytest
 
-from lpstudy.results.compute import best_against_compute, compute_summary, pruned_stops
+from lpstudy.results.reading.compute import best_against_compute, compute_summary, pruned_stops
 from lpstudy.study.synthetic import EVAL_INTERVAL, TOKENS_PER_S, write_synthetic_study
 from lpstudy.values import format_duration
 from tests.study_helpers import cli

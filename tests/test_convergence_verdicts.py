@@ -12,7 +12,7 @@ import pytest
 
 from lpstudy.results.analysis.convergence import run_endpoints
 from lpstudy.results.answers import AnswerOptions, study_answer
-from lpstudy.results.frames import StudyData, StudyInfo
+from lpstudy.results.reading.frames import StudyData, StudyInfo
 
 STEPS = np.arange(0, 2001, 50)  # 41 evaluations of a 2000-step run
 START, FINAL, TAU = 4.17, 1.5, 200.0  # ln 65 at step 0, the loss every arm ends at, the reference's time scale

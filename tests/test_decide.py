@@ -12,7 +12,7 @@ import pytest
 
 from lpstudy.results.answers.decide import MAX_FOLDS, MAX_REPEATS, POWER, design_to_decide
 from lpstudy.results.answers.fold_tests import corrected_stats, difference_p, equivalence_p
-from lpstudy.results.frames import StudyData, StudyInfo
+from lpstudy.results.reading.frames import StudyData, StudyInfo
 from tests.study_helpers import cli
 
 N_STUDIES = 3000

@@ -589,7 +589,7 @@ def test_the_read_only_role_reads_studies_and_metrics_and_is_refused_every_write
     import sqlalchemy as sa
     from sqlalchemy.engine import make_url
 
-    from lpstudy.results.frames import load_study, load_trials, study_infos
+    from lpstudy.results.reading.frames import load_study, load_trials, study_infos
     from lpstudy.db.kinds import storage_at
     from lpstudy.db.metrics_table import METRICS_TABLE, read_metrics
 
@@ -642,7 +642,7 @@ def test_backup_and_restore_as_the_readme_says(postgres, pg_url, tmp_path):
     restored tables (workers carry on) and the read-only role reads them."""
     from sqlalchemy.engine import make_url
 
-    from lpstudy.results.frames import load_trials
+    from lpstudy.results.reading.frames import load_trials
 
     source = make_url(pg_url).database
     target = f"{source}_restored"

@@ -102,7 +102,7 @@ from lpstudy.training.config import TrainConfig, resolve_config
 from lpstudy.training.bounds import FIELD_BOUNDS
 from lpstudy.study.space import DEFAULT_SPACE, LOG_SCALE_FIELDS
 from lpstudy.study.trial_attributes import start_attributes
-from lpstudy.results.frames import TRIAL_COLUMNS
+from lpstudy.results.reading.frames import TRIAL_COLUMNS
 cfg = resolve_config("smoke", {"label_smoothing": "0.1", "device": "cpu"})
 try:
     TrainConfig(label_smoothing=1.5)

@@ -53,7 +53,7 @@ def _search_with_one_inf_run():
     """Seven runs at finite p (two groups) and one at p = ∞: ∞'s group holds one run."""
     import pandas as pd
 
-    from lpstudy.results.frames import StudyData, StudyInfo
+    from lpstudy.results.reading.frames import StudyData, StudyInfo
 
     p = [1.0, 1.2, 1.4, 3.0, 3.2, 3.4, 3.6, float("inf")]
     trials = pd.DataFrame({"number": range(8), "state": ["COMPLETE"] * 8, "value": [3.0 + i / 10 for i in range(8)],
@@ -67,7 +67,7 @@ def _search_with_one_inf_run():
 
 def test_effect_of_p_counts_the_same_runs_in_its_sentence_and_its_chart():
     from lpstudy.results.answers.search import search_effect
-    from lpstudy.results.search_charts import surrogate_profile_chart
+    from lpstudy.results.charts.search import surrogate_profile_chart
 
     answer = search_effect(_search_with_one_inf_run())
     assert answer["sentence"].startswith("7 completed runs at finite p"), answer["sentence"]

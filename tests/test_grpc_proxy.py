@@ -53,7 +53,7 @@ def proxy(pg_url):
 @pytest.mark.slow
 @pytest.mark.postgres
 def test_two_workers_through_the_proxy_complete_a_grid_with_each_cell_once(proxy, pg_url):
-    from lpstudy.results.frames import load_study, load_trials
+    from lpstudy.results.reading.frames import load_study, load_trials
 
     grpc_url = proxy.grpc_url
     create = subprocess.run(

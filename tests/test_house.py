@@ -58,7 +58,7 @@ def test_help_imports_no_torch():
 
 
 def test_status_and_export_import_no_torch_and_never_open_optunas_storage(study_db, tmp_path):
-    """They answer from SQL (lpstudy.results.summary, lpstudy.results.export.chosen_from_sql):
+    """They answer from SQL (lpstudy.results.reading.summary, lpstudy.results.export.chosen_from_sql):
     opening Optuna's storage (its schema check) was most of a second of each command's time."""
     commands = [("status", "--study", "search", "--storage", study_db),
                 ("status", "--study", "search", "--storage", study_db, "--json"),
@@ -234,7 +234,7 @@ def test_no_module_imports_itself_back_not_even_inside_a_function():
 # read for them). Nothing of the read
 # side imports it back: a module that did would close a cycle the module-level check finds.
 STAGE_ENGINE = "lpstudy.study.stages"
-STAGE_ENGINE_READS = {"lpstudy.results.answers", "lpstudy.results.answers.options", "lpstudy.results.compare"}
+STAGE_ENGINE_READS = {"lpstudy.results.answers", "lpstudy.results.answers.options", "lpstudy.results.reading.compare"}
 
 
 def test_the_parts_of_the_house_import_one_way():
@@ -260,7 +260,7 @@ def test_the_import_graph_sees_what_todays_checks_missed(tmp_path):
     """The checker itself can fail: a tree with the two cycles the module-level check let through
     (a module imported back from inside a function, as cli/study.py did with cli/compare.py; two
     parts importing each other through an import inside a function, as study/compare.py and
-    results/compare.py did) and a relative import; imports under TYPE_CHECKING do not count."""
+    results/reading/compare.py did) and a relative import; imports under TYPE_CHECKING do not count."""
     pkg = tmp_path / "pkg"
     for folder, files in {"cli": {"study.py": "from pkg.cli import compare\n",
                                   "compare.py": "def f():\n    from pkg.cli.study import x\n"},
@@ -541,3 +541,54 @@ def test_the_method_order_check_counts_a_mixin():
     Kind.__module__ = "lpstudy.db.kinds.y"
     assert lpstudy_classes_in_order(Kind) == ["Kind", "Reads", "Storage"]
     assert lpstudy_classes_in_order(int) == []
+
+
+# -- the read side's parts --------------------------------------------------------------------------
+
+MOST_AT_THE_TOP = 15  # modules and packages at lpstudy/results' top level: each part a sub-package
+
+
+def layout_problems(folder: Path, most: int) -> list[str]:
+    """What keeps a package from showing its parts: more than `most` modules and packages at its top
+    level (its __init__.py aside), a folder of modules that is no package (no __init__.py), and a
+    sub-package whose __init__.py has no docstring saying what it holds (a sentence, at least)."""
+    entries = sorted(p for p in folder.iterdir()
+                     if (p.suffix == ".py" and p.name != "__init__.py") or (p.is_dir() and any(p.glob("*.py"))))
+    found = [f"{folder.name}: {len(entries)} modules and packages at the top, more than {most}"] \
+        if len(entries) > most else []
+    for package in (p for p in entries if p.is_dir()):
+        init = package / "__init__.py"
+        if not init.is_file():
+            found.append(f"{folder.name}/{package.name}: no __init__.py")
+            continue
+        words = (ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or "").split()
+        if len(words) < 8:
+            found.append(f"{folder.name}/{package.name}/__init__.py: no docstring saying what it holds")
+    return found
+
+
+def test_the_read_side_shows_its_parts():
+    """lpstudy/results, 30 % of the code, is a few sub-packages that name its parts (reading, analysis,
+    answers, charts, tables, replay) beside the modules every reader starts from (pages, report,
+    status, export): a newcomer sees which part a file belongs to, from the folder it is in and the
+    docstring of that folder's package."""
+    assert layout_problems(PACKAGE / "results", MOST_AT_THE_TOP) == []
+
+
+def test_the_layout_check_finds_a_crowded_top_a_folder_without_a_package_and_a_silent_one(tmp_path):
+    top = tmp_path / "results"
+    for folder, init in (("reading", '"""A study read into frames, through the one reader of its storage."""\n'),
+                         ("charts", "x = 1\n"), ("loose", None)):
+        (top / folder).mkdir(parents=True)
+        (top / folder / "a.py").write_text("")
+        if init is not None:
+            (top / folder / "__init__.py").write_text(init)
+    (top / "__init__.py").write_text("")
+    for n in range(3):
+        (top / f"m{n}.py").write_text("")
+    (top / "__pycache__").mkdir()
+    assert layout_problems(top, 6) == ["results/charts/__init__.py: no docstring saying what it holds",
+                                       "results/loose: no __init__.py"]
+    assert layout_problems(top, 5) == ["results: 6 modules and packages at the top, more than 5",
+                                       "results/charts/__init__.py: no docstring saying what it holds",
+                                       "results/loose: no __init__.py"]

@@ -11,7 +11,7 @@ from optuna.trial import TrialState
 from lpstudy.db.kinds import open_reader
 from lpstudy.db.optuna_storage import open_storage
 from lpstudy.results import analysis as A
-from lpstudy.results.frames import load_study
+from lpstudy.results.reading.frames import load_study
 from lpstudy.results.status import study_status
 from lpstudy.study.spec import build_spec
 from lpstudy.study.studies import create_study
@@ -33,7 +33,7 @@ def test_an_interrupted_trial_is_not_counted_as_failed_anywhere(tmp_path, capsys
     url = f"sqlite:///{tmp_path / 'study.db'}"
     _planted(url)
     with open_reader(url) as reader:
-        counts = study_status(reader, "s")["counts"]  # from SQL (lpstudy.results.summary)
+        counts = study_status(reader, "s")["counts"]  # from SQL (lpstudy.results.reading.summary)
         frame_counts = A.state_counts(load_study(reader, "s", curves=False).trials)  # what the pages show
     assert counts == {"COMPLETE": 1, "PRUNED": 0, "FAIL": 1, "RUNNING": 0, "WAITING": 1}
     assert dict(frame_counts) == counts

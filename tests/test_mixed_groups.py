@@ -10,8 +10,8 @@ import pandas as pd
 
 from lpstudy.results.answers.mixed_groups import mixed_groups_sentence
 from lpstudy.results.charts import spread_chart
-from lpstudy.results.frames import StudyData, StudyInfo
-from lpstudy.results.lens_charts import initial_entropy_chart, lr_curve_chart
+from lpstudy.results.reading.frames import StudyData, StudyInfo
+from lpstudy.results.charts.lens import initial_entropy_chart, lr_curve_chart
 
 
 def _search(kind: str = "search", gains=(40.0, 42.0, 5.0, 6.0)) -> StudyData:

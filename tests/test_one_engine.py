@@ -61,7 +61,7 @@ def test_status_and_verdict_of_a_replicate_give_the_same_interval_and_p_value(tm
 
 def test_compare_and_verdict_of_a_comparison_give_the_same_interval_and_p_value(tmp_path, capsys):
     from lpstudy.db.kinds import open_reader
-    from lpstudy.results.compare import render_compare
+    from lpstudy.results.reading.compare import render_compare
 
     url = _comparison(tmp_path)
     interval, p_value = _shown(_verdict_arm(capsys, url, "cmp", 1.0))
@@ -87,7 +87,7 @@ def test_the_compare_pages_table_and_chart_are_the_verdicts(tmp_path, capsys, mo
     row = tables[0].set_index("arm").loc["p = 1"]
     assert (row["interval (nats)"], row["p-value (difference)"]) == (interval, p_value)
     # the equal-budget chart: coloured by the verdict, a legend, the reference neutral
-    from lpstudy.results.verdict_table import NEUTRAL_COLOUR, VERDICT_COLOURS
+    from lpstudy.results.tables.verdicts import NEUTRAL_COLOUR, VERDICT_COLOURS
 
     chart = figures(at)["Equal-budget comparison: difference to the reference p = 2 (verdict's interval)"]
     named = {t["name"]: t for t in chart["data"] if t.get("showlegend")}

@@ -105,7 +105,7 @@ def test_one_object_holds_the_urls_optuna_storage_and_engine_and_reads_through_t
     opens Optuna's storage."""
     from lpstudy.db.kinds import open_reader
     from lpstudy.db.optuna_storage import open_storage
-    from lpstudy.results.frames import load_study, study_fingerprint, study_infos
+    from lpstudy.results.reading.frames import load_study, study_fingerprint, study_infos
 
     url, _ = seeded
     disposed = []
@@ -189,7 +189,7 @@ def test_a_command_reads_a_study_and_its_curves_through_its_writing_storage(tmp_
     import optuna
 
     from lpstudy.db.optuna_storage import open_storage
-    from lpstudy.results.frames import load_study
+    from lpstudy.results.reading.frames import load_study
     from lpstudy.training.metrics import MetricRecord
 
     with open_storage(f"sqlite:///{tmp_path / 'w.db'}", create_tables=True) as storage:

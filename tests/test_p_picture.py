@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from lpstudy.results import analysis as A
-from lpstudy.results.frames import load_study
+from lpstudy.results.reading.frames import load_study
 from tests.study_helpers import trials_of
 from tests.test_analysis import trials_frame
 from tests.written_study import record, write_replicate

@@ -1,4 +1,4 @@
-"""A chart of one point per trial draws a sample of a big study's points (lpstudy.results.point_sample),
+"""A chart of one point per trial draws a sample of a big study's points (lpstudy.results.reading.point_sample),
 and what it computes from every trial stays exact: the best-so-far lines, the boxes. The sample's
 size is made small here (a 300-trial study stands in for 100,000)."""
 
@@ -12,9 +12,10 @@ import pytest
 
 from lpstudy.results import analysis as A
 from lpstudy.results import charts as C
-from lpstudy.results import compute_charts, point_sample
-from lpstudy.results.compute import best_against_compute
-from lpstudy.results.frames import load_study
+from lpstudy.results.charts import compute as compute_figures
+from lpstudy.results.reading import point_sample
+from lpstudy.results.reading.compute import best_against_compute
+from lpstudy.results.reading.frames import load_study
 from lpstudy.study.synthetic import write_synthetic_study
 from lpstudy.db.kinds import open_reader
 
@@ -67,11 +68,11 @@ def test_the_history_draws_a_sample_of_points_and_the_exact_best_so_far_line(tri
 
 def test_best_against_compute_draws_a_sample_and_the_exact_line(trials):
     frame = best_against_compute(trials)
-    fig = compute_charts.best_against_compute_chart(frame)
+    fig = compute_figures.best_against_compute_chart(frame)
     markers = [t for t in fig.data if t.mode == "markers"]
     line = next(t for t in fig.data if t.mode == "lines")
     assert sum(len(t.x) for t in markers) <= LIMIT
-    scale, _ = compute_charts._time_unit(float(frame["cumulative_s"].iloc[-1]))
+    scale, _ = compute_figures._time_unit(float(frame["cumulative_s"].iloc[-1]))
     x = frame["cumulative_s"].to_numpy() / scale  # each trial where the chart puts it
     drawn = _step_value(np.asarray(line.x), np.asarray(line.y, dtype="float64"), x)
     want = frame["best_value"].to_numpy()

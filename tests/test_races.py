@@ -12,9 +12,9 @@ import optuna
 import pytest
 import yaml
 
-from lpstudy.results.grid_table import GridTable, Run, write_table
-from lpstudy.results.replay import replay_one
-from lpstudy.results.replay_methods import Method, default_method, pick_methods
+from lpstudy.results.replay.grid_table import GridTable, Run, write_table
+from lpstudy.results.replay.traces import replay_one
+from lpstudy.results.replay.methods import Method, default_method, pick_methods
 from lpstudy.study.intensify import Evaluation, Intensifier
 from tests.study_helpers import cli
 
@@ -214,7 +214,7 @@ def _raced_and_unraced(url: str) -> int:
     """The studies "raced" (race=3) and "unraced" (race=0) on PLANTED; the number of the raced one's
     returned trial (lr = 1e-3 on fold 0)."""
     from lpstudy.db.kinds import open_reader
-    from lpstudy.results.frames import load_trials
+    from lpstudy.results.reading.frames import load_trials
 
     _planned_search(url, "raced", race=3)
     _planned_search(url, "unraced", race=0)
@@ -230,7 +230,7 @@ def test_every_reader_shows_a_searchs_best_over_folds_and_never_a_one_fold_leade
     `studies` 1.8500 for both, the tuning table lr = 0.01."""
     from lpstudy.db.kinds import open_reader
     from lpstudy.results.analysis import tuning_summary
-    from lpstudy.results.frames import load_study
+    from lpstudy.results.reading.frames import load_study
     from lpstudy.results.report import render_report
 
     returned = _raced_and_unraced(sqlite_url)
@@ -249,7 +249,7 @@ def test_every_reader_shows_a_searchs_best_over_folds_and_never_a_one_fold_leade
     code, stdout, err = cli(capsys, "studies", "--storage", sqlite_url)
     assert "1.9000 (2 folds)" in stdout and "1.8500 (leading, 1 fold)" in stdout, stdout
 
-    # a comparison's tuning table: the arm's returned trial, marked by lpstudy.results.compare
+    # a comparison's tuning table: the arm's returned trial, marked by lpstudy.results.reading.compare
     frame = raced.trials.assign(arm="p=2", returned=raced.trials["number"] == returned, returned_folds=2)
     row = tuning_summary(frame).iloc[0]
     assert row["best_lr"] == 1e-3 and row["best_loss"] == pytest.approx(1.9) and row["best_folds"] == 2

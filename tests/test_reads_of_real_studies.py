@@ -15,7 +15,7 @@ from collections import Counter, defaultdict
 import pytest
 import yaml
 
-from lpstudy.results import frames
+from lpstudy.results.reading import frames
 from lpstudy.values import read_p
 from tests.study_helpers import best_by_hand, cli, lp_env, lpstudy, trials_of
 from lpstudy.db.kinds import open_reader

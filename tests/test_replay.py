@@ -10,10 +10,10 @@ import math
 import numpy as np
 import pytest
 
-from lpstudy.results.grid_table import GridTable, Run, from_study, read_table, write_table
-from lpstudy.results.replay import Trace, replay_one, replay_spec
-from lpstudy.results.replay_scores import f_of, mcnemar_p, median_interval, regret_of, run_replay, sign_p, wilson
-from lpstudy.results.replay_methods import Method, default_method, pick_methods
+from lpstudy.results.replay.grid_table import GridTable, Run, from_study, read_table, write_table
+from lpstudy.results.replay.traces import Trace, replay_one, replay_spec
+from lpstudy.results.replay.scores import f_of, mcnemar_p, median_interval, regret_of, run_replay, sign_p, wilson
+from lpstudy.results.replay.methods import Method, default_method, pick_methods
 from lpstudy.errors import UserError
 from tests.study_helpers import ROOT, TINY, cli, lpstudy, start_worker, wait_all
 from lpstudy.db.kinds import open_reader
@@ -172,6 +172,32 @@ def test_methods_are_picked_by_name_and_the_default_is_what_search_uses():
     assert StudySpec.__dataclass_fields__["sampler"].default == default_method().sampler
 
 
+
+def test_every_sampler_a_search_takes_is_a_replay_method_and_the_suite_knows_how_simple_each_is():
+    """The samplers are declared once, in the study's catalogue (lpstudy.study.options): the replay
+    measures every one a search can run (all but the grid's, which draws nothing), built by the
+    study's own make_sampler, beside Optuna's replay-only ones declared where the replay builds them;
+    and the suite's choice rule knows how simple each is (an unknown one would rank as the least)."""
+    import dataclasses
+
+    from lpstudy.results.replay.methods import REPLAY_ONLY_SAMPLERS, SAMPLER_NAMES, build_sampler
+    from lpstudy.results.replay.suite import SAMPLER_SIMPLICITY
+    from lpstudy.study.options import SAMPLERS
+    from lpstudy.study.spec import build_spec
+    from lpstudy.study.studies import make_sampler
+
+    spec = build_spec({"preset": "smoke"})
+    searching = [s for s in SAMPLERS if not dataclasses.replace(spec, sampler=s).is_grid]
+    assert searching and set(searching) <= set(SAMPLER_NAMES)
+    assert set(SAMPLER_NAMES) == {*searching, *REPLAY_ONLY_SAMPLERS} and not set(REPLAY_ONLY_SAMPLERS) & set(SAMPLERS)
+    for sampler in SAMPLER_NAMES:
+        assert [m.name for m in pick_methods(f"{sampler}+none")] == [f"{sampler}+none"]
+        built = build_sampler(Method(sampler, "none"), spec, seed=3)
+        if sampler in searching:  # what a study with this sampler runs
+            assert type(built) is type(make_sampler(dataclasses.replace(spec, sampler=sampler, sampler_seed=3)))
+    assert set(SAMPLER_SIMPLICITY) == set(SAMPLER_NAMES)
+
+
 def _row(name: str, reach: list[bool], f: list[float]) -> dict:
     """A method's row on one grid as ReplayResult.to_json() gives it, from its per-seed scores: the
     planted shares and numbers stand for both what the user gets (within 2 %, regret) and search
@@ -203,7 +229,7 @@ def test_the_choice_rule_takes_the_simplest_method_it_cannot_tell_from_the_leade
     no sign test tells apart: the rule names it alike and chooses it (random search is simpler).
     cmaes+sha@8 holds in 60 %: told apart. A method without a spread phase is never chosen,
     however it does."""
-    from lpstudy.results.replay_suite import SuiteResult
+    from lpstudy.results.replay.suite import SuiteResult
 
     n = 100
     lead_a = [True] * 90 + [False] * 10
@@ -298,7 +324,7 @@ def test_the_suites_trace_cache_is_keyed_on_the_grid_the_budget_and_the_code(tmp
     import optuna
 
     from benchmarks.replay_cache import TraceCache, cache_key
-    from lpstudy.results.replay import code_version
+    from lpstudy.results.replay.traces import code_version
 
     grid = tmp_path / "grid.json.gz"
     write_table(_table(HAND), grid)
@@ -469,7 +495,7 @@ def test_export_grid_refuses_studies_that_are_not_one_grid(grid_study, capsys, t
 
 
 def test_joining_refuses_a_cell_run_twice_and_a_grid_with_cells_left_out():
-    from lpstudy.results.grid_join import join_tables
+    from lpstudy.results.replay.grid_join import join_tables
 
     with pytest.raises(UserError, match=r"grid studies 'a' and 'b' both ran lr=0.0001 fold=0"):
         join_tables([_table(HAND), _table(HAND)], ["a", "b"])
@@ -552,7 +578,7 @@ def test_replay_of_a_suite_ranks_over_grids_and_leaves_each_grid_out(grid_study,
 
 
 def test_replay_marks_what_search_runs_for_the_grids_space_and_prints_no_sampler_warnings(capsys, tmp_path):
-    from lpstudy.results.grid_table import write_table
+    from lpstudy.results.replay.grid_table import write_table
 
     ps, lrs = [1.0, 2.0, "inf"], [0.01, 0.1]
     configs = [(p, lr) for p in ps for lr in lrs]
@@ -586,7 +612,7 @@ def test_replay_refuses_a_methods_list_that_names_nothing(capsys):
 def test_the_chart_draws_one_panel_per_pruner_as_a_png(capsys, tmp_path):
     """`lpstudy replay --chart`: two pruners are two panels side by side (6.2 × 4.2 inches each at
     110 dpi), written as a PNG."""
-    from lpstudy.results.grid_table import write_table
+    from lpstudy.results.replay.grid_table import write_table
 
     path = write_table(_table(HAND), tmp_path / "hand.json.gz")
     chart = tmp_path / "chart.png"

@@ -14,7 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 from lpstudy.db.kinds import storage_at
-from lpstudy.results import frames as results
+from lpstudy.results.reading import frames as results
 from lpstudy.values import STATES
 from lpstudy.errors import UserError
 from lpstudy.training.metrics import METRIC_FIELDS

@@ -1,5 +1,5 @@
-"""Reading a big study with SQL doing the work (lpstudy.db.study_queries, lpstudy.results.summary,
-lpstudy.results.trial_table, lpstudy.results.curve_sample): the exact numbers stay exact. Each
+"""Reading a big study with SQL doing the work (lpstudy.db.study_queries, lpstudy.results.reading.summary,
+lpstudy.results.reading.trial_table, lpstudy.results.reading.curve_sample): the exact numbers stay exact. Each
 answer is compared with an independent computation over Optuna's own API (every trial read, the
 best-trial rule written out here), on a study real workers ran and on hand-made ones, on SQLite and
 PostgreSQL."""
@@ -14,11 +14,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lpstudy.results import frames
-from lpstudy.results.compute import compute_summary
+from lpstudy.results.reading import frames
+from lpstudy.results.reading.compute import compute_summary
 from lpstudy.results.export import export_text
 from lpstudy.results.status import study_status
-from lpstudy.results.summary import study_summary
+from lpstudy.results.reading.summary import study_summary
 from lpstudy.study.synthetic import write_synthetic_study
 from tests.study_helpers import TINY, cli
 from lpstudy.db.kinds import open_reader
@@ -124,7 +124,7 @@ def test_a_tie_goes_to_the_earlier_trial_and_a_diverged_run_is_never_best(sqlite
 
 @pytest.mark.slow
 def test_a_big_study_reads_the_curves_of_a_sample_and_says_so(sqlite_url, monkeypatch):
-    from lpstudy.results import curve_sample
+    from lpstudy.results.reading import curve_sample
 
     monkeypatch.setattr(curve_sample, "CURVE_TRIALS_ALL", 20)
     monkeypatch.setattr(curve_sample, "PER_GROUP", 3)
@@ -157,10 +157,10 @@ def test_a_big_study_reads_the_curves_of_a_sample_and_says_so(sqlite_url, monkey
 
 @pytest.mark.slow
 def test_a_live_study_read_again_incrementally_equals_a_full_read(empty_url):
-    """The dashboard's copy of a live study (lpstudy.results.live_study) reads only the trials that were
+    """The dashboard's copy of a live study (lpstudy.results.reading.live_study) reads only the trials that were
     unfinished and the new ones; after trials changed state and new ones arrived it equals a full read,
     and a full read through Optuna's API."""
-    from lpstudy.results.live_study import LiveStudy
+    from lpstudy.results.reading.live_study import LiveStudy
 
     url = empty_url
     write_synthetic_study(url, "live", n_trials=40, n_evals=4, seed=21, now=NOW)  # RUNNING, WAITING, every state

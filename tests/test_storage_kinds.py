@@ -94,7 +94,7 @@ def test_a_new_kind_is_one_module_with_one_class(monkeypatch, tmp_path):
 
     from lpstudy.db.kinds import kinds_in
     from lpstudy.db.liveness import Lease
-    from lpstudy.results.frames import load_study
+    from lpstudy.results.reading.frames import load_study
     from lpstudy.study.claims import ask_within_target
     from lpstudy.study.spec import build_spec
     from lpstudy.study.studies import create_study
@@ -347,7 +347,7 @@ def test_a_synthetic_study_keeps_every_curve_where_its_storage_keeps_them(tmp_pa
     journal's system attributes): every evaluation keeps its training loss and gain. Before, it wrote
     them only where it had an engine, and a journal study held the validation loss alone (Optuna's
     intermediate values: 0 of 317 rows with a training loss)."""
-    from lpstudy.results.frames import load_study
+    from lpstudy.results.reading.frames import load_study
     from lpstudy.study.synthetic import write_synthetic_study
 
     url = f"{'journal' if name.endswith('.log') else 'sqlite'}:///{tmp_path / name}"
@@ -517,7 +517,7 @@ def test_every_kind_answers_a_workers_questions_alike(kind, locks, tmp_path, req
     lock across processes on SQLite, the journal and PostgreSQL, none through the proxy or on MySQL."""
     from optuna.trial import TrialState
 
-    from lpstudy.results.frames import load_study
+    from lpstudy.results.reading.frames import load_study
     from lpstudy.study.claims import pop_waiting_trial
     from lpstudy.study.spec import replicate_spec
     from lpstudy.study.studies import create_study, enqueue_missing_cells

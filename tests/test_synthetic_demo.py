@@ -12,7 +12,7 @@ import optuna
 def test_the_synthetic_study_is_named_marked_and_says_how_to_open_it(tmp_path, capsys, monkeypatch):
     from lpstudy.db.kinds import open_reader
     from lpstudy.results import analysis as A
-    from lpstudy.results.frames import load_study, study_infos
+    from lpstudy.results.reading.frames import load_study, study_infos
     from lpstudy.study.synthetic import main
 
     monkeypatch.chdir(tmp_path)

@@ -137,7 +137,7 @@ def planted_trials(losses: dict[float, list[float]], diverged: dict[tuple, bool]
 
 def answer_of(trials: pd.DataFrame, curves: pd.DataFrame | None = None, **options):
     from lpstudy.results.answers import AnswerOptions, study_answer
-    from lpstudy.results.frames import StudyData, StudyInfo
+    from lpstudy.results.reading.frames import StudyData, StudyInfo
 
     data = StudyData(name="planted", info=StudyInfo(name="planted", kind="replicate"), trials=trials,
                      curves=pd.DataFrame() if curves is None else curves)

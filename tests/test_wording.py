@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from lpstudy.cli.common import work_estimate
-from lpstudy.results.grid_table import GridTable, Run, write_table
+from lpstudy.results.replay.grid_table import GridTable, Run, write_table
 from lpstudy.training.costs import study_estimate
 from tests.study_helpers import cli
 

@@ -7,8 +7,8 @@ spends and the fold runs saved (the answer's "sequential" entry, as `lpstudy ver
 
 import streamlit as st
 
-from lpstudy.results import verdict_charts as V
-from lpstudy.results.verdict_table import sequential_lines, stages_frame, verdict_frame, verdict_title
+from lpstudy.results.charts import verdicts as V
+from lpstudy.results.tables.verdicts import sequential_lines, stages_frame, verdict_frame, verdict_title
 
 from common import STUDY_KEY, cached_study_infos, chart, no_traceback, reader, server_reader
 from tables import table
@@ -32,7 +32,7 @@ if chosen not in comparisons:
 
 @st.cache_data(ttl=5, show_spinner="Reading the comparison…")
 def cached_compare(storage_url: str, compare_name: str):
-    from lpstudy.results.compare import load_compare, stages_answer
+    from lpstudy.results.reading.compare import load_compare, stages_answer
 
     data = load_compare(reader(storage_url), compare_name)
     answer = stages_answer(data)  # with the ROPE and alpha it ran --until-decided with, as `lpstudy verdict`

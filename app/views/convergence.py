@@ -13,8 +13,8 @@ import streamlit as st
 from lpstudy.results import analysis as A
 from lpstudy.errors import UserError
 from lpstudy.results.answers import parse_rope, study_rope
-from lpstudy.results.convergence_charts import SEARCH_CAVEAT
-from lpstudy.results.convergence_table import convergence_frame, convergence_title, restricted_frame
+from lpstudy.results.charts.convergence import SEARCH_CAVEAT
+from lpstudy.results.tables.convergence import convergence_frame, convergence_title, restricted_frame
 from lpstudy.results.pages import CONVERGENCE
 
 from common import draw_charts, p_bins_control, page, page_inputs, show_problem

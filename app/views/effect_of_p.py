@@ -13,7 +13,7 @@ from lpstudy.results import analysis as A
 from lpstudy.errors import UserError
 from lpstudy.results.answers import parse_rope, study_rope
 from lpstudy.results.pages import EFFECT_OF_P
-from lpstudy.results.verdict_table import sequential_lines, stages_frame, verdict_frame, verdict_title
+from lpstudy.results.tables.verdicts import sequential_lines, stages_frame, verdict_frame, verdict_title
 
 
 from common import draw_charts, p_bins_control, page, page_inputs, show_problem

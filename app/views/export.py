@@ -54,7 +54,7 @@ file_name = f"{study.name}-best.{fmt}" if top_k == 1 else f"{study.name}-top{int
 if known is None:  # a grid or a comparison: its trials by value
     best = A.top_trials(trials, int(top_k))
     if study.info.kind == "compare":  # a comparison exports its winning arm's best run (lpstudy export too)
-        from lpstudy.results.compare import exported_arm
+        from lpstudy.results.reading.compare import exported_arm
 
         with no_traceback():
             arm_study, why = exported_arm(reader(storage), study.name)

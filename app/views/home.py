@@ -24,7 +24,7 @@ def comparison_overview(storage_url: str, name: str) -> None:
     they spent, the fold runs done, what is left, and the command that runs it while anything is."""
     from lpstudy.db.urls import DEFAULT_STORAGE, redact
     from lpstudy.names import shell_quoted
-    from lpstudy.results.compare import compare_progress, load_compare, next_command, progress_line
+    from lpstudy.results.reading.compare import compare_progress, load_compare, next_command, progress_line
 
     with no_traceback():
         progress = compare_progress(load_compare(reader(storage_url), name))
@@ -82,7 +82,7 @@ def overview() -> None:
                     text=f"Grid: {grid['done']} of {grid['n_cells']} cells done · {grid['running']} running · "
                          f"{grid['waiting']} waiting")
     if data.duplicates:
-        from lpstudy.results.cells import duplicates_note
+        from lpstudy.results.reading.cells import duplicates_note
 
         st.warning(duplicates_note(data.duplicates))
 
@@ -122,7 +122,7 @@ def overview() -> None:
 
 def compute_section(data) -> None:
     """Compute spent by every trial, what pruning saved, and the best value against compute."""
-    from lpstudy.results.compute import compute_line, compute_summary
+    from lpstudy.results.reading.compute import compute_line, compute_summary
 
     st.subheader("Compute")
     spent = once(data, ("compute_summary",), lambda: compute_summary(data.trials))

@@ -13,7 +13,7 @@ import streamlit as st
 
 from lpstudy.results import analysis as A
 from lpstudy.results import charts as C
-from lpstudy.results.frames import merge_curves
+from lpstudy.results.reading.frames import merge_curves
 
 from common import cached_trial_curves, chart, page
 from tables import column_width, fit_widths

@@ -43,7 +43,7 @@ def compare(
     """Compare the values of one field fairly: the same tuning budget per arm, then K folds each."""
     quiet_optuna()
     from lpstudy.errors import UserError
-    from lpstudy.results.compare import compare_progress, load_compare, next_command, render_compare
+    from lpstudy.results.reading.compare import compare_progress, load_compare, next_command, render_compare
     from lpstudy.study.compare import create_compare, make_plan
 
     if (p is None) == (arms is None):

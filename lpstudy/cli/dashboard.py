@@ -37,7 +37,7 @@ APP_DIR_CANDIDATES = (Path(__file__).resolve().parents[2] / "app", Path("/opt/lp
 # as usual (sys.argv: -c run APP_DIR/dashboard.py ...).
 PRELOAD_AND_RUN_STREAMLIT = (
     "import pandas, plotly.graph_objects, plotly.colors, sqlalchemy, scipy.special, optuna.importance; "
-    "import lpstudy.results.analysis, lpstudy.results.charts, lpstudy.results.frames, lpstudy.results.export; "
+    "import lpstudy.results.analysis, lpstudy.results.charts, lpstudy.results.reading.frames, lpstudy.results.export; "
     "import os, sys, threading, webbrowser; "
     "sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[2]))); from read_ahead import read_ahead; "
     "read_ahead(os.environ['LPSTUDY_STORAGE'], os.environ.get('LPSTUDY_DASHBOARD_STUDY')); "
@@ -104,7 +104,7 @@ def check_study_is_not_mistyped(reader, study: str) -> None:
     it holds studies of a close name: a typo, not a study still to be created (a dashboard may start
     before its study exists, and then shows it once it does). reader: the command's one reader."""
     from lpstudy.errors import StudyUnavailable
-    from lpstudy.results.frames import study_infos
+    from lpstudy.results.reading.frames import study_infos
 
     try:
         names = [info.name for info in study_infos(reader)]

@@ -36,8 +36,8 @@ def _grid_name(path: Path) -> str:
 def _tables(grids: Optional[list[Path]], suite: bool, study: Optional[list[str]], storage: StorageChoice
             ) -> list[tuple[str, object]]:
     """(name, table) for each grid to replay: files, the shipped suite, or grid studies joined."""
-    from lpstudy.results.grid_join import from_studies
-    from lpstudy.results.grid_table import read_table
+    from lpstudy.results.replay.grid_join import from_studies
+    from lpstudy.results.replay.grid_table import read_table
 
     files = list(grids or []) + ([Path(p) for p in SUITE_GRIDS] if suite else [])
     if files and study is not None:
@@ -75,9 +75,9 @@ def replay(
     """Replay search methods (sampler + pruner) against grids of real curves; score what each spends."""
     quiet_optuna()
     from lpstudy.paths import check_output_file
-    from lpstudy.results.replay_scores import run_replay
-    from lpstudy.results.replay_methods import pick_methods
-    from lpstudy.results.replay_suite import SuiteResult
+    from lpstudy.results.replay.scores import run_replay
+    from lpstudy.results.replay.methods import pick_methods
+    from lpstudy.results.replay.suite import SuiteResult
 
     pick_methods(methods)  # a wrong --methods is refused before any grid is read
     if chart is not None:
@@ -98,7 +98,7 @@ def replay(
             result = _with_progress(table, picked, seed_list, budget, jobs, max_trials)
         results.append(result)
         if chart is not None:
-            from lpstudy.results.replay_chart import write_chart
+            from lpstudy.results.replay.chart import write_chart
 
             path = chart if len(tables) == 1 else chart.with_name(f"{chart.stem}-{name}{chart.suffix}")
             write_chart(result, path)
@@ -122,7 +122,7 @@ def replay(
 def _with_progress(table, methods, seeds, budget, jobs, max_trials):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    from lpstudy.results.replay_scores import run_replay
+    from lpstudy.results.replay.scores import run_replay
     from lpstudy.training.progress import stderr_console
 
     with Progress(TextColumn("[bold]replay[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -147,7 +147,7 @@ def _render(plain: dict) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from lpstudy.results.replay_scores import TARGET_F
+    from lpstudy.results.replay.scores import TARGET_F
     from lpstudy.training.progress import stderr_console
 
     console = stderr_console if stderr_console.is_terminal else Console(file=sys.stderr, width=220)
@@ -242,8 +242,8 @@ def export_grid(
     """A grid study (or grid studies run in parts, joined) as a compact table file (every configuration × fold: curve, steps, wall time, diverged)."""
     from lpstudy.names import shell_quoted
     from lpstudy.paths import check_output_file
-    from lpstudy.results.grid_join import from_studies
-    from lpstudy.results.grid_table import write_table
+    from lpstudy.results.replay.grid_join import from_studies
+    from lpstudy.results.replay.grid_table import write_table
 
     check_output_file(output, "--output")
     with storage.reader() as reader:

@@ -27,7 +27,7 @@ def studies(
 ) -> None:
     """Every study in the database: kind, trials by state, best value, last activity."""
     from lpstudy.db.urls import redact
-    from lpstudy.results.study_list import render_rows, study_rows
+    from lpstudy.results.reading.study_list import render_rows, study_rows
 
     with storage.reader() as reader:
         rows = study_rows(reader)

@@ -137,7 +137,7 @@ def status(
     with storage.reader() as reader:
         result = study_status(reader, study)
         if result.get("kind") == "compare":  # the parent of `lpstudy compare`: no trials of its own; its arms'
-            from lpstudy.results.compare import compare_progress, load_compare
+            from lpstudy.results.reading.compare import compare_progress, load_compare
 
             result["comparison"] = compare_progress(load_compare(reader, study))
         rounds = _rounds(reader, study) if result.get("kind") in ("replicate", "compare") else None
@@ -148,12 +148,12 @@ def status(
         else:
             render_status(result)
             if rounds is not None:
-                from lpstudy.results.verdict_table import sequential_lines
+                from lpstudy.results.tables.verdicts import sequential_lines
 
                 for line in sequential_lines(rounds):
                     print(line)
             if result.get("kind") == "compare":  # the parent of `lpstudy compare`: its arms' table
-                from lpstudy.results.compare import next_command, render_compare
+                from lpstudy.results.reading.compare import next_command, render_compare
 
                 render_compare(reader, study, next_hint=next_command(study, storage.hint))
 
@@ -162,7 +162,7 @@ def _rounds(reader, study: str) -> dict | None:
     """The verdicts of a sequential replicate (its rounds under "sequential"), None for any other."""
     from lpstudy.results.answers import study_answer
     from lpstudy.results.answers.options import stage_options
-    from lpstudy.results.compare import verdict_data
+    from lpstudy.results.reading.compare import verdict_data
     from lpstudy.study.until_decided import UntilDecided
 
     data = verdict_data(reader, study, curves=False)

@@ -53,11 +53,11 @@ def print_verdicts(study: str, reader, rope: str | None = None, reference=None,
     from rich.console import Console
 
     from lpstudy.results.answers import AnswerOptions, parse_rope, study_answer, study_rope
-    from lpstudy.results.compare import verdict_data
+    from lpstudy.results.reading.compare import verdict_data
     from lpstudy.results.status import print_table, print_verdict_table
-    from lpstudy.results.columns import labelled
-    from lpstudy.results.convergence_table import convergence_frame, convergence_title, restricted_frame
-    from lpstudy.results.verdict_table import sequential_lines, stages_frame
+    from lpstudy.results.tables.columns import labelled
+    from lpstudy.results.tables.convergence import convergence_frame, convergence_title, restricted_frame
+    from lpstudy.results.tables.verdicts import sequential_lines, stages_frame
 
     chosen = None if rope is None else parse_rope(rope)  # a wrong --rope: one line before the study is read
     data = verdict_data(reader, study)

@@ -5,7 +5,7 @@ evaluations each on a 2-core machine); lpstudy reads Optuna's schema (stable sin
 studies, study_directions, study_user_attributes, trials, trial_values, trial_params,
 trial_user_attributes, trial_system_attributes, trial_intermediate_values) with plain SELECTs here
 and in lpstudy.db.study_queries. When the schema does not match (a future Optuna), SchemaMismatch,
-and lpstudy.results.frames falls back to Optuna's own API.
+and lpstudy.results.reading.frames falls back to Optuna's own API.
 """
 
 from __future__ import annotations

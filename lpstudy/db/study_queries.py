@@ -270,7 +270,7 @@ class StudyTables:
         return None if value is None else float(value)
 
     def compute_sums(self) -> tuple[list[dict[str, Any]], float]:
-        """What lpstudy.results.compute.per_trial computes of every trial that spent compute, summed in
+        """What lpstudy.results.reading.compute.per_trial computes of every trial that spent compute, summed in
         SQL by state and device kind, and the study's median pace (seconds a step over the trials with
         steps and a time): ([{state, cpu, trials, steps, time_s, unpaced_steps, saved_steps, saved_s,
         unpaced_saved_steps}, ...], pace). Per trial, as per_trial: steps the `steps` attribute where

@@ -15,7 +15,7 @@ the storage's business, an object composed into it (`storage.reads`): a SQL stor
 SQLite, PostgreSQL, MySQL) queries the database itself on its engine; every other's (OptunaReads:
 journal, gRPC, and a SQL schema this reader does not know: SchemaMismatch) reads the study through Optuna's storage API and queries a copy of it
 in Optuna's own tables, in memory (lpstudy.db.optuna_copy). The readers of the results
-(lpstudy.results.frames, status, export, report, the dashboard) never ask which it is. Optuna's
+(lpstudy.results.reading.frames, status, export, report, the dashboard) never ask which it is. Optuna's
 storage is opened only where its API reads: `lpstudy status` on SQL never opens it.
 """
 

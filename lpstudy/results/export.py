@@ -152,7 +152,7 @@ def export_text(reader: TrialReader, study_name: str, top_k: int = 1, fmt: str =
         raise UserError(f"--top must be a positive integer, got {top_k!r}")
     _, attrs = reader.read(study_name, lambda tables: tables.header())
     if attrs.get("kind") == "compare":  # a comparison's trials are its arms': the winning arm's best run
-        from lpstudy.results.compare import exported_arm
+        from lpstudy.results.reading.compare import exported_arm
 
         study_name, _ = exported_arm(reader, study_name)
     searched = search_choice(reader, study_name, top_k)

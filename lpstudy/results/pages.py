@@ -15,7 +15,7 @@ from typing import Callable
 from lpstudy.results import analysis as A
 from lpstudy.results import charts as C
 from lpstudy.results.answers import DEFAULT_ROPE, AnswerOptions, Rope, answered_by_verdicts, has_verdicts, study_answer
-from lpstudy.results.frames import StudyData
+from lpstudy.results.reading.frames import StudyData
 
 
 def _memo(cache: dict) -> Callable:
@@ -119,7 +119,7 @@ class PageInputs:
         page (a search: every drawn run): [{name, step, reached, low, high}]."""
         def build():
             from lpstudy.results.analysis.survival import group_survival
-            from lpstudy.results.verdict_table import arm_name
+            from lpstudy.results.tables.verdicts import arm_name
 
             if self.folded:
                 convergence = self.answer.get("convergence") or {}
@@ -148,7 +148,7 @@ class PageInputs:
     def parameter_importance(self):
         if self.importance is not None:
             return self.importance()
-        from lpstudy.results.curve_sample import importance_sample
+        from lpstudy.results.reading.curve_sample import importance_sample
 
         return A.param_importance(importance_sample(self.trials), self.data.info.spec)
 
@@ -182,7 +182,7 @@ def _folded(inputs: PageInputs) -> bool:
 
 
 def _verdict_chart(inputs):
-    from lpstudy.results import verdict_charts as V
+    from lpstudy.results.charts import verdicts as V
 
     return V.verdict_chart(inputs.answer)
 
@@ -192,28 +192,28 @@ def _staged(inputs: PageInputs) -> bool:  # run --until-decided: its verdicts ca
 
 
 def _stages_chart(inputs):
-    from lpstudy.results import verdict_charts as V
+    from lpstudy.results.charts import verdicts as V
 
     return V.stages_chart(inputs.answer)
 
 
 def _fold_importance(inputs):
-    from lpstudy.results import verdict_charts as V
+    from lpstudy.results.charts import verdicts as V
 
     return V.fold_importance_chart(inputs.answer)
 
 
 def _stability_verdict(metric: str) -> Callable:
     def build(inputs):
-        from lpstudy.results import verdict_charts as V
+        from lpstudy.results.charts import verdicts as V
 
         return V.stability_verdict_chart(inputs.answer, metric)
     return build
 
 
 def _reach_chart(inputs):
-    from lpstudy.results.convergence_charts import reach_chart
-    from lpstudy.results.verdict_table import arm_name
+    from lpstudy.results.charts.convergence import reach_chart
+    from lpstudy.results.tables.verdicts import arm_name
 
     verdicts = reference = None
     if inputs.folded:
@@ -227,35 +227,35 @@ def _reach_chart(inputs):
 
 def _convergence_verdict(endpoint: str) -> Callable:
     def build(inputs):
-        from lpstudy.results.convergence_charts import convergence_verdict_chart
+        from lpstudy.results.charts.convergence import convergence_verdict_chart
 
         return convergence_verdict_chart(inputs.answer, endpoint)
     return build
 
 
 def _surrogate_profile(inputs):
-    from lpstudy.results.search_charts import surrogate_profile_chart
+    from lpstudy.results.charts.search import surrogate_profile_chart
 
     return surrogate_profile_chart(inputs.effect)
 
 
 def _best_against_compute(inputs):
-    from lpstudy.results.compute import best_against_compute
-    from lpstudy.results.compute_charts import best_against_compute_chart
+    from lpstudy.results.reading.compute import best_against_compute
+    from lpstudy.results.charts.compute import best_against_compute_chart
 
     return best_against_compute_chart(best_against_compute(inputs.trials))
 
 
 def _val_curves(inputs):
-    from lpstudy.results.compute import pruned_stops
-    from lpstudy.results.compute_charts import mark_pruned
+    from lpstudy.results.reading.compute import pruned_stops
+    from lpstudy.results.charts.compute import mark_pruned
 
     return mark_pruned(C.loss_curves(inputs.curves, inputs.trials, "val_loss"), pruned_stops(inputs.curves, inputs.trials))
 
 
 def _lens(name: str) -> Callable:
     def build(inputs):
-        from lpstudy.results import lens_charts as L
+        from lpstudy.results.charts import lens as L
 
         t, c, bins = inputs.trials, inputs.curves, inputs.bins
         return {"lr_curve": lambda: L.lr_curve_chart(A.lr_curve(t, bins=bins)),

@@ -20,9 +20,9 @@ from pathlib import Path
 import pandas as pd
 
 from lpstudy.results import analysis as A
-from lpstudy.results.columns import labelled
+from lpstudy.results.tables.columns import labelled
 from lpstudy.files import atomic_write_text
-from lpstudy.results.frames import StudyData, TrialReader
+from lpstudy.results.reading.frames import StudyData, TrialReader
 from lpstudy.results.measured import chosen_label, measured_line, shown_best
 from lpstudy.db.urls import redact
 
@@ -60,7 +60,7 @@ def report_sections(data: StudyData, threshold: float | None = None, bins: int |
         effect.append(f"Verdict. {inputs.answer['sentence']}")
     effect += charts("Effect of p")
     if inputs.folded:
-        from lpstudy.results.verdict_table import sequential_lines, stages_frame, verdict_frame, verdict_title
+        from lpstudy.results.tables.verdicts import sequential_lines, stages_frame, verdict_frame, verdict_title
 
         effect += [verdict_title(inputs.answer), verdict_frame(inputs.answer), *sequential_lines(inputs.answer)]
         stages = stages_frame(inputs.answer)
@@ -79,14 +79,14 @@ def report_sections(data: StudyData, threshold: float | None = None, bins: int |
         lens.append(inputs.sensitivity.drop(columns=["p", "p_order"]).rename(columns={"mean": "lr_sensitivity"}))
     convergence = charts("Convergence")
     if inputs.folded and (inputs.answer.get("convergence") or {}).get("arms"):  # as `lpstudy verdict` and the page
-        from lpstudy.results.convergence_table import convergence_frame, convergence_title, restricted_frame
+        from lpstudy.results.tables.convergence import convergence_frame, convergence_title, restricted_frame
 
         convergence = [f"Convergence. {inputs.answer['convergence']['sentence']}", convergence_title(inputs.answer),
                        convergence_frame(inputs.answer), restricted_frame(inputs.answer), *convergence]
     elif mixed:  # a search: its p groups mix p with the lr and gain its runs drew (the pages say so too)
         convergence = [*mixed, *convergence]
     elif inputs.searched:
-        from lpstudy.results.convergence_charts import SEARCH_CAVEAT
+        from lpstudy.results.charts.convergence import SEARCH_CAVEAT
 
         convergence = [SEARCH_CAVEAT, *convergence]
     return [("Overview", charts("Overview")), ("Effect of p", effect), ("Convergence", convergence),
@@ -94,7 +94,7 @@ def report_sections(data: StudyData, threshold: float | None = None, bins: int |
 
 
 def _table(frame: pd.DataFrame) -> str:
-    """A table under human headers, each number in its column's format (lpstudy.results.columns)."""
+    """A table under human headers, each number in its column's format (lpstudy.results.tables.columns)."""
     return labelled(frame).to_html(index=False, na_rep="–", border=0, classes="numbers")
 
 
@@ -186,8 +186,8 @@ def write_report(reader: TrialReader, study_name: str, output: str | Path, thres
     """Load the study (read-only; a comparison through its arms, as the pages read it), render it and
     write the HTML atomically; the path written. `trials`: trial numbers picked to compare (their
     curves overlaid, their configurations side by side: lpstudy.results.picked_runs), a last section."""
-    from lpstudy.results.compare import verdict_data
-    from lpstudy.results.frames import trial_curves
+    from lpstudy.results.reading.compare import verdict_data
+    from lpstudy.results.reading.frames import trial_curves
     from lpstudy.results.picked_runs import picked_section
 
     data = verdict_data(reader, study_name)

@@ -2,8 +2,8 @@
 their device, host and progress, an estimate of the time left, and for a replicate study the
 paper's table (lpstudy.results.analysis: mean ± std of the final validation loss per p, with the t
 interval of each mean) and the verdicts against p = 2: the answer's (lpstudy.results.answers), its
-interval and p-values printed as `lpstudy verdict` prints them (lpstudy.results.verdict_table), the
-one comparison of arms every reader shows. Reads only (lpstudy.results.frames).
+interval and p-values printed as `lpstudy verdict` prints them (lpstudy.results.tables.verdicts), the
+one comparison of arms every reader shows. Reads only (lpstudy.results.reading.frames).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import pandas as pd
 from lpstudy.db.urls import redact
 from lpstudy.names import shell_quoted
 from lpstudy.results import analysis
-from lpstudy.results import frames as results
-from lpstudy.results.cells import PAPER_CELL, duplicates_note, grid_fields, setting_fields
-from lpstudy.results.compute import compute_line, compute_summary
+from lpstudy.results.reading import frames as results
+from lpstudy.results.reading.cells import PAPER_CELL, duplicates_note, grid_fields, setting_fields
+from lpstudy.results.reading.compute import compute_line, compute_summary
 from lpstudy.results.measured import chosen_label, measured_line
 from lpstudy.study.spec import StudySpec
 from lpstudy.values import REFERENCE_P, finite_or_none, format_duration, format_p, json_safe, read_p
@@ -75,9 +75,9 @@ def time_left(mean_s: float | None, counts: dict[str, int], running: pd.DataFram
 
 def study_status(reader: results.TrialReader, study_name: str) -> dict[str, Any]:
     """Everything `lpstudy status` shows, as plain data (what --json prints). A search study is
-    answered from a few queries (lpstudy.results.summary) without reading every trial; a grid reads
+    answered from a few queries (lpstudy.results.reading.summary) without reading every trial; a grid reads
     every trial (its cells and per-p table)."""
-    from lpstudy.results.summary import study_summary
+    from lpstudy.results.reading.summary import study_summary
 
     summary = study_summary(reader, study_name)
     if summary is not None:
@@ -209,7 +209,7 @@ def render_status(status: dict[str, Any], console=None) -> None:
     from rich.console import Console
 
     console = console or Console()
-    if status["kind"] == "compare":  # its arms are studies of their own: lpstudy.results.compare says them
+    if status["kind"] == "compare":  # its arms are studies of their own: lpstudy.results.reading.compare says them
         console.print(f"[bold]study {status['study']}[/] · comparison · preset {status['preset']}",
                       highlight=False, soft_wrap=True)
         console.print(f"storage  {status['storage']}", highlight=False, soft_wrap=True)
@@ -290,8 +290,8 @@ def _render_replicate(status: dict[str, Any], console) -> None:
 
 
 def print_verdict_table(console, answer: dict[str, Any]) -> None:
-    """The verdict table of an answer (lpstudy.results.verdict_table), as every command prints it."""
-    from lpstudy.results.verdict_table import verdict_frame, verdict_title
+    """The verdict table of an answer (lpstudy.results.tables.verdicts), as every command prints it."""
+    from lpstudy.results.tables.verdicts import verdict_frame, verdict_title
 
     frame = verdict_frame(answer) if answer.get("reference") else None
     if frame is not None and len(frame) > 1:

@@ -2,7 +2,7 @@
 did not diverge (a diverged run COMPLETEs valued ln V so that samplers avoid it, but it is never a
 configuration to retrain), ties broken by the earlier trial. The report, the dashboard's pages and
 the compare table rank trials through here, on Optuna's FrozenTrials or on the trials frame
-(lpstudy.results.frames). Which configuration a *search* returns (what `export`, `status`, the
+(lpstudy.results.reading.frames). Which configuration a *search* returns (what `export`, `status`, the
 Export page and a comparison's worker take) is its race's answer over folds
 (lpstudy.study.intensify, read by lpstudy.study.races), which uses is_candidate's rule per run; every
 reader that shows a study's best (the report, the Home page, `lpstudy studies`, a comparison's
@@ -29,7 +29,7 @@ def is_candidate(state: str, value: Any, diverged: Any) -> bool:
 
 
 def ranked_frame(trials: pd.DataFrame, k: int | None = None) -> pd.DataFrame:
-    """The candidate rows of a trials frame (lpstudy.results.frames), best first, with `loss`:
+    """The candidate rows of a trials frame (lpstudy.results.reading.frames), best first, with `loss`:
     is_candidate's rule on whole columns (100,000 trials in milliseconds, not a call per row), and
     only the rows returned copied."""
     import numpy as np

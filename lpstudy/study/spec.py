@@ -24,7 +24,7 @@ from typing import Any
 from lpstudy.errors import UserError
 from lpstudy.files import read_yaml_mapping
 from lpstudy.study.intensify import Intensifier
-from lpstudy.study.options import OPTIONS, PRUNERS, SAMPLERS  # noqa: F401  (SAMPLERS, PRUNERS: read here too)
+from lpstudy.study.options import OPTIONS
 from lpstudy.study.space import DEFAULT_SPACE, Fixed, SearchSpace
 from lpstudy.training.bounds import FIELD_BOUNDS
 from lpstudy.training.config import TrainConfig, get_preset, resolve_config

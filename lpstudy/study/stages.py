@@ -35,7 +35,7 @@ def next_stage(storage: StudyStorage, name: str, say=None) -> str:
     storage: the worker's own, which reads the verdicts' data too."""
     from lpstudy.results.answers import study_answer
     from lpstudy.results.answers.options import stage_options
-    from lpstudy.results.compare import verdict_data
+    from lpstudy.results.reading.compare import verdict_data
     from lpstudy.study.compare import enqueue_stage, load_plan
     from lpstudy.study.studies import enqueue_round, load_spec
     from lpstudy.values import format_p

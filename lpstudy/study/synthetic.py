@@ -1,5 +1,5 @@
 """Synthetic studies for tests, demos and benchmarks: Optuna studies written exactly as the study
-service writes them (see lpstudy.results.frames for the contract), with learning curves that depend on
+service writes them (see lpstudy.results.reading.frames for the contract), with learning curves that depend on
 p, the learning rate and the gain in a plausible way, some runs diverged, and trials in every state.
 Each trial's attributes are written through lpstudy.study.trial_attributes, as the worker writes
 its own, from a TrainConfig of the run it stands for.

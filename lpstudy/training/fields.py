@@ -4,7 +4,7 @@ one line of help.
 TrainConfig (lpstudy.training.config) is made of these fields; the bounds (bounds.FIELD_BOUNDS),
 the search space (study.space: DEFAULT_SPACE, log scales, which fields a study cannot set), the
 attributes each trial stores (study.trial_attributes) and the columns of the trials frame
-(results.frames) are read from here. Adding a field is one line in FIELDS (and, where the trainer
+(results.reading.frames) are read from here. Adding a field is one line in FIELDS (and, where the trainer
 or the model should use it, the code that does).
 
 Types are real types: int, float, bool, str, or P (the norm exponent, which checks itself:

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from lpstudy.results.analysis.groups import DEFAULT_P_BINS, equal_width_bins, p_bins, p_positions
-from lpstudy.results.cells import cell_frame
+from lpstudy.results.reading.cells import cell_frame
 from lpstudy.results.analysis.intervals import t_interval
 from lpstudy.results.analysis.selection import finished
 

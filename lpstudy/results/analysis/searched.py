@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from lpstudy.results.cells import REPLICATE_FIELDS
+from lpstudy.results.reading.cells import REPLICATE_FIELDS
 
 DEFAULT_PARAMS = ("p", "lr", "gain_init")  # what a study without a readable space searched
 BLOCKING = "a blocking factor: it tells replicates apart"

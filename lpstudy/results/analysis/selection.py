@@ -9,7 +9,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from lpstudy.results.cells import cells_done, grid_fields
+from lpstudy.results.reading.cells import cells_done, grid_fields
 from lpstudy.study.best import ranked_frame
 from lpstudy.values import STATES
 

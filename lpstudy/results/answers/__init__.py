@@ -74,7 +74,7 @@ from typing import TYPE_CHECKING
 from lpstudy.results.answers.options import DEFAULT_ALPHA, DEFAULT_ROPE, AnswerOptions, Rope, parse_rope, study_rope
 
 if TYPE_CHECKING:  # the CLI imports the options from here without pandas
-    from lpstudy.results.frames import StudyData, StudyInfo
+    from lpstudy.results.reading.frames import StudyData, StudyInfo
 
 __all__ = ["AnswerOptions", "DEFAULT_ALPHA", "DEFAULT_ROPE", "Rope", "answered_by_verdicts", "has_verdicts",
            "parse_rope", "study_answer", "study_rope"]
@@ -115,7 +115,7 @@ def with_what_decides(answer: dict, data: StudyData, options: AnswerOptions) -> 
     decide each undecided arm at 80 % power, the command and its time) and its clause in the sentence."""
     from lpstudy.results.analysis.paired import fold_losses
     from lpstudy.results.answers.decide import decide_sentence, to_decide
-    from lpstudy.results.verdict_table import arm_name
+    from lpstudy.results.tables.verdicts import arm_name
     from lpstudy.values import json_safe
 
     ref = answer.get("reference")

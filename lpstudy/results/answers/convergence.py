@@ -38,7 +38,7 @@ from lpstudy.results.analysis.selection import finished
 from lpstudy.results.analysis.survival import group_survival
 from lpstudy.results.answers.endpoint_verdicts import endpoint_verdicts
 from lpstudy.results.answers.options import AnswerOptions
-from lpstudy.results.frames import StudyData
+from lpstudy.results.reading.frames import StudyData
 from lpstudy.values import format_p
 
 ENDPOINTS = {  # name: (unit, what it is)

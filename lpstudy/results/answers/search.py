@@ -35,7 +35,7 @@ from lpstudy.results.analysis.searched import Searched, rank_correlation, read_s
 from lpstudy.results.analysis.selection import finished, successful
 from lpstudy.results.answers.options import AnswerOptions
 from lpstudy.results.answers.surrogate import MIN_RUNS, Profile, p_profile
-from lpstudy.results.frames import StudyData
+from lpstudy.results.reading.frames import StudyData
 from lpstudy.values import format_p, json_safe
 
 METRIC = "final validation loss (completed runs that did not diverge)"
@@ -134,7 +134,7 @@ def _few_runs_sentence(n: int, losses: pd.Series, searched: Searched) -> str:
 def search_answer(data: StudyData, options: AnswerOptions = AnswerOptions()) -> dict:
     """The answer of a search study (lpstudy.results.answers' shape): search_effect and the
     importance (over importance_sample's runs in a big study)."""
-    from lpstudy.results.curve_sample import importance_sample
+    from lpstudy.results.reading.curve_sample import importance_sample
 
     trials = data.trials
     importance = param_importance(importance_sample(trials), data.info.spec).to_answer() if len(trials) else {

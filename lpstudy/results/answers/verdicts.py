@@ -31,7 +31,7 @@ from lpstudy.results.answers.endpoint_verdicts import endpoint_verdicts
 from lpstudy.results.answers.fold_tests import VERDICTS, interval
 from lpstudy.results.answers.sequential import information, look_levels, nominal_levels, rounds_of, sequential_verdicts
 from lpstudy.results.answers.stability_verdicts import stability_answer
-from lpstudy.results.frames import StudyData
+from lpstudy.results.reading.frames import StudyData
 from lpstudy.values import REFERENCE_P, format_p, json_safe
 
 METHOD = ("corrected resampled t over folds (Nadeau & Bengio 2003; repeated CV: Bouckaert & Frank 2004), better or "
@@ -68,7 +68,7 @@ def _reference(options: AnswerOptions, data: StudyData, present: list, values: d
     if options.reference is not None:
         from lpstudy.errors import UserError
 
-        from lpstudy.results.verdict_table import arm_name
+        from lpstudy.results.tables.verdicts import arm_name
 
         field = "p" if data.info.kind != "compare" else (data.info.spec.get("compare") or {}).get("factor", "arm")
         shown = ", ".join(arm_name(field, values.get(a, a)) for a in present)

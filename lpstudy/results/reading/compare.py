@@ -15,7 +15,7 @@ from lpstudy.db.trial_reader import TrialReader
 from lpstudy.db.urls import redact
 from lpstudy.errors import UserError
 from lpstudy.results import analysis as A
-from lpstudy.results.frames import load_trials
+from lpstudy.results.reading.frames import load_trials
 from lpstudy.results.measured import loss_cell
 from lpstudy.study.compare import COMPARE_ATTR, ComparePlan
 
@@ -126,7 +126,7 @@ def _mark_returned(reader: TrialReader, study: str, attrs: dict, frame: pd.DataF
     """The tuning trials with `returned` (the trial of the configuration the arm's search returns,
     lpstudy.results.measured.search_chosen, which lpstudy.study.compare replicates) and
     `returned_folds` (on how many folds it was measured)."""
-    from lpstudy.results.frames import study_info
+    from lpstudy.results.reading.frames import study_info
     from lpstudy.results.measured import search_chosen
 
     info = study_info(study, attrs)
@@ -143,7 +143,7 @@ def compare_study_data(reader: TrialReader, name: str, curves: bool = False):
     data = load_compare(reader, name)
     study = _study_data(data)
     if curves and len(study.trials):
-        from lpstudy.results.frames import merge_curves, trial_curves
+        from lpstudy.results.reading.frames import merge_curves, trial_curves
 
         parts = []
         for arm_study, rows in study.trials.groupby("study", sort=False):
@@ -157,7 +157,7 @@ def compare_study_data(reader: TrialReader, name: str, curves: bool = False):
 def _study_data(data: CompareData):
     """The comparison's StudyData: its arms' replicate runs, numbered 0, 1, ... across the arms (the
     arm's study and the trial's number in it kept as `study` and `arm_number`, where its curves are read)."""
-    from lpstudy.results.frames import StudyData, StudyInfo, merge_curves
+    from lpstudy.results.reading.frames import StudyData, StudyInfo, merge_curves
 
     plan, name = data.plan, data.name
     spec = {"folds": plan.folds, "compare": {"factor": plan.factor, "reference_label": data.reference,
@@ -232,7 +232,7 @@ def exported_arm(reader: TrialReader, name: str) -> tuple[str, str]:
 def verdict_data(reader, name: str, curves: bool = True) -> StudyData:
     """The study NAME read for its verdicts: a comparison's arms' replicate runs (compare_study_data),
     any other study as it is (frames.load_study)."""
-    from lpstudy.results.frames import load_study
+    from lpstudy.results.reading.frames import load_study
 
     data = load_study(reader, name, curves=curves)
     if data.info.kind == "compare":

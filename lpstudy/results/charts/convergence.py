@@ -8,7 +8,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from lpstudy.results.charts import GROUP_COLOURS, caption, figure, mark_empty
-from lpstudy.results.verdict_table import VERDICT_COLOURS, arm_name
+from lpstudy.results.tables.verdicts import VERDICT_COLOURS, arm_name
 
 REFERENCE_COLOUR = "#222222"
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")

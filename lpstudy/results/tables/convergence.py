@@ -8,7 +8,7 @@ import math
 
 import pandas as pd
 
-from lpstudy.results.verdict_table import arm_name
+from lpstudy.results.tables.verdicts import arm_name
 
 CONVERGENCE_COLUMNS = ("arm", "endpoint", "verdict", "relative", "interval (relative)", "folds to decide", "folds",
                        "censored", "mean", "diff")

@@ -1,5 +1,5 @@
 """A grid study as a table of learning curves: every configuration × fold with its curve, the
-steps it ran, its wall time and whether it diverged. What the replay benchmark (replay.py) runs
+steps it ran, its wall time and whether it diverged. What the replay benchmark (traces.py) runs
 samplers and pruners against instead of training.
 
 Read from a grid study of any database (`from_study`: a study made with `--sampler grid` or
@@ -192,7 +192,7 @@ def from_study(reader: TrialReader, study_name: str) -> GridTable:
     cell has no COMPLETE trial yet (it says how many, and how to finish them)."""
     from lpstudy.db.urls import redact
     from lpstudy.names import shell_quoted
-    from lpstudy.results.frames import load_study
+    from lpstudy.results.reading.frames import load_study
     from lpstudy.study.space import Choice
     from lpstudy.study.spec import StudySpec
 

@@ -89,7 +89,7 @@ def stages_frame(answer: dict) -> pd.DataFrame:
     """The stages of a sequential (--until-decided) study, one row per look: the folds run by then,
     the alpha that look spends and the alpha spent up to it, then per arm its state at that look
     (stage_state); at a look not reached yet, an arm already decided is "stopped (its verdict)" and
-    the others "running" (the look under way) or "to come". Columns named as lpstudy.results.columns
+    the others "running" (the look under way) or "to come". Columns named as lpstudy.results.tables.columns
     labels them; empty for any other study."""
     seq, ref = answer.get("sequential"), answer.get("reference")
     if not seq or not ref:

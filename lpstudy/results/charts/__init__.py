@@ -1,5 +1,13 @@
-"""One function per figure: Plotly figures of the frames made by lpstudy.results.analysis, shared by the
-Streamlit pages and `lpstudy report`. Every figure has a title (the browser test reads them).
+"""The charts: one function per figure, Plotly figures of the frames made by lpstudy.results.analysis
+and of the answers, shared by the Streamlit pages and `lpstudy report`. Every figure has a title (the
+browser test reads them).
+
+This module holds a study's own figures (trials by state, the optimisation history, loss against p,
+the curves and their bands, maps over a grid, convergence and stability per p group, one trial's
+dynamics) and the look every chart shares (`figure`, `mark_empty`, `caption`, p's axis, colours);
+the modules beside it draw one subject each, with these helpers: compute (what the trials spent),
+convergence (convergence as an answer), lens (the stability lens), search (what a search says about
+p) and verdicts (the arms' verdicts).
 
 p = ∞ is drawn right of the largest finite p and labelled ∞ (analysis.inf_position/p_ticks);
 learning rates are coloured on a log scale; diverged runs are marked apart (a red ×).
@@ -15,7 +23,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from lpstudy.results import analysis as A
-from lpstudy.results.point_sample import CHART_POINTS, box_statistics, drawn_points, step_points
+from lpstudy.results.reading.point_sample import CHART_POINTS, box_statistics, drawn_points, step_points
 
 P_SCALE = "Viridis"
 # Up to ten groups of p get colours a person tells apart (Plotly's D3 palette, a qualitative one);
@@ -648,8 +656,8 @@ def trial_dynamics_chart(curves: pd.DataFrame, number: int) -> go.Figure:
 
 def mark_sample(fig: go.Figure, note: str) -> go.Figure:
     """Write on the figure, under its title, that it draws a sample of the trials' curves
-    (lpstudy.results.curve_sample) or points (lpstudy.results.point_sample)."""
-    from lpstudy.results.curve_sample import sample_label
+    (lpstudy.results.reading.curve_sample) or points (lpstudy.results.reading.point_sample)."""
+    from lpstudy.results.reading.curve_sample import sample_label
 
     top = max(int(fig.layout.margin.t or 0), 100)  # title and note at the top, the legend above the plot below them
     fig.update_layout(title={"subtitle": {"text": sample_label(note), "font": {"size": 11, "color": "#666"}},

@@ -8,7 +8,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from lpstudy.results.charts import caption, figure, mark_empty
-from lpstudy.results.verdict_table import COLOUR_RULE, NEUTRAL_COLOUR, VERDICT_COLOURS, arm_name
+from lpstudy.results.tables.verdicts import COLOUR_RULE, NEUTRAL_COLOUR, VERDICT_COLOURS, arm_name
 
 
 def equal_budget_chart(answer: dict) -> go.Figure:
@@ -177,7 +177,7 @@ def stability_verdict_chart(answer: dict, metric: str) -> go.Figure:
     labels = [arm_name(field, r["value"]) for r in rows]
     if metric == "divergence":
         ys = [r["rate"] for r in rows]
-        # the reference in the neutral colour of every chart that compares arms (verdict_table)
+        # the reference in the neutral colour of every chart that compares arms (tables.verdicts)
         fig.add_bar(x=labels, y=ys, marker_color=[NEUTRAL_COLOUR if r.get("p_value") is None else "#c8412c" for r in rows],
                     showlegend=False,
                     error_y={"type": "data", "visible": True, "array": [r["high"] - r["rate"] for r in rows],

@@ -2,7 +2,7 @@
 trials, the running ones and the mean duration of a completed trial, each one query on the study's
 tables (lpstudy.db.trial_reader.StudyTables). `lpstudy status`, `lpstudy export` and the study chooser read a
 100,000-trial study in about the time of a handful of indexed queries; the numbers are those of the
-full read (lpstudy.results.frames.load_study), exactly: the tests compare the two.
+full read (lpstudy.results.reading.frames.load_study), exactly: the tests compare the two.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from lpstudy.db.study_queries import StudyTables, in_chunks
-from lpstudy.results import frames
-from lpstudy.results.compute import compute_summary_of_sums
+from lpstudy.results.reading import frames
+from lpstudy.results.reading.compute import compute_summary_of_sums
 from lpstudy.values import RACE_FOLD_ATTR, STATES
 
 
@@ -27,7 +27,7 @@ class StudySummary:
     best: pd.DataFrame  # the best trial's row of the trials frame (empty when none can be best)
     running: pd.DataFrame  # the RUNNING trials' rows of the trials frame
     mean_complete_s: float | None
-    compute: dict  # results.compute.compute_summary of every trial, summed in SQL
+    compute: dict  # results.reading.compute.compute_summary of every trial, summed in SQL
     measured: dict | None = None  # how well the best is known: lpstudy.results.measured.measured_fields
     waiting_races: int = 0  # WAITING trials a race enqueued (lpstudy.study.races): a leader on another fold
 

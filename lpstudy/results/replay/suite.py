@@ -4,7 +4,7 @@ over the suite, and that choice checked on grids it was not made on.
 One grid is one benchmark, and a default chosen on one benchmark fits it; HPOBench, YAHPO Gym and
 LCBench compare methods over suites of benchmarks. The choice rule, over the methods with a spread
 phase (the first run of a study must show p's effect from completed trials spread over p:
-lpstudy.study.spread), scored on what the user gets (lpstudy.results.replay_scores, since issue 45):
+lpstudy.study.spread), scored on what the user gets (lpstudy.results.replay.scores, since issue 45):
 
 1. the leader: the highest worst hold over the grids (hold: the share of seeds whose returned
    configuration's mean loss over all folds lies within 2 % of the best's, at the end of the
@@ -30,7 +30,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from lpstudy.results.replay_scores import HOLD_GOAL, mcnemar_p, rank_key, sign_p
+from lpstudy.results.replay.scores import HOLD_GOAL, mcnemar_p, rank_key, sign_p
 
 ALPHA = 0.05
 # Simpler first: pruners, then samplers (a rank each; equal ranks are equally simple).

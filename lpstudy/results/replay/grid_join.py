@@ -6,7 +6,7 @@ study of its own), or folds run on another cluster.
 The parts must share every fixed setting (preset, model, steps, K folds, ...); a field that one
 part fixes and another grids counts as that field with its one value. Together their values must
 cover the whole product (every value of each field combined, on every fold), each cell in one
-part only. Plain Python over GridTable (lpstudy.results.grid_table)."""
+part only. Plain Python over GridTable (lpstudy.results.replay.grid_table)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import itertools
 from typing import TYPE_CHECKING, Any
 
 from lpstudy.errors import UserError
-from lpstudy.results.grid_table import FOLD, GridTable, Run, from_study, is_numeric_value
+from lpstudy.results.replay.grid_table import FOLD, GridTable, Run, from_study, is_numeric_value
 
 if TYPE_CHECKING:
     from lpstudy.db.trial_reader import TrialReader

@@ -1,7 +1,7 @@
 """A study that a long-lived reader (the dashboard) keeps, and reads again incrementally when it
 changed: only the trials that were not finished at the last read and the trials added since.
 
-Reading the trials frame of a 100,000-trial study costs seconds of SQL (lpstudy.results.frames:
+Reading the trials frame of a 100,000-trial study costs seconds of SQL (lpstudy.results.reading.frames:
 every attribute row pivoted, every trial's last evaluation); a live study changes every few
 seconds, but only in its unfinished trials (a RUNNING trial's attributes, evaluations and state;
 a WAITING cell being claimed) and by new trials. A finished trial (COMPLETE, PRUNED, FAIL) does not
@@ -11,13 +11,13 @@ asks the database for
   - the trials whose id is above the largest id read so far (new trials: ids only grow), and
   - the trials that were RUNNING or WAITING at the last read (whatever state they are in now),
 
-reads the trials frame of those only (lpstudy.results.frames.trials_of, by trial id, a few
+reads the trials frame of those only (lpstudy.results.reading.frames.trials_of, by trial id, a few
 thousand a query), and puts their rows in place of the old ones. The result equals a full read
 (the tests compare the two after trials changed state and new ones arrived). A full read is done
 again when the study is another one (a new study id: the study was deleted and made again), or
 when the number of trials the database holds is not the number this copy expects (a trial removed
 by hand). The learning curves are read again at every read: they are those of a sample of at most
-about a thousand trials (lpstudy.results.curve_sample), or of every trial of a small study.
+about a thousand trials (lpstudy.results.reading.curve_sample), or of every trial of a small study.
 
 On a storage read through Optuna's API (journal, gRPC) each read is a new copy of the study
 (lpstudy.db.optuna_copy) that keeps the trials' ids: the same rule reads only what changed.
@@ -30,7 +30,7 @@ import threading
 import pandas as pd
 
 from lpstudy.db.study_queries import StudyTables, in_chunks
-from lpstudy.results import frames
+from lpstudy.results.reading import frames
 
 UNFINISHED = ("RUNNING", "WAITING")
 
@@ -51,11 +51,11 @@ class LiveStudy:
 
     def read(self, curves: bool = True) -> frames.StudyData:
         """The study as it is now (frames.StudyData); a comparison, whose own study holds no trials,
-        read through its arms (lpstudy.results.compare.compare_study_data), as every page reads it."""
+        read through its arms (lpstudy.results.reading.compare.compare_study_data), as every page reads it."""
         with self._lock:
             data = self.reader.read(self.study_name, lambda tables: self._read(tables, curves))
         if data.info.kind == "compare":
-            from lpstudy.results.compare import compare_study_data
+            from lpstudy.results.reading.compare import compare_study_data
 
             return compare_study_data(self.reader, self.study_name, curves=curves)
         return data

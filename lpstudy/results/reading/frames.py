@@ -32,7 +32,7 @@ import pandas as pd
 
 from lpstudy.db.study_queries import StudyTables
 from lpstudy.db.trial_reader import TrialReader
-from lpstudy.results.cells import grid_fields, one_per_cell
+from lpstudy.results.reading.cells import grid_fields, one_per_cell
 from lpstudy.training.fields import FIELDS
 from lpstudy.training.metrics import METRIC_FIELDS, SUMMARY_FIELDS
 from lpstudy.values import FIXED_PARAMS_ATTR, METRICS_ATTR_PREFIX, SPEC_ATTR, SYNTHETIC_ATTR, P, p_of_params, read_p, to_float
@@ -74,7 +74,7 @@ class StudyData:
     trials: pd.DataFrame
     curves: pd.DataFrame
     duplicates: list[int] = field(default_factory=list)  # grid trials left out: their cell ran before
-    curve_note: str | None = None  # set when `curves` holds a sample of the trials (lpstudy.results.curve_sample)
+    curve_note: str | None = None  # set when `curves` holds a sample of the trials (lpstudy.results.reading.curve_sample)
     # a search's chosen configuration, read with the trials (lpstudy.results.measured.search_chosen)
     chosen: Any = None
     # what a reader computed from this data, once (the dashboard's charts: app/common.once); not the data itself
@@ -127,16 +127,16 @@ def _comparison_trials(name: str, counts: dict[str, int | None]) -> int:
 
 def trials_of(tables: StudyTables, ids=None, state: str | None = None) -> pd.DataFrame:
     """The trials frame (see the module's docstring) of the study's trials (or of `ids`, or of one
-    state), before a grid's repeated cells are left out: the one builder (lpstudy.results.trial_table),
+    state), before a grid's repeated cells are left out: the one builder (lpstudy.results.reading.trial_table),
     whatever storage the rows come from."""
-    from lpstudy.results.trial_table import raw_trials_frame
+    from lpstudy.results.reading.trial_table import raw_trials_frame
 
     raw, last = raw_trials_frame(tables, RUN_FIELDS, WHO, BOOL_FIELDS, ids=ids, state=state)
     return finish_trials_frame(raw, last)
 
 
 def finish_trials_frame(frame: pd.DataFrame, last: pd.DataFrame | None) -> pd.DataFrame:
-    """The trials frame from one row per trial (raw_trials_frame's columns, lpstudy.results.trial_table) and the last evaluations by
+    """The trials frame from one row per trial (raw_trials_frame's columns, lpstudy.results.reading.trial_table) and the last evaluations by
     trial_id (last_step, last_val_loss, n_evals): its columns in order, typed, sorted by number."""
     if last is not None and len(last) and len(frame):
         frame = frame.join(last, on="trial_id")
@@ -229,15 +229,15 @@ def trial_curves(reader: TrialReader, study_name: str, numbers: list[int]) -> pd
 def study_data(tables: StudyTables, study_name: str, frame: pd.DataFrame, with_curves: bool) -> StudyData:
     """The StudyData of a study whose trials frame (every trial, trials_of) is at hand: its info,
     a grid's repeated cells left out, and the curves of every trial or, in a big study, of a sample
-    (lpstudy.results.curve_sample)."""
-    from lpstudy.results.curve_sample import CurveSample, curve_sample
+    (lpstudy.results.reading.curve_sample)."""
+    from lpstudy.results.reading.curve_sample import CurveSample, curve_sample
     from lpstudy.results.measured import search_chosen, shown_best
 
     directions, attrs = tables.header()
     info = study_info(study_name, attrs, (directions or ["minimize"])[0])
     duplicates: list[int] = []
     cell = grid_fields(info.spec)
-    if cell:  # a grid cell counts once (lpstudy.results.cells), keyed on every gridded field
+    if cell:  # a grid cell counts once (lpstudy.results.reading.cells), keyed on every gridded field
         frame, _, duplicates = one_per_cell(frame, None, cell)
     chosen = search_chosen(tables, info.kind, info.spec)  # a search's best over folds: a few queries
     curves, sample = _empty_curves(), CurveSample(None)

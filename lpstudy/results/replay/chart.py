@@ -8,11 +8,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from lpstudy.errors import UserError
-from lpstudy.results.replay import RANDOM
-from lpstudy.results.replay_scores import ReplayResult
-from lpstudy.results.replay_methods import FOLD_PRUNER, PRUNER_NAMES, SAMPLER_NAMES, default_method
+from lpstudy.results.replay.traces import RANDOM
+from lpstudy.results.replay.scores import ReplayResult
+from lpstudy.results.replay.methods import FOLD_PRUNER, PRUNER_NAMES, SAMPLER_NAMES, default_method
 
-COLOURS = dict(zip(SAMPLER_NAMES, ("#7f7f7f", "#1f77b4", "#2ca02c", "#d62728", "#9467bd")))
+# Random search, the reference, in grey; every other sampler of the catalogue a colour of its own.
+PALETTE = ("#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf")
+COLOURS = {RANDOM.sampler: "#7f7f7f",
+           **dict(zip((s for s in SAMPLER_NAMES if s != RANDOM.sampler), PALETTE))}
 
 
 def write_chart(result: ReplayResult, path: str | Path) -> Path:

@@ -16,7 +16,7 @@ import pandas as pd
 from lpstudy.db.trial_reader import TrialReader
 from lpstudy.names import arm_study_names
 from lpstudy.results.analysis import state_counts
-from lpstudy.results.frames import load_trials, study_info
+from lpstudy.results.reading.frames import load_trials, study_info
 from lpstudy.results.measured import loss_cell, search_chosen, shown_best
 
 

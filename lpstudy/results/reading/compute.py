@@ -3,7 +3,7 @@ trial (pruned, failed and running ones included), what pruning saved against run
 to its end, and the best value so far against cumulative compute. `lpstudy status` and the
 dashboard show it; the replay benchmark (results.replay) counts compute the same way, in steps.
 
-Per trial, from the trials frame (results.frames):
+Per trial, from the trials frame (results.reading.frames):
   steps    the `steps` the run's summary recorded, else its last evaluated step (a trial killed
            before it wrote a summary, a running one), else 0
   time     the run's `wall_time_s` (training time), else its duration (start to end), else (a
@@ -104,7 +104,7 @@ def compute_summary_of_sums(groups: list[dict[str, Any]], pace: float) -> dict[s
 
 
 def compute_line(compute: dict[str, Any]) -> str:
-    """What the trials spent and what pruning saved, in one line (results.compute.compute_summary)."""
+    """What the trials spent and what pruning saved, in one line (results.reading.compute.compute_summary)."""
     spent = (f"{compute['steps']:,} steps by {compute['trials']} trial(s) · CPU {format_duration(compute['cpu_s'])}"
              f" · GPU {format_duration(compute['gpu_s'])}")
     if not compute["pruned"]:

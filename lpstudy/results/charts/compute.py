@@ -1,4 +1,4 @@
-"""The dashboard's charts of compute (results.compute): the best value so far against the compute
+"""The dashboard's charts of compute (results.reading.compute): the best value so far against the compute
 spent by all trials, and pruned trials marked on the loss curves at the step where they stopped."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from lpstudy.results.charts import figure, mark_empty, mark_sample
-from lpstudy.results.point_sample import drawn_points, step_points
+from lpstudy.results.reading.point_sample import drawn_points, step_points
 
 PRUNED_MARKER = {"symbol": "x", "size": 7, "color": "#444444", "line": {"width": 1}}
 
@@ -59,7 +59,7 @@ def best_against_compute_chart(frame: pd.DataFrame) -> go.Figure:
 
 
 def mark_pruned(fig: go.Figure, stops: pd.DataFrame, column: str = "val_loss") -> go.Figure:
-    """Add a × where each pruned trial's curve stopped (results.compute.pruned_stops)."""
+    """Add a × where each pruned trial's curve stopped (results.reading.compute.pruned_stops)."""
     if stops.empty:
         return fig
     fig.add_scatter(x=stops["step"], y=stops[column], mode="markers", marker=PRUNED_MARKER,

@@ -57,7 +57,7 @@ def _chart_edges(trials: pd.DataFrame, spec: dict | None):
 
 
 def curve_sample(trials: pd.DataFrame, best_number: int | None = None, spec: dict | None = None) -> CurveSample:
-    """The sample of a trials frame (lpstudy.results.frames) whose curves a reader fetches, stratified
+    """The sample of a trials frame (lpstudy.results.reading.frames) whose curves a reader fetches, stratified
     on the p groups the charts open with (the study's `spec` gives its searched p range)."""
     candidates = trials[trials["state"] != "WAITING"]
     if len(candidates) <= CURVE_TRIALS_ALL:

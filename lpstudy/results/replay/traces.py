@@ -1,6 +1,6 @@
 """The replay benchmark: what a search method spends to find a grid's best configuration.
 
-A sampler and a pruner (replay_methods.Method) run against a table of real learning curves
+A sampler and a pruner (methods.Method) run against a table of real learning curves
 (grid_table.GridTable) instead of training, through Optuna's real ask/tell and
 `trial.report`/`should_prune`: each trial's parameters, sampled by lpstudy's own search space
 (the grid's ranges), map to the nearest grid configuration, whose stored curve on the tuning fold
@@ -9,7 +9,7 @@ the steps of its whole run. Many seeds; seed s tunes on fold s mod K, so the fol
 
 Each (method, seed) gives a Trace: after each trial, the compute spent and the configuration the
 method would return (lpstudy's best trial, lpstudy.study.best: lowest value on the tuning fold,
-never a diverged run, the earlier on a tie). lpstudy.results.replay_scores scores traces;
+never a diverged run, the earlier on a tie). lpstudy.results.replay.scores scores traces;
 code_version() and Optuna's version key a cache of them (benchmarks/bench_search_suite.py).
 
 No torch (the GP sampler imports it through Optuna when it runs).
@@ -29,8 +29,8 @@ from optuna.trial import TrialState
 
 from lpstudy.study.best import is_candidate
 from lpstudy.study.intensify import Evaluation, Intensifier
-from lpstudy.results.grid_table import FOLD, GridTable
-from lpstudy.results.replay_methods import Method, build_pruner, build_sampler
+from lpstudy.results.replay.grid_table import FOLD, GridTable
+from lpstudy.results.replay.methods import Method, build_pruner, build_sampler
 from lpstudy.study.space import SearchSpace
 from lpstudy.study.spec import StudySpec
 from lpstudy.study.spread import enqueue_spread
@@ -232,7 +232,7 @@ def code_version() -> str:
 
     root = Path(lpstudy.__file__).parent
     digest = hashlib.sha256()
-    for name in ("results/replay.py", "results/replay_methods.py", "results/grid_table.py", "study/space.py",
+    for name in ("results/replay/traces.py", "results/replay/methods.py", "results/replay/grid_table.py", "study/space.py",
                  "study/intensify.py",
                  "study/spread.py", "study/studies.py", "study/spec.py", "study/best.py", "training/fields.py",
                  "values.py"):

@@ -1,9 +1,10 @@
 """The search methods the replay benchmark compares: a sampler and a pruner each, by name.
 
-Where a method is lpstudy's own (a sampler or pruner a study spec can name: lpstudy.study.spec's
-SAMPLERS and PRUNERS), it is built by the very code a study uses (lpstudy.study.studies'
-make_sampler and make_pruner, from a spec of the grid's space), so the method marked `default` is
-what `lpstudy search` runs. The others are Optuna's, with Optuna's defaults unless said here:
+Where a method is lpstudy's own (a sampler or pruner a study spec can name: the one catalogue of
+them, lpstudy.study.options' SEARCH_SAMPLERS and PRUNERS), it is built by the very code a study uses
+(lpstudy.study.studies' make_sampler and make_pruner, from a spec of the grid's space), so the method
+marked `default` is what `lpstudy search` runs. The others are Optuna's, with Optuna's defaults
+unless said here (its samplers in REPLAY_ONLY_SAMPLERS):
 
     samplers  random, cmaes (CmaEsSampler), tpe (multivariate, constant liar, 10 random trials):
               lpstudy's; tpe-optuna (Optuna's default TPESampler(seed=...): since Optuna 5 it is
@@ -25,24 +26,40 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import optuna
 
 from lpstudy.errors import UserError
-from lpstudy.study.options import OPTIONS
-from lpstudy.study.spec import PRUNERS, SAMPLERS, StudySpec
+from lpstudy.study.options import OPTIONS, PRUNERS, SEARCH_SAMPLERS
+from lpstudy.study.spec import StudySpec
 from lpstudy.study.studies import make_pruner, make_sampler
 
-SAMPLER_NAMES = ("random", "tpe", "tpe-optuna", "gp", "cmaes")
+
+@dataclass(frozen=True)
+class OptunaSampler:
+    """One of Optuna's samplers the replay measures beside a study's own (a study cannot name it)."""
+    build: Callable[[int], optuna.samplers.BaseSampler]  # from the seed, with Optuna's defaults
+    with_pruners: bool = True  # False: measured with no pruner only (with the others when --methods names them)
+    on_request: bool = False  # measured only when --methods names it
+
+
+# The replay-only samplers, declared here once; every other sampler is a study's (SEARCH_SAMPLERS).
+REPLAY_ONLY_SAMPLERS = {
+    # Optuna's default TPESampler: lpstudy's TPE wherever lpstudy's leaves `group` off (every space
+    # since issue 37), so a check, measured with no pruner only.
+    "tpe-optuna": OptunaSampler(lambda seed: optuna.samplers.TPESampler(seed=seed), with_pruners=False),
+    # A GP fit per trial: about 40 times a CMA-ES seed's time.
+    "gp": OptunaSampler(lambda seed: optuna.samplers.GPSampler(seed=seed), on_request=True),
+}
+SAMPLER_NAMES = (*SEARCH_SAMPLERS, *REPLAY_ONLY_SAMPLERS)
 PRUNER_NAMES = ("none", "median", "sha", "hyperband")
 FOLD_PRUNER = "wilcoxon"  # prunes across folds, not along a curve
 # Samplers paired with the fold pruner (Optuna's example pairs WilcoxonPruner with TPE).
 FOLD_SAMPLERS = ("tpe",)
-# Measured with no pruner only (the others by --methods): Optuna's default TPE is lpstudy's.
-SAMPLERS_WITHOUT_PRUNERS = ("tpe-optuna",)
-# Measured only when --methods names them: a GP seed costs a GP fit per trial.
-SAMPLERS_ON_REQUEST = ("gp",)
+SAMPLERS_WITHOUT_PRUNERS = tuple(name for name, s in REPLAY_ONLY_SAMPLERS.items() if not s.with_pruners)
+SAMPLERS_ON_REQUEST = tuple(name for name, s in REPLAY_ONLY_SAMPLERS.items() if s.on_request)
 MAX_SPREAD = int(OPTIONS["spread_trials"].bound[1])  # what a study's spread phase may have
 RACE_FOLDS = int(OPTIONS["race_folds"].default)
 
@@ -147,12 +164,10 @@ def build_sampler(method: Method, spec: StudySpec, seed: int) -> optuna.samplers
     """The method's sampler, seeded; lpstudy's own through make_sampler."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ExperimentalWarning (GP, constant liar)
-        if method.sampler in SAMPLERS and method.sampler != "grid":
+        if method.sampler in SEARCH_SAMPLERS:
             return make_sampler(_with(spec, sampler=method.sampler, sampler_seed=seed))
-        if method.sampler == "tpe-optuna":
-            return optuna.samplers.TPESampler(seed=seed)
-        if method.sampler == "gp":
-            return optuna.samplers.GPSampler(seed=seed)
+        if method.sampler in REPLAY_ONLY_SAMPLERS:
+            return REPLAY_ONLY_SAMPLERS[method.sampler].build(seed)
     raise UserError(f"no sampler {method.sampler!r}")  # pragma: no cover - pick_methods refuses it first
 
 

@@ -13,7 +13,7 @@ folds it tuned or raced on:
   no held-out-fold score is given; a grid with more folds than `race_folds` would have them.
 
 **Search efficiency**: did the search find what its tuning fold rewards, and at what compute. Seed
-s tunes on fold f (lpstudy.results.replay.tuning_fold); the configuration it returns is its best
+s tunes on fold f (lpstudy.results.replay.traces.tuning_fold); the configuration it returns is its best
 trial on fold f, so it is judged against fold f's own best configuration:
 
 - reach: at the end of the budget, the returned configuration's loss on fold f lies within ε of
@@ -53,9 +53,9 @@ from typing import Any
 
 import numpy as np
 
-from lpstudy.results.grid_table import GridTable
-from lpstudy.results.replay import BUDGET, MAX_TRIALS, RANDOM, Trace, run_traces, tuning_fold
-from lpstudy.results.replay_methods import Method, default_method
+from lpstudy.results.replay.grid_table import GridTable
+from lpstudy.results.replay.traces import BUDGET, MAX_TRIALS, RANDOM, Trace, run_traces, tuning_fold
+from lpstudy.results.replay.methods import Method, default_method
 from lpstudy.values import json_safe
 
 CURVE_POINTS = 201  # compute fractions at which the regret curves are sampled
