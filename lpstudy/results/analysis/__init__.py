@@ -1,5 +1,5 @@
 """The numbers behind every chart: pure functions over the trials and curves frames of
-lpstudy.results.frames. No I/O, no plotting; the dashboard, `lpstudy report` and `lpstudy status` share them.
+lpstudy.results.reading.frames. No I/O, no plotting; the dashboard, `lpstudy report` and `lpstudy status` share them.
 
 Conventions:
 - A trial's loss is its final validation loss: the value of a COMPLETE trial that did not diverge.

@@ -14,7 +14,7 @@ def tuning_summary(trials: pd.DataFrame, arm: str = "arm") -> pd.DataFrame:
     """Per arm of a comparison's tuning studies: trials spent (COMPLETE, PRUNED, RUNNING or
     WAITING), completed, pruned, diverged, and the best trial's loss, lr and gain_init: the trial of
     the configuration the arm's search returns where the frame marks it (`returned`, with
-    `returned_folds`: best_folds, on how many folds it was measured; lpstudy.results.compare), else
+    `returned_folds`: best_folds, on how many folds it was measured; lpstudy.results.reading.compare), else
     best_trial's."""
     rows = []
     for name, group in trials.groupby(arm, sort=False):

@@ -21,7 +21,7 @@ SUMMARY_COLUMNS = ("p_bin", "p", "p_low", "p_high", "n", "n_ok", "n_diverged", "
 
 def _within(trials: pd.DataFrame, within: Sequence[str], table, empty: pd.DataFrame) -> pd.DataFrame:
     """table(group) for each setting of the fields `within` (a grid's other gridded fields, each
-    trial's cell value: lpstudy.results.cells), those fields as columns after p's, rows sorted by
+    trial's cell value: lpstudy.results.reading.cells), those fields as columns after p's, rows sorted by
     p then by the setting."""
     values = cell_frame(trials, tuple(within))
     parts = []
@@ -53,7 +53,7 @@ def per_p_summary(trials: pd.DataFrame, bins: int | Sequence[float] | None = Non
     """Final validation loss per p (exact values by default, or bins; see p_bins): one row per p
     group, sorted by p with ∞ last. n counts COMPLETE trials, n_ok those that did not diverge; mean,
     std (ddof 1), sem, the t interval (ci_low, ci_high), median and best are over the n_ok losses.
-    With `within` (a grid's other gridded fields, lpstudy.results.cells.setting_fields: a sweep's
+    With `within` (a grid's other gridded fields, lpstudy.results.reading.cells.setting_fields: a sweep's
     lr), one row per p and setting, the setting's fields as columns after p."""
     if within:
         return _within(trials, within, lambda group: per_p_summary(group, bins, confidence),

@@ -92,7 +92,7 @@ def running_trials(trials: pd.DataFrame, now: pd.Timestamp | None = None) -> pd.
 
 def grid_progress(trials: pd.DataFrame, spec: dict | None = None) -> dict | None:
     """For a grid study (replicate, or `create --sampler grid`): cells in the grid, cells done (a
-    COMPLETE trial; a cell is every gridded field, lpstudy.results.cells), running, waiting, and
+    COMPLETE trial; a cell is every gridded field, lpstudy.results.reading.cells), running, waiting, and
     the fraction done; None for a study that is not a grid."""
     spec = spec or {}
     fields = grid_fields(spec)
