@@ -290,8 +290,10 @@ def test_two_hundred_workers_through_the_default_overlays_proxy_fit_100_connecti
     over 400 connections (docs/scale-workers.md)."""
     from tests.pgserver import ThrowawayPostgres
 
+    # grace 120 s: above the longest a heartbeat waits behind 200 reconnecting workers on two cores
+    # (docs/scale-workers.md); the harness's own deadline inside pytest's 600 s, so that it reports
     plan = LoadPlan(storage="proxy", workers=200, p_values=10, folds=60, trial_s=0.3, kill_fraction=0.0,
-                    heartbeat_interval=10, grace_period=60, timeout_s=900, restart_proxy_at=0.4, proxy_down_s=10)
+                    heartbeat_interval=10, grace_period=120, timeout_s=480, restart_proxy_at=0.4, proxy_down_s=10)
     postgres = ThrowawayPostgres(max_connections=100).start()
     try:
         result = run_loaded(plan, tmp_path, postgres)
