@@ -58,7 +58,7 @@ def test_compare_gives_equal_budgets_then_replicates_each_best_once(empty_url, c
     for arm, value in (("p=1", 1.0), ("p=4", 4.0)):
         mine = runs[runs["arm"] == arm].set_index("fold")["value"]
         ref = runs[runs["arm"] == "p=2"].set_index("fold")["value"]
-        assert arms[value]["diff"] == pytest.approx(float((mine - ref).mean()))
+        assert arms[value].diff == pytest.approx(float((mine - ref).mean()))
 
 
 def test_a_comparison_refuses_what_cannot_run(sqlite_url, capsys):
