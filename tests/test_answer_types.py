@@ -33,8 +33,14 @@ def same(new, old, where: str = "answer") -> None:
         assert type(new) is type(old) and new == old, f"{where}: {new!r} != {old!r}"
 
 
-@pytest.mark.parametrize("name", list(STUDIES))
+HEAVY = {"search", "replicate_grid"}  # a surrogate's band, a stored study's curves: 10-15 s each
+
+
+@pytest.mark.parametrize("name", [pytest.param(name, marks=[pytest.mark.slow] if name in HEAVY else [])
+                                  for name in STUDIES])
 def test_the_typed_answer_gives_the_json_the_engine_gave_before_it(name):
+    """Every case's JSON shape is also read back and written again fast (the next test); here the
+    engine computes it anew."""
     before = json.loads(FIXTURE.read_text())[name]
     same(answer_json(name), before)
 
