@@ -135,7 +135,7 @@ def false_rows(n: int) -> list[list]:
         for seed in range(n):
             answer = study_answer(planted_study({2.0: 1.0, 1.0: 1.0, 3.0: 1.0, 4.0: 1.0}, seed=seed, jitter=0.1,
                                                 shared=True))
-            wrong += any(says_sooner_or_later(a) for a in answer["convergence"]["arms"]
+            wrong += any(says_sooner_or_later(a) for a in answer.to_json()["convergence"]["arms"]
                          if a["endpoint"] == "steps_to_threshold")
         rows.append([name, n, f"{wrong / n:.3f}"])
     E.fold_verdicts = real

@@ -120,7 +120,7 @@ def _answer(trials: pd.DataFrame) -> dict:
     from lpstudy.results.reading.frames import StudyData, StudyInfo
 
     return study_answer(StudyData(name="planted", info=StudyInfo(name="planted", kind="replicate"), trials=trials,
-                                  curves=pd.DataFrame()))
+                                  curves=pd.DataFrame())).to_json()  # the JSON `lpstudy verdict --json` gives
 
 
 def _failed_answer(how: str) -> dict:

@@ -55,13 +55,13 @@ def test_compare_gives_equal_budgets_then_replicates_each_best_once(empty_url, c
 
     data = load_compare(open_reader(url), "cmp")
     assert list(data.budgets["spent"]) == [3, 3, 3]
-    arms = {float(a["value"]): a for a in stages_answer(data)["arms"]}
-    assert sorted(arms) == [1.0, 4.0] and all(a["n_folds"] == 2 for a in arms.values())
+    arms = {float(a.value): a for a in stages_answer(data).arms}
+    assert sorted(arms) == [1.0, 4.0] and all(a.n_folds == 2 for a in arms.values())
     runs = data.folds
     for arm, value in (("p=1", 1.0), ("p=4", 4.0)):
         mine = runs[runs["arm"] == arm].set_index("fold")["value"]
         ref = runs[runs["arm"] == "p=2"].set_index("fold")["value"]
-        assert arms[value]["diff"] == pytest.approx(float((mine - ref).mean()))
+        assert arms[value].diff == pytest.approx(float((mine - ref).mean()))
 
 
 def test_a_comparison_refuses_what_cannot_run(sqlite_url, capsys):

@@ -82,10 +82,10 @@ def test_a_decided_arm_has_no_folds_left_and_the_undecided_one_runs_on():
     ref = [2.80, 2.90, 2.70]
     data = planted_compare({"p=2": ref, "p=1": [v + 0.002 + 0.0001 * i for i, v in enumerate(ref)],
                             "p=4": [ref[0] + 0.3, ref[1] - 0.25, ref[2] + 0.28]})
-    seq = stages_answer(data)["sequential"]
-    assert seq["looks_done"] == 1 and not seq["over"] and seq["rounds"] == [3, 5, 6]
-    assert seq["stopped"] == {"p=1": 3}
-    assert {a["arm"]: a["state"] for a in seq["arms"]} == {"p=1": "equivalent", "p=4": "running"}
+    seq = stages_answer(data).sequential
+    assert seq.looks_done == 1 and not seq.over and seq.rounds == [3, 5, 6]
+    assert seq.stopped == {"p=1": 3}
+    assert {a.arm: a.state for a in seq.arms} == {"p=1": "equivalent", "p=4": "running"}
     left = {r["arm"]: r["folds_left"] for r in compare_progress(data)["arms"]}
     assert left == {"p=1": 0, "p=2": 3, "p=4": 3}
 

@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from lpstudy.results.analysis.convergence import run_endpoints
-from lpstudy.results.answers import AnswerOptions, study_answer
+from lpstudy.results.answers import AnswerOptions
+from lpstudy.results.answers import study_answer
 from lpstudy.results.reading.frames import StudyData, StudyInfo
 
 STEPS = np.arange(0, 2001, 50)  # 41 evaluations of a 2000-step run
@@ -54,12 +55,17 @@ def planted_study(slowness: dict[float, float], folds: int = 10, seed: int = 0, 
                      curves=pd.concat(curves, ignore_index=True))
 
 
+def answer_json(data: StudyData, options: AnswerOptions = AnswerOptions()) -> dict:
+    """The answer as `lpstudy verdict --json` gives it."""
+    return study_answer(data, options).to_json()
+
+
 def rows_of(answer: dict, endpoint: str) -> dict:
     return {a["p"]: a for a in answer["convergence"]["arms"] if a["endpoint"] == endpoint}
 
 
 def test_an_arm_that_converges_20_percent_slower_to_the_same_loss_is_worse_on_convergence_equivalent_on_loss():
-    answer = study_answer(planted_study({2.0: 1.0, 3.0: 1.2}))
+    answer = answer_json(planted_study({2.0: 1.0, 3.0: 1.2}))
     (final,) = answer["arms"]
     assert final["verdict"] == "equivalent"  # the same final loss, within ±0.5 %
     steps = rows_of(answer, "steps_to_threshold")[3.0]
@@ -77,7 +83,7 @@ def test_an_arm_that_converges_20_percent_slower_to_the_same_loss_is_worse_on_co
 
 def test_a_faster_arm_is_better_and_said_sooner_with_its_interval():
     """p = 4 converges 30 % sooner: better, its interval beyond the ±5 % ROPE, and so said."""
-    answer = study_answer(planted_study({2.0: 1.0, 4.0: 0.7}, seed=3))
+    answer = answer_json(planted_study({2.0: 1.0, 4.0: 0.7}, seed=3))
     steps = rows_of(answer, "steps_to_threshold")[4.0]
     assert steps["verdict"] == "better" and steps["rel_low"] < -0.25 < steps["rel_high"] < -0.05  # beyond the ROPE
     assert f"p = 4 reaches it {100 * -steps['rel_diff']:.0f} % sooner" in answer["convergence"]["sentence"]
@@ -90,7 +96,7 @@ def test_runs_that_never_arrive_are_counted_pruned_ones_censored():
     censored in Kaplan–Meier, where 5 of the 7 runs at risk reach it."""
     study = planted_study({2.0: 1.0, 3.0: 1.0}, seed=2, pruned={(3.0, 0): 400, (3.0, 1): 400, (3.0, 2): 400},
                           diverged={(3.0, 3): 300, (3.0, 4): 300})
-    answer = study_answer(study)
+    answer = answer_json(study)
     steps = rows_of(answer, "steps_to_threshold")[3.0]
     assert steps["censored"] == 5 and steps["censored_by"] == {"diverged": 2, "pruned": 3}
     assert steps["n_folds"] == 7  # the pruned folds have no restricted steps to pair
@@ -120,7 +126,7 @@ def test_endpoints_of_each_kind_of_run():
 
 
 def test_the_threshold_is_the_readers_where_given():
-    answer = study_answer(planted_study({2.0: 1.0, 3.0: 1.2}), AnswerOptions(threshold=2.0))
+    answer = answer_json(planted_study({2.0: 1.0, 3.0: 1.2}), AnswerOptions(threshold=2.0))
     assert answer["convergence"]["threshold"] == 2.0 and answer["convergence"]["threshold_rule"] == "chosen by the reader"
     assert "Convergence to 2 nats" in answer["sentence"]
 
@@ -140,7 +146,7 @@ def test_no_effect_gives_a_false_sooner_or_later_at_most_at_the_nominal_rate():
     wrong = 0
     n = 150
     for seed in range(n):
-        answer = study_answer(planted_study({2.0: 1.0, 1.0: 1.0, 3.0: 1.0, 4.0: 1.0}, seed=seed, jitter=0.1,
+        answer = answer_json(planted_study({2.0: 1.0, 1.0: 1.0, 3.0: 1.0, 4.0: 1.0}, seed=seed, jitter=0.1,
                                             shared=True))
         wrong += any(says_sooner_or_later(a) for a in answer["convergence"]["arms"] if a["endpoint"] == "steps_to_threshold")
     assert wrong / n <= 0.09

@@ -68,7 +68,7 @@ def _replicate(name: str, k: int, sd: float, shift: float) -> StudyData:
 def test_the_undecided_sentence_names_the_runs_the_time_and_a_command_that_makes_that_study(tmp_path, capsys):
     from lpstudy.results.answers import AnswerOptions, study_answer
 
-    answer = study_answer(_replicate("rep", 5, 0.01, 0.012), AnswerOptions(rope=0.003))
+    answer = study_answer(_replicate("rep", 5, 0.01, 0.012), AnswerOptions(rope=0.003)).to_json()
     plan = answer["to_decide"]
     assert plan["power"] == POWER and plan["command"] and "CPU thread" in plan["time"]
     assert plan["command"] in answer["sentence"] and plan["time"] in answer["sentence"]

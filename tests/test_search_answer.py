@@ -120,7 +120,7 @@ def test_eight_runs_say_what_they_can_tell_and_draw_no_importance():
 
 
 def test_the_answer_has_the_agreed_shape_and_is_plain_json():
-    answer = study_answer(study(p_effect(n=40)))
+    answer = study_answer(study(p_effect(n=40))).to_json()
     assert SEARCH_KEYS <= set(answer), set(answer)
     assert answer["kind"] == "search"
     assert set(answer["importance"]) >= {"shares", "low", "high", "null", "reason"}

@@ -141,7 +141,7 @@ def answer_of(trials: pd.DataFrame, curves: pd.DataFrame | None = None, **option
 
     data = StudyData(name="planted", info=StudyInfo(name="planted", kind="replicate"), trials=trials,
                      curves=pd.DataFrame() if curves is None else curves)
-    return study_answer(data, AnswerOptions(**options))
+    return study_answer(data, AnswerOptions(**options)).to_json()  # as `lpstudy verdict --json` gives it
 
 
 def test_a_planted_replicate_gets_one_verdict_per_p_in_the_agreed_shape():

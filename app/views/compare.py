@@ -49,14 +49,14 @@ st.markdown(f"**{name}**: arms of `{plan.factor}` · {plan.budget} tuning trials
 st.subheader("Tuning budget per arm")
 table(budgets)
 st.subheader("Verdicts")
-st.markdown(f"**Verdict.** {answer['sentence']}")
+st.markdown(f"**Verdict.** {answer.sentence}")
 chart(V.equal_budget_chart(answer), key="compare")  # in nats; the next in % of the reference's loss
 chart(V.verdict_chart(answer), key="compare_verdicts")
 verdicts = verdict_frame(answer)
 if len(verdicts):
     st.caption(verdict_title(answer))
     st.dataframe(verdicts, hide_index=True, width="stretch")
-if answer.get("sequential"):  # run --until-decided: the stages the verdicts were reached in
+if answer.sequential:  # run --until-decided: the stages the verdicts were reached in
     st.subheader("Stages")
     for line in sequential_lines(answer):
         st.caption(line)

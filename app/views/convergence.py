@@ -50,8 +50,8 @@ if opening.folded:  # verdicts per p against a reference, as on Effect of p
         choices["rope"] = study_rope(study.info.spec)
 inputs = page_inputs(study, storage, **choices)
 if inputs.folded:
-    convergence = inputs.answer.get("convergence") or {}
-    st.markdown(f"**Convergence.** {convergence.get('sentence') or 'No curves to compare yet.'}")
+    convergence = inputs.answer.convergence
+    st.markdown(f"**Convergence.** {(convergence.sentence if convergence else None) or 'No curves to compare yet.'}")
 elif inputs.mixed_groups:  # a search: its p groups mix p with the lr and gain its runs drew
     st.info(inputs.mixed_groups)
 elif inputs.searched:

@@ -26,11 +26,11 @@ bins = p_bins_control(trials, key="effect_bins", spec=study.info.spec)
 inputs = page_inputs(study, storage, bins=bins)
 if inputs.searched:  # a search tunes lr and gain: p's effect with them held apart
     effect = inputs.effect
-    st.info(effect["sentence"])
-    if effect.get("suggest"):
-        st.caption(("To confirm it" if effect["separable"] else "What would decide it") +
+    st.info(effect.sentence)
+    if effect.suggest:
+        st.caption(("To confirm it" if effect.separable else "What would decide it") +
                    ": the p values at the tuned learning rate and gain, fold by fold (add your --storage):")
-        st.code(effect["suggest"], language="bash")
+        st.code(effect.suggest, language="bash")
 if inputs.folded:  # verdicts per arm, fold as a block
     finite = sorted({p for p in A.finished(trials)["p"].dropna()}, key=lambda v: (math.isinf(v), v))
     controls = st.columns(2)
@@ -47,7 +47,7 @@ if inputs.folded:  # verdicts per arm, fold as a block
         chosen = ran_with
     inputs = page_inputs(study, storage, bins=bins, reference=reference, rope=chosen)
     answer = inputs.answer
-    st.markdown(f"**Verdict.** {answer['sentence']}")
+    st.markdown(f"**Verdict.** {answer.sentence}")
     draw_charts(EFFECT_OF_P, inputs, part="verdicts")  # p's measured share within folds beside the verdicts
     frame = verdict_frame(answer)
     if len(frame):

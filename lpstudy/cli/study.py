@@ -18,6 +18,7 @@ from lpstudy.cli.common import StudyOpt, parse_assignments, preflight, quiet_opt
 from lpstudy.cli.local_workers import LocalWorkers
 from lpstudy.cli.option_groups import option_groups
 from lpstudy.cli.verdict import RopeOpt
+from lpstudy.results.answers.answer_types import VerdictAnswer
 from lpstudy.results.answers.options import DEFAULT_ALPHA, DEFAULT_ROPE, parse_rope
 from lpstudy.cli.storage_option import StorageChoice
 from lpstudy.cli.study_options import GraceOpt, HeartbeatOpt, RepeatsOpt, RetryOpt, SetOpt, StudyOptions, TrialOptions
@@ -142,7 +143,7 @@ def status(
             result["comparison"] = compare_progress(load_compare(reader, study))
         rounds = _rounds(reader, study) if result.get("kind") in ("replicate", "compare") else None
         if rounds is not None:  # replicate or compare --until-decided: its rounds, each arm's state, the compute saved
-            result["sequential"] = rounds["sequential"]
+            result["sequential"] = rounds.sequential.to_json() if rounds.sequential else None
         if as_json:
             sys.stdout.write(json.dumps(result) + "\n")
         else:
@@ -158,7 +159,7 @@ def status(
                 render_compare(reader, study, next_hint=next_command(study, storage.hint))
 
 
-def _rounds(reader, study: str) -> dict | None:
+def _rounds(reader, study: str) -> VerdictAnswer | None:
     """The verdicts of a sequential replicate (its rounds under "sequential"), None for any other."""
     from lpstudy.results.answers import study_answer
     from lpstudy.results.answers.options import stage_options

@@ -15,6 +15,7 @@ from lpstudy.cli import app
 from lpstudy.cli.common import StudyOpt
 from lpstudy.cli.option_groups import option_groups
 from lpstudy.cli.storage_option import StorageChoice
+from lpstudy.results.answers.answer_types import SearchAnswer
 from lpstudy.results.answers.options import DEFAULT_ALPHA, DEFAULT_CONVERGENCE_ROPE, DEFAULT_ROPE
 
 RopeOpt = Annotated[Optional[str], typer.Option(
@@ -49,7 +50,7 @@ def print_verdicts(study: str, reader, rope: str | None = None, reference=None,
                    alpha: float = DEFAULT_ALPHA, as_json: bool = False, threshold: float | None = None,
                    convergence_rope: float = DEFAULT_CONVERGENCE_ROPE) -> None:
     """The verdict table (or the JSON answer) of the study on standard output. rope None: the one a
-    sequential study was run with, else 0.01 nats; threshold None: the default (answer["convergence"])."""
+    sequential study was run with, else 0.01 nats; threshold None: the default (answer.convergence)."""
     from rich.console import Console
 
     from lpstudy.results.answers import AnswerOptions, parse_rope, study_answer, study_rope
@@ -65,11 +66,11 @@ def print_verdicts(study: str, reader, rope: str | None = None, reference=None,
     answer = study_answer(data, AnswerOptions(rope=rope, alpha=alpha, reference=reference, threshold=threshold,
                                               convergence_rope=convergence_rope))
     if as_json:
-        sys.stdout.write(json.dumps(answer) + "\n")
+        sys.stdout.write(json.dumps(answer.to_json()) + "\n")
         return
     console = Console()
-    console.print(f"{study}: {answer['sentence']}", highlight=False, soft_wrap=True)
-    if "arms" not in answer:  # a search study: p's profile with lr and gain held apart (lpstudy.results.answers.search)
+    console.print(f"{study}: {answer.sentence}", highlight=False, soft_wrap=True)
+    if isinstance(answer, SearchAnswer):  # a search study: p's profile with lr and gain held apart (lpstudy.results.answers.search)
         _print_search(console, answer)
         return
     print_verdict_table(console, answer)  # the table status and compare print too
@@ -84,40 +85,40 @@ def print_verdicts(study: str, reader, rope: str | None = None, reference=None,
     stages = labelled(stages_frame(answer))
     if len(stages):  # each arm's state at every look, as the Compare page's table
         print_table(console, "stages: each arm's state at every look", list(stages.columns), stages.values.tolist())
-    importance = answer["importance"]
-    if importance.get("shares"):
-        field, share = next(iter(importance["shares"].items()))
+    importance = answer.importance
+    if importance.shares:
+        field, share = next(iter(importance.shares.items()))
         console.print(f"importance: {field}'s partial ω² within folds {share:.2f} "
-                      f"[{importance['low'][field]:.2f}, {importance['high'][field]:.2f}] · noise alone up to "
-                      f"{importance['null']:.2f} · p-value (F corrected for the folds' correlation) {importance['p_value']:.3g}", highlight=False, soft_wrap=True)
+                      f"[{importance.low[field]:.2f}, {importance.high[field]:.2f}] · noise alone up to "
+                      f"{importance.null:.2f} · p-value (F corrected for the folds' correlation) {importance.p_value:.3g}", highlight=False, soft_wrap=True)
 
 
 def _number(value) -> str:
     return "–" if value is None else f"{value:.4f}"
 
 
-def _print_search(console, answer: dict) -> None:
+def _print_search(console, answer: SearchAnswer) -> None:
     """A search's answer: p's tuned profile with its band, how entangled p is with the other fields,
     the importance, and the command that would decide."""
     from lpstudy.results.status import print_table, print_verdict_table
     from lpstudy.values import format_p
 
-    if answer.get("p_profile"):
+    if answer.p_profile:
         print_table(console, "p's profile: the best loss reachable at each p, lr and gain tuned for it (95 % band)",
                     ["p", "loss", "low", "high"],
-                    [[format_p(float(row["p"])), _number(row["loss"]), _number(row["low"]), _number(row["high"])]
-                     for row in answer["p_profile"]])
-    if answer.get("entanglement"):
+                    [[format_p(float(row.p)), _number(row.loss), _number(row.low), _number(row.high)]
+                     for row in answer.p_profile])
+    if answer.entanglement:
         console.print("p's rank correlation with the other searched fields: " + ", ".join(
-            f"{field} {rho:+.2f}" for field, rho in answer["entanglement"].items() if rho is not None), highlight=False)
-    importance = answer.get("importance") or {}
-    if importance.get("shares"):
+            f"{field} {rho:+.2f}" for field, rho in answer.entanglement.items() if rho is not None), highlight=False)
+    importance = answer.importance
+    if importance.shares:
         console.print("importance (type II share of the variation): " + ", ".join(
-            f"{field} {share:.0%}" for field, share in importance["shares"].items()), highlight=False)
-    elif importance.get("reason"):
-        console.print(f"importance: {importance['reason']}", highlight=False, soft_wrap=True)
-    if answer.get("suggest"):
-        console.print(f"what would decide it: {answer['suggest']}", highlight=False, soft_wrap=True)
+            f"{field} {share:.0%}" for field, share in importance.shares.items()), highlight=False)
+    elif importance.reason:
+        console.print(f"importance: {importance.reason}", highlight=False, soft_wrap=True)
+    if answer.suggest:
+        console.print(f"what would decide it: {answer.suggest}", highlight=False, soft_wrap=True)
 
 
 def _value(text: str | None):

@@ -15,6 +15,7 @@ from typing import Callable
 from lpstudy.results import analysis as A
 from lpstudy.results import charts as C
 from lpstudy.results.answers import DEFAULT_ROPE, AnswerOptions, Rope, answered_by_verdicts, has_verdicts, study_answer
+from lpstudy.results.answers.answer_types import SearchAnswer, VerdictAnswer
 from lpstudy.results.reading.frames import StudyData
 
 
@@ -70,17 +71,17 @@ class PageInputs:
         return self.shared(("per_p_summary", self.bins), lambda: A.per_p_summary(self.trials, self.bins))
 
     @property
-    def effect(self) -> dict:
+    def effect(self) -> SearchAnswer:  # a search's answer but its importance (cached apart)
         from lpstudy.results.answers.search import search_effect
 
-        return self.shared(("search_effect",), lambda: search_effect(self.data))
+        return self.shared(("search_effect",), lambda: SearchAnswer.of(search_effect(self.data)))
 
     @property
     def profile(self):
         return self.shared(("tuned_profile_frame", self.bins), lambda: A.tuned_profile(self.trials, self.bins))
 
     @property
-    def answer(self) -> dict:
+    def answer(self) -> VerdictAnswer:  # where folded: the verdicts
         return self.shared(("answer", self.reference, self.rope, self.threshold),
                            lambda: study_answer(self.data, AnswerOptions(rope=self.rope, reference=self.reference,
                                                                          threshold=self.threshold)))
@@ -122,8 +123,8 @@ class PageInputs:
             from lpstudy.results.tables.verdicts import arm_name
 
             if self.folded:
-                convergence = self.answer.get("convergence") or {}
-                return [{"name": arm_name(c["field"], c["value"]), **c} for c in convergence.get("reach", [])]
+                convergence = self.answer.convergence
+                return [{"name": arm_name(c.field, c.value), **c.to_json()} for c in (convergence.reach if convergence else [])]
             ends = A.run_endpoints(self.curves, self._drawn, self.loss_threshold, self.horizon)
             runs = self._drawn.drop_duplicates("trial_id").set_index("trial_id")
             runs = runs[runs["p"].notna()]
@@ -188,7 +189,7 @@ def _verdict_chart(inputs):
 
 
 def _staged(inputs: PageInputs) -> bool:  # run --until-decided: its verdicts came in stages
-    return inputs.folded and bool(inputs.answer.get("sequential"))
+    return inputs.folded and inputs.answer.sequential is not None
 
 
 def _stages_chart(inputs):
@@ -217,11 +218,11 @@ def _reach_chart(inputs):
 
     verdicts = reference = None
     if inputs.folded:
-        convergence = inputs.answer.get("convergence") or {}
-        verdicts = {arm_name(a["field"], a["value"]): a["verdict"] for a in convergence.get("arms", [])
-                    if a["endpoint"] == "steps_to_threshold"}
-        ref = (convergence.get("reference") or {}).get("steps_to_threshold")
-        reference = arm_name(ref["field"], ref["value"]) if ref else None
+        convergence = inputs.answer.convergence
+        verdicts = {arm_name(a.field, a.value): a.verdict for a in (convergence.arms if convergence else [])
+                    if a.endpoint == "steps_to_threshold"}
+        ref = convergence.reference.get("steps_to_threshold") if convergence else None
+        reference = arm_name(ref.field, ref.value) if ref else None
     return reach_chart(inputs.reach, inputs.loss_threshold, inputs.horizon, verdicts, reference, inputs.searched)
 
 

@@ -55,9 +55,9 @@ def report_sections(data: StudyData, threshold: float | None = None, bins: int |
     effect: list = []
     if inputs.searched:  # what the search can say about p, with lr and gain held apart
         answer = inputs.effect
-        effect += [answer["sentence"], *([f"What would decide it: {answer['suggest']}"] if answer["suggest"] else [])]
+        effect += [answer.sentence, *([f"What would decide it: {answer.suggest}"] if answer.suggest else [])]
     if inputs.folded:  # the verdicts, as `lpstudy verdict` and the Effect of p page give them
-        effect.append(f"Verdict. {inputs.answer['sentence']}")
+        effect.append(f"Verdict. {inputs.answer.sentence}")
     effect += charts("Effect of p")
     if inputs.folded:
         from lpstudy.results.tables.verdicts import sequential_lines, stages_frame, verdict_frame, verdict_title
@@ -78,10 +78,11 @@ def report_sections(data: StudyData, threshold: float | None = None, bins: int |
     if len(inputs.sensitivity):
         lens.append(inputs.sensitivity.drop(columns=["p", "p_order"]).rename(columns={"mean": "lr_sensitivity"}))
     convergence = charts("Convergence")
-    if inputs.folded and (inputs.answer.get("convergence") or {}).get("arms"):  # as `lpstudy verdict` and the page
+    converged = inputs.answer.convergence if inputs.folded else None
+    if converged and converged.arms:  # as `lpstudy verdict` and the page
         from lpstudy.results.tables.convergence import convergence_frame, convergence_title, restricted_frame
 
-        convergence = [f"Convergence. {inputs.answer['convergence']['sentence']}", convergence_title(inputs.answer),
+        convergence = [f"Convergence. {converged.sentence}", convergence_title(inputs.answer),
                        convergence_frame(inputs.answer), restricted_frame(inputs.answer), *convergence]
     elif mixed:  # a search: its p groups mix p with the lr and gain its runs drew (the pages say so too)
         convergence = [*mixed, *convergence]

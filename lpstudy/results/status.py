@@ -17,6 +17,7 @@ from lpstudy.db.urls import redact
 from lpstudy.names import shell_quoted
 from lpstudy.results import analysis
 from lpstudy.results.reading import frames as results
+from lpstudy.results.answers.answer_types import VerdictAnswer
 from lpstudy.results.reading.cells import PAPER_CELL, duplicates_note, grid_fields, setting_fields
 from lpstudy.results.reading.compute import compute_line, compute_summary
 from lpstudy.results.measured import chosen_label, measured_line
@@ -139,8 +140,8 @@ def verdicts_of(data) -> dict[str, Any]:
     the study ran with), as `lpstudy verdict --json` has them."""
     from lpstudy.results.answers import AnswerOptions, study_answer, study_rope
 
-    answer = study_answer(data, AnswerOptions(rope=study_rope(data.info.spec)))
-    return {key: answer[key] for key in VERDICT_KEYS if key in answer}
+    plain = study_answer(data, AnswerOptions(rope=study_rope(data.info.spec))).to_json()
+    return {key: plain[key] for key in VERDICT_KEYS if key in plain}
 
 
 def _plain(value: Any) -> Any:
@@ -286,13 +287,14 @@ def _render_replicate(status: dict[str, Any], console) -> None:
                 ["p", *settings, "runs", "diverged", "mean ± std", "95 % CI of the mean", "best"], rows)
     verdicts = status.get("verdicts") or {}
     console.print(f"verdict  {verdicts.get('sentence', 'none yet')}", highlight=False, soft_wrap=True)
-    print_verdict_table(console, verdicts)
+    if verdicts:  # status --json's part of the answer, typed again for the table
+        print_verdict_table(console, VerdictAnswer.of(verdicts))
 
 
-def print_verdict_table(console, answer: dict[str, Any]) -> None:
+def print_verdict_table(console, answer: VerdictAnswer) -> None:
     """The verdict table of an answer (lpstudy.results.tables.verdicts), as every command prints it."""
     from lpstudy.results.tables.verdicts import verdict_frame, verdict_title
 
-    frame = verdict_frame(answer) if answer.get("reference") else None
+    frame = verdict_frame(answer) if answer.reference else None
     if frame is not None and len(frame) > 1:
         print_table(console, verdict_title(answer), list(frame.columns), frame.values.tolist())

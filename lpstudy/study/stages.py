@@ -46,19 +46,19 @@ def next_stage(storage: StudyStorage, name: str, say=None) -> str:
     if data.trials["state"].isin(["WAITING", "RUNNING"]).any():
         return WAIT
     answer = study_answer(data, stage_options(plan))
-    seq = answer.get("sequential")
+    seq = answer.sequential
     if seq is None and comparison is None:  # a replicate whose verdicts have no stage to look at
         return OVER
-    if seq and seq["over"]:
+    if seq and seq.over:
         return OVER
-    done = seq["looks_done"] if seq else 0
-    rounds = seq["rounds"] if seq else list(plan.rounds)
-    stopped = seq["stopped"] if seq else {}
+    done = seq.looks_done if seq else 0
+    rounds = seq.rounds if seq else list(plan.rounds)
+    stopped = seq.stopped if seq else {}
     folds = rounds[done]
     if comparison is None:
-        undecided = [arm["value"] for arm in seq["arms"] if arm["state"] in ("running", "undecided")]
+        undecided = [arm.value for arm in seq.arms if arm.state in ("running", "undecided")]
         n_undecided = len(undecided)
-        enqueued, open_ = enqueue_round(storage, name, [answer["reference"]["value"], *undecided], folds)
+        enqueued, open_ = enqueue_round(storage, name, [answer.reference.value, *undecided], folds)
         decided = [f"p = {format_p(float(arm))} after {n} folds" for arm, n in stopped.items()]
     else:
         labels = [comparison.label(v) for v in comparison.values if comparison.label(v) not in stopped]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from lpstudy.results.answers.answer_types import VerdictAnswer
 from lpstudy.results.charts import GROUP_COLOURS, caption, figure, mark_empty
 from lpstudy.results.tables.verdicts import VERDICT_COLOURS, arm_name
 
@@ -58,40 +59,40 @@ def reach_chart(curves: list[dict], threshold: float, horizon: float | None, ver
     return caption(fig, text)
 
 
-def convergence_verdict_chart(answer: dict, endpoint: str) -> go.Figure:
+def convergence_verdict_chart(answer: VerdictAnswer, endpoint: str) -> go.Figure:
     """Each arm's relative difference to the reference on one endpoint, its interval, coloured by verdict."""
-    convergence = answer.get("convergence") or {}
-    rows = [a for a in convergence.get("arms", []) if a["endpoint"] == endpoint]
+    convergence = answer.convergence
+    rows = [a for a in convergence.arms if a.endpoint == endpoint] if convergence else []
     what = {"steps_to_threshold": "Steps to reach the threshold", "auc": "Area under the validation curve"}[endpoint]
     title = f"Verdict per arm: {what.lower()}, difference to the reference"
-    ref = (convergence.get("reference") or {}).get(endpoint)
-    if not rows or not ref:
+    ref = convergence.reference.get(endpoint) if convergence else None
+    if not convergence or not rows or not ref:
         return mark_empty(figure(title, height=360), "needs curves of the reference and another arm on the same folds")
-    name = arm_name(ref["field"], ref["value"])
+    name = arm_name(ref.field, ref.value)
     unit = "steps" if endpoint == "steps_to_threshold" else "area"
     fig = figure(title, "", f"{unit} / {unit}({name}) − 1 (%)", height=380)
-    rope = 100 * convergence["rope"][endpoint]["relative"]
+    rope = 100 * convergence.rope[endpoint].relative
     fig.add_hrect(y0=-rope, y1=rope, fillcolor=VERDICT_COLOURS["equivalent"], opacity=0.12, line_width=0)
     fig.add_hline(y=0, line={"color": "#888", "dash": "dash"})
-    labels = [arm_name(a["field"], a["value"]) for a in rows]
+    labels = [arm_name(a.field, a.value) for a in rows]
     for verdict, colour in VERDICT_COLOURS.items():
-        mine = [(label, a) for label, a in zip(labels, rows) if a["verdict"] == verdict]
+        mine = [(label, a) for label, a in zip(labels, rows) if a.verdict == verdict]
         if not mine:  # every verdict in the legend, as the final loss's chart has it
             fig.add_scatter(x=[labels[0]], y=[None], mode="markers", name=verdict, marker={"size": 11, "color": colour},
                             hoverinfo="skip")
             continue
         fig.add_scatter(
-            x=[label for label, _ in mine], y=[100 * (a["rel_diff"] or 0) for _, a in mine], mode="markers",
+            x=[label for label, _ in mine], y=[100 * (a.rel_diff or 0) for _, a in mine], mode="markers",
             name=verdict, marker={"size": 11, "color": colour},
             error_y={"type": "data", "visible": True,
-                     "array": [100 * ((a["rel_high"] or 0) - (a["rel_diff"] or 0)) for _, a in mine],
-                     "arrayminus": [100 * ((a["rel_diff"] or 0) - (a["rel_low"] or 0)) for _, a in mine]},
-            customdata=[[a["censored"]] for _, a in mine],
+                     "array": [100 * ((a.rel_high or 0) - (a.rel_diff or 0)) for _, a in mine],
+                     "arrayminus": [100 * ((a.rel_diff or 0) - (a.rel_low or 0)) for _, a in mine]},
+            customdata=[[a.censored] for _, a in mine],
             hovertemplate="%{x}: %{y:+.1f} % · %{customdata[0]} runs censored<extra>" + verdict + "</extra>")
     fig.update_xaxes(categoryorder="array", categoryarray=labels)
     fig.update_layout(legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0, "xanchor": "left"})
     below = "sooner" if endpoint == "steps_to_threshold" else "less loss on the way"
-    return caption(fig, f"Threshold {convergence['threshold']:g} nats ({convergence['threshold_rule']}); horizon "
-                        f"{convergence['horizon']:g} steps. Shaded: the ROPE, {convergence['rope'][endpoint]['words']}. Bars: "
-                        f"{100 * (1 - answer['alpha']):.0f} % intervals corrected for the {answer['k']}-fold CV, Holm "
+    return caption(fig, f"Threshold {convergence.threshold:g} nats ({convergence.threshold_rule}); horizon "
+                        f"{convergence.horizon:g} steps. Shaded: the ROPE, {convergence.rope[endpoint].words}. Bars: "
+                        f"{100 * (1 - answer.alpha):.0f} % intervals corrected for the {answer.k}-fold CV, Holm "
                         f"across the arms. Below 0: {below} than {name}.")

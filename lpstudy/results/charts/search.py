@@ -11,6 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from lpstudy.results import analysis as A
+from lpstudy.results.answers.answer_types import ProfilePoint, SearchAnswer
 from lpstudy.results.charts import caption, figure, mark_empty, p_axis
 
 TITLE = "p's effect with lr and gain held apart (surrogate, 95 % band)"
@@ -18,8 +19,8 @@ PROFILE_COLOUR = "#2ca02c"
 DEPENDENCE_COLOUR = "#1f77b4"
 
 
-def _frame(rows: list[dict]) -> pd.DataFrame:
-    frame = pd.DataFrame(rows, columns=["p", "loss", "low", "high"])
+def _frame(rows: list[ProfilePoint]) -> pd.DataFrame:
+    frame = pd.DataFrame([row.to_json() for row in rows], columns=["p", "loss", "low", "high"])
     frame["p"] = frame["p"].map(lambda v: math.inf if v == "inf" else float(v))
     return frame.astype("float64")
 
@@ -45,18 +46,18 @@ def _band(fig: go.Figure, x, rows: pd.DataFrame, colour: str, name: str, dash: s
                         hovertemplate="p ∞<br>%{y:.4f}<extra>" + name + "</extra>")
 
 
-def surrogate_profile_chart(answer: dict) -> go.Figure:
+def surrogate_profile_chart(answer: SearchAnswer) -> go.Figure:
     """p's profile (the best loss each p reaches with the other fields tuned for it) and its partial
     dependence, from the answer's surrogate, with their 95 % bands; the answer's sentence where
     there is no surrogate."""
     fig = figure(TITLE, "p", "final validation loss")
-    if not answer.get("p_profile"):
+    if not answer.p_profile:
         from lpstudy.results.answers.surrogate import MIN_RUNS
 
-        runs = answer.get("n_finite_runs", answer.get("n_runs")) or 0  # the sentence's count: runs at finite p
+        runs = (answer.n_finite_runs if answer.n_finite_runs is not None else answer.n_runs) or 0  # the sentence's count: runs at finite p
         return mark_empty(fig, f"the surrogate needs {MIN_RUNS} completed runs at finite p; this study has "
                                f"{runs} (see the sentence above)")
-    profile, dependence = _frame(answer["p_profile"]), _frame(answer["p_partial_dependence"])
+    profile, dependence = _frame(answer.p_profile), _frame(answer.p_partial_dependence)
     x = A.p_positions(profile["p"])
     _band(fig, x, dependence, DEPENDENCE_COLOUR, "averaged over lr, gain", dash="dash")
     _band(fig, x, profile, PROFILE_COLOUR, "lr, gain tuned")
@@ -65,15 +66,15 @@ def surrogate_profile_chart(answer: dict) -> go.Figure:
     low, high = float(shown["low"].min()), float(shown["high"].max())
     pad = 0.08 * ((high - low) or 0.05)
     fig.update_yaxes(range=[low - pad, high + pad])
-    tangled = answer.get("entanglement") or {}
+    tangled = answer.entanglement
     words = ", ".join(f"{name} {rho:+.2f}" for name, rho in tangled.items())
-    effect = answer.get("effect") or {}
+    effect = answer.effect
     text = ("A Gaussian-process surrogate of the final loss over the searched fields: solid, its minimum over the "
             "lr and gain settings the search ran (p's profile: what p reaches with them tuned); dashed, its average "
             "over them (partial dependence); 95 % bands that hold the whole curve, from a parametric bootstrap over "
             "draws of the surrogate's hyperparameters; ∞ fitted apart.")
-    if effect.get("n_fit") and effect.get("n_fit") < effect.get("n_runs", 0):
-        text += f" Fitted on a sample of {effect['n_fit']:,} runs."
+    if effect and effect.n_fit and effect.n_fit < effect.n_runs:
+        text += f" Fitted on a sample of {effect.n_fit:,} runs."
     if words:
         text += f" p's rank correlation among the runs: {words}."
     return caption(fig, text)

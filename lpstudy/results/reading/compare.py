@@ -15,6 +15,7 @@ from lpstudy.db.trial_reader import TrialReader
 from lpstudy.db.urls import redact
 from lpstudy.errors import UserError
 from lpstudy.results import analysis as A
+from lpstudy.results.answers.answer_types import VerdictAnswer
 from lpstudy.results.reading.frames import load_trials
 from lpstudy.results.measured import loss_cell
 from lpstudy.study.compare import COMPARE_ATTR, ComparePlan
@@ -57,9 +58,9 @@ def compare_progress(data: CompareData) -> dict[str, Any]:
                      "nothing_to_replicate": nothing_to_replicate})
     tuning_left = sum(r["tuning_left"] for r in rows)
     if plan.until_decided and not tuning_left:  # decided arms get no more folds; none after the last stage
-        seq = stages_answer(data).get("sequential") or {}
+        seq = stages_answer(data).sequential
         for r in rows:
-            if seq.get("over") or r["arm"] in seq.get("stopped", {}):
+            if seq and (seq.over or r["arm"] in seq.stopped):
                 r["folds_left"] = 0
     folds_left = sum(r["folds_left"] for r in rows)
     return {"arms": rows, "n_arms": len(rows), "budget": plan.budget, "folds": plan.folds,
@@ -69,7 +70,7 @@ def compare_progress(data: CompareData) -> dict[str, Any]:
             "done": tuning_left + folds_left == 0}
 
 
-def stages_answer(data: CompareData) -> dict[str, Any]:
+def stages_answer(data: CompareData) -> VerdictAnswer:
     """The verdicts of a comparison (lpstudy.results.answers) with the ROPE and alpha it ran
     --until-decided with (the defaults otherwise), its stages under "sequential": what `lpstudy
     verdict`, `lpstudy compare` and the Compare page show."""
@@ -200,12 +201,12 @@ def render_compare(reader: TrialReader, study: str, next_hint: str | None = None
     print_table(console, f"tuning ({data.plan.budget} trials per arm)",
                 ["arm", "tuned", "pruned", "diverged", "best loss", "lr", "gain_init", "folds"], rows)
     answer = stages_answer(data)
-    if not answer.get("arms"):
+    if not answer.arms:
         console.print(f"verdicts: none yet (needs the {data.reference} arm and another on the same folds)")
     else:
         from lpstudy.results.status import print_verdict_table
 
-        console.print(f"verdict  {answer['sentence']}", highlight=False, soft_wrap=True)
+        console.print(f"verdict  {answer.sentence}", highlight=False, soft_wrap=True)
         print_verdict_table(console, answer)
     if next_hint and not progress["done"]:
         console.print(f"next     {next_hint}", highlight=False, soft_wrap=True)
