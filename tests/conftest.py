@@ -129,14 +129,13 @@ def real_study(tmp_path_factory, corpus_path):
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_protocol(item, nextitem):
-    """Under pytest-xdist (the slow tier's `-n 3`), a `stress` test has the machine to itself: it
-    loads every core by design (hundreds of worker processes, busy loops beside them), and tests
-    that wait on time beside it (a checkpoint within two minutes, a scrape, a page) starved and
-    failed on CI. Every other test holds the machine shared; a stress test waits for the running
-    ones to end and holds it alone, and no new test starts while it waits (a turnstile, so that
-    the other workers' stream of tests cannot keep it waiting). Taken outside pytest-timeout's
-    timer (this wrapper runs first), so that waiting for the machine is not counted as the test's
-    own time."""
+    """Under pytest-xdist (the slow tier's `-n 3`), a test marked `alone` has the machine to itself:
+    it loads every core far past the rest by design (two hundred worker processes), and tests that
+    wait on time beside it (a checkpoint within two minutes, a scrape, a page) starved and failed
+    on CI. Every other test holds the machine shared; an `alone` test waits for the running ones to
+    end and holds it alone, and no new test starts while it waits (a turnstile, so that the other
+    workers' stream of tests cannot keep it waiting). Taken outside pytest-timeout's timer (this
+    wrapper runs first), so that waiting for the machine is not counted as the test's own time."""
     workerinput = getattr(item.config, "workerinput", None)
     if workerinput is None:  # one process: nothing runs beside the test
         yield
@@ -146,7 +145,7 @@ def pytest_runtest_protocol(item, nextitem):
 
     folder = Path(tempfile.gettempdir()) / f"lpstudy-tests-{workerinput['testrunuid']}"  # one per run, all workers
     folder.mkdir(exist_ok=True)
-    alone = item.get_closest_marker("stress") is not None
+    alone = item.get_closest_marker("alone") is not None
     with open(folder / "turnstile", "a") as turnstile, open(folder / "machine", "a") as machine:
         fcntl.flock(turnstile, fcntl.LOCK_EX)
         fcntl.flock(machine, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)

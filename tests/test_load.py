@@ -282,6 +282,7 @@ def test_a_worker_waits_for_the_database_to_answer_and_other_commands_do_not(mon
         open_storage(url, wait=True)
 
 
+@pytest.mark.alone  # two hundred processes on two cores: tests beside it that wait on time starved
 def test_two_hundred_workers_through_the_default_overlays_proxy_fit_100_connections_and_ride_out_its_restart(tmp_path):
     """The gpu overlay's path (deploy/k8s/overlays/gpu: the workers behind the storage proxy) against
     a PostgreSQL limited to 100 connections, PostgreSQL's default: 200 worker processes finish the grid,
