@@ -81,3 +81,30 @@ def test_the_undecided_sentence_names_the_runs_the_time_and_a_command_that_makes
     code, _, err = cli(capsys, *shlex.split(plan["command"])[1:], "--storage", url)
     assert code == 0, err
     assert f"{plan['runs']} cells" in err
+
+
+def test_the_design_is_computed_on_the_differences_the_verdict_tested(monkeypatch):
+    """A diverged run and a FAIL run leave the verdict's table (the engine's endpoint_table): the
+    design to decide reads the same differences, so its mean is the verdict row's `diff`."""
+    from lpstudy.results.answers import AnswerOptions, decide, study_answer
+
+    data = _replicate("rep", 5, 0.01, 0.012)
+    trials = data.trials
+    p1 = trials.index[trials["p"] == 1.0]
+    trials.loc[p1[0], "diverged"] = True  # its loss stays stored: the verdict leaves it out
+    trials.loc[p1[0], "value"] = trials.loc[p1[0], "final_val_loss"] = 9.0
+    trials.loc[p1[1], "state"] = "FAIL"
+    trials.loc[p1[1], "value"] = float("nan")
+    seen: dict[float, tuple[float, int]] = {}
+    design = decide.design_to_decide
+
+    def recording(mean, sd, n, *args, **kwargs):
+        seen[round(mean, 12)] = (mean, n)
+        return design(mean, sd, n, *args, **kwargs)
+
+    monkeypatch.setattr(decide, "design_to_decide", recording)
+    answer = study_answer(data, AnswerOptions(rope=0.003)).to_json()
+    arm = next(a for a in answer["arms"] if a["value"] == 1.0)
+    assert arm["verdict"] == "undecided" and arm["failed_runs"] == 2
+    assert round(arm["diff"], 12) in seen, (arm["diff"], seen)
+    assert seen[round(arm["diff"], 12)][1] == arm["n_folds"] == 3
