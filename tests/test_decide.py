@@ -108,3 +108,23 @@ def test_the_design_is_computed_on_the_differences_the_verdict_tested(monkeypatc
     assert arm["verdict"] == "undecided" and arm["failed_runs"] == 2
     assert round(arm["diff"], 12) in seen, (arm["diff"], seen)
     assert seen[round(arm["diff"], 12)][1] == arm["n_folds"] == 3
+
+
+def test_every_endpoints_folds_to_decide_is_the_80_percent_design():
+    """The one engine (endpoint_verdicts) gives each undecided arm of any endpoint (the final loss,
+    the convergence endpoints) the runs at which its test reaches 80 % power: design_to_decide's,
+    not a second rule."""
+    from lpstudy.results.answers.endpoint_verdicts import endpoint_verdicts
+    from lpstudy.results.answers.options import AnswerOptions
+
+    rng = np.random.default_rng(3)
+    k, margin = 5, 0.01
+    table = pd.DataFrame([2.70 + rng.normal(0, 0.01, k), 2.706 + rng.normal(0, 0.01, k), 2.703 + rng.normal(0, 0.01, k)],
+                         index=["ref", "a", "b"], columns=pd.Index(range(k), name="fold"))
+    rows = endpoint_verdicts(table, "ref", k=k, margin=margin, options=AnswerOptions())
+    undecided = [r for r in rows if r["verdict"] == "undecided"]
+    assert len(undecided) == 2
+    for row in undecided:
+        d = (table.loc[row["arm"]] - table.loc["ref"]).to_numpy()
+        design = design_to_decide(float(d.mean()), float(d.std(ddof=1)), k, k, margin, 0.05, n_tests=2)
+        assert (row["folds_to_decide"], row["decided_by"]) == (design["runs_per_arm"], design["test"])

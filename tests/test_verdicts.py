@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from lpstudy.results.answers.fold_tests import (VERDICTS, corrected_stats, difference_p, equivalence_p, fold_verdicts,
-                                                folds_to_decide, holm, interval, paired_t_verdicts)
+                                                holm, interval, paired_t_verdicts)
 from lpstudy.results.answers.sequential import look_levels, planted_differences, rounds_of, simulate
 
 N_STUDIES = 4000
@@ -92,22 +92,6 @@ def test_holm_is_statsmodels_on_every_row_and_leaves_missing_p_values_out():
         expected_reject, expected, _, _ = multipletests(p[row, present], alpha=0.05, method="holm")
         assert np.allclose(adjusted[row, present], expected) and (reject[row, present] == expected_reject).all()
         assert not reject[row, ~present].any()
-
-
-def test_folds_to_decide_is_where_the_expected_test_first_decides():
-    # a difference of 1 sd, a ROPE of 0.1 sd: at n folds of 10-fold CV the expected t beyond the ROPE is
-    # (1 − 0.1) / sqrt(1/n + 1/9)
-    n, kind = folds_to_decide(mean=1.0, sd=1.0, n=3, k=10, margin=0.1, alpha=0.05)
-    from scipy.stats import t
-
-    def decides(m):
-        return 0.9 / math.sqrt(1 / m + 1 / max(9, m - 1)) > t.ppf(0.975, m - 1)
-
-    assert kind == "difference" and decides(n) and not decides(n - 1)
-    # no difference, a wide ROPE: equivalence
-    assert folds_to_decide(mean=0.0, sd=1.0, n=3, k=10, margin=3.0, alpha=0.05)[1] == "equivalence"
-    # a difference the size of the ROPE is never equivalent, and too small to tell from 0 within 50 folds
-    assert folds_to_decide(mean=0.2, sd=1.0, n=3, k=10, margin=0.2, alpha=0.05) == (None, None)
 
 
 def test_the_sequential_looks_keep_the_error_rate_and_stop_early_for_large_or_no_effects():

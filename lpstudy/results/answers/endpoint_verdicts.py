@@ -30,7 +30,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from lpstudy.results.answers.fold_tests import VERDICTS, fold_verdicts, folds_to_decide, holds_up_to_rho, interval
+from lpstudy.results.answers.decide import design_to_decide
+from lpstudy.results.answers.fold_tests import VERDICTS, fold_verdicts, holds_up_to_rho, interval
 from lpstudy.results.answers.options import AnswerOptions
 
 UNDECIDED = VERDICTS.index("undecided")
@@ -136,8 +137,11 @@ def endpoint_verdicts(table: pd.DataFrame, reference, *, k: int, margin: float,
             "measured_rho": float(measured[i]) if math.isfinite(measured[i]) else None,
             "folds_to_decide": None, "decided_by": None})
         if verdict == "undecided" and len(pairs) >= 2 and not row["barred_by_failures"]:
-            row["folds_to_decide"], row["decided_by"] = folds_to_decide(
-                mean, float(np.std(pairs, ddof=1)), len(pairs), k, margin, options.alpha, n_tests=n_undecided)
+            # the runs per arm at which the test that can decide it reaches 80 % power (answers.decide),
+            # for every endpoint alike
+            design = design_to_decide(mean, float(np.std(pairs, ddof=1)), len(pairs), k, margin, options.alpha,
+                                      n_tests=n_undecided)
+            row["folds_to_decide"], row["decided_by"] = design["runs_per_arm"], design["test"]
     return rows
 
 

@@ -45,7 +45,6 @@ import math
 import numpy as np
 
 VERDICTS = ("better", "equivalent", "worse", "undecided")
-MAX_FOLDS_TO_DECIDE = 50  # folds_to_decide looks this far
 
 
 def share_ratio(k: int) -> float:
@@ -193,24 +192,3 @@ def paired_t_verdicts(diffs, alpha: float = 0.05) -> np.ndarray:
     n = x.shape[-1]
     t = x.mean(axis=-1) / (x.std(axis=-1, ddof=1) / math.sqrt(n))
     return 2.0 * stdtr(n - 1, -np.abs(t)) < alpha
-
-
-def folds_to_decide(mean: float, sd: float, n: int, k: int, margin: float, alpha: float,
-                    n_tests: int = 1) -> tuple[int | None, str | None]:
-    """The fewest folds (more than n, at most MAX_FOLDS_TO_DECIDE) at which, if the mean difference
-    and its spread stayed as they are now, the test would decide: (folds, "equivalence" or
-    "difference"), or (None, None). Folds up to K are more folds of this K-fold CV; beyond K, a
-    study with that many folds (each fold's training text then grows, so the spread may change).
-    Each test is taken at Holm's strictest level, alpha / n_tests."""
-    from scipy.special import stdtrit
-
-    if not (math.isfinite(mean) and math.isfinite(sd)) or sd <= 0:
-        return None, None
-    level = alpha / max(1, n_tests)
-    for m in range(max(n + 1, 2), MAX_FOLDS_TO_DECIDE + 1):
-        se = sd * math.sqrt(1.0 / m + share_ratio(max(k, m)))
-        if margin > 0 and (margin - abs(mean)) / se > stdtrit(m - 1, 1 - level):
-            return m, "equivalence"
-        if (abs(mean) - margin) / se > stdtrit(m - 1, 1 - level / 2):
-            return m, "difference"
-    return None, None

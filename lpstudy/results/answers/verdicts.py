@@ -11,7 +11,7 @@ the same either way (fold_tests: the corrected resampled t; the tests check it a
 The verdict of an arm (fold_tests states the rule once): "better" or "worse" where its difference
 from the reference lies beyond the ROPE (in nats, 0.01 by default: options.Rope), "equivalent" where
 the TOST puts it within the ROPE, else "undecided", with the folds that would decide it at the
-current mean difference and spread (fold_tests.folds_to_decide). The per-arm rows come from the one
+current mean difference and spread at 80 % power (decide.design_to_decide). The per-arm rows come from the one
 engine (endpoint_verdicts): failed runs (diverged, FAIL, a non-finite loss) count against the arm
 that made them, a study with runs still to come gives an interim reading and no verdict unless it
 runs the sequential design, and each verdict says the fold correlation up to which it holds.
