@@ -75,23 +75,11 @@ def main(argv: list[str] | None = None) -> None:
         where = f" (see 'lpstudy {exc.ctx.command_path.split(' ', 1)[-1]} --help')" if getattr(exc, "ctx", None) and " " in exc.ctx.command_path else ""
         fail(exc.format_message() + where)
     except (typer.Abort, KeyboardInterrupt):
-        _interrupted(process_ends=argv is None)
+        print("lpstudy: interrupted", file=sys.stderr)
+        sys.exit(130)
     if result == 130:  # typer turns a KeyboardInterrupt (a second Ctrl-C) into exit code 130, silently
-        _interrupted(process_ends=argv is None)
+        print("lpstudy: interrupted", file=sys.stderr)
     sys.exit(result if isinstance(result, int) else 0)
-
-
-def _interrupted(process_ends: bool) -> None:
-    """Exit 130 with the last line. Where the process ends with it (the `lpstudy` command, not a
-    caller of main(argv)), a Ctrl-C from now on changes nothing: one that landed while the
-    interpreter shut down (a late abort sent again, lpstudy.study.worker) met Python's default
-    handler and ended the process by SIGINT (-2) after it had said it was interrupted."""
-    import signal
-
-    if process_ends:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-    print("lpstudy: interrupted", file=sys.stderr)
-    sys.exit(130)
 
 
 def _register_commands() -> None:
