@@ -30,7 +30,7 @@ class Part:
 
     _keys: tuple[str, ...] = _field(default=(), repr=False, compare=False)  # the JSON's keys, in order
     # the fields that hold parts: a class, [class] for a list of them, {"*": class} for a mapping by name
-    _parts: ClassVar[dict[str, Any]] = {}
+    PARTS: ClassVar[dict[str, Any]] = {}
 
     @classmethod
     def of(cls, data: dict):
@@ -39,7 +39,7 @@ class Part:
         if unknown:
             raise TypeError(f"{cls.__name__} has no field for the answer's key(s) {unknown}: declare them in "
                             "lpstudy/results/answers/answer_types.py")
-        values = {key: _built(cls._parts.get(key), value) for key, value in data.items()}
+        values = {key: _built(cls.PARTS.get(key), value) for key, value in data.items()}
         return cls(_keys=tuple(data), **values)
 
     def to_json(self) -> dict:
@@ -103,7 +103,7 @@ class StudyAnswer(Part):
     sentence: str = ""  # the plain words a page shows above its charts: what the data let the user conclude
     importance: Importance = _field(default_factory=Importance)
 
-    _parts: ClassVar[dict[str, Any]] = {"importance": Importance}
+    PARTS: ClassVar[dict[str, Any]] = {"importance": Importance}
 
 
 # --- a replicate, grid or comparison: verdicts per arm (answers.verdicts, answers.endpoint_verdicts) ---
@@ -192,7 +192,7 @@ class Stability(Part):
     logit_growth: list[StabilityRow] = _field(default_factory=list)
     min_entropy: list[StabilityRow] = _field(default_factory=list)
 
-    _parts: ClassVar[dict[str, Any]] = {"divergence": [StabilityRow], "logit_growth": [StabilityRow],
+    PARTS: ClassVar[dict[str, Any]] = {"divergence": [StabilityRow], "logit_growth": [StabilityRow],
                                         "min_entropy": [StabilityRow]}
 
 
@@ -221,7 +221,7 @@ class Look(Part):
     over: bool = False
     arms: list[StageArm] = _field(default_factory=list)
 
-    _parts: ClassVar[dict[str, Any]] = {"arms": [StageArm]}
+    PARTS: ClassVar[dict[str, Any]] = {"arms": [StageArm]}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -239,7 +239,7 @@ class Sequential(Part):
     cells_max: int = 0
     folds_saved: int | None = None  # once over
 
-    _parts: ClassVar[dict[str, Any]] = {"looks": [Look], "arms": [StageArm]}
+    PARTS: ClassVar[dict[str, Any]] = {"looks": [Look], "arms": [StageArm]}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -268,7 +268,7 @@ class ToDecide(Part):
     command: str | None = None
     time: str | None = None
 
-    _parts: ClassVar[dict[str, Any]] = {"arms": [ArmDesign]}
+    PARTS: ClassVar[dict[str, Any]] = {"arms": [ArmDesign]}
 
 
 # --- convergence (answers.convergence) ---------------------------------------------------------------
@@ -352,7 +352,7 @@ class Convergence(Part):
     sentence: str = ""  # it also ends the answer's sentence
     reference: dict[str, EndpointReference] = _field(default_factory=dict)  # {endpoint: reference}
 
-    _parts: ClassVar[dict[str, Any]] = {"rope": {"*": EndpointRope}, "endpoints": {"*": Endpoint},
+    PARTS: ClassVar[dict[str, Any]] = {"rope": {"*": EndpointRope}, "endpoints": {"*": Endpoint},
                                         "arms": [ConvergenceArm], "restricted_mean": [RestrictedMean],
                                         "reach": [Reach], "reference": {"*": EndpointReference}}
 
@@ -374,7 +374,7 @@ class VerdictAnswer(StudyAnswer):
     to_decide: ToDecide | None = None  # where an arm is undecided
     convergence: Convergence | None = None  # None without learning curves
 
-    _parts: ClassVar[dict[str, Any]] = {**StudyAnswer._parts, "reference": Reference, "arms": [ArmVerdict],
+    PARTS: ClassVar[dict[str, Any]] = {**StudyAnswer.PARTS, "reference": Reference, "arms": [ArmVerdict],
                                         "rope": Rope, "stability": Stability, "sequential": Sequential,
                                         "to_decide": ToDecide, "convergence": Convergence}
 
@@ -408,7 +408,7 @@ class Effect(Part):
     n_runs: int = 0
     p_scale_at_bound: bool = False
 
-    _parts: ClassVar[dict[str, Any]] = {"differences": [Difference]}
+    PARTS: ClassVar[dict[str, Any]] = {"differences": [Difference]}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -424,7 +424,7 @@ class SearchAnswer(StudyAnswer):
     n_runs: int = 0
     n_finite_runs: int | None = None  # runs at finite p
 
-    _parts: ClassVar[dict[str, Any]] = {**StudyAnswer._parts, "p_profile": [ProfilePoint],
+    PARTS: ClassVar[dict[str, Any]] = {**StudyAnswer.PARTS, "p_profile": [ProfilePoint],
                                         "p_partial_dependence": [ProfilePoint], "effect": Effect}
 
 
