@@ -171,6 +171,18 @@ def test_kaplan_meier_is_the_product_limit_and_its_restricted_mean_the_area_with
     assert abs(mean - truth) < 3 * math.sqrt(variance)
 
 
+def test_the_groups_curves_come_in_the_order_the_page_gives_them_not_the_order_of_the_runs():
+    """A page passes a search's p groups in p order; its legend lists the curves in the order they come."""
+    from lpstudy.results.analysis.survival import group_survival
+
+    runs = pd.Index([11, 12, 13, 14, 15, 16], name="trial_id")  # the runs as the study holds them: p 4 first
+    endpoints = pd.DataFrame({"time": [300.0, 500, 200, 400, 600, 250], "reached": [1, 1, 0, 1, 1, 1]}, index=runs)
+    labels = pd.Series(["4", "1", "2", "4", "2", "1"], index=runs)
+    ordered = labels.sort_values(key=lambda v: v.astype(float), kind="stable")
+    reach, restricted = group_survival(endpoints, ordered, horizon=1000.0)
+    assert list(pd.unique(reach["group"])) == list(restricted["group"]) == ["1", "2", "4"]
+
+
 def test_lpstudy_verdict_gives_convergence_in_json_and_in_words(seeded, capsys):
     import json
 

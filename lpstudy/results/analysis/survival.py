@@ -73,7 +73,8 @@ def restricted_mean(curve: pd.DataFrame, horizon: float) -> tuple[float, float]:
 def group_survival(endpoints: pd.DataFrame, groups: pd.Series, horizon: float, alpha: float = 0.05
                    ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """One Kaplan–Meier curve per group (the label of each run in `groups`, indexed like
-    `endpoints`), its times cut at the horizon. Returns (reach: per group and step, the share of its
+    `endpoints`), in the order the groups first appear in `groups` (a page passes them in p order:
+    its legend lists them so), its times cut at the horizon. Returns (reach: per group and step, the share of its
     runs that reached the threshold by that step, 1 − S(t), with its 1 − alpha interval,
     REACH_COLUMNS; restricted: per group its runs, how many reached it and how many are censored, and
     the restricted mean steps to reach it within the horizon (restricted_mean) with its 1 − alpha
@@ -83,7 +84,10 @@ def group_survival(endpoints: pd.DataFrame, groups: pd.Series, horizon: float, a
     curves, rows = [], []
     joined = endpoints[["time", "reached"]].join(groups.rename("group"), how="inner").dropna(subset=["time"])
     z = norm.ppf(1 - alpha / 2)
-    for group, runs in joined.groupby("group", sort=False):
+    for group in pd.unique(groups.dropna()):
+        runs = joined[joined["group"] == group]
+        if runs.empty:
+            continue
         reached = runs["reached"].astype(bool) & (runs["time"] <= horizon)
         curve = kaplan_meier(np.minimum(runs["time"], horizon), reached, alpha)
         curves.append(pd.DataFrame({"group": group, "step": curve["step"], "reached": 1 - curve["survival"],
