@@ -345,6 +345,10 @@ def test_the_convergence_page_gives_verdicts_under_a_replicate_and_the_caveat_un
     assert grid.dataframe[0].value.columns[1] == "endpoint"  # the verdict table, as `lpstudy verdict` prints it
     search = run_page("Convergence", url, "search")
     assert any("mixes p with the learning rate and gain its runs drew" in m for m in messages(search)["info"])
+    # said once, above the charts: no chart caption repeats that a search's groups mix p with lr and gain
+    captions = [a.get("text", "").replace("<br>", " ") for c in search.get("plotly_chart")
+                for a in json.loads(c.proto.spec)["layout"].get("annotations", [])]
+    assert captions and not [c for c in captions if "learning rate and gain" in c or "mix p with" in c], captions
 
 
 def test_trials_table_filters_and_one_trials_detail(seeded):

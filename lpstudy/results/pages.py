@@ -223,7 +223,7 @@ def _reach_chart(inputs):
                     if a.endpoint == "steps_to_threshold"}
         ref = convergence.reference.get("steps_to_threshold") if convergence else None
         reference = arm_name(ref.field, ref.value) if ref else None
-    return reach_chart(inputs.reach, inputs.loss_threshold, inputs.horizon, verdicts, reference, inputs.searched)
+    return reach_chart(inputs.reach, inputs.loss_threshold, inputs.horizon, verdicts, reference)
 
 
 def _convergence_verdict(endpoint: str) -> Callable:

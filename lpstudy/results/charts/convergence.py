@@ -25,7 +25,7 @@ def _rgba(colour: str, alpha: float) -> str:
 
 
 def reach_chart(curves: list[dict], threshold: float, horizon: float | None, verdicts: dict | None = None,
-                reference: str | None = None, searched: bool = False) -> go.Figure:
+                reference: str | None = None) -> go.Figure:
     """curves: [{name, step, reached, low, high}] (Kaplan–Meier per arm or p group); verdicts
     {name: verdict on the steps} colours the arms (the reference in black), else each group its colour."""
     fig = figure(f"Runs that reached validation loss {threshold:g} (Kaplan–Meier, 95 % interval)", "step",
@@ -54,9 +54,7 @@ def reach_chart(curves: list[dict], threshold: float, horizon: float | None, ver
     if verdicts is not None:
         text += ("Colour: the arm's verdict on the steps to reach it against the reference (green sooner, blue as soon "
                  "within the ROPE, red later, grey undecided; black the reference). ")
-    if searched:
-        text += SEARCH_CAVEAT
-    return caption(fig, text)
+    return caption(fig, text)  # a search's caveat: above the charts, on the page and in the report
 
 
 def convergence_verdict_chart(answer: VerdictAnswer, endpoint: str) -> go.Figure:
