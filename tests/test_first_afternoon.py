@@ -119,6 +119,7 @@ def test_status_says_what_a_searchs_waiting_trials_are(tmp_path, capsys):
                          "`lpstudy worker --study s` takes them first)"), line
 
 
+@pytest.mark.slow  # a whole report: 3 s
 def test_the_offline_report_packs_plotlyjs_once_and_draws_after_it(tmp_path, capsys):
     """The report was 5 MB for 8 trials, 4.8 MB of it plotly.js: now plotly.js is inside once, gzipped,
     unpacked to the very text Plotly ships, and every figure's script waits for it (the browser test

@@ -456,6 +456,7 @@ def broken_builds(tmp_path_factory) -> dict[str, list[dict]]:
     return in_parallel(lambda breakage: broken_build(folders[breakage], breakage), {b: b for b in BREAKAGES})
 
 
+@pytest.mark.slow  # building every broken copy: 8 s
 @pytest.mark.parametrize("breakage", sorted(BREAKAGES))
 def test_each_breakage_of_a_copy_passes_the_schemas_and_fails_a_check(builds, broken_builds, breakage):
     """Each mistake a reviewer made to a copy of deploy/: the schemas let it through (the documents it
@@ -593,6 +594,7 @@ def checkov_exe() -> str:
     return exe
 
 
+@pytest.mark.slow  # checkov's scan of every build: 6 s (the fast tier keeps the invariants)
 @pytest.mark.parametrize("build", sorted(OVERLAYS) + sorted(COMBINATIONS) + ["Dockerfile"])
 def test_checkov_passes_every_build_and_the_dockerfile(checkov_scan, build):
     failures, _breakages = checkov_scan

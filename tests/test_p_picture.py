@@ -161,6 +161,7 @@ def _p_only(p: float, fold: int) -> float:
     return 1.6 + 0.04 * (p - 3.0) ** 2 + FOLD_EFFECT[fold] + noise
 
 
+@pytest.mark.slow  # the importance of a replicate written on disk: 3.5 s
 def test_importance_ranks_p_first_on_a_matched_replicate_whose_folds_differ_a_lot(tmp_path):
     """A matched-gain replicate where the loss depends on p only: p is ranked first; fold (a blocking
     factor) and gain_init (derived from p) are left out, saying why; within folds, p's share is what

@@ -143,6 +143,7 @@ def _planned_search(url: str, name: str, race: int, n_trials: int | None = 12, w
     return spec
 
 
+@pytest.mark.slow  # a study run through its races: 3-5 s
 def test_a_study_races_its_leaders_and_exports_the_configuration_best_over_folds(sqlite_url, capsys):
     """The worker enqueues the leaders' fold 1 as trials within the study's target; `export` writes
     lr = 1e-3 (best over both folds), says it was measured on 2 folds with its interval; a study
@@ -222,6 +223,7 @@ def _raced_and_unraced(url: str) -> int:
     return int(trials[(trials["lr"] == 1e-3) & (trials["fold"] == 0)]["number"].min())
 
 
+@pytest.mark.slow  # a study run through its races: 3-5 s
 def test_every_reader_shows_a_searchs_best_over_folds_and_never_a_one_fold_leader_as_best(sqlite_url, capsys):
     """The report, `lpstudy studies` and a comparison's tuning table show the configuration the
     search returns (lr = 1e-3, best over 2 folds), not its lowest trial (the fold-0 noise winner
