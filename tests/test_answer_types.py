@@ -130,3 +130,18 @@ def _reads_by_key_at(path: Path) -> list[str]:
         return _reads_by_key(path)
     finally:
         ROOT = saved
+
+
+def test_a_replicate_whose_runs_all_diverged_draws_its_verdict_chart_without_a_rope_band():
+    """Every run diverged: the reference has no mean loss to scale the ROPE by (rope.relative is
+    None). The chart, the page and the report draw the arms without the band and say why; it
+    ended in a TypeError (100 * None) before."""
+    from lpstudy.results.answers import study_answer
+    from lpstudy.results.charts.verdicts import verdict_chart
+    from tests.answer_studies import STUDIES
+
+    answer = study_answer(*STUDIES["all_diverged"]())
+    assert answer.rope.relative is None and answer.arms
+    fig = verdict_chart(answer)
+    assert not fig.layout.shapes or all(s.type != "rect" for s in fig.layout.shapes)
+    assert "No ROPE band" in fig.layout.annotations[-1].text.replace("<br>", " ")

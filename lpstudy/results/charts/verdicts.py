@@ -60,6 +60,16 @@ def verdict_caption(answer: VerdictAnswer, name: str) -> str:
             f"{answer.k}-fold CV, as in the verdict table. Below 0: lower loss than {name}.")
 
 
+def _rope_band(fig: go.Figure, answer: VerdictAnswer) -> float | None:
+    """The ROPE as a band in % of the reference's mean loss; None (no band) where the reference has
+    no finished run to scale it by (every run of it diverged)."""
+    if answer.rope.relative is None:
+        return None
+    rope = 100 * answer.rope.relative
+    fig.add_hrect(y0=-rope, y1=rope, fillcolor=VERDICT_COLOURS["equivalent"], opacity=0.12, line_width=0)
+    return rope
+
+
 def verdict_chart(answer: VerdictAnswer) -> go.Figure:
     """Relative difference loss(arm)/loss(reference) − 1 per arm, its interval, coloured by verdict."""
     ref = answer.reference
@@ -68,8 +78,7 @@ def verdict_chart(answer: VerdictAnswer) -> go.Figure:
         return mark_empty(figure(title, height=360), "needs finished runs of the reference and another arm on the same folds")
     name = arm_name(ref.field, ref.value)
     fig = figure(title, "", f"loss / loss({name}) − 1 (%)", height=380)
-    rope = 100 * answer.rope.relative
-    fig.add_hrect(y0=-rope, y1=rope, fillcolor=VERDICT_COLOURS["equivalent"], opacity=0.12, line_width=0)
+    rope = _rope_band(fig, answer)
     fig.add_hline(y=0, line={"color": "#888", "dash": "dash"})
     labels = [arm_name(a.field, a.value) for a in answer.arms]
     for verdict, colour in VERDICT_COLOURS.items():
@@ -87,7 +96,9 @@ def verdict_chart(answer: VerdictAnswer) -> go.Figure:
             hovertemplate="%{x}: %{y:+.2f} %<extra>" + verdict + "</extra>")
     fig.update_xaxes(categoryorder="array", categoryarray=labels)
     fig.update_layout(legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0, "xanchor": "left"})
-    return caption(fig, f"{COLOUR_RULE}. Shaded: the ROPE, ±{rope:.2g} % of {name}'s mean loss. Bars: {100 * (1 - answer.alpha):.0f} % "
+    shaded = (f"Shaded: the ROPE, ±{rope:.2g} % of {name}'s mean loss" if rope is not None else
+              f"No ROPE band: {name} has no finished run whose mean loss would scale it")
+    return caption(fig, f"{COLOUR_RULE}. {shaded}. Bars: {100 * (1 - answer.alpha):.0f} % "
                         f"intervals corrected for the {answer.k}-fold CV. Below 0: lower loss than {name}.")
 
 
@@ -102,8 +113,7 @@ def stages_chart(answer: VerdictAnswer) -> go.Figure:
     if not ref or not seq or not looks:
         return mark_empty(fig, "needs the first stage's folds of the reference and another arm")
     field, name = ref.field, arm_name(ref.field, ref.value)
-    rope = 100 * answer.rope.relative
-    fig.add_hrect(y0=-rope, y1=rope, fillcolor=VERDICT_COLOURS["equivalent"], opacity=0.12, line_width=0)
+    rope = _rope_band(fig, answer)
     fig.add_hline(y=0, line={"color": "#888", "dash": "dash"})
     order = [a.value for a in seq.arms]
     tested = sorted(((arm_name(field, a.value), look, a) for look in looks for a in look.arms
@@ -130,9 +140,11 @@ def stages_chart(answer: VerdictAnswer) -> go.Figure:
             hovertemplate="%{x}: %{y:+.2f} % · look %{customdata[0]}, tested at level %{customdata[1]:.2g}<extra>"
                           + verdict + "</extra>")
     fig.update_layout(legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0, "xanchor": "left"})
+    shaded = (f"Shaded: the ROPE, ±{rope:.2g} % of {name}'s mean loss" if rope is not None else
+              f"No ROPE band: {name} has no finished run whose mean loss would scale it")
     return caption(fig, "Per arm, its looks left to right (the folds run by then). Colour: the verdict at that "
-                        "look; a diamond: the look that decided it, after which it ran no more folds. Shaded: the "
-                        f"ROPE, ±{rope:.2g} % of {name}'s mean loss. Bars: {100 * (1 - answer.alpha):.0f} % "
+                        f"look; a diamond: the look that decided it, after which it ran no more folds. {shaded}. "
+                        f"Bars: {100 * (1 - answer.alpha):.0f} % "
                         f"intervals over the folds so far, corrected for the {answer.k}-fold CV; each look's test is "
                         "stricter, at the part of alpha it spends (the table below; O'Brien–Fleming spends little at "
                         "the first looks), with Holm across the arms.")
