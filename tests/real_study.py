@@ -27,7 +27,7 @@ from tests.study_helpers import TINY, lpstudy, start_worker, trials_of, wait_all
 SEARCH_TRIALS = 10
 GRID_P = "1,2,inf"
 GRID_FOLDS = 2
-SAMPLER_SEED = 24  # its 10 random trials hold p = ∞ (∞ is 1/8 of the draws), hot learning rates that diverge, and pruned runs
+SAMPLER_SEED = 1  # its 10 random trials (each its own stream of the seed: lpstudy.study.seeded_sampler) hold p = ∞ (∞ is 1/8 of the draws), hot learning rates that diverge, and pruned runs
 # No gradient clipping and no warm-up in the search, and a run counts as diverged once its training loss
 # exceeds 1.2 times its first: a large learning rate diverges within a few steps, before the pruner
 # (which looks from the first evaluation on) could stop it.
