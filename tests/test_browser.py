@@ -314,6 +314,7 @@ def test_every_page_reads_at_a_glance_on_a_small_and_a_large_study(dashboard, br
                                   for t in labels), labels  # 1, 20, 0.05; from 10⁵ up 10⁶ or 2×10⁶
         if name == "Trials":
             dynamics = _chart(page, "gradient, learning rate and gain")
+            dynamics.locator(".legend .traces").nth(3).wait_for(timeout=WAIT_MS)  # plotly draws the legend last
             assert dynamics.locator(".legend .traces").count() >= 4
             assert dynamics.locator(".g-xtitle, .g-x2title, .g-x3title").count() == 3
     assert not errors, errors
