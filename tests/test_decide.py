@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lpstudy.results.answers.decide import MAX_FOLDS, MAX_REPEATS, POWER, design_to_decide
-from lpstudy.results.answers.fold_tests import corrected_stats, difference_p, equivalence_p
+from lpstudy.results.answers.decide import BEYOND, EQUIVALENCE, MAX_FOLDS, MAX_REPEATS, POWER, design_to_decide
+from lpstudy.results.answers.fold_tests import beyond_p, corrected_stats, equivalence_p
 from lpstudy.results.reading.frames import StudyData, StudyInfo
 from tests.study_helpers import cli
 
@@ -26,21 +26,54 @@ def correlated_diffs(rng, studies: int, runs: int, k: int, mean: float, sd: floa
     return mean + shared + rng.normal(0, np.sqrt(1 - rho) * sd, (studies, runs))
 
 
-@pytest.mark.parametrize("mean,sd,k,margin,test", [(0.025, 0.02, 10, 0.01, "difference"),
-                                                   (0.0, 0.01, 5, 0.02, "equivalence")])
-def test_the_named_design_reaches_80_percent_power_and_one_repeat_less_does_not(mean, sd, k, margin, test):
-    design = design_to_decide(mean, sd, n=k, k=k, margin=margin, alpha=0.05)
-    assert design["test"] == test and design["repeats"] and design["folds"] == k
+def seeded_diffs(rng, studies: int, k: int, repeats: int, seeds: int, mean: float, sd: float, seed_sd: float) -> np.ndarray:
+    """Runs of R repeats of K folds, S seeds in each (repeat, fold) cell: the partition's part correlated
+    at 1/K inside a repeat and shared by a cell's seeds, the seeds' part independent from run to run."""
+    partition = np.concatenate([correlated_diffs(rng, studies, k, k, 0.0, sd) for _ in range(repeats)], axis=1)
+    return mean + np.repeat(partition, seeds, axis=1) + rng.normal(0, seed_sd, (studies, repeats * k * seeds))
+
+
+def decided_share(diffs: np.ndarray, k: int, seeds: int, margin: float, test: str) -> float:
+    """How often the verdict's own test decides (beyond the ROPE, or equivalent), at alpha 0.05."""
+    cells = np.repeat(np.arange(diffs.shape[1] // seeds), seeds) if seeds > 1 else None
+    m, se, df = corrected_stats(diffs, k, cells=cells)
+    p = beyond_p(m, se, df, margin) if test == BEYOND else equivalence_p(m, se, df, margin)
+    return float(np.mean(p < 0.05))
+
+
+@pytest.mark.parametrize("mean,sd,seed_sd,k,margin,test", [
+    (0.025, 0.02, None, 10, 0.01, BEYOND),  # an arm beyond the ROPE: planned on the test beyond it, not against 0
+    (0.0, 0.01, None, 5, 0.02, EQUIVALENCE),
+    (0.0, 0.004, 0.024, 10, 0.0125, EQUIVALENCE),  # the smoke preset's components (benchmarks/results/seeds.md)
+    (0.02, 0.005, 0.024, 5, 0.005, BEYOND)])
+def test_the_named_design_reaches_80_percent_power_with_the_verdicts_own_test(mean, sd, seed_sd, k, margin, test):
+    design = design_to_decide(mean, sd, n=k, k=k, margin=margin, alpha=0.05, seed_sd=seed_sd)
+    assert design["test"] == test and design["runs_per_arm"]
+    assert design["runs_per_arm"] == design["folds"] * design["repeats"] * design["seeds"]
+    assert design["seeds"] == 1 or seed_sd is not None  # one seed a cell: seeds buy nothing it can show
     rng = np.random.default_rng(1)
+    diffs = seeded_diffs(rng, N_STUDIES, design["folds"], design["repeats"], design["seeds"], mean, sd, seed_sd or 0.0)
+    assert decided_share(diffs, design["folds"], design["seeds"], margin, test) >= POWER - MC - 0.01
 
-    def decided(runs: int) -> float:
-        m, se, df = corrected_stats(correlated_diffs(rng, N_STUDIES, runs, k, mean, sd), k)
-        p = difference_p(m, se, df) if test == "difference" else equivalence_p(m, se, df, margin)
-        return float(np.mean(p < 0.05))
 
-    assert decided(design["runs_per_arm"]) >= POWER - MC - 0.01
-    if design["repeats"] > 1:
-        assert decided(design["runs_per_arm"] - k) < POWER + MC
+def test_measured_seeds_make_a_cheaper_design_than_one_seed_a_fold_can_see():
+    """Where the training noise is most of the spread, seeds inside the folds decide in fewer runs than
+    the design that must take the whole spread as the partition's (benchmarks/results/seeds.md: σ_fold
+    0.004, σ_seed 0.024 at the smoke preset)."""
+    total = float(np.hypot(0.004, 0.024))
+    blind = design_to_decide(0.0, total, n=10, k=10, margin=0.0125, alpha=0.05)
+    seeded = design_to_decide(0.0, 0.004, n=10, k=10, margin=0.0125, alpha=0.05, seed_sd=0.024)
+    assert seeded["seeds"] > 1 and seeded["runs_per_arm"] is not None
+    assert blind["runs_per_arm"] is None or seeded["runs_per_arm"] < blind["runs_per_arm"]
+
+
+def test_power_has_a_number_where_scipys_noncentral_t_gives_none():
+    """scipy's noncentral t returns NaN far in its tails: the plan falls back on the normal approximation
+    rather than skip the designs that decide (a clear effect was planned at 50 folds)."""
+    from lpstudy.results.answers.decide import power
+
+    reached = power(0.03, np.array([1e-4, 0.004]), np.array([2.0, 9.0]), 0.01, 0.05 / 7, BEYOND)
+    assert np.all(np.isfinite(reached)) and reached[0] > 0.99
 
 
 def test_an_arm_no_design_can_decide_gets_no_fold_count_and_a_reason():
@@ -127,4 +160,5 @@ def test_every_endpoints_folds_to_decide_is_the_80_percent_design():
     for row in undecided:
         d = (table.loc[row["arm"]] - table.loc["ref"]).to_numpy()
         design = design_to_decide(float(d.mean()), float(d.std(ddof=1)), k, k, margin, 0.05, n_tests=2)
+        assert row["sigma_fold"] == pytest.approx(float(d.std(ddof=1))) and row["sigma_seed"] is None
         assert (row["folds_to_decide"], row["decided_by"]) == (design["runs_per_arm"], design["test"])

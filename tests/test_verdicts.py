@@ -152,7 +152,7 @@ def test_a_planted_replicate_gets_one_verdict_per_p_in_the_agreed_shape():
 def test_three_folds_with_spread_are_undecided_and_say_how_many_folds_would_decide():
     trials = planted_trials({2.0: [2.80, 2.86, 2.75], 1.0: [2.77, 2.80, 2.74]})
     (arm,) = answer_of(trials)["arms"]
-    assert arm["verdict"] == "undecided" and arm["folds_to_decide"] > 3 and arm["decided_by"] == "difference"
+    assert arm["verdict"] == "undecided" and arm["folds_to_decide"] > 3 and arm["decided_by"] == "beyond the ROPE"
 
 
 def test_a_diverged_fold_leaves_the_pairs_and_counts_in_the_divergence_rate():

@@ -21,7 +21,7 @@ from lpstudy.cli.verdict import RopeOpt
 from lpstudy.results.answers.answer_types import VerdictAnswer
 from lpstudy.results.answers.options import DEFAULT_ALPHA, DEFAULT_ROPE, parse_rope
 from lpstudy.cli.storage_option import StorageChoice
-from lpstudy.cli.study_options import GraceOpt, HeartbeatOpt, RepeatsOpt, RetryOpt, SetOpt, StudyOptions, TrialOptions
+from lpstudy.cli.study_options import GraceOpt, HeartbeatOpt, RepeatsOpt, RetryOpt, SeedsOpt, SetOpt, StudyOptions, TrialOptions
 from lpstudy.errors import UserError
 from lpstudy.names import shell_quoted
 from lpstudy.training.costs import presets_help
@@ -212,6 +212,7 @@ def replicate(
     gain_init: Annotated[Optional[str], typer.Option(help="Initial gain: a number, or 'matched' (temperature-matched to p = 2; default log₂(L²−L)).")] = None,
     seed: Annotated[Optional[int], typer.Option(help="Training seed (default 0).")] = None,
     repeats: RepeatsOpt = None,
+    seeds: SeedsOpt = None,
     set_: SetOpt = None,
     until_decided: Annotated[bool, typer.Option("--until-decided", help="Run the folds in stages (3, 5, 8, 10, capped at --max-folds) and give an arm no more folds once its verdict against p = 2 is decided (lpstudy verdict; O'Brien-Fleming alpha spending keeps the error rate over the stages).")] = False,
     max_folds: Annotated[Optional[int], typer.Option("--max-folds", help="With --until-decided: K, the folds of the one K-fold CV the stages draw from (default --folds).", min=3)] = None,
@@ -245,12 +246,14 @@ def replicate(
         from lpstudy.study.worker import WorkerOptions
 
         url = checked.url
-        given = {**trial_options.given(), **({"repeats": repeats} if repeats is not None else {})}
+        given = {**trial_options.given(), **({"repeats": repeats} if repeats is not None else {}),
+                 **({"seeds": seeds} if seeds is not None else {})}
         result = run_replicate(checked, study, preset, p_values, folds, fixed, given, sequential)
         verb = "created" if result.created else "resumed"
         n_lr = f"{len(lr.split(','))} lr × " if lr and "," in lr else ""
         say(f"replicate study {study!r} {verb} in {checked.display_url}: {result.n_cells} cells "
-            f"({len(p_values)} p × {n_lr}{f'{repeats} repeats × ' if repeats and repeats > 1 else ''}{folds} folds) · {result.done} done · {result.running} running · "
+            f"({len(p_values)} p × {n_lr}{f'{repeats} repeats × ' if repeats and repeats > 1 else ''}{folds} folds"
+            f"{f' × {seeds} seeds' if seeds and seeds > 1 else ''}) · {result.done} done · {result.running} running · "
             f"{result.waiting} waiting ({result.enqueued} enqueued now)")
         if sequential:
             say(f"until decided: folds in stages of {', '.join(map(str, sequential.rounds))}; an arm decided against "

@@ -78,6 +78,7 @@ SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="Fix any fiel
 SamplerSeedOpt = _declared(OPTIONS["sampler_seed"])
 HeartbeatOpt = _declared(OPTIONS["heartbeat_interval"])
 RepeatsOpt = _declared(OPTIONS["repeats"])  # replicate's and compare's own
+SeedsOpt = _declared(OPTIONS["seeds"])  # likewise
 GraceOpt = _declared(OPTIONS["grace_period"])
 RetryOpt = _declared(OPTIONS["max_retry"])
 

@@ -120,6 +120,11 @@ OPTIONS: dict[str, StudyOption] = _options(
     StudyOption("repeats", int, 1, "Repeat the K-fold cross-validation this many times, each over a new "
                 "partition of the text and new training seeds (R × K runs per arm)", bound=(1, 100), flag="",
                 written_when_set=True),
+    # replicate and compare: every (arm, fold[, repeat]) cell trained with S seeds (cells p × seed × repeat × fold):
+    # the seeds' mean is the cell's loss, their spread the training noise, apart from the partition's
+    StudyOption("seeds", int, 1, "Train every (arm, fold) cell with this many training seeds: their mean is the "
+                "cell's loss and their spread measures training noise apart from the partition's (S × R × K runs "
+                "per arm)", bound=(1, 100), flag="", written_when_set=True),
     StudyOption("heartbeat_interval", int, 10, "Seconds between a running trial's heartbeats (SQL storages)",
                 bound=(1, 86_400), flag="trial"),
     StudyOption("grace_period", int, 60, "A running trial without heartbeat this long (s) is failed and retried",

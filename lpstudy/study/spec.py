@@ -27,7 +27,7 @@ from lpstudy.study.intensify import Intensifier
 from lpstudy.study.options import OPTIONS
 from lpstudy.study.space import DEFAULT_SPACE, Fixed, SearchSpace
 from lpstudy.training.bounds import FIELD_BOUNDS
-from lpstudy.training.config import TrainConfig, get_preset, resolve_config
+from lpstudy.training.config import TrainConfig, get_preset, resolve_config, seeds_inside
 from lpstudy.study.until_decided import UntilDecided
 from lpstudy.values import REFERENCE_P, format_p, P, json_safe
 
@@ -202,7 +202,7 @@ def _replicate_from_file(data: dict[str, Any], space_entries: dict[str, Any] | N
         raise UserError("a replicate's study file (kind: replicate) names its preset: and its p: values")
     p_values = data["p"] if isinstance(data["p"], list) else [v for v in str(data["p"]).split(",") if v.strip()]
     trial_options = {k: data[k] for k in ("heartbeat_interval", "grace_period", "max_retry", "checkpoint_interval",
-                                          "repeats") if k in data}
+                                          "repeats", "seeds") if k in data}
     return replicate_spec(str(data["preset"]), p_values, data.get("folds", 10), fixed=fixed, options=trial_options)
 
 
@@ -227,10 +227,17 @@ def replicate_spec(preset: str, p_values: list[float], folds: int, fixed: dict[s
     options = {k: v for k, v in (options or {}).items()
                if v is not None and k in OPTIONS and k not in ("sampler", "pruner", "preset")}
     repeats = OPTIONS["repeats"].checked(options.get("repeats", 1))
+    seeds = OPTIONS["seeds"].checked(options.get("seeds", 1))
     if repeats > 1 and until_decided is not None:
         raise UserError("--repeats and --until-decided do not go together yet: the stages add folds of one "
                         "cross-validation; run --repeats R without --until-decided")
+    if seeds > 1 and until_decided is not None:
+        raise UserError("--seeds and --until-decided do not go together yet: the stages add folds, each with one "
+                        "seed; run --seeds S as a fixed design (`lpstudy verdict` says which design would decide)")
     space_map: dict[str, Any] = dict(fixed or {})
+    if seeds > 1:  # the seed the outermost choice: every (p, fold) cell gets its first seed before any its second
+        base = space_map.pop("seed", resolve_config(preset, {}).seed)
+        space_map = {"seed": {"choices": seeds_inside(int(base), seeds)}, **space_map}
     space_map["folds"] = folds
     space_map["p"] = {"choices": ps}
     if repeats > 1:  # every (p, repeat, fold) is one cell, run once like any other (the grid's claims)

@@ -44,6 +44,14 @@ def _declared_fields(cls: type) -> type:
     return cls
 
 
+def seeds_inside(seed: int, count: int) -> list[int]:
+    """The training seeds of a cell run with `count` seeds (replicate/compare --seeds): `seed` itself
+    first (so seed 0 of a study with seeds is the run every study without them makes), then seeds drawn
+    from a generator seeded by (seed, i), so that no two runs share a stream (the trainer starts its
+    weights, batches and dropout from a seed and the two after it: consecutive seeds would overlap)."""
+    return [seed] + [random.Random(f"lpstudy seed {seed} inside {i}").randrange(2**31) for i in range(1, count)]
+
+
 @dataclass(frozen=True)
 @_declared_fields
 class TrainConfig(DeclaredFields):

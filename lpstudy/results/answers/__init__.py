@@ -58,32 +58,21 @@ def study_answer(data: StudyData, options: AnswerOptions = AnswerOptions()) -> V
 
 
 def with_what_decides(answer: dict, data: StudyData, options: AnswerOptions) -> dict:
-    """The answer with "to_decide" (lpstudy.results.answers.decide: the repeats of the K folds that would
-    decide each undecided arm at 80 % power, the command and its time) and its clause in the sentence."""
+    """The answer with "to_decide" (lpstudy.results.answers.decide: the design of folds, repeats and seeds
+    that would decide each undecided arm at 80 % power, the command and its time) and its clause in the
+    sentence, computed on the numbers the verdicts were (each arm's difference and sources of variance)."""
     from lpstudy.results.answers.decide import decide_sentence, to_decide
-    from lpstudy.results.answers.endpoint_verdicts import differences
-    from lpstudy.results.answers.verdicts import _arms, endpoint_table, fold_count
     from lpstudy.results.tables.verdicts import arm_name
     from lpstudy.values import json_safe
 
     ref = answer.get("reference")
     if not ref or not answer.get("arms") or not len(data.trials):
         return answer
-    # the differences the verdicts tested: the engine's table (failed and diverged runs out, one
-    # column per run position), not a second reading of the trials
-    trials, _, column, values = _arms(data)
-    table, failed, _ = endpoint_table(trials, column, fold_count(data))
-    by_value = {json_safe(values.get(key, key)): key for key in table.index}
-    if json_safe(ref["value"]) not in by_value:
-        return answer
-    others, rows = differences(table, by_value[json_safe(ref["value"])], failed)
-    diffs = {json_safe(values.get(arm, arm)): row for arm, row in zip(others, rows)}
-    diffs = {arm["value"]: diffs[json_safe(arm["value"])] for arm in answer["arms"] if json_safe(arm["value"]) in diffs}
-    plan = to_decide(answer, data, diffs, options.alpha)
+    plan = to_decide(answer, data, options.alpha)
     if plan:
         from lpstudy.results.answers.verdicts import sentence
 
-        # one figure per arm: the runs at 80 % power within the design replace the plug-in crossing point
+        # one figure per arm: the runs at 80 % power within the design
         designs = {json_safe(a["value"]): a for a in plan["arms"]}
         for arm in answer["arms"]:
             design = designs.get(json_safe(arm["value"]))

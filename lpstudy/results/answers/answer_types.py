@@ -161,7 +161,14 @@ class ArmVerdict(Part):
     holds_up_to_rho: float | None = None  # the largest fold correlation at which the verdict stands
     measured_rho: float | None = None  # what the repeats' spread implies; None with one repeat
     folds_to_decide: int | None = None  # runs per arm that would decide it (answers.decide), or None
-    decided_by: str | None = None  # "equivalence" | "difference": the test folds_to_decide expects to decide
+    decided_by: str | None = None  # "equivalence" | "beyond the ROPE": the verdict's test folds_to_decide expects to decide
+    # the sources of variance of one run's difference (answers.fold_tests.variance_components): the partition's
+    # share as the folds show it (with one seed a cell, the seeds' noise too), the training seed's (None without two
+    # seeds in a cell), the (repeat, fold) cells paired and the mean number of seeds a cell
+    sigma_fold: float | None = None
+    sigma_seed: float | None = None
+    cells: int = 0
+    seeds: float = 1.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -247,26 +254,29 @@ class ArmDesign(Part):
     """What would decide one undecided arm (answers.decide)."""
 
     value: Value = ""
-    test: str = ""  # "equivalence" | "difference"
+    test: str = ""  # "equivalence" | "beyond the ROPE"
     power_target: float = 0.0
     folds: int | None = None
     repeats: int | None = None
+    seeds: int | None = None
     runs_per_arm: int | None = None
     power: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
 class ToDecide(Part):
-    """The repeats of the K folds that would decide each undecided arm at 80 % power, the command and its time."""
+    """The folds, repeats and seeds that would decide each undecided arm at 80 % power, the command and its time."""
 
     power: float = 0.0
     max_repeats: int = 0
     arms: list[ArmDesign] = _field(default_factory=list)
     folds: int | None = None
     repeats: int | None = None
+    seeds: int | None = None
     runs: int | None = None
     command: str | None = None
     time: str | None = None
+    seeds_measured: bool = False  # some undecided arm had two seeds in a cell: the plan weighs seeds by their measured share
 
     PARTS: ClassVar[dict[str, Any]] = {"arms": [ArmDesign]}
 
@@ -365,6 +375,7 @@ class VerdictAnswer(StudyAnswer):
     alpha: float = 0.05
     k: int = 0  # the study's fold count K
     repeats: int = 1  # R: the CV repeated over new partitions and seeds
+    seeds: int | None = None  # S: training seeds inside every (repeat, fold) cell (--seeds); left out where 1
     reference: Reference | None = None  # None before any arm has a finished run
     arms: list[ArmVerdict] = _field(default_factory=list)  # sorted by value
     rope: Rope = _field(default_factory=Rope)

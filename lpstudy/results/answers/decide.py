@@ -1,24 +1,30 @@
 """What would decide an undecided arm, at a stated power, within what a study's design can run, and what
 it costs: the runs, the command that buys them and its time.
 
-An arm's decision comes from the corrected resampled t over its fold differences (fold_tests), with
-the standard error of the mean of R·K differences of R repeats of a K-fold CV (the corrected repeated
-k-fold test, Bouckaert and Frank, "Evaluating the replicability of significance tests for comparing
-learning algorithms", PAKDD 2004):
+An arm's decision comes from the corrected resampled t over its fold differences (fold_tests). One
+run's difference varies by two sources (fold_tests.variance_components; Bouthillier et al.,
+"Accounting for variance in machine learning benchmarks", MLSys 2021): the partition (σ²_fold, which
+the folds' shared training text correlates) and the training seed (σ²_seed, independent from run to
+run). A design of R repeats of K folds with S seeds inside every (repeat, fold) cell has
 
-    se² = s² · (1/(R·K) + 1/(K − 1))
+    se² = σ²_fold · (1/(R·K) + 1/(K − 1)) + σ²_seed / (R·K·S)
 
-s the spread of one run's difference, as the folds so far show it. More runs of the same K folds shrink
-the first term only: the second, the price of the folds sharing their training text, stays, so some arms
-cannot be decided at this K by any number of repeats, and the answer says so rather than print a fold
-count the design cannot run. The power of each design is the noncentral t's (the difference test:
-two-sided at Holm's strictest level alpha/m; equivalence: the two one-sided tests against ±ROPE,
-Schuirmann 1987, at power P(both reject) ≈ P(upper) + P(lower) − 1), with the true difference taken to
-be the one measured so far: a planning figure, as every sample-size calculation's, not a promise. The
-designs tried are the study's K folds run R = 1 .. MAX_REPEATS times (replicate/compare --repeats), then
-a new study of K' = K + 1 .. MAX_FOLDS folds run once (the spread taken to stay as it is, though each
-fold's training text grows); the first reaching POWER is the answer, with its runs and its time
-(lpstudy.training.costs).
+(the corrected repeated k-fold test, Bouckaert and Frank, PAKDD 2004, on the partition's share; the
+seeds' share averaged away). More repeats shrink the first term's first part only; more seeds shrink
+the second term only; more folds both. Where a study ran one seed a cell, the two cannot be told
+apart: the whole spread is taken as the partition's (seeds then buy nothing in the plan), and the
+answer says that --seeds measures it.
+
+The power of each design is the one of the test the verdict uses (the beyond-the-ROPE test where
+|difference| ≥ ROPE: the 1 − level interval wholly beyond ±ROPE, noncentrality (|d| − ROPE)/se; the
+equivalence test where |d| < ROPE: two one-sided tests against ±ROPE, Schuirmann 1987, power
+P(upper) + P(lower) − 1), at Holm's strictest level alpha/m, by the noncentral t with R·K − 1 degrees of
+freedom (the normal approximation where scipy's noncentral t returns no number), the true difference
+taken to be the one measured so far: a planning figure, as every sample-size calculation's, not a
+promise. The designs tried: the study's K folds with R = 1 .. MAX_REPEATS repeats and S = 1 ..
+MAX_SEEDS seeds, and a new study of K' = K + 1 .. MAX_FOLDS folds with S seeds; the one with the
+fewest runs per arm that reaches POWER is the answer (fewer folds, then fewer repeats, on a tie),
+with its runs and its time (lpstudy.training.costs).
 """
 
 from __future__ import annotations
@@ -33,106 +39,159 @@ from lpstudy.results.answers.fold_tests import share_ratio
 POWER = 0.80
 MAX_REPEATS = 20  # the most repeats a suggestion asks for (the option allows more; the cost says why not)
 MAX_FOLDS = 50  # where repeats cannot, a new study with more folds (each fold's training text grows) up to this
+MAX_SEEDS = 20  # the most seeds inside a cell a suggestion asks for
+BEYOND, EQUIVALENCE = "beyond the ROPE", "equivalence"
 
 
-def standard_error(sd: float, runs: int, k: int) -> float:
-    """The corrected standard error of a mean of `runs` fold differences of spread sd, K folds."""
-    return sd * math.sqrt(1.0 / runs + share_ratio(k))
+def standard_error(sd: float, runs: int, k: int, seed_sd: float = 0.0, seeds: int = 1):
+    """The corrected standard error of a mean over `runs` (repeat, fold) cells of K folds, each of
+    `seeds` seeds: partition spread sd, training-noise spread seed_sd (arrays broadcast). With one seed a
+    cell the test cannot tell the two apart and corrects the whole spread (fold_tests.corrected_stats):
+    the plan does what the test will."""
+    runs, k, seeds = (np.asarray(x, dtype="float64") for x in (runs, k, seeds))
+    overlap = 1.0 / (k - 1)
+    apart = sd ** 2 * (1.0 / runs + overlap) + seed_sd ** 2 / (runs * seeds)
+    together = (sd ** 2 + seed_sd ** 2) * (1.0 / runs + overlap)
+    return np.sqrt(np.where(seeds > 1, apart, together))
 
 
-def power(mean: float, sd: float, runs: int, k: int, margin: float, level: float, test: str) -> float:
-    """The chance that the test decides at `level` after `runs` differences, if the true difference is
-    `mean` and one run's spread `sd` (noncentral t, runs − 1 degrees of freedom)."""
-    from scipy.stats import nct, t
+def expected_df(sd: float, seed_sd: float, cells, k, seeds) -> np.ndarray:
+    """The degrees of freedom the test will have (fold_tests._seeded_stats): C − 1 with one seed a cell,
+    else Welch–Satterthwaite's for (1/C + r)·cell_var − r·seed_var/S at the expected mean squares."""
+    cells, k, seeds = (np.asarray(x, dtype="float64") for x in (cells, k, seeds))
+    r = 1.0 / (k - 1)
+    cell_var = sd ** 2 + seed_sd ** 2 / seeds
+    var = cell_var / cells + r * sd ** 2
+    with np.errstate(all="ignore"):
+        df = var ** 2 / (((1.0 / cells + r) * cell_var) ** 2 / (cells - 1)
+                         + (r * seed_sd ** 2 / seeds) ** 2 / (cells * (seeds - 1)))
+    return np.where(seeds > 1, np.clip(np.nan_to_num(df, nan=1.0), 1.0, cells - 1), cells - 1)
 
-    se, df = standard_error(sd, runs, k), runs - 1
-    if df < 1 or not se > 0:
-        return 0.0
-    if test == "difference":
-        crit, shift = t.ppf(1 - level / 2, df), abs(mean) / se
-        return float(nct.sf(crit, df, shift) + nct.cdf(-crit, df, shift))
-    crit = t.ppf(1 - level, df)
-    upper, lower = (margin - mean) / se, (margin + mean) / se
-    return max(0.0, float(nct.sf(crit, df, upper) + nct.sf(crit, df, lower) - 1.0))
+
+def power(mean: float, se, df, margin: float, level: float, test: str) -> np.ndarray:
+    """The chance that the verdict's test decides at `level`, if the true difference is `mean`, for
+    designs of standard error se and df degrees of freedom (arrays)."""
+    import warnings
+
+    from scipy.stats import nct, norm, t
+
+    se, df = np.asarray(se, dtype="float64"), np.asarray(df, dtype="float64")
+
+    def upper_tail(crit, shift):  # P(T > crit), T noncentral t; the normal approximation where scipy gives none
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            exact = nct.sf(crit, df, shift)
+        return np.where(np.isfinite(exact), exact, norm.sf(crit - shift))
+
+    with np.errstate(all="ignore"):
+        if test == BEYOND:
+            crit = t.ppf(1 - level / 2, df)
+            reached = upper_tail(crit, (abs(mean) - margin) / se)
+        else:
+            crit = t.ppf(1 - level, df)
+            reached = upper_tail(crit, (margin - mean) / se) + upper_tail(crit, (margin + mean) / se) - 1.0
+    return np.where((df >= 1) & (se > 0), np.clip(reached, 0.0, 1.0), 0.0)
 
 
 def design_to_decide(mean: float, sd: float, n: int, k: int, margin: float, alpha: float,
-                     n_tests: int = 1) -> dict[str, Any]:
-    """The fewest repeats R of the K folds (R·K runs per arm, more than the n run) at which the test
-    that can decide the arm (equivalence where |mean| < margin, else difference) reaches POWER; or
-    {"repeats": None, ...} with the power the most repeats would give."""
-    test = "equivalence" if abs(mean) < margin else "difference"
+                     n_tests: int = 1, seed_sd: float | None = None) -> dict[str, Any]:
+    """The design with the fewest runs per arm (more than the n run) at which the verdict's test for the
+    arm (equivalence where |mean| < margin, else beyond the ROPE) reaches POWER: {"folds", "repeats",
+    "seeds", "runs_per_arm", "power"}; or the same keys None with the power the largest design of the
+    study's K folds would give. sd: the partition's spread of one run's difference (the whole spread
+    where seed_sd is None: one seed a cell cannot tell the two apart; seeds then buy nothing here)."""
+    test = EQUIVALENCE if abs(mean) < margin else BEYOND
     level = alpha / max(1, n_tests)
-    out = {"test": test, "power_target": POWER, "folds": k, "repeats": None, "runs_per_arm": None, "power": None}
-    if not (math.isfinite(mean) and math.isfinite(sd)) or sd <= 0 or k < 2:
+    out = {"test": test, "power_target": POWER, "folds": k, "repeats": None, "seeds": None, "runs_per_arm": None,
+           "power": None}
+    known = seed_sd is not None and math.isfinite(seed_sd)
+    if not (math.isfinite(mean) and math.isfinite(sd)) or sd < 0 or (sd == 0 and not known) or k < 2:
         return out
-    for repeats in range(1, MAX_REPEATS + 1):
-        runs = repeats * k
-        if runs <= n:
-            continue
-        reached = power(mean, sd, runs, k, margin, level, test)
-        if reached >= POWER:
-            return {**out, "repeats": repeats, "runs_per_arm": runs, "power": reached}
-    for folds in range(k + 1, MAX_FOLDS + 1):  # a new study of more folds, run once (the spread taken to stay)
-        reached = power(mean, sd, folds, folds, margin, level, test)
-        if reached >= POWER:
-            return {**out, "folds": folds, "repeats": 1, "runs_per_arm": folds, "power": reached}
-    return {**out, "power": power(mean, sd, MAX_REPEATS * k, k, margin, level, test)}
+    max_seeds = MAX_SEEDS if known else 1
+    seeds = np.arange(1, max_seeds + 1)
+    same_k = np.array([(k, r, s) for r in range(1, MAX_REPEATS + 1) for s in seeds])
+    more_k = np.array([(f, 1, s) for f in range(k + 1, MAX_FOLDS + 1) for s in seeds])
+    designs = np.concatenate([same_k, more_k]) if len(more_k) else same_k
+    folds, repeats, per_cell = designs[:, 0], designs[:, 1], designs[:, 2]
+    cells = folds * repeats
+    runs = cells * per_cell
+    se = standard_error(sd, cells, folds, seed_sd if known else 0.0, per_cell)
+    reached = power(mean, se, expected_df(sd, seed_sd if known else 0.0, cells, folds, per_cell), margin, level, test)
+    ok = (reached >= POWER) & (runs > n)
+    if not ok.any():
+        return {**out, "power": float(reached[: len(same_k)].max())}
+    best = min(np.flatnonzero(ok), key=lambda i: (runs[i], folds[i], repeats[i]))
+    return {**out, "folds": int(folds[best]), "repeats": int(repeats[best]), "seeds": int(per_cell[best]),
+            "runs_per_arm": int(runs[best]), "power": float(reached[best])}
 
 
-def _command(data, arms: list, repeats: int, k: int) -> str | None:
-    """The replicate that runs those repeats (a new study: the repeats are part of a study's spec)."""
+def _command(data, arms: list, design: dict) -> str | None:
+    """The replicate that runs the design (a new study: folds, repeats and seeds are part of a study's
+    spec), with the arms it can decide and the reference."""
     from lpstudy.names import shell_quoted
     from lpstudy.values import format_p
 
     if data.info.kind != "replicate":
         return None
+    if (design["folds"], design["repeats"], design["seeds"]) == design["now"]:  # the study's own design, not yet run out
+        return f"lpstudy worker --study {shell_quoted(data.name)}"
     from lpstudy.study.space import SearchSpace
 
     try:
-        fixed = SearchSpace.from_plain((data.info.spec or {}).get("space") or {}).fixed
+        space = SearchSpace.from_plain((data.info.spec or {}).get("space") or {})
+        fixed = space.fixed
     except Exception:  # a space this version cannot read
         fixed = {}
-    sets = "".join(f" --set {name}={value}" for name, value in fixed.items() if name not in ("folds", "fold", "p", "repeat"))
+    sets = "".join(f" --set {name}={value}" for name, value in fixed.items()
+                   if name not in ("folds", "fold", "p", "repeat", "seed"))
+    k, repeats, seeds = design["folds"], design["repeats"], design["seeds"]
     ps = ",".join(format_p(float(p)) for p in arms)
-    name = f"{data.name}-r{repeats}" if repeats > 1 else f"{data.name}-k{k}"
-    return (f"lpstudy replicate --study {shell_quoted(name)} --preset {data.info.preset} --p {ps} --folds {k}"
-            + (f" --repeats {repeats}" if repeats > 1 else "") + sets)
+    suffix = (f"-k{k}" if k != design["now"][0] else "") + (f"-r{repeats}" if repeats > 1 else "") + \
+        (f"-s{seeds}" if seeds > 1 else "")
+    return (f"lpstudy replicate --study {shell_quoted(data.name + (suffix or '-again'))} --preset {data.info.preset} "
+            f"--p {ps} --folds {k}" + (f" --repeats {repeats}" if repeats > 1 else "")
+            + (f" --seeds {seeds}" if seeds > 1 else "") + sets)
 
 
-def to_decide(answer: dict, data, diffs: dict, alpha: float) -> dict[str, Any] | None:
-    """answer["to_decide"]: for each undecided arm with 2 paired folds, the design that would decide it
-    (design_to_decide) and, over them all, the study that runs it: its command (a replicate), its runs
-    and their time on one CPU thread and one GPU. diffs: {arm value: its fold differences}."""
+def arm_design(arm: dict, k: int, margin: float, alpha: float, n_tests: int) -> dict[str, Any]:
+    """design_to_decide for an arm of the answer, from the numbers its verdict was computed on: its
+    difference, its sources of variance (sigma_fold, sigma_seed) and its paired runs."""
+    sd = arm.get("sigma_fold")
+    return design_to_decide(float(arm["diff"]), float("nan") if sd is None else float(sd), int(arm.get("n_folds", 0)),
+                            k, margin, alpha, n_tests, seed_sd=arm.get("sigma_seed"))
+
+
+def to_decide(answer: dict, data, alpha: float) -> dict[str, Any] | None:
+    """answer["to_decide"]: for each undecided arm with 2 paired runs, the design that would decide it
+    (design_to_decide, on the verdict's own numbers) and, over them all, the study that runs it: its
+    command (a replicate of the arms it decides and the reference), its runs and their time on one CPU
+    thread and one GPU."""
     from lpstudy.training.costs import serial_estimate
 
-    undecided = [a for a in answer.get("arms", []) if a.get("verdict") == "undecided" and a.get("n_folds", 0) >= 2]
+    undecided = [a for a in answer.get("arms", []) if a.get("verdict") == "undecided" and a.get("n_folds", 0) >= 2
+                 and not a.get("barred_by_failures")]
     if not undecided or not answer.get("rope", {}).get("absolute"):
         return None
     k, margin = int(answer["k"]), float(answer["rope"]["absolute"])
-    arms = []
-    for arm in undecided:
-        d = np.asarray(diffs.get(arm["value"], []), dtype="float64")
-        d = d[np.isfinite(d)]
-        if len(d) < 2:
-            continue
-        design = design_to_decide(float(d.mean()), float(d.std(ddof=1)), len(d), k, margin, alpha, len(undecided))
-        arms.append({"value": arm["value"], **design})
+    arms = [{"value": arm["value"], **arm_design(arm, k, margin, alpha, len(undecided))} for arm in undecided]
+    arms = [a for a in arms if a["power"] is not None]
     if not arms:
         return None
-    reachable = [a["repeats"] for a in arms if a["repeats"]]
+    reachable = [a for a in arms if a["repeats"]]
     out: dict[str, Any] = {"power": POWER, "max_repeats": MAX_REPEATS, "arms": arms, "folds": None, "repeats": None,
-                           "runs": None, "command": None, "time": None}
+                           "seeds": None, "runs": None, "command": None, "time": None,
+                           "seeds_measured": any(a.get("sigma_seed") is not None for a in undecided)}
     if reachable:
-        # the design that decides them all: the most folds, then the most repeats, any arm needs
-        k, repeats = max((a["folds"], a["repeats"]) for a in arms if a["repeats"])
-        n_arms = len(answer["arms"]) + 1  # the reference runs them too
-        runs = repeats * k * n_arms
+        # the design that decides them all: the most folds, repeats and seeds any of them needs
+        design = {"folds": max(a["folds"] for a in reachable), "repeats": max(a["repeats"] for a in reachable),
+                  "seeds": max(a["seeds"] for a in reachable),
+                  "now": (k, int(answer.get("repeats") or 1), int(answer.get("seeds") or 1))}
+        runs = design["folds"] * design["repeats"] * design["seeds"] * (len(reachable) + 1)  # the reference runs them too
         max_steps = data.trials["max_steps"].dropna().max() if "max_steps" in data.trials else None
         steps = int(max_steps) if max_steps is not None and math.isfinite(max_steps) else None
-        out.update(folds=k, repeats=repeats, runs=runs, time=serial_estimate(runs, data.info.preset, steps),
-                   command=_command(data, [answer["reference"]["value"], *(a["value"] for a in answer["arms"])],
-                                    repeats, k))
+        out.update(folds=design["folds"], repeats=design["repeats"], seeds=design["seeds"], runs=runs,
+                   time=serial_estimate(runs, data.info.preset, steps),
+                   command=_command(data, [answer["reference"]["value"], *(a["value"] for a in reachable)], design))
     return out
 
 
@@ -144,13 +203,17 @@ def decide_sentence(answer: dict, name) -> str:
     lost = [name(a["value"]) for a in plan["arms"] if not a["repeats"]]
     parts = []
     if plan["repeats"]:
-        how = f"`{plan['command']}`" if plan["command"] else f"--repeats {plan['repeats']}"
-        design = (f"{plan['repeats']} repeat(s) of the {plan['folds']} folds" if plan["folds"] == answer["k"]
-                  else f"a study of {plan['folds']} folds")
-        parts.append(f"at {100 * plan['power']:.0f} % power, {design} would decide " + ", ".join(name(a["value"]) for a in plan["arms"] if a["repeats"])
-                     + f": {how}, {plan['time']}")
+        how = f"`{plan['command']}`" if plan["command"] else f"--folds {plan['folds']} --repeats {plan['repeats']} --seeds {plan['seeds']}"
+        design = (f"{plan['folds']} folds" + (f" repeated {plan['repeats']} times" if plan["repeats"] > 1 else "")
+                  + (f" with {plan['seeds']} seeds in each" if plan["seeds"] and plan["seeds"] > 1 else ""))
+        parts.append(f"at {100 * plan['power']:.0f} % power, {design} ({plan['runs']} runs) would decide "
+                     + ", ".join(name(a["value"]) for a in plan["arms"] if a["repeats"]) + f": {how}, {plan['time']}")
     if lost:
         parts.append(f"{', '.join(lost)}: no design up to {plan['max_repeats']} repeats of the {answer['k']} folds "
-                     f"or {MAX_FOLDS} folds reaches {100 * plan['power']:.0f} % power at the current difference and "
+                     f"or {MAX_FOLDS} folds" + (f", with up to {MAX_SEEDS} seeds in each," if plan.get("seeds_measured") else "")
+                     + f" reaches {100 * plan['power']:.0f} % power at the current difference and "
                      "spread (the folds' shared training text bounds the interval)")
+    if not plan.get("seeds_measured"):
+        parts.append("one seed a fold cannot tell training noise from the partition's share of the spread: "
+                     "--seeds 3 measures it, and seeds inside the folds average the training noise away")
     return " To decide: " + "; ".join(parts) + "."

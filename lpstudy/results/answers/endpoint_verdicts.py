@@ -30,8 +30,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from lpstudy.results.answers.decide import design_to_decide
-from lpstudy.results.answers.fold_tests import VERDICTS, fold_verdicts, holds_up_to_rho, interval
+from lpstudy.results.answers.decide import arm_design
+from lpstudy.results.answers.fold_tests import VERDICTS, fold_verdicts, holds_up_to_rho, interval, variance_components
 from lpstudy.results.answers.options import AnswerOptions
 
 UNDECIDED = VERDICTS.index("undecided")
@@ -56,19 +56,41 @@ def differences(table: pd.DataFrame, reference, failed: pd.DataFrame | None = No
 
 def _folds(table: pd.DataFrame) -> int:
     columns = table.columns
-    return columns.get_level_values(-1).nunique() if isinstance(columns, pd.MultiIndex) else len(columns)
+    return columns.get_level_values("fold").nunique() if isinstance(columns, pd.MultiIndex) else len(columns)
+
+
+def seed_cells(table: pd.DataFrame) -> np.ndarray | None:
+    """Where the table's columns have a `seed` level (replicate/compare --seeds): one label per column,
+    the (repeat, fold) cell its run belongs to; None where every column is its own cell."""
+    columns = table.columns
+    if not isinstance(columns, pd.MultiIndex) or "seed" not in columns.names:
+        return None
+    return pd.MultiIndex.from_frame(columns.to_frame(index=False).drop(columns="seed")).factorize()[0]
+
+
+def _level(table: pd.DataFrame, name: str):
+    columns = table.columns
+    return columns.get_level_values(name) if isinstance(columns, pd.MultiIndex) and name in columns.names else None
 
 
 def measured_rho(diffs: np.ndarray, table: pd.DataFrame, k: int) -> np.ndarray:
-    """Per arm, where the table has two repeats or more: the fold correlation the spread of the
-    repeats' mean differences implies. Under the model behind the correction (equicorrelated
-    differences within a CV, independent CVs), a repeat's mean has variance σ²(ρ + (1 − ρ)/K):
-    ρ = (var(repeat means)/σ² − 1/K)/(1 − 1/K), σ² pooled from the repeats; clipped to [0, 1]; NaN
-    with one repeat. Few repeats measure it coarsely: it is a check on the 1/K the test assumes."""
-    if not isinstance(table.columns, pd.MultiIndex) or diffs.size == 0:
+    """Per arm, where the table has two repeats or more: the correlation of one CV's fold differences
+    that the spread of the repeats' means implies (a measurement; holds_up_to_rho is another
+    quantity: the largest correlation at which a verdict would still stand). Under the model behind
+    the correction (equicorrelated differences within a CV, independent CVs), a repeat's sample
+    variance W estimates (1 − ρ)σ² and the variance B of the repeats' means σ²ρ + (1 − ρ)σ²/K, so
+    σ²ρ = B − W/K and σ² = B − W/K + W: ρ = (B − W/K)/(B − W/K + W) (the method of moments; the
+    earlier σ² = B + W counted W/K twice and read ρ low). Runs of one cell with several seeds are
+    averaged first. Clipped to [0, 1]; NaN with one repeat. Few repeats measure it coarsely."""
+    repeats = _level(table, "repeat")
+    if repeats is None or diffs.size == 0:
         return np.full(len(diffs), np.nan)
-    repeats = table.columns.get_level_values(0)
-    groups = [np.flatnonzero(repeats == r) for r in pd.unique(repeats)]
+    cells = seed_cells(table)
+    if cells is not None:  # one column per (repeat, fold): the seeds' mean
+        first = pd.Series(range(len(cells))).groupby(cells).first().to_numpy()
+        repeats = np.asarray(repeats)[first]
+        diffs = variance_components(diffs, cells)["means"]
+    groups = [np.flatnonzero(np.asarray(repeats) == r) for r in pd.unique(np.asarray(repeats))]
     if len(groups) < 2:
         return np.full(len(diffs), np.nan)
     import warnings
@@ -78,8 +100,8 @@ def measured_rho(diffs: np.ndarray, table: pd.DataFrame, k: int) -> np.ndarray:
         means = np.stack([np.nanmean(diffs[:, g], axis=-1) for g in groups], axis=-1)
         within = np.nanmean(np.stack([np.nanvar(diffs[:, g], axis=-1, ddof=1) for g in groups], axis=-1), axis=-1)
         between = np.nanvar(means, axis=-1, ddof=1)
-        total = within + between  # σ² = within-CV variance + the shared part
-        rho = (between / total - 1.0 / k) / (1.0 - 1.0 / k)
+        shared = between - within / k  # σ²ρ
+        rho = shared / (shared + within)
     return np.clip(rho, 0.0, 1.0)
 
 
@@ -95,9 +117,12 @@ def endpoint_verdicts(table: pd.DataFrame, reference, *, k: int, margin: float,
         return []
     fails = _failed_frame(table, failed)
     sequential = tests is not None
+    cells = seed_cells(table)
     if tests is None:
-        tests = fold_verdicts(diffs, k, margin, options.alpha)
-    holds = holds_up_to_rho(diffs, k, margin, options.alpha) if not sequential else np.full(len(others), np.nan)
+        tests = fold_verdicts(diffs, k, margin, options.alpha, cells=cells)
+    holds = (holds_up_to_rho(diffs, k, margin, options.alpha, cells=cells) if not sequential
+             else np.full(len(others), np.nan))
+    parts = variance_components(diffs, cells if cells is not None else np.arange(diffs.shape[-1]))
     measured = measured_rho(diffs, table, k)
     ref_mean = float(table.loc[reference].where(~fails.loc[reference]).mean())  # relative columns: against it
     # no peeking: one run still to come anywhere in the design makes every row an interim reading
@@ -135,14 +160,28 @@ def endpoint_verdicts(table: pd.DataFrame, reference, *, k: int, margin: float,
             "verdict": verdict, "region": _region(verdict, bool(different[i]), row["interim"]),
             "holds_up_to_rho": float(holds[i]) if verdict != "undecided" and math.isfinite(holds[i]) else None,
             "measured_rho": float(measured[i]) if math.isfinite(measured[i]) else None,
-            "folds_to_decide": None, "decided_by": None})
+            "folds_to_decide": None, "decided_by": None,
+            **_components(parts, i, cells)})
         if verdict == "undecided" and len(pairs) >= 2 and not row["barred_by_failures"]:
             # the runs per arm at which the test that can decide it reaches 80 % power (answers.decide),
-            # for every endpoint alike
-            design = design_to_decide(mean, float(np.std(pairs, ddof=1)), len(pairs), k, margin, options.alpha,
-                                      n_tests=n_undecided)
+            # for every endpoint alike, from the sources of variance its interval was computed from
+            design = arm_design(row, k, margin, options.alpha, n_undecided)
             row["folds_to_decide"], row["decided_by"] = design["runs_per_arm"], design["test"]
     return rows
+
+
+def _components(parts: dict, i: int, cells) -> dict:
+    """An arm's sources of variance (fold_tests.variance_components): sigma_seed, the training noise of
+    one run's difference (None without two seeds in a cell), sigma_fold, the partition's share as the
+    folds show it (with one seed a cell it holds the seeds' noise too), and the runs behind each:
+    `cells` (the (repeat, fold) cells paired) and `seeds` (the mean number of seeds a cell)."""
+    seed_var = float(parts["seed_var"][i])
+    partition = float(parts["partition_var"][i])
+    n_cells = int(parts["cells"][i])
+    return {"sigma_fold": math.sqrt(partition) if math.isfinite(partition) else None,
+            "sigma_seed": math.sqrt(seed_var) if cells is not None and math.isfinite(seed_var) else None,
+            "cells": n_cells,
+            "seeds": float(1.0 / parts["inv_seeds"][i]) if cells is not None and n_cells else 1.0}
 
 
 def _region(verdict: str, different: bool, interim: bool) -> str:

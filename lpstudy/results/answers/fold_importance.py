@@ -116,7 +116,10 @@ def fold_importance(table: pd.DataFrame, field: str, k: int | None = None, seed:
 
     complete = table.dropna(axis=1, how="any")
     a, f = complete.shape
-    k = max(int(k or f), f, 2)
+    # K, not the table's R·K blocks: under the repeated-CV model (folds correlated at 1/K inside a repeat,
+    # repeats independent) an arm's mean over R·K blocks varies (1 − ρ)σ²·(1/(RK) + (ρ/(1 − ρ))/R), so
+    # E[MS_arm]/E[MS_err] = RK·(1/(RK) + 1/(R(K − 1))) = 1 + K/(K − 1): the factor of one CV, whatever R
+    k = max(int(k or f), 2)
     empty = {"shares": {}, "low": {}, "high": {}, "null": None}
     if a < 2 or f < 2:
         return {**empty, "reason": f"too few folds that every {field} ran to measure its share "

@@ -104,6 +104,11 @@ def endpoint_table(trials: pd.DataFrame, column: str, k: int) -> tuple[pd.DataFr
     runs = trials[trials[column].notna() & trials["fold"].notna()].copy()
     if "repeat" in runs:
         runs["repeat"] = runs["repeat"].fillna(0).astype(int)
+    # --seeds: several seeds inside a cell (a study whose folds merely differ in seed has one a cell)
+    seeded = "seed" in runs and bool(runs.groupby([column, *positions])["seed"].nunique().gt(1).any())
+    if seeded:
+        runs["seed"] = runs["seed"].fillna(0).astype("int64")
+        positions = [*positions, "seed"]
     runs["fold"] = runs["fold"].astype(int)
     value = runs["value"].where(runs["value"].notna(), runs.get("final_val_loss")).astype("float64")
     complete = runs["state"] == "COMPLETE"
@@ -126,7 +131,9 @@ def endpoint_table(trials: pd.DataFrame, column: str, k: int) -> tuple[pd.DataFr
     if positions == ["fold"]:
         full = pd.Index(range(k), name="fold")
     else:
-        full = pd.MultiIndex.from_product([sorted(runs["repeat"].unique()), range(k)], names=positions)
+        levels = {"repeat": sorted(runs["repeat"].unique()) if "repeat" in runs else [0], "fold": range(k),
+                  "seed": list(pd.unique(runs["seed"])) if seeded else [0]}
+        full = pd.MultiIndex.from_product([levels[name] for name in positions], names=positions)
     if k >= 2:
         losses, failed = losses.reindex(columns=full), failed.reindex(columns=full)
     failed = failed.astype("boolean").fillna(False).astype(bool)
@@ -135,10 +142,21 @@ def endpoint_table(trials: pd.DataFrame, column: str, k: int) -> tuple[pd.DataFr
 
 
 def _blocks(table: pd.DataFrame) -> pd.DataFrame:
-    """The table with one column per block (a fold, or a (repeat, fold) run position) for the ANOVA."""
+    """The table with one column per block (a fold, or a (repeat, fold) run position) for the ANOVA;
+    the runs of one block with several seeds (--seeds) averaged into it first (a configuration measured
+    on a fold is one observation of it, whatever the seeds)."""
+    if isinstance(table.columns, pd.MultiIndex) and "seed" in table.columns.names:
+        others = [name for name in table.columns.names if name != "seed"]
+        table = table.T.groupby(level=others, sort=False).mean().T
     flat = table.copy()
     flat.columns = pd.RangeIndex(table.shape[1], name="fold")
     return flat
+
+
+def _count(table: pd.DataFrame, level: str) -> int:
+    """How many values a level of the run positions takes (1 where the table has no such level)."""
+    columns = table.columns
+    return int(columns.get_level_values(level).nunique()) if isinstance(columns, pd.MultiIndex) and level in columns.names else 1
 
 
 def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions()) -> dict:
@@ -152,11 +170,12 @@ def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions())
     present = list(table.index)
     reference = _reference(options, data, present, values) if present else None
     sequential = (data.info.spec or {}).get(SEQUENTIAL_KEY)
-    repeats = table.columns.get_level_values(0).nunique() if isinstance(table.columns, pd.MultiIndex) else 1
+    repeats, seeds = _count(table, "repeat"), _count(table, "seed")
     answer: dict[str, Any] = {
         "study": data.name, "kind": data.info.kind, "metric": "final validation loss (nats)",
         "method": METHOD + (SEQUENTIAL_METHOD if sequential else ""),
-        "alpha": options.alpha, "k": k, "repeats": int(repeats), "reference": None, "arms": [],
+        "alpha": options.alpha, "k": k, "repeats": int(repeats), **({"seeds": seeds} if seeds > 1 else {}),
+        "reference": None, "arms": [],
         "rope": {"relative": options.rope.value if options.rope.relative else None, "absolute": None,
                  "set": "relative" if options.rope.relative else "nats", "given": str(options.rope),
                  "words": options.rope.words()},
@@ -309,7 +328,7 @@ def sentence(answer: dict) -> str:
         return f"Only {name(ref['value'])} has finished runs: nothing to compare yet."
     arms = answer["arms"]
     runs = max([ref.get("n_folds", 0), *(a["n_folds"] for a in arms)])
-    positions = answer["k"] * answer.get("repeats", 1)
+    positions = answer["k"] * answer.get("repeats", 1) * (answer.get("seeds") or 1)
     if answer.get("interim"):
         lead = (f"Interim reading, {runs} of the {positions} runs per arm in (no verdict until every fold has run, "
                 f"or run it --until-decided: every look at full alpha would be a peek), {rope}")
