@@ -1,0 +1,155 @@
+"""The finding about p of a replicate study, as `lpstudy verdict --json` gives it: its tables, a chart
+as PNG, the commands that reproduce it, the runs and CPU time it spent, and its sources of variance.
+
+    nice python benchmarks/bench_finding.py --study smoke-seeds --storage sqlite:///findings/smoke.db \\
+        --rope 0.5% --result finding-smoke --chart docs/finding-smoke.png
+
+It reads only what the product prints (`python -m lpstudy verdict --json` in a subprocess) and the
+study's trials (their state and training seconds), so the file says what a user of the study reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from results_file import add_result_argument, load_average, write_result  # noqa: E402
+
+COLOURS = {"better": "#2ca02c", "equivalent": "#1f77b4", "worse": "#d62728", "undecided": "#7f7f7f"}
+
+
+def verdict_json(study: str, storage: str, rope: str) -> dict:
+    done = subprocess.run([sys.executable, "-m", "lpstudy", "verdict", "--study", study, "--storage", storage,
+                           "--rope", rope, "--json"], capture_output=True, text=True, check=True, cwd=ROOT)
+    return json.loads(done.stdout)
+
+
+def pct(x) -> str:
+    return "–" if x is None or not math.isfinite(x) else f"{100 * x:+.2f} %"
+
+
+def nats(x, digits: int = 4) -> str:
+    return "–" if x is None or not math.isfinite(x) else f"{x:+.{digits}f}"
+
+
+def plain(x, digits: int = 4) -> str:
+    return "–" if x is None or not math.isfinite(x) else f"{x:.{digits}f}"
+
+
+def p_name(value) -> str:
+    return "∞" if str(value) == "inf" else f"{float(value):g}"
+
+
+def arm_rows(answer: dict) -> list[list]:
+    ref = answer["reference"]
+    rows = [["p", "mean loss (nats)", "difference to p = 2 (nats) [95 % interval]", "relative [95 %]",
+             "90 % interval (TOST)", "verdict", "σ_fold", "σ_seed", "cells × seeds"]]
+    rows.append([p_name(ref["value"]), plain(ref["mean"]), "reference", "–", "–", "–", "–", "–",
+                 f"{ref['n_folds']} runs"])
+    for arm in answer["arms"]:
+        rows.append([p_name(arm["value"]), plain(arm["mean"]),
+                     f"{nats(arm['diff'])} [{nats(arm['low'])}, {nats(arm['high'])}]",
+                     f"{pct(arm['rel_diff'])} [{pct(arm['rel_low'])}, {pct(arm['rel_high'])}]",
+                     f"[{nats(arm['equivalence_low'])}, {nats(arm['equivalence_high'])}]", arm["verdict"],
+                     plain(arm.get("sigma_fold")), plain(arm.get("sigma_seed")),
+                     f"{arm.get('cells', 0)} × {arm.get('seeds', 1):g}"])
+    return rows
+
+
+def convergence_rows(answer: dict) -> list[list]:
+    conv = answer.get("convergence") or {}
+    rows = [["p", "endpoint", "difference [95 %]", "relative", "verdict", "runs that never reached it"]]
+    for arm in conv.get("arms", []):
+        rows.append([p_name(arm["value"]), arm["endpoint"], f"{nats(arm['diff'], 2)} [{nats(arm['low'], 2)}, "
+                     f"{nats(arm['high'], 2)}] {arm.get('unit', '')}", pct(arm.get("rel_diff")), arm["verdict"],
+                     str(arm.get("censored", 0))])
+    return rows
+
+
+def spent(study: str, storage: str) -> tuple[int, float, dict]:
+    """(complete runs, CPU hours of training, the spec) of the study."""
+    from lpstudy.db.kinds import open_reader
+    from lpstudy.results.reading.frames import load_study
+
+    data = load_study(open_reader(storage), study)
+    done = data.trials[data.trials["state"] == "COMPLETE"]
+    seconds = float(done["wall_time_s"].fillna(done["duration_s"]).sum())
+    return len(done), seconds / 3600, data.info.spec
+
+
+def command_of(study: str, spec: dict) -> str:
+    """The replicate command that makes this study (from its stored spec)."""
+    space = spec.get("space") or {}
+    ps = ",".join(p_name(p) for p in spec.get("p_values") or space.get("p", {}).get("choices", []))
+    sets = "".join(f" --set {name}={entry['value']}" for name, entry in space.items()
+                   if entry.get("type") == "fixed" and name not in ("folds", "gain_init"))
+    gain = (space.get("gain_init") or {}).get("value")
+    seeds = spec.get("seeds", 1)
+    return (f"lpstudy replicate --study {study} --preset {spec.get('preset')} --p {ps} --folds {spec.get('folds')}"
+            + (f" --seeds {seeds}" if seeds > 1 else "") + (f" --gain-init {gain}" if gain is not None else "") + sets)
+
+
+def chart(answer: dict, path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    arms = answer["arms"]
+    rope = answer["rope"]["relative"] or 0.0
+    fig, ax = plt.subplots(figsize=(7.5, 0.5 * len(arms) + 1.8), dpi=120)
+    ax.axvspan(-100 * rope, 100 * rope, color="#dddddd")
+    ax.axvline(0, color="black", lw=0.8)
+    for i, arm in enumerate(arms):
+        colour = COLOURS.get(arm["verdict"], "#7f7f7f")
+        ax.plot([100 * arm["rel_low"], 100 * arm["rel_high"]], [i, i], color=colour, lw=1.5)
+        low90, high90 = (100 * x / answer["reference"]["mean"] for x in (arm["equivalence_low"], arm["equivalence_high"]))
+        ax.plot([low90, high90], [i, i], color=colour, lw=4, alpha=0.6)
+        ax.plot([100 * arm["rel_diff"]], [i], "o", color=colour)
+        ax.text(100 * arm["rel_high"], i + 0.18, f" {arm['verdict']}", color=colour, fontsize=8)
+    ax.set_yticks(range(len(arms)), [f"p = {p_name(a['value'])}" for a in arms])
+    ax.invert_yaxis()
+    ax.set_xlabel("final validation loss against p = 2 (%): 95 % interval (thin), 90 % (thick, TOST)")
+    ax.set_title(f"{title}\ngrey: the ROPE, {answer['rope']['words']}", fontsize=9, loc="left")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--study", required=True)
+    parser.add_argument("--storage", required=True)
+    parser.add_argument("--rope", default="0.5%")
+    parser.add_argument("--chart", type=Path, default=None, help="where to write the PNG (default: none)")
+    add_result_argument(parser, "finding")
+    args = parser.parse_args()
+    load = load_average()
+    answer = verdict_json(args.study, args.storage, args.rope)
+    runs, hours, spec = spent(args.study, args.storage)
+    title = f"{args.study}: {runs} runs, {hours:.2f} CPU hours"
+    if args.chart:
+        chart(answer, args.chart, title)
+    arms = arm_rows(answer)
+    more = [("Convergence (the same engine; steps interpolated as lpstudy verdict does):", convergence_rows(answer))]
+    notes = (f"The study: `{command_of(args.study, spec)}` then `lpstudy worker --study {args.study}` (as many as the "
+             f"machine holds); read with `lpstudy verdict --study {args.study} --rope {args.rope}`. {runs} complete runs, "
+             f"{hours:.2f} CPU hours of training. K = {answer['k']}, seeds per fold {answer.get('seeds') or 1}, "
+             f"reference p = {p_name(answer['reference']['value'])}. The verdict's sentence: {answer['sentence']}")
+    for row in arms:
+        print(" | ".join(map(str, row)))
+    print(answer["sentence"])
+    write_result(args.result, None, arms, title=f"The finding about p: {args.study}", notes=notes, more_tables=more,
+                 load_at_start=load)
+
+
+if __name__ == "__main__":
+    main()
