@@ -111,12 +111,20 @@ def test_an_invalid_compose_file_fails_validation(tmp_path):
     assert "healthchek" in out.stderr
 
 
-def test_the_resolved_compose_file_holds_its_reference_graph_and_invariants():
+def empty_env(tmp: Path) -> Path:
+    """An .env that sets only what compose refuses to start without (the study's name)."""
+    return write_env_file(tmp / "empty.env", {"LPSTUDY_STUDY": "lp-search"})
+
+
+def test_the_resolved_compose_file_holds_its_reference_graph_and_invariants(tmp_path):
     """tests/compose_references.py: every secret, volume, service and URL host a service names is
-    defined; Prometheus scrapes what the workers serve; the metrics linger fits the grace period."""
+    defined; Prometheus scrapes what the workers serve; the metrics linger fits the grace period;
+    ports bind to this host; finished workers stay stopped; GPU claimers see every GPU. With the
+    example .env and with an empty one."""
     from tests import compose_references
 
     assert compose_references.problems_of(resolve(ENV_EXAMPLE)) == []
+    assert compose_references.problems_of(resolve(empty_env(tmp_path))) == []
 
 
 # Mistakes of each kind, applied to a copy of docker-compose.yml (text, replacement, what a check says).
@@ -135,19 +143,31 @@ COMPOSE_BREAKAGES = {
     "the dashboard's healthcheck on a path Streamlit does not answer": (
         "http://127.0.0.1:8501/_stcore/health", "http://127.0.0.1:8501/healthz",
         "service dashboard: its healthcheck asks /healthz, which lpstudy dashboard does not answer"),
+    # Issue 57: what passed every fast test; each message states the rule.
+    "the storage proxy published on every address when .env does not say": (
+        "${LPSTUDY_PROXY_BIND:-127.0.0.1}", "${LPSTUDY_PROXY_BIND:-0.0.0.0}",
+        "service storage-proxy: a published port binds to 127.0.0.1 unless .env says otherwise"),
+    "the GPU workers restarted unless stopped": (
+        "      args:\n        TORCH_INDEX: ${LPSTUDY_TORCH_INDEX:-pypi}\n    restart: on-failure:5\n",
+        "      args:\n        TORCH_INDEX: ${LPSTUDY_TORCH_INDEX:-pypi}\n    restart: unless-stopped\n",
+        "service worker: a finished worker stays stopped (restart on-failure"),
+    "one GPU reserved under the wrapper that shares out all of them": (
+        "              count: all\n", "              count: 1\n",
+        "service worker: replicas that share out the GPUs reserve every GPU (count: all"),
 }
 
 
 @pytest.mark.parametrize("breakage", sorted(COMPOSE_BREAKAGES))
 def test_each_compose_breakage_validates_and_fails_a_check(tmp_path, breakage):
-    """docker-compose itself accepts each (the file validates); a check of compose_references names it."""
+    """docker-compose itself accepts each (the file validates, with an .env that sets only the study);
+    a check of compose_references states the rule it breaks."""
     from tests import compose_references
 
     text, replacement, said = COMPOSE_BREAKAGES[breakage]
     assert COMPOSE.read_text().count(text) == 1, f"docker-compose.yml no longer has the text {breakage} changes"
     broken = tmp_path / "docker-compose.yml"
     broken.write_text(COMPOSE.read_text().replace(text, replacement))
-    out = docker_compose("config", env_file=ENV_EXAMPLE, compose_file=broken)
+    out = docker_compose("config", env_file=empty_env(tmp_path), compose_file=broken)
     assert out.returncode == 0, out.stderr
     problems = compose_references.problems_of(yaml.safe_load(out.stdout))
     assert any(said in p for p in problems), f"{breakage}: {problems}"

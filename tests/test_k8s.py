@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests import k8s_checks, k8s_scanner
+from tests import k8s_checks, k8s_materialise, k8s_scanner
 from tests.k8s_invariants import LONGEST_STOP_S
 from tests.study_helpers import lp_env, trials_of, wait_for
 
@@ -415,7 +415,7 @@ BREAKAGES = {
     # Security no single file shows.
     "security: the sign-in proxy accepting any e-mail domain": (
         "components/sign-in/sign-in.env", "OAUTH2_PROXY_EMAIL_DOMAINS=example.org\n", "OAUTH2_PROXY_EMAIL_DOMAINS=*\n",
-        "Deployment lpstudy-sign-in/oauth2-proxy: email domain `*`: every account", ["sign-in"]),
+        "Deployment lpstudy-sign-in/oauth2-proxy: only the accounts of named domains or addresses sign in", ["sign-in"]),
     "security: optuna-dashboard given the writer's URL": (
         "components/optuna-dashboard/optuna-dashboard.yaml",
         "            - name: LPSTUDY_STORAGE   # the read-only role\n              valueFrom:\n"
@@ -525,7 +525,7 @@ def test_the_pod_security_check_refuses_what_restricted_forbids_and_checkov_does
 
 def test_the_security_checks_refuse_each_way_around_the_sign_in_and_the_fence(builds):
     """Each way around the sign-in proxy, or around the database's fence, on a copy of a real build."""
-    from tests import k8s_invariants
+    from tests import k8s_exposure, k8s_invariants
 
     def without(docs, kind, name):
         return [d for d in docs if not (d["kind"] == kind and d["metadata"]["name"] == name)]
@@ -544,9 +544,16 @@ def test_the_security_checks_refuse_each_way_around_the_sign_in_and_the_fence(bu
 
     signed_in, proxied = builds["gpu+sign-in"], builds["gpu"]
     cases = {
-        "email domain `*`": (k8s_invariants.sign_in_admits_not_everyone, with_args(signed_in, "--email-domain=*")),
-        "a skip-auth route matches every path": (k8s_invariants.sign_in_admits_not_everyone,
-                                                 with_args(signed_in, "--skip-auth-route=^/.*")),
+        "only the accounts of named domains or addresses sign in (no email domain `*`) (given email-domain '*')": (
+            k8s_exposure.sign_in_meets_its_table, with_args(signed_in, "--email-domain=*")),
+        "every route needs a signed-in user (no skip-auth route) (given skip-auth-route '^/.*')": (
+            k8s_exposure.sign_in_meets_its_table, with_args(signed_in, "--skip-auth-route=^/.*")),
+        "every route needs a signed-in user (no skip-auth route) (given skip-auth-route 'GET=^/metrics')": (
+            k8s_exposure.sign_in_meets_its_table, with_args(signed_in, "--skip-auth-route=GET=^/metrics")),
+        "users sign in through the proxy (no skip-jwt-bearer-tokens) (given skip-jwt-bearer-tokens 'true')": (
+            k8s_exposure.sign_in_meets_its_table, with_args(signed_in, "--skip-jwt-bearer-tokens")),
+        "the identity provider sends users back over HTTPS (redirect-url https://...) (given redirect-url 'http://x/oauth2/callback')": (
+            k8s_exposure.sign_in_meets_its_table, with_args(signed_in, "--redirect-url=http://x/oauth2/callback")),
         "its upstream Deployment lpstudy-dashboard is selected by no NetworkPolicy": (
             k8s_invariants.sign_in_admits_not_everyone, without(signed_in, "NetworkPolicy", "lpstudy-dashboard")),
         "any pod of the cluster reaches the database": (k8s_invariants.writes_pass_the_fence,
@@ -557,6 +564,7 @@ def test_the_security_checks_refuse_each_way_around_the_sign_in_and_the_fence(bu
             k8s_invariants.writes_pass_the_fence, dashboard_on_the_proxy(proxied)),
     }
     assert k8s_invariants.sign_in_admits_not_everyone(signed_in) == []
+    assert k8s_exposure.sign_in_meets_its_table(signed_in) == []
     assert k8s_invariants.writes_pass_the_fence(proxied) == []
     for said, (check, docs) in cases.items():
         problems = check(docs)
@@ -581,6 +589,113 @@ def test_the_arithmetic_reads_budgets_and_server_flags_as_the_api_and_postgres_d
     container(find(docs, "StatefulSet", "lpstudy-db"), "postgres")["args"] = ["-c", "max_connections=200"]
     assert k8s_invariants.database_connections_suffice(docs) == []
 
+
+
+# Issue 57: each mistake that passed every fast test, made on a copy of deploy/ (file, text,
+# replacement, the rule the fast tier must then state, components). The messages state the rule
+# broken, not the mistake.
+RULE_BREAKAGES = {
+    "the dashboard's Service made a LoadBalancer": (
+        "base/dashboard.yaml", "spec:\n  selector:\n    app.kubernetes.io/name: lpstudy-dashboard\n  ports:",
+        "spec:\n  type: LoadBalancer\n  selector:\n    app.kubernetes.io/name: lpstudy-dashboard\n  ports:",
+        "Service lpstudy-dashboard: only the sign-in proxy may be reachable from outside the cluster"),
+    "the sign-in proxy's cookies over plain HTTP": (
+        "components/sign-in/sign-in.env", "OAUTH2_PROXY_COOKIE_SECURE=true\n", "OAUTH2_PROXY_COOKIE_SECURE=false\n",
+        "Deployment lpstudy-sign-in/oauth2-proxy: session cookies go over HTTPS only", ["sign-in"]),
+    "optuna-dashboard with a writable root filesystem": (
+        "components/optuna-dashboard/optuna-dashboard.yaml",
+        "              memory: 2Gi\n          securityContext:\n            allowPrivilegeEscalation: false\n"
+        "            readOnlyRootFilesystem: true\n",
+        "              memory: 2Gi\n          securityContext:\n            allowPrivilegeEscalation: false\n"
+        "            readOnlyRootFilesystem: false\n",
+        "Deployment lpstudy-optuna-dashboard/optuna-dashboard: a container that listens on the network has a "
+        "read-only root filesystem", ["optuna-dashboard"]),
+    "the workers' study file mounted at another path than --config reads": (
+        "base/workers.yaml", "              mountPath: /etc/lpstudy/study\n", "              mountPath: /etc/lpstudy/spec\n",
+        "Job lpstudy-workers/worker: every path a program opens is provided by a mount or the image (--config "
+        "/etc/lpstudy/study/study.yaml"),
+    "a second LPSTUDY_STUDY entry": (
+        "base/workers.yaml", "            - name: LPSTUDY_DEVICES   #",
+        "            - name: LPSTUDY_STUDY\n              value: lp-other\n            - name: LPSTUDY_DEVICES   #",
+        "base/workers.yaml container worker: a container names each environment variable once (LPSTUDY_STUDY is "
+        "given 2 times"),
+    "the storage proxy's NetworkPolicy over egress with no egress rule": (
+        "components/storage-proxy/storage-proxy.yaml", "  policyTypes:\n    - Ingress\n",
+        "  policyTypes:\n    - Ingress\n    - Egress\n",
+        "NetworkPolicy lpstudy-storage-proxy: a policy over egress allows DNS (port 53/UDP)"),
+    "the database's claim ReadWriteMany": (
+        "base/database.yaml", "          - ReadWriteOnce\n", "          - ReadWriteMany\n",
+        "StatefulSet lpstudy-db claim data: a claim one pod mounts asks ReadWriteOnce"),
+    "maxSurge 0 beside maxUnavailable 0": (
+        "components/storage-proxy/storage-proxy.yaml", "      maxUnavailable: 0   #", "      maxSurge: 0\n      maxUnavailable: 0   #",
+        "Deployment lpstudy-storage-proxy: a rolling update may add or remove a pod"),
+    "a CPU worker limited to 200 Mi": (
+        "components/cpu/workers.yaml", "              memory: 2Gi\n            limits:\n              cpu: \"2\"\n              memory: 2Gi\n",
+        "              memory: 200Mi\n            limits:\n              cpu: \"2\"\n              memory: 200Mi\n",
+        "Job lpstudy-workers/worker: memory limit 200Mi is below the 466 MiB lpstudy worker (preset cpu) was measured to need",
+        ["cpu"]),
+    "the S3 workers reading an optional Secret key misspelt": (
+        "components/s3-artifacts/workers.yaml", "                  key: AWS_SECRET_ACCESS_KEY\n",
+        "                  key: AWS_SECRET_ACCES_KEY\n",
+        "Job lpstudy-workers/worker: every Secret key a container reads is one lpstudy.env.example documents",
+        ["s3-artifacts"]),
+    "workers with system-cluster-critical priority": (
+        "base/workers.yaml", "      terminationGracePeriodSeconds: 180\n",
+        "      terminationGracePeriodSeconds: 180\n      priorityClassName: system-cluster-critical\n",
+        "Job lpstudy-workers: a pod's priority class is one the build defines, never system-*"),
+    "a deadline on the resumable workers' Job": (
+        "base/workers.yaml", "  backoffLimitPerIndex: 3", "  activeDeadlineSeconds: 3600\n  backoffLimitPerIndex: 3",
+        "Job lpstudy-workers: a Job of resumable workers has no deadline"),
+    "the creator failing on a disruption": (
+        "base/create-study.yaml", "      - action: Ignore         # a drain", "      - action: FailJob        # a drain",
+        "Job lpstudy-create-study: every Job ignores a disruption"),
+    "PostgreSQL's preStop waiting for its clients": (
+        "base/database.yaml", "-m fast -w -t 50", "-m smart -w -t 50",
+        "StatefulSet lpstudy-db/postgres: the database stops without waiting for its clients"),
+    "a startup probe on the socket while liveness uses TCP": (
+        "base/database.yaml", "          startupProbe:\n            exec:\n              command: [\"sh\", \"-c\", "
+                              "'exec pg_isready -q -h 127.0.0.1 -U",
+        "          startupProbe:\n            exec:\n              command: [\"sh\", \"-c\", 'exec pg_isready -q -U",
+        "StatefulSet lpstudy-db/postgres: a server's probes run one check and differ only in timing"),
+}
+
+
+def rule_breakage_build(tmp: Path, breakage: str) -> tuple[list[dict], Path]:
+    """Built as the gpu overlay with the breakage's component, or as the overlay it names; and the
+    copy's deploy/k8s, whose source files the source checks read."""
+    return _rule_breakage_docs(tmp, breakage), tmp / "deploy" / "k8s"
+
+
+def _rule_breakage_docs(tmp: Path, breakage: str) -> list[dict]:
+    path, text, replacement, _said, *components = RULE_BREAKAGES[breakage]
+    if components and components[0][0] in OVERLAYS:
+        k8s = copy_of_the_deployment(tmp)
+        target = k8s / path
+        assert target.read_text().count(text) == 1, f"{path} no longer has the text this breakage changes"
+        target.write_text(target.read_text().replace(text, replacement))
+        return kustomize(k8s / "overlays" / components[0][0])
+    return broken_copy(tmp, path, text, replacement, *components)
+
+
+@pytest.fixture(scope="module")
+def rule_broken_builds(tmp_path_factory) -> dict[str, tuple[list[dict], Path]]:
+    """Every mistake of RULE_BREAKAGES on a copy of its own, built as many at a time as there are cores."""
+    folders = {breakage: tmp_path_factory.mktemp("rule") for breakage in RULE_BREAKAGES}
+    return in_parallel(lambda breakage: rule_breakage_build(folders[breakage], breakage), {b: b for b in RULE_BREAKAGES})
+
+
+@pytest.mark.parametrize("breakage", sorted(RULE_BREAKAGES))
+def test_each_mistake_that_passed_the_fast_tier_fails_a_rule(builds, rule_broken_builds, breakage):
+    """Each mistake of issue 57, on a copy of deploy/: its build differs from the intact one, which
+    passes every check, and a check states the rule it breaks."""
+    _path, _text, _replacement, said, *components = RULE_BREAKAGES[breakage]
+    name = "gpu" if not components else (components[0][0] if components[0][0] in OVERLAYS else f"gpu+{components[0][0]}")
+    intact = builds[name]
+    docs, sources = rule_broken_builds[breakage]
+    assert k8s_checks.problems_of(intact) == [] and k8s_materialise.sources_name_each_variable_once(K8S) == []
+    assert [doc for doc in docs if doc not in intact], f"{breakage}: the build did not change"
+    problems = k8s_checks.problems_of(docs) + k8s_materialise.sources_name_each_variable_once(sources)
+    assert any(said in problem for problem in problems), f"{breakage}: {problems}"
 
 # --- checkov, the maintained scanner, for the generic rules ----------------------------------------
 
