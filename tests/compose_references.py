@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 
 from tests.k8s_checks import HEALTH_PATHS, flag_value
+from tests.k8s_images import compose_images_match_the_lock
 from tests.k8s_invariants import LONGEST_STOP_S, duration_s
 from tests.k8s_references import URL
 
@@ -201,7 +202,7 @@ def gpu_claimers_see_every_gpu(resolved: dict) -> list[str]:
 
 CHECKS = [names_resolve, prometheus_scrapes_what_the_workers_serve, metrics_linger_within_grace,
           health_checks_ask_what_the_program_answers, published_on_loopback, workers_end_when_done,
-          gpu_claimers_see_every_gpu]
+          gpu_claimers_see_every_gpu, compose_images_match_the_lock]
 
 
 def problems_of(resolved: dict) -> list[str]:

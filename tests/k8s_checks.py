@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from tests import k8s_cluster_rules, k8s_exposure, k8s_invariants, k8s_materialise, k8s_references
+from tests import k8s_cluster_rules, k8s_exposure, k8s_images, k8s_invariants, k8s_materialise, k8s_references
 from tests.k8s_walk import (WORKLOAD_KINDS, flag_value, all_containers, name_of, pod_labels, pod_template,  # noqa: F401
                             pods, quantity, selects)
 
@@ -463,10 +463,10 @@ CHECKS: list[Callable[[list[dict]], list[str]]] = [
 def every_check() -> list[Callable[[list[dict]], list[str]]]:
     """These checks, the reference graph's (tests/k8s_references.py), the invariants'
     (tests/k8s_invariants.py), who can reach the build (tests/k8s_exposure.py), the rules the API
-    server and the kubelet apply (tests/k8s_cluster_rules.py) and what a container is given
-    (tests/k8s_materialise.py)."""
+    server and the kubelet apply (tests/k8s_cluster_rules.py) what a container is given
+    (tests/k8s_materialise.py) and the images' lock (tests/k8s_images.py)."""
     return (CHECKS + k8s_references.CHECKS + k8s_invariants.CHECKS + k8s_exposure.CHECKS + k8s_cluster_rules.CHECKS
-            + k8s_materialise.CHECKS)
+            + k8s_materialise.CHECKS + k8s_images.CHECKS)
 
 
 def problems_of(docs: list[dict]) -> list[str]:

@@ -151,6 +151,9 @@ COMPOSE_BREAKAGES = {
         "      args:\n        TORCH_INDEX: ${LPSTUDY_TORCH_INDEX:-pypi}\n    restart: on-failure:5\n",
         "      args:\n        TORCH_INDEX: ${LPSTUDY_TORCH_INDEX:-pypi}\n    restart: unless-stopped\n",
         "service worker: a finished worker stays stopped (restart on-failure"),
+    "PostgreSQL's tag bumped while its digest pins the old build": (
+        "postgres:16.9-bookworm@sha256", "postgres:16.10-bookworm@sha256",
+        "service db: every image has the tag and the digest images.lock gives it"),
     "one GPU reserved under the wrapper that shares out all of them": (
         "              count: all\n", "              count: 1\n",
         "service worker: replicas that share out the GPUs reserve every GPU (count: all"),
@@ -171,6 +174,20 @@ def test_each_compose_breakage_validates_and_fails_a_check(tmp_path, breakage):
     assert out.returncode == 0, out.stderr
     problems = compose_references.problems_of(yaml.safe_load(out.stdout))
     assert any(said in p for p in problems), f"{breakage}: {problems}"
+
+
+def test_the_dockerfile_and_the_example_env_take_their_images_from_the_lock():
+    """deploy/images.lock is the one place an image's tag and digest change (tests/k8s_images.py): the
+    Dockerfile's base and .env.example's PostgreSQL match it, and half a bump in either is refused."""
+    from tests import k8s_images
+
+    assert k8s_images.lock_problems() == [] and k8s_images.file_images_match_the_lock() == []
+    dockerfile, env = DOCKERFILE.read_text(), ENV_EXAMPLE.read_text()
+    assert dockerfile.count("python:3.11.13-slim-bookworm@") == 1 and env.count("postgres:16.9-bookworm@") == 1
+    [problem] = k8s_images.file_images_match_the_lock(dockerfile=dockerfile.replace("python:3.11.13-", "python:3.11.14-"))
+    assert "Dockerfile PYTHON_IMAGE: every image has the tag and the digest images.lock gives it" in problem
+    [problem] = k8s_images.file_images_match_the_lock(env_example=env.replace("postgres:16.9-", "postgres:16.10-"))
+    assert ".env.example LPSTUDY_POSTGRES_IMAGE: every image has the tag and the digest" in problem
 
 
 def secret_file_of(resolved: dict, service: dict, path: str) -> Path:

@@ -657,6 +657,10 @@ RULE_BREAKAGES = {
                               "'exec pg_isready -q -h 127.0.0.1 -U",
         "          startupProbe:\n            exec:\n              command: [\"sh\", \"-c\", 'exec pg_isready -q -U",
         "StatefulSet lpstudy-db/postgres: a server's probes run one check and differ only in timing"),
+    "the sign-in image's tag bumped while its digest pins the old build": (
+        "components/sign-in/sign-in.yaml", "oauth2-proxy:v7.9.0@sha256", "oauth2-proxy:v7.10.0@sha256",
+        "Deployment lpstudy-sign-in/oauth2-proxy: every image has the tag and the digest images.lock gives it",
+        ["sign-in"]),
 }
 
 
