@@ -210,3 +210,80 @@ class Container:
 
 
 CHECKS = [env_names_each_variable_once, secret_keys_are_documented, paths_read_are_provided]
+
+
+# --- each container's own check mode -------------------------------------------------------------
+
+# Containers whose entrypoint cannot run here, each with why and what checks its settings instead.
+NOT_RUN = {
+    "postgres": "the postgres image's entrypoint is not on this machine; its settings are held by the invariants "
+                "(max_connections, its stop, its probes) and the roles script by tests/test_deploy.py",
+    "oauth2-proxy": "oauth2-proxy is not installed here; its settings meet the table of tests/k8s_exposure.py",
+}
+
+
+def program_of(c: dict) -> str:
+    """What the container runs: lpstudy COMMAND, a helper script by its name, or its image's name."""
+    words = c.get("command", []) + c.get("args", [])
+    if "lpstudy" in words:
+        rest = words[words.index("lpstudy") + 1:]
+        return f"lpstudy {rest[0]}" if rest else "lpstudy"
+    for word in words:
+        if word.endswith((".sh", ".py")):
+            return Path(word).name
+    return c["image"].split("@")[0].split(":")[0].rsplit("/", 1)[-1]
+
+
+def check_command(container: Container, c: dict) -> tuple[str, list[str]] | None:
+    """How to run the container's entrypoint in its check mode: ("lpstudy", its arguments) in this
+    process, ("exec", argv) as a process; None for one of NOT_RUN."""
+    argv = container.argv
+    if "lpstudy" in argv and program_of(c).startswith("lpstudy"):
+        return "lpstudy", argv[argv.index("lpstudy") + 1:] + ["--check"]
+    if argv and argv[0] in ("sh", "python") and len(argv) > 1:
+        import sys
+
+        return "exec", [sys.executable if argv[0] == "python" else "sh", *argv[1:], "--check"]
+    return None
+
+
+def run_lpstudy(args: list[str], env: dict[str, str]) -> tuple[int, str]:
+    """`lpstudy ARGS` in this process (its own main, as the console script runs it), with exactly env
+    as its environment; (its exit status, what it printed)."""
+    import contextlib
+    import io
+
+    from lpstudy.cli import main
+
+    saved, out = dict(os.environ), io.StringIO()
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            try:
+                main(args)
+                code = 0
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return code, out.getvalue()
+
+
+def run_check(container: Container, c: dict) -> tuple[int, str] | None:
+    """The container's entrypoint in its check mode on its materialised settings: (exit status,
+    output), or None for a container of NOT_RUN."""
+    import subprocess
+
+    how = check_command(container, c)
+    if how is None:
+        return None
+    home = container.root / "home" / "lpstudy"
+    home.mkdir(parents=True, exist_ok=True)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), **container.env}
+    kind, argv = how
+    if kind == "lpstudy":
+        return run_lpstudy(argv, env)
+    out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, cwd=container.root)
+    return out.returncode, out.stdout + out.stderr

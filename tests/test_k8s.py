@@ -701,6 +701,102 @@ def test_each_mistake_that_passed_the_fast_tier_fails_a_rule(builds, rule_broken
     problems = k8s_checks.problems_of(docs) + k8s_materialise.sources_name_each_variable_once(sources)
     assert any(said in problem for problem in problems), f"{breakage}: {problems}"
 
+
+# --- each container's own start-up checks, on its rendered settings --------------------------------
+
+
+def check_every_container(docs: list[dict], secret: dict[str, str], tmp: Path, seen: dict | None = None,
+                          only: set[str] | None = None) -> dict[str, tuple[int, str] | str]:
+    """Each container of the build (or those named in only) materialised under tmp (its mounts as
+    files, its environment, its arguments: tests/k8s_materialise.py) and its entrypoint run in its
+    check mode: where -> (exit status, output), or why it is not run. seen: results by what the
+    container is given, shared between builds (most containers are the same in every build)."""
+    seen = {} if seen is None else seen
+    corpus = tmp / "corpus.txt"
+    corpus.parent.mkdir(parents=True, exist_ok=True)
+    corpus.write_text("the image's copy of the corpus\n")
+    results: dict[str, tuple[int, str] | str] = {}
+    for i, (doc, template) in enumerate(k8s_checks.pods(docs)):
+        for c in containers(doc):
+            where = f"{k8s_checks.name_of(doc)}/{c['name']}"
+            if only is not None and where not in only:
+                continue
+            program = k8s_materialise.program_of(c)
+            if program in k8s_materialise.NOT_RUN:
+                results[where] = k8s_materialise.NOT_RUN[program]
+                continue
+            env, _repeated = k8s_materialise.Container.env_of(docs, c, secret)
+            key = json.dumps([c.get("command"), c.get("args"), env,
+                              k8s_checks.k8s_references.mounted_files(docs, template, c, secret)], sort_keys=True)
+            if key not in seen:
+                root = tmp / f"{i}-{c['name']}-{len(seen)}"
+                materialised = k8s_materialise.Container.of(docs, doc, template, c, root, secret,
+                                                            {path: corpus for path in k8s_materialise.IMAGE_FILES})
+                seen[key] = k8s_materialise.run_check(materialised, c)
+            results[where] = seen[key]
+    return results
+
+
+@pytest.fixture(scope="module")
+def container_checks(builds, example_secret, tmp_path_factory) -> dict[str, dict[str, tuple[int, str] | str]]:
+    seen: dict = {}
+    tmp = tmp_path_factory.mktemp("checked")
+    return {name: check_every_container(docs, example_secret, tmp / name, seen) for name, docs in builds.items()}
+
+
+def test_every_container_passes_its_own_start_up_checks_on_its_rendered_settings(container_checks):
+    """Every container of every build, its mounts written out (ConfigMap keys, the example Secret's
+    keys), its environment and arguments as the kubelet gives them, runs its own entrypoint in its
+    check mode (`lpstudy worker ... --check`, `wait-for-study.sh --check`, ...): each value parsed by
+    the code that uses it, each file it reads opened. Those that cannot run here say why."""
+    ran = 0
+    for build, results in container_checks.items():
+        for where, result in results.items():
+            if isinstance(result, str):
+                assert result in k8s_materialise.NOT_RUN.values()
+                continue
+            code, output = result
+            assert code == 0 and "--check: ok" in output, f"{build}: {where}: {output}"
+            ran += 1
+    assert ran >= len(container_checks) * 5  # every build: the creator, the workers, the dashboard, the waits
+
+
+# Mistakes only a container's own start-up checks catch (file, text, replacement, the container, what
+# it says), each on a copy of deploy/, built as the gpu overlay.
+CHECK_BREAKAGES = {
+    "LPSTUDY_WAIT_FOR_SPEC_S=15m, which the workers' wait and the worker refuse": (
+        "base/config.env", "LPSTUDY_WAIT_FOR_SPEC_S=900\n", "LPSTUDY_WAIT_FOR_SPEC_S=15m\n",
+        {"Job lpstudy-workers/wait-for-study": "LPSTUDY_WAIT_FOR_SPEC_S must be a whole number of seconds",
+         "Job lpstudy-workers/worker": "Invalid value for '--wait-for-spec-s'"}),
+    "LPSTUDY_STORAGE_RETRY_S=15m, which every lpstudy command refuses": (
+        "base/config.env", "LPSTUDY_STORAGE_RETRY_S=900\n", "LPSTUDY_STORAGE_RETRY_S=15m\n",
+        {"Job lpstudy-workers/worker": "LPSTUDY_STORAGE_RETRY_S"}),
+    "the workers' study file mounted at another path than --config reads": (
+        "base/workers.yaml", "              mountPath: /etc/lpstudy/study\n", "              mountPath: /etc/lpstudy/spec\n",
+        {"Job lpstudy-workers/worker": "study.yaml"}),
+    "the metrics port mistyped": (
+        "base/config.env", "LPSTUDY_METRICS_PORT=9108\n", "LPSTUDY_METRICS_PORT=91o8\n",
+        {"Job lpstudy-workers/worker": "LPSTUDY_METRICS_PORT must be a port number"}),
+}
+
+
+@pytest.fixture(scope="module")
+def check_broken_builds(tmp_path_factory) -> dict[str, list[dict]]:
+    folders = {breakage: tmp_path_factory.mktemp("check") for breakage in CHECK_BREAKAGES}
+    return in_parallel(lambda b: broken_copy(folders[b], *CHECK_BREAKAGES[b][:3]), {b: b for b in CHECK_BREAKAGES})
+
+
+@pytest.mark.parametrize("breakage", sorted(CHECK_BREAKAGES))
+def test_a_value_its_consumer_refuses_fails_that_containers_check_mode(check_broken_builds, example_secret, tmp_path,
+                                                                        breakage):
+    """Each mistake on a copy of deploy/: the container that reads the value fails its check mode
+    with its own one line (exit status 2, no traceback)."""
+    expected = CHECK_BREAKAGES[breakage][3]
+    results = check_every_container(check_broken_builds[breakage], example_secret, tmp_path, only=set(expected))
+    for where, said in expected.items():
+        code, output = results[where]
+        assert code == 2 and said in output and "Traceback" not in output, f"{breakage}: {where}: {code} {output}"
+
 # --- checkov, the maintained scanner, for the generic rules ----------------------------------------
 
 
