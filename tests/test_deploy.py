@@ -190,6 +190,62 @@ def test_the_dockerfile_and_the_example_env_take_their_images_from_the_lock():
     assert ".env.example LPSTUDY_POSTGRES_IMAGE: every image has the tag and the digest" in problem
 
 
+def check_compose_service(name: str, service: dict, tmp: Path) -> tuple[int, str]:
+    """A compose service that runs lpstudy, materialised under tmp (its volumes as folders, the secrets
+    it is given as files, its environment with those paths moved there) and run in its check mode:
+    the real secrets wrapper (deploy/docker/lpstudy-with-secrets, which reads PGPASSWORD_FILE) around
+    nothing, then `lpstudy ... --check` in this process. lpstudy-claim-gpu is passed over: it claims
+    a GPU of the host, which this machine has not."""
+    from tests import k8s_materialise
+
+    root = tmp / name
+    targets = [str(v["target"]) if isinstance(v, dict) else str(v).split(":")[1] for v in service.get("volumes", [])]
+    for target in targets:
+        (root / target.lstrip("/")).mkdir(parents=True, exist_ok=True)
+    for secret in service.get("secrets", []):
+        source = secret if isinstance(secret, str) else secret["source"]
+        target = secret.get("target", source) if isinstance(secret, dict) else source
+        path = root / "run" / "secrets" / target
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("a-password\n")
+    prefixes = targets + ["/run/secrets"]
+    env = {k: (str(root) + v if any(v == p or v.startswith(p + "/") for p in prefixes) else v)
+           for k, v in {k: str(v) for k, v in (service.get("environment") or {}).items()}.items()}
+    env.update(PATH=os.environ.get("PATH", "/usr/bin:/bin"), HOME=str(root / "home"))
+    words = service["command"].split() if isinstance(service["command"], str) else list(service["command"])
+    if words[0] == "lpstudy-with-secrets":
+        out = subprocess.run(["sh", str(WITH_SECRETS), "true"], env=env, capture_output=True, text=True, timeout=30)
+        if out.returncode:
+            return out.returncode, out.stderr
+        env.pop("PGPASSWORD_FILE", None)
+    return k8s_materialise.run_lpstudy(words[words.index("lpstudy") + 1:] + ["--check"], env)
+
+
+def lpstudy_services(resolved: dict) -> dict:
+    return {name: s for name, s in resolved["services"].items() if "lpstudy" in str(s.get("command", "")).split()}
+
+
+def test_every_compose_service_passes_its_own_start_up_checks(services, tmp_path):
+    """Each service that runs lpstudy, materialised from the resolved file, passes its check mode:
+    its secret file readable, every value parsed, every file it reads opened."""
+    checked = lpstudy_services({"services": services})
+    assert set(checked) == {"worker", "worker-cpu", "dashboard", "optuna-dashboard", "storage-proxy"}
+    for name, service in checked.items():
+        code, output = check_compose_service(name, service, tmp_path)
+        assert code == 0 and "--check: ok" in output, f"{name}: {output}"
+
+
+def test_a_value_a_compose_service_refuses_fails_its_check_mode(tmp_path):
+    """LPSTUDY_WORKER_ARGS with a wait that is no number, and the proxy given the reader's secret
+    in place of the writer's: each service fails its check with its program's own one line."""
+    env = write_env_file(tmp_path / "bad.env", {"LPSTUDY_STUDY": "lp-search", "LPSTUDY_WORKER_ARGS": "--wait-for-spec-s 15m"})
+    code, output = check_compose_service("worker", resolve(env)["services"]["worker"], tmp_path)
+    assert code == 2 and "Invalid value for '--wait-for-spec-s'" in output and "Traceback" not in output, output
+    proxy = dict(resolve(ENV_EXAMPLE)["services"]["storage-proxy"], secrets=["lpstudy-reader-password"])
+    code, output = check_compose_service("storage-proxy", proxy, tmp_path / "proxy")
+    assert code == 2 and "PGPASSWORD_FILE=" in output and "cannot be read" in output, output
+
+
 def secret_file_of(resolved: dict, service: dict, path: str) -> Path:
     """The host file behind /run/secrets/NAME in a service, which must list the secret."""
     name = Path(path).name
