@@ -313,8 +313,8 @@ BREAKAGES = {
         "          readinessProbe:\n            httpGet:\n              path: /healthz\n",
         "Deployment lpstudy-dashboard/dashboard: the readinessProbe asks /healthz, which lpstudy dashboard does not answer"),
     "a typo in optuna-dashboard's probe path": (
-        "components/optuna-dashboard/optuna-dashboard.yaml", "              path: /dashboard\n",
-        "              path: /dashbaord\n",
+        "components/optuna-dashboard/optuna-dashboard.yaml", "          readinessProbe:\n            httpGet:\n              path: /dashboard\n",
+        "          readinessProbe:\n            httpGet:\n              path: /dashbaord\n",
         "Deployment lpstudy-optuna-dashboard/optuna-dashboard: the readinessProbe asks /dashbaord", ["optuna-dashboard"]),
     "the dashboard started with --host 127.0.0.1": (
         "base/dashboard.yaml", '"--host", "0.0.0.0", "--port", "8501"', '"--host", "127.0.0.1", "--port", "8501"',
