@@ -688,6 +688,30 @@ def rule_broken_builds(tmp_path_factory) -> dict[str, tuple[list[dict], Path]]:
     return in_parallel(lambda breakage: rule_breakage_build(folders[breakage], breakage), {b: b for b in RULE_BREAKAGES})
 
 
+def test_the_egress_rule_reads_a_policy_as_the_network_plugin_does(builds):
+    """A policy over the storage proxy's egress that allows DNS in any namespace and the database on
+    its port passes; without DNS over TCP, or without the database, or with the database on another
+    port, it fails naming what it must allow."""
+    from tests import k8s_cluster_rules
+
+    dns = {"to": [{"namespaceSelector": {}}], "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}
+    database = {"to": [{"podSelector": {"matchLabels": {"app.kubernetes.io/name": "lpstudy-db"}}}],
+                "ports": [{"protocol": "TCP", "port": 5432}]}
+
+    def with_egress(*rules):
+        docs = json.loads(json.dumps(builds["gpu"]))
+        policy = find(docs, "NetworkPolicy", "lpstudy-storage-proxy")
+        policy["spec"]["policyTypes"] = ["Ingress", "Egress"]
+        policy["spec"]["egress"] = list(rules)
+        return k8s_cluster_rules.egress_allows_dns_and_every_service(docs)
+
+    assert with_egress(dns, database) == []
+    assert any("allows DNS (port 53/TCP)" in p for p in with_egress(dict(dns, ports=dns["ports"][:1]), database))
+    said = "allows every Service its pods connect to (Deployment lpstudy-storage-proxy connects to Service lpstudy-db, port 5432)"
+    assert any(said in p for p in with_egress(dns))
+    assert any(said in p for p in with_egress(dns, dict(database, ports=[{"protocol": "TCP", "port": 5433}])))
+
+
 _INTACT: dict[str, list[str]] = {}
 
 
