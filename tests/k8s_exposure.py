@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Callable
 
 from tests.k8s_references import container_values, service_selector, workloads_selected
-from tests.k8s_walk import all_containers, name_of, pod_template, pods
+from tests.k8s_walk import all_containers, name_of, pods
 
 SIGN_IN_IMAGE = "oauth2-proxy/oauth2-proxy"
 # Service types and fields that give a Service an address outside the cluster.
