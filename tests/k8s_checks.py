@@ -345,8 +345,8 @@ def requests_within_limits(docs: list[dict]) -> list[str]:
                     problems.append(f"{at}: its {resource} request {requests[resource]} is above its limit {limit}")
             needed = memory_needed(c, docs, template)
             if needed and "memory" in limits and quantity(limits["memory"]) < needed[1]:
-                problems.append(f"{at}: memory limit {limits['memory']} is below the {needed[1] / MiB:.0f} MiB "
-                                f"{needed[0]} was measured to need")
+                problems.append(f"{at}: a memory limit holds what its program was measured to need ({needed[0]}: "
+                                f"{needed[1] / MiB:.0f} MiB; the limit is {limits['memory']})")
     return problems
 
 

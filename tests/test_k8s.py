@@ -337,8 +337,8 @@ BREAKAGES = {
     "an init container limited to 32Mi": (
         "base/dashboard.yaml", "              memory: 128Mi\n            limits:\n              memory: 256Mi\n",
         "              memory: 32Mi\n            limits:\n              memory: 32Mi\n",
-        "Deployment lpstudy-dashboard/wait-for-database: memory limit 32Mi is below the 49 MiB wait-for-database.py "
-        "was measured to need"),
+        "Deployment lpstudy-dashboard/wait-for-database: a memory limit holds what its program was measured to need "
+        "(wait-for-database.py: 49 MiB; the limit is 32Mi)"),
     "the storage proxy started on another port than its Service's": (
         "components/storage-proxy/storage-proxy.yaml", '"--port", "13000"', '"--port", "13001"',
         "Deployment lpstudy-storage-proxy/storage-proxy: lpstudy storage-proxy serves port 13001, which is no containerPort"),
@@ -632,7 +632,8 @@ RULE_BREAKAGES = {
     "a CPU worker limited to 200 Mi": (
         "components/cpu/workers.yaml", "              memory: 2Gi\n            limits:\n              cpu: \"2\"\n              memory: 2Gi\n",
         "              memory: 200Mi\n            limits:\n              cpu: \"2\"\n              memory: 200Mi\n",
-        "Job lpstudy-workers/worker: memory limit 200Mi is below the 466 MiB lpstudy worker (preset cpu) was measured to need",
+        "Job lpstudy-workers/worker: a memory limit holds what its program was measured to need (lpstudy worker "
+        "(preset cpu): 466 MiB; the limit is 200Mi)",
         ["cpu"]),
     "the S3 workers reading an optional Secret key misspelt": (
         "components/s3-artifacts/workers.yaml", "                  key: AWS_SECRET_ACCESS_KEY\n",
