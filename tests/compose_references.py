@@ -200,7 +200,18 @@ def gpu_claimers_see_every_gpu(resolved: dict) -> list[str]:
     return problems
 
 
-CHECKS = [names_resolve, prometheus_scrapes_what_the_workers_serve, metrics_linger_within_grace,
+def database_health_checks_ask_over_tcp(resolved: dict) -> list[str]:
+    """A service's pg_isready healthcheck asks over TCP (-h 127.0.0.1), as the clients connect: during
+    initialisation the server listens on its socket only, so a socket check turns healthy before the
+    roles exist and the services that wait for it start too early."""
+    from tests.k8s_cluster_rules import pg_isready_asks_over_tcp
+
+    return [f"service {name}: a database check asks over TCP, as its clients connect (its healthcheck runs "
+            f"pg_isready without -h)" for name, service in resolved.get("services", {}).items()
+            if not pg_isready_asks_over_tcp([str(w) for w in service.get("healthcheck", {}).get("test", [])])]
+
+
+CHECKS = [database_health_checks_ask_over_tcp, names_resolve, prometheus_scrapes_what_the_workers_serve, metrics_linger_within_grace,
           health_checks_ask_what_the_program_answers, published_on_loopback, workers_end_when_done,
           gpu_claimers_see_every_gpu, compose_images_match_the_lock]
 

@@ -7,6 +7,8 @@ to an operator."""
 
 from __future__ import annotations
 
+import re
+
 from tests.k8s_invariants import replicas
 from tests.k8s_references import connections, service_selector, workloads_selected
 from tests.k8s_walk import all_containers, flag_value, name_of, pod_template, pods, selects
@@ -211,6 +213,47 @@ def _container_port(doc: dict, port: int | str) -> int | str:
     return found[0] if found else port
 
 
-CHECKS = [rollouts_can_progress, claims_ask_what_their_class_provides, priority_classes_are_the_builds,
+# The wrapper that turns a stop by signal of its command into exit status 143 (deploy/k8s/base/scripts).
+SIGNAL_WRAPPER = "not-done-on-signal.py"
+SIGNAL_EXIT = 143
+
+
+def signal_stops_are_ignored(docs: list[dict]) -> list[str]:
+    """A Job whose container ends a stop by signal with exit status 143 (not-done-on-signal.py: its
+    trial enqueued again) ignores that status of that very container: a podFailurePolicy rule Ignore
+    on exit code 143 naming it (a rule naming another container, an init container included, never
+    matches the worker's exit, and the stop counts against backoffLimitPerIndex)."""
+    problems = []
+    for doc, template in pods(docs):
+        if doc["kind"] != "Job":
+            continue
+        rules = doc["spec"].get("podFailurePolicy", {}).get("rules", [])
+        for c in template["spec"].get("containers", []):
+            if not any(w.endswith(SIGNAL_WRAPPER) for w in c.get("command", []) + c.get("args", [])):
+                continue
+            if not any(r["action"] == "Ignore" and r.get("onExitCodes", {}).get("operator") == "In"
+                       and SIGNAL_EXIT in r["onExitCodes"].get("values", [])
+                       and r["onExitCodes"].get("containerName", c["name"]) == c["name"] for r in rules):
+                problems.append(f"{name_of(doc)}/{c['name']}: a Job ignores its container's stop by signal (a rule "
+                                f"Ignore on exit code {SIGNAL_EXIT} naming container {c['name']})")
+    return problems
+
+
+def pg_isready_asks_over_tcp(words: list[str]) -> bool:
+    """Whether a pg_isready command asks over TCP (-h/--host): during its initialisation the server
+    listens on its socket only, so a check on the socket passes before the roles exist."""
+    text = " ".join(words)
+    return "pg_isready" not in text or bool(re.search(r"(?:^|\s)(?:-h\s*\S|--host[=\s])", text))
+
+
+def database_checks_ask_over_tcp(docs: list[dict]) -> list[str]:
+    """Every probe that runs pg_isready asks over TCP, as the clients connect."""
+    return [f"{name_of(doc)}/{c['name']}: a database check asks over TCP, as its clients connect (the {kind} runs "
+            f"pg_isready without -h)"
+            for doc, template in pods(docs) for c in all_containers(template["spec"]) for kind in PROBES
+            if not pg_isready_asks_over_tcp(c.get(kind, {}).get("exec", {}).get("command", []))]
+
+
+CHECKS = [signal_stops_are_ignored, database_checks_ask_over_tcp, rollouts_can_progress, claims_ask_what_their_class_provides, priority_classes_are_the_builds,
           resumable_jobs_have_no_deadline, jobs_ignore_disruptions, database_stop_fits_the_grace_period,
           probes_run_one_check, egress_allows_dns_and_every_service]

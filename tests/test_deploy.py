@@ -154,6 +154,9 @@ COMPOSE_BREAKAGES = {
     "PostgreSQL's tag bumped while its digest pins the old build": (
         "postgres:16.9-bookworm@sha256", "postgres:16.10-bookworm@sha256",
         "service db: every image has the tag and the digest images.lock gives it"),
+    "the database's healthcheck on the socket": (
+        "pg_isready -h 127.0.0.1 -U", "pg_isready -U",
+        "service db: a database check asks over TCP, as its clients connect"),
     "one GPU reserved under the wrapper that shares out all of them": (
         "              count: all\n", "              count: 1\n",
         "service worker: replicas that share out the GPUs reserve every GPU (count: all"),

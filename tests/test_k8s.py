@@ -658,6 +658,12 @@ RULE_BREAKAGES = {
                               "'exec pg_isready -q -h 127.0.0.1 -U",
         "          startupProbe:\n            exec:\n              command: [\"sh\", \"-c\", 'exec pg_isready -q -U",
         "StatefulSet lpstudy-db/postgres: a server's probes run one check and differ only in timing"),
+    # The two mistakes that passed before issue 57's list (its opening paragraph).
+    "the exit-143 rule naming the init container": (
+        "base/workers.yaml", "          containerName: worker\n          operator: In\n",
+        "          containerName: wait-for-study\n          operator: In\n",
+        "Job lpstudy-workers/worker: a Job ignores its container's stop by signal (a rule Ignore on exit code 143 "
+        "naming container worker)"),
     "the sign-in image's tag bumped while its digest pins the old build": (
         "components/sign-in/sign-in.yaml", "oauth2-proxy:v7.9.0@sha256", "oauth2-proxy:v7.10.0@sha256",
         "Deployment lpstudy-sign-in/oauth2-proxy: every image has the tag and the digest images.lock gives it",
