@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 
 from tests.k8s_checks import HEALTH_PATHS, flag_value
+from tests.k8s_images import compose_images_match_the_lock
 from tests.k8s_invariants import LONGEST_STOP_S, duration_s
 from tests.k8s_references import URL
 
@@ -131,8 +132,88 @@ def health_checks_ask_what_the_program_answers(resolved: dict) -> list[str]:
     return problems
 
 
-CHECKS = [names_resolve, prometheus_scrapes_what_the_workers_serve, metrics_linger_within_grace,
-          health_checks_ask_what_the_program_answers]
+def published(service: dict) -> list[tuple[str, str, str]]:
+    """(host address, host port, container port) of each published port of a resolved service."""
+    rows = []
+    for port in service.get("ports", []):
+        if isinstance(port, dict):
+            rows.append((port.get("host_ip", ""), str(port.get("published", "")), str(port["target"])))
+        else:
+            parts = str(port).split("/")[0].split(":")
+            rows.append((parts[0], parts[1], parts[2]) if len(parts) == 3 else ("", *parts[-2:]))
+    return rows
+
+
+def _program(service: dict) -> str | None:
+    words = _words(service)
+    if "lpstudy" not in words:
+        return None
+    rest = words[words.index("lpstudy") + 1:]
+    return f"lpstudy {rest[0]}" if rest else "lpstudy"
+
+
+def published_on_loopback(resolved: dict) -> list[str]:
+    """Every published port binds to 127.0.0.1 (this host only) unless .env says otherwise, except
+    a sign-in proxy's (oauth2-proxy): no server is on the network because a setting was left out.
+    Run on the file resolved with an empty .env."""
+    problems = []
+    for name, service in resolved.get("services", {}).items():
+        if "oauth2-proxy" in str(service.get("image", "")):
+            continue
+        for host_ip, host_port, target in published(service):
+            if host_ip != "127.0.0.1":
+                problems.append(f"service {name}: a published port binds to 127.0.0.1 unless .env says otherwise "
+                                f"(port {target} is published on {host_ip or 'every address'}:{host_port})")
+    return problems
+
+
+# The restart policies that leave a process that exited 0 stopped.
+RESTARTS_THAT_END = ("no", "on-failure")
+
+
+def workers_end_when_done(resolved: dict) -> list[str]:
+    """A worker that has finished its study stays stopped: its restart policy restarts it on a failure
+    only (on-failure[:N]); always or unless-stopped starts a finished worker again, and it loads torch
+    and finds nothing to do, for ever."""
+    problems = []
+    for name, service in resolved.get("services", {}).items():
+        restart = str(service.get("restart", "no"))
+        if _program(service) == "lpstudy worker" and restart.split(":")[0] not in RESTARTS_THAT_END:
+            problems.append(f"service {name}: a finished worker stays stopped (restart on-failure; it has {restart})")
+    return problems
+
+
+def gpu_claimers_see_every_gpu(resolved: dict) -> list[str]:
+    """A service whose replicas share out the host's GPUs among them (lpstudy-claim-gpu) reserves every
+    GPU (count: all): a count of N gives every replica the same first N, and the wrapper has nothing
+    else to share."""
+    problems = []
+    for name, service in resolved.get("services", {}).items():
+        if "lpstudy-claim-gpu" not in _words(service):
+            continue
+        devices = service.get("deploy", {}).get("resources", {}).get("reservations", {}).get("devices", [])
+        gpus = [d for d in devices if "gpu" in d.get("capabilities", [])]
+        if not gpus or any(str(d.get("count", "")) != "all" or d.get("device_ids") for d in gpus):
+            found = [d.get("count", d.get("device_ids")) for d in gpus]
+            problems.append(f"service {name}: replicas that share out the GPUs reserve every GPU (count: all; "
+                            f"it reserves {found or 'none'})")
+    return problems
+
+
+def database_health_checks_ask_over_tcp(resolved: dict) -> list[str]:
+    """A service's pg_isready healthcheck asks over TCP (-h 127.0.0.1), as the clients connect: during
+    initialisation the server listens on its socket only, so a socket check turns healthy before the
+    roles exist and the services that wait for it start too early."""
+    from tests.k8s_cluster_rules import pg_isready_asks_over_tcp
+
+    return [f"service {name}: a database check asks over TCP, as its clients connect (its healthcheck runs "
+            f"pg_isready without -h)" for name, service in resolved.get("services", {}).items()
+            if not pg_isready_asks_over_tcp([str(w) for w in service.get("healthcheck", {}).get("test", [])])]
+
+
+CHECKS = [database_health_checks_ask_over_tcp, names_resolve, prometheus_scrapes_what_the_workers_serve, metrics_linger_within_grace,
+          health_checks_ask_what_the_program_answers, published_on_loopback, workers_end_when_done,
+          gpu_claimers_see_every_gpu, compose_images_match_the_lock]
 
 
 def problems_of(resolved: dict) -> list[str]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from tests import k8s_invariants, k8s_references
+from tests import k8s_cluster_rules, k8s_exposure, k8s_images, k8s_invariants, k8s_materialise, k8s_references
 from tests.k8s_walk import (WORKLOAD_KINDS, flag_value, all_containers, name_of, pod_labels, pod_template,  # noqa: F401
                             pods, quantity, selects)
 
@@ -297,12 +297,34 @@ MiB = 2**20
 # status`, the lightest lpstudy command (wait-for-study.sh runs it), 132 MiB. A memory limit below
 # that is a container the kernel kills at its first start.
 MEMORY_NEEDED = {"wait-for-database.py": 49 * MiB, "lpstudy": 132 * MiB}
+# A worker, with torch and the preset its study trains, through one trial (20 steps, an evaluation
+# and a checkpoint): benchmarks/results/worker-memory.md (python benchmarks/bench_worker_memory.py;
+# importing torch alone peaks at 219 MiB). `paper` runs on GPUs, which this machine has not: its
+# floor is the cpu preset's, a lower bound (its CUDA libraries come on top).
+WORKER_MEMORY_NEEDED = {"smoke": 408 * MiB, "cpu": 466 * MiB, "paper": 466 * MiB}
+DEFAULT_PRESET = "cpu"  # a study file without `preset:` (lpstudy.study.options)
 
 
-def memory_needed(c: dict) -> tuple[str, float] | None:
+def _preset_of(docs: list[dict], template: dict, c: dict) -> str:
+    """The preset of the study file the worker's --config names (a mounted ConfigMap's key), else the
+    default's."""
+    import yaml
+
+    from tests.k8s_references import mounted_files
+
+    words = c.get("command", []) + c.get("args", [])
+    text = mounted_files(docs, template, c, {}).get(flag_value(words, "--config") or "")
+    spec = yaml.safe_load(text) if text else None
+    return str((spec or {}).get("preset", DEFAULT_PRESET))
+
+
+def memory_needed(c: dict, docs: list[dict] | None = None, template: dict | None = None) -> tuple[str, float] | None:
     words = c.get("command", []) + c.get("args", [])
     if any(w.endswith("wait-for-database.py") for w in words):
         return "wait-for-database.py", MEMORY_NEEDED["wait-for-database.py"]
+    if "lpstudy" in words and words[words.index("lpstudy") + 1:][:1] == ["worker"]:
+        preset = _preset_of(docs or [], template or {"spec": {}}, c)
+        return f"lpstudy worker (preset {preset})", WORKER_MEMORY_NEEDED.get(preset, max(WORKER_MEMORY_NEEDED.values()))
     if "lpstudy" in words or any(w.endswith("wait-for-study.sh") for w in words):
         return "lpstudy", MEMORY_NEEDED["lpstudy"]
     return None
@@ -321,10 +343,10 @@ def requests_within_limits(docs: list[dict]) -> list[str]:
             for resource, limit in limits.items():
                 if resource in requests and quantity(requests[resource]) > quantity(limit):
                     problems.append(f"{at}: its {resource} request {requests[resource]} is above its limit {limit}")
-            needed = memory_needed(c)
+            needed = memory_needed(c, docs, template)
             if needed and "memory" in limits and quantity(limits["memory"]) < needed[1]:
-                problems.append(f"{at}: memory limit {limits['memory']} is below the {needed[1] / MiB:.0f} MiB "
-                                f"{needed[0]} was measured to need")
+                problems.append(f"{at}: a memory limit holds what its program was measured to need ({needed[0]}: "
+                                f"{needed[1] / MiB:.0f} MiB; the limit is {limits['memory']})")
     return problems
 
 
@@ -439,9 +461,12 @@ CHECKS: list[Callable[[list[dict]], list[str]]] = [
 
 
 def every_check() -> list[Callable[[list[dict]], list[str]]]:
-    """These checks, the reference graph's (tests/k8s_references.py) and the invariants'
-    (tests/k8s_invariants.py)."""
-    return CHECKS + k8s_references.CHECKS + k8s_invariants.CHECKS
+    """These checks, the reference graph's (tests/k8s_references.py), the invariants'
+    (tests/k8s_invariants.py), who can reach the build (tests/k8s_exposure.py), the rules the API
+    server and the kubelet apply (tests/k8s_cluster_rules.py) what a container is given
+    (tests/k8s_materialise.py) and the images' lock (tests/k8s_images.py)."""
+    return (CHECKS + k8s_references.CHECKS + k8s_invariants.CHECKS + k8s_exposure.CHECKS + k8s_cluster_rules.CHECKS
+            + k8s_materialise.CHECKS + k8s_images.CHECKS)
 
 
 def problems_of(docs: list[dict]) -> list[str]:

@@ -284,3 +284,31 @@ def network_policies_admit_exactly_their_clients(docs: list[dict]) -> list[str]:
 
 
 CHECKS = [names_resolve, selectors_pick_one_workload, urls_resolve, network_policies_admit_exactly_their_clients]
+
+
+# --- what a container's mounts hold --------------------------------------------------------------
+
+
+def mounted_files(docs: list[dict], template: dict, c: dict, secret: dict[str, str] | None = None) -> dict[str, str | None]:
+    """Every path the container's mounts provide: a ConfigMap's or a Secret's key as a file (its text;
+    the Secret's from the example), and a folder of any other volume (None)."""
+    secret = secret_example() if secret is None else secret
+    volumes = {v["name"]: v for v in template["spec"].get("volumes", [])}
+    files: dict[str, str | None] = {}
+    for mount in c.get("volumeMounts", []):
+        volume, at = volumes.get(mount["name"], {}), mount["mountPath"].rstrip("/")
+        if "configMap" in volume or "secret" in volume:
+            source = volume.get("configMap") or volume.get("secret")
+            if "configMap" in volume:
+                found = defined(docs, "ConfigMap", source["name"])
+                data = dict(found[0].get("data") or {}) if found else {}
+            else:
+                data = secret if source["secretName"] == "lpstudy" else {}
+            items = {i["key"]: i["path"] for i in source.get("items", [])} or {k: k for k in data}
+            if mount.get("subPath"):
+                files[at] = data.get(mount["subPath"])
+            else:
+                files.update({f"{at}/{path}": data[key] for key, path in items.items() if key in data})
+        else:
+            files[at] = None
+    return files

@@ -111,12 +111,20 @@ def test_an_invalid_compose_file_fails_validation(tmp_path):
     assert "healthchek" in out.stderr
 
 
-def test_the_resolved_compose_file_holds_its_reference_graph_and_invariants():
+def empty_env(tmp: Path) -> Path:
+    """An .env that sets only what compose refuses to start without (the study's name)."""
+    return write_env_file(tmp / "empty.env", {"LPSTUDY_STUDY": "lp-search"})
+
+
+def test_the_resolved_compose_file_holds_its_reference_graph_and_invariants(tmp_path):
     """tests/compose_references.py: every secret, volume, service and URL host a service names is
-    defined; Prometheus scrapes what the workers serve; the metrics linger fits the grace period."""
+    defined; Prometheus scrapes what the workers serve; the metrics linger fits the grace period;
+    ports bind to this host; finished workers stay stopped; GPU claimers see every GPU. With the
+    example .env and with an empty one."""
     from tests import compose_references
 
     assert compose_references.problems_of(resolve(ENV_EXAMPLE)) == []
+    assert compose_references.problems_of(resolve(empty_env(tmp_path))) == []
 
 
 # Mistakes of each kind, applied to a copy of docker-compose.yml (text, replacement, what a check says).
@@ -135,22 +143,110 @@ COMPOSE_BREAKAGES = {
     "the dashboard's healthcheck on a path Streamlit does not answer": (
         "http://127.0.0.1:8501/_stcore/health", "http://127.0.0.1:8501/healthz",
         "service dashboard: its healthcheck asks /healthz, which lpstudy dashboard does not answer"),
+    # Issue 57: what passed every fast test; each message states the rule.
+    "the storage proxy published on every address when .env does not say": (
+        "${LPSTUDY_PROXY_BIND:-127.0.0.1}", "${LPSTUDY_PROXY_BIND:-0.0.0.0}",
+        "service storage-proxy: a published port binds to 127.0.0.1 unless .env says otherwise"),
+    "the GPU workers restarted unless stopped": (
+        "      args:\n        TORCH_INDEX: ${LPSTUDY_TORCH_INDEX:-pypi}\n    restart: on-failure:5\n",
+        "      args:\n        TORCH_INDEX: ${LPSTUDY_TORCH_INDEX:-pypi}\n    restart: unless-stopped\n",
+        "service worker: a finished worker stays stopped (restart on-failure"),
+    "PostgreSQL's tag bumped while its digest pins the old build": (
+        "postgres:16.9-bookworm@sha256", "postgres:16.10-bookworm@sha256",
+        "service db: every image has the tag and the digest images.lock gives it"),
+    "the database's healthcheck on the socket": (
+        "pg_isready -h 127.0.0.1 -U", "pg_isready -U",
+        "service db: a database check asks over TCP, as its clients connect"),
+    "one GPU reserved under the wrapper that shares out all of them": (
+        "              count: all\n", "              count: 1\n",
+        "service worker: replicas that share out the GPUs reserve every GPU (count: all"),
 }
 
 
 @pytest.mark.parametrize("breakage", sorted(COMPOSE_BREAKAGES))
 def test_each_compose_breakage_validates_and_fails_a_check(tmp_path, breakage):
-    """docker-compose itself accepts each (the file validates); a check of compose_references names it."""
+    """docker-compose itself accepts each (the file validates, with an .env that sets only the study);
+    a check of compose_references states the rule it breaks."""
     from tests import compose_references
 
     text, replacement, said = COMPOSE_BREAKAGES[breakage]
     assert COMPOSE.read_text().count(text) == 1, f"docker-compose.yml no longer has the text {breakage} changes"
     broken = tmp_path / "docker-compose.yml"
     broken.write_text(COMPOSE.read_text().replace(text, replacement))
-    out = docker_compose("config", env_file=ENV_EXAMPLE, compose_file=broken)
+    out = docker_compose("config", env_file=empty_env(tmp_path), compose_file=broken)
     assert out.returncode == 0, out.stderr
     problems = compose_references.problems_of(yaml.safe_load(out.stdout))
     assert any(said in p for p in problems), f"{breakage}: {problems}"
+
+
+def test_the_dockerfile_and_the_example_env_take_their_images_from_the_lock():
+    """deploy/images.lock is the one place an image's tag and digest change (tests/k8s_images.py): the
+    Dockerfile's base and .env.example's PostgreSQL match it, and half a bump in either is refused."""
+    from tests import k8s_images
+
+    assert k8s_images.lock_problems() == [] and k8s_images.file_images_match_the_lock() == []
+    dockerfile, env = DOCKERFILE.read_text(), ENV_EXAMPLE.read_text()
+    assert dockerfile.count("python:3.11.13-slim-bookworm@") == 1 and env.count("postgres:16.9-bookworm@") == 1
+    [problem] = k8s_images.file_images_match_the_lock(dockerfile=dockerfile.replace("python:3.11.13-", "python:3.11.14-"))
+    assert "Dockerfile PYTHON_IMAGE: every image has the tag and the digest images.lock gives it" in problem
+    [problem] = k8s_images.file_images_match_the_lock(env_example=env.replace("postgres:16.9-", "postgres:16.10-"))
+    assert ".env.example LPSTUDY_POSTGRES_IMAGE: every image has the tag and the digest" in problem
+
+
+def check_compose_service(name: str, service: dict, tmp: Path) -> tuple[int, str]:
+    """A compose service that runs lpstudy, materialised under tmp (its volumes as folders, the secrets
+    it is given as files, its environment with those paths moved there) and run in its check mode:
+    the real secrets wrapper (deploy/docker/lpstudy-with-secrets, which reads PGPASSWORD_FILE) around
+    nothing, then `lpstudy ... --check` in this process. lpstudy-claim-gpu is passed over: it claims
+    a GPU of the host, which this machine has not."""
+    from tests import k8s_materialise
+
+    root = tmp / name
+    targets = [str(v["target"]) if isinstance(v, dict) else str(v).split(":")[1] for v in service.get("volumes", [])]
+    for target in targets:
+        (root / target.lstrip("/")).mkdir(parents=True, exist_ok=True)
+    for secret in service.get("secrets", []):
+        source = secret if isinstance(secret, str) else secret["source"]
+        target = secret.get("target", source) if isinstance(secret, dict) else source
+        path = root / "run" / "secrets" / target
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("a-password\n")
+    prefixes = targets + ["/run/secrets"]
+    env = {k: (str(root) + v if any(v == p or v.startswith(p + "/") for p in prefixes) else v)
+           for k, v in {k: str(v) for k, v in (service.get("environment") or {}).items()}.items()}
+    env.update(PATH=os.environ.get("PATH", "/usr/bin:/bin"), HOME=str(root / "home"))
+    words = service["command"].split() if isinstance(service["command"], str) else list(service["command"])
+    if words[0] == "lpstudy-with-secrets":
+        out = subprocess.run(["sh", str(WITH_SECRETS), "true"], env=env, capture_output=True, text=True, timeout=30)
+        if out.returncode:
+            return out.returncode, out.stderr
+        env.pop("PGPASSWORD_FILE", None)
+    return k8s_materialise.run_lpstudy(words[words.index("lpstudy") + 1:] + ["--check"], env)
+
+
+def lpstudy_services(resolved: dict) -> dict:
+    return {name: s for name, s in resolved["services"].items() if "lpstudy" in str(s.get("command", "")).split()}
+
+
+def test_every_compose_service_passes_its_own_start_up_checks(services, tmp_path):
+    """Each service that runs lpstudy, materialised from the resolved file, passes its check mode:
+    its secret file readable, every value parsed, every file it reads opened."""
+    checked = lpstudy_services({"services": services})
+    assert set(checked) == {"worker", "worker-cpu", "dashboard", "optuna-dashboard", "storage-proxy"}
+    for name, service in checked.items():
+        code, output = check_compose_service(name, service, tmp_path)
+        assert code == 0 and "--check: ok" in output, f"{name}: {output}"
+
+
+def test_a_value_a_compose_service_refuses_fails_its_check_mode(tmp_path):
+    """LPSTUDY_WORKER_ARGS with a wait that is no number, and the proxy given the reader's secret
+    in place of the writer's: each service fails its check with its program's own one line."""
+    env = write_env_file(tmp_path / "bad.env", {"LPSTUDY_STUDY": "lp-search", "LPSTUDY_WORKER_ARGS": "--wait-for-spec-s 15m"})
+    code, output = check_compose_service("worker", resolve(env)["services"]["worker"], tmp_path)
+    assert code == 2 and "Invalid value for '--wait-for-spec-s'" in output and "Traceback" not in output, output
+    proxy = dict(resolve(ENV_EXAMPLE)["services"]["storage-proxy"], secrets=["lpstudy-reader-password"])
+    code, output = check_compose_service("storage-proxy", proxy, tmp_path / "proxy")
+    assert code == 2 and "PGPASSWORD_FILE=" in output and "cannot be read" in output, output
 
 
 def secret_file_of(resolved: dict, service: dict, path: str) -> Path:

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests import k8s_checks, k8s_scanner
+from tests import k8s_checks, k8s_materialise, k8s_scanner
 from tests.k8s_invariants import LONGEST_STOP_S
 from tests.study_helpers import lp_env, trials_of, wait_for
 
@@ -313,8 +313,8 @@ BREAKAGES = {
         "          readinessProbe:\n            httpGet:\n              path: /healthz\n",
         "Deployment lpstudy-dashboard/dashboard: the readinessProbe asks /healthz, which lpstudy dashboard does not answer"),
     "a typo in optuna-dashboard's probe path": (
-        "components/optuna-dashboard/optuna-dashboard.yaml", "              path: /dashboard\n",
-        "              path: /dashbaord\n",
+        "components/optuna-dashboard/optuna-dashboard.yaml", "          readinessProbe:\n            httpGet:\n              path: /dashboard\n",
+        "          readinessProbe:\n            httpGet:\n              path: /dashbaord\n",
         "Deployment lpstudy-optuna-dashboard/optuna-dashboard: the readinessProbe asks /dashbaord", ["optuna-dashboard"]),
     "the dashboard started with --host 127.0.0.1": (
         "base/dashboard.yaml", '"--host", "0.0.0.0", "--port", "8501"', '"--host", "127.0.0.1", "--port", "8501"',
@@ -337,8 +337,8 @@ BREAKAGES = {
     "an init container limited to 32Mi": (
         "base/dashboard.yaml", "              memory: 128Mi\n            limits:\n              memory: 256Mi\n",
         "              memory: 32Mi\n            limits:\n              memory: 32Mi\n",
-        "Deployment lpstudy-dashboard/wait-for-database: memory limit 32Mi is below the 49 MiB wait-for-database.py "
-        "was measured to need"),
+        "Deployment lpstudy-dashboard/wait-for-database: a memory limit holds what its program was measured to need "
+        "(wait-for-database.py: 49 MiB; the limit is 32Mi)"),
     "the storage proxy started on another port than its Service's": (
         "components/storage-proxy/storage-proxy.yaml", '"--port", "13000"', '"--port", "13001"',
         "Deployment lpstudy-storage-proxy/storage-proxy: lpstudy storage-proxy serves port 13001, which is no containerPort"),
@@ -415,7 +415,7 @@ BREAKAGES = {
     # Security no single file shows.
     "security: the sign-in proxy accepting any e-mail domain": (
         "components/sign-in/sign-in.env", "OAUTH2_PROXY_EMAIL_DOMAINS=example.org\n", "OAUTH2_PROXY_EMAIL_DOMAINS=*\n",
-        "Deployment lpstudy-sign-in/oauth2-proxy: email domain `*`: every account", ["sign-in"]),
+        "Deployment lpstudy-sign-in/oauth2-proxy: only the accounts of named domains or addresses sign in", ["sign-in"]),
     "security: optuna-dashboard given the writer's URL": (
         "components/optuna-dashboard/optuna-dashboard.yaml",
         "            - name: LPSTUDY_STORAGE   # the read-only role\n              valueFrom:\n"
@@ -525,7 +525,7 @@ def test_the_pod_security_check_refuses_what_restricted_forbids_and_checkov_does
 
 def test_the_security_checks_refuse_each_way_around_the_sign_in_and_the_fence(builds):
     """Each way around the sign-in proxy, or around the database's fence, on a copy of a real build."""
-    from tests import k8s_invariants
+    from tests import k8s_exposure, k8s_invariants
 
     def without(docs, kind, name):
         return [d for d in docs if not (d["kind"] == kind and d["metadata"]["name"] == name)]
@@ -544,9 +544,16 @@ def test_the_security_checks_refuse_each_way_around_the_sign_in_and_the_fence(bu
 
     signed_in, proxied = builds["gpu+sign-in"], builds["gpu"]
     cases = {
-        "email domain `*`": (k8s_invariants.sign_in_admits_not_everyone, with_args(signed_in, "--email-domain=*")),
-        "a skip-auth route matches every path": (k8s_invariants.sign_in_admits_not_everyone,
-                                                 with_args(signed_in, "--skip-auth-route=^/.*")),
+        "only the accounts of named domains or addresses sign in (no email domain `*`) (given email-domain '*')": (
+            k8s_exposure.sign_in_meets_its_table, with_args(signed_in, "--email-domain=*")),
+        "every route needs a signed-in user (no skip-auth route) (given skip-auth-route '^/.*')": (
+            k8s_exposure.sign_in_meets_its_table, with_args(signed_in, "--skip-auth-route=^/.*")),
+        "every route needs a signed-in user (no skip-auth route) (given skip-auth-route 'GET=^/metrics')": (
+            k8s_exposure.sign_in_meets_its_table, with_args(signed_in, "--skip-auth-route=GET=^/metrics")),
+        "users sign in through the proxy (no skip-jwt-bearer-tokens) (given skip-jwt-bearer-tokens 'true')": (
+            k8s_exposure.sign_in_meets_its_table, with_args(signed_in, "--skip-jwt-bearer-tokens")),
+        "the identity provider sends users back over HTTPS (redirect-url https://...) (given redirect-url 'http://x/oauth2/callback')": (
+            k8s_exposure.sign_in_meets_its_table, with_args(signed_in, "--redirect-url=http://x/oauth2/callback")),
         "its upstream Deployment lpstudy-dashboard is selected by no NetworkPolicy": (
             k8s_invariants.sign_in_admits_not_everyone, without(signed_in, "NetworkPolicy", "lpstudy-dashboard")),
         "any pod of the cluster reaches the database": (k8s_invariants.writes_pass_the_fence,
@@ -557,6 +564,7 @@ def test_the_security_checks_refuse_each_way_around_the_sign_in_and_the_fence(bu
             k8s_invariants.writes_pass_the_fence, dashboard_on_the_proxy(proxied)),
     }
     assert k8s_invariants.sign_in_admits_not_everyone(signed_in) == []
+    assert k8s_exposure.sign_in_meets_its_table(signed_in) == []
     assert k8s_invariants.writes_pass_the_fence(proxied) == []
     for said, (check, docs) in cases.items():
         problems = check(docs)
@@ -582,6 +590,255 @@ def test_the_arithmetic_reads_budgets_and_server_flags_as_the_api_and_postgres_d
     assert k8s_invariants.database_connections_suffice(docs) == []
 
 
+
+# Issue 57: each mistake that passed every fast test, made on a copy of deploy/ (file, text,
+# replacement, the rule the fast tier must then state, components). The messages state the rule
+# broken, not the mistake.
+RULE_BREAKAGES = {
+    "the dashboard's Service made a LoadBalancer": (
+        "base/dashboard.yaml", "spec:\n  selector:\n    app.kubernetes.io/name: lpstudy-dashboard\n  ports:",
+        "spec:\n  type: LoadBalancer\n  selector:\n    app.kubernetes.io/name: lpstudy-dashboard\n  ports:",
+        "Service lpstudy-dashboard: only the sign-in proxy may be reachable from outside the cluster"),
+    "the sign-in proxy's cookies over plain HTTP": (
+        "components/sign-in/sign-in.env", "OAUTH2_PROXY_COOKIE_SECURE=true\n", "OAUTH2_PROXY_COOKIE_SECURE=false\n",
+        "Deployment lpstudy-sign-in/oauth2-proxy: session cookies go over HTTPS only", ["sign-in"]),
+    "optuna-dashboard with a writable root filesystem": (
+        "components/optuna-dashboard/optuna-dashboard.yaml",
+        "              memory: 2Gi\n          securityContext:\n            allowPrivilegeEscalation: false\n"
+        "            readOnlyRootFilesystem: true\n",
+        "              memory: 2Gi\n          securityContext:\n            allowPrivilegeEscalation: false\n"
+        "            readOnlyRootFilesystem: false\n",
+        "Deployment lpstudy-optuna-dashboard/optuna-dashboard: a container that listens on the network has a "
+        "read-only root filesystem", ["optuna-dashboard"]),
+    "the workers' study file mounted at another path than --config reads": (
+        "base/workers.yaml", "              mountPath: /etc/lpstudy/study\n", "              mountPath: /etc/lpstudy/spec\n",
+        "Job lpstudy-workers/worker: every path a program opens is provided by a mount or the image (--config "
+        "/etc/lpstudy/study/study.yaml"),
+    "a second LPSTUDY_STUDY entry": (
+        "base/workers.yaml", "            - name: LPSTUDY_DEVICES   #",
+        "            - name: LPSTUDY_STUDY\n              value: lp-other\n            - name: LPSTUDY_DEVICES   #",
+        "base/workers.yaml container worker: a container names each environment variable once (LPSTUDY_STUDY is "
+        "given 2 times"),
+    "the storage proxy's NetworkPolicy over egress with no egress rule": (
+        "components/storage-proxy/storage-proxy.yaml", "  policyTypes:\n    - Ingress\n",
+        "  policyTypes:\n    - Ingress\n    - Egress\n",
+        "NetworkPolicy lpstudy-storage-proxy: a policy over egress allows DNS (port 53/UDP)"),
+    "the database's claim ReadWriteMany": (
+        "base/database.yaml", "          - ReadWriteOnce\n", "          - ReadWriteMany\n",
+        "StatefulSet lpstudy-db claim data: a claim one pod mounts asks ReadWriteOnce"),
+    "maxSurge 0 beside maxUnavailable 0": (
+        "components/storage-proxy/storage-proxy.yaml", "      maxUnavailable: 0   #", "      maxSurge: 0\n      maxUnavailable: 0   #",
+        "Deployment lpstudy-storage-proxy: a rolling update may add or remove a pod"),
+    "a CPU worker limited to 200 Mi": (
+        "components/cpu/workers.yaml", "              memory: 2Gi\n            limits:\n              cpu: \"2\"\n              memory: 2Gi\n",
+        "              memory: 200Mi\n            limits:\n              cpu: \"2\"\n              memory: 200Mi\n",
+        "Job lpstudy-workers/worker: a memory limit holds what its program was measured to need (lpstudy worker "
+        "(preset cpu): 466 MiB; the limit is 200Mi)",
+        ["cpu"]),
+    "the S3 workers reading an optional Secret key misspelt": (
+        "components/s3-artifacts/workers.yaml", "                  key: AWS_SECRET_ACCESS_KEY\n",
+        "                  key: AWS_SECRET_ACCES_KEY\n",
+        "Job lpstudy-workers/worker: every Secret key a container reads is one lpstudy.env.example documents",
+        ["s3-artifacts"]),
+    "workers with system-cluster-critical priority": (
+        "base/workers.yaml", "      terminationGracePeriodSeconds: 180\n",
+        "      terminationGracePeriodSeconds: 180\n      priorityClassName: system-cluster-critical\n",
+        "Job lpstudy-workers: a pod's priority class is one the build defines, never system-*"),
+    "a deadline on the resumable workers' Job": (
+        "base/workers.yaml", "  backoffLimitPerIndex: 3", "  activeDeadlineSeconds: 3600\n  backoffLimitPerIndex: 3",
+        "Job lpstudy-workers: a Job of resumable workers has no deadline"),
+    "the creator failing on a disruption": (
+        "base/create-study.yaml", "      - action: Ignore         # a drain", "      - action: FailJob        # a drain",
+        "Job lpstudy-create-study: every Job ignores a disruption"),
+    "PostgreSQL's preStop waiting for its clients": (
+        "base/database.yaml", "-m fast -w -t 50", "-m smart -w -t 50",
+        "StatefulSet lpstudy-db/postgres: the database stops without waiting for its clients"),
+    "a startup probe on the socket while liveness uses TCP": (
+        "base/database.yaml", "          startupProbe:\n            exec:\n              command: [\"sh\", \"-c\", "
+                              "'exec pg_isready -q -h 127.0.0.1 -U",
+        "          startupProbe:\n            exec:\n              command: [\"sh\", \"-c\", 'exec pg_isready -q -U",
+        "StatefulSet lpstudy-db/postgres: a server's probes run one check and differ only in timing"),
+    # The two mistakes that passed before issue 57's list (its opening paragraph).
+    "the exit-143 rule naming the init container": (
+        "base/workers.yaml", "          containerName: worker\n          operator: In\n",
+        "          containerName: wait-for-study\n          operator: In\n",
+        "Job lpstudy-workers/worker: a Job ignores its container's stop by signal (a rule Ignore on exit code 143 "
+        "naming container worker)"),
+    "the sign-in image's tag bumped while its digest pins the old build": (
+        "components/sign-in/sign-in.yaml", "oauth2-proxy:v7.9.0@sha256", "oauth2-proxy:v7.10.0@sha256",
+        "Deployment lpstudy-sign-in/oauth2-proxy: every image has the tag and the digest images.lock gives it",
+        ["sign-in"]),
+}
+
+
+def rule_breakage_build(tmp: Path, breakage: str) -> tuple[list[dict], Path]:
+    """Built as the gpu overlay with the breakage's component, or as the overlay it names; and the
+    copy's deploy/k8s, whose source files the source checks read."""
+    return _rule_breakage_docs(tmp, breakage), tmp / "deploy" / "k8s"
+
+
+def _rule_breakage_docs(tmp: Path, breakage: str) -> list[dict]:
+    path, text, replacement, _said, *components = RULE_BREAKAGES[breakage]
+    if components and components[0][0] in OVERLAYS:
+        k8s = copy_of_the_deployment(tmp)
+        target = k8s / path
+        assert target.read_text().count(text) == 1, f"{path} no longer has the text this breakage changes"
+        target.write_text(target.read_text().replace(text, replacement))
+        return kustomize(k8s / "overlays" / components[0][0])
+    return broken_copy(tmp, path, text, replacement, *components)
+
+
+@pytest.fixture(scope="module")
+def rule_broken_builds(tmp_path_factory) -> dict[str, tuple[list[dict], Path]]:
+    """Every mistake of RULE_BREAKAGES on a copy of its own, built as many at a time as there are cores."""
+    folders = {breakage: tmp_path_factory.mktemp("rule") for breakage in RULE_BREAKAGES}
+    return in_parallel(lambda breakage: rule_breakage_build(folders[breakage], breakage), {b: b for b in RULE_BREAKAGES})
+
+
+def test_the_egress_rule_reads_a_policy_as_the_network_plugin_does(builds):
+    """A policy over the storage proxy's egress that allows DNS in any namespace and the database on
+    its port passes; without DNS over TCP, or without the database, or with the database on another
+    port, it fails naming what it must allow."""
+    from tests import k8s_cluster_rules
+
+    dns = {"to": [{"namespaceSelector": {}}], "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}
+    database = {"to": [{"podSelector": {"matchLabels": {"app.kubernetes.io/name": "lpstudy-db"}}}],
+                "ports": [{"protocol": "TCP", "port": 5432}]}
+
+    def with_egress(*rules):
+        docs = json.loads(json.dumps(builds["gpu"]))
+        policy = find(docs, "NetworkPolicy", "lpstudy-storage-proxy")
+        policy["spec"]["policyTypes"] = ["Ingress", "Egress"]
+        policy["spec"]["egress"] = list(rules)
+        return k8s_cluster_rules.egress_allows_dns_and_every_service(docs)
+
+    assert with_egress(dns, database) == []
+    assert any("allows DNS (port 53/TCP)" in p for p in with_egress(dict(dns, ports=dns["ports"][:1]), database))
+    said = "allows every Service its pods connect to (Deployment lpstudy-storage-proxy connects to Service lpstudy-db, port 5432)"
+    assert any(said in p for p in with_egress(dns))
+    assert any(said in p for p in with_egress(dns, dict(database, ports=[{"protocol": "TCP", "port": 5433}])))
+
+
+_INTACT: dict[str, list[str]] = {}
+
+
+def intact_problems(builds: dict[str, list[dict]], name: str) -> list[str]:
+    """Every check on an intact build and on deploy/k8s's files, once per build."""
+    if name not in _INTACT:
+        _INTACT[name] = k8s_checks.problems_of(builds[name]) + k8s_materialise.sources_name_each_variable_once(K8S)
+    return _INTACT[name]
+
+
+@pytest.mark.parametrize("breakage", sorted(RULE_BREAKAGES))
+def test_each_mistake_that_passed_the_fast_tier_fails_a_rule(builds, rule_broken_builds, breakage):
+    """Each mistake of issue 57, on a copy of deploy/: its build differs from the intact one, which
+    passes every check, and a check states the rule it breaks."""
+    _path, _text, _replacement, said, *components = RULE_BREAKAGES[breakage]
+    name = "gpu" if not components else (components[0][0] if components[0][0] in OVERLAYS else f"gpu+{components[0][0]}")
+    intact = builds[name]
+    docs, sources = rule_broken_builds[breakage]
+    assert intact_problems(builds, name) == []
+    assert [doc for doc in docs if doc not in intact], f"{breakage}: the build did not change"
+    problems = k8s_checks.problems_of(docs) + k8s_materialise.sources_name_each_variable_once(sources)
+    assert any(said in problem for problem in problems), f"{breakage}: {problems}"
+
+
+# --- each container's own start-up checks, on its rendered settings --------------------------------
+
+
+def check_every_container(docs: list[dict], secret: dict[str, str], tmp: Path, seen: dict | None = None,
+                          only: set[str] | None = None) -> dict[str, tuple[int, str] | str]:
+    """Each container of the build (or those named in only) materialised under tmp (its mounts as
+    files, its environment, its arguments: tests/k8s_materialise.py) and its entrypoint run in its
+    check mode: where -> (exit status, output), or why it is not run. seen: results by what the
+    container is given, shared between builds (most containers are the same in every build)."""
+    seen = {} if seen is None else seen
+    corpus = tmp / "corpus.txt"
+    corpus.parent.mkdir(parents=True, exist_ok=True)
+    corpus.write_text("the image's copy of the corpus\n")
+    results: dict[str, tuple[int, str] | str] = {}
+    for i, (doc, template) in enumerate(k8s_checks.pods(docs)):
+        for c in containers(doc):
+            where = f"{k8s_checks.name_of(doc)}/{c['name']}"
+            if only is not None and where not in only:
+                continue
+            program = k8s_materialise.program_of(c)
+            if program in k8s_materialise.NOT_RUN:
+                results[where] = k8s_materialise.NOT_RUN[program]
+                continue
+            env, _repeated = k8s_materialise.Container.env_of(docs, c, secret)
+            key = json.dumps([c.get("command"), c.get("args"), env,
+                              k8s_checks.k8s_references.mounted_files(docs, template, c, secret)], sort_keys=True)
+            if key not in seen:
+                root = tmp / f"{i}-{c['name']}-{len(seen)}"
+                materialised = k8s_materialise.Container.of(docs, doc, template, c, root, secret,
+                                                            {path: corpus for path in k8s_materialise.IMAGE_FILES})
+                seen[key] = k8s_materialise.run_check(materialised, c)
+            results[where] = seen[key]
+    return results
+
+
+@pytest.fixture(scope="module")
+def container_checks(builds, example_secret, tmp_path_factory) -> dict[str, dict[str, tuple[int, str] | str]]:
+    seen: dict = {}
+    tmp = tmp_path_factory.mktemp("checked")
+    return {name: check_every_container(docs, example_secret, tmp / name, seen) for name, docs in builds.items()}
+
+
+def test_every_container_passes_its_own_start_up_checks_on_its_rendered_settings(container_checks):
+    """Every container of every build, its mounts written out (ConfigMap keys, the example Secret's
+    keys), its environment and arguments as the kubelet gives them, runs its own entrypoint in its
+    check mode (`lpstudy worker ... --check`, `wait-for-study.sh --check`, ...): each value parsed by
+    the code that uses it, each file it reads opened. Those that cannot run here say why."""
+    ran = set()
+    for build, results in container_checks.items():
+        for where, result in results.items():
+            if isinstance(result, str):
+                assert result in k8s_materialise.NOT_RUN.values()
+                continue
+            code, output = result
+            assert code == 0 and "--check: ok" in output, f"{build}: {where}: {output}"
+            ran.add(output.split(" --check: ok")[0].strip().splitlines()[-1])
+    assert ran == {"lpstudy worker", "lpstudy create", "lpstudy dashboard", "lpstudy optuna-dashboard",
+                   "lpstudy storage-proxy", "wait-for-study", "wait-for-database"}, ran
+
+
+# Mistakes only a container's own start-up checks catch (file, text, replacement, the container, what
+# it says), each on a copy of deploy/, built as the gpu overlay.
+CHECK_BREAKAGES = {
+    "LPSTUDY_WAIT_FOR_SPEC_S=15m, which the workers' wait and the worker refuse": (
+        "base/config.env", "LPSTUDY_WAIT_FOR_SPEC_S=900\n", "LPSTUDY_WAIT_FOR_SPEC_S=15m\n",
+        {"Job lpstudy-workers/wait-for-study": "LPSTUDY_WAIT_FOR_SPEC_S must be a whole number of seconds",
+         "Job lpstudy-workers/worker": "Invalid value for '--wait-for-spec-s'"}),
+    "LPSTUDY_STORAGE_RETRY_S=15m, which every lpstudy command refuses": (
+        "base/config.env", "LPSTUDY_STORAGE_RETRY_S=900\n", "LPSTUDY_STORAGE_RETRY_S=15m\n",
+        {"Job lpstudy-workers/worker": "LPSTUDY_STORAGE_RETRY_S"}),
+    "the workers' study file mounted at another path than --config reads": (
+        "base/workers.yaml", "              mountPath: /etc/lpstudy/study\n", "              mountPath: /etc/lpstudy/spec\n",
+        {"Job lpstudy-workers/worker": "study.yaml"}),
+    "the metrics port mistyped": (
+        "base/config.env", "LPSTUDY_METRICS_PORT=9108\n", "LPSTUDY_METRICS_PORT=91o8\n",
+        {"Job lpstudy-workers/worker": "LPSTUDY_METRICS_PORT must be a port number"}),
+}
+
+
+@pytest.fixture(scope="module")
+def check_broken_builds(tmp_path_factory) -> dict[str, list[dict]]:
+    folders = {breakage: tmp_path_factory.mktemp("check") for breakage in CHECK_BREAKAGES}
+    return in_parallel(lambda b: broken_copy(folders[b], *CHECK_BREAKAGES[b][:3]), {b: b for b in CHECK_BREAKAGES})
+
+
+@pytest.mark.parametrize("breakage", sorted(CHECK_BREAKAGES))
+def test_a_value_its_consumer_refuses_fails_that_containers_check_mode(check_broken_builds, example_secret, tmp_path,
+                                                                        breakage):
+    """Each mistake on a copy of deploy/: the container that reads the value fails its check mode
+    with its own one line (exit status 2, no traceback)."""
+    expected = CHECK_BREAKAGES[breakage][3]
+    results = check_every_container(check_broken_builds[breakage], example_secret, tmp_path, only=set(expected))
+    for where, said in expected.items():
+        code, output = results[where]
+        assert code == 2 and said in output and "Traceback" not in output, f"{breakage}: {where}: {code} {output}"
+
 # --- checkov, the maintained scanner, for the generic rules ----------------------------------------
 
 
@@ -594,7 +851,8 @@ def checkov_exe() -> str:
     return exe
 
 
-@pytest.mark.slow  # checkov's scan of every build: 6 s (the fast tier keeps the invariants)
+# The fast tier: checkov's one scan (checkov_scan, once per session) holds every build beside the
+# breakages it must catch, so asserting on the builds costs nothing more.
 @pytest.mark.parametrize("build", sorted(OVERLAYS) + sorted(COMBINATIONS) + ["Dockerfile"])
 def test_checkov_passes_every_build_and_the_dockerfile(checkov_scan, build):
     failures, _breakages = checkov_scan

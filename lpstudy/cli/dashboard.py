@@ -19,6 +19,7 @@ from typing import Annotated, Optional
 import typer
 
 from lpstudy.cli import app
+from lpstudy.cli.check_mode import CheckOpt, check_server
 from lpstudy.cli.common import StudyOpt, check_port_free
 from lpstudy.cli.option_groups import option_groups
 from lpstudy.cli.storage_option import StorageChoice
@@ -67,9 +68,13 @@ def dashboard(
     host: Annotated[str, typer.Option(help="Address to listen on; 0.0.0.0 for every interface.")] = "127.0.0.1",
     headless: Annotated[bool, typer.Option("--headless/--browser", help="Do not open a browser window.")] = False,
     app_dir: Annotated[Optional[Path], typer.Option(help=f"Folder of dashboard.py and views/ (default: found, or ${APP_DIR_ENV}).")] = None,
+    check: CheckOpt = False,
 ) -> None:
     """Open the study dashboard (Streamlit): the effect of p on convergence and stability, live.
     It only reads: on PostgreSQL, give it a read-only role."""
+    if check:
+        app_home(app_dir)  # the app's files are there
+        check_server("dashboard", storage, host, port, readonly=True)
     reader = storage.reader()  # the URL parsed and checked once; one engine, closed before the server
     url = reader.url
     home = app_home(app_dir)
@@ -128,12 +133,15 @@ def optuna_dashboard(
     artifacts: Annotated[Optional[str], typer.Option(
         help="The workers' artifact store (their checkpoints): a folder or s3://BUCKET (default "
              "$LPSTUDY_ARTIFACTS, else FILE.artifacts beside a SQLite or journal file).")] = None,
+    check: CheckOpt = False,
 ) -> None:
     """Serve Optuna's own dashboard on the same database, read-only where the database allows it
     (SQLite opened with mode=ro, PostgreSQL in read-only transactions: its edit buttons fail), with
     the trials' checkpoints from the workers' artifact store."""
     from lpstudy.db.kinds import storage_at
 
+    if check:
+        check_server("optuna-dashboard", storage, host, port, readonly=True, artifacts=artifacts)
     served = storage_at(storage.url(), readonly=True)  # the URL checked
     url = served.url
     check_port_free(host, port)

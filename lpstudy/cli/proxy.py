@@ -21,6 +21,7 @@ from typing import Annotated
 import typer
 
 from lpstudy.cli import app
+from lpstudy.cli.check_mode import CheckOpt, check_server
 from lpstudy.errors import UserError
 from lpstudy.cli.common import check_port_free
 from lpstudy.cli.option_groups import option_groups
@@ -42,9 +43,12 @@ def storage_proxy(
     port: Annotated[int, typer.Option(help="Port to listen on.", min=1, max=65535)] = DEFAULT_PORT,
     threads: Annotated[int, typer.Option(
         help="Requests served at once (each may hold one database connection).", min=1)] = 10,
+    check: CheckOpt = False,
 ) -> None:
     """Serve the study database to workers over gRPC (Optuna's storage proxy): grpc://HOST:PORT.
     --storage names a SQL database, e.g. postgresql+psycopg://USER:PASSWORD@HOST/DB."""
+    if check:
+        check_server("storage-proxy", storage, host, port, readonly=False)
     served = storage_at(storage.url())
     served.check_proxy_target()
     url = served.url

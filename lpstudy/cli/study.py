@@ -14,6 +14,7 @@ from typing import Annotated, Optional
 import typer
 
 from lpstudy.cli import app
+from lpstudy.cli.check_mode import CheckOpt, check_create, check_worker
 from lpstudy.cli.common import StudyOpt, parse_assignments, preflight, quiet_optuna, say, work_estimate
 from lpstudy.cli.local_workers import LocalWorkers
 from lpstudy.cli.option_groups import option_groups
@@ -36,12 +37,15 @@ def create(
     n_trials: Annotated[Optional[int], typer.Option("--n-trials", help="A target: workers stop once the study has this many finished trials.", min=1)] = None,
     trial_options: TrialOptions,
     storage: StorageChoice,
+    check: CheckOpt = False,
 ) -> None:
     """Create a study: its search space, sampler and pruner (run again with the same spec: no change)."""
     quiet_optuna()
     from lpstudy.study.studies import load_spec, open_and_create
 
-    spec_options.spec(n_trials=n_trials, **trial_options.given())  # a wrong value: refused before the storage opens
+    spec = spec_options.spec(n_trials=n_trials, **trial_options.given())  # a wrong value: refused before the storage opens
+    if check:
+        check_create(spec, storage, study)
     store, _ = preflight(storage, None, trains=False, creates=True)
     with store:  # the command's one storage, closed after
         _, created, enqueued = open_and_create(
@@ -74,9 +78,12 @@ def worker(
     wait_for_spec_s: Annotated[float, typer.Option("--wait-for-spec-s", help="Wait this long (s) for the study (with --config: for its creator's success) to appear; then exit 2. 0: look once.", min=0)] = 0.0,
     metrics_port: Annotated[Optional[int], typer.Option("--metrics-port", help="Serve Prometheus metrics on 0.0.0.0:PORT/metrics (9108 by convention; process i of --devices on PORT+i; default $LPSTUDY_METRICS_PORT, else 0: none).")] = None,
     storage: StorageChoice,
+    check: CheckOpt = False,
 ) -> int:
     """Take trials from a study and train them (run as many workers as you like, anywhere)."""
     quiet_optuna()
+    if check:
+        check_worker(storage, study, devices, data, config, metrics_port, artifacts)
     from lpstudy.study.launch import resolve_devices, spawn_workers
     from lpstudy.study.telemetry import metrics_port as checked_metrics_port
 

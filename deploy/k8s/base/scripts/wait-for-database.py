@@ -1,6 +1,7 @@
 """Wait until the database of $LPSTUDY_STORAGE accepts its user, then exit 0: an init container.
 
     LPSTUDY_STORAGE="$(cat writer-url)" python wait-for-database.py   # the URL, from the Secret
+    python wait-for-database.py --check   # its settings only: the URL parsed, nothing connects
 
 Connects as the URL's user and runs SELECT 1, every $LPSTUDY_WAIT_INTERVAL_S seconds (default 2)
 until it works, with one line each time it does not (the URL with its password replaced by ***,
@@ -35,7 +36,7 @@ def stop_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
     stop_on_sigterm()
     url = os.environ.get("LPSTUDY_STORAGE", "")
     if not url:
@@ -50,7 +51,14 @@ def main() -> int:
               file=sys.stderr)
         return 2
     shown = parsed.render_as_string(hide_password=True)
-    interval = float(os.environ.get("LPSTUDY_WAIT_INTERVAL_S", "2"))
+    try:
+        interval = float(os.environ.get("LPSTUDY_WAIT_INTERVAL_S", "2"))
+    except ValueError:
+        print("wait-for-database: LPSTUDY_WAIT_INTERVAL_S must be a number of seconds", file=sys.stderr)
+        return 2
+    if "--check" in argv:  # the settings only: the URL parsed, its driver loaded; nothing connects
+        print(f"wait-for-database --check: ok · {shown} · every {interval:g} s", flush=True)
+        return 0
     started = time.monotonic()
     while True:
         try:
@@ -65,4 +73,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
