@@ -44,35 +44,9 @@ import math
 
 import numpy as np
 
+from lpstudy.intervals import corrected_stats, interval, rho_ratio, share_ratio  # noqa: F401  (their one home)
+
 VERDICTS = ("better", "equivalent", "worse", "undecided")
-
-
-def share_ratio(k: int) -> float:
-    """n_test / n_train of K-fold cross-validation: 1/(K − 1)."""
-    return 1.0 / (k - 1)
-
-
-def rho_ratio(rho):
-    """The correction's second term at fold correlation ρ: ρ / (1 − ρ) (1/(K − 1) at ρ = 1/K)."""
-    rho = np.asarray(rho, dtype="float64")
-    return rho / (1.0 - rho)
-
-
-def corrected_stats(diffs, k: int, rho=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(mean, standard error, degrees of freedom) of the differences along the last axis (NaN left
-    out), the variance corrected for K-fold CV: var × (1/n + 1/(K − 1)), or var × (1/n + ρ/(1 − ρ))
-    at another fold correlation ρ (broadcast against the leading axes). NaN where n < 2."""
-    import warnings
-
-    x = np.asarray(diffs, dtype="float64")
-    n = np.sum(~np.isnan(x), axis=-1)
-    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # an arm without folds: NaN, said by n
-        mean = np.nanmean(x, axis=-1) if x.size else np.full(x.shape[:-1], np.nan)
-        var = np.nanvar(x, axis=-1, ddof=1) if x.size else np.full(x.shape[:-1], np.nan)
-        se = np.sqrt(var * (1.0 / n + (share_ratio(k) if rho is None else rho_ratio(rho))))
-    se = np.where(n >= 2, se, np.nan)
-    return mean, se, (n - 1).astype("float64")
 
 
 def difference_p(mean, se, df) -> np.ndarray:
@@ -92,15 +66,6 @@ def equivalence_p(mean, se, df, margin) -> np.ndarray:
         lower = stdtr(df, -(np.asarray(mean) + margin) / np.asarray(se))  # H0: diff ≤ −margin
         upper = stdtr(df, (np.asarray(mean) - margin) / np.asarray(se))  # H0: diff ≥ +margin
     return np.maximum(lower, upper)
-
-
-def interval(mean, se, df, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-    """The corrected t interval (low, high) at this confidence."""
-    from scipy.special import stdtrit
-
-    with np.errstate(invalid="ignore"):
-        half = stdtrit(df, 0.5 + confidence / 2) * np.asarray(se)
-    return np.asarray(mean) - half, np.asarray(mean) + half
 
 
 def holm(pvalues, alpha: float) -> tuple[np.ndarray, np.ndarray]:
