@@ -74,3 +74,26 @@ def test_no_module_but_lpstudy_intervals_computes_a_t_or_a_wilson_interval():
              if path != ROOT / "lpstudy" / "intervals.py"
              for m in _INTERVAL_CALLS.finditer(path.read_text(encoding="utf-8"))]
     assert found == []
+
+
+def test_one_name_for_an_arm_whoever_writes_it():
+    """The verdict table, the convergence sentence and the pages name an arm through one function."""
+    from lpstudy.values import arm_name
+
+    assert [arm_name("p", v) for v in (2.0, "2", math.inf, "inf", 3.14159, "x")] == [
+        "p = 2", "p = 2", "p = ∞", "p = ∞", "p = 3.14", "p = x"]
+    assert arm_name("n_layer", 4) == "n_layer = 4"
+    defined = [f"{path.relative_to(ROOT)}" for path in sorted((ROOT / "lpstudy").rglob("*.py"))
+               if re.search(r"(?m)^def _?arm_name\(", path.read_text(encoding="utf-8"))]
+    assert defined == ["lpstudy/values.py"]
+
+
+def test_the_pruners_are_listed_once_simplest_first():
+    """The study's flag, the replay's catalogue and its chart read one list, whose order is the one the
+    replay suite prefers the simpler method by."""
+    from lpstudy.results.replay import chart, methods, suite
+    from lpstudy.study.options import OPTIONS, PRUNERS
+
+    assert OPTIONS["pruner"].words == PRUNERS and chart.PRUNERS is PRUNERS and methods.PRUNERS is PRUNERS
+    assert sorted(suite.PRUNER_SIMPLICITY, key=suite.PRUNER_SIMPLICITY.get) == [*PRUNERS, methods.FOLD_PRUNER]
+    assert {m.pruner for m in methods.all_methods()} == {*PRUNERS, methods.FOLD_PRUNER}

@@ -30,7 +30,9 @@ from lpstudy.errors import UserError
 # once each and workers only pop them. The one catalogue of the samplers a study takes.
 SEARCH_SAMPLERS = ("tpe", "cmaes", "random")
 SAMPLERS = (*SEARCH_SAMPLERS, "grid")
-PRUNERS = ("none", "sha", "median", "hyperband")
+# The pruners a study takes, simplest first: where two methods do alike, the replay's suite chooses the
+# simpler (lpstudy.results.replay.suite). The one catalogue of them.
+PRUNERS = ("none", "median", "sha", "hyperband")
 
 
 @dataclass(frozen=True)
@@ -99,7 +101,7 @@ OPTIONS: dict[str, StudyOption] = _options(
     StudyOption("preset", str, "cpu", "The preset every trial starts from (a study YAML's `preset:` too)"),
     StudyOption("sampler", str, "tpe", "tpe (chosen on the replay benchmark's suite, docs/search-cost.md), "
                 "cmaes, random or grid", words=SAMPLERS),
-    StudyOption("pruner", str, "none", "none, sha (successive halving), median or hyperband; spread trials "
+    StudyOption("pruner", str, "none", "none, median, sha (successive halving) or hyperband; spread trials "
                 "are never pruned", words=PRUNERS),
     StudyOption("spread_trials", int, 8, "The first trials, spread over the space by a Sobol sequence and "
                 "never pruned (0: none)", bound=(0, 4096)),

@@ -32,7 +32,6 @@ from lpstudy.study.until_decided import UntilDecided
 from lpstudy.values import REFERENCE_P, format_p, P, json_safe
 
 SPEC_VERSION = 1
-SPREAD_TRIALS = OPTIONS["spread_trials"].default
 KINDS = ("search", "replicate")
 SPACE_SHORTCUTS = ("fold", "folds", "seed")  # a study YAML's shortcuts for entries of its space
 # The keys of a study YAML: its space, the shortcuts, and every study option (lpstudy.study.options).

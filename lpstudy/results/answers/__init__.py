@@ -63,7 +63,7 @@ def with_what_decides(answer: dict, data: StudyData, options: AnswerOptions) -> 
     from lpstudy.results.answers.decide import decide_sentence, to_decide
     from lpstudy.results.answers.endpoint_verdicts import differences
     from lpstudy.results.answers.verdicts import _arms, endpoint_table, fold_count
-    from lpstudy.results.tables.verdicts import arm_name
+    from lpstudy.values import arm_name
     from lpstudy.values import json_safe
 
     ref = answer.get("reference")

@@ -40,8 +40,6 @@ anything (many simulated studies at once), so a thousand planted studies take mi
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from lpstudy.intervals import corrected_stats, interval, rho_ratio, share_ratio  # noqa: F401  (their one home)
@@ -146,14 +144,3 @@ def holds_up_to_rho(diffs, k: int, margin, alpha: float = 0.05) -> np.ndarray:
     last = stands.sum(axis=0)  # grid points it stands at, in a row from the first
     held = np.where(last > 0, grid[np.maximum(last - 1, 0)], 1.0 / k)
     return np.where(base == VERDICTS.index("undecided"), np.nan, held)
-
-
-def paired_t_verdicts(diffs, alpha: float = 0.05) -> np.ndarray:
-    """The plain paired t-test's better/worse (variance / n, no correction, no Holm): what the
-    corrected test is measured against. True where it rejects "no difference"."""
-    from scipy.special import stdtr
-
-    x = np.asarray(diffs, dtype="float64")
-    n = x.shape[-1]
-    t = x.mean(axis=-1) / (x.std(axis=-1, ddof=1) / math.sqrt(n))
-    return 2.0 * stdtr(n - 1, -np.abs(t)) < alpha
