@@ -23,7 +23,7 @@ import contextlib
 import hashlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from lpstudy.db.asking import ask_lock_name
 
@@ -38,25 +38,24 @@ class NoLock:
     """No lock across processes: the block runs as it is, and a new trial is asked, then given up
     where it is beyond the target (lpstudy.db.asking)."""
 
-    @contextlib.contextmanager
-    def hold(self, name: str = CREATE_LOCK) -> Iterator[None]:
-        yield
+    def hold(self, name: str = CREATE_LOCK) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
 
-    def ask_within_target(self, study: optuna.Study, target: int):
+    def ask_within_target(self, study: optuna.Study, target: int) -> optuna.Trial | object | None:
         from lpstudy.db.asking import WAIT, ask_counted, give_up_surplus
 
         trial = ask_counted(study, target)
-        return trial if trial is None or trial is WAIT else give_up_surplus(study, trial, target)
+        return trial if trial is None or trial is WAIT else give_up_surplus(study, cast("optuna.Trial", trial), target)
 
 
 class LockAcrossProcesses(NoLock):
     """A lock that holds across processes (hold(name) says how): the n_trials target is counted and
     a new trial asked under it."""
 
-    def hold(self, name: str = CREATE_LOCK):
+    def hold(self, name: str = CREATE_LOCK) -> contextlib.AbstractContextManager[None]:
         raise NotImplementedError
 
-    def ask_within_target(self, study: optuna.Study, target: int):
+    def ask_within_target(self, study: optuna.Study, target: int) -> optuna.Trial | object | None:
         from lpstudy.db.asking import ask_counted
 
         with self.hold(ask_lock_name(study.study_name)):
