@@ -47,12 +47,12 @@ TIER_NAMES = ("fast", "slow")
 @functools.cache
 def readme_tiers() -> dict[str, str]:
     """{"fast": ..., "slow": ...}: pytest's arguments in the two test commands of the README's section
-    "Two commands" (the lines .ci/run runs, tests/test_first_run.py checks), in order."""
-    section = README.read_text().split("## Two commands", 1)[-1].split("\n## ", 1)[0]
+    "Run the tests" (the lines .ci/run runs, tests/test_first_run.py checks), in order."""
+    section = README.read_text().split("## Run the tests", 1)[-1].split("\n## ", 1)[0]
     commands = [line.split("python -m pytest", 1)[1].strip() for line in section.splitlines()
                 if line.startswith("    ") and "python -m pytest" in line]
     if len(commands) != len(TIER_NAMES):
-        sys.exit(f"bench_test_tiers: the README's section \"Two commands\" gives {len(commands)} test commands, "
+        sys.exit(f"bench_test_tiers: the README's section \"Run the tests\" gives {len(commands)} test commands, "
                  f"not {len(TIER_NAMES)} (the fast tier, then the slow rest)")
     return dict(zip(TIER_NAMES, commands))
 

@@ -129,6 +129,17 @@ def format_p(p: float) -> str:
     return "∞" if math.isinf(p) else f"{p:.3g}"
 
 
+def arm_name(field: str, value: Any) -> str:
+    """An arm of a replicate, grid or comparison for people: 'p = 2', 'p = ∞', 'n_layer = 4' (a p
+    that is no number as it is written)."""
+    if field == "p":
+        try:
+            return f"p = {format_p(float(value))}"
+        except (TypeError, ValueError):
+            pass
+    return f"{field} = {value}"
+
+
 # -- numbers and JSON ---------------------------------------------------------------------------
 
 def to_float(value: Any) -> float:

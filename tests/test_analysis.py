@@ -176,14 +176,14 @@ def test_area_under_the_curve_is_the_mean_loss_over_the_steps_spanned():
     assert math.isnan(auc[2])  # one evaluation: no area
 
 
-def test_curve_bands_give_the_median_and_quartiles_per_p_and_step():
+def test_curve_cohort_bands_give_the_median_and_quartiles_per_p_and_step():
     trials = trials_frame([{"p": 2.0, "value": 1.0}, {"p": 2.0, "value": 1.0}, {"p": 2.0, "value": 1.0},
                            {"p": 2.0, "value": 4.17, "diverged": True}])
     curves = curves_frame({0: [(100, 1.0)], 1: [(100, 2.0)], 2: [(100, 3.0)], 3: [(100, 9.0)]})
-    bands = A.curve_bands(curves, trials)
+    bands = A.curve_cohort(curves, trials).bands
     row = bands.iloc[0]
     assert (row["median"], row["q25"], row["q75"], row["n"]) == (2.0, 1.5, 2.5, 3)  # the diverged run left out
-    assert A.curve_bands(curves, trials, include_diverged=True).iloc[0]["n"] == 4
+    assert A.curve_cohort(curves, trials, include_diverged=True).bands.iloc[0]["n"] == 4
 
 
 def test_convergence_by_trial_joins_threshold_and_area():

@@ -27,19 +27,19 @@ DOCS = {path.name: path.read_text() for path in sorted((ROOT / "docs").glob("*.m
 
 
 def _readme_commands() -> tuple[str, str]:
-    """The install-and-run command and the (fast tier's) test command, as the README's first section gives them."""
-    run = next(c for c in _readme_code_lines() if "lpstudy search" in c)
-    return run, _readme_test_commands()[0]
+    """The first of the README's two commands (the search) and its fast tier's test command."""
+    return _readme_code_lines("Two commands")[0], _readme_test_commands()[0]
 
 
-def _readme_code_lines() -> list[str]:
-    section = README.split("## Two commands", 1)[1].split("\n## ", 1)[0]
-    return [line.strip() for line in section.splitlines() if line.startswith("    ")]
+def _readme_code_lines(heading: str) -> list[str]:
+    """The command lines of one section of the README, a trailing comment left off."""
+    section = README.split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    return [line.split("  #", 1)[0].strip() for line in section.splitlines() if line.startswith("    ")]
 
 
 def _readme_test_commands() -> list[str]:
     """The README's test commands: the fast tier, then the slow rest."""
-    return [c for c in _readme_code_lines() if "pytest" in c]
+    return [c for c in _readme_code_lines("Run the tests") if "pytest" in c]
 
 
 def _fresh_copy(dest: Path) -> Path:
@@ -58,16 +58,35 @@ def _fresh_copy(dest: Path) -> Path:
     return dest
 
 
-def test_the_readme_opens_with_an_install_and_run_command_and_the_test_command():
-    assert README.index("## Two commands") < README.index("## Install")
-    run, test = _readme_commands()
-    assert run.startswith("pip install torch==") and 'pip install -e ".[dev]"' in run
-    assert "lpstudy search --preset smoke --workers 2" in run
-    assert "python -m pytest" in test and "LPSTUDY_DATA" in test
-    # what the tests need, and how long they take, in that one section
+def test_the_readme_installs_in_a_fresh_venv_what_ci_installs_then_gives_two_commands():
+    headings = re.findall(r"(?m)^## (.+)$", README)
+    assert headings.index("Install") < headings.index("Two commands") < headings.index("Run the tests")
+    venv, pip = _readme_code_lines("Install")
+    assert venv == "python3 -m venv .venv && . .venv/bin/activate"
+    ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    assert "python3 -m venv .venv" in ci and ". .venv/bin/activate" in ci
+    # the README's installs, in its order, are the ones .ci/run makes (which adds only -q)
+    installs = [part.strip().removeprefix("pip install ") for part in pip.split("&&")]
+    ci_installs = [line.removeprefix("python -m pip install -q ") for line in ci
+                   if line.startswith("python -m pip install -q ") and "--upgrade" not in line]
+    assert installs == ci_installs[:2] == ["torch==2.13.0", '-e ".[dev]"'], (installs, ci_installs)
+    assert _readme_code_lines("Two commands") == ["lpstudy search --preset smoke --workers 2",
+                                                  "lpstudy dashboard --study lp-search"]
+    # the corpus: where the first run finds it, and the variable that points it at a copy
     section = README.split("## Two commands", 1)[1].split("\n## ", 1)[0]
-    for need in ("corpus", "PostgreSQL", "/usr/bin/chromium", "root", "../shared", "minutes"):
-        assert need in section, need
+    assert "~/.cache/lpstudy" in section and "LPSTUDY_DATA=" in section
+    # what the tests need, and how long they take: the page on tests, linked from the README's
+    tests_section = README.split("## Run the tests", 1)[1].split("\n## ", 1)[0]
+    assert "](docs/tests-and-benchmarks.md)" in tests_section
+    needs = DOCS["tests-and-benchmarks.md"].split("\n## Tests\n", 1)[1].split("\n## ", 1)[0]
+    for need in ("corpus", "PostgreSQL", "/usr/bin/chromium", "root", "../shared", "checkov", "minutes"):
+        assert need in needs, need
+
+
+def test_the_readme_picture_is_a_page_of_the_dashboard_in_docs():
+    pictures = re.findall(r"!\[[^\]]+\]\(([^)]+)\)", README)
+    assert len(pictures) == 1 and pictures[0].startswith("docs/") and (ROOT / pictures[0]).is_file(), pictures
+    assert (ROOT / pictures[0]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_ci_runs_the_readme_test_commands_as_written_from_the_repository_root():
@@ -143,7 +162,7 @@ _QUICK = {"search": ["--n-trials", "2", *TINY], "replicate": TINY}
 @pytest.mark.slow
 @pytest.mark.timeout(1800)  # the README, the tour and a study's life after it: about 10 minutes on a busy 2-core machine
 def test_the_readme_then_the_tour_in_order_on_a_fresh_copy_each_succeed(tmp_path):
-    """A newcomer's first hour: the README's first command, then every command of the tour as
+    """A newcomer's first hour: the README's two commands, then every command of the tour as
     written, in order, in one fresh copy of the repository and its default database (the corpus
     from LPSTUDY_DATA). `docker compose up` is left to tests/test_deploy.py: it needs Docker."""
     from tests.pgserver import free_port
@@ -151,12 +170,11 @@ def test_the_readme_then_the_tour_in_order_on_a_fresh_copy_each_succeed(tmp_path
 
     repo = _fresh_copy(tmp_path / "lpstudy")
     env = lp_env(PYTHONPATH=str(repo), LPSTUDY_STORAGE="")
-    run, _ = _readme_commands()
-    commands = [run.split("&&")[-1].strip(), *_tour_commands()]
+    commands = [*_readme_code_lines("Two commands"), *_tour_commands()]
     tour = [c for c in commands if not c.startswith("docker ")]
     assert len(commands) - len(tour) == 1, commands  # only docker compose is not run here
-    assert [c.split()[1] for c in tour[:2]] == ["search", "search"], tour  # the clash that was: one study each
-    assert "--config examples/search-smoke.yaml" in tour[1]
+    assert [c.split()[1] for c in tour[:3]] == ["search", "dashboard", "search"], tour  # one study each
+    assert "--config examples/search-smoke.yaml" in tour[2]
     ran = []
     for command in tour:
         words = command.split()
@@ -179,7 +197,7 @@ def test_the_readme_then_the_tour_in_order_on_a_fresh_copy_each_succeed(tmp_path
             done = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True, timeout=600)
             assert done.returncode == 0, (command, done.stdout + done.stderr)
         ran.append(words[1] if words[0] == "lpstudy" else words[2])
-    assert ran == ["search", "search", "status", "dashboard", "lpstudy.study.synthetic", "dashboard", "replicate",
+    assert ran == ["search", "dashboard", "search", "status", "lpstudy.study.synthetic", "dashboard", "replicate",
                    "verdict", "export", "train"], ran
     url = f"sqlite:///{repo / 'storage' / 'lpstudy.db'}"
     assert {s.study_name for s in optuna.get_all_study_summaries(url)} == {"lp-search", "lp-smoke", "matched"}

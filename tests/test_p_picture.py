@@ -101,7 +101,7 @@ def test_no_per_p_aggregate_moves_at_the_rung_more_than_the_completed_trials_mov
     url, path = pruned_study
     moves = _completed_movement(url, path)
     data = load_study(open_reader(url), "pruned")
-    bands = A.curve_bands(data.curves, data.trials, column)
+    bands = A.curve_cohort(data.curves, data.trials, column).bands
     assert set(bands["p_center"]) == set(P_VALUES)
     for p, group in bands.groupby("p_center"):
         group = group.sort_values("step").set_index("step")

@@ -12,7 +12,8 @@ import pytest
 
 from lpstudy.results.replay.grid_table import GridTable, Run, from_study, read_table, write_table
 from lpstudy.results.replay.traces import Trace, replay_one, replay_spec
-from lpstudy.results.replay.scores import f_of, mcnemar_p, median_interval, regret_of, run_replay, sign_p, wilson
+from lpstudy.intervals import wilson_interval
+from lpstudy.results.replay.scores import f_of, mcnemar_p, median_interval, regret_of, run_replay, sign_p
 from lpstudy.results.replay.methods import Method, default_method, pick_methods
 from lpstudy.errors import UserError
 from tests.study_helpers import ROOT, TINY, cli, lpstudy, start_worker, wait_all
@@ -96,8 +97,8 @@ def test_reach_is_measured_at_the_end_of_the_budget():
 def test_intervals_and_paired_tests_give_the_figures_of_issue_37():
     """75 % and 85 % of 20 seeds are 53–89 % and 64–95 % (Wilson 95 %); two methods that differ on
     four seeds, three to one, are not told apart (McNemar's exact p = 0.625)."""
-    assert wilson(15, 20) == pytest.approx((0.531, 0.888), abs=1e-3)
-    assert wilson(17, 20) == pytest.approx((0.640, 0.948), abs=1e-3)
+    assert wilson_interval(15, 20) == pytest.approx((0.531, 0.888), abs=1e-3)
+    assert wilson_interval(17, 20) == pytest.approx((0.640, 0.948), abs=1e-3)
     a = [True] * 14 + [True, True, True, False] + [False, False]
     b = [True] * 14 + [False, False, False, True] + [False, False]
     assert mcnemar_p(a, b) == pytest.approx(0.625)
@@ -206,10 +207,10 @@ def _row(name: str, reach: list[bool], f: list[float]) -> dict:
     pruner = rest.split("@")[0]
     finite = sorted(f)
     return {"name": name, "sampler": sampler, "pruner": pruner, "seeds": len(reach),
-            "reach_share": sum(reach) / len(reach), "reach_ci": list(wilson(sum(reach), len(reach))),
+            "reach_share": sum(reach) / len(reach), "reach_ci": list(wilson_interval(sum(reach), len(reach))),
             "f_median": None if math.isinf(finite[len(f) // 2]) else finite[len(f) // 2], "f_ci": [None, None],
             "general_share": 0.0, "general_ci": [0.0, 1.0], "ever_share": 0.0, "default": name == "tpe+none@8",
-            "hold_share": sum(reach) / len(reach), "hold_ci": list(wilson(sum(reach), len(reach))),
+            "hold_share": sum(reach) / len(reach), "hold_ci": list(wilson_interval(sum(reach), len(reach))),
             "hold_tight_share": sum(reach) / len(reach), "spent_share": 0.4,
             "regret_nats_median": None if math.isinf(finite[len(f) // 2]) else finite[len(f) // 2],
             "regret_nats_ci": [None, None],

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import optuna
+    from optuna.trial import TrialState
 
 WAIT = object()  # the target is taken by running trials: look again later
 
@@ -27,7 +28,7 @@ def ask_lock_name(study: str) -> str:
     return f"lpstudy:ask:{study}"
 
 
-def _taken():
+def _taken() -> tuple[TrialState, ...]:
     from optuna.trial import TrialState
 
     return (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING)
@@ -39,7 +40,7 @@ def ask(study: optuna.Study) -> optuna.Trial:
         return study.ask()
 
 
-def ask_counted(study: optuna.Study, target: int):
+def ask_counted(study: optuna.Study, target: int) -> optuna.Trial | object | None:
     """None when `target` trials have finished (COMPLETE or PRUNED), WAIT when finished and running
     trials make up the target, else a new trial."""
     from optuna.trial import TrialState
@@ -53,7 +54,7 @@ def ask_counted(study: optuna.Study, target: int):
     return ask(study)
 
 
-def give_up_surplus(study: optuna.Study, trial: optuna.Trial, target: int):
+def give_up_surplus(study: optuna.Study, trial: optuna.Trial, target: int) -> optuna.Trial | object:
     """The trial, or WAIT after failing it (user attribute surplus) where trials with lower numbers
     already make up the target."""
     from optuna.trial import TrialState

@@ -15,12 +15,15 @@ as the last key columns, and MySQL gets none (NoReadIndexes).
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.expression import ClauseElement, FunctionElement
 
 
-def sql_of(conn, element: ClauseElement) -> str:
+def sql_of(conn: Connection, element: ClauseElement) -> str:
     """The element as SQL text in the connection's dialect."""
     return str(element.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True}))
 
@@ -30,7 +33,7 @@ def column(name: str) -> ClauseElement:
     return sa.literal_column(name)
 
 
-class SecondsBetween(FunctionElement):
+class SecondsBetween(FunctionElement[float]):
     """The seconds from column `start` to column `end` (a float)."""
 
     type = sa.Float()
@@ -39,24 +42,24 @@ class SecondsBetween(FunctionElement):
 
 
 @compiles(SecondsBetween)
-def _seconds_sqlite(element, compiler, **kw):
+def _seconds_sqlite(element: Any, compiler: Any, **kw: Any) -> str:
     start, end = (compiler.process(c, **kw) for c in element.clauses)
     return f"(julianday({end}) - julianday({start})) * 86400.0"
 
 
 @compiles(SecondsBetween, "postgresql")
-def _seconds_postgresql(element, compiler, **kw):
+def _seconds_postgresql(element: Any, compiler: Any, **kw: Any) -> str:
     start, end = (compiler.process(c, **kw) for c in element.clauses)
     return f"EXTRACT(EPOCH FROM ({end} - {start}))"
 
 
 @compiles(SecondsBetween, "mysql")
-def _seconds_mysql(element, compiler, **kw):
+def _seconds_mysql(element: Any, compiler: Any, **kw: Any) -> str:
     start, end = (compiler.process(c, **kw) for c in element.clauses)
     return f"TIMESTAMPDIFF(MICROSECOND, {start}, {end}) / 1000000.0"
 
 
-class JsonNumber(FunctionElement):
+class JsonNumber(FunctionElement[float]):
     """The float a JSON text holds when it is a JSON number, else NULL (null, true, a string, and
     Python's NaN and ±Infinity, which are no JSON numbers)."""
 
@@ -66,14 +69,14 @@ class JsonNumber(FunctionElement):
 
 
 @compiles(JsonNumber)
-def _json_number_sqlite(element, compiler, **kw):
+def _json_number_sqlite(element: Any, compiler: Any, **kw: Any) -> str:
     (text,) = (compiler.process(c, **kw) for c in element.clauses)
     return (f"(CASE WHEN json_valid({text}) THEN CASE WHEN json_type({text}) IN ('integer', 'real') "
             f"THEN CAST({text} AS REAL) END END)")
 
 
 @compiles(JsonNumber, "postgresql")
-def _json_number_postgresql(element, compiler, **kw):
+def _json_number_postgresql(element: Any, compiler: Any, **kw: Any) -> str:
     """A JSON text that starts with a digit, or a minus and a digit, is a number (no other JSON value
     does), then a cast (a cast of anything else would fail the query)."""
     (text,) = (compiler.process(c, **kw) for c in element.clauses)
@@ -81,7 +84,7 @@ def _json_number_postgresql(element, compiler, **kw):
 
 
 @compiles(JsonNumber, "mysql")
-def _json_number_mysql(element, compiler, **kw):
+def _json_number_mysql(element: Any, compiler: Any, **kw: Any) -> str:
     (text,) = (compiler.process(c, **kw) for c in element.clauses)
     return (f"(CASE WHEN JSON_VALID({text}) AND JSON_TYPE({text}) IN "
             f"('INTEGER', 'UNSIGNED INTEGER', 'DOUBLE', 'DECIMAL') THEN {text} + 0.0 END)")
@@ -102,7 +105,7 @@ class LastEvaluationJoin(ClauseElement):
 
 
 @compiles(LastEvaluationJoin)
-def _last_sqlite(element, compiler, **kw):
+def _last_sqlite(element: Any, compiler: Any, **kw: Any) -> str:
     """A correlated max(step), which SQLite answers from the index."""
     t, last = element.trials, element.last
     return (f"JOIN trial_intermediate_values {last} ON {last}.trial_id = {t}.trial_id AND {last}.step = "
@@ -111,7 +114,7 @@ def _last_sqlite(element, compiler, **kw):
 
 @compiles(LastEvaluationJoin, "postgresql")
 @compiles(LastEvaluationJoin, "mysql")
-def _last_lateral(element, compiler, **kw):
+def _last_lateral(element: Any, compiler: Any, **kw: Any) -> str:
     """A LATERAL subquery with ORDER BY step DESC LIMIT 1 (PostgreSQL, MySQL 8)."""
     t, last = element.trials, element.last
     return (f"JOIN LATERAL (SELECT e.step, e.intermediate_value, e.intermediate_value_type "
@@ -133,7 +136,7 @@ def read_index(name: str, table: str, columns: tuple[str, ...], carried: tuple[s
                where: str | None = None) -> sa.Index:
     """The Index `name` on Optuna's `table`: keyed on `columns`, carrying `carried` for index-only
     reads, partial where `where` (SQL text) holds."""
-    cols = {c: sa.Column(c, quote=False) for c in (*columns, *carried)}  # as Optuna names them
+    cols: dict[str, sa.Column[Any]] = {c: sa.Column(c, quote=False) for c in (*columns, *carried)}  # as Optuna names them
     sa.Table(table, sa.MetaData(), *cols.values())
     condition = sa.text(where) if where else None
     return sa.Index(name, *(cols[c] for c in columns), postgresql_include=list(carried),
@@ -150,24 +153,24 @@ class CreateReadIndex(sa.schema.CreateIndex):
 
 
 @compiles(CreateReadIndex)
-def _create_read_index(create, compiler, **kw):
+def _create_read_index(create: Any, compiler: Any, **kw: Any) -> str:
     """PostgreSQL: the carried columns in INCLUDE (postgresql_include)."""
-    return compiler.visit_create_index(create, **kw)
+    return str(compiler.visit_create_index(create, **kw))
 
 
 @compiles(CreateReadIndex, "sqlite")
-def _create_read_index_sqlite(create, compiler, **kw):
+def _create_read_index_sqlite(create: Any, compiler: Any, **kw: Any) -> str:
     """SQLite has no INCLUDE: the carried columns become the last key columns, which SQLite reads as
     a covering index all the same."""
     index = create.element
     carried = [index.table.c[c] for c in index.info.get(CARRIED, ())]
     if not carried:
-        return compiler.visit_create_index(create, **kw)
+        return str(compiler.visit_create_index(create, **kw))
     wider = sa.Index(None, *index.expressions, *carried, sqlite_where=index.dialect_options["sqlite"]["where"])
     wider.name = index.name  # not sa.Index(index.name, ...): the table holds one index of that name
-    return compiler.visit_create_index(sa.schema.CreateIndex(wider, if_not_exists=True), **kw)
+    return str(compiler.visit_create_index(sa.schema.CreateIndex(wider, if_not_exists=True), **kw))
 
 
 @compiles(CreateReadIndex, "mysql")
-def _create_read_index_mysql(create, compiler, **kw):
+def _create_read_index_mysql(create: Any, compiler: Any, **kw: Any) -> str:
     raise NoReadIndexes(create.element.name)

@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import time
 import warnings
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from lpstudy.db import optuna_private
+from lpstudy.db.storage_protocol import sql_engine
 from lpstudy.values import LEASE_ATTR, METRICS_ATTR_PREFIX
 
 if TYPE_CHECKING:
     import optuna
+    from optuna.storages import RDBStorage
 
     from lpstudy.db.storage_protocol import Storage
 
@@ -58,11 +60,11 @@ class OptunaHeartbeats(Liveness):
         from lpstudy.db.retries import RetryCallback
 
         super().__init__(storage, interval_s, grace_period_s, max_retry)
-        rdb = storage.optuna
+        rdb = cast("RDBStorage", storage.optuna)  # the SQL kinds' Optuna storage
         rdb.heartbeat_interval, rdb.grace_period = self.interval_s, self.grace_period_s
         callback = RetryCallback(max_retry)  # Optuna's RetryHeartbeatStaleTrialCallback, interruptions free
-        rdb.heartbeat_stale_trial_callback = callback
-        rdb.failed_trial_callback = callback
+        rdb.heartbeat_stale_trial_callback = cast(Any, callback)  # Optuna ignores the bool it returns
+        rdb.failed_trial_callback = cast(Any, callback)
         # RUNNING trials seen without any heartbeat: trial id -> when this worker first saw it so
         self.unbeaten: dict[int, float] = {}
 
@@ -70,7 +72,7 @@ class OptunaHeartbeats(Liveness):
         """Optuna's heartbeat (no retry loop: never blocks; the next beat tries again)."""
         from optuna.storages import RDBStorage
 
-        RDBStorage.record_heartbeat(self.storage.optuna, trial_id)
+        RDBStorage.record_heartbeat(cast(RDBStorage, self.storage.optuna), trial_id)
 
     def fail_stale(self, study: optuna.Study) -> list[str]:
         """Optuna's stale-trial failing (each trial failed once, its callback retrying it), run when a
@@ -86,7 +88,7 @@ class OptunaHeartbeats(Liveness):
         from lpstudy.db.trial_states import may_have_stale, unbeaten_trials
 
         def look() -> tuple[bool, set[int]]:
-            with self.storage.engine.connect() as conn:
+            with sql_engine(self.storage).connect() as conn:
                 return may_have_stale(conn, optuna_private.study_id(study), self.grace_period_s), unbeaten_trials(conn, optuna_private.study_id(study))
 
         stale, without = self.storage.call(look)
@@ -116,7 +118,7 @@ class OptunaHeartbeats(Liveness):
             del self.unbeaten[trial_id]
 
             def backdate(trial_id: int = trial_id) -> bool:
-                with self.storage.engine.begin() as conn:
+                with sql_engine(self.storage).begin() as conn:
                     return backdate_heartbeat(conn, trial_id, self.grace_period_s + 1.0)
 
             try:
@@ -165,14 +167,15 @@ def last_beat(trial: optuna.trial.FrozenTrial) -> float | None:
     return start.timestamp() if start is not None else None
 
 
-def running_beats(study: optuna.Study, calls=None) -> list[tuple[int, int, float | None]]:
+def running_beats(study: optuna.Study, calls: Any = None) -> list[tuple[int, int, float | None]]:
     """(trial id, number, last beat) of the study's RUNNING trials: from lpstudy's storage proxy
     where it offers them (calls: lpstudy.db.proxy_calls.ProxyCalls), else from Optuna's read of the
     trials (through Optuna's gRPC client, a read of every unfinished trial, a grid's waiting cells
     included)."""
     from optuna.trial import TrialState
 
-    beats = calls.running_beats(optuna_private.study_id(study), LEASE_ATTR) if calls is not None else None
+    beats: list[tuple[int, int, float | None]] | None = (
+        calls.running_beats(optuna_private.study_id(study), LEASE_ATTR) if calls is not None else None)
     if beats is not None:
         return beats
     return [(optuna_private.trial_id(t), t.number, last_beat(t))

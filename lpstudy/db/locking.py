@@ -8,7 +8,7 @@ storage as an object (`storage.locking`, as Optuna's JournalStorage takes its ba
 - a worker's check of a study's n_trials target and its ask for a new trial (ask_lock_name), so that
   workers never start more trials than the target (lpstudy.db.asking).
 
-    sqlite:///FILE, journal:///FILE    FileLock: an exclusive flock on a file FILE.lpstudy-lock* next
+    sqlite:///FILE, journal:///FILE    FileLock: an exclusive lock (filelock) on a file FILE.lpstudy-lock* next
                                        to it (lock_file names it)
     postgresql                         AdvisoryLock (lpstudy.db.kinds.postgresql): a session advisory
                                        lock, released when the connection ends, also if the process dies
@@ -20,12 +20,10 @@ storage as an object (`storage.locking`, as Optuna's JournalStorage takes its ba
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
-import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from lpstudy.db.asking import ask_lock_name
 
@@ -40,25 +38,24 @@ class NoLock:
     """No lock across processes: the block runs as it is, and a new trial is asked, then given up
     where it is beyond the target (lpstudy.db.asking)."""
 
-    @contextlib.contextmanager
-    def hold(self, name: str = CREATE_LOCK) -> Iterator[None]:
-        yield
+    def hold(self, name: str = CREATE_LOCK) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
 
-    def ask_within_target(self, study: optuna.Study, target: int):
+    def ask_within_target(self, study: optuna.Study, target: int) -> optuna.Trial | object | None:
         from lpstudy.db.asking import WAIT, ask_counted, give_up_surplus
 
         trial = ask_counted(study, target)
-        return trial if trial is None or trial is WAIT else give_up_surplus(study, trial, target)
+        return trial if trial is None or trial is WAIT else give_up_surplus(study, cast("optuna.Trial", trial), target)
 
 
 class LockAcrossProcesses(NoLock):
     """A lock that holds across processes (hold(name) says how): the n_trials target is counted and
     a new trial asked under it."""
 
-    def hold(self, name: str = CREATE_LOCK):
+    def hold(self, name: str = CREATE_LOCK) -> contextlib.AbstractContextManager[None]:
         raise NotImplementedError
 
-    def ask_within_target(self, study: optuna.Study, target: int):
+    def ask_within_target(self, study: optuna.Study, target: int) -> optuna.Trial | object | None:
         from lpstudy.db.asking import ask_counted
 
         with self.hold(ask_lock_name(study.study_name)):
@@ -73,39 +70,25 @@ def lock_file(path: Path, name: str = CREATE_LOCK) -> Path:
 
 
 class FileLock(LockAcrossProcesses):
-    """An exclusive flock on a file next to the database file (lock_file), removed again when
-    released, so that no lock file stays beside the database; prepare makes its folder first
-    (lpstudy.db.kinds.files.LocalFile.prepare_to_create). The holder removes the file while it still
-    holds the lock; a process that was waiting on the removed file finds, once it holds it, that the
-    path no longer names its file, and takes the lock again on the path's new file (the usual way to
-    remove a flock file without two holders at once)."""
+    """An exclusive lock on a file next to the database file (lock_file), taken with the `filelock`
+    package (an flock on Unix), the file removed again while it is still held, so that no lock file
+    stays beside the database: a process that was waiting on the removed file finds, once it holds
+    it, that it has no name left (filelock checks), and takes the lock again on the path's new file
+    (the usual way to remove a flock file without two holders at once). prepare makes its folder
+    first (lpstudy.db.kinds.files.LocalFile.prepare_to_create)."""
 
     def __init__(self, path: Callable[[], Path], prepare: Callable[[], object]) -> None:
         self._path, self._prepare = path, prepare
 
     @contextlib.contextmanager
     def hold(self, name: str = CREATE_LOCK) -> Iterator[None]:
+        import filelock
+
         self._prepare()
         path = lock_file(self._path(), name)
-        while True:
-            with open(path, "a") as handle:
-                fcntl.flock(handle, fcntl.LOCK_EX)
-                if not _names(path, handle):  # removed (and perhaps made again) while we waited
-                    continue
-                try:
-                    yield
-                finally:
-                    with contextlib.suppress(FileNotFoundError):
-                        path.unlink()
-                    fcntl.flock(handle, fcntl.LOCK_UN)
-                return
-
-
-def _names(path: Path, handle) -> bool:
-    """Whether `path` still names the open file `handle` (same device and inode)."""
-    try:
-        named = os.stat(path)
-    except FileNotFoundError:
-        return False
-    held = os.fstat(handle.fileno())
-    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
+        with filelock.FileLock(path):
+            try:
+                yield
+            finally:  # removed while still held: a waiter that then gets the removed file takes the new one
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()

@@ -5,12 +5,18 @@ created idempotently and Optuna's own tables are never altered.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from lpstudy.db.read_indexes import ensure_read_indexes
 from lpstudy.training.metrics import METRIC_FIELDS, MetricRecord
 from lpstudy.values import finite_or_none, metrics_attr_name
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 METRICS_TABLE = "lpstudy_metrics"
 
@@ -58,7 +64,7 @@ def missing_columns(engine: Engine | Connection) -> list[str]:
     return [name for name in _FLOAT_FIELDS if name not in present]
 
 
-def metric_row(study_name: str, trial_id: int, trial_number: int, record: MetricRecord) -> dict:
+def metric_row(study_name: str, trial_id: int, trial_number: int, record: MetricRecord) -> dict[str, Any]:
     row = {"trial_id": trial_id, "study_name": study_name, "trial_number": trial_number, "step": record.step}
     row.update({name: finite_or_none(getattr(record, name)) for name in _FLOAT_FIELDS})
     return row
@@ -74,14 +80,14 @@ def write_metrics(engine: Engine, study_name: str, trial_id: int, trial_number: 
         conn.execute(metrics_table.insert(), rows)
 
 
-def empty_metrics():
+def empty_metrics() -> pd.DataFrame:
     """read_metrics's frame without a row."""
     import pandas as pd
 
     return pd.DataFrame(columns=["trial_id", "trial_number", *METRIC_FIELDS])
 
 
-def read_metrics(engine: Engine | Connection, study_name: str, trial_ids=None):
+def read_metrics(engine: Engine | Connection, study_name: str, trial_ids: Iterable[int] | None = None) -> pd.DataFrame:
     """Every metrics row of a study (or of the trials trial_ids only) as a pandas DataFrame (columns:
     trial_id, trial_number, step, and METRIC_FIELDS), sorted by trial and step; empty if the table
     does not exist yet. On an engine, or on a connection a read holds already (a read of a study's
@@ -106,7 +112,7 @@ def read_metrics(engine: Engine | Connection, study_name: str, trial_ids=None):
     return frame[columns].astype({c: "float64" for c in _FLOAT_FIELDS})
 
 
-def evaluation_attribute(record: MetricRecord) -> tuple[str, dict]:
+def evaluation_attribute(record: MetricRecord) -> tuple[str, dict[str, Any]]:
     """One evaluation as a trial system attribute (storages without SQL): its name and value,
     every number finite or null, as the metrics table holds it."""
     data = {k: (v if k == "step" else finite_or_none(v)) for k, v in record.to_dict().items()}

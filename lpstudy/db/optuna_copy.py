@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
 
-def copy_study(frozen_study: Any, trials: list) -> tuple[Engine, int]:
+def copy_study(frozen_study: Any, trials: list[Any]) -> tuple[Engine, int]:
     """(an in-memory SQLite engine holding the study and its trials in Optuna's tables, its study_id)."""
     from optuna.distributions import distribution_to_json
     from optuna.storages._rdb import models
@@ -53,9 +53,9 @@ def copy_study(frozen_study: Any, trials: list) -> tuple[Engine, int]:
         for table, attrs in (("trial_user_attributes", trial.user_attrs), ("trial_system_attributes", trial.system_attrs)):
             rows[table].extend({"trial_id": tid, "key": key, "value_json": dumps(value)} for key, value in attrs.items())
         for step, value in trial.intermediate_values.items():
-            stored, kind = models.TrialIntermediateValueModel.intermediate_value_to_stored_repr(value)
-            rows["trial_intermediate_values"].append({"trial_id": tid, "step": int(step), "intermediate_value": stored,
-                                                      "intermediate_value_type": kind.name})
+            reported, kind_of = models.TrialIntermediateValueModel.intermediate_value_to_stored_repr(value)
+            rows["trial_intermediate_values"].append({"trial_id": tid, "step": int(step), "intermediate_value": reported,
+                                                      "intermediate_value_type": kind_of.name})
     with engine.begin() as conn:
         conn.execute(T["studies"].insert(), [{"study_id": sid, "study_name": frozen_study.study_name}])
         conn.execute(T["study_directions"].insert(), [{"study_id": sid, "objective": i, "direction": d.name}

@@ -18,12 +18,12 @@ if TYPE_CHECKING:
 
 def study_id(study: Any) -> int:
     """The id Optuna's storage knows a Study or a FrozenStudy by (Study._study_id, FrozenStudy._study_id)."""
-    return study._study_id
+    return int(study._study_id)
 
 
 def trial_id(trial: Any) -> int:
     """The id Optuna's storage knows a Trial or a FrozenTrial by (_trial_id)."""
-    return trial._trial_id
+    return int(trial._trial_id)
 
 
 def study_storage(study: optuna.Study) -> BaseStorage:

@@ -16,7 +16,7 @@ an unreachable URL fails within a few seconds.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from optuna.storages import BaseStorage
 from optuna.storages._cached_storage import _CachedStorage
@@ -27,6 +27,8 @@ from lpstudy.db.outages import RetryPolicy, StorageUnavailable, is_transient, qu
 
 if TYPE_CHECKING:
     import grpc
+    from optuna.distributions import BaseDistribution
+    from optuna.storages import RDBStorage
 
 __all__ = ["RetryPolicy", "StorageUnavailable", "StudyStorage", "is_transient", "make_proxy_server", "open_storage",
            "proxied_storage", "quiet_optuna"]
@@ -57,7 +59,7 @@ def proxied_storage(storage: StudyStorage) -> tuple[StudyStorage, BaseStorage]:
     storage, as run_grpc_proxy_server recommends (get_storage puts it in front of an RDBStorage),
     which also takes the parameters of trials it has not read (_ProxyCache)."""
     storage.open(create_tables=True)
-    return storage, _ProxyCache(storage.optuna)
+    return storage, _ProxyCache(cast("RDBStorage", storage.optuna))  # the SQL kinds' Optuna storage
 
 
 def make_proxy_server(storage: StudyStorage, host: str, port: int, threads: int) -> grpc.Server:
@@ -84,7 +86,8 @@ class _ProxyCache(_CachedStorage):
     its own (lpstudy.db.proxy_calls), and the cache knows only the trials some GetTrials read.
     tests/test_optuna_private.py checks it."""
 
-    def set_trial_param(self, trial_id, param_name, param_value_internal, distribution) -> None:
+    def set_trial_param(self, trial_id: int, param_name: str, param_value_internal: float,
+                        distribution: BaseDistribution) -> None:
         with self._lock:
             known = trial_id in self._trial_id_to_study_id_and_number
         if known:

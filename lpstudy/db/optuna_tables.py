@@ -46,7 +46,7 @@ _ROW_IDS = (("trial_values", "trial_value_id"), ("trial_user_attributes", "trial
             ("trial_intermediate_values", "trial_intermediate_value_id"), ("trial_params", "param_id"))
 
 
-def study_fingerprint(conn: Connection, study_name: str, metrics_table: str | None) -> tuple | None:
+def study_fingerprint(conn: Connection, study_name: str, metrics_table: str | None) -> tuple[Any, ...] | None:
     """A cheap summary that changes whenever the study gains a trial, a state, a value, an
     attribute, an evaluation or a metrics row: the dashboard rereads the study only when it
     changes. None when there is no such study. A handful of indexed queries (milliseconds at
@@ -64,7 +64,7 @@ def study_fingerprint(conn: Connection, study_name: str, metrics_table: str | No
         tops = tuple(conn.execute(sa.text(f"SELECT max({key}) FROM {table}")).scalar_one() for table, key in _ROW_IDS)
         study_attrs = int(conn.execute(sa.text(
             "SELECT count(*) FROM study_user_attributes WHERE study_id = :sid"), q).scalar_one())
-        metrics: tuple = (-1,)
+        metrics: tuple[Any, ...] = (-1,)
         if metrics_table is not None:
             newest = conn.execute(sa.text(f"SELECT max(trial_number) FROM {metrics_table} WHERE study_name = :n"),
                                   {"n": study_name}).scalar_one()

@@ -20,7 +20,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -71,13 +71,14 @@ def _tell(event: str, value: float | None = None) -> None:
             pass
 
 
-def exception_chain(exc: BaseException):
+def exception_chain(exc: BaseException) -> Iterator[BaseException]:
     """exc, its cause, its cause's cause, ..., each once."""
     seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        yield exc
-        exc = exc.__cause__ or exc.__context__
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        yield link
+        link = link.__cause__ or link.__context__
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -189,9 +190,9 @@ RDB_METHODS = (
 
 def _retrying_method(method: Callable[..., T]) -> Callable[..., T]:
     @functools.wraps(method)
-    def wrapper(self, *args: Any, **kwargs: Any) -> T:
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> T:
         policy: RetryPolicy | None = getattr(self, "_lpstudy_retry", None)
-        if policy is None or getattr(self._lpstudy_depth, "value", 0):
+        if policy is None or getattr(self._lpstudy_depth, "value", False):
             return method(self, *args, **kwargs)  # a nested call: the outer call retries
         self._lpstudy_depth.value = 1
         try:
@@ -230,8 +231,8 @@ class RetryingGrpcStorageProxy(GrpcStorageProxy):
 
 def attach(storage: BaseStorage, policy: RetryPolicy) -> None:
     """Retry the storage's calls under policy (a storage made without it is never retried)."""
-    storage._lpstudy_retry = policy
-    storage._lpstudy_depth = threading.local()
+    setattr(storage, "_lpstudy_retry", policy)  # read by the wrapped methods (_retrying_method)
+    setattr(storage, "_lpstudy_depth", threading.local())
 
 
 def quiet_optuna() -> None:

@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
+from lpstudy.db.storage_protocol import sql_engine
+
 if TYPE_CHECKING:
     import grpc
     from optuna.storages import BaseStorage
@@ -78,22 +80,22 @@ def add_proxy_calls(server: grpc.Server, storage: Storage, backend: BaseStorage)
 
     def read(query: Callable[[sa.Connection], Any]) -> Any:
         def once() -> Any:
-            with storage.engine.connect() as conn:
+            with sql_engine(storage).connect() as conn:
                 return query(conn)
         return storage.call(once)
 
-    def claim(request: dict) -> dict:
+    def claim(request: dict[str, Any]) -> dict[str, Any]:
         return {"trial_id": claim_waiting_trial_id(storage, backend, request["study_id"])}
 
-    def count(request: dict) -> dict:
+    def count(request: dict[str, Any]) -> dict[str, Any]:
         states = tuple(request.get("states") or ()) or None
         return {"count": read(lambda conn: count_trials(conn, request["study_id"], states))}
 
-    def beats(request: dict) -> dict:
+    def beats(request: dict[str, Any]) -> dict[str, Any]:
         return {"trials": read(lambda conn: running_beats(conn, request["study_id"], request["key"]))}
 
-    def method(answer: Callable[[dict], dict]):
-        def handle(request: dict, context: grpc.ServicerContext) -> dict:
+    def method(answer: Callable[[dict[str, Any]], dict[str, Any]]) -> Any:
+        def handle(request: dict[str, Any], context: grpc.ServicerContext) -> dict[str, Any]:
             return answer(request)
         return grpc.unary_unary_rpc_method_handler(handle, request_deserializer=_decode,
                                                    response_serializer=_encode)
@@ -114,10 +116,10 @@ class ProxyCalls:
         self.address = f"{host}:{port}"
         self.retry = retry
         self.offered = True
-        self._channel = None
+        self._channel: Any = None  # grpc's Channel, opened at the first call
         self._lock = threading.Lock()
 
-    def _call(self, name: str, request: dict) -> dict | None:
+    def _call(self, name: str, request: dict[str, Any]) -> dict[str, Any] | None:
         import grpc
 
         if not self.offered:
@@ -128,7 +130,8 @@ class ProxyCalls:
         call = self._channel.unary_unary(f"/{SERVICE}/{name}", request_serializer=_encode,
                                          response_deserializer=_decode)
         try:
-            return self.retry.call(call, request) if self.retry is not None else call(request)
+            answer: dict[str, Any] | None = self.retry.call(call, request) if self.retry is not None else call(request)
+            return answer
         except grpc.RpcError as exc:
             if exc.code() == grpc.StatusCode.UNIMPLEMENTED:
                 self.offered = False

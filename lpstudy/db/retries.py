@@ -41,7 +41,7 @@ class RetryCallback:
         attrs = {k: (list(v) if k == "retry_history" else v) for k, v in trial.system_attrs.items()
                  if not any(k.startswith(prefix) for prefix in drop_attrs)}
         if interrupted:
-            attrs[INTERRUPTIONS_ATTR] = int(attrs.get(INTERRUPTIONS_ATTR, 0)) + 1
+            attrs[INTERRUPTIONS_ATTR] = int(trial.system_attrs.get(INTERRUPTIONS_ATTR, 0)) + 1
         elif self.max_retry is not None and crashes_so_far(trial) + 1 > self.max_retry:
             return False
         frozen.system_attrs = attrs  # the public setter: the copy only, the stored trial stays

@@ -31,3 +31,12 @@ class Storage(Protocol):
     def proxy_calls(self) -> Any: ...
 
     def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T: ...
+
+
+def sql_engine(storage: Storage) -> Engine:
+    """The SQL engine of a storage whose part runs only on the SQL kinds (its heartbeats, its claim of
+    a waiting trial, its proxy's queries): a storage without one is a caller's bug, not a user's."""
+    engine = storage.engine
+    if engine is None:
+        raise TypeError(f"{storage.display_url} has no SQL engine")
+    return engine

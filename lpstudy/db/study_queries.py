@@ -80,10 +80,10 @@ _CANDIDATE_RULE = f"t.state = 'COMPLETE' AND v.value_type = 'FINITE' AND v.value
 
 def study_summaries(conn: Connection) -> dict[str, dict[str, Any]]:
     """Per study name: its number of trials and its best value (None when no trial can be best)."""
-    counts = dict(conn.execute(sa.text(
+    counts: dict[str, int] = dict(conn.execute(sa.text(
         "SELECT s.study_name, count(t.trial_id) FROM studies s LEFT JOIN trials t ON t.study_id = s.study_id "
         "GROUP BY s.study_name")).all())
-    best = dict(conn.execute(sa.text(
+    best: dict[str, Any] = dict(conn.execute(sa.text(
         f"SELECT s.study_name, min(v.value) FROM studies s JOIN trials t ON t.study_id = s.study_id {_CANDIDATE_JOINS} "
         f"WHERE {_CANDIDATE_RULE} GROUP BY s.study_name")).all())
     return {name: {"n_trials": int(n), "best_value": None if best.get(name) is None else float(best[name])}
@@ -95,7 +95,7 @@ def _quoted(name: str) -> str:
 
 
 def _where(ids: Sequence[int] | None, state: str | None) -> tuple[str, dict[str, Any]]:
-    sql, params = "", {}
+    sql, params = "", dict[str, Any]()
     if state is not None:
         sql += " AND t.state = :state"
         params["state"] = state
@@ -124,7 +124,7 @@ class StudyTables:
         """The study's id in its storage (a copy keeps it): a new id is a study made again."""
         return self._sid
 
-    def metrics(self, trial_ids=None) -> pd.DataFrame:
+    def metrics(self, trial_ids: Sequence[int] | None = None) -> pd.DataFrame:
         """The metrics table's rows of the study (or of trial_ids); empty where there is none."""
         return self._metrics(trial_ids=trial_ids)
 

@@ -22,7 +22,7 @@ storage is opened only where its API reads: `lpstudy status` on SQL never opens 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -60,11 +60,11 @@ class TrialReader(Protocol):
 
     def read(self, study_name: str, fn: Callable[[StudyTables], T]) -> T: ...
 
-    def optuna_study(self, study_name: str, trial_ids: list[int] | None = None) -> tuple[Any, list]: ...
+    def optuna_study(self, study_name: str, trial_ids: list[int] | None = None) -> tuple[Any, list[Any]]: ...
 
     def metrics(self, study_name: str) -> pd.DataFrame: ...
 
-    def fingerprint(self, study_name: str) -> tuple | None: ...
+    def fingerprint(self, study_name: str) -> tuple[Any, ...] | None: ...
 
     def check_readable(self) -> None: ...
 
@@ -102,7 +102,7 @@ class OptunaReads:
 
     @property
     def url(self) -> str:
-        return self.storage.url
+        return str(self.storage.url)
 
     def through_optuna(self) -> OptunaReads:
         """The same storage read through Optuna's storage API (the tests compare the two)."""
@@ -129,7 +129,7 @@ class OptunaReads:
         finally:
             engine.dispose()
 
-    def optuna_study(self, study_name: str, trial_ids: list[int] | None = None) -> tuple[Any, list]:
+    def optuna_study(self, study_name: str, trial_ids: list[int] | None = None) -> tuple[Any, list[Any]]:
         """(Optuna's FrozenStudy, its FrozenTrials, or only those of trial_ids in their order);
         StudyUnavailable when there is no such study."""
         from lpstudy.db import optuna_private
@@ -144,7 +144,7 @@ class OptunaReads:
                 return frozen, [storage.get_trial(trial_id) for trial_id in trial_ids]
             return frozen, storage.get_all_trials(optuna_private.study_id(frozen), deepcopy=False)
 
-    def metrics(self, study_name: str, trial_ids=None) -> pd.DataFrame:
+    def metrics(self, study_name: str, trial_ids: Sequence[int] | None = None) -> pd.DataFrame:
         """The curves' rows where a table holds them; else none: they are the trials' system attributes."""
         if self._metrics is not None:
             return self._metrics(study_name, trial_ids)
@@ -152,7 +152,7 @@ class OptunaReads:
 
         return empty_metrics()
 
-    def fingerprint(self, study_name: str) -> tuple | None:
+    def fingerprint(self, study_name: str) -> tuple[Any, ...] | None:
         """None: no cheap summary; a reader rereads on a timer instead."""
         return None
 
@@ -200,16 +200,16 @@ class SqlReads(OptunaReads):
                 pass
         return super().read(study_name, fn)
 
-    def metrics(self, study_name: str, trial_ids=None) -> pd.DataFrame:
+    def metrics(self, study_name: str, trial_ids: Sequence[int] | None = None) -> pd.DataFrame:
         return self._metrics_on(self.storage.engine, study_name, trial_ids)
 
-    def _metrics_on(self, bind: Any, study_name: str, trial_ids=None) -> pd.DataFrame:
+    def _metrics_on(self, bind: Any, study_name: str, trial_ids: Sequence[int] | None = None) -> pd.DataFrame:
         from lpstudy.db.metrics_table import read_metrics
 
         with reading(self.url):
             return read_metrics(bind, study_name, trial_ids=trial_ids)
 
-    def fingerprint(self, study_name: str) -> tuple | None:
+    def fingerprint(self, study_name: str) -> tuple[Any, ...] | None:
         """A few counts (lpstudy.db.optuna_tables.study_fingerprint); None for an unknown schema."""
         from lpstudy.db import optuna_tables
         from lpstudy.db.metrics_table import METRICS_TABLE

@@ -24,6 +24,7 @@ does: the database's clock now() against the heartbeat the database stamped, tim
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -32,7 +33,7 @@ from sqlalchemy.engine import Connection
 def count_trials(conn: Connection, study_id: int, states: tuple[str, ...] | None = None) -> int:
     """The study's trials, of these states (Optuna's names: RUNNING, ...) or all."""
     sql = "SELECT count(*) FROM trials WHERE study_id = :sid"
-    params: dict = {"sid": study_id}
+    params: dict[str, Any] = {"sid": study_id}
     if states:
         sql += " AND state IN (" + ", ".join(f":s{i}" for i in range(len(states))) + ")"
         params.update({f"s{i}": s for i, s in enumerate(states)})
@@ -44,7 +45,7 @@ def trial_state(conn: Connection, trial_id: int) -> str:
     return str(conn.execute(sa.text("SELECT state FROM trials WHERE trial_id = :t"), {"t": trial_id}).scalar_one())
 
 
-def _as_datetime(value) -> datetime:
+def _as_datetime(value: Any) -> datetime:
     """A timestamp as the driver returns it (SQLite: text), without its timezone, as Optuna compares."""
     moment = datetime.fromisoformat(value) if isinstance(value, str) else value
     return moment.replace(tzinfo=None)

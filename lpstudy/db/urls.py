@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
@@ -30,7 +31,7 @@ _SECRET_PARAMS = re.compile(r"(?i)([?&](?:password|passwd|pass|pwd|sslpassword|s
 STORAGE_FILE_ENV = "LPSTUDY_STORAGE_FILE"
 
 
-def storage_url(url: str | None = None, file: str | os.PathLike | None = None) -> str:
+def storage_url(url: str | None = None, file: str | os.PathLike[str] | None = None) -> str:
     """The storage URL to use: the argument, else the file named by the argument `file`
     (--storage-file), else $LPSTUDY_STORAGE, else the file named by $LPSTUDY_STORAGE_FILE, else the
     local SQLite file. A file keeps a password out of the command line of a long-lived process
@@ -46,7 +47,7 @@ def storage_url(url: str | None = None, file: str | os.PathLike | None = None) -
     return DEFAULT_STORAGE
 
 
-def read_storage_file(path: str | os.PathLike) -> str:
+def read_storage_file(path: str | os.PathLike[str]) -> str:
     """The storage URL held in a file (its first non-empty line; chmod 600 it)."""
     from lpstudy.paths import check_input_file
 
@@ -62,7 +63,7 @@ def read_storage_file(path: str | os.PathLike) -> str:
     return lines[0]
 
 
-def _warn_if_others_read(path, url: str) -> None:
+def _warn_if_others_read(path: Path, url: str) -> None:
     """Warn, as libpq does of a .pgpass others can read, when the file holds a password and its
     mode lets the group or other users read it."""
     import stat
@@ -145,8 +146,9 @@ def first_line(exc: BaseException, url: str | None = None) -> str:
     seen = set()
     while root is not None and id(root) not in seen:
         seen.add(id(root))
-        if getattr(root, "orig", None) is not None:
-            root = root.orig
+        orig = getattr(root, "orig", None)
+        if orig is not None:
+            root = orig
             break
         nxt = root.__cause__ or root.__context__
         if nxt is None:

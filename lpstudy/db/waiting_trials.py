@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from lpstudy.db.storage_protocol import sql_engine
 from lpstudy.values import FIXED_PARAMS_ATTR
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def claim_waiting_trial_id(storage: Storage, optuna_storage: BaseStorage, study_
     atomic step as Optuna's pop (optuna_storage's set_trial_state_values); read again while others
     took them all first. The trial's id, or None when none waits."""
     def candidates() -> list[int]:
-        with storage.engine.connect() as conn:
+        with sql_engine(storage).connect() as conn:
             return waiting_trial_ids(conn, study_id, CLAIM_WINDOW)
 
     from optuna.exceptions import UpdateFinishedTrialError
@@ -84,7 +85,7 @@ def enqueue_waiting_trials(conn: Connection, study_id: int, params: list[dict[st
     conn.execute(sa.text("INSERT INTO trials (number, study_id, state, datetime_start, datetime_complete) "
                          "VALUES (:number, :sid, 'WAITING', NULL, NULL)"),
                  [{"number": first + i, "sid": study_id} for i in range(len(params))])
-    ids = dict(conn.execute(sa.text("SELECT number, trial_id FROM trials WHERE study_id = :sid AND number >= :first"),
+    ids: dict[int, int] = dict(conn.execute(sa.text("SELECT number, trial_id FROM trials WHERE study_id = :sid AND number >= :first"),
                             {"sid": study_id, "first": first}).all())
     conn.execute(sa.text("INSERT INTO trial_system_attributes (trial_id, key, value_json) VALUES (:tid, :key, :value)"),
                  [{"tid": ids[first + i], "key": FIXED_PARAMS_ATTR, "value": json.dumps(p)}

@@ -9,7 +9,8 @@ such run files, best first (feed one of them to `lpstudy train`).
 A search's best is the configuration it returns (lpstudy.study.races.search_best: its leading
 configurations raced on more folds, the lowest mean loss over the most folds), and its run file's
 `source` says on how many folds that configuration was measured (`folds_measured`), their mean
-(`mean_over_folds`) with a 95 % t interval (`interval`; none on one fold) and `chosen_as`: "best"
+(`mean_over_folds`) with a 95 % t interval corrected for the training text the folds share (`interval`;
+none on one fold; lpstudy.intervals) and `chosen_as`: "best"
 only when it was measured on more than one fold; a configuration seen on its tuning fold alone is
 exported as "leading on 1 fold", never as the best.
 """

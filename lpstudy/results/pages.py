@@ -120,7 +120,7 @@ class PageInputs:
         page (a search: every drawn run): [{name, step, reached, low, high}]."""
         def build():
             from lpstudy.results.analysis.survival import group_survival
-            from lpstudy.results.tables.verdicts import arm_name
+            from lpstudy.values import arm_name
 
             if self.folded:
                 convergence = self.answer.convergence
@@ -214,7 +214,7 @@ def _stability_verdict(metric: str) -> Callable:
 
 def _reach_chart(inputs):
     from lpstudy.results.charts.convergence import reach_chart
-    from lpstudy.results.tables.verdicts import arm_name
+    from lpstudy.values import arm_name
 
     verdicts = reference = None
     if inputs.folded:

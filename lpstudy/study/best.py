@@ -12,7 +12,6 @@ falls back on ranked_frame here for a grid."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -42,11 +41,3 @@ def ranked_frame(trials: pd.DataFrame, k: int | None = None) -> pd.DataFrame:
     best = trials.loc[order if k is None else order[:k]].copy()
     best["loss"] = value[best.index]
     return best
-
-
-def ranked_trials(trials: Sequence, k: int | None = None) -> list:
-    """The candidate FrozenTrials, best first."""
-    done = [t for t in trials if is_candidate(t.state.name, t.value if t.values else None,
-                                              (t.user_attrs or {}).get("diverged"))]
-    done.sort(key=lambda t: (float(t.value), t.number))
-    return done if k is None else done[:k]

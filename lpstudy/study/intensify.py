@@ -54,7 +54,7 @@ class Returned:
     folds: tuple[int, ...]  # the folds it was measured on
     losses: tuple[float, ...]  # its loss on each, in that order
     mean: float
-    interval: tuple[float, float]  # a t interval of its expected loss over folds (±∞ on one fold)
+    interval: tuple[float, float]  # a corrected t interval of its expected loss over folds (±∞ on one fold)
 
     @property
     def n_folds(self) -> int:
@@ -68,19 +68,18 @@ class _Config:
     diverged: bool = False
 
 
-def mean_interval(losses: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
-    """Student's t interval of the mean of `losses` (one value per fold); (−∞, ∞) for one value.
-    The folds of K-fold cross-validation share training data, so this interval is, if anything,
-    too narrow (Bengio and Grandvalet, JMLR 2004): it says how many folds back the mean, not more."""
-    from scipy.stats import t
+def mean_interval(losses: Sequence[float], k: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """The t interval of the expected loss over folds of `losses` (one value per fold of one K-fold
+    partition); (−∞, ∞) for one value. The folds share training text, so the variance is Nadeau and
+    Bengio's corrected one, as the verdicts' (lpstudy.intervals): the plain t interval would be too
+    narrow (Bengio and Grandvalet, JMLR 2004)."""
+    from lpstudy.intervals import corrected_stats, interval
 
-    n = len(losses)
-    mean = sum(losses) / n
-    if n < 2:
+    if len(losses) < 2:
         return -math.inf, math.inf
-    sd = math.sqrt(sum((x - mean) ** 2 for x in losses) / (n - 1))
-    half = float(t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
-    return mean - half, mean + half
+    mean, se, df = corrected_stats(list(losses), k)
+    low, high = interval(mean, se, df, confidence)
+    return float(low), float(high)
 
 
 @dataclass(frozen=True)
@@ -173,4 +172,4 @@ class Intensifier:
         key = min(deepest, key=lambda k: (mean(k), alive[k].order))
         folds = tuple(folds_of[key])
         losses = tuple(alive[key].losses[f] for f in folds)
-        return Returned(key, folds, losses, mean(key), mean_interval(losses))
+        return Returned(key, folds, losses, mean(key), mean_interval(losses, len(self.folds)))

@@ -30,7 +30,9 @@ from lpstudy.errors import UserError
 # once each and workers only pop them. The one catalogue of the samplers a study takes.
 SEARCH_SAMPLERS = ("tpe", "cmaes", "random")
 SAMPLERS = (*SEARCH_SAMPLERS, "grid")
-PRUNERS = ("none", "sha", "median", "hyperband")
+# The pruners a study takes, simplest first: where two methods do alike, the replay's suite chooses the
+# simpler (lpstudy.results.replay.suite). The one catalogue of them.
+PRUNERS = ("none", "median", "sha", "hyperband")
 
 
 @dataclass(frozen=True)
@@ -99,7 +101,7 @@ OPTIONS: dict[str, StudyOption] = _options(
     StudyOption("preset", str, "cpu", "The preset every trial starts from (a study YAML's `preset:` too)"),
     StudyOption("sampler", str, "tpe", "tpe (chosen on the replay benchmark's suite, docs/search-cost.md), "
                 "cmaes, random or grid", words=SAMPLERS),
-    StudyOption("pruner", str, "none", "none, sha (successive halving), median or hyperband; spread trials "
+    StudyOption("pruner", str, "none", "none, median, sha (successive halving) or hyperband; spread trials "
                 "are never pruned", words=PRUNERS),
     StudyOption("spread_trials", int, 8, "The first trials, spread over the space by a Sobol sequence and "
                 "never pruned (0: none)", bound=(0, 4096)),
@@ -134,3 +136,32 @@ OPTIONS: dict[str, StudyOption] = _options(
     StudyOption("checkpoint_interval", int, 5, "Save a resumable checkpoint of each trial every this many "
                 "evaluations (0: never)", bound=(0, 10**6), flag="trial"),
 )
+
+
+# -- StudySpec's option fields as a reader sees them ------------------------------------------------
+
+OPTIONS_STUB = "lpstudy/study/spec_fields.py"  # under the repository root
+
+
+def options_stub() -> str:
+    """The text of lpstudy/study/spec_fields.py: StudySpec's option fields (their names, types and
+    defaults, in OPTIONS' order, each with its help) written out for a reader and a type checker, as
+    TrainConfig's are (lpstudy.declared). OPTIONS stays their one declaration: `python -m
+    lpstudy.study.options` writes the file again, and tests/test_types.py fails where the two differ.
+    Keyword-only: StudySpec's own `space`, without a default, comes first."""
+    from lpstudy.declared import Written, class_text, type_text
+
+    doc = ["StudySpec's option fields as a reader and a type checker see them. Generated from",
+           "lpstudy/study/options.py (OPTIONS, their one declaration) by `python -m lpstudy.study.options`:",
+           "never edit it by hand; tests/test_types.py fails where it and OPTIONS differ. StudySpec",
+           "(lpstudy/study/spec.py) takes its option fields from OPTIONS when it is made; a type checker",
+           "reads them here."]
+    return class_text(doc, [], "@dataclass(kw_only=True)", "DeclaredOptions",
+                      (Written(o.name, type_text(o.type | None if o.optional else o.type), repr(o.default), o.help)
+                       for o in OPTIONS.values()))
+
+
+if __name__ == "__main__":
+    from lpstudy.declared import write
+
+    print(f"wrote {write(OPTIONS_STUB, options_stub())}")

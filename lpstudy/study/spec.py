@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lpstudy.errors import UserError
 from lpstudy.files import read_yaml_mapping
@@ -32,7 +32,6 @@ from lpstudy.study.until_decided import UntilDecided
 from lpstudy.values import REFERENCE_P, format_p, P, json_safe
 
 SPEC_VERSION = 1
-SPREAD_TRIALS = OPTIONS["spread_trials"].default
 KINDS = ("search", "replicate")
 SPACE_SHORTCUTS = ("fold", "folds", "seed")  # a study YAML's shortcuts for entries of its space
 # The keys of a study YAML: its space, the shortcuts, and every study option (lpstudy.study.options).
@@ -41,7 +40,8 @@ STUDY_FILE_KEYS = ("space", *OPTIONS, *SPACE_SHORTCUTS, "kind", "p")  # kind: re
 
 def _declared_options(cls: type) -> type:
     """Give the class (before @dataclass) a field for each study option (lpstudy.study.options),
-    with its default, after the fields it declares itself."""
+    with its default, after the fields it declares itself. A reader (and a type checker) sees them
+    written out in lpstudy/study/spec_fields.py."""
     own = dict(cls.__annotations__)
     cls.__annotations__ = {"space": own.pop("space"), **{o.name: (o.type | None if o.optional else o.type)
                                                          for o in OPTIONS.values()}, **own}
@@ -50,9 +50,15 @@ def _declared_options(cls: type) -> type:
     return cls
 
 
+if TYPE_CHECKING:  # the option fields written out (generated from OPTIONS, checked by tests/test_types.py)
+    from lpstudy.study.spec_fields import DeclaredOptions
+else:
+    DeclaredOptions = object
+
+
 @dataclass
 @_declared_options
-class StudySpec:
+class StudySpec(DeclaredOptions):
     """What a study searches and how: its space, the study options (each declared once in
     lpstudy.study.options), and what the kind of study adds. Stored as plain data in the study's
     user attribute 'lpstudy'."""

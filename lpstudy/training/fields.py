@@ -212,12 +212,6 @@ def field_named(name: str) -> Field:
 FIELDS_STUB = "lpstudy/training/config_fields.py"  # under the repository root
 
 
-def _type_text(annotation: Any) -> str:
-    if isinstance(annotation, type):
-        return annotation.__name__
-    return " | ".join("None" if part is type(None) else part.__name__ for part in annotation.__args__)
-
-
 def _default_text(field: Field) -> str:
     if field.type is P and field.default is not None:
         return f"P({float(field.default)!r})"
@@ -226,24 +220,21 @@ def _default_text(field: Field) -> str:
 
 def fields_stub() -> str:
     """The text of lpstudy/training/config_fields.py: TrainConfig's fields (their names, types and
-    defaults, in FIELDS' order, each with its help) written out for a reader and a type checker.
-    FIELDS stays their one declaration: `python -m lpstudy.training.fields` writes the file again,
-    and tests/test_fields.py fails where the two differ."""
-    lines = ['"""TrainConfig\'s fields as a reader and a type checker see them. Generated from',
-             "lpstudy/training/fields.py (FIELDS, their one declaration) by `python -m lpstudy.training.fields`:",
-             "never edit it by hand; tests/test_fields.py fails where it and FIELDS differ. TrainConfig",
-             "(lpstudy/training/config.py) takes its fields from FIELDS when it is made; a type checker reads",
-             'them here."""', "", "from __future__ import annotations", "", "from dataclasses import dataclass", "",
-             "from lpstudy.values import P", "", "", "@dataclass(frozen=True)", "class DeclaredFields:"]
-    for field in FIELDS.values():
-        lines.append(f"    # {field.help}")
-        lines.append(f"    {field.name}: {_type_text(field.annotation)} = {_default_text(field)}")
-    return "\n".join(lines) + "\n"
+    defaults, in FIELDS' order, each with its help) written out for a reader and a type checker
+    (lpstudy.declared). FIELDS stays their one declaration: `python -m lpstudy.training.fields` writes
+    the file again, and tests/test_fields.py fails where the two differ."""
+    from lpstudy.declared import Written, class_text, type_text
+
+    doc = ["TrainConfig's fields as a reader and a type checker see them. Generated from",
+           "lpstudy/training/fields.py (FIELDS, their one declaration) by `python -m lpstudy.training.fields`:",
+           "never edit it by hand; tests/test_fields.py fails where it and FIELDS differ. TrainConfig",
+           "(lpstudy/training/config.py) takes its fields from FIELDS when it is made; a type checker reads",
+           "them here."]
+    return class_text(doc, ["from lpstudy.values import P"], "@dataclass(frozen=True)", "DeclaredFields",
+                      (Written(f.name, type_text(f.annotation), _default_text(f), f.help) for f in FIELDS.values()))
 
 
 if __name__ == "__main__":
-    from pathlib import Path
+    from lpstudy.declared import write
 
-    target = Path(__file__).resolve().parents[2] / FIELDS_STUB
-    target.write_text(fields_stub(), encoding="utf-8")
-    print(f"wrote {target}")
+    print(f"wrote {write(FIELDS_STUB, fields_stub())}")

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -37,7 +37,8 @@ from lpstudy.errors import StudyUnavailable, UserError
 if TYPE_CHECKING:  # Optuna and the retries load when a storage is opened: `lpstudy --help` stays quick
     import optuna
     from optuna.storages import BaseStorage
-    from optuna.trial import TrialState
+    from optuna.study import Study  # not optuna.Study inside the class: its property `optuna` hides the module
+    from optuna.trial import FrozenTrial, Trial, TrialState
     from sqlalchemy.engine import Engine
 
     import pandas as pd
@@ -178,6 +179,7 @@ class StudyStorage:
         """Optuna's storage on this URL, opened on first use (without creating anything)."""
         if self._optuna is None:
             self.open()
+        assert self._optuna is not None  # open() set it
         return self._optuna
 
     def _open_optuna(self, create_tables: bool) -> BaseStorage:
@@ -224,7 +226,7 @@ class StudyStorage:
         holds none, the block runs as it is)."""
         return self.locking.hold(name)
 
-    def ask_within_target(self, study: optuna.Study, target: int) -> optuna.Trial | None | object:
+    def ask_within_target(self, study: Study, target: int) -> Trial | None | object:
         """A new trial unless the study's n_trials target is taken (lpstudy.db.asking): under the lock
         where one holds across processes, else asked, then given up where it is surplus."""
         return self.locking.ask_within_target(study, target)
@@ -237,13 +239,13 @@ class StudyStorage:
     def read(self, study_name: str, fn: Callable[[StudyTables], T]) -> T:
         return self.reads.read(study_name, fn)
 
-    def optuna_study(self, study_name: str, trial_ids: list[int] | None = None) -> tuple[Any, list]:
+    def optuna_study(self, study_name: str, trial_ids: list[int] | None = None) -> tuple[Any, list[Any]]:
         return self.reads.optuna_study(study_name, trial_ids)
 
-    def metrics(self, study_name: str, trial_ids=None) -> pd.DataFrame:
+    def metrics(self, study_name: str, trial_ids: Sequence[int] | None = None) -> pd.DataFrame:
         return self.reads.metrics(study_name, trial_ids)
 
-    def fingerprint(self, study_name: str) -> tuple | None:
+    def fingerprint(self, study_name: str) -> tuple[Any, ...] | None:
         return self.reads.fingerprint(study_name)
 
     def through_optuna(self) -> OptunaReads:
@@ -253,27 +255,27 @@ class StudyStorage:
     # --- what a worker asks: here through Optuna's storage API, which every kind answers; a kind that
     # can answer faster (one SQL query, one call on lpstudy's proxy) says so in its module ----------
 
-    def claim_waiting(self, study: optuna.Study) -> int | None:
+    def claim_waiting(self, study: Study) -> int | None:
         """Move one WAITING trial of the study to RUNNING for this caller only; its id, or None when
         none waits. Optuna's own pop, the private Study._pop_waiting_trial_id, the first half of
         study.ask() (ask() would then sample a new trial when no cell waits, and a grid worker must
         stop instead); tests/test_optuna_private.py fails if it changes."""
         return optuna_private.pop_waiting_trial_id(study)
 
-    def count_trials(self, study: optuna.Study, states: tuple[TrialState, ...]) -> int:
+    def count_trials(self, study: Study, states: tuple[TrialState, ...]) -> int:
         """How many of the study's trials are in these states."""
         return len(study.get_trials(deepcopy=False, states=states))
 
-    def trial_state(self, study: optuna.Study, trial_id: int) -> TrialState:
+    def trial_state(self, study: Study, trial_id: int) -> TrialState:
         """A trial's state now."""
         return optuna_private.study_storage(study).get_trial(trial_id).state
 
-    def for_grid_worker(self, study: optuna.Study) -> optuna.Study:
+    def for_grid_worker(self, study: Study) -> Study:
         """The study as a grid worker uses it (a grid worker pops waiting cells and never samples;
         SQL: straight on Optuna's RDBStorage, SqlStorage.for_grid_worker); here as it is."""
         return study
 
-    def enqueue_cells(self, study: optuna.Study, missing_cells: Callable[[], list[dict[str, Any]]]) -> int:
+    def enqueue_cells(self, study: Study, missing_cells: Callable[[], list[dict[str, Any]]]) -> int:
         """Enqueue a WAITING trial for each parameter dict missing_cells() returns (looked up again
         on a retry); how many."""
         missing = missing_cells()
@@ -311,7 +313,7 @@ class StudyStorage:
         Optuna's rows); how many rows. Here none: they are the trials' attributes, gone with them."""
         return 0
 
-    def add_finished_trial(self, study_name: str, study_id: int, template: optuna.trial.FrozenTrial,
+    def add_finished_trial(self, study_name: str, study_id: int, template: FrozenTrial,
                            records: list[MetricRecord]) -> int:
         """Store a trial that ended elsewhere (a synthetic study's) with its evaluations where this
         storage keeps curves, as a worker's would be; its id. Here the curves go in with the trial,

@@ -8,7 +8,7 @@ default store (--artifacts). Every call is retried while the proxy is unreachabl
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from functools import cached_property
 
@@ -89,6 +89,6 @@ class GrpcStorage(StudyStorage):
     def _release(self) -> None:
         """The proxy client's channel and lpstudy's own calls' channel, closed (where opened)."""
         if self._optuna is not None:
-            self._optuna.close()
+            cast("GrpcStorageProxy", self._optuna).close()
         if "proxy_calls" in self.__dict__:
             self.proxy_calls.close()

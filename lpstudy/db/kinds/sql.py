@@ -10,7 +10,7 @@ read-only role of storage/init too. A writer's engine gets the kind's `writer_en
 from __future__ import annotations
 
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine, make_url
@@ -99,7 +99,7 @@ class SqlStorage(StudyStorage):
         read-only one made and reached (StudyUnavailable otherwise) on first use."""
         with self._opening:
             if self._engine is None:
-                self._engine = (self.optuna.engine if self._optuna is not None or not self.readonly
+                self._engine = (cast("RDBStorage", self.optuna).engine if self._optuna is not None or not self.readonly
                                 else self.make_engine(readonly=True, check=True))
             return self._engine
 
@@ -284,7 +284,7 @@ class SqlStorage(StudyStorage):
                                   **options)
         try:
             with engine.connect() as conn:
-                return conn.execute(sa.text("SELECT count(*) FROM alembic_version")).scalar_one() > 0
+                return int(conn.execute(sa.text("SELECT count(*) FROM alembic_version")).scalar_one()) > 0
         except sa.exc.SQLAlchemyError as exc:
             if _no_tables(exc, "alembic_version"):
                 return False

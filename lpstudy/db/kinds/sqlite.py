@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine, make_url
@@ -46,15 +46,15 @@ def serialize_sqlite_writes(engine: Engine) -> Engine:
         return engine
 
     @sa.event.listens_for(engine, "connect")
-    def _driver_autocommit(dbapi_connection, connection_record):
+    def _driver_autocommit(dbapi_connection: Any, connection_record: Any) -> None:
         dbapi_connection.isolation_level = None  # pysqlite emits no BEGIN of its own
 
     @sa.event.listens_for(engine, "begin")
-    def _begin_immediate(conn):
+    def _begin_immediate(conn: Any) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
 
     engine.dispose()
-    engine._lpstudy_serialized = True
+    setattr(engine, "_lpstudy_serialized", True)  # read above: listeners added once per engine
     return engine
 
 
@@ -78,7 +78,7 @@ class SQLiteStorage(SqlStorage):
 
     @cached_property
     def file(self) -> LocalFile:
-        return LocalFile(self.display_url, lambda creating: Path(make_url(self.url).database).expanduser(),
+        return LocalFile(self.display_url, lambda creating: Path(cast(str, make_url(self.url).database)).expanduser(),  # validate: a file
                          lambda path: None if is_sqlite_file(path) else
                          f"{path} is not a SQLite database; check --storage / LPSTUDY_STORAGE")
 
@@ -87,7 +87,7 @@ class SQLiteStorage(SqlStorage):
         return self.file.lock()
 
     def readonly_url(self) -> str:
-        return f"sqlite:///file:{self.local_file().resolve()}?mode=ro&uri=true"
+        return f"sqlite:///file:{cast(Path, self.local_file()).resolve()}?mode=ro&uri=true"
 
     def engine_options(self, readonly: bool = False) -> dict[str, Any]:
         return {**super().engine_options(readonly), "connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}}

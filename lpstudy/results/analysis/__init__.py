@@ -63,7 +63,6 @@ from lpstudy.results.analysis.importance import (  # noqa: F401
 from lpstudy.results.analysis.convergence import (  # noqa: F401
     area_under_curve,
     convergence_by_trial,
-    curve_bands,
     default_threshold,
     run_endpoints,
     shared_horizon,

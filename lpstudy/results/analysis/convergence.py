@@ -22,12 +22,10 @@ runs × 50 evaluations take well under a second (benchmarks/bench_convergence.py
 from __future__ import annotations
 
 import math
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
-from lpstudy.results.analysis.cohort import curve_cohort
 from lpstudy.results.analysis.selection import finished, successful
 
 DEFAULT_THRESHOLD_MARGIN = 0.02  # the default threshold: 2 % above the worst arm's median final loss
@@ -184,13 +182,3 @@ def convergence_by_trial(curves: pd.DataFrame, trials: pd.DataFrame, threshold: 
     out["reached"] = out["steps_to_threshold"].notna()
     out.index.name = "trial_number"
     return out.reset_index()
-
-
-def curve_bands(curves: pd.DataFrame, trials: pd.DataFrame, column: str = "val_loss",
-                bins: int | Sequence[float] | None = None, include_diverged: bool = False) -> pd.DataFrame:
-    """Per p group and step: the median of `column` with the band between the 25th and 75th
-    percentiles, over one cohort at every step (lpstudy.results.analysis.cohort: the trials that
-    reached the last step drawn, never whoever still runs at a step), and n, the cohort's size in
-    the group. Diverged runs are left out unless include_diverged. The trials outside the cohort,
-    to draw apart: cohort.curve_cohort."""
-    return curve_cohort(curves, trials, column, bins, include_diverged).bands

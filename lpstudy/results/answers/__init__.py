@@ -62,7 +62,7 @@ def with_what_decides(answer: dict, data: StudyData, options: AnswerOptions) -> 
     that would decide each undecided arm at 80 % power, the command and its time) and its clause in the
     sentence, computed on the numbers the verdicts were (each arm's difference and sources of variance)."""
     from lpstudy.results.answers.decide import decide_sentence, to_decide
-    from lpstudy.results.tables.verdicts import arm_name
+    from lpstudy.values import arm_name
     from lpstudy.values import json_safe
 
     ref = answer.get("reference")

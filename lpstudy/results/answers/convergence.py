@@ -39,7 +39,7 @@ from lpstudy.results.analysis.survival import group_survival
 from lpstudy.results.answers.endpoint_verdicts import endpoint_verdicts
 from lpstudy.results.answers.options import AnswerOptions
 from lpstudy.results.reading.frames import StudyData
-from lpstudy.values import format_p
+from lpstudy.values import arm_name
 
 ENDPOINTS = {  # name: (unit, what it is)
     "steps_to_threshold": ("steps", "restricted steps to reach the threshold within the horizon"),
@@ -97,7 +97,7 @@ def convergence_answer(data: StudyData, options: AnswerOptions, reference, arm_c
     if joined.empty or reference not in set(joined[arm_column]):
         out["sentence"] = "No convergence verdict yet: no learning curve of the reference and another arm."
         return out
-    name = lambda arm: _arm_name(field, values.get(arm, arm))  # noqa: E731
+    name = lambda arm: arm_name(field, values.get(arm, arm))  # noqa: E731
     shown = lambda arm: {"field": field, "value": values.get(arm, arm),  # noqa: E731
                          **({"p": values.get(arm, arm)} if field == "p" else {})}
     arms = list(dict.fromkeys([reference, *joined[arm_column]]))
@@ -147,15 +147,6 @@ def convergence_answer(data: StudyData, options: AnswerOptions, reference, arm_c
     return out
 
 
-def _arm_name(field: str, value) -> str:
-    if field == "p":
-        try:
-            return f"p = {format_p(float(value))}"
-        except (TypeError, ValueError):
-            pass
-    return f"{field} = {value}"
-
-
 def _percent(x: float) -> str:
     return f"{100 * x:.0f} %" if abs(x) >= 0.1 else f"{100 * x:.1f} %"
 
@@ -169,7 +160,7 @@ def convergence_sentence(convergence: dict, reference_name: str) -> str:
     field = steps[0]["field"]
     parts = []
     for arm in steps:
-        who = _arm_name(field, arm["value"])
+        who = arm_name(field, arm["value"])
         verdict, rel = arm["verdict"], arm["rel_diff"]
         if verdict == "better":
             parts.append(f"{who} reaches it {_percent(-rel)} sooner [{_percent(-arm['rel_high'])}, {_percent(-arm['rel_low'])}]")
@@ -192,7 +183,7 @@ def convergence_sentence(convergence: dict, reference_name: str) -> str:
     words = {"better": "lower", "worse": "higher", "equivalent": "equivalent", "undecided": "undecided"}
     if auc:
         text += " Area under the validation curve: " + ", ".join(
-            f"{_arm_name(field, a['value'])} {words[a['verdict']]}" for a in auc) + "."
+            f"{arm_name(field, a['value'])} {words[a['verdict']]}" for a in auc) + "."
     censored = sum(r["censored"] for r in convergence["restricted_mean"])
     if censored:
         text += (f" {censored} of {sum(r['runs'] for r in convergence['restricted_mean'])} runs never reached it "

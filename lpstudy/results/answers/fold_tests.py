@@ -40,106 +40,12 @@ anything (many simulated studies at once), so a thousand planted studies take mi
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
+from lpstudy.intervals import (corrected_stats, interval, rho_ratio, share_ratio,  # noqa: F401  (their one home)
+                               variance_components)
+
 VERDICTS = ("better", "equivalent", "worse", "undecided")
-
-
-def share_ratio(k: int) -> float:
-    """n_test / n_train of K-fold cross-validation: 1/(K − 1)."""
-    return 1.0 / (k - 1)
-
-
-def rho_ratio(rho):
-    """The correction's second term at fold correlation ρ: ρ / (1 − ρ) (1/(K − 1) at ρ = 1/K)."""
-    rho = np.asarray(rho, dtype="float64")
-    return rho / (1.0 - rho)
-
-
-def corrected_stats(diffs, k: int, rho=None, cells=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(mean, standard error, degrees of freedom) of the differences along the last axis (NaN left
-    out), the variance corrected for K-fold CV: var × (1/n + 1/(K − 1)), or var × (1/n + ρ/(1 − ρ))
-    at another fold correlation ρ (broadcast against the leading axes). NaN where n < 2.
-
-    cells (one label per position of the last axis; None: every position its own cell): positions
-    of one cell are runs of one (fold[, repeat]) with different training seeds. Then the correction
-    is applied to the partition's share of the spread only (variance_components): training noise is
-    independent from run to run whatever the folds share, so averaging seeds inside each fold shrinks
-    it as 1/S, while the folds' shared training text still bounds the rest."""
-    if cells is not None and len(np.unique(np.asarray(cells))) < np.shape(diffs)[-1]:
-        return _seeded_stats(diffs, k, rho, cells)
-    import warnings
-
-    x = np.asarray(diffs, dtype="float64")
-    n = np.sum(~np.isnan(x), axis=-1)
-    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # an arm without folds: NaN, said by n
-        mean = np.nanmean(x, axis=-1) if x.size else np.full(x.shape[:-1], np.nan)
-        var = np.nanvar(x, axis=-1, ddof=1) if x.size else np.full(x.shape[:-1], np.nan)
-        se = np.sqrt(var * (1.0 / n + (share_ratio(k) if rho is None else rho_ratio(rho))))
-    se = np.where(n >= 2, se, np.nan)
-    return mean, se, (n - 1).astype("float64")
-
-
-def variance_components(diffs, cells) -> dict[str, np.ndarray]:
-    """The two sources of a difference's spread, from runs grouped in cells (a fold, or a (repeat,
-    fold), each run with its own training seed), along the last axis of diffs, by a one-way
-    random-effects ANOVA (the method of moments; Searle, Casella & McCulloch, "Variance Components",
-    1992, ch. 3): seed_var, the within-cell mean square (training noise, σ²_seed; NaN without two seeds
-    in some cell); cell_var, the spread of the cell means; partition_var, what of cell_var the
-    seeds do not explain, cell_var − seed_var · mean(1/n_c), floored at 0 (the partition's share,
-    σ²_fold as the folds show it). Also: means (the cell means, shape (..., cells)), cells (cells with a
-    run), df_seed (the within-cell degrees of freedom), inv_seeds (mean(1/n_c) over those cells)."""
-    import warnings
-
-    x = np.asarray(diffs, dtype="float64")
-    labels = np.asarray(cells)
-    ids = list(dict.fromkeys(labels.tolist()))
-    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        groups = [x[..., labels == c] for c in ids]
-        counts = np.stack([np.sum(~np.isnan(g), axis=-1) for g in groups], axis=-1)
-        means = np.stack([np.nanmean(g, axis=-1) for g in groups], axis=-1)
-        squares = np.stack([np.nansum((g - np.nanmean(g, axis=-1, keepdims=True)) ** 2, axis=-1) for g in groups], axis=-1)
-        present = counts > 0
-        n_cells = present.sum(axis=-1)
-        df_seed = np.sum(np.maximum(counts - 1, 0), axis=-1)
-        seed_var = np.where(df_seed > 0, squares.sum(axis=-1) / df_seed, np.nan)
-        cell_var = np.nanvar(means, axis=-1, ddof=1)
-        inv_seeds = np.nanmean(np.where(present, 1.0 / counts, np.nan), axis=-1)
-        partition_var = np.where(np.isfinite(seed_var), np.maximum(cell_var - seed_var * inv_seeds, 0.0), cell_var)
-    return {"means": means, "cells": n_cells.astype("float64"), "df_seed": df_seed.astype("float64"),
-            "seed_var": seed_var, "cell_var": cell_var, "partition_var": partition_var, "inv_seeds": inv_seeds}
-
-
-def _seeded_stats(diffs, k: int, rho, cells) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """corrected_stats over cells of several seeds: the mean of the C cell means, with
-
-        var = cell_var / C + r · partition_var        (r = 1/(K − 1), or ρ/(1 − ρ))
-
-    the cell means' own spread over C (unbiased for the seeds' share and the folds' observed spread)
-    plus the overlap term of Nadeau & Bengio (2003) on the partition's share alone (with R repeats,
-    C = R·K: Bouckaert & Frank 2004). One seed per cell gives cell_var · (1/C + r), the corrected t
-    itself. Degrees of freedom by Welch–Satterthwaite (Satterthwaite, Biometrics Bulletin 2, 1946) for
-    the linear combination (1/C + r) · cell_var − r · mean(1/n_c) · seed_var of the two mean squares;
-    C − 1 where the partition's share is floored at 0."""
-    parts = variance_components(diffs, cells)
-    c, cell_var, seed_var = parts["cells"], parts["cell_var"], parts["seed_var"]
-    ratio = share_ratio(k) if rho is None else rho_ratio(rho)
-    import warnings
-
-    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # a cell-less arm: NaN, said by C
-        mean = np.nanmean(parts["means"], axis=-1)
-        var = cell_var / c + ratio * parts["partition_var"]
-        a, b = 1.0 / c + ratio, ratio * parts["inv_seeds"] * seed_var
-        satterthwaite = var ** 2 / ((a * cell_var) ** 2 / (c - 1) + b ** 2 / parts["df_seed"])
-        floored = ~(parts["partition_var"] > 0) | ~np.isfinite(seed_var)
-        df = np.where(floored, c - 1, np.clip(satterthwaite, 1.0, c - 1 + parts["df_seed"]))
-        se = np.where(c >= 2, np.sqrt(var), np.nan)
-    return mean, se, np.asarray(df, dtype="float64")
 
 
 def difference_p(mean, se, df) -> np.ndarray:
@@ -159,15 +65,6 @@ def equivalence_p(mean, se, df, margin) -> np.ndarray:
         lower = stdtr(df, -(np.asarray(mean) + margin) / np.asarray(se))  # H0: diff ≤ −margin
         upper = stdtr(df, (np.asarray(mean) - margin) / np.asarray(se))  # H0: diff ≥ +margin
     return np.maximum(lower, upper)
-
-
-def interval(mean, se, df, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-    """The corrected t interval (low, high) at this confidence."""
-    from scipy.special import stdtrit
-
-    with np.errstate(invalid="ignore"):
-        half = stdtrit(df, 0.5 + confidence / 2) * np.asarray(se)
-    return np.asarray(mean) - half, np.asarray(mean) + half
 
 
 def holm(pvalues, alpha: float) -> tuple[np.ndarray, np.ndarray]:
@@ -248,14 +145,3 @@ def holds_up_to_rho(diffs, k: int, margin, alpha: float = 0.05, cells=None) -> n
     last = stands.sum(axis=0)  # grid points it stands at, in a row from the first
     held = np.where(last > 0, grid[np.maximum(last - 1, 0)], 1.0 / k)
     return np.where(base == VERDICTS.index("undecided"), np.nan, held)
-
-
-def paired_t_verdicts(diffs, alpha: float = 0.05) -> np.ndarray:
-    """The plain paired t-test's better/worse (variance / n, no correction, no Holm): what the
-    corrected test is measured against. True where it rejects "no difference"."""
-    from scipy.special import stdtr
-
-    x = np.asarray(diffs, dtype="float64")
-    n = x.shape[-1]
-    t = x.mean(axis=-1) / (x.std(axis=-1, ddof=1) / math.sqrt(n))
-    return 2.0 * stdtr(n - 1, -np.abs(t)) < alpha

@@ -203,15 +203,6 @@ def sequential_verdicts(diffs, max_folds: int, margin, alpha: float, rounds: lis
             "different": different & (verdict == UNDECIDED), "history": history}
 
 
-def simulate(k: int, effects, n_studies: int, sd: float = 1.0, margin: float = 2.0, alpha: float = 0.05,
-             rounds=None, seed: int = 0, rho: float | None = None) -> dict[str, np.ndarray]:
-    """Planted fold differences of n_studies studies: per arm (its true effect in `effects`) K
-    folds of one K-fold CV, correlated as the shared training text makes them (ρ = 1/K, Nadeau &
-    Bengio), replayed through sequential_verdicts. For the tests and benchmarks/bench_verdicts.py."""
-    diffs = planted_differences(k, effects, n_studies, sd, seed, rho=rho)
-    return sequential_verdicts(diffs, k, margin, alpha, rounds_of(k, rounds))
-
-
 def planted_differences(k: int, effects, n_studies: int, sd: float = 1.0, seed: int = 0,
                         n_folds: int | None = None, rho: float | None = None) -> np.ndarray:
     """(n_studies, arms, folds) differences: effect + a study-and-arm shock shared by every fold

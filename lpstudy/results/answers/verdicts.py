@@ -38,7 +38,6 @@ METHOD = ("corrected resampled t over folds (Nadeau & Bengio 2003; repeated CV: 
           "worse beyond the ROPE, equivalent within it by TOST (90 % interval), Holm across arms")
 SEQUENTIAL_METHOD = (", Lan–DeMets O'Brien–Fleming spending with boundaries from the looks' joint distribution "
                      "(Jennison & Turnbull ch. 7), Holm's graph across arms and looks (Maurer & Bretz 2013)")
-RUN_STATES = ("COMPLETE", "FAIL")
 SEQUENTIAL_KEY = "until_decided"  # the spec's entry of a sequential replicate: rounds, alpha, rope, reference
 
 
@@ -68,7 +67,7 @@ def _reference(options: AnswerOptions, data: StudyData, present: list, values: d
     if options.reference is not None:
         from lpstudy.errors import UserError
 
-        from lpstudy.results.tables.verdicts import arm_name
+        from lpstudy.values import arm_name
 
         field = "p" if data.info.kind != "compare" else (data.info.spec.get("compare") or {}).get("factor", "arm")
         shown = ", ".join(arm_name(field, values.get(a, a)) for a in present)

@@ -10,7 +10,8 @@ from pathlib import Path
 from lpstudy.errors import UserError
 from lpstudy.results.replay.traces import RANDOM
 from lpstudy.results.replay.scores import ReplayResult
-from lpstudy.results.replay.methods import FOLD_PRUNER, PRUNER_NAMES, SAMPLER_NAMES, default_method
+from lpstudy.results.replay.methods import FOLD_PRUNER, SAMPLER_NAMES, default_method
+from lpstudy.study.options import PRUNERS
 
 # Random search, the reference, in grey; every other sampler of the catalogue a colour of its own.
 PALETTE = ("#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf")
@@ -28,7 +29,7 @@ def write_chart(result: ReplayResult, path: str | Path) -> Path:
 
     from lpstudy.files import atomic_write
 
-    pruners = [p for p in (*PRUNER_NAMES, FOLD_PRUNER) if any(s.method.pruner == p for s in result.scores)]
+    pruners = [p for p in (*PRUNERS, FOLD_PRUNER) if any(s.method.pruner == p for s in result.scores)]
     panels = [p for p in pruners if p != FOLD_PRUNER] or pruners
     cols = min(2, len(panels))
     rows = (len(panels) + cols - 1) // cols

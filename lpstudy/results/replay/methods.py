@@ -54,7 +54,6 @@ REPLAY_ONLY_SAMPLERS = {
     "gp": OptunaSampler(lambda seed: optuna.samplers.GPSampler(seed=seed), on_request=True),
 }
 SAMPLER_NAMES = (*SEARCH_SAMPLERS, *REPLAY_ONLY_SAMPLERS)
-PRUNER_NAMES = ("none", "median", "sha", "hyperband")
 FOLD_PRUNER = "wilcoxon"  # prunes across folds, not along a curve
 # Samplers paired with the fold pruner (Optuna's example pairs WilcoxonPruner with TPE).
 FOLD_SAMPLERS = ("tpe",)
@@ -94,7 +93,7 @@ def all_methods() -> list[Method]:
     """The catalogue: every sampler with every pruner, without a spread phase and with the default's;
     the GP sampler only when asked (a GP fit a trial: about 40 times a CMA-ES seed's time)."""
     spread = default_method().spread
-    methods = [Method(s, p, n) for n in (0, spread) for s in SAMPLER_NAMES for p in PRUNER_NAMES
+    methods = [Method(s, p, n) for n in (0, spread) for s in SAMPLER_NAMES for p in PRUNERS
                if s not in SAMPLERS_ON_REQUEST and (s not in SAMPLERS_WITHOUT_PRUNERS or p == "none")
                and not (n and s in SAMPLERS_WITHOUT_PRUNERS)]
     methods += [Method(s, FOLD_PRUNER) for s in FOLD_SAMPLERS]
@@ -113,7 +112,7 @@ def pick_methods(text: str | None) -> list[Method]:
     methods = all_methods()
     if text is None:
         return methods
-    methods += [Method(s, p) for s in SAMPLER_NAMES for p in PRUNER_NAMES if Method(s, p) not in methods]
+    methods += [Method(s, p) for s in SAMPLER_NAMES for p in PRUNERS if Method(s, p) not in methods]
     picked: list[Method] = []
     for part in (s.strip() for s in text.split(",")):
         if not part:
@@ -123,7 +122,7 @@ def pick_methods(text: str | None) -> list[Method]:
         sampler, sep, pruner = head.partition("+")
         if not sep or (at and spread_text != "*" and not spread_text.isdigit()):
             raise UserError(f"--methods takes SAMPLER+PRUNER[@N] names, got {part!r}; e.g. tpe+median, cmaes+sha@8, "
-                            f"gp+*; samplers: {', '.join(SAMPLER_NAMES)}; pruners: {', '.join(PRUNER_NAMES)}, "
+                            f"gp+*; samplers: {', '.join(SAMPLER_NAMES)}; pruners: {', '.join(PRUNERS)}, "
                             f"{FOLD_PRUNER}")
         spread = 0 if not at else None if spread_text == "*" else int(spread_text)
         if spread is not None and spread > MAX_SPREAD:
@@ -131,11 +130,11 @@ def pick_methods(text: str | None) -> list[Method]:
                             f"{MAX_SPREAD:,}, as --spread-trials takes")
         found = [m for m in methods if sampler in ("*", m.sampler) and pruner in ("*", m.pruner)
                  and spread in (None, m.spread) and not m.race]
-        if not found and spread and sampler in SAMPLER_NAMES and pruner in PRUNER_NAMES:
+        if not found and spread and sampler in SAMPLER_NAMES and pruner in PRUNERS:
             found = [Method(sampler, pruner, spread)]  # any spread count of a known method
         if not found:
             raise UserError(f"--methods: no method {part!r}; samplers: {', '.join(SAMPLER_NAMES)}; pruners: "
-                            f"{', '.join(PRUNER_NAMES)} ({FOLD_PRUNER} with {', '.join(FOLD_SAMPLERS)}); "
+                            f"{', '.join(PRUNERS)} ({FOLD_PRUNER} with {', '.join(FOLD_SAMPLERS)}); "
                             "@N adds a spread phase of N trials")
         if race is not None:
             found = [dataclasses.replace(m, race=race, race_folds=race_folds) for m in found if not m.over_folds]

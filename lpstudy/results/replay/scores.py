@@ -53,6 +53,7 @@ from typing import Any
 
 import numpy as np
 
+from lpstudy.intervals import wilson_interval
 from lpstudy.results.replay.grid_table import GridTable
 from lpstudy.results.replay.traces import BUDGET, MAX_TRIALS, RANDOM, Trace, run_traces, tuning_fold
 from lpstudy.results.replay.methods import Method, default_method
@@ -65,16 +66,6 @@ HOLD_MARGIN_TIGHT = 0.01
 HOLD_GOAL = 0.80  # issue 45's goal for the default: within HOLD_MARGIN in this share of seeds
 CONFIDENCE = 0.95
 BOOTSTRAP_RESAMPLES = 2000
-
-
-def wilson(hits: int, n: int) -> tuple[float, float]:
-    """The Wilson 95 % interval of a share hits / n."""
-    from statsmodels.stats.proportion import proportion_confint
-
-    if n == 0:
-        return 0.0, 1.0
-    low, high = proportion_confint(hits, n, alpha=1 - CONFIDENCE, method="wilson")
-    return float(low), float(high)
 
 
 def median_interval(values: list[float]) -> tuple[float, float]:
@@ -137,7 +128,7 @@ class MethodScore:
         return float(np.mean(self.holds(margin)))
 
     def hold_ci(self, margin: float = HOLD_MARGIN) -> tuple[float, float]:
-        return wilson(sum(self.holds(margin)), len(self.regret_nats))
+        return wilson_interval(sum(self.holds(margin)), len(self.regret_nats), CONFIDENCE)
 
     @property
     def returned_configs(self) -> list[dict[str, Any] | None]:
@@ -169,7 +160,7 @@ class MethodScore:
 
     @property
     def reach_ci(self) -> tuple[float, float]:
-        return wilson(sum(self.reach), len(self.f))
+        return wilson_interval(sum(self.reach), len(self.f), CONFIDENCE)
 
     @property
     def general_share(self) -> float:
@@ -177,7 +168,7 @@ class MethodScore:
 
     @property
     def general_ci(self) -> tuple[float, float]:
-        return wilson(sum(self.general), len(self.f))
+        return wilson_interval(sum(self.general), len(self.f), CONFIDENCE)
 
     @property
     def ever_share(self) -> float:

@@ -30,11 +30,14 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from lpstudy.results.replay.methods import FOLD_PRUNER
 from lpstudy.results.replay.scores import HOLD_GOAL, mcnemar_p, rank_key, sign_p
+from lpstudy.study.options import PRUNERS
 
 ALPHA = 0.05
-# Simpler first: pruners, then samplers (a rank each; equal ranks are equally simple).
-PRUNER_SIMPLICITY = {"none": 0, "median": 1, "sha": 2, "hyperband": 3, "wilcoxon": 4}
+# Simpler first: pruners (in the catalogue's order, simplest first; the fold pruner last), then
+# samplers (a rank each; equal ranks are equally simple).
+PRUNER_SIMPLICITY = {name: rank for rank, name in enumerate((*PRUNERS, FOLD_PRUNER))}
 SAMPLER_SIMPLICITY = {"random": 0, "tpe": 1, "tpe-optuna": 1, "cmaes": 1, "gp": 2}
 
 

@@ -9,7 +9,7 @@ import math
 import pandas as pd
 
 from lpstudy.results.answers.answer_types import VerdictAnswer
-from lpstudy.results.tables.verdicts import arm_name
+from lpstudy.values import arm_name
 
 CONVERGENCE_COLUMNS = ("arm", "endpoint", "verdict", "relative", "interval (relative)", "folds to decide", "folds",
                        "censored", "mean", "diff")

@@ -11,7 +11,7 @@ import math
 import pandas as pd
 
 from lpstudy.results.answers.answer_types import StageArm, VerdictAnswer
-from lpstudy.values import format_p
+from lpstudy.values import arm_name
 
 # "p-value (...)", never a bare "p": p is the norm's exponent in the arm's name beside it
 VERDICT_COLUMNS = ("arm", "verdict", "diff", "interval (nats)", "relative", "interval (relative)",
@@ -19,16 +19,6 @@ VERDICT_COLUMNS = ("arm", "verdict", "diff", "interval (nats)", "relative", "int
 VERDICT_COLOURS = {"better": "#2a9d4b", "equivalent": "#3b6fb6", "worse": "#c8412c", "undecided": "#9a9a9a"}
 NEUTRAL_COLOUR = "#444444"  # the reference: it has no verdict of its own
 COLOUR_RULE = "Colour: the verdict (green better, blue equivalent, red worse, grey undecided; the reference dark)"
-
-
-def arm_name(field: str, value) -> str:
-    """'p = 2', 'p = ∞', 'n_layer = 4'."""
-    if field == "p":
-        try:
-            return f"p = {format_p(float(value))}"
-        except (TypeError, ValueError):
-            return f"p = {value}"
-    return f"{field} = {value}"
 
 
 def _num(value, spec: str) -> str:

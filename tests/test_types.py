@@ -1,0 +1,97 @@
+"""The storage layer is typed strictly: `mypy --strict` over lpstudy/db/ finds nothing (the settings are
+pyproject.toml's [tool.mypy]: third-party packages without types read as Any, the rest of lpstudy read
+for the types it gives), and the check is one that fails: a wrong attribute planted in a copy of the
+package is found."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.study_helpers import ROOT
+
+CACHE = ROOT / ".mypy_cache"  # shared by both runs: the copy's unchanged modules are read from it
+
+
+def strict_check(root: Path) -> subprocess.CompletedProcess:
+    """`mypy --strict lpstudy/db` run in root with its pyproject.toml; files named by path, so that
+    the package is root's own (the folder of the files named comes before the environment's paths)."""
+    env = {k: v for k, v in os.environ.items() if k != "MYPYPATH"}
+    return subprocess.run([sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(CACHE), "lpstudy/db"],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_the_storage_layer_is_strictly_typed():
+    done = strict_check(ROOT)
+    assert done.returncode == 0 and done.stdout.startswith("Success: no issues found"), done.stdout + done.stderr
+
+
+def test_the_strict_check_finds_a_wrong_attribute_planted_in_a_copy(tmp_path):
+    shutil.copytree(ROOT / "lpstudy", tmp_path / "lpstudy", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    sqlite = tmp_path / "lpstudy" / "db" / "kinds" / "sqlite.py"
+    text = sqlite.read_text()
+    assert "url = self.display_url\n" in text
+    sqlite.write_text(text.replace("url = self.display_url\n", "url = self.display_ur1\n", 1))
+    done = strict_check(tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert 'lpstudy/db/kinds/sqlite.py' in done.stdout and '"SQLiteStorage" has no attribute "display_ur1"' in done.stdout, \
+        done.stdout
+
+
+def test_the_written_out_options_are_options_py_s():
+    """lpstudy/study/spec_fields.py shows StudySpec's option fields to a reader and a type checker, as
+    lpstudy/training/config_fields.py shows TrainConfig's (lpstudy.declared): generated from OPTIONS
+    (`python -m lpstudy.study.options`), it must say what OPTIONS says, and StudySpec must have
+    exactly those option fields with those defaults."""
+    import dataclasses
+
+    from lpstudy.study.options import OPTIONS, OPTIONS_STUB, options_stub
+    from lpstudy.study.spec import StudySpec
+    from lpstudy.study.spec_fields import DeclaredOptions
+
+    assert (ROOT / OPTIONS_STUB).read_text(encoding="utf-8") == options_stub(), \
+        "run `python -m lpstudy.study.options` to write lpstudy/study/spec_fields.py again"
+    declared = [(f.name, f.default) for f in dataclasses.fields(DeclaredOptions)]
+    assert declared == [(f.name, f.default) for f in dataclasses.fields(StudySpec) if f.name in OPTIONS] == \
+        [(o.name, o.default) for o in OPTIONS.values()]
+
+
+def test_adding_an_option_is_its_line_then_the_written_class_again(monkeypatch):
+    """A new StudyOption line makes the written class stale (the check above fails) until it is
+    written again, and the class written then has the field, typed, with its default and help."""
+    from lpstudy.study import options
+
+    before = options.options_stub()
+    added = options.StudyOption("warm_folds", int, 3, "Folds run before the race starts", bound=(1, 100))
+    monkeypatch.setitem(options.OPTIONS, "warm_folds", added)
+    options_stub_text = options.options_stub()
+    assert options_stub_text != before and options_stub_text != (ROOT / options.OPTIONS_STUB).read_text(encoding="utf-8")
+    assert "    # Folds run before the race starts\n    warm_folds: int = 3\n" in options_stub_text
+    namespace: dict = {}
+    exec(compile(options_stub_text, "spec_fields.py", "exec"), namespace)
+    import dataclasses
+
+    assert [f.name for f in dataclasses.fields(namespace["DeclaredOptions"])][-1] == "warm_folds"
+
+
+def test_a_type_checker_sees_the_specs_options_and_refuses_one_it_lacks(tmp_path):
+    """mypy reads StudySpec's option fields (56 "StudySpec has no attribute" findings before they were
+    written out): an option reads as its type, a name that is no option is an error."""
+    check = tmp_path / "uses_spec.py"
+    check.write_text("from lpstudy.study.spec import StudySpec\n\n\n"
+                     "def folds_raced(spec: StudySpec) -> int:\n"
+                     "    return spec.race_folds + spec.race\n\n\n"
+                     "def threshold(spec: StudySpec) -> float | None:\n"
+                     "    return spec.loss_threshold\n\n\n"
+                     "def wrong(spec: StudySpec) -> None:\n"
+                     "    print(spec.race_fold)\n")
+    env = {**{k: v for k, v in os.environ.items() if k != "MYPYPATH"}, "MYPYPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(CACHE), str(check)],  # as above: one cache
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    errors = [line for line in done.stdout.splitlines() if ": error:" in line]
+    assert len(errors) == 1 and 'uses_spec.py:13: error: "StudySpec" has no attribute "race_fold"' in errors[0], \
+        done.stdout + done.stderr
