@@ -205,7 +205,8 @@ def repeat_rows(n: int, sd: float, rope: float) -> list[list]:
                 at = shared_repeats(k, r, n, rho, 0.5, rope, sd, seed=1000 * k + 10 * r + int(100 * rho))
                 hit = shared_repeats(k, r, n, rho, 0.5, 0.02, sd, seed=2000 * k + 10 * r + int(100 * rho))
                 rows.append([k, label, r, rate(np.isin(fold_verdicts(at, k, rope)["verdict"], wrong)),
-                             rate(fold_verdicts(hit, k, rope)["verdict"] == VERDICTS.index("worse")), "≤ 5 %; rising"])
+                             rate(fold_verdicts(hit, k, rope)["verdict"] == VERDICTS.index("worse")),
+                             "≤ 5 %; rising"])
     return rows
 
 
