@@ -179,6 +179,66 @@ def scale_rows(repeats: int) -> list[list]:
             *[[name, f"{len(trials):,}", f"{s:.3f}", f"{s / base:.1f}"] for name, s in timings.items()]]
 
 
+def shared_repeats(k: int, repeats: int, n: int, rho: float, shared: float, effect: float, sd: float,
+                   seed: int) -> np.ndarray:
+    """(n, 1, R·K) fold differences of R repeated CVs whose folds correlate at rho within a CV, a
+    share `shared` of that correlation common to every repeat (0: Bouckaert & Frank's independent
+    repeats; 1: every repeat the same correlated draw)."""
+    rng = np.random.default_rng(seed)
+    common = rng.normal(0.0, sd * math.sqrt(rho * shared), (n, 1, 1))
+    own_repeat = rng.normal(0.0, sd * math.sqrt(rho * (1 - shared)), (n, repeats, 1))
+    own = rng.normal(0.0, sd * math.sqrt(1 - rho), (n, repeats, k))
+    return (effect + common + own_repeat + own).reshape(n, 1, repeats * k)
+
+
+def repeat_rows(n: int, sd: float, rope: float) -> list[list]:
+    """--repeats where the repeats share half the fold correlation: false better/worse at a true
+    difference at the ROPE (+rope: "worse" is then false), and the power for a 0.02-nat effect."""
+    from lpstudy.results.answers.fold_tests import VERDICTS, fold_verdicts
+
+    wrong = [VERDICTS.index("better"), VERDICTS.index("worse")]
+    rows = [["K", "fold correlation ρ", "repeats R", "false better/worse at +ROPE", "power, 0.02-nat effect",
+             "a reviewer expects"]]
+    for k in (5, 10):
+        for rho, label in ((1.0 / k, "1/K (the model)"), (0.5, "0.5")):
+            for r in (1, 3, 5):
+                at = shared_repeats(k, r, n, rho, 0.5, rope, sd, seed=1000 * k + 10 * r + int(100 * rho))
+                hit = shared_repeats(k, r, n, rho, 0.5, 0.02, sd, seed=2000 * k + 10 * r + int(100 * rho))
+                rows.append([k, label, r, rate(np.isin(fold_verdicts(at, k, rope)["verdict"], wrong)),
+                             rate(fold_verdicts(hit, k, rope)["verdict"] == VERDICTS.index("worse")),
+                             "≤ 5 %; rising"])
+    return rows
+
+
+def interval_rows(n: int, sd: float, rope: float) -> list[list]:
+    """Three arms (effects 0, ±1.5 ROPE, 3 ROPE) of K-fold studies: how often the printed interval and
+    the verdict disagree (an interval wholly beyond the ROPE printed "undecided", or inside it and
+    not "equivalent"), with the 1 − alpha interval (before) and the one the verdict used (now)."""
+    from lpstudy.results.answers.fold_tests import (VERDICTS, beyond_p, equivalence_p, fold_verdicts, holm_levels,
+                                                    interval)
+    from lpstudy.results.answers.sequential import planted_differences
+
+    rows = [["K", "arms disagreeing: 95 % interval (before)", "the verdict's interval (now)", "a reviewer expects"]]
+    for k in (2, 3, 5, 10):
+        d = planted_differences(k, [0.0, 1.5 * rope, 3 * rope], n, sd=sd / 3, seed=50 + k)
+        t = fold_verdicts(d, k, rope)
+        code = t["verdict"]
+        beyond = 1 - holm_levels(beyond_p(t["mean"], t["se"], t["df"], rope), 0.05)
+        within = 1 - 2 * holm_levels(equivalence_p(t["mean"], t["se"], t["df"], rope), 0.05)
+        decided_beyond = np.isin(code, [VERDICTS.index("better"), VERDICTS.index("worse")])
+        used = np.where(decided_beyond, beyond, np.where(code == VERDICTS.index("equivalent"), within,
+                                                         np.fmax(beyond, within)))
+
+        def disagree(level):
+            low, high = interval(t["mean"], t["se"], t["df"], level)
+            out = (high < -rope) | (low > rope)
+            inside = (low > -rope) & (high < rope)
+            return (out != decided_beyond) | (inside != (code == VERDICTS.index("equivalent")))
+
+        rows.append([k, rate(disagree(0.95)), rate(disagree(used)), "0"])
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--studies", type=int, default=10000, help="simulated studies per row (default 10000)")
@@ -186,12 +246,32 @@ def main() -> None:
                                                                 "a real smoke replicate's)")
     parser.add_argument("--rope", type=float, default=None, help="ROPE in nats (default: the verdicts' default)")
     parser.add_argument("--repeats", type=int, default=5, help="timings of the 100,000-trial verdicts (median)")
+    parser.add_argument("--only", choices=["edge-cases"], default=None,
+                        help="edge-cases: only --repeats sharing fold correlation and the printed interval "
+                             "(writes benchmarks/results/verdicts-edge-cases.md)")
     add_result_argument(parser, "verdicts")
     args = parser.parse_args()
     from lpstudy.results.answers import DEFAULT_ROPE
 
     rope = args.rope if args.rope is not None else DEFAULT_ROPE.value
     load = load_average()
+    if args.only == "edge-cases":
+        repeats = repeat_rows(args.studies, args.sd, rope)
+        more = [("The printed interval against the verdict, three arms (no effect, 1.5 ROPE, 3 ROPE) at a fold "
+                 f"spread of {args.sd / 3:g} nats: before, the 1 − alpha interval whatever Holm's step; now, the "
+                 "interval at the level the verdict was decided at.", interval_rows(args.studies, args.sd, rope))]
+        for rows in (repeats, more[0][1]):
+            for row in rows:
+                print(" | ".join(map(str, row)))
+        write_result("verdicts-edge-cases" if args.result == "verdicts" else args.result, None, repeats,
+                     title="Verdicts: repeats that share fold correlation, and the interval a verdict prints",
+                     notes=(f"{args.studies:,} simulated studies per row; fold differences with standard deviation "
+                            f"{args.sd:g} nats, ROPE ±{rope:g} nats, alpha 0.05, Wilson 95 % intervals. R repeated "
+                            "CVs whose folds correlate at ρ within a CV, half of that correlation common to every "
+                            "repeat (Bouckaert & Frank's test takes the repeats as independent); the true "
+                            "difference +ROPE, where \"worse\" is false, and 0.02 nats for the power."),
+                     more_tables=more, load_at_start=load)
+        return
     tables = [("Fold correlation: the correction assumes ρ = 1/K; real K-fold CV may correlate more (Bengio & "
                "Grandvalet 2004). A verdict that claims to hold at ρ = 0.5 has holds_up_to_rho ≥ 0.5.",
                correlation_rows(args.studies, args.sd, rope)),

@@ -315,7 +315,7 @@ def test_a_replicate_study_shows_grid_progress_and_the_verdicts(seeded):
     assert verdicts["verdict"].iloc[0] == "reference"
     assert set(verdicts["verdict"].iloc[1:]) <= {"better", "equivalent", "worse", "undecided"}
     # folds still to run: an interim reading, no verdict at full alpha (no peeking)
-    assert any(m.value.startswith("**Verdict.** Interim reading, 3 of the 4 runs per arm in") for m in effect.markdown)
+    assert any(m.value.startswith("**Verdict.** Interim reading, 1 to 4 of the 4 runs per arm (") for m in effect.markdown)
     effect.selectbox(key="reference_p").set_value(3.0).run()  # another reference p
     assert effect.dataframe[0].value["arm"].iloc[0] == "p = 3"
     effect.text_input(key="rope").set_value("20%").run()  # a ROPE of ±20 %: stated; still interim, so undecided

@@ -73,7 +73,7 @@ def _plain(value):
 class Importance(Part):
     """How much of the loss's variation each field explains (shares empty and reason set where
     nothing can be estimated). A replicate's or grid's (answers.fold_importance): the within-fold
-    ANOVA, shares are partial ω², unclipped; a search's (analysis.importance): its own type II shares."""
+    ANOVA, shares are partial ω², median-unbiased (inside low–high); a search's (analysis.importance): its own type II shares."""
 
     shares: dict[str, float] = _field(default_factory=dict)  # {field: share}
     low: dict[str, float] = _field(default_factory=dict)  # {field: the share's interval, low end} (noncentral F)
@@ -83,6 +83,7 @@ class Importance(Part):
     p_value: float | None = None  # the within-fold ANOVA's F test corrected for the folds' correlation
     f_corrected: float | None = None  # its F
     eta_squared: float | None = None
+    omega_squared: float | None = None  # a replicate's: the moment estimate of ω², unclipped (shares: median-unbiased)
     eta_squared_null: float | None = None  # what noise alone gives
     n_folds: int | None = None
     n_arms: int | None = None
@@ -129,6 +130,7 @@ class Reference(Part):
     n_folds: int = 0
     failed_runs: int = 0  # runs that diverged or ended without a finite loss
     p: Value | None = None  # its p, where the field is p
+    runs_in: int | None = None  # runs of the design that are over (usable or failed)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -143,6 +145,7 @@ class ArmVerdict(Part):
     reference_failed_runs: int = 0
     runs: int = 0  # run positions of the design: R × K
     barred_by_failures: bool = False  # a verdict the failed runs took away
+    all_failed: bool | None = None  # true where every run failed: "worse" by the failure rule (left out otherwise)
     n_folds: int = 0  # folds paired with the reference
     mean: float = 0.0
     diff: float = 0.0  # mean difference from the reference (nats; below 0: lower loss)
@@ -153,6 +156,7 @@ class ArmVerdict(Part):
     rel_high: float | None = None
     equivalence_low: float | None = None  # the 1 − 2·alpha interval TOST uses
     equivalence_high: float | None = None
+    confidence: float | None = None  # the level of low/high: the one the verdict was decided at (Holm's step)
     p_value_difference: float | None = None  # Holm-adjusted across arms (a sequential study: its last look's)
     p_value_equivalence: float | None = None  # Holm-adjusted
     p_value_beyond_rope: float | None = None  # Holm-adjusted; it decides better/worse
@@ -169,6 +173,7 @@ class ArmVerdict(Part):
     sigma_seed: float | None = None
     cells: int = 0
     seeds: float = 1.0
+    runs_in: int | None = None  # runs of the design that are over (usable or failed)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -381,6 +386,10 @@ class VerdictAnswer(StudyAnswer):
     rope: Rope = _field(default_factory=Rope)
     stability: Stability = _field(default_factory=Stability)
     interim: bool = False  # true while any run of the design is still to come
+    # a cell run twice: [{value, fold, (repeat, seed), counted: the trial number that counts (the first
+    # COMPLETE), left_out: the others}]; PRUNED runs per arm [{value, runs}], counted as failed
+    duplicates: list[dict] | None = None
+    pruned: list[dict] | None = None
     sequential: Sequential | None = None  # where --until-decided ran
     to_decide: ToDecide | None = None  # where an arm is undecided
     convergence: Convergence | None = None  # None without learning curves

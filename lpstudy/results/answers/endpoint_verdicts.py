@@ -12,11 +12,19 @@ What the engine adds to the tests:
 - failed runs count (`failed`: diverged, FAIL, or a non-finite endpoint): they are left out of the
   pairs, but an arm with a failed run can be neither better nor equivalent, and one whose reference
   failed where it did not can be neither worse nor equivalent (survivorship: the runs that finished
-  are not a sample of the runs that were made); failed_runs says how many.
+  are not a sample of the runs that were made); failed_runs says how many. An arm every run of which
+  failed, against a reference with a usable run, is "worse" by that rule (`all_failed`): a run that
+  gives no model counts against the arm that made it, and there is no difference to test.
 - no peeking: where any run of the design has not happened yet (NaN, not failed) and no sequential
   design chose the look (`tests` not given), every row is an interim reading: its numbers are shown,
   its verdict is "undecided" and `interim` is true. A verdict at full alpha is given only
   on the full design.
+- one interval per arm, the one the verdict was decided on (`confidence` its level): better or worse,
+  the 1 − a interval of the test beyond the ROPE at the arm's Holm step a (alpha/m for the smallest
+  p-value, ...; the step that stopped Holm's procedure for every arm from there on: fold_tests.holm_levels);
+  equivalent, TOST's 1 − 2a interval at its own Holm step; undecided, the wider of the two, so an
+  interval printed wholly beyond the ROPE or wholly inside it always carries that verdict. A sequential
+  design's rows keep the 1 − alpha interval of their last look.
 - holds_up_to_rho: the largest fold correlation at which the verdict still stands (fold_tests).
 - a study that repeats its CV (columns (repeat, fold)): every repeat's folds are more positions of
   Bouckaert & Frank's corrected repeated k-fold test (fold_tests), and measured_rho, the fold
@@ -31,7 +39,8 @@ import numpy as np
 import pandas as pd
 
 from lpstudy.results.answers.decide import arm_design
-from lpstudy.results.answers.fold_tests import VERDICTS, fold_verdicts, holds_up_to_rho, interval, variance_components
+from lpstudy.results.answers.fold_tests import (VERDICTS, beyond_p, equivalence_p, fold_verdicts, holds_up_to_rho,
+                                                holm_levels, interval, variance_components)
 from lpstudy.results.answers.options import AnswerOptions
 
 UNDECIDED = VERDICTS.index("undecided")
@@ -130,6 +139,8 @@ def endpoint_verdicts(table: pd.DataFrame, reference, *, k: int, margin: float,
     interim = not sequential and bool(_folds(table) < k or (table.isna() & ~fails).to_numpy().any())
     ref_failed = int(fails.loc[reference].sum())
     codes = np.asarray(tests["verdict"]).copy()
+    usable = table.where(~fails)
+    ref_usable = bool(usable.loc[reference].notna().any())
     rows = []
     for i, arm in enumerate(others):
         arm_failed = int(fails.loc[arm].sum())
@@ -137,17 +148,25 @@ def endpoint_verdicts(table: pd.DataFrame, reference, *, k: int, margin: float,
         barred = ({"better", "equivalent"} if arm_failed else set()) | ({"worse", "equivalent"} if ref_failed else set())
         if interim or verdict in barred:
             codes[i] = UNDECIDED
+        # every run of the arm failed, the reference has a usable one: worse by the failure rule
+        all_failed = (not interim and not sequential and arm_failed > 0 and ref_usable
+                      and not usable.loc[arm].notna().any())
+        if all_failed:
+            codes[i] = VERDICTS.index("worse")
         rows.append({"arm": arm, "interim": interim, "failed_runs": arm_failed, "reference_failed_runs": ref_failed,
-                     "runs": int(table.shape[1]), "barred_by_failures": verdict in barred and not interim})
+                     "runs": int(table.shape[1]), "barred_by_failures": verdict in barred and not interim,
+                     **({"all_failed": True} if all_failed else {})})
     n_undecided = int(np.sum(codes == UNDECIDED))
     different = np.asarray(tests.get("different", np.zeros(len(others), bool)))
+    levels = _levels(tests, codes, margin, options.alpha, sequential)
     for i, row in enumerate(rows):
         arm = row["arm"]
         paired = ~np.isnan(diffs[i])
         pairs = diffs[i][paired]
         mean, se, df = float(tests["mean"][i]), float(tests["se"][i]), float(tests["df"][i])
-        low, high = (float(x) for x in interval(mean, se, df, 1 - options.alpha))
-        low90, high90 = (float(x) for x in interval(mean, se, df, 1 - 2 * options.alpha))
+        confidence, tost = levels[0][i], levels[1][i]
+        low, high = (float(x) for x in interval(mean, se, df, confidence))
+        low90, high90 = (float(x) for x in interval(mean, se, df, tost))
         rel = (lambda x: x / ref_mean) if ref_mean else (lambda x: math.nan)
         verdict = VERDICTS[int(codes[i])]
         row.update({
@@ -157,8 +176,11 @@ def endpoint_verdicts(table: pd.DataFrame, reference, *, k: int, margin: float,
             "equivalence_low": low90, "equivalence_high": high90,
             "p_value_difference": float(tests["p_difference"][i]), "p_value_equivalence": float(tests["p_equivalence"][i]),
             "p_value_beyond_rope": float(tests["p_beyond"][i]) if "p_beyond" in tests else math.nan,
-            "verdict": verdict, "region": _region(verdict, bool(different[i]), row["interim"]),
-            "holds_up_to_rho": float(holds[i]) if verdict != "undecided" and math.isfinite(holds[i]) else None,
+            "confidence": float(confidence) if math.isfinite(confidence) else None,
+            "verdict": verdict, "region": "every run failed" if row.get("all_failed") else
+            _region(verdict, bool(different[i]), row["interim"]),
+            "holds_up_to_rho": float(holds[i]) if verdict != "undecided" and math.isfinite(holds[i])
+            and not row.get("all_failed") else None,
             "measured_rho": float(measured[i]) if math.isfinite(measured[i]) else None,
             "folds_to_decide": None, "decided_by": None,
             **_components(parts, i, cells)})
@@ -168,6 +190,21 @@ def endpoint_verdicts(table: pd.DataFrame, reference, *, k: int, margin: float,
             design = arm_design(row, k, margin, options.alpha, n_undecided)
             row["folds_to_decide"], row["decided_by"] = design["runs_per_arm"], design["test"]
     return rows
+
+
+def _levels(tests: dict, codes: np.ndarray, margin: float, alpha: float, sequential: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(the confidence of each arm's printed interval, that of its equivalence interval): the levels
+    its verdict was decided at (the module's docstring); 1 − alpha and 1 − 2·alpha for a sequential
+    design, whose looks spend their own levels."""
+    m = len(codes)
+    if sequential:
+        return np.full(m, 1 - alpha), np.full(m, 1 - 2 * alpha)
+    mean, se, df = (np.asarray(tests[key], dtype="float64") for key in ("mean", "se", "df"))
+    beyond = 1 - holm_levels(beyond_p(mean, se, df, margin), alpha)
+    within = 1 - 2 * holm_levels(equivalence_p(mean, se, df, margin), alpha)
+    shown = np.where(np.isin(codes, [VERDICTS.index("better"), VERDICTS.index("worse")]), beyond,
+                     np.where(codes == VERDICTS.index("equivalent"), within, np.fmax(beyond, within)))
+    return shown, within
 
 
 def _components(parts: dict, i: int, cells) -> dict:

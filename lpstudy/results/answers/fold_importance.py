@@ -17,9 +17,13 @@ resampled t (with two arms F_c is its square). The p-value is F_c's. (A within-f
 the arm labels treats the correlated part as an effect: 23–26 % of no-effect studies came out
 "significant" with it; it is gone.)
 
-The effect size is the arm's partial ω² from F_c (Olejnik and Algina, "Generalized eta and omega
-squared statistics", Psychological Methods 8, 2003: df_arm·(F − 1) / (df_arm·(F − 1) + N)), not
-clipped at 0: a negative value says the arms differ less than noise alone would make them. Its interval
+The effect size is the arm's partial ω² = λ / (λ + N), λ the noncentrality of F_c's distribution.
+The share shown is its median-unbiased estimate: the λ at which F(a − 1, (a − 1)(K − 1), λ) puts F_c
+at its median (Steiger 2004's inversion at 50 %), so it always lies inside its own interval below (the
+moment estimate of Olejnik and Algina, "Generalized eta and omega squared statistics", Psychological
+Methods 8, 2003, df_arm·(F − 1) / (df_arm·(F − 1) + N), fell below the interval's lower end 0 in about
+a third of no-effect studies; it is kept, unclipped, as `omega_squared`: a negative value says the
+arms differ less than noise alone would make them). Its interval
 is the noncentral-F interval (Steiger, "Beyond the F test: effect size confidence intervals and tests of
 close fit in the analysis of variance and contrast analysis", Psychological Methods 9, 2004): the
 noncentrality λ whose F(a − 1, (a − 1)(K − 1), λ) puts F_c at its 97.5th and 2.5th percentiles,
@@ -65,10 +69,15 @@ def omega_squared(f_stat: float, df_arm: int, n: int) -> float:
 def noncentrality_interval(f_stat: float, df1: int, df2: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """The interval of the noncentrality λ of F(df1, df2, λ) given an observed F (Steiger 2004): the λ
     at which F is the upper and the lower (1 − confidence)/2 point; 0 where even λ = 0 puts F lower."""
+    tail = (1.0 - confidence) / 2
+    return noncentrality_at(f_stat, df1, df2, 1.0 - tail), noncentrality_at(f_stat, df1, df2, tail)
+
+
+def noncentrality_at(f_stat: float, df1: int, df2: int, target: float) -> float:
+    """The λ at which F(df1, df2, λ)'s cdf at f_stat is target (0.5: the median-unbiased estimate of λ);
+    0 where even λ = 0 puts it lower. The cdf falls as λ grows, so a higher target gives a lower λ."""
     from scipy.optimize import brentq
     from scipy.stats import f as central, ncf
-
-    tail = (1.0 - confidence) / 2
 
     def cdf(lam: float) -> float:
         value = float(central.cdf(f_stat, df1, df2)) if lam <= 0 else float(ncf.cdf(f_stat, df1, df2, lam))
@@ -84,7 +93,7 @@ def noncentrality_interval(f_stat: float, df1: int, df2: int, confidence: float 
             high = min(LAMBDA_MAX, high * 2)
         return float(brentq(lambda lam: cdf(lam) - target, 0.0, high, xtol=1e-6))
 
-    return solve(1.0 - tail), solve(tail)
+    return solve(target)
 
 
 def anova_table(table: pd.DataFrame) -> pd.DataFrame:
@@ -137,13 +146,15 @@ def fold_importance(table: pd.DataFrame, field: str, k: int | None = None, seed:
     null_f = f_dist.ppf(0.95, df1, df2)
     draws = f_dist.rvs(df1, df2, size=N_NULL_DRAWS, random_state=np.random.default_rng(seed)) * correlation_factor(k)
     null_eta = draws * df1 / (draws * df1 + df2)  # η² = SS_arm / (SS_arm + SS_err) at those F
-    return {"shares": {field: omega_squared(f_c, df1, n)}, "low": {field: lam_low / (lam_low + n)},
-            "high": {field: lam_high / (lam_high + n)}, "null": omega_squared(float(null_f), df1, n),
+    lam_mid, lam_null = noncentrality_at(f_c, df1, df2, 0.5), noncentrality_at(float(null_f), df1, df2, 0.5)
+    return {"shares": {field: lam_mid / (lam_mid + n)}, "low": {field: lam_low / (lam_low + n)},
+            "high": {field: lam_high / (lam_high + n)}, "null": lam_null / (lam_null + n),
+            "omega_squared": omega_squared(f_c, df1, n),
             "p_value": float(f_dist.sf(f_c, df1, df2)), "f_corrected": float(f_c),
             "eta_squared": ss_arm / (ss_arm + ss_err), "eta_squared_null": float(np.mean(null_eta)),
             "n_folds": int(f), "n_arms": int(a), "k": k, "confidence": CONFIDENCE,
             "method": (f"two-way ANOVA within folds, F corrected for the {k}-fold CV's correlation "
-                       f"(÷ {correlation_factor(k):.2f}, ρ = 1/K); partial ω² unclipped; noncentral-F "
+                       f"(÷ {correlation_factor(k):.2f}, ρ = 1/K); partial ω² median-unbiased inside its noncentral-F "
                        f"{100 * CONFIDENCE:.0f} % interval (Steiger 2004)"),
             "reason": (f"{field} is the only field this study varies (fold is a block, not a cause): its bar is "
                        f"{field}'s partial ω² within folds, with its {100 * CONFIDENCE:.0f} % interval, next to what "

@@ -85,6 +85,29 @@ def holm(pvalues, alpha: float) -> tuple[np.ndarray, np.ndarray]:
         return adjusted <= alpha, adjusted
 
 
+def holm_levels(pvalues, alpha: float) -> np.ndarray:
+    """The level each p-value (last axis) was tested at by Holm's step-down (holm): alpha/m for the
+    smallest, alpha/(m − 1) for the next, ... up to the first step that does not reject; that step's
+    level for it and every larger p-value (none of them is rejected at it, since each p-value is at
+    least the one that stopped the procedure). So a p-value is rejected exactly where it is ≤ its
+    level, and the 1 − level interval of a test that rejects where its interval excludes a region is
+    the interval Holm's decision was made on. NaN where the p-value is NaN."""
+    p = np.asarray(pvalues, dtype="float64")
+    order = np.argsort(np.where(np.isnan(p), np.inf, p), axis=-1, kind="stable")
+    ranked = np.take_along_axis(p, order, axis=-1)
+    m = np.sum(~np.isnan(p), axis=-1, keepdims=True)
+    own = alpha / np.maximum(m - np.arange(p.shape[-1]), 1)  # the level of each step
+    with np.errstate(invalid="ignore"):
+        stopped = np.logical_or.accumulate(~(ranked <= own), axis=-1)  # this step or an earlier one did not reject
+    first = np.argmax(stopped, axis=-1)[..., None]  # the step that stopped it (where one did)
+    stop_level = np.take_along_axis(own, first, axis=-1) if own.ndim == p.ndim else own[first]
+    stepped = np.where(stopped, stop_level, own)
+    stepped = np.where(np.isnan(ranked), np.nan, stepped)
+    levels = np.empty_like(stepped)
+    np.put_along_axis(levels, order, stepped, axis=-1)
+    return levels
+
+
 def beyond_p(mean, se, df, margin) -> np.ndarray:
     """Two-sided p-value of the minimum-effect test of |difference| ≤ margin: twice the smaller of
     the one-sided p-values of d ≥ −margin (rejected: better) and d ≤ +margin (rejected: worse),

@@ -34,8 +34,9 @@ from lpstudy.results.answers.stability_verdicts import stability_answer
 from lpstudy.results.reading.frames import StudyData
 from lpstudy.values import REFERENCE_P, format_p, json_safe
 
-METHOD = ("corrected resampled t over folds (Nadeau & Bengio 2003; repeated CV: Bouckaert & Frank 2004), better or "
-          "worse beyond the ROPE, equivalent within it by TOST (90 % interval), Holm across arms")
+METHOD = ("corrected resampled t over folds (Nadeau & Bengio 2003; repeated CV: Bouckaert & Frank 2004, repeats taken "
+          "as independent), better or worse beyond the ROPE, equivalent within it by TOST (90 % interval), Holm across "
+          "arms, each interval at the level its verdict was decided at")
 SEQUENTIAL_METHOD = (", Lan–DeMets O'Brien–Fleming spending with boundaries from the looks' joint distribution "
                      "(Jennison & Turnbull ch. 7), Holm's graph across arms and looks (Maurer & Bretz 2013)")
 SEQUENTIAL_KEY = "until_decided"  # the spec's entry of a sequential replicate: rounds, alpha, rope, reference
@@ -99,23 +100,14 @@ def endpoint_table(trials: pd.DataFrame, column: str, k: int) -> tuple[pd.DataFr
     loss, or where its runs ended FAIL and none is COMPLETE or still to run (a FAIL that a retry made
     good is the machine's failure, not the arm's). ended: one row per run that counts (arm, fold,
     diverged, trial_id) for the stability verdicts, a failed run counted as diverged."""
-    positions = ["repeat", "fold"] if "repeat" in trials and trials["repeat"].fillna(0).nunique() > 1 else ["fold"]
-    runs = trials[trials[column].notna() & trials["fold"].notna()].copy()
-    if "repeat" in runs:
-        runs["repeat"] = runs["repeat"].fillna(0).astype(int)
-    # --seeds: several seeds inside a cell (a study whose folds merely differ in seed has one a cell)
-    seeded = "seed" in runs and bool(runs.groupby([column, *positions])["seed"].nunique().gt(1).any())
-    if seeded:
-        runs["seed"] = runs["seed"].fillna(0).astype("int64")
-        positions = [*positions, "seed"]
-    runs["fold"] = runs["fold"].astype(int)
+    runs, positions, seeded, _ = counted_runs(trials, column)
     value = runs["value"].where(runs["value"].notna(), runs.get("final_val_loss")).astype("float64")
     complete = runs["state"] == "COMPLETE"
     diverged = runs["diverged"].fillna(False).astype(bool)
     usable = complete & ~diverged & np.isfinite(value)
     runs["loss"] = value.where(usable)
     runs["bad"] = complete & ~usable
-    runs["ok"], runs["fail"] = usable, runs["state"] == "FAIL"
+    runs["ok"], runs["fail"] = usable, runs["state"].isin(NEVER_FINISHED)
     runs["open"] = runs["state"].isin(["WAITING", "RUNNING"])
     cells = runs.groupby([column, *positions], sort=False).agg(
         loss=("loss", "mean"), bad=("bad", "any"), ok=("ok", "any"), fail=("fail", "any"), open=("open", "any"))
@@ -138,6 +130,37 @@ def endpoint_table(trials: pd.DataFrame, column: str, k: int) -> tuple[pd.DataFr
     failed = failed.astype("boolean").fillna(False).astype(bool)
     keep = losses.notna().any(axis=1) | failed.any(axis=1)  # an arm is present once a run of it ended
     return losses[keep], failed[keep], ended
+
+
+NEVER_FINISHED = ("FAIL", "PRUNED")  # a run that ended without a loss: FAIL, or PRUNED (a replicate's run never resumes)
+
+
+def counted_runs(trials: pd.DataFrame, column: str) -> tuple[pd.DataFrame, list[str], bool, list[dict]]:
+    """(the runs that count, the run positions that make a cell, whether the cells hold several seeds,
+    the duplicates left out). A cell ((arm, fold), with repeat and seed where the study has them) is run
+    once; where two runs of one cell are COMPLETE, the first completed by trial number counts and the
+    others are left out and named: [{column: arm, fold, [repeat, seed,] "counted": its trial number,
+    "left_out": [theirs]}]."""
+    positions = ["repeat", "fold"] if "repeat" in trials and trials["repeat"].fillna(0).nunique() > 1 else ["fold"]
+    runs = trials[trials[column].notna() & trials["fold"].notna()].copy()
+    if "repeat" in runs:
+        runs["repeat"] = runs["repeat"].fillna(0).astype(int)
+    # --seeds: several seeds inside a cell (a study whose folds merely differ in seed has one a cell)
+    seeded = "seed" in runs and bool(runs.groupby([column, *positions])["seed"].nunique().gt(1).any())
+    if seeded:
+        runs["seed"] = runs["seed"].fillna(0).astype("int64")
+        positions = [*positions, "seed"]
+    runs["fold"] = runs["fold"].astype(int)
+    number = "number" if "number" in runs else "trial_id"
+    complete = runs[runs["state"] == "COMPLETE"].sort_values(number, kind="stable")
+    again = complete.duplicated([column, *positions], keep="first")
+    duplicates = []
+    for key, group in complete[complete.duplicated([column, *positions], keep=False)].groupby(
+            [column, *positions], sort=False):
+        cell = dict(zip([column, *positions], key if isinstance(key, tuple) else (key,)))
+        duplicates.append({**cell, "counted": int(group[number].iloc[0]),
+                           "left_out": [int(n) for n in group[number].iloc[1:]]})
+    return runs.drop(index=complete.index[again]), positions, seeded, duplicates
 
 
 def _blocks(table: pd.DataFrame) -> pd.DataFrame:
@@ -193,8 +216,10 @@ def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions())
     answer["rope"]["absolute"] = margin
     answer["rope"]["relative"] = margin / ref_mean if ref_mean else None
     answer["rope"]["words"] = options.rope.words() + (f" = {margin:.4g} nats" if options.rope.relative else "")
+    runs_in = (table.notna() | failed).sum(axis=1)  # per arm, the runs of the design that are over
     answer["reference"] = {"field": field, "value": values.get(reference, reference), "mean": ref_mean,
-                           "n_folds": int(ref_losses.notna().sum()), "failed_runs": int(failed.loc[reference].sum())}
+                           "n_folds": int(ref_losses.notna().sum()), "failed_runs": int(failed.loc[reference].sum()),
+                           "runs_in": int(runs_in.loc[reference])}
     if field == "p":
         answer["reference"]["p"] = values.get(reference, reference)
     others = [a for a in present if a != reference]
@@ -210,12 +235,30 @@ def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions())
     for row in endpoint_verdicts(table, reference, k=k, margin=margin, options=options, failed=failed, tests=tests):
         arm = row.pop("arm")
         shown = {"field": field, "value": values.get(arm, arm), **({"p": values.get(arm, arm)} if field == "p" else {})}
-        answer["arms"].append({**shown, **row})
+        answer["arms"].append({**shown, **row, "runs_in": int(runs_in.loc[arm])})
     answer["arms"].sort(key=lambda r: _order(r["value"]))
     answer["interim"] = any(arm["interim"] for arm in answer["arms"])
     answer["stability"] = _stability(runs, data.curves, reference, k, options.alpha, values)
+    answer.update(_left_out(trials, column, values))
     answer["sentence"] = sentence(answer)
     return json_safe(answer)
+
+
+def _left_out(trials: pd.DataFrame, column: str, values: dict) -> dict:
+    """The answer's `duplicates` (counted_runs: a cell run twice, which run counts) and `pruned` (per
+    arm, its PRUNED runs: counted as failed, since a replicate's pruned run never finishes); each left
+    out of the answer where there is none."""
+    out: dict[str, Any] = {}
+    duplicates = counted_runs(trials, column)[3]
+    if duplicates:
+        out["duplicates"] = [{"value": values.get(d[column], d[column]),
+                              **{key: d[key] for key in ("repeat", "fold", "seed") if key in d},
+                              "counted": d["counted"], "left_out": d["left_out"]} for d in duplicates]
+    if "state" in trials:
+        pruned = trials[(trials["state"] == "PRUNED") & trials[column].notna()].groupby(column).size()
+        if len(pruned):
+            out["pruned"] = [{"value": values.get(arm, arm), "runs": int(n)} for arm, n in pruned.items()]
+    return out
 
 
 def _order(value):
@@ -326,19 +369,25 @@ def sentence(answer: dict) -> str:
     if not answer["arms"]:
         return f"Only {name(ref['value'])} has finished runs: nothing to compare yet."
     arms = answer["arms"]
-    runs = max([ref.get("n_folds", 0), *(a["n_folds"] for a in arms)])
     positions = answer["k"] * answer.get("repeats", 1) * (answer.get("seeds") or 1)
+    runs = _runs_in(ref, arms, name, positions)
     if answer.get("interim"):
-        lead = (f"Interim reading, {runs} of the {positions} runs per arm in (no verdict until every fold has run, "
+        lead = (f"Interim reading, {runs} in (no verdict until every fold has run, "
                 f"or run it --until-decided: every look at full alpha would be a peek), {rope}")
     else:
-        lead = f"With {runs} of the {positions} runs per arm, at {100 * answer['alpha']:.0f} % family-wise error, {rope}"
+        lead = f"With {runs}, at {100 * answer['alpha']:.0f} % family-wise error, {rope}"
     groups: dict[str, list[dict]] = {}
     for arm in arms:
         groups.setdefault(arm["verdict"], []).append(arm)
     parts = []
     words = {"equivalent": f"equivalent to {name(ref['value'])}", "better": f"better than {name(ref['value'])} beyond the ROPE",
              "worse": f"worse than {name(ref['value'])} beyond the ROPE"}
+    lost = [a for a in groups.get("worse", []) if a.get("all_failed")]
+    if lost:
+        groups["worse"] = [a for a in groups["worse"] if not a.get("all_failed")]
+        listed = ", ".join(f"{name(a['value'])} ({a['failed_runs']} of {a['runs']} runs)" for a in lost)
+        parts.append(f"{listed} {'is' if len(lost) == 1 else 'are'} worse than {name(ref['value'])} by the failure "
+                     f"rule: every run failed, where {name(ref['value'])} has usable ones")
     for verdict, said in words.items():
         if groups.get(verdict):
             listed = ", ".join(name(a["value"]) for a in groups[verdict])
@@ -373,9 +422,31 @@ def sentence(answer: dict) -> str:
     failures = [a for a in arms if a.get("failed_runs")]
     if failures or ref.get("failed_runs"):
         named = [f"{name(a['value'])} failed (diverged or no finite loss) on {a['failed_runs']} of {a['runs']} runs"
-                 for a in failures]
+                 for a in failures if not a.get("all_failed")]
         if ref.get("failed_runs"):
             named.append(f"the reference {name(ref['value'])} failed on {ref['failed_runs']}")
-        parts.append("; ".join(named) + ": failed runs count, so an arm that failed can be neither better nor "
-                     "equivalent, nor worse where the reference failed")
+        if named:
+            parts.append("; ".join(named) + ": failed runs count, so an arm that failed can be neither better nor "
+                         "equivalent, nor worse where the reference failed")
+    if answer.get("pruned"):
+        parts.append(", ".join(f"{name(d['value'])} was pruned on {d['runs']} run{'s' if d['runs'] > 1 else ''}"
+                               for d in answer["pruned"]) + " (counted as failed: a pruned run never finishes)")
+    if answer.get("duplicates"):
+        parts.append("a cell run twice counts its first COMPLETE run by trial number: " + ", ".join(
+            f"{name(d['value'])} fold {d['fold']}" + (f" repeat {d['repeat']}" if "repeat" in d else "")
+            + (f" seed {d['seed']}" if "seed" in d else "")
+            + f" counts trial {d['counted']}, leaves out trial{'s' if len(d['left_out']) > 1 else ''} "
+            + ", ".join(map(str, d["left_out"])) for d in answer["duplicates"]))
     return lead + ": " + "; ".join(parts) + "."
+
+
+def _runs_in(ref: dict, arms: list[dict], name, positions: int) -> str:
+    """How many of the design's runs per arm are over, each arm's own count where they differ:
+    "5 of the 5 runs per arm", "4 to 5 of the 5 runs per arm (p = 2: 5, p = 1: 4)"."""
+    counts = {ref["value"]: ref.get("runs_in", ref.get("n_folds", 0)),
+              **{a["value"]: a.get("runs_in", a.get("n_folds", 0)) for a in arms}}
+    low, high = min(counts.values()), max(counts.values())
+    if low == high:
+        return f"{low} of the {positions} runs per arm"
+    each = ", ".join(f"{name(value)}: {n}" for value, n in counts.items())
+    return f"{low} to {high} of the {positions} runs per arm ({each})"

@@ -163,7 +163,7 @@ def fold_importance_chart(answer: VerdictAnswer) -> go.Figure:
                 showlegend=False, error_x={"type": "data", "array": [high - share], "arrayminus": [share - low], "visible": True})
     fig.add_vline(x=importance.null, line={"color": "#c8412c", "dash": "dot"},
                   annotation_text="noise alone (95th percentile)", annotation_position="top")
-    fig.update_xaxes(range=[min(0.0, share - 0.05), 1])  # ω² is unclipped: below 0, the arms differ less than noise
+    fig.update_xaxes(range=[min(0.0, share - 0.05), 1])  # the share is median-unbiased, 0 or above
     return caption(fig, f"{importance.reason}. {importance.method or ''}. p-value of the corrected F test "
                         f"{importance.p_value:.3g}; "
                         f"η² {importance.eta_squared:.2f}, where noise alone gives {importance.eta_squared_null:.2f} on average.")

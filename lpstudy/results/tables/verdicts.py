@@ -41,7 +41,7 @@ def verdict_frame(answer: VerdictAnswer) -> pd.DataFrame:
         rel = arm.rel_diff
         interval = ("–" if arm.rel_low is None or arm.rel_high is None else
                     f"[{100 * arm.rel_low:+.2f} %, {100 * arm.rel_high:+.2f} %]")
-        nats = "–" if arm.low is None else f"[{arm.low:+.4f}, {arm.high:+.4f}]"
+        nats = "–" if arm.low is None else f"[{arm.low:+.4f}, {arm.high:+.4f}]" + _level(arm, answer.alpha)
         rows.append([arm_name(arm.field, arm.value), arm.verdict, _num(arm.diff, "+.4f"), nats,
                      "–" if rel is None else f"{100 * rel:+.2f} %", interval,
                      _num(arm.p_value_difference, ".3g"), _num(arm.p_value_equivalence, ".3g"), decide,
@@ -49,10 +49,21 @@ def verdict_frame(answer: VerdictAnswer) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(VERDICT_COLUMNS))
 
 
+def _level(arm, alpha: float) -> str:
+    """The interval's level where it is not 1 − alpha: the level its verdict was decided at (Holm's
+    step for better or worse, TOST's 1 − 2·alpha step for equivalent), so the interval and the verdict
+    never disagree."""
+    level = arm.confidence
+    if level is None or abs(level - (1 - alpha)) < 1e-9:
+        return ""
+    return f" ({100 * level:.1f} %)"
+
+
 def verdict_title(answer: VerdictAnswer) -> str:
     """What the table is, with the ROPE and the method stated."""
     return (f"Verdicts against the reference · ROPE {answer.rope.words} · "
-            f"{answer.method} · alpha {answer.alpha:g} · intervals {100 * (1 - answer.alpha):.0f} %, "
+            f"{answer.method} · alpha {answer.alpha:g} · intervals {100 * (1 - answer.alpha):.0f} % unless "
+            f"a level is shown (the one the verdict was decided at: Holm's step, TOST's 90 %), "
             f"corrected for the {answer.k}-fold CV")
 
 
