@@ -268,7 +268,7 @@ def _compared(answer: dict, name) -> tuple[str, str]:
         notes.append("the tunings share the K folds: the partition's share of the spread is not in their interval")
     if tuning.get("budget_note"):
         notes.append(f"note: {tuning['budget_note']}")
-    return what, " " + "; ".join(n[0].upper() + n[1:] for n in notes) + "."
+    return what, "".join(f" {n[0].upper()}{n[1:]}." for n in notes)
 
 
 def _order(value):
