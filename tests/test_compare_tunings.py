@@ -161,3 +161,31 @@ def test_with_tunings_the_verdict_spans_them_and_lucky_draws_are_not_a_differenc
     # the same tunings all unlucky alike: decided, over the tunings
     alike = study_answer(_study_data(_planted(plan, [0.30, 0.29, 0.31]))).arms[0]
     assert alike.verdict == "worse" and alike.tunings == 3
+
+
+@pytest.mark.slow
+def test_a_comparison_with_tunings_and_seeds_runs_each_cell_once_and_its_verdict_spans_the_tunings(sqlite_url,
+                                                                                                   capsys):
+    from lpstudy.db.kinds import open_reader
+    from lpstudy.results.reading.compare import load_compare, stages_answer
+    from tests.study_helpers import trials_of
+
+    args = ["compare", "--study", "t", "--storage", sqlite_url, "--preset", "smoke", "--p", "1,2", "--tune", "lr",
+            "--budget", "1", "--folds", "2", "--tunings", "2", "--seeds", "2", "--sampler-seed", "4", *QUICK]
+    code, _, err = cli(capsys, *args)
+    assert code == 0 and "2 independent tunings per arm" in err, err
+    code, _, err = cli(capsys, "worker", "--study", "t", "--storage", sqlite_url, "--devices", "cpu", "--no-progress")
+    assert code == 0, err
+    runs = []
+    for arm in ("p=1", "p=2"):
+        for tune, folds in (("tune", "folds"), ("tune2", "folds2")):
+            tuned = trials_of(sqlite_url, f"t:{arm}:{tune}")
+            measured = trials_of(sqlite_url, f"t:{arm}:{folds}")
+            assert len(tuned) == 1 and len(measured) == 2 * 2  # K folds x S seeds
+            runs += [(arm, t.user_attrs["lr"], t.user_attrs["fold"], t.user_attrs["seed"]) for t in tuned + measured]
+        # each tuning on its own fold with its own sampler seed
+        assert {trials_of(sqlite_url, f"t:{arm}:{s}")[0].user_attrs["fold"] for s in ("tune", "tune2")} == {0, 1}
+    assert len(runs) == len(set(runs)) == 2 * 2 * (1 + 4)  # no (configuration, fold, seed) twice
+    answer = stages_answer(load_compare(open_reader(sqlite_url), "t"))
+    assert answer.tuning.tunings == 2 and answer.arms[0].tunings == 2
+    assert answer.sentence.startswith("p = 1 tuned with 1 trial against p = 2 tuned with 1 (2 independent tunings")
