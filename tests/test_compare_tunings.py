@@ -189,3 +189,24 @@ def test_a_comparison_with_tunings_and_seeds_runs_each_cell_once_and_its_verdict
     answer = stages_answer(load_compare(open_reader(sqlite_url), "t"))
     assert answer.tuning.tunings == 2 and answer.arms[0].tunings == 2
     assert answer.sentence.startswith("p = 1 tuned with 1 trial against p = 2 tuned with 1 (2 independent tunings")
+
+
+def test_convergence_spans_the_tunings_as_the_final_loss_does():
+    """The convergence endpoints pair runs by tuning and fold too: two tunings' fold stages, each a planted
+    replicate of p = 1 against p = 2, give one observation per tuning, not four folds of one CV."""
+    from lpstudy.results.answers import AnswerOptions
+    from lpstudy.results.reading.frames import StudyData
+    from tests.test_convergence_verdicts import planted_study
+
+    parts = [planted_study({2.0: 1.0, 1.0: 1.2}, folds=4, seed=seed) for seed in (1, 2)]
+    offset = int(parts[0].trials["trial_id"].max())
+    trials = pd.concat([parts[0].trials.assign(tuning=0),
+                        parts[1].trials.assign(tuning=1, trial_id=lambda f: f["trial_id"] + offset,
+                                               number=lambda f: f["number"] + offset)], ignore_index=True)
+    curves = pd.concat([parts[0].curves, parts[1].curves.assign(trial_id=lambda f: f["trial_id"] + offset,
+                                                                trial_number=lambda f: f["trial_number"] + offset)],
+                       ignore_index=True)
+    data = StudyData(name="t", info=parts[0].info, trials=trials, curves=curves)
+    answer = study_answer(data, AnswerOptions())
+    assert answer.arms[0].tunings == 2
+    assert answer.convergence.arms and all(arm.tunings == 2 for arm in answer.convergence.arms)
