@@ -210,3 +210,25 @@ def test_convergence_spans_the_tunings_as_the_final_loss_does():
     answer = study_answer(data, AnswerOptions())
     assert answer.arms[0].tunings == 2
     assert answer.convergence.arms and all(arm.tunings == 2 for arm in answer.convergence.arms)
+
+
+def test_a_comparison_stored_before_fresh_seeds_resumes_as_it_began(sqlite_url, capsys):
+    """Its plan has no fresh_seeds: rerunning the same `compare` resumes it (no 'another plan'), and its
+    fold stage keeps the tuning's seed, as it began."""
+    import optuna
+
+    from lpstudy.study.compare import COMPARE_ATTR
+
+    args = ["compare", "--study", "old", "--storage", sqlite_url, "--preset", "smoke", "--p", "1,2",
+            "--budget", "2", "--folds", "2", *QUICK]
+    code, _, err = cli(capsys, *args)
+    assert code == 0, err
+    parent = optuna.load_study(study_name="old", storage=sqlite_url)
+    plain = dict(parent.user_attrs[COMPARE_ATTR])
+    del plain["fresh_seeds"]
+    parent.set_user_attr(COMPARE_ATTR, plain)
+    code, _, err = cli(capsys, *args)
+    assert code == 0 and "resumed" in err, err
+    with open_storage(sqlite_url) as storage:
+        plan = load_plan(storage, "old")
+    assert not plan.fresh_seeds and plan.fold_seed(0) == plan.training_seed()

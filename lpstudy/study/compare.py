@@ -290,12 +290,17 @@ def create_compare(storage: StudyStorage, name: str, plan: ComparePlan) -> bool:
         parent.set_user_attr("kind", COMPARE_KIND)
         parent.set_user_attr("preset", plan.preset)
         created = True
-    elif json.dumps(existing.to_plain(), sort_keys=True, default=str) != json.dumps(plan.to_plain(), sort_keys=True, default=str):
+    elif _differs(existing, dataclasses.replace(plan, fresh_seeds=existing.fresh_seeds)):
+        # a comparison stored before its fold stage took fresh seeds resumes as it began
         raise UserError(f"comparison {name!r} already exists in {storage.display_url} with another plan; "
                         f"pick another --study name, or run `lpstudy worker --study {name}` to continue it")
     for value, tuning in plan.arm_tunings():
         create_study(storage, plan.tune_study(name, value, tuning), plan.tune_spec(value, tuning))
     return created
+
+
+def _differs(a: ComparePlan, b: ComparePlan) -> bool:
+    return json.dumps(a.to_plain(), sort_keys=True, default=str) != json.dumps(b.to_plain(), sort_keys=True, default=str)
 
 
 def budget_used(study: optuna.Study) -> int:
