@@ -167,7 +167,7 @@ def test_with_tunings_the_verdict_spans_them_and_lucky_draws_are_not_a_differenc
 def test_a_comparison_with_tunings_and_seeds_runs_each_cell_once_and_its_verdict_spans_the_tunings(sqlite_url,
                                                                                                    capsys):
     from lpstudy.db.kinds import open_reader
-    from lpstudy.results.reading.compare import load_compare, stages_answer
+    from lpstudy.results.reading.compare import compare_progress, load_compare, stages_answer
     from tests.study_helpers import trials_of
 
     args = ["compare", "--study", "t", "--storage", sqlite_url, "--preset", "smoke", "--p", "1,2", "--tune", "lr",
@@ -186,7 +186,13 @@ def test_a_comparison_with_tunings_and_seeds_runs_each_cell_once_and_its_verdict
         # each tuning on its own fold with its own sampler seed
         assert {trials_of(sqlite_url, f"t:{arm}:{s}")[0].user_attrs["fold"] for s in ("tune", "tune2")} == {0, 1}
     assert len(runs) == len(set(runs)) == 2 * 2 * (1 + 4)  # no (configuration, fold, seed) twice
-    answer = stages_answer(load_compare(open_reader(sqlite_url), "t"))
+    data = load_compare(open_reader(sqlite_url), "t")
+    progress = compare_progress(data)  # every (arm, tuning, fold, seed) counted once, nothing left
+    assert progress["done"] and progress["cells_done"] == progress["cells_total"] == 2 * 2 * 2 * 2
+    assert progress["tuning_spent"] == progress["tuning_total"] == 2 * 2
+    code, out, err = cli(capsys, "status", "--study", "t", "--storage", sqlite_url)
+    assert code == 0 and "folds 16/16 runs" in out and "tuned with 1 trial" in out, err
+    answer = stages_answer(data)
     assert answer.tuning.tunings == 2 and answer.arms[0].tunings == 2
     assert answer.sentence.startswith("p = 1 tuned with 1 trial against p = 2 tuned with 1 (2 independent tunings")
 

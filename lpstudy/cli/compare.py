@@ -73,7 +73,7 @@ def compare(
         created = create_compare(store, study, plan)
         say(f"comparison {study!r} {'created' if created else 'resumed'} in {store.display_url}: "
             f"{len(plan.values)} arms of {plan.factor} · {plan.budget} tuning trial{'' if plan.budget == 1 else 's'} each on fold "
-            f"{plan.tune_fold} · then " + (f"up to {plan.folds} folds each in stages of "
+            f"{', '.join(str(plan.fold_of_tuning(t)) for t in range(plan.tunings))} · then " + (f"up to {plan.folds} folds each in stages of "
                                            f"{'/'.join(map(str, plan.until_decided.rounds))}" if plan.until_decided
                                            else f"{plan.folds} folds each"
                                            + (f", repeated {plan.repeats} times over new partitions and seeds"
