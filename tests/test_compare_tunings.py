@@ -238,3 +238,17 @@ def test_a_comparison_stored_before_fresh_seeds_resumes_as_it_began(sqlite_url, 
     with open_storage(sqlite_url) as storage:
         plan = load_plan(storage, "old")
     assert not plan.fresh_seeds and plan.fold_seed(0) == plan.training_seed()
+
+
+@pytest.mark.slow  # the dashboard rendered: some 20 s
+def test_the_compare_page_names_the_tunings_and_seeds(sqlite_url, capsys, monkeypatch):
+    from tests.test_app import run_page
+
+    code, _, err = cli(capsys, "compare", "--study", "t", "--storage", sqlite_url, "--preset", "smoke", "--p", "1,2",
+                       "--budget", "3", "--folds", "3", "--tunings", "2", "--seeds", "2", *QUICK)
+    assert code == 0, err
+    monkeypatch.setenv("LPSTUDY_STORAGE", sqlite_url)
+    at = run_page("Compare", sqlite_url, "t")
+    assert not at.exception
+    text = " ".join(m.value for m in at.markdown)
+    assert "2 independent tunings of 3 trials each (on folds 0, 1)" in text and "2 training seeds a fold" in text
