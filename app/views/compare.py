@@ -43,8 +43,12 @@ with no_traceback():
     plan, budgets, reference, answer = cached_compare(storage, name)
 stages = "/".join(map(str, plan.until_decided.rounds if plan.until_decided else ()))
 replicated = (f"on up to {plan.folds} folds, in stages of {stages} folds until its verdict is decided"
-              if plan.until_decided else f"on {plan.folds} folds")
-st.markdown(f"**{name}**: arms of `{plan.factor}` · {plan.budget} tuning trials each on fold {plan.tune_fold} "
+              if plan.until_decided else f"on {plan.folds} folds") + (
+    f", {plan.seeds} training seeds a fold" if plan.seeds > 1 else "")
+tuned = (f"{plan.budget} tuning trials each on fold {plan.tune_fold}" if plan.tunings == 1 else
+         f"{plan.tunings} independent tunings of {plan.budget} trials each (on folds "
+         f"{', '.join(str(plan.fold_of_tuning(t)) for t in range(plan.tunings))})")
+st.markdown(f"**{name}**: arms of `{plan.factor}` · {tuned} "
             f"(TPE, median pruner) · then each arm's best configuration {replicated} · reference {reference}")
 st.subheader("Tuning budget per arm")
 table(budgets)

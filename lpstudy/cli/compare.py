@@ -14,7 +14,7 @@ from lpstudy.cli.option_groups import option_groups
 from lpstudy.cli.verdict import RopeOpt
 from lpstudy.results.answers.options import DEFAULT_ALPHA, DEFAULT_ROPE, parse_rope
 from lpstudy.cli.storage_option import StorageChoice
-from lpstudy.cli.study_options import RepeatsOpt, SamplerSeedOpt, SearchOpt, SetOpt
+from lpstudy.cli.study_options import RepeatsOpt, SamplerSeedOpt, SearchOpt, SeedsOpt, SetOpt
 from lpstudy.training.costs import presets_help
 
 
@@ -35,6 +35,8 @@ def compare(
     max_folds: Annotated[Optional[int], typer.Option("--max-folds", help="With --until-decided: K, the folds of the one K-fold CV the stages draw from (default --folds).", min=3)] = None,
     rope: RopeOpt = str(DEFAULT_ROPE),
     repeats: RepeatsOpt = None,
+    seeds: SeedsOpt = None,
+    tunings: Annotated[int, typer.Option(help="Independent tunings per arm, each with its own sampler seed and tuning fold, each one's chosen configuration run on the K folds: the verdict then spans the luck of the tuning (a t interval over the T tunings; T >= 2 to count it). Runs arms x T x (budget + K x seeds).", min=1, max=100)] = 1,
     set_: SetOpt = None,
     sampler_seed: SamplerSeedOpt = None,
     local: LocalWorkers,
@@ -63,7 +65,7 @@ def compare(
         stages = UntilDecided(rounds=rounds_of(folds), rope=str(parse_rope(rope)), alpha=DEFAULT_ALPHA)
     plan = make_plan(factor.strip(), values.split(","), tune.split(","), budget, folds, preset, reference,
                      parse_assignments(search, "--search"), parse_assignments(set_, "--set"), sampler_seed, stages,
-                     repeats or 1)
+                     repeats or 1, seeds or 1, tunings)
     device_list = local.device_list()  # a wrong device: refused before anything is made
     store, data = preflight(storage, local.data, trains=bool(device_list), creates=True)
     with store:  # the command's one storage, from its check to its close: it creates, and reads the progress
@@ -71,11 +73,15 @@ def compare(
         created = create_compare(store, study, plan)
         say(f"comparison {study!r} {'created' if created else 'resumed'} in {store.display_url}: "
             f"{len(plan.values)} arms of {plan.factor} · {plan.budget} tuning trial{'' if plan.budget == 1 else 's'} each on fold "
-            f"{plan.tune_fold} · then " + (f"up to {plan.folds} folds each in stages of "
+            f"{', '.join(str(plan.fold_of_tuning(t)) for t in range(plan.tunings))} · then " + (f"up to {plan.folds} folds each in stages of "
                                            f"{'/'.join(map(str, plan.until_decided.rounds))}" if plan.until_decided
                                            else f"{plan.folds} folds each"
                                            + (f", repeated {plan.repeats} times over new partitions and seeds"
-                                              if plan.repeats > 1 else "")))
+                                              if plan.repeats > 1 else "")
+                                           + (f", {plan.seeds} training seeds a fold" if plan.seeds > 1 else ""))
+            + (f" · {plan.tunings} independent tunings per arm" if plan.tunings > 1 else ""))
+        if plan.budget_note():
+            say(f"note: {plan.budget_note()}")
         if plan.until_decided and plan.until_decided.one_stage_note():
             say(plan.until_decided.one_stage_note())
         progress = compare_progress(load_compare(store, study))

@@ -43,7 +43,7 @@ from lpstudy.study.space import DEFAULT_SPACE
 from lpstudy.study.spec import StudySpec, build_spec, replicate_spec
 from lpstudy.study.studies import create_study, enqueue_missing_cells, load_study
 from lpstudy.study.until_decided import UntilDecided
-from lpstudy.training.config import coerce_field, get_preset
+from lpstudy.training.config import coerce_field, get_preset, seeds_inside
 from lpstudy.values import REFERENCE_P, P, format_p, json_safe
 
 COMPARE_ATTR = "lpstudy_compare"
@@ -83,6 +83,13 @@ class ComparePlan:
     # against the reference gets no more (lpstudy.study.stages); None: all at once
     until_decided: UntilDecided | None = None
     repeats: int = 1  # --repeats: the K folds of every arm's replicate, repeated over new partitions and seeds
+    seeds: int = 1  # --seeds: every (fold[, repeat]) cell of an arm's fold stage trained with S seeds
+    # --tunings: T independent tunings per arm (tuning t: its own sampler seed and tuning fold, fold_of_tuning),
+    # each one's chosen configuration measured on the fold stage; the verdict spans the tunings
+    tunings: int = 1
+    # the fold stage trains with seeds its tuning never ran (fold_seed); False only in a plan stored before
+    # (from_plain), whose fold stage reran the tuning's seed on the tuning's folds
+    fresh_seeds: bool = True
 
     def to_plain(self) -> dict[str, Any]:
         plain = dataclasses.asdict(self)
@@ -90,8 +97,9 @@ class ComparePlan:
             del plain["until_decided"]
         else:
             plain["until_decided"] = self.until_decided.to_plain()
-        if self.repeats == 1:  # likewise
-            del plain["repeats"]
+        for name in ("repeats", "seeds", "tunings"):  # likewise
+            if plain[name] == 1:
+                del plain[name]
         plain["values"] = json_safe(self.values)
         plain["reference"] = json_safe(self.reference)
         return plain
@@ -100,6 +108,7 @@ class ComparePlan:
     def from_plain(cls, plain: dict[str, Any]) -> "ComparePlan":
         known = {f.name for f in dataclasses.fields(cls)}
         plan = cls(**{k: v for k, v in plain.items() if k in known})
+        plan.fresh_seeds = bool(plain.get("fresh_seeds", False))  # a plan stored before reran the tuning's seed
         plan.values = [coerce_field(plan.factor, v) for v in plan.values]
         plan.reference = coerce_field(plan.factor, plan.reference)
         plan.until_decided = UntilDecided.from_plain(plan.until_decided)
@@ -109,11 +118,57 @@ class ComparePlan:
         """The arm of `value` as its studies' names show it (arm_labels)."""
         return dict(zip(self.values, arm_labels(self.factor, self.values)))[value]
 
-    def tune_study(self, name: str, value: Any) -> str:
-        return f"{name}:{self.label(value)}:tune"
+    def tune_study(self, name: str, value: Any, tuning: int = 0) -> str:
+        """The arm's tuning study: NAME:p=3:tune, and NAME:p=3:tune2 ... for the further tunings."""
+        return f"{name}:{self.label(value)}:tune{tuning + 1 if tuning else ''}"
 
-    def folds_study(self, name: str, value: Any) -> str:
-        return f"{name}:{self.label(value)}:folds"
+    def folds_study(self, name: str, value: Any, tuning: int = 0) -> str:
+        """The fold stage of the arm's tuning: NAME:p=3:folds, NAME:p=3:folds2 ..."""
+        return f"{name}:{self.label(value)}:folds{tuning + 1 if tuning else ''}"
+
+    def arm_tunings(self) -> list[tuple[Any, int]]:
+        """Every (arm value, tuning) of the comparison, the arms' first tunings first."""
+        return [(value, t) for t in range(self.tunings) for value in self.values]
+
+    def fold_of_tuning(self, tuning: int) -> int:
+        """The fold tuning t samples on: --tune-fold, then the next fold for each further tuning."""
+        return (self.tune_fold + tuning) % self.folds
+
+    def sampler_seed_of(self, tuning: int) -> int | None:
+        """Tuning t's sampler seed: --sampler-seed + t (None: each tuning's sampler seeds itself)."""
+        return None if self.sampler_seed is None else self.sampler_seed + tuning
+
+    def training_seed(self) -> int:
+        """The training seed every tuning trial runs with: --set seed, else the preset's."""
+        return int(self.fixed.get("seed", get_preset(self.preset).seed))
+
+    def fold_seed(self, tuning: int) -> int:
+        """The first training seed of tuning t's fold stage (its --seeds S follow, seeds_inside): a seed
+        no tuning trial ran, so that the chosen configuration is measured where its choice did not look
+        (the tuning's own folds with fresh seeds) and no (configuration, fold, seed) cell runs twice;
+        one per tuning, so two tunings that chose one configuration do not run one cell twice either."""
+        if not self.fresh_seeds:
+            return self.training_seed()
+        return seeds_inside(self.training_seed(), tuning + 2)[tuning + 1]
+
+    def searched_fields(self) -> int:
+        return len(self.tune)
+
+    def budget_note(self) -> str | None:
+        """Why the budget cannot tune the searched fields, in one sentence; None where it can. A search
+        needs more trials than fields to tell a direction from luck (searched fields + 1, the fewest
+        points that span them), and TPE models the space only after its random startup trials: below
+        that the budget is a random search of that many draws."""
+        n, startup = self.searched_fields(), self.tune_spec(self.reference).n_startup_trials
+        fields = f"{n} searched field{'s' if n != 1 else ''} ({', '.join(self.tune)})"
+        if self.budget < n + 1:
+            return (f"a budget of {self.budget} trial{'s' if self.budget != 1 else ''} cannot tune {fields}: it needs "
+                    f"at least {n + 1}; each arm's verdict is that of {self.budget} random draw"
+                    f"{'s' if self.budget != 1 else ''}, not of a tuned arm")
+        if self.budget <= startup:
+            return (f"a budget of {self.budget} trials is spent by the sampler's {startup} random startup trials: "
+                    f"each arm is tuned by random search over {fields}, not by TPE")
+        return None
 
     def untuned(self) -> dict[str, Any]:
         """The fields a search would sample by default (DEFAULT_SPACE) that this comparison neither
@@ -123,28 +178,31 @@ class ComparePlan:
         return {name: preset[name] for name in DEFAULT_SPACE
                 if name not in self.tune and name not in self.fixed and name != self.factor}
 
-    def tune_spec(self, value: Any):
+    def tune_spec(self, value: Any, tuning: int = 0):
         entries = {**self.untuned(), **self.fixed, **self.tune, self.factor: json_safe(value),
-                   "fold": self.tune_fold, "folds": self.folds}
+                   "fold": self.fold_of_tuning(tuning), "folds": self.folds}
         # search's sampler and pruner; no spread phase: an arm's worker asks for its tuning trials one
         # by one up to its budget, and trials enqueued ahead would be counted as the arm's and left waiting
         return build_spec(None, entries, {"preset": self.preset, "spread_trials": 0,
-                                          "n_trials": self.budget, "sampler_seed": self.sampler_seed})
+                                          "n_trials": self.budget, "sampler_seed": self.sampler_seed_of(tuning)})
 
-    def folds_spec(self, value: Any, best_values: dict[str, Any]):
+    def folds_spec(self, value: Any, best_values: dict[str, Any], tuning: int = 0):
         fixed = {**self.fixed, **best_values}
+        if self.fresh_seeds:
+            fixed["seed"] = self.fold_seed(tuning)
         if self.factor == "p":
             p_values = [value]
         else:
             fixed[self.factor] = value
             p_values = [fixed.pop("p", get_preset(self.preset).p)]
-        return replicate_spec(self.preset, p_values, self.folds, fixed, {"repeats": self.repeats})
+        return replicate_spec(self.preset, p_values, self.folds, fixed, {"repeats": self.repeats, "seeds": self.seeds})
 
 
 def make_plan(factor: str, values: list[str], tune: list[str], budget: int, folds: int, preset: str = "cpu",
               reference: str | None = None, search: dict[str, Any] | None = None,
               fixed: dict[str, Any] | None = None, sampler_seed: int | None = None,
-              until_decided: UntilDecided | dict[str, Any] | None = None, repeats: int = 1) -> ComparePlan:
+              until_decided: UntilDecided | dict[str, Any] | None = None, repeats: int = 1, seeds: int = 1,
+              tunings: int = 1) -> ComparePlan:
     """A plan from what a user typed; UserError (one line) for anything that cannot run."""
     get_preset(preset)
     arms = []
@@ -163,6 +221,15 @@ def make_plan(factor: str, values: list[str], tune: list[str], budget: int, fold
     if repeats > 1 and until_decided is not None:
         raise UserError("--repeats and --until-decided do not go together yet: the stages add folds of one "
                         "cross-validation; run --repeats R without --until-decided")
+    if seeds > 1 and until_decided is not None:
+        raise UserError("--seeds and --until-decided do not go together yet: the stages add folds, each with one "
+                        "seed; run --seeds S as a fixed design (`lpstudy verdict` says which design would decide)")
+    if tunings > 1 and until_decided is not None:
+        raise UserError("--tunings and --until-decided do not go together yet: the stages stop an arm from one "
+                        "tuning's folds; run --tunings T as a fixed design")
+    for flag, count in (("--seeds", seeds), ("--tunings", tunings)):
+        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 100:
+            raise UserError(f"{flag} must be a number from 1 to 100, got {count!r}")
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
         raise UserError(f"--budget must be a positive number of trials, got {budget!r}")
     search = dict(search or {})
@@ -182,9 +249,11 @@ def make_plan(factor: str, values: list[str], tune: list[str], budget: int, fold
         raise UserError("give the fields to tune in every arm: --tune lr,gain_init")
     plan = ComparePlan(factor=factor, values=arms, reference=ref, tune=tune_entries, budget=budget,
                        folds=folds, preset=preset, fixed=dict(fixed or {}), sampler_seed=sampler_seed,
-                       until_decided=UntilDecided.from_plain(until_decided), repeats=repeats)
-    for value in arms:
-        plan.tune_spec(value)  # refuse now what an arm could not run
+                       until_decided=UntilDecided.from_plain(until_decided), repeats=repeats, seeds=seeds,
+                       tunings=tunings)
+    for value, tuning in plan.arm_tunings():
+        plan.tune_spec(value, tuning)  # refuse now what an arm could not run
+    plan.folds_spec(ref, {})
     return plan
 
 
@@ -221,12 +290,17 @@ def create_compare(storage: StudyStorage, name: str, plan: ComparePlan) -> bool:
         parent.set_user_attr("kind", COMPARE_KIND)
         parent.set_user_attr("preset", plan.preset)
         created = True
-    elif json.dumps(existing.to_plain(), sort_keys=True, default=str) != json.dumps(plan.to_plain(), sort_keys=True, default=str):
+    elif _differs(existing, dataclasses.replace(plan, fresh_seeds=existing.fresh_seeds)):
+        # a comparison stored before its fold stage took fresh seeds resumes as it began
         raise UserError(f"comparison {name!r} already exists in {storage.display_url} with another plan; "
                         f"pick another --study name, or run `lpstudy worker --study {name}` to continue it")
-    for value in plan.values:
-        create_study(storage, plan.tune_study(name, value), plan.tune_spec(value))
+    for value, tuning in plan.arm_tunings():
+        create_study(storage, plan.tune_study(name, value, tuning), plan.tune_spec(value, tuning))
     return created
+
+
+def _differs(a: ComparePlan, b: ComparePlan) -> bool:
+    return json.dumps(a.to_plain(), sort_keys=True, default=str) != json.dumps(b.to_plain(), sort_keys=True, default=str)
 
 
 def budget_used(study: optuna.Study) -> int:
@@ -252,19 +326,21 @@ def best_values(study: optuna.Study, spec: StudySpec) -> dict[str, Any] | None:
             for param in spec.space.searched}
 
 
-def ensure_folds_study(storage: StudyStorage, name: str, plan: ComparePlan, value: Any) -> optuna.Study | None:
-    """The arm's replicate grid, created (cells enqueued once) when its tuning is done; None before.
-    With --until-decided it is created empty: its cells come stage by stage (enqueue_stage)."""
-    tune, spec = load_study(storage, plan.tune_study(name, value))
+def ensure_folds_study(storage: StudyStorage, name: str, plan: ComparePlan, value: Any,
+                       tuning: int = 0) -> optuna.Study | None:
+    """The replicate grid of the arm's tuning, created (cells enqueued once) when that tuning is done;
+    None before. With --until-decided it is created empty: its cells come stage by stage (enqueue_stage)."""
+    tune, spec = load_study(storage, plan.tune_study(name, value, tuning))
     if not tuning_done(tune, plan.budget):
         return None
     best = best_values(tune, spec)
     if best is None:  # every tuning trial diverged or was pruned: nothing to replicate
         return None
-    study, _ = create_study(storage, plan.folds_study(name, value), plan.folds_spec(value, best))
+    folds = plan.folds_study(name, value, tuning)
+    study, _ = create_study(storage, folds, plan.folds_spec(value, best, tuning))
     if plan.until_decided:
         return study
-    enqueue_missing_cells(study, load_study(storage, plan.folds_study(name, value))[1], storage)
+    enqueue_missing_cells(study, load_study(storage, folds)[1], storage)
     return study
 
 
@@ -297,25 +373,25 @@ def next_study(storage: StudyStorage, name: str, plan: ComparePlan) -> str | Non
     --until-decided: WAIT while cells or tuning trials run elsewhere, STAGE_OVER once a stage's
     cells are over (the verdicts decide what comes next: lpstudy.study.compare_worker)."""
     used = {}
-    for value in plan.values:
-        tune, _ = load_study(storage, plan.tune_study(name, value))
+    for value, tuning in plan.arm_tunings():
+        tune, _ = load_study(storage, plan.tune_study(name, value, tuning))
         if any(t.state == TrialState.WAITING for t in tune.get_trials(deepcopy=False)):
             # within its budget already (a race on another fold, a retry): taken first, or no one would
-            return plan.tune_study(name, value)
-        used[plan.tune_study(name, value)] = budget_used(tune)
+            return plan.tune_study(name, value, tuning)
+        used[plan.tune_study(name, value, tuning)] = budget_used(tune)
     open_arms = [study for study, n in sorted(used.items(), key=lambda item: item[1]) if n < plan.budget]
     if open_arms:
         return open_arms[0]
     running = False
-    for value in plan.values:
-        study = ensure_folds_study(storage, name, plan, value)
+    for value, tuning in plan.arm_tunings():
+        study = ensure_folds_study(storage, name, plan, value, tuning)
         if study is None:
-            tune, _ = load_study(storage, plan.tune_study(name, value))
+            tune, _ = load_study(storage, plan.tune_study(name, value, tuning))
             running = running or not tuning_done(tune, plan.budget)
             continue
         states = {t.state for t in study.get_trials(deepcopy=False)}
         if TrialState.WAITING in states:
-            return plan.folds_study(name, value)
+            return plan.folds_study(name, value, tuning)
         running = running or TrialState.RUNNING in states
     if not plan.until_decided:
         return None

@@ -68,6 +68,8 @@ def with_what_decides(answer: dict, data: StudyData, options: AnswerOptions) -> 
     ref = answer.get("reference")
     if not ref or not answer.get("arms") or not len(data.trials):
         return answer
+    if (answer.get("tuning") or {}).get("counted"):  # its interval spans tunings, not folds: no fold design decides it
+        return answer
     plan = to_decide(answer, data, options.alpha)
     if plan:
         from lpstudy.results.answers.verdicts import sentence

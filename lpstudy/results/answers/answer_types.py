@@ -174,6 +174,7 @@ class ArmVerdict(Part):
     cells: int = 0
     seeds: float = 1.0
     runs_in: int | None = None  # runs of the design that are over (usable or failed)
+    tunings: int | None = None  # compare --tunings T (T >= 2): the tunings the interval spans, one observation each
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -373,6 +374,16 @@ class Convergence(Part):
 
 
 @dataclass(frozen=True, kw_only=True)
+class CompareTuning(Part):
+    """A comparison's tuning as its verdict counts it (answers.verdicts._tuning)."""
+
+    budget: int = 0  # tuning trials per arm and tuning
+    tunings: int = 1  # T: independent tunings per arm (compare --tunings)
+    counted: bool = False  # T >= 2: the interval is a t over the tunings, the tuning's luck in it
+    budget_note: str | None = None  # why the budget cannot tune the searched fields; None where it can
+
+
+@dataclass(frozen=True, kw_only=True)
 class VerdictAnswer(StudyAnswer):
     """The answer of a replicate, grid or comparison study."""
 
@@ -393,10 +404,11 @@ class VerdictAnswer(StudyAnswer):
     sequential: Sequential | None = None  # where --until-decided ran
     to_decide: ToDecide | None = None  # where an arm is undecided
     convergence: Convergence | None = None  # None without learning curves
+    tuning: CompareTuning | None = None  # a comparison's: what its verdict compares
 
     PARTS: ClassVar[dict[str, Any]] = {**StudyAnswer.PARTS, "reference": Reference, "arms": [ArmVerdict],
                                         "rope": Rope, "stability": Stability, "sequential": Sequential,
-                                        "to_decide": ToDecide, "convergence": Convergence}
+                                        "to_decide": ToDecide, "convergence": Convergence, "tuning": CompareTuning}
 
 
 # --- a search (answers.search) ------------------------------------------------------------------------

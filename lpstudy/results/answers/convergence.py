@@ -70,10 +70,12 @@ def tokens_per_step(spec: dict | None) -> int | None:
 
 
 def _positions(trials: pd.DataFrame) -> list[str]:
-    """The run positions that pair the arms: the fold, and the repeat where the study repeats its CV."""
+    """The run positions that pair the arms: the fold, the repeat where the study repeats its CV, and the
+    tuning where a comparison tuned each arm several times (compare --tunings: the verdict spans them)."""
+    tuning = ["tuning"] if "tuning" in trials and trials["tuning"].fillna(0).nunique() > 1 else []
     if "repeat" in trials and trials["repeat"].fillna(0).nunique() > 1:
-        return ["repeat", "fold"]
-    return ["fold"]
+        return [*tuning, "repeat", "fold"]
+    return [*tuning, "fold"]
 
 
 def convergence_answer(data: StudyData, options: AnswerOptions, reference, arm_column: str, field: str,

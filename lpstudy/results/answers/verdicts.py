@@ -101,6 +101,7 @@ def endpoint_table(trials: pd.DataFrame, column: str, k: int) -> tuple[pd.DataFr
     good is the machine's failure, not the arm's). ended: one row per run that counts (arm, fold,
     diverged, trial_id) for the stability verdicts, a failed run counted as diverged."""
     runs, positions, seeded, _ = counted_runs(trials, column)
+    tuned = positions[0] == "tuning"
     value = runs["value"].where(runs["value"].notna(), runs.get("final_val_loss")).astype("float64")
     complete = runs["state"] == "COMPLETE"
     diverged = runs["diverged"].fillna(False).astype(bool)
@@ -124,7 +125,16 @@ def endpoint_table(trials: pd.DataFrame, column: str, k: int) -> tuple[pd.DataFr
     else:
         levels = {"repeat": sorted(runs["repeat"].unique()) if "repeat" in runs else [0], "fold": range(k),
                   "seed": list(pd.unique(runs["seed"])) if seeded else [0]}
-        full = pd.MultiIndex.from_product([levels[name] for name in positions], names=positions)
+        if not tuned:
+            full = pd.MultiIndex.from_product([levels[name] for name in positions], names=positions)
+        else:  # every tuning with its own repeats, folds and seeds: no position of one tuning in another
+            full = pd.MultiIndex.from_tuples(
+                [(t, *rest) for t in sorted(runs["tuning"].unique())
+                 for rest in pd.MultiIndex.from_product(
+                     [sorted(runs.loc[runs["tuning"] == t, "repeat"].unique()) if name == "repeat" and "repeat" in runs
+                      else list(pd.unique(runs.loc[runs["tuning"] == t, "seed"])) if name == "seed"
+                      else levels[name] for name in positions[1:]])],
+                names=positions)
     if k >= 2:
         losses, failed = losses.reindex(columns=full), failed.reindex(columns=full)
     failed = failed.astype("boolean").fillna(False).astype(bool)
@@ -142,7 +152,13 @@ def counted_runs(trials: pd.DataFrame, column: str) -> tuple[pd.DataFrame, list[
     others are left out and named: [{column: arm, fold, [repeat, seed,] "counted": its trial number,
     "left_out": [theirs]}]."""
     positions = ["repeat", "fold"] if "repeat" in trials and trials["repeat"].fillna(0).nunique() > 1 else ["fold"]
+    # compare --tunings T: each tuning's fold stage its own positions (the seeds of one tuning are its own)
+    tuned = "tuning" in trials and trials["tuning"].fillna(0).nunique() > 1
+    if tuned:
+        positions = ["tuning", *positions]
     runs = trials[trials[column].notna() & trials["fold"].notna()].copy()
+    if tuned:
+        runs["tuning"] = runs["tuning"].fillna(0).astype(int)
     if "repeat" in runs:
         runs["repeat"] = runs["repeat"].fillna(0).astype(int)
     # --seeds: several seeds inside a cell (a study whose folds merely differ in seed has one a cell)
@@ -205,6 +221,7 @@ def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions())
         {"shares": {}, "low": {}, "high": {}, "null": None, "reason": "no finished runs yet"},
         "stability": {"divergence": [], "logit_growth": [], "min_entropy": []},
         "interim": False,
+        **({"tuning": _tuning(data)} if _tuning(data) else {}),
     }
     if reference is None or k < 2:
         answer["sentence"] = "No verdict yet: no arm has a finished run." if reference is None else \
@@ -259,6 +276,42 @@ def _left_out(trials: pd.DataFrame, column: str, values: dict) -> dict:
         if len(pruned):
             out["pruned"] = [{"value": values.get(arm, arm), "runs": int(n)} for arm, n in pruned.items()]
     return out
+
+
+def _tuning(data: StudyData) -> dict | None:
+    """A comparison's tuning, as its verdict counts it: each arm's budget, its independent tunings
+    (T ≥ 2: the interval spans them), and the note where the budget cannot tune the searched fields;
+    None for any other study (or a comparison's spec stored before it named its budget)."""
+    plan = (data.info.spec or {}).get("compare") or {}
+    if data.info.kind != "compare" or not plan.get("budget"):
+        return None
+    tunings = int(plan.get("tunings") or 1)
+    return {"budget": int(plan["budget"]), "tunings": tunings, "counted": tunings >= 2,
+            "budget_note": plan.get("budget_note")}
+
+
+def _compared(answer: dict, name) -> tuple[str, str]:
+    """(what a comparison's verdict compares, what its interval leaves out): "p = 1 tuned with 8
+    trials against p = 2 tuned with 8" and, with one tuning an arm, that the tuning's luck is not in
+    the interval; ("", "") for any other study."""
+    tuning = answer.get("tuning")
+    if not tuning:
+        return "", ""
+    budget, tunings = tuning["budget"], tuning["tunings"]
+    arms = ", ".join(name(a["value"]) for a in answer["arms"])
+    each = " each" if len(answer["arms"]) > 1 else ""
+    over = f" ({tunings} independent tunings an arm, the interval a t over them)" if tunings >= 2 else ""
+    what = (f"{arms} tuned with {budget} trial{'s' if budget != 1 else ''}{each} against "
+            f"{name(answer['reference']['value'])} tuned with {budget}{over}: ")
+    notes = []
+    if tunings < 2:
+        notes.append("one tuning an arm: the interval holds the folds' noise of the configurations the tunings "
+                     "chose, not the luck of the tuning that chose them (--tunings T counts it)")
+    else:
+        notes.append("the tunings share the K folds: the partition's share of the spread is not in their interval")
+    if tuning.get("budget_note"):
+        notes.append(f"note: {tuning['budget_note']}")
+    return what, "".join(f" {n[0].upper()}{n[1:]}." for n in notes)
 
 
 def _order(value):
@@ -369,7 +422,8 @@ def sentence(answer: dict) -> str:
     if not answer["arms"]:
         return f"Only {name(ref['value'])} has finished runs: nothing to compare yet."
     arms = answer["arms"]
-    positions = answer["k"] * answer.get("repeats", 1) * (answer.get("seeds") or 1)
+    positions = (answer["k"] * answer.get("repeats", 1) * (answer.get("seeds") or 1)
+                 * ((answer.get("tuning") or {}).get("tunings") or 1))
     runs = _runs_in(ref, arms, name, positions)
     if answer.get("interim"):
         lead = (f"Interim reading, {runs} in (no verdict until every fold has run, "
@@ -408,6 +462,8 @@ def sentence(answer: dict) -> str:
             more = "interim"
         elif answer.get("to_decide"):  # what would decide them, at 80 % power, is the sentence's last clause
             more = None
+        elif (answer.get("tuning") or {}).get("counted"):
+            more = "its interval spans the tunings: more --tunings narrow it"
         elif all(a["n_folds"] < 2 for a in undecided):
             more = "each needs 2 folds paired with the reference first"
         elif any(a["folds_to_decide"] for a in undecided):
@@ -437,7 +493,9 @@ def sentence(answer: dict) -> str:
             + (f" seed {d['seed']}" if "seed" in d else "")
             + f" counts trial {d['counted']}, leaves out trial{'s' if len(d['left_out']) > 1 else ''} "
             + ", ".join(map(str, d["left_out"])) for d in answer["duplicates"]))
-    return lead + ": " + "; ".join(parts) + "."
+    what, notes = _compared(answer, name)
+    return what + lead[0].lower() + lead[1:] + ": " + "; ".join(parts) + "." + notes if what else \
+        lead + ": " + "; ".join(parts) + "."
 
 
 def _runs_in(ref: dict, arms: list[dict], name, positions: int) -> str:

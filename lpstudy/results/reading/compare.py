@@ -46,15 +46,18 @@ def compare_progress(data: CompareData) -> dict[str, Any]:
         folds = data.folds[data.folds["arm"] == arm] if len(data.folds) else data.folds
         finished = int(tuning["state"].isin(["COMPLETE", "PRUNED"]).sum()) if len(tuning) else 0
         open_now = int(tuning["state"].isin(["RUNNING", "WAITING"]).sum()) if len(tuning) else 0
-        tuned = finished >= plan.budget and not open_now
-        # a fold run is one (repeat, fold) cell: --repeats R runs the K folds R times
-        cell = [c for c in ("repeat", "fold") if c in folds]  # a frame without repeat: the plain CV
+        budget = plan.budget * plan.tunings  # every tuning of the arm spends the budget
+        tuned = finished >= budget and not open_now
+        # a fold run is one (tuning, repeat, fold, seed) cell: --repeats R runs the K folds R times,
+        # --seeds S each S times, --tunings T the whole fold stage T times
+        cell = [c for c in ("tuning", "repeat", "fold", "seed") if c in folds]
         done_folds = len(folds.loc[folds["state"] == "COMPLETE", cell].drop_duplicates()) if len(folds) else 0
         nothing_to_replicate = tuned and not len(folds) and A.best_trial(tuning) is None
-        rows.append({"arm": arm, "tuning_done": min(finished, plan.budget), "budget": plan.budget,
-                     "folds_done": done_folds, "folds": plan.folds * plan.repeats,
-                     "tuning_left": max(0, plan.budget - finished),
-                     "folds_left": 0 if nothing_to_replicate else plan.folds * plan.repeats - done_folds,
+        cells = plan.folds * plan.repeats * plan.seeds * plan.tunings
+        rows.append({"arm": arm, "tuning_done": min(finished, budget), "budget": budget,
+                     "folds_done": done_folds, "folds": cells,
+                     "tuning_left": max(0, budget - finished),
+                     "folds_left": 0 if nothing_to_replicate else cells - done_folds,
                      "nothing_to_replicate": nothing_to_replicate})
     tuning_left = sum(r["tuning_left"] for r in rows)
     if plan.until_decided and not tuning_left:  # decided arms get no more folds; none after the last stage
@@ -64,8 +67,8 @@ def compare_progress(data: CompareData) -> dict[str, Any]:
                 r["folds_left"] = 0
     folds_left = sum(r["folds_left"] for r in rows)
     return {"arms": rows, "n_arms": len(rows), "budget": plan.budget, "folds": plan.folds,
-            "tuning_spent": sum(r["tuning_done"] for r in rows), "tuning_total": plan.budget * len(rows),
-            "cells_done": sum(r["folds_done"] for r in rows), "cells_total": plan.folds * plan.repeats * len(rows),
+            "tuning_spent": sum(r["tuning_done"] for r in rows), "tuning_total": sum(r["budget"] for r in rows),
+            "cells_done": sum(r["folds_done"] for r in rows), "cells_total": sum(r["folds"] for r in rows),
             "tuning_left": tuning_left, "cells_left": folds_left, "left": tuning_left + folds_left,
             "done": tuning_left + folds_left == 0}
 
@@ -110,11 +113,11 @@ def load_compare(reader: TrialReader, name: str) -> CompareData:
         raise UserError(f"no comparison named {name!r} in {redact(reader.url)}; create it with `lpstudy compare`")
     plan = ComparePlan.from_plain(plain)
     tuning, folds = [], []
-    for value in plan.values:
+    for value, t in plan.arm_tunings():
         arm = plan.label(value)
-        for study, frames in ((plan.tune_study(name, value), tuning), (plan.folds_study(name, value), folds)):
+        for study, frames in ((plan.tune_study(name, value, t), tuning), (plan.folds_study(name, value, t), folds)):
             if study in records:
-                frame = load_trials(reader, study).assign(arm=arm, study=study)
+                frame = load_trials(reader, study).assign(arm=arm, study=study, tuning=t)
                 if frames is tuning:  # the configuration the arm's search returns: the one it replicates
                     frame = _mark_returned(reader, study, records[study].attrs, frame)
                 frames.append(frame)
@@ -165,6 +168,8 @@ def _study_data(data: CompareData):
                                              "labels": {plan.label(v): v for v in plan.values}}}
     if plan.repeats > 1:  # the K-fold CV repeated over new partitions and seeds (trials carry `repeat`)
         spec["repeats"] = plan.repeats
+    # what the verdict compares: each arm tuned with `budget` trials, `tunings` times (the runs carry `tuning`)
+    spec["compare"].update({"budget": plan.budget, "tunings": plan.tunings, "budget_note": plan.budget_note()})
     if plan.until_decided:  # the replicate phase ran in stages: the verdicts replay them (answers.sequential)
         spec["until_decided"] = plan.until_decided.to_plain()
     info = StudyInfo(name=name, kind="compare", preset=plan.preset, spec=spec)
