@@ -158,6 +158,7 @@ class ArmVerdict(Part):
     p_value_beyond_rope: float | None = None  # Holm-adjusted; it decides better/worse
     verdict: str = "undecided"  # "better" | "equivalent" | "worse" | "undecided"
     region: str = ""  # "beyond the ROPE" | "within the ROPE" | "different, size undecided" | "undecided" | "interim"
+    # | "below the resolution" (convergence's steps: the evaluations cannot decide it)
     holds_up_to_rho: float | None = None  # the largest fold correlation at which the verdict stands
     measured_rho: float | None = None  # what the repeats' spread implies; None with one repeat
     folds_to_decide: int | None = None  # runs per arm that would decide it (answers.decide), or None
@@ -303,6 +304,8 @@ class ConvergenceArm(ArmVerdict):
     unit: str = ""
     censored: int = 0  # runs that did not reach the threshold
     censored_by: dict[str, int] = _field(default_factory=dict)  # {reason: count}
+    unresolved: str | None = None  # steps: why the evaluations cannot decide it (undecided), where they cannot
+    eval_interval_to_resolve: int | None = None  # steps: the eval_interval that would resolve the ROPE
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -336,6 +339,14 @@ class Reach(Part):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Resolution(Part):
+    """The steps a run's crossing of the threshold is known to."""
+
+    eval_interval: float | None = None  # the steps between the two evaluations around a crossing (median)
+    words: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
 class Convergence(Part):
     """Steps to a loss and the area under the curve, each with a verdict per arm (None without curves)."""
 
@@ -351,10 +362,15 @@ class Convergence(Part):
     reach: list[Reach] = _field(default_factory=list)
     sentence: str = ""  # it also ends the answer's sentence
     reference: dict[str, EndpointReference] = _field(default_factory=dict)  # {endpoint: reference}
+    resolution: Resolution | None = None  # what the evaluations resolve
+    groups: str | None = None  # a search: what its p groups mix (no verdicts: its runs are not paired)
+    configurations: int | None = None  # a search: the configurations its runs are of
+    runs: int | None = None  # a search: the runs counted
 
     PARTS: ClassVar[dict[str, Any]] = {"rope": {"*": EndpointRope}, "endpoints": {"*": Endpoint},
                                         "arms": [ConvergenceArm], "restricted_mean": [RestrictedMean],
-                                        "reach": [Reach], "reference": {"*": EndpointReference}}
+                                        "reach": [Reach], "reference": {"*": EndpointReference},
+                                        "resolution": Resolution}
 
 
 @dataclass(frozen=True, kw_only=True)
