@@ -420,9 +420,10 @@ class Effect(Part):
     reference: float = 0.0
     differences: list[Difference] = _field(default_factory=list)
     rope: float = 0.0
-    n_fit: int = 0
+    n_fit: int = 0  # configurations the surrogate was fitted on
     n_runs: int = 0
     p_scale_at_bound: bool = False
+    n_configurations: int | None = None  # where fewer than the runs: the configurations they are of
 
     PARTS: ClassVar[dict[str, Any]] = {"differences": [Difference]}
 
@@ -439,9 +440,13 @@ class SearchAnswer(StudyAnswer):
     effect: Effect | None = None
     n_runs: int = 0
     n_finite_runs: int | None = None  # runs at finite p
+    n_configurations: int | None = None  # configurations the runs are of (a raced one counted once)
+    n_finite_configurations: int | None = None  # configurations at finite p: what the surrogate fits
+    convergence: Convergence | None = None  # per p group, no verdicts (answers.search_convergence); None without curves
 
     PARTS: ClassVar[dict[str, Any]] = {**StudyAnswer.PARTS, "p_profile": [ProfilePoint],
-                                        "p_partial_dependence": [ProfilePoint], "effect": Effect}
+                                        "p_partial_dependence": [ProfilePoint], "effect": Effect,
+                                        "convergence": Convergence}
 
 
 

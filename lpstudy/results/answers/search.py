@@ -30,6 +30,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from lpstudy.results.analysis.configurations import per_configuration
 from lpstudy.results.analysis.importance import param_importance
 from lpstudy.results.analysis.searched import Searched, rank_correlation, read_searched, space_entries
 from lpstudy.results.analysis.selection import finished, successful
@@ -110,7 +111,7 @@ def suggest_command(data: StudyData, searched: Searched, setting: dict) -> str:
     return " ".join(parts)
 
 
-def _few_runs_sentence(n: int, losses: pd.Series, searched: Searched) -> str:
+def _few_runs_sentence(n: int, losses: pd.Series, searched: Searched, runs: int | None = None) -> str:
     """What a handful of runs can tell: which field the loss follows, and that p cannot be held apart."""
     follows = []
     for f in searched.fields:
@@ -121,7 +122,9 @@ def _few_runs_sentence(n: int, losses: pd.Series, searched: Searched) -> str:
         if rho is not None:
             follows.append((abs(rho), f.name, rho))
     follows.sort(reverse=True)
-    text = (f"{n} completed run{'s' if n != 1 else ''} at finite p: too few to hold p's effect apart from "
+    what = (f"{n} completed run{'s' if n != 1 else ''}" if runs is None or runs == n
+            else f"{n} configuration{'s' if n != 1 else ''} ({runs} completed runs)")
+    text = (f"{what} at finite p: too few to hold p's effect apart from "
             f"{_name('lr')} and the gain (the surrogate needs {MIN_RUNS})")
     if follows:
         described = ", ".join(f"{_name(name)} {rho:+.2f}" for _, name, rho in follows)
@@ -129,6 +132,19 @@ def _few_runs_sentence(n: int, losses: pd.Series, searched: Searched) -> str:
         if follows[0][1] != "p":
             text += f"; what differs between these runs follows {_name(follows[0][1])} more than p"
     return text + "."
+
+
+def configuration_losses(runs: pd.DataFrame, searched: Searched) -> pd.DataFrame:
+    """The runs' final losses read as configurations (analysis.configurations.per_configuration:
+    each configuration once, its runs on several folds averaged with the fold as a factor), indexed
+    by each configuration's first run; columns loss, runs, folds."""
+    if runs.empty:
+        return pd.DataFrame({"loss": pd.Series(dtype="float64"), "runs": 0, "folds": 0})
+    table = pd.DataFrame({f.name: f.values.loc[runs.index] for f in searched.fields}, index=runs.index)
+    table["loss"] = runs["loss"].astype("float64")
+    if "fold" in runs:
+        table["fold"] = runs["fold"]
+    return per_configuration(table, searched.names())
 
 
 def search_answer(data: StudyData, options: AnswerOptions = AnswerOptions()) -> dict:
@@ -140,7 +156,13 @@ def search_answer(data: StudyData, options: AnswerOptions = AnswerOptions()) -> 
     importance = param_importance(importance_sample(trials), data.info.spec).to_answer() if len(trials) else {
         "shares": {}, "low": {}, "high": {}, "null": None, "reason": "no completed run yet", "left_out": {},
         "n_trials": 0}
-    return {**search_effect(data, options), "importance": importance}
+    from lpstudy.results.answers.search_convergence import search_convergence
+
+    answer = {**search_effect(data, options), "importance": importance,
+              "convergence": json_safe(search_convergence(data, options))}
+    if answer["convergence"] and answer["convergence"]["restricted_mean"]:
+        answer["sentence"] = f"{answer['sentence']} {answer['convergence']['sentence']}"
+    return answer
 
 
 def search_effect(data: StudyData, options: AnswerOptions = AnswerOptions()) -> dict:
@@ -150,22 +172,27 @@ def search_effect(data: StudyData, options: AnswerOptions = AnswerOptions()) -> 
     trials = data.trials
     runs = successful(trials) if len(trials) else finished(trials)
     searched = read_searched(runs, data.info.spec)
-    losses = runs["loss"].astype("float64") if len(runs) else pd.Series(dtype="float64")
+    # one configuration, one observation: a leader raced on several folds is its fold-adjusted mean
+    configs = configuration_losses(runs, searched)
+    losses = configs["loss"]
     answer = {"study": data.name, "kind": "search", "metric": METRIC,
-              "p_profile": [], "p_partial_dependence": [], "entanglement": entanglement(searched, runs.index),
-              "separable": False, "suggest": None, "effect": None, "n_runs": int(len(runs))}
+              "p_profile": [], "p_partial_dependence": [], "entanglement": entanglement(searched, configs.index),
+              "separable": False, "suggest": None, "effect": None, "n_runs": int(len(runs)),
+              "n_configurations": int(len(configs))}
     if searched.get("p") is None:
         answer["sentence"] = ("p does not vary among the completed runs: this search says nothing about p."
                               if len(runs) else "No completed run yet: nothing to say about p.")
         return json_safe(answer)
     profile = p_profile(losses, searched)
     finite_runs = int(np.isfinite(searched.get("p").values.loc[runs.index].astype("float64")).sum())
-    answer["n_finite_runs"] = finite_runs  # what the surrogate fits (∞ apart): the sentence and the chart count these
+    finite_configs = int(np.isfinite(searched.get("p").values.loc[configs.index].astype("float64")).sum())
+    answer["n_finite_runs"] = finite_runs
+    answer["n_finite_configurations"] = finite_configs  # what the surrogate fits (∞ apart): the sentence counts these
     best_run = runs.loc[losses.idxmin()] if len(runs) else None
     best_setting = ({name: float(best_run[name]) for name in ("lr", "gain_init") if name in best_run
                      and searched.get(name) is not None} if best_run is not None else {})
     if profile is None:
-        answer["sentence"] = _few_runs_sentence(finite_runs, losses, searched)
+        answer["sentence"] = _few_runs_sentence(finite_configs, losses, searched, finite_runs)
         answer["suggest"] = suggest_command(data, searched, best_setting)
         return json_safe(answer)
     reference = _reference(options, profile)
@@ -179,11 +206,16 @@ def search_effect(data: StudyData, options: AnswerOptions = AnswerOptions()) -> 
     answer["effect"] = {"reference": reference, "differences": [
         {"p": float(p), "diff": float(d), "low": float(a), "high": float(b)}
         for p, d, a, b in zip(profile.p, mean, low, high)], "rope": margin,
-        "n_fit": profile.n_fit, "n_runs": profile.n_runs, "p_scale_at_bound": profile.p_scale_at_bound}
+        "n_fit": profile.n_fit, "n_runs": int(len(runs)), "p_scale_at_bound": profile.p_scale_at_bound}
+    if profile.n_runs < len(runs):
+        answer["effect"]["n_configurations"] = profile.n_runs
     answer["separable"] = bool(apart.any())
     setting = {k: v for k, v in profile.best_setting.items() if k in ("lr", "gain_init")} or best_setting
-    fitted = (f"{profile.n_fit:,} of the {finite_runs:,} runs at finite p" if profile.n_fit < finite_runs
-              else f"{finite_runs:,} runs at finite p")
+    unit = "runs" if finite_runs == finite_configs else "configurations"
+    fitted = (f"{profile.n_fit:,} of the {finite_configs:,} {unit} at finite p" if profile.n_fit < finite_configs
+              else f"{finite_configs:,} {unit} at finite p")
+    if finite_runs > finite_configs:
+        fitted += f" ({finite_runs:,} runs: a configuration run on several folds counted once, the fold a factor)"
     if np.isinf(profile.p).any():
         fitted += ", ∞'s runs apart"
     ref_text = f"p = {format_p(reference)}"
