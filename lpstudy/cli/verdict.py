@@ -59,6 +59,7 @@ def print_verdicts(study: str, reader, rope: str | None = None, reference=None,
     from lpstudy.results.status import print_table, print_verdict_table
     from lpstudy.results.tables.columns import labelled
     from lpstudy.results.tables.convergence import convergence_frame, convergence_title, restricted_frame
+    from lpstudy.results.tables.stability import stability_frame, stability_title
     from lpstudy.results.tables.verdicts import sequential_lines, stages_frame
 
     chosen = None if rope is None else parse_rope(rope)  # a wrong --rope: one line before the study is read
@@ -84,6 +85,9 @@ def print_verdicts(study: str, reader, rope: str | None = None, reference=None,
         restricted = restricted_frame(answer)
         print_table(console, "Kaplan–Meier: restricted mean steps to the threshold within the horizon (95 % interval)",
                     list(restricted.columns), restricted.values.tolist())
+    stability = stability_frame(answer)
+    if len(stability):
+        print_table(console, stability_title(answer), list(stability.columns), stability.values.tolist())
     stages = labelled(stages_frame(answer))
     if len(stages):  # each arm's state at every look, as the Compare page's table
         print_table(console, "stages: each arm's state at every look", list(stages.columns), stages.values.tolist())

@@ -188,13 +188,32 @@ class StabilityRow(Part):
 
 
 @dataclass(frozen=True, kw_only=True)
+class StabilityVerdict(ArmVerdict):
+    """An arm's verdict on one stability endpoint (answers.stability_verdicts): ArmVerdict's fields
+    (divergence: diff a difference of rates, low/high Newcombe's interval, n_folds and runs the arm's
+    runs, p_value_difference Fisher's, Holm-adjusted) and these."""
+
+    endpoint: str = ""  # "max_logit" | "min_entropy" | "loss_spikes" | "lr_sensitivity" | "divergence"
+    unit: str = ""
+    diverged: int | None = None  # divergence: the arm's runs that diverged
+    reference_diverged: int | None = None
+    reference_runs: int | None = None
+    unresolved: str | None = None  # why the runs cannot decide it (undecided), where they cannot
+
+
+@dataclass(frozen=True, kw_only=True)
 class Stability(Part):
     divergence: list[StabilityRow] = _field(default_factory=list)
     logit_growth: list[StabilityRow] = _field(default_factory=list)
     min_entropy: list[StabilityRow] = _field(default_factory=list)
+    endpoints: dict[str, "Endpoint"] = _field(default_factory=dict)  # {name: what it is}
+    rope: dict[str, "EndpointRope"] = _field(default_factory=dict)  # {endpoint: its ROPE, declared once}
+    verdicts: list[StabilityVerdict] = _field(default_factory=list)  # per arm and endpoint
+    reference: dict[str, "EndpointReference"] = _field(default_factory=dict)  # {endpoint: the reference's mean}
+    sentence: str = ""  # it also ends the answer's sentence
 
     PARTS: ClassVar[dict[str, Any]] = {"divergence": [StabilityRow], "logit_growth": [StabilityRow],
-                                        "min_entropy": [StabilityRow]}
+                                        "min_entropy": [StabilityRow], "verdicts": [StabilityVerdict]}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -296,6 +315,10 @@ class EndpointReference(Part):
     n_folds: int = 0
 
 
+Stability.PARTS.update({"endpoints": {"*": Endpoint}, "rope": {"*": EndpointRope},
+                        "reference": {"*": EndpointReference}})  # the parts declared below it
+
+
 @dataclass(frozen=True, kw_only=True)
 class ConvergenceArm(ArmVerdict):
     """An arm's verdict on one convergence endpoint: ArmVerdict's fields and these."""
@@ -363,7 +386,6 @@ class Convergence(Part):
     sentence: str = ""  # it also ends the answer's sentence
     reference: dict[str, EndpointReference] = _field(default_factory=dict)  # {endpoint: reference}
     resolution: Resolution | None = None  # what the evaluations resolve
-    groups: str | None = None  # a search: what its p groups mix (no verdicts: its runs are not paired)
     configurations: int | None = None  # a search: the configurations its runs are of
     runs: int | None = None  # a search: the runs counted
 

@@ -1,7 +1,7 @@
 """Convergence of a search: how soon its runs reach a validation loss, per p group, with the runs that
 never arrive counted. No verdicts: a search's runs are not paired by fold and each p group mixes p with
-the learning rate and gain its runs drew (answers.mixed_groups says by how much; Effect of p holds
-them apart).
+the learning rate and gain its runs drew (the pages say by how much: answers.mixed_groups; Effect of
+p holds them apart).
 
 Per group, the Kaplan–Meier share of its configurations that reached the threshold by each step and
 the restricted mean steps to reach it within the shared budget (lpstudy.results.analysis.survival),
@@ -73,9 +73,6 @@ def search_convergence(data: StudyData, options: AnswerOptions = AnswerOptions()
         out["reach"].append({"field": "p", "value": group, "step": curve["step"].tolist(),
                              "reached": curve["reached"].tolist(), "low": curve["low"].tolist(),
                              "high": curve["high"].tolist()})
-    from lpstudy.results.answers.mixed_groups import mixed_groups_sentence
-
-    out["groups"] = mixed_groups_sentence(data, bins)
     out["sentence"] = search_convergence_sentence(out)
     return out
 

@@ -30,7 +30,7 @@ from lpstudy.results.answers.fold_importance import fold_importance
 from lpstudy.results.answers.endpoint_verdicts import endpoint_verdicts
 from lpstudy.results.answers.fold_tests import VERDICTS, interval
 from lpstudy.results.answers.sequential import information, look_levels, nominal_levels, rounds_of, sequential_verdicts
-from lpstudy.results.answers.stability_verdicts import stability_answer
+from lpstudy.results.answers.stability_verdicts import stability_answer, stability_verdicts
 from lpstudy.results.reading.frames import StudyData
 from lpstudy.values import REFERENCE_P, format_p, json_safe
 
@@ -196,6 +196,8 @@ def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions())
     answer["arms"].sort(key=lambda r: _order(r["value"]))
     answer["interim"] = any(arm["interim"] for arm in answer["arms"])
     answer["stability"] = _stability(runs, data.curves, reference, k, options.alpha, values)
+    answer["stability"].update(stability_verdicts(runs, trials, data.curves, reference, k, options, field, values,
+                                                       column))
     answer["sentence"] = sentence(answer)
     return json_safe(answer)
 
