@@ -77,3 +77,27 @@ def test_a_searchs_convergence_has_a_few_p_groups_each_configuration_counted_onc
     assert "no verdict on p here" in convergence["sentence"]
     for row in convergence["restricted_mean"]:
         assert 0 <= row["low"] <= row["rmst"] <= row["high"] <= 300
+
+
+def test_separates_only_beyond_the_rope_and_infinity_is_profiled_over_the_same_settings_or_said_apart():
+    """A 0.005-nat planted effect (half the ROPE): its band may exclude 0, never the ROPE, so no
+    "separates". p = ∞ on a few settings of its own: said apart, never a profile point minimised over
+    fewer settings than finite p's."""
+    import math
+
+    from tests.search_planted import search_trials
+
+    rng = np.random.default_rng(4)
+    n = 160
+    log_lr, p = rng.uniform(-4, -2, n), rng.uniform(1, 4, n)
+    gain = np.exp(rng.uniform(math.log(2), math.log(64), n))
+    loss = 2.0 + 0.3 * (log_lr + 3) ** 2 - 0.005 * (p - 1) / 3 + rng.normal(0, 0.002, n)
+    p[:8] = math.inf  # 8 runs at ∞, their learning rates in one corner of the range
+    log_lr[:8] = rng.uniform(-4, -3.6, 8)
+    loss[:8] = 2.0 + 0.3 * (log_lr[:8] + 3) ** 2 + rng.normal(0, 0.002, 8)
+    answer = search_answer(study(search_trials(p, 10 ** log_lr, gain, loss)))
+    assert answer["separable"] is False and "separates" not in answer["sentence"], answer["sentence"]
+    assert all(d["p"] != math.inf for d in answer["effect"]["differences"])
+    assert "p = ∞'s 8 configurations hold" in answer["effect"]["inf_apart"]
+    assert answer["effect"]["inf_apart"] in answer["sentence"]
+    assert "beyond its reach" in answer["effect"]["assumes"]

@@ -446,6 +446,8 @@ class Effect(Part):
     n_runs: int = 0
     p_scale_at_bound: bool = False
     n_configurations: int | None = None  # where fewer than the runs: the configurations they are of
+    assumes: str | None = None  # what the band takes for granted about p's shape (and so cannot cover)
+    inf_apart: str | None = None  # why p = ∞ is not profiled over finite p's settings, where it is not
 
     PARTS: ClassVar[dict[str, Any]] = {"differences": [Difference]}
 
