@@ -111,7 +111,9 @@ def crossing_steps(rows: pd.DataFrame, column: str, key: str, threshold: float) 
     below = values <= threshold
     starts = np.r_[True, runs[1:] != runs[:-1]] if len(runs) else np.zeros(0, bool)
     # the first hit of each run: below, and no earlier row of the same run below
-    seen = pd.Series(below.astype("int64")).groupby(runs).cumsum().to_numpy() if len(runs) else below
+    counted = np.cumsum(below)
+    run_of_row = np.cumsum(starts) - 1
+    seen = counted - (counted - below)[np.flatnonzero(starts)][run_of_row] if len(runs) else counted
     first = below & (seen == 1)
     at = np.flatnonzero(first)
     at_first = starts[at]
