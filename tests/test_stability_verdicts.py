@@ -114,6 +114,7 @@ def test_stability_is_interim_while_runs_are_to_come_and_zero_variance_decides_n
     assert spikes["verdict"] == "undecided" and "do not vary" in spikes["unresolved"]
 
 
+@pytest.mark.slow  # 20 whole answers: the bench measures the rate on thousands
 def test_the_rate_of_false_verdicts_with_no_effect_stays_at_alpha():
     """Twenty planted replicates with no effect: a false better or worse on any endpoint in at most
     two of them (the bench measures it on thousands: benchmarks/results/stability_verdicts.md)."""
@@ -124,6 +125,7 @@ def test_the_rate_of_false_verdicts_with_no_effect_stays_at_alpha():
     assert wrong <= 2
 
 
+@pytest.mark.slow  # the command line end to end, as the convergence one
 def test_lpstudy_verdict_says_and_prints_the_stability_verdicts(seeded, capsys):
     import json
 
