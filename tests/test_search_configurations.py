@@ -101,3 +101,17 @@ def test_separates_only_beyond_the_rope_and_infinity_is_profiled_over_the_same_s
     assert "p = ∞'s 8 configurations hold" in answer["effect"]["inf_apart"]
     assert answer["effect"]["inf_apart"] in answer["sentence"]
     assert "beyond its reach" in answer["effect"]["assumes"]
+
+
+def test_a_p_groups_medians_count_a_raced_configuration_once():
+    """p 1–2 holds three configurations at lr 1e-4 and one at lr 1e-2 raced on four folds: its median
+    learning rate is 1e-4 (four configurations), not 1e-2 (seven runs)."""
+    from lpstudy.results.answers.mixed_groups import mixed_groups_sentence
+    from tests.search_planted import search_trials
+
+    p = [1.2, 1.4, 1.6, 1.8, 1.8, 1.8, 1.8, 3.0, 3.2, 3.4]
+    lr = [1e-4, 1e-4, 1e-4, 1e-2, 1e-2, 1e-2, 1e-2, 1e-3, 1e-3, 1e-3]
+    trials = search_trials(p, lr, np.full(10, 16.0), np.full(10, 2.0))
+    trials["fold"] = [0, 0, 0, 0, 1, 2, 3, 0, 0, 0]
+    said = mixed_groups_sentence(study(trials), [1.0, 2.0, 4.0])
+    assert "median learning rate 0.001 at p 2–4 but 0.0001 at p 1–2" in said, said
