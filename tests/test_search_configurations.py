@@ -115,3 +115,10 @@ def test_a_p_groups_medians_count_a_raced_configuration_once():
     trials["fold"] = [0, 0, 0, 0, 1, 2, 3, 0, 0, 0]
     said = mixed_groups_sentence(study(trials), [1.0, 2.0, 4.0])
     assert "median learning rate 0.001 at p 2–4 but 0.0001 at p 1–2" in said, said
+
+
+def test_the_importance_of_a_raced_search_counts_each_configuration_once():
+    base = p_curve(n=40, seed=2)
+    plain, with_races = search_answer(study(base)), search_answer(study(raced(base)))
+    assert with_races["importance"]["n_trials"] == plain["importance"]["n_trials"] == 40
+    assert with_races["importance"]["shares"].keys() == plain["importance"]["shares"].keys()

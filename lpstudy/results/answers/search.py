@@ -162,13 +162,30 @@ def configuration_losses(runs: pd.DataFrame, searched: Searched) -> pd.DataFrame
     return per_configuration(table, searched.names())
 
 
+def configuration_trials(trials: pd.DataFrame, spec: dict | None) -> pd.DataFrame:
+    """The trials with each configuration once (for the importance): a configuration's successful
+    runs on several folds replaced by its first, whose value is the configuration's fold-adjusted
+    mean (configuration_losses); the other trials (failed, diverged, pending) as they are."""
+    runs = successful(trials) if len(trials) else trials
+    if runs.empty or "fold" not in runs or runs["fold"].nunique() < 2:
+        return trials
+    configs = configuration_losses(runs, read_searched(runs, spec))
+    out = trials.drop(index=runs.index.difference(configs.index)).copy()
+    out.loc[configs.index, "value"] = configs["loss"].to_numpy()
+    if "final_val_loss" in out:
+        out.loc[configs.index, "final_val_loss"] = configs["loss"].to_numpy()
+    return out
+
+
 def search_answer(data: StudyData, options: AnswerOptions = AnswerOptions()) -> dict:
     """The answer of a search study (lpstudy.results.answers' shape): search_effect and the
     importance (over importance_sample's runs in a big study)."""
     from lpstudy.results.reading.curve_sample import importance_sample
 
     trials = data.trials
-    importance = param_importance(importance_sample(trials), data.info.spec).to_answer() if len(trials) else {
+    # one configuration, one observation: a leader raced on several folds weighs once in the importance
+    importance = param_importance(importance_sample(configuration_trials(trials, data.info.spec)),
+                                  data.info.spec).to_answer() if len(trials) else {
         "shares": {}, "low": {}, "high": {}, "null": None, "reason": "no completed run yet", "left_out": {},
         "n_trials": 0}
     from lpstudy.results.answers.search_convergence import search_convergence
