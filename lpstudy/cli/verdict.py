@@ -35,9 +35,9 @@ def verdict(
     threshold: Annotated[Optional[float], typer.Option(
         help="The validation loss (nats) convergence is timed to (default: the study's loss_threshold, else 2 % "
              "above the largest of the arms' median final losses).", min=0.0)] = None,
-    convergence_rope: Annotated[float, typer.Option(
-        help="Convergence: equivalent within ± this share of the reference's restricted mean steps to the threshold.",
-        min=0.0, max=1.0)] = DEFAULT_CONVERGENCE_ROPE,
+    convergence_rope: Annotated[str, typer.Option(
+        help="Convergence: equivalent within ± this many steps to the threshold (50), or this share of the "
+             "reference's restricted mean steps (5%).")] = str(DEFAULT_CONVERGENCE_ROPE),
     storage: StorageChoice,
 ) -> None:
     """Verdicts per arm: better, equivalent (within --rope), worse or undecided, and the folds that would decide;
@@ -48,19 +48,22 @@ def verdict(
 
 def print_verdicts(study: str, reader, rope: str | None = None, reference=None,
                    alpha: float = DEFAULT_ALPHA, as_json: bool = False, threshold: float | None = None,
-                   convergence_rope: float = DEFAULT_CONVERGENCE_ROPE) -> None:
+                   convergence_rope: str = str(DEFAULT_CONVERGENCE_ROPE)) -> None:
     """The verdict table (or the JSON answer) of the study on standard output. rope None: the one a
     sequential study was run with, else 0.01 nats; threshold None: the default (answer.convergence)."""
     from rich.console import Console
 
     from lpstudy.results.answers import AnswerOptions, parse_rope, study_answer, study_rope
+    from lpstudy.results.answers.options import parse_steps_rope
     from lpstudy.results.reading.compare import verdict_data
     from lpstudy.results.status import print_table, print_verdict_table
     from lpstudy.results.tables.columns import labelled
     from lpstudy.results.tables.convergence import convergence_frame, convergence_title, restricted_frame
+    from lpstudy.results.tables.stability import stability_frame, stability_title
     from lpstudy.results.tables.verdicts import sequential_lines, stages_frame
 
     chosen = None if rope is None else parse_rope(rope)  # a wrong --rope: one line before the study is read
+    convergence_rope = parse_steps_rope(convergence_rope)
     data = verdict_data(reader, study)
     rope = chosen or study_rope(data.info.spec)
     answer = study_answer(data, AnswerOptions(rope=rope, alpha=alpha, reference=reference, threshold=threshold,
@@ -82,6 +85,9 @@ def print_verdicts(study: str, reader, rope: str | None = None, reference=None,
         restricted = restricted_frame(answer)
         print_table(console, "Kaplan–Meier: restricted mean steps to the threshold within the horizon (95 % interval)",
                     list(restricted.columns), restricted.values.tolist())
+    stability = stability_frame(answer)
+    if len(stability):
+        print_table(console, stability_title(answer), list(stability.columns), stability.values.tolist())
     stages = labelled(stages_frame(answer))
     if len(stages):  # each arm's state at every look, as the Compare page's table
         print_table(console, "stages: each arm's state at every look", list(stages.columns), stages.values.tolist())

@@ -119,21 +119,22 @@ class PageInputs:
         """Kaplan–Meier per arm (from the answer, where there are verdicts) or per p group of the
         page (a search: every drawn run): [{name, step, reached, low, high}]."""
         def build():
-            from lpstudy.results.analysis.survival import group_survival
             from lpstudy.values import arm_name
 
             if self.folded:
                 convergence = self.answer.convergence
                 return [{"name": arm_name(c.field, c.value), **c.to_json()} for c in (convergence.reach if convergence else [])]
-            ends = A.run_endpoints(self.curves, self._drawn, self.loss_threshold, self.horizon)
-            runs = self._drawn.drop_duplicates("trial_id").set_index("trial_id")
-            runs = runs[runs["p"].notna()]
-            groups = A.p_bins(runs["p"], self.bins)
-            ordered = groups.sort_values("p_order")["p_bin"]
-            curves, _ = group_survival(ends, ordered, self.horizon)
-            return [{"name": f"p {name}", "step": c["step"].tolist(), "reached": c["reached"].tolist(),
-                     "low": c["low"].tolist(), "high": c["high"].tolist()}
-                    for name, c in curves.groupby("group", sort=False)]
+            # a search: a few p groups (the page's bins, else GROUPS), each configuration counted once
+            from dataclasses import replace
+
+            from lpstudy.results.answers import AnswerOptions
+            from lpstudy.results.answers.search_convergence import GROUPS, search_convergence
+
+            drawn = replace(self.data, trials=self._drawn, curves=self.curves, derived={})
+            convergence = search_convergence(drawn, AnswerOptions(threshold=self.loss_threshold),
+                                             self.bins if self.bins is not None else GROUPS)
+            return [{"name": f"p {c['value']}", "step": c["step"], "reached": c["reached"], "low": c["low"],
+                     "high": c["high"]} for c in (convergence or {}).get("reach", [])]
         return self.shared(("reach", self.threshold, self.bins, self.reference, self.rope), build)
 
     @property

@@ -3,7 +3,16 @@ before it) and the area under its validation curve, read from the stored curves;
 
 The two endpoints of a run (run_endpoints), both over the shared step budget (the horizon, the
 max_steps every compared run has: shared_horizon):
-- steps to the threshold: the first evaluated step at or below it. A run that never gets there is
+- steps to the threshold: where the validation curve crosses it, interpolated linearly between the
+  last evaluation above it and the first at or below it (crossing_steps). The crossing is only known
+  to lie between those two evaluations (an interval-censored time: Turnbull, "The empirical
+  distribution function with arbitrarily grouped, censored and truncated data", JRSS B 38, 1976);
+  the linear interpolation places it inside that interval from the two losses, less biased than the
+  interval's end or its midpoint (Law & Brookmeyer, "Effects of mid-point imputation on the analysis
+  of doubly censored data", Statistics in Medicine 11, 1992, measure the midpoint's bias). The gap
+  between the two evaluations is kept per run (`resolution`): the step is known to that and no
+  finer. A run already at or below the threshold at its first evaluation reached it at or before
+  that step (`resolution` 0 there: no earlier evaluation brackets it). A run that never gets there is
   censored, and why is kept: "not reached" (it ran to its end), "diverged" (it never will: censored at
   the horizon, as a run that ran out of budget, so that an arm that diverges more is never read as
   faster), "failed" (a FAIL run: it may be run again), "pruned" and "running" (the three censored
@@ -32,7 +41,7 @@ DEFAULT_THRESHOLD_MARGIN = 0.02  # the default threshold: 2 % above the worst ar
 THRESHOLD_QUANTILE = 0.75  # a search's default: the final loss three quarters of its successful runs reached
 CENSOR_REASONS = ("not reached", "diverged", "failed", "pruned", "running")
 ENDPOINT_COLUMNS = ("trial_id", "reached", "steps", "seconds", "time", "censored", "restricted_steps", "auc",
-                    "failed")
+                    "failed", "resolution", "at_first")
 
 
 def default_threshold(trials: pd.DataFrame, arm: str | None = None, spec: dict | None = None) -> float:
@@ -88,15 +97,55 @@ def _sorted(curves: pd.DataFrame, column: str, key: str) -> pd.DataFrame:
     return rows.iloc[np.argsort(order, kind="stable")]
 
 
+def crossing_steps(rows: pd.DataFrame, column: str, key: str, threshold: float) -> pd.DataFrame:
+    """Per run of `rows` (sorted by run and step, as _sorted gives them) that reaches the threshold:
+    step (where the curve crosses it, linear between the last evaluation above it and the first at
+    or below it), resolution (the steps between those two evaluations: the crossing is known to lie
+    there), at_first (already at or below it at the run's first evaluation: step is that
+    evaluation's, resolution 0) and elapsed_s (interpolated the same way, where the rows have it)."""
+    runs = rows[key].to_numpy()
+    steps = rows["step"].to_numpy(dtype="float64")
+    values = rows[column].to_numpy(dtype="float64")
+    below = values <= threshold
+    starts = np.r_[True, runs[1:] != runs[:-1]] if len(runs) else np.zeros(0, bool)
+    # the first hit of each run: below, and no earlier row of the same run below
+    counted = np.cumsum(below)
+    run_of_row = np.cumsum(starts) - 1
+    seen = counted - (counted - below)[np.flatnonzero(starts)][run_of_row] if len(runs) else counted
+    first = below & (seen == 1)
+    at = np.flatnonzero(first)
+    at_first = starts[at]
+    before = np.where(at_first, at, at - 1)
+    drop = values[before] - values[at]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(at_first | ~(drop > 0), 1.0, (values[before] - threshold) / drop)
+    share = np.clip(share, 0.0, 1.0)
+    out = pd.DataFrame({"step": steps[before] + share * (steps[at] - steps[before]),
+                        "resolution": steps[at] - steps[before], "at_first": at_first},
+                       index=pd.Index(runs[at], name=key))
+    if "elapsed_s" in rows:
+        elapsed = rows["elapsed_s"].to_numpy(dtype="float64")
+        out["elapsed_s"] = elapsed[before] + share * (elapsed[at] - elapsed[before])
+    return out
+
+
+def evaluation_interval(rows: pd.DataFrame, key: str) -> float:
+    """The steps between a study's evaluations: the median gap between a run's successive
+    evaluations (NaN with fewer than two evaluations anywhere)."""
+    runs = rows[key].to_numpy()
+    gaps = np.diff(rows["step"].to_numpy(dtype="float64"))[runs[1:] == runs[:-1]] if len(runs) > 1 else np.zeros(0)
+    gaps = gaps[gaps > 0]
+    return float(np.median(gaps)) if len(gaps) else math.nan
+
+
 def steps_to_threshold(curves: pd.DataFrame, threshold: float, column: str = "val_loss",
                        key: str = "trial_number") -> pd.Series:
-    """Per run (`key`), the first evaluated step at which `column` ≤ threshold; NaN if never."""
+    """Per run (`key`), the step at which `column` crosses the threshold, interpolated between the
+    two evaluations around it (crossing_steps); NaN if never."""
     if curves.empty:
         return pd.Series(dtype="float64", name="steps_to_threshold")
     rows = _sorted(curves, column, key)
-    hit = rows[rows[column].to_numpy() <= threshold]
-    first = hit.drop_duplicates(key).set_index(key)["step"].astype("float64")
-    out = first.reindex(pd.unique(rows[key]))
+    out = crossing_steps(rows, column, key, threshold)["step"].reindex(pd.unique(rows[key]))
     out.index.name = key
     return out.rename("steps_to_threshold")
 
@@ -142,7 +191,7 @@ def run_endpoints(curves: pd.DataFrame, trials: pd.DataFrame, threshold: float, 
     rows = _sorted(curves, column, "trial_id")
     runs = trials[trials["state"] != "WAITING"].drop_duplicates("trial_id").set_index("trial_id")
     rows = rows[rows["trial_id"].isin(runs.index)]
-    hit = rows[rows[column].to_numpy() <= threshold].drop_duplicates("trial_id").set_index("trial_id")
+    hit = crossing_steps(rows, column, "trial_id", threshold)
     parts = _areas(rows, column, "trial_id", horizon)
     last_seen = rows.groupby("trial_id", sort=True)["step"].max()
     out = pd.DataFrame(index=last_seen.index)
@@ -153,6 +202,10 @@ def run_endpoints(curves: pd.DataFrame, trials: pd.DataFrame, threshold: float, 
     out["reached"] = out.index.isin(hit.index)
     out["steps"] = hit["step"].astype("float64").reindex(out.index)
     out["seconds"] = hit["elapsed_s"].astype("float64").reindex(out.index) if "elapsed_s" in hit else math.nan
+    # the steps between the two evaluations around the crossing; a run that never crossed: its own interval
+    own = evaluation_interval(rows, "trial_id")
+    out["resolution"] = hit["resolution"].astype("float64").reindex(out.index).fillna(own)
+    out["at_first"] = hit["at_first"].reindex(out.index).fillna(False).astype(bool)
     reason = np.select([out["reached"].to_numpy(), diverged, state == "FAIL", state == "COMPLETE",
                         state == "RUNNING"], ["", "diverged", "failed", "not reached", "running"], "pruned")
     out["censored"] = reason
@@ -169,7 +222,7 @@ def run_endpoints(curves: pd.DataFrame, trials: pd.DataFrame, threshold: float, 
     with np.errstate(invalid="ignore", divide="ignore"):
         out["auc"] = np.where(ran_out & (span > 0), area_sum / span, np.nan)
     out["failed"] = failed
-    return out
+    return out[[c for c in ENDPOINT_COLUMNS if c != "trial_id"]]
 
 
 def convergence_by_trial(curves: pd.DataFrame, trials: pd.DataFrame, threshold: float) -> pd.DataFrame:

@@ -53,8 +53,11 @@ def study_answer(data: StudyData, options: AnswerOptions = AnswerOptions()) -> V
         return SearchAnswer.of(search_answer(data, options))
     from lpstudy.results.answers.verdicts import comparison_answer
 
-    return VerdictAnswer.of(with_convergence(data, options,
-                                             with_what_decides(comparison_answer(data, options), data, options)))
+    answer = with_convergence(data, options, with_what_decides(comparison_answer(data, options), data, options))
+    said = (answer.get("stability") or {}).get("sentence")
+    if said:
+        answer["sentence"] = f"{answer['sentence']} {said}"
+    return VerdictAnswer.of(answer)
 
 
 def with_what_decides(answer: dict, data: StudyData, options: AnswerOptions) -> dict:

@@ -162,6 +162,7 @@ class ArmVerdict(Part):
     p_value_beyond_rope: float | None = None  # Holm-adjusted; it decides better/worse
     verdict: str = "undecided"  # "better" | "equivalent" | "worse" | "undecided"
     region: str = ""  # "beyond the ROPE" | "within the ROPE" | "different, size undecided" | "undecided" | "interim"
+    # | "below the resolution" (convergence's steps: the evaluations cannot decide it)
     holds_up_to_rho: float | None = None  # the largest fold correlation at which the verdict stands
     measured_rho: float | None = None  # what the repeats' spread implies; None with one repeat
     folds_to_decide: int | None = None  # runs per arm that would decide it (answers.decide), or None
@@ -200,13 +201,32 @@ class StabilityRow(Part):
 
 
 @dataclass(frozen=True, kw_only=True)
+class StabilityVerdict(ArmVerdict):
+    """An arm's verdict on one stability endpoint (answers.stability_verdicts): ArmVerdict's fields
+    (divergence: diff a difference of rates, low/high Newcombe's interval, n_folds and runs the arm's
+    runs, p_value_difference Fisher's, Holm-adjusted) and these."""
+
+    endpoint: str = ""  # "max_logit" | "min_entropy" | "loss_spikes" | "lr_sensitivity" | "divergence"
+    unit: str = ""
+    diverged: int | None = None  # divergence: the arm's runs that diverged
+    reference_diverged: int | None = None
+    reference_runs: int | None = None
+    unresolved: str | None = None  # why the runs cannot decide it (undecided), where they cannot
+
+
+@dataclass(frozen=True, kw_only=True)
 class Stability(Part):
     divergence: list[StabilityRow] = _field(default_factory=list)
     logit_growth: list[StabilityRow] = _field(default_factory=list)
     min_entropy: list[StabilityRow] = _field(default_factory=list)
+    endpoints: dict[str, "Endpoint"] = _field(default_factory=dict)  # {name: what it is}
+    rope: dict[str, "EndpointRope"] = _field(default_factory=dict)  # {endpoint: its ROPE, declared once}
+    verdicts: list[StabilityVerdict] = _field(default_factory=list)  # per arm and endpoint
+    reference: dict[str, "EndpointReference"] = _field(default_factory=dict)  # {endpoint: the reference's mean}
+    sentence: str = ""  # it also ends the answer's sentence
 
     PARTS: ClassVar[dict[str, Any]] = {"divergence": [StabilityRow], "logit_growth": [StabilityRow],
-                                        "min_entropy": [StabilityRow]}
+                                        "min_entropy": [StabilityRow], "verdicts": [StabilityVerdict]}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -311,6 +331,10 @@ class EndpointReference(Part):
     n_folds: int = 0
 
 
+Stability.PARTS.update({"endpoints": {"*": Endpoint}, "rope": {"*": EndpointRope},
+                        "reference": {"*": EndpointReference}})  # the parts declared below it
+
+
 @dataclass(frozen=True, kw_only=True)
 class ConvergenceArm(ArmVerdict):
     """An arm's verdict on one convergence endpoint: ArmVerdict's fields and these."""
@@ -319,6 +343,8 @@ class ConvergenceArm(ArmVerdict):
     unit: str = ""
     censored: int = 0  # runs that did not reach the threshold
     censored_by: dict[str, int] = _field(default_factory=dict)  # {reason: count}
+    unresolved: str | None = None  # steps: why the evaluations cannot decide it (undecided), where they cannot
+    eval_interval_to_resolve: int | None = None  # steps: the eval_interval that would resolve the ROPE
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -352,6 +378,14 @@ class Reach(Part):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Resolution(Part):
+    """The steps a run's crossing of the threshold is known to."""
+
+    eval_interval: float | None = None  # the steps between the two evaluations around a crossing (median)
+    words: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
 class Convergence(Part):
     """Steps to a loss and the area under the curve, each with a verdict per arm (None without curves)."""
 
@@ -367,10 +401,14 @@ class Convergence(Part):
     reach: list[Reach] = _field(default_factory=list)
     sentence: str = ""  # it also ends the answer's sentence
     reference: dict[str, EndpointReference] = _field(default_factory=dict)  # {endpoint: reference}
+    resolution: Resolution | None = None  # what the evaluations resolve
+    configurations: int | None = None  # a search: the configurations its runs are of
+    runs: int | None = None  # a search: the runs counted
 
     PARTS: ClassVar[dict[str, Any]] = {"rope": {"*": EndpointRope}, "endpoints": {"*": Endpoint},
                                         "arms": [ConvergenceArm], "restricted_mean": [RestrictedMean],
-                                        "reach": [Reach], "reference": {"*": EndpointReference}}
+                                        "reach": [Reach], "reference": {"*": EndpointReference},
+                                        "resolution": Resolution}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -436,9 +474,12 @@ class Effect(Part):
     reference: float = 0.0
     differences: list[Difference] = _field(default_factory=list)
     rope: float = 0.0
-    n_fit: int = 0
+    n_fit: int = 0  # configurations the surrogate was fitted on
     n_runs: int = 0
     p_scale_at_bound: bool = False
+    n_configurations: int | None = None  # where fewer than the runs: the configurations they are of
+    assumes: str | None = None  # what the band takes for granted about p's shape (and so cannot cover)
+    inf_apart: str | None = None  # why p = ∞ is not profiled over finite p's settings, where it is not
 
     PARTS: ClassVar[dict[str, Any]] = {"differences": [Difference]}
 
@@ -455,9 +496,13 @@ class SearchAnswer(StudyAnswer):
     effect: Effect | None = None
     n_runs: int = 0
     n_finite_runs: int | None = None  # runs at finite p
+    n_configurations: int | None = None  # configurations the runs are of (a raced one counted once)
+    n_finite_configurations: int | None = None  # configurations at finite p: what the surrogate fits
+    convergence: Convergence | None = None  # per p group, no verdicts (answers.search_convergence); None without curves
 
     PARTS: ClassVar[dict[str, Any]] = {**StudyAnswer.PARTS, "p_profile": [ProfilePoint],
-                                        "p_partial_dependence": [ProfilePoint], "effect": Effect}
+                                        "p_partial_dependence": [ProfilePoint], "effect": Effect,
+                                        "convergence": Convergence}
 
 
 

@@ -5,11 +5,18 @@ Two endpoints per run (lpstudy.results.analysis.convergence.run_endpoints), each
 verdict per arm by the engine the final loss uses (endpoint_verdicts: paired by fold, the corrected
 resampled t for the folds' shared training text, TOST against the ROPE, Holm across the arms, the
 same words):
-- steps_to_threshold: the restricted steps to reach the threshold, min(T, horizon), per run; a run
+- steps_to_threshold: the restricted steps to reach the threshold, min(T, horizon), per run (T
+  interpolated between the two evaluations around the crossing: analysis.convergence); a run
   that never reaches it within the horizon (diverged, failed or ran out of budget) counts as the
   horizon, never as a gap, so an arm that diverges more cannot look faster. Their mean is the
-  restricted mean time (Royston & Parmar 2013). ROPE: ± convergence_rope (5 % by default) of the
-  reference's mean restricted steps. A pruned or FAIL run that stopped before reaching it has no
+  restricted mean time (Royston & Parmar 2013). ROPE: ± convergence_rope (a StepsRope: 5 % of the
+  reference's mean restricted steps by default, or a number of steps).
+  Read at its resolution: a run's crossing is known only to the evaluation interval Δ around it. No
+  arm is "equivalent" where Δ is wider than the ROPE (the measurement cannot tell a difference inside
+  the ROPE from one just outside it), where the paired differences do not vary (a quantised
+  measurement that read the same everywhere: no interval to decide from), or where no run of either
+  arm reached the threshold; such an arm is undecided, `unresolved` says why and
+  `eval_interval_to_resolve` gives the evaluation interval that would resolve the ROPE. A pruned or FAIL run that stopped before reaching it has no
   restricted steps: it is a failed run for the engine (left out of the pairs, and its arm can be
   neither better nor equivalent: the runs that got there are not a sample of those that were made);
   a still running one is a run to come (the verdicts are an interim reading until it ends). The
@@ -32,8 +39,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lpstudy.results.analysis.convergence import (CENSOR_REASONS, default_threshold, run_endpoints, shared_horizon,
-                                                  threshold_rule)
+from lpstudy.results.analysis.convergence import (CENSOR_REASONS, default_threshold, evaluation_interval,
+                                                  run_endpoints, shared_horizon, threshold_rule)
 from lpstudy.results.analysis.selection import finished
 from lpstudy.results.analysis.survival import group_survival
 from lpstudy.results.answers.endpoint_verdicts import endpoint_verdicts
@@ -99,6 +106,13 @@ def convergence_answer(data: StudyData, options: AnswerOptions, reference, arm_c
     if joined.empty or reference not in set(joined[arm_column]):
         out["sentence"] = "No convergence verdict yet: no learning curve of the reference and another arm."
         return out
+    out["resolution"] = _resolution(joined, data.curves)
+    reached_runs = joined[joined["reached"].astype(bool)]
+    if len(reached_runs) and reached_runs["at_first"].all():
+        first = float(reached_runs["steps"].max())
+        out["sentence"] = (f"Convergence to {threshold:g} nats is not measured: every run that reached it was already "
+                           f"there at its first evaluation (step {first:g}); choose a lower --threshold.")
+        return out
     name = lambda arm: arm_name(field, values.get(arm, arm))  # noqa: E731
     shown = lambda arm: {"field": field, "value": values.get(arm, arm),  # noqa: E731
                          **({"p": values.get(arm, arm)} if field == "p" else {})}
@@ -114,17 +128,19 @@ def convergence_answer(data: StudyData, options: AnswerOptions, reference, arm_c
         # gap that waits (the engine bars such an arm from better and equivalent); still running: to come
         failed = (cells["stopped"].any().unstack(position).reindex(arms).fillna(False).astype(bool) & table.isna())
         ref_mean = float(table.loc[reference].mean())
-        margin = options.convergence_rope * ref_mean if endpoint == "steps_to_threshold" else \
+        margin = options.convergence_rope.margin(ref_mean) if endpoint == "steps_to_threshold" else \
             options.rope.margin(ref_mean)
         if not math.isfinite(margin) or not ref_mean:
             continue
         out["rope"][endpoint] = {
             "relative": margin / ref_mean, "absolute": margin,
-            "words": f"±{100 * options.convergence_rope:g} % of the reference's restricted mean steps"
-            if endpoint == "steps_to_threshold" else options.rope.words()}
+            "words": options.convergence_rope.words() if endpoint == "steps_to_threshold" else options.rope.words()}
         for row in endpoint_verdicts(table, reference, k=k, margin=margin, options=options, failed=failed):
             arm = row.pop("arm")
             by = censored.get(arm, {})
+            if endpoint == "steps_to_threshold":
+                row = at_resolution(row, margin, out["resolution"]["eval_interval"],
+                                    reached=int(joined.loc[joined[arm_column].isin([arm, reference]), "reached"].sum()))
             out["arms"].append({**shown(arm), "endpoint": endpoint, "unit": unit, **row,
                                 "censored": int(sum(by.values())),
                                 "censored_by": {reason: int(by[reason]) for reason in CENSOR_REASONS if reason in by}})
@@ -149,6 +165,50 @@ def convergence_answer(data: StudyData, options: AnswerOptions, reference, arm_c
     return out
 
 
+def _resolution(joined: pd.DataFrame, curves: pd.DataFrame) -> dict:
+    """The steps a crossing is known to: the median gap between the two evaluations around the
+    crossings (the study's evaluation interval where no run crossed between two evaluations)."""
+    bracketed = joined.loc[joined["reached"].astype(bool) & ~joined["at_first"].astype(bool), "resolution"].dropna()
+    interval = float(bracketed.median()) if len(bracketed) else \
+        evaluation_interval(curves.sort_values(["trial_id", "step"]), "trial_id") if len(curves) else math.nan
+    return {"eval_interval": interval,
+            "words": f"each run's crossing is interpolated between evaluations {interval:g} steps apart and known to "
+                     "that interval" if math.isfinite(interval) else "no run was evaluated twice"}
+
+
+def _nice_below(x: float) -> int:
+    """The largest of 1, 2, 5 × 10ⁿ at or below x (at least 1): an evaluation interval to suggest."""
+    if not x >= 1:
+        return 1
+    power = 10 ** math.floor(math.log10(x))
+    return int(max(m * power for m in (1, 2, 5) if m * power <= x))
+
+
+def at_resolution(row: dict, margin: float, eval_interval: float, reached: int) -> dict:
+    """A steps verdict read at the resolution it was measured: undecided, with `unresolved` saying
+    why and `eval_interval_to_resolve` the evaluation interval that would resolve the ROPE, where no
+    run of the arm or the reference reached the threshold, where the paired differences have zero
+    variance (no interval to decide from), or where it is "equivalent" with the evaluation interval
+    wider than the ROPE."""
+    why = None
+    zero_spread = row["n_folds"] >= 2 and math.isfinite(row["low"]) and row["high"] - row["low"] <= 1e-9 * max(1.0, abs(row["diff"]))
+    if not reached:
+        why = "no run of this arm or the reference reached the threshold"
+    elif zero_spread and row["verdict"] != "undecided":
+        why = (f"the paired differences do not vary (every fold read {row['diff']:+g} steps, at evaluations "
+               f"{eval_interval:g} steps apart): no interval to decide from")
+    elif row["verdict"] == "equivalent" and math.isfinite(eval_interval) and eval_interval > margin:
+        why = (f"the evaluations are {eval_interval:g} steps apart, wider than the ROPE of ±{margin:.3g} steps: "
+               "a difference inside the ROPE cannot be told from one outside it")
+    if why is None:
+        return row
+    resolve = _nice_below(margin) if reached and math.isfinite(margin) and (
+        not math.isfinite(eval_interval) or eval_interval > margin or zero_spread) else None
+    return {**row, "verdict": "undecided", "region": "below the resolution", "holds_up_to_rho": None,
+            "folds_to_decide": None, "decided_by": "eval_interval" if resolve else None, "unresolved": why,
+            "eval_interval_to_resolve": resolve}
+
+
 def _percent(x: float) -> str:
     return f"{100 * x:.0f} %" if abs(x) >= 0.1 else f"{100 * x:.1f} %"
 
@@ -169,12 +229,16 @@ def convergence_sentence(convergence: dict, reference_name: str) -> str:
         elif verdict == "worse":
             parts.append(f"{who} reaches it {_percent(rel)} later [{_percent(arm['rel_low'])}, {_percent(arm['rel_high'])}]")
         elif verdict == "equivalent":
-            parts.append(f"{who} reaches it as soon, within ±{_percent(convergence['rope']['steps_to_threshold']['relative'])}")
+            parts.append(f"{who} reaches it as soon, within {convergence['rope']['steps_to_threshold']['words']}")
         elif arm.get("region") == "different, size undecided":  # its interval excludes 0 but reaches into the ROPE
             word = "sooner" if rel < 0 else "later"
             size = _percent(abs(rel))
             ends = sorted([_percent(abs(arm["rel_low"])), _percent(abs(arm["rel_high"]))], key=lambda t: float(t[:-2]))
             parts.append(f"{who} reaches it {word} ({size} [{ends[0]}, {ends[1]}]), by how much undecided")
+        elif arm.get("unresolved"):
+            to = f"; eval_interval ≤ {arm['eval_interval_to_resolve']} would resolve it" \
+                if arm.get("eval_interval_to_resolve") else ""
+            parts.append(f"{who} undecided ({arm['unresolved']}{to})")
         elif arm.get("interim"):
             parts.append(f"{who} undecided (interim: runs still to come)")
         else:

@@ -43,7 +43,8 @@ def mixed_groups_sentence(data: StudyData, bins=None) -> str | None:
     if answered_by_verdicts(data.info) or data.trials.empty:
         return None
     runs = finished(data.trials)
-    runs = runs[runs["p"].notna()]
+    # one configuration, one observation: a leader raced on several folds is one draw of lr and gain
+    runs = runs[runs["p"].notna()].drop_duplicates([c for c in ("p", *CO_SAMPLED) if c in runs])
     if len(runs) < 2:
         return None
     groups = p_bins(runs["p"], bins)

@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 DEFAULT_ALPHA = 0.05
-DEFAULT_CONVERGENCE_ROPE = 0.05  # ± 5 % of the reference's restricted mean steps: "as soon" within this
 
 
 @dataclass(frozen=True)
@@ -62,21 +61,70 @@ def parse_rope(text) -> Rope:
 
 
 @dataclass(frozen=True)
+class StepsRope:
+    """The ROPE of the steps to reach a loss: ± value steps, or ± value × the reference's restricted
+    mean steps where relative."""
+
+    value: float
+    relative: bool = True
+
+    def margin(self, reference_mean: float) -> float:
+        """The ROPE in steps for a reference with these restricted mean steps."""
+        return self.value * reference_mean if self.relative else self.value
+
+    def __str__(self) -> str:
+        return f"{100 * self.value:g}%" if self.relative else f"{self.value:g}"
+
+    def words(self) -> str:
+        """How an output states it: "±5 % of the reference's restricted mean steps" or "±50 steps"."""
+        return f"±{100 * self.value:g} % of the reference's restricted mean steps" if self.relative else \
+            f"±{self.value:g} steps"
+
+
+DEFAULT_CONVERGENCE_ROPE = StepsRope(0.05)  # ± 5 % of the reference's restricted mean steps: "as soon" within this
+
+
+def parse_steps_rope(text) -> StepsRope:
+    """A --convergence-rope value: steps ("50") or a share of the reference's restricted mean steps
+    ("5%"); a number below 1 is a share too (0.05: 5 %, its older form: no ROPE is under one step). A
+    StepsRope passes through. Refused in one line (UserError) where it is not a number above 0."""
+    from lpstudy.errors import UserError
+
+    if isinstance(text, StepsRope):
+        return text
+    raw = str(text).strip()
+    relative = raw.endswith("%")
+    try:
+        value = float(raw[:-1] if relative else raw)
+    except ValueError:
+        raise UserError(f"--convergence-rope {raw!r} is not a number: give steps (--convergence-rope 50) or a share "
+                        "of the reference's restricted mean steps (--convergence-rope 5%)") from None
+    if not 0 < value < float("inf"):
+        raise UserError(f"--convergence-rope {raw} must be above 0 (at 0 no arm can ever reach it as soon): give "
+                        "steps (--convergence-rope 50) or a share (--convergence-rope 5%)")
+    if relative:
+        return StepsRope(value / 100, True)
+    return StepsRope(value, True) if value < 1 else StepsRope(value, False)
+
+
+@dataclass(frozen=True)
 class AnswerOptions:
     """What a reader may choose: the region of practical equivalence (a Rope; text or a number of
     nats is parsed), the error rate, and the reference arm (p = 2, or a comparison's first arm, if None);
     for convergence, the loss threshold (None: lpstudy.results.analysis.convergence.default_threshold)
-    and the ROPE of the steps to reach it, a share of the reference's restricted mean steps (the area
-    under the curve is read with `rope`, as the final loss: both are losses in nats)."""
+    and the ROPE of the steps to reach it (a StepsRope: steps, or a share of the reference's restricted
+    mean steps; text or a number is parsed by parse_steps_rope; the area under the curve is read with
+    `rope`, as the final loss: both are losses in nats)."""
 
     rope: Rope = DEFAULT_ROPE
     alpha: float = DEFAULT_ALPHA
     reference: object | None = None
     threshold: float | None = None
-    convergence_rope: float = DEFAULT_CONVERGENCE_ROPE
+    convergence_rope: StepsRope = DEFAULT_CONVERGENCE_ROPE
 
     def __post_init__(self):
         object.__setattr__(self, "rope", parse_rope(self.rope))
+        object.__setattr__(self, "convergence_rope", parse_steps_rope(self.convergence_rope))
 
 
 def study_rope(spec: dict | None) -> Rope:

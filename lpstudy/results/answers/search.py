@@ -8,7 +8,13 @@ entangled the sample is (p's rank correlation with each other numeric searched f
 runs); and a sentence in plain words:
 
   separates     some p's profile differs from the reference p's (p = 2 unless the reader names
-                another) beyond the simultaneous 95 % band: "p = X reaches …, Y below p = 2";
+                another) beyond the ROPE, the simultaneous 95 % band wholly outside ± rope, and p is
+                not tangled with another field: "p = X reaches …, Y below p = 2";
+  tangled       p's rank correlation with the learning rate (or another searched field) among the
+                configurations is TANGLED or more: the surrogate cannot tell which of the two acts,
+                "this search cannot separate p from the learning rate", whatever its band says;
+  small         some p's band excludes 0 but not the ROPE: "differs … by less than the ROPE can
+                tell", a difference too small to matter or not yet shown to be large;
   no effect     no difference beyond the band, the band within ± rope of the reference's loss, and
                 the surrogate's length scales along p inside their range: "finds no effect of p"
                 (where one sits at a bound, the runs did not tell p's scale and the narrow band is
@@ -17,6 +23,12 @@ runs); and a sentence in plain words:
                 learning rate" (or from whatever p is most entangled with);
   too few runs  under the surrogate's minimum: what the runs can tell (the loss's rank correlation
                 with p and with each other field) and that they cannot separate them.
+
+The band assumes p acts smoothly (a Matérn 5/2 along p): a jump in p narrower than the spacing of
+the runs' p values is beyond its reach, and the answer says so (`effect.assumes`). p = ∞ is profiled
+over the same settings as finite p, or said apart where its runs do not cover them
+(answers.surrogate). Every count is of configurations: a configuration raced on several folds is one,
+its folds averaged with the fold as a factor (configuration_losses).
 
 Where it does not separate, `suggest` is the command that would decide: a replicate of the p
 values at the learning rate and gain the surrogate finds best, K folds each, whose verdict
@@ -30,6 +42,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from lpstudy.results.analysis.configurations import per_configuration
 from lpstudy.results.analysis.importance import param_importance
 from lpstudy.results.analysis.searched import Searched, rank_correlation, read_searched, space_entries
 from lpstudy.results.analysis.selection import finished, successful
@@ -40,6 +53,9 @@ from lpstudy.values import format_p, json_safe
 
 METRIC = "final validation loss (completed runs that did not diverge)"
 SUGGEST_FOLDS = 5
+TANGLED = 0.7  # |p's rank correlation| with another searched field from which p cannot be told apart from it
+SMOOTH = ("the band assumes p acts smoothly (a Matérn 5/2 along p): a jump in p narrower than the spacing of the runs' "
+          "p values is beyond its reach")
 NAMES = {"lr": "the learning rate", "gain_init": "the gain"}
 
 
@@ -110,7 +126,7 @@ def suggest_command(data: StudyData, searched: Searched, setting: dict) -> str:
     return " ".join(parts)
 
 
-def _few_runs_sentence(n: int, losses: pd.Series, searched: Searched) -> str:
+def _few_runs_sentence(n: int, losses: pd.Series, searched: Searched, runs: int | None = None) -> str:
     """What a handful of runs can tell: which field the loss follows, and that p cannot be held apart."""
     follows = []
     for f in searched.fields:
@@ -121,7 +137,9 @@ def _few_runs_sentence(n: int, losses: pd.Series, searched: Searched) -> str:
         if rho is not None:
             follows.append((abs(rho), f.name, rho))
     follows.sort(reverse=True)
-    text = (f"{n} completed run{'s' if n != 1 else ''} at finite p: too few to hold p's effect apart from "
+    what = (f"{n} completed run{'s' if n != 1 else ''}" if runs is None or runs == n
+            else f"{n} configuration{'s' if n != 1 else ''} ({runs} completed runs)")
+    text = (f"{what} at finite p: too few to hold p's effect apart from "
             f"{_name('lr')} and the gain (the surrogate needs {MIN_RUNS})")
     if follows:
         described = ", ".join(f"{_name(name)} {rho:+.2f}" for _, name, rho in follows)
@@ -131,16 +149,52 @@ def _few_runs_sentence(n: int, losses: pd.Series, searched: Searched) -> str:
     return text + "."
 
 
+def configuration_losses(runs: pd.DataFrame, searched: Searched) -> pd.DataFrame:
+    """The runs' final losses read as configurations (analysis.configurations.per_configuration:
+    each configuration once, its runs on several folds averaged with the fold as a factor), indexed
+    by each configuration's first run; columns loss, runs, folds."""
+    if runs.empty:
+        return pd.DataFrame({"loss": pd.Series(dtype="float64"), "runs": 0, "folds": 0})
+    table = pd.DataFrame({f.name: f.values.loc[runs.index] for f in searched.fields}, index=runs.index)
+    table["loss"] = runs["loss"].astype("float64")
+    if "fold" in runs:
+        table["fold"] = runs["fold"]
+    return per_configuration(table, searched.names())
+
+
+def configuration_trials(trials: pd.DataFrame, spec: dict | None) -> pd.DataFrame:
+    """The trials with each configuration once (for the importance): a configuration's successful
+    runs on several folds replaced by its first, whose value is the configuration's fold-adjusted
+    mean (configuration_losses); the other trials (failed, diverged, pending) as they are."""
+    runs = successful(trials) if len(trials) else trials
+    if runs.empty or "fold" not in runs or runs["fold"].nunique() < 2:
+        return trials
+    configs = configuration_losses(runs, read_searched(runs, spec))
+    out = trials.drop(index=runs.index.difference(configs.index)).copy()
+    out.loc[configs.index, "value"] = configs["loss"].to_numpy()
+    if "final_val_loss" in out:
+        out.loc[configs.index, "final_val_loss"] = configs["loss"].to_numpy()
+    return out
+
+
 def search_answer(data: StudyData, options: AnswerOptions = AnswerOptions()) -> dict:
     """The answer of a search study (lpstudy.results.answers' shape): search_effect and the
     importance (over importance_sample's runs in a big study)."""
     from lpstudy.results.reading.curve_sample import importance_sample
 
     trials = data.trials
-    importance = param_importance(importance_sample(trials), data.info.spec).to_answer() if len(trials) else {
+    # one configuration, one observation: a leader raced on several folds weighs once in the importance
+    importance = param_importance(importance_sample(configuration_trials(trials, data.info.spec)),
+                                  data.info.spec).to_answer() if len(trials) else {
         "shares": {}, "low": {}, "high": {}, "null": None, "reason": "no completed run yet", "left_out": {},
         "n_trials": 0}
-    return {**search_effect(data, options), "importance": importance}
+    from lpstudy.results.answers.search_convergence import search_convergence
+
+    answer = {**search_effect(data, options), "importance": importance,
+              "convergence": json_safe(search_convergence(data, options))}
+    if answer["convergence"] and answer["convergence"]["restricted_mean"]:
+        answer["sentence"] = f"{answer['sentence']} {answer['convergence']['sentence']}"
+    return answer
 
 
 def search_effect(data: StudyData, options: AnswerOptions = AnswerOptions()) -> dict:
@@ -150,22 +204,27 @@ def search_effect(data: StudyData, options: AnswerOptions = AnswerOptions()) -> 
     trials = data.trials
     runs = successful(trials) if len(trials) else finished(trials)
     searched = read_searched(runs, data.info.spec)
-    losses = runs["loss"].astype("float64") if len(runs) else pd.Series(dtype="float64")
+    # one configuration, one observation: a leader raced on several folds is its fold-adjusted mean
+    configs = configuration_losses(runs, searched)
+    losses = configs["loss"]
     answer = {"study": data.name, "kind": "search", "metric": METRIC,
-              "p_profile": [], "p_partial_dependence": [], "entanglement": entanglement(searched, runs.index),
-              "separable": False, "suggest": None, "effect": None, "n_runs": int(len(runs))}
+              "p_profile": [], "p_partial_dependence": [], "entanglement": entanglement(searched, configs.index),
+              "separable": False, "suggest": None, "effect": None, "n_runs": int(len(runs)),
+              "n_configurations": int(len(configs))}
     if searched.get("p") is None:
         answer["sentence"] = ("p does not vary among the completed runs: this search says nothing about p."
                               if len(runs) else "No completed run yet: nothing to say about p.")
         return json_safe(answer)
     profile = p_profile(losses, searched)
     finite_runs = int(np.isfinite(searched.get("p").values.loc[runs.index].astype("float64")).sum())
-    answer["n_finite_runs"] = finite_runs  # what the surrogate fits (∞ apart): the sentence and the chart count these
+    finite_configs = int(np.isfinite(searched.get("p").values.loc[configs.index].astype("float64")).sum())
+    answer["n_finite_runs"] = finite_runs
+    answer["n_finite_configurations"] = finite_configs  # what the surrogate fits (∞ apart): the sentence counts these
     best_run = runs.loc[losses.idxmin()] if len(runs) else None
     best_setting = ({name: float(best_run[name]) for name in ("lr", "gain_init") if name in best_run
                      and searched.get(name) is not None} if best_run is not None else {})
     if profile is None:
-        answer["sentence"] = _few_runs_sentence(finite_runs, losses, searched)
+        answer["sentence"] = _few_runs_sentence(finite_configs, losses, searched, finite_runs)
         answer["suggest"] = suggest_command(data, searched, best_setting)
         return json_safe(answer)
     reference = _reference(options, profile)
@@ -175,18 +234,37 @@ def search_effect(data: StudyData, options: AnswerOptions = AnswerOptions()) -> 
     at_ref = int(np.argmin(np.where(np.isinf(profile.p), np.inf, np.abs(profile.p - reference))))
     ref_loss = float(profile.profile[at_ref])
     margin = options.rope.margin(abs(ref_loss))
-    apart = (low > 0) | (high < 0)
+    apart = (low > margin) | (high < -margin)  # beyond the ROPE, not only beyond 0
+    nonzero = (low > 0) | (high < 0)
     answer["effect"] = {"reference": reference, "differences": [
         {"p": float(p), "diff": float(d), "low": float(a), "high": float(b)}
         for p, d, a, b in zip(profile.p, mean, low, high)], "rope": margin,
-        "n_fit": profile.n_fit, "n_runs": profile.n_runs, "p_scale_at_bound": profile.p_scale_at_bound}
-    answer["separable"] = bool(apart.any())
+        "n_fit": profile.n_fit, "n_runs": int(len(runs)), "p_scale_at_bound": profile.p_scale_at_bound,
+        "assumes": SMOOTH}
+    if profile.inf_apart:
+        answer["effect"]["inf_apart"] = profile.inf_apart
+    if profile.n_runs < len(runs):
+        answer["effect"]["n_configurations"] = profile.n_runs
+    tangled = max(answer["entanglement"].items(), key=lambda kv: abs(kv[1]), default=None)
+    is_tangled = tangled is not None and abs(tangled[1]) >= TANGLED
+    answer["separable"] = bool(apart.any()) and not is_tangled
     setting = {k: v for k, v in profile.best_setting.items() if k in ("lr", "gain_init")} or best_setting
-    fitted = (f"{profile.n_fit:,} of the {finite_runs:,} runs at finite p" if profile.n_fit < finite_runs
-              else f"{finite_runs:,} runs at finite p")
+    unit = "runs" if finite_runs == finite_configs else "configurations"
+    fitted = (f"{profile.n_fit:,} of the {finite_configs:,} {unit} at finite p" if profile.n_fit < finite_configs
+              else f"{finite_configs:,} {unit} at finite p")
+    if finite_runs > finite_configs:
+        fitted += f" ({finite_runs:,} runs: a configuration run on several folds counted once, the fold a factor)"
     if np.isinf(profile.p).any():
         fitted += ", ∞'s runs apart"
     ref_text = f"p = {format_p(reference)}"
+    inf_note = f" ({profile.inf_apart}.)" if profile.inf_apart else ""
+    if is_tangled:
+        answer["sentence"] = (
+            f"This search cannot separate p from {_name(tangled[0])}: p's rank correlation with it among the "
+            f"configurations is {tangled[1]:+.2f}, so a surrogate fitted on {fitted} cannot tell which of the two "
+            f"acts, whatever its band.{inf_note}")
+        answer["suggest"] = suggest_command(data, searched, setting)
+        return json_safe(answer)
     if apart.any():
         lead = _lead(mean, apart)
         p_text = f"p = {format_p(float(profile.p[lead]))}"
@@ -195,30 +273,40 @@ def search_effect(data: StudyData, options: AnswerOptions = AnswerOptions()) -> 
             f"With the learning rate and the gain tuned at each p (a surrogate fitted on {fitted}), "
             f"{p_text} reaches {profile.profile[lead]:.4f}, {abs(mean[lead]):.4f} {word} {ref_text} "
             f"(95 % band {low[lead]:+.4f} to {high[lead]:+.4f}): this search separates p's effect from "
-            f"{_name('lr')}'s. A replicate at the tuned settings confirms it across folds.")
+            f"{_name('lr')}'s, beyond the ROPE {options.rope.words()}. A replicate at the tuned settings confirms "
+            f"it across folds.{inf_note}")
         answer["suggest"] = suggest_command(data, searched, setting)
         return json_safe(answer)
     widest = float(np.max(np.maximum(np.abs(low), np.abs(high))))
-    tangled = max(answer["entanglement"].items(), key=lambda kv: abs(kv[1]), default=None)
+    if nonzero.any() and widest > margin:
+        lead = _lead(mean, nonzero)
+        answer["sentence"] = (
+            f"With the learning rate and the gain tuned at each p (a surrogate fitted on {fitted}), "
+            f"p = {format_p(float(profile.p[lead]))} differs from {ref_text} by {mean[lead]:+.4f} (95 % band "
+            f"{low[lead]:+.4f} to {high[lead]:+.4f}), which does not reach beyond the ROPE of ±{margin:.4f}: a "
+            f"difference too small to matter or not yet shown to be large; this search does not separate p's "
+            f"effect.{inf_note}")
+        answer["suggest"] = suggest_command(data, searched, setting)
+        return json_safe(answer)
     if widest <= margin and profile.p_scale_at_bound:
         answer["sentence"] = (
             f"This search cannot yet tell p's effect from none: with the learning rate and the gain tuned at "
             f"each p (a surrogate fitted on {fitted}), the surrogate's length scale along p sits at the bound of "
             f"its range, where the runs do not tell how p acts, so its band of ±{widest:.4f} around {ref_text} "
             f"is the fit's assumption rather than the runs' evidence. A replicate at the tuned settings decides "
-            f"whether p is equivalent within ±{margin:.4f} (the ROPE {options.rope.words()}).")
+            f"whether p is equivalent within ±{margin:.4f} (the ROPE {options.rope.words()}).{inf_note}")
     elif widest <= margin:
         answer["sentence"] = (
             f"With the learning rate and the gain tuned at each p (a surrogate fitted on {fitted}), "
             f"this search finds no effect of p: every p's profile is within ±{margin:.4f} "
-            f"(the ROPE {options.rope.words()}) of {ref_text}'s {ref_loss:.4f}.")
+            f"(the ROPE {options.rope.words()}) of {ref_text}'s {ref_loss:.4f}; {SMOOTH}.{inf_note}")
     else:
         what = _name(tangled[0]) if tangled and abs(tangled[1]) >= 0.3 else _name("lr")
         rho = f" (p's rank correlation with {_name(tangled[0])} among the runs: {tangled[1]:+.2f})" if tangled else ""
         answer["sentence"] = (
             f"This search cannot yet separate p from {what}{rho}: with the learning rate and the gain tuned "
             f"at each p (a surrogate fitted on {fitted}), the differences to {ref_text} lie within "
-            f"a band up to ±{widest:.4f}, wider than the differences themselves.")
+            f"a band up to ±{widest:.4f}, wider than the differences themselves.{inf_note}")
     answer["suggest"] = suggest_command(data, searched, setting)
     return json_safe(answer)
 

@@ -1,23 +1,94 @@
-"""Stability, arm by arm against the reference, with the same care as the loss verdicts.
+"""Stability, arm by arm against the reference, as verdicts through the engine that decides the
+final loss.
 
-- divergence: per arm the share of finished runs that diverged, with Wilson's interval
-  (analysis.intervals), and Fisher's exact test of the arm's 2 × 2 table against the reference's
-  (scipy), Holm-adjusted across the arms;
-- logit growth (the largest attention logit over training less its first value: Wortsman et al.
-  2023's attention-logit growth) and the smallest head entropy over training (Zhai et al. 2023's
-  entropy collapse): per fold the arm's run minus the reference's, with the fold-corrected t
-  interval and Holm-adjusted p-value (fold_tests), as the loss verdicts.
+The endpoints, declared once in ENDPOINTS (what each is, its unit, which way is better, its ROPE):
+- max_logit: per run, the largest attention logit over training (Wortsman et al., "Small-scale
+  proxies for large-scale Transformer training instabilities", 2023: attention-logit growth is the
+  instability they trace); lower is better; ROPE ± 10 % of the reference's mean;
+- min_entropy: per run, the smallest head entropy over training (Zhai et al., "Stabilizing
+  Transformer Training by Preventing Attention Entropy Collapse", ICML 2023); higher is better
+  (the engine reads its negative); ROPE ± 0.1 nats;
+- loss_spikes: per run, the training losses counted far above their running median
+  (lpstudy.training.spikes); lower is better; ROPE ± 1 spike;
+- lr_sensitivity: where the study sweeps the learning rate inside each arm (`replicate --lr A,B,C`),
+  per arm and fold Wortsman et al. 2023's LR sensitivity, E_lr[min(ℓ(lr), ℓ₀) − min_lr ℓ(lr)]: the
+  mean excess of the final loss over the sweep's best, a diverged run (or one above it) counted at
+  ℓ₀, the loss at initialisation (the run's first evaluation, ln 65 where none is stored); lower is
+  better; ROPE the final loss's.
+Each per-run endpoint is averaged over a cell's runs (its seeds, its learning rates), paired by fold
+(and repeat), and decided by endpoint_verdicts as the final loss is: the corrected resampled t, TOST
+against the ROPE, Holm across the arms within the endpoint (each endpoint one family), the interim
+rule (a run still to come anywhere: an interim reading), the failure rule (a run without the
+endpoint, FAIL, counts: its arm can be neither better nor equivalent), and the runs that would
+decide. A diverged run keeps the values it reached (data, not a gap).
+
+Divergence is a count, decided by exact and score methods on the counts, never a t: per arm the share
+of runs that diverged with Wilson's interval; against the reference, Fisher's exact test (scipy),
+Holm-adjusted across the arms, and Newcombe's hybrid score interval for the difference of the rates
+("Interval estimation for the difference between independent proportions", Statistics in Medicine
+17, 1998; statsmodels' confint_proportions_2indep, method "newcomb", built from the two Wilson
+intervals). Worse (better): Fisher rejects and the 1 − alpha/m interval (Bonferroni over the m arms)
+lies wholly above (below) the ROPE of ± DIVERGENCE_ROPE; equivalent: the 1 − 2·alpha/m interval
+lies inside it; else undecided, with the runs per arm that would make that interval fit inside the
+ROPE at the observed rates. Zero events in ten runs give an interval of about ± 0.21: never
+"equivalent" from few runs that did not diverge.
+
+The earlier fields stay as they were (divergence per arm with Fisher's p-value; logit_growth and
+min_entropy as differences with the corrected interval); `verdicts`, `rope`, `endpoints`,
+`reference` and `sentence` hold the verdicts.
 """
 
 from __future__ import annotations
 
 import math
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
 from lpstudy.results.analysis.intervals import wilson_interval
+from lpstudy.results.answers.endpoint_verdicts import endpoint_verdicts
 from lpstudy.results.answers.fold_tests import corrected_stats, difference_p, holm, interval
+from lpstudy.results.answers.options import AnswerOptions
+from lpstudy.values import arm_name
+
+INITIAL_LOSS = math.log(65)  # ℓ₀ where a run stores no first evaluation: guessing Tiny Shakespeare's 65 symbols
+DIVERGENCE_ROPE = 0.10  # ± 10 percentage points of the share of runs that diverged
+MAX_RUNS_TO_DECIDE = 10_000
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A stability endpoint: what it is, its unit, whether higher is better, and its ROPE (± rope,
+    a share of the reference's mean where relative; None: the final loss's ROPE)."""
+
+    what: str
+    unit: str
+    higher_is_better: bool
+    rope: float | None
+    relative: bool = False
+
+    def margin(self, reference_mean: float, options: AnswerOptions) -> float:
+        if self.rope is None:
+            return options.rope.margin(reference_mean)
+        return self.rope * abs(reference_mean) if self.relative else self.rope
+
+    def words(self, options: AnswerOptions) -> str:
+        if self.rope is None:
+            return f"{options.rope.words()} (the final loss's)"
+        return f"±{100 * self.rope:g} % of the reference's mean" if self.relative else f"±{self.rope:g} {self.unit}"
+
+
+ENDPOINTS = {  # the stability endpoints, declared once
+    "max_logit": Endpoint("the largest attention logit over training (Wortsman et al. 2023)", "logit", False, 0.10,
+                          relative=True),
+    "min_entropy": Endpoint("the smallest head entropy over training (Zhai et al. 2023)", "nats", True, 0.1),
+    "loss_spikes": Endpoint("loss spikes over training (count)", "spike", False, 1.0),
+    "lr_sensitivity": Endpoint("the mean excess of the final loss over the best learning rate of the arm's sweep, "
+                               "per fold (Wortsman et al. 2023)", "nats", False, None),
+}
+DIVERGENCE_WHAT = "the share of runs that diverged (Fisher's exact test, Newcombe's interval from Wilson's)"
 
 
 def divergence(runs: pd.DataFrame, reference, alpha: float) -> list[dict]:
@@ -90,3 +161,259 @@ def stability_answer(runs: pd.DataFrame, curves: pd.DataFrame, reference, k: int
             if table.notna().to_numpy().any():
                 out[name] = paired_metric(table, reference, k, alpha)
     return out
+
+
+# --- the verdicts ---------------------------------------------------------------------------------
+
+def run_metrics(curves: pd.DataFrame | None) -> pd.DataFrame:
+    """Per run (trial_id) from its curve: max_logit (the largest over training), min_entropy (the
+    smallest head entropy), loss_spikes (the count at its last evaluation) and first_loss (its
+    validation loss at its first evaluation: ℓ₀ for the LR sensitivity); NaN where not stored."""
+    columns = ["max_logit", "min_entropy", "loss_spikes", "first_loss"]
+    if curves is None or curves.empty or "trial_id" not in curves:
+        return pd.DataFrame(columns=columns)
+    grouped = curves.groupby("trial_id")
+    out = pd.DataFrame(index=grouped.size().index)
+    out["max_logit"] = grouped["max_logit"].max() if "max_logit" in curves else math.nan
+    out["min_entropy"] = grouped["min_head_entropy"].min() if "min_head_entropy" in curves else math.nan
+    out["loss_spikes"] = grouped["loss_spikes"].max() if "loss_spikes" in curves else math.nan
+    if "val_loss" in curves:
+        first = curves.dropna(subset=["val_loss"]).sort_values(["trial_id", "step"]).drop_duplicates("trial_id")
+        out["first_loss"] = first.set_index("trial_id")["val_loss"].reindex(out.index)
+    else:
+        out["first_loss"] = math.nan
+    return out[columns]
+
+
+def _positions(info: pd.DataFrame) -> list[str]:
+    return ["repeat", "fold"] if "repeat" in info and info["repeat"].fillna(0).nunique() > 1 else ["fold"]
+
+
+def _design(table: pd.DataFrame, positions: list[str], k: int, info: pd.DataFrame) -> pd.DataFrame:
+    """The table with a column for every run position of the design (NaN: still to run)."""
+    if positions == ["fold"]:
+        full = pd.Index(range(k), name="fold")
+    else:
+        full = pd.MultiIndex.from_product([sorted(info["repeat"].fillna(0).astype(int).unique()), range(k)],
+                                          names=positions)
+    return table.reindex(columns=full.union(table.columns) if len(table.columns) else full)
+
+
+def _lr_sensitivity(joined: pd.DataFrame, positions: list[str]) -> pd.DataFrame | None:
+    """Per (arm, position): Wortsman et al. 2023's LR sensitivity over the arm's learning rates,
+    E_lr[min(ℓ(lr), ℓ₀)] − min_lr min(ℓ(lr), ℓ₀), a diverged run at ℓ₀; NaN where a learning rate of
+    the arm's sweep has no run there yet. None where no arm sweeps two learning rates or more."""
+    if "lr" not in joined or joined.groupby("arm")["lr"].nunique().max() < 2:
+        return None
+    start = joined["first_loss"].fillna(INITIAL_LOSS)
+    loss = joined["loss"].where(~joined["diverged"] & np.isfinite(joined["loss"]), start)
+    frame = joined.assign(capped=np.minimum(loss, start), lr_key=joined["lr"].round(12))
+    per_lr = frame.groupby(["arm", *positions, "lr_key"])["capped"].mean()
+    swept = frame.groupby("arm")["lr_key"].nunique()
+    cells = per_lr.groupby(level=["arm", *positions])
+    sensitivity = cells.mean() - cells.min()
+    complete = cells.size() == swept.reindex(cells.size().index.get_level_values("arm")).to_numpy()
+    return sensitivity.where(complete).unstack(positions)
+
+
+def _flipped(row: dict) -> dict:
+    """A verdict row of an endpoint the engine read negated (higher is better), back in its units."""
+    out = dict(row)
+    for key in ("mean", "diff", "rel_diff"):
+        if out.get(key) is not None:
+            out[key] = -out[key]
+    for low, high in (("low", "high"), ("rel_low", "rel_high"), ("equivalence_low", "equivalence_high")):
+        if out.get(low) is not None and out.get(high) is not None:
+            out[low], out[high] = -row[high], -row[low]
+    return out
+
+
+def _unvaried(row: dict) -> dict:
+    """A verdict from paired differences that do not vary at all (every run counted 0 spikes, say)
+    is no evidence: a t with a zero standard error. Undecided, with why."""
+    if row["verdict"] == "undecided" or row["n_folds"] < 2 or not math.isfinite(row["low"]):
+        return row
+    if row["high"] - row["low"] > 1e-12 * max(1.0, abs(row["diff"])):
+        return row
+    return {**row, "verdict": "undecided", "region": "undecided", "holds_up_to_rho": None,
+            "unresolved": f"the paired differences do not vary (every fold {row['diff']:+g}): no interval to decide from"}
+
+
+def _divergence_verdicts(runs: pd.DataFrame, reference, alpha: float) -> list[dict]:
+    """Per arm other than the reference: the divergence verdict from the counts (module)."""
+    from scipy.stats import fisher_exact
+    from statsmodels.stats.proportion import confint_proportions_2indep
+
+    counts = runs.groupby("arm", sort=False)["diverged"].agg(["sum", "size"])
+    if reference not in counts.index:
+        return []
+    ref_k, ref_n = int(counts.loc[reference, "sum"]), int(counts.loc[reference, "size"])
+    others = [a for a in counts.index if a != reference]
+    m = max(len(others), 1)
+    raw = np.array([fisher_exact([[int(counts.loc[a, "sum"]), int(counts.loc[a, "size"] - counts.loc[a, "sum"])],
+                                  [ref_k, ref_n - ref_k]])[1] for a in others])
+    _, adjusted = holm(raw, alpha) if len(raw) else (None, np.zeros(0))
+    rows = []
+    for i, arm in enumerate(others):
+        k, n = int(counts.loc[arm, "sum"]), int(counts.loc[arm, "size"])
+        diff = k / n - ref_k / ref_n
+        low, high = (float(x) for x in confint_proportions_2indep(k, n, ref_k, ref_n, method="newcomb",
+                                                                  compare="diff", alpha=alpha / m))
+        eq_low, eq_high = (float(x) for x in confint_proportions_2indep(k, n, ref_k, ref_n, method="newcomb",
+                                                                        compare="diff", alpha=2 * alpha / m))
+        rejected = bool(adjusted[i] <= alpha)
+        if rejected and low > DIVERGENCE_ROPE:
+            verdict = "worse"
+        elif rejected and high < -DIVERGENCE_ROPE:
+            verdict = "better"
+        elif -DIVERGENCE_ROPE < eq_low and eq_high < DIVERGENCE_ROPE:
+            verdict = "equivalent"
+        else:
+            verdict = "undecided"
+        region = {"better": "beyond the ROPE", "worse": "beyond the ROPE", "equivalent": "within the ROPE"}.get(
+            verdict, "different, size undecided" if rejected else "undecided")
+        rows.append({"arm": arm, "interim": False, "failed_runs": 0, "reference_failed_runs": 0, "runs": n,
+                     "barred_by_failures": False, "n_folds": n, "mean": k / n, "diff": diff,
+                     "rel_diff": None, "low": low, "high": high, "rel_low": None, "rel_high": None,
+                     "equivalence_low": eq_low, "equivalence_high": eq_high, "p_value_difference": float(adjusted[i]),
+                     "p_value_equivalence": None, "p_value_beyond_rope": None, "verdict": verdict, "region": region,
+                     "holds_up_to_rho": None, "measured_rho": None,
+                     "folds_to_decide": _runs_to_decide(k / n, ref_k / ref_n, alpha / m) if verdict == "undecided" else None,
+                     "decided_by": "equivalence" if verdict == "undecided" and abs(diff) < DIVERGENCE_ROPE else None,
+                     "diverged": k, "reference_diverged": ref_k, "reference_runs": ref_n})
+    return rows
+
+
+def _runs_to_decide(rate: float, ref_rate: float, alpha: float) -> int | None:
+    """The runs per arm at which, with these rates, the 1 − 2·alpha Newcombe interval of the difference
+    would fit inside the ROPE (equivalence; None where the rates differ by the ROPE or more)."""
+    from statsmodels.stats.proportion import confint_proportions_2indep
+
+    if abs(rate - ref_rate) >= DIVERGENCE_ROPE:
+        return None
+    low_n, high_n = 2, MAX_RUNS_TO_DECIDE
+
+    def fits(n: int) -> bool:
+        lo, hi = confint_proportions_2indep(round(rate * n), n, round(ref_rate * n), n, method="newcomb",
+                                            compare="diff", alpha=2 * alpha)
+        return -DIVERGENCE_ROPE < lo and hi < DIVERGENCE_ROPE
+
+    if not fits(high_n):
+        return None
+    while low_n < high_n:  # the interval narrows as n grows: the smallest n that fits
+        mid = (low_n + high_n) // 2
+        low_n, high_n = (low_n, mid) if fits(mid) else (mid + 1, high_n)
+    return int(low_n)
+
+
+def stability_verdicts(runs: pd.DataFrame, trials: pd.DataFrame, curves: pd.DataFrame | None, reference, k: int,
+                       options: AnswerOptions, field: str = "p", values: dict | None = None,
+                       arm_column: str = "p") -> dict:
+    """The verdicts part of the answer's `stability`: endpoints, rope, verdicts (one row per arm and
+    endpoint, ArmVerdict's keys with endpoint and unit; divergence's with its counts), reference
+    (per endpoint) and sentence. runs: one row per counted run (arm, fold, diverged, trial_id)."""
+    values = values or {}
+    shown = lambda arm: {"field": field, "value": values.get(arm, arm),  # noqa: E731
+                         **({"p": values.get(arm, arm)} if field == "p" else {})}
+    out: dict = {"endpoints": {}, "rope": {}, "verdicts": [], "reference": {}, "sentence": ""}
+    if runs.empty or reference not in set(runs["arm"]):
+        return out
+    info = trials.drop_duplicates("trial_id").set_index("trial_id")
+    info = info.assign(arm_key=info[arm_column]) if arm_column in info else info
+    positions = _positions(info)
+    joined = runs.join(run_metrics(curves), on="trial_id")
+    for column in ("repeat", "lr", "value", "final_val_loss"):
+        if column in info and column not in joined:
+            joined[column] = info[column].reindex(joined["trial_id"]).to_numpy()
+    if "repeat" in positions:
+        joined["repeat"] = joined["repeat"].fillna(0).astype(int)
+    joined["loss"] = joined["value"].where(joined["value"].notna(), joined.get("final_val_loss")).astype("float64") \
+        if "value" in joined else math.nan
+    arms = list(dict.fromkeys([reference, *runs["arm"]]))
+    tables = {}
+    for name in ("max_logit", "min_entropy", "loss_spikes"):
+        if name in joined and joined[name].notna().any():
+            cells = joined.groupby(["arm", *positions])[name]
+            table = cells.mean().unstack(positions)
+            missing = cells.apply(lambda s: bool(s.isna().any())).unstack(positions)  # a run without it: counts
+            tables[name] = (table, missing)
+    sensitivity = _lr_sensitivity(joined, positions)
+    if sensitivity is not None:
+        tables["lr_sensitivity"] = (sensitivity, None)
+    for name, (table, missing) in tables.items():
+        endpoint = ENDPOINTS[name]
+        table = _design(table.reindex(arms), positions, k, info)
+        failed = None if missing is None else _design(missing.reindex(arms), positions, k, info).fillna(False) \
+            .astype(bool) & table.isna()
+        if reference not in table.index or table.loc[reference].isna().all():
+            continue
+        ref_mean = float(table.loc[reference].mean())
+        if name == "lr_sensitivity":  # its ROPE is the final loss's: a share of the reference's mean loss
+            loss_mean = float(joined.loc[(joined["arm"] == reference) & ~joined["diverged"], "loss"].mean())
+            margin = endpoint.margin(loss_mean, options)
+        else:
+            margin = endpoint.margin(ref_mean, options)
+        if not (math.isfinite(margin) and margin > 0):
+            continue
+        out["endpoints"][name] = {"unit": endpoint.unit, "what": endpoint.what}
+        out["rope"][name] = {"relative": margin / ref_mean if ref_mean else None, "absolute": margin,
+                             "words": endpoint.words(options)}
+        sign = -1.0 if endpoint.higher_is_better else 1.0
+        for row in endpoint_verdicts(sign * table, reference, k=k, margin=margin, options=options, failed=failed):
+            arm = row.pop("arm")
+            row = _unvaried(_flipped(row) if endpoint.higher_is_better else row)
+            out["verdicts"].append({**shown(arm), "endpoint": name, "unit": endpoint.unit, **row})
+        out["reference"][name] = {**shown(reference), "mean": ref_mean,
+                                  "n_folds": int(table.loc[reference].notna().sum())}
+    out["endpoints"]["divergence"] = {"unit": "share of runs", "what": DIVERGENCE_WHAT}
+    out["rope"]["divergence"] = {"relative": None, "absolute": DIVERGENCE_ROPE,
+                                 "words": f"±{100 * DIVERGENCE_ROPE:g} percentage points"}
+    to_come = set(info.loc[info["state"].isin(["WAITING", "RUNNING"]), "arm_key"]) if "arm_key" in info else set()
+    for row in _divergence_verdicts(runs, reference, options.alpha):
+        arm = row.pop("arm")
+        if to_come:  # no peeking: a run still to come anywhere makes every row an interim reading
+            row.update({"interim": True, "verdict": "undecided", "region": "interim", "folds_to_decide": None,
+                        "decided_by": None})
+        out["verdicts"].append({**shown(arm), "endpoint": "divergence", "unit": "share of runs", **row})
+    ref_runs = runs[runs["arm"] == reference]
+    out["reference"]["divergence"] = {**shown(reference), "mean": float(ref_runs["diverged"].mean()),
+                                      "n_folds": int(len(ref_runs))}
+    out["sentence"] = stability_sentence(out, field, shown(reference)["value"])
+    return out
+
+
+NAMES = {"max_logit": "largest logit", "min_entropy": "smallest head entropy", "loss_spikes": "loss spikes",
+         "lr_sensitivity": "LR sensitivity", "divergence": "divergence"}
+WORDS = {"max_logit": ("lower", "higher"), "min_entropy": ("higher", "lower"), "loss_spikes": ("fewer", "more"),
+         "lr_sensitivity": ("less sensitive", "more sensitive"), "divergence": ("diverges less", "diverges more")}
+
+
+def stability_sentence(stability: dict, field: str, reference_value) -> str:
+    """The stability verdicts in words, one clause per endpoint with its ROPE: "Stability against
+    p = 2: largest logit (±10 % of the reference's mean): p = 3 higher; p = 1, p = 4 undecided; …;
+    divergence (±10 percentage points): p = 3 undecided (0 of 10 against 0 of 10; 170 runs per arm
+    would decide)". While runs are still to come: one interim clause."""
+    rows = stability["verdicts"]
+    named = [NAMES[n] for n in [*ENDPOINTS, "divergence"] if any(r["endpoint"] == n for r in rows)]
+    if not rows:
+        return ""
+    lead = f"Stability against {arm_name(field, reference_value)}"
+    if all(r.get("interim") for r in rows):
+        return f"{lead}: an interim reading (runs still to come), no verdict yet on {', '.join(named)}."
+    clauses = []
+    for name in [*ENDPOINTS, "divergence"]:
+        ours = [r for r in rows if r["endpoint"] == name]
+        if not ours:
+            continue
+        better, worse = WORDS[name]
+        groups: dict[str, list[str]] = {}
+        for r in ours:
+            said = {"better": better, "worse": worse, "equivalent": "equivalent"}.get(r["verdict"], "undecided")
+            who = arm_name(field, r["value"])
+            if name == "divergence":
+                who += f" ({r['diverged']} of {r['runs']} against {r['reference_diverged']} of {r['reference_runs']}"
+                who += f"; {r['folds_to_decide']} runs per arm would decide)" if r.get("folds_to_decide") else ")"
+            groups.setdefault(said, []).append(who)
+        said = "; ".join(f"{', '.join(arms)} {verdict}" for verdict, arms in groups.items())
+        clauses.append(f"{NAMES[name]} ({stability['rope'][name]['words']}): {said}")
+    return f"{lead}: " + "; ".join(clauses) + "."

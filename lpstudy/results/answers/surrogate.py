@@ -10,7 +10,11 @@ a Matérn 5/2 over p alone (p's main effect with an amplitude and scale of its o
 curved effect of p is not forced into the scale lr's bowl needs: Duvenaud, Nickisch & Rasmussen,
 "Additive Gaussian processes", 2011), plus white noise; its hyperparameters by maximum marginal
 likelihood. p = ∞ is no point of p's axis: its runs get a process of their own over the other
-fields (where there are at least MIN_INF_RUNS of them), never a number standing for ∞.
+fields (where there are at least MIN_INF_RUNS of them), never a number standing for ∞. Its profile is
+minimised over the same settings of the other fields as finite p's (a minimum over its own handful
+of settings would be a minimum over fewer, a different quantity from the finite profile's); where
+its runs cover less than INF_SUPPORT of those settings (each within the ∞ runs' range of every
+field), it is said apart (`inf_apart`) rather than read from a process that would extrapolate.
 
 From the fitted process, on a grid of p over the runs' finite range (p = 2 always on it):
   profile             at each p, the lowest latent loss over the settings of the other fields the
@@ -54,6 +58,8 @@ from lpstudy.results.analysis.searched import Searched
 
 MIN_RUNS = 16  # fewer finite-p runs than this: no surrogate (its band would be the prior's)
 MIN_INF_RUNS = 6  # p = ∞: a process of its own from this many runs on
+INF_SUPPORT = 0.8  # ∞ is profiled over finite p's settings where its runs' ranges hold this share of them
+SUPPORT_SLACK = 0.05  # a setting this far (on the [0, 1] scale) outside ∞'s range still counts as held
 MAX_FIT_RUNS = 250
 GRID = 13  # p values on the profile's grid (p = 2 added)
 SETTINGS = 48  # settings of the other fields the profile minimises over (a sample of the runs')
@@ -86,6 +92,7 @@ class Profile:
     n_runs: int
     best_setting: dict
     p_scale_at_bound: bool = False
+    inf_apart: str | None = None  # why p = ∞ is not profiled with finite p (None where it is, or has no runs)
 
     def rows(self, which: str = "profile") -> list[dict]:
         values, low, high = ((self.profile, self.low, self.high) if which == "profile"
@@ -355,21 +362,39 @@ def _p_profile(losses: pd.Series, searched: Searched, reference: float) -> Profi
                                                           settings if settings.shape[1] else np.zeros((1, 0)), rng)
     best = np.unravel_index(int(np.argmin(means)), means.shape)
     best_setting = {"p": float(grid[best[0]]), **_read_back(settings[best[1]] if settings.shape[1] else [], names, back)}
-    if len(infinite) >= MIN_INF_RUNS and columns:
+    inf_apart = None
+    if len(infinite) and (len(infinite) < MIN_INF_RUNS or not columns):
+        inf_apart = (f"p = ∞ has {len(infinite)} configuration{'s' if len(infinite) != 1 else ''}: too few for a profile "
+                     f"of its own (it needs {MIN_INF_RUNS})" if columns else None)
+    elif len(infinite):
         inf_rows = _sample(infinite, MAX_FIT_RUNS, rng)
-        inf_columns = [c for c in _scaled_like(searched, inf_rows, back, names)]
-        gp_inf = _fit(np.column_stack(inf_columns), losses.loc[inf_rows].to_numpy(dtype="float64"), rng)
-        inf_settings = np.column_stack(inf_columns)[_sample(pd.RangeIndex(len(inf_rows)), SETTINGS, rng).to_numpy()]
-        inf_prof, inf_pd, inf_dep, inf_dep_draws, _ = _profile_of(gp_inf, [np.zeros(0)], inf_settings, rng)
-        grid = np.append(grid, math.inf)
-        prof, dep = np.append(prof, inf_prof), np.append(dep, inf_dep)
-        prof_draws = np.hstack([prof_draws, inf_pd])
-        dep_draws = np.hstack([dep_draws, inf_dep_draws])
+        x_inf = np.column_stack(_scaled_like(searched, inf_rows, back, names))
+        held = supported(settings, x_inf)
+        if held >= INF_SUPPORT:
+            gp_inf = _fit(x_inf, losses.loc[inf_rows].to_numpy(dtype="float64"), rng)
+            inf_prof, inf_pd, inf_dep, inf_dep_draws, _ = _profile_of(gp_inf, [np.zeros(0)], settings, rng)
+            grid = np.append(grid, math.inf)
+            prof, dep = np.append(prof, inf_prof), np.append(dep, inf_dep)
+            prof_draws = np.hstack([prof_draws, inf_pd])
+            dep_draws = np.hstack([dep_draws, inf_dep_draws])
+        else:
+            inf_apart = (f"p = ∞'s {len(infinite)} configurations hold {100 * held:.0f} % of the settings finite p is "
+                         f"tuned over (it needs {100 * INF_SUPPORT:.0f} %): its best loss is not comparable")
     _, low, high = simultaneous(prof_draws)
     _, dep_low, dep_high = simultaneous(dep_draws)
     return Profile(p=grid, profile=prof, low=low, high=high, dependence=dep, dep_low=dep_low, dep_high=dep_high,
                    draws=prof_draws, n_fit=len(fit_rows), n_runs=len(losses), best_setting=best_setting,
-                   p_scale_at_bound=posterior.first_at_bound)
+                   p_scale_at_bound=posterior.first_at_bound, inf_apart=inf_apart)
+
+
+def supported(settings: np.ndarray, runs: np.ndarray) -> float:
+    """The share of `settings` (rows, the other fields on the [0, 1] scale) that lie within the range
+    of `runs` in every field (SUPPORT_SLACK beyond it allowed): how much of the settings a process
+    fitted on `runs` reads from data rather than extrapolates."""
+    if not len(settings) or not settings.shape[1]:
+        return 1.0
+    low, high = runs.min(axis=0) - SUPPORT_SLACK, runs.max(axis=0) + SUPPORT_SLACK
+    return float(np.mean(np.all((settings >= low) & (settings <= high), axis=1)))
 
 
 def _scaled_like(searched: Searched, rows: pd.Index, back: dict, names: list[str]) -> list[np.ndarray]:

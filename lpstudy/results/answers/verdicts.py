@@ -30,7 +30,7 @@ from lpstudy.results.answers.fold_importance import fold_importance
 from lpstudy.results.answers.endpoint_verdicts import endpoint_verdicts
 from lpstudy.results.answers.fold_tests import VERDICTS, interval
 from lpstudy.results.answers.sequential import information, look_levels, nominal_levels, rounds_of, sequential_verdicts
-from lpstudy.results.answers.stability_verdicts import stability_answer
+from lpstudy.results.answers.stability_verdicts import stability_answer, stability_verdicts
 from lpstudy.results.reading.frames import StudyData
 from lpstudy.values import REFERENCE_P, format_p, json_safe
 
@@ -169,10 +169,16 @@ def counted_runs(trials: pd.DataFrame, column: str) -> tuple[pd.DataFrame, list[
     runs["fold"] = runs["fold"].astype(int)
     number = "number" if "number" in runs else "trial_id"
     complete = runs[runs["state"] == "COMPLETE"].sort_values(number, kind="stable")
-    again = complete.duplicated([column, *positions], keep="first")
+    # every field a trial stores makes its cell (an lr sweep inside each arm: one cell per (arm, lr, fold)):
+    # a run twice is the same configuration on the same fold, seed and repeat
+    from lpstudy.training.fields import FIELDS
+
+    settings = [name for name, f in FIELDS.items() if f.trial_attr and name in complete.columns
+                and name not in {column, *positions}]
+    again = complete.duplicated([column, *positions, *settings], keep="first")
     duplicates = []
-    for key, group in complete[complete.duplicated([column, *positions], keep=False)].groupby(
-            [column, *positions], sort=False):
+    for key, group in complete[complete.duplicated([column, *positions, *settings], keep=False)].groupby(
+            [column, *positions], sort=False, dropna=False):
         cell = dict(zip([column, *positions], key if isinstance(key, tuple) else (key,)))
         duplicates.append({**cell, "counted": int(group[number].iloc[0]),
                            "left_out": [int(n) for n in group[number].iloc[1:]]})
@@ -256,6 +262,8 @@ def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions())
     answer["arms"].sort(key=lambda r: _order(r["value"]))
     answer["interim"] = any(arm["interim"] for arm in answer["arms"])
     answer["stability"] = _stability(runs, data.curves, reference, k, options.alpha, values)
+    answer["stability"].update(stability_verdicts(runs, trials, data.curves, reference, k, options, field, values,
+                                                       column))
     answer.update(_left_out(trials, column, values))
     answer["sentence"] = sentence(answer)
     return json_safe(answer)

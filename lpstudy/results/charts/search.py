@@ -73,8 +73,12 @@ def surrogate_profile_chart(answer: SearchAnswer) -> go.Figure:
             "lr and gain settings the search ran (p's profile: what p reaches with them tuned); dashed, its average "
             "over them (partial dependence); 95 % bands that hold the whole curve, from a parametric bootstrap over "
             "draws of the surrogate's hyperparameters; ∞ fitted apart.")
-    if effect and effect.n_fit and effect.n_fit < effect.n_runs:
-        text += f" Fitted on a sample of {effect.n_fit:,} runs."
+    configurations = effect.n_configurations or effect.n_runs if effect else 0
+    if effect and effect.n_fit and effect.n_fit < configurations:
+        text += f" Fitted on a sample of {effect.n_fit:,} configurations."
+    if effect and effect.n_configurations:
+        text += (f" {effect.n_configurations:,} configurations of {effect.n_runs:,} runs: a configuration run on "
+                 "several folds is one point, its folds averaged with the fold as a factor.")
     if words:
         text += f" p's rank correlation among the runs: {words}."
     return caption(fig, text)

@@ -28,7 +28,10 @@ def convergence_frame(answer: VerdictAnswer) -> pd.DataFrame:
     for arm in answer.convergence.arms if answer.convergence else []:
         decimals = ".0f" if arm.unit == "steps" else ".4f"
         decide = "–"
-        if arm.verdict == "undecided":
+        if arm.verdict == "undecided" and arm.unresolved:  # the evaluations cannot decide it: more folds will not
+            decide = (f"eval_interval ≤ {arm.eval_interval_to_resolve}" if arm.eval_interval_to_resolve
+                      else "no run reached it")
+        elif arm.verdict == "undecided":
             decide = (f"{arm.folds_to_decide} ({arm.decided_by})" if arm.folds_to_decide
                       else "over 50" if arm.n_folds >= 2 else "needs 2 folds first")
         censored = ", ".join(f"{n} {reason}" for reason, n in arm.censored_by.items()) or "0"

@@ -1,0 +1,94 @@
+"""Convergence of a search: how soon its runs reach a validation loss, per p group, with the runs that
+never arrive counted. No verdicts: a search's runs are not paired by fold and each p group mixes p with
+the learning rate and gain its runs drew (the pages say by how much: answers.mixed_groups; Effect of
+p holds them apart).
+
+Per group, the Kaplan–Meier share of its configurations that reached the threshold by each step and
+the restricted mean steps to reach it within the shared budget (lpstudy.results.analysis.survival),
+each configuration counted once (analysis.configurations): a leader raced on four folds is one
+configuration, and its run on the first fold it ran (the tuning fold, for a raced leader) stands for
+it, so that the races do not make a group look surer or sooner. A few groups (GROUPS equal-width
+bins of finite p, ∞ its own), so that the chart and the sentence stay readable. The crossing step is
+read as for a comparison (interpolated between the evaluations around it: analysis.convergence).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from lpstudy.results.analysis.configurations import configuration_ids
+from lpstudy.results.analysis.convergence import default_threshold, run_endpoints, shared_horizon, threshold_rule
+from lpstudy.results.analysis.groups import p_bins
+from lpstudy.results.analysis.searched import read_searched
+from lpstudy.results.analysis.selection import finished
+from lpstudy.results.analysis.survival import group_survival
+from lpstudy.results.answers.convergence import ENDPOINTS, _resolution, tokens_per_step
+from lpstudy.results.answers.options import AnswerOptions
+from lpstudy.results.reading.frames import StudyData
+
+GROUPS = 3  # equal-width bins of finite p (∞ apart): a few groups, each with runs enough to read
+METHOD = ("per configuration (its first run; a raced configuration counted once): the steps to the threshold, "
+          "interpolated between the evaluations around the crossing, censored where a run stops short; per p group: "
+          "Kaplan–Meier (Kaplan & Meier 1958) and the restricted mean steps (Royston & Parmar 2013) with a jackknife "
+          "interval on the logit scale; no verdict (the groups mix p with the learning rate and gain)")
+
+
+def search_convergence(data: StudyData, options: AnswerOptions = AnswerOptions(), bins=GROUPS) -> dict | None:
+    """The search answer's `convergence` entry (answer_types.Convergence with no arms), None without
+    curves or runs at several p."""
+    trials, curves, spec = data.trials, data.curves, data.info.spec or {}
+    if curves is None or curves.empty or trials.empty or "p" not in trials:
+        return None
+    threshold = float(options.threshold) if options.threshold is not None else default_threshold(finished(trials),
+                                                                                                 None, spec)
+    horizon = shared_horizon(trials, curves)
+    runs = trials[(trials["state"] != "WAITING") & trials["p"].notna()].drop_duplicates("trial_id")
+    if runs["p"].nunique() < 2:
+        return None
+    searched = read_searched(runs, spec)
+    fields = pd.DataFrame({f.name: f.values.loc[runs.index] for f in searched.fields}, index=runs.index)
+    runs = runs.assign(configuration=configuration_ids(fields, searched.names()).to_numpy())
+    first = runs.sort_values("number").drop_duplicates("configuration").set_index("trial_id")
+    ends = run_endpoints(curves, trials[trials["trial_id"].isin(first.index)], threshold, horizon)
+    if ends.empty:
+        return None
+    groups = p_bins(first["p"], bins)
+    ordered = groups.assign(trial_id=first.index).sort_values("p_order", kind="stable").set_index("trial_id")["p_bin"]
+    reach, restricted = group_survival(ends, ordered, horizon, options.alpha)
+    out = {"threshold": threshold, "threshold_rule": "chosen by the reader" if options.threshold is not None
+           else threshold_rule(False, spec), "horizon": horizon, "tokens_per_step": tokens_per_step(spec),
+           "rope": {}, "method": METHOD,
+           "endpoints": {"steps_to_threshold": {"unit": ENDPOINTS["steps_to_threshold"][0],
+                                                "what": ENDPOINTS["steps_to_threshold"][1]}},
+           "arms": [], "restricted_mean": [], "reach": [], "sentence": "",
+           "resolution": _resolution(ends.join(first[[]], how="inner"), curves),
+           "configurations": int(len(first)), "runs": int(len(runs))}
+    for _, row in restricted.iterrows():
+        out["restricted_mean"].append({"field": "p", "value": row["group"], "runs": int(row["runs"]),
+                                       "reached": int(row["reached"]), "censored": int(row["censored"]),
+                                       "rmst": row["rmst"], "low": row["low"], "high": row["high"],
+                                       "rmst_tokens": row["rmst"] * out["tokens_per_step"]
+                                       if out["tokens_per_step"] else None})
+    for group, curve in reach.groupby("group", sort=False):
+        out["reach"].append({"field": "p", "value": group, "step": curve["step"].tolist(),
+                             "reached": curve["reached"].tolist(), "low": curve["low"].tolist(),
+                             "high": curve["high"].tolist()})
+    out["sentence"] = search_convergence_sentence(out)
+    return out
+
+
+def search_convergence_sentence(convergence: dict) -> str:
+    """"Convergence to 1.9 nats within 300 steps, per p group (10 configurations of 16 runs, each
+    counted once): p 1–2 in 180 restricted mean steps [150, 210] (5 of 6 reached it); …"."""
+    parts = [f"p {r['value']} in {r['rmst']:.0f} [{r['low']:.0f}, {r['high']:.0f}] "
+             f"({r['reached']} of {r['runs']} reached it)" for r in convergence["restricted_mean"]]
+    if not parts:
+        return "No convergence to read yet: no run of the search has a learning curve."
+    counted = (f"{convergence['configurations']} configurations of {convergence['runs']} runs, each counted once"
+               if convergence["configurations"] < convergence["runs"] else f"{convergence['runs']} runs")
+    text = (f"Convergence to {convergence['threshold']:g} nats within {convergence['horizon']:g} steps, restricted mean "
+            f"steps per p group ({counted}): " + "; ".join(parts) + ".")
+    if not sum(r["reached"] for r in convergence["restricted_mean"]):
+        return text + " No run reached it: no group reaches it sooner than another."
+    return text + (" The groups mix p with the learning rate and gain their runs drew: no verdict on p here "
+                   "(Effect of p holds them apart).")
