@@ -178,3 +178,31 @@ def test_replay_takes_workers_and_reports_the_time_to_the_choice(capsys, tmp_pat
     assert method["chosen_at_median"] == pytest.approx(3.0)
     code, _, err = cli(capsys, "replay", "--grid", str(path), "--workers", "0", "--no-progress")
     assert code == 2 and "--workers" in err
+
+
+def test_a_race_reserve_keeps_the_end_of_the_budget_for_the_leaders_of_a_wave():
+    """Eight workers and a budget of eight runs: without a reserve all eight are sampled at once and
+    no leader is raced (the tuning fold's best is returned, measured on one fold); with the last
+    25 % kept for races, six are sampled, then the leaders of that wave run on fold 1."""
+    from lpstudy.study.intensify import Intensifier
+
+    plain = replay_one(_table(HAND), Method("random", "none", race=1), seed=0, budget_steps=8 * 30, workers=8)
+    assert plain.race_steps == 0 and plain.trials == 8 and plain.clock[-1] == pytest.approx(3.0)
+    kept = replay_one(_table(HAND), Method("random", "none", race=1, reserve=0.25), seed=0, budget_steps=8 * 30,
+                      workers=8)
+    assert kept.race_steps > 0 and kept.spent[-1] <= 8 * 30
+    assert kept.trials - kept.race_steps // 30 == 6  # six sampled, the rest races
+    assert kept.clock[-1] > 3.0  # the races run after the wave
+    assert Intensifier.of(1, 5, 0, 2).wanted == (0, 1)  # what a race measures: the tuning fold, then fold 1
+
+
+def test_a_race_reserve_is_written_after_the_race():
+    from lpstudy.errors import UserError
+    from lpstudy.results.replay.methods import pick_methods
+
+    (m,) = pick_methods("tpe+none@8/race2r20")
+    assert (m.race, m.reserve, m.name) == (2, 0.2, "tpe+none@8/race2r20")
+    (m,) = pick_methods("tpe+none@8/race3x2r10")
+    assert (m.race, m.race_folds, m.reserve, m.name) == (3, 2, 0.1, "tpe+none@8/race3x2r10")
+    with pytest.raises(UserError, match="kept for races"):
+        pick_methods("tpe+none@8/race2r100")

@@ -156,7 +156,10 @@ def replay_one(table: GridTable, method: Method, seed: int, budget_steps: int,
     it asks the study's Intensifier (lpstudy.study.intensify) which leaders to run on another fold,
     none already enqueued or running, enqueues each as a trial with that fold (the next ask pops it
     before sampling, whichever worker asks), and returns the configuration the Intensifier returns;
-    every evaluation counts against the budget."""
+    every evaluation counts against the budget. With `method.reserve`, once the compute spent and
+    running (to its end) reaches (1 − reserve) of the budget, a worker takes only enqueued trials:
+    the rest of the budget is the races', so that a wave of trials that many workers started at once
+    still has its leaders raced."""
     optuna.logging.set_verbosity(optuna.logging.ERROR)  # samplers' warnings (the GP's: one a trial) say nothing here
     fold = tuning_fold(table, seed)
     spec = replay_spec(table, fold)
@@ -174,6 +177,7 @@ def replay_one(table: GridTable, method: Method, seed: int, budget_steps: int,
     rng = np.random.default_rng(seed)
     trace = Trace(workers=workers)
     spent, best = 0, (math.inf, -1)  # (value, config) of the best candidate so far (a method over folds)
+    sampled_steps = (1 - method.reserve) * budget_steps if method.race else budget_steps
     running: dict[int, _Running] = {}  # by worker
     events: list[tuple[float, int, int]] = []  # (time, order, worker): the next report of a worker's trial
     order = 0
@@ -184,6 +188,9 @@ def replay_one(table: GridTable, method: Method, seed: int, budget_steps: int,
             if trace.trials + len(running) >= max_trials or _stalled(trace):
                 trace.capped = True
                 break
+            if (spent + sum(r.full_cost for r in running.values()) >= sampled_steps
+                    and not study.get_trials(deepcopy=False, states=(TrialState.WAITING,))):
+                break  # past the sampled share (method.reserve): only an enqueued trial, a race, is taken
             worker = free.pop(0)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
