@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 SUITE = ("mid600", "smoke-inf", "matched800")
 HELD_OUT = ("small300-inf", "needle-smoke03")
 WORKERS = "1,8,32,128"
-METHODS = ("tpe+none@8/race2,tpe+none@8/race2r20,tpe+none@{W}/race2r20,tpe+none@8/race3,tpe+none@8/race3r20,"
+METHODS = ("tpe+none@8/race2,tpe+none@8/race2r20,tpe+none@{W}/race2r20,tpe+none@8/race3r20,"
            "random+none@8/race3r20,tpe+none@8")
 IDEAL_SLACK = 1.5  # issue 54's goal: time to the choice within 1.5 × W = 1's / W
 

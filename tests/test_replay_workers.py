@@ -206,3 +206,10 @@ def test_a_race_reserve_is_written_after_the_race():
     assert (m.race, m.race_folds, m.reserve, m.name) == (3, 2, 0.1, "tpe+none@8/race3x2r10")
     with pytest.raises(UserError, match="kept for races"):
         pick_methods("tpe+none@8/race2r100")
+
+
+def test_past_the_sampled_share_a_spread_trial_still_waiting_is_not_taken():
+    """A spread phase larger than the budget's sampled share: the reserve still goes to races."""
+    trace = replay_one(_table(HAND), Method("random", "none", spread=8, race=1, reserve=0.25), seed=0,
+                       budget_steps=8 * 30, workers=8)
+    assert trace.race_steps > 0 and trace.trials - trace.race_steps // 30 == 6

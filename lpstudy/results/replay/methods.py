@@ -20,9 +20,9 @@ unless said here (its samplers in REPLAY_ONLY_SAMPLERS):
     race      /raceR after a name: the R leading configurations raced on more folds before one is
               returned (lpstudy.study.intensify, as a study's `race` option), its evaluations
               counted in the budget; search's default has its `race`. /raceRrP: the last P % of
-              the budget kept for races (and the spread phase): past (100 − P) % of it, a worker takes
-              only enqueued trials, so the leaders of a wave that many workers ran at once are still
-              raced (issue 54; measured by the replay, not applied by the worker yet)
+              the budget kept for races: past (100 − P) % of it, a worker takes only a race, so the
+              leaders of a wave that many workers ran at once are still raced (issue 54; measured by
+              the replay, not applied by the worker yet)
 """
 
 from __future__ import annotations

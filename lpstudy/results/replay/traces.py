@@ -157,9 +157,9 @@ def replay_one(table: GridTable, method: Method, seed: int, budget_steps: int,
     none already enqueued or running, enqueues each as a trial with that fold (the next ask pops it
     before sampling, whichever worker asks), and returns the configuration the Intensifier returns;
     every evaluation counts against the budget. With `method.reserve`, once the compute spent and
-    running (to its end) reaches (1 − reserve) of the budget, a worker takes only enqueued trials:
-    the rest of the budget is the races', so that a wave of trials that many workers started at once
-    still has its leaders raced."""
+    running (to its end) reaches (1 − reserve) of the budget, a worker takes only a race (a spread
+    trial still waiting then is left): the rest of the budget is the races', so that a wave of
+    trials that many workers started at once still has its leaders raced."""
     optuna.logging.set_verbosity(optuna.logging.ERROR)  # samplers' warnings (the GP's: one a trial) say nothing here
     fold = tuning_fold(table, seed)
     spec = replay_spec(table, fold)
@@ -188,9 +188,8 @@ def replay_one(table: GridTable, method: Method, seed: int, budget_steps: int,
             if trace.trials + len(running) >= max_trials or _stalled(trace):
                 trace.capped = True
                 break
-            if (spent + sum(r.full_cost for r in running.values()) >= sampled_steps
-                    and not study.get_trials(deepcopy=False, states=(TrialState.WAITING,))):
-                break  # past the sampled share (method.reserve): only an enqueued trial, a race, is taken
+            if spent + sum(r.full_cost for r in running.values()) >= sampled_steps and not _race_waits_first(study):
+                break  # past the sampled share (method.reserve): only a race is taken
             worker = free.pop(0)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -254,6 +253,21 @@ def replay_one(table: GridTable, method: Method, seed: int, budget_steps: int,
         trace.clock.append(now)
         trace.last.append((r.config, state == TrialState.PRUNED))
     return trace
+
+
+def _race_waits_first(study: optuna.Study) -> bool:
+    """Whether a race waits; the spread trials still waiting before it (the next ask pops the
+    oldest WAITING trial) are asked and failed first, unrun: past the sampled share only races run."""
+    waiting = sorted(study.get_trials(deepcopy=False, states=(TrialState.WAITING,)), key=lambda t: t.number)
+    if not any(RACE_FOLD_ATTR in t.user_attrs for t in waiting):
+        return False
+    for t in waiting:
+        if RACE_FOLD_ATTR in t.user_attrs:
+            return True
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            study.tell(study.ask(), state=TrialState.FAIL)
+    return True
 
 
 def _stalled(trace: Trace) -> bool:
