@@ -43,17 +43,18 @@ def grid_path(name: str) -> Path:
 
 
 def replay_grid(name: str, methods: str, seeds: int, jobs: int, cache_dir: Path, budget: float, max_trials: int,
-                fresh: bool, traces_only: bool = False, cached: bool = False) -> dict | None:
-    """The grid's replay (ReplayResult.to_json()) of `methods` × seeds 0..seeds-1, each trace from
-    the cache where it holds one under this key (benchmarks/replay_cache.py), else replayed now."""
+                fresh: bool, traces_only: bool = False, cached: bool = False, workers: int = 1) -> dict | None:
+    """The grid's replay (ReplayResult.to_json()) of `methods` × seeds 0..seeds-1 with `workers`
+    simulated workers, each trace from the cache where it holds one under this key
+    (benchmarks/replay_cache.py), else replayed now."""
     from benchmarks.replay_cache import TraceCache, cache_key
     from lpstudy.results.replay.grid_table import read_table
     from lpstudy.results.replay.traces import run_traces
     from lpstudy.results.replay.methods import default_method, pick_methods
-    path = cache_dir / f"{name}.traces.jsonl"
+    path = cache_dir / (f"{name}.traces.jsonl" if workers == 1 else f"{name}.w{workers}.traces.jsonl")
     if fresh and path.exists():
         path.unlink()
-    cache = TraceCache(path, cache_key(grid_path(name), budget, max_trials), read_only=cached)
+    cache = TraceCache(path, cache_key(grid_path(name), budget, max_trials, workers), read_only=cached)
     table = read_table(grid_path(name))
     picked = pick_methods(methods)
     if default_method() not in picked:
@@ -72,7 +73,7 @@ def replay_grid(name: str, methods: str, seeds: int, jobs: int, cache_dir: Path,
     if todo:
         print(f"{name}: {len(todo)} replays to run, {len(picked) * seeds - len(todo)} from {path}",
               file=sys.stderr, flush=True)
-        run_traces(table, todo, budget, jobs, max_trials, keep)
+        run_traces(table, todo, budget, jobs, max_trials, keep, workers)
     if traces_only:
         return None
     from lpstudy.results.replay.scores import score

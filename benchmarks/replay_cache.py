@@ -1,7 +1,8 @@
 """The suite benchmark's cache of replay traces: one JSON-lines file per grid, a key line first.
 
-A trace (lpstudy.results.replay.traces.Trace) depends on the grid, the budget, the trial cap, the code that
-makes it (lpstudy.results.replay.traces.code_version) and Optuna's version: the key holds all five, and a
+A trace (lpstudy.results.replay.traces.Trace) depends on the grid, the budget, the trial cap, the simulated
+workers, the code that makes it (lpstudy.results.replay.traces.code_version) and Optuna's version: the key
+holds all six, and a
 file whose key differs is set aside (renamed *.stale) rather than read. Each later line is one
 (method, seed) and its trace, appended as it finishes, so an interrupted run resumes where it
 stopped. Scoring reads the traces and never enters the key: a change to a score needs no replay.
@@ -19,9 +20,9 @@ import optuna
 from lpstudy.results.replay.traces import Trace, code_version
 
 
-def cache_key(grid_file: Path, budget: float, max_trials: int) -> dict[str, Any]:
+def cache_key(grid_file: Path, budget: float, max_trials: int, workers: int = 1) -> dict[str, Any]:
     return {"grid_sha256": hashlib.sha256(grid_file.read_bytes()).hexdigest(), "budget": budget,
-            "max_trials": max_trials, "code": code_version(), "optuna": optuna.__version__}
+            "max_trials": max_trials, "workers": workers, "code": code_version(), "optuna": optuna.__version__}
 
 
 class TraceCache:

@@ -330,15 +330,16 @@ def test_the_suites_trace_cache_is_keyed_on_the_grid_the_budget_and_the_code(tmp
     grid = tmp_path / "grid.json.gz"
     write_table(_table(HAND), grid)
     key = cache_key(grid, 0.4, 2000)
-    assert key == {"grid_sha256": key["grid_sha256"], "budget": 0.4, "max_trials": 2000, "code": code_version(),
-                   "optuna": optuna.__version__}
+    assert key == {"grid_sha256": key["grid_sha256"], "budget": 0.4, "max_trials": 2000, "workers": 1,
+                   "code": code_version(), "optuna": optuna.__version__}
     cache = TraceCache(tmp_path / "g.traces.jsonl", key)
     cache.add("random+none", 0, Trace(spent=[30, 60, 90], returned=[0, 0, 1], pruned=1))
     again = TraceCache(tmp_path / "g.traces.jsonl", key)
     assert ("random+none", 0) in again
     kept = again.traces[("random+none", 0)]
     assert (kept.spent, kept.returned, kept.trials, kept.pruned) == ([30, 90], [0, 1], 3, 1)  # the changes and the end
-    for changed in ({"budget": 0.5}, {"code": "another"}, {"optuna": "0.0"}, {"grid_sha256": "0" * 64}):
+    for changed in ({"budget": 0.5}, {"code": "another"}, {"optuna": "0.0"}, {"grid_sha256": "0" * 64},
+                    {"workers": 8}):
         other = TraceCache(tmp_path / "g.traces.jsonl", {**key, **changed})
         assert ("random+none", 0) not in other, changed
         assert (tmp_path / "g.traces.jsonl.stale").exists()

@@ -67,6 +67,7 @@ def replay(
     budget: Annotated[float, typer.Option(help="Compute per seed, as a fraction of the full grid's (every configuration on every fold).", min=0.001, max=10.0)] = 0.4,
     max_trials: Annotated[int, typer.Option("--max-trials", help="Trials per seed at most.", min=1, max=100_000)] = 2000,
     jobs: Annotated[int, typer.Option(help="Processes that replay seeds side by side.", min=1, max=256)] = 1,
+    workers: Annotated[int, typer.Option("--workers", "-w", help="Workers a search runs at once, simulated on one clock (each run takes its stored time a step): the sampler asks beside the running trials, races are taken by whichever worker frees; the same total compute at any count. 1: one trial at a time.", min=1, max=4096)] = 1,
     chart: Annotated[Optional[Path], typer.Option(help="Write the chart of regret against compute here (PNG; with several grids, one file each, named after the grid).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object (grid, methods, ...; with several grids also grids and leave_one_out) on stdout.")] = False,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bar.")] = False,
@@ -91,11 +92,12 @@ def replay(
         if not as_json:
             say(f"grid {name}: {shape['configs']} configurations × {shape['folds']} folds, {shape['evals']} evaluations "
                 f"a curve, {shape['steps_total']:,} steps in all · {len(picked)} method(s) × {seeds} seeds, "
-                f"{budget:g} of the grid's compute each")
+                f"{budget:g} of the grid's compute each" + (f", {workers} workers at once" if workers > 1 else ""))
         if no_progress:
-            result = run_replay(table, picked, seed_list, budget=budget, jobs=jobs, max_trials=max_trials)
+            result = run_replay(table, picked, seed_list, budget=budget, jobs=jobs, max_trials=max_trials,
+                                workers=workers)
         else:
-            result = _with_progress(table, picked, seed_list, budget, jobs, max_trials)
+            result = _with_progress(table, picked, seed_list, budget, jobs, max_trials, workers)
         results.append(result)
         if chart is not None:
             from lpstudy.results.replay.chart import write_chart
@@ -119,7 +121,7 @@ def replay(
     _render_suite(plain)
 
 
-def _with_progress(table, methods, seeds, budget, jobs, max_trials):
+def _with_progress(table, methods, seeds, budget, jobs, max_trials, workers):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from lpstudy.results.replay.scores import run_replay
@@ -132,7 +134,14 @@ def _with_progress(table, methods, seeds, budget, jobs, max_trials):
         def done(method, seed) -> None:
             progress.update(task, advance=1, description=f"{method.name} seed {seed}")
 
-        return run_replay(table, methods, seeds, budget=budget, jobs=jobs, max_trials=max_trials, on_done=done)
+        return run_replay(table, methods, seeds, budget=budget, jobs=jobs, max_trials=max_trials, on_done=done,
+                          workers=workers)
+
+
+def _duration(seconds) -> str:
+    if seconds is None:
+        return "–"
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
 
 
 def _fraction(x) -> str:
@@ -160,7 +169,8 @@ def _render(plain: dict) -> None:
                         f"efficiency (against the tuning fold's best) and generalisation (on the other folds), "
                         f"{plain['seeds']} seeds, 95 % intervals")
     for column in ("method", "within 2 % [95 %]", "within 1 %", "mean regret", "reach ε [95 %]", "F median [95 %]",
-                   f"F ≤ {TARGET_F:.2f}", "other folds [95 %]", "ever", "trials", "pruned", "capped"):
+                   f"F ≤ {TARGET_F:.2f}", "other folds [95 %]", "ever", "trials", "pruned", "capped",
+                   "to its choice", "races", "repeats"):
         table.add_column(column, justify="left" if column == "method" else "right", no_wrap=True)
     for m in plain["methods"]:
         low, high = m["f_ci"]
@@ -170,7 +180,8 @@ def _render(plain: dict) -> None:
                       _share(m["reach_share"], m["reach_ci"]),
                       f"{_fraction(m['f_median'])} [{_fraction(low)}, {_fraction(high)}]", f"{m['target_share']:.0%}",
                       _share(m["general_share"], m["general_ci"]), f"{m['ever_share']:.0%}",
-                      f"{m['trials_median']:.0f}", f"{m['pruned_share']:.0%}", f"{m['capped_share']:.0%}")
+                      f"{m['trials_median']:.0f}", f"{m['pruned_share']:.0%}", f"{m['capped_share']:.0%}",
+                      _duration(m["chosen_at_median"]), f"{m['race_share']:.0%}", f"{m['duplicate_share']:.0%}")
     console.print(table)
     say("within 2 % (1 %): the share of seeds whose returned configuration's mean loss over all the grid's folds is "
         "within 2 % (1 %) of the best configuration's, at the end of --budget (Wilson interval); mean regret: the "
@@ -180,7 +191,11 @@ def _render(plain: dict) -> None:
         "spent until then (median, bootstrap interval; ∞: never) · generalisation: other folds is the share whose "
         "returned configuration is within ε of the best mean over the folds it was not tuned on · ever: within ε "
         "of the best mean over all folds at some point · capped: seeds stopped before their budget (stuck "
-        "re-proposing a pruned configuration, or at --max-trials)")
+        "re-proposing a pruned configuration, or at --max-trials) · to its choice: the simulated wall-clock time "
+        f"({plain.get('workers', 1)} worker(s), each run its stored seconds a step) until the search first returned "
+        "the configuration it returns at the end (median) · races: the compute races spent · repeats: the compute "
+        "spent on a grid configuration and fold already run or running (a sampled point that maps to a grid point "
+        "already taken)")
     rho = plain.get("rank_correlation") or {}
     if rho:
         steps = list(rho)

@@ -19,7 +19,10 @@ unless said here (its samplers in REPLAY_ONLY_SAMPLERS):
               significantly worse than the best)
     race      /raceR after a name: the R leading configurations raced on more folds before one is
               returned (lpstudy.study.intensify, as a study's `race` option), its evaluations
-              counted in the budget; search's default has its `race`
+              counted in the budget; search's default has its `race`. /raceRrP: the last P % of
+              the budget kept for races: past (100 − P) % of it, a worker takes only a race, so the
+              leaders of a wave that many workers ran at once are still raced (issue 54; measured by
+              the replay, not applied by the worker yet)
 """
 
 from __future__ import annotations
@@ -70,12 +73,14 @@ class Method:
     spread: int = 0  # the spread phase's trials (lpstudy.study.spread): Sobol points, never pruned
     race: int = 0  # the leaders raced on more folds before one is returned (lpstudy.study.intensify; 0: none)
     race_folds: int = RACE_FOLDS
+    reserve: float = 0.0  # the share of the budget past which only enqueued trials (races) are taken
 
     @property
     def name(self) -> str:
         return (f"{self.sampler}+{self.pruner}" + (f"@{self.spread}" if self.spread else "")
                 + (f"/race{self.race}" if self.race else "")
-                + (f"x{self.race_folds}" if self.race and self.race_folds != RACE_FOLDS else ""))
+                + (f"x{self.race_folds}" if self.race and self.race_folds != RACE_FOLDS else "")
+                + (f"r{round(100 * self.reserve)}" if self.race and self.reserve else ""))
 
     @property
     def over_folds(self) -> bool:
@@ -117,7 +122,7 @@ def pick_methods(text: str | None) -> list[Method]:
     for part in (s.strip() for s in text.split(",")):
         if not part:
             continue
-        part, race, race_folds = _race_of(part)
+        part, race, race_folds, reserve = _race_of(part)
         head, at, spread_text = part.partition("@")
         sampler, sep, pruner = head.partition("+")
         if not sep or (at and spread_text != "*" and not spread_text.isdigit()):
@@ -137,7 +142,8 @@ def pick_methods(text: str | None) -> list[Method]:
                             f"{', '.join(PRUNERS)} ({FOLD_PRUNER} with {', '.join(FOLD_SAMPLERS)}); "
                             "@N adds a spread phase of N trials")
         if race is not None:
-            found = [dataclasses.replace(m, race=race, race_folds=race_folds) for m in found if not m.over_folds]
+            found = [dataclasses.replace(m, race=race, race_folds=race_folds, reserve=reserve) for m in found
+                     if not m.over_folds]
         picked += [m for m in found if m not in picked]
     if not picked:
         raise UserError(f"--methods names no method ({text!r}); give SAMPLER+PRUNER names such as cmaes+sha,random+sha, "
@@ -145,18 +151,22 @@ def pick_methods(text: str | None) -> list[Method]:
     return picked
 
 
-def _race_of(part: str) -> tuple[str, int | None, int]:
+def _race_of(part: str) -> tuple[str, int | None, int, float]:
     """A method's name split from its race suffix: `tpe+none@8/race3` (the 3 leaders raced on up to
-    RACE_FOLDS folds), `/race3x2` (on up to 2 folds), `/race0` (none); None where no suffix."""
+    RACE_FOLDS folds), `/race3x2` (on up to 2 folds), `/race3r20` (the last 20 % of the budget kept
+    for races), `/race0` (none); None where no suffix."""
+    import re
+
     head, slash, race_text = part.partition("/")
     if not slash:
-        return part, None, RACE_FOLDS
-    top, x, folds = race_text.removeprefix("race").partition("x")
-    if not race_text.startswith("race") or not top.isdigit() or (x and not folds.isdigit()) \
-            or (x and int(folds) < 2):
-        raise UserError(f"--methods: {part!r}: a race is written /raceN or /raceNxF (N leaders raced on up to F "
-                        "folds, F at least 2), e.g. tpe+none@8/race3")
-    return head, int(top), int(folds) if x else RACE_FOLDS
+        return part, None, RACE_FOLDS, 0.0
+    match = re.fullmatch(r"race(\d+)(?:x(\d+))?(?:r(\d+))?", race_text)
+    if match is None or (match[2] is not None and int(match[2]) < 2) or (match[3] is not None and int(match[3]) >= 100):
+        raise UserError(f"--methods: {part!r}: a race is written /raceN, /raceNxF or /raceNxFrP (N leaders raced on "
+                        "up to F folds, F at least 2; the last P % of the budget, under 100, kept for races), e.g. "
+                        "tpe+none@8/race3 or tpe+none@8/race2r20")
+    return (head, int(match[1]), int(match[2]) if match[2] is not None else RACE_FOLDS,
+            int(match[3]) / 100 if match[3] is not None else 0.0)
 
 
 def build_sampler(method: Method, spec: StudySpec, seed: int) -> optuna.samplers.BaseSampler:

@@ -119,6 +119,11 @@ class MethodScore:
     best_loss: float = 0.0  # the best configuration's mean loss over all folds
     table: GridTable | None = field(default=None, repr=False)
     spent_share: float = 0.0  # the median compute spent per seed, as a fraction of the grid's
+    workers: int = 1  # the simulated workers that ran each seed (traces.replay_one)
+    chosen_at: list[float] = field(default_factory=list)  # per seed: simulated seconds to the final choice
+    clock_end: list[float] = field(default_factory=list)  # per seed: simulated seconds to the last trial's end
+    race_share: float = 0.0  # the races' compute over all the compute, over all seeds
+    duplicate_share: float = 0.0  # compute on a configuration and fold already run or running, over all of it
 
     def holds(self, margin: float = HOLD_MARGIN) -> list[bool]:
         """Per seed: the returned configuration's all-fold mean loss within `margin` × the best's."""
@@ -210,9 +215,13 @@ class MethodScore:
                 "hold_tight_ci": list(self.hold_ci(HOLD_MARGIN_TIGHT)),
                 "regret_nats_median": _finite(self.regret_median), "regret_nats_mean": _finite(self.regret_mean),
                 "regret_nats_ci": [_finite(x) for x in median_interval(self.regret_nats)],
+                "workers": self.workers, "chosen_at_median": _median_or_none(self.chosen_at),
+                "clock_end_median": _median_or_none(self.clock_end), "race_share": self.race_share,
+                "duplicate_share": self.duplicate_share,
                 "per_seed": {"reach": [int(x) for x in self.reach], "f": [_finite(x) for x in self.f],
                              "general": [int(x) for x in self.general], "hold": [int(x) for x in self.holds()],
-                             "returned": self.returned_configs, "regret": [_finite(x) for x in self.regret_nats]}}
+                             "returned": self.returned_configs, "regret": [_finite(x) for x in self.regret_nats],
+                             "chosen_at": [_finite(x) if x == x else None for x in self.chosen_at]}}
 
 
 def rank_key(score: dict[str, Any]) -> tuple[float, float, float]:
@@ -252,6 +261,7 @@ class ReplayResult:
             "best": {"config": dict(zip(self.table.params, best)), "loss": self.best_loss, "epsilon": self.epsilon},
             "fold_spread": self.table.fold_spread(),
             "budget": self.budget, "seeds": len(self.seeds), "methods": methods,
+            "workers": max((sc.workers for sc in self.scores), default=1),
             "rank_correlation": {str(k): v for k, v in self.table.rank_correlations().items()},
             "default_vs_random": default_against_random(self),
         })
@@ -259,6 +269,11 @@ class ReplayResult:
 
 def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
+
+
+def _median_or_none(values: list[float]) -> float | None:
+    kept = [x for x in values if math.isfinite(x)]
+    return float(np.median(kept)) if kept else None
 
 
 def regret_of(table: GridTable) -> np.ndarray:
@@ -331,6 +346,7 @@ def score_method(table: GridTable, method: Method, traces: list[Trace], seeds: l
         regret.append(math.inf if last < 0 else float(means[last] - means.min()))
     curves = np.array([regret_at(t, regrets, fractions * total) for t in traces])
     trials = [t.trials for t in traces]
+    spent_all = sum(t.spent[-1] if t.spent else 0 for t in traces) or 1
     return MethodScore(
         method=method, f=f, general_excess=excess, ever=ever, end_regret=end,
         curve={"median": np.median(curves, axis=0).tolist(), "q25": np.percentile(curves, 25, axis=0).tolist(),
@@ -339,7 +355,10 @@ def score_method(table: GridTable, method: Method, traces: list[Trace], seeds: l
         capped_share=float(np.mean([t.capped for t in traces])), epsilon=epsilon,
         returned=returned, regret_nats=regret, best_loss=float(means.min()),
         spent_share=float(np.median([min(t.spent[-1] if t.spent else 0, budget_steps) for t in traces])) / total,
-        table=table)
+        table=table, workers=max((t.workers for t in traces), default=1), chosen_at=[t.chosen_at for t in traces],
+        clock_end=[t.clock[-1] if t.clock else math.nan for t in traces],
+        race_share=sum(t.race_steps for t in traces) / spent_all,
+        duplicate_share=sum(t.duplicate_steps for t in traces) / spent_all)
 
 
 def score(table: GridTable, traces: dict[Method, list[Trace]], budget: float, seeds: list[int]) -> ReplayResult:
@@ -369,8 +388,10 @@ def default_against_random(result: ReplayResult) -> dict[str, Any] | None:
 
 
 def run_replay(table: GridTable, methods: list[Method], seeds: list[int], budget: float = BUDGET, jobs: int = 1,
-               max_trials: int = MAX_TRIALS, on_done: Callable[[Method, int], None] | None = None) -> ReplayResult:
-    """Every method on every seed, each seed allowed `budget` × the grid's compute (replay.run_traces); scored."""
+               max_trials: int = MAX_TRIALS, on_done: Callable[[Method, int], None] | None = None,
+               workers: int = 1) -> ReplayResult:
+    """Every method on every seed with `workers` simulated workers, each seed allowed `budget` × the
+    grid's compute (replay.run_traces); scored."""
     done = run_traces(table, [(m, s) for m in methods for s in seeds], budget, jobs, max_trials,
-                      None if on_done is None else lambda m, s, _trace: on_done(m, s))
+                      None if on_done is None else lambda m, s, _trace: on_done(m, s), workers)
     return score(table, {m: [done[(m, s)] for s in seeds] for m in methods}, budget, seeds)
