@@ -222,8 +222,7 @@ def study_chooser(title: str) -> None:
     name = st.sidebar.selectbox("Study", names, index=index, format_func=lambda n: study_label(by_name[n]),
                                 placeholder="Choose a study",
                                 help="Each study with its number of trials (a comparison: its arms' trials); under it the "
-                                     "chosen study's kind and lowest loss (the lowest final validation loss of a "
-                                     "completed run that did not diverge).")
+                                     "chosen study's kind and its best as the Home page shows it.")
     if name is None:
         st.title(title)
         st.error(plain(no_such_study(missing, redact(storage), names)))
@@ -249,6 +248,11 @@ def page(title: str, curves: bool = True):
     storage = server_reader().url
     with no_traceback():
         study = cached_study(storage, st.session_state[STUDY_KEY], curves)
+    from lpstudy.results.measured import study_best
+
+    best = once(study, ("study_best_cell",), lambda: study_best(study))
+    if best is not None:  # the one best, as Home shows it (its verdict there)
+        st.sidebar.caption(plain(f"{best.title()}: {best.cell()}"))
     st.title(title)
     if study.info.synthetic:
         st.warning(SYNTHETIC_BANNER, icon=":material/science:")
@@ -279,14 +283,11 @@ def study_label(info) -> str:
 
 
 def study_caption(info) -> str:
-    """What the chooser says under the chosen study: "search · 10,000 trials · lowest loss 1.5512": one
-    trial's value, not the best configuration (a search's is the one it returns over folds, which
-    the Home and Export pages show, lpstudy.results.measured)."""
+    """What the chooser says under the chosen study: "search · 10,000 trials". Its best is the page's
+    to say (page: lpstudy.results.measured.StudyBest, as Home shows it), not one trial's value."""
     parts = [info.kind]
     if info.n_trials is not None:
         parts.append(f"{info.n_trials:,} trial{'' if info.n_trials == 1 else 's'}")
-    if info.best_value is not None:
-        parts.append(f"lowest loss {info.best_value:.4f}")
     return " · ".join(parts)
 
 

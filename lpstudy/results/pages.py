@@ -269,7 +269,7 @@ def _lens(name: str) -> Callable:
 
 OVERVIEW = [
     Chart("states", lambda i: C.states_chart(A.state_counts(i.trials)), wide=True, part="states"),
-    Chart("history", lambda i: C.history_chart(i.trials), wide=True, part="history"),
+    Chart("history", lambda i: C.history_chart(i.trials), _searched, wide=True, part="history"),  # a grid optimises nothing
     Chart("best_vs_compute", _best_against_compute, wide=True, part="compute"),
 ]
 
