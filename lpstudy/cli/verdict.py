@@ -34,14 +34,18 @@ def verdict(
     as_json: Annotated[bool, typer.Option("--json", help="Print the answer as one JSON object.")] = False,
     threshold: Annotated[Optional[float], typer.Option(
         help="The validation loss (nats) convergence is timed to (default: the study's loss_threshold, else 2 % "
-             "above the largest of the arms' median final losses).", min=0.0)] = None,
+             "above the largest of the arms' median final losses).")] = None,
     convergence_rope: Annotated[float, typer.Option(
-        help="Convergence: equivalent within ± this share of the reference's restricted mean steps to the threshold.",
-        min=0.0, max=1.0)] = DEFAULT_CONVERGENCE_ROPE,
+        help="Convergence: equivalent within ± this share of the reference's restricted mean steps to the threshold "
+             "(above 0, at most 1).")] = DEFAULT_CONVERGENCE_ROPE,
     storage: StorageChoice,
 ) -> None:
     """Verdicts per arm: better, equivalent (within --rope), worse or undecided, and the folds that would decide;
     the same for the steps to reach --threshold and the area under the validation curve."""
+    from lpstudy.cli.common import checked_share, checked_threshold
+
+    checked_threshold(threshold)  # report's rule, a study's loss threshold's
+    checked_share(convergence_rope, "--convergence-rope")  # --rope's rule: above 0
     with storage.reader() as reader:
         print_verdicts(study, reader, rope, _value(reference), alpha, as_json, threshold, convergence_rope)
 
@@ -53,7 +57,8 @@ def print_verdicts(study: str, reader, rope: str | None = None, reference=None,
     sequential study was run with, else 0.01 nats; threshold None: the default (answer.convergence)."""
     from rich.console import Console
 
-    from lpstudy.results.answers import AnswerOptions, parse_rope, study_answer, study_rope
+    from lpstudy.errors import UserError
+    from lpstudy.results.answers import AnswerOptions, answered_by_verdicts, parse_rope, study_answer, study_rope
     from lpstudy.results.reading.compare import verdict_data
     from lpstudy.results.status import print_table, print_verdict_table
     from lpstudy.results.tables.columns import labelled
@@ -62,6 +67,10 @@ def print_verdicts(study: str, reader, rope: str | None = None, reference=None,
 
     chosen = None if rope is None else parse_rope(rope)  # a wrong --rope: one line before the study is read
     data = verdict_data(reader, study)
+    if reference is not None and not answered_by_verdicts(data.info):
+        raise UserError(f"--reference names the arm the others are compared with, and study {study!r} is a search: "
+                        "its answer is p's profile, it has no arms; leave --reference out (or replicate it: the "
+                        "command this prints under \"what would decide it\")")
     rope = chosen or study_rope(data.info.spec)
     answer = study_answer(data, AnswerOptions(rope=rope, alpha=alpha, reference=reference, threshold=threshold,
                                               convergence_rope=convergence_rope))
