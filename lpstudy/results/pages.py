@@ -117,22 +117,25 @@ class PageInputs:
     @property
     def reach(self) -> list[dict]:
         """Kaplan–Meier per arm (from the answer, where there are verdicts) or per p group of the
-        page (a search: every drawn run): [{name, step, reached, low, high}]."""
+        page (a search: every drawn run): [{name, step, reached, low, high, runs}]."""
         def build():
             from lpstudy.results.analysis.survival import group_survival
             from lpstudy.results.tables.verdicts import arm_name
 
             if self.folded:
                 convergence = self.answer.convergence
-                return [{"name": arm_name(c.field, c.value), **c.to_json()} for c in (convergence.reach if convergence else [])]
+                counted = {arm_name(r.field, r.value): r.runs for r in (convergence.restricted_mean if convergence else [])}
+                return [{"name": arm_name(c.field, c.value), **c.to_json(), "runs": counted.get(arm_name(c.field, c.value))}
+                        for c in (convergence.reach if convergence else [])]
             ends = A.run_endpoints(self.curves, self._drawn, self.loss_threshold, self.horizon)
             runs = self._drawn.drop_duplicates("trial_id").set_index("trial_id")
             runs = runs[runs["p"].notna()]
             groups = A.p_bins(runs["p"], self.bins)
             ordered = groups.sort_values("p_order")["p_bin"]
-            curves, _ = group_survival(ends, ordered, self.horizon)
+            curves, restricted = group_survival(ends, ordered, self.horizon)
+            counted = dict(zip(restricted["group"], restricted["runs"]))
             return [{"name": f"p {name}", "step": c["step"].tolist(), "reached": c["reached"].tolist(),
-                     "low": c["low"].tolist(), "high": c["high"].tolist()}
+                     "low": c["low"].tolist(), "high": c["high"].tolist(), "runs": int(counted[name])}
                     for name, c in curves.groupby("group", sort=False)]
         return self.shared(("reach", self.threshold, self.bins, self.reference, self.rope), build)
 
