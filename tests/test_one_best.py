@@ -14,14 +14,16 @@ from tests.test_verdicts import planted_trials
 
 
 def arm_by_hand(trials):
-    """The arm a user means by "the best p": among the p values none of whose runs diverged, the one
-    with the lowest mean final loss over its folds; its run on its first fold; from Optuna's trials."""
+    """The arm a user means by "the best p": among the p values none of whose runs diverged and that
+    ran on the most folds, the one with the lowest mean final loss over its folds; its run on its first
+    fold; from Optuna's trials."""
     by_p: dict = {}
     for t in trials:
         if t.state.name == "COMPLETE":
             by_p.setdefault(t.user_attrs["p"], []).append(t)
     clean = {p: runs for p, runs in by_p.items() if not any(r.user_attrs.get("diverged") for r in runs)}
-    mean = {p: statistics.fmean(r.value for r in runs) for p, runs in clean.items()}
+    most = max(len(runs) for runs in clean.values())  # an arm with folds still to run is not ranked yet
+    mean = {p: statistics.fmean(r.value for r in runs) for p, runs in clean.items() if len(runs) == most}
     p = min(mean, key=mean.get)
     first = min(clean[p], key=lambda r: (r.user_attrs["fold"], r.number))
     return p, mean[p], sorted(r.user_attrs["fold"] for r in clean[p]), first

@@ -122,8 +122,9 @@ class StudyBest:
 
     A search: the configuration it returns (search_chosen), its mean over the folds it was measured
     on and its interval ("best" from 2 folds, else "leading on 1 fold"). A replicate, a grid or a
-    comparison: the arm with the lowest mean final loss over its folds (an arm with a failed run is
-    passed over while another has none: a failed run bars a verdict), with its verdict against the
+    comparison: the arm with the lowest mean final loss over its folds among the arms measured on the
+    most folds (an arm with a failed run is passed over while another has none: a failed run bars a
+    verdict; an arm with folds still to run waits, as a search's race does), with its verdict against the
     reference from the engine where the reader has it (chosen_as "arm"); its run on the first fold it
     ran is the one a run file retrains. A study without a spec: the lowest single loss ("lowest")."""
 
@@ -227,7 +228,10 @@ def arm_best(trials: pd.DataFrame, kind: str, answer=None) -> StudyBest | None:
     means = per_fold.groupby(level=0).mean()
     failed = set(done.loc[done["loss"].isna(), key])
     clean = means[[arm not in failed for arm in means.index]]
-    arm = (clean if len(clean) else means).sort_values(kind="stable").index[0]
+    ranked = clean if len(clean) else means
+    n_folds = per_fold.groupby(level=0).size()[ranked.index]
+    ranked = ranked[n_folds == n_folds.max()]  # measured on the most folds, as a search's race ranks (intensify)
+    arm = ranked.sort_values(kind="stable").index[0]
     runs = ok[ok[key] == arm].sort_values(["fold", "number"] if "fold" in ok else ["number"])
     row = runs.iloc[0]
     name = arm if kind == "compare" else arm_name("p", arm)

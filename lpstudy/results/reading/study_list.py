@@ -54,6 +54,8 @@ def _through_arms(row: dict[str, Any], arms: list[dict[str, Any]]) -> None:
     row["arm_studies"] = len(arms)
     bests = [arm for arm in arms if arm["best"] is not None]
     replicated = [arm for arm in bests if arm.get("best_arm")]  # its arms' runs on the folds: their means
+    most = max((arm["best_folds"] for arm in replicated), default=0)  # StudyBest's rule: the most folds first
+    replicated = [arm for arm in replicated if arm["best_folds"] == most]
     lowest = min(replicated or bests, key=lambda arm: arm["best"]) if bests else None
     row["best"], row["best_folds"] = (lowest["best"], lowest["best_folds"]) if lowest else (None, None)
     row["best_arm"] = lowest["study"] if lowest else None  # the arm's study: the lowest mean over its folds
