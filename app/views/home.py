@@ -122,10 +122,9 @@ def overview() -> None:
     if running.empty:
         st.caption("No trial is running.")
     else:
-        shown = running.assign(since=running["since"].dt.strftime("%Y-%m-%d %H:%M:%S UTC"),
-                               running_for=running["running_s"].map(format_duration))  # "2 min 54 s"
-        table(shown[["number", "worker", "device", "host", "since", "running_for", "p", "lr", "gain_init", "fold",
-                     "last_step", "last_val_loss"]])
+        shown = running.assign(running_for=running["running_s"].map(format_duration))  # "2 min 54 s"
+        table(shown[["number", "worker", "running_for", "p", "lr", "gain_init", "fold", "last_step",
+                     "last_val_loss"]])  # the worker names its host and device; all in view at 1400 px
     draw_charts(OVERVIEW, page_inputs(data), part="history")
     compute_section(data)
 
