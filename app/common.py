@@ -405,3 +405,32 @@ def draw_charts(page_charts, inputs, part: str | None = None) -> None:
             if len(row) == 2:
                 flush()
     flush()
+
+
+@st.cache_data(ttl=CACHE_TTL_S, show_spinner=False)
+def cached_notes(storage_url: str, study_name: str):
+    """The study's notes and its trials' (lpstudy.results.reading.notes), read again every CACHE_TTL_S."""
+    from lpstudy.results.reading.notes import study_notes
+
+    return study_notes(reader(storage_url), study_name)
+
+
+def notes_box(storage_url: str, study_name: str, trial: int | None = None) -> None:
+    """The study's note (or trial `trial`'s), its Markdown rendered, and how to write one: the pages
+    only read notes (`lpstudy note` writes them, where optuna-dashboard keeps and shows them too)."""
+    from lpstudy.errors import UserError
+    from lpstudy.names import shell_quoted
+
+    try:
+        notes = cached_notes(storage_url, study_name)
+    except UserError as exc:
+        st.caption(plain(str(exc)))
+        return
+    body = notes.study if trial is None else notes.trials.get(trial, "")
+    command = f"lpstudy note --study {shell_quoted(study_name)}" + (f" --trial {trial}" if trial is not None else "")
+    if body.strip():
+        with st.container(border=True):
+            st.markdown(body)
+    what = "this trial" if trial is not None else "the study"
+    st.caption(f"{'Note on' if body.strip() else 'No note on'} {what}. `{command} \"text\"` writes one (Markdown); "
+               "optuna-dashboard shows the same notes.")

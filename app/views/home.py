@@ -8,7 +8,8 @@ from lpstudy.results import analysis as A
 from lpstudy.results.measured import study_best
 from lpstudy.results.pages import OVERVIEW
 
-from common import CACHE_TTL_S, cached_study, draw_charts, no_traceback, once, page, page_inputs, plain, reader, show_problem
+from common import (CACHE_TTL_S, cached_study, draw_charts, no_traceback, notes_box, once, page, page_inputs, plain,
+                    reader, show_problem)
 from tables import table
 from lpstudy.values import format_duration
 
@@ -51,6 +52,9 @@ def comparison_overview(storage_url: str, name: str) -> None:
 if info.kind == "compare":
     comparison_overview(storage, study.name)
     st.stop()
+
+st.subheader("Notes")
+notes_box(storage, study.name)
 
 live = st.toggle("Refresh while the study runs", value=False,
                  help=f"Reread the database every {CACHE_TTL_S} s and redraw this overview.")
