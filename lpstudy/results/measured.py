@@ -249,11 +249,11 @@ def study_best(data, answer=None) -> StudyBest | None:
 def best_of(trials: pd.DataFrame, info, chosen: Chosen | None, answer=None) -> StudyBest | None:
     """StudyBest's rule on a study's trials frame, its StudyInfo and, for a search, the configuration it
     returns (search_chosen)."""
-    from lpstudy.results.answers import answered_by_verdicts
+    from lpstudy.study.spec import StudySpec
 
     if trials is None or not len(trials):
         return None
-    if answered_by_verdicts(info) and info.spec:
+    if info.spec and (info.kind != "search" or StudySpec.from_plain(info.spec).is_grid):  # arms, as the verdicts read it
         return arm_best(trials, info.kind, answer)
     row, measured = shown_best(trials, chosen)
     if row is None:
