@@ -434,3 +434,27 @@ def notes_box(storage_url: str, study_name: str, trial: int | None = None) -> No
     what = "this trial" if trial is not None else "the study"
     st.caption(f"{'Note on' if body.strip() else 'No note on'} {what}. `{command} \"text\"` writes one (Markdown); "
                "optuna-dashboard shows the same notes.")
+
+
+# the verdict table's columns a reader hovers for the word behind them (lpstudy.results.tables.glossary)
+VERDICT_HELP = {"interval (nats)": "corrected t", "interval (relative)": "corrected t", "p-value (difference)": "Holm",
+                "p-value (equivalence)": "TOST", "verdict": "ROPE"}
+
+
+def verdict_table(frame) -> None:
+    """A verdict table (lpstudy.results.tables.verdicts) with a hover on each statistical column, and the
+    glossary of its words under it."""
+    from lpstudy.results.tables.glossary import GLOSSARY
+
+    config = {name: st.column_config.Column(help=f"{term}: {GLOSSARY[term]}")
+              for name, term in VERDICT_HELP.items() if name in frame.columns}
+    st.dataframe(frame, hide_index=True, width="stretch", column_config=config)
+    glossary_box()
+
+
+def glossary_box() -> None:
+    """The statistical words of the verdicts, one plain line each (ROPE, TOST, Holm, corrected t, ω², Kaplan–Meier)."""
+    from lpstudy.results.tables.glossary import GLOSSARY, glossary_markdown
+
+    with st.expander("What the words mean: " + ", ".join(GLOSSARY)):
+        st.markdown(glossary_markdown())

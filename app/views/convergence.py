@@ -17,7 +17,7 @@ from lpstudy.results.charts.convergence import SEARCH_CAVEAT
 from lpstudy.results.tables.convergence import convergence_frame, convergence_title, restricted_frame
 from lpstudy.results.pages import CONVERGENCE
 
-from common import draw_charts, p_bins_control, page, page_inputs, show_problem
+from common import draw_charts, p_bins_control, page, page_inputs, show_problem, glossary_box
 
 storage, study = page("Convergence")
 trials, curves = study.trials, study.curves
@@ -62,6 +62,7 @@ if inputs.folded and len(convergence_frame(inputs.answer)):
     st.dataframe(convergence_frame(inputs.answer), hide_index=True, width="stretch")
     st.caption("Kaplan–Meier: restricted mean steps to the threshold within the horizon (Royston & Parmar 2013)")
     st.dataframe(restricted_frame(inputs.answer), hide_index=True, width="stretch")
+    glossary_box()
 draw_charts(CONVERGENCE, inputs, part="")
 convergence = inputs.convergence
 ok = convergence[~convergence["diverged"].astype(bool)]

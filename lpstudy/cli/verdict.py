@@ -83,6 +83,10 @@ def print_verdicts(study: str, reader, rope: str | None = None, reference=None,
         _print_search(console, answer)
         return
     print_verdict_table(console, answer)  # the table status and compare print too
+    from lpstudy.results.tables.glossary import glossary_lines
+
+    for line in glossary_lines():  # the words of the table, one plain line each
+        console.print(f"  {line}", highlight=False, soft_wrap=True)
     for line in sequential_lines(answer):
         console.print(line, highlight=False, soft_wrap=True)
     convergence = convergence_frame(answer)

@@ -24,6 +24,7 @@ from lpstudy.results.tables.columns import labelled
 from lpstudy.files import atomic_write_text
 from lpstudy.results.reading.frames import StudyData, TrialReader
 from lpstudy.results.measured import study_best
+from lpstudy.results.tables.glossary import glossary_lines
 from lpstudy.db.urls import redact
 
 
@@ -72,7 +73,8 @@ def report_sections(data: StudyData, threshold: float | None = None, bins: int |
     if inputs.folded:
         from lpstudy.results.tables.verdicts import sequential_lines, stages_frame, verdict_frame, verdict_title
 
-        effect += [verdict_title(inputs.answer), verdict_frame(inputs.answer), *sequential_lines(inputs.answer)]
+        effect += [verdict_title(inputs.answer), verdict_frame(inputs.answer), *sequential_lines(inputs.answer),
+                   "The words of the table. " + " ".join(glossary_lines())]
         stages = stages_frame(inputs.answer)
         if len(stages):  # each arm's state at every look, as the page's table
             effect.append(stages)
