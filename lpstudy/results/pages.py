@@ -229,6 +229,13 @@ def _reach_chart(inputs):
     return reach_chart(inputs.reach, inputs.loss_threshold, inputs.horizon, verdicts, reference)
 
 
+def _space(name: str) -> Callable:
+    """A chart of a search's space (lpstudy.results.charts.search): parallel coordinates, slices."""
+    from lpstudy.results.charts import search
+
+    return getattr(search, name)
+
+
 def _convergence_verdict(endpoint: str) -> Callable:
     def build(inputs):
         from lpstudy.results.charts.convergence import convergence_verdict_chart
@@ -286,6 +293,8 @@ EFFECT_OF_P = [
     Chart("mean_per_p", lambda i: C.mean_loss_per_p(i.summary), uses=("bins",)),
     Chart("loss_map", lambda i: C.loss_map(A.p_map(i.trials, i.bins, by=i.by), i.by), uses=("bins",)),
     Chart("importance", lambda i: C.importance_chart(i.parameter_importance()), lambda i: not i.folded),
+    Chart("parallel_coordinates", lambda i: _space("parallel_coordinates")(i.trials), _searched, wide=True),
+    Chart("slice", lambda i: _space("slice_plot")(i.trials), _searched, wide=True),
 ]
 
 CONVERGENCE = [
