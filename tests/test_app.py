@@ -340,7 +340,7 @@ def test_the_convergence_page_gives_verdicts_under_a_replicate_and_the_caveat_un
     assert any(m.value.startswith("**Convergence.**") and ("reaches it" in m.value or "undecided" in m.value)
                for m in grid.markdown)
     titles = chart_titles(grid)
-    assert "Verdict per arm: steps to reach the threshold, difference to the reference" in titles
+    assert "Steps to the threshold: difference to the reference" in titles
     assert any(t.startswith("Runs that reached validation loss") for t in titles)
     assert grid.dataframe[0].value.columns[1] == "endpoint"  # the verdict table, as `lpstudy verdict` prints it
     search = run_page("Convergence", url, "search")
