@@ -222,8 +222,7 @@ def study_chooser(title: str) -> None:
     name = st.sidebar.selectbox("Study", names, index=index, format_func=lambda n: study_label(by_name[n]),
                                 placeholder="Choose a study",
                                 help="Each study with its number of trials (a comparison: its arms' trials); under it the "
-                                     "chosen study's kind and lowest loss (the lowest final validation loss of a "
-                                     "completed run that did not diverge).")
+                                     "chosen study's kind and its best as the Home page shows it.")
     if name is None:
         st.title(title)
         st.error(plain(no_such_study(missing, redact(storage), names)))
@@ -249,6 +248,11 @@ def page(title: str, curves: bool = True):
     storage = server_reader().url
     with no_traceback():
         study = cached_study(storage, st.session_state[STUDY_KEY], curves)
+    from lpstudy.results.measured import study_best
+
+    best = once(study, ("study_best_cell",), lambda: study_best(study))
+    if best is not None:  # the one best, as Home shows it (its verdict there)
+        st.sidebar.caption(plain(f"{best.title()}: {best.cell()}"))
     st.title(title)
     if study.info.synthetic:
         st.warning(SYNTHETIC_BANNER, icon=":material/science:")
@@ -279,14 +283,11 @@ def study_label(info) -> str:
 
 
 def study_caption(info) -> str:
-    """What the chooser says under the chosen study: "search · 10,000 trials · lowest loss 1.5512": one
-    trial's value, not the best configuration (a search's is the one it returns over folds, which
-    the Home and Export pages show, lpstudy.results.measured)."""
+    """What the chooser says under the chosen study: "search · 10,000 trials". Its best is the page's
+    to say (page: lpstudy.results.measured.StudyBest, as Home shows it), not one trial's value."""
     parts = [info.kind]
     if info.n_trials is not None:
         parts.append(f"{info.n_trials:,} trial{'' if info.n_trials == 1 else 's'}")
-    if info.best_value is not None:
-        parts.append(f"lowest loss {info.best_value:.4f}")
     return " · ".join(parts)
 
 
@@ -404,3 +405,56 @@ def draw_charts(page_charts, inputs, part: str | None = None) -> None:
             if len(row) == 2:
                 flush()
     flush()
+
+
+@st.cache_data(ttl=CACHE_TTL_S, show_spinner=False)
+def cached_notes(storage_url: str, study_name: str):
+    """The study's notes and its trials' (lpstudy.results.reading.notes), read again every CACHE_TTL_S."""
+    from lpstudy.results.reading.notes import study_notes
+
+    return study_notes(reader(storage_url), study_name)
+
+
+def notes_box(storage_url: str, study_name: str, trial: int | None = None) -> None:
+    """The study's note (or trial `trial`'s), its Markdown rendered, and how to write one: the pages
+    only read notes (`lpstudy note` writes them, where optuna-dashboard keeps and shows them too)."""
+    from lpstudy.errors import UserError
+    from lpstudy.names import shell_quoted
+
+    try:
+        notes = cached_notes(storage_url, study_name)
+    except UserError as exc:
+        st.caption(plain(str(exc)))
+        return
+    body = notes.study if trial is None else notes.trials.get(trial, "")
+    command = f"lpstudy note --study {shell_quoted(study_name)}" + (f" --trial {trial}" if trial is not None else "")
+    if body.strip():
+        with st.container(border=True):
+            st.markdown(body)
+    what = "this trial" if trial is not None else "the study"
+    st.caption(f"{'Note on' if body.strip() else 'No note on'} {what}. `{command} \"text\"` writes one (Markdown); "
+               "optuna-dashboard shows the same notes.")
+
+
+# the verdict table's columns a reader hovers for the word behind them (lpstudy.results.tables.glossary)
+VERDICT_HELP = {"interval (nats)": "corrected t", "interval (relative)": "corrected t", "p-value (difference)": "Holm",
+                "p-value (equivalence)": "TOST", "verdict": "ROPE"}
+
+
+def verdict_table(frame) -> None:
+    """A verdict table (lpstudy.results.tables.verdicts) with a hover on each statistical column, and the
+    glossary of its words under it."""
+    from lpstudy.results.tables.glossary import GLOSSARY
+
+    config = {name: st.column_config.Column(help=f"{term}: {GLOSSARY[term]}")
+              for name, term in VERDICT_HELP.items() if name in frame.columns}
+    st.dataframe(frame, hide_index=True, width="stretch", column_config=config)
+    glossary_box()
+
+
+def glossary_box() -> None:
+    """The statistical words of the verdicts, one plain line each (ROPE, TOST, Holm, corrected t, ω², Kaplan–Meier)."""
+    from lpstudy.results.tables.glossary import GLOSSARY, glossary_markdown
+
+    with st.expander("What the words mean: " + ", ".join(GLOSSARY)):
+        st.markdown(glossary_markdown())

@@ -6,6 +6,7 @@ numbers, not as text). A per-cent reads as the command line prints it; a missing
 from __future__ import annotations
 
 import streamlit as st
+from pandas.api.types import is_numeric_dtype
 
 from lpstudy.results.tables.columns import MISSING, Column, column, formatted, shown_values, table_overrides
 
@@ -44,15 +45,18 @@ def fit_widths(widths: dict[str, int], labels: dict[str, str], cut: tuple[str, .
 
 def column_config(frame, overrides: dict[str, Column] | None = None) -> dict:
     """Streamlit's column_config for the frame: every column under its human label, as wide as its
-    label or its widest value among the first rows."""
+    label or its widest value among the first rows, the text columns narrowed to fit TABLE_PX."""
     overrides = table_overrides(frame, overrides)
     values = shown_values(frame.head(200))
-    config = {}
+    widths, labels = {}, {}
     for name in frame.columns:
         spec = column(name, overrides)
         shown = [formatted(v, spec) for v in values[name]] if name in values.columns else []
-        config[name] = st.column_config.Column(spec.label, width=column_width(spec.label, shown))
-    return config
+        widths[name], labels[name] = column_width(spec.label, shown), spec.label
+    # within the page's width: a text column (a worker's name, a time) narrowed first, a number never cut
+    text = tuple(name for name in frame.columns if not is_numeric_dtype(frame[name]) and name != "p")
+    fitted = fit_widths(widths, labels, text)
+    return {name: st.column_config.Column(labels[name], width=fitted[name]) for name in frame.columns}
 
 
 def styled(frame, overrides: dict[str, Column] | None = None):

@@ -270,10 +270,10 @@ def test_home_shows_states_best_trial_workers_and_a_refresh_toggle(seeded):
     at = run_page("Home", url, "search")
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Trials"] == "40" and metrics["Running"] == "2" and metrics["Waiting"] == "1"
-    assert "Final validation loss" in metrics
+    assert any(label.startswith("Final validation loss") for label in metrics)
     assert at.toggle[0].label == "Refresh while the study runs" and at.toggle[0].value is False
     running = at.dataframe[0].value
-    assert len(running) == 2 and {"worker", "device", "since", "running_for"} <= set(running.columns)
+    assert len(running) == 2 and {"worker", "running_for"} <= set(running.columns)
     at.toggle[0].set_value(True).run()
     assert not at.exception
 
@@ -340,7 +340,7 @@ def test_the_convergence_page_gives_verdicts_under_a_replicate_and_the_caveat_un
     assert any(m.value.startswith("**Convergence.**") and ("reaches it" in m.value or "undecided" in m.value)
                for m in grid.markdown)
     titles = chart_titles(grid)
-    assert "Verdict per arm: steps to reach the threshold, difference to the reference" in titles
+    assert "Steps to the threshold: difference to the reference" in titles
     assert any(t.startswith("Runs that reached validation loss") for t in titles)
     assert grid.dataframe[0].value.columns[1] == "endpoint"  # the verdict table, as `lpstudy verdict` prints it
     search = run_page("Convergence", url, "search")
@@ -793,13 +793,12 @@ def test_effect_of_p_and_the_report_show_the_stages_of_a_replicate_run_until_dec
 def test_the_chooser_shows_each_studys_trials_and_best_value(seeded):
     url, _ = seeded
     at = run_page("Home", url, "search")
-    study = optuna.load_study(study_name="search", storage=url)
-    best = min(t.value for t in study.trials if t.state.name == "COMPLETE" and not t.user_attrs.get("diverged"))
     labels = at.sidebar.selectbox[0].options
     assert labels == ["grid (replicate) · 28 trials", "search · 40 trials"], labels  # short: the sidebar is narrow
     assert max(map(len, labels)) <= 32, labels
     captions = [unescaped(c.value) for c in at.sidebar.caption]
-    assert f"search · 40 trials · lowest loss {best:.4f}" in captions, captions  # one trial's: not "best"
+    assert "search · 40 trials" in captions and not any("lowest loss" in c for c in captions), captions
+    # its best, as Home shows it (tests/test_one_best.py): not one trial's value
 
 
 def unescaped(markdown: str) -> str:
@@ -912,7 +911,8 @@ def test_every_page_reads_a_comparison_through_its_arms(tmp_path, page):
     assert not shown["exception"] and not shown["error"], shown
     assert not any("no trials yet" in text for text in shown["info"]), shown
     if page == "Export":
-        assert any("its arm p=3 has the lowest mean final validation loss" in unescaped(c.value) for c in at.caption)
+        assert any("p=3 has the lowest mean loss" in unescaped(i) and "its verdict:" in unescaped(i)
+                   for i in shown["info"]), shown
 
 
 def test_the_trials_table_fits_the_page_with_every_column_in_view(seeded):
@@ -946,3 +946,15 @@ def test_the_compare_page_without_a_comparison_gives_a_command_that_runs(seeded,
     assert "\n" not in command and command.startswith("lpstudy compare --study NAME --preset ")
     code, _, err = cli(capsys, *shlex.split(command)[1:], "--storage", f"sqlite:///{tmp_path / 'c.db'}")
     assert code == 0, err
+
+
+def test_homes_running_table_fits_the_page_with_every_column_in_view(seeded):
+    """Every table drawn by tables.table fits the page's width (tables.TABLE_PX) where its text columns
+    can give way: Home's "Running now" hid its gain, fold, step and loss columns behind a scroll bar."""
+    from tables import TABLE_PX
+
+    url, _ = seeded
+    at = run_page("Home", url, "grid")
+    columns = {name: c for name, c in json.loads(at.dataframe[0].proto.columns).items() if not c.get("hidden")}
+    assert len(columns) == 9 and sum(c["width"] for c in columns.values()) <= TABLE_PX, \
+        {n: c["width"] for n, c in columns.items()}

@@ -120,8 +120,8 @@ def test_the_readme_run_command_on_a_fresh_copy_completes_a_study_and_prints_its
     each, total = int(estimate.group(1)), _seconds(estimate.group(2))
     assert total >= 2 * each + 5  # 3 trials on 2 workers: two waves, plus starting the command and the processes
     # 3 spread trials, one fold each: the leader is said to lead, never to be best, with the command that races it
-    assert re.search(r"leading +trial \d+: \d\.\d{4} · p=", out) and "leading on 1 fold" in out, out
-    assert not re.search(r"best +trial", out) and "race:      lpstudy search --study lp-search" in out, out
+    assert re.search(r"leading +loss \d\.\d{4} on 1 fold: not yet raced", out) and re.search(r"trial \d+ · p=", out), out
+    assert not re.search(r"^best ", out, re.M) and "race:      lpstudy search --study lp-search" in out, out
     assert "lpstudy dashboard --study lp-search" in out and "lpstudy export --study lp-search" in out
     study = optuna.load_study(study_name="lp-search", storage=f"sqlite:///{repo / 'storage' / 'lpstudy.db'}")
     states = [t.state for t in study.trials]
@@ -427,7 +427,7 @@ def test_status_at_80_columns_wraps_how_well_a_searchs_best_is_known_between_wor
     url = f"sqlite:///{tmp_path / 'demo.db'}"
     write_synthetic_study(url, "s", kind="search", n_trials=12, n_evals=4, folds=5, seed=4)
     status = study_status(open_reader(url), "s")
-    for measured in ({"chosen_as": "leading on 1 fold", "folds_measured": 1, "mean_over_folds": None,
+    for measured in ({"chosen_as": "leading on 1 fold", "folds_measured": 1, "mean_over_folds": 1.2345,
                       "interval": None},
                      {"chosen_as": "best", "folds_measured": 10, "mean_over_folds": 12.3456,
                       "interval": [11.2345, 13.4567]}):
@@ -441,4 +441,4 @@ def test_status_at_80_columns_wraps_how_well_a_searchs_best_is_known_between_wor
             for number in ("12.3456", "[11.2345,", "13.4567]", "10 folds"):
                 assert number in " ".join(line.strip() for line in text.splitlines()), (number, text)
         else:
-            assert "leading on 1 fold" in text
+            assert "loss 1.2345 on 1 fold: not yet raced on a second fold, so not yet a best" in " ".join(text.split())

@@ -239,9 +239,9 @@ def test_every_reader_shows_a_searchs_best_over_folds_and_never_a_one_fold_leade
     reader = open_reader(sqlite_url)
     raced, unraced = load_study(reader, "raced", curves=False), load_study(reader, "unraced", curves=False)
     html = render_report(raced, sqlite_url)
-    assert f"best: trial {returned}, loss 1.9000" in html and "mean over 2 folds 1.9000" in html
+    assert "best configuration: mean loss 1.9000 over 2 folds" in html and f"exported: trial {returned}," in html
     html = render_report(unraced, sqlite_url)
-    assert "leading on 1 fold: trial" in html and "best: trial" not in html and "lr = 0.01" in html
+    assert "leading configuration (1 fold): loss" in html and "best configuration" not in html and "lr = 0.01" in html
 
     code, stdout, err = cli(capsys, "studies", "--storage", sqlite_url, "--json")
     assert code == 0, err
@@ -249,7 +249,7 @@ def test_every_reader_shows_a_searchs_best_over_folds_and_never_a_one_fold_leade
     assert rows["raced"]["best"] == pytest.approx(1.9) and rows["raced"]["best_folds"] == 2
     assert rows["unraced"]["best"] == pytest.approx(1.85) and rows["unraced"]["best_folds"] == 1
     code, stdout, err = cli(capsys, "studies", "--storage", sqlite_url)
-    assert "1.9000 (2 folds)" in stdout and "1.8500 (leading, 1 fold)" in stdout, stdout
+    assert "1.9000 (mean of 2 folds)" in stdout and "1.8500 (leading, 1 fold)" in stdout, stdout
 
     # a comparison's tuning table: the arm's returned trial, marked by lpstudy.results.reading.compare
     frame = raced.trials.assign(arm="p=2", returned=raced.trials["number"] == returned, returned_folds=2)
@@ -260,17 +260,17 @@ def test_every_reader_shows_a_searchs_best_over_folds_and_never_a_one_fold_leade
 @pytest.mark.slow
 def test_the_home_page_shows_a_searchs_best_over_folds_and_a_one_fold_leader_as_leading(sqlite_url, monkeypatch):
     """Home's best: the raced configuration with its mean over 2 folds; the unraced study's leader
-    under "Leading trial (1 fold)", never "Best trial" (watched fail: "Best trial" for both, trial of
+    under "Leading configuration (1 fold)", never "Best configuration" (watched fail: "Best trial" for both, trial of
     lr = 1e-2)."""
-    from tests.test_app import run_page
+    from tests.test_app import run_page, unescaped
 
     returned = _raced_and_unraced(sqlite_url)
     monkeypatch.setenv("LPSTUDY_STORAGE", sqlite_url)  # the page reads it (run_page sets it): undone after
     at = run_page("Home", sqlite_url, "raced")
-    assert "Best trial" in [h.value for h in at.subheader]
-    assert any(f"Trial **{returned}**" in m.value for m in at.markdown)
-    assert any("mean over 2 folds" in s.value for s in at.success)
+    assert "Best configuration" in [h.value for h in at.subheader]
+    assert any(f"trial **{returned}** (exported)" in m.value for m in at.markdown)
+    assert any("mean loss 1.9000 over 2 folds" in unescaped(s.value) for s in at.success), [s.value for s in at.success]
     at = run_page("Home", sqlite_url, "unraced")
     headers = [h.value for h in at.subheader]
-    assert "Best trial" not in headers and "Leading trial (1 fold)" in headers
-    assert any("leading on 1 fold" in w.value for w in at.warning)
+    assert "Best configuration" not in headers and "Leading configuration (1 fold)" in headers
+    assert any("on 1 fold" in unescaped(w.value) and "not yet a best" in unescaped(w.value) for w in at.warning)

@@ -179,7 +179,7 @@ def test_status_of_a_search_shows_counts_best_and_time_left(sqlite_url, capsys):
     code, out, _ = cli(capsys, "status", "--study", "st", "--storage", sqlite_url)
     assert code == 0
     assert "2 complete (0 diverged)" in out and "0 running" in out
-    assert f"best     trial {best.number}: {best.value:.4f}" in out
+    assert f"trial {best.number} · p=" in out and f"its tuning fold {best.user_attrs['fold']}: {best.value:.4f}" in out
     assert "time left  about" in out and "1 trial(s) to the target of 3" in out
     code, out, _ = cli(capsys, "status", "--study", "st", "--storage", sqlite_url, "--json")
     status = json.loads(out)

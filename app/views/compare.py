@@ -10,7 +10,7 @@ import streamlit as st
 from lpstudy.results.charts import verdicts as V
 from lpstudy.results.tables.verdicts import sequential_lines, stages_frame, verdict_frame, verdict_title
 
-from common import STUDY_KEY, cached_study_infos, chart, no_traceback, reader, server_reader
+from common import STUDY_KEY, cached_study_infos, chart, no_traceback, reader, server_reader, verdict_table
 from tables import table
 
 EMPTY_STATE_COMMAND = "lpstudy compare --study NAME --preset smoke --p 1,2,3,4 --budget 20 --folds 5"
@@ -59,7 +59,7 @@ chart(V.verdict_chart(answer), key="compare_verdicts")
 verdicts = verdict_frame(answer)
 if len(verdicts):
     st.caption(verdict_title(answer))
-    st.dataframe(verdicts, hide_index=True, width="stretch")
+    verdict_table(verdicts)  # a hover on each statistical column, the glossary under it
 if answer.sequential:  # run --until-decided: the stages the verdicts were reached in
     st.subheader("Stages")
     for line in sequential_lines(answer):

@@ -16,8 +16,9 @@ from lpstudy.results.answers import parse_rope, study_rope
 from lpstudy.results.charts.convergence import SEARCH_CAVEAT
 from lpstudy.results.tables.convergence import convergence_frame, convergence_title, restricted_frame
 from lpstudy.results.pages import CONVERGENCE
+from lpstudy.study.options import OPTIONS
 
-from common import draw_charts, p_bins_control, page, page_inputs, show_problem
+from common import draw_charts, p_bins_control, page, page_inputs, show_problem, glossary_box
 
 storage, study = page("Convergence")
 trials, curves = study.trials, study.curves
@@ -30,7 +31,9 @@ bins = p_bins_control(trials, key="convergence_bins", spec=study.info.spec)
 
 opening = page_inputs(study, storage, bins=bins)
 rule = A.threshold_rule(opening.folded, study.info.spec)
-threshold = st.number_input("Loss threshold (validation loss, nats)", min_value=0.0, value=opening.default_threshold,
+_, high = OPTIONS["loss_threshold"].bound  # a study's loss threshold's rule, as report and verdict take it
+threshold = st.number_input("Loss threshold (validation loss, nats)", min_value=0.001, max_value=float(high),
+                            value=min(max(opening.default_threshold, 0.001), float(high)),
                             step=0.05, format="%.3f",
                             help=f"Default: {rule}. Steps to reach it are counted at each run's first evaluation at "
                                  "or below it; a run that never gets there within the shared budget counts as never, "
@@ -62,6 +65,7 @@ if inputs.folded and len(convergence_frame(inputs.answer)):
     st.dataframe(convergence_frame(inputs.answer), hide_index=True, width="stretch")
     st.caption("Kaplan–Meier: restricted mean steps to the threshold within the horizon (Royston & Parmar 2013)")
     st.dataframe(restricted_frame(inputs.answer), hide_index=True, width="stretch")
+    glossary_box()
 draw_charts(CONVERGENCE, inputs, part="")
 convergence = inputs.convergence
 ok = convergence[~convergence["diverged"].astype(bool)]

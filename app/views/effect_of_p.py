@@ -16,7 +16,7 @@ from lpstudy.results.pages import EFFECT_OF_P
 from lpstudy.results.tables.verdicts import sequential_lines, stages_frame, verdict_frame, verdict_title
 
 
-from common import draw_charts, p_bins_control, page, page_inputs, show_problem
+from common import draw_charts, p_bins_control, page, page_inputs, show_problem, verdict_table
 from tables import table
 
 storage, study = page("Effect of p", curves=False)
@@ -52,7 +52,7 @@ if inputs.folded:  # verdicts per arm, fold as a block
     frame = verdict_frame(answer)
     if len(frame):
         st.caption(verdict_title(answer))
-        st.dataframe(frame, hide_index=True, width="stretch")
+        verdict_table(frame)  # a hover on each statistical column, the glossary under it
     for line in sequential_lines(answer):
         st.caption(line)
     draw_charts(EFFECT_OF_P, inputs, part="stages")  # run --until-decided: each p's verdict at every look

@@ -1,8 +1,8 @@
 """Export: the best trial (or the top K) as the YAML or JSON run file that `lpstudy train --config`
 reads, to download, and the exact command that retrains it. The text comes from lpstudy.results.export,
-the same as `lpstudy export`; for a search, the page says first on how many folds its best was
-measured and its interval (a configuration seen on one fold only is "leading on 1 fold", never
-"best")."""
+the same as `lpstudy export`; the page says first how it was chosen (lpstudy.results.measured.StudyBest):
+a search's configuration over the folds it was measured on (one fold only: "leading on 1 fold", never
+"best"), a replicate's or comparison's arm with the lowest mean over its folds and its verdict."""
 
 import streamlit as st
 
@@ -30,15 +30,22 @@ def exported(storage_url: str, study_name: str, top_k: int, fmt: str) -> str:
 
 @st.cache_data(ttl=CACHE_TTL_S, show_spinner=False)
 def measured(storage_url: str, study_name: str) -> dict | None:
-    from lpstudy.results.export import search_choice
+    """How the exported configuration was chosen (the run file's `source` fields): a replicate's,
+    grid's or comparison's arm (results.measured.StudyBest), a search's configuration over folds."""
+    from lpstudy.results.export import arm_choice, search_choice
 
+    arm = arm_choice(reader(storage_url), study_name)
+    if arm is not None:
+        return arm[2]
     found = search_choice(reader(storage_url), study_name)
     return None if found is None else found[2]
 
 
 with no_traceback():
     known = measured(storage, study.name)
-if known is not None:
+if known is not None and known["chosen_as"] == "arm":
+    st.info(f"{plain(known['measured'])}. The run file retrains its run on its first fold.")
+elif known is not None:
     (st.success if known["chosen_as"] == "best" else st.warning)(
         f"{plain(known['measured'])} (trials {', '.join(map(str, known['trials']))}).")
 
@@ -51,16 +58,12 @@ with no_traceback():
     text = exported(storage, study.name, int(top_k), fmt)
 file_name = f"{study.name}-best.{fmt}" if top_k == 1 else f"{study.name}-top{int(top_k)}.{fmt}"
 
-if known is None:  # a grid or a comparison: its trials by value
-    best = A.top_trials(trials, int(top_k))
-    if study.info.kind == "compare":  # a comparison exports its winning arm's best run (lpstudy export too)
-        from lpstudy.results.reading.compare import exported_arm
-
-        with no_traceback():
-            arm_study, why = exported_arm(reader(storage), study.name)
-        st.caption(plain(why[0].upper() + why[1:] + "."))
-        best = best[best["study"] == arm_study]
-    table(best[["number", "loss", "p", "lr", "gain_init", "fold", "seed"]])
+if known is not None and known["chosen_as"] == "arm" and study.info.kind != "compare":  # the arm's runs, fold by fold
+    runs = A.successful(trials)
+    table(runs[runs["p"].map(lambda p: f"p = {A.format_p(p)}") == known["arm"]]
+          .sort_values("fold")[["number", "loss", "p", "lr", "gain_init", "fold", "seed"]])
+elif known is None:  # a study without a spec: its trials by value
+    table(A.top_trials(trials, int(top_k))[["number", "loss", "p", "lr", "gain_init", "fold", "seed"]])
 st.download_button(f"Download {plain(file_name)}", data=text, file_name=file_name,
                    mime="application/json" if fmt == "json" else "application/x-yaml", type="primary")
 st.code(text, language=fmt)

@@ -5,10 +5,11 @@ import pandas as pd
 import streamlit as st
 
 from lpstudy.results import analysis as A
-from lpstudy.results.measured import measured_line, shown_best
+from lpstudy.results.measured import study_best
 from lpstudy.results.pages import OVERVIEW
 
-from common import CACHE_TTL_S, cached_study, draw_charts, no_traceback, once, page, page_inputs, plain, reader, show_problem
+from common import (CACHE_TTL_S, cached_study, draw_charts, no_traceback, notes_box, once, page, page_inputs, plain,
+                    reader, show_problem)
 from tables import table
 from lpstudy.values import format_duration
 
@@ -52,8 +53,19 @@ if info.kind == "compare":
     comparison_overview(storage, study.name)
     st.stop()
 
+st.subheader("Notes")
+notes_box(storage, study.name)
+
 live = st.toggle("Refresh while the study runs", value=False,
                  help=f"Reread the database every {CACHE_TTL_S} s and redraw this overview.")
+
+
+def verdicts(data):
+    """The study's verdicts (a replicate's, a grid's), for the best arm's verdict; None for a search."""
+    from lpstudy.results.answers import study_rope
+
+    inputs = page_inputs(data, rope=study_rope(data.info.spec))  # the verdicts the Effect of p page opens on
+    return inputs.answer if inputs.folded else None
 
 
 def _fmt(value, spec: str = ".4g") -> str:
@@ -86,22 +98,24 @@ def overview() -> None:
 
         st.warning(duplicates_note(data.duplicates))
 
-    best, measured = once(data, ("shown_best",), lambda: shown_best(trials, data.chosen))
+    best = once(data, ("study_best",), lambda: study_best(data, verdicts(data)))
     left, right = st.columns([1, 2])
-    with left:  # a search's: the configuration it returns, "best" only once raced on 2 folds (results.measured)
-        st.subheader("Best trial" if measured is None or measured["chosen_as"] == "best" else
-                     "Leading trial (1 fold)")
+    with left:  # the one best (results.measured.StudyBest): a search's over folds, a replicate's arm
+        st.subheader("Best" if best is None else best.title())
         if best is None:
             show_problem(trials, stop=False)
         else:
-            st.metric("Final validation loss", _fmt(best["loss"]),
-                      help="lowest among completed, non-diverged trials" if measured is None else
-                      "this trial's, on the tuning fold; the configuration the search returns (lpstudy export)")
-            st.markdown(f"Trial **{int(best['number'])}** · p = **{A.format_p(best['p'])}** · "
-                        f"lr = **{_fmt(best['lr'], '.3g')}** · gain₀ = **{_fmt(best['gain_init'], '.3g')}**"
-                        + (f" · fold {int(best['fold'])}" if pd.notna(best['fold']) else ""))
-            if measured is not None:
-                (st.success if measured["chosen_as"] == "best" else st.warning)(plain(measured_line(measured)))
+            row = best.row
+            st.metric("Final validation loss" + ("" if best.chosen_as == "lowest" else
+                                                 f", mean of {best.n_folds} fold{'s' if best.n_folds > 1 else ''}"),
+                      _fmt(best.mean),
+                      help="the mean of its final validation losses over the folds it ran on (a fold run twice: "
+                           "their mean first)" if best.chosen_as != "lowest" else "one run's")
+            what = f"{best.arm} · " if best.arm else ""
+            st.markdown(what + f"trial **{best.number}** (exported) · p = **{A.format_p(row['p'])}** · "
+                        f"lr = **{_fmt(row['lr'], '.3g')}** · gain₀ = **{_fmt(row['gain_init'], '.3g')}**"
+                        + (f" · fold {int(row['fold'])}: {_fmt(best.value)}" if pd.notna(row['fold']) else ""))
+            (st.success if best.chosen_as == "best" else st.info if best.is_arm else st.warning)(plain(best.line()))
             diverged = once(data, ("diverged",), lambda: int(A.finished(trials)["diverged"].sum()))
             st.caption(f"{diverged} of {int(counts['COMPLETE'])} completed runs diverged.")
     with right:
@@ -112,10 +126,9 @@ def overview() -> None:
     if running.empty:
         st.caption("No trial is running.")
     else:
-        shown = running.assign(since=running["since"].dt.strftime("%Y-%m-%d %H:%M:%S UTC"),
-                               running_for=running["running_s"].map(format_duration))  # "2 min 54 s"
-        table(shown[["number", "worker", "device", "host", "since", "running_for", "p", "lr", "gain_init", "fold",
-                     "last_step", "last_val_loss"]])
+        shown = running.assign(running_for=running["running_s"].map(format_duration))  # "2 min 54 s"
+        table(shown[["number", "worker", "running_for", "p", "lr", "gain_init", "fold", "last_step",
+                     "last_val_loss"]])  # the worker names its host and device; all in view at 1400 px
     draw_charts(OVERVIEW, page_inputs(data), part="history")
     compute_section(data)
 

@@ -15,7 +15,7 @@ from lpstudy.results import analysis as A
 from lpstudy.results import charts as C
 from lpstudy.results.reading.frames import merge_curves
 
-from common import cached_trial_curves, chart, page
+from common import cached_trial_curves, chart, notes_box, page
 from tables import column_width, fit_widths
 
 PAGE_ROWS = 100
@@ -155,6 +155,7 @@ number = st.selectbox("Trial (of this page)", numbers, index=default,
                       format_func=lambda n: f"{n} · {shown.loc[shown['number'] == n, 'state'].iloc[0]}",
                       key="trial_number")
 trial = trials[trials["number"] == number].iloc[0]
+notes_box(storage, study.name, int(number))  # its note, as optuna-dashboard shows it (lpstudy note writes it)
 curves = curves_of([int(number)])
 left, right = st.columns([1, 2])
 with left:

@@ -91,4 +91,4 @@ def _register_commands() -> None:
 
 
 # Command modules, in the order their commands are listed by --help.
-COMMAND_MODULES = ["search", "train", "study", "studies", "compare", "verdict", "replay", "proxy", "dashboard"]
+COMMAND_MODULES = ["search", "train", "study", "studies", "compare", "verdict", "replay", "proxy", "dashboard", "note"]

@@ -104,3 +104,40 @@ def quiet_optuna() -> None:
     from lpstudy.db.optuna_storage import quiet_optuna as quiet
 
     quiet()
+
+
+def checked_threshold(value: float | None, flag: str = "--threshold") -> float | None:
+    """A loss threshold a command takes (`report`, `verdict`), refused by the one rule of a study's
+    loss threshold (lpstudy.study.options: OPTIONS["loss_threshold"], above 0 and finite): one line."""
+    from lpstudy.study.options import OPTIONS
+
+    allowed = OPTIONS["loss_threshold"]
+    if value is not None and not allowed.within(value):
+        raise UserError(f"{flag} must be in {allowed.describe_bound()}, got {value!r}")
+    return value
+
+
+def checked_share(value: float, flag: str) -> float:
+    """A margin given as a share (verdict's --convergence-rope), by --rope's rule: above 0 (at 0 no arm
+    can ever be equivalent) and at most 1: one line."""
+    import math
+
+    if not math.isfinite(value) or not 0 < value <= 1:
+        raise UserError(f"{flag} {value:g} must be above 0 (at 0 no arm can ever be equivalent) and at most 1: "
+                        f"a share of the reference's restricted mean steps, e.g. {flag} 0.05")
+    return value
+
+
+def stage_folds(folds: int, max_folds: int | None, until_decided: bool, default_folds: int) -> int:
+    """K for `replicate` and `compare`, one rule: --folds, or with --until-decided --max-folds (the
+    folds the stages draw from). --max-folds without --until-decided, or beside a --folds that says
+    another K, is refused in one line (it was taken without a word)."""
+    if max_folds is None:
+        return folds
+    if not until_decided:
+        raise UserError("--max-folds goes with --until-decided (without it, --folds sets K)")
+    if folds != default_folds and folds != max_folds:
+        relation = "below" if max_folds < folds else "above"
+        raise UserError(f"--max-folds {max_folds} is {relation} --folds {folds}: with --until-decided both name K, the "
+                        f"folds the stages draw from; give one of them")
+    return max_folds

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from lpstudy.cli import app
-from lpstudy.cli.common import StudyOpt, parse_assignments, preflight, quiet_optuna, say, work_estimate
+from lpstudy.cli.common import StudyOpt, parse_assignments, preflight, quiet_optuna, say, stage_folds, work_estimate
 from lpstudy.cli.local_workers import LocalWorkers
 from lpstudy.cli.option_groups import option_groups
 from lpstudy.cli.verdict import RopeOpt
@@ -17,6 +17,8 @@ from lpstudy.cli.storage_option import StorageChoice
 from lpstudy.cli.study_options import RepeatsOpt, SamplerSeedOpt, SearchOpt, SeedsOpt, SetOpt
 from lpstudy.training.costs import presets_help
 
+
+COMPARE_FOLDS = 5  # --folds when not given: K
 
 @app.command()
 @option_groups
@@ -30,7 +32,7 @@ def compare(
     tune: Annotated[str, typer.Option(help="Fields tuned in every arm, comma-separated (default ranges: lr 1e-4:1e-2, gain_init 2:64).")] = "lr,gain_init",
     search: SearchOpt = None,
     budget: Annotated[int, typer.Option(help="Tuning trials per arm (TPE with the median pruner, on fold 0).", min=1)] = 20,
-    folds: Annotated[int, typer.Option(help="K: each arm's best configuration runs on each of the K folds.", min=2)] = 5,
+    folds: Annotated[int, typer.Option(help="K: each arm's best configuration runs on each of the K folds.", min=2)] = COMPARE_FOLDS,
     until_decided: Annotated[bool, typer.Option("--until-decided", help="Replicate the arms' best configurations in stages (3, 5, 8, 10 folds, capped at --max-folds) and give an arm no more folds once its verdict against the reference is decided (lpstudy verdict; O'Brien-Fleming alpha spending, Holm across arms).")] = False,
     max_folds: Annotated[Optional[int], typer.Option("--max-folds", help="With --until-decided: K, the folds of the one K-fold CV the stages draw from (default --folds).", min=3)] = None,
     rope: RopeOpt = str(DEFAULT_ROPE),
@@ -53,15 +55,13 @@ def compare(
     factor, _, values = ("p", "=", p) if p is not None else arms.partition("=")
     if not values:
         raise UserError(f"--arms takes FIELD=A,B,C, got {arms!r}")
-    if max_folds is not None and not until_decided:
-        raise UserError("--max-folds goes with --until-decided (without it, --folds sets K)")
+    folds = stage_folds(folds, max_folds, until_decided, COMPARE_FOLDS)  # --max-folds beside --folds: one rule
     parse_rope(rope)  # --rope 0 or below: one line, before anything is made
     stages = None
     if until_decided:
         from lpstudy.results.answers.sequential import rounds_of
         from lpstudy.study.until_decided import UntilDecided
 
-        folds = max_folds or folds
         stages = UntilDecided(rounds=rounds_of(folds), rope=str(parse_rope(rope)), alpha=DEFAULT_ALPHA)
     plan = make_plan(factor.strip(), values.split(","), tune.split(","), budget, folds, preset, reference,
                      parse_assignments(search, "--search"), parse_assignments(set_, "--set"), sampler_seed, stages,

@@ -181,11 +181,9 @@ def report(
     """Write the dashboard's figures for one study into one HTML file that works offline."""
     from lpstudy.paths import check_output_file
     from lpstudy.results.report import write_report
-    from lpstudy.study.options import OPTIONS
+    from lpstudy.cli.common import checked_threshold
 
-    allowed = OPTIONS["loss_threshold"]  # a study's loss threshold: the same bounds
-    if threshold is not None and not allowed.within(threshold):
-        raise UserError(f"--threshold must be in {allowed.describe_bound()}, got {threshold!r}")
+    checked_threshold(threshold)  # a study's loss threshold: the same rule
     from lpstudy.results.report import PLOTLYJS
 
     if plotlyjs not in PLOTLYJS:

@@ -15,7 +15,7 @@ import typer
 
 from lpstudy.cli import app
 from lpstudy.cli.check_mode import CheckOpt, check_create, check_worker
-from lpstudy.cli.common import StudyOpt, parse_assignments, preflight, quiet_optuna, say, work_estimate
+from lpstudy.cli.common import StudyOpt, parse_assignments, preflight, quiet_optuna, say, stage_folds, work_estimate
 from lpstudy.cli.local_workers import LocalWorkers
 from lpstudy.cli.option_groups import option_groups
 from lpstudy.cli.verdict import RopeOpt
@@ -27,6 +27,8 @@ from lpstudy.errors import UserError
 from lpstudy.names import shell_quoted
 from lpstudy.training.costs import presets_help
 
+
+REPLICATE_FOLDS = 10  # --folds when not given: K
 
 @app.command()
 @option_groups
@@ -214,7 +216,7 @@ def replicate(
     study: StudyOpt,
     preset: Annotated[str, typer.Option(help=f"Required (no default: the paper's takes days on a CPU): {presets_help()}.")],
     p: Annotated[str, typer.Option("--p", help="The p values, comma-separated ('inf' allowed).")] = "1,1.5,2,2.5,3,3.5,4",
-    folds: Annotated[int, typer.Option(help="K: every p runs on each of the K folds.", min=2)] = 10,
+    folds: Annotated[int, typer.Option(help="K: every p runs on each of the K folds.", min=2)] = REPLICATE_FOLDS,
     lr: Annotated[Optional[str], typer.Option(help="Learning rate (default: the preset's), or A,B,C: an LR sweep, every p × lr × fold.")] = None,
     gain_init: Annotated[Optional[str], typer.Option(help="Initial gain: a number, or 'matched' (temperature-matched to p = 2; default log₂(L²−L)).")] = None,
     seed: Annotated[Optional[int], typer.Option(help="Training seed (default 0).")] = None,
@@ -237,14 +239,12 @@ def replicate(
             fixed[name] = value
     p_values = [v.strip() for v in p.split(",") if v.strip()]
     sequential = None
-    if max_folds is not None and not until_decided:
-        raise UserError("--max-folds goes with --until-decided (without it, --folds sets K)")
+    folds = stage_folds(folds, max_folds, until_decided, REPLICATE_FOLDS)  # --max-folds beside --folds: one rule
     parse_rope(rope)  # --rope 0 or below: one line, before anything is made
     if until_decided:
         from lpstudy.results.answers.sequential import rounds_of
         from lpstudy.study.until_decided import UntilDecided
 
-        folds = max_folds or folds
         sequential = UntilDecided(rounds=rounds_of(folds), reference=2.0, rope=str(parse_rope(rope)), alpha=DEFAULT_ALPHA)
     device_list = local.device_list()  # a wrong device: refused before anything is made
     checked, data = preflight(storage, local.data, trains=bool(device_list), creates=True)  # offline: one line, nothing made

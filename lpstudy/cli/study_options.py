@@ -164,7 +164,12 @@ def _built(given: list[tuple[str, str, Any]], base: StudySpec | None) -> StudySp
 
     entries = {key.removeprefix("space."): value for _, key, value in given if key.startswith("space.")}
     study_options = {key: value for _, key, value in given if not key.startswith("space.")}
-    return build_spec({}, entries, study_options, base=base)
+    spec = build_spec({}, entries, study_options, base=base)
+    raced = [shown for shown, key, _ in given if key == "race_folds"]
+    if raced and spec.race > 0 and spec.race_folds > spec.folds:  # a default above K is K: one given is a mistake
+        raise UserError(f"{raced[-1]} is more than the study's {spec.folds} folds: a configuration is raced on at most "
+                        f"its K folds; give --race-folds {spec.folds} or fewer, or more --folds")
+    return spec
 
 
 def _describe(spec: StudySpec, key: str) -> str:

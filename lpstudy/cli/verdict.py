@@ -34,7 +34,7 @@ def verdict(
     as_json: Annotated[bool, typer.Option("--json", help="Print the answer as one JSON object.")] = False,
     threshold: Annotated[Optional[float], typer.Option(
         help="The validation loss (nats) convergence is timed to (default: the study's loss_threshold, else 2 % "
-             "above the largest of the arms' median final losses).", min=0.0)] = None,
+             "above the largest of the arms' median final losses).")] = None,
     convergence_rope: Annotated[str, typer.Option(
         help="Convergence: equivalent within ± this many steps to the threshold (50), or this share of the "
              "reference's restricted mean steps (5%).")] = str(DEFAULT_CONVERGENCE_ROPE),
@@ -42,6 +42,11 @@ def verdict(
 ) -> None:
     """Verdicts per arm: better, equivalent (within --rope), worse or undecided, and the folds that would decide;
     the same for the steps to reach --threshold and the area under the validation curve."""
+    from lpstudy.cli.common import checked_threshold
+    from lpstudy.results.answers.options import parse_steps_rope
+
+    checked_threshold(threshold)  # report's rule, a study's loss threshold's
+    parse_steps_rope(convergence_rope)  # steps or a share, above 0: one line before the study is read
     with storage.reader() as reader:
         print_verdicts(study, reader, rope, _value(reference), alpha, as_json, threshold, convergence_rope)
 
@@ -53,7 +58,8 @@ def print_verdicts(study: str, reader, rope: str | None = None, reference=None,
     sequential study was run with, else 0.01 nats; threshold None: the default (answer.convergence)."""
     from rich.console import Console
 
-    from lpstudy.results.answers import AnswerOptions, parse_rope, study_answer, study_rope
+    from lpstudy.errors import UserError
+    from lpstudy.results.answers import AnswerOptions, answered_by_verdicts, parse_rope, study_answer, study_rope
     from lpstudy.results.answers.options import parse_steps_rope
     from lpstudy.results.reading.compare import verdict_data
     from lpstudy.results.status import print_table, print_verdict_table
@@ -65,6 +71,10 @@ def print_verdicts(study: str, reader, rope: str | None = None, reference=None,
     chosen = None if rope is None else parse_rope(rope)  # a wrong --rope: one line before the study is read
     convergence_rope = parse_steps_rope(convergence_rope)
     data = verdict_data(reader, study)
+    if reference is not None and not answered_by_verdicts(data.info):
+        raise UserError(f"--reference names the arm the others are compared with, and study {study!r} is a search: "
+                        "its answer is p's profile, it has no arms; leave --reference out (or replicate it: the "
+                        "command this prints under \"what would decide it\")")
     rope = chosen or study_rope(data.info.spec)
     answer = study_answer(data, AnswerOptions(rope=rope, alpha=alpha, reference=reference, threshold=threshold,
                                               convergence_rope=convergence_rope))
@@ -77,6 +87,10 @@ def print_verdicts(study: str, reader, rope: str | None = None, reference=None,
         _print_search(console, answer)
         return
     print_verdict_table(console, answer)  # the table status and compare print too
+    from lpstudy.results.tables.glossary import glossary_lines
+
+    for line in glossary_lines():  # the words of the table, one plain line each
+        console.print(f"  {line}", highlight=False, soft_wrap=True)
     for line in sequential_lines(answer):
         console.print(line, highlight=False, soft_wrap=True)
     convergence = convergence_frame(answer)

@@ -140,6 +140,41 @@ def search_choice(reader: TrialReader, study_name: str, top_k: int = 1
     return spec, trials, measured
 
 
+def arm_choice(reader: TrialReader, study_name: str) -> tuple[str, int, dict[str, Any]] | None:
+    """A replicate's, a grid's or a comparison's choice (lpstudy.results.measured.StudyBest: the arm with
+    the lowest mean final loss over its folds, its verdict from the engine): the study that holds its
+    run, the run's trial number there and the run file's `source` fields (chosen_as "arm"); None for a
+    search that samples, or before any fold run finished. The run is its trial id."""
+    from lpstudy.results.answers import answered_by_verdicts, has_verdicts
+    from lpstudy.results.measured import study_best
+    from lpstudy.results.reading.compare import verdict_data
+    from lpstudy.results.status import study_verdicts
+
+    data = verdict_data(reader, study_name, curves=False)
+    if not answered_by_verdicts(data.info) or not data.info.spec:
+        return None
+    best = study_best(data, study_verdicts(data) if has_verdicts(data) else None)
+    if best is None:
+        return None
+    if data.info.kind == "compare":  # its run lives in the arm's replicate study, under its number there
+        return str(best.row["study"]), int(best.row["trial_id"]), best.source_fields()
+    return study_name, int(best.row["trial_id"]), best.source_fields()
+
+
+def arm_trial(reader: TrialReader, study_name: str, trial_id: int) -> list:
+    """The arm's run (its trial id in the study) as a run file needs it, in a list: its user attributes
+    read by a query, or through Optuna's API for a trial from before workers stored `overrides`."""
+    def read(tables: StudyTables):
+        number, value = next((n, v) for tid, n, v in tables.ranked_trial_ids(None) if tid == trial_id)
+        return StoredTrial(number, value, {}, tables.user_attributes_of([trial_id])[trial_id])
+
+    trial = reader.read(study_name, read)
+    if isinstance(trial.user_attrs.get("overrides"), dict):
+        return [trial]
+    _, trials = reader.optuna_study(study_name, trial_ids=[trial_id])
+    return list(trials)
+
+
 def export_text(reader: TrialReader, study_name: str, top_k: int = 1, fmt: str = "yaml") -> str:
     """The best trial as a run file (top_k=1), or the top K as {study, runs: [...]}, in YAML or
     JSON. A search's best is the configuration it returns (search_choice; its run file says on how
@@ -151,14 +186,26 @@ def export_text(reader: TrialReader, study_name: str, top_k: int = 1, fmt: str =
         raise UserError(f"unknown format {fmt!r}; choose yaml or json")
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise UserError(f"--top must be a positive integer, got {top_k!r}")
-    _, attrs = reader.read(study_name, lambda tables: tables.header())
-    if attrs.get("kind") == "compare":  # a comparison's trials are its arms': the winning arm's best run
-        from lpstudy.results.reading.compare import exported_arm
+    from lpstudy.results.reading.compare import exported_arm
 
-        study_name, _ = exported_arm(reader, study_name)
-    searched = search_choice(reader, study_name, top_k)
+    _, attrs = reader.read(study_name, lambda tables: tables.header())
+    compared = None
+    if attrs.get("kind") == "compare":  # a comparison's trials are its arms': the lowest arm's run
+        compared = study_name
+        arm = arm_choice(reader, study_name)
+        study_name = arm[0] if arm else exported_arm(reader, study_name)[0]  # before any fold: the best tuning
+    else:
+        arm = arm_choice(reader, study_name)
+    searched = None if arm else search_choice(reader, study_name, top_k)
     measured = None
-    if searched is not None:
+    if arm is not None:  # a replicate's, a grid's, a comparison's: the arm with the lowest mean over its folds
+        study_name, trial_id, measured = arm
+        spec, done = chosen_trials(reader, study_name, top_k)
+        first = arm_trial(reader, study_name, trial_id)
+        done = first + [t for t in done if t.number != first[0].number][:top_k - 1]
+        if compared:
+            measured = {"comparison": compared, **measured}
+    elif searched is not None:
         spec, done, measured = searched
     else:
         spec, done = chosen_trials(reader, study_name, top_k)

@@ -117,13 +117,15 @@ class PageInputs:
     @property
     def reach(self) -> list[dict]:
         """Kaplan–Meier per arm (from the answer, where there are verdicts) or per p group of the
-        page (a search: every drawn run): [{name, step, reached, low, high}]."""
+        page (a search: every drawn run): [{name, step, reached, low, high, runs}]."""
         def build():
             from lpstudy.values import arm_name
 
             if self.folded:
                 convergence = self.answer.convergence
-                return [{"name": arm_name(c.field, c.value), **c.to_json()} for c in (convergence.reach if convergence else [])]
+                counted = {arm_name(r.field, r.value): r.runs for r in (convergence.restricted_mean if convergence else [])}
+                return [{"name": arm_name(c.field, c.value), **c.to_json(), "runs": counted.get(arm_name(c.field, c.value))}
+                        for c in (convergence.reach if convergence else [])]
             # a search: a few p groups (the page's bins, else GROUPS), each configuration counted once
             from dataclasses import replace
 
@@ -133,8 +135,9 @@ class PageInputs:
             drawn = replace(self.data, trials=self._drawn, curves=self.curves, derived={})
             convergence = search_convergence(drawn, AnswerOptions(threshold=self.loss_threshold),
                                              self.bins if self.bins is not None else GROUPS)
+            counted = {r["value"]: r["runs"] for r in (convergence or {}).get("restricted_mean", [])}
             return [{"name": f"p {c['value']}", "step": c["step"], "reached": c["reached"], "low": c["low"],
-                     "high": c["high"]} for c in (convergence or {}).get("reach", [])]
+                     "high": c["high"], "runs": counted.get(c["value"])} for c in (convergence or {}).get("reach", [])]
         return self.shared(("reach", self.threshold, self.bins, self.reference, self.rope), build)
 
     @property
@@ -227,6 +230,13 @@ def _reach_chart(inputs):
     return reach_chart(inputs.reach, inputs.loss_threshold, inputs.horizon, verdicts, reference)
 
 
+def _space(name: str) -> Callable:
+    """A chart of a search's space (lpstudy.results.charts.search): parallel coordinates, slices."""
+    from lpstudy.results.charts import search
+
+    return getattr(search, name)
+
+
 def _convergence_verdict(endpoint: str) -> Callable:
     def build(inputs):
         from lpstudy.results.charts.convergence import convergence_verdict_chart
@@ -270,7 +280,7 @@ def _lens(name: str) -> Callable:
 
 OVERVIEW = [
     Chart("states", lambda i: C.states_chart(A.state_counts(i.trials)), wide=True, part="states"),
-    Chart("history", lambda i: C.history_chart(i.trials), wide=True, part="history"),
+    Chart("history", lambda i: C.history_chart(i.trials), _searched, wide=True, part="history"),  # a grid optimises nothing
     Chart("best_vs_compute", _best_against_compute, wide=True, part="compute"),
 ]
 
@@ -284,6 +294,8 @@ EFFECT_OF_P = [
     Chart("mean_per_p", lambda i: C.mean_loss_per_p(i.summary), uses=("bins",)),
     Chart("loss_map", lambda i: C.loss_map(A.p_map(i.trials, i.bins, by=i.by), i.by), uses=("bins",)),
     Chart("importance", lambda i: C.importance_chart(i.parameter_importance()), lambda i: not i.folded),
+    Chart("parallel_coordinates", lambda i: _space("parallel_coordinates")(i.trials), _searched, wide=True),
+    Chart("slice", lambda i: _space("slice_plot")(i.trials), _searched, wide=True),
 ]
 
 CONVERGENCE = [
@@ -303,7 +315,8 @@ CONVERGENCE = [
 
 STABILITY = [
     Chart("divergence_verdict", _stability_verdict("divergence"), _folded, uses=("reference", "rope"), wide=True),
-    Chart("divergence_rate", lambda i: C.divergence_rate_chart(A.divergence_rates(i.trials, i.bins)), uses=("bins",)),
+    Chart("divergence_rate", lambda i: C.divergence_rate_chart(A.divergence_rates(i.trials, i.bins)),
+          lambda i: not i.folded, uses=("bins",)),  # with verdicts: the divergence verdict says it, once
     Chart("divergence_map", lambda i: C.divergence_map(A.p_map(i.trials, i.bins, by=i.by), i.by), uses=("bins",)),
     Chart("grad_norm", lambda i: C.max_grad_norm_chart(A.max_grad_norms(i.curves, i.trials)), sampled=True),
     Chart("gain", lambda i: C.gain_chart(A.curve_cohort(i.curves, i.trials, "gain_mean", i.bins,

@@ -34,7 +34,11 @@ def parse_trial_numbers(text: str, flag: str = "--trials") -> list[int]:
             raise UserError(f"{flag} takes trial numbers such as 3,5,8 or 3-5; got {part!r}") from None
         if first < 0 or last < first:
             raise UserError(f"{flag}: {part!r} is not a range of trial numbers (write the smaller first, e.g. 3-5)")
-        numbers += [n for n in range(first, last + 1) if n not in numbers]
+        if last - first + 1 > MAX_PICKED:  # counted before it is spelled out: 0-99999999999 is refused at once
+            raise UserError(f"{flag}: {part!r} picks {last - first + 1:,} trials; at most {MAX_PICKED} curves can be "
+                            f"told apart, pick fewer")
+        seen = set(numbers)
+        numbers += [n for n in range(first, last + 1) if n not in seen]
     if not numbers:
         raise UserError(f"{flag} takes trial numbers such as 3,5,8; got none")
     if len(numbers) > MAX_PICKED:

@@ -23,7 +23,8 @@ from lpstudy.results import analysis as A
 from lpstudy.results.tables.columns import labelled
 from lpstudy.files import atomic_write_text
 from lpstudy.results.reading.frames import StudyData, TrialReader
-from lpstudy.results.measured import chosen_label, measured_line, shown_best
+from lpstudy.results.measured import study_best
+from lpstudy.results.tables.glossary import glossary_lines
 from lpstudy.db.urls import redact
 
 
@@ -34,8 +35,17 @@ def default_threshold(data: StudyData) -> float:
     return PageInputs(data).default_threshold
 
 
-def report_sections(data: StudyData, threshold: float | None = None, bins: int | None = None
-                    ) -> list[tuple[str, list]]:
+def _kept(memo: dict):
+    """What PageInputs computes once, kept in `memo` (the report's header and its sections share the verdicts)."""
+    def keep(key: tuple, build):
+        if key not in memo:
+            memo[key] = build()
+        return memo[key]
+    return keep
+
+
+def report_sections(data: StudyData, threshold: float | None = None, bins: int | None = None,
+                    keep: dict | None = None) -> list[tuple[str, list]]:
     """The report's sections: (title, [figures, DataFrames or sentences]), one per dashboard page, its
     figures the page's charts (lpstudy.results.pages, in their order), its sentences and tables the
     page's around them."""
@@ -45,7 +55,8 @@ def report_sections(data: StudyData, threshold: float | None = None, bins: int |
     trials = data.trials
     # the pages' groups, one for every chart: the spread phase's, over the searched p range
     bins = A.default_p_groups(trials, data.info.spec) if bins is None else A.page_p_groups(trials, bins, data.info.spec)
-    inputs = PageInputs(data, bins=bins, threshold=threshold, rope=study_rope(data.info.spec))  # the page's default
+    inputs = PageInputs(data, bins=bins, threshold=threshold, rope=study_rope(data.info.spec),  # the page's default
+                        keep=None if keep is None else _kept(keep))
 
     def charts(page: str) -> list:
         return [figure(chart, inputs) for chart in applying(PAGES[page], inputs)]
@@ -62,7 +73,8 @@ def report_sections(data: StudyData, threshold: float | None = None, bins: int |
     if inputs.folded:
         from lpstudy.results.tables.verdicts import sequential_lines, stages_frame, verdict_frame, verdict_title
 
-        effect += [verdict_title(inputs.answer), verdict_frame(inputs.answer), *sequential_lines(inputs.answer)]
+        effect += [verdict_title(inputs.answer), verdict_frame(inputs.answer), *sequential_lines(inputs.answer),
+                   "The words of the table. " + " ".join(glossary_lines())]
         stages = stages_frame(inputs.answer)
         if len(stages):  # each arm's state at every look, as the page's table
             effect.append(stages)
@@ -136,15 +148,20 @@ def render_report(data: StudyData, storage_url: str, threshold: float | None = N
 
     trials = data.trials
     counts = A.state_counts(trials)
-    best, measured = shown_best(trials, data.chosen)  # a search's: its best over folds (results.measured)
+    from lpstudy.results.answers import study_rope
+    from lpstudy.results.pages import PageInputs
+
+    memo: dict = {}  # the verdicts, computed once for the header's best and the sections
+    inputs = PageInputs(data, threshold=threshold, rope=study_rope(data.info.spec), keep=_kept(memo))
+    best = study_best(data, inputs.answer if len(trials) and inputs.folded else None)  # the one best (results.measured)
     problem = A.data_problem(trials, data.name)
     facts = [f"storage {html.escape(redact(storage_url))}", f"kind {html.escape(data.info.kind)}",
              f"preset {html.escape(str(data.info.preset))}",
              ", ".join(f"{n} {s.lower()}" for s, n in counts.items() if n)]
     if best is not None:
-        facts.append(f"{chosen_label(measured)}: trial {int(best['number'])}, loss {best['loss']:.4f} at "
-                     f"p = {A.format_p(best['p'])}, lr = {best['lr']:.3g}, gain₀ = {best['gain_init']:.3g}"
-                     + (f" ({html.escape(measured_line(measured))})" if measured else ""))
+        row = best.row
+        facts.append(f"{html.escape(best.title().lower())}: {html.escape(best.line())}; exported: trial {best.number}, "
+                     f"p = {A.format_p(row['p'])}, lr = {row['lr']:.3g}, gain₀ = {row['gain_init']:.3g}")
     parts = [f"<h1>lpstudy report: {html.escape(data.name)}</h1>",
              f"<p class='facts'>{' · '.join(facts)}</p>",
              f"<p class='facts'>written {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}</p>"]
@@ -153,7 +170,7 @@ def render_report(data: StudyData, storage_url: str, threshold: float | None = N
     if data.curve_note:
         parts.append(f"<p class='facts'>{html.escape(data.curve_note)}</p>")
     nav = []
-    for number, (title, items) in enumerate([*report_sections(data, threshold, bins), *([picked] if picked else [])]):
+    for number, (title, items) in enumerate([*report_sections(data, threshold, bins, memo), *([picked] if picked else [])]):
         anchor = f"s{number}"
         nav.append(f"<a href='#{anchor}'>{html.escape(title)}</a>")
         parts.append(f"<h2 id='{anchor}'>{html.escape(title)}</h2><div class='grid'>")

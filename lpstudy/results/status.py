@@ -20,7 +20,8 @@ from lpstudy.results.reading import frames as results
 from lpstudy.results.answers.answer_types import VerdictAnswer
 from lpstudy.results.reading.cells import PAPER_CELL, duplicates_note, grid_fields, setting_fields
 from lpstudy.results.reading.compute import compute_line, compute_summary
-from lpstudy.results.measured import chosen_label, measured_line
+from lpstudy.results.answers import has_verdicts
+from lpstudy.results.measured import chosen_label, measured_line, study_best
 from lpstudy.study.spec import StudySpec
 from lpstudy.values import REFERENCE_P, finite_or_none, format_duration, format_p, json_safe, read_p
 
@@ -96,8 +97,11 @@ def study_status(reader: results.TrialReader, study_name: str) -> dict[str, Any]
         counts = {k: int(v) for k, v in analysis.state_counts(trials).items()}
         diverged = int(((trials["state"] == "COMPLETE") & trials["diverged"].astype(bool)).sum()) if len(trials) else 0
         max_steps = _max_steps(spec)
-        best_row = analysis.best_trial(trials)
-        measured, waiting_races = None, 0  # a grid: no races
+        answer = study_verdicts(data) if info.kind == "replicate" or has_verdicts(data) else None
+        arm = study_best(data, answer)  # a replicate's, a grid's: the arm with the lowest mean over its folds
+        best_row = None if arm is None else arm.row
+        measured = None if arm is None or not arm.is_arm else arm.source_fields()
+        waiting_races = 0  # a grid: no races
         running = analysis.running_trials(trials)
         left = estimate_time_left(trials, running, spec, max_steps)
         grid, compute = analysis.grid_progress(trials, spec), compute_summary(trials)
@@ -105,8 +109,9 @@ def study_status(reader: results.TrialReader, study_name: str) -> dict[str, Any]
     if best_row is not None:
         best = {k: _plain(best_row.get(k)) for k in ("number", "value", "p", "lr", "gain_init", "fold",
                                                      "final_val_loss", "best_val_loss", "device", "host")}
-        if measured is not None:  # a search: on how many folds its best was measured (lpstudy.study.races)
-            best.update({k: measured[k] for k in ("chosen_as", "folds_measured", "mean_over_folds", "interval")})
+        if measured is not None:  # how well it is known: a search's over folds, a replicate's arm (results.measured)
+            best.update({k: measured.get(k) for k in ("chosen_as", "folds_measured", "mean_over_folds", "interval",
+                                                      "arm", "verdict") if k in measured})
     running_rows = []
     for _, row in running.iterrows():
         item = {k: _plain(row.get(k)) for k in ("number", "p", "lr", "gain_init", "fold", "device", "host",
@@ -126,7 +131,7 @@ def study_status(reader: results.TrialReader, study_name: str) -> dict[str, Any]
         settings = setting_fields(spec)  # a sweep's lr: p is summed up and paired at each one
         status["settings"] = list(settings)
         status["per_p"] = _records(analysis.per_p_summary(trials, within=settings))
-        status["verdicts"] = verdicts_of(data)
+        status["verdicts"] = verdicts_of(answer)
         status["reference_p"] = REFERENCE_P
     return status
 
@@ -135,12 +140,17 @@ def study_status(reader: results.TrialReader, study_name: str) -> dict[str, Any]
 VERDICT_KEYS = ("sentence", "method", "alpha", "k", "rope", "reference", "arms")
 
 
-def verdicts_of(data) -> dict[str, Any]:
+def study_verdicts(data):
     """The study's verdicts against the reference (lpstudy.results.answers.study_answer, with the ROPE
-    the study ran with), as `lpstudy verdict --json` has them."""
+    the study ran with)."""
     from lpstudy.results.answers import AnswerOptions, study_answer, study_rope
 
-    plain = study_answer(data, AnswerOptions(rope=study_rope(data.info.spec))).to_json()
+    return study_answer(data, AnswerOptions(rope=study_rope(data.info.spec)))
+
+
+def verdicts_of(answer) -> dict[str, Any]:
+    """The verdicts as `lpstudy verdict --json` has them, the keys status carries."""
+    plain = answer.to_json()
     return {key: plain[key] for key in VERDICT_KEYS if key in plain}
 
 
@@ -223,17 +233,29 @@ def render_status(status: dict[str, Any], console=None) -> None:
                   f"{c['FAIL']} failed · {c['RUNNING']} running · {c['WAITING']} waiting{waiting_note(status)}",
                   highlight=False, soft_wrap=True)
     best = status["best"]
-    if best:
+    if best and best.get("chosen_as") == "arm":  # a replicate's, a grid's: the arm (lpstudy.results.measured)
+        folds = best["folds_measured"]
+        text = (f"{best['arm']}: mean loss {_num(best['mean_over_folds'])} over {folds} fold{'' if folds == 1 else 's'}"
+                + (f" · its verdict: {best['verdict']}" if best.get("verdict") else "")
+                + f" · export retrains trial {best['number']} (fold "
+                f"{best['fold'] if best['fold'] is None else int(best['fold'])}: {_num(best['value'])})")
+        for i, part in enumerate(textwrap.wrap(text, console.width - 9, break_long_words=False, break_on_hyphens=False)):
+            console.print(("best     " if i == 0 else " " * 9) + part, highlight=False, soft_wrap=True)
+    elif best:
         measured = {k: best[k] for k in ("chosen_as", "folds_measured", "mean_over_folds", "interval")} \
             if "folds_measured" in best else None  # a search's: how well it is known (lpstudy.results.measured)
         label = "leading " if chosen_label(measured) != "best" else "best    "
-        console.print(f"{label} trial {best['number']}: {_num(best['value'])} · p={_p(best['p'])} "
-                      f"lr={_num(best['lr'], '.3g')} gain_init={_num(best['gain_init'], '.3g')} "
-                      f"fold={best['fold'] if best['fold'] is None else int(best['fold'])}", highlight=False, soft_wrap=True)
-        if measured is not None:
-            for text in textwrap.wrap(measured_line(measured), console.width, initial_indent=" " * 9,
-                                      subsequent_indent=" " * 9, break_long_words=False, break_on_hyphens=False):
+        config = (f"p={_p(best['p'])} lr={_num(best['lr'], '.3g')} gain_init={_num(best['gain_init'], '.3g')}")
+        fold = best['fold'] if best['fold'] is None else int(best['fold'])
+        if measured is None:  # one run's loss: a study without a spec
+            console.print(f"{label} trial {best['number']}: {_num(best['value'])} · {config} fold={fold}",
+                          highlight=False, soft_wrap=True)
+        else:  # the mean over its folds first: the number that holds (lpstudy.results.measured)
+            for text in textwrap.wrap(f"{label} {measured_line(measured)}", console.width, subsequent_indent=" " * 9,
+                                      break_long_words=False, break_on_hyphens=False):
                 console.print(text, highlight=False, soft_wrap=True)  # wrapped between words, never in a number
+            console.print(f"         trial {best['number']} · {config} · its tuning fold {fold}: {_num(best['value'])}",
+                          highlight=False, soft_wrap=True)
     else:
         console.print("best     none yet (no completed trial that did not diverge)")
     if status.get("compute"):

@@ -36,6 +36,16 @@ def resolve_devices(devices: str) -> list[str]:
     for name in names:
         if name != "cpu" and name != "cuda" and not (name.startswith("cuda:") and name[5:].isdigit()):
             raise UserError(f"unknown device {name!r} in --devices; use auto, cpu, cuda:N (comma-separated)")
+    wanted = [name for name in names if name != "cpu"]
+    if wanted:  # a GPU this machine lacks: refused here, before a command writes anything
+        import torch
+
+        n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        missing = [name for name in wanted if n == 0 or (name != "cuda" and int(name[5:]) >= n)]
+        if missing:
+            have = "no CUDA GPU" if n == 0 else f"{n} CUDA GPU(s): cuda:0 to cuda:{n - 1}"
+            raise UserError(f"--devices asks for {', '.join(missing)}, but this machine has {have}; "
+                            f"use --devices {'cpu' if n == 0 else 'auto'}")
     return names
 
 

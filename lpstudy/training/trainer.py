@@ -38,7 +38,8 @@ def pick_device(name: str = "auto") -> torch.device:
     except RuntimeError:
         raise UserError(f"unknown device {name!r}; use auto, cpu, cuda or cuda:N") from None
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise UserError(f"device {name} asked for, but this machine has no CUDA GPU; use --device cpu")
+        raise UserError(f"device {name} asked for, but this machine has no CUDA GPU; use the device cpu "
+                        "(`lpstudy train --device cpu`, `--devices cpu` for a study's workers)")
     return device
 
 

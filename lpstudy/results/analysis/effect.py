@@ -9,6 +9,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from lpstudy.results.analysis.best_of_m import MIN_INTERVAL_RUNS
 from lpstudy.results.analysis.groups import DEFAULT_P_BINS, equal_width_bins, p_bins, p_positions
 from lpstudy.results.reading.cells import cell_frame
 from lpstudy.results.analysis.intervals import t_interval
@@ -52,7 +53,8 @@ def per_p_summary(trials: pd.DataFrame, bins: int | Sequence[float] | None = Non
                   confidence: float = 0.95, within: Sequence[str] = ()) -> pd.DataFrame:
     """Final validation loss per p (exact values by default, or bins; see p_bins): one row per p
     group, sorted by p with ∞ last. n counts COMPLETE trials, n_ok those that did not diverge; mean,
-    std (ddof 1), sem, the t interval (ci_low, ci_high), median and best are over the n_ok losses.
+    std (ddof 1), sem, the t interval (ci_low, ci_high: from MIN_INTERVAL_RUNS losses up, else NaN),
+    median and best are over the n_ok losses.
     With `within` (a grid's other gridded fields, lpstudy.results.reading.cells.setting_fields: a sweep's
     lr), one row per p and setting, the setting's fields as columns after p."""
     if within:
@@ -67,6 +69,8 @@ def per_p_summary(trials: pd.DataFrame, bins: int | Sequence[float] | None = Non
     for label, group in groups.groupby("p_bin", sort=False):
         losses = group["loss"].dropna()
         mean, low, high = t_interval(losses, confidence)
+        if len(losses) < MIN_INTERVAL_RUNS:  # the pages' rule: no interval under 3 runs (2 runs gave −2.09 to 8.73)
+            low = high = math.nan
         std = float(losses.std(ddof=1)) if len(losses) > 1 else math.nan
         rows.append({
             "p_bin": label, "p": group["p_center"].iloc[0], "p_low": group["p_low"].min(),

@@ -85,3 +85,64 @@ def surrogate_profile_chart(answer: SearchAnswer) -> go.Figure:
 
 
 __all__ = ["TITLE", "surrogate_profile_chart"]
+
+
+SPACE_FIELDS = (("lr", "learning rate", True), ("gain_init", "gain₀", False))  # (column, label, log scale)
+
+
+def _searched_runs(trials: pd.DataFrame) -> pd.DataFrame:
+    """A search's completed runs that did not diverge, with p's drawn position (∞ placed past the rest)."""
+    runs = A.successful(trials)
+    runs = runs[runs["p"].notna()]
+    return runs.assign(p_x=A.p_positions(runs["p"].astype("float64")))
+
+
+def parallel_coordinates(trials: pd.DataFrame) -> go.Figure:
+    """A search's space as optuna-dashboard and W&B draw it: one line per completed run across p, the
+    learning rate (log10), the gain and its final loss, coloured by p."""
+    fig = figure("Search space: each run across p, lr, gain₀ and its loss (colour: p)", height=440)
+    runs = _searched_runs(trials)
+    if len(runs) < 2:
+        return mark_empty(fig, "needs two completed runs that did not diverge")
+    ticks = A.p_ticks(runs["p"].astype("float64"))
+    p_dim = {"label": "p", "values": runs["p_x"]}
+    if ticks is not None:
+        p_dim.update(tickvals=ticks[0], ticktext=ticks[1])
+    dims = [p_dim]
+    for column, label, log in SPACE_FIELDS:
+        if column in runs and runs[column].nunique() > 1:
+            values = np.log10(runs[column].astype("float64")) if log else runs[column].astype("float64")
+            dims.append({"label": f"log10 {label}" if log else label, "values": values})
+    dims.append({"label": "final loss", "values": runs["loss"]})
+    fig.add_trace(go.Parcoords(dimensions=dims, line={"color": runs["p_x"], "colorscale": "Viridis",
+                                                      "showscale": True, "colorbar": {"title": "p"}}))
+    fig.update_layout(margin={"l": 60, "r": 60, "t": 90, "b": 40})
+    return caption(fig, f"{len(runs)} completed runs that did not diverge; drag along an axis to pick a range.")
+
+
+def slice_plot(trials: pd.DataFrame) -> go.Figure:
+    """The final loss against each searched field, one panel a field, every run a point coloured by p
+    (Optuna's slice plot)."""
+    from plotly.subplots import make_subplots
+
+    runs = _searched_runs(trials)
+    fields = [("p_x", "p", False)] + [f for f in SPACE_FIELDS if f[0] in runs and runs[f[0]].nunique() > 1]
+    title = "Slice: the final loss against each searched field (colour: p)"
+    if len(runs) < 2:
+        return mark_empty(figure(title), "needs two completed runs that did not diverge")
+    fig = make_subplots(rows=1, cols=len(fields), shared_yaxes=True, horizontal_spacing=0.04,
+                        subplot_titles=[label for _, label, _ in fields])
+    for i, (column, label, log) in enumerate(fields, start=1):
+        fig.add_scatter(x=runs[column], y=runs["loss"], mode="markers", showlegend=False, row=1, col=i,
+                        marker={"color": runs["p_x"], "colorscale": "Viridis", "size": 6, "opacity": 0.8,
+                                "showscale": i == len(fields), "colorbar": {"title": "p"}},
+                        customdata=runs[["number"]], hovertemplate=f"trial %{{customdata[0]}}<br>{label} %{{x:.3g}}"
+                                                                   "<br>loss %{y:.4f}<extra></extra>")
+        if log:
+            fig.update_xaxes(type="log", row=1, col=i)
+    p_axis(fig, runs["p"], {"row": 1, "col": 1})
+    fig.update_yaxes(title_text="final validation loss", row=1, col=1)
+    fig.update_layout(title={"text": title, "x": 0.01, "xanchor": "left"}, template=figure("").layout.template,
+                      height=400, margin={"l": 60, "r": 20, "t": 80, "b": 50})
+    return caption(fig, f"{len(runs)} completed runs that did not diverge. Each panel mixes the other fields' values: "
+                        "a search's runs drew them together.")

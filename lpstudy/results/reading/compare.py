@@ -129,7 +129,7 @@ def load_compare(reader: TrialReader, name: str) -> CompareData:
 def _mark_returned(reader: TrialReader, study: str, attrs: dict, frame: pd.DataFrame) -> pd.DataFrame:
     """The tuning trials with `returned` (the trial of the configuration the arm's search returns,
     lpstudy.results.measured.search_chosen, which lpstudy.study.compare replicates) and
-    `returned_folds` (on how many folds it was measured)."""
+    `returned_folds` (on how many folds it was measured) with `returned_mean` (its mean loss over them)."""
     from lpstudy.results.reading.frames import study_info
     from lpstudy.results.measured import search_chosen
 
@@ -137,7 +137,8 @@ def _mark_returned(reader: TrialReader, study: str, attrs: dict, frame: pd.DataF
     chosen = reader.read(study, lambda tables: search_chosen(tables, "search", info.spec))
     returned = frame["number"] == (chosen.number if chosen else -1)
     return frame.assign(returned=returned,
-                        returned_folds=chosen.measured["folds_measured"] if chosen else math.nan)
+                        returned_folds=chosen.measured["folds_measured"] if chosen else math.nan,
+                        returned_mean=chosen.measured["mean_over_folds"] if chosen else math.nan)
 
 
 def compare_study_data(reader: TrialReader, name: str, curves: bool = False):
