@@ -196,3 +196,24 @@ def test_a_replicate_with_seeds_runs_each_p_seed_and_fold_once_and_reads_back_wi
     again = lpstudy("replicate", "--study", "s", "--storage", url, "--preset", "smoke", "--p", "1,2",
                     "--folds", "2", "--seeds", "2", *TINY, env=lp_env(), cwd=tmp_path)
     assert again.returncode == 0 and "(0 enqueued now)" in again.stdout + again.stderr
+
+
+def test_the_verdicts_read_every_runs_curve_however_big_the_study(tmp_path, monkeypatch):
+    """A page reads the curves of a sample of a big study's trials (lpstudy.results.reading.curve_sample);
+    the verdicts pair every run's curve, so they read them all: a 1,152-run replicate read through the
+    sample gave convergence "interim: runs still to come" for ever."""
+    import lpstudy.results.reading.curve_sample as sample
+    from lpstudy.db.kinds import open_reader
+    from lpstudy.results.reading.compare import verdict_data
+    from lpstudy.results.reading.frames import load_study
+    from lpstudy.study.synthetic import write_synthetic_study
+
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    write_synthetic_study(url, "grid", kind="replicate", folds=4, n_evals=4, seed=1)
+    monkeypatch.setattr(sample, "CURVE_TRIALS_ALL", 5)  # the study is "big" for a page
+    monkeypatch.setattr(sample, "PER_GROUP", 1)
+    reader = open_reader(url)
+    finished = set(load_study(reader, "grid").trials.query("state != 'WAITING'")["trial_id"])
+    paged = set(load_study(reader, "grid").curves["trial_id"])
+    read = set(verdict_data(reader, "grid").curves["trial_id"])
+    assert len(paged) < len(finished) <= len(read | finished) and finished <= read

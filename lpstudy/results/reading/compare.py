@@ -239,9 +239,10 @@ def exported_arm(reader: TrialReader, name: str) -> tuple[str, str]:
 def verdict_data(reader, name: str, curves: bool = True) -> StudyData:
     """The study NAME read for its verdicts: a comparison's arms' replicate runs (compare_study_data),
     any other study as it is (frames.load_study)."""
-    from lpstudy.results.reading.frames import load_study
+    from lpstudy.results.reading.frames import EVERY_CURVE, load_study
 
-    data = load_study(reader, name, curves=curves)
+    # every run's curve: the convergence verdicts pair them all (a page's sample would leave runs "to come")
+    data = load_study(reader, name, curves=EVERY_CURVE if curves else False)
     if data.info.kind == "compare":
         return compare_study_data(reader, name, curves=curves)
     return data

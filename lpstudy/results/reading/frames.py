@@ -226,7 +226,10 @@ def trial_curves(reader: TrialReader, study_name: str, numbers: list[int]) -> pd
 
 # --- one study in one read -------------------------------------------------------------------
 
-def study_data(tables: StudyTables, study_name: str, frame: pd.DataFrame, with_curves: bool) -> StudyData:
+EVERY_CURVE = "every"  # load_study(curves=EVERY_CURVE): every trial's curve, however big the study (the verdicts)
+
+
+def study_data(tables: StudyTables, study_name: str, frame: pd.DataFrame, with_curves: bool | str) -> StudyData:
     """The StudyData of a study whose trials frame (every trial, trials_of) is at hand: its info,
     a grid's repeated cells left out, and the curves of every trial or, in a big study, of a sample
     (lpstudy.results.reading.curve_sample)."""
@@ -241,7 +244,9 @@ def study_data(tables: StudyTables, study_name: str, frame: pd.DataFrame, with_c
         frame, _, duplicates = one_per_cell(frame, None, cell)
     chosen = search_chosen(tables, info.kind, info.spec)  # a search's best over folds: a few queries
     curves, sample = _empty_curves(), CurveSample(None)
-    if with_curves:
+    if with_curves == EVERY_CURVE:  # the verdicts pair every run's curve: no sample
+        curves = curves_of(tables, dict(zip(frame["trial_id"], frame["number"])), None)
+    elif with_curves:
         best, _ = shown_best(frame, chosen)
         sample = curve_sample(frame, int(best["number"]) if best is not None else None, info.spec)
         curves = curves_of(tables, dict(zip(frame["trial_id"], frame["number"])), sample.trial_ids)
@@ -271,7 +276,7 @@ def _json(text):
         return text
 
 
-def load_study(reader: TrialReader, study_name: str, curves: bool = True, via_optuna: bool = False) -> StudyData:
+def load_study(reader: TrialReader, study_name: str, curves: bool | str = True, via_optuna: bool = False) -> StudyData:
     """A study's info, trials and (unless curves=False) curves in one read, whatever storage holds
     it (lpstudy.db.trial_reader). via_optuna: read through Optuna's storage API even where the
     database answers SQL itself (the tests compare the two). StudyUnavailable when the database
