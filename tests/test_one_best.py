@@ -108,3 +108,30 @@ def test_home_and_the_sidebar_show_the_one_best_and_no_history_for_a_grid(seeded
     assert f"{heading}: {mean:.4f} {tail}" in [unescaped(c.value) for c in at.sidebar.caption]
     assert f"trial **{best.number}** (exported)" in " ".join(m.value for m in at.markdown)
     assert "Optimisation history" in chart_titles(at)
+
+
+def test_home_opens_a_replicate_with_its_answer_in_one_sentence(seeded, monkeypatch):
+    """A replicate's Home opens with the verdicts in one sentence: each arm named once, with the verdict
+    `lpstudy verdict` gives it at the study's ROPE; a search has no such line."""
+    from lpstudy.db.kinds import open_reader
+    from lpstudy.results.answers import AnswerOptions, study_answer, study_rope
+    from lpstudy.results.reading.compare import verdict_data
+    from tests.test_app import run_page, unescaped
+
+    url, _ = seeded
+    monkeypatch.setenv("LPSTUDY_STORAGE", url)
+    data = verdict_data(open_reader(url), "grid")
+    answer = study_answer(data, AnswerOptions(rope=study_rope(data.info.spec))).to_json()
+    at = run_page("Home", url, "grid")
+    heads = [unescaped(m.value) for m in at.markdown if m.value.startswith("#### ")]
+    assert len(heads) == 1, heads
+    line = heads[0]
+    if answer["interim"]:
+        assert line.startswith("#### Interim")
+    else:
+        for arm in answer["arms"]:
+            assert f"p = {arm['value']:g}" in line
+        assert {a["verdict"] for a in answer["arms"]} <= {w for w in ("better", "equivalent", "worse", "undecided")
+                                                           if w in line}
+    at = run_page("Home", url, "search")
+    assert not [m for m in at.markdown if m.value.startswith("#### ")]

@@ -98,7 +98,12 @@ def overview() -> None:
 
         st.warning(duplicates_note(data.duplicates))
 
-    best = once(data, ("study_best",), lambda: study_best(data, verdicts(data)))
+    answer = verdicts(data)
+    if answer is not None:  # a replicate's, grid's or comparison's answer first, in one sentence
+        from lpstudy.results.answers.verdicts import headline
+
+        st.markdown(f"#### {plain(headline(answer.to_json()))}")
+    best = once(data, ("study_best",), lambda: study_best(data, answer))
     left, right = st.columns([1, 2])
     with left:  # the one best (results.measured.StudyBest): a search's over folds, a replicate's arm
         st.subheader("Best" if best is None else best.title())

@@ -420,6 +420,29 @@ def looks_done(trials, column, reference, others, diffs, k, margin, alpha, round
     return done
 
 
+def headline(answer: dict) -> str:
+    """The answer in one sentence, for a page's first line: each verdict with its arms against the
+    reference and the ROPE ("p = 1, p = 3 are equivalent to p = 2 within ±0.5 % …; p = 4 is undecided"),
+    "interim" while runs are still to come. The full sentence (`sentence`) says the rest."""
+    ref = answer.get("reference")
+    arms = answer.get("arms") or []
+    if not ref or not arms:
+        return answer.get("sentence") or "No verdict yet."
+    field = ref["field"]
+    name = (lambda v: f"p = {format_p(float(v))}") if field == "p" else (lambda v: f"{field} = {v}")
+    if answer.get("interim"):
+        return (f"Interim: {len(arms)} arm{'s' if len(arms) > 1 else ''} against {name(ref['value'])}, runs still to "
+                "come (no verdict until every fold has run).")
+    words = {"better": f"better than {name(ref['value'])}", "equivalent": f"equivalent to {name(ref['value'])}",
+             "worse": f"worse than {name(ref['value'])}", "undecided": "undecided"}
+    parts = []
+    for verdict, said in words.items():
+        listed = [name(a["value"]) for a in arms if a["verdict"] == verdict]
+        if listed:
+            parts.append(f"{', '.join(listed)} {'is' if len(listed) == 1 else 'are'} {said}")
+    return "; ".join(parts) + f" (ROPE {answer['rope']['words']})."
+
+
 def sentence(answer: dict) -> str:
     """What the verdicts let the user conclude, in words: the ROPE stated, an interim reading
     labelled as one, failed runs named, and how far a verdict holds where that is below ρ = 0.5."""
