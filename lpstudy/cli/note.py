@@ -33,6 +33,7 @@ def note(
     import optuna
     from optuna.trial import Trial
 
+    from lpstudy.db.optuna_private import trial_id
     from lpstudy.results.reading.notes import note_api
 
     if len(text) > MAX_NOTE_CHARS:
@@ -50,7 +51,7 @@ def note(
                 top = max((t.number for t in trials), default=None)
                 held = "it has no trials yet" if top is None else f"its trials are numbered 0 to {top}"
                 raise UserError(f"study {study!r} has no trial {trial}; {held}")
-            save_note(Trial(target, found[0]._trial_id), text)
+            save_note(Trial(target, trial_id(found[0])), text)
         else:
             save_note(target, text)
     what = f"trial {trial} of study {study!r}" if trial is not None else f"study {study!r}"

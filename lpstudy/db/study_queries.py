@@ -136,6 +136,13 @@ class StudyTables:
             "SELECT key, value_json FROM study_user_attributes WHERE study_id = :sid"), {"sid": self._sid})}
         return directions, attrs
 
+    def study_system_keys(self, like: str) -> list[str]:
+        """The keys of the study's own system attributes that match `like` (an SQL LIKE pattern): where a
+        reader asks whether there is anything (a note) before it opens Optuna's storage to read it."""
+        return [str(key) for (key,) in self._conn.execute(sa.text(
+            "SELECT key FROM study_system_attributes WHERE study_id = :sid AND key LIKE :like"),
+            {"sid": self._sid, "like": like})]
+
     def trial_rows(self, attr_keys: Sequence[str], ids: Sequence[int] | None = None,
                    state: str | None = None) -> pd.DataFrame:
         """One row per trial of the study (or of `ids`, or of one state): trial_id, number, state,

@@ -44,7 +44,11 @@ def study_notes(reader: TrialReader, study_name: str) -> Notes:
     from lpstudy.db.trial_reader import reading
 
     get_note, _ = note_api()
-    frozen, _ = reader.optuna_study(study_name, trial_ids=[])  # no such study: said in one line
+    # no note written (optuna-dashboard versions each note: dashboard:[trial id:]note_ver): Optuna's
+    # storage, an engine of its own, is not opened for nothing; no such study: said in one line
+    if not reader.read(study_name, lambda tables: tables.study_system_keys("dashboard:%note_ver")):
+        return Notes()
+    frozen, _ = reader.optuna_study(study_name, trial_ids=[])
     with reading(reader.url):
         study = optuna.load_study(study_name=study_name, storage=reader.optuna)
         ids = [int(m.group(1)) for key in frozen.system_attrs if (m := TRIAL_NOTE_KEY.match(key))]
