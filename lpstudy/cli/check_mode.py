@@ -67,7 +67,8 @@ def check_worker(storage, study: str, devices: str, data: str | None, config: Pa
     from lpstudy.study.launch import resolve_devices
     from lpstudy.study.telemetry import linger_s, metrics_port as checked_metrics_port
 
-    checked = [f"study {study}", f"devices {','.join(resolve_devices(devices if devices != 'auto' else 'cpu'))}"]
+    # the names only: the GPUs are the node's, where the worker will run (--devices refuses a missing one there)
+    checked = [f"study {study}", f"devices {','.join(resolve_devices(devices if devices != 'auto' else 'cpu', present=False))}"]
     checked.append(f"metrics port {checked_metrics_port(metrics_port)}, linger {linger_s():g} s")
     checked.append(f"storage {_storage(storage)}, retried {retry_budget():g} s")
     corpus = data or os.environ.get("LPSTUDY_DATA")

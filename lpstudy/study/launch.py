@@ -22,8 +22,10 @@ from lpstudy.study.worker import WorkerOptions
 from lpstudy.training.threads import prefer_passive_wait, usable_cores
 
 
-def resolve_devices(devices: str) -> list[str]:
-    """'auto' -> every visible GPU, else ['cpu']; 'cpu' -> ['cpu']; 'cuda:0,cuda:1' -> both."""
+def resolve_devices(devices: str, present: bool = True) -> list[str]:
+    """'auto' -> every visible GPU, else ['cpu']; 'cpu' -> ['cpu']; 'cuda:0,cuda:1' -> both. present=False:
+    the names checked only, not that this machine has those GPUs (a container's settings checked on
+    another machine than the node it will run on: `lpstudy worker --check`)."""
     text = (devices or "auto").strip()
     if text == "auto":
         import torch
@@ -37,7 +39,7 @@ def resolve_devices(devices: str) -> list[str]:
         if name != "cpu" and name != "cuda" and not (name.startswith("cuda:") and name[5:].isdigit()):
             raise UserError(f"unknown device {name!r} in --devices; use auto, cpu, cuda:N (comma-separated)")
     wanted = [name for name in names if name != "cpu"]
-    if wanted:  # a GPU this machine lacks: refused here, before a command writes anything
+    if wanted and present:  # a GPU this machine lacks: refused here, before a command writes anything
         import torch
 
         n = torch.cuda.device_count() if torch.cuda.is_available() else 0
