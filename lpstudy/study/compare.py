@@ -42,7 +42,7 @@ from lpstudy.study.races import search_best
 from lpstudy.study.space import DEFAULT_SPACE
 from lpstudy.study.spec import StudySpec, build_spec, replicate_spec
 from lpstudy.study.studies import create_study, enqueue_missing_cells, load_study
-from lpstudy.study.until_decided import UntilDecided
+from lpstudy.study.until_decided import UntilDecided, refuse_beside_stages
 from lpstudy.training.config import coerce_field, get_preset, seeds_inside
 from lpstudy.values import REFERENCE_P, P, format_p, json_safe
 
@@ -218,18 +218,10 @@ def make_plan(factor: str, values: list[str], tune: list[str], budget: int, fold
         ref = P(reference) if factor == "p" else coerce_field(factor, reference)
     if ref not in arms:
         raise UserError(f"the reference {factor} = {ref} is not one of the arms ({', '.join(map(str, arms))})")
-    if repeats > 1 and until_decided is not None:
-        raise UserError("--repeats and --until-decided do not go together yet: the stages add folds of one "
-                        "cross-validation; run --repeats R without --until-decided")
-    if seeds > 1 and until_decided is not None:
-        raise UserError("--seeds and --until-decided do not go together yet: the stages add folds, each with one "
-                        "seed; run --seeds S as a fixed design (`lpstudy verdict` says which design would decide)")
-    if tunings > 1 and until_decided is not None:
-        raise UserError("--tunings and --until-decided do not go together yet: the stages stop an arm from one "
-                        "tuning's folds; run --tunings T as a fixed design")
     for flag, count in (("--seeds", seeds), ("--tunings", tunings)):
         if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 100:
             raise UserError(f"{flag} must be a number from 1 to 100, got {count!r}")
+    refuse_beside_stages(until_decided, repeats=repeats, seeds=seeds, tunings=tunings)
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
         raise UserError(f"--budget must be a positive number of trials, got {budget!r}")
     search = dict(search or {})

@@ -28,7 +28,7 @@ from lpstudy.study.options import OPTIONS
 from lpstudy.study.space import DEFAULT_SPACE, Fixed, SearchSpace
 from lpstudy.training.bounds import FIELD_BOUNDS
 from lpstudy.training.config import TrainConfig, get_preset, resolve_config, seeds_inside
-from lpstudy.study.until_decided import UntilDecided
+from lpstudy.study.until_decided import UntilDecided, refuse_beside_stages
 from lpstudy.values import REFERENCE_P, format_p, P, json_safe
 
 SPEC_VERSION = 1
@@ -234,12 +234,7 @@ def replicate_spec(preset: str, p_values: list[float], folds: int, fixed: dict[s
                if v is not None and k in OPTIONS and k not in ("sampler", "pruner", "preset")}
     repeats = OPTIONS["repeats"].checked(options.get("repeats", 1))
     seeds = OPTIONS["seeds"].checked(options.get("seeds", 1))
-    if repeats > 1 and until_decided is not None:
-        raise UserError("--repeats and --until-decided do not go together yet: the stages add folds of one "
-                        "cross-validation; run --repeats R without --until-decided")
-    if seeds > 1 and until_decided is not None:
-        raise UserError("--seeds and --until-decided do not go together yet: the stages add folds, each with one "
-                        "seed; run --seeds S as a fixed design (`lpstudy verdict` says which design would decide)")
+    refuse_beside_stages(until_decided, repeats=repeats, seeds=seeds)
     space_map: dict[str, Any] = dict(fixed or {})
     if seeds > 1:  # the seed the outermost choice: every (p, fold) cell gets its first seed before any its second
         base = space_map.pop("seed", resolve_config(preset, {}).seed)

@@ -10,7 +10,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from lpstudy.errors import UserError
 from lpstudy.values import json_safe
+
+# what the stages cannot yet combine with, and why: each a fixed design for now (a flag, and the reason)
+FIXED_DESIGNS = {
+    "repeats": ("--repeats", "the stages add folds of one cross-validation; run --repeats R without --until-decided"),
+    "seeds": ("--seeds", "the stages add folds, each with one seed; run --seeds S as a fixed design (`lpstudy "
+                         "verdict` says which design would decide)"),
+    "tunings": ("--tunings", "the stages stop an arm from one tuning's folds; run --tunings T as a fixed design"),
+}
+
+
+def refuse_beside_stages(until_decided, **counts: int) -> None:
+    """UserError in one line where a study run --until-decided is also given one of FIXED_DESIGNS above 1
+    (repeats=, seeds=, tunings=): the one rule replicate and compare refuse them by."""
+    if until_decided is None:
+        return
+    for name, count in counts.items():
+        if count > 1:
+            flag, why = FIXED_DESIGNS[name]
+            raise UserError(f"{flag} and --until-decided do not go together yet: {why}")
 
 
 @dataclass(frozen=True)
