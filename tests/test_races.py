@@ -179,7 +179,7 @@ def test_a_study_races_its_leaders_and_exports_the_configuration_best_over_folds
     _planned_search(sqlite_url, "unraced", race=0)
     code, stdout, err = cli(capsys, "status", "--study", "unraced", "--storage", sqlite_url)
     assert code == 0, err
-    assert "leading  trial" in stdout + err and "best     trial" not in stdout + err
+    assert "leading  loss" in stdout + err and "not yet a" in stdout + err and "best     " not in stdout + err
     code, stdout, err = cli(capsys, "export", "--study", "unraced", "--storage", sqlite_url)
     assert code == 0, err
     source = yaml.safe_load(stdout)["source"]

@@ -113,7 +113,8 @@ def test_status_of_a_grid_gives_per_p_means_and_the_verdicts_differences_compute
         half = T_975[1] * sd / math.sqrt(2)
         row = per_p[label]
         assert row["n"] == 2 and row["mean"] == pytest.approx(mean) and row["std"] == pytest.approx(sd)
-        assert (row["ci_low"], row["ci_high"]) == pytest.approx((mean - half, mean + half))
+        assert math.isfinite(half)  # an interval could be computed, and is not shown: 2 runs (the rule: 3 or more)
+        assert (row["ci_low"], row["ci_high"]) == (None, None)
     arms = {read_p(row["value"]): row for row in status["verdicts"]["arms"]}  # the verdicts, as `lpstudy verdict`
     assert set(arms) == {1.0, math.inf}
     for p in (1.0, math.inf):
