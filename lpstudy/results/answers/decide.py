@@ -43,16 +43,16 @@ MAX_SEEDS = 20  # the most seeds inside a cell a suggestion asks for
 BEYOND, EQUIVALENCE = "beyond the ROPE", "equivalence"
 
 
-def standard_error(sd: float, runs: int, k: int, seed_sd: float = 0.0, seeds: int = 1):
+def standard_error(sd: float, runs, k, seed_sd: float = 0.0, seeds=1) -> np.ndarray:
     """The corrected standard error of a mean over `runs` (repeat, fold) cells of K folds, each of
     `seeds` seeds: partition spread sd, training-noise spread seed_sd (arrays broadcast). With one seed a
     cell the test cannot tell the two apart and corrects the whole spread (fold_tests.corrected_stats):
     the plan does what the test will."""
-    runs, k, seeds = (np.asarray(x, dtype="float64") for x in (runs, k, seeds))
-    overlap = 1.0 / (k - 1)
-    apart = sd ** 2 * (1.0 / runs + overlap) + seed_sd ** 2 / (runs * seeds)
-    together = (sd ** 2 + seed_sd ** 2) * (1.0 / runs + overlap)
-    return np.sqrt(np.where(seeds > 1, apart, together))
+    n, folds, per_cell = (np.asarray(x, dtype="float64") for x in (runs, k, seeds))
+    overlap = 1.0 / (folds - 1)
+    apart = sd ** 2 * (1.0 / n + overlap) + seed_sd ** 2 / (n * per_cell)
+    together = (sd ** 2 + seed_sd ** 2) * (1.0 / n + overlap)
+    return np.sqrt(np.where(per_cell > 1, apart, together))
 
 
 def expected_df(sd: float, seed_sd: float, cells, k, seeds) -> np.ndarray:
@@ -104,7 +104,8 @@ def design_to_decide(mean: float, sd: float, n: int, k: int, margin: float, alph
     level = alpha / max(1, n_tests)
     out = {"test": test, "power_target": POWER, "folds": k, "repeats": None, "seeds": None, "runs_per_arm": None,
            "power": None}
-    known = seed_sd is not None and math.isfinite(seed_sd)
+    seed_part = float(seed_sd) if seed_sd is not None and math.isfinite(seed_sd) else None
+    known = seed_part is not None
     if not (math.isfinite(mean) and math.isfinite(sd)) or sd < 0 or (sd == 0 and not known) or k < 2:
         return out
     max_seeds = MAX_SEEDS if known else 1
@@ -115,8 +116,8 @@ def design_to_decide(mean: float, sd: float, n: int, k: int, margin: float, alph
     folds, repeats, per_cell = designs[:, 0], designs[:, 1], designs[:, 2]
     cells = folds * repeats
     runs = cells * per_cell
-    se = standard_error(sd, cells, folds, seed_sd if known else 0.0, per_cell)
-    reached = power(mean, se, expected_df(sd, seed_sd if known else 0.0, cells, folds, per_cell), margin, level, test)
+    se = standard_error(sd, cells, folds, seed_part or 0.0, per_cell)
+    reached = power(mean, se, expected_df(sd, seed_part or 0.0, cells, folds, per_cell), margin, level, test)
     ok = (reached >= POWER) & (runs > n)
     if not ok.any():
         return {**out, "power": float(reached[: len(same_k)].max())}
