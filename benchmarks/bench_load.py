@@ -153,8 +153,9 @@ class LoadPlan:
 
 # --- the worker processes ------------------------------------------------------------------------
 
-KILL_BY = 0.6  # the kills fall between a tenth and this share of the cells completed ...
-HOLD_AT = 0.8  # ... and past this share no trial ends while one is still to make (Board.may_finish)
+KILL_BY = 0.6  # the kills fall between a tenth and this share of the cells completed
+NEVER = 2**31 - 1  # Board.hold_from when no kill is still to make
+KILL_WAIT_S = 120.0  # a kill that finds no process in the middle of its trials this long is given up (reported)
 
 
 class Board:
@@ -164,7 +165,14 @@ class Board:
     on the board of a killed process are exactly the RUNNING trials it leaves behind. It kills only
     a process whose every held trial is in its objective, past its first heartbeat: a trial killed
     between its claim and its first heartbeat has no heartbeat, and Optuna's stale check passes
-    over such a trial (see docs/scale-workers.md)."""
+    over such a trial (see docs/scale-workers.md), and only a process whose every worker has begun a
+    trial (so that each of its workers is known to have started).
+
+    The kill points are kept by the workers themselves, not by the harness's polls (on a fast storage
+    the whole grid ends between two polls): each trial counts itself on the board when it is told,
+    and once `completed` reaches `hold_from` (the next kill's share of the grid) no trial ends until
+    the harness has made that kill and moved `hold_from` on. The workers in flight then wait in their
+    objective: a victim for the kill, whenever it comes."""
 
     def __init__(self, ctx, processes: int, threads: int) -> None:
         self.threads = threads
@@ -173,11 +181,13 @@ class Board:
         self.started = ctx.Array("b", [0] * (processes * threads), lock=False)  # began a first trial
         # in the objective: the trial's first heartbeat is written (the worker beats before it runs)
         self.running = ctx.Array("b", [0] * (processes * threads), lock=False)
-        # Set while trials may end. The harness clears it when the grid nears its end with kills still
-        # to make, so that every worker waits in its objective (a victim for each kill) instead of
-        # the grid finishing first (on a fast storage the last kills could find no worker in a trial).
-        self.may_finish = ctx.Event()
-        self.may_finish.set()
+        self.completed = ctx.Value("i", 0)  # trials told COMPLETE, by every worker
+        self.hold_from = ctx.Value("i", NEVER)  # no trial ends while completed >= this (a kill to make)
+
+    def hold(self) -> None:
+        """Wait (in the objective) while a kill is due and not yet made."""
+        while self.completed.value >= self.hold_from.value:
+            time.sleep(0.01)
 
     def slots(self, process: int) -> range:
         return range(process * self.threads, (process + 1) * self.threads)
@@ -203,7 +213,7 @@ class StandIn:
         for step in (1, 2):
             time.sleep(self.trial_s / 2)
             trial.report(value + 0.1 / step, step)
-        self.board.may_finish.wait()
+        self.board.hold()
         self.record["trials"] += 1
         self.record["last_end"] = time.monotonic()
         return TrialOutcome(TrialState.COMPLETE, value)
@@ -241,6 +251,9 @@ class LoadWorker(Worker):
     def _tell(self, study, trial, outcome):
         with self.lock:
             told = super()._tell(study, trial, outcome)
+            if outcome.state == TrialState.COMPLETE:
+                with self.board.completed.get_lock():
+                    self.board.completed.value += 1
             self.board.trials[self.slot] = -1
             self.board.running[self.slot] = 0
         return told
@@ -597,7 +610,7 @@ def run_load(plan: LoadPlan, workdir: Path, postgres=None, progress=None) -> Loa
         # read-only: counting must not create the SQLite file before the creator does
         count_engine = sa.create_engine(storage_at(database_url).readonly_url(), poolclass=sa.pool.NullPool)
         kills: list[Kill] = []
-        kill_at = sorted(random.uniform(0.1, KILL_BY) * plan.cells for _ in range(plan.kills))
+        kill_at = sorted(round(random.uniform(0.1, KILL_BY) * plan.cells) for _ in range(plan.kills))
         creator_error: list[str] = []
 
         def create() -> None:
@@ -614,27 +627,30 @@ def run_load(plan: LoadPlan, workdir: Path, postgres=None, progress=None) -> Loa
         creator.start()
         deadline = time.monotonic() + plan.timeout_s
         restart = _ProxyRestart(proxy, plan, result, start, count_engine)
+        board.hold_from.value = kill_at[0] if kill_at else NEVER
+        polled, due_since = 0.0, None
         while any(p.is_alive() for p in procs) and time.monotonic() < deadline:
+            if kill_at and board.completed.value >= kill_at[0]:  # the workers hold until it is made (Board)
+                due_since = due_since or time.monotonic()
+                victim = _kill_one(board, procs)
+                if victim or time.monotonic() - due_since > KILL_WAIT_S:
+                    kills += victim
+                    kill_at.pop(0)
+                    board.hold_from.value = kill_at[0] if kill_at else NEVER
+                    due_since = None
+            if time.monotonic() - polled < 0.5:
+                time.sleep(0.02)
+                continue
+            polled = time.monotonic()
             done = _count_complete(count_engine)
             if not result.worker_rss_mib and done >= plan.cells / 3:
                 _measure_memory(procs, result)
-            if kill_at and done >= HOLD_AT * plan.cells:
-                board.may_finish.clear()  # kills still to make: no trial ends until they are made
-            while kill_at and done >= kill_at[0]:
-                victim = _kill_one(board, procs)
-                if not victim:
-                    break
-                kills += victim
-                kill_at.pop(0)
-            if not kill_at:
-                board.may_finish.set()
             if proxy is not None and plan.restart_proxy_at is not None:
                 restart.step(done)
             if progress is not None:
                 alive = sum(p.is_alive() for p in procs)
                 progress(done, plan.cells, f"{alive} processes · {len({k.process for k in kills})} killed"
                          + (f" · peak {sampler.peak} connections" if sampler else ""))
-            time.sleep(0.5)
         timed_out = any(p.is_alive() for p in procs)
         for proc in procs:
             if proc.is_alive():
@@ -740,9 +756,12 @@ def _kill_one(board: Board, procs) -> list[Kill]:
     """SIGKILL one worker process that is in the middle of a trial (see Board): the trials its
     workers held; none if no process holds one."""
     def in_trials(process: int) -> list[int] | None:
-        """The slots holding a trial, if there are some and all are in their objective."""
-        held = [slot for slot in board.slots(process) if board.trials[slot] >= 0]
-        return held if held and all(board.running[slot] for slot in held) else None
+        """The slots holding a trial, if every worker of the process has begun one and every held
+        trial is in its objective."""
+        slots = board.slots(process)
+        held = [slot for slot in slots if board.trials[slot] >= 0]
+        ready = held and all(board.started[slot] for slot in slots) and all(board.running[slot] for slot in held)
+        return held if ready else None
 
     busy = [p for p in range(len(procs)) if procs[p].is_alive() and in_trials(p)]
     random.shuffle(busy)
