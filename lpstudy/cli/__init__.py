@@ -11,7 +11,7 @@ import typer
 try:  # typer ≥ 0.25 vendors click
     from typer._click import exceptions as click_exceptions
 except ImportError:  # pragma: no cover - older typer on top of click
-    from click import exceptions as click_exceptions
+    from click import exceptions as click_exceptions  # type: ignore[no-redef]  # the same module, before typer vendored it
 
 from lpstudy.errors import UserError
 
@@ -72,7 +72,8 @@ def main(argv: list[str] | None = None) -> None:
         print(exc.ctx.get_help() if exc.ctx else str(exc), file=sys.stderr)
         sys.exit(2)
     except click_exceptions.ClickException as exc:  # a usage mistake: unknown option, bad value, ...
-        where = f" (see 'lpstudy {exc.ctx.command_path.split(' ', 1)[-1]} --help')" if getattr(exc, "ctx", None) and " " in exc.ctx.command_path else ""
+        ctx = getattr(exc, "ctx", None)  # a UsageError's context; other ClickExceptions have none
+        where = f" (see 'lpstudy {ctx.command_path.split(' ', 1)[-1]} --help')" if ctx and " " in ctx.command_path else ""
         fail(exc.format_message() + where)
     except (typer.Abort, KeyboardInterrupt):
         print("lpstudy: interrupted", file=sys.stderr)

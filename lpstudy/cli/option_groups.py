@@ -57,6 +57,6 @@ def option_groups(command: Callable[..., Any]) -> Callable[..., Any]:
             values[name] = group(**{f.name: values.pop(f.name) for f in dataclasses.fields(group)})
         return command(**values)
 
-    with_groups.__signature__ = inspect.Signature(parameters)  # what typer reads
+    setattr(with_groups, "__signature__", inspect.Signature(parameters))  # what typer reads
     with_groups.__annotations__ = {p.name: p.annotation for p in parameters}
     return with_groups

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, make_dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Optional
 
 import typer
 
@@ -93,6 +93,9 @@ def _group(name: str, doc: str, declared: list[tuple[str, Any]], base: type) -> 
 
 
 class _Trials:
+    if TYPE_CHECKING:  # a dataclass once _group has made it (make_dataclass), as a type checker sees it
+        __dataclass_fields__: ClassVar[dict[str, Any]]
+
     def given(self) -> dict[str, Any]:
         """The options given, by name, as a study's spec takes them."""
         return {name: value for name, value in asdict(self).items() if value is not None}
@@ -103,6 +106,12 @@ TrialOptions = _group("TrialOptions", "How a study's trials run and are recovere
 
 
 class _Study:
+    if TYPE_CHECKING:  # the dataclass _group makes of it, with the fields this class reads by name
+        __dataclass_fields__: ClassVar[dict[str, Any]]
+        config: Path | None
+        set_: list[str] | None
+        search: list[str] | None
+
     def given(self, **options: Any) -> list[tuple[str, str, Any]]:
         """What the user gave, in order (a later one wins), each as (how they gave it: "--preset cpu",
         "--set max_steps=40", "preset: smoke in FILE"; the spec's key: an option's name or

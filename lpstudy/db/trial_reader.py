@@ -33,6 +33,7 @@ from lpstudy.errors import StudyUnavailable, UserError
 
 if TYPE_CHECKING:
     import pandas as pd
+    from optuna.storages import BaseStorage
 
     from lpstudy.db.study_queries import StudyTables
 
@@ -55,6 +56,11 @@ class TrialReader(Protocol):
     object answers (lpstudy.db.kinds.base.StudyStorage)."""
 
     url: str
+
+    @property
+    def optuna(self) -> BaseStorage: ...  # Optuna's storage on the URL (notes are read through its API)
+
+    def through_optuna(self) -> OptunaReads: ...  # the same storage read through Optuna's API
 
     def studies(self) -> list[StudyRecord]: ...
 

@@ -4,6 +4,7 @@ character level, whose attention is Lp-QKNorm (or the baseline, for comparison).
 from __future__ import annotations
 
 import math
+from typing import TypedDict
 
 import torch
 import torch.nn.functional as F
@@ -22,6 +23,16 @@ class MLP(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.dropout(self.c_proj(F.gelu(self.c_fc(x))))
+
+
+class AttentionStats(TypedDict):
+    """GPT.attention_stats: the stability lens on one batch."""
+
+    entropy: float  # mean attention entropy (nats)
+    min_head_entropy: float
+    max_logit_per_layer: list[float]
+    max_logit: float
+    logit_bound: float  # g·d^max(0, 1 − 2/p), the largest over layers; NaN for the baseline
 
 
 class Block(nn.Module):
@@ -79,7 +90,7 @@ class GPT(nn.Module):
         return logits, loss
 
     def attentions(self) -> list[CausalSelfAttention]:
-        return [block.attn for block in self.blocks]
+        return [block.attn for block in self.blocks if isinstance(block, Block)]
 
     def gains(self) -> torch.Tensor:
         """Every attention gain of the model, flattened (empty for the baseline)."""
@@ -87,7 +98,7 @@ class GPT(nn.Module):
         return torch.cat(found) if found else torch.empty(0)
 
     @torch.no_grad()
-    def attention_stats(self, idx: torch.Tensor) -> dict[str, object]:
+    def attention_stats(self, idx: torch.Tensor) -> AttentionStats:
         """The stability lens on one batch, one forward pass: mean attention entropy, the smallest
         head entropy, the largest logit per layer and over layers, and the largest possible logit
         g·d^max(0, 1 − 2/p) over layers (NaN for the baseline attention, which has no bound)."""
@@ -96,17 +107,17 @@ class GPT(nn.Module):
             a.record_stats = True
         try:
             self(idx)
-            stats = [a.last_stats for a in attns]
+            stats = [a.last_stats for a in attns if a.last_stats is not None]
         finally:
             for a in attns:
                 a.record_stats = False
                 a.last_stats = None
         per_layer = [float(s["max_logit"]) for s in stats]
         bounds = [logit_bound(float(a.gain.max()), a.p, a.config.head_size) for a in attns if a.gain is not None]
-        return {"entropy": float(torch.stack([s["entropy"] for s in stats]).mean()),
-                "min_head_entropy": min(float(s["min_head_entropy"]) for s in stats),
-                "max_logit_per_layer": per_layer, "max_logit": max(per_layer),
-                "logit_bound": max(bounds) if bounds else math.nan}
+        return AttentionStats(entropy=float(torch.stack([s["entropy"] for s in stats]).mean()),
+                              min_head_entropy=min(float(s["min_head_entropy"]) for s in stats),
+                              max_logit_per_layer=per_layer, max_logit=max(per_layer),
+                              logit_bound=max(bounds) if bounds else math.nan)
 
     def param_groups(self, weight_decay: float) -> list[dict]:
         """The parameters in an optimiser's groups: weight decay on matrices only (not on gains,

@@ -272,10 +272,11 @@ def create_compare(storage: StudyStorage, name: str, plan: ComparePlan) -> bool:
     existing = load_plan(storage, name)
     created = False
     if existing is None:
-        if _parent(storage, name) is not None:
+        taken = _parent(storage, name)
+        if taken is not None:
             from lpstudy.study.studies import kind_taken
 
-            stored = _parent(storage, name).user_attrs.get("kind") or "search"
+            stored = taken.user_attrs.get("kind") or "search"
             raise UserError(kind_taken(name, stored, COMPARE_KIND))
         parent = optuna.create_study(storage=storage.optuna, study_name=name, direction="minimize")
         parent.set_user_attr(COMPARE_ATTR, plan.to_plain())
@@ -353,7 +354,7 @@ def enqueue_stage(storage: StudyStorage, name: str, plan: ComparePlan, labels: l
         if plan.label(value) not in labels or study not in names:
             continue
         _, spec = load_study(storage, study)
-        now, waiting = enqueue_round(storage, study, list(spec.p_values), folds)
+        now, waiting = enqueue_round(storage, study, list(spec.p_values or []), folds)
         enqueued, open_ = enqueued + now, open_ + waiting
     return enqueued, open_
 

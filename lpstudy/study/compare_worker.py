@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import time
 
+from lpstudy.errors import UserError
 from lpstudy.db.optuna_storage import StudyStorage
 from lpstudy.study.compare import STAGE_OVER, WAIT, WAIT_S, ComparePlan, load_plan, next_study
 from lpstudy.study.stages import OVER, next_stage
@@ -40,6 +41,8 @@ def run_compare_worker(options: WorkerOptions, storage: StudyStorage, say=None) 
     closes it."""
     speak = say or (lambda message: say_stderr(f"[dim]lpstudy worker:[/] {message}"))
     plan = load_plan(storage, options.study)
+    if plan is None:  # the caller found a comparison of that name; it was deleted since
+        raise UserError(f"no comparison named {options.study!r} in {storage.display_url} any more")
     speak(f"comparison {options.study!r} in {storage.display_url}: {len(plan.values)} arms of {plan.factor}, "
           "a trial at a time from the arm with the least of its tuning budget spent, then the folds")
     report = WorkerReport()

@@ -121,9 +121,11 @@ def spawn_workers(options: WorkerOptions, devices: list[str], say=None, on_line=
             continue
         # A session of their own: a Ctrl-C in the terminal reaches them once, forwarded by this
         # process, rather than twice (which would abort their trials instead of stopping them).
-        piped = {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT, "text": True, "bufsize": 1} if on_line else {}
+        piped = on_line is not None  # their lines read and forwarded, else straight to the terminal
         procs.append(subprocess.Popen(worker_command(options, device, share, threads, index), env=env,
-                                      start_new_session=True, **piped))
+                                      start_new_session=True, stdout=subprocess.PIPE if piped else None,
+                                      stderr=subprocess.STDOUT if piped else None, text=piped,
+                                      bufsize=1 if piped else -1))
     readers = [threading.Thread(target=_forward_lines, args=(proc.stdout, on_line), daemon=True)
                for proc in procs if on_line is not None]
     for reader in readers:

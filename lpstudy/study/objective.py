@@ -9,6 +9,7 @@ attribute lpstudy_metrics:<step> on journal and gRPC storages.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
@@ -73,10 +74,6 @@ def run_trial(ctx: TrialContext, trial: optuna.Trial) -> TrialOutcome:
             say_stderr(f"trial {trial.number} resumes from its checkpoint at step {resume.step}")
     written: set[int] = {r.step for r in resume.summary.history} if resume is not None else set()
     pruned = [False]
-    train_kwargs = dict(loss_threshold=spec.loss_threshold, should_stop=ctx.should_stop, resume=resume,
-                        on_checkpoint=checkpoints.save if checkpoints else None,
-                        checkpoint_every=spec.checkpoint_interval)
-
     def on_eval(record) -> bool:
         telemetry.steps_measured(record.tokens_per_s / (cfg.batch_size * cfg.block_size))  # as the bar's tok/s
         record_evaluation(ctx, trial, record)
@@ -89,12 +86,13 @@ def run_trial(ctx: TrialContext, trial: optuna.Trial) -> TrialOutcome:
             return True
         return False
 
-    bar = None
-    if ctx.show_progress:
-        with TrainingProgress(cfg.max_steps, description=f"trial {trial.number}") as bar:
-            run = train(cfg, ctx.corpus, on_eval=on_eval, on_step=bar.on_step, **train_kwargs)
-    else:
-        run = train(cfg, ctx.corpus, on_eval=on_eval, **train_kwargs)
+    progress = (TrainingProgress(cfg.max_steps, description=f"trial {trial.number}") if ctx.show_progress
+                else contextlib.nullcontext())
+    with progress as bar:  # None without a bar
+        run = train(cfg, ctx.corpus, on_eval=on_eval, on_step=bar.on_step if bar is not None else None,
+                    loss_threshold=spec.loss_threshold, should_stop=ctx.should_stop, resume=resume,
+                    on_checkpoint=checkpoints.save if checkpoints else None,
+                    checkpoint_every=spec.checkpoint_interval)
     summary = run.summary
     for record in summary.history:  # the evaluation that found the divergence never reached on_eval
         if record.step not in written:

@@ -17,7 +17,8 @@ for every trial (TPE, CMA-ES keep their state there), so a sampler made per tria
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import optuna
@@ -59,7 +60,7 @@ class PerTrialSeededSampler(BaseSampler):
         self._for(trial).before_trial(study, trial)
 
     def after_trial(self, study: optuna.Study, trial: FrozenTrial, state: TrialState,
-                    values: list[float] | None) -> None:
+                    values: Sequence[float] | None) -> None:
         self._for(trial).after_trial(study, trial, state, values)
 
     def reseed_rng(self) -> None:  # Optuna calls it for n_jobs > 1: each trial already has its own stream

@@ -340,8 +340,10 @@ class SearchSpace:
         for param in self.searched:
             if isinstance(param, Choice):
                 corners = list(param.choices)
-            else:
+            elif isinstance(param, Range):
                 corners = [param.low, param.high] + ([math.inf] if param.with_inf else [])
+            else:  # searched() holds no Fixed
+                raise TypeError(f"{param.name}: a fixed value among the searched fields")
             for value in corners:
                 try:
                     resolve_config(preset, {**fixed, param.name: value})

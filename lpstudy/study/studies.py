@@ -261,7 +261,8 @@ def trial_params(trial: optuna.trial.FrozenTrial) -> dict[str, Any]:
 
 def grid_state(study: optuna.Study, spec: StudySpec) -> dict[tuple, list[TrialState]]:
     """For each cell of a grid study, the states of its trials (an empty list: never enqueued)."""
-    cells = {spec.space.cell_of(spec.space.optuna_params(c)): [] for c in spec.space.grid_cells()}
+    cells: dict[tuple, list[TrialState]] = {spec.space.cell_of(spec.space.optuna_params(c)): []
+                                            for c in spec.space.grid_cells()}
     for trial in study.get_trials(deepcopy=False):
         params = trial_params(trial)
         try:

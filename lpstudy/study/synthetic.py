@@ -359,7 +359,7 @@ def main(argv: list[str] | None = None) -> None:
     try:  # typer ≥ 0.25 vendors click
         from typer._click.exceptions import ClickException
     except ImportError:  # pragma: no cover - older typer on top of click
-        from click.exceptions import ClickException
+        from click.exceptions import ClickException  # type: ignore[assignment]  # the same class, before typer vendored it
     from lpstudy.errors import UserError
 
     try:

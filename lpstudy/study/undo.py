@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 class Undo:
     def __init__(self) -> None:
-        self._studies: list[tuple[object, str]] = []
+        self._studies: list[tuple[StudyStorage, str]] = []
 
     def study(self, storage, name: str) -> None:
         """The study `name` was created by this command: delete it if the command fails."""
@@ -67,7 +67,7 @@ def undo_on_failure(storage: StudyStorage) -> Iterator[Undo]:
         yield undo
     except BaseException:
         if path is not None and not existed:
-            for made in (path, *(Path(f"{path}{suffix}") for suffix in storage.companions), lock):
+            for made in (path, *(Path(f"{path}{suffix}") for suffix in storage.companions), *([lock] if lock else [])):
                 with contextlib.suppress(OSError):
                     made.unlink(missing_ok=True)
             for folder in folders:  # innermost first; only folders left empty

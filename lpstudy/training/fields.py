@@ -79,7 +79,7 @@ class Field:
     @property
     def annotation(self) -> Any:
         """The field's type as TrainConfig declares it (float | str | None for gain_init)."""
-        kind = self.type
+        kind: Any = self.type
         if self.words and self.type is not str:
             kind = kind | str
         return kind | None if self.optional else kind

@@ -10,6 +10,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 
@@ -219,7 +220,8 @@ def train(
     check_fits(cfg, device, corpus.vocab_size)
     model = GPT(cfg.model_config(corpus.vocab_size)).to(device)
     optimizer = adamw(model, cfg, device.type)
-    step_model = torch.compile(model) if cfg.compile else model
+    # torch.compile of a Module returns an OptimizedModule (a Module); its stub types it as any callable
+    step_model = cast(torch.nn.Module, torch.compile(model)) if cfg.compile else model
     autocast = autocast_for(cfg, device)
     evaluator = Evaluator(cfg, corpus, split, device, autocast)
     params = list(model.parameters())

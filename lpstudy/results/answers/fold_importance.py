@@ -34,6 +34,7 @@ over the folds has too few distinct resamples to say anything; its lower end is 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -129,7 +130,7 @@ def fold_importance(table: pd.DataFrame, field: str, k: int | None = None, seed:
     # repeats independent) an arm's mean over R·K blocks varies (1 − ρ)σ²·(1/(RK) + (ρ/(1 − ρ))/R), so
     # E[MS_arm]/E[MS_err] = RK·(1/(RK) + 1/(R(K − 1))) = 1 + K/(K − 1): the factor of one CV, whatever R
     k = max(int(k or f), 2)
-    empty = {"shares": {}, "low": {}, "high": {}, "null": None}
+    empty: dict[str, Any] = {"shares": {}, "low": {}, "high": {}, "null": None}
     if a < 2 or f < 2:
         return {**empty, "reason": f"too few folds that every {field} ran to measure its share "
                                    "(needs 2 arms on 2 common folds)"}

@@ -14,6 +14,8 @@ read as for a comparison (interpolated between the evaluations around it: analys
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from lpstudy.results.analysis.configurations import configuration_ids
@@ -55,7 +57,7 @@ def search_convergence(data: StudyData, options: AnswerOptions = AnswerOptions()
     groups = p_bins(first["p"], bins)
     ordered = groups.assign(trial_id=first.index).sort_values("p_order", kind="stable").set_index("trial_id")["p_bin"]
     reach, restricted = group_survival(ends, ordered, horizon, options.alpha)
-    out = {"threshold": threshold, "threshold_rule": "chosen by the reader" if options.threshold is not None
+    out: dict[str, Any] = {"threshold": threshold, "threshold_rule": "chosen by the reader" if options.threshold is not None
            else threshold_rule(False, spec), "horizon": horizon, "tokens_per_step": tokens_per_step(spec),
            "rope": {}, "method": METHOD,
            "endpoints": {"steps_to_threshold": {"unit": ENDPOINTS["steps_to_threshold"][0],

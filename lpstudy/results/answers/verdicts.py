@@ -524,8 +524,8 @@ def sentence(answer: dict) -> str:
             + (f" seed {d['seed']}" if "seed" in d else "")
             + f" counts trial {d['counted']}, leaves out trial{'s' if len(d['left_out']) > 1 else ''} "
             + ", ".join(map(str, d["left_out"])) for d in answer["duplicates"]))
-    what, notes = _compared(answer, name)
-    return what + lead[0].lower() + lead[1:] + ": " + "; ".join(parts) + "." + notes if what else \
+    what, left_out = _compared(answer, name)
+    return what + lead[0].lower() + lead[1:] + ": " + "; ".join(parts) + "." + left_out if what else \
         lead + ": " + "; ".join(parts) + "."
 
 

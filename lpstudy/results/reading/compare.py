@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -19,6 +19,9 @@ from lpstudy.results.answers.answer_types import VerdictAnswer
 from lpstudy.results.reading.frames import load_trials
 from lpstudy.results.measured import loss_cell
 from lpstudy.study.compare import COMPARE_ATTR, ComparePlan
+
+if TYPE_CHECKING:
+    from lpstudy.results.reading.frames import StudyData
 
 
 @dataclass
@@ -39,7 +42,8 @@ def compare_progress(data: CompareData) -> dict[str, Any]:
     per arm, the tuning trials finished of its budget and the folds its best configuration has run;
     and what is left (tuning trials and fold cells; the folds of an arm whose tuning is still open
     count in full). An arm whose every tuning trial diverged or was pruned has nothing to replicate."""
-    plan, rows = data.plan, []
+    plan = data.plan
+    rows: list[dict[str, Any]] = []
     for value in plan.values:
         arm = plan.label(value)
         tuning = data.tuning[data.tuning["arm"] == arm] if len(data.tuning) else data.tuning
@@ -80,7 +84,10 @@ def stages_answer(data: CompareData) -> VerdictAnswer:
     from lpstudy.results.answers import study_answer
     from lpstudy.results.answers.options import stage_options
 
-    return study_answer(_study_data(data), stage_options(data.plan.until_decided))
+    answer = study_answer(_study_data(data), stage_options(data.plan.until_decided))
+    if not isinstance(answer, VerdictAnswer):  # a comparison's data is a grid's, never a search's
+        raise TypeError(f"comparison {data.name!r} read as a search")
+    return answer
 
 
 def progress_line(progress: dict[str, Any]) -> str:
@@ -112,7 +119,8 @@ def load_compare(reader: TrialReader, name: str) -> CompareData:
     if not plain:
         raise UserError(f"no comparison named {name!r} in {redact(reader.url)}; create it with `lpstudy compare`")
     plan = ComparePlan.from_plain(plain)
-    tuning, folds = [], []
+    tuning: list[pd.DataFrame] = []
+    folds: list[pd.DataFrame] = []
     for value, t in plan.arm_tunings():
         arm = plan.label(value)
         for study, frames in ((plan.tune_study(name, value, t), tuning), (plan.folds_study(name, value, t), folds)):
@@ -165,7 +173,7 @@ def _study_data(data: CompareData):
     from lpstudy.results.reading.frames import StudyData, StudyInfo, merge_curves
 
     plan, name = data.plan, data.name
-    spec = {"folds": plan.folds, "compare": {"factor": plan.factor, "reference_label": data.reference,
+    spec: dict[str, Any] = {"folds": plan.folds, "compare": {"factor": plan.factor, "reference_label": data.reference,
                                              "labels": {plan.label(v): v for v in plan.values}}}
     if plan.repeats > 1:  # the K-fold CV repeated over new partitions and seeds (trials carry `repeat`)
         spec["repeats"] = plan.repeats
@@ -229,7 +237,8 @@ def exported_arm(reader: TrialReader, name: str) -> tuple[str, str]:
                               (data.tuning, "tune", "the best tuning trial (no fold has run yet)")):
         runs = A.successful(frame) if len(frame) else frame
         if len(runs):
-            arm = runs.groupby("arm")["loss"].mean().idxmin() if kind == "folds" else A.best_trial(frame)["arm"]
+            best = A.best_trial(frame)
+            arm = runs.groupby("arm")["loss"].mean().idxmin() if kind == "folds" or best is None else best["arm"]
             study = runs.loc[runs["arm"] == arm, "study"].iloc[0]
             return study, f"comparison {name!r}: its arm {arm} has {what}; this is that arm's best run ({study})"
     raise UserError(f"comparison {name!r} has no finished run yet; run `{next_command(name)}` and export when "

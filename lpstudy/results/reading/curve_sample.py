@@ -49,11 +49,11 @@ def _chart_edges(trials: pd.DataFrame, spec: dict | None):
     from lpstudy.results.analysis.groups import bin_edges, default_p_groups
 
     edges = default_p_groups(trials, spec)
-    if edges is None:
-        p = trials["p"].to_numpy(dtype="float64")
-        p = p[np.isfinite(p)]
-        edges = bin_edges(p, GROUPS) if len(p) else np.array([0.0, 1.0])
-    return np.asarray(edges, dtype="float64")
+    if edges is not None:
+        return np.asarray(edges, dtype="float64")
+    p = trials["p"].to_numpy(dtype="float64")
+    p = p[np.isfinite(p)]
+    return np.asarray(bin_edges(p, GROUPS) if len(p) else [0.0, 1.0], dtype="float64")
 
 
 def curve_sample(trials: pd.DataFrame, best_number: int | None = None, spec: dict | None = None) -> CurveSample:

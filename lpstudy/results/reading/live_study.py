@@ -62,7 +62,7 @@ class LiveStudy:
 
     def _read(self, tables: StudyTables, curves: bool) -> frames.StudyData:
         sid = tables.study_id
-        frame = self._incremental(tables) if sid == self._sid and self._frame is not None else None
+        frame = self._incremental(tables, self._frame) if sid == self._sid and self._frame is not None else None
         if frame is None:
             frame = frames.trials_of(tables)
             self.last_read = ("full", len(frame))
@@ -71,9 +71,8 @@ class LiveStudy:
         self._top = int(frame["trial_id"].max()) if len(frame) else -1
         return frames.study_data(tables, self.study_name, frame, curves)
 
-    def _incremental(self, tables: StudyTables) -> pd.DataFrame | None:
-        """The frame with the unfinished and new trials read again; None when a full read is needed."""
-        held = self._frame
+    def _incremental(self, tables: StudyTables, held: pd.DataFrame) -> pd.DataFrame | None:
+        """The frame held with the unfinished and new trials read again; None when a full read is needed."""
         total, new = tables.count_and_new(self._top)
         if total != len(held) + new:  # a trial went away, or ids did not only grow
             return None

@@ -41,7 +41,7 @@ def study_rows(reader: TrialReader) -> list[dict[str, Any]]:
     by_name = {row["study"]: row for row in rows}
     for row in rows:
         if row["kind"] == "compare":
-            _through_arms(row, [by_name[n] for n in arm_study_names(row["study"], by_name)])
+            _through_arms(row, [by_name[n] for n in arm_study_names(str(row["study"]), by_name)])
     return rows
 
 
