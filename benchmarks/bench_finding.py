@@ -125,7 +125,7 @@ def chart(answer: dict, path: Path, title: str) -> None:
 
     arms = answer["arms"]
     rope = answer["rope"]["relative"] or 0.0
-    fig, ax = plt.subplots(figsize=(7.5, 0.5 * len(arms) + 1.8), dpi=120)
+    fig, ax = plt.subplots(figsize=(7.5, 0.5 * len(arms) + 2.2), dpi=120)
     ax.axvspan(-100 * rope, 100 * rope, color="#dddddd")
     ax.axvline(0, color="black", lw=0.8)
     for i, arm in enumerate(arms):
@@ -134,7 +134,7 @@ def chart(answer: dict, path: Path, title: str) -> None:
         ax.plot([100 * arm["rel_diff"]], [i], "o", color=colour)
         ax.text(100 * arm["rel_high"], i + 0.18, f" {arm['verdict']}", color=colour, fontsize=8)
     ax.set_yticks(range(len(arms)), [f"p = {p_name(a['value'])}" for a in arms])
-    ax.invert_yaxis()
+    ax.set_ylim(len(arms) - 0.4, -0.6)  # the first arm on top; room for each verdict's label, one arm too
     ax.set_xlabel("final validation loss against p = 2 (%), with the interval each verdict was decided on")
     ax.set_title(f"{title}\ngrey: the ROPE, {answer['rope']['words']}", fontsize=9, loc="left")
     fig.tight_layout()
