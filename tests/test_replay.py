@@ -163,10 +163,11 @@ def test_methods_are_picked_by_name_and_the_default_is_what_search_uses():
     from lpstudy.study.spec import StudySpec, build_spec
 
     spec = build_spec({"preset": "smoke"})
-    assert default_method() == Method(spec.sampler, spec.pruner, spec.spread_trials, spec.race, spec.race_folds)
+    assert default_method() == Method(spec.sampler, spec.pruner, spec.spread_trials, spec.race, spec.race_folds,
+                                      spec.race_reserve)
     with_inf = build_spec({"preset": "smoke"}, {"p": "1:4,inf"})  # one default, whatever the space
     assert default_method() == Method(with_inf.sampler, with_inf.pruner, with_inf.spread_trials, with_inf.race,
-                                      with_inf.race_folds)
+                                      with_inf.race_folds, with_inf.race_reserve)
     assert [m.name for m in pick_methods("cmaes+sha@8,random+sha@3")] == ["cmaes+sha@8", "random+sha@3"]
     assert [m.name for m in pick_methods("tpe+median,random+none")] == ["tpe+median", "random+none"]
     assert {m.pruner for m in pick_methods("gp+*")} == {"none", "median", "sha", "hyperband"}
@@ -416,7 +417,8 @@ def test_export_grid_and_replay_on_a_real_grid_study(grid_study, capsys):
 
     spec = build_spec({"preset": "smoke"}, {"p": "1:3", "lr": "1e-3:1e-2"})  # the grid's space, as search has it
     searched = (f"{spec.sampler}+{spec.pruner}" + (f"@{spec.spread_trials}" if spec.spread_trials else "")
-                + (f"/race{spec.race}" if spec.race else ""))
+                + (f"/race{spec.race}" if spec.race else "")
+                + (f"r{round(100 * spec.race_reserve)}" if spec.race and spec.race_reserve else ""))
     assert [m["name"] for m in plain["methods"] if m["default"]] == [searched]
     assert [m["rank"] for m in plain["methods"]] == [1, 2, 3, 4, 5]  # by what the user gets, then mean regret
     assert plain["seeds"] == 3
@@ -597,7 +599,8 @@ def test_replay_marks_what_search_runs_for_the_grids_space_and_prints_no_sampler
 
     spec = build_spec({"preset": "smoke"}, {"p": "1:2,inf", "lr": "0.01:0.1"})  # the grid's space, as search has it
     expected = (f"{spec.sampler}+{spec.pruner}" + (f"@{spec.spread_trials}" if spec.spread_trials else "")
-                + (f"/race{spec.race}" if spec.race else ""))
+                + (f"/race{spec.race}" if spec.race else "")
+                + (f"r{round(100 * spec.race_reserve)}" if spec.race and spec.race_reserve else ""))
     assert [m["name"] for m in plain["methods"] if m["default"]] == [expected]
     assert "warn" not in err.lower() and "[W " not in err, err[:2000]
 

@@ -19,6 +19,19 @@ from lpstudy.cli.study_options import StudyOptions, TrialOptions
 from lpstudy.names import shell_quoted
 
 
+def spread_for_workers(spec_options: StudyOptions, stored, workers: int) -> dict[str, int]:
+    """A new study's spread phase scaled to its workers: `spread_trials` = W where W workers exceed
+    the default and the user gave no spread phase (flag or study file), so that the first wave of W
+    trials is a Sobol design rather than the sampler's random start (issue 54, measured by the replay
+    at 32 and 128 workers: docs/search-cost.md). A study that exists keeps its own."""
+    from lpstudy.study.options import OPTIONS
+
+    given = any(key == "spread_trials" for _, key, _ in spec_options.given())
+    if stored is not None or given or workers <= OPTIONS["spread_trials"].default:
+        return {}
+    return {"spread_trials": workers}
+
+
 @app.command()
 @option_groups
 def search(
@@ -46,7 +59,8 @@ def search(
     store, data = preflight(storage, data, trains=True, creates=True)  # offline: one line, no study made
     with store:  # the command's one storage, from its check to its close
         the_study, created, _ = open_and_create(
-            store, study, lambda stored: spec_options.spec_for(study, stored, **trial_options.given()))
+            store, study, lambda stored: spec_options.spec_for(
+                study, stored, **trial_options.given(), **spread_for_workers(spec_options, stored, workers)))
         spec = load_spec(store, study)  # a study that exists: as it is stored
         say(f"study {study!r} {'created' if created else 'continued'} in {store.display_url} · {spec.describe()}")
         say(f"space: {spec.space.describe()}")

@@ -23,6 +23,8 @@ class DeclaredOptions:
     race: int = 2
     # The folds a raced configuration is measured on at most (the tuning fold among them)
     race_folds: int = 5
+    # The last share of the trials a run has (--n-trials, or the study's target) kept for races: past it a worker takes only a leader's next fold, waits while trials run, and stops when none does (0: none)
+    race_reserve: float = 0.2
     # Record the first step each run reaches this validation loss (nats)
     loss_threshold: float | None = None
     # TPE's random trials before it models the space

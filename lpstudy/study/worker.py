@@ -38,7 +38,7 @@ from optuna.trial import TrialState
 from lpstudy.db import optuna_private
 from lpstudy.db.liveness import Liveness
 from lpstudy.db.optuna_storage import StorageUnavailable, StudyStorage
-from lpstudy.study.claims import WAIT, ask_within_target, pop_waiting_trial, requeue
+from lpstudy.study.claims import WAIT, ask_within_target, pop_waiting_trial, requeue, take_race
 from lpstudy.study import telemetry
 from lpstudy.study.races import enqueue_races
 from lpstudy.study.spec import StudySpec
@@ -329,6 +329,15 @@ class Worker:
                         continue
                     report.reason = missing or "no grid cell left"
                     break
+            elif self._past_race_reserve(study, spec, storage, done):
+                trial = take_race(study, storage)  # the last share of the run is the races' (spec.race_reserve)
+                if trial is None:
+                    report.reason = (f"the last {spec.race_reserve:.0%} of the trials are kept for races "
+                                     "(race_reserve) and no race is left to run")
+                    break
+                if trial is WAIT:
+                    self._idle()  # a running trial's end may enqueue a race
+                    continue
             else:
                 trial = ask_within_target(study, spec, storage)
                 if trial is None:
@@ -368,6 +377,22 @@ class Worker:
         if opts.announce:
             self.say(stop_line(report))
         return report
+
+    def _past_race_reserve(self, study: optuna.Study, spec: StudySpec, storage: StudyStorage, done: int) -> bool:
+        """Whether this worker, free now, takes only races (lpstudy.study.intensify.RaceReserve, the
+        rule the replay benchmark keeps): past (1 − race_reserve) of its own --n-trials (the trials
+        it ran; a comparison's worker, which runs one at a time, has none of its own), or of the
+        study's n_trials target counting the running trials as taken."""
+        rule = spec.race_reserve_rule()
+        if rule.share <= 0 or not spec.space.searched:
+            return False
+        opts = self.options
+        if opts.trials_after == 0 and rule.only_races(done, opts.n_trials):
+            return True
+        if spec.n_trials is None:
+            return False
+        taken = storage.count_trials(study, (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING))
+        return rule.only_races(taken, spec.n_trials)
 
     def _idle(self) -> None:
         """Wait before looking again, longer each time nothing was there (see IDLE_POLL_MAX_S)."""
