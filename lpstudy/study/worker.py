@@ -82,6 +82,9 @@ class WorkerOptions:
     # worker runs one trial at a time through a Worker each (n_trials=1), and the races one enqueues
     # are run by the next (lpstudy.study.compare_worker), so they are enqueued within what it has left.
     trials_after: int | None = 0
+    # Keep a search's race reserve (spec.race_reserve). A comparison's worker does not: it runs its arms'
+    # tunings one trial at a time through a Worker each, choosing the arm itself (lpstudy.study.compare_worker).
+    race_reserve: bool = True
 
 
 @dataclass
@@ -381,13 +384,13 @@ class Worker:
     def _past_race_reserve(self, study: optuna.Study, spec: StudySpec, storage: StudyStorage, done: int) -> bool:
         """Whether this worker, free now, takes only races (lpstudy.study.intensify.RaceReserve, the
         rule the replay benchmark keeps): past (1 − race_reserve) of its own --n-trials (the trials
-        it ran; a comparison's worker, which runs one at a time, has none of its own), or of the
-        study's n_trials target counting the running trials as taken."""
-        rule = spec.race_reserve_rule()
-        if rule.share <= 0 or not spec.space.searched:
-            return False
+        it ran), or of the study's n_trials target counting the running trials as taken. Never for
+        a comparison's worker (WorkerOptions.race_reserve)."""
         opts = self.options
-        if opts.trials_after == 0 and rule.only_races(done, opts.n_trials):
+        rule = spec.race_reserve_rule()
+        if not opts.race_reserve or rule.share <= 0 or not spec.space.searched:
+            return False
+        if rule.only_races(done, opts.n_trials):
             return True
         if spec.n_trials is None:
             return False
