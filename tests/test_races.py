@@ -154,7 +154,8 @@ def test_a_study_races_its_leaders_and_exports_the_configuration_best_over_folds
 
     spec = _planned_search(sqlite_url, "raced", race=3)
     trials = optuna.load_study(study_name="raced", storage=sqlite_url).get_trials()
-    assert len(trials) == 12 and all(t.state.name == "COMPLETE" for t in trials)  # the target holds
+    # the target holds (never past it; the race reserve may end the study under it: tests/test_races_reserve.py)
+    assert len(trials) <= 12 and all(t.state.name == "COMPLETE" for t in trials)
     on_fold_1 = {t.params["lr"] for t in trials if t.user_attrs.get("fold") == 1}
     assert {1e-2, 1e-3} <= on_fold_1  # the leaders were run on fold 1 by the worker
     best = search_best(trials, spec)
