@@ -127,8 +127,8 @@ def _planned_search(url: str, name: str, race: int, n_trials: int | None = 12, w
 
     space = SearchSpace.from_mapping({"lr": {"choices": list(PLANTED)}, "fold": {"value": 0}, "folds": {"value": 2},
                                       "max_steps": {"value": 30}, "eval_interval": {"value": 10}})
-    spec = StudySpec(space=space, preset="smoke", sampler="random", sampler_seed=3, spread_trials=0,
-                     n_trials=n_trials, race=race, **options).validate()
+    spec = StudySpec(space=space, **{"preset": "smoke", "sampler": "random", "sampler_seed": 3, "spread_trials": 0,
+                                     "n_trials": n_trials, "race": race, **options}).validate()
 
     def plan(cfg):
         final = PLANTED[cfg.lr][cfg.fold]

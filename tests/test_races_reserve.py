@@ -54,6 +54,15 @@ def test_a_worker_keeps_the_reserve_of_the_studys_target_counting_running_trials
     assert len(trials) == 7 and not _sampled(trials[6:])
 
 
+def test_a_run_that_is_all_spread_phase_keeps_no_reserve(sqlite_url):
+    """`search`'s first run, --n-trials 8 with 8 spread trials, runs its 8 spread points: its races
+    could not be enqueued within it, so there is nothing to keep a share for. Watched fail without
+    the spread's exception (7 run, the eighth point left waiting)."""
+    _planned_search(sqlite_url, "spread", race=2, n_trials=None, worker_trials=8, spread_trials=8, race_reserve=0.2)
+    trials = _trials(sqlite_url, "spread")
+    assert len(trials) == 8 and all(t.state.name == "COMPLETE" for t in trials)
+
+
 @pytest.mark.parametrize("always", [False, True])
 def test_the_replay_and_the_worker_read_one_rule(sqlite_url, monkeypatch, always):
     """The rule changed in its one place (RaceReserve.only_races) moves both: never past the

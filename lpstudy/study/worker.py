@@ -384,15 +384,18 @@ class Worker:
     def _past_race_reserve(self, study: optuna.Study, spec: StudySpec, storage: StudyStorage, done: int) -> bool:
         """Whether this worker, free now, takes only races (lpstudy.study.intensify.RaceReserve, the
         rule the replay benchmark keeps): past (1 − race_reserve) of its own --n-trials (the trials
-        it ran), or of the study's n_trials target counting the running trials as taken. Never for
-        a comparison's worker (WorkerOptions.race_reserve)."""
+        it ran), or of the study's n_trials target counting the running trials as taken. Only a
+        budget larger than the spread phase keeps one: a run that is all spread phase (search's
+        first `--n-trials 8`) has no room for a race (lpstudy.study.races.enqueue_races keeps the
+        waiting trials within the run) and runs its spread points. Never for a comparison's worker
+        (WorkerOptions.race_reserve)."""
         opts = self.options
         rule = spec.race_reserve_rule()
         if not opts.race_reserve or rule.share <= 0 or not spec.space.searched:
             return False
-        if rule.only_races(done, opts.n_trials):
+        if opts.n_trials is not None and opts.n_trials > spec.spread_trials and rule.only_races(done, opts.n_trials):
             return True
-        if spec.n_trials is None:
+        if spec.n_trials is None or spec.n_trials <= spec.spread_trials:
             return False
         taken = storage.count_trials(study, (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING))
         return rule.only_races(taken, spec.n_trials)
