@@ -116,7 +116,7 @@ def test_a_race_is_named_after_its_method_and_refused_when_written_wrong():
 # -- in a study: the worker enqueues the races, export says on how many folds ------------------------
 
 def _planned_search(url: str, name: str, race: int, n_trials: int | None = 12, worker_trials: int | None = None,
-                    **options):
+                    run_budget: tuple[int, int] | None = None, **options):
     """A search over lr ∈ PLANTED's keys on fold 0 of 2, run by lpstudy's worker with an objective
     that ends each run at PLANTED[lr][fold] (the fold a race enqueued it on, where one did)."""
     from lpstudy.study.space import SearchSpace
@@ -138,7 +138,7 @@ def _planned_search(url: str, name: str, race: int, n_trials: int | None = 12, w
     open_and_create(storage, name, spec)
     with storage:
         report = run_worker(WorkerOptions(study=name, storage=url, device="cpu", show_progress=False, announce=False,
-                                          n_trials=worker_trials),
+                                          n_trials=worker_trials, run_budget=run_budget),
                             say=lambda message: None, objective=PlannedObjective(plan), storage=storage)
     assert report.exit_code == 0, report
     return spec

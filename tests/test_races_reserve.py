@@ -54,6 +54,22 @@ def test_a_worker_keeps_the_reserve_of_the_studys_target_counting_running_trials
     assert len(trials) == 7 and not _sampled(trials[6:])
 
 
+def test_a_worker_of_a_run_counts_every_workers_trials_since_the_run_began(sqlite_url):
+    """`search --workers W --n-trials N` starts each worker with the run (its start, N): the reserve
+    is a share of the study's trials taken since, every worker's, as the replay counts its budget,
+    not of a worker's own share (one or two trials each at many workers, too few to keep 20 % of).
+    Here one worker of a run of 10 whose own --n-trials (20) would keep nothing before its 16th
+    trial: past 6 of the run's 10, only races. Watched fail with the run's budget ignored (12 trials)."""
+    from lpstudy.study.launch import worker_command
+    from lpstudy.study.worker import WorkerOptions
+
+    _planned_search(sqlite_url, "run", race=1, n_trials=None, worker_trials=20, run_budget=(0, 10), race_reserve=0.4)
+    trials = _trials(sqlite_url, "run")
+    assert len(trials) == 7 and not _sampled(trials[6:])
+    command = worker_command(WorkerOptions(study="s", run_budget=(3, 40)), "cpu", 20)
+    assert command[command.index("--run-budget") + 1] == "3:40"  # what search's worker processes are told
+
+
 def test_a_run_that_is_all_spread_phase_keeps_no_reserve(sqlite_url):
     """`search`'s first run, --n-trials 8 with 8 spread trials, runs its 8 spread points: its races
     could not be enqueued within it, so there is nothing to keep a share for. Watched fail without

@@ -69,7 +69,11 @@ def search(
         max_steps = spec.base_config().max_steps
         say("runs " + study_estimate(n_trials, spec.preset, workers, gpu=device_list[0] != "cpu",
                                      max_steps=max_steps, pruned=spec.pruner != "none"))
-        options = WorkerOptions(study=study, storage=store.url, n_trials=n_trials, data=data, show_progress=False)
+        from optuna.trial import TrialState
+
+        taken = store.count_trials(the_study, (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING))
+        options = WorkerOptions(study=study, storage=store.url, n_trials=n_trials, data=data, show_progress=False,
+                                run_budget=(taken, n_trials))  # the race reserve: a share of this run, every worker's
         code = run_with_progress(options, device_list, the_study, n_trials)
         status = study_status(store, study)
         render_status(status)
