@@ -104,7 +104,8 @@ OPTIONS: dict[str, StudyOption] = _options(
     StudyOption("pruner", str, "none", "none, median, sha (successive halving) or hyperband; spread trials "
                 "are never pruned", words=PRUNERS),
     StudyOption("spread_trials", int, 8, "The first trials, spread over the space by a Sobol sequence and "
-                "never pruned (0: none)", bound=(0, 4096)),
+                "never pruned (0: none); search --workers W makes a new study's W where W is over 8; for workers "
+                "started by hand, give their number", bound=(0, 4096)),
     StudyOption("race", int, 2, "The leading configurations raced on more folds before one is returned as the "
                 "best (SMAC's intensification; 0: the tuning fold's best, measured on 1 fold)", bound=(0, 100)),
     StudyOption("race_folds", int, 5, "The folds a raced configuration is measured on at most (the tuning fold "

@@ -17,7 +17,7 @@ class DeclaredOptions:
     sampler: str = 'tpe'
     # none, median, sha (successive halving) or hyperband; spread trials are never pruned
     pruner: str = 'none'
-    # The first trials, spread over the space by a Sobol sequence and never pruned (0: none)
+    # The first trials, spread over the space by a Sobol sequence and never pruned (0: none); search --workers W makes a new study's W where W is over 8; for workers started by hand, give their number
     spread_trials: int = 8
     # The leading configurations raced on more folds before one is returned as the best (SMAC's intensification; 0: the tuning fold's best, measured on 1 fold)
     race: int = 2
