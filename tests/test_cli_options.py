@@ -115,6 +115,7 @@ GIVEN = {
     "spread_trials": (2, lambda s: s.spread_trials == 2),
     "race": (1, lambda s: s.race == 1),
     "race_folds": (3, lambda s: s.race_folds == 3),
+    "race_reserve": (0.1, lambda s: s.race_reserve == 0.1),
     "sampler_seed": (11, lambda s: s.sampler_seed == 11),
 }
 

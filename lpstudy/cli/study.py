@@ -79,6 +79,7 @@ def worker(
     config: Annotated[Optional[Path], typer.Option("--config", "-c", help="The study YAML its creator was given: start only on a study with that spec, marked ready by a `lpstudy create` that succeeded (another spec: refused, exit 2).")] = None,
     wait_for_spec_s: Annotated[float, typer.Option("--wait-for-spec-s", help="Wait this long (s) for the study (with --config: for its creator's success) to appear; then exit 2. 0: look once.", min=0)] = 0.0,
     metrics_port: Annotated[Optional[int], typer.Option("--metrics-port", help="Serve Prometheus metrics on 0.0.0.0:PORT/metrics (9108 by convention; process i of --devices on PORT+i; default $LPSTUDY_METRICS_PORT, else 0: none).")] = None,
+    run_budget: Annotated[Optional[str], typer.Option("--run-budget", hidden=True, help="START:N, the run a command started this worker for: the study's trials taken when it started and the run's trials (the race reserve is a share of it).")] = None,
     storage: StorageChoice,
     check: CheckOpt = False,
 ) -> int:
@@ -107,7 +108,8 @@ def worker(
                             show_progress=not no_progress, heartbeat_interval=heartbeat_interval,
                             grace_period=grace_period, max_retry=max_retry, threads=threads,
                             artifacts=artifacts, config=str(config) if config is not None else None,
-                            metrics_port=port)
+                            metrics_port=port,
+                            run_budget=_run_budget(run_budget))
     with opened:  # this process's one storage: the worker trains on it, and it is closed after
         if len(device_list) > 1:
             opened.close()  # each worker process opens its own
@@ -131,6 +133,16 @@ def worker(
     if report.exit_code:
         raise UserError(f"worker stopped: {report.reason}")
     return 0
+
+
+def _run_budget(text: str | None) -> tuple[int, int] | None:
+    """--run-budget START:N as two integers (None: not given)."""
+    if text is None:
+        return None
+    start, sep, total = text.partition(":")
+    if not (sep and start.isdigit() and total.isdigit()):
+        raise UserError(f"--run-budget takes START:N (two whole numbers), got {text!r}")
+    return int(start), int(total)
 
 
 @app.command()

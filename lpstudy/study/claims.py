@@ -16,7 +16,10 @@ from lpstudy.db.retries import RetryCallback
 from lpstudy.errors import UserError
 from lpstudy.study.spec import StudySpec
 from lpstudy.study.studies import trial_params
-from lpstudy.values import LEASE_ATTR, METRICS_ATTR_PREFIX
+from lpstudy.values import LEASE_ATTR, METRICS_ATTR_PREFIX, RACE_FOLD_ATTR
+
+# A spread trial still waiting when a search passes its race reserve: failed unrun, with this user attribute.
+PAST_RESERVE_ATTR = "past_race_reserve"
 
 
 def pop_waiting_trial(study: optuna.Study, storage: StudyStorage) -> optuna.Trial | None:
@@ -31,6 +34,32 @@ def pop_waiting_trial(study: optuna.Study, storage: StudyStorage) -> optuna.Tria
     optuna_private.forget_cached_trials(study)  # as Study.ask does: sync with the storage once per trial
     trial_id = storage.claim_waiting(study)
     return None if trial_id is None else optuna.Trial(study, trial_id)
+
+
+def take_race(study: optuna.Study, storage: StudyStorage) -> optuna.Trial | object | None:
+    """What a search's worker takes past its race reserve (lpstudy.study.intensify.RaceReserve): a
+    waiting race, now RUNNING and ours, or a failed trial's retry (its run is owed); a spread trial
+    still waiting before it is failed unrun (user attribute PAST_RESERVE_ATTR), as the replay
+    benchmark leaves it. WAIT where nothing owed waits but trials run (their ends may enqueue
+    races); None where nothing owed waits and nothing runs: the run is over. Atomic across workers
+    as pop_waiting_trial is."""
+    while True:
+        waiting = study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
+        if not any(_owed(t.user_attrs, t.system_attrs) for t in waiting):
+            return WAIT if storage.count_trials(study, (TrialState.RUNNING,)) else None
+        trial = pop_waiting_trial(study, storage)
+        if trial is None:
+            continue  # another worker took it: look again
+        frozen = optuna_private.study_storage(study).get_trial(optuna_private.trial_id(trial))
+        if _owed(frozen.user_attrs, frozen.system_attrs):
+            return trial
+        trial.set_user_attr(PAST_RESERVE_ATTR, True)
+        study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
+
+
+def _owed(user_attrs: dict, system_attrs: dict) -> bool:
+    """A race's trial, or a failed trial enqueued again (Optuna's `failed_trial`, lpstudy.db.retries)."""
+    return user_attrs.get(RACE_FOLD_ATTR) is not None or "failed_trial" in system_attrs
 
 
 def ask_within_target(study: optuna.Study, spec: StudySpec, storage: StudyStorage):

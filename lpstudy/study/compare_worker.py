@@ -65,7 +65,8 @@ def run_compare_worker(options: WorkerOptions, storage: StudyStorage, say=None) 
             continue
         # races the arm's tuning enqueues (within its budget) are this loop's next trials (next_study)
         after = None if options.n_trials is None else options.n_trials - done - 1
-        one = run_worker(dataclasses.replace(options, study=target, n_trials=1, announce=False, trials_after=after),
+        one = run_worker(dataclasses.replace(options, study=target, n_trials=1, announce=False, trials_after=after,
+                                             race_reserve=False),
                          say=lambda message, arm=target: speak(f"{arm}: {message}"), storage=storage)
         if not one.trials and not one.exit_code:
             if target != empty:  # another worker took its last trial meanwhile: look again, once

@@ -21,10 +21,17 @@ candidate that falls behind costs no more evaluations. The rule here:
   mean loss; never a configuration that diverged on any fold. Before any configuration has a
   second fold, the tuning fold's best, said to be measured on 1 fold.
 
+- **the race reserve** (`RaceReserve.only_races`): the last `share` of a search's budget is kept for
+  races. Once the compute spent and committed (the running trials counted to their end) reaches
+  (1 − share) of the budget, a worker that frees takes only an enqueued race; with none waiting it
+  waits while trials run (their ends may enqueue races) and stops when none runs. With many
+  workers the whole budget would otherwise start at once, before any trial has finished to say
+  which leaders to race (issue 54).
+
 With `top = 0` nothing is raced and the tuning fold's best is returned (the rule before issue 45).
-The worker (lpstudy.study.worker: it enqueues the requests as trials, lpstudy.study.races) and the
-replay benchmark (lpstudy.results.replay) both ask this class, so the benchmark measures what a
-study returns. Plain Python and NumPy/SciPy: no Optuna, no torch.
+The worker (lpstudy.study.worker: it enqueues the requests as trials, lpstudy.study.races, and
+keeps the reserve) and the replay benchmark (lpstudy.results.replay) both ask these classes, so the
+benchmark measures what a study returns. Plain Python and NumPy/SciPy: no Optuna, no torch.
 """
 
 from __future__ import annotations
@@ -80,6 +87,22 @@ def mean_interval(losses: Sequence[float], k: int, confidence: float = CONFIDENC
     mean, se, df = corrected_stats(list(losses), k)
     low, high = interval(mean, se, df, confidence)
     return float(low), float(high)
+
+
+@dataclass(frozen=True)
+class RaceReserve:
+    """The last `share` of a search's budget kept for races (the module's docstring). The budget is
+    counted in the caller's unit: the replay counts steps of compute, the worker counts trials (one
+    trial a run to its end: its compute, with the search's default pruner `none`)."""
+
+    share: float = 0.0
+
+    def only_races(self, committed: float, budget: float | None) -> bool:
+        """Whether a worker that frees now takes only a race: `committed` (spent, and the running
+        trials to their end) has reached (1 − share) of `budget` (None: no budget, no reserve)."""
+        if self.share <= 0 or budget is None or budget <= 0:
+            return False
+        return committed >= (1 - self.share) * budget
 
 
 @dataclass(frozen=True)

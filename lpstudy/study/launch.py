@@ -71,6 +71,8 @@ def worker_command(options: WorkerOptions, device: str, n_trials: int | None,
         cmd += ["--n-trials", str(n_trials)]
     if options.timeout:
         cmd += ["--timeout", str(options.timeout)]
+    if options.run_budget is not None:  # the run the race reserve is a share of (lpstudy.study.worker)
+        cmd += ["--run-budget", "{}:{}".format(*options.run_budget)]
     if options.data:
         cmd += ["--data", str(options.data)]
     if not options.show_progress:

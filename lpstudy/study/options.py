@@ -104,11 +104,16 @@ OPTIONS: dict[str, StudyOption] = _options(
     StudyOption("pruner", str, "none", "none, median, sha (successive halving) or hyperband; spread trials "
                 "are never pruned", words=PRUNERS),
     StudyOption("spread_trials", int, 8, "The first trials, spread over the space by a Sobol sequence and "
-                "never pruned (0: none)", bound=(0, 4096)),
+                "never pruned (0: none); search --workers W makes a new study's W where W is over 8; for workers "
+                "started by hand, give their number", bound=(0, 4096)),
     StudyOption("race", int, 2, "The leading configurations raced on more folds before one is returned as the "
                 "best (SMAC's intensification; 0: the tuning fold's best, measured on 1 fold)", bound=(0, 100)),
     StudyOption("race_folds", int, 5, "The folds a raced configuration is measured on at most (the tuning fold "
                 "among them)", bound=(2, 1000)),
+    # issue 54: measured by the replay at 1, 8, 32 and 128 workers (docs/search-cost.md, "Many workers")
+    StudyOption("race_reserve", float, 0.2, "The last share of the trials a run has (--n-trials, or the study's "
+                "target) kept for races: past it a worker takes only a leader's next fold, waits while trials run, "
+                "and stops when none does (0: none)", bound=(0, 0.9), written_when_set=True),
     StudyOption("loss_threshold", float, None, "Record the first step each run reaches this validation loss "
                 "(nats)", bound=(0, 1000), low_open=True, unit=" nats"),
     StudyOption("n_startup_trials", int, 10, "TPE's random trials before it models the space", bound=(0, 10**6)),

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from lpstudy.errors import UserError
 from lpstudy.files import read_yaml_mapping
-from lpstudy.study.intensify import Intensifier
+from lpstudy.study.intensify import Intensifier, RaceReserve
 from lpstudy.study.options import OPTIONS
 from lpstudy.study.space import DEFAULT_SPACE, Fixed, SearchSpace
 from lpstudy.training.bounds import FIELD_BOUNDS
@@ -136,6 +136,11 @@ class StudySpec(DeclaredOptions):
         (lpstudy.study.intensify): its `race` leaders, on up to `race_folds` of its K folds, the
         tuning fold (the space's fold) first."""
         return Intensifier.of(self.race, self.race_folds, int(self.base_config().fold), int(self.folds))
+
+    def race_reserve_rule(self) -> RaceReserve:
+        """The share of a run's trials kept for races (lpstudy.study.intensify.RaceReserve): none
+        where nothing is raced."""
+        return RaceReserve(self.race_reserve if self.race > 0 else 0.0)
 
     def base_config(self) -> TrainConfig:
         """The preset with the space's fixed values: what every trial shares."""

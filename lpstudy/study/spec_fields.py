@@ -17,12 +17,14 @@ class DeclaredOptions:
     sampler: str = 'tpe'
     # none, median, sha (successive halving) or hyperband; spread trials are never pruned
     pruner: str = 'none'
-    # The first trials, spread over the space by a Sobol sequence and never pruned (0: none)
+    # The first trials, spread over the space by a Sobol sequence and never pruned (0: none); search --workers W makes a new study's W where W is over 8; for workers started by hand, give their number
     spread_trials: int = 8
     # The leading configurations raced on more folds before one is returned as the best (SMAC's intensification; 0: the tuning fold's best, measured on 1 fold)
     race: int = 2
     # The folds a raced configuration is measured on at most (the tuning fold among them)
     race_folds: int = 5
+    # The last share of the trials a run has (--n-trials, or the study's target) kept for races: past it a worker takes only a leader's next fold, waits while trials run, and stops when none does (0: none)
+    race_reserve: float = 0.2
     # Record the first step each run reaches this validation loss (nats)
     loss_threshold: float | None = None
     # TPE's random trials before it models the space

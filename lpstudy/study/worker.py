@@ -38,7 +38,7 @@ from optuna.trial import TrialState
 from lpstudy.db import optuna_private
 from lpstudy.db.liveness import Liveness
 from lpstudy.db.optuna_storage import StorageUnavailable, StudyStorage
-from lpstudy.study.claims import WAIT, ask_within_target, pop_waiting_trial, requeue
+from lpstudy.study.claims import WAIT, ask_within_target, pop_waiting_trial, requeue, take_race
 from lpstudy.study import telemetry
 from lpstudy.study.races import enqueue_races
 from lpstudy.study.spec import StudySpec
@@ -82,6 +82,13 @@ class WorkerOptions:
     # worker runs one trial at a time through a Worker each (n_trials=1), and the races one enqueues
     # are run by the next (lpstudy.study.compare_worker), so they are enqueued within what it has left.
     trials_after: int | None = 0
+    # Keep a search's race reserve (spec.race_reserve). A comparison's worker does not: it runs its arms'
+    # tunings one trial at a time through a Worker each, choosing the arm itself (lpstudy.study.compare_worker).
+    race_reserve: bool = True
+    # The run the reserve is a share of, where a command started several workers for one (`search --workers W
+    # --n-trials N`): (the study's trials taken when it started, N). Each worker counts every worker's trials,
+    # the running ones too, as the replay benchmark does; None: this worker's own --n-trials.
+    run_budget: tuple[int, int] | None = None
 
 
 @dataclass
@@ -329,6 +336,15 @@ class Worker:
                         continue
                     report.reason = missing or "no grid cell left"
                     break
+            elif self._past_race_reserve(study, spec, storage, done):
+                trial = take_race(study, storage)  # the last share of the run is the races' (spec.race_reserve)
+                if trial is None:
+                    report.reason = (f"the last {spec.race_reserve:.0%} of the trials are kept for races "
+                                     "(race_reserve) and no race is left to run")
+                    break
+                if trial is WAIT:
+                    self._idle()  # a running trial's end may enqueue a race
+                    continue
             else:
                 trial = ask_within_target(study, spec, storage)
                 if trial is None:
@@ -368,6 +384,31 @@ class Worker:
         if opts.announce:
             self.say(stop_line(report))
         return report
+
+    def _past_race_reserve(self, study: optuna.Study, spec: StudySpec, storage: StudyStorage, done: int) -> bool:
+        """Whether this worker, free now, takes only races (lpstudy.study.intensify.RaceReserve, the
+        rule the replay benchmark keeps): past (1 − race_reserve) of the run its command started
+        it for (WorkerOptions.run_budget: every worker's trials since, the running ones too), else of
+        its own --n-trials (the trials it ran), or of the study's n_trials target counting the
+        running trials as taken. Only a
+        budget larger than the spread phase keeps one: a run that is all spread phase (search's
+        first `--n-trials 8`) has no room for a race (lpstudy.study.races.enqueue_races keeps the
+        waiting trials within the run) and runs its spread points. Never for a comparison's worker
+        (WorkerOptions.race_reserve)."""
+        opts = self.options
+        rule = spec.race_reserve_rule()
+        if not opts.race_reserve or rule.share <= 0 or not spec.space.searched:
+            return False
+        taken = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING)
+        if opts.run_budget is not None:
+            start, total = opts.run_budget
+            if total > spec.spread_trials and rule.only_races(storage.count_trials(study, taken) - start, total):
+                return True
+        elif opts.n_trials is not None and opts.n_trials > spec.spread_trials and rule.only_races(done, opts.n_trials):
+            return True
+        if spec.n_trials is None or spec.n_trials <= spec.spread_trials:
+            return False
+        return rule.only_races(storage.count_trials(study, taken), spec.n_trials)
 
     def _idle(self) -> None:
         """Wait before looking again, longer each time nothing was there (see IDLE_POLL_MAX_S)."""

@@ -21,8 +21,8 @@ unless said here (its samplers in REPLAY_ONLY_SAMPLERS):
               returned (lpstudy.study.intensify, as a study's `race` option), its evaluations
               counted in the budget; search's default has its `race`. /raceRrP: the last P % of
               the budget kept for races: past (100 − P) % of it, a worker takes only a race, so the
-              leaders of a wave that many workers ran at once are still raced (issue 54; measured by
-              the replay, not applied by the worker yet)
+              leaders of a wave that many workers ran at once are still raced (issue 54; the study
+              option `race_reserve`, kept by the worker through the same rule: the default's r20)
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def default_method() -> Method:
     """What `lpstudy search` runs unless told otherwise: the spec's default sampler, pruner, spread
     phase and race."""
     spec = StudySpec(space=None)  # type: ignore[arg-type]  # only its defaults are read
-    return Method(spec.sampler, spec.pruner, spec.spread_trials, spec.race, spec.race_folds)
+    return Method(spec.sampler, spec.pruner, spec.spread_trials, spec.race, spec.race_folds, spec.race_reserve)
 
 
 def all_methods() -> list[Method]:

@@ -36,7 +36,7 @@ import optuna
 from optuna.trial import TrialState
 
 from lpstudy.study.best import is_candidate
-from lpstudy.study.intensify import Evaluation, Intensifier
+from lpstudy.study.intensify import Evaluation, Intensifier, RaceReserve
 from lpstudy.results.replay.clock import TimeModel
 from lpstudy.results.replay.grid_table import FOLD, GridTable
 from lpstudy.results.replay.methods import Method, build_pruner, build_sampler
@@ -177,7 +177,7 @@ def replay_one(table: GridTable, method: Method, seed: int, budget_steps: int,
     rng = np.random.default_rng(seed)
     trace = Trace(workers=workers)
     spent, best = 0, (math.inf, -1)  # (value, config) of the best candidate so far (a method over folds)
-    sampled_steps = (1 - method.reserve) * budget_steps if method.race else budget_steps
+    reserve = RaceReserve(method.reserve if method.race else 0.0)  # the worker's rule (lpstudy.study.intensify)
     running: dict[int, _Running] = {}  # by worker
     events: list[tuple[float, int, int]] = []  # (time, order, worker): the next report of a worker's trial
     order = 0
@@ -188,7 +188,8 @@ def replay_one(table: GridTable, method: Method, seed: int, budget_steps: int,
             if trace.trials + len(running) >= max_trials or _stalled(trace):
                 trace.capped = True
                 break
-            if spent + sum(r.full_cost for r in running.values()) >= sampled_steps and not _race_waits_first(study):
+            if (reserve.only_races(spent + sum(r.full_cost for r in running.values()), budget_steps)
+                    and not _race_waits_first(study)):
                 break  # past the sampled share (method.reserve): only a race is taken
             worker = free.pop(0)
             with warnings.catch_warnings():
