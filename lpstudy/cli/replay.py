@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -15,8 +15,11 @@ from lpstudy.cli import app
 from lpstudy.cli.common import quiet_optuna, say
 from lpstudy.cli.option_groups import option_groups
 from lpstudy.cli.storage_option import StorageChoice
+
+if TYPE_CHECKING:
+    from lpstudy.results.replay.grid_table import GridTable
 from lpstudy.errors import UserError
-from lpstudy.names import study_name_option
+from lpstudy.names import check_study_name
 
 SHIPPED_GRID = "benchmarks/data/grid-mid600.json.gz"
 # The suite the search defaults are chosen on (docs/search-cost.md); grid-small300-inf is held out of it.
@@ -25,7 +28,7 @@ SUITE_GRIDS = ("benchmarks/data/grid-mid600.json.gz", "benchmarks/data/grid-smok
 
 
 def _study_names(names: Optional[list[str]]) -> Optional[list[str]]:
-    return None if not names else [study_name_option(n) for n in names]
+    return None if not names else [check_study_name(n) for n in names]
 
 
 def _grid_name(path: Path) -> str:
@@ -34,7 +37,7 @@ def _grid_name(path: Path) -> str:
 
 
 def _tables(grids: Optional[list[Path]], suite: bool, study: Optional[list[str]], storage: StorageChoice
-            ) -> list[tuple[str, object]]:
+            ) -> list[tuple[str, GridTable]]:
     """(name, table) for each grid to replay: files, the shipped suite, or grid studies joined."""
     from lpstudy.results.replay.grid_join import from_studies
     from lpstudy.results.replay.grid_table import read_table

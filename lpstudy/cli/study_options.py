@@ -93,16 +93,22 @@ def _group(name: str, doc: str, declared: list[tuple[str, Any]], base: type) -> 
 
 
 class _Trials:
-    if TYPE_CHECKING:  # a dataclass once _group has made it (make_dataclass), as a type checker sees it
+    if TYPE_CHECKING:  # the dataclass _group makes of it, with the fields the commands read by name
         __dataclass_fields__: ClassVar[dict[str, Any]]
+        heartbeat_interval: int | None
+        grace_period: int | None
+        max_retry: int | None
 
     def given(self) -> dict[str, Any]:
         """The options given, by name, as a study's spec takes them."""
         return {name: value for name, value in asdict(self).items() if value is not None}
 
 
-TrialOptions = _group("TrialOptions", "How a study's trials run and are recovered (None: the study's default).",
-                      [(o.name, _declared(o)) for o in OPTIONS.values() if o.flag == "trial"], _Trials)
+if TYPE_CHECKING:  # a type checker reads the groups as their bases, which declare what the commands read
+    TrialOptions = _Trials
+else:
+    TrialOptions = _group("TrialOptions", "How a study's trials run and are recovered (None: the study's default).",
+                          [(o.name, _declared(o)) for o in OPTIONS.values() if o.flag == "trial"], _Trials)
 
 
 class _Study:
@@ -190,9 +196,12 @@ def _describe(spec: StudySpec, key: str) -> str:
     return f"{key} {'(none)' if value is None else value}"
 
 
-StudyOptions = _group(
-    "StudyOptions", "A search study's spec as flags, in --help's order (None: not given); how its trials run is "
-    "TrialOptions.",
-    [("config", ConfigOpt), ("preset", _declared(OPTIONS["preset"])), *SPACE_FLAGS.items(), ("search", SearchOpt),
-     ("set_", SetOpt), *((o.name, _declared(o)) for o in OPTIONS.values() if o.flag == "study" and o.name != "preset")],
-    _Study)
+if TYPE_CHECKING:
+    StudyOptions = _Study
+else:
+    StudyOptions = _group(
+        "StudyOptions", "A search study's spec as flags, in --help's order (None: not given); how its trials run is "
+        "TrialOptions.",
+        [("config", ConfigOpt), ("preset", _declared(OPTIONS["preset"])), *SPACE_FLAGS.items(), ("search", SearchOpt),
+         ("set_", SetOpt), *((o.name, _declared(o)) for o in OPTIONS.values() if o.flag == "study" and o.name != "preset")],
+        _Study)

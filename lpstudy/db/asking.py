@@ -13,14 +13,21 @@ asks StudyStorage.ask_within_target and never which it holds.
 
 from __future__ import annotations
 
+import enum
 import warnings
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final, Literal
 
 if TYPE_CHECKING:
     import optuna
     from optuna.trial import TrialState
 
-WAIT = object()  # the target is taken by running trials: look again later
+class Wait(enum.Enum):
+    """Nothing to take now, but trials run whose ends may change that: look again later."""
+
+    WAIT = "wait"
+
+
+WAIT: Final = Wait.WAIT  # the target is taken by running trials: look again later
 
 
 def ask_lock_name(study: str) -> str:
@@ -40,7 +47,7 @@ def ask(study: optuna.Study) -> optuna.Trial:
         return study.ask()
 
 
-def ask_counted(study: optuna.Study, target: int) -> optuna.Trial | object | None:
+def ask_counted(study: optuna.Study, target: int) -> optuna.Trial | Literal[Wait.WAIT] | None:
     """None when `target` trials have finished (COMPLETE or PRUNED), WAIT when finished and running
     trials make up the target, else a new trial."""
     from optuna.trial import TrialState
@@ -54,7 +61,7 @@ def ask_counted(study: optuna.Study, target: int) -> optuna.Trial | object | Non
     return ask(study)
 
 
-def give_up_surplus(study: optuna.Study, trial: optuna.Trial, target: int) -> optuna.Trial | object:
+def give_up_surplus(study: optuna.Study, trial: optuna.Trial, target: int) -> optuna.Trial | Literal[Wait.WAIT]:
     """The trial, or WAIT after failing it (user attribute surplus) where trials with lower numbers
     already make up the target."""
     from optuna.trial import TrialState

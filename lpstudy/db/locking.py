@@ -23,9 +23,9 @@ import contextlib
 import hashlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Literal
 
-from lpstudy.db.asking import ask_lock_name
+from lpstudy.db.asking import Wait, ask_lock_name
 
 if TYPE_CHECKING:
     import optuna
@@ -41,11 +41,11 @@ class NoLock:
     def hold(self, name: str = CREATE_LOCK) -> contextlib.AbstractContextManager[None]:
         return contextlib.nullcontext()
 
-    def ask_within_target(self, study: optuna.Study, target: int) -> optuna.Trial | object | None:
+    def ask_within_target(self, study: optuna.Study, target: int) -> optuna.Trial | Literal[Wait.WAIT] | None:
         from lpstudy.db.asking import WAIT, ask_counted, give_up_surplus
 
         trial = ask_counted(study, target)
-        return trial if trial is None or trial is WAIT else give_up_surplus(study, cast("optuna.Trial", trial), target)
+        return trial if trial is None or trial is WAIT else give_up_surplus(study, trial, target)
 
 
 class LockAcrossProcesses(NoLock):
@@ -55,7 +55,7 @@ class LockAcrossProcesses(NoLock):
     def hold(self, name: str = CREATE_LOCK) -> contextlib.AbstractContextManager[None]:
         raise NotImplementedError
 
-    def ask_within_target(self, study: optuna.Study, target: int) -> optuna.Trial | object | None:
+    def ask_within_target(self, study: optuna.Study, target: int) -> optuna.Trial | Literal[Wait.WAIT] | None:
         from lpstudy.db.asking import ask_counted
 
         with self.hold(ask_lock_name(study.study_name)):

@@ -6,11 +6,13 @@ has no other live trial."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 import optuna
 from optuna.trial import TrialState
 
 from lpstudy.db import optuna_private
-from lpstudy.db.asking import WAIT, ask
+from lpstudy.db.asking import WAIT, Wait, ask
 from lpstudy.db.optuna_storage import StudyStorage
 from lpstudy.db.retries import RetryCallback
 from lpstudy.errors import UserError
@@ -36,7 +38,7 @@ def pop_waiting_trial(study: optuna.Study, storage: StudyStorage) -> optuna.Tria
     return None if trial_id is None else optuna.Trial(study, trial_id)
 
 
-def take_race(study: optuna.Study, storage: StudyStorage) -> optuna.Trial | object | None:
+def take_race(study: optuna.Study, storage: StudyStorage) -> optuna.Trial | Literal[Wait.WAIT] | None:
     """What a search's worker takes past its race reserve (lpstudy.study.intensify.RaceReserve): a
     waiting race, now RUNNING and ours, or a failed trial's retry (its run is owed); a spread trial
     still waiting before it is failed unrun (user attribute PAST_RESERVE_ATTR), as the replay
@@ -62,7 +64,8 @@ def _owed(user_attrs: dict, system_attrs: dict) -> bool:
     return user_attrs.get(RACE_FOLD_ATTR) is not None or "failed_trial" in system_attrs
 
 
-def ask_within_target(study: optuna.Study, spec: StudySpec, storage: StudyStorage):
+def ask_within_target(study: optuna.Study, spec: StudySpec, storage: StudyStorage
+                      ) -> optuna.Trial | Literal[Wait.WAIT] | None:
     """study.ask(), unless the study's n_trials target is taken: None when that many trials have
     finished (COMPLETE or PRUNED), WAIT when finished and running trials make up the target. How the
     storage keeps workers from starting more trials than the target (the count and the ask under its

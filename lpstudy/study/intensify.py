@@ -39,25 +39,27 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 CONFIDENCE = 0.95
+K = TypeVar("K", bound=Hashable)  # what names a configuration: a trial number, its parameters, ...
 
 
 @dataclass(frozen=True)
-class Evaluation:
+class Evaluation(Generic[K]):
     """One finished run of a configuration (`key`: anything hashable that names it) on one fold."""
 
-    key: Hashable
+    key: K
     fold: int
     loss: float
     diverged: bool = False
 
 
 @dataclass(frozen=True)
-class Returned:
+class Returned(Generic[K]):
     """The configuration a search returns, with how well its loss is known."""
 
-    key: Hashable
+    key: K
     folds: tuple[int, ...]  # the folds it was measured on
     losses: tuple[float, ...]  # its loss on each, in that order
     mean: float
@@ -125,8 +127,8 @@ class Intensifier:
         """The folds a raced configuration is measured on, in the order they are requested."""
         return self.folds[:max(1, min(self.max_folds, len(self.folds)))] if self.top > 0 else self.folds[:1]
 
-    def _table(self, evaluations: Iterable[Evaluation]) -> dict[Hashable, _Config]:
-        table: dict[Hashable, _Config] = {}
+    def _table(self, evaluations: Iterable[Evaluation[K]]) -> dict[K, _Config]:
+        table: dict[K, _Config] = {}
         for e in evaluations:
             if e.fold not in self.folds or e.loss is None or not math.isfinite(e.loss):
                 continue
@@ -135,7 +137,7 @@ class Intensifier:
             c.diverged = c.diverged or bool(e.diverged)
         return table
 
-    def _offsets(self, table: dict[Hashable, _Config]) -> dict[int, float]:
+    def _offsets(self, table: dict[K, _Config]) -> dict[int, float]:
         """Each fold's mean paired difference to the tuning fold (0 where none is measured on both)."""
         tuning = self.folds[0]
         offsets = {tuning: 0.0}
@@ -144,7 +146,7 @@ class Intensifier:
             offsets[f] = sum(diffs) / len(diffs) if diffs else 0.0
         return offsets
 
-    def _leaders(self, table: dict[Hashable, _Config]) -> list[Hashable]:
+    def _leaders(self, table: dict[K, _Config]) -> list[K]:
         offsets = self._offsets(table)
 
         def adjusted(c: _Config) -> float:
@@ -153,8 +155,8 @@ class Intensifier:
         alive = [k for k, c in table.items() if not c.diverged]
         return sorted(alive, key=lambda k: (adjusted(table[k]), table[k].order))
 
-    def requests(self, evaluations: Iterable[Evaluation], pending: Iterable[tuple[Hashable, int]] = ()
-                 ) -> list[tuple[Hashable, int]]:
+    def requests(self, evaluations: Iterable[Evaluation[K]], pending: Iterable[tuple[K, int]] = ()
+                 ) -> list[tuple[K, int]]:
         """The (configuration, fold) evaluations to add now: the next missing fold of each of the
         `top` leaders, none already `pending` (enqueued or running)."""
         if self.top <= 0:
@@ -172,7 +174,7 @@ class Intensifier:
                 out.append((key, missing[0]))
         return out
 
-    def returned(self, evaluations: Iterable[Evaluation]) -> Returned | None:
+    def returned(self, evaluations: Iterable[Evaluation[K]]) -> Returned[K] | None:
         """The configuration to return (None before any that did not diverge)."""
         table = self._table(evaluations)
         wanted = set(self.wanted)
@@ -189,7 +191,7 @@ class Intensifier:
             folds_of = {k: [f for f in self.wanted if f in c.losses] for k, c in alive.items()}
         deepest = [k for k in alive if depth[k] == most]
 
-        def mean(k: Hashable) -> float:
+        def mean(k: K) -> float:
             return sum(alive[k].losses[f] for f in folds_of[k]) / len(folds_of[k])
 
         key = min(deepest, key=lambda k: (mean(k), alive[k].order))

@@ -56,8 +56,15 @@ class StudyOption:
     def optional(self) -> bool:
         return self.default is None
 
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """(low, high) of a bounded option; TypeError for one without bounds (a programming error)."""
+        if self.bound is None:
+            raise TypeError(f"option {self.name} has no bounds")
+        return self.bound
+
     def describe_bound(self) -> str:
-        low, high = (int(b) if float(b).is_integer() else b for b in self.bound)
+        low, high = (int(b) if float(b).is_integer() else b for b in self.bounds)
         return f"{'(' if self.low_open else '['}{low}, {high}]{self.unit}"
 
     def checked(self, value: Any) -> Any:

@@ -59,7 +59,7 @@ def evaluations(trials: Sequence[FrozenTrial], spec: StudySpec) -> list[Evaluati
     out = []
     for t in sorted(trials, key=lambda t: t.number):
         if t.state == TrialState.COMPLETE and t.values:
-            out.append(Evaluation(config_key(t), fold_of(t, spec), float(t.value),
+            out.append(Evaluation(config_key(t), fold_of(t, spec), float(t.values[0]),
                                   bool((t.user_attrs or {}).get("diverged"))))
     return out
 

@@ -30,6 +30,7 @@ import sys
 import threading
 import time
 import warnings
+from typing import Literal
 from dataclasses import dataclass, field
 
 import optuna
@@ -38,6 +39,7 @@ from optuna.trial import TrialState
 from lpstudy.db import optuna_private
 from lpstudy.db.liveness import Liveness
 from lpstudy.db.optuna_storage import StorageUnavailable, StudyStorage
+from lpstudy.db.asking import Wait
 from lpstudy.study.claims import WAIT, ask_within_target, pop_waiting_trial, requeue, take_race
 from lpstudy.study import telemetry
 from lpstudy.study.races import enqueue_races
@@ -250,25 +252,27 @@ class Worker:
             study = storage.for_grid_worker(study)  # SQL: straight on Optuna's RDBStorage (StudyStorage.for_grid_worker)
         max_retry = spec.max_retry if opts.max_retry is None else opts.max_retry
         # SQL: Optuna's heartbeats; journal and gRPC: lpstudy's lease (lpstudy.db.liveness)
-        self.liveness = storage.liveness(opts.heartbeat_interval or spec.heartbeat_interval,
-                                         opts.grace_period or spec.grace_period, max_retry)
+        self.liveness = liveness = storage.liveness(opts.heartbeat_interval or spec.heartbeat_interval,
+                                                    opts.grace_period or spec.grace_period, max_retry)
         storage.prepare_curves()  # SQL: the metrics table
 
+        objective: Objective
         if self.objective is None:
             from lpstudy.study.objective import run_trial  # torch
 
-            self.objective = run_trial
+            self.objective = objective = run_trial
             ctx = self._training_context(storage, study, spec)
         else:
+            objective = self.objective
             ctx = TrialContext(storage=storage, study=study, spec=spec, corpus=None, device=opts.device,
                                should_stop=self.stop, show_progress=opts.show_progress)
         if opts.announce:
             self.say(f"study {opts.study!r} ({spec.describe()}) in {storage.display_url} on {ctx.device}"
-                     + self.liveness.note)
+                     + liveness.note)
         previous = install_signal_handlers(self.stop, self.say)
         sys.unraisablehook, unraisable_hook = quiet_dropped_aborts(self.stop)
         try:
-            return self._loop(ctx, study, spec, storage, max_retry)
+            return self._loop(ctx, study, spec, storage, max_retry, liveness, objective)
         except KeyboardInterrupt:
             self.stop.abort_caught = True
             self.say("stopped: aborted by a second signal (the trial it ran is failed and enqueued again)")
@@ -298,7 +302,7 @@ class Worker:
                             threads=opts.threads if device == "cpu" else None)  # each trial records its count
 
     def _loop(self, ctx: TrialContext, study: optuna.Study, spec: StudySpec, storage: StudyStorage,
-              max_retry: int) -> WorkerReport:
+              max_retry: int, liveness: Liveness, objective: Objective) -> WorkerReport:
         opts = self.options
         report = WorkerReport()
         deadline = time.monotonic() + opts.timeout if opts.timeout else None
@@ -318,9 +322,10 @@ class Worker:
                     study, (TrialState.COMPLETE, TrialState.PRUNED)) >= spec.n_trials:
                 report.reason = f"the study reached its target of {spec.n_trials} trials"
                 break
-            for line in self.liveness.fail_stale(study):  # dead workers' trials: failed, enqueued again
+            for line in liveness.fail_stale(study):  # dead workers' trials: failed, enqueued again
                 self.say(line)
             claim_started = time.monotonic()
+            trial: optuna.Trial | Literal[Wait.WAIT] | None
             if spec.is_grid:
                 trial = pop_waiting_trial(study, storage)
                 if trial is None and spec.until_decided:
@@ -355,7 +360,7 @@ class Worker:
                     continue
             self._idle_s = GRID_POLL_S
             telemetry.trial_claimed(time.monotonic() - claim_started)
-            outcome, ours = self._run_one(ctx, study, trial, max_retry)
+            outcome, ours = self._run_one(ctx, study, trial, max_retry, liveness, objective)
             telemetry.trial_finished(outcome.state.name)
             done += 1
             report.trials[outcome.state.name] = report.trials.get(outcome.state.name, 0) + 1
@@ -434,13 +439,13 @@ class Worker:
                 "(its creator stopped?); run `lpstudy replicate` again to enqueue the rest")
 
     def _run_one(self, ctx: TrialContext, study: optuna.Study, trial: optuna.Trial,
-                 max_retry: int) -> tuple[TrialOutcome, bool]:
+                 max_retry: int, liveness: Liveness, objective: Objective) -> tuple[TrialOutcome, bool]:
         """Run the trial and tell Optuna; (the outcome, whether the trial ended in that state by this
         worker's tell rather than already failed by another worker)."""
         telemetry.trial_started()
-        with Heartbeat(self.liveness, optuna_private.trial_id(trial)):
+        with Heartbeat(liveness, optuna_private.trial_id(trial)):
             try:
-                outcome = self.objective(ctx, trial)
+                outcome = objective(ctx, trial)
             except StorageUnavailable:
                 raise  # nothing can be told; the trial's heartbeat stops and another worker retries it
             except optuna.exceptions.UpdateFinishedTrialError:

@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from lpstudy.db import optuna_private
 from lpstudy.db.kinds.files import NoFile
@@ -35,6 +35,7 @@ from lpstudy.db.urls import redact
 from lpstudy.errors import StudyUnavailable, UserError
 
 if TYPE_CHECKING:  # Optuna and the retries load when a storage is opened: `lpstudy --help` stays quick
+    from lpstudy.db.asking import Wait
     import optuna
     from optuna.storages import BaseStorage
     from optuna.study import Study  # not optuna.Study inside the class: its property `optuna` hides the module
@@ -226,7 +227,7 @@ class StudyStorage:
         holds none, the block runs as it is)."""
         return self.locking.hold(name)
 
-    def ask_within_target(self, study: Study, target: int) -> Trial | None | object:
+    def ask_within_target(self, study: Study, target: int) -> Trial | Literal[Wait.WAIT] | None:
         """A new trial unless the study's n_trials target is taken (lpstudy.db.asking): under the lock
         where one holds across processes, else asked, then given up where it is surplus."""
         return self.locking.ask_within_target(study, target)

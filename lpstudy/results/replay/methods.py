@@ -62,7 +62,7 @@ FOLD_PRUNER = "wilcoxon"  # prunes across folds, not along a curve
 FOLD_SAMPLERS = ("tpe",)
 SAMPLERS_WITHOUT_PRUNERS = tuple(name for name, s in REPLAY_ONLY_SAMPLERS.items() if not s.with_pruners)
 SAMPLERS_ON_REQUEST = tuple(name for name, s in REPLAY_ONLY_SAMPLERS.items() if s.on_request)
-MAX_SPREAD = int(OPTIONS["spread_trials"].bound[1])  # what a study's spread phase may have
+MAX_SPREAD = int(OPTIONS["spread_trials"].bounds[1])  # what a study's spread phase may have
 RACE_FOLDS = int(OPTIONS["race_folds"].default)
 
 

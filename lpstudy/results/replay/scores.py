@@ -376,6 +376,8 @@ def score(table: GridTable, traces: dict[Method, list[Trace]], budget: float, se
 def default_against_random(result: ReplayResult) -> dict[str, Any] | None:
     """The default method at its median F against random search (no pruner) given twice that
     compute: each one's share of seeds within ε (search efficiency) by then."""
+    if result.default is None:
+        return None
     default, random = result.score(result.default), result.score(RANDOM)
     if default is None or random is None or not math.isfinite(default.f_median):
         return None
