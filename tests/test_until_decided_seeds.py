@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from lpstudy.errors import UserError
-from lpstudy.results.answers.sequential import boundaries, information, sequential_verdicts
+from lpstudy.results.answers.sequential import boundaries, information, rounds_of, sequential_verdicts
 from lpstudy.study.spec import replicate_spec
 from lpstudy.study.studies import spec_sha256
 from lpstudy.training.config import seeds_inside
@@ -48,6 +48,13 @@ def test_seeded_looks_use_the_lower_bound_of_the_information_fraction():
     assert information([3, 5, 10], 10)[0] == pytest.approx(0.475, abs=1e-3)
     seeded, plain = boundaries([3, 5, 10], 10, 0.05, seeded=True), boundaries([3, 5, 10], 10, 0.05)
     assert seeded[0] > plain[0] and seeded[-1] < 2.2
+
+
+def test_a_large_k_has_stages_that_double_past_ten_folds():
+    """K = 48 (the smoke preset's design with seeds): looks at 20 and 40 folds, not one jump from 10 to
+    48, where the first looks' boundaries spend almost nothing; K up to 20 keeps its stages."""
+    assert rounds_of(48) == [3, 5, 8, 10, 20, 40, 48]
+    assert rounds_of(20) == [3, 5, 8, 10, 20] and rounds_of(21) == [3, 5, 8, 10, 21] and rounds_of(6) == [3, 5, 6]
 
 
 def _planted(rng, studies: int, k: int, seeds: int, sigma_fold: float, sigma_seed: float, effect: float):

@@ -53,8 +53,14 @@ UNDECIDED = VERDICTS.index("undecided")
 
 
 def rounds_of(max_folds: int, rounds=None) -> list[int]:
-    """The folds run after each round: the given sizes (default 3, 5, 8, 10) below K, then K."""
-    sizes = sorted({int(r) for r in (rounds or DEFAULT_ROUNDS) if 2 <= int(r) < max_folds})
+    """The folds run after each round: the given sizes (default 3, 5, 8, 10, then doubling: 20, 40, ...)
+    below K, then K. Past 10 folds the stages double, so that a large K (the 48 folds seeds inside a
+    fold call for at the smoke preset) still has looks at a fifth, two fifths and four fifths of it,
+    rather than one jump from 10 to K where the boundaries spend almost nothing before K."""
+    default = list(DEFAULT_ROUNDS)
+    while 2 * default[-1] <= 0.85 * max_folds:  # a stage well short of K, not a look just before it
+        default.append(default[-1] * 2)
+    sizes = sorted({int(r) for r in (rounds or default) if 2 <= int(r) < max_folds})
     return [*sizes, int(max_folds)]
 
 
