@@ -219,3 +219,21 @@ def test_a_convergence_design_of_a_seeded_study_keeps_its_seeds_inside_the_folds
     assert plan["seeds"] == 3 and "--seeds 3" in plan["command"]
     assert plan["arms"][0]["runs_per_arm"] == 3 * plan["arms"][0]["folds"] * plan["arms"][0]["repeats"]
     assert plan["runs"] == 2 * plan["arms"][0]["runs_per_arm"]
+
+
+def test_an_interim_convergence_reading_proposes_no_new_study():
+    """Runs still to come: the convergence arm is an interim reading, and what would decide it is the
+    runs it waits for, not a design of a new study."""
+    import dataclasses
+
+    from lpstudy.results.answers import AnswerOptions, study_answer
+
+    data = _convergence_study()
+    trials = data.trials
+    last = trials.index[(trials["p"] == 4.0) & (trials["fold"] == 4)]
+    trials.loc[last, "state"] = "WAITING"  # still to run: no curve yet
+    curves = data.curves[~data.curves["trial_id"].isin(trials.loc[last, "trial_id"])]
+    answer = study_answer(dataclasses.replace(data, curves=curves), AnswerOptions(convergence_rope="10%")).to_json()
+    steps = next(a for a in answer["convergence"]["arms"] if a["endpoint"] == "steps_to_threshold")
+    assert steps["interim"] and steps["verdict"] == "undecided"
+    assert "to_decide" not in answer["convergence"] and "To decide the steps" not in answer["sentence"]

@@ -181,7 +181,8 @@ def what_would_decide(out: dict, data: StudyData, options: AnswerOptions, k: int
     at 80 % power, its runnable command and its time (answers.decide.to_decide, as the final loss's),
     planned on the endpoint's own differences, spread and ROPE; each such arm's folds_to_decide is that
     design's runs. A study run --seeds S pairs a fold's seed-averaged endpoint (one cell a fold): the
-    design keeps the S seeds. An arm the evaluation interval bounds (`unresolved`) is left to it."""
+    design keeps the S seeds. An arm the evaluation interval bounds (`unresolved`) is left to it, and an
+    interim reading (runs still to come) to the runs it waits for."""
     from lpstudy.results.answers.decide import to_decide
     from lpstudy.values import json_safe
 
@@ -192,7 +193,7 @@ def what_would_decide(out: dict, data: StudyData, options: AnswerOptions, k: int
     repeats = int(trials["repeat"].fillna(0).nunique()) if "repeat" in trials else 1
     plans = {}
     for endpoint in ENDPOINTS:
-        arms = [a for a in out["arms"] if a["endpoint"] == endpoint and not a.get("unresolved")]
+        arms = [a for a in out["arms"] if a["endpoint"] == endpoint and not a.get("unresolved") and not a.get("interim")]
         rope, ref = out["rope"].get(endpoint), (out.get("reference") or {}).get(endpoint)
         if not arms or not rope or not ref:
             continue
