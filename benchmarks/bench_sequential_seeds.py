@@ -16,7 +16,12 @@ ROPE's edge: false "worse" (the beyond-the-ROPE test's own null, its hardest cas
 (no effect / 0.02 nats). Rates with Wilson 95 % intervals.
 
     nice python benchmarks/bench_sequential_seeds.py   # writes benchmarks/results/sequential-seeds.md
-    nice python benchmarks/bench_sequential_seeds.py --finding sqlite:////tmp/seq.db  # and the real study's section
+
+With --finding STORAGE it writes instead the real study's section (benchmarks/results/finding-sequential-smoke.md):
+a `replicate --until-decided --seeds S` study as `lpstudy verdict --json` reads it (benchmarks/bench_finding.py's
+reading), its looks, the runs it spent, and the fixed designs' verdicts on the same arms beside it:
+
+    nice python benchmarks/bench_sequential_seeds.py --finding sqlite:////tmp/seq.db --study smoke-seq-s4
 """
 
 from __future__ import annotations
@@ -71,11 +76,91 @@ def rows(studies: int) -> list[list]:
     return out
 
 
+FIXED = (("benchmarks/data/findings/smoke48.db.gz", "smoke-seeds-k48-s4"),
+         ("benchmarks/data/findings/smoke.db.gz", "smoke-seeds"))  # the fixed designs at smoke (48 × 4, 10 × 5)
+
+
+def finding(storage: str, study: str, rope: str, result: str) -> None:
+    """The real study's section: its verdicts, its looks, its runs, and the fixed designs beside it."""
+    from bench_finding import arm_rows, convergence_rows, p_name, spent, unpacked, verdict_json
+
+    load = load_average()
+    answer = verdict_json(study, storage, rope)
+    runs, hours, spec = spent(study, storage)
+    seq = answer.get("sequential") or {}
+    arms = {p_name(a["value"]): a for a in answer["arms"]}
+    looks = [["look", "folds (× seeds)", "information", "nominal level", *(f"p = {name}" for name in arms)]]
+    for look in seq.get("looks", []):
+        states = {p_name(a["value"]): a for a in look["arms"]}
+        cells = []
+        for name in arms:
+            a = states.get(name)
+            cells.append("–" if a is None else f"stopped ({a['decided']})" if a["state"] == "stopped" else
+                         f"{a['state']} {100 * a['rel_diff']:+.2f} % [{100 * a['rel_low']:+.2f}, {100 * a['rel_high']:+.2f}]")
+        if look["over"]:
+            looks.append([look["look"], f"{look['folds']} (× {answer.get('seeds') or 1})", f"{look['information']:.3f}",
+                          f"{look['boundary']:.2g}", *cells])
+    beside = [["design", "runs", *(f"p = {name}: verdict, relative difference [interval]" for name in arms if name != "2"),
+               "σ_fold / σ_seed (nats)"]]
+
+    def design_row(label, answer_, runs_):
+        row = [label, runs_]
+        found = {p_name(a["value"]): a for a in answer_["arms"]}
+        for name in arms:
+            if name == "2":
+                continue
+            a = found.get(name)
+            row.append("not in the study" if a is None else
+                       f"{a['verdict']} {100 * a['rel_diff']:+.2f} % [{100 * a['rel_low']:+.2f}, {100 * a['rel_high']:+.2f}]")
+        parts = [a for a in found.values() if p_name(a["value"]) in arms]
+        row.append(", ".join(f"{a['sigma_fold']:.4f} / {a['sigma_seed']:.4f}" if a.get("sigma_seed") is not None
+                             else "–" for a in parts) or "–")
+        return row
+
+    plan = spec.get("until_decided") or {}
+    beside.append(design_row(f"sequential, up to {answer['k']} folds × {answer.get('seeds') or 1} seeds (this study)", answer,
+                             f"{seq.get('cells_run')} of at most {seq.get('cells_max')}"))
+    for packed, name in FIXED:
+        path = ROOT / packed
+        if not path.exists():
+            continue
+        url = unpacked(f"sqlite:///{path}")
+        fixed = verdict_json(name, url, rope)
+        beside.append(design_row(f"fixed, {fixed['k']} folds × {fixed.get('seeds') or 1} seeds ({name})", fixed,
+                                 spent(name, url)[0]))
+    ps = ",".join(p_name(p) for p in spec.get("p_values") or [])
+    command = (f"lpstudy replicate --study {study} --storage sqlite:///seq.db --preset {spec.get('preset')} --p {ps} "
+               f"--gain-init matched --until-decided --max-folds {answer['k']} --seeds {answer.get('seeds') or 1} "
+               f"--rope {plan.get('rope', rope)} --set threads=1 --workers 1")
+    notes = (f"The study: `{command}` (one worker process, threads=1, under nice, on the shared 2-core machine); read "
+             f"with `lpstudy verdict --study {study} --rope {rope}`. Stages of {', '.join(map(str, seq.get('rounds', [])))} "
+             f"folds; {seq.get('looks_done')} of {len(seq.get('rounds', []))} looks over; {runs} complete runs "
+             f"({seq.get('cells_run')} cells of at most {seq.get('cells_max')}), {hours:.2f} hours of training (the runs' "
+             f"own seconds, on a machine at the load below). The verdict's sentence: {answer['sentence']}")
+    print(answer["sentence"])
+    write_result(result, None, arm_rows(answer),
+                 title=f"The sequential design over seeds, for real: {study}", notes=notes, load_at_start=load,
+                 more_tables=[("Each look: the folds it read (each with its seeds), its information fraction (n/K) and "
+                               "nominal level, each arm's state there with its difference and interval relative to "
+                               "p = 2.", looks),
+                              ("Beside the fixed designs of the same preset and gain (benchmarks/data/findings/), each "
+                               "read with the same ROPE.", beside),
+                              ("Convergence (the same engine):", convergence_rows(answer))])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--studies", type=int, default=10000, help="planted studies per row (default 10000)")
+    parser.add_argument("--finding", default=None, help="a replicate --until-decided --seeds study's storage: write "
+                                                        "its section instead (benchmarks/results/finding-sequential-smoke.md)")
+    parser.add_argument("--study", default="smoke-seq-s4", help="with --finding: the study (default smoke-seq-s4)")
+    parser.add_argument("--rope", default="0.5%", help="with --finding: the ROPE it is read with (default 0.5%%)")
     add_result_argument(parser, "sequential-seeds")
     args = parser.parse_args()
+    if args.finding:
+        finding(args.finding, args.study, args.rope,
+                "finding-sequential-smoke" if args.result == "sequential-seeds" else args.result)
+        return
     load = load_average()
     table = rows(args.studies)
     for row in table:
