@@ -164,6 +164,7 @@ def test_the_stages_run_each_fold_with_its_seeds_and_every_cell_once(sqlite_url)
     assert seq["cells_max"] == 3 * 6 * 2 and seq["cells_run"] == len(ran) == 30
     assert seq["folds_saved"] == 6
     assert seq["looks"][0]["information"] == pytest.approx(0.5)
+    assert answer["method"].endswith("at the information fraction n/K (its lower bound: conservative)")
     arms = {a["p"]: a for a in answer["arms"]}
     assert arms[1.0]["verdict"] == "equivalent" and arms[4.0]["verdict"] == "undecided"
     assert arms[4.0]["seeds"] == 2 and arms[4.0]["sigma_seed"] is not None

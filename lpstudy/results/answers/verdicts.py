@@ -39,6 +39,7 @@ METHOD = ("corrected resampled t over folds (Nadeau & Bengio 2003; repeated CV: 
           "arms, each interval at the level its verdict was decided at")
 SEQUENTIAL_METHOD = (", Lan–DeMets O'Brien–Fleming spending with boundaries from the looks' joint distribution "
                      "(Jennison & Turnbull ch. 7), Holm's graph across arms and looks (Maurer & Bretz 2013)")
+SEEDED_STAGES = ", each look over its folds' seeds at the information fraction n/K (its lower bound: conservative)"
 SEQUENTIAL_KEY = "until_decided"  # the spec's entry of a sequential replicate: rounds, alpha, rope, reference
 
 
@@ -217,7 +218,7 @@ def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions())
     repeats, seeds = _count(table, "repeat"), _count(table, "seed")
     answer: dict[str, Any] = {
         "study": data.name, "kind": data.info.kind, "metric": "final validation loss (nats)",
-        "method": METHOD + (SEQUENTIAL_METHOD if sequential else ""),
+        "method": METHOD + (SEQUENTIAL_METHOD + (SEEDED_STAGES if seeds > 1 else "") if sequential else ""),
         "alpha": options.alpha, "k": k, "repeats": int(repeats), **({"seeds": seeds} if seeds > 1 else {}),
         "reference": None, "arms": [],
         "rope": {"relative": options.rope.value if options.rope.relative else None, "absolute": None,
