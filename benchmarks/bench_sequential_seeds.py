@@ -80,7 +80,7 @@ FIXED = (("benchmarks/data/findings/smoke48.db.gz", "smoke-seeds-k48-s4"),
          ("benchmarks/data/findings/smoke.db.gz", "smoke-seeds"))  # the fixed designs at smoke (48 × 4, 10 × 5)
 
 
-def finding(storage: str, study: str, rope: str, result: str) -> None:
+def finding(storage: str, study: str, rope: str, result: str, cpu: str | None = None) -> None:
     """The real study's section: its verdicts, its looks, its runs, and the fixed designs beside it."""
     from bench_finding import arm_rows, convergence_rows, p_name, spent, unpacked, verdict_json
 
@@ -119,15 +119,16 @@ def finding(storage: str, study: str, rope: str, result: str) -> None:
 
     plan = spec.get("until_decided") or {}
     beside.append(design_row(f"sequential, up to {answer['k']} folds × {answer.get('seeds') or 1} seeds (this study)", answer,
-                             f"{seq.get('cells_run')} of at most {seq.get('cells_max')}"))
+                             f"{seq.get('cells_run')} of at most {seq.get('cells_max')} ({len(arms) + 1} arms)"))
     for packed, name in FIXED:
         path = ROOT / packed
         if not path.exists():
             continue
         url = unpacked(f"sqlite:///{path}")
         fixed = verdict_json(name, url, rope)
+        per_arm = fixed["k"] * (fixed.get("seeds") or 1)
         beside.append(design_row(f"fixed, {fixed['k']} folds × {fixed.get('seeds') or 1} seeds ({name})", fixed,
-                                 spent(name, url)[0]))
+                                 f"{spent(name, url)[0]} ({len(fixed['arms']) + 1} arms × {per_arm})"))
     ps = ",".join(p_name(p) for p in spec.get("p_values") or [])
     command = (f"lpstudy replicate --study {study} --storage sqlite:///seq.db --preset {spec.get('preset')} --p {ps} "
                f"--gain-init matched --until-decided --max-folds {answer['k']} --seeds {answer.get('seeds') or 1} "
@@ -136,7 +137,8 @@ def finding(storage: str, study: str, rope: str, result: str) -> None:
              f"with `lpstudy verdict --study {study} --rope {rope}`. Stages of {', '.join(map(str, seq.get('rounds', [])))} "
              f"folds; {seq.get('looks_done')} of {len(seq.get('rounds', []))} looks over; {runs} complete runs "
              f"({seq.get('cells_run')} cells of at most {seq.get('cells_max')}), {hours:.2f} hours of training (the runs' "
-             f"own seconds, on a machine at the load below). The verdict's sentence: {answer['sentence']}")
+             f"own seconds, on a machine at the load below)" + (f"; the command's CPU time: {cpu}" if cpu else "")
+             + f". The verdict's sentence: {answer['sentence']}")
     print(answer["sentence"])
     write_result(result, None, arm_rows(answer),
                  title=f"The sequential design over seeds, for real: {study}", notes=notes, load_at_start=load,
@@ -155,11 +157,12 @@ def main() -> None:
                                                         "its section instead (benchmarks/results/finding-sequential-smoke.md)")
     parser.add_argument("--study", default="smoke-seq-s4", help="with --finding: the study (default smoke-seq-s4)")
     parser.add_argument("--rope", default="0.5%", help="with --finding: the ROPE it is read with (default 0.5%%)")
+    parser.add_argument("--cpu", default=None, help="with --finding: the CPU time the study's command took, as measured")
     add_result_argument(parser, "sequential-seeds")
     args = parser.parse_args()
     if args.finding:
         finding(args.finding, args.study, args.rope,
-                "finding-sequential-smoke" if args.result == "sequential-seeds" else args.result)
+                "finding-sequential-smoke" if args.result == "sequential-seeds" else args.result, args.cpu)
         return
     load = load_average()
     table = rows(args.studies)

@@ -169,3 +169,20 @@ def test_the_stages_run_each_fold_with_its_seeds_and_every_cell_once(sqlite_url)
     assert arms[1.0]["verdict"] == "equivalent" and arms[4.0]["verdict"] == "undecided"
     assert arms[4.0]["seeds"] == 2 and arms[4.0]["sigma_seed"] is not None
     store.close()
+
+
+def test_an_endpoint_of_a_study_whose_stages_are_over_is_read_over_the_folds_it_ran():
+    """Every arm stopped at 4 of K = 6 folds (the stages over): the folds never run are not runs to come,
+    so a convergence or stability endpoint gets its verdict over the folds run, not an interim reading;
+    while the stages run, the same table is one."""
+    import pandas as pd
+
+    from lpstudy.results.answers.endpoint_verdicts import endpoint_verdicts
+
+    ran = [100.0, 110.0, 90.0, 105.0, np.nan, np.nan]
+    table = pd.DataFrame([ran, [r + 0.5 if r == r else r for r in ran]], index=[2.0, 4.0],
+                         columns=pd.Index(range(6), name="fold"))
+    (over,) = endpoint_verdicts(table, 2.0, k=6, margin=5.0, stages_over=True)
+    assert not over["interim"] and over["verdict"] == "equivalent" and over["n_folds"] == 4
+    (running,) = endpoint_verdicts(table, 2.0, k=6, margin=5.0)
+    assert running["interim"] and running["verdict"] == "undecided"

@@ -87,8 +87,9 @@ def _positions(trials: pd.DataFrame) -> list[str]:
 
 
 def convergence_answer(data: StudyData, options: AnswerOptions, reference, arm_column: str, field: str,
-                       values: dict, k: int) -> dict:
-    """The answer's `convergence` entry (its shape: lpstudy.results.answers)."""
+                       values: dict, k: int, stages_over: bool = False) -> dict:
+    """The answer's `convergence` entry (its shape: lpstudy.results.answers). stages_over: a study run
+    --until-decided whose stages are over (its verdicts read over the folds it ran, no interim)."""
     trials, spec = data.trials, data.info.spec or {}
     done = finished(trials)
     threshold = float(options.threshold) if options.threshold is not None else \
@@ -136,7 +137,8 @@ def convergence_answer(data: StudyData, options: AnswerOptions, reference, arm_c
         out["rope"][endpoint] = {
             "relative": margin / ref_mean, "absolute": margin,
             "words": options.convergence_rope.words() if endpoint == "steps_to_threshold" else options.rope.words()}
-        for row in endpoint_verdicts(table, reference, k=k, margin=margin, options=options, failed=failed):
+        for row in endpoint_verdicts(table, reference, k=k, margin=margin, options=options, failed=failed,
+                                     stages_over=stages_over):
             arm = row.pop("arm")
             by = censored.get(arm, {})
             if endpoint == "steps_to_threshold":

@@ -270,7 +270,7 @@ def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions())
     answer["interim"] = any(arm["interim"] for arm in answer["arms"])
     answer["stability"] = _stability(runs, data.curves, reference, k, options.alpha, values)
     answer["stability"].update(stability_verdicts(runs, trials, data.curves, reference, k, options, field, values,
-                                                       column))
+                                                  column, stages_over=bool((answer.get("sequential") or {}).get("over"))))
     answer.update(_left_out(trials, column, values))
     answer["sentence"] = sentence(answer)
     return json_safe(answer)
