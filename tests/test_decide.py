@@ -162,3 +162,78 @@ def test_every_endpoints_folds_to_decide_is_the_80_percent_design():
         design = design_to_decide(float(d.mean()), float(d.std(ddof=1)), k, k, margin, 0.05, n_tests=2)
         assert row["sigma_fold"] == pytest.approx(float(d.std(ddof=1))) and row["sigma_seed"] is None
         assert (row["folds_to_decide"], row["decided_by"]) == (design["runs_per_arm"], design["test"])
+
+
+def _convergence_study(seeds: int = 1):
+    """A replicate of p = 2 and 4 at 5 folds whose p = 4 converges about 5 % slower (its steps undecided
+    within a ±10 % ROPE), its curves planted (tests/test_convergence_verdicts.py); with seeds, S runs a
+    (p, fold) cell, each with its own noise."""
+    import dataclasses
+
+    from tests.test_convergence_verdicts import planted_study
+
+    parts = [planted_study({2.0: 1.0, 4.0: 1.05}, folds=5, seed=1 + s, jitter=0.06) for s in range(seeds)]
+    trials, curves = [], []
+    for s, part in enumerate(parts):
+        offset = 1000 * s
+        trials.append(part.trials.assign(trial_id=part.trials["trial_id"] + offset,
+                                         number=part.trials["number"] + offset, seed=s))
+        curves.append(part.curves.assign(trial_id=part.curves["trial_id"] + offset,
+                                         trial_number=part.curves["trial_number"] + offset))
+    spec = {"space": {"max_steps": {"type": "fixed", "value": 2000}}}
+    return dataclasses.replace(parts[0], trials=pd.concat(trials, ignore_index=True),
+                               curves=pd.concat(curves, ignore_index=True),
+                               info=StudyInfo(name="conv", kind="replicate", preset="smoke", spec=spec))
+
+
+def test_what_would_decide_a_convergence_endpoint_gives_the_command_and_its_time(tmp_path, capsys):
+    """The steps to the threshold, undecided and resolvable by the evaluations: the convergence answer
+    names the design at 80 % power planned on its own test, the command that makes that study (it runs)
+    and its time, in its JSON and its words, as the final loss's does; the arm's runs to decide are
+    that design's."""
+    from lpstudy.results.answers import AnswerOptions, study_answer
+
+    answer = study_answer(_convergence_study(), AnswerOptions(convergence_rope="10%")).to_json()
+    convergence = answer["convergence"]
+    plan = convergence["to_decide"]["steps_to_threshold"]
+    steps = next(a for a in convergence["arms"] if a["endpoint"] == "steps_to_threshold")
+    assert steps["verdict"] == "undecided" and not steps.get("unresolved")
+    assert plan["command"].startswith("lpstudy replicate ") and "--p 2,4" in plan["command"]
+    assert "CPU thread" in plan["time"] and plan["runs"] == 2 * plan["arms"][0]["runs_per_arm"]
+    assert steps["folds_to_decide"] == plan["arms"][0]["runs_per_arm"] and steps["decided_by"] == plan["arms"][0]["test"]
+    assert f"To decide the steps to the threshold: at 80 % power" in answer["sentence"]
+    assert plan["command"] in convergence["sentence"] and plan["time"] in convergence["sentence"]
+    url = f"sqlite:///{tmp_path / 'next.db'}"
+    code, _, err = cli(capsys, *shlex.split(plan["command"])[1:], "--storage", url)
+    assert code == 0, err
+    assert f"{plan['runs']} cells" in err
+
+
+def test_a_convergence_design_of_a_seeded_study_keeps_its_seeds_inside_the_folds():
+    """Its endpoint pairs a fold's seed-averaged runs, so the spread planned on is that of S-seed means:
+    the design keeps the S seeds (--seeds S in its command) and counts them in its runs."""
+    from lpstudy.results.answers import AnswerOptions, study_answer
+
+    answer = study_answer(_convergence_study(seeds=3), AnswerOptions(convergence_rope="7%")).to_json()
+    plan = answer["convergence"]["to_decide"]["steps_to_threshold"]
+    assert plan["seeds"] == 3 and "--seeds 3" in plan["command"]
+    assert plan["arms"][0]["runs_per_arm"] == 3 * plan["arms"][0]["folds"] * plan["arms"][0]["repeats"]
+    assert plan["runs"] == 2 * plan["arms"][0]["runs_per_arm"]
+
+
+def test_an_interim_convergence_reading_proposes_no_new_study():
+    """Runs still to come: the convergence arm is an interim reading, and what would decide it is the
+    runs it waits for, not a design of a new study."""
+    import dataclasses
+
+    from lpstudy.results.answers import AnswerOptions, study_answer
+
+    data = _convergence_study()
+    trials = data.trials
+    last = trials.index[(trials["p"] == 4.0) & (trials["fold"] == 4)]
+    trials.loc[last, "state"] = "WAITING"  # still to run: no curve yet
+    curves = data.curves[~data.curves["trial_id"].isin(trials.loc[last, "trial_id"])]
+    answer = study_answer(dataclasses.replace(data, curves=curves), AnswerOptions(convergence_rope="10%")).to_json()
+    steps = next(a for a in answer["convergence"]["arms"] if a["endpoint"] == "steps_to_threshold")
+    assert steps["interim"] and steps["verdict"] == "undecided"
+    assert "to_decide" not in answer["convergence"] and "To decide the steps" not in answer["sentence"]

@@ -51,12 +51,18 @@ def test_a_replicate_with_seeds_has_one_cell_per_p_seed_and_fold_seed_outermost(
         replicate_spec("smoke", [1, 2], 3, options={"seeds": 0})
 
 
-def test_seeds_and_until_decided_are_refused_in_one_line_before_anything_is_written(tmp_path, capsys):
+def test_seeds_go_with_until_decided_and_repeats_are_refused_in_one_line_before_anything_is_written(tmp_path, capsys):
     url = f"sqlite:///{tmp_path / 's.db'}"
     code, out, err = cli(capsys, "replicate", "--study", "s", "--storage", url, "--preset", "smoke", "--p", "1,2",
-                         "--folds", "3", "--seeds", "2", "--until-decided")
-    assert code == 2 and "--seeds and --until-decided" in err and "Traceback" not in err
-    assert not (tmp_path / "s.db").exists() or not trials_of(url, "s")
+                         "--folds", "6", "--seeds", "2", "--until-decided", "--workers", "0")
+    assert code == 0, err
+    assert "3 p" not in err and "2 seeds" in err and "until decided: folds in stages of 3, 5, 6" in err
+    assert len(trials_of(url, "s")) == 2 * 3 * 2  # the first stage: 3 folds x 2 seeds an arm
+    code, out, err = cli(capsys, "replicate", "--study", "r", "--storage", url, "--preset", "smoke", "--p", "1,2",
+                         "--folds", "6", "--repeats", "2", "--until-decided")
+    assert code == 2 and "--repeats and --until-decided" in err and "Traceback" not in err
+    with pytest.raises(UserError):  # nothing made: no study r
+        trials_of(url, "r")
 
 
 def test_components_are_recovered_and_one_seed_a_fold_gives_the_corrected_t_itself():

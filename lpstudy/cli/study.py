@@ -235,7 +235,7 @@ def replicate(
     repeats: RepeatsOpt = None,
     seeds: SeedsOpt = None,
     set_: SetOpt = None,
-    until_decided: Annotated[bool, typer.Option("--until-decided", help="Run the folds in stages (3, 5, 8, 10, capped at --max-folds) and give an arm no more folds once its verdict against p = 2 is decided (lpstudy verdict; O'Brien-Fleming alpha spending keeps the error rate over the stages).")] = False,
+    until_decided: Annotated[bool, typer.Option("--until-decided", help="Run the folds in stages (3, 5, 8, 10, then doubling, capped at --max-folds) and give an arm no more folds once its verdict against p = 2 is decided (lpstudy verdict; O'Brien-Fleming alpha spending keeps the error rate over the stages). With --seeds S each stage's folds run their S seeds.")] = False,
     max_folds: Annotated[Optional[int], typer.Option("--max-folds", help="With --until-decided: K, the folds of the one K-fold CV the stages draw from (default --folds).", min=3)] = None,
     rope: RopeOpt = str(DEFAULT_ROPE),
     local: LocalWorkers,

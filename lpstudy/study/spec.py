@@ -239,7 +239,7 @@ def replicate_spec(preset: str, p_values: list[float], folds: int, fixed: dict[s
                if v is not None and k in OPTIONS and k not in ("sampler", "pruner", "preset")}
     repeats = OPTIONS["repeats"].checked(options.get("repeats", 1))
     seeds = OPTIONS["seeds"].checked(options.get("seeds", 1))
-    refuse_beside_stages(until_decided, repeats=repeats, seeds=seeds)
+    refuse_beside_stages(until_decided, repeats=repeats)  # seeds run inside each stage's folds
     space_map: dict[str, Any] = dict(fixed or {})
     if seeds > 1:  # the seed the outermost choice: every (p, fold) cell gets its first seed before any its second
         base = space_map.pop("seed", resolve_config(preset, {}).seed)

@@ -13,18 +13,24 @@ from typing import Any
 from lpstudy.errors import UserError
 from lpstudy.values import json_safe
 
-# what the stages cannot yet combine with, and why: each a fixed design for now (a flag, and the reason)
+# what the stages cannot yet combine with, and why: each a fixed design for now (a flag, and the reason).
+# A replicate's --seeds S combines (each stage's folds run with their S seeds: lpstudy.study.stages);
+# a comparison's seeds do not yet (its stages run the arms' own replicate grids fold by fold).
 FIXED_DESIGNS = {
-    "repeats": ("--repeats", "the stages add folds of one cross-validation; run --repeats R without --until-decided"),
-    "seeds": ("--seeds", "the stages add folds, each with one seed; run --seeds S as a fixed design (`lpstudy "
-                         "verdict` says which design would decide)"),
+    "repeats": ("--repeats", "the stages add folds of one cross-validation, and a repeat is a new partition of "
+                             "the text whose looks the boundaries do not model; run --repeats R without "
+                             "--until-decided, or --seeds S with it"),
+    "seeds": ("--seeds", "a comparison's stages run its arms' replicate grids fold by fold, one seed a fold; run "
+                         "`lpstudy replicate --until-decided --seeds S` on the configurations it chose, or --seeds S "
+                         "as a fixed design"),
     "tunings": ("--tunings", "the stages stop an arm from one tuning's folds; run --tunings T as a fixed design"),
 }
 
 
 def refuse_beside_stages(until_decided, **counts: int) -> None:
     """UserError in one line where a study run --until-decided is also given one of FIXED_DESIGNS above 1
-    (repeats=, seeds=, tunings=): the one rule replicate and compare refuse them by."""
+    (repeats=, seeds=, tunings=): the one rule replicate and compare refuse them by (a replicate passes
+    no seeds=: its stages run seeds inside their folds)."""
     if until_decided is None:
         return
     for name, count in counts.items():

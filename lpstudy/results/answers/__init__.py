@@ -102,7 +102,9 @@ def with_convergence(data: StudyData, options: AnswerOptions, answer: dict) -> d
     trials, field, column, values = _arms(data)
     present = list(dict.fromkeys(fold_losses(trials, column, "fold").index.get_level_values(0)))
     reference = _reference(options, data, present, values)
-    convergence = json_safe(convergence_answer(data, options, reference, column, field, values, fold_count(data)))
+    over = bool((answer.get("sequential") or {}).get("over"))  # --until-decided: its stages ran out
+    convergence = json_safe(convergence_answer(data, options, reference, column, field, values, fold_count(data),
+                                               stages_over=over))
     answer["convergence"] = convergence
     if convergence["arms"]:
         answer["sentence"] = f"{answer['sentence']} {convergence['sentence']}"

@@ -404,11 +404,14 @@ class Convergence(Part):
     resolution: Resolution | None = None  # what the evaluations resolve
     configurations: int | None = None  # a search: the configurations its runs are of
     runs: int | None = None  # a search: the runs counted
+    # {endpoint: what would decide its undecided arms}, the final loss's ToDecide (command and time); only
+    # where an endpoint has an undecided arm its evaluations can resolve
+    to_decide: dict[str, ToDecide] | None = None
 
     PARTS: ClassVar[dict[str, Any]] = {"rope": {"*": EndpointRope}, "endpoints": {"*": Endpoint},
                                         "arms": [ConvergenceArm], "restricted_mean": [RestrictedMean],
                                         "reach": [Reach], "reference": {"*": EndpointReference},
-                                        "resolution": Resolution}
+                                        "resolution": Resolution, "to_decide": {"*": ToDecide}}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -43,6 +43,7 @@ from lpstudy.results.analysis.convergence import (CENSOR_REASONS, default_thresh
                                                   run_endpoints, shared_horizon, threshold_rule)
 from lpstudy.results.analysis.selection import finished
 from lpstudy.results.analysis.survival import group_survival
+from lpstudy.results.answers.decide import decide_sentence
 from lpstudy.results.answers.endpoint_verdicts import endpoint_verdicts
 from lpstudy.results.answers.options import AnswerOptions
 from lpstudy.results.reading.frames import StudyData
@@ -86,8 +87,9 @@ def _positions(trials: pd.DataFrame) -> list[str]:
 
 
 def convergence_answer(data: StudyData, options: AnswerOptions, reference, arm_column: str, field: str,
-                       values: dict, k: int) -> dict:
-    """The answer's `convergence` entry (its shape: lpstudy.results.answers)."""
+                       values: dict, k: int, stages_over: bool = False) -> dict:
+    """The answer's `convergence` entry (its shape: lpstudy.results.answers). stages_over: a study run
+    --until-decided whose stages are over (its verdicts read over the folds it ran, no interim)."""
     trials, spec = data.trials, data.info.spec or {}
     done = finished(trials)
     threshold = float(options.threshold) if options.threshold is not None else \
@@ -135,7 +137,8 @@ def convergence_answer(data: StudyData, options: AnswerOptions, reference, arm_c
         out["rope"][endpoint] = {
             "relative": margin / ref_mean, "absolute": margin,
             "words": options.convergence_rope.words() if endpoint == "steps_to_threshold" else options.rope.words()}
-        for row in endpoint_verdicts(table, reference, k=k, margin=margin, options=options, failed=failed):
+        for row in endpoint_verdicts(table, reference, k=k, margin=margin, options=options, failed=failed,
+                                     stages_over=stages_over):
             arm = row.pop("arm")
             by = censored.get(arm, {})
             if endpoint == "steps_to_threshold":
@@ -161,8 +164,52 @@ def convergence_answer(data: StudyData, options: AnswerOptions, reference, arm_c
     for group, curve in reach.groupby("group", sort=False):
         out["reach"].append({**shown(group), "step": curve["step"].tolist(), "reached": curve["reached"].tolist(),
                              "low": curve["low"].tolist(), "high": curve["high"].tolist()})
+    plans = what_would_decide(out, data, options, k, trials, arm_column)
     out["sentence"] = convergence_sentence(out, name(reference))
+    if plans:
+        out["to_decide"] = plans
+        for endpoint, plan in plans.items():
+            out["sentence"] += decide_sentence({"to_decide": plan, "k": k}, lambda v: arm_name(field, v),
+                                               lead=f"To decide the {DECIDE_WORDS[endpoint]}", seeds_note=False)
     return out
+
+
+DECIDE_WORDS = {"steps_to_threshold": "steps to the threshold", "auc": "area under the curve"}
+
+
+def what_would_decide(out: dict, data: StudyData, options: AnswerOptions, k: int, trials: pd.DataFrame,
+                      arm_column: str) -> dict[str, dict]:
+    """Per endpoint with an undecided arm its evaluations can resolve: the design that would decide it
+    at 80 % power, its runnable command and its time (answers.decide.to_decide, as the final loss's),
+    planned on the endpoint's own differences, spread and ROPE; each such arm's folds_to_decide is that
+    design's runs. A study run --seeds S pairs a fold's seed-averaged endpoint (one cell a fold): the
+    design keeps the S seeds. An arm the evaluation interval bounds (`unresolved`) is left to it, and an
+    interim reading (runs still to come) to the runs it waits for."""
+    from lpstudy.results.answers.decide import to_decide
+    from lpstudy.values import json_safe
+
+    seeds = 1
+    if "seed" in trials and trials["seed"].notna().any():
+        per_cell = trials.dropna(subset=["fold"]).groupby([arm_column, "fold"])["seed"].nunique()
+        seeds = int(per_cell.max()) if len(per_cell) else 1
+    repeats = int(trials["repeat"].fillna(0).nunique()) if "repeat" in trials else 1
+    plans = {}
+    for endpoint in ENDPOINTS:
+        arms = [a for a in out["arms"] if a["endpoint"] == endpoint and not a.get("unresolved") and not a.get("interim")]
+        rope, ref = out["rope"].get(endpoint), (out.get("reference") or {}).get(endpoint)
+        if not arms or not rope or not ref:
+            continue
+        plan = to_decide({"arms": arms, "rope": rope, "k": k, "repeats": repeats, "seeds": seeds, "reference": ref},
+                         data, options.alpha, cell_seeds=seeds)
+        if not plan:
+            continue
+        designs = {json_safe(a["value"]): a for a in plan["arms"]}
+        for arm in arms:
+            design = designs.get(json_safe(arm["value"]))
+            if design is not None:
+                arm["folds_to_decide"], arm["decided_by"] = design["runs_per_arm"], design["test"]
+        plans[endpoint] = plan
+    return plans
 
 
 def _resolution(joined: pd.DataFrame, curves: pd.DataFrame) -> dict:

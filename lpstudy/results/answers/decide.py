@@ -162,11 +162,15 @@ def arm_design(arm: dict, k: int, margin: float, alpha: float, n_tests: int) -> 
                             k, margin, alpha, n_tests, seed_sd=arm.get("sigma_seed"))
 
 
-def to_decide(answer: dict, data, alpha: float) -> dict[str, Any] | None:
+def to_decide(answer: dict, data, alpha: float, cell_seeds: int = 1) -> dict[str, Any] | None:
     """answer["to_decide"]: for each undecided arm with 2 paired runs, the design that would decide it
     (design_to_decide, on the verdict's own numbers) and, over them all, the study that runs it: its
     command (a replicate of the arms it decides and the reference), its runs and their time on one CPU
-    thread and one GPU."""
+    thread and one GPU. The same for a convergence endpoint (answers.convergence: its arms, ROPE and
+    reference in the same keys). cell_seeds: where each paired cell is already the mean of S seeds (a
+    convergence endpoint of a study run --seeds S, read a cell a fold) and no arm measured its seeds'
+    share, the spread planned on is that of S-seed means: every design keeps the S seeds, and its runs
+    count them."""
     from lpstudy.training.costs import serial_estimate
 
     undecided = [a for a in answer.get("arms", []) if a.get("verdict") == "undecided" and a.get("n_folds", 0) >= 2
@@ -176,12 +180,16 @@ def to_decide(answer: dict, data, alpha: float) -> dict[str, Any] | None:
     k, margin = int(answer["k"]), float(answer["rope"]["absolute"])
     arms = [{"value": arm["value"], **arm_design(arm, k, margin, alpha, len(undecided))} for arm in undecided]
     arms = [a for a in arms if a["power"] is not None]
+    measured = any(a.get("sigma_seed") is not None for a in undecided)
+    if cell_seeds > 1 and not measured:  # the cells are S-seed means: a design keeps the S seeds inside them
+        arms = [{**a, "seeds": cell_seeds, "runs_per_arm": a["runs_per_arm"] * cell_seeds} if a["repeats"] else a
+                for a in arms]
     if not arms:
         return None
     reachable = [a for a in arms if a["repeats"]]
     out: dict[str, Any] = {"power": POWER, "max_repeats": MAX_REPEATS, "arms": arms, "folds": None, "repeats": None,
                            "seeds": None, "runs": None, "command": None, "time": None,
-                           "seeds_measured": any(a.get("sigma_seed") is not None for a in undecided)}
+                           "seeds_measured": measured}
     if reachable:
         # the design that decides them all: the most folds, repeats and seeds any of them needs
         design = {"folds": max(a["folds"] for a in reachable), "repeats": max(a["repeats"] for a in reachable),
@@ -190,14 +198,17 @@ def to_decide(answer: dict, data, alpha: float) -> dict[str, Any] | None:
         runs = design["folds"] * design["repeats"] * design["seeds"] * (len(reachable) + 1)  # the reference runs them too
         max_steps = data.trials["max_steps"].dropna().max() if "max_steps" in data.trials else None
         steps = int(max_steps) if max_steps is not None and math.isfinite(max_steps) else None
+        known = bool(data.info.preset)  # a study lpstudy did not make (no preset): the design, without a command
         out.update(folds=design["folds"], repeats=design["repeats"], seeds=design["seeds"], runs=runs,
-                   time=serial_estimate(runs, data.info.preset, steps),
-                   command=_command(data, [answer["reference"]["value"], *(a["value"] for a in reachable)], design))
+                   time=serial_estimate(runs, data.info.preset, steps) if known else None,
+                   command=_command(data, [answer["reference"]["value"], *(a["value"] for a in reachable)], design)
+                   if known else None)
     return out
 
 
-def decide_sentence(answer: dict, name) -> str:
-    """The clause the verdict's sentence ends with: what would decide the undecided arms, in runs and time."""
+def decide_sentence(answer: dict, name, lead: str = "To decide", seeds_note: bool = True) -> str:
+    """The clause the verdict's sentence ends with: what would decide the undecided arms, in runs and time
+    (lead: its first words; seeds_note: say that one seed a fold cannot measure the seeds' share)."""
     plan = answer.get("to_decide")
     if not plan:
         return ""
@@ -208,13 +219,14 @@ def decide_sentence(answer: dict, name) -> str:
         design = (f"{plan['folds']} folds" + (f" repeated {plan['repeats']} times" if plan["repeats"] > 1 else "")
                   + (f" with {plan['seeds']} seeds in each" if plan["seeds"] and plan["seeds"] > 1 else ""))
         parts.append(f"at {100 * plan['power']:.0f} % power, {design} ({plan['runs']} runs) would decide "
-                     + ", ".join(name(a["value"]) for a in plan["arms"] if a["repeats"]) + f": {how}, {plan['time']}")
+                     + ", ".join(name(a["value"]) for a in plan["arms"] if a["repeats"]) + f": {how}"
+                     + (f", {plan['time']}" if plan["time"] else ""))
     if lost:
         parts.append(f"{', '.join(lost)}: no design up to {plan['max_repeats']} repeats of the {answer['k']} folds "
                      f"or {MAX_FOLDS} folds" + (f", with up to {MAX_SEEDS} seeds in each," if plan.get("seeds_measured") else "")
                      + f" reaches {100 * plan['power']:.0f} % power at the current difference and "
                      "spread (the folds' shared training text bounds the interval)")
-    if not plan.get("seeds_measured"):
+    if seeds_note and not plan.get("seeds_measured"):
         parts.append("one seed a fold cannot tell training noise from the partition's share of the spread: "
                      "--seeds 3 measures it, and seeds inside the folds average the training noise away")
-    return " To decide: " + "; ".join(parts) + "."
+    return f" {lead}: " + "; ".join(parts) + "."

@@ -142,11 +142,14 @@ def measured_rho(diffs: np.ndarray, table: pd.DataFrame, k: int) -> np.ndarray:
 
 def endpoint_verdicts(table: pd.DataFrame, reference, *, k: int, margin: float,
                       options: AnswerOptions = AnswerOptions(), failed: pd.DataFrame | None = None,
-                      tests: dict | None = None) -> list[dict]:
+                      tests: dict | None = None, stages_over: bool = False) -> list[dict]:
     """The verdict rows of every arm but the reference (each with `arm`: its index in the table).
     `tests`: the arrays a sequential design computed on the same differences (sequential.py; it
     chose the look, so its rows are no interim reading); by default the fixed design's
-    fold_verdicts on every position the table has."""
+    fold_verdicts on every position the table has. stages_over: the table is of a study run
+    --until-decided whose stages are over (answers.sequential): the positions still empty are runs it
+    will never make, not runs to come, so its other endpoints are read over the folds it ran (no
+    interim reading)."""
     others, diffs = differences(table, reference, failed)
     if not others:
         return []
@@ -165,7 +168,7 @@ def endpoint_verdicts(table: pd.DataFrame, reference, *, k: int, margin: float,
     ref_mean = float(table.loc[reference].where(~fails.loc[reference]).mean())  # relative columns: against it
     # no peeking: one run still to come anywhere in the design makes every row an interim reading
     # (Holm's family and each arm's folds are the full design's only once every run is in)
-    interim = not sequential and bool(_folds(table) < k or (table.isna() & ~fails).to_numpy().any())
+    interim = not sequential and not stages_over and bool(_folds(table) < k or (table.isna() & ~fails).to_numpy().any())
     ref_failed = int(fails.loc[reference].sum())
     codes = np.asarray(tests["verdict"]).copy()
     usable = table.where(~fails)

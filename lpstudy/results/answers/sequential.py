@@ -19,6 +19,16 @@ not n / K (the first 3 of 10 folds carry 47 % of the information, not 30 %); the
 gives the canonical joint distribution above. A t statistic is compared at the nominal level of its
 look's z boundary (J&T's significance-level approach).
 
+Seeds inside the folds (`replicate --until-decided --seeds S`): each stage runs its folds with all S
+seeds, and a look's statistic is the seeded corrected t (lpstudy.intervals: the overlap correction on
+the partition's share only). Its variance over n folds is (σ²_fold + σ²_seed/S)/n + σ²_fold/(K − 1):
+the information fraction lies between n/K (no partition share) and the formula above (no seed share),
+and which it is depends on the components, which the first stage only estimates. The fixed rule here:
+t_n = n/K, its lower bound. An assumed fraction below the true one assumes the looks correlate less
+than they do, so the boundaries are conservative (the union of more correlated crossings is smaller):
+the error rate stays at or below alpha whatever the components, at a small cost in power
+(benchmarks/bench_sequential_seeds.py measures both).
+
 Several arms, several looks: the graphical approach (Maurer & Bretz, "Multiple testing in group
 sequential trials using graphical approaches", Statistics in Biopharmaceutical Research 5, 2013)
 with Holm's graph, each family (beyond the ROPE; within it) on its own: every hypothesis not yet
@@ -43,8 +53,14 @@ UNDECIDED = VERDICTS.index("undecided")
 
 
 def rounds_of(max_folds: int, rounds=None) -> list[int]:
-    """The folds run after each round: the given sizes (default 3, 5, 8, 10) below K, then K."""
-    sizes = sorted({int(r) for r in (rounds or DEFAULT_ROUNDS) if 2 <= int(r) < max_folds})
+    """The folds run after each round: the given sizes (default 3, 5, 8, 10, then doubling: 20, 40, ...)
+    below K, then K. Past 10 folds the stages double, so that a large K (the 48 folds seeds inside a
+    fold call for at the smoke preset) still has looks at a fifth, two fifths and four fifths of it,
+    rather than one jump from 10 to K where the boundaries spend almost nothing before K."""
+    default = list(DEFAULT_ROUNDS)
+    while 2 * default[-1] <= 0.85 * max_folds:  # a stage well short of K, not a look just before it
+        default.append(default[-1] * 2)
+    sizes = sorted({int(r) for r in (rounds or default) if 2 <= int(r) < max_folds})
     return [*sizes, int(max_folds)]
 
 
@@ -56,15 +72,18 @@ def spent(fraction, alpha: float):
     return 2.0 - 2.0 * norm.cdf(norm.ppf(1 - alpha / 2) / np.sqrt(t))
 
 
-def information(rounds: list[int], max_folds: int) -> np.ndarray:
-    """Each look's information fraction from the corrected variance of its mean difference."""
+def information(rounds: list[int], max_folds: int, seeded: bool = False) -> np.ndarray:
+    """Each look's information fraction from the corrected variance of its mean difference; seeded
+    (seeds inside the folds): n/K, its lower bound (the module's docstring)."""
     n = np.asarray(rounds, dtype="float64")
+    if seeded:
+        return n / max_folds
     return (1.0 / max_folds + share_ratio(max_folds)) / (1.0 / n + share_ratio(max_folds))
 
 
-def look_levels(rounds: list[int], max_folds: int, alpha: float) -> list[float]:
+def look_levels(rounds: list[int], max_folds: int, alpha: float, seeded: bool = False) -> list[float]:
     """Each look's increment of the alpha spent (they sum to alpha)."""
-    total = spent(information(rounds, max_folds), alpha)
+    total = spent(information(rounds, max_folds, seeded), alpha)
     return list(np.diff(np.concatenate([[0.0], total])))
 
 
@@ -107,27 +126,27 @@ def _boundaries(fractions: tuple[float, ...], alpha: float) -> tuple[float, ...]
     return tuple(bounds)
 
 
-def boundaries(rounds: list[int], max_folds: int, alpha: float) -> np.ndarray:
+def boundaries(rounds: list[int], max_folds: int, alpha: float, seeded: bool = False) -> np.ndarray:
     """Each look's two-sided critical value |Z| ≥ c_j for a total two-sided error of alpha, from the
     looks' joint normal distribution (see the module's docstring)."""
-    fractions = tuple(float(f) for f in np.round(information(rounds, max_folds), 12))
+    fractions = tuple(float(f) for f in np.round(information(rounds, max_folds, seeded), 12))
     return np.asarray(_boundaries(fractions, float(alpha)))
 
 
-def nominal_levels(rounds: list[int], max_folds: int, alpha: float) -> np.ndarray:
+def nominal_levels(rounds: list[int], max_folds: int, alpha: float, seeded: bool = False) -> np.ndarray:
     """Each look's nominal two-sided p-value threshold, 2 − 2Φ(c_j)."""
     from scipy.stats import norm
 
-    return 2.0 - 2.0 * norm.cdf(boundaries(rounds, max_folds, alpha))
+    return 2.0 - 2.0 * norm.cdf(boundaries(rounds, max_folds, alpha, seeded))
 
 
-def _graph_levels(rounds, max_folds, alpha, m, two_sided: bool) -> np.ndarray:
+def _graph_levels(rounds, max_folds, alpha, m, two_sided: bool, seeded: bool = False) -> np.ndarray:
     """(looks, m + 1): the nominal threshold of a hypothesis holding alpha / h (h = 1..m; column 0
     unused) at each look; a one-sided family (TOST's tests) is a two-sided one at twice its alpha."""
     out = np.zeros((len(rounds), m + 1))
     for h in range(1, m + 1):
         share = alpha / h
-        levels = nominal_levels(rounds, max_folds, share if two_sided else 2 * share)
+        levels = nominal_levels(rounds, max_folds, share if two_sided else 2 * share, seeded)
         out[:, h] = levels if two_sided else levels / 2
     return out
 
@@ -151,7 +170,8 @@ def _graphical(p, held, testable, table) -> tuple[np.ndarray, np.ndarray]:
 
 
 def sequential_verdicts(diffs, max_folds: int, margin, alpha: float, rounds: list[int],
-                        looks_done: int | None = None, failed=None, reference_failed=None) -> dict[str, np.ndarray]:
+                        looks_done: int | None = None, failed=None, reference_failed=None,
+                        folds=None) -> dict[str, np.ndarray]:
     """Replay the looks over the differences, shape (..., arms, K) (NaN: a fold not run), the first
     `looks_done` looks (default all): per arm the verdict (codes into VERDICTS), the look that
     decided it (-1: none) and the folds it used (its deciding look's, else the last look's), the
@@ -160,8 +180,13 @@ def sequential_verdicts(diffs, max_folds: int, margin, alpha: float, rounds: lis
     level, which arms it tested ("active"), their verdict at that look and the mean, se and df over
     that look's folds. failed (shape of diffs) and reference_failed (K,): the runs that failed; at a
     look, an arm with a failed run among the look's folds can be neither better nor equivalent, nor
-    worse or equivalent where the reference failed (endpoint_verdicts' rule): it stays undecided."""
+    worse or equivalent where the reference failed (endpoint_verdicts' rule): it stays undecided.
+    folds: the fold of each position of the last axis, where a fold holds several seeds (--seeds S; a
+    look at n folds takes every position of folds 0 .. n − 1, its cells the folds, and the information
+    fraction n/K: the module's docstring); None: position i is fold i, one run each."""
     x = np.asarray(diffs, dtype="float64")
+    labels = np.arange(x.shape[-1]) if folds is None else np.asarray(folds)
+    seeded = folds is not None and len(np.unique(labels)) < len(labels)
     arm_failed = np.zeros(x.shape, bool) if failed is None else np.asarray(failed, bool)
     ref_failed = np.zeros(x.shape[-1], bool) if reference_failed is None else np.asarray(reference_failed, bool)
     shape = x.shape[:-1]
@@ -169,9 +194,9 @@ def sequential_verdicts(diffs, max_folds: int, margin, alpha: float, rounds: lis
     verdict = np.full(shape, UNDECIDED)
     decided_at = np.full(shape, -1)
     folds_used = np.zeros(shape, dtype=int)
-    levels = look_levels(rounds, max_folds, alpha)
-    beyond_table = _graph_levels(rounds, max_folds, alpha, m, two_sided=True)
-    within_table = _graph_levels(rounds, max_folds, alpha, m, two_sided=False)
+    levels = look_levels(rounds, max_folds, alpha, seeded)
+    beyond_table = _graph_levels(rounds, max_folds, alpha, m, two_sided=True, seeded=seeded)
+    within_table = _graph_levels(rounds, max_folds, alpha, m, two_sided=False, seeded=seeded)
     held_beyond, held_within = np.ones(shape, bool), np.ones(shape, bool)
     n_looks = len(rounds) if looks_done is None else looks_done
     last, history = {}, []
@@ -179,13 +204,14 @@ def sequential_verdicts(diffs, max_folds: int, margin, alpha: float, rounds: lis
     different = np.zeros(shape, bool)
     for look, (n, level) in enumerate(zip(rounds[:n_looks], levels)):
         active = verdict == UNDECIDED
-        mean, se, df = corrected_stats(x[..., :n], max_folds)
+        seen = labels < n
+        mean, se, df = corrected_stats(x[..., seen], max_folds, cells=labels[seen] if seeded else None)
         p = {"p_difference": difference_p(mean, se, df), "p_equivalence": equivalence_p(mean, se, df, margin),
              "p_beyond": beyond_p(mean, se, df, margin)}
         reject_beyond, held_beyond = _graphical(p["p_beyond"], held_beyond, active, beyond_table[look])
         reject_within, held_within = _graphical(p["p_equivalence"], held_within, active, within_table[look])
         now = verdict_codes(mean, reject_within, reject_beyond)
-        mine, theirs = arm_failed[..., :n].any(axis=-1), ref_failed[:n].any()
+        mine, theirs = arm_failed[..., seen].any(axis=-1), ref_failed[seen].any()
         barred = (mine & np.isin(now, [VERDICTS.index("better"), VERDICTS.index("equivalent")])) | \
             (theirs & np.isin(now, [VERDICTS.index("worse"), VERDICTS.index("equivalent")]))
         now = np.where(barred, UNDECIDED, now)

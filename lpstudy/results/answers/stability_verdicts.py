@@ -308,10 +308,11 @@ def _runs_to_decide(rate: float, ref_rate: float, alpha: float) -> int | None:
 
 def stability_verdicts(runs: pd.DataFrame, trials: pd.DataFrame, curves: pd.DataFrame | None, reference, k: int,
                        options: AnswerOptions, field: str = "p", values: dict | None = None,
-                       arm_column: str = "p") -> dict:
+                       arm_column: str = "p", stages_over: bool = False) -> dict:
     """The verdicts part of the answer's `stability`: endpoints, rope, verdicts (one row per arm and
     endpoint, ArmVerdict's keys with endpoint and unit; divergence's with its counts), reference
-    (per endpoint) and sentence. runs: one row per counted run (arm, fold, diverged, trial_id)."""
+    (per endpoint) and sentence. runs: one row per counted run (arm, fold, diverged, trial_id).
+    stages_over: a study run --until-decided whose stages are over (endpoint_verdicts: no interim)."""
     values = values or {}
     shown = lambda arm: {"field": field, "value": values.get(arm, arm),  # noqa: E731
                          **({"p": values.get(arm, arm)} if field == "p" else {})}
@@ -359,7 +360,8 @@ def stability_verdicts(runs: pd.DataFrame, trials: pd.DataFrame, curves: pd.Data
         out["rope"][name] = {"relative": margin / ref_mean if ref_mean else None, "absolute": margin,
                              "words": endpoint.words(options)}
         sign = -1.0 if endpoint.higher_is_better else 1.0
-        for row in endpoint_verdicts(sign * table, reference, k=k, margin=margin, options=options, failed=failed):
+        for row in endpoint_verdicts(sign * table, reference, k=k, margin=margin, options=options, failed=failed,
+                                     stages_over=stages_over):
             arm = row.pop("arm")
             row = _unvaried(_flipped(row) if endpoint.higher_is_better else row)
             out["verdicts"].append({**shown(arm), "endpoint": name, "unit": endpoint.unit, **row})

@@ -39,6 +39,7 @@ METHOD = ("corrected resampled t over folds (Nadeau & Bengio 2003; repeated CV: 
           "arms, each interval at the level its verdict was decided at")
 SEQUENTIAL_METHOD = (", Lan–DeMets O'Brien–Fleming spending with boundaries from the looks' joint distribution "
                      "(Jennison & Turnbull ch. 7), Holm's graph across arms and looks (Maurer & Bretz 2013)")
+SEEDED_STAGES = ", each look over its folds' seeds at the information fraction n/K (its lower bound: conservative)"
 SEQUENTIAL_KEY = "until_decided"  # the spec's entry of a sequential replicate: rounds, alpha, rope, reference
 
 
@@ -217,7 +218,7 @@ def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions())
     repeats, seeds = _count(table, "repeat"), _count(table, "seed")
     answer: dict[str, Any] = {
         "study": data.name, "kind": data.info.kind, "metric": "final validation loss (nats)",
-        "method": METHOD + (SEQUENTIAL_METHOD if sequential else ""),
+        "method": METHOD + (SEQUENTIAL_METHOD + (SEEDED_STAGES if seeds > 1 else "") if sequential else ""),
         "alpha": options.alpha, "k": k, "repeats": int(repeats), **({"seeds": seeds} if seeds > 1 else {}),
         "reference": None, "arms": [],
         "rope": {"relative": options.rope.value if options.rope.relative else None, "absolute": None,
@@ -249,10 +250,16 @@ def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions())
     tests = None
     if sequential and others and repeats == 1:
         usable = table.where(~failed)
-        diffs = np.stack([(usable.loc[a] - ref_losses).reindex(range(k)).to_numpy(dtype="float64") for a in others])
-        fails = failed.reindex(columns=range(k), fill_value=False)
-        marks = {"failed": np.stack([fails.loc[a].to_numpy(bool) for a in others]),
-                 "reference_failed": fails.loc[reference].to_numpy(bool)}
+        if seeds > 1:  # columns (fold, seed), every position of the design: a look takes its folds' seeds
+            diffs = np.stack([(usable.loc[a] - ref_losses).to_numpy(dtype="float64") for a in others])
+            fails = failed
+            marks = {"folds": np.asarray(table.columns.get_level_values("fold"), dtype=int)}
+        else:
+            diffs = np.stack([(usable.loc[a] - ref_losses).reindex(range(k)).to_numpy(dtype="float64") for a in others])
+            fails = failed.reindex(columns=range(k), fill_value=False)
+            marks = {}
+        marks.update({"failed": np.stack([fails.loc[a].to_numpy(bool) for a in others]),
+                      "reference_failed": fails.loc[reference].to_numpy(bool)})
         tests = _sequential(trials, column, others, reference, diffs, k, margin, options, sequential, answer, values,
                             marks)
     for row in endpoint_verdicts(table, reference, k=k, margin=margin, options=options, failed=failed, tests=tests):
@@ -263,7 +270,7 @@ def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions())
     answer["interim"] = any(arm["interim"] for arm in answer["arms"])
     answer["stability"] = _stability(runs, data.curves, reference, k, options.alpha, values)
     answer["stability"].update(stability_verdicts(runs, trials, data.curves, reference, k, options, field, values,
-                                                       column))
+                                                  column, stages_over=bool((answer.get("sequential") or {}).get("over"))))
     answer.update(_left_out(trials, column, values))
     answer["sentence"] = sentence(answer)
     return json_safe(answer)
@@ -342,21 +349,27 @@ def _sequential(trials, column, others, reference, diffs, k, margin, options, pl
     rounds' state in answer["sequential"]. Each arm there has its value (as answer["arms"] has it)
     and its arm (the key "stopped" uses: a comparison's label "p=1", a replicate's p)."""
     rounds = rounds_of(k, plan.get("rounds"))
+    folds = marks.get("folds")
+    labels = np.arange(diffs.shape[-1]) if folds is None else folds
     done = looks_done(trials, column, reference, others, diffs, k, margin, options.alpha, rounds, marks)
     tests = sequential_verdicts(diffs, k, margin, options.alpha, rounds, looks_done=max(done, 1), **marks)
     if done == 0:  # before the first round is over: no verdict yet, the first look's numbers for a glance
         tests["verdict"] = np.full(len(others), VERDICTS.index("undecided"))
     verdicts = [VERDICTS[int(v)] for v in tests["verdict"]]
     over = done == len(rounds) or (done > 0 and all(v != "undecided" for v in verdicts))
-    ran = trials[trials["state"] == "COMPLETE"].groupby(column)["fold"].nunique()
+    complete = trials[trials["state"] == "COMPLETE"]
+    per_fold = len(labels) // k  # the seeds inside a fold (1 without --seeds)
+    ran = complete.groupby(column)[["fold", "seed"] if per_fold > 1 else "fold"].apply(
+        lambda runs: len(runs.drop_duplicates()))
     cells_run = int(ran.reindex([reference, *others]).fillna(0).sum())
-    cells_max = k * (len(others) + 1)
+    cells_max = k * per_fold * (len(others) + 1)
     answer["sequential"] = {
         "rounds": rounds, "looks_done": done, "max_folds": k, "over": bool(over),
-        "looks": _looks(tests, others, diffs, rounds, k, options.alpha, done, answer["reference"]["mean"], values),
+        "looks": _looks(tests, others, diffs, rounds, k, options.alpha, done, answer["reference"]["mean"], values,
+                        labels),
         "arms": [{"value": values.get(arm, arm), "arm": arm,
                   "state": verdicts[i] if verdicts[i] != "undecided" or over else "running",
-                  "folds": int(np.sum(~np.isnan(diffs[i])))} for i, arm in enumerate(others)],
+                  "folds": _paired_folds(diffs[i], labels)} for i, arm in enumerate(others)],
         "stopped": {str(json_safe(arm)): int(tests["folds_used"][i]) for i, arm in enumerate(others)
                     if verdicts[i] != "undecided"},
         "cells_run": cells_run, "cells_max": cells_max, "folds_saved": cells_max - cells_run if over else None,
@@ -364,15 +377,21 @@ def _sequential(trials, column, others, reference, diffs, k, margin, options, pl
     return tests
 
 
-def _looks(tests, others, diffs, rounds, k, alpha, done, ref_mean, values) -> list[dict]:
+def _paired_folds(diffs: np.ndarray, labels: np.ndarray) -> int:
+    """The folds with at least one paired run (a fold's seeds count once)."""
+    return len(np.unique(labels[~np.isnan(diffs)]))
+
+
+def _looks(tests, others, diffs, rounds, k, alpha, done, ref_mean, values, labels) -> list[dict]:
     """Each look (stage): its folds, the alpha it spends (its level) and the alpha spent up to it;
     for a look that is over, each arm's state there: the verdict of its test at that look (better,
     equivalent, worse, undecided), with its difference to the reference relative to the reference's
     mean loss and its 1 − alpha interval over that look's folds (the verdict table's interval, which
     its last look's is: the look's test itself spends only the look's level, with Holm across the
     arms), or "stopped" with the verdict an earlier look gave it."""
-    levels = look_levels(rounds, k, alpha)
-    fractions, nominal = information(rounds, k), nominal_levels(rounds, k, alpha)
+    seeded = len(labels) > k
+    levels = look_levels(rounds, k, alpha, seeded)
+    fractions, nominal = information(rounds, k, seeded), nominal_levels(rounds, k, alpha, seeded)
     looks = []
     for j, (n, level) in enumerate(zip(rounds, levels)):
         look: dict[str, Any] = {"look": j + 1, "folds": n, "level": float(level), "spent": float(sum(levels[:j + 1])),
@@ -388,25 +407,31 @@ def _looks(tests, others, diffs, rounds, k, alpha, done, ref_mean, values) -> li
                                          "folds": int(tests["folds_used"][i])})
                     continue
                 look["arms"].append({**named, "state": VERDICTS[int(seen["verdict"][i])],
-                                     "folds": int(np.sum(~np.isnan(diffs[i][:n]))),
+                                     "folds": _paired_folds(diffs[i][labels < n], labels[labels < n]),
                                      "rel_diff": float(seen["mean"][i]) / ref_mean, "rel_low": float(low[i]) / ref_mean,
                                      "rel_high": float(high[i]) / ref_mean})
         looks.append(look)
     return looks
 
 
-def finished_folds(trials: pd.DataFrame, column: str, arm) -> set[int]:
-    """The folds of an arm that are over: a COMPLETE run, or trials none of which is still open."""
-    mine = trials[trials[column] == arm]
-    complete = set(mine.loc[mine["state"] == "COMPLETE", "fold"].dropna().astype(int))
-    open_ = set(mine.loc[mine["state"].isin(["WAITING", "RUNNING"]), "fold"].dropna().astype(int))
-    return complete | (set(mine["fold"].dropna().astype(int)) - open_)
+def finished_folds(trials: pd.DataFrame, column: str, arm, seeds: int = 1) -> set[int]:
+    """The folds of an arm that are over: each of its cells (the fold, or with seeds inside the folds
+    each of its `seeds` (fold, seed) cells) has a COMPLETE run or trials none of which is still open."""
+    mine = trials[trials[column] == arm].dropna(subset=["fold"])
+    keys = ["fold", "seed"] if seeds > 1 and "seed" in mine else ["fold"]
+    cells = mine.groupby(keys)["state"].agg(lambda states: (states == "COMPLETE").any()
+                                            or not states.isin(["WAITING", "RUNNING"]).any())
+    over = cells[cells].reset_index()
+    counts = over.groupby("fold").size()
+    return {int(f) for f, n in counts.items() if n >= seeds}
 
 
 def looks_done(trials, column, reference, others, diffs, k, margin, alpha, rounds, marks=None) -> int:
     """How many rounds are over: round j is when the reference and every arm still undecided after
     round j − 1 have each of the round's folds over."""
-    over = {arm: finished_folds(trials, column, arm) for arm in [reference, *others]}
+    folds = (marks or {}).get("folds")
+    seeds = 1 if folds is None else len(folds) // k
+    over = {arm: finished_folds(trials, column, arm, seeds) for arm in [reference, *others]}
     done = 0
     for n in rounds:
         if done:
