@@ -85,6 +85,7 @@ def finding(storage: str, study: str, rope: str, result: str, cpu: str | None = 
     from bench_finding import arm_rows, convergence_rows, p_name, spent, unpacked, verdict_json
 
     load = load_average()
+    storage = unpacked(storage)  # a committed study is kept gzipped (benchmarks/data/findings)
     answer = verdict_json(study, storage, rope)
     runs, hours, spec = spent(study, storage)
     seq = answer.get("sequential") or {}

@@ -237,3 +237,26 @@ def test_an_interim_convergence_reading_proposes_no_new_study():
     steps = next(a for a in answer["convergence"]["arms"] if a["endpoint"] == "steps_to_threshold")
     assert steps["interim"] and steps["verdict"] == "undecided"
     assert "to_decide" not in answer["convergence"] and "To decide the steps" not in answer["sentence"]
+
+
+def _out_of_reach(diff: float, sigma_fold: float, sigma_seed: float) -> str:
+    """The sentence of an arm no design decides, as the answer holds it (the cpu-seeds study's figures)."""
+    from lpstudy.results.answers.decide import decide_sentence
+
+    plan = {"arms": [{"value": 4.0, "test": "beyond the ROPE", "repeats": None}], "repeats": None, "power": 0.8,
+            "max_repeats": 20, "seeds_measured": True}
+    answer = {"to_decide": plan, "k": 3, "rope": {"absolute": 0.0093},
+              "arms": [{"value": 4.0, "diff": diff, "sigma_fold": sigma_fold, "sigma_seed": sigma_seed}]}
+    return decide_sentence(answer, lambda v: f"p = {v:g}")
+
+
+def test_an_arm_out_of_reach_is_said_for_the_reason_its_figures_give():
+    """No design decides an arm either because the partition's share bounds the interval (σ_fold large
+    against σ_seed) or because its difference sits on the ROPE's edge; the sentence names the one its
+    measured components give, not the partition's where σ_fold is 0 (the cpu-seeds study: −0.0098 nats
+    against a margin of 0.0093, σ_fold 0, σ_seed 0.012)."""
+    at_edge = _out_of_reach(-0.0098, 0.0, 0.012)
+    assert "lies 0.0005 from the ROPE's edge at ±0.0093" in at_edge and "shared training text" not in at_edge
+    bounded = _out_of_reach(-0.0098, 0.005, 0.012)
+    assert "the folds' shared training text, σ_fold 0.0050 nats, bounds the interval" in bounded
+    assert "ROPE's edge" not in bounded

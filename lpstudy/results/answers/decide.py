@@ -206,6 +206,25 @@ def to_decide(answer: dict, data, alpha: float, cell_seeds: int = 1) -> dict[str
     return out
 
 
+def _why_out_of_reach(answer: dict, value, name) -> str:
+    """Why no design decides an arm, from what was measured: the partition's share, which no number of
+    folds or seeds averages away (at the largest design, MAX_FOLDS folds × MAX_SEEDS seeds, its term
+    σ²_fold·(1/K + n₂/n₁) ≈ 0.04·σ²_fold outweighs the seeds' σ²_seed/(K·S) = 0.001·σ²_seed once
+    σ_fold > 0.16·σ_seed), else a difference that sits at the ROPE's edge, where no interval can fall
+    wholly on one side. "" where the arm's figures are not in this answer."""
+    arm = next((a for a in answer.get("arms") or [] if a.get("value") == value), None)
+    margin = (answer.get("rope") or {}).get("absolute")
+    if arm is None or margin is None or arm.get("diff") is None:
+        return ""
+    sigma_fold, sigma_seed = arm.get("sigma_fold"), arm.get("sigma_seed")
+    if sigma_fold and (sigma_seed is None or sigma_fold > 0.16 * sigma_seed):
+        return (f"{name(value)}: the folds' shared training text, σ_fold {sigma_fold:.4f} nats, bounds the "
+                "interval however many folds or seeds run")
+    edge = abs(abs(arm["diff"]) - margin)
+    return (f"{name(value)}: its difference, {arm['diff']:+.4f} nats, lies {edge:.4f} from the ROPE's edge at "
+            f"±{margin:.4f}: an interval that narrow is out of reach")
+
+
 def decide_sentence(answer: dict, name, lead: str = "To decide", seeds_note: bool = True) -> str:
     """The clause the verdict's sentence ends with: what would decide the undecided arms, in runs and time
     (lead: its first words; seeds_note: say that one seed a fold cannot measure the seeds' share)."""
@@ -222,10 +241,11 @@ def decide_sentence(answer: dict, name, lead: str = "To decide", seeds_note: boo
                      + ", ".join(name(a["value"]) for a in plan["arms"] if a["repeats"]) + f": {how}"
                      + (f", {plan['time']}" if plan["time"] else ""))
     if lost:
+        why = "; ".join(w for w in (_why_out_of_reach(answer, a["value"], name) for a in plan["arms"] if not a["repeats"]) if w)
         parts.append(f"{', '.join(lost)}: no design up to {plan['max_repeats']} repeats of the {answer['k']} folds "
                      f"or {MAX_FOLDS} folds" + (f", with up to {MAX_SEEDS} seeds in each," if plan.get("seeds_measured") else "")
-                     + f" reaches {100 * plan['power']:.0f} % power at the current difference and "
-                     "spread (the folds' shared training text bounds the interval)")
+                     + f" reaches {100 * plan['power']:.0f} % power at the current difference and spread"
+                     + (f" ({why})" if why else ""))
     if seeds_note and not plan.get("seeds_measured"):
         parts.append("one seed a fold cannot tell training noise from the partition's share of the spread: "
                      "--seeds 3 measures it, and seeds inside the folds average the training noise away")
