@@ -52,7 +52,7 @@ def compare(
 
     if (p is None) == (arms is None):
         raise UserError("give the arms: --p 1,2,3,4 or --arms FIELD=A,B,C (one of them)")
-    factor, _, values = ("p", "=", p) if p is not None else arms.partition("=")
+    factor, _, values = ("p", "=", p) if p is not None else (arms or "").partition("=")
     if not values:
         raise UserError(f"--arms takes FIELD=A,B,C, got {arms!r}")
     folds = stage_folds(folds, max_folds, until_decided, COMPARE_FOLDS)  # --max-folds beside --folds: one rule
@@ -62,7 +62,7 @@ def compare(
         from lpstudy.results.answers.sequential import rounds_of
         from lpstudy.study.until_decided import UntilDecided
 
-        stages = UntilDecided(rounds=rounds_of(folds), rope=str(parse_rope(rope)), alpha=DEFAULT_ALPHA)
+        stages = UntilDecided(rounds=tuple(rounds_of(folds)), rope=str(parse_rope(rope)), alpha=DEFAULT_ALPHA)
     plan = make_plan(factor.strip(), values.split(","), tune.split(","), budget, folds, preset, reference,
                      parse_assignments(search, "--search"), parse_assignments(set_, "--set"), sampler_seed, stages,
                      repeats or 1, seeds or 1, tunings)
@@ -82,8 +82,8 @@ def compare(
             + (f" · {plan.tunings} independent tunings per arm" if plan.tunings > 1 else ""))
         if plan.budget_note():
             say(f"note: {plan.budget_note()}")
-        if plan.until_decided and plan.until_decided.one_stage_note():
-            say(plan.until_decided.one_stage_note())
+        if plan.until_decided and (note := plan.until_decided.one_stage_note()):
+            say(note)
         progress = compare_progress(load_compare(store, study))
         if progress["left"]:
             say(work_estimate(progress["left"], plan.preset, plan.fixed, local.workers, local.devices,

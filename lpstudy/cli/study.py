@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -191,7 +191,8 @@ def _rounds(reader, study: str) -> VerdictAnswer | None:
     plan = UntilDecided.from_plain((data.info.spec or {}).get("until_decided"))
     if plan is None:
         return None
-    return study_answer(data, stage_options(plan))
+    answer = study_answer(data, stage_options(plan))
+    return answer if isinstance(answer, VerdictAnswer) else None  # a grid's answer; a search has no stages
 
 
 @app.command()
@@ -245,7 +246,7 @@ def replicate(
 ) -> int:
     """The paper's protocol: a grid of p values × K folds; create (or resume) it, and return."""
     quiet_optuna()
-    fixed = parse_assignments(set_, "--set")
+    fixed: dict[str, Any] = parse_assignments(set_, "--set")
     for name, value in (("lr", lr), ("gain_init", gain_init), ("seed", seed)):
         if value is not None:
             fixed[name] = value
@@ -257,7 +258,7 @@ def replicate(
         from lpstudy.results.answers.sequential import rounds_of
         from lpstudy.study.until_decided import UntilDecided
 
-        sequential = UntilDecided(rounds=rounds_of(folds), reference=2.0, rope=str(parse_rope(rope)), alpha=DEFAULT_ALPHA)
+        sequential = UntilDecided(rounds=tuple(rounds_of(folds)), reference=2.0, rope=str(parse_rope(rope)), alpha=DEFAULT_ALPHA)
     device_list = local.device_list()  # a wrong device: refused before anything is made
     checked, data = preflight(storage, local.data, trains=bool(device_list), creates=True)  # offline: one line, nothing made
     with checked:  # the command's one storage, from its check to its close
@@ -277,8 +278,8 @@ def replicate(
         if sequential:
             say(f"until decided: folds in stages of {', '.join(map(str, sequential.rounds))}; an arm decided against "
                 f"p = 2 (ROPE {parse_rope(rope).words()}) gets no more folds; see `lpstudy verdict --study {shell_quoted(study)}{storage.hint}`")
-            if sequential.one_stage_note():
-                say(sequential.one_stage_note())
+            if note := sequential.one_stage_note():
+                say(note)
         say(work_estimate(result.n_cells - result.done, preset, fixed, local.workers, local.devices))
         if not device_list:
             say(f"start workers anywhere: lpstudy worker --study {shell_quoted(study)}{storage.hint}; "

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from lpstudy.errors import UserError
@@ -212,12 +213,12 @@ def _replicate_from_file(data: dict[str, Any], space_entries: dict[str, Any] | N
     if "preset" not in data or "p" not in data:
         raise UserError("a replicate's study file (kind: replicate) names its preset: and its p: values")
     p_values = data["p"] if isinstance(data["p"], list) else [v for v in str(data["p"]).split(",") if v.strip()]
-    trial_options = {k: data[k] for k in ("heartbeat_interval", "grace_period", "max_retry", "checkpoint_interval",
+    trial_options: dict[str, Any] = {k: data[k] for k in ("heartbeat_interval", "grace_period", "max_retry", "checkpoint_interval",
                                           "repeats", "seeds") if k in data}
     return replicate_spec(str(data["preset"]), p_values, data.get("folds", 10), fixed=fixed, options=trial_options)
 
 
-def replicate_spec(preset: str, p_values: list[float], folds: int, fixed: dict[str, Any] | None = None,
+def replicate_spec(preset: str, p_values: Sequence[float | str], folds: int, fixed: dict[str, Any] | None = None,
                    options: dict[str, Any] | None = None, until_decided: UntilDecided | dict | None = None) -> StudySpec:
     """The paper's protocol: a grid of p values × K folds, every other field fixed. With
     until_decided, the K folds run in stages (`replicate --until-decided --max-folds K`); its

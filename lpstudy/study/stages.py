@@ -34,6 +34,7 @@ def next_stage(storage: StudyStorage, name: str, say=None) -> str:
     comparison, in its arms' replicate grids) or OVER (every arm decided, or the last stage ran).
     storage: the worker's own, which reads the verdicts' data too."""
     from lpstudy.results.answers import study_answer
+    from lpstudy.results.answers.answer_types import VerdictAnswer
     from lpstudy.results.answers.options import stage_options
     from lpstudy.results.reading.compare import verdict_data
     from lpstudy.study.compare import enqueue_stage, load_plan
@@ -46,6 +47,8 @@ def next_stage(storage: StudyStorage, name: str, say=None) -> str:
     if data.trials["state"].isin(["WAITING", "RUNNING"]).any():
         return WAIT
     answer = study_answer(data, stage_options(plan))
+    if not isinstance(answer, VerdictAnswer) or plan is None:  # a search has no stages: nothing to run
+        return OVER
     seq = answer.sequential
     if seq is None and comparison is None:  # a replicate whose verdicts have no stage to look at
         return OVER
@@ -56,6 +59,8 @@ def next_stage(storage: StudyStorage, name: str, say=None) -> str:
     stopped = seq.stopped if seq else {}
     folds = rounds[done]
     if comparison is None:
+        if seq is None or answer.reference is None:  # a replicate without stages returned OVER above
+            return OVER
         undecided = [arm.value for arm in seq.arms if arm.state in ("running", "undecided")]
         n_undecided = len(undecided)
         enqueued, open_ = enqueue_round(storage, name, [answer.reference.value, *undecided], folds)
