@@ -67,6 +67,16 @@ def test_w_workers_run_w_trials_at_once_on_one_clock(workers, ends):
     assert trace.workers == workers
 
 
+@pytest.mark.parametrize("workers, ends", [(1, [4.0, 8.0, 12.0, 16.0, 20.0, 24.0]),
+                                           (3, [4.0, 4.0, 4.0, 8.0, 8.0, 8.0])])
+def test_the_workers_own_time_a_trial_occupies_the_worker_once_a_trial(workers, ends):
+    """A worker's own second a trial (asking, building the model; measured from a real search, stored
+    by no grid) is part of each trial's time on the clock: 3 s of training and 1 s of the worker's."""
+    trace = replay_one(_table(HAND), RANDOM, seed=0, budget_steps=6 * 30, workers=workers, per_trial_s=1.0)
+    assert trace.clock == pytest.approx(ends)
+    assert trace.spent == [30 * (i + 1) for i in range(6)]  # the compute is the training's alone
+
+
 @pytest.mark.parametrize("workers", [1, 4, 64])
 def test_the_total_compute_is_the_budget_at_any_number_of_workers(workers):
     """A worker asks a trial only while the compute spent and the running runs, to their end, stay

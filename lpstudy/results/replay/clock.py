@@ -24,19 +24,25 @@ from lpstudy.results.replay.grid_table import GridTable, Run
 
 @dataclass(frozen=True)
 class TimeModel:
-    """Seconds per optimisation step: each run's own (`rates[(config, fold)]`), else `pooled`."""
+    """Seconds per optimisation step: each run's own (`rates[(config, fold)]`), else `pooled`; and the
+    worker's own seconds a trial before its training (`per_trial_s`: asking, building the model,
+    reading the data), which no grid stores: 0 unless the caller measured it (benchmarks/
+    bench_search_real.py takes it from a real search's trials: their time from start to end less
+    their training's)."""
 
     rates: dict[tuple[int, int], float]
     pooled: float
     measured: bool  # False: no run stored a wall time; one second a step
+    per_trial_s: float = 0.0
 
     @classmethod
-    def of(cls, table: GridTable) -> "TimeModel":
+    def of(cls, table: GridTable, per_trial_s: float = 0.0) -> "TimeModel":
         timed = {key: run for key, run in table.runs.items() if _timed(run)}
         if not timed:
-            return cls({}, 1.0, measured=False)
+            return cls({}, 1.0, measured=False, per_trial_s=per_trial_s)
         pooled = sum(r.wall_time_s for r in timed.values()) / sum(r.steps_run for r in timed.values())
-        return cls({key: r.wall_time_s / r.steps_run for key, r in timed.items()}, pooled, measured=True)
+        return cls({key: r.wall_time_s / r.steps_run for key, r in timed.items()}, pooled, measured=True,
+                   per_trial_s=per_trial_s)
 
     def rate(self, config: int, fold: int) -> float:
         return self.rates.get((config, fold), self.pooled)

@@ -135,7 +135,7 @@ class _Running:
 
 
 def replay_one(table: GridTable, method: Method, seed: int, budget_steps: int,
-               max_trials: int = MAX_TRIALS, workers: int = 1) -> Trace:
+               max_trials: int = MAX_TRIALS, workers: int = 1, per_trial_s: float = 0.0) -> Trace:
     """Run `method` with `seed` against the table until it has spent `budget_steps`, with `workers`
     workers on one simulated clock (lpstudy.results.replay.clock: each run takes its stored time per
     step). A worker that frees asks the study for its next trial (a waiting one first: the spread
@@ -169,7 +169,7 @@ def replay_one(table: GridTable, method: Method, seed: int, budget_steps: int,
                                     sampler=build_sampler(method, spec, seed), pruner=build_pruner(method, spec))
     enqueue_spread(study, spec.space, method.spread, seed)
     intensifier = Intensifier.of(method.race, method.race_folds, table.folds.index(fold), len(table.folds))
-    clock = TimeModel.of(table)
+    clock = TimeModel.of(table, per_trial_s)  # per_trial_s: the worker's own time a trial (clock.TimeModel)
     evaluations: list[Evaluation] = []
     params_of: dict[int, dict[str, Any]] = {}  # each configuration's parameters as first sampled
     pending: set[tuple[int, int]] = set()  # (configuration, fold index) enqueued and not yet finished
@@ -282,11 +282,11 @@ def _along_curve(table: GridTable, clock: TimeModel, trial: optuna.Trial, config
     it (the seconds since the trial started, yielded before each report); stop where pruned."""
     run = table.run(config, fold)
     for step, loss in zip(run.steps, run.val_loss):
-        yield clock.seconds(config, fold, step)
+        yield clock.per_trial_s + clock.seconds(config, fold, step)
         trial.report(loss, step)
         if trial.should_prune():
             return step, None, TrialState.PRUNED, False
-    yield clock.seconds(config, fold, run.steps_run)
+    yield clock.per_trial_s + clock.seconds(config, fold, run.steps_run)
     return run.steps_run, run.value, TrialState.COMPLETE, run.diverged
 
 
@@ -296,7 +296,7 @@ def _over_folds(table: GridTable, clock: TimeModel, trial: optuna.Trial, config:
     fold's final loss at the fold's number when its run ends (WilcoxonPruner pairs folds across
     trials). A stopped trial tells the mean of the folds it ran, as Optuna's WilcoxonPruner example
     does (so the sampler learns from it), but it is never returned: it was not judged on every fold."""
-    cost, elapsed, values, diverged = 0, 0.0, [], False
+    cost, elapsed, values, diverged = 0, clock.per_trial_s, [], False
     for fold in folds:
         run = table.run(config, fold)
         elapsed += clock.seconds(config, fold, run.steps_run)
