@@ -131,7 +131,7 @@ def test_the_workers_stage_logic_on_planted_losses_gives_decided_arms_no_more_fo
     from lpstudy.db.optuna_storage import open_storage
     from lpstudy.study.compare import create_compare, make_plan
     from lpstudy.study.compare_worker import next_target
-    from lpstudy.study.stages import next_stage
+    from lpstudy.study.stages import WAIT, next_stage
 
     store = open_storage(sqlite_url, create_tables=True)
     plan = make_plan("p", ["1", "2", "4"], ["lr"], 2, 6, "smoke", until_decided={"rounds": [3, 5, 6], "rope": 0.05})
@@ -172,7 +172,7 @@ def test_the_workers_stage_logic_on_planted_losses_gives_decided_arms_no_more_fo
     assert {label: folds_of(label)[1] for label in losses} == {label: [0, 1, 2] for label in losses}
     run_waiting()
     assert next_target(store, "cmp", plan) is not None
-    assert next_stage(store, "cmp") == "wait"  # a second worker finds the stage open and adds nothing
+    assert next_stage(store, "cmp") is WAIT  # a second worker finds the stage open and adds nothing
     assert {label: folds_of(label)[1] for label in losses} == {"p=2": [0, 1, 2, 3, 4], "p=1": [0, 1, 2],
                                                                 "p=4": [0, 1, 2, 3, 4]}
     run_waiting()

@@ -28,6 +28,7 @@ Two workers that pick an arm at the same moment can give it one trial more than 
 from __future__ import annotations
 
 import dataclasses
+import enum
 import json
 import math
 from dataclasses import dataclass, field
@@ -337,8 +338,14 @@ def ensure_folds_study(storage: StudyStorage, name: str, plan: ComparePlan, valu
     return study
 
 
-WAIT = ":wait"  # next_study's answer while a stage's cells (or the last tuning trials) still run elsewhere
-STAGE_OVER = ":stage-over"  # next_study's answer, with --until-decided, once a stage's cells are over
+class NoStudy(enum.Enum):
+    """next_study's answer where no study has a trial to take now (None: nothing is left at all)."""
+
+    WAIT = "wait"  # a stage's cells (or the last tuning trials) still run elsewhere
+    STAGE_OVER = "stage over"  # with --until-decided, a stage's cells are over: the verdicts decide what next
+
+
+WAIT, STAGE_OVER = NoStudy.WAIT, NoStudy.STAGE_OVER
 
 
 def enqueue_stage(storage: StudyStorage, name: str, plan: ComparePlan, labels: list[str], folds: int) -> tuple[int, int]:
@@ -359,7 +366,7 @@ def enqueue_stage(storage: StudyStorage, name: str, plan: ComparePlan, labels: l
     return enqueued, open_
 
 
-def next_study(storage: StudyStorage, name: str, plan: ComparePlan) -> str | None:
+def next_study(storage: StudyStorage, name: str, plan: ComparePlan) -> str | NoStudy | None:
     """Where a worker's next trial comes from: an arm whose tuning has a WAITING trial (a race or a
     retry, counted in its budget), else the arm whose tuning has used least of its budget, else an
     arm's replicate grid with a waiting cell; None when nothing is left to run now. With

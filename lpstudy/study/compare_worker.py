@@ -10,25 +10,25 @@ import time
 
 from lpstudy.errors import UserError
 from lpstudy.db.optuna_storage import StudyStorage
-from lpstudy.study.compare import STAGE_OVER, WAIT, WAIT_S, ComparePlan, load_plan, next_study
+from lpstudy.study.compare import STAGE_OVER, WAIT, WAIT_S, ComparePlan, NoStudy, load_plan, next_study
 from lpstudy.study.stages import OVER, next_stage
 from lpstudy.study.stages import WAIT as STAGE_WAIT
 from lpstudy.study.worker import WorkerOptions, WorkerReport, run_worker, stop_line
 from lpstudy.training.progress import say_stderr
 
 
-def next_target(storage: StudyStorage, name: str, plan: ComparePlan, say=None) -> str | None:
+def next_target(storage: StudyStorage, name: str, plan: ComparePlan, say=None) -> str | NoStudy | None:
     """next_study, with the next stage enqueued (lpstudy.study.stages.next_stage) once a stage's
     cells are over, and looked at again: a study to take a trial from, WAIT, or None when nothing
     is left now."""
     for _ in range(2):  # a second look after a stage is enqueued
         target = next_study(storage, name, plan)
-        if target != STAGE_OVER:
+        if target is not STAGE_OVER:
             return target
         step = next_stage(storage, name, say)
-        if step == OVER:
+        if step is OVER:
             return None
-        if step == STAGE_WAIT:
+        if step is STAGE_WAIT:
             return WAIT
     return WAIT
 
@@ -60,7 +60,7 @@ def run_compare_worker(options: WorkerOptions, storage: StudyStorage, say=None) 
             report.reason = ("every arm is decided or the last stage ran (lpstudy verdict shows them)"
                              if plan.until_decided else "nothing left to run in the comparison")
             break
-        if target == WAIT:
+        if isinstance(target, NoStudy):  # WAIT: a stage's cells still run elsewhere
             time.sleep(WAIT_S)
             continue
         # races the arm's tuning enqueues (within its budget) are this loop's next trials (next_study)

@@ -17,6 +17,7 @@ stage engine decides from them, and nothing of lpstudy.results imports it back
 from __future__ import annotations
 
 import dataclasses
+import enum
 import time
 from typing import TYPE_CHECKING
 
@@ -25,16 +26,23 @@ if TYPE_CHECKING:
     from lpstudy.study.worker import WorkerOptions, WorkerReport
 
 POLL_S = 3.0  # a worker waiting for the stage's running cells looks again this often
-WAIT, ENQUEUED, OVER = "wait", "enqueued", "over"  # next_stage's answers
+class Stage(enum.Enum):
+    """next_stage's answer: what comes after the cells that ran."""
+
+    WAIT = "wait"  # cells of the stage still run (here or elsewhere): look again later
+    ENQUEUED = "enqueued"  # the next stage's cells are waiting
+    OVER = "over"  # every arm decided, or the last stage ran
 
 
-def next_stage(storage: StudyStorage, name: str, say=None) -> str:
+WAIT, ENQUEUED, OVER = Stage.WAIT, Stage.ENQUEUED, Stage.OVER
+
+
+def next_stage(storage: StudyStorage, name: str, say=None) -> Stage:
     """What comes after the cells that ran, for the replicate or comparison NAME run --until-decided:
     WAIT (cells of the stage still run), ENQUEUED (the next stage's cells are waiting: for a
     comparison, in its arms' replicate grids) or OVER (every arm decided, or the last stage ran).
     storage: the worker's own, which reads the verdicts' data too."""
     from lpstudy.results.answers import study_answer
-    from lpstudy.results.answers.answer_types import VerdictAnswer
     from lpstudy.results.answers.options import stage_options
     from lpstudy.results.reading.compare import verdict_data
     from lpstudy.study.compare import enqueue_stage, load_plan
@@ -47,9 +55,10 @@ def next_stage(storage: StudyStorage, name: str, say=None) -> str:
     if data.trials["state"].isin(["WAITING", "RUNNING"]).any():
         return WAIT
     answer = study_answer(data, stage_options(plan))
-    if not isinstance(answer, VerdictAnswer) or plan is None:  # a search has no stages: nothing to run
+    if plan is None:  # a study run without --until-decided has no stages
         return OVER
-    seq = answer.sequential
+    seq = getattr(answer, "sequential", None)  # a grid's answer (VerdictAnswer); a search has no stages
+    reference = getattr(answer, "reference", None)
     if seq is None and comparison is None:  # a replicate whose verdicts have no stage to look at
         return OVER
     if seq and seq.over:
@@ -59,11 +68,11 @@ def next_stage(storage: StudyStorage, name: str, say=None) -> str:
     stopped = seq.stopped if seq else {}
     folds = rounds[done]
     if comparison is None:
-        if seq is None or answer.reference is None:  # a replicate without stages returned OVER above
+        if seq is None or reference is None:  # a replicate without stages returned OVER above
             return OVER
         undecided = [arm.value for arm in seq.arms if arm.state in ("running", "undecided")]
         n_undecided = len(undecided)
-        enqueued, open_ = enqueue_round(storage, name, [answer.reference.value, *undecided], folds)
+        enqueued, open_ = enqueue_round(storage, name, [reference.value, *undecided], folds)
         decided = [f"p = {format_p(float(arm))} after {n} folds" for arm, n in stopped.items()]
     else:
         labels = [comparison.label(v) for v in comparison.values if comparison.label(v) not in stopped]
@@ -81,7 +90,7 @@ def next_stage(storage: StudyStorage, name: str, say=None) -> str:
 def run_until_decided(options: WorkerOptions, storage: StudyStorage, say) -> WorkerReport:
     """`lpstudy worker` on a replicate run --until-decided: cells until no stage is left (see the
     module), on storage, the study's storage the caller opened and closes."""
-    from lpstudy.study.worker import ROUND_DONE, WorkerReport, run_worker, stop_line
+    from lpstudy.study.worker import WorkerReport, run_worker, stop_line
 
     report = WorkerReport()
     started = time.monotonic()
@@ -93,14 +102,14 @@ def run_until_decided(options: WorkerOptions, storage: StudyStorage, say) -> Wor
         one = run_worker(dataclasses.replace(options, announce=False, timeout=left), storage=storage)
         for state, count in one.trials.items():
             report.trials[state] = report.trials.get(state, 0) + count
-        if one.reason != ROUND_DONE:
+        if not one.round_done:
             report.reason, report.interrupted, report.exit_code = one.reason, one.interrupted, one.exit_code
             break
         step = next_stage(storage, options.study, say)
-        if step == OVER:
+        if step is OVER:
             report.reason = "every arm is decided or the last round ran (lpstudy verdict shows them)"
             break
-        if step == WAIT:
+        if step is WAIT:
             time.sleep(POLL_S)
     say(stop_line(report))
     return report

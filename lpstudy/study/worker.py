@@ -56,7 +56,6 @@ IDLE_POLL_MAX_S = 4.0
 # This many failures in a row (errors, not interruptions) stop a worker: something is broken.
 MAX_CONSECUTIVE_FAILURES = 3
 # Why a worker of a sequential replicate (--until-decided) stops: nothing of the round is waiting.
-ROUND_DONE = "no cell of this round is waiting"
 # A grid worker that finds fewer trials than cells waits this long for its creator to enqueue more.
 ENQUEUE_WAIT_S = 60.0
 
@@ -98,6 +97,7 @@ class WorkerReport:
     trials: dict[str, int] = field(default_factory=dict)  # state name -> count, of this worker's trials
     reason: str = ""  # why it stopped
     interrupted: bool = False
+    round_done: bool = False  # a stage of a study run --until-decided has no cell waiting (lpstudy.study.stages)
     exit_code: int = 0
 
 
@@ -329,7 +329,8 @@ class Worker:
             if spec.is_grid:
                 trial = pop_waiting_trial(study, storage)
                 if trial is None and spec.until_decided:
-                    report.reason = ROUND_DONE  # the command that runs it decides what comes next (lpstudy.study.stages)
+                    # the command that runs it decides what comes next (lpstudy.study.stages)
+                    report.reason, report.round_done = "no cell of this round is waiting", True
                     break
                 if trial is None:
                     if storage.count_trials(study, (TrialState.RUNNING,)):
