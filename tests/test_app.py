@@ -686,8 +686,12 @@ def test_the_compare_page_draws_the_verdicts_of_a_comparison(seeded, tmp_path):
     assert ran > 0 and f"cmp (compare) · {ran} trials" in at.sidebar.selectbox[0].options  # its arms' trials
     shown = messages(at)
     assert not shown["exception"] and not shown["error"], shown
-    assert chart_titles(at) == ["Equal-budget comparison: difference to the reference p = 2 (verdict's interval)",
-                                "Verdict per arm: difference to the reference"]
+    # each arm's verdict drawn once (in nats, its share of the reference's loss in the hover), not again in %
+    assert chart_titles(at) == ["Equal-budget comparison: difference to the reference p = 2 (verdict's interval)"]
+    from lpstudy.results.tables.verdicts import VERDICT_COLOURS
+
+    verdict_traces = [t for t in figures(at)[chart_titles(at)[0]]["data"] if t.get("name") in VERDICT_COLOURS]
+    assert sum("p = 1" in (t.get("x") or []) for t in verdict_traces) == 1
     verdicts = at.dataframe[1].value
     assert list(verdicts["arm"]) == ["p = 2", "p = 1"] and verdicts["verdict"].iloc[0] == "reference"
     # by hand: the mean over folds of loss(p = 1) − loss(p = 2), folds where either run diverged left out

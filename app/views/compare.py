@@ -1,7 +1,7 @@
 """An equal-budget comparison (`lpstudy compare`): each arm's tuning budget and best configuration,
 each arm's verdict against the reference arm over the folds of its replicate runs (lpstudy.results.answers:
-the equal-budget chart in nats and the verdict chart, coloured by verdict, and the table `lpstudy verdict`
-prints: the one comparison of arms) and, for a
+the equal-budget chart in nats, coloured by verdict, its share of the reference's loss in the hover, drawn
+once, and the table `lpstudy verdict` prints: the one comparison of arms) and, for a
 comparison run --until-decided, its stages: each arm's state at every look, the alpha each look
 spends and the fold runs saved (the answer's "sequential" entry, as `lpstudy verdict` prints it)."""
 
@@ -54,8 +54,7 @@ st.subheader("Tuning budget per arm")
 table(budgets)
 st.subheader("Verdicts")
 st.markdown(f"**Verdict.** {answer.sentence}")
-chart(V.equal_budget_chart(answer), key="compare")  # in nats; the next in % of the reference's loss
-chart(V.verdict_chart(answer), key="compare_verdicts")
+chart(V.equal_budget_chart(answer), key="compare")  # each arm's verdict drawn once: nats, its % in the hover
 verdicts = verdict_frame(answer)
 if len(verdicts):
     st.caption(verdict_title(answer))
