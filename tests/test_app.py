@@ -694,6 +694,9 @@ def test_the_compare_page_draws_the_verdicts_of_a_comparison(seeded, tmp_path):
     assert sum("p = 1" in (t.get("x") or []) for t in verdict_traces) == 1
     verdicts = at.dataframe[1].value
     assert list(verdicts["arm"]) == ["p = 2", "p = 1"] and verdicts["verdict"].iloc[0] == "reference"
+    assert [m.value for m in at.markdown if m.value.startswith(  # the table's plain words above it
+        "In plain words: this compares the final validation loss of p = 1 with p = 2 (the reference), each arm's "
+        "best configuration after its own tuning")]
     # by hand: the mean over folds of loss(p = 1) − loss(p = 2), folds where either run diverged left out
     loss = {}
     for p in (1, 2):

@@ -8,6 +8,7 @@ spends and the fold runs saved (the answer's "sequential" entry, as `lpstudy ver
 import streamlit as st
 
 from lpstudy.results.charts import verdicts as V
+from lpstudy.results.tables.summary import verdict_summary
 from lpstudy.results.tables.verdicts import sequential_lines, stages_frame, verdict_frame, verdict_title
 
 from common import STUDY_KEY, cached_study_infos, chart, no_traceback, reader, server_reader, verdict_table
@@ -57,6 +58,7 @@ st.markdown(f"**Verdict.** {answer.sentence}")
 chart(V.equal_budget_chart(answer), key="compare")  # each arm's verdict drawn once: nats, its % in the hover
 verdicts = verdict_frame(answer)
 if len(verdicts):
+    st.markdown(verdict_summary(answer))  # what was compared, what is known, what would decide it
     st.caption(verdict_title(answer))
     verdict_table(verdicts)  # a hover on each statistical column, the glossary under it
 if answer.sequential:  # run --until-decided: the stages the verdicts were reached in

@@ -86,7 +86,9 @@ def print_verdicts(study: str, reader, rope: str | None = None, reference=None,
     if isinstance(answer, SearchAnswer):  # a search study: p's profile with lr and gain held apart (lpstudy.results.answers.search)
         _print_search(console, answer)
         return
-    print_verdict_table(console, answer)  # the table status and compare print too
+    from lpstudy.results.tables.summary import convergence_summary
+
+    print_verdict_table(console, answer)  # the table status and compare print too, its plain words above it
     from lpstudy.results.tables.glossary import glossary_lines
 
     for line in glossary_lines():  # the words of the table, one plain line each
@@ -95,6 +97,7 @@ def print_verdicts(study: str, reader, rope: str | None = None, reference=None,
         console.print(line, highlight=False, soft_wrap=True)
     convergence = convergence_frame(answer)
     if len(convergence):
+        console.print(convergence_summary(answer), highlight=False, soft_wrap=True)
         print_table(console, convergence_title(answer), list(convergence.columns), convergence.values.tolist(),
                     aligned_when_piped=False)
         restricted = restricted_frame(answer)

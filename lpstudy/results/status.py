@@ -347,10 +347,13 @@ def _render_replicate(status: dict[str, Any], console) -> None:
 
 
 def print_verdict_table(console, answer: VerdictAnswer) -> None:
-    """The verdict table of an answer (lpstudy.results.tables.verdicts), as every command prints it."""
+    """The verdict table of an answer (lpstudy.results.tables.verdicts), as every command prints it, under
+    its paragraph in plain words (lpstudy.results.tables.summary)."""
+    from lpstudy.results.tables.summary import verdict_summary
     from lpstudy.results.tables.verdicts import verdict_frame, verdict_title
 
     frame = verdict_frame(answer) if answer.reference else None
     if frame is not None and len(frame) > 1:
+        console.print(verdict_summary(answer), highlight=False, soft_wrap=True)
         print_table(console, verdict_title(answer), list(frame.columns), frame.values.tolist(),
                     aligned_when_piped=False)
