@@ -308,12 +308,39 @@ def show_problem(trials, stop: bool = True) -> bool:
     return True
 
 
-def chart(fig, key: str | None = None, note: str | None = None) -> None:
-    """A figure across its column; `note` (a curve sample: lpstudy.results.reading.curve_sample) is written on it."""
+# The characters of a chart title's line: whole in a chart of one of two columns (262 px at a
+# 1000-pixel window with the sidebar open), and in one across the page (540 px there).
+HALF_TITLE_CHARS, WIDE_TITLE_CHARS = 34, 72
+TITLE_LINE_PX = 20  # what each further line of a title adds to the chart's top margin and height
+
+
+def fitted_title(fig, chars: int):
+    """The figure with its title wrapped between words into lines of at most `chars` characters (a copy:
+    a cached figure stays as it was); each line but the last ends in a space, so that the drawn title
+    reads as one text ("…per p (95 % Wilson interval)")."""
+    import textwrap
+
+    import plotly.graph_objects as go
+
+    text = fig.layout.title.text or ""
+    lines = textwrap.wrap(text, chars, break_on_hyphens=False)
+    if len(lines) < 2:
+        return fig
+    fig = go.Figure(fig)
+    more = TITLE_LINE_PX * (len(lines) - 1)
+    fig.update_layout(title_text=" <br>".join(lines), margin_t=(fig.layout.margin.t or 60) + more,
+                      height=(fig.layout.height or 450) + more)
+    return fig
+
+
+def chart(fig, key: str | None = None, note: str | None = None, half: bool = False) -> None:
+    """A figure across its column (half: one of two in a row), its title wrapped to the column's
+    width; `note` (a curve sample: lpstudy.results.reading.curve_sample) is written on it."""
     if note:
         from lpstudy.results.charts import mark_sample
 
         mark_sample(fig, note)
+    fig = fitted_title(fig, HALF_TITLE_CHARS if half else WIDE_TITLE_CHARS)
     st.plotly_chart(fig, width="stretch", key=key, config={"displaylogo": False})
 
 
@@ -393,7 +420,7 @@ def draw_charts(page_charts, inputs, part: str | None = None) -> None:
             return
         for column, entry in zip(st.columns(2), row):
             with column:
-                chart(figure(entry, inputs), key=entry.name)
+                chart(figure(entry, inputs), key=entry.name, half=True)
         row.clear()
 
     for entry in applying(page_charts, inputs, part):
@@ -439,6 +466,12 @@ def notes_box(storage_url: str, study_name: str, trial: int | None = None) -> No
 # the verdict table's columns a reader hovers for the word behind them (lpstudy.results.tables.glossary)
 VERDICT_HELP = {"interval (nats)": "corrected t", "interval (relative)": "corrected t", "p-value (difference)": "Holm",
                 "p-value (equivalence)": "TOST", "verdict": "ROPE"}
+# the page's shorter headings of the widest-headed columns (the hover names the column in full): the
+# table fits a 1400-pixel window with the sidebar open, its numbers whole
+VERDICT_HEADINGS = {"p-value (difference)": "p-value (Δ)", "p-value (equivalence)": "p-value (TOST)",
+                    "interval (relative)": "interval (%)", "mean loss": "mean"}
+# the columns the page leaves out: "relative" is the middle of "interval (relative)" (a symmetric interval)
+VERDICT_UNSHOWN = ("relative",)
 
 
 def verdict_table(frame) -> None:
@@ -446,9 +479,19 @@ def verdict_table(frame) -> None:
     glossary of its words under it."""
     from lpstudy.results.tables.glossary import GLOSSARY
 
-    config = {name: st.column_config.Column(help=f"{term}: {GLOSSARY[term]}")
-              for name, term in VERDICT_HELP.items() if name in frame.columns}
-    st.dataframe(frame, hide_index=True, width="stretch", column_config=config)
+    def hover(name: str) -> str | None:
+        term = VERDICT_HELP.get(name)
+        said = f"{term}: {GLOSSARY[term]}" if term else None
+        if name == "interval (relative)":  # the relative difference, left out, is its middle
+            return f"{said} ({name}; its middle is the relative difference)"
+        if name in VERDICT_HEADINGS:  # the heading in full after the word's line
+            return f"{said} ({name})" if said else name
+        return said
+
+    config = {name: st.column_config.Column(VERDICT_HEADINGS.get(name), help=hover(name))
+              for name in frame.columns if name in VERDICT_HELP or name in VERDICT_HEADINGS}
+    shown = [name for name in frame.columns if name not in VERDICT_UNSHOWN]
+    st.dataframe(frame, hide_index=True, width="stretch", column_config=config, column_order=shown)
     glossary_box()
 
 
