@@ -311,25 +311,50 @@ def show_problem(trials, stop: bool = True) -> bool:
 # The characters of a chart title's line: whole in a chart of one of two columns (262 px at a
 # 1000-pixel window with the sidebar open), and in one across the page (540 px there).
 HALF_TITLE_CHARS, WIDE_TITLE_CHARS = 34, 72
-TITLE_LINE_PX = 20  # what each further line of a title adds to the chart's top margin and height
+HALF_PX, WIDE_PX = 262, 540  # those charts' widths there, the narrowest a page is read at
+TITLE_LINE_PX = 20  # what each further line of a title, or of a legend above the plot, adds on top
+LEGEND_CHAR_PX, LEGEND_ITEM_PX = 7, 40  # a legend entry's width: its name's characters and its symbol
 
 
-def fitted_title(fig, chars: int):
-    """The figure with its title wrapped between words into lines of at most `chars` characters (a copy:
-    a cached figure stays as it was); each line but the last ends in a space, so that the drawn title
-    reads as one text ("…per p (95 % Wilson interval)")."""
+def _legend_rows(fig, width_px: int) -> int:
+    """The rows a horizontal legend above the plot takes in a chart `width_px` wide (its entries'
+    names as Plotly lays them out, left to right); 0 for a legend elsewhere or none."""
+    legend = fig.layout.legend
+    if fig.layout.showlegend is False or legend.orientation != "h" or (legend.y is not None and legend.y < 1):
+        return 0
+    shown = [getattr(t, "showlegend", None) for t in fig.data]  # a parallel-coordinates trace has no legend
+    names = [t.name for t, on in zip(fig.data, shown) if on is not False and getattr(t, "name", None)]
+    if len(names) < 2 and not any(shown):
+        return 0
+    margin = fig.layout.margin
+    width_px -= (margin.l if margin.l is not None else 80) + (margin.r if margin.r is not None else 80)  # the plot's
+    rows, used = 1, 0
+    for name in names:
+        wide = LEGEND_CHAR_PX * len(name) + LEGEND_ITEM_PX
+        if used and used + wide > width_px:
+            rows, used = rows + 1, 0
+        used += wide
+    return rows
+
+
+def fitted_title(fig, chars: int, width_px: int):
+    """The figure with its title wrapped between words into lines of at most `chars` characters, and
+    its top margin grown by each further line of the title and of a legend above the plot, in a chart
+    `width_px` wide, so that neither covers the other (a copy: a cached figure stays as it was); each
+    title line but the last ends in a space, so that the drawn title reads as one text."""
     import textwrap
 
     import plotly.graph_objects as go
 
     text = fig.layout.title.text or ""
-    lines = textwrap.wrap(text, chars, break_on_hyphens=False)
-    if len(lines) < 2:
+    lines = textwrap.wrap(text, chars, break_on_hyphens=False) or [text]
+    more = TITLE_LINE_PX * (len(lines) - 1 + max(_legend_rows(fig, width_px) - 1, 0))
+    if not more:
         return fig
     fig = go.Figure(fig)
-    more = TITLE_LINE_PX * (len(lines) - 1)
     fig.update_layout(title_text=" <br>".join(lines), margin_t=(fig.layout.margin.t or 60) + more,
-                      height=(fig.layout.height or 450) + more)
+                      height=(fig.layout.height or 450) + more,  # the title at the top, the legend's rows under it
+                      title_yref="container", title_y=1, title_yanchor="top", title_pad_t=12)
     return fig
 
 
@@ -340,7 +365,7 @@ def chart(fig, key: str | None = None, note: str | None = None, half: bool = Fal
         from lpstudy.results.charts import mark_sample
 
         mark_sample(fig, note)
-    fig = fitted_title(fig, HALF_TITLE_CHARS if half else WIDE_TITLE_CHARS)
+    fig = fitted_title(fig, *((HALF_TITLE_CHARS, HALF_PX) if half else (WIDE_TITLE_CHARS, WIDE_PX)))
     st.plotly_chart(fig, width="stretch", key=key, config={"displaylogo": False})
 
 

@@ -1,5 +1,6 @@
 """Every page read in a real browser at 1400 and at 1000 pixels (the sidebar open): no chart title that
-runs past its chart, no heading cut, no chart drawn twice on a page (the same title twice); and at
+runs past its chart or lies under its legend, no heading cut, no chart drawn twice on a page (the same
+title twice); and at
 1400 pixels no table whose columns run past its box (a canvas grid, st.dataframe, read by its own
 horizontal scroller: the columns' total width against the width it shows) and no line of text cut.
 At 1000 pixels the page's column is 538 pixels wide: the wide tables (the verdicts' ten columns, the
@@ -18,7 +19,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 WIDTHS = (1400, 1000)
 # what is checked at each width (MEASURE's kinds of problem)
-CHECKED = {1400: ("heading", "text", "table", "chart title"), 1000: ("heading", "chart title")}
+CHECKED = {1400: ("heading", "text", "table", "chart title", "legend"), 1000: ("heading", "chart title", "legend")}
 PATHS = {"Home": "", "Effect of p": "Effect_of_p", "Convergence": "Convergence", "Stability": "Stability",
          "Stability lens": "Stability_lens", "Compare": "Compare", "Trials": "Trials", "Export": "Export"}
 # (study, page): every page of a search, and the pages that draw verdict tables of a replicate and a comparison
@@ -48,6 +49,17 @@ MEASURE = """() => {
         const box = svg.getBoundingClientRect(), text = title.getBoundingClientRect();
         if (text.left < box.left - 1 || text.right > box.right + 1)
             problems.push(`chart title cut: "${title.textContent}" ${Math.round(text.right - text.left)} px in ${Math.round(box.width)}`);
+    }
+    for (const plot of main.querySelectorAll('.js-plotly-plot')) {
+        // each drawn line of the title against each entry of the legend: glyphs, not their boxes' union
+        const title = plot.querySelector('.gtitle');
+        if (!title) continue;
+        const lines = [...title.querySelectorAll('tspan.line')];
+        const boxes = (lines.length ? lines : [title]).map(e => e.getBoundingClientRect());
+        const entries = [...plot.querySelectorAll('.legend .traces')].map(e => e.getBoundingClientRect());
+        const over = (a, b) => a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1;
+        if (boxes.some(a => entries.some(b => b.width > 0 && over(a, b))))
+            problems.push(`legend cut: over the title "${title.textContent}"`);
     }
     const titles = [...main.querySelectorAll('.js-plotly-plot .gtitle')].map(e => e.textContent);
     return {problems, titles};
