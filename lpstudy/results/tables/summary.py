@@ -70,15 +70,15 @@ def verdict_summary(answer: VerdictAnswer) -> str:
     else:
         planned = [d.value for d in plan.arms] if plan and plan.command else []
         if planned:
-            runs = f"{plan.runs} runs" if plan.runs else "runs"
-            text.append(f"What would decide {listed([arm_name(ref.field, v) for v in planned])}: {runs} "
-                        f"({plan.folds} folds an arm), {plan.time}; the command is in the verdict above.")
+            runs = (f"{plan.runs} runs" if plan.runs else "runs") + (f" ({plan.folds} folds an arm)" if plan.folds else "")
+            text.append(f"What would decide {listed([arm_name(ref.field, v) for v in planned])}: {runs}, "
+                        f"{plan.time}; the command is in the verdict above.")
         early = [arm_name(a.field, a.value) for a in undecided if a.value not in planned and a.n_folds < 2]
         if early:
             text.append(f"{listed(early)} {'needs' if len(early) == 1 else 'need'} a second fold before the "
                         "noise between folds can be measured.")
         beyond = [arm_name(a.field, a.value) for a in undecided if a.value not in planned and a.n_folds >= 2]
-        if beyond:
+        if beyond and not answer.interim:  # runs still to come: the design has not had its say
             text.append(f"No design within the limits would decide {listed(beyond)}: the difference, if any, is "
                         "too small against the spread between folds.")
     return " ".join(text)
