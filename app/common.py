@@ -308,12 +308,64 @@ def show_problem(trials, stop: bool = True) -> bool:
     return True
 
 
-def chart(fig, key: str | None = None, note: str | None = None) -> None:
-    """A figure across its column; `note` (a curve sample: lpstudy.results.reading.curve_sample) is written on it."""
+# The characters of a chart title's line: whole in a chart of one of two columns (262 px at a
+# 1000-pixel window with the sidebar open), and in one across the page (540 px there).
+HALF_TITLE_CHARS, WIDE_TITLE_CHARS = 34, 72
+HALF_PX, WIDE_PX = 262, 540  # those charts' widths there, the narrowest a page is read at
+TITLE_LINE_PX = 20  # what each further line of a title, or of a legend above the plot, adds on top
+LEGEND_CHAR_PX, LEGEND_ITEM_PX = 7, 40  # a legend entry's width: its name's characters and its symbol
+
+
+def _legend_rows(fig, width_px: int) -> int:
+    """The rows a horizontal legend above the plot takes in a chart `width_px` wide (its entries'
+    names as Plotly lays them out, left to right); 0 for a legend elsewhere or none."""
+    legend = fig.layout.legend
+    if fig.layout.showlegend is False or legend.orientation != "h" or (legend.y is not None and legend.y < 1):
+        return 0
+    shown = [getattr(t, "showlegend", None) for t in fig.data]  # a parallel-coordinates trace has no legend
+    names = [t.name for t, on in zip(fig.data, shown) if on is not False and getattr(t, "name", None)]
+    if len(names) < 2 and not any(shown):
+        return 0
+    margin = fig.layout.margin
+    width_px -= (margin.l if margin.l is not None else 80) + (margin.r if margin.r is not None else 80)  # the plot's
+    rows, used = 1, 0
+    for name in names:
+        wide = LEGEND_CHAR_PX * len(name) + LEGEND_ITEM_PX
+        if used and used + wide > width_px:
+            rows, used = rows + 1, 0
+        used += wide
+    return rows
+
+
+def fitted_title(fig, chars: int, width_px: int):
+    """The figure with its title wrapped between words into lines of at most `chars` characters, and
+    its top margin grown by each further line of the title and of a legend above the plot, in a chart
+    `width_px` wide, so that neither covers the other (a copy: a cached figure stays as it was); each
+    title line but the last ends in a space, so that the drawn title reads as one text."""
+    import textwrap
+
+    import plotly.graph_objects as go
+
+    text = fig.layout.title.text or ""
+    lines = textwrap.wrap(text, chars, break_on_hyphens=False) or [text]
+    more = TITLE_LINE_PX * (len(lines) - 1 + max(_legend_rows(fig, width_px) - 1, 0))
+    if not more:
+        return fig
+    fig = go.Figure(fig)
+    fig.update_layout(title_text=" <br>".join(lines), margin_t=(fig.layout.margin.t or 60) + more,
+                      height=(fig.layout.height or 450) + more,  # the title at the top, the legend's rows under it
+                      title_yref="container", title_y=1, title_yanchor="top", title_pad_t=12)
+    return fig
+
+
+def chart(fig, key: str | None = None, note: str | None = None, half: bool = False) -> None:
+    """A figure across its column (half: one of two in a row), its title wrapped to the column's
+    width; `note` (a curve sample: lpstudy.results.reading.curve_sample) is written on it."""
     if note:
         from lpstudy.results.charts import mark_sample
 
         mark_sample(fig, note)
+    fig = fitted_title(fig, *((HALF_TITLE_CHARS, HALF_PX) if half else (WIDE_TITLE_CHARS, WIDE_PX)))
     st.plotly_chart(fig, width="stretch", key=key, config={"displaylogo": False})
 
 
@@ -393,7 +445,7 @@ def draw_charts(page_charts, inputs, part: str | None = None) -> None:
             return
         for column, entry in zip(st.columns(2), row):
             with column:
-                chart(figure(entry, inputs), key=entry.name)
+                chart(figure(entry, inputs), key=entry.name, half=True)
         row.clear()
 
     for entry in applying(page_charts, inputs, part):
@@ -439,6 +491,12 @@ def notes_box(storage_url: str, study_name: str, trial: int | None = None) -> No
 # the verdict table's columns a reader hovers for the word behind them (lpstudy.results.tables.glossary)
 VERDICT_HELP = {"interval (nats)": "corrected t", "interval (relative)": "corrected t", "p-value (difference)": "Holm",
                 "p-value (equivalence)": "TOST", "verdict": "ROPE"}
+# the page's shorter headings of the widest-headed columns (the hover names the column in full): the
+# table fits a 1400-pixel window with the sidebar open, its numbers whole
+VERDICT_HEADINGS = {"p-value (difference)": "p-value (Δ)", "p-value (equivalence)": "p-value (TOST)",
+                    "interval (relative)": "interval (%)", "mean loss": "mean"}
+# the columns the page leaves out: "relative" is the middle of "interval (relative)" (a symmetric interval)
+VERDICT_UNSHOWN = ("relative",)
 
 
 def verdict_table(frame) -> None:
@@ -446,9 +504,19 @@ def verdict_table(frame) -> None:
     glossary of its words under it."""
     from lpstudy.results.tables.glossary import GLOSSARY
 
-    config = {name: st.column_config.Column(help=f"{term}: {GLOSSARY[term]}")
-              for name, term in VERDICT_HELP.items() if name in frame.columns}
-    st.dataframe(frame, hide_index=True, width="stretch", column_config=config)
+    def hover(name: str) -> str | None:
+        term = VERDICT_HELP.get(name)
+        said = f"{term}: {GLOSSARY[term]}" if term else None
+        if name == "interval (relative)":  # the relative difference, left out, is its middle
+            return f"{said} ({name}; its middle is the relative difference)"
+        if name in VERDICT_HEADINGS:  # the heading in full after the word's line
+            return f"{said} ({name})" if said else name
+        return said
+
+    config = {name: st.column_config.Column(VERDICT_HEADINGS.get(name), help=hover(name))
+              for name in frame.columns if name in VERDICT_HELP or name in VERDICT_HEADINGS}
+    shown = [name for name in frame.columns if name not in VERDICT_UNSHOWN]
+    st.dataframe(frame, hide_index=True, width="stretch", column_config=config, column_order=shown)
     glossary_box()
 
 

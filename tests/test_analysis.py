@@ -143,6 +143,24 @@ def test_p_lr_map_bins_learning_rates_on_a_log_scale():
     assert A.map_axis(grid) == "fold"
 
 
+def test_the_p_fold_map_of_a_repeated_study_has_a_row_per_repeat_of_each_fold():
+    """`--repeats 2`: fold 0 ran twice on different partitions; the map keeps the two runs apart, each
+    under its own label, rather than their mean under "0"."""
+    from lpstudy.results import charts as C
+
+    losses = {(0, 0): 1.0, (0, 1): 3.0, (1, 0): 2.0, (1, 1): 2.5}  # (fold, repeat): loss
+    grid = trials_frame([{"p": 2.0, "fold": float(f), "repeat": float(r), "value": v} for (f, r), v in losses.items()])
+    assert A.map_axis(grid) == "repeat_fold"
+    cells = A.p_map(grid, None, by=A.map_axis(grid)).sort_values("y_order")
+    assert cells["y_bin"].tolist() == ["fold 0, repeat 0", "fold 1, repeat 0", "fold 0, repeat 1", "fold 1, repeat 1"]
+    assert cells["mean_loss"].tolist() == [1.0, 2.0, 3.0, 2.5] and cells["n"].tolist() == [1, 1, 1, 1]
+    fig = C.loss_map(cells, A.map_axis(grid))
+    assert fig.layout.title.text.startswith("Validation loss over p × fold and repeat")
+    assert list(fig.data[0].y) == cells["y_bin"].tolist()
+    once = trials_frame([{"p": 2.0, "fold": float(f), "value": 1.0} for f in range(2)])  # no repeat column
+    assert A.map_axis(once) == "fold" and A.map_axis(once.assign(repeat=0.0)) == "fold"
+
+
 def test_parameter_importance_finds_the_parameter_the_loss_depends_on():
     rng = np.random.default_rng(0)
     rows = []

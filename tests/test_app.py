@@ -100,7 +100,12 @@ def _storage_env(monkeypatch):
 
 
 def chart_titles(at: AppTest) -> list[str]:
-    return [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+    return [drawn_title(json.loads(c.proto.spec)) for c in at.get("plotly_chart")]
+
+
+def drawn_title(spec: dict) -> str:
+    """A chart's title as one line: the page wraps a long one into lines (app/common.py: fitted_title)."""
+    return spec["layout"]["title"]["text"].replace(" <br>", " ")
 
 
 def messages(at: AppTest) -> dict[str, list[str]]:
@@ -485,7 +490,7 @@ def figures(at: AppTest) -> dict[str, dict]:
     out = {}
     for c in at.get("plotly_chart"):
         spec = json.loads(c.proto.spec)
-        out[spec["layout"]["title"]["text"]] = spec
+        out[drawn_title(spec)] = spec
     return out
 
 
@@ -686,10 +691,17 @@ def test_the_compare_page_draws_the_verdicts_of_a_comparison(seeded, tmp_path):
     assert ran > 0 and f"cmp (compare) · {ran} trials" in at.sidebar.selectbox[0].options  # its arms' trials
     shown = messages(at)
     assert not shown["exception"] and not shown["error"], shown
-    assert chart_titles(at) == ["Equal-budget comparison: difference to the reference p = 2 (verdict's interval)",
-                                "Verdict per arm: difference to the reference"]
+    # each arm's verdict drawn once (in nats, its share of the reference's loss in the hover), not again in %
+    assert chart_titles(at) == ["Equal-budget comparison: difference to the reference p = 2 (verdict's interval)"]
+    from lpstudy.results.tables.verdicts import VERDICT_COLOURS
+
+    verdict_traces = [t for t in figures(at)[chart_titles(at)[0]]["data"] if t.get("name") in VERDICT_COLOURS]
+    assert sum("p = 1" in (t.get("x") or []) for t in verdict_traces) == 1
     verdicts = at.dataframe[1].value
     assert list(verdicts["arm"]) == ["p = 2", "p = 1"] and verdicts["verdict"].iloc[0] == "reference"
+    assert [m.value for m in at.markdown if m.value.startswith(  # the table's plain words above it
+        "In plain words: this compares the final validation loss of p = 1 with p = 2 (the reference), each arm's "
+        "best configuration after its own tuning")]
     # by hand: the mean over folds of loss(p = 1) − loss(p = 2), folds where either run diverged left out
     loss = {}
     for p in (1, 2):
@@ -750,11 +762,12 @@ def test_the_compare_page_shows_the_stages_of_a_comparison_run_until_decided(tmp
     assert [(x, look) for x, look, _ in points["undecided"]] == [("p = 3", f"{n} folds") for n in (3, 5, 8, 10)]
     assert points["better"][0][2] == pytest.approx(relative("p=4", 3))
     assert [y for *_, y in points["undecided"]] == pytest.approx([relative("p=3", n) for n in (3, 5, 8, 10)])
-    # an arm's bar at its last look is its bar on the verdict chart
+    # an arm's bar at its last look is its bar on the verdict chart (there in nats: here in % of p = 2's mean)
     last = next(t for t in chart["data"] if t.get("name") == "undecided")["error_y"]
-    verdict = next(t for t in figures(at)["Verdict per arm: difference to the reference"]["data"]
-                   if t.get("name") == "undecided")["error_y"]
-    assert (last["array"][-1], last["arrayminus"][-1]) == pytest.approx((verdict["array"][0], verdict["arrayminus"][0]))
+    verdict = next(t for t in figures(at)["Equal-budget comparison: difference to the reference p = 2 (verdict's "
+                                          "interval)"]["data"] if t.get("name") == "undecided")["error_y"]
+    assert (last["array"][-1], last["arrayminus"][-1]) == pytest.approx(
+        (100 * verdict["array"][0] / ref_mean, 100 * verdict["arrayminus"][0] / ref_mean), rel=1e-6)
     no_missing_cells(at)
 
 

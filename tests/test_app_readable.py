@@ -84,7 +84,7 @@ def test_the_compare_page_labels_its_tables(search, tmp_path):
     at = run_page("Compare", url, "cmp")
     assert not at.exception
     budgets, verdicts = at.dataframe  # the verdicts: the one table comparing arms (tests/test_one_engine.py)
-    assert headers(budgets)["spent"] == "trials spent" and headers(budgets)["best_lr"] == "best learning rate"
+    assert headers(budgets)["spent"] == "trials spent" and headers(budgets)["best_lr"] == "best lr"
     assert "p-value (difference)" in verdicts.value.columns and not any(c == "p" or c.startswith("p ")
                                                                         for c in verdicts.value.columns)
 

@@ -153,7 +153,9 @@ def _plotted(values) -> list:
 
 
 def _figures(at) -> dict[str, dict]:
-    return {json.loads(c.proto.spec)["layout"]["title"]["text"]: json.loads(c.proto.spec)
+    from tests.test_app import drawn_title
+
+    return {drawn_title(json.loads(c.proto.spec)): json.loads(c.proto.spec)
             for c in at.get("plotly_chart")}
 
 

@@ -1,13 +1,14 @@
 """An equal-budget comparison (`lpstudy compare`): each arm's tuning budget and best configuration,
 each arm's verdict against the reference arm over the folds of its replicate runs (lpstudy.results.answers:
-the equal-budget chart in nats and the verdict chart, coloured by verdict, and the table `lpstudy verdict`
-prints: the one comparison of arms) and, for a
+the equal-budget chart in nats, coloured by verdict, its share of the reference's loss in the hover, drawn
+once, and the table `lpstudy verdict` prints: the one comparison of arms) and, for a
 comparison run --until-decided, its stages: each arm's state at every look, the alpha each look
 spends and the fold runs saved (the answer's "sequential" entry, as `lpstudy verdict` prints it)."""
 
 import streamlit as st
 
 from lpstudy.results.charts import verdicts as V
+from lpstudy.results.tables.summary import verdict_summary
 from lpstudy.results.tables.verdicts import sequential_lines, stages_frame, verdict_frame, verdict_title
 
 from common import STUDY_KEY, cached_study_infos, chart, no_traceback, reader, server_reader, verdict_table
@@ -54,10 +55,10 @@ st.subheader("Tuning budget per arm")
 table(budgets)
 st.subheader("Verdicts")
 st.markdown(f"**Verdict.** {answer.sentence}")
-chart(V.equal_budget_chart(answer), key="compare")  # in nats; the next in % of the reference's loss
-chart(V.verdict_chart(answer), key="compare_verdicts")
+chart(V.equal_budget_chart(answer), key="compare")  # each arm's verdict drawn once: nats, its % in the hover
 verdicts = verdict_frame(answer)
 if len(verdicts):
+    st.markdown(verdict_summary(answer))  # what was compared, what is known, what would decide it
     st.caption(verdict_title(answer))
     verdict_table(verdicts)  # a hover on each statistical column, the glossary under it
 if answer.sequential:  # run --until-decided: the stages the verdicts were reached in

@@ -14,6 +14,7 @@ from lpstudy.results import analysis as A
 from lpstudy.errors import UserError
 from lpstudy.results.answers import parse_rope, study_rope
 from lpstudy.results.charts.convergence import SEARCH_CAVEAT
+from lpstudy.results.tables.summary import convergence_summary
 from lpstudy.results.tables.convergence import convergence_frame, convergence_title, restricted_frame
 from lpstudy.results.pages import CONVERGENCE
 from lpstudy.study.options import OPTIONS
@@ -61,6 +62,7 @@ elif inputs.searched:
     st.info(SEARCH_CAVEAT)
 draw_charts(CONVERGENCE, inputs, part="verdicts")
 if inputs.folded and len(convergence_frame(inputs.answer)):
+    st.markdown(convergence_summary(inputs.answer))  # what was compared, what is known, what would decide it
     st.caption(convergence_title(inputs.answer))
     st.dataframe(convergence_frame(inputs.answer), hide_index=True, width="stretch")
     st.caption("Kaplan–Meier: restricted mean steps to the threshold within the horizon (Royston & Parmar 2013)")

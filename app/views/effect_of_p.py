@@ -13,6 +13,7 @@ from lpstudy.results import analysis as A
 from lpstudy.errors import UserError
 from lpstudy.results.answers import parse_rope, study_rope
 from lpstudy.results.pages import EFFECT_OF_P
+from lpstudy.results.tables.summary import verdict_summary
 from lpstudy.results.tables.verdicts import sequential_lines, stages_frame, verdict_frame, verdict_title
 
 
@@ -51,6 +52,7 @@ if inputs.folded:  # verdicts per arm, fold as a block
     draw_charts(EFFECT_OF_P, inputs, part="verdicts")  # p's measured share within folds beside the verdicts
     frame = verdict_frame(answer)
     if len(frame):
+        st.markdown(verdict_summary(answer))  # what was compared, what is known, what would decide it
         st.caption(verdict_title(answer))
         verdict_table(frame)  # a hover on each statistical column, the glossary under it
     for line in sequential_lines(answer):

@@ -2,8 +2,10 @@
 and paged on the server (a 100,000-trial study sends one page of rows to the browser), the filtered
 table as CSV; runs picked in the table (or the first of the filter) with their curves overlaid and
 their configurations side by side (lpstudy.results.picked_runs, as `lpstudy report --trials`); and
-one trial's detail with its curves (read for that trial only) and parameters. A comparison's
-trials are its arms' replicate runs (numbered across the arms; each read from its arm's study)."""
+one trial's detail with its curves (read for that trial only) and parameters; the running trials'
+curves as their evaluations arrive (read again every few seconds, as optuna-dashboard and W&B show a
+live run). A comparison's trials are its arms' replicate runs (numbered across the arms; each read
+from its arm's study)."""
 
 import math
 
@@ -15,8 +17,8 @@ from lpstudy.results import analysis as A
 from lpstudy.results import charts as C
 from lpstudy.results.reading.frames import merge_curves
 
-from common import cached_trial_curves, chart, notes_box, page
-from tables import column_width, fit_widths
+from common import CACHE_TTL_S, cached_study, cached_trial_curves, chart, notes_box, page
+from tables import PICK_PX, TABLE_PX, column_width, fit_widths
 
 PAGE_ROWS = 100
 COLUMNS = {  # shown column: (label, Streamlit number format or None for text); every column fits (tables.fit_widths)
@@ -36,12 +38,14 @@ if study.info.kind == "compare":
                "(each arm's tuning trials are in its own study, NAME:ARM:tune, in the study chooser).")
 
 
-def curves_of(numbers: list[int]) -> pd.DataFrame:
-    """The curves of these trials, each read for that trial only (a comparison's from its arm's study)."""
+def curves_of(numbers: list[int], of=None) -> pd.DataFrame:
+    """The curves of these trials (of the trials frame `of`, the page's by default), each read for that
+    trial only (a comparison's from its arm's study)."""
+    of = trials if of is None else of
     parts = []
     for number in numbers:
-        row = trials.loc[trials["number"] == number].iloc[0]
-        if "arm_number" in trials:  # a comparison: the run is trial arm_number of its arm's study
+        row = of.loc[of["number"] == number].iloc[0]
+        if "arm_number" in of:  # a comparison: the run is trial arm_number of its arm's study
             read = cached_trial_curves(storage, row["study"], int(row["arm_number"]))
             parts.append(read.assign(trial_number=number))
         else:
@@ -106,7 +110,7 @@ def shown_text(value, fmt: str | None) -> str:
 
 widths = fit_widths({c: column_width(label, [shown_text(v, fmt) for v in shown_table[c].head(200)])
                      for c, (label, fmt) in COLUMNS.items()}, {c: label for c, (label, _) in COLUMNS.items()},
-                    cut=("worker", "datetime_start"))
+                    cut=("worker", "datetime_start"), budget=TABLE_PX - PICK_PX)  # its rows are picked: a checkbox each
 config = {c: (st.column_config.NumberColumn(label, format=fmt, width=widths[c]) if fmt
               else st.column_config.TextColumn(label, width=widths[c]))
           for c, (label, fmt) in COLUMNS.items()}
@@ -123,8 +127,32 @@ def csv_of_filtered() -> str:
 st.download_button(f"Download the {len(rows):,} filtered trials (CSV)", data=csv_of_filtered,
                    file_name=f"{study.name}-trials.csv", mime="text/csv", key="trials_csv")
 
-st.subheader("Picked runs")
 from lpstudy.results.picked_runs import MAX_PICKED, configurations, overlaid_curves  # noqa: E402
+
+LIVE_EVERY_S = CACHE_TTL_S  # the running trials' curves are read again this often (the live pages' period)
+
+
+@st.fragment(run_every=LIVE_EVERY_S)
+def live_curves() -> None:
+    """The running trials' validation curves as their evaluations arrive: the study's trials read again
+    (a new copy only where its data changed), each running trial's curve read for it alone; only reads.
+    The fragment alone reruns, so the table's picks and filters stay as they are."""
+    now = cached_study(storage, study.name, curves=False).trials
+    running = [int(n) for n in now.loc[now["state"] == "RUNNING", "number"]]
+    if not running:
+        st.caption("No trial is running: the curves of running trials appear here as workers evaluate them.")
+        return
+    shown = running[:MAX_PICKED]
+    chart(overlaid_curves(curves_of(shown, now), now, shown, title="Running now"), key="live_curves")
+    st.caption(f"{len(running)} trial{'s' if len(running) > 1 else ''} running"
+               + (f", the first {MAX_PICKED} drawn" if len(running) > MAX_PICKED else "")
+               + f"; read again every {LIVE_EVERY_S} s, each point an evaluation stored by its worker.")
+
+
+st.subheader("Running now")
+live_curves()
+
+st.subheader("Picked runs")
 
 filtered = rows["number"].tolist()
 default = selected[:MAX_PICKED] or [int(n) for n in A.top_trials(rows, 3)["number"]]
@@ -136,7 +164,7 @@ if picked:
     picked_curves = curves_of(picked)
     left, right = st.columns(2)
     with left:
-        chart(overlaid_curves(picked_curves, trials, picked), key="picked_curves")
+        chart(overlaid_curves(picked_curves, trials, picked), key="picked_curves", half=True)
     with right:
         st.caption("Configurations side by side; the fields where they differ first.")
         st.dataframe(configurations(trials, picked), hide_index=True, width="stretch",

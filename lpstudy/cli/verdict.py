@@ -86,7 +86,9 @@ def print_verdicts(study: str, reader, rope: str | None = None, reference=None,
     if isinstance(answer, SearchAnswer):  # a search study: p's profile with lr and gain held apart (lpstudy.results.answers.search)
         _print_search(console, answer)
         return
-    print_verdict_table(console, answer)  # the table status and compare print too
+    from lpstudy.results.tables.summary import convergence_summary
+
+    print_verdict_table(console, answer)  # the table status and compare print too, its plain words above it
     from lpstudy.results.tables.glossary import glossary_lines
 
     for line in glossary_lines():  # the words of the table, one plain line each
@@ -95,13 +97,16 @@ def print_verdicts(study: str, reader, rope: str | None = None, reference=None,
         console.print(line, highlight=False, soft_wrap=True)
     convergence = convergence_frame(answer)
     if len(convergence):
-        print_table(console, convergence_title(answer), list(convergence.columns), convergence.values.tolist())
+        console.print(convergence_summary(answer), highlight=False, soft_wrap=True)
+        print_table(console, convergence_title(answer), list(convergence.columns), convergence.values.tolist(),
+                    aligned_when_piped=False)
         restricted = restricted_frame(answer)
         print_table(console, "Kaplan–Meier: restricted mean steps to the threshold within the horizon (95 % interval)",
-                    list(restricted.columns), restricted.values.tolist())
+                    list(restricted.columns), restricted.values.tolist(), aligned_when_piped=False)
     stability = stability_frame(answer)
     if len(stability):
-        print_table(console, stability_title(answer), list(stability.columns), stability.values.tolist())
+        print_table(console, stability_title(answer), list(stability.columns), stability.values.tolist(),
+                    aligned_when_piped=False)
     stages = labelled(stages_frame(answer))
     if len(stages):  # each arm's state at every look, as the Compare page's table
         print_table(console, "stages: each arm's state at every look", list(stages.columns), stages.values.tolist())

@@ -95,12 +95,12 @@ def _shown(name: str, value) -> str:
 
 
 def overlaid_curves(curves: pd.DataFrame, trials: pd.DataFrame, numbers: list[int],
-                    column: str = "val_loss") -> go.Figure:
+                    column: str = "val_loss", title: str = "Picked runs") -> go.Figure:
     """The picked trials' curves of `column` against step, one colour per trial (solid: validation;
     the training loss, where drawn, dotted in the same colour), labelled with the trial's p, lr and
-    gain₀."""
+    gain₀; its title "TITLE: validation loss against step"."""
     what = {"val_loss": "validation loss", "train_loss": "training loss"}.get(column, column)
-    fig = figure(f"Picked runs: {what} against step", "step", what)
+    fig = figure(f"{title}: {what} against step", "step", what)
     rows = picked_trials(trials, numbers)
     drawn = 0
     for colour, (_, trial) in zip(GROUP_COLOURS, rows.iterrows()):

@@ -71,9 +71,12 @@ def report_sections(data: StudyData, threshold: float | None = None, bins: int |
         effect.append(f"Verdict. {inputs.answer.sentence}")
     effect += charts("Effect of p")
     if inputs.folded:
+        from lpstudy.results.tables.summary import verdict_summary
         from lpstudy.results.tables.verdicts import sequential_lines, stages_frame, verdict_frame, verdict_title
 
-        effect += [verdict_title(inputs.answer), verdict_frame(inputs.answer), *sequential_lines(inputs.answer),
+        summary = verdict_summary(inputs.answer)  # what was compared, what is known, what would decide it
+        effect += [*([summary] if summary else []), verdict_title(inputs.answer), verdict_frame(inputs.answer),
+                   *sequential_lines(inputs.answer),
                    "The words of the table. " + " ".join(glossary_lines())]
         stages = stages_frame(inputs.answer)
         if len(stages):  # each arm's state at every look, as the page's table
@@ -93,8 +96,10 @@ def report_sections(data: StudyData, threshold: float | None = None, bins: int |
     converged = inputs.answer.convergence if inputs.folded else None
     if converged and converged.arms:  # as `lpstudy verdict` and the page
         from lpstudy.results.tables.convergence import convergence_frame, convergence_title, restricted_frame
+        from lpstudy.results.tables.summary import convergence_summary
 
-        convergence = [f"Convergence. {converged.sentence}", convergence_title(inputs.answer),
+        convergence = [f"Convergence. {converged.sentence}", convergence_summary(inputs.answer),
+                       convergence_title(inputs.answer),
                        convergence_frame(inputs.answer), restricted_frame(inputs.answer), *convergence]
     elif mixed:  # a search: its p groups mix p with the lr and gain its runs drew (the pages say so too)
         convergence = [*mixed, *convergence]

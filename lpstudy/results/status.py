@@ -172,12 +172,21 @@ def _num(value: Any, spec: str = ".4f") -> str:
     return "–" if value is None or isinstance(value, str) else format(value, spec)
 
 
-def print_table(console, title: str, columns: list[str], rows: list[list[str]]) -> None:
-    """A table that reads at 80 columns and piped: plain aligned columns where they fit the console,
-    else one line per row as `column value` pairs, wrapped between pairs, never inside a number."""
+WIDE_TERMINAL = 100  # a terminal at least this many columns wide gets a drawn table; narrower or piped: lines
+
+
+def print_table(console, title: str, columns: list[str], rows: list[list[str]], *,
+                aligned_when_piped: bool = True) -> None:
+    """A table that reads in a wide terminal, at 80 columns and piped: in a terminal of WIDE_TERMINAL
+    columns or more, a rich table (a cell wraps between words, never inside a number); else, where
+    aligned_when_piped and the columns fit the console, plain aligned columns; else one line per row as
+    `column value` pairs, wrapped between pairs, never inside a number (what a verdict table prints
+    when narrow or piped: a reader greps it, a script splits it on " · ")."""
+    if console.is_terminal and console.width >= WIDE_TERMINAL and _print_rich_table(console, title, columns, rows):
+        return
     widths = [max([len(name)] + [len(row[i]) for row in rows]) for i, name in enumerate(columns)]
     console.print(title, highlight=False, soft_wrap=True)
-    if sum(widths) + 2 * (len(widths) - 1) + 2 <= console.width:
+    if aligned_when_piped and sum(widths) + 2 * (len(widths) - 1) + 2 <= console.width:
         def line(cells):
             return "  " + "  ".join(c.rjust(w) if i else c.ljust(w)
                                     for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
@@ -193,6 +202,30 @@ def print_table(console, title: str, columns: list[str], rows: list[list[str]]) 
             lines[-1] += ("" if lines[-1].strip() == "" else " · ") + pair
         for text in lines:
             console.print(text, highlight=False, soft_wrap=True)
+
+
+def _print_rich_table(console, title: str, columns: list[str], rows: list[list[str]]) -> bool:
+    """The rows as a rich table under its title, the first column (the row's name, never wrapped) on the
+    left and the others on the right, as numbers are read; a cell or heading wraps between words, never
+    inside one ("[+0.0415," stays whole). False, and nothing printed, where even so the table is wider
+    than the console (rich's own measure of its narrowest)."""
+    from rich.table import Table
+
+    def narrowest(number: int, name: str) -> int:  # the row's name whole; elsewhere the longest word
+        cells = [str(row[number]) for row in rows]
+        words = [name.split(), *([cell] if not number else cell.split() for cell in cells)]
+        return max(len(word) for group in words for word in group)
+
+    widths = [narrowest(number, name) for number, name in enumerate(columns)]
+    if sum(widths) + 3 * len(columns) + 1 > console.width:  # a column: a space either side and a rule
+        return False
+    table = Table(title=title, title_justify="left", title_style="bold", header_style="bold", highlight=False)
+    for number, (name, width) in enumerate(zip(columns, widths)):
+        table.add_column(name, justify="right" if number else "left", no_wrap=not number, min_width=width)
+    for row in rows:
+        table.add_row(*(str(cell) for cell in row))
+    console.print(table)
+    return True
 
 
 def waiting_note(status: dict[str, Any]) -> str:
@@ -314,9 +347,13 @@ def _render_replicate(status: dict[str, Any], console) -> None:
 
 
 def print_verdict_table(console, answer: VerdictAnswer) -> None:
-    """The verdict table of an answer (lpstudy.results.tables.verdicts), as every command prints it."""
+    """The verdict table of an answer (lpstudy.results.tables.verdicts), as every command prints it, under
+    its paragraph in plain words (lpstudy.results.tables.summary)."""
+    from lpstudy.results.tables.summary import verdict_summary
     from lpstudy.results.tables.verdicts import verdict_frame, verdict_title
 
     frame = verdict_frame(answer) if answer.reference else None
     if frame is not None and len(frame) > 1:
-        print_table(console, verdict_title(answer), list(frame.columns), frame.values.tolist())
+        console.print(verdict_summary(answer), highlight=False, soft_wrap=True)
+        print_table(console, verdict_title(answer), list(frame.columns), frame.values.tolist(),
+                    aligned_when_piped=False)

@@ -108,28 +108,41 @@ MAP_COLUMNS = ("p_bin", "p_order", "y_bin", "y_order", "n", "n_diverged", "diver
 
 def map_axis(trials: pd.DataFrame) -> str | None:
     """What a p × … map is best drawn against: the learning rate where it varies, else the fold
-    (a replicate grid), else None."""
+    (a replicate grid; "repeat_fold" where its K folds ran more than once, `--repeats`: a row per
+    repeat and fold, never two runs of a fold merged under one label), else None."""
     done = trials[trials["state"] == "COMPLETE"]
     if done["lr"].nunique() > 1:
         return "lr"
     if done["fold"].nunique() > 1:
-        return "fold"
+        return "repeat_fold" if _repeats(done) > 1 else "fold"
     return None
+
+
+def _repeats(trials: pd.DataFrame) -> int:
+    """The repeats of the K folds among the trials (a trial made before repeats: repeat 0)."""
+    return int(trials["repeat"].fillna(0).nunique()) if "repeat" in trials else 1
 
 
 def p_map(trials: pd.DataFrame, p_bin_count: int | Sequence[float] | None = DEFAULT_P_BINS,
              lr_bin_count: int = 6, by: str = "lr") -> pd.DataFrame:
     """The p × learning-rate map (by="lr"; learning rates in log-spaced bins) or the p × fold map
-    (by="fold"): one row per occupied cell (y_bin, y_order: the lr bin or the fold) with the mean
-    final validation loss (non-diverged runs), the number of completed runs and the divergence rate."""
+    (by="fold"), or p × (repeat, fold) (by="repeat_fold": "fold 2, repeat 1", repeat by repeat): one row
+    per occupied cell (y_bin, y_order: the lr bin or the fold) with the mean final validation loss
+    (non-diverged runs), the number of completed runs and the divergence rate."""
     done = finished(trials)
-    done = done[done["p"].notna() & done[by].notna()]
+    if by == "repeat_fold":
+        done = done.assign(repeat=done["repeat"].fillna(0) if "repeat" in done else 0.0)
+    done = done[done["p"].notna() & done["fold" if by == "repeat_fold" else by].notna()]
     if done.empty:
         return pd.DataFrame({c: pd.Series(dtype="object" if c in ("p_bin", "y_bin") else "float64")
                              for c in MAP_COLUMNS})
     cells = done.join(p_bins(done["p"], p_bin_count))
     if by == "lr":
         cells = with_lr_bins(cells, lr_bin_count).rename(columns={"lr_bin": "y_bin", "lr_order": "y_order"})
+    elif by == "repeat_fold":
+        folds = float(cells["fold"].max()) + 1
+        cells = cells.assign(y_bin=[f"fold {f:g}, repeat {r:g}" for f, r in zip(cells["fold"], cells["repeat"])],
+                             y_order=cells["repeat"].astype("float64") * folds + cells["fold"].astype("float64"))
     else:
         cells = cells.assign(y_bin=cells[by].map(lambda v: f"{v:g}"), y_order=cells[by].astype("float64"))
     out = (cells.groupby(["p_order", "p_bin", "y_order", "y_bin"], sort=True)

@@ -292,7 +292,8 @@ def tuned_profile_chart(profile: pd.DataFrame) -> go.Figure:
                         "chart." + single)
 
 
-MAP_TITLES = {"lr": ("learning rate", "learning rate"), "fold": ("fold", "fold")}
+MAP_TITLES = {"lr": ("learning rate", "learning rate"), "fold": ("fold", "fold"),
+              "repeat_fold": ("fold and repeat", "fold and repeat")}  # --repeats: a row per repeat of a fold
 
 
 def _heatmap(cells: pd.DataFrame, value: str, title: str, colour_title: str, scale: str, by: str,

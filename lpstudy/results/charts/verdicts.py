@@ -40,9 +40,9 @@ def equal_budget_chart(answer: VerdictAnswer) -> go.Figure:
             marker={"size": 11, "color": colour}, showlegend=True,
             error_y={"type": "data", "visible": True, "array": [(a.high or 0) - (a.diff or 0) for _, a in rows],
                      "arrayminus": [(a.diff or 0) - (a.low or 0) for _, a in rows]},
-            customdata=[[a.n_folds, a.p_value_difference] for _, a in rows],
-            hovertemplate="%{x}: Δ %{y:+.4f} nats · folds %{customdata[0]} · p-value %{customdata[1]:.3g}<extra>"
-                          + verdict + "</extra>")
+            customdata=[[a.n_folds, a.p_value_difference, 100 * (a.rel_diff or 0)] for _, a in rows],
+            hovertemplate="%{x}: Δ %{y:+.4f} nats (%{customdata[2]:+.2f} % of the reference's loss) · folds "
+                          "%{customdata[0]} · p-value %{customdata[1]:.3g}<extra>" + verdict + "</extra>")
     fig.update_xaxes(categoryorder="array", categoryarray=[name, *labels])
     fig.update_layout(legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0, "xanchor": "left"})
     return caption(fig, verdict_caption(answer, name))

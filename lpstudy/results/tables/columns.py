@@ -82,11 +82,11 @@ COLUMNS: dict[str, Column] = {
     "lr": Column("learning rate", ".3g"),
     "lr_low": Column("lowest learning rate", ".3g"),
     "lr_high": Column("highest learning rate", ".3g"),
-    "best_lr": Column("best learning rate", ".3g"),
+    "best_lr": Column("best lr", ".3g"),
     "gain_init": Column("gain₀", ".3g"),
     "best_gain_init": Column("best gain₀", ".3g"),
     "best_loss": Column("best loss", LOSS),
-    "best_folds": Column("best measured on folds (1: leading, not yet a best)", "d"),
+    "best_folds": Column("best on folds", "d"),  # 1: leading, not yet a best (lpstudy.results.measured)
     "fold": Column("fold", "d"),
     "seed": Column("seed", "d"),
     "arm": Column("arm"),
