@@ -225,8 +225,8 @@ def study_chooser(title: str) -> None:
                                      "chosen study's kind and its best as the Home page shows it.")
     if name is None:
         st.title(title)
-        st.error(plain(no_such_study(missing, redact(storage), names)))
-        close = closest_study_names(missing, names)
+        st.error(plain(no_such_study(missing or "", redact(storage), names)))
+        close = closest_study_names(missing or "", names)
         if close:
             st.markdown("Open " + " or ".join(f"[{plain(c)}](?study={quote(c)})" for c in close)
                         + ", or choose a study in the sidebar.")

@@ -26,7 +26,7 @@ if not comparisons:
     st.code(EMPTY_STATE_COMMAND, language="bash", wrap_lines=False)  # one line: never wrapped inside a flag
     st.stop()
 chosen = st.session_state.get(STUDY_KEY)
-name = chosen if chosen in comparisons else comparisons[0]
+name: str = chosen if isinstance(chosen, str) and chosen in comparisons else comparisons[0]
 if chosen not in comparisons:
     st.caption(f"The chosen study is not a comparison; showing `{name}`.")
 

@@ -32,7 +32,7 @@ bins = p_bins_control(trials, key="convergence_bins", spec=study.info.spec)
 
 opening = page_inputs(study, storage, bins=bins)
 rule = A.threshold_rule(opening.folded, study.info.spec)
-_, high = OPTIONS["loss_threshold"].bound  # a study's loss threshold's rule, as report and verdict take it
+_, high = OPTIONS["loss_threshold"].bounds  # a study's loss threshold's rule, as report and verdict take it
 threshold = st.number_input("Loss threshold (validation loss, nats)", min_value=0.001, max_value=float(high),
                             value=min(max(opening.default_threshold, 0.001), float(high)),
                             step=0.05, format="%.3f",

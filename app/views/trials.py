@@ -178,8 +178,8 @@ if not numbers:
     st.info("No trial matches these filters.")
     st.stop()
 best = A.best_trial(rows)
-default = numbers.index(int(best["number"])) if best is not None and int(best["number"]) in numbers else 0
-number = st.selectbox("Trial (of this page)", numbers, index=default,
+best_index = numbers.index(int(best["number"])) if best is not None and int(best["number"]) in numbers else 0
+number = st.selectbox("Trial (of this page)", numbers, index=best_index,
                       format_func=lambda n: f"{n} · {shown.loc[shown['number'] == n, 'state'].iloc[0]}",
                       key="trial_number")
 trial = trials[trials["number"] == number].iloc[0]

@@ -69,15 +69,14 @@ def print_verdicts(study: str, reader, rope: str | None = None, reference=None,
     from lpstudy.results.tables.verdicts import sequential_lines, stages_frame
 
     chosen = None if rope is None else parse_rope(rope)  # a wrong --rope: one line before the study is read
-    convergence_rope = parse_steps_rope(convergence_rope)
+    steps_rope = parse_steps_rope(convergence_rope)
     data = verdict_data(reader, study)
     if reference is not None and not answered_by_verdicts(data.info):
         raise UserError(f"--reference names the arm the others are compared with, and study {study!r} is a search: "
                         "its answer is p's profile, it has no arms; leave --reference out (or replicate it: the "
                         "command this prints under \"what would decide it\")")
-    rope = chosen or study_rope(data.info.spec)
-    answer = study_answer(data, AnswerOptions(rope=rope, alpha=alpha, reference=reference, threshold=threshold,
-                                              convergence_rope=convergence_rope))
+    answer = study_answer(data, AnswerOptions(rope=chosen or study_rope(data.info.spec), alpha=alpha,
+                                              reference=reference, threshold=threshold, convergence_rope=steps_rope))
     if as_json:
         sys.stdout.write(json.dumps(answer.to_json()) + "\n")
         return

@@ -10,7 +10,7 @@ Adding a chart is one `Chart(...)` entry in a page's list here."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable, Sequence
 
 from lpstudy.results import analysis as A
 from lpstudy.results import charts as C
@@ -35,7 +35,7 @@ class PageInputs:
     passes its cached one)."""
 
     data: StudyData
-    bins: object = None
+    bins: int | Sequence[float] | None = None  # the p groups: a count, their edges, or the exact values
     threshold: float | None = None  # the loss convergence is timed to; None: default_threshold
     reference: object = None  # p = 2, or a comparison's first arm (lpstudy.results.answers)
     rope: Rope = DEFAULT_ROPE

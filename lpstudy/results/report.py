@@ -54,8 +54,8 @@ def report_sections(data: StudyData, threshold: float | None = None, bins: int |
 
     trials = data.trials
     # the pages' groups, one for every chart: the spread phase's, over the searched p range
-    bins = A.default_p_groups(trials, data.info.spec) if bins is None else A.page_p_groups(trials, bins, data.info.spec)
-    inputs = PageInputs(data, bins=bins, threshold=threshold, rope=study_rope(data.info.spec),  # the page's default
+    groups = A.default_p_groups(trials, data.info.spec) if bins is None else A.page_p_groups(trials, bins, data.info.spec)
+    inputs = PageInputs(data, bins=groups, threshold=threshold, rope=study_rope(data.info.spec),  # the page's default
                         keep=None if keep is None else _kept(keep))
 
     def charts(page: str) -> list:
@@ -86,7 +86,7 @@ def report_sections(data: StudyData, threshold: float | None = None, bins: int |
         effect.append(inputs.profile.drop(columns=["p", "p_low", "p_high", "p_order"]))
     mixed = [inputs.mixed_groups] if inputs.mixed_groups else []  # a search: its p groups mix p with lr and gain
     stability = [*mixed, *charts("Stability")]
-    spread = A.replicate_spread(trials, bins)
+    spread = A.replicate_spread(trials, groups)
     if len(spread):
         stability.append(spread.drop(columns=["p"]))
     lens = [*mixed, *charts("Stability lens")]
@@ -146,7 +146,7 @@ def _deferred(figure_html: str) -> str:
 
 
 def render_report(data: StudyData, storage_url: str, threshold: float | None = None, bins: int | None = None,
-                  picked: list | None = None, plotlyjs: str = "inline") -> str:
+                  picked: tuple[str, list] | None = None, plotlyjs: str = "inline") -> str:
     """The whole report as one HTML document (plotly.js gzipped inside: no network needed to open it;
     or from the CDN: see the module's docstring); `picked`: a last section, "Picked runs" ((title,
     items) as report_sections gives them)."""

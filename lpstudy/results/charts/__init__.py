@@ -449,15 +449,15 @@ def median_curves(bands: "A.CurveBands | pd.DataFrame", column_title: str = "val
     group's n). The trials outside the cohort (pruned, running) are drawn thin and grey, one legend
     entry, and the caption says which cohort."""
     cohort = bands if isinstance(bands, A.CurveBands) else None
-    bands = cohort.bands if cohort is not None else bands
-    centres = bands.groupby("p_bin", sort=False)["p_center"].first() if not bands.empty else pd.Series(dtype=float)
-    with_bands = draws_bands(bands)
+    frame = bands.bands if isinstance(bands, A.CurveBands) else bands
+    centres = frame.groupby("p_bin", sort=False)["p_center"].first() if not frame.empty else pd.Series(dtype=float)
+    with_bands = draws_bands(frame)
     band_text = " (25–75 % band)" if with_bands else ""
     title = (f"Median validation loss per p{band_text}" if column_title == "validation loss"
              else f"Median {column_title} per p{band_text}")
     fig = figure(title, "step", column_title)
     stopped = cohort.stopped if cohort is not None else pd.DataFrame()
-    if bands.empty and stopped.empty:
+    if frame.empty and stopped.empty:
         return mark_empty(fig, "no learning curve recorded yet")
     if len(stopped):
         # one trace for every curve outside the cohort, joined by gaps (NaN) between trials
@@ -469,12 +469,12 @@ def median_curves(bands: "A.CurveBands | pd.DataFrame", column_title: str = "val
                         y=np.insert(stopped["value"].to_numpy(dtype="float64"), starts, np.nan),
                         text=np.insert(texts, starts, ""), mode="lines", connectgaps=False,
                         line={"color": STOPPED_COLOUR, "width": 1},
-                        name=f"not in the median ({cohort.n_stopped})",
+                        name=f"not in the median ({cohort.n_stopped if cohort is not None else len(stopped)})",
                         hovertemplate="%{text}<br>step %{x}<br>%{y:.4f}<extra></extra>")
     position = A.p_positions(centres)
     order = sorted(centres.index, key=lambda label: float(position[label]))
     colours = dict(zip(order, group_colours(len(order), [float(position[label]) for label in order])))
-    for label, group in sorted(bands.groupby("p_bin", sort=False), key=lambda item: order.index(item[0])):
+    for label, group in sorted(frame.groupby("p_bin", sort=False), key=lambda item: order.index(item[0])):
         colour = colours[label]
         fill = _rgba(colour, 0.15)
         if with_bands:

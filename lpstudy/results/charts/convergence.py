@@ -99,7 +99,7 @@ def convergence_verdict_chart(answer: VerdictAnswer, endpoint: str) -> go.Figure
     name = arm_name(ref.field, ref.value)
     unit = "steps" if endpoint == "steps_to_threshold" else "area"
     fig = figure(title, "", f"{unit} / {unit}({name}) − 1 (%)", height=380)
-    rope = 100 * convergence.rope[endpoint].relative
+    rope = 100 * (convergence.rope[endpoint].relative or 0.0)
     fig.add_hrect(y0=-rope, y1=rope, fillcolor=VERDICT_COLOURS["equivalent"], opacity=0.12, line_width=0)
     fig.add_hline(y=0, line={"color": "#888", "dash": "dash"})
     labels = [arm_name(a.field, a.value) for a in rows]

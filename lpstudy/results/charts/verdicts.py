@@ -174,6 +174,11 @@ def _reach(top, bottom):
     return None if top is None or bottom is None else top - bottom
 
 
+def _gap(upper: float | None, lower: float | None) -> float:
+    """An error bar's length; 0 where either end is missing (no runs: no interval)."""
+    return 0.0 if upper is None or lower is None else upper - lower
+
+
 def stability_verdict_chart(answer: VerdictAnswer, metric: str) -> go.Figure:
     """Divergence rate per arm (Wilson interval), or an arm's difference to the reference in logit
     growth / smallest entropy (corrected interval)."""
@@ -193,8 +198,8 @@ def stability_verdict_chart(answer: VerdictAnswer, metric: str) -> go.Figure:
         # the reference in the neutral colour of every chart that compares arms (tables.verdicts)
         fig.add_bar(x=labels, y=ys, marker_color=[NEUTRAL_COLOUR if r.p_value is None else "#c8412c" for r in rows],
                     showlegend=False,
-                    error_y={"type": "data", "visible": True, "array": [r.high - r.rate for r in rows],
-                             "arrayminus": [r.rate - r.low for r in rows]},
+                    error_y={"type": "data", "visible": True, "array": [_gap(r.high, r.rate) for r in rows],
+                             "arrayminus": [_gap(r.rate, r.low) for r in rows]},
                     text=[f"{r.diverged}/{r.runs}" + (f" · Fisher p-value {r.p_value:.2g}" if r.p_value is not None
                                                              else " · reference") for r in rows], textposition="outside")
         fig.update_yaxes(range=[0, 1.05])

@@ -5,7 +5,9 @@ cost in it is a field of the answer (lpstudy.results.answers), none is computed 
 
 from __future__ import annotations
 
-from lpstudy.results.answers.answer_types import ArmVerdict, VerdictAnswer
+from collections.abc import Sequence
+
+from lpstudy.results.answers.answer_types import ArmVerdict, ConvergenceArm, VerdictAnswer
 from lpstudy.values import arm_name
 
 # what each verdict tells a newcomer, of arms against the reference ({what}: the endpoint's words;
@@ -23,7 +25,7 @@ def listed(names: list[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def _known(arms: list[ArmVerdict], ref: str, what: str) -> list[str]:
+def _known(arms: Sequence[ArmVerdict | ConvergenceArm], ref: str, what: str) -> list[str]:
     """One clause per verdict that some arm has, in the order better, equivalent, worse, undecided."""
     clauses = []
     for verdict in ("better", "equivalent", "worse", "undecided"):
@@ -69,7 +71,7 @@ def verdict_summary(answer: VerdictAnswer) -> str:
         text.append("Every arm is decided: nothing more needs to run.")
     else:
         planned = [d.value for d in plan.arms] if plan and plan.command else []
-        if planned:
+        if plan and planned:
             runs = (f"{plan.runs} runs" if plan.runs else "runs") + (f" ({plan.folds} folds an arm)" if plan.folds else "")
             text.append(f"What would decide {listed([arm_name(ref.field, v) for v in planned])}: {runs}, "
                         f"{plan.time}; the command is in the verdict above.")
