@@ -315,7 +315,8 @@ CONVERGENCE = [
 
 STABILITY = [
     Chart("divergence_verdict", _stability_verdict("divergence"), _folded, uses=("reference", "rope"), wide=True),
-    Chart("divergence_rate", lambda i: C.divergence_rate_chart(A.divergence_rates(i.trials, i.bins)),
+    Chart("divergence_rate", lambda i: C.divergence_rate_chart(A.divergence_rates(i.trials, i.bins,
+                                                                                   configurations=A.search_fields(i.data))),
           lambda i: not i.folded, uses=("bins",)),  # with verdicts: the divergence verdict says it, once
     Chart("divergence_map", lambda i: C.divergence_map(A.p_map(i.trials, i.bins, by=i.by), i.by), uses=("bins",)),
     Chart("grad_norm", lambda i: C.max_grad_norm_chart(A.max_grad_norms(i.curves, i.trials)), sampled=True),

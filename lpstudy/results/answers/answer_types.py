@@ -503,6 +503,21 @@ class Effect(Part):
 
 
 @dataclass(frozen=True, kw_only=True)
+class SearchDivergence(Part):
+    """A search's share of diverged runs in one p group (answers.search.search_divergence): each configuration
+    once (its share of runs that diverged), Wilson's interval over the configurations; no verdict."""
+
+    field: str = "p"
+    value: Value = ""  # the p group's label
+    configurations: int = 0
+    runs: int = 0
+    diverged: int = 0  # runs that diverged
+    rate: float = 0.0  # the mean over the group's configurations of each one's share of diverged runs
+    low: float | None = None
+    high: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class SearchAnswer(StudyAnswer):
     """The answer of a search: p's effect with lr and the gain held apart."""
 
@@ -517,10 +532,11 @@ class SearchAnswer(StudyAnswer):
     n_configurations: int | None = None  # configurations the runs are of (a raced one counted once)
     n_finite_configurations: int | None = None  # configurations at finite p: what the surrogate fits
     convergence: Convergence | None = None  # per p group, no verdicts (answers.search_convergence); None without curves
+    divergence: list[SearchDivergence] = _field(default_factory=list)  # per p group, a configuration counted once
 
     PARTS: ClassVar[dict[str, Any]] = {**StudyAnswer.PARTS, "p_profile": [ProfilePoint],
                                         "p_partial_dependence": [ProfilePoint], "effect": Effect,
-                                        "convergence": Convergence}
+                                        "convergence": Convergence, "divergence": [SearchDivergence]}
 
 
 
