@@ -164,3 +164,25 @@ def test_a_searchs_divergence_per_p_group_counts_a_raced_configuration_once_and_
     assert per_run["rate"].max() == pytest.approx(4 / per_run.loc[per_run["n_diverged"] > 0, "n"].iloc[0])
     rates = divergence_rates(trials, 3, configurations=search_fields(data))
     assert "40 configurations of 58 runs, each counted once" in C.divergence_rate_chart(rates).layout.title.text
+
+
+def test_a_searchs_largest_logit_per_p_group_draws_a_raced_configuration_as_one_curve():
+    from lpstudy.results.analysis.cohort import curve_cohort
+    from lpstudy.results.analysis.stability import search_fields
+
+    trials = raced(p_curve(n=40, seed=2))
+    trials["trial_id"] = trials["number"] + 1
+    curves = curves_of(trials)
+    curves["max_logit"] = 5.0
+    leader = trials.nsmallest(1, "value").iloc[0]
+    raced_runs = trials.loc[(trials["p"] == leader["p"]) & (trials["lr"] == leader["lr"]) & (trials["fold"] > 0), "number"]
+    curves.loc[curves["trial_number"].isin(raced_runs), "max_logit"] = 9.0  # its folds 1–3 read 9, fold 0 reads 5
+    data = study(trials)
+    bands = curve_cohort(curves, trials, "max_logit", 3, configurations=search_fields(data))
+    last = bands.bands[bands.bands["step"] == bands.last_step]
+    assert (bands.cohort, bands.cohort_runs) == (40, 58) and last["n"].sum() == 40
+    assert "the 40 configurations (58 runs" in bands.caption()
+    # the leader is one curve at its folds' mean (8), so its group's median stays at the other configurations' 5
+    assert last["median"].tolist() == [5.0] * len(last)
+    per_run = curve_cohort(curves, trials, "max_logit", 3)
+    assert per_run.cohort == 58 and per_run.bands[per_run.bands["step"] == per_run.last_step]["n"].sum() == 58

@@ -270,10 +270,12 @@ def _lens(name: str) -> Callable:
         from lpstudy.results.charts import lens as L
 
         t, c, bins = inputs.trials, inputs.curves, inputs.bins
+        once = A.search_fields(inputs.data)  # a search's configuration raced on several folds: one curve
         return {"lr_curve": lambda: L.lr_curve_chart(A.lr_curve(t, bins=bins)),
                 "lr_sensitivity": lambda: L.lr_sensitivity_chart(inputs.sensitivity),
-                "max_logit": lambda: L.max_logit_chart(A.curve_cohort(c, t, "max_logit", bins)),
-                "min_head_entropy": lambda: L.min_head_entropy_chart(A.curve_cohort(c, t, "min_head_entropy", bins)),
+                "max_logit": lambda: L.max_logit_chart(A.curve_cohort(c, t, "max_logit", bins, configurations=once)),
+                "min_head_entropy": lambda: L.min_head_entropy_chart(A.curve_cohort(c, t, "min_head_entropy", bins,
+                                                                                    configurations=once)),
                 "initial_entropy": lambda: L.initial_entropy_chart(A.initial_entropy(c, t))}[name]()
     return build
 
