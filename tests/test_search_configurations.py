@@ -146,7 +146,8 @@ def test_the_importance_of_a_raced_search_counts_each_configuration_once():
 
 def test_a_searchs_divergence_per_p_group_counts_a_raced_configuration_once_and_says_how_many():
     from lpstudy.results import charts as C
-    from lpstudy.results.analysis.stability import divergence_rates, search_fields
+    from lpstudy.results.analysis.stability import divergence_rates
+    from lpstudy.results.answers.mixed_groups import search_fields
 
     trials = raced(p_curve(n=40, seed=2))
     leader = trials.nsmallest(1, "value").iloc[0]
@@ -168,7 +169,7 @@ def test_a_searchs_divergence_per_p_group_counts_a_raced_configuration_once_and_
 
 def test_a_searchs_largest_logit_per_p_group_draws_a_raced_configuration_as_one_curve():
     from lpstudy.results.analysis.cohort import curve_cohort
-    from lpstudy.results.analysis.stability import search_fields
+    from lpstudy.results.answers.mixed_groups import search_fields
 
     trials = raced(p_curve(n=40, seed=2))
     trials["trial_id"] = trials["number"] + 1

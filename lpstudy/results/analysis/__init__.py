@@ -79,7 +79,6 @@ from lpstudy.results.analysis.stability import (  # noqa: F401
     divergence_rates,
     max_grad_norms,
     replicate_spread,
-    search_fields,
 )
 from lpstudy.results.analysis.lens import (  # noqa: F401
     EXACT_LR_LIMIT,

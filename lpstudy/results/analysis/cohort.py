@@ -92,7 +92,7 @@ def curve_cohort(curves: pd.DataFrame, trials: pd.DataFrame, column: str = "val_
                  configurations: Sequence[str] = ()) -> CurveBands:
     """The cohort's bands of `column` per p group (p grouped as p_bins does, over every drawn
     trial's p, so that the groups are those of the other charts) and the curves outside it. With
-    `configurations` (a search's searched fields: analysis.stability.search_fields), each
+    `configurations` (a search's searched fields: answers.mixed_groups.search_fields), each
     configuration of the cohort is one curve, its runs averaged step by step."""
     empty = CurveBands(pd.DataFrame(columns=BAND_COLUMNS), pd.DataFrame(columns=STOPPED_COLUMNS), None, 0, {})
     if curves.empty or column not in curves:

@@ -19,7 +19,7 @@ def divergence_rates(trials: pd.DataFrame, bins: int | Sequence[float] | None = 
                      confidence: float = 0.95, configurations: Sequence[str] = ()) -> pd.DataFrame:
     """Per p group: completed runs (n), diverged runs, the rate and its Wilson interval, and the
     configurations the runs are of (n_configurations). With `configurations` (a search's searched
-    fields: search_fields), a configuration raced on several folds is one observation, not one per
+    fields: answers.mixed_groups.search_fields), a configuration raced on several folds is one observation, not one per
     run (analysis.configurations): its share of runs that diverged counts once, the group's rate is
     the mean of those shares over its configurations, and Wilson's interval is over the
     configurations (its count the sum of the shares: a fractional count, which the score interval
@@ -55,18 +55,6 @@ def _rates_per_configuration(trials: pd.DataFrame, bins, confidence: float, name
                      "n_diverged": int(group["diverged"].sum()), "rate": k / n, "ci_low": low, "ci_high": high,
                      "n_configurations": n})
     return pd.DataFrame(rows, columns=RATE_COLUMNS)
-
-
-def search_fields(data) -> tuple[str, ...]:
-    """The fields a configuration is made of where the study is a search answered by its surrogate
-    (its searched fields: analysis.searched), for divergence_rates; () for a study whose arms are
-    its observations (a replicate, a grid, a comparison)."""
-    from lpstudy.results.analysis.searched import read_searched
-    from lpstudy.results.answers import answered_by_verdicts
-
-    if answered_by_verdicts(data.info) or data.trials.empty:
-        return ()
-    return tuple(read_searched(finished(data.trials), data.info.spec).names())
 
 
 def max_grad_norms(curves: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame:

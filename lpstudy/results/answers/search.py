@@ -203,11 +203,11 @@ def search_divergence(data: StudyData, options: AnswerOptions = AnswerOptions())
     counted once (analysis.stability.divergence_rates: a raced configuration's folds are one
     observation), with Wilson's 1 − alpha interval over the configurations, and how many configurations
     and runs each group holds. No verdicts: the groups mix p with the lr and gain their runs drew."""
-    from lpstudy.results.analysis.stability import divergence_rates, search_fields
+    from lpstudy.results.analysis.stability import divergence_rates
     from lpstudy.results.answers.search_convergence import GROUPS
 
-    fields = search_fields(data)
-    if not fields or "p" not in fields:
+    fields = tuple(read_searched(finished(data.trials), data.info.spec).names()) if len(data.trials) else ()
+    if "p" not in fields:
         return []
     rates = divergence_rates(data.trials, GROUPS, 1 - options.alpha, configurations=fields)
     return [{"field": "p", "value": row.p_bin, "configurations": int(row.n_configurations), "runs": int(row.n),
