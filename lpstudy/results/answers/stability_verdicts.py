@@ -56,6 +56,7 @@ from lpstudy.values import arm_name
 INITIAL_LOSS = math.log(65)  # ℓ₀ where a run stores no first evaluation: guessing Tiny Shakespeare's 65 symbols
 DIVERGENCE_ROPE = 0.10  # ± 10 percentage points of the share of runs that diverged
 MAX_RUNS_TO_DECIDE = 10_000
+EXACT_UP_TO = 1_000  # runs per arm up to which the divergence plan's power is summed exactly
 DIVERGENCE_POWER = 0.80  # the power "what would decide" plans divergence at, as the other endpoints (answers.decide)
 
 
@@ -292,7 +293,8 @@ def _runs_to_decide(rate: float, ref_rate: float, alpha: float) -> int | None:
     differ by the ROPE or more, Fisher's exact test rejecting at `alpha` (Holm's strictest step,
     alpha/m) with Newcombe's 1 − alpha interval wholly beyond the ROPE; else Newcombe's 1 − 2·alpha
     interval inside it. The power is exact: every pair of counts the binomials can give, weighted by
-    its probability (divergence_power). None where no count up to MAX_RUNS_TO_DECIDE reaches it."""
+    its probability (divergence_power), up to EXACT_UP_TO runs; beyond, the normal approximation's count
+    (the difference's z test, two proportions). None where no count up to MAX_RUNS_TO_DECIDE reaches it."""
     from scipy.stats import norm
 
     beyond = abs(rate - ref_rate) >= DIVERGENCE_ROPE
@@ -302,6 +304,8 @@ def _runs_to_decide(rate: float, ref_rate: float, alpha: float) -> int | None:
     guess = z * z * spread / gap ** 2 if gap > 0 else math.inf  # the normal approximation: where to start looking
     if guess > MAX_RUNS_TO_DECIDE:
         return None
+    if guess > EXACT_UP_TO:  # the counts' pairs grow as n; this far the normal approximation is close (and quick)
+        return int(math.ceil(guess))
 
     def decides(n: int) -> bool:
         return divergence_power(rate, ref_rate, n, alpha, beyond) >= DIVERGENCE_POWER
