@@ -5,6 +5,7 @@ from Wilson) that never calls zero events in few runs equivalent; the interim ru
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -140,3 +141,59 @@ def test_lpstudy_verdict_says_and_prints_the_stability_verdicts(seeded, capsys):
     code, out, _ = cli(capsys, "verdict", "--study", "grid", "--storage", url)
     assert code == 0 and "Stability against p = 2" in out and "Stability verdicts against the reference" in out
     assert "largest logit" in out and "±10 percentage points" in out
+
+
+def test_an_undecided_stability_endpoint_says_the_command_and_time_that_would_decide_it():
+    data = planted({2.0: 10.0, 3.0: 10.3}, folds=4)  # 3 % higher: inside ±10 %, too few folds to say equivalent
+    data = dataclasses.replace(data, info=dataclasses.replace(data.info, preset="smoke"))
+    answer = study_answer(data).to_json()
+    (logit,) = verdicts(answer, "max_logit").values()
+    assert logit["verdict"] == "undecided" and logit["folds_to_decide"]
+    (plan,) = [p for p in answer["stability"]["to_decide"] if p["endpoint"] == "max_logit"]
+    assert plan["arms"] == [3.0] and plan["runs_per_arm"] == logit["folds_to_decide"] > 4
+    assert plan["runs"] == plan["folds"] * plan["repeats"] * plan["seeds"] * 2  # the reference runs it too
+    assert plan["command"].startswith("lpstudy replicate --study planted-") and "--p 2,3" in plan["command"]
+    assert plan["time"].startswith(f"{plan['runs']} trial(s) of preset smoke: about")
+    assert f"largest logit: {plan['runs_per_arm']} runs per arm ({plan['runs']} runs): `{plan['command']}`" \
+        in answer["stability"]["sentence"]
+    # divergence, 0 of 4 against 0 of 4: the runs per arm its exact rule needs, bought as repeats of the 4 folds
+    (divergence,) = [p for p in answer["stability"]["to_decide"] if p["endpoint"] == "divergence"]
+    assert divergence["runs_per_arm"] == 25 and (divergence["folds"], divergence["repeats"]) == (4, 7)
+    assert "divergence: 25 runs per arm by Fisher's exact test (56 runs)" in answer["sentence"]
+
+
+def test_divergence_plans_the_runs_its_exact_rule_decides_with_80_percent_power():
+    from scipy.stats import fisher_exact
+
+    import lpstudy.results.answers.stability_verdicts as stability
+
+    runs = pd.DataFrame({"arm": [3.0] * 10 + [2.0] * 10, "diverged": [True] * 3 + [False] * 17})
+    (row,) = _divergence_verdicts(runs, 2.0, 0.05)  # 3 of 10 against 0 of 10: beyond the ROPE, not yet shown
+    n = row["folds_to_decide"]
+    assert row["verdict"] == "undecided" and row["decided_by"] == "beyond the ROPE" and 10 < n < 100
+    # the smallest count at which the exact power reaches 80 %
+    assert stability.divergence_power(0.3, 0.0, n, 0.05, True) >= 0.8 > stability.divergence_power(0.3, 0.0, n - 1, 0.05, True)
+    rng = np.random.default_rng(0)  # the vectorised Fisher test is scipy's
+    k1, k2 = rng.integers(0, 31, 40), rng.integers(0, 31, 40)
+    assert stability.fisher_p(k1, k2, 30) == pytest.approx([fisher_exact([[a, 30 - a], [b, 30 - b]])[1]
+                                                             for a, b in zip(k1, k2)], abs=1e-9)
+
+
+@pytest.mark.slow  # 600 verdicts on simulated counts
+def test_the_divergence_verdict_itself_decides_in_80_percent_of_studies_of_the_planned_runs(monkeypatch):
+    import lpstudy.results.answers.stability_verdicts as stability
+
+    n = stability._runs_to_decide(0.3, 0.0, 0.05)
+    monkeypatch.setattr(stability, "_runs_to_decide", lambda *args: None)  # the verdict alone, not its plan
+
+    def worse_share(n: int, draws: int = 300) -> float:
+        rng = np.random.default_rng(n)
+        hits = 0
+        for _ in range(draws):
+            k = int(rng.binomial(n, 0.3))
+            runs = pd.DataFrame({"arm": [3.0] * n + [2.0] * n, "diverged": [True] * k + [False] * (2 * n - k)})
+            hits += _divergence_verdicts(runs, 2.0, 0.05)[0]["verdict"] == "worse"
+        return hits / draws
+
+    # worse in about 80 % of studies of n runs at those rates, fewer with fewer
+    assert worse_share(n) >= 0.74 and worse_share(max(10, n * 2 // 3)) < 0.74

@@ -16,6 +16,7 @@ from lpstudy.results import analysis as A
 from lpstudy.results import charts as C
 from lpstudy.results.answers import DEFAULT_ROPE, AnswerOptions, Rope, answered_by_verdicts, has_verdicts, study_answer
 from lpstudy.results.answers.answer_types import SearchAnswer, VerdictAnswer
+from lpstudy.results.answers.mixed_groups import search_fields
 from lpstudy.results.reading.frames import StudyData
 
 
@@ -270,10 +271,12 @@ def _lens(name: str) -> Callable:
         from lpstudy.results.charts import lens as L
 
         t, c, bins = inputs.trials, inputs.curves, inputs.bins
+        once = search_fields(inputs.data)  # a search's configuration raced on several folds: one curve
         return {"lr_curve": lambda: L.lr_curve_chart(A.lr_curve(t, bins=bins)),
                 "lr_sensitivity": lambda: L.lr_sensitivity_chart(inputs.sensitivity),
-                "max_logit": lambda: L.max_logit_chart(A.curve_cohort(c, t, "max_logit", bins)),
-                "min_head_entropy": lambda: L.min_head_entropy_chart(A.curve_cohort(c, t, "min_head_entropy", bins)),
+                "max_logit": lambda: L.max_logit_chart(A.curve_cohort(c, t, "max_logit", bins, configurations=once)),
+                "min_head_entropy": lambda: L.min_head_entropy_chart(A.curve_cohort(c, t, "min_head_entropy", bins,
+                                                                                    configurations=once)),
                 "initial_entropy": lambda: L.initial_entropy_chart(A.initial_entropy(c, t))}[name]()
     return build
 
@@ -315,7 +318,8 @@ CONVERGENCE = [
 
 STABILITY = [
     Chart("divergence_verdict", _stability_verdict("divergence"), _folded, uses=("reference", "rope"), wide=True),
-    Chart("divergence_rate", lambda i: C.divergence_rate_chart(A.divergence_rates(i.trials, i.bins)),
+    Chart("divergence_rate", lambda i: C.divergence_rate_chart(A.divergence_rates(i.trials, i.bins,
+                                                                                   configurations=search_fields(i.data))),
           lambda i: not i.folded, uses=("bins",)),  # with verdicts: the divergence verdict says it, once
     Chart("divergence_map", lambda i: C.divergence_map(A.p_map(i.trials, i.bins, by=i.by), i.by), uses=("bins",)),
     Chart("grad_norm", lambda i: C.max_grad_norm_chart(A.max_grad_norms(i.curves, i.trials)), sampled=True),

@@ -11,6 +11,11 @@ drawn on their own, never in the aggregate.
 Which trials a chart may draw at all: COMPLETE, PRUNED and RUNNING ones with a p and a value of the
 metric; diverged runs only where the caller asks (include_diverged). Bins of p are those of the
 other charts of p: equal-width over the completed trials' p.
+
+A search's leaders raced on several folds are one configuration each (analysis.configurations):
+given the searched fields (`configurations`), the cohort's runs of one configuration are averaged
+step by step into one curve, so a group's median is over configurations, not over a leader's folds,
+and the caption says how many configurations and runs.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from lpstudy.results.analysis.configurations import configuration_ids
 from lpstudy.results.analysis.groups import bin_edges, p_bins
 
 COHORT_RULE = "the trials that reached the last step drawn"
@@ -39,8 +45,9 @@ class CurveBands:
     bands: pd.DataFrame
     stopped: pd.DataFrame
     last_step: float | None  # the cohort's last step (None: nothing to draw)
-    cohort: int  # trials in the cohort
+    cohort: int  # trials in the cohort (configurations, where the runs were read as configurations)
     stopped_states: dict  # state -> trials outside the cohort
+    cohort_runs: int | None = None  # the cohort's runs, where its members are configurations
 
     @property
     def n_stopped(self) -> int:
@@ -52,6 +59,9 @@ class CurveBands:
             return ""
         step = f"{self.last_step:,.0f}"
         trials = "trial" if self.cohort == 1 else "trials"
+        if self.cohort_runs is not None:
+            trials = (f"configuration{'s' if self.cohort != 1 else ''} ({self.cohort_runs} runs, a configuration's "
+                      "folds averaged into one curve)")
         text = f"{aggregate} over one cohort at every step: the {self.cohort} {trials} that reached step {step}"
         if self.n_stopped:
             states = ", ".join(f"{n} {state.lower()}" for state, n in sorted(self.stopped_states.items()))
@@ -78,13 +88,17 @@ def with_p(curves: pd.DataFrame, trials: pd.DataFrame,
 
 
 def curve_cohort(curves: pd.DataFrame, trials: pd.DataFrame, column: str = "val_loss",
-                 bins: int | Sequence[float] | None = None, include_diverged: bool = False) -> CurveBands:
+                 bins: int | Sequence[float] | None = None, include_diverged: bool = False,
+                 configurations: Sequence[str] = ()) -> CurveBands:
     """The cohort's bands of `column` per p group (p grouped as p_bins does, over every drawn
-    trial's p, so that the groups are those of the other charts) and the curves outside it."""
+    trial's p, so that the groups are those of the other charts) and the curves outside it. With
+    `configurations` (a search's searched fields: answers.mixed_groups.search_fields), each
+    configuration of the cohort is one curve, its runs averaged step by step."""
     empty = CurveBands(pd.DataFrame(columns=BAND_COLUMNS), pd.DataFrame(columns=STOPPED_COLUMNS), None, 0, {})
     if curves.empty or column not in curves:
         return empty
-    joined = with_p(curves, trials)
+    joined = with_p(curves, trials, ("p", "lr", "gain_init", "fold", "state", "diverged",
+                                     *[c for c in configurations if c not in ("p", "lr", "gain_init")]))
     joined = joined[joined["state"].isin(DRAWN_STATES) & joined["p"].notna()]
     if not include_diverged:
         joined = joined[~joined["diverged"].astype(bool)]
@@ -97,6 +111,15 @@ def curve_cohort(curves: pd.DataFrame, trials: pd.DataFrame, column: str = "val_
     members = set(reached.index[reached == last_step])
     inside = joined[joined["trial_number"].isin(members)]
     outside = joined[~joined["trial_number"].isin(members)]
+    runs = None
+    if configurations:  # one curve a configuration: its runs' mean at each step, under its first run's number
+        runs = len(members)
+        first = inside.drop_duplicates("trial_number").set_index("trial_number")
+        ids = configuration_ids(first, configurations)
+        leader = pd.Series(first.index, index=first.index).groupby(ids.to_numpy()).transform("min")
+        inside = (inside.assign(trial_number=inside["trial_number"].map(leader))
+                  .groupby(["trial_number", "p_order", "p_bin", "step"], as_index=False)[column].mean())
+        members = set(leader.unique())
     grouped = inside.groupby(["p_order", "p_bin", "step"], sort=True)[column]
     bands = grouped.quantile([0.25, 0.5, 0.75]).unstack()
     bands.columns = ["q25", "median", "q75"]
@@ -109,7 +132,8 @@ def curve_cohort(curves: pd.DataFrame, trials: pd.DataFrame, column: str = "val_
     stopped = (outside.rename(columns={column: "value"})[STOPPED_COLUMNS]
                .sort_values(["trial_number", "step"]).reset_index(drop=True))
     states = outside.groupby("trial_number")["state"].first().value_counts().to_dict()
-    return CurveBands(bands[BAND_COLUMNS], stopped, last_step, len(members), {str(k): int(v) for k, v in states.items()})
+    return CurveBands(bands[BAND_COLUMNS], stopped, last_step, len(members), {str(k): int(v) for k, v in states.items()},
+                      runs)
 
 
 __all__ = ["BAND_COLUMNS", "COHORT_RULE", "CurveBands", "STOPPED_COLUMNS", "curve_cohort"]

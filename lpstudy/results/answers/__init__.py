@@ -54,6 +54,7 @@ def study_answer(data: StudyData, options: AnswerOptions = AnswerOptions()) -> V
     from lpstudy.results.answers.verdicts import comparison_answer
 
     answer = with_convergence(data, options, with_what_decides(comparison_answer(data, options), data, options))
+    with_stability_decides(answer, data, options)
     said = (answer.get("stability") or {}).get("sentence")
     if said:
         answer["sentence"] = f"{answer['sentence']} {said}"
@@ -86,6 +87,19 @@ def with_what_decides(answer: dict, data: StudyData, options: AnswerOptions) -> 
         answer["to_decide"] = json_safe(plan)
         answer["sentence"] = sentence(answer) + decide_sentence(answer, lambda v: arm_name(ref["field"], v))
     return answer
+
+
+def with_stability_decides(answer: dict, data: StudyData, options: AnswerOptions) -> None:
+    """The stability entry with "to_decide" (answers.decide.stability_to_decide: per endpoint, the design, its
+    command and time) and its clause at the end of the stability sentence."""
+    from lpstudy.results.answers.decide import stability_decide_sentence, stability_to_decide
+    from lpstudy.results.answers.stability_verdicts import NAMES
+    from lpstudy.values import json_safe
+
+    plans = json_safe(stability_to_decide(answer, data, options.alpha))
+    if plans:
+        answer["stability"]["to_decide"] = plans
+        answer["stability"]["sentence"] += stability_decide_sentence(plans, NAMES)
 
 
 def with_convergence(data: StudyData, options: AnswerOptions, answer: dict) -> dict:

@@ -215,6 +215,22 @@ class StabilityVerdict(ArmVerdict):
 
 
 @dataclass(frozen=True, kw_only=True)
+class StabilityDecide(Part):
+    """What would decide a stability endpoint's undecided arms at 80 % power (answers.decide.stability_to_decide)."""
+
+    endpoint: str = ""
+    arms: list[Value] = _field(default_factory=list)  # the arms it decides (the reference runs too)
+    test: list[str] = _field(default_factory=list)  # the verdict's tests that would decide them
+    folds: int = 0
+    repeats: int = 1
+    seeds: int = 1
+    runs_per_arm: int = 0  # the most any of its arms needs (divergence: by Fisher's exact test and Newcombe's interval)
+    runs: int = 0  # the design's runs, the reference's included
+    command: str | None = None  # the replicate that runs it (None for a comparison or a grid)
+    time: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
 class Stability(Part):
     divergence: list[StabilityRow] = _field(default_factory=list)
     logit_growth: list[StabilityRow] = _field(default_factory=list)
@@ -224,9 +240,11 @@ class Stability(Part):
     verdicts: list[StabilityVerdict] = _field(default_factory=list)  # per arm and endpoint
     reference: dict[str, "EndpointReference"] = _field(default_factory=dict)  # {endpoint: the reference's mean}
     sentence: str = ""  # it also ends the answer's sentence
+    to_decide: list[StabilityDecide] = _field(default_factory=list)  # per endpoint with an undecided arm a design decides
 
     PARTS: ClassVar[dict[str, Any]] = {"divergence": [StabilityRow], "logit_growth": [StabilityRow],
-                                        "min_entropy": [StabilityRow], "verdicts": [StabilityVerdict]}
+                                        "min_entropy": [StabilityRow], "verdicts": [StabilityVerdict],
+                                        "to_decide": [StabilityDecide]}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -488,6 +506,21 @@ class Effect(Part):
 
 
 @dataclass(frozen=True, kw_only=True)
+class SearchDivergence(Part):
+    """A search's share of diverged runs in one p group (answers.search.search_divergence): each configuration
+    once (its share of runs that diverged), Wilson's interval over the configurations; no verdict."""
+
+    field: str = "p"
+    value: Value = ""  # the p group's label
+    configurations: int = 0
+    runs: int = 0
+    diverged: int = 0  # runs that diverged
+    rate: float = 0.0  # the mean over the group's configurations of each one's share of diverged runs
+    low: float | None = None
+    high: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class SearchAnswer(StudyAnswer):
     """The answer of a search: p's effect with lr and the gain held apart."""
 
@@ -502,10 +535,11 @@ class SearchAnswer(StudyAnswer):
     n_configurations: int | None = None  # configurations the runs are of (a raced one counted once)
     n_finite_configurations: int | None = None  # configurations at finite p: what the surrogate fits
     convergence: Convergence | None = None  # per p group, no verdicts (answers.search_convergence); None without curves
+    divergence: list[SearchDivergence] = _field(default_factory=list)  # per p group, a configuration counted once
 
     PARTS: ClassVar[dict[str, Any]] = {**StudyAnswer.PARTS, "p_profile": [ProfilePoint],
                                         "p_partial_dependence": [ProfilePoint], "effect": Effect,
-                                        "convergence": Convergence}
+                                        "convergence": Convergence, "divergence": [SearchDivergence]}
 
 
 

@@ -250,3 +250,64 @@ def decide_sentence(answer: dict, name, lead: str = "To decide", seeds_note: boo
         parts.append("one seed a fold cannot tell training noise from the partition's share of the spread: "
                      "--seeds 3 measures it, and seeds inside the folds average the training noise away")
     return f" {lead}: " + "; ".join(parts) + "."
+
+
+def stability_to_decide(answer: dict, data, alpha: float) -> list[dict[str, Any]]:
+    """answer["stability"]["to_decide"]: per stability endpoint with an undecided arm the runs could
+    decide, the design that would decide its arms and the study that runs it, as to_decide does for
+    the final loss: its command and its time. A per-run endpoint's design is design_to_decide's on
+    the verdict's own numbers (arm_design, Holm's strictest level over the endpoint's undecided arms);
+    divergence's is the runs per arm its exact rule needs (answers.stability_verdicts._runs_to_decide,
+    already on the row), bought as repeats of the study's K folds (up to the option's bound of 100, then
+    seeds inside each cell)."""
+    from lpstudy.training.costs import serial_estimate
+
+    stability, k = answer.get("stability") or {}, int(answer.get("k") or 0)
+    if not stability.get("verdicts") or k < 2 or answer.get("reference") is None:
+        return []
+    now = (k, int(answer.get("repeats") or 1), int(answer.get("seeds") or 1))
+    max_steps = data.trials["max_steps"].dropna().max() if "max_steps" in data.trials else None
+    steps = int(max_steps) if max_steps is not None and math.isfinite(max_steps) else None
+    plans = []
+    for endpoint in stability.get("endpoints", {}):
+        undecided = [r for r in stability["verdicts"] if r["endpoint"] == endpoint and r["verdict"] == "undecided"
+                     and r.get("folds_to_decide") and not r.get("interim")]
+        if not undecided:
+            continue
+        if endpoint == "divergence":
+            designs = []
+            for row in undecided:
+                repeats = min(math.ceil(row["folds_to_decide"] / k), 100)
+                seeds = math.ceil(row["folds_to_decide"] / (k * repeats))
+                designs.append({"folds": k, "repeats": repeats, "seeds": seeds, "runs_per_arm": row["folds_to_decide"],
+                                "test": row.get("decided_by") or "", "power": None})
+        else:
+            margin = float(stability["rope"][endpoint]["absolute"])
+            designs = [arm_design(row, k, margin, alpha, len(undecided)) for row in undecided]
+        reachable = [(row, d) for row, d in zip(undecided, designs) if d["repeats"]]
+        if not reachable:
+            continue
+        design = {"folds": max(d["folds"] for _, d in reachable), "repeats": max(d["repeats"] for _, d in reachable),
+                  "seeds": max(d["seeds"] for _, d in reachable), "now": now}
+        runs = design["folds"] * design["repeats"] * design["seeds"] * (len(reachable) + 1)
+        arms = [row["value"] for row, _ in reachable]
+        plans.append({"endpoint": endpoint, "arms": arms, "test": sorted({d["test"] for _, d in reachable}),
+                      "folds": design["folds"], "repeats": design["repeats"], "seeds": design["seeds"],
+                      "runs_per_arm": max(d["runs_per_arm"] for _, d in reachable), "runs": runs,
+                      "command": _command(data, [answer["reference"]["value"], *arms], design),
+                      "time": serial_estimate(runs, data.info.preset, steps)})
+    return plans
+
+
+def stability_decide_sentence(plans: list[dict], names: dict[str, str]) -> str:
+    """The stability sentence's last clause: per endpoint, the runs that would decide it at 80 % power,
+    the command and its time."""
+    if not plans:
+        return ""
+    parts = []
+    for plan in plans:
+        how = f"`{plan['command']}`, " if plan["command"] else ""
+        exact = " by Fisher's exact test" if plan["endpoint"] == "divergence" else ""
+        parts.append(f"{names.get(plan['endpoint'], plan['endpoint'])}: {plan['runs_per_arm']} runs per arm{exact} "
+                     f"({plan['runs']} runs): {how}{plan['time']}")
+    return f" To decide stability at {100 * POWER:.0f} % power: " + "; ".join(parts) + "."

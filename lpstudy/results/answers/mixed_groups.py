@@ -65,5 +65,18 @@ def mixed_groups_sentence(data: StudyData, bins=None) -> str | None:
             f"matched gains separates them: `{separating_command(data)}`")
 
 
+def search_fields(data) -> tuple[str, ...]:
+    """The fields a configuration is made of where the study is a search answered by its surrogate
+    (its searched fields: analysis.searched), for analysis.stability.divergence_rates and
+    analysis.cohort.curve_cohort; () for a study whose arms are
+    its observations (a replicate, a grid, a comparison)."""
+    from lpstudy.results.analysis.searched import read_searched
+    from lpstudy.results.answers import answered_by_verdicts
+
+    if answered_by_verdicts(data.info) or data.trials.empty:
+        return ()
+    return tuple(read_searched(finished(data.trials), data.info.spec).names())
+
+
 def _number(value: float) -> str:
     return f"{value:.2g}" if abs(value) < 0.01 else f"{value:.3g}" if not np.isinf(value) else format_p(value)

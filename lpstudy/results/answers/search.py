@@ -191,10 +191,28 @@ def search_answer(data: StudyData, options: AnswerOptions = AnswerOptions()) -> 
     from lpstudy.results.answers.search_convergence import search_convergence
 
     answer = {**search_effect(data, options), "importance": importance,
-              "convergence": json_safe(search_convergence(data, options))}
+              "convergence": json_safe(search_convergence(data, options)),
+              "divergence": json_safe(search_divergence(data, options))}
     if answer["convergence"] and answer["convergence"]["restricted_mean"]:
         answer["sentence"] = f"{answer['sentence']} {answer['convergence']['sentence']}"
     return answer
+
+
+def search_divergence(data: StudyData, options: AnswerOptions = AnswerOptions()) -> list[dict]:
+    """The share of runs that diverged per p group (search_convergence's few groups), each configuration
+    counted once (analysis.stability.divergence_rates: a raced configuration's folds are one
+    observation), with Wilson's 1 − alpha interval over the configurations, and how many configurations
+    and runs each group holds. No verdicts: the groups mix p with the lr and gain their runs drew."""
+    from lpstudy.results.analysis.stability import divergence_rates
+    from lpstudy.results.answers.search_convergence import GROUPS
+
+    fields = tuple(read_searched(finished(data.trials), data.info.spec).names()) if len(data.trials) else ()
+    if "p" not in fields:
+        return []
+    rates = divergence_rates(data.trials, GROUPS, 1 - options.alpha, configurations=fields)
+    return [{"field": "p", "value": row.p_bin, "configurations": int(row.n_configurations), "runs": int(row.n),
+             "diverged": int(row.n_diverged), "rate": float(row.rate), "low": float(row.ci_low),
+             "high": float(row.ci_high)} for row in rates.itertuples()]
 
 
 def search_effect(data: StudyData, options: AnswerOptions = AnswerOptions()) -> dict:
@@ -311,4 +329,4 @@ def search_effect(data: StudyData, options: AnswerOptions = AnswerOptions()) -> 
     return json_safe(answer)
 
 
-__all__ = ["entanglement", "search_answer", "search_effect", "suggest_command"]
+__all__ = ["entanglement", "search_answer", "search_divergence", "search_effect", "suggest_command"]

@@ -56,6 +56,8 @@ from lpstudy.values import arm_name
 INITIAL_LOSS = math.log(65)  # ℓ₀ where a run stores no first evaluation: guessing Tiny Shakespeare's 65 symbols
 DIVERGENCE_ROPE = 0.10  # ± 10 percentage points of the share of runs that diverged
 MAX_RUNS_TO_DECIDE = 10_000
+EXACT_UP_TO = 1_000  # runs per arm up to which the divergence plan's power is summed exactly
+DIVERGENCE_POWER = 0.80  # the power "what would decide" plans divergence at, as the other endpoints (answers.decide)
 
 
 @dataclass(frozen=True)
@@ -279,31 +281,90 @@ def _divergence_verdicts(runs: pd.DataFrame, reference, alpha: float) -> list[di
                      "p_value_equivalence": None, "p_value_beyond_rope": None, "verdict": verdict, "region": region,
                      "holds_up_to_rho": None, "measured_rho": None,
                      "folds_to_decide": _runs_to_decide(k / n, ref_k / ref_n, alpha / m) if verdict == "undecided" else None,
-                     "decided_by": "equivalence" if verdict == "undecided" and abs(diff) < DIVERGENCE_ROPE else None,
+                     "decided_by": (("equivalence" if abs(diff) < DIVERGENCE_ROPE else "beyond the ROPE")
+                                    if verdict == "undecided" else None),
                      "diverged": k, "reference_diverged": ref_k, "reference_runs": ref_n})
     return rows
 
 
 def _runs_to_decide(rate: float, ref_rate: float, alpha: float) -> int | None:
-    """The runs per arm at which, with these rates, the 1 − 2·alpha Newcombe interval of the difference
-    would fit inside the ROPE (equivalence; None where the rates differ by the ROPE or more)."""
+    """The runs per arm (the same in both) at which the divergence verdict's own rule decides with
+    DIVERGENCE_POWER, the true rates taken to be the ones measured (a planning figure): where they
+    differ by the ROPE or more, Fisher's exact test rejecting at `alpha` (Holm's strictest step,
+    alpha/m) with Newcombe's 1 − alpha interval wholly beyond the ROPE; else Newcombe's 1 − 2·alpha
+    interval inside it. The power is exact: every pair of counts the binomials can give, weighted by
+    its probability (divergence_power), up to EXACT_UP_TO runs; beyond, the normal approximation's count
+    (the difference's z test, two proportions). None where no count up to MAX_RUNS_TO_DECIDE reaches it."""
+    from scipy.stats import norm
+
+    beyond = abs(rate - ref_rate) >= DIVERGENCE_ROPE
+    gap = abs(rate - ref_rate) - DIVERGENCE_ROPE if beyond else DIVERGENCE_ROPE - abs(rate - ref_rate)
+    spread = rate * (1 - rate) + ref_rate * (1 - ref_rate)
+    z = norm.isf(alpha / 2 if beyond else alpha) + norm.isf(1 - DIVERGENCE_POWER if beyond else (1 - DIVERGENCE_POWER) / 2)
+    guess = z * z * spread / gap ** 2 if gap > 0 else math.inf  # the normal approximation: where to start looking
+    if guess > MAX_RUNS_TO_DECIDE:
+        return None
+    if guess > EXACT_UP_TO:  # the counts' pairs grow as n; this far the normal approximation is close (and quick)
+        return int(math.ceil(guess))
+
+    def decides(n: int) -> bool:
+        return divergence_power(rate, ref_rate, n, alpha, beyond) >= DIVERGENCE_POWER
+
+    below, n = 1, max(2, int(guess / 2))
+    while not decides(n):  # up by 15 % a step from half the approximation, then halve the last step
+        below, n = n, int(n * 1.15) + 1
+        if n > MAX_RUNS_TO_DECIDE:
+            return None
+    while n - below > 1:
+        middle = (below + n) // 2
+        below, n = (below, middle) if decides(middle) else (middle, n)
+    return n
+
+
+def divergence_power(rate: float, ref_rate: float, n: int, alpha: float, beyond: bool) -> float:
+    """The probability that the divergence verdict decides with n runs in each arm at these true
+    rates: beyond (Fisher's two-sided exact p ≤ alpha and Newcombe's 1 − alpha interval wholly beyond
+    ±DIVERGENCE_ROPE), or equivalent (Newcombe's 1 − 2·alpha interval inside it), summed exactly over
+    the pairs of counts (those of probability under 1e-9 in either arm left out)."""
+    from scipy.stats import binom
     from statsmodels.stats.proportion import confint_proportions_2indep
 
-    if abs(rate - ref_rate) >= DIVERGENCE_ROPE:
-        return None
-    low_n, high_n = 2, MAX_RUNS_TO_DECIDE
+    def support(p: float) -> np.ndarray:
+        low, high = binom.ppf(1e-9, n, p), binom.isf(1e-9, n, p)
+        return np.arange(int(low), int(high) + 1)
 
-    def fits(n: int) -> bool:
-        lo, hi = confint_proportions_2indep(round(rate * n), n, round(ref_rate * n), n, method="newcomb",
-                                            compare="diff", alpha=2 * alpha)
-        return -DIVERGENCE_ROPE < lo and hi < DIVERGENCE_ROPE
+    k1, k2 = np.meshgrid(support(rate), support(ref_rate), indexing="ij")
+    k1, k2 = k1.ravel(), k2.ravel()
+    weight = binom.pmf(k1, n, rate) * binom.pmf(k2, n, ref_rate)
+    if beyond:
+        low, high = confint_proportions_2indep(k1, n, k2, n, method="newcomb", compare="diff", alpha=alpha)
+        decided = (low > DIVERGENCE_ROPE) | (high < -DIVERGENCE_ROPE)
+        decided[decided] &= fisher_p(k1[decided], k2[decided], n) <= alpha
+    else:
+        low, high = confint_proportions_2indep(k1, n, k2, n, method="newcomb", compare="diff", alpha=2 * alpha)
+        decided = (low > -DIVERGENCE_ROPE) & (high < DIVERGENCE_ROPE)
+    return float(np.sum(weight[decided]))
 
-    if not fits(high_n):
-        return None
-    while low_n < high_n:  # the interval narrows as n grows: the smallest n that fits
-        mid = (low_n + high_n) // 2
-        low_n, high_n = (low_n, mid) if fits(mid) else (mid + 1, high_n)
-    return int(low_n)
+
+def fisher_p(k1: np.ndarray, k2: np.ndarray, n: int) -> np.ndarray:
+    """Fisher's two-sided exact p-value of k1 of n against k2 of n, for arrays of counts: given the
+    events' total t, k1 is hypergeometric; the p-value sums the probabilities of the k1 no more
+    likely than the one seen (the relative tolerance 1e-7 scipy's fisher_exact allows)."""
+    from scipy.special import gammaln
+
+    def log_choose(a, b):
+        return gammaln(a + 1) - gammaln(b + 1) - gammaln(a - b + 1)
+
+    out = np.empty(len(k1))
+    totals = k1 + k2
+    for t in np.unique(totals):
+        x = np.arange(max(0, t - n), min(t, n) + 1)
+        pmf = np.exp(log_choose(n, x) + log_choose(n, t - x) - log_choose(2 * n, t))
+        at = totals == t
+        ordered = np.sort(pmf)
+        below = np.searchsorted(ordered, pmf[k1[at] - x[0]] * (1 + 1e-7), side="right")
+        out[at] = np.minimum(1.0, np.concatenate([[0.0], np.cumsum(ordered)])[below])
+    return out
 
 
 def stability_verdicts(runs: pd.DataFrame, trials: pd.DataFrame, curves: pd.DataFrame | None, reference, k: int,

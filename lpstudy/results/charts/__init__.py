@@ -537,7 +537,11 @@ def auc_chart(convergence: pd.DataFrame) -> go.Figure:
 # --- Stability -------------------------------------------------------------------------------
 
 def divergence_rate_chart(rates: pd.DataFrame) -> go.Figure:
-    fig = figure("Divergence rate per p (95 % Wilson interval)", "p", "diverged runs")
+    per_configuration = "n_configurations" in rates and bool((rates["n_configurations"] != rates["n"]).any())
+    counted = (f": {int(rates['n_configurations'].sum())} configurations of {int(rates['n'].sum())} runs, "
+               "each counted once" if per_configuration else "")
+    fig = figure(f"Divergence rate per p (95 % Wilson interval{counted})", "p",
+                 "diverged share per configuration" if per_configuration else "diverged runs")
     if rates.empty:
         return mark_empty(fig, "no completed trial yet")
     # the rate itself as a point, its Wilson interval as bars around it
@@ -546,8 +550,11 @@ def divergence_rate_chart(rates: pd.DataFrame) -> go.Figure:
                     error_y={"type": "data", "array": (rates["ci_high"] - rates["rate"]).fillna(0),
                              "arrayminus": (rates["rate"] - rates["ci_low"]).fillna(0), "visible": True,
                              "color": DIVERGED_COLOUR},
-                    customdata=np.column_stack([rates["n_diverged"], rates["n"]]),
-                    hovertemplate="p %{x}<br>%{customdata[0]} of %{customdata[1]} diverged<extra></extra>")
+                    customdata=np.column_stack([rates["n_diverged"], rates["n"],
+                                                rates["n_configurations"] if per_configuration else rates["n"]]),
+                    hovertemplate="p %{x}<br>%{customdata[0]} of %{customdata[1]} runs diverged"
+                                  + ("<br>%{customdata[2]} configurations, each once" if per_configuration else "")
+                                  + "<extra></extra>")
     fig.update_xaxes(type="category")
     fig.update_yaxes(range=[0, 1.05], tickformat=".0%")
     return fig
