@@ -54,6 +54,13 @@ class Searched:
     def get(self, name: str) -> SearchedField | None:
         return next((f for f in self.fields if f.name == name), None)
 
+    def values(self, name: str) -> pd.Series:
+        """The values of a field known to be searched (KeyError for one that is not)."""
+        found = self.get(name)
+        if found is None:
+            raise KeyError(f"{name} is not among the searched fields {self.names()}")
+        return found.values
+
 
 def space_entries(spec: dict | None) -> dict | None:
     """The spec's searched fields as {name: Range or Choice} (lpstudy.study.space), None when the

@@ -38,6 +38,7 @@ values at the learning rate and gain the surrogate finds best, K folds each, who
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -225,7 +226,7 @@ def search_effect(data: StudyData, options: AnswerOptions = AnswerOptions()) -> 
     # one configuration, one observation: a leader raced on several folds is its fold-adjusted mean
     configs = configuration_losses(runs, searched)
     losses = configs["loss"]
-    answer = {"study": data.name, "kind": "search", "metric": METRIC,
+    answer: dict[str, Any] = {"study": data.name, "kind": "search", "metric": METRIC,
               "p_profile": [], "p_partial_dependence": [], "entanglement": entanglement(searched, configs.index),
               "separable": False, "suggest": None, "effect": None, "n_runs": int(len(runs)),
               "n_configurations": int(len(configs))}
@@ -234,8 +235,8 @@ def search_effect(data: StudyData, options: AnswerOptions = AnswerOptions()) -> 
                               if len(runs) else "No completed run yet: nothing to say about p.")
         return json_safe(answer)
     profile = p_profile(losses, searched)
-    finite_runs = int(np.isfinite(searched.get("p").values.loc[runs.index].astype("float64")).sum())
-    finite_configs = int(np.isfinite(searched.get("p").values.loc[configs.index].astype("float64")).sum())
+    finite_runs = int(np.isfinite(searched.values("p").loc[runs.index].astype("float64")).sum())
+    finite_configs = int(np.isfinite(searched.values("p").loc[configs.index].astype("float64")).sum())
     answer["n_finite_runs"] = finite_runs
     answer["n_finite_configurations"] = finite_configs  # what the surrogate fits (∞ apart): the sentence counts these
     best_run = runs.loc[losses.idxmin()] if len(runs) else None
@@ -263,7 +264,7 @@ def search_effect(data: StudyData, options: AnswerOptions = AnswerOptions()) -> 
         answer["effect"]["inf_apart"] = profile.inf_apart
     if profile.n_runs < len(runs):
         answer["effect"]["n_configurations"] = profile.n_runs
-    tangled = max(answer["entanglement"].items(), key=lambda kv: abs(kv[1]), default=None)
+    tangled: tuple[str, float] | None = max(answer["entanglement"].items(), key=lambda kv: abs(kv[1]), default=None)
     is_tangled = tangled is not None and abs(tangled[1]) >= TANGLED
     answer["separable"] = bool(apart.any()) and not is_tangled
     setting = {k: v for k, v in profile.best_setting.items() if k in ("lr", "gain_init")} or best_setting
@@ -276,7 +277,7 @@ def search_effect(data: StudyData, options: AnswerOptions = AnswerOptions()) -> 
         fitted += ", ∞'s runs apart"
     ref_text = f"p = {format_p(reference)}"
     inf_note = f" ({profile.inf_apart}.)" if profile.inf_apart else ""
-    if is_tangled:
+    if is_tangled and tangled is not None:
         answer["sentence"] = (
             f"This search cannot separate p from {_name(tangled[0])}: p's rank correlation with it among the "
             f"configurations is {tangled[1]:+.2f}, so a surrogate fitted on {fitted} cannot tell which of the two "

@@ -111,7 +111,7 @@ def divergence(runs: pd.DataFrame, reference, alpha: float) -> list[dict]:
         if arm != reference:
             raw.append(fisher_exact([[int(k), int(n - k)], [ref_k, ref_n - ref_k]])[1])
         rows.append(row)
-    adjusted = holm(np.asarray(raw), alpha)[1] if raw else []
+    adjusted: list[float] = list(holm(np.asarray(raw), alpha)[1]) if raw else []
     others = [r for r in rows if r["value"] != reference]
     for row, p in zip(others, adjusted):
         row["p_value"] = float(p)

@@ -53,6 +53,7 @@ import functools
 import math
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -124,7 +125,9 @@ def simultaneous(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]
 def _columns(searched: Searched, rows: pd.Index) -> tuple[list[np.ndarray], list[str], dict]:
     """The other fields' design columns (scaled to [0, 1]) for `rows`, their names, and how to read a
     column back (name -> (kind, low, high) or the choice's value)."""
-    columns, names, back = [], [], {}
+    columns: list[np.ndarray] = []
+    names: list[str] = []
+    back: dict[str, tuple[Any, ...]] = {}
     for f in searched.fields:
         if f.kind == "p":
             continue
@@ -152,7 +155,7 @@ class Posterior:
     column (p's, in the finite-p fit) sits at a bound of its range (where the likelihood is flat:
     the data do not tell p's scale, the fit alone would read p as doing nothing)."""
 
-    fitted: object
+    fitted: Any  # a fitted regressor with .predict (sklearn's GaussianProcessRegressor)
     mixture: list[tuple[object, int]]
     first_at_bound: bool
 
@@ -265,7 +268,7 @@ def _hyperparameter_draws(gp, theta: np.ndarray, bounds: np.ndarray,
     width = float(np.max(bounds[:, 1] - bounds[:, 0]))
     values = np.maximum(values, (2 / width) ** 2)  # flat or bent the wrong way: the bounds' width
     root = vectors / np.sqrt(values) * PROPOSAL_SCALE  # proposal covariance root: V diag(1/sqrt(λ)) · scale
-    draws = []
+    draws: list[tuple[np.ndarray, np.ndarray]] = []  # (hyperparameters, the standard normal that drew them)
     for _ in range(50):
         z = rng.standard_normal((4 * HYPER_DRAWS, k))
         t = theta + z @ root.T
@@ -418,10 +421,10 @@ def _scaled_like(searched: Searched, rows: pd.Index, back: dict, names: list[str
     for name in names:
         how = back[name]
         if how[0] == "choice":
-            out.append((searched.get(how[1]).values.loc[rows].astype(str) == how[2]).to_numpy(dtype="float64"))
+            out.append((searched.values(how[1]).loc[rows].astype(str) == how[2]).to_numpy(dtype="float64"))
             continue
         kind, low, high = how
-        numbers = searched.get(name).values.loc[rows].astype("float64").to_numpy()
+        numbers = searched.values(name).loc[rows].astype("float64").to_numpy()
         numbers = np.log(numbers) if kind == "log" else numbers
         out.append((numbers - low) / (high - low) if high > low else np.zeros_like(numbers))
     return out
