@@ -187,3 +187,17 @@ def test_a_searchs_largest_logit_per_p_group_draws_a_raced_configuration_as_one_
     assert last["median"].tolist() == [5.0] * len(last)
     per_run = curve_cohort(curves, trials, "max_logit", 3)
     assert per_run.cohort == 58 and per_run.bands[per_run.bands["step"] == per_run.last_step]["n"].sum() == 58
+
+
+def test_a_searchs_spread_per_p_group_draws_a_raced_configuration_once():
+    """The Stability page's spread of final loss per p group, on a search: a configuration raced on 4
+    folds is one point (its loss on the average fold), and the title says configurations and runs."""
+    from lpstudy.results import charts as C
+    from lpstudy.results.answers.mixed_groups import search_fields
+
+    trials = raced(p_curve(n=40, seed=2))
+    data = study(trials)
+    fig = C.spread_chart(trials, 3, configurations=search_fields(data))
+    assert "40 configurations of 58 runs, each counted once" in fig.layout.title.text
+    assert sum(len(trace.y) for trace in fig.data) == 40
+    assert sum(len(trace.y) for trace in C.spread_chart(trials, 3).data) == 58  # per run, as a replicate counts

@@ -324,9 +324,11 @@ STABILITY = [
     Chart("divergence_map", lambda i: C.divergence_map(A.p_map(i.trials, i.bins, by=i.by), i.by), uses=("bins",)),
     Chart("grad_norm", lambda i: C.max_grad_norm_chart(A.max_grad_norms(i.curves, i.trials)), sampled=True),
     Chart("gain", lambda i: C.gain_chart(A.curve_cohort(i.curves, i.trials, "gain_mean", i.bins,
-                                                         include_diverged=A.successful(i.trials).empty)),
+                                                         include_diverged=A.successful(i.trials).empty,
+                                                         configurations=search_fields(i.data))),
           uses=("bins",), sampled=True),
-    Chart("spread", lambda i: C.spread_chart(i.trials, i.bins), uses=("bins",), wide=True),
+    Chart("spread", lambda i: C.spread_chart(i.trials, i.bins, configurations=search_fields(i.data)), uses=("bins",),
+          wide=True),
 ]
 
 STABILITY_LENS = [

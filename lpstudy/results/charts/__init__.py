@@ -584,14 +584,25 @@ def gain_chart(bands: "A.CurveBands | pd.DataFrame") -> go.Figure:
     return fig
 
 
-def spread_chart(trials: pd.DataFrame, bins: int | Sequence[float] | None = None) -> go.Figure:
+def spread_chart(trials: pd.DataFrame, bins: int | Sequence[float] | None = None,
+                 configurations: Sequence[str] = ()) -> go.Figure:
     """The final validation losses of each p group as a box: the spread across what varies between
-    its runs (folds, seeds; in a search, the runs' other fields), named in the title."""
+    its runs (folds, seeds; in a search, the runs' other fields), named in the title. With
+    `configurations` (a search's searched fields: answers.mixed_groups.search_fields), each
+    configuration is one point, its loss read on the average fold (analysis.configurations), and the
+    title says how many configurations and runs."""
     ok = A.successful(trials)
     ok = ok[ok["p"].notna()]
+    n_runs = len(ok)
+    if configurations and len(ok):
+        from lpstudy.results.analysis.configurations import per_configuration
+
+        one = per_configuration(ok, configurations)
+        ok = ok.loc[one.index].assign(loss=one["loss"])
     varies = [name for column, name in (("fold", "folds"), ("seed", "seeds")) if column in ok and ok[column].nunique() > 1]
-    fig = figure(f"Spread of final validation loss across {' and '.join(varies) or 'runs'}, per p", "p",
-                 "final validation loss")
+    across = (f"configurations ({len(ok)} configurations of {n_runs} runs, each counted once)" if configurations
+              else " and ".join(varies) or "runs")
+    fig = figure(f"Spread of final validation loss across {across}, per p", "p", "final validation loss")
     if ok.empty:
         return mark_empty(fig, "no completed trial without divergence yet")
     groups = ok.join(A.p_bins(ok["p"], bins)).sort_values("p_order")
