@@ -62,13 +62,13 @@ NOW = SEEDED_AT  # the seeded study's clock (the `seeded` fixture, tests/conftes
 
 
 def spread_title(storage: str, study: str) -> str:
-    """The Stability page's spread chart's title by its rule: it names what varies between the study's
-    completed runs that did not diverge (folds, seeds, both), or 'runs' where neither does; read here
-    from Optuna's trials rather than from lpstudy."""
+    """The Stability page's spread chart's title by its rule, for a search: each configuration (its
+    sampled parameters but the fold) counted once among the completed runs that did not diverge, and
+    how many runs they made; read here from Optuna's trials rather than from lpstudy."""
     done = [t for t in trials_of(storage, study) if t.state.name == "COMPLETE" and not t.user_attrs.get("diverged")]
-    varies = [name for key, name in (("fold", "folds"), ("seed", "seeds"))
-              if len({t.user_attrs.get(key) for t in done}) > 1]
-    return f"Spread of final validation loss across {' and '.join(varies) or 'runs'}, per p"
+    configurations = {tuple(sorted((k, v) for k, v in t.params.items() if k != "fold")) for t in done}
+    return (f"Spread of final validation loss across configurations ({len(configurations)} configurations of "
+            f"{len(done)} runs, each counted once), per p")
 
 
 def titles(page: str, storage: str, study: str) -> set[str]:

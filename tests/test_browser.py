@@ -41,7 +41,7 @@ PAGES = [
                      "Area under the validation curve against p"]),
     ("Stability", ["Divergence rate per p (95 % Wilson interval)", "Divergence rate over p × learning rate",
                    "Largest gradient norm against p", "Attention gain over training, per p (median",
-                   "Spread of final validation loss across seeds, per p"]),
+                   "Spread of final validation loss across configurations ("]),
     ("Stability lens", ["Final loss against learning rate per p",
                         "LR sensitivity per p (Wortsman et al. 2023; 95 % CI)",
                         "Largest attention logit per p (median",
