@@ -124,13 +124,14 @@ def interval(mean, se, df, confidence: float = 0.95) -> tuple[np.ndarray, np.nda
     return np.asarray(mean) - half, np.asarray(mean) + half
 
 
-def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+def wilson_interval(successes: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
     """Wilson's score interval of the rate successes / n; (NaN, NaN) when n = 0, as the rate itself:
-    no runs, no estimate."""
+    no runs, no estimate. successes may be a fractional count: a search's configurations each count
+    their share of diverged runs (lpstudy.results.analysis.stability)."""
     if n <= 0:
         return math.nan, math.nan
     from statsmodels.stats.proportion import proportion_confint  # imported when a rate is first drawn
 
     alpha = round(1 - confidence, 12)  # 1 − 0.95 is 0.05 + 4e-17 in floating point: 1 − 1e-16 at k = n, not 1
-    low, high = proportion_confint(int(successes), int(n), alpha=alpha, method="wilson")
+    low, high = proportion_confint(float(successes), int(n), alpha=alpha, method="wilson")
     return float(low), float(high)

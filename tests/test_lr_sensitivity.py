@@ -87,8 +87,10 @@ def test_a_search_whose_runs_differ_in_p_and_gain_as_well_as_lr_has_no_lr_sensit
     from types import SimpleNamespace
 
     from lpstudy.results.pages import STABILITY_LENS, PageInputs
+    from lpstudy.results.reading.frames import StudyInfo
 
-    study = SimpleNamespace(trials=search, curves=pd.DataFrame(columns=["trial_number", "step"]), curve_note=None)
+    study = SimpleNamespace(trials=search, curves=pd.DataFrame(columns=["trial_number", "step"]), curve_note=None,
+                            info=StudyInfo(name="search", kind="search"))  # a search: its configurations count once
     lr_sensitivity_chart = next(c for c in STABILITY_LENS if c.name == "lr_sensitivity")
     figure = lr_sensitivity_chart.build(PageInputs(study, bins=2))
     assert "needs a sweep" in figure.layout.annotations[0].text.replace("<br>", " ")

@@ -45,12 +45,12 @@ def _rates_per_configuration(trials: pd.DataFrame, bins, confidence: float, name
            .groupby("configuration").agg(p=("p", "first"), share=("blown", "mean"), runs=("blown", "size"),
                                          diverged=("blown", "sum")))
     per = per.join(p_bins(per["p"], bins))
-    from statsmodels.stats.proportion import proportion_confint  # Wilson's, as wilson_interval, on a fractional count
+    from lpstudy.intervals import wilson_interval
 
     rows = []
     for (order, label), group in per.groupby(["p_order", "p_bin"], sort=True):
         n, k = len(group), float(group["share"].sum())
-        low, high = (float(x) for x in proportion_confint(k, n, alpha=round(1 - confidence, 12), method="wilson"))
+        low, high = wilson_interval(k, n, confidence)
         rows.append({"p_bin": label, "p": float(group["p_center"].iloc[0]), "n": int(group["runs"].sum()),
                      "n_diverged": int(group["diverged"].sum()), "rate": k / n, "ci_low": low, "ci_high": high,
                      "n_configurations": n})
