@@ -4,8 +4,8 @@ title twice); and at
 1400 pixels no table whose columns run past its box (a canvas grid, st.dataframe, read by its own
 horizontal scroller: the columns' total width against the width it shows) and no line of text cut.
 At 1000 pixels the page's column is 538 pixels wide: the wide tables (the verdicts' ten columns, the
-tuning budgets) scroll sideways there and the metrics' labels are cut, which this test does not ask
-of them. Screenshots under test-artifacts/screenshots/widths/<width>/. Chromium from Debian, as
+tuning budgets) scroll sideways there, which this test does not ask of them; a metric's label or
+value cut is a problem at both widths. Screenshots under test-artifacts/screenshots/widths/<width>/. Chromium from Debian, as
 tests/test_browser.py drives it."""
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 WIDTHS = (1400, 1000)
 # what is checked at each width (MEASURE's kinds of problem)
-CHECKED = {1400: ("heading", "text", "table", "chart title", "legend"), 1000: ("heading", "chart title", "legend")}
+CHECKED = {1400: ("heading", "text", "table", "chart title", "legend", "metric"),
+           1000: ("heading", "chart title", "legend", "metric")}
 PATHS = {"Home": "", "Effect of p": "Effect_of_p", "Convergence": "Convergence", "Stability": "Stability",
          "Stability lens": "Stability_lens", "Compare": "Compare", "Trials": "Trials", "Export": "Export"}
 # (study, page): every page of a search, and the pages that draw verdict tables of a replicate and a comparison
@@ -36,6 +37,9 @@ MEASURE = """() => {
     }
     for (const el of main.querySelectorAll('[data-testid="stMarkdownContainer"], [data-testid="stCaptionContainer"]')) {
         if (el.clientWidth > 0 && cut(el, 1)) problems.push(`text cut: "${el.textContent.slice(0, 60)}" ${el.scrollWidth} > ${el.clientWidth}`);
+    }
+    for (const el of main.querySelectorAll('[data-testid="stMetricLabel"], [data-testid="stMetricLabel"] *, [data-testid="stMetricValue"], [data-testid="stMetricValue"] *')) {
+        if (el.clientWidth > 0 && cut(el, 1)) problems.push(`metric cut: "${el.textContent.slice(0, 60)}" ${el.scrollWidth} > ${el.clientWidth}`);
     }
     for (const frame of main.querySelectorAll('[data-testid="stDataFrame"]')) {
         // the grid's scroller holds the columns' whole width; a wider one than it shows hides columns

@@ -111,11 +111,11 @@ def overview() -> None:
             show_problem(trials, stop=False)
         else:
             row = best.row
-            st.metric("Final validation loss" + ("" if best.chosen_as == "lowest" else
-                                                 f", mean of {best.n_folds} fold{'s' if best.n_folds > 1 else ''}"),
-                      _fmt(best.mean),
-                      help="the mean of its final validation losses over the folds it ran on (a fold run twice: "
-                           "their mean first)" if best.chosen_as != "lowest" else "one run's")
+            # the label short enough for a third of a 538-pixel column; its folds are in the heading above
+            st.metric("Final validation loss", _fmt(best.mean),
+                      help=(f"the mean of its final validation losses over the {best.n_folds} fold"
+                            f"{'s' if best.n_folds > 1 else ''} it ran on (a fold run twice: their mean first)")
+                      if best.chosen_as != "lowest" else "one run's")
             what = f"{best.arm} · " if best.arm else ""
             st.markdown(what + f"trial **{best.number}** (exported) · p = **{A.format_p(row['p'])}** · "
                         f"lr = **{_fmt(row['lr'], '.3g')}** · gain₀ = **{_fmt(row['gain_init'], '.3g')}**"
@@ -144,12 +144,12 @@ def compute_section(data) -> None:
 
     st.subheader("Compute")
     spent = once(data, ("compute_summary",), lambda: compute_summary(data.trials))
-    cols = st.columns(4)
+    cols = [*st.columns(2), *st.columns(2)]  # two by two: a duration's digits fit a narrow window's column
     cols[0].metric("Steps trained", f"{spent['steps']:,}", help="by every trial: completed, pruned, failed, running")
-    cols[1].metric("CPU time", format_duration(spent["cpu_s"]))
-    cols[2].metric("GPU time", format_duration(spent["gpu_s"]))
-    cols[3].metric("Saved by pruning", f"{spent['saved_share']:.0%}",
+    cols[1].metric("Saved by pruning", f"{spent['saved_share']:.0%}",
                    help="steps pruned trials did not run, of the steps of running every trial to its end")
+    cols[2].metric("CPU time", format_duration(spent["cpu_s"]))
+    cols[3].metric("GPU time", format_duration(spent["gpu_s"]))
     st.caption(compute_line(spent))
     draw_charts(OVERVIEW, page_inputs(data), part="compute")
 
