@@ -65,8 +65,8 @@ def _name(field: str) -> str:
 
 
 def entanglement(searched: Searched, rows: pd.Index) -> dict[str, float]:
-    """p's rank correlation with each other numeric searched field among these runs (∞ ranks above
-    every finite p)."""
+    """p's rank correlation with each other numeric searched field among these rows (a search's
+    configurations, each once; ∞ ranks above every finite p)."""
     p = searched.get("p")
     if p is None:
         return {}
@@ -321,7 +321,7 @@ def search_effect(data: StudyData, options: AnswerOptions = AnswerOptions()) -> 
             f"(the ROPE {options.rope.words()}) of {ref_text}'s {ref_loss:.4f}; {SMOOTH}.{inf_note}")
     else:
         what = _name(tangled[0]) if tangled and abs(tangled[1]) >= 0.3 else _name("lr")
-        rho = f" (p's rank correlation with {_name(tangled[0])} among the runs: {tangled[1]:+.2f})" if tangled else ""
+        rho = f" (p's rank correlation with {_name(tangled[0])} among the configurations: {tangled[1]:+.2f})" if tangled else ""
         answer["sentence"] = (
             f"This search cannot yet separate p from {what}{rho}: with the learning rate and the gain tuned "
             f"at each p (a surrogate fitted on {fitted}), the differences to {ref_text} lie within "
