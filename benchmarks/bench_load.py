@@ -248,9 +248,9 @@ class LoadWorker(Worker):
         super().__init__(*args, **kwargs)
         self.board, self.lock, self.slot = board, lock, slot
 
-    def _tell(self, study, trial, outcome):
+    def _tell(self, source, trial, outcome):
         with self.lock:
-            told = super()._tell(study, trial, outcome)
+            told = super()._tell(source, trial, outcome)
             if outcome.state == TrialState.COMPLETE:
                 with self.board.completed.get_lock():
                     self.board.completed.value += 1

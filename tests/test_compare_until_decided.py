@@ -115,8 +115,9 @@ def test_once_every_arm_is_decided_nothing_is_left():
 
 
 def test_the_workers_stage_logic_on_planted_losses_gives_decided_arms_no_more_folds(sqlite_url, monkeypatch):
-    """Through the database: every arm tuned (two planted trials), then next_target as a worker calls
-    it, with the planted fold losses written as the cells' results. p = 1 (within 0.1 % of p = 2) is
+    """Through the database: every arm tuned (two planted trials), then the worker's stages
+    (lpstudy.study.stages.Stages) around the comparison's choice of study (next_study) as a worker
+    asks them, with the planted fold losses written as the cells' results. p = 1 (within 0.1 % of p = 2) is
     decided after the first stage and gets no fourth fold; p = 4 (±10 % fold by fold) runs to K = 6;
     a second worker at the same moment enqueues nothing twice. Every stage is checked, read and
     enqueued on the worker's one storage: no URL made a storage again, no engine made."""
@@ -129,9 +130,9 @@ def test_the_workers_stage_logic_on_planted_losses_gives_decided_arms_no_more_fo
     from optuna.trial import TrialState
 
     from lpstudy.db.optuna_storage import open_storage
-    from lpstudy.study.compare import create_compare, make_plan
-    from lpstudy.study.compare_worker import next_target
-    from lpstudy.study.stages import WAIT, next_stage
+    from lpstudy.study.compare import create_compare, make_plan, next_study
+    from lpstudy.study.decisions import Done, Wait
+    from lpstudy.study.stages import WAIT, Stages, next_stage
 
     store = open_storage(sqlite_url, create_tables=True)
     plan = make_plan("p", ["1", "2", "4"], ["lr"], 2, 6, "smoke", until_decided={"rounds": [3, 5, 6], "rope": 0.05})
@@ -168,17 +169,32 @@ def test_the_workers_stage_logic_on_planted_losses_gives_decided_arms_no_more_fo
                     store.optuna.set_trial_user_attr(t._trial_id, key, x)
                 store.optuna.set_trial_state_values(t._trial_id, TrialState.COMPLETE, [losses[label][fold]])
 
-    assert next_target(store, "cmp", plan) is not None
+    class Arms:  # the comparison's choice of study, as its worker's decider asks it, taking no trial
+        def start(self, sources):
+            return ""
+
+        def claim(self, done):
+            target = next_study(store, "cmp", plan)
+            return Wait(0) if isinstance(target, str) else target  # a study to take from: work to do
+
+    stages = Stages(Arms(), store, "cmp")
+    stages.start(type("Quiet", (), {"say": staticmethod(lambda message: None)})())
+
+    def next_target():
+        """What the worker's loop is told: Wait (a stage enqueued, cells to take) until nothing is left."""
+        return stages.next(0)
+
+    assert not isinstance(next_target(), Done)
     assert {label: folds_of(label)[1] for label in losses} == {label: [0, 1, 2] for label in losses}
     run_waiting()
-    assert next_target(store, "cmp", plan) is not None
+    assert not isinstance(next_target(), Done)
     assert next_stage(store, "cmp") is WAIT  # a second worker finds the stage open and adds nothing
     assert {label: folds_of(label)[1] for label in losses} == {"p=2": [0, 1, 2, 3, 4], "p=1": [0, 1, 2],
                                                                 "p=4": [0, 1, 2, 3, 4]}
     run_waiting()
-    assert next_target(store, "cmp", plan) is not None
+    assert not isinstance(next_target(), Done)
     run_waiting()
-    assert next_target(store, "cmp", plan) is None  # the last stage ran
+    assert next_target() == Done("every arm is decided or the last stage ran (lpstudy verdict shows them)")
     assert {label: folds_of(label)[1] for label in losses} == {"p=2": list(range(6)), "p=1": [0, 1, 2],
                                                                 "p=4": list(range(6))}
     assert opened == []

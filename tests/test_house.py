@@ -419,10 +419,12 @@ def test_the_optional_storage_check_finds_one(tmp_path):
 # -- the stage engine ---------------------------------------------------------------------------
 
 # What a study run --until-decided does between its stages: enqueue the next stage's cells (a
-# replicate's round, a comparison's stage) once the verdicts decided which arms get them.
-STAGE_STEPS = {"enqueue_round", "enqueue_stage", "next_stage"}
-# What runs a worker; the command line hands it its options, its storage and where it says things.
-WORKER_RUNNERS = {"run_worker", "run_compare_worker", "run_until_decided", "spawn_workers", "run_with_progress"}
+# replicate's round, a comparison's stage) once the verdicts decided which arms get them; and the
+# decider that runs them (the study layer's decider_for gives it to a worker).
+STAGE_STEPS = {"enqueue_round", "enqueue_stage", "next_stage", "Stages"}
+# What runs a worker; the command line hands it its options, its storage, where it says things and
+# the decider the study layer picked (lpstudy.study.deciders.decider_for).
+WORKER_RUNNERS = {"run_worker", "spawn_workers", "run_with_progress"}
 
 
 def stage_logic_outside(roots: dict[str, Path], inside: Path) -> list[str]:
@@ -466,10 +468,10 @@ def test_the_stage_logic_check_finds_a_stage_step_and_a_callback(tmp_path):
     (tmp_path / "study").mkdir()
     (tmp_path / "study" / "stages.py").write_text("def next_stage(s, n):\n    return enqueue_round(s, n, [], 3)\n")
     (tmp_path / "cli.py").write_text("def next_round(s, n):\n    return enqueue_round(s, n, [], 3)\n"
-                                     "run_compare_worker(o, s, say=say, next_stage=lambda s, n: next_round(s, n))\n"
+                                     "run_worker(o, s, say=say, next_stage=lambda s, n: next_round(s, n))\n"
                                      "run_rounds(o, say, s)\nrun_worker(o, storage=s, say=lambda m: print(m))\n")
     assert sorted(line.split(": ", 1)[1] for line in stage_logic_outside({"pkg": tmp_path}, tmp_path / "study")) == [
-        "enqueue_round(...)", "run_compare_worker(next_stage=...)"]
+        "enqueue_round(...)", "run_worker(next_stage=...)"]
 
 
 # -- the storage layer ------------------------------------------------------------------------------

@@ -95,10 +95,9 @@ def worker(
     # to the worker processes through the environment; the corpus found once, before any process
     checked, data = preflight(storage, data, trains=True)
     url = checked.url
-    from lpstudy.study.compare import load_plan
+    from lpstudy.study.deciders import decider_for
     from lpstudy.study.spec import build_spec, read_study_file
     from lpstudy.study.spec_wait import wait_for_study
-    from lpstudy.study.studies import load_spec
     from lpstudy.study.worker import WorkerOptions, run_worker
 
     expected = build_spec(read_study_file(config)) if config is not None else None
@@ -120,16 +119,8 @@ def worker(
 
             serve(port, options.device)
             say(f"metrics on http://0.0.0.0:{port}/metrics")
-        if load_plan(opened, study) is not None:  # lpstudy compare: arm by arm, each arm's study its own
-            from lpstudy.study.compare_worker import run_compare_worker
-
-            report = run_compare_worker(options, opened, say=say)
-        elif load_spec(opened, study).until_decided:  # replicate --until-decided: stage by stage
-            from lpstudy.study.stages import run_until_decided
-
-            report = run_until_decided(options, opened, say)
-        else:
-            report = run_worker(options, storage=opened)
+        # what the worker asks before each trial: a comparison's arms, a study's stages, or its own trials
+        report = run_worker(options, storage=opened, decider=decider_for(opened, study))
     if report.exit_code:
         raise UserError(f"worker stopped: {report.reason}")
     return 0

@@ -28,7 +28,6 @@ Two workers that pick an arm at the same moment can give it one trial more than 
 from __future__ import annotations
 
 import dataclasses
-import enum
 import json
 import math
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from optuna.trial import TrialState
 
 from lpstudy.db.optuna_storage import StudyStorage
 from lpstudy.errors import UserError
+from lpstudy.study.decisions import Done, StageOver, Wait
 from lpstudy.study.races import search_best
 from lpstudy.study.space import DEFAULT_SPACE
 from lpstudy.study.spec import StudySpec, build_spec, replicate_spec
@@ -49,7 +49,7 @@ from lpstudy.values import REFERENCE_P, P, format_p, json_safe
 
 COMPARE_ATTR = "lpstudy_compare"
 COMPARE_KIND = "compare"
-WAIT_S = 3.0  # a worker waiting for a stage's running cells looks again this often
+WAIT_S = 3.0  # a worker waiting for a stage's running cells (or the last tuning trials) looks again this often
 BUDGET_STATES = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING)
 
 
@@ -338,16 +338,6 @@ def ensure_folds_study(storage: StudyStorage, name: str, plan: ComparePlan, valu
     return study
 
 
-class NoStudy(enum.Enum):
-    """next_study's answer where no study has a trial to take now (None: nothing is left at all)."""
-
-    WAIT = "wait"  # a stage's cells (or the last tuning trials) still run elsewhere
-    STAGE_OVER = "stage over"  # with --until-decided, a stage's cells are over: the verdicts decide what next
-
-
-WAIT, STAGE_OVER = NoStudy.WAIT, NoStudy.STAGE_OVER
-
-
 def enqueue_stage(storage: StudyStorage, name: str, plan: ComparePlan, labels: list[str], folds: int) -> tuple[int, int]:
     """A stage of a comparison run --until-decided: the folds 0 .. folds − 1 of the replicate grids
     of these arms (labels), each cell once however many workers come at once (lpstudy.study.studies.
@@ -366,12 +356,12 @@ def enqueue_stage(storage: StudyStorage, name: str, plan: ComparePlan, labels: l
     return enqueued, open_
 
 
-def next_study(storage: StudyStorage, name: str, plan: ComparePlan) -> str | NoStudy | None:
-    """Where a worker's next trial comes from: an arm whose tuning has a WAITING trial (a race or a
-    retry, counted in its budget), else the arm whose tuning has used least of its budget, else an
-    arm's replicate grid with a waiting cell; None when nothing is left to run now. With
-    --until-decided: WAIT while cells or tuning trials run elsewhere, STAGE_OVER once a stage's
-    cells are over (the verdicts decide what comes next: lpstudy.study.compare_worker)."""
+def next_study(storage: StudyStorage, name: str, plan: ComparePlan) -> str | Wait | StageOver | Done:
+    """Where a worker's next trial comes from, the name of its study: an arm whose tuning has a
+    WAITING trial (a race or a retry, counted in its budget), else the arm whose tuning has used
+    least of its budget, else an arm's replicate grid with a waiting cell; Done when nothing is left
+    to run. With --until-decided: Wait while cells or tuning trials run elsewhere, StageOver once a
+    stage's cells are over (the verdicts decide what comes next: lpstudy.study.stages.Stages)."""
     used = {}
     for value, tuning in plan.arm_tunings():
         tune, _ = load_study(storage, plan.tune_study(name, value, tuning))
@@ -394,5 +384,5 @@ def next_study(storage: StudyStorage, name: str, plan: ComparePlan) -> str | NoS
             return plan.folds_study(name, value, tuning)
         running = running or TrialState.RUNNING in states
     if not plan.until_decided:
-        return None
-    return WAIT if running else STAGE_OVER
+        return Done("nothing left to run in the comparison")
+    return Wait(WAIT_S) if running else StageOver()

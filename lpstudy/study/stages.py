@@ -4,7 +4,8 @@
 folds: the reference and the arms still undecided. One place decides when an arm has been seen on
 enough folds, as SMAC3's intensifier does for its search and its comparison alike.
 
-A worker takes a stage's waiting cells like any grid worker; when none is left it calls next_stage,
+A worker takes a stage's waiting cells like any grid worker; when none is left (StageOver,
+lpstudy.study.decisions) its decider, Stages, calls next_stage,
 which enqueues the next stage's cells under the storage's lock (lpstudy.study.studies.enqueue_round:
 each cell once however many workers finish a stage at the same moment). Every worker anywhere does
 this, so no process has to stay up to lead the study. It stops when every arm is decided or the last
@@ -16,16 +17,17 @@ stage engine decides from them, and nothing of lpstudy.results imports it back
 
 from __future__ import annotations
 
-import dataclasses
 import enum
-import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
+
+from lpstudy.study.decisions import Decision, Done, Sources, Staged, StageOver, Wait
 
 if TYPE_CHECKING:
     from lpstudy.db.kinds.base import StudyStorage
-    from lpstudy.study.worker import WorkerOptions, WorkerReport
 
 POLL_S = 3.0  # a worker waiting for the stage's running cells looks again this often
+
+
 class Stage(enum.Enum):
     """next_stage's answer: what comes after the cells that ran."""
 
@@ -87,30 +89,27 @@ def next_stage(storage: StudyStorage, name: str, say=None) -> Stage:
     return ENQUEUED if enqueued or open_ else OVER
 
 
-def run_until_decided(options: WorkerOptions, storage: StudyStorage, say) -> WorkerReport:
-    """`lpstudy worker` on a replicate run --until-decided: cells until no stage is left (see the
-    module), on storage, the study's storage the caller opened and closes."""
-    from lpstudy.study.worker import WorkerReport, run_worker, stop_line
+class Stages:
+    """The decider of a study run --until-decided (a replicate's cells, a comparison's arms: the
+    decider inside, `staged`): its trials as that gives them; where a stage has no cell waiting
+    (StageOver), next_stage decides: the next stage's cells (looked at again at once), a wait while
+    the stage's cells run elsewhere, or Done once every arm is decided or the last stage ran.
+    `over`: the words of that stop line ("stage" for a comparison, "round" for a replicate)."""
 
-    report = WorkerReport()
-    started = time.monotonic()
-    while True:
-        left = None if options.timeout is None else options.timeout - (time.monotonic() - started)
-        if left is not None and left <= 0:
-            report.reason = "--timeout reached"
-            break
-        one = run_worker(dataclasses.replace(options, announce=False, timeout=left), storage=storage)
-        for state, count in one.trials.items():
-            report.trials[state] = report.trials.get(state, 0) + count
-        if not one.round_done:
-            report.reason, report.interrupted, report.exit_code = one.reason, one.interrupted, one.exit_code
-            break
-        step = next_stage(storage, options.study, say)
-        if step is OVER:
-            report.reason = "every arm is decided or the last round ran (lpstudy verdict shows them)"
-            break
-        if step is WAIT:
-            time.sleep(POLL_S)
-    say(stop_line(report))
-    return report
+    def __init__(self, staged: Staged, storage: StudyStorage, name: str, over: str = "stage") -> None:
+        self.staged, self.storage, self.name = staged, storage, name
+        self.over = f"every arm is decided or the last {over} ran (lpstudy verdict shows them)"
+        self.say: Callable[[str], None] | None = None
 
+    def start(self, sources: Sources) -> str:
+        self.say = sources.say
+        return self.staged.start(sources)
+
+    def next(self, done: int) -> Decision:
+        claim = self.staged.claim(done)
+        if not isinstance(claim, StageOver):
+            return claim
+        step = next_stage(self.storage, self.name, self.say)
+        if step is Stage.OVER:
+            return Done(self.over)
+        return Wait(POLL_S if step is Stage.WAIT else 0)  # ENQUEUED: its cells are there to take now
