@@ -75,7 +75,7 @@ import sqlalchemy as sa  # noqa: E402
 from optuna.trial import TrialState  # noqa: E402
 
 from benchmarks.results_file import add_result_argument, load_average, write_result  # noqa: E402
-import lpstudy.study.worker as worker_module  # noqa: E402
+import lpstudy.study.sources as sources_module  # noqa: E402
 from lpstudy.db.kinds import open_reader, storage_at  # noqa: E402
 from lpstudy.db.optuna_storage import open_storage  # noqa: E402
 from lpstudy.errors import UserError  # noqa: E402
@@ -325,7 +325,7 @@ def worker_process(process: int, url: str, plan: LoadPlan, board: Board, go, out
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # as the command line does
     warnings.filterwarnings("ignore")
     lock = board.locks[process]
-    worker_module.pop_waiting_trial = _claim_on_the_board(board, lock)  # lpstudy's claim, which the loop calls
+    sources_module.pop_waiting_trial = _claim_on_the_board(board, lock)  # lpstudy's claim, which a grid's cells call
     records: list[dict] = []
     threads = [threading.Thread(target=_worker_thread, args=(slot, url, plan, board, lock, go, records))
                for slot in board.slots(process)]
