@@ -3,7 +3,8 @@ trial as a typed decision (lpstudy.study.decisions):
 
     SearchTrials   a search (or a comparison arm's tuning): a new trial within its n_trials target,
                    or, past its race reserve, only the races its intensifier asked for
-                   (lpstudy.study.intensify.RaceReserve, the rule the replay benchmark keeps)
+                   (lpstudy.study.intensify.RaceReserve, the rule the replay benchmark keeps);
+                   told a completed trial, it enqueues the races the intensifier asks for
     GridCells      a replicate or grid (or a comparison arm's folds): a waiting cell; a stage's end
                    where it runs --until-decided (lpstudy.study.stages decides the next)
 
@@ -23,6 +24,7 @@ from optuna.trial import TrialState
 from lpstudy.study import telemetry
 from lpstudy.study.claims import WAIT, ask_within_target, pop_waiting_trial, take_race
 from lpstudy.study.decisions import Claim, Decision, Done, RunTrial, Sources, StageOver, Wait, unstaged
+from lpstudy.study.races import enqueue_races
 
 if TYPE_CHECKING:
     import optuna
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
     from lpstudy.db.liveness import Liveness
     from lpstudy.db.optuna_storage import StudyStorage
     from lpstudy.study.spec import StudySpec
-    from lpstudy.study.trial_context import TrialContext
+    from lpstudy.study.trial_context import TrialContext, TrialOutcome
     from lpstudy.study.worker import WorkerOptions
 
 # A grid worker that finds fewer trials than cells waits this long for its creator to enqueue more.
@@ -64,6 +66,10 @@ class StudySource:
         this worker has run."""
         raise NotImplementedError
 
+    def told(self, outcome: TrialOutcome, room: int | None) -> None:
+        """A trial this worker claimed from it ended, not FAIL, by this worker's tell; room: the
+        trials this worker runs yet (None: no limit)."""
+
     def _fail_stale(self) -> None:
         for line in self.liveness.fail_stale(self.study):  # dead workers' trials: failed, enqueued again
             self.say(line)
@@ -95,6 +101,15 @@ class SearchTrials(StudySource):
         if trial is WAIT:
             return Wait()  # a running trial's end may enqueue a race, or fail and free its place
         return self._claimed(trial, started)
+
+    def told(self, outcome: TrialOutcome, room: int | None) -> None:
+        """A completed trial may make a leader to race on another fold (the intensifier's request,
+        lpstudy.study.races), enqueued within `room`, the trials this worker runs yet."""
+        if outcome.state != TrialState.COMPLETE or not self.spec.race:
+            return
+        raced = enqueue_races(self.storage, self.study, self.spec, room)  # the leaders' next folds
+        if raced:
+            self.say(f"{raced} leading configuration(s) enqueued on another fold")
 
     def _past_race_reserve(self, done: int) -> bool:
         """Whether this worker, free now, takes only races (lpstudy.study.intensify.RaceReserve, the

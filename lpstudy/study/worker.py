@@ -48,7 +48,6 @@ from lpstudy.db.optuna_storage import StorageUnavailable, StudyStorage
 from lpstudy.study.claims import requeue
 from lpstudy.study import telemetry
 from lpstudy.study.decisions import Decider, Done, Wait
-from lpstudy.study.races import enqueue_races
 from lpstudy.study.sources import GridCells, OneStudy, SearchTrials, StudySource
 from lpstudy.study.spec import StudySpec
 from lpstudy.study.studies import load_study
@@ -365,12 +364,8 @@ class Worker:
                         break
             else:
                 failures_in_a_row = 0
-                if outcome.state == TrialState.COMPLETE and ours and not spec.is_grid and spec.race:
-                    # what this worker runs yet (a comparison's arms share it: their races are its next trials)
-                    room = None if opts.n_trials is None else opts.n_trials - done
-                    raced = enqueue_races(source.storage, source.study, spec, room)  # the leaders' next folds (lpstudy.study.races)
-                    if raced:
-                        source.say(f"{raced} leading configuration(s) enqueued on another fold")
+                if ours:  # what this worker runs yet (a comparison's arms share it: their races are its next trials)
+                    source.told(outcome, None if opts.n_trials is None else opts.n_trials - done)
         if opts.announce:
             self.say(stop_line(report))
         return report
