@@ -26,6 +26,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from lpstudy.errors import UserError
 from lpstudy.db.urls import redact, storage_url
 from lpstudy.names import closest_study_names, no_such_study
+from tables import static_table
 
 CACHE_TTL_S = 5  # seconds: the refresh period of a live page, and of storages without a fingerprint
 FINGERPRINT_TTL_S = 2  # seconds between the cheap checks whether a study's data changed
@@ -489,34 +490,10 @@ def notes_box(storage_url: str, study_name: str, trial: int | None = None) -> No
 
 
 # the verdict table's columns a reader hovers for the word behind them (lpstudy.results.tables.glossary)
-VERDICT_HELP = {"interval (nats)": "corrected t", "interval (relative)": "corrected t", "p-value (difference)": "Holm",
-                "p-value (equivalence)": "TOST", "verdict": "ROPE"}
-# the page's shorter headings of the widest-headed columns (the hover names the column in full): the
-# table fits a 1400-pixel window with the sidebar open, its numbers whole
-VERDICT_HEADINGS = {"p-value (difference)": "p-value (Δ)", "p-value (equivalence)": "p-value (TOST)",
-                    "interval (relative)": "interval (%)", "mean loss": "mean"}
-# the columns the page leaves out: "relative" is the middle of "interval (relative)" (a symmetric interval)
-VERDICT_UNSHOWN = ("relative",)
-
-
 def verdict_table(frame) -> None:
-    """A verdict table (lpstudy.results.tables.verdicts) with a hover on each statistical column, and the
-    glossary of its words under it."""
-    from lpstudy.results.tables.glossary import GLOSSARY
-
-    def hover(name: str) -> str | None:
-        term = VERDICT_HELP.get(name)
-        said = f"{term}: {GLOSSARY[term]}" if term else None
-        if name == "interval (relative)":  # the relative difference, left out, is its middle
-            return f"{said} ({name}; its middle is the relative difference)"
-        if name in VERDICT_HEADINGS:  # the heading in full after the word's line
-            return f"{said} ({name})" if said else name
-        return said
-
-    config = {name: st.column_config.Column(VERDICT_HEADINGS.get(name), help=hover(name))
-              for name in frame.columns if name in VERDICT_HELP or name in VERDICT_HEADINGS}
-    shown = [name for name in frame.columns if name not in VERDICT_UNSHOWN]
-    st.dataframe(frame, hide_index=True, width="stretch", column_config=config, column_order=shown)
+    """A verdict table (lpstudy.results.tables.verdicts), every column `lpstudy verdict` prints, as a
+    static table that fits the page's width, and the glossary of its words under it."""
+    static_table(frame)
     glossary_box()
 
 

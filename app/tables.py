@@ -1,12 +1,15 @@
-"""A results table on a page: human column labels (lpstudy.results.tables.columns) as Streamlit's
-column_config, and each number shown in its column's format through a pandas Styler, whose display
-text Streamlit draws while it sorts by the numbers underneath (a click on a header sorts numbers as
-numbers, not as text). A per-cent reads as the command line prints it; a missing value as "–"."""
+"""A results table on a page. Most are static tables (`table`, `static_table`): human column labels
+(lpstudy.results.tables.columns), each value in its column's format as the report prints it, a
+per-cent as "+3.76 %", a missing value as "–", cells that wrap to fit the page's width at 1000 px as at
+1400. The Trials page's table, whose rows are picked and sorted, is a grid (st.dataframe) whose columns'
+widths (`column_width`, `fit_widths`) fit a 1400-pixel window.
+"""
 
 from __future__ import annotations
 
+import re
+
 import streamlit as st
-from pandas.api.types import is_numeric_dtype
 
 from lpstudy.results.tables.columns import MISSING, Column, column, formatted, shown_values, table_overrides
 
@@ -44,31 +47,31 @@ def fit_widths(widths: dict[str, int], labels: dict[str, str], cut: tuple[str, .
     return fitted
 
 
-def column_config(frame, overrides: dict[str, Column] | None = None) -> dict:
-    """Streamlit's column_config for the frame: every column under its human label, as wide as its
-    label or its widest value among the first rows, the text columns narrowed to fit TABLE_PX."""
-    overrides = table_overrides(frame, overrides)
-    values = shown_values(frame.head(200))
-    widths, labels = {}, {}
-    for name in frame.columns:
-        spec = column(name, overrides)
-        shown = [formatted(v, spec) for v in values[name]] if name in values.columns else []
-        widths[name], labels[name] = column_width(spec.label, shown), spec.label
-    # within the page's width: a text column (a worker's name, a time) narrowed first, a number never cut
-    text = tuple(name for name in frame.columns if not is_numeric_dtype(frame[name]) and name != "p")
-    fitted = fit_widths(widths, labels, text)
-    return {name: st.column_config.Column(labels[name], width=fitted[name]) for name in frame.columns}
+# Where a line may not break inside a value: a number and its unit ("+0.52 %", "2 min 18 s"), and
+# around "=" ("p = 1"); a static table wraps its cells between words and after commas only.
+UNBROKEN = re.compile(r"(?<=\d) (?=%|[a-zµ]+\b)| (?==)|(?<==) ")
 
 
-def styled(frame, overrides: dict[str, Column] | None = None):
-    """The frame's values (still numbers; p as 3.5 or ∞) with each column's display format."""
+def unbroken(text: str) -> str:
+    """The text with non-breaking spaces where a line may not break inside a value (UNBROKEN)."""
+    return UNBROKEN.sub("\u00a0", text)
+
+
+def static_table(frame) -> None:
+    """A frame of text as a static table: each cell wraps between words to fit the page's width, so
+    that every column is in view at 1000 px as at 1400 (a grid, st.dataframe, scrolled its right-hand
+    columns out of sight at 1000 px); no index, a missing value as "–"."""
+    st.table(frame.style.hide(axis="index").format(lambda v: unbroken(v) if isinstance(v, str) else v,
+                                                   na_rep=MISSING))
+
+
+def table(frame, overrides: dict[str, Column] | None = None) -> None:
+    """The frame as a static table under human headers, each value in its column's format as the report
+    prints it (lpstudy.results.tables.columns), a missing one as "–"; the values underneath stay numbers.
+    The one table whose rows are picked and sorted, the Trials page's, is a grid."""
     overrides = table_overrides(frame, overrides)
     values = shown_values(frame)
-    formats = {name: (lambda v, spec=column(name, overrides): formatted(v, spec)) for name in values.columns}
-    return values.style.format(formats, na_rep=MISSING)
-
-
-def table(frame, overrides: dict[str, Column] | None = None, key: str | None = None) -> None:
-    """The frame as a sortable table under human headers (no index)."""
-    st.dataframe(styled(frame, overrides), hide_index=True, width="stretch", placeholder=MISSING,
-                 column_config=column_config(frame, overrides), key=key)
+    labels = {name: column(name, overrides).label for name in values.columns}
+    formats = {labels[name]: (lambda v, spec=column(name, overrides): unbroken(formatted(v, spec)))
+               for name in values.columns}
+    st.table(values.rename(columns=labels).style.hide(axis="index").format(formats, na_rep=MISSING))

@@ -277,8 +277,8 @@ def test_home_shows_states_best_trial_workers_and_a_refresh_toggle(seeded):
     assert metrics["Trials"] == "40" and metrics["Running"] == "2" and metrics["Waiting"] == "1"
     assert any(label.startswith("Final validation loss") for label in metrics)
     assert at.toggle[0].label == "Refresh while the study runs" and at.toggle[0].value is False
-    running = at.dataframe[0].value
-    assert len(running) == 2 and {"worker", "running_for"} <= set(running.columns)
+    running = at.table[0].value
+    assert len(running) == 2 and {"worker", "running for"} <= set(running.columns)
     at.toggle[0].set_value(True).run()
     assert not at.exception
 
@@ -315,16 +315,16 @@ def test_a_replicate_study_shows_grid_progress_and_the_verdicts(seeded):
     # p's measured share within folds, and no importance bar of the one field a replicate varies
     assert "What the compared field explains within folds (partial ω²)" in titles
     assert not any(t.startswith("Parameter importance") for t in titles), titles
-    verdicts = effect.dataframe[0].value
+    verdicts = effect.table[0].value
     assert list(verdicts["arm"]) == ["p = 2", "p = 1", "p = 1.5", "p = 2.5", "p = 3", "p = 3.5", "p = 4"]
     assert verdicts["verdict"].iloc[0] == "reference"
     assert set(verdicts["verdict"].iloc[1:]) <= {"better", "equivalent", "worse", "undecided"}
     # folds still to run: an interim reading, no verdict at full alpha (no peeking)
     assert any(m.value.startswith("**Verdict.** Interim reading, 1 to 4 of the 4 runs per arm (") for m in effect.markdown)
     effect.selectbox(key="reference_p").set_value(3.0).run()  # another reference p
-    assert effect.dataframe[0].value["arm"].iloc[0] == "p = 3"
+    assert effect.table[0].value["arm"].iloc[0] == "p = 3"
     effect.text_input(key="rope").set_value("20%").run()  # a ROPE of ±20 %: stated; still interim, so undecided
-    shown = effect.dataframe[0].value.iloc[1:]
+    shown = effect.table[0].value.iloc[1:]
     assert set(shown["verdict"]) == {"undecided"}
     assert any("ROPE ±20 % of the reference's mean loss" in c.value for c in effect.caption)
     effect.text_input(key="rope").set_value("0").run()  # refused in one line, the ROPE it ran with kept
@@ -347,7 +347,7 @@ def test_the_convergence_page_gives_verdicts_under_a_replicate_and_the_caveat_un
     titles = chart_titles(grid)
     assert "Steps to the threshold: difference to the reference" in titles
     assert any(t.startswith("Runs that reached validation loss") for t in titles)
-    assert grid.dataframe[0].value.columns[1] == "endpoint"  # the verdict table, as `lpstudy verdict` prints it
+    assert grid.table[0].value.columns[1] == "endpoint"  # the verdict table, as `lpstudy verdict` prints it
     search = run_page("Convergence", url, "search")
     assert any("mixes p with the learning rate and gain its runs drew" in m for m in messages(search)["info"])
     # said once, above the charts: no chart caption repeats that a search's groups mix p with lr and gain
@@ -504,9 +504,9 @@ def displayed(frame):
 
 
 def no_missing_cells(at: AppTest) -> None:
-    for frame in at.dataframe:
+    for frame in [*at.dataframe, *at.table]:
         shown = displayed(frame)
-        if shown.isna().to_numpy().any():  # the browser draws a missing number as its placeholder
+        if shown.isna().to_numpy().any():  # the grid draws a missing number as its placeholder
             assert frame.proto.placeholder == "–", frame.value
             shown = shown.astype(object).where(shown.notna(), "–")
         cells = [str(c) for c in shown.to_numpy().ravel()]
@@ -541,7 +541,7 @@ def test_effect_of_p_bins_a_search_labels_every_mean_with_n_and_has_the_p_bins_s
     assert slider.label == "p bins" and not slider.disabled
     mean = figures(at)["Mean final validation loss per p (95 % interval)"]
     (trace,) = mean["data"]
-    n = json.loads(at.dataframe[0].value.to_json())["n_ok"] if at.dataframe else None  # "Numbers per p"
+    n = json.loads(at.table[0].value.to_json())["runs without divergence"]  # "Numbers per p"
     counts = [int(k) for k in n.values()]
     assert trace["mode"] == ("markers+lines+text" if min(counts) >= 3 else "markers+text")  # no line without intervals
     assert trace["text"] == [f"n = {k}" if k < 3 else "" for k in counts], (trace["text"], n)  # no interval under 3
@@ -618,7 +618,7 @@ def test_home_shows_running_durations_as_minutes_and_seconds(tmp_path):
     url = f"sqlite:///{tmp_path / 'now.db'}"
     write_synthetic_study(url, "now", n_trials=12, n_evals=6, seed=5)  # trials started minutes ago
     at = run_page("Home", url, "now")
-    running = at.dataframe[0].value["running_for"].tolist()
+    running = at.table[0].value["running for"].tolist()
     assert running and all(re.fullmatch(r"\d+ s|\d+ min( \d+ s)?", v) for v in running), running
     no_missing_cells(at)
 
@@ -697,7 +697,7 @@ def test_the_compare_page_draws_the_verdicts_of_a_comparison(seeded, tmp_path):
 
     verdict_traces = [t for t in figures(at)[chart_titles(at)[0]]["data"] if t.get("name") in VERDICT_COLOURS]
     assert sum("p = 1" in (t.get("x") or []) for t in verdict_traces) == 1
-    verdicts = at.dataframe[1].value
+    verdicts = at.table[1].value
     assert list(verdicts["arm"]) == ["p = 2", "p = 1"] and verdicts["verdict"].iloc[0] == "reference"
     assert [m.value for m in at.markdown if m.value.startswith(  # the table's plain words above it
         "In plain words: this compares the final validation loss of p = 1 with p = 2 (the reference), each arm's "
@@ -740,8 +740,8 @@ def test_the_compare_page_shows_the_stages_of_a_comparison_run_until_decided(tmp
     captions = [c.value for c in at.caption]
     assert "stages of 3/5/8/10 folds · 4 of 4 over · 14 of 40 fold runs saved against --max-folds 10" in captions
     assert "arms: p = 1: equivalent (3 folds), p = 3: undecided (10 folds), p = 4: better (3 folds)" in captions
-    stages = next(frame.value for frame in at.dataframe if "look" in frame.value.columns)
-    assert stages["look"].tolist() == [1, 2, 3, 4] and stages["folds_run"].tolist() == [3, 5, 8, 10]
+    stages = next(frame.value for frame in at.table if "look" in frame.value.columns)
+    assert stages["look"].tolist() == [1, 2, 3, 4] and stages["folds run"].tolist() == [3, 5, 8, 10]
     assert stages[["p = 1", "p = 3", "p = 4"]].values.tolist() == [
         ["equivalent", "undecided", "better"],
         ["stopped (equivalent)", "undecided", "stopped (better)"],
@@ -749,9 +749,9 @@ def test_the_compare_page_shows_the_stages_of_a_comparison_run_until_decided(tmp
         ["stopped (equivalent)", "undecided", "stopped (better)"]]
     # spent at the corrected variance's information fraction (1/10 + 1/9) / (1/n + 1/9)
     spent = [2 - 2 * norm.cdf(norm.ppf(0.975) / math.sqrt((0.1 + 1 / 9) / (1 / n + 1 / 9))) for n in (3, 5, 8, 10)]
-    assert stages["alpha_spent"].tolist() == pytest.approx(spent, rel=1e-9)
-    assert stages["alpha_look"].tolist() == pytest.approx([spent[0], *(b - a for a, b in zip(spent, spent[1:]))], rel=1e-9)
-    assert stages["alpha_spent"].iloc[-1] == pytest.approx(0.05)
+    assert stages["alpha so far"].tolist() == pytest.approx(spent, rel=1e-9)
+    assert stages["alpha this look"].tolist() == pytest.approx([spent[0], *(b - a for a, b in zip(spent, spent[1:]))], rel=1e-9)
+    assert stages["alpha so far"].iloc[-1] == pytest.approx(0.05)
     # the chart: each arm at each look it was tested at, coloured by its verdict there, at its relative difference
     chart = figures(at)["Stages: each arm's difference to the reference at every look"]
     points = {trace["name"]: list(zip(*trace["x"], trace["y"])) for trace in chart["data"] if trace.get("name") and trace.get("x")}
@@ -790,8 +790,8 @@ def test_effect_of_p_and_the_report_show_the_stages_of_a_replicate_run_until_dec
     assert at.text_input(key="rope").value == "5%"  # the ROPE it ran with (a plan from before ROPEs in nats)
     assert any(c.value.startswith("Verdicts against the reference · ROPE ±5 % of the reference's mean loss")
                for c in at.caption)
-    stages = next(frame.value for frame in at.dataframe if "look" in frame.value.columns)
-    assert stages[["look", "folds_run", "p = 1", "p = 4"]].values.tolist() == [
+    stages = next(frame.value for frame in at.table if "look" in frame.value.columns)
+    assert stages[["look", "folds run", "p = 1", "p = 4"]].values.tolist() == [
         [1, 3, "equivalent", "undecided"], [2, 5, "stopped (equivalent)", "undecided"],
         [3, 6, "stopped (equivalent)", "undecided"]]
     sections = dict(report_sections(load_study(open_reader(url), "seq")))
@@ -832,7 +832,7 @@ def test_a_mistyped_study_name_gets_a_page_that_says_so_with_the_closest_names(s
     errors = [unescaped(e.value) for e in at.error]
     assert len(errors) == 1 and errors[0].startswith("no study named 'serach'"), errors
     assert "did you mean 'search'?" in errors[0], errors
-    assert not at.get("plotly_chart") and not at.dataframe  # not another study's page
+    assert not at.get("plotly_chart") and not at.dataframe and not at.table  # not another study's page
     assert at.sidebar.selectbox[0].value is None
     assert any("?study=search" in m.value for m in at.markdown), [m.value for m in at.markdown]
     at.sidebar.selectbox[0].set_value("search").run()  # choosing one opens it
@@ -961,13 +961,25 @@ def test_the_compare_page_without_a_comparison_gives_a_command_that_runs(seeded,
     assert code == 0, err
 
 
-def test_homes_running_table_fits_the_page_with_every_column_in_view(seeded):
-    """Every table drawn by tables.table fits the page's width (tables.TABLE_PX) where its text columns
-    can give way: Home's "Running now" hid its gain, fold, step and loss columns behind a scroll bar."""
-    from tables import TABLE_PX
-
+def test_homes_running_table_shows_every_column_under_its_label(seeded):
+    """Home's "Running now" is a static table (tables.table) whose cells wrap to fit the page, every
+    column in view (tests/test_browser_widths.py measures it at 1000 and 1400 px): as a grid it hid its
+    gain, fold, step and loss columns behind a scroll bar."""
     url, _ = seeded
     at = run_page("Home", url, "grid")
-    columns = {name: c for name, c in json.loads(at.dataframe[0].proto.columns).items() if not c.get("hidden")}
-    assert len(columns) == 9 and sum(c["width"] for c in columns.values()) <= TABLE_PX, \
-        {n: c["width"] for n, c in columns.items()}
+    assert not at.dataframe
+    assert list(at.table[0].value.columns) == ["trial", "worker", "running for", "p", "learning rate", "gain₀",
+                                               "fold", "last step", "last validation loss"]
+
+
+def test_a_static_table_breaks_lines_between_values_never_inside_one():
+    """A number keeps its unit and "p = 1" stays whole on a line; words and an interval's two ends may
+    part (after its comma)."""
+    from tables import unbroken
+
+    nb = "\u00a0"
+    assert unbroken("p = 1") == f"p{nb}={nb}1"
+    assert unbroken("+0.52 %") == f"+0.52{nb}%"
+    assert unbroken("2 min 18 s") == f"2{nb}min 18{nb}s"
+    assert unbroken("[−1.36 %, +0.31 %]") == f"[−1.36{nb}%, +0.31{nb}%]"
+    assert unbroken("none within the design") == "none within the design"

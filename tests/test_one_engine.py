@@ -83,7 +83,7 @@ def test_the_compare_pages_table_and_chart_are_the_verdicts(tmp_path, capsys, mo
     arm = _verdict_arm(capsys, url, "cmp", 1.0)
     interval, p_value = _shown(arm)
     at = run_page("Compare", url, "cmp")
-    tables = [d.value for d in at.dataframe if "interval (nats)" in d.value.columns]
+    tables = [d.value for d in at.table if "interval (nats)" in d.value.columns]
     assert len(tables) == 1  # one table compares the arms: the verdicts
     row = tables[0].set_index("arm").loc["p = 1"]
     assert (row["interval (nats)"], row["p-value (difference)"]) == (interval, p_value)

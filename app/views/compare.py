@@ -60,10 +60,10 @@ verdicts = verdict_frame(answer)
 if len(verdicts):
     st.markdown(verdict_summary(answer))  # what was compared, what is known, what would decide it
     st.caption(verdict_title(answer))
-    verdict_table(verdicts)  # a hover on each statistical column, the glossary under it
+    verdict_table(verdicts)  # every column in view, the glossary under it
 if answer.sequential:  # run --until-decided: the stages the verdicts were reached in
     st.subheader("Stages")
     for line in sequential_lines(answer):
         st.caption(line)
     chart(V.stages_chart(answer), key="compare_stages")
-    table(stages_frame(answer), key="compare_stages_table")
+    table(stages_frame(answer))

@@ -20,6 +20,7 @@ from lpstudy.results.pages import CONVERGENCE
 from lpstudy.study.options import OPTIONS
 
 from common import draw_charts, p_bins_control, page, page_inputs, show_problem, glossary_box
+from tables import static_table
 
 storage, study = page("Convergence")
 trials, curves = study.trials, study.curves
@@ -64,9 +65,9 @@ draw_charts(CONVERGENCE, inputs, part="verdicts")
 if inputs.folded and len(convergence_frame(inputs.answer)):
     st.markdown(convergence_summary(inputs.answer))  # what was compared, what is known, what would decide it
     st.caption(convergence_title(inputs.answer))
-    st.dataframe(convergence_frame(inputs.answer), hide_index=True, width="stretch")
+    static_table(convergence_frame(inputs.answer))
     st.caption("Kaplan–Meier: restricted mean steps to the threshold within the horizon (Royston & Parmar 2013)")
-    st.dataframe(restricted_frame(inputs.answer), hide_index=True, width="stretch")
+    static_table(restricted_frame(inputs.answer))
     glossary_box()
 draw_charts(CONVERGENCE, inputs, part="")
 convergence = inputs.convergence

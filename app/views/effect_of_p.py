@@ -54,13 +54,13 @@ if inputs.folded:  # verdicts per arm, fold as a block
     if len(frame):
         st.markdown(verdict_summary(answer))  # what was compared, what is known, what would decide it
         st.caption(verdict_title(answer))
-        verdict_table(frame)  # a hover on each statistical column, the glossary under it
+        verdict_table(frame)  # every column in view, the glossary under it
     for line in sequential_lines(answer):
         st.caption(line)
     draw_charts(EFFECT_OF_P, inputs, part="stages")  # run --until-decided: each p's verdict at every look
     stages = stages_frame(answer)
     if len(stages):
-        table(stages, key="effect_stages_table")
+        table(stages)
 draw_charts(EFFECT_OF_P, inputs, part="")  # two a row: p's surrogate profile beside the raw scatter
 
 with st.expander("Numbers per p"):

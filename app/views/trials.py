@@ -18,7 +18,7 @@ from lpstudy.results import charts as C
 from lpstudy.results.reading.frames import merge_curves
 
 from common import CACHE_TTL_S, cached_study, cached_trial_curves, chart, notes_box, page
-from tables import PICK_PX, TABLE_PX, column_width, fit_widths
+from tables import PICK_PX, TABLE_PX, column_width, fit_widths, static_table
 
 PAGE_ROWS = 100
 COLUMNS = {  # shown column: (label, Streamlit number format or None for text); every column fits (tables.fit_widths)
@@ -111,9 +111,9 @@ def shown_text(value, fmt: str | None) -> str:
 widths = fit_widths({c: column_width(label, [shown_text(v, fmt) for v in shown_table[c].head(200)])
                      for c, (label, fmt) in COLUMNS.items()}, {c: label for c, (label, _) in COLUMNS.items()},
                     cut=("worker", "datetime_start"), budget=TABLE_PX - PICK_PX)  # its rows are picked: a checkbox each
-config = {c: (st.column_config.NumberColumn(label, format=fmt, width=widths[c]) if fmt
+config = {c: (st.column_config.NumberColumn(label, format=fmt, width=widths[c], pinned=c == "number") if fmt
               else st.column_config.TextColumn(label, width=widths[c]))
-          for c, (label, fmt) in COLUMNS.items()}
+          for c, (label, fmt) in COLUMNS.items()}  # the trial's number stays in view where a narrow window scrolls
 event = st.dataframe(shown_table, hide_index=True, width="stretch", column_config=config, placeholder="–",
                      on_select="rerun", selection_mode="multi-row", key="trials_table")
 selected = [int(shown_table.iloc[i]["number"]) for i in event.selection.rows] if event else []
@@ -167,8 +167,10 @@ if picked:
         chart(overlaid_curves(picked_curves, trials, picked), key="picked_curves", half=True)
     with right:
         st.caption("Configurations side by side; the fields where they differ first.")
-        st.dataframe(configurations(trials, picked), hide_index=True, width="stretch",
-                     column_config={"differs": st.column_config.CheckboxColumn("differs", width="small")})
+        side_by_side = configurations(trials, picked)
+        if "differs" in side_by_side:  # a tick where the picked runs differ
+            side_by_side["differs"] = side_by_side["differs"].map({True: "✓", False: ""})
+        static_table(side_by_side)
 else:
     st.caption("No run picked: pick rows in the table (the box at a row's left) or trials in the list above.")
 
@@ -191,8 +193,7 @@ with left:
               and not (isinstance(v, pd.Timestamp) and pd.isna(v))}
     params["p"] = A.format_p(trial["p"])
     shown_values = [f"{v:.6g}" if isinstance(v, float) else str(v) for v in params.values()]
-    st.dataframe(pd.DataFrame({"field": list(params), "value": shown_values}),
-                 hide_index=True, width="stretch", height=520)
+    static_table(pd.DataFrame({"field": list(params), "value": shown_values}))
 with right:
     chart(C.trial_chart(curves, number), key="trial_curves")
     chart(C.trial_dynamics_chart(curves, number), key="trial_dynamics")
