@@ -9,7 +9,7 @@ import json
 import pytest
 
 from lpstudy.errors import UserError
-from lpstudy.study.spec import replicate_spec
+from lpstudy.design.spec import replicate_spec
 from lpstudy.training.config import resolve_config
 from lpstudy.training.data import fold_split
 from tests.study_helpers import TINY, lp_env, lpstudy, trials_of

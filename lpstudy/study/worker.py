@@ -43,7 +43,7 @@ from lpstudy.db.asking import Wait
 from lpstudy.study.claims import WAIT, ask_within_target, pop_waiting_trial, requeue, take_race
 from lpstudy.study import telemetry
 from lpstudy.study.races import enqueue_races
-from lpstudy.study.spec import StudySpec
+from lpstudy.design.spec import StudySpec
 from lpstudy.study.studies import load_study
 from lpstudy.study.trial_context import Objective, TrialContext, TrialLost, TrialOutcome
 from lpstudy.training.progress import say_stderr
@@ -392,7 +392,7 @@ class Worker:
         return report
 
     def _past_race_reserve(self, study: optuna.Study, spec: StudySpec, storage: StudyStorage, done: int) -> bool:
-        """Whether this worker, free now, takes only races (lpstudy.study.intensify.RaceReserve, the
+        """Whether this worker, free now, takes only races (lpstudy.design.intensify.RaceReserve, the
         rule the replay benchmark keeps): past (1 − race_reserve) of the run its command started
         it for (WorkerOptions.run_budget: every worker's trials since, the running ones too), else of
         its own --n-trials (the trials it ran), or of the study's n_trials target counting the

@@ -1,7 +1,8 @@
 """A comparison (lpstudy compare) read back: its plan, every arm's tuning trials and replicate
 runs as trials frames with an `arm` column; its arms against the reference are the answer's verdicts
 (lpstudy.results.answers, stages_answer). Read-only; the dashboard's Compare page, `lpstudy
-compare`, `lpstudy status` (render_compare) and `lpstudy verdict` show the same numbers."""
+compare`, `lpstudy status` (lpstudy.results.status.render_compare prints it) and `lpstudy verdict`
+show the same numbers."""
 
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ from lpstudy.errors import UserError
 from lpstudy.results import analysis as A
 from lpstudy.results.answers.answer_types import VerdictAnswer
 from lpstudy.results.reading.frames import load_trials
-from lpstudy.results.measured import loss_cell
 from lpstudy.study.compare import COMPARE_ATTR, ComparePlan
 
 if TYPE_CHECKING:
@@ -136,10 +136,10 @@ def load_compare(reader: TrialReader, name: str) -> CompareData:
 
 def _mark_returned(reader: TrialReader, study: str, attrs: dict, frame: pd.DataFrame) -> pd.DataFrame:
     """The tuning trials with `returned` (the trial of the configuration the arm's search returns,
-    lpstudy.results.measured.search_chosen, which lpstudy.study.compare replicates) and
+    lpstudy.results.reading.measured.search_chosen, which lpstudy.study.compare replicates) and
     `returned_folds` (on how many folds it was measured) with `returned_mean` (its mean loss over them)."""
     from lpstudy.results.reading.frames import study_info
-    from lpstudy.results.measured import search_chosen
+    from lpstudy.results.reading.measured import search_chosen
 
     info = study_info(study, attrs)
     chosen = reader.read(study, lambda tables: search_chosen(tables, "search", info.spec))
@@ -187,44 +187,6 @@ def _study_data(data: CompareData):
         trials = trials.rename(columns={"number": "arm_number"}).reset_index(drop=True)
         trials.insert(0, "number", range(len(trials)))
     return StudyData(name=name, info=info, trials=trials, curves=merge_curves())
-
-
-def _cell(value: Any, spec: str) -> str:
-    return "–" if value is None or pd.isna(value) else format(value, spec)
-
-
-def render_compare(reader: TrialReader, study: str, next_hint: str | None = None) -> dict[str, Any]:
-    """Where the comparison stands (compare_progress), the arms' budgets and the verdicts, on
-    standard output; then `next_hint` (the command that runs the rest) only when something is left.
-    Returns the progress."""
-    from rich.console import Console
-
-    from lpstudy.results.status import print_table  # plain columns at any width, no number cut
-
-    data = load_compare(reader, study)
-    progress = compare_progress(data)
-    console = Console()
-    console.print(f"arms     {progress_line(progress)}", highlight=False, soft_wrap=True)
-    summary = {r["arm"]: r for _, r in data.budgets.iterrows()}
-    rows = []
-    for arm in progress["arms"]:
-        r = summary.get(arm["arm"], {})
-        folds = "none (no tuning trial counts)" if arm["nothing_to_replicate"] else f"{arm['folds_done']}/{arm['folds']}"
-        rows.append([arm["arm"], f"{arm['tuning_done']}/{arm['budget']}", str(r.get("pruned", 0)), str(r.get("diverged", 0)), loss_cell(r.get("best_loss"), r.get("best_folds")),
-                     _cell(r.get("best_lr"), ".3g"), _cell(r.get("best_gain_init"), ".3g"), folds])
-    print_table(console, f"tuning ({data.plan.budget} trials per arm)",
-                ["arm", "tuned", "pruned", "diverged", "best loss", "lr", "gain_init", "folds"], rows)
-    answer = stages_answer(data)
-    if not answer.arms:
-        console.print(f"verdicts: none yet (needs the {data.reference} arm and another on the same folds)")
-    else:
-        from lpstudy.results.status import print_verdict_table
-
-        console.print(f"verdict  {answer.sentence}", highlight=False, soft_wrap=True)
-        print_verdict_table(console, answer)
-    if next_hint and not progress["done"]:
-        console.print(f"next     {next_hint}", highlight=False, soft_wrap=True)
-    return progress
 
 
 def exported_arm(reader: TrialReader, name: str) -> tuple[str, str]:

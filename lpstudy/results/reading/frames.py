@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
 from lpstudy.db.study_queries import StudyTables
 from lpstudy.db.trial_reader import TrialReader
-from lpstudy.results.reading.cells import grid_fields, one_per_cell
+from lpstudy.results.analysis.cells import grid_fields, one_per_cell
+from lpstudy.results.analysis.study_data import StudyData, StudyInfo  # noqa: F401 - read here by the readers
 from lpstudy.training.fields import FIELDS
 from lpstudy.training.metrics import METRIC_FIELDS, SUMMARY_FIELDS
 from lpstudy.values import FIXED_PARAMS_ATTR, METRICS_ATTR_PREFIX, SPEC_ATTR, SYNTHETIC_ATTR, P, p_of_params, read_p, to_float
@@ -49,36 +49,6 @@ CURVE_COLUMNS: tuple[str, ...] = ("trial_id", "trial_number", *METRIC_FIELDS)
 BOOL_FIELDS = ("diverged", "stopped")
 _TEXT_FIELDS = ("state", "device", "host", "worker", "version", "started_at", "preset", "gain_rule",
                 *(f.name for f in RUN_FIELDS if not f.numeric))
-
-
-@dataclass
-class StudyInfo:
-    """One study of a database, as the study chooser shows it."""
-
-    name: str
-    kind: str = "search"  # "search" or "replicate"
-    preset: str | None = None
-    direction: str = "minimize"
-    spec: dict = field(default_factory=dict)
-    n_trials: int | None = None  # where the database answers it cheaply (SQL): its trials
-    best_value: float | None = None  # and the best trial's value (lpstudy.study.best), None if none yet
-    synthetic: bool = False  # made by lpstudy.study.synthetic: no training run behind its losses
-
-
-@dataclass
-class StudyData:
-    """What the dashboard shows of one study, loaded in one go (picklable, so it can be cached)."""
-
-    name: str
-    info: StudyInfo
-    trials: pd.DataFrame
-    curves: pd.DataFrame
-    duplicates: list[int] = field(default_factory=list)  # grid trials left out: their cell ran before
-    curve_note: str | None = None  # set when `curves` holds a sample of the trials (lpstudy.results.reading.curve_sample)
-    # a search's chosen configuration, read with the trials (lpstudy.results.measured.search_chosen)
-    chosen: Any = None
-    # what a reader computed from this data, once (the dashboard's charts: app/common.once); not the data itself
-    derived: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 # --- studies --------------------------------------------------------------------------------
@@ -232,15 +202,15 @@ EVERY_CURVE = "every"  # load_study(curves=EVERY_CURVE): every trial's curve, ho
 def study_data(tables: StudyTables, study_name: str, frame: pd.DataFrame, with_curves: bool | str) -> StudyData:
     """The StudyData of a study whose trials frame (every trial, trials_of) is at hand: its info,
     a grid's repeated cells left out, and the curves of every trial or, in a big study, of a sample
-    (lpstudy.results.reading.curve_sample)."""
-    from lpstudy.results.reading.curve_sample import CurveSample, curve_sample
-    from lpstudy.results.measured import search_chosen, shown_best
+    (lpstudy.results.analysis.curve_sample)."""
+    from lpstudy.results.analysis.curve_sample import CurveSample, curve_sample
+    from lpstudy.results.reading.measured import search_chosen, shown_best
 
     directions, attrs = tables.header()
     info = study_info(study_name, attrs, (directions or ["minimize"])[0])
     duplicates: list[int] = []
     cell = grid_fields(info.spec)
-    if cell:  # a grid cell counts once (lpstudy.results.reading.cells), keyed on every gridded field
+    if cell:  # a grid cell counts once (lpstudy.results.analysis.cells), keyed on every gridded field
         frame, _, duplicates = one_per_cell(frame, None, cell)
     chosen = search_chosen(tables, info.kind, info.spec)  # a search's best over folds: a few queries
     curves, sample = _empty_curves(), CurveSample(None)
