@@ -1,5 +1,5 @@
 """Reading a big study with SQL doing the work (lpstudy.db.study_queries, lpstudy.results.reading.summary,
-lpstudy.results.reading.trial_table, lpstudy.results.analysis.curve_sample): the exact numbers stay exact. Each
+lpstudy.results.rows.trial_table, lpstudy.results.analysis.curve_sample): the exact numbers stay exact. Each
 answer is compared with an independent computation over Optuna's own API (every trial read, the
 best-trial rule written out here), on a study real workers ran and on hand-made ones, on SQLite and
 PostgreSQL."""

@@ -1,5 +1,5 @@
 """A study as the read side and the statistics hold it: its description (StudyInfo) and its trials
-and curves frames (StudyData). Plain data, built by lpstudy.results.reading.frames; the statistics
+and curves frames (StudyData). Plain data, built by lpstudy.results.rows.build; the statistics
 (lpstudy.results.analysis, lpstudy.results.answers) take it as they are handed it, and so import
 nothing of the read side."""
 

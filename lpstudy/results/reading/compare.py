@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
@@ -16,12 +16,10 @@ from lpstudy.db.trial_reader import TrialReader
 from lpstudy.db.urls import redact
 from lpstudy.errors import UserError
 from lpstudy.results import analysis as A
+from lpstudy.results.analysis.study_data import StudyData
 from lpstudy.results.answers.answer_types import VerdictAnswer
-from lpstudy.results.reading.frames import load_trials
+from lpstudy.results.rows.arms import arm_trials, arms_folds, arms_study_data, joined
 from lpstudy.study.compare import COMPARE_ATTR, ComparePlan
-
-if TYPE_CHECKING:
-    from lpstudy.results.reading.frames import StudyData
 
 
 @dataclass
@@ -120,18 +118,12 @@ def load_compare(reader: TrialReader, name: str) -> CompareData:
         raise UserError(f"no comparison named {name!r} in {redact(reader.url)}; create it with `lpstudy compare`")
     plan = ComparePlan.from_plain(plain)
     tuning: list[pd.DataFrame] = []
-    folds: list[pd.DataFrame] = []
     for value, t in plan.arm_tunings():
-        arm = plan.label(value)
-        for study, frames in ((plan.tune_study(name, value, t), tuning), (plan.folds_study(name, value, t), folds)):
-            if study in records:
-                frame = load_trials(reader, study).assign(arm=arm, study=study, tuning=t)
-                if frames is tuning:  # the configuration the arm's search returns: the one it replicates
-                    frame = _mark_returned(reader, study, records[study].attrs, frame)
-                frames.append(frame)
-    join = lambda frames: pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(  # noqa: E731
-        columns=["arm", "number", "state", "value", "p", "lr", "gain_init", "fold", "diverged", "final_val_loss"])
-    return CompareData(name, plan, join(tuning), join(folds), plan.label(plan.reference))
+        study = plan.tune_study(name, value, t)
+        if study in records:  # the configuration the arm's search returns: the one it replicates
+            tuning.append(_mark_returned(reader, study, records[study].attrs, arm_trials(reader, study, plan.label(value), t)))
+    folds = arms_folds(reader, name, plan, set(records))
+    return CompareData(name, plan, joined(tuning), folds, plan.label(plan.reference))
 
 
 def _mark_returned(reader: TrialReader, study: str, attrs: dict, frame: pd.DataFrame) -> pd.DataFrame:
@@ -167,26 +159,9 @@ def compare_study_data(reader: TrialReader, name: str, curves: bool = False):
     return study
 
 
-def _study_data(data: CompareData):
-    """The comparison's StudyData: its arms' replicate runs, numbered 0, 1, ... across the arms (the
-    arm's study and the trial's number in it kept as `study` and `arm_number`, where its curves are read)."""
-    from lpstudy.results.reading.frames import StudyData, StudyInfo, merge_curves
-
-    plan, name = data.plan, data.name
-    spec: dict[str, Any] = {"folds": plan.folds, "compare": {"factor": plan.factor, "reference_label": data.reference,
-                                             "labels": {plan.label(v): v for v in plan.values}}}
-    if plan.repeats > 1:  # the K-fold CV repeated over new partitions and seeds (trials carry `repeat`)
-        spec["repeats"] = plan.repeats
-    # what the verdict compares: each arm tuned with `budget` trials, `tunings` times (the runs carry `tuning`)
-    spec["compare"].update({"budget": plan.budget, "tunings": plan.tunings, "budget_note": plan.budget_note()})
-    if plan.until_decided:  # the replicate phase ran in stages: the verdicts replay them (answers.sequential)
-        spec["until_decided"] = plan.until_decided.to_plain()
-    info = StudyInfo(name=name, kind="compare", preset=plan.preset, spec=spec)
-    trials = data.folds
-    if len(trials) and "study" in trials:
-        trials = trials.rename(columns={"number": "arm_number"}).reset_index(drop=True)
-        trials.insert(0, "number", range(len(trials)))
-    return StudyData(name=name, info=info, trials=trials, curves=merge_curves())
+def _study_data(data: CompareData) -> StudyData:
+    """The comparison's StudyData: its arms' replicate runs (lpstudy.results.rows.arms.arms_study_data)."""
+    return arms_study_data(data.name, data.plan, data.folds, data.reference)
 
 
 def exported_arm(reader: TrialReader, name: str) -> tuple[str, str]:
@@ -207,7 +182,7 @@ def exported_arm(reader: TrialReader, name: str) -> tuple[str, str]:
                     f"`lpstudy status --study {name}` shows a best loss")
 
 
-def verdict_data(reader, name: str, curves: bool = True) -> StudyData:
+def verdict_data(reader: TrialReader, name: str, curves: bool = True) -> StudyData:
     """The study NAME read for its verdicts: a comparison's arms' replicate runs (compare_study_data),
     any other study as it is (frames.load_study)."""
     from lpstudy.results.reading.frames import EVERY_CURVE, load_study
