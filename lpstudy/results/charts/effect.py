@@ -9,9 +9,9 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from lpstudy.results import analysis as A
-from lpstudy.results.charts.look import DIVERGED_COLOUR, caption, figure, fit_axis, heatmap, joined, lr_colour, mark_empty, mark_sample, p_axis, p_group_axis, p_text
+from lpstudy.results.charts.look import (DIVERGED_COLOUR, caption, figure, fit_axis, heatmap, joined, lr_colour,
+                                         mark_empty, mark_sample, p_axis, p_group_axis, p_text)
 from lpstudy.results.reading.point_sample import drawn_points
-
 
 
 def loss_vs_p(trials: pd.DataFrame) -> go.Figure:

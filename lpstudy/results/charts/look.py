@@ -175,7 +175,6 @@ def heatmap(cells: pd.DataFrame, value: str, title: str, colour_title: str, scal
     return fig
 
 
-
 def colour_at(value: float, low: float, high: float, scale: str = P_SCALE) -> str:
     from plotly.colors import sample_colorscale
 
@@ -217,7 +216,6 @@ def caption(fig: go.Figure, text: str) -> go.Figure:
     extra = 16 * len(lines) + 12  # under the axis title
     fig.update_layout(margin={"b": bottom + extra}, height=(fig.layout.height or HEIGHT) + extra)
     return fig
-
 
 
 def mark_sample(fig: go.Figure, note: str) -> go.Figure:

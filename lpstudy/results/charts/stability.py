@@ -12,14 +12,14 @@ import plotly.graph_objects as go
 
 from lpstudy.results import analysis as A
 from lpstudy.results.charts.convergence import median_curves
-from lpstudy.results.charts.look import DIVERGED_COLOUR, JOIN_RUNS, caption, draws_bands, figure, heatmap, log_ticks, mark_empty, mark_sample, p_axis
+from lpstudy.results.charts.look import (DIVERGED_COLOUR, JOIN_RUNS, caption, draws_bands, figure, heatmap, log_ticks,
+                                         mark_empty, mark_sample, p_axis)
 from lpstudy.results.reading.point_sample import CHART_POINTS, box_statistics
 
 
 def divergence_map(cells: pd.DataFrame, by: str = "lr") -> go.Figure:
     """Share of diverged runs per cell of p × learning rate (or p × fold for a grid)."""
     return heatmap(cells, "divergence_rate", "Divergence rate", "diverged", "Reds", by, 0, 1)
-
 
 
 def divergence_rate_chart(rates: pd.DataFrame) -> go.Figure:

@@ -11,7 +11,6 @@ from lpstudy.results.charts.look import DIVERGED_COLOUR, TEMPLATE, figure, mark_
 from lpstudy.results.reading.point_sample import drawn_points, step_points
 
 
-
 def states_chart(counts: pd.Series) -> go.Figure:
     fig = figure("Trials by state", "", "trials", height=300)
     colours = {"COMPLETE": "#2ca02c", "PRUNED": "#ff7f0e", "FAIL": DIVERGED_COLOUR, "RUNNING": "#1f77b4",
@@ -36,7 +35,6 @@ def history_chart(trials: pd.DataFrame) -> go.Figure:
     x, best = step_points(ok["number"].to_numpy(), ok["loss"].cummin().to_numpy(dtype="float64"))
     fig.add_scatter(x=x, y=best, mode="lines", name="best so far", line={"color": "#d62728", "shape": "hv"})
     return mark_sample(fig, drawn.note) if drawn.note else fig
-
 
 
 def trial_chart(curves: pd.DataFrame, number: int) -> go.Figure:
