@@ -166,9 +166,9 @@ def once(study, key: tuple, build):
 @st.cache_data(ttl=60, show_spinner=False)
 def cached_importance(storage_url: str, study_name: str, trials_key: tuple):
     """Parameter importance, recomputed when the set of completed trials changes (in a big study
-    over an even sample of the completed trials: lpstudy.results.reading.curve_sample.importance_sample)."""
+    over an even sample of the completed trials: lpstudy.results.analysis.curve_sample.importance_sample)."""
     from lpstudy.results.analysis import param_importance
-    from lpstudy.results.reading.curve_sample import importance_sample
+    from lpstudy.results.analysis.curve_sample import importance_sample
 
     study = cached_study(storage_url, study_name, curves=False)
     return param_importance(importance_sample(study.trials), study.info.spec)
@@ -249,7 +249,7 @@ def page(title: str, curves: bool = True):
     storage = server_reader().url
     with no_traceback():
         study = cached_study(storage, st.session_state[STUDY_KEY], curves)
-    from lpstudy.results.measured import study_best
+    from lpstudy.results.reading.measured import study_best
 
     best = once(study, ("study_best_cell",), lambda: study_best(study))
     if best is not None:  # the one best, as Home shows it (its verdict there)
@@ -285,7 +285,7 @@ def study_label(info) -> str:
 
 def study_caption(info) -> str:
     """What the chooser says under the chosen study: "search · 10,000 trials". Its best is the page's
-    to say (page: lpstudy.results.measured.StudyBest, as Home shows it), not one trial's value."""
+    to say (page: lpstudy.results.reading.measured.StudyBest, as Home shows it), not one trial's value."""
     parts = [info.kind]
     if info.n_trials is not None:
         parts.append(f"{info.n_trials:,} trial{'' if info.n_trials == 1 else 's'}")
@@ -361,9 +361,9 @@ def fitted_title(fig, chars: int, width_px: int):
 
 def chart(fig, key: str | None = None, note: str | None = None, half: bool = False) -> None:
     """A figure across its column (half: one of two in a row), its title wrapped to the column's
-    width; `note` (a curve sample: lpstudy.results.reading.curve_sample) is written on it."""
+    width; `note` (a curve sample: lpstudy.results.analysis.curve_sample) is written on it."""
     if note:
-        from lpstudy.results.charts import mark_sample
+        from lpstudy.results.charts.look import mark_sample
 
         mark_sample(fig, note)
     fig = fitted_title(fig, *((HALF_TITLE_CHARS, HALF_PX) if half else (WIDE_TITLE_CHARS, WIDE_PX)))

@@ -8,7 +8,7 @@ how often it calls a difference where there is none.
    analysis/convergence.py, on a 2,000-run slice, scaled); Kaplan–Meier and the restricted mean per p
    over every run (group_survival); and what the Convergence page adds to its first draw on a big
    study: the Kaplan–Meier chart per p group over the curve sample the page reads
-   (lpstudy.results.reading.curve_sample), built as the page builds it.
+   (lpstudy.results.analysis.curve_sample), built as the page builds it.
 2. False verdicts: --studies planted replicate studies of 4 arms that converge alike (their folds
    correlated ρ = 1/K, tests/test_convergence_verdicts.planted_study), through study_answer: the
    share with any arm said to reach the threshold sooner or later (better, worse, or a difference
@@ -88,7 +88,7 @@ def _before_auc():
 def cost_rows(repeats: int) -> list[list]:
     from lpstudy.results import analysis as A
     from lpstudy.results.analysis.survival import group_survival
-    from lpstudy.results.reading.curve_sample import curve_sample
+    from lpstudy.results.analysis.curve_sample import curve_sample
     from lpstudy.results.reading.frames import StudyData, StudyInfo
     from lpstudy.results.pages import PageInputs, CONVERGENCE, figure
 

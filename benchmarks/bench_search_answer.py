@@ -119,7 +119,7 @@ def measure(db: Path, n_trials: int, before) -> list:
     from lpstudy.db.kinds import open_reader
     from lpstudy.results.analysis import param_importance
     from lpstudy.results.answers.search import search_effect
-    from lpstudy.results.reading.curve_sample import importance_sample
+    from lpstudy.results.analysis.curve_sample import importance_sample
     from lpstudy.results.reading.frames import load_study
     from benchmarks.scale_study import write_scale_study
 

@@ -120,7 +120,7 @@ class StorageClock:
 
 def create_study(url: str, name: str, preset: str, fixed: dict, sampler: str = "random") -> None:
     from lpstudy.db.optuna_storage import open_storage
-    from lpstudy.study.spec import build_spec
+    from lpstudy.design.spec import build_spec
     from lpstudy.study.studies import create_study as create
 
     spec = build_spec({"preset": preset, "sampler": sampler, "pruner": "median", "sampler_seed": 0,

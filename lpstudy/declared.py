@@ -1,12 +1,12 @@
 """Fields declared once in a table, written out as a class a reader and a type checker see.
 
 The training fields (FIELDS, lpstudy/training/fields.py) and the study options (OPTIONS,
-lpstudy/study/options.py) are each declared once, one line a field, and the class made of them
+lpstudy/design/options.py) are each declared once, one line a field, and the class made of them
 (TrainConfig, StudySpec) takes its fields from that table when it is made. A type checker cannot
 run that code, so the table is also written out as a dataclass, generated, never edited
-(lpstudy/training/config_fields.py, lpstudy/study/spec_fields.py), which the class inherits where a
+(lpstudy/training/config_fields.py, lpstudy/design/spec_fields.py), which the class inherits where a
 type checker reads it (`if TYPE_CHECKING`). One mechanism for both: adding a field is its line in the
-table, then `python -m lpstudy.training.fields` or `python -m lpstudy.study.options` writes the class
+table, then `python -m lpstudy.training.fields` or `python -m lpstudy.design.options` writes the class
 again; tests/test_fields.py and tests/test_types.py fail until the written class agrees.
 """
 

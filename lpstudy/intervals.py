@@ -11,7 +11,7 @@
 - Wilson's score interval of a rate (`wilson_interval`; Wilson, "Probable inference, the law of
   succession, and statistical inference", JASA 22, 1927), statsmodels' `proportion_confint`.
 
-Below the study and the read side alike: the search's race (lpstudy/study/intensify.py, the interval
+Below the study and the read side alike: the search's race (lpstudy/design/intensify.py, the interval
 `export` and `status` give the best configuration), the verdicts (lpstudy/results/answers/fold_tests.py),
 the pages' per-p means and rates (lpstudy/results/analysis/intervals.py) and the replay benchmark's
 shares (lpstudy/results/replay/scores.py) read them from here. Every function but the Wilson interval

@@ -24,7 +24,7 @@ SPEC_SHA256_ATTR = "lpstudy_spec_sha256"
 METRICS_ATTR_PREFIX = "lpstudy_metrics:"  # trial system attributes holding one evaluation each (no SQL)
 LEASE_ATTR = "lpstudy_heartbeat"  # a running trial's last beat where Optuna has no heartbeats (lpstudy.db.liveness.Lease)
 FIXED_PARAMS_ATTR = "fixed_params"  # Optuna's system attribute of an enqueued trial's parameters
-RACE_FOLD_ATTR = "race_fold"  # user attribute of a trial a race enqueued: the fold it runs on (lpstudy.study.intensify)
+RACE_FOLD_ATTR = "race_fold"  # user attribute of a trial a race enqueued: the fold it runs on (lpstudy.design.intensify)
 RACE_OF_ATTR = "race_of"  # ... and the number of the trial that first ran its configuration (lpstudy.study.races)
 STATES = ("COMPLETE", "PRUNED", "FAIL", "RUNNING", "WAITING")  # Optuna's trial states, in display order
 SPENT_STATES = ("COMPLETE", "PRUNED", "FAIL", "RUNNING")  # the states of trials that spent compute (not WAITING)
@@ -98,11 +98,11 @@ def read_p(value: Any) -> float:
         return math.nan
 
 
-# How a study's Optuna parameters hold p (lpstudy.study.space encodes it; this is the one decoder):
+# How a study's Optuna parameters hold p (lpstudy.design.space encodes it; this is the one decoder):
 # a choice among values holds p itself, ∞ as "inf"; a range of p that includes ∞ samples a further
 # categorical parameter P_INF_PARAM (True: p = ∞, and no p is sampled) in studies made before
 # issue 37; since then one float parameter P_OR_INF_PARAM over the range stretched by a top slice
-# that stands for ∞ (lpstudy.study.space.Range: decoding it needs the range, so a trial's user
+# that stands for ∞ (lpstudy.design.space.Range: decoding it needs the range, so a trial's user
 # attribute `p`, which every reader reads first, holds the effective value).
 P_INF_PARAM = "p_inf"
 P_OR_INF_PARAM = "p_or_inf"

@@ -302,7 +302,7 @@ MEMORY_NEEDED = {"wait-for-database.py": 49 * MiB, "lpstudy": 132 * MiB}
 # importing torch alone peaks at 219 MiB). `paper` runs on GPUs, which this machine has not: its
 # floor is the cpu preset's, a lower bound (its CUDA libraries come on top).
 WORKER_MEMORY_NEEDED = {"smoke": 408 * MiB, "cpu": 466 * MiB, "paper": 466 * MiB}
-DEFAULT_PRESET = "cpu"  # a study file without `preset:` (lpstudy.study.options)
+DEFAULT_PRESET = "cpu"  # a study file without `preset:` (lpstudy.design.options)
 
 
 def _preset_of(docs: list[dict], template: dict, c: dict) -> str:

@@ -51,7 +51,7 @@ def write_staged_replicate(url: str, name: str, losses: dict[float, list[float]]
     import optuna
 
     from lpstudy.db.optuna_storage import open_storage
-    from lpstudy.study.spec import replicate_spec
+    from lpstudy.design.spec import replicate_spec
     from lpstudy.study.studies import create_study
 
     store = open_storage(url, create_tables=True)

@@ -146,7 +146,7 @@ def test_p_lr_map_bins_learning_rates_on_a_log_scale():
 def test_the_p_fold_map_of_a_repeated_study_has_a_row_per_repeat_of_each_fold():
     """`--repeats 2`: fold 0 ran twice on different partitions; the map keeps the two runs apart, each
     under its own label, rather than their mean under "0"."""
-    from lpstudy.results import charts as C
+    from lpstudy.results.charts import effect as effect_charts
 
     losses = {(0, 0): 1.0, (0, 1): 3.0, (1, 0): 2.0, (1, 1): 2.5}  # (fold, repeat): loss
     grid = trials_frame([{"p": 2.0, "fold": float(f), "repeat": float(r), "value": v} for (f, r), v in losses.items()])
@@ -154,7 +154,7 @@ def test_the_p_fold_map_of_a_repeated_study_has_a_row_per_repeat_of_each_fold():
     cells = A.p_map(grid, None, by=A.map_axis(grid)).sort_values("y_order")
     assert cells["y_bin"].tolist() == ["fold 0, repeat 0", "fold 1, repeat 0", "fold 0, repeat 1", "fold 1, repeat 1"]
     assert cells["mean_loss"].tolist() == [1.0, 2.0, 3.0, 2.5] and cells["n"].tolist() == [1, 1, 1, 1]
-    fig = C.loss_map(cells, A.map_axis(grid))
+    fig = effect_charts.loss_map(cells, A.map_axis(grid))
     assert fig.layout.title.text.startswith("Validation loss over p × fold and repeat")
     assert list(fig.data[0].y) == cells["y_bin"].tolist()
     once = trials_frame([{"p": 2.0, "fold": float(f), "value": 1.0} for f in range(2)])  # no repeat column
@@ -290,7 +290,7 @@ def test_filter_trials_by_state_p_range_lr_range_and_divergence():
 
 
 def test_the_ranked_frame_keeps_completed_finite_undiverged_runs_best_first():
-    from lpstudy.study.best import is_candidate, ranked_frame
+    from lpstudy.design.best import is_candidate, ranked_frame
 
     # (state, value, diverged, whether it can be the best: decided by hand)
     table = [("COMPLETE", 1.0, False, True), ("COMPLETE", 0.5, True, False), ("COMPLETE", math.inf, False, False),
@@ -312,7 +312,7 @@ def test_the_cohort_counts_its_trials_at_each_step_where_a_resumed_trial_lacks_t
     """Three trials at p = 2 reach step 300; trial 2 was resumed from a checkpoint at step 200 and
     holds no evaluation before it: steps 100 and 200 hold 2 of the cohort's 3 (and 3 from step 200),
     and the legend says so."""
-    from lpstudy.results import charts as C
+    from lpstudy.results.charts import convergence as convergence_charts
 
     trials = trials_frame([{"p": 2.0, "value": 1.5}, {"p": 2.0, "value": 1.6}, {"p": 2.0, "value": 1.7}])
     curves = curves_frame({0: [(100, 2.0), (200, 1.8), (300, 1.5)], 1: [(100, 2.1), (200, 1.9), (300, 1.6)],
@@ -320,14 +320,14 @@ def test_the_cohort_counts_its_trials_at_each_step_where_a_resumed_trial_lacks_t
     cohort = A.curve_cohort(curves, trials, "val_loss")
     assert cohort.cohort == 3
     assert dict(zip(cohort.bands["step"], cohort.bands["n"])) == {100: 2, 200: 3, 300: 3}
-    names = [trace.name for trace in C.median_curves(cohort).data if trace.name]
+    names = [trace.name for trace in convergence_charts.median_curves(cohort).data if trace.name]
     assert "p 2 (n = 3, 2 at some steps)" in names, names
 
 
 def test_a_big_studys_curve_sample_is_stratified_on_the_bins_the_charts_open_with():
     """2,000 trials crowded at high p: the sample holds PER_GROUP trials (or all it has) of every one
     of the charts' 8 bins over the searched range, not of 10 fixed groups over the trials' range."""
-    from lpstudy.results.reading.curve_sample import PER_GROUP, curve_sample
+    from lpstudy.results.analysis.curve_sample import PER_GROUP, curve_sample
 
     rng = np.random.default_rng(0)
     p = np.concatenate([rng.uniform(1.0, 4.0, 500), rng.uniform(3.7, 4.0, 1500)])  # a sampler crowding p ≈ 4

@@ -151,14 +151,13 @@ def test_a_revisit_of_an_unchanged_study_draws_the_same_charts_without_computing
     visit draws the kept one (at 100,000 trials computing them took 0.3-0.8 s a page). The charts a
     revisit draws are those of the first visit, and no chart function runs again; other settings
     (p bins) compute their own. That a changed study is drawn anew: test_home_follows_a_running_study."""
-    from lpstudy.results import charts
-    from lpstudy.results.charts import compute, lens
+    from lpstudy.results.charts import compute, convergence, effect, lens, stability, trials
 
     url, _ = seeded
     pages = ["Home", "Effect of p", "Convergence", "Stability", "Stability lens"]
     first = {page: [c.proto.spec for c in run_page(page, url, "search").get("plotly_chart")] for page in pages}
     calls: list[str] = []
-    for module in (charts, compute, lens):
+    for module in (trials, effect, convergence, stability, compute, lens):
         for name in dir(module):
             function = getattr(module, name)
             if name.endswith("_chart") or name in {"loss_vs_p", "loss_map", "divergence_map", "loss_curves",

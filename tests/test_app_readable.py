@@ -124,7 +124,7 @@ def test_the_mean_per_p_chart_puts_its_ticks_at_the_points(search):
 
 
 def test_log_ticks_above_ten_to_the_five_are_powers_of_ten():
-    from lpstudy.results.charts import max_grad_norm_chart
+    from lpstudy.results.charts.stability import max_grad_norm_chart
 
     grads = pd.DataFrame({"trial_number": [0, 1, 2, 3], "max_grad_norm": [0.5, 40.0, 3e5, 2.5e6],
                           "p": [1.0, 2.0, 3.0, 4.0], "lr": [1e-3] * 4, "state": ["COMPLETE"] * 4,
@@ -137,7 +137,7 @@ def test_log_ticks_above_ten_to_the_five_are_powers_of_ten():
 
 
 def test_the_learning_rate_colour_bar_labels_its_ticks_as_learning_rates():
-    from lpstudy.results.charts import loss_vs_p
+    from lpstudy.results.charts.effect import loss_vs_p
 
     trials = pd.DataFrame({"number": range(4), "state": ["COMPLETE"] * 4, "value": [2.1, 2.2, 2.3, 2.4],
                            "p": [1.0, 2.0, 3.0, 4.0], "lr": [1e-4, 3e-4, 1e-2, 4.6e-2], "gain_init": [12.0] * 4,
@@ -194,7 +194,7 @@ def test_several_p_at_one_learning_rate_stand_side_by_side():
 
 
 def test_a_message_instead_of_a_chart_fits_a_half_width_column():
-    from lpstudy.results.charts import EMPTY_LINE
+    from lpstudy.results.charts.look import EMPTY_LINE
     from lpstudy.results.charts.lens import lr_sensitivity_chart
 
     fig = lr_sensitivity_chart(pd.DataFrame()).to_plotly_json()
@@ -205,7 +205,7 @@ def test_a_message_instead_of_a_chart_fits_a_half_width_column():
 
 
 def test_the_trial_dynamics_panels_leave_room_for_their_tick_labels():
-    from lpstudy.results.charts import trial_dynamics_chart
+    from lpstudy.results.charts.trials import trial_dynamics_chart
 
     layout = trial_dynamics_chart(pd.DataFrame(columns=["trial_number", "step"]), 0).to_plotly_json()["layout"]
     domains = [layout[f"xaxis{i}" if i > 1 else "xaxis"]["domain"] for i in (1, 2, 3)]

@@ -13,7 +13,7 @@ from optuna.trial import TrialState
 
 from lpstudy.db.optuna_storage import open_storage
 from lpstudy.study.checkpoints import CHECKPOINT_ATTR, CheckpointUnreadable, TrialCheckpoints, artifact_store
-from lpstudy.study.spec import StudySpec
+from lpstudy.design.spec import StudySpec
 from lpstudy.study.studies import create_study
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)

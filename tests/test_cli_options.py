@@ -196,14 +196,14 @@ def test_the_dashboard_reads_its_storage_after_streamlits_double_dash(tmp_path, 
 
 
 def test_every_study_option_is_declared_once_and_reaches_the_spec_the_file_and_the_flags():
-    """lpstudy.study.options is the one declaration: each option is a field of the spec with its
+    """lpstudy.design.options is the one declaration: each option is a field of the spec with its
     default, a key of a study YAML, stored by to_plain, checked against its bounds, and (unless a
     command's own) a flag whose help says its default."""
     from dataclasses import fields as dataclass_fields
 
     from lpstudy.errors import UserError
-    from lpstudy.study.options import OPTIONS
-    from lpstudy.study.spec import STUDY_FILE_KEYS, StudySpec, build_spec
+    from lpstudy.design.options import OPTIONS
+    from lpstudy.design.spec import STUDY_FILE_KEYS, StudySpec, build_spec
 
     spec_fields = {f.name: f.default for f in dataclass_fields(StudySpec)}
     plain = build_spec().to_plain()

@@ -105,8 +105,8 @@ def _run_kind(url: str, name: str, decided: bool = True, **options):
 
 def test_a_search_and_a_grid_answer_only_typed_decisions_and_stop_on_done(sqlite_url):
     from lpstudy.study.replicate import replicate
-    from lpstudy.study.space import SearchSpace
-    from lpstudy.study.spec import StudySpec
+    from lpstudy.design.space import SearchSpace
+    from lpstudy.design.spec import StudySpec
     from lpstudy.study.studies import creating_storage, open_and_create
 
     space = SearchSpace.from_mapping({"lr": {"choices": [1e-3, 1e-2]}, "fold": {"value": 0}, "folds": {"value": 2},

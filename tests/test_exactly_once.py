@@ -174,7 +174,7 @@ def test_status_counts_a_grid_cell_once_and_says_so(tmp_path, capsys):
 def test_a_bulk_enqueue_run_again_after_its_commit_adds_no_cell_twice(tmp_path):
     """The cells go in one transaction, retried on an outage; when the commit landed but its reply was
     lost, the retry runs the enqueue again, and it must look the cells up again, not insert them again."""
-    from lpstudy.study.spec import replicate_spec
+    from lpstudy.design.spec import replicate_spec
     from lpstudy.study.studies import create_study, enqueue_missing_cells
 
     class ReplyLostOnce:  # the retry policy seen from the caller: it ran fn, committed, and runs fn again

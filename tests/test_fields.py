@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from lpstudy.errors import UserError
-from lpstudy.study.space import DEFAULT_SPACE, LOG_SCALE_FIELDS, WORKER_FIELDS, parse_param
+from lpstudy.design.space import DEFAULT_SPACE, LOG_SCALE_FIELDS, WORKER_FIELDS, parse_param
 from lpstudy.training.bounds import FIELD_BOUNDS
 from lpstudy.training.config import PRESETS, TrainConfig, coerce_field
 from lpstudy.values import P
@@ -100,7 +100,7 @@ F.FIELDS["label_smoothing"] = F.Field("label_smoothing", float, 0.0, "cross-entr
 from lpstudy.errors import UserError
 from lpstudy.training.config import TrainConfig, resolve_config
 from lpstudy.training.bounds import FIELD_BOUNDS
-from lpstudy.study.space import DEFAULT_SPACE, LOG_SCALE_FIELDS
+from lpstudy.design.space import DEFAULT_SPACE, LOG_SCALE_FIELDS
 from lpstudy.study.trial_attributes import start_attributes
 from lpstudy.results.reading.frames import TRIAL_COLUMNS
 cfg = resolve_config("smoke", {"label_smoothing": "0.1", "device": "cpu"})

@@ -79,7 +79,7 @@ def test_effect_of_p_counts_the_same_runs_in_its_sentence_and_its_chart():
 
 def test_a_group_of_one_run_gets_its_best_found_and_no_expected_best_of_one():
     from lpstudy.results.analysis import tuned_profile
-    from lpstudy.results.charts import tuned_profile_chart
+    from lpstudy.results.charts.effect import tuned_profile_chart
 
     profile = tuned_profile(_search_with_one_inf_run().trials, bins=(1.0, 2.0, 4.0))
     assert profile["m"].iloc[0] == 3  # the smallest group of two runs or more, not ∞'s one

@@ -263,7 +263,7 @@ def _the_study_lives_on(repo: Path, env: dict, url: str) -> None:
 
 @pytest.mark.parametrize("path", sorted((ROOT / "examples").glob("*.yaml")), ids=lambda p: p.name)
 def test_every_example_study_file_loads_and_the_readme_uses_it(path):
-    from lpstudy.study.spec import build_spec, read_study_file
+    from lpstudy.design.spec import build_spec, read_study_file
 
     spec = build_spec(read_study_file(path))
     assert spec.preset in ("paper", "cpu", "smoke")
@@ -417,7 +417,7 @@ def test_status_at_80_columns_piped_shows_every_number_in_full(kind, tmp_path):
 
 
 def test_status_at_80_columns_wraps_how_well_a_searchs_best_is_known_between_words(tmp_path):
-    """The line under a search's best (lpstudy.results.measured.measured_line) fits 80 columns however
+    """The line under a search's best (lpstudy.results.reading.measured.measured_line) fits 80 columns however
     many folds and digits it names, each number whole, as the table lines do."""
     import io
 

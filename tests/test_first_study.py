@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_the_readme_first_command_gives_eight_completed_trials_over_every_quarter_of_p(tmp_path):
-    from lpstudy.study.spec import build_spec
+    from lpstudy.design.spec import build_spec
 
     repo = _fresh_copy(tmp_path / "lpstudy")
     run, _ = _readme_commands()

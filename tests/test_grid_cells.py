@@ -82,7 +82,7 @@ def test_a_create_grid_counts_cells_on_every_gridded_field(tmp_path):
 
 
 def test_a_true_copy_of_a_cell_is_left_out_and_other_settings_are_kept():
-    from lpstudy.results.reading.cells import duplicate_cells, grid_fields
+    from lpstudy.results.analysis.cells import duplicate_cells, grid_fields
 
     spec = {"kind": "replicate", "sampler": "grid",
             "space": {"p": {"type": "choice", "choices": [1.0, 2.0]},

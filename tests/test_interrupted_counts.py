@@ -13,7 +13,7 @@ from lpstudy.db.optuna_storage import open_storage
 from lpstudy.results import analysis as A
 from lpstudy.results.reading.frames import load_study
 from lpstudy.results.status import study_status
-from lpstudy.study.spec import build_spec
+from lpstudy.design.spec import build_spec
 from lpstudy.study.studies import create_study
 from tests.study_helpers import cli
 

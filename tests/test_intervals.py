@@ -11,7 +11,7 @@ import re
 import numpy as np
 import pytest
 
-from lpstudy.study.intensify import Evaluation, Intensifier
+from lpstudy.design.intensify import Evaluation, Intensifier
 from tests.study_helpers import ROOT
 
 
@@ -92,7 +92,7 @@ def test_the_pruners_are_listed_once_simplest_first():
     """The study's flag, the replay's catalogue and its chart read one list, whose order is the one the
     replay suite prefers the simpler method by."""
     from lpstudy.results.replay import chart, methods, suite
-    from lpstudy.study.options import OPTIONS, PRUNERS
+    from lpstudy.design.options import OPTIONS, PRUNERS
 
     assert OPTIONS["pruner"].words == PRUNERS and chart.PRUNERS is PRUNERS and methods.PRUNERS is PRUNERS
     assert sorted(suite.PRUNER_SIMPLICITY, key=suite.PRUNER_SIMPLICITY.get) == [*PRUNERS, methods.FOLD_PRUNER]

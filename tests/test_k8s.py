@@ -1530,7 +1530,7 @@ SMALL_REPLICATE = ("kind: replicate\npreset: smoke\np: [1, 2]\nfolds: {folds}\n"
 def test_the_replicate_component_gives_the_creator_and_the_workers_one_study_file(builds):
     """The replicate component replaces the study file only: the creator's `lpstudy create --config`
     makes the grid from it, and the workers check the study against it, as with a search."""
-    from lpstudy.study.spec import build_spec, replicate_spec
+    from lpstudy.design.spec import build_spec, replicate_spec
 
     docs = builds["gpu+replicate"]
     text = find(docs, "ConfigMap", "lpstudy-study")["data"]["study.yaml"]

@@ -20,7 +20,7 @@ from optuna.trial import TrialState
 from benchmarks.bench_load import LoadPlan, run_load
 from lpstudy.db.optuna_storage import open_storage
 from lpstudy.errors import StudyUnavailable
-from lpstudy.study.spec import replicate_spec
+from lpstudy.design.spec import replicate_spec
 from lpstudy.study.studies import create_study, creating_storage, enqueue_missing_cells
 from lpstudy.study.trial_context import TrialOutcome
 from lpstudy.study.worker import WorkerOptions, run_worker

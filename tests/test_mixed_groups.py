@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from lpstudy.results.answers.mixed_groups import mixed_groups_sentence
-from lpstudy.results.charts import spread_chart
+from lpstudy.results.charts.stability import spread_chart
 from lpstudy.results.reading.frames import StudyData, StudyInfo
 from lpstudy.results.charts.lens import initial_entropy_chart, lr_curve_chart
 

@@ -1,4 +1,4 @@
-"""One best, defined once (lpstudy.results.measured.StudyBest), shown the same by every reader: a
+"""One best, defined once (lpstudy.results.reading.measured.StudyBest), shown the same by every reader: a
 replicate's is the arm with the lowest mean over its folds with its verdict, never its luckiest single
 fold; a search's is the configuration it returns, its mean over folds first."""
 
@@ -31,7 +31,7 @@ def arm_by_hand(trials):
 
 def test_a_replicates_best_is_the_arm_with_the_lowest_mean_not_its_luckiest_fold():
     from lpstudy.results.answers import AnswerOptions, study_answer
-    from lpstudy.results.measured import arm_best
+    from lpstudy.results.reading.measured import arm_best
     from lpstudy.results.reading.frames import StudyData, StudyInfo
 
     # p = 1 holds the lowest single run (a lucky fold 1), p = 3 the lowest mean, p = 4 a lower mean

@@ -62,7 +62,7 @@ def test_status_and_verdict_of_a_replicate_give_the_same_interval_and_p_value(tm
 
 def test_compare_and_verdict_of_a_comparison_give_the_same_interval_and_p_value(tmp_path, capsys):
     from lpstudy.db.kinds import open_reader
-    from lpstudy.results.reading.compare import render_compare
+    from lpstudy.results.status import render_compare
 
     url = _comparison(tmp_path)
     interval, p_value = _shown(_verdict_arm(capsys, url, "cmp", 1.0))

@@ -16,7 +16,7 @@ from lpstudy import values
 from lpstudy.errors import UserError
 from lpstudy.results.export import export_text
 from lpstudy.results.reading.frames import load_study
-from lpstudy.study.spec import StudySpec, build_spec, replicate_spec
+from lpstudy.design.spec import StudySpec, build_spec, replicate_spec
 from lpstudy.training.config import TrainConfig, resolve_config, write_run_file
 from lpstudy.values import P, json_safe
 from lpstudy.db.kinds import open_reader

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from lpstudy.results import analysis as A
-from lpstudy.results import charts as C
+from lpstudy.results.charts import effect as effect_charts, stability as stability_charts, trials as trial_charts
 from lpstudy.results.charts import compute as compute_figures
 from lpstudy.results.reading import point_sample
 from lpstudy.results.reading.compute import best_against_compute
@@ -36,7 +36,7 @@ def trials(tmp_path_factory) -> pd.DataFrame:
 def small_sample(monkeypatch):
     monkeypatch.setattr(point_sample, "CHART_POINTS", LIMIT)
     monkeypatch.setattr(point_sample, "KEEP_BEST", BEST)
-    monkeypatch.setattr(C, "CHART_POINTS", LIMIT)
+    monkeypatch.setattr(stability_charts, "CHART_POINTS", LIMIT)
 
 
 def _step_value(xs: np.ndarray, ys: np.ndarray, at: np.ndarray) -> np.ndarray:
@@ -57,7 +57,7 @@ def test_a_big_frame_draws_the_limit_with_the_lowest_losses_and_a_small_one_draw
 
 
 def test_the_history_draws_a_sample_of_points_and_the_exact_best_so_far_line(trials):
-    fig = C.history_chart(trials)
+    fig = trial_charts.history_chart(trials)
     points, line = fig.data
     done = A.successful(trials).sort_values("number")
     assert len(points.x) == LIMIT and len(line.x) < len(done)
@@ -82,7 +82,7 @@ def test_best_against_compute_draws_a_sample_and_the_exact_line(trials):
 
 
 def test_a_big_spread_chart_draws_each_box_from_every_loss_without_points(trials):
-    fig = C.spread_chart(trials, bins=3)
+    fig = stability_charts.spread_chart(trials, bins=3)
     (box,) = fig.data
     assert box.boxpoints is False and box.y is None
     ok = A.successful(trials)
@@ -94,7 +94,7 @@ def test_a_big_spread_chart_draws_each_box_from_every_loss_without_points(trials
 
 
 def test_loss_against_p_draws_a_sample_with_the_best_trial_and_says_so(trials):
-    fig = C.loss_vs_p(trials)
+    fig = effect_charts.loss_vs_p(trials)
     drawn = [int(c[0]) for t in fig.data for c in t.customdata]
     assert len(drawn) == LIMIT
     best = A.successful(trials).nsmallest(1, "loss")["number"].iloc[0]

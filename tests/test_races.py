@@ -1,5 +1,5 @@
 """A best that holds (issue 45): a search's leading configurations raced on more folds
-(lpstudy.study.intensify), in the replay benchmark and in a study run by lpstudy's worker, on a
+(lpstudy.design.intensify), in the replay benchmark and in a study run by lpstudy's worker, on a
 planted fold-noise winner: a configuration whose tuning-fold loss is the lowest only by that fold's
 noise, which a search that returns its tuning fold's best returns, and the default does not."""
 
@@ -15,7 +15,7 @@ import yaml
 from lpstudy.results.replay.grid_table import GridTable, Run, write_table
 from lpstudy.results.replay.traces import replay_one
 from lpstudy.results.replay.methods import Method, default_method, pick_methods
-from lpstudy.study.intensify import Evaluation, Intensifier
+from lpstudy.design.intensify import Evaluation, Intensifier
 from tests.study_helpers import cli
 
 # Fold 0 (the tuning fold) prefers lr = 1e-2 (1.85) by its noise; over both folds lr = 1e-3 is best
@@ -119,8 +119,8 @@ def _planned_search(url: str, name: str, race: int, n_trials: int | None = 12, w
                     run_budget: tuple[int, int] | None = None, **options):
     """A search over lr ∈ PLANTED's keys on fold 0 of 2, run by lpstudy's worker with an objective
     that ends each run at PLANTED[lr][fold] (the fold a race enqueued it on, where one did)."""
-    from lpstudy.study.space import SearchSpace
-    from lpstudy.study.spec import StudySpec
+    from lpstudy.design.space import SearchSpace
+    from lpstudy.design.spec import StudySpec
     from lpstudy.study.studies import creating_storage, open_and_create
     from lpstudy.study.worker import WorkerOptions, run_worker
     from tests.written_study import PlannedObjective, record

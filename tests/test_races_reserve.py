@@ -1,5 +1,5 @@
 """The race reserve (issue 54): the last share of a search's budget kept for races, one rule
-(lpstudy.study.intensify.RaceReserve) that the replay benchmark and lpstudy's worker both keep, and
+(lpstudy.design.intensify.RaceReserve) that the replay benchmark and lpstudy's worker both keep, and
 the spread phase `search --workers W` scales to its workers."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from lpstudy.results.replay.methods import Method, default_method
 from lpstudy.results.replay.traces import replay_one
-from lpstudy.study.intensify import RaceReserve
+from lpstudy.design.intensify import RaceReserve
 from lpstudy.values import RACE_FOLD_ATTR
 from tests.test_races import _planned_search, _table
 

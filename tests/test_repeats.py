@@ -9,7 +9,7 @@ import json
 import pytest
 
 from lpstudy.errors import UserError
-from lpstudy.study.spec import replicate_spec
+from lpstudy.design.spec import replicate_spec
 from lpstudy.training.config import resolve_config
 from lpstudy.training.data import fold_split
 from tests.study_helpers import TINY, lp_env, lpstudy, trials_of
@@ -109,7 +109,7 @@ def test_a_replicate_with_two_repeats_runs_each_p_repeat_and_fold_once(tmp_path)
 def test_old_trials_read_as_repeat_0():
     import pandas as pd
 
-    from lpstudy.results.reading.frames import TRIAL_COLUMNS, finish_trials_frame
+    from lpstudy.results.rows.build import TRIAL_COLUMNS, finish_trials_frame
 
     raw = pd.DataFrame([{"number": 0, "trial_id": 1, "state": "COMPLETE", "value": 2.0, "p": 2.0, "fold": 0}])
     frame = finish_trials_frame(raw, None)

@@ -160,7 +160,7 @@ def test_nearest_grid_point_of_lr_is_on_a_log_scale_and_p_is_linear():
 
 
 def test_methods_are_picked_by_name_and_the_default_is_what_search_uses():
-    from lpstudy.study.spec import StudySpec, build_spec
+    from lpstudy.design.spec import StudySpec, build_spec
 
     spec = build_spec({"preset": "smoke"})
     assert default_method() == Method(spec.sampler, spec.pruner, spec.spread_trials, spec.race, spec.race_folds,
@@ -176,7 +176,7 @@ def test_methods_are_picked_by_name_and_the_default_is_what_search_uses():
 
 
 def test_every_sampler_a_search_takes_is_a_replay_method_and_the_suite_knows_how_simple_each_is():
-    """The samplers are declared once, in the study's catalogue (lpstudy.study.options): the replay
+    """The samplers are declared once, in the study's catalogue (lpstudy.design.options): the replay
     measures every one a search can run (all but the grid's, which draws nothing), built by the
     study's own make_sampler, beside Optuna's replay-only ones declared where the replay builds them;
     and the suite's choice rule knows how simple each is (an unknown one would rank as the least)."""
@@ -184,8 +184,8 @@ def test_every_sampler_a_search_takes_is_a_replay_method_and_the_suite_knows_how
 
     from lpstudy.results.replay.methods import REPLAY_ONLY_SAMPLERS, SAMPLER_NAMES, build_sampler
     from lpstudy.results.replay.suite import SAMPLER_SIMPLICITY
-    from lpstudy.study.options import SAMPLERS
-    from lpstudy.study.spec import build_spec
+    from lpstudy.design.options import SAMPLERS
+    from lpstudy.design.spec import build_spec
     from lpstudy.study.studies import make_sampler
 
     spec = build_spec({"preset": "smoke"})
@@ -273,7 +273,7 @@ def test_searchs_default_is_the_method_the_shipped_suite_chooses():
     import optuna
     from scipy.stats import binomtest
 
-    from lpstudy.study.spec import build_spec
+    from lpstudy.design.spec import build_spec
     from lpstudy.study.studies import make_pruner, make_sampler
 
     import dataclasses
@@ -431,7 +431,7 @@ def test_export_grid_and_replay_on_a_real_grid_study(grid_study, capsys):
         assert m["reach_ci"][0] <= m["reach_share"] <= m["reach_ci"][1] and 0 <= m["general_share"] <= 1
         assert len(m["per_seed"]["reach"]) == 3 == m["seeds"]
         assert isinstance(m["rank"], int) and isinstance(m["default"], bool)
-    from lpstudy.study.spec import build_spec
+    from lpstudy.design.spec import build_spec
 
     spec = build_spec({"preset": "smoke"}, {"p": "1:3", "lr": "1e-3:1e-2"})  # the grid's space, as search has it
     searched = (f"{spec.sampler}+{spec.pruner}" + (f"@{spec.spread_trials}" if spec.spread_trials else "")
@@ -613,7 +613,7 @@ def test_replay_marks_what_search_runs_for_the_grids_space_and_prints_no_sampler
                             "--no-progress")
     assert code == 0, err
     plain = json.loads(stdout)
-    from lpstudy.study.spec import build_spec
+    from lpstudy.design.spec import build_spec
 
     spec = build_spec({"preset": "smoke"}, {"p": "1:2,inf", "lr": "0.01:0.1"})  # the grid's space, as search has it
     expected = (f"{spec.sampler}+{spec.pruner}" + (f"@{spec.spread_trials}" if spec.spread_trials else "")

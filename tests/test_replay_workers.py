@@ -194,7 +194,7 @@ def test_a_race_reserve_keeps_the_end_of_the_budget_for_the_leaders_of_a_wave():
     """Eight workers and a budget of eight runs: without a reserve all eight are sampled at once and
     no leader is raced (the tuning fold's best is returned, measured on one fold); with the last
     25 % kept for races, six are sampled, then the leaders of that wave run on fold 1."""
-    from lpstudy.study.intensify import Intensifier
+    from lpstudy.design.intensify import Intensifier
 
     plain = replay_one(_table(HAND), Method("random", "none", race=1), seed=0, budget_steps=8 * 30, workers=8)
     assert plain.race_steps == 0 and plain.trials == 8 and plain.clock[-1] == pytest.approx(3.0)

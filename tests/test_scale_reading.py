@@ -1,5 +1,5 @@
 """Reading a big study with SQL doing the work (lpstudy.db.study_queries, lpstudy.results.reading.summary,
-lpstudy.results.reading.trial_table, lpstudy.results.reading.curve_sample): the exact numbers stay exact. Each
+lpstudy.results.rows.trial_table, lpstudy.results.analysis.curve_sample): the exact numbers stay exact. Each
 answer is compared with an independent computation over Optuna's own API (every trial read, the
 best-trial rule written out here), on a study real workers ran and on hand-made ones, on SQLite and
 PostgreSQL."""
@@ -27,7 +27,7 @@ NOW = datetime(2026, 1, 1, 12, 0, 0)
 
 
 def independent(url: str, name: str) -> dict:
-    """What the readers must say, from Optuna's API and the rule of lpstudy.study.best written out."""
+    """What the readers must say, from Optuna's API and the rule of lpstudy.design.best written out."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     trials = optuna.load_study(study_name=name, storage=url).get_trials(deepcopy=False)
     counts = {s: sum(t.state.name == s for t in trials) for s in ("COMPLETE", "PRUNED", "FAIL", "RUNNING", "WAITING")}
@@ -124,7 +124,7 @@ def test_a_tie_goes_to_the_earlier_trial_and_a_diverged_run_is_never_best(sqlite
 
 @pytest.mark.slow
 def test_a_big_study_reads_the_curves_of_a_sample_and_says_so(sqlite_url, monkeypatch):
-    from lpstudy.results.reading import curve_sample
+    from lpstudy.results.analysis import curve_sample
 
     monkeypatch.setattr(curve_sample, "CURVE_TRIALS_ALL", 20)
     monkeypatch.setattr(curve_sample, "PER_GROUP", 3)

@@ -145,7 +145,7 @@ def test_the_importance_of_a_raced_search_counts_each_configuration_once():
 
 
 def test_a_searchs_divergence_per_p_group_counts_a_raced_configuration_once_and_says_how_many():
-    from lpstudy.results import charts as C
+    from lpstudy.results.charts import stability as stability_charts
     from lpstudy.results.analysis.stability import divergence_rates
     from lpstudy.results.answers.mixed_groups import search_fields
 
@@ -164,7 +164,7 @@ def test_a_searchs_divergence_per_p_group_counts_a_raced_configuration_once_and_
     per_run = divergence_rates(trials, 3)
     assert per_run["rate"].max() == pytest.approx(4 / per_run.loc[per_run["n_diverged"] > 0, "n"].iloc[0])
     rates = divergence_rates(trials, 3, configurations=search_fields(data))
-    assert "40 configurations of 58 runs, each counted once" in C.divergence_rate_chart(rates).layout.title.text
+    assert "40 configurations of 58 runs, each counted once" in stability_charts.divergence_rate_chart(rates).layout.title.text
 
 
 def test_a_searchs_largest_logit_per_p_group_draws_a_raced_configuration_as_one_curve():
@@ -192,12 +192,12 @@ def test_a_searchs_largest_logit_per_p_group_draws_a_raced_configuration_as_one_
 def test_a_searchs_spread_per_p_group_draws_a_raced_configuration_once():
     """The Stability page's spread of final loss per p group, on a search: a configuration raced on 4
     folds is one point (its loss on the average fold), and the title says configurations and runs."""
-    from lpstudy.results import charts as C
+    from lpstudy.results.charts import stability as stability_charts
     from lpstudy.results.answers.mixed_groups import search_fields
 
     trials = raced(p_curve(n=40, seed=2))
     data = study(trials)
-    fig = C.spread_chart(trials, 3, configurations=search_fields(data))
+    fig = stability_charts.spread_chart(trials, 3, configurations=search_fields(data))
     assert "40 configurations of 58 runs, each counted once" in fig.layout.title.text
     assert sum(len(trace.y) for trace in fig.data) == 40
-    assert sum(len(trace.y) for trace in C.spread_chart(trials, 3).data) == 58  # per run, as a replicate counts
+    assert sum(len(trace.y) for trace in stability_charts.spread_chart(trials, 3).data) == 58  # per run, as a replicate counts

@@ -7,7 +7,7 @@ from __future__ import annotations
 import optuna
 import pytest
 
-from lpstudy.study.spec import build_spec
+from lpstudy.design.spec import build_spec
 from lpstudy.study.studies import study_sampler
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from lpstudy.errors import UserError
 from lpstudy.results.answers.fold_tests import corrected_stats, fold_verdicts, interval, variance_components
-from lpstudy.study.spec import replicate_spec
+from lpstudy.design.spec import replicate_spec
 from lpstudy.training.config import resolve_config, seeds_inside
 from tests.study_helpers import TINY, cli, trials_of
 
@@ -205,10 +205,10 @@ def test_a_replicate_with_seeds_runs_each_p_seed_and_fold_once_and_reads_back_wi
 
 
 def test_the_verdicts_read_every_runs_curve_however_big_the_study(tmp_path, monkeypatch):
-    """A page reads the curves of a sample of a big study's trials (lpstudy.results.reading.curve_sample);
+    """A page reads the curves of a sample of a big study's trials (lpstudy.results.analysis.curve_sample);
     the verdicts pair every run's curve, so they read them all: a 1,152-run replicate read through the
     sample gave convergence "interim: runs still to come" for ever."""
-    import lpstudy.results.reading.curve_sample as sample
+    import lpstudy.results.analysis.curve_sample as sample
     from lpstudy.db.kinds import open_reader
     from lpstudy.results.reading.compare import verdict_data
     from lpstudy.results.reading.frames import load_study

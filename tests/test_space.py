@@ -9,8 +9,8 @@ import optuna
 import pytest
 
 from lpstudy.errors import UserError
-from lpstudy.study.space import DEFAULT_SPACE, P_INF_PARAM, Choice, Fixed, Range, SearchSpace, parse_param, parse_text
-from lpstudy.study.spec import StudySpec, build_spec, replicate_spec
+from lpstudy.design.space import DEFAULT_SPACE, P_INF_PARAM, Choice, Fixed, Range, SearchSpace, parse_param, parse_text
+from lpstudy.design.spec import StudySpec, build_spec, replicate_spec
 from lpstudy.values import P_OR_INF_PARAM, read_p
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)

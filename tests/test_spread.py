@@ -7,8 +7,8 @@ import math
 import optuna
 import pytest
 
-from lpstudy.study.space import SearchSpace
-from lpstudy.study.spec import build_spec
+from lpstudy.design.space import SearchSpace
+from lpstudy.design.spec import build_spec
 from lpstudy.study.spread import SPREAD_ATTR, enqueue_spread, spread_points
 from lpstudy.study.studies import make_pruner
 from lpstudy.study.studies import creating_storage
@@ -150,7 +150,7 @@ def test_every_sampler_draws_p_infinity_at_the_spread_phases_share(sampler):
         study.tell(trial, 1.0)
     share = sum(drawn) / len(drawn)
     assert 0.04 <= share <= 0.25, f"{sampler} drew ∞ in {share:.0%} of 200 trials"
-    from lpstudy.study.space import INF_SHARE
+    from lpstudy.design.space import INF_SHARE
 
     assert INF_SHARE == 1 / 8
     spread = spread_points(spec.space, 64, seed=1)

@@ -96,7 +96,7 @@ def test_a_new_kind_is_one_module_with_one_class(monkeypatch, tmp_path):
     from lpstudy.db.liveness import Lease
     from lpstudy.results.reading.frames import load_study
     from lpstudy.study.claims import ask_within_target
-    from lpstudy.study.spec import build_spec
+    from lpstudy.design.spec import build_spec
     from lpstudy.study.studies import create_study
     from lpstudy.training.metrics import MetricRecord
 
@@ -519,7 +519,7 @@ def test_every_kind_answers_a_workers_questions_alike(kind, locks, tmp_path, req
 
     from lpstudy.results.reading.frames import load_study
     from lpstudy.study.claims import pop_waiting_trial
-    from lpstudy.study.spec import replicate_spec
+    from lpstudy.design.spec import replicate_spec
     from lpstudy.study.studies import create_study, enqueue_missing_cells
     from lpstudy.training.metrics import MetricRecord
 

@@ -53,18 +53,18 @@ def test_the_check_finds_mistakes_planted_in_a_copy(tmp_path):
 
 
 def test_the_written_out_options_are_options_py_s():
-    """lpstudy/study/spec_fields.py shows StudySpec's option fields to a reader and a type checker, as
+    """lpstudy/design/spec_fields.py shows StudySpec's option fields to a reader and a type checker, as
     lpstudy/training/config_fields.py shows TrainConfig's (lpstudy.declared): generated from OPTIONS
-    (`python -m lpstudy.study.options`), it must say what OPTIONS says, and StudySpec must have
+    (`python -m lpstudy.design.options`), it must say what OPTIONS says, and StudySpec must have
     exactly those option fields with those defaults."""
     import dataclasses
 
-    from lpstudy.study.options import OPTIONS, OPTIONS_STUB, options_stub
-    from lpstudy.study.spec import StudySpec
-    from lpstudy.study.spec_fields import DeclaredOptions
+    from lpstudy.design.options import OPTIONS, OPTIONS_STUB, options_stub
+    from lpstudy.design.spec import StudySpec
+    from lpstudy.design.spec_fields import DeclaredOptions
 
     assert (ROOT / OPTIONS_STUB).read_text(encoding="utf-8") == options_stub(), \
-        "run `python -m lpstudy.study.options` to write lpstudy/study/spec_fields.py again"
+        "run `python -m lpstudy.design.options` to write lpstudy/design/spec_fields.py again"
     declared = [(f.name, f.default) for f in dataclasses.fields(DeclaredOptions)]
     assert declared == [(f.name, f.default) for f in dataclasses.fields(StudySpec) if f.name in OPTIONS] == \
         [(o.name, o.default) for o in OPTIONS.values()]
@@ -73,7 +73,7 @@ def test_the_written_out_options_are_options_py_s():
 def test_adding_an_option_is_its_line_then_the_written_class_again(monkeypatch):
     """A new StudyOption line makes the written class stale (the check above fails) until it is
     written again, and the class written then has the field, typed, with its default and help."""
-    from lpstudy.study import options
+    from lpstudy.design import options
 
     before = options.options_stub()
     added = options.StudyOption("warm_folds", int, 3, "Folds run before the race starts", bound=(1, 100))
@@ -92,7 +92,7 @@ def test_a_type_checker_sees_the_specs_options_and_refuses_one_it_lacks(tmp_path
     """mypy reads StudySpec's option fields (56 "StudySpec has no attribute" findings before they were
     written out): an option reads as its type, a name that is no option is an error."""
     check = tmp_path / "uses_spec.py"
-    check.write_text("from lpstudy.study.spec import StudySpec\n\n\n"
+    check.write_text("from lpstudy.design.spec import StudySpec\n\n\n"
                      "def folds_raced(spec: StudySpec) -> int:\n"
                      "    return spec.race_folds + spec.race\n\n\n"
                      "def threshold(spec: StudySpec) -> float | None:\n"

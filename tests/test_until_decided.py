@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from lpstudy.study.spec import replicate_spec
+from lpstudy.design.spec import replicate_spec
 from lpstudy.study.studies import spec_sha256
 from tests.study_helpers import cli, lp_env, lpstudy, trials_of
 

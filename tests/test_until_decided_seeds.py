@@ -11,7 +11,7 @@ import pytest
 
 from lpstudy.errors import UserError
 from lpstudy.results.answers.sequential import boundaries, information, rounds_of, sequential_verdicts
-from lpstudy.study.spec import replicate_spec
+from lpstudy.design.spec import replicate_spec
 from lpstudy.study.studies import spec_sha256
 from lpstudy.training.config import seeds_inside
 
@@ -104,7 +104,7 @@ def test_the_stages_run_each_fold_with_its_seeds_and_every_cell_once(sqlite_url)
     from lpstudy.results.reading.compare import verdict_data
     from lpstudy.study.replicate import replicate
     from lpstudy.study.stages import ENQUEUED, OVER, WAIT, next_stage
-    from lpstudy.study.until_decided import UntilDecided
+    from lpstudy.design.until_decided import UntilDecided
 
     store = open_storage(sqlite_url, create_tables=True)
     result = replicate(store, "seq", "smoke", [1, 2, 4], 6, options={"seeds": 2}, until_decided=PLAN)

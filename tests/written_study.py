@@ -69,7 +69,7 @@ def write_replicate(url: str, name: str, p_values: list[float], folds: int, plan
                     fixed: dict | None = None) -> None:
     """A replicate study (p_values × folds, `fixed` as `--set`/`--gain-init` give it) whose every
     cell one in-process worker runs with plan(cfg)."""
-    from lpstudy.study.spec import replicate_spec
+    from lpstudy.design.spec import replicate_spec
     from lpstudy.study.studies import creating_storage, open_and_create
     from lpstudy.study.worker import WorkerOptions, run_worker
 

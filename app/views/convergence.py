@@ -17,7 +17,7 @@ from lpstudy.results.charts.convergence import SEARCH_CAVEAT
 from lpstudy.results.tables.summary import convergence_summary
 from lpstudy.results.tables.convergence import convergence_frame, convergence_title, restricted_frame
 from lpstudy.results.pages import CONVERGENCE
-from lpstudy.study.options import OPTIONS
+from lpstudy.design.options import OPTIONS
 
 from common import draw_charts, p_bins_control, page, page_inputs, show_problem, glossary_box
 from tables import static_table

@@ -1,6 +1,6 @@
 """Export: the best trial (or the top K) as the YAML or JSON run file that `lpstudy train --config`
 reads, to download, and the exact command that retrains it. The text comes from lpstudy.results.export,
-the same as `lpstudy export`; the page says first how it was chosen (lpstudy.results.measured.StudyBest):
+the same as `lpstudy export`; the page says first how it was chosen (lpstudy.results.reading.measured.StudyBest):
 a search's configuration over the folds it was measured on (one fold only: "leading on 1 fold", never
 "best"), a replicate's or comparison's arm with the lowest mean over its folds and its verdict."""
 

@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from lpstudy.results import analysis as A
-from lpstudy.results.measured import study_best
+from lpstudy.results.reading.measured import study_best
 from lpstudy.results.pages import OVERVIEW
 
 from common import (CACHE_TTL_S, cached_study, draw_charts, no_traceback, notes_box, once, page, page_inputs, plain,
@@ -94,7 +94,7 @@ def overview() -> None:
                     text=f"Grid: {grid['done']} of {grid['n_cells']} cells done · {grid['running']} running · "
                          f"{grid['waiting']} waiting")
     if data.duplicates:
-        from lpstudy.results.reading.cells import duplicates_note
+        from lpstudy.results.analysis.cells import duplicates_note
 
         st.warning(duplicates_note(data.duplicates))
 

@@ -14,7 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from lpstudy.results import analysis as A
-from lpstudy.results import charts as C
+from lpstudy.results.charts import trials as trial_charts
 from lpstudy.results.reading.frames import merge_curves
 
 from common import CACHE_TTL_S, cached_study, cached_trial_curves, chart, notes_box, page
@@ -195,5 +195,5 @@ with left:
     shown_values = [f"{v:.6g}" if isinstance(v, float) else str(v) for v in params.values()]
     static_table(pd.DataFrame({"field": list(params), "value": shown_values}))
 with right:
-    chart(C.trial_chart(curves, number), key="trial_curves")
-    chart(C.trial_dynamics_chart(curves, number), key="trial_dynamics")
+    chart(trial_charts.trial_chart(curves, number), key="trial_curves")
+    chart(trial_charts.trial_dynamics_chart(curves, number), key="trial_dynamics")

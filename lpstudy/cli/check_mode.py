@@ -76,7 +76,7 @@ def check_worker(storage, study: str, devices: str, data: str | None, config: Pa
         _readable_file(corpus, "the corpus")
     checked.append(f"corpus {corpus or 'the cache (or a download)'}")
     if config is not None:
-        from lpstudy.study.spec import build_spec, read_study_file
+        from lpstudy.design.spec import build_spec, read_study_file
 
         checked.append(f"study file {config}: {build_spec(read_study_file(config)).describe()}")
     checked.append(f"artifacts {_artifacts(artifacts)}")

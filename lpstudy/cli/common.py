@@ -108,8 +108,8 @@ def quiet_optuna() -> None:
 
 def checked_threshold(value: float | None, flag: str = "--threshold") -> float | None:
     """A loss threshold a command takes (`report`, `verdict`), refused by the one rule of a study's
-    loss threshold (lpstudy.study.options: OPTIONS["loss_threshold"], above 0 and finite): one line."""
-    from lpstudy.study.options import OPTIONS
+    loss threshold (lpstudy.design.options: OPTIONS["loss_threshold"], above 0 and finite): one line."""
+    from lpstudy.design.options import OPTIONS
 
     allowed = OPTIONS["loss_threshold"]
     if value is not None and not allowed.within(value):

@@ -47,7 +47,8 @@ def compare(
     """Compare the values of one field fairly: the same tuning budget per arm, then K folds each."""
     quiet_optuna()
     from lpstudy.errors import UserError
-    from lpstudy.results.reading.compare import compare_progress, load_compare, next_command, render_compare
+    from lpstudy.results.reading.compare import compare_progress, load_compare, next_command
+    from lpstudy.results.status import render_compare
     from lpstudy.study.compare import create_compare, make_plan
 
     if (p is None) == (arms is None):
@@ -60,7 +61,7 @@ def compare(
     stages = None
     if until_decided:
         from lpstudy.results.answers.sequential import rounds_of
-        from lpstudy.study.until_decided import UntilDecided
+        from lpstudy.design.until_decided import UntilDecided
 
         stages = UntilDecided(rounds=tuple(rounds_of(folds)), rope=str(parse_rope(rope)), alpha=DEFAULT_ALPHA)
     plan = make_plan(factor.strip(), values.split(","), tune.split(","), budget, folds, preset, reference,

@@ -38,7 +38,7 @@ APP_DIR_CANDIDATES = (Path(__file__).resolve().parents[2] / "app", Path("/opt/lp
 # as usual (sys.argv: -c run APP_DIR/dashboard.py ...).
 PRELOAD_AND_RUN_STREAMLIT = (
     "import pandas, plotly.graph_objects, plotly.colors, sqlalchemy, scipy.special, optuna.importance; "
-    "import lpstudy.results.analysis, lpstudy.results.charts, lpstudy.results.reading.frames, lpstudy.results.export; "
+    "import lpstudy.results.analysis, lpstudy.results.pages, lpstudy.results.reading.frames, lpstudy.results.export; "
     "import os, sys, threading, webbrowser; "
     "sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[2]))); from read_ahead import read_ahead; "
     "read_ahead(os.environ['LPSTUDY_STORAGE'], os.environ.get('LPSTUDY_DASHBOARD_STUDY')); "

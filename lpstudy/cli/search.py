@@ -24,7 +24,7 @@ def spread_for_workers(spec_options: StudyOptions, stored, workers: int) -> dict
     the default and the user gave no spread phase (flag or study file), so that the first wave of W
     trials is a Sobol design rather than the sampler's random start (issue 54, measured by the replay
     at 32 and 128 workers: docs/search-cost.md). A study that exists keeps its own."""
-    from lpstudy.study.options import OPTIONS
+    from lpstudy.design.options import OPTIONS
 
     given = any(key == "spread_trials" for _, key, _ in spec_options.given())
     if stored is not None or given or workers <= OPTIONS["spread_trials"].default:

@@ -96,7 +96,7 @@ def worker(
     checked, data = preflight(storage, data, trains=True)
     url = checked.url
     from lpstudy.study.deciders import decider_for
-    from lpstudy.study.spec import build_spec, read_study_file
+    from lpstudy.design.spec import build_spec, read_study_file
     from lpstudy.study.spec_wait import wait_for_study
     from lpstudy.study.worker import WorkerOptions, run_worker
 
@@ -166,7 +166,8 @@ def status(
                 for line in sequential_lines(rounds):
                     print(line)
             if result.get("kind") == "compare":  # the parent of `lpstudy compare`: its arms' table
-                from lpstudy.results.reading.compare import next_command, render_compare
+                from lpstudy.results.reading.compare import next_command
+                from lpstudy.results.status import render_compare
 
                 render_compare(reader, study, next_hint=next_command(study, storage.hint))
 
@@ -176,7 +177,7 @@ def _rounds(reader, study: str) -> VerdictAnswer | None:
     from lpstudy.results.answers import study_answer
     from lpstudy.results.answers.options import stage_options
     from lpstudy.results.reading.compare import verdict_data
-    from lpstudy.study.until_decided import UntilDecided
+    from lpstudy.design.until_decided import UntilDecided
 
     data = verdict_data(reader, study, curves=False)
     plan = UntilDecided.from_plain((data.info.spec or {}).get("until_decided"))
@@ -247,7 +248,7 @@ def replicate(
     parse_rope(rope)  # --rope 0 or below: one line, before anything is made
     if until_decided:
         from lpstudy.results.answers.sequential import rounds_of
-        from lpstudy.study.until_decided import UntilDecided
+        from lpstudy.design.until_decided import UntilDecided
 
         sequential = UntilDecided(rounds=tuple(rounds_of(folds)), reference=2.0, rope=str(parse_rope(rope)), alpha=DEFAULT_ALPHA)
     device_list = local.device_list()  # a wrong device: refused before anything is made

@@ -3,12 +3,12 @@
 `StudyOptions` is what a search study's spec is made of (`create` and `search` take it whole, with
 `TrialOptions`): its YAML (--config), the entries of its space (--p, --lr, --gain-init, --fold,
 --folds, --seed: the training fields a search varies, with their default ranges; --search, --set:
-any field), and the study options declared in lpstudy.study.options with `flag="study"`, each with
+any field), and the study options declared in lpstudy.design.options with `flag="study"`, each with
 its declared help and default. `TrialOptions` are the options declared there with `flag="trial"`:
 how a study's trials run and are recovered; `replicate` takes them too, and `compare` the single
 options it shares (--set, --search, --sampler-seed). Their own --p, --folds and --preset say the
 protocol each runs (a grid of p values × K folds; arms × a tuning budget × K folds) and are theirs.
-Adding a study option is one line in lpstudy.study.options; nothing here.
+Adding a study option is one line in lpstudy.design.options; nothing here.
 
 `given()` is the values a user gave (None: not given), by the flag they were given as, so that a
 study that exists can be continued from its name alone and a flag that would change it refused by
@@ -26,13 +26,13 @@ import typer
 from lpstudy.cli.common import parse_assignments
 from lpstudy.cli.option_groups import OptionGroup
 from lpstudy.errors import UserError
-from lpstudy.study.options import OPTIONS, StudyOption
-from lpstudy.study.space import DEFAULT_SPACE
+from lpstudy.design.options import OPTIONS, StudyOption
+from lpstudy.design.space import DEFAULT_SPACE
 from lpstudy.training.costs import presets_help
 from lpstudy.training.fields import FIELDS
 
 if TYPE_CHECKING:
-    from lpstudy.study.spec import StudySpec
+    from lpstudy.design.spec import StudySpec
 
 
 def flag_of(name: str) -> str:
@@ -122,7 +122,7 @@ class _Study:
         """What the user gave, in order (a later one wins), each as (how they gave it: "--preset cpu",
         "--set max_steps=40", "preset: smoke in FILE"; the spec's key: an option's name or
         "space.FIELD"; the value); `options` are a command's own (TrialOptions.given(), --n-trials)."""
-        from lpstudy.study.spec import SPACE_SHORTCUTS, read_study_file
+        from lpstudy.design.spec import SPACE_SHORTCUTS, read_study_file
 
         out: list[tuple[str, str, Any]] = []
         if self.config is not None:
@@ -175,7 +175,7 @@ class _Study:
 
 
 def _built(given: list[tuple[str, str, Any]], base: StudySpec | None) -> StudySpec:
-    from lpstudy.study.spec import build_spec
+    from lpstudy.design.spec import build_spec
 
     entries = {key.removeprefix("space."): value for _, key, value in given if key.startswith("space.")}
     study_options = {key: value for _, key, value in given if not key.startswith("space.")}

@@ -10,7 +10,7 @@ and the pivot of attributes into columns (MAX(CASE WHEN key = ...)) run in SQL o
 The same plain SQL runs on SQLite and PostgreSQL. Callers catch optuna_tables.SchemaMismatch (an
 unknown schema) through `guarded`, and fall back to Optuna's API.
 
-The best trial is lpstudy.study.best's rule written in SQL: COMPLETE, a finite value, not diverged
+The best trial is lpstudy.design.best's rule written in SQL: COMPLETE, a finite value, not diverged
 (the user attribute `diverged` absent or falsy), lowest value first, ties to the lower number.
 """
 
@@ -238,7 +238,7 @@ class StudyTables:
         return {_state(state): int(n) for state, n in rows}
 
     def ranked_trial_ids(self, k: int | None = 1) -> list[tuple[int, int, float]]:
-        """(trial_id, number, value) of the best trials (lpstudy.study.best's rule), best first."""
+        """(trial_id, number, value) of the best trials (lpstudy.design.best's rule), best first."""
         limit = "" if k is None else f" LIMIT {int(k)}"
         rows = self._conn.execute(sa.text(f"SELECT t.trial_id, t.number, v.value FROM trials t {_CANDIDATE_JOINS} WHERE t.study_id = :sid "
                                     f"AND {_CANDIDATE_RULE} "

@@ -48,7 +48,7 @@ class StudyRecord:
     attrs: dict[str, Any]
     direction: str = "minimize"
     n_trials: int | None = None  # where the database answers it cheaply (SQL)
-    best_value: float | None = None  # the best trial's value (lpstudy.study.best), where SQL answers it
+    best_value: float | None = None  # the best trial's value (lpstudy.design.best), where SQL answers it
 
 
 class TrialReader(Protocol):

@@ -27,8 +27,8 @@ import yaml
 from lpstudy.errors import UserError
 from lpstudy.files import atomic_write_text
 from lpstudy.names import shell_quoted
-from lpstudy.results.measured import search_chosen
-from lpstudy.study.spec import StudySpec
+from lpstudy.results.reading.measured import search_chosen
+from lpstudy.design.spec import StudySpec
 from lpstudy.training.config import resolve_config, write_run_file
 from lpstudy.values import RUN_FILE_ALWAYS as ALWAYS
 from lpstudy.values import SPEC_ATTR
@@ -83,7 +83,7 @@ class StoredTrial:
 
 
 def chosen_trials(reader: TrialReader, study_name: str, top_k: int) -> tuple[StudySpec, list]:
-    """The study's spec and its best top_k trials (lpstudy.study.best's rule, ranked by a query:
+    """The study's spec and its best top_k trials (lpstudy.design.best's rule, ranked by a query:
     lpstudy.db.study_queries.ranked_trial_ids), their user attributes read with them; where a chosen
     trial is from before workers stored their `overrides`, or the study has no spec, the chosen
     trials are read again through Optuna's API (their parameters need Optuna's distributions)."""
@@ -141,12 +141,12 @@ def search_choice(reader: TrialReader, study_name: str, top_k: int = 1
 
 
 def arm_choice(reader: TrialReader, study_name: str) -> tuple[str, int, dict[str, Any]] | None:
-    """A replicate's, a grid's or a comparison's choice (lpstudy.results.measured.StudyBest: the arm with
+    """A replicate's, a grid's or a comparison's choice (lpstudy.results.reading.measured.StudyBest: the arm with
     the lowest mean final loss over its folds, its verdict from the engine): the study that holds its
     run, the run's trial number there and the run file's `source` fields (chosen_as "arm"); None for a
     search that samples, or before any fold run finished. The run is its trial id."""
     from lpstudy.results.answers import answered_by_verdicts, has_verdicts
-    from lpstudy.results.measured import study_best
+    from lpstudy.results.reading.measured import study_best
     from lpstudy.results.reading.compare import verdict_data
     from lpstudy.results.status import study_verdicts
 
@@ -178,7 +178,7 @@ def arm_trial(reader: TrialReader, study_name: str, trial_id: int) -> list:
 def export_text(reader: TrialReader, study_name: str, top_k: int = 1, fmt: str = "yaml") -> str:
     """The best trial as a run file (top_k=1), or the top K as {study, runs: [...]}, in YAML or
     JSON. A search's best is the configuration it returns (search_choice; its run file says on how
-    many folds it was measured); a grid's, lpstudy.study.best's lowest value. Both ranked from the
+    many folds it was measured); a grid's, lpstudy.design.best's lowest value. Both ranked from the
     study's tables, only the chosen trials' attributes read (on a SQL database without opening
     Optuna's storage). UserError when the study has no such trial (or does not exist)."""
     fmt = (fmt or "yaml").lower()

@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from collections.abc import Callable, Sequence
 
 from lpstudy.results import analysis as A
-from lpstudy.results import charts as C
+from lpstudy.results.charts import look
+from lpstudy.results.charts import convergence as convergence_charts, effect as effect_charts
+from lpstudy.results.charts import stability as stability_charts, trials as trial_charts
 from lpstudy.results.answers import DEFAULT_ROPE, AnswerOptions, Rope, answered_by_verdicts, has_verdicts, study_answer
 from lpstudy.results.answers.answer_types import SearchAnswer, VerdictAnswer
 from lpstudy.results.answers.mixed_groups import search_fields
@@ -154,7 +156,7 @@ class PageInputs:
     def parameter_importance(self):
         if self.importance is not None:
             return self.importance()
-        from lpstudy.results.reading.curve_sample import importance_sample
+        from lpstudy.results.analysis.curve_sample import importance_sample
 
         return A.param_importance(importance_sample(self.trials), self.data.info.spec)
 
@@ -263,7 +265,7 @@ def _val_curves(inputs):
     from lpstudy.results.reading.compute import pruned_stops
     from lpstudy.results.charts.compute import mark_pruned
 
-    return mark_pruned(C.loss_curves(inputs.curves, inputs.trials, "val_loss"), pruned_stops(inputs.curves, inputs.trials))
+    return mark_pruned(convergence_charts.loss_curves(inputs.curves, inputs.trials, "val_loss"), pruned_stops(inputs.curves, inputs.trials))
 
 
 def _lens(name: str) -> Callable:
@@ -282,8 +284,8 @@ def _lens(name: str) -> Callable:
 
 
 OVERVIEW = [
-    Chart("states", lambda i: C.states_chart(A.state_counts(i.trials)), wide=True, part="states"),
-    Chart("history", lambda i: C.history_chart(i.trials), _searched, wide=True, part="history"),  # a grid optimises nothing
+    Chart("states", lambda i: trial_charts.states_chart(A.state_counts(i.trials)), wide=True, part="states"),
+    Chart("history", lambda i: trial_charts.history_chart(i.trials), _searched, wide=True, part="history"),  # a grid optimises nothing
     Chart("best_vs_compute", _best_against_compute, wide=True, part="compute"),
 ]
 
@@ -292,11 +294,11 @@ EFFECT_OF_P = [
     Chart("fold_importance", _fold_importance, _folded, uses=("reference", "rope"), part="verdicts"),
     Chart("stages", _stages_chart, _staged, uses=("reference", "rope"), wide=True, part="stages"),
     Chart("surrogate_profile", _surrogate_profile, _searched),
-    Chart("loss_vs_p", lambda i: C.loss_vs_p(i.trials)),
-    Chart("tuned_profile", lambda i: C.tuned_profile_chart(i.profile), _searched, uses=("bins",)),
-    Chart("mean_per_p", lambda i: C.mean_loss_per_p(i.summary), uses=("bins",)),
-    Chart("loss_map", lambda i: C.loss_map(A.p_map(i.trials, i.bins, by=i.by), i.by), uses=("bins",)),
-    Chart("importance", lambda i: C.importance_chart(i.parameter_importance()), lambda i: not i.folded),
+    Chart("loss_vs_p", lambda i: effect_charts.loss_vs_p(i.trials)),
+    Chart("tuned_profile", lambda i: effect_charts.tuned_profile_chart(i.profile), _searched, uses=("bins",)),
+    Chart("mean_per_p", lambda i: effect_charts.mean_loss_per_p(i.summary), uses=("bins",)),
+    Chart("loss_map", lambda i: effect_charts.loss_map(A.p_map(i.trials, i.bins, by=i.by), i.by), uses=("bins",)),
+    Chart("importance", lambda i: effect_charts.importance_chart(i.parameter_importance()), lambda i: not i.folded),
     Chart("parallel_coordinates", lambda i: _space("parallel_coordinates")(i.trials), _searched, wide=True),
     Chart("slice", lambda i: _space("slice_plot")(i.trials), _searched, wide=True),
 ]
@@ -308,26 +310,26 @@ CONVERGENCE = [
     Chart("reach", _reach_chart, uses=("bins", "threshold", "reference", "rope"), sampled=True, wide=True,
           part="verdicts"),
     Chart("val_curves", _val_curves, sampled=True),
-    Chart("train_curves", lambda i: C.loss_curves(i.curves, i.trials, "train_loss"), sampled=True),
-    Chart("median_curves", lambda i: C.median_curves(A.curve_cohort(i.curves, i.trials, "val_loss", i.bins)),
+    Chart("train_curves", lambda i: convergence_charts.loss_curves(i.curves, i.trials, "train_loss"), sampled=True),
+    Chart("median_curves", lambda i: convergence_charts.median_curves(A.curve_cohort(i.curves, i.trials, "val_loss", i.bins)),
           uses=("bins",), sampled=True, wide=True),
-    Chart("steps_to_threshold", lambda i: C.steps_to_threshold_chart(i.convergence, i.loss_threshold),
+    Chart("steps_to_threshold", lambda i: convergence_charts.steps_to_threshold_chart(i.convergence, i.loss_threshold),
           uses=("threshold",), sampled=True),
-    Chart("auc", lambda i: C.auc_chart(i.convergence), uses=("threshold",), sampled=True),
+    Chart("auc", lambda i: convergence_charts.auc_chart(i.convergence), uses=("threshold",), sampled=True),
 ]
 
 STABILITY = [
     Chart("divergence_verdict", _stability_verdict("divergence"), _folded, uses=("reference", "rope"), wide=True),
-    Chart("divergence_rate", lambda i: C.divergence_rate_chart(A.divergence_rates(i.trials, i.bins,
+    Chart("divergence_rate", lambda i: stability_charts.divergence_rate_chart(A.divergence_rates(i.trials, i.bins,
                                                                                    configurations=search_fields(i.data))),
           lambda i: not i.folded, uses=("bins",)),  # with verdicts: the divergence verdict says it, once
-    Chart("divergence_map", lambda i: C.divergence_map(A.p_map(i.trials, i.bins, by=i.by), i.by), uses=("bins",)),
-    Chart("grad_norm", lambda i: C.max_grad_norm_chart(A.max_grad_norms(i.curves, i.trials)), sampled=True),
-    Chart("gain", lambda i: C.gain_chart(A.curve_cohort(i.curves, i.trials, "gain_mean", i.bins,
+    Chart("divergence_map", lambda i: stability_charts.divergence_map(A.p_map(i.trials, i.bins, by=i.by), i.by), uses=("bins",)),
+    Chart("grad_norm", lambda i: stability_charts.max_grad_norm_chart(A.max_grad_norms(i.curves, i.trials)), sampled=True),
+    Chart("gain", lambda i: stability_charts.gain_chart(A.curve_cohort(i.curves, i.trials, "gain_mean", i.bins,
                                                          include_diverged=A.successful(i.trials).empty,
                                                          configurations=search_fields(i.data))),
           uses=("bins",), sampled=True),
-    Chart("spread", lambda i: C.spread_chart(i.trials, i.bins, configurations=search_fields(i.data)), uses=("bins",),
+    Chart("spread", lambda i: stability_charts.spread_chart(i.trials, i.bins, configurations=search_fields(i.data)), uses=("bins",),
           wide=True),
 ]
 
@@ -357,7 +359,7 @@ def figure(chart: Chart, inputs: PageInputs):
     def build():
         fig = chart.build(inputs)
         if chart.sampled and inputs.data.curve_note:
-            C.mark_sample(fig, inputs.data.curve_note)
+            look.mark_sample(fig, inputs.data.curve_note)
         return fig
     return inputs.shared(("chart", chart.name, *(getattr(inputs, u) for u in chart.uses)), build)
 

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 
 from lpstudy.errors import UserError
 from lpstudy.results import analysis as A
-from lpstudy.results.charts import GROUP_COLOURS, figure, mark_empty
+from lpstudy.results.charts.look import GROUP_COLOURS, figure, mark_empty
 from lpstudy.results.reading.frames import RUN_FIELDS
 
 MAX_PICKED = len(GROUP_COLOURS)  # more curves than colours a person tells apart read as one cloud

@@ -23,7 +23,7 @@ from lpstudy.results import analysis as A
 from lpstudy.results.tables.columns import labelled
 from lpstudy.files import atomic_write_text
 from lpstudy.results.reading.frames import StudyData, TrialReader
-from lpstudy.results.measured import study_best
+from lpstudy.results.reading.measured import study_best
 from lpstudy.results.tables.glossary import glossary_lines
 from lpstudy.db.urls import redact
 

@@ -18,11 +18,11 @@ from lpstudy.names import shell_quoted
 from lpstudy.results import analysis
 from lpstudy.results.reading import frames as results
 from lpstudy.results.answers.answer_types import VerdictAnswer
-from lpstudy.results.reading.cells import PAPER_CELL, duplicates_note, grid_fields, setting_fields
+from lpstudy.results.analysis.cells import PAPER_CELL, duplicates_note, grid_fields, setting_fields
 from lpstudy.results.reading.compute import compute_line, compute_summary
 from lpstudy.results.answers import has_verdicts
-from lpstudy.results.measured import chosen_label, measured_line, study_best
-from lpstudy.study.spec import StudySpec
+from lpstudy.results.reading.measured import chosen_label, measured_line, study_best
+from lpstudy.design.spec import StudySpec
 from lpstudy.values import REFERENCE_P, finite_or_none, format_duration, format_p, json_safe, read_p
 
 
@@ -266,7 +266,7 @@ def render_status(status: dict[str, Any], console=None) -> None:
                   f"{c['FAIL']} failed · {c['RUNNING']} running · {c['WAITING']} waiting{waiting_note(status)}",
                   highlight=False, soft_wrap=True)
     best = status["best"]
-    if best and best.get("chosen_as") == "arm":  # a replicate's, a grid's: the arm (lpstudy.results.measured)
+    if best and best.get("chosen_as") == "arm":  # a replicate's, a grid's: the arm (lpstudy.results.reading.measured)
         folds = best["folds_measured"]
         text = (f"{best['arm']}: mean loss {_num(best['mean_over_folds'])} over {folds} fold{'' if folds == 1 else 's'}"
                 + (f" · its verdict: {best['verdict']}" if best.get("verdict") else "")
@@ -276,14 +276,14 @@ def render_status(status: dict[str, Any], console=None) -> None:
             console.print(("best     " if i == 0 else " " * 9) + part, highlight=False, soft_wrap=True)
     elif best:
         measured = {k: best[k] for k in ("chosen_as", "folds_measured", "mean_over_folds", "interval")} \
-            if "folds_measured" in best else None  # a search's: how well it is known (lpstudy.results.measured)
+            if "folds_measured" in best else None  # a search's: how well it is known (lpstudy.results.reading.measured)
         label = "leading " if chosen_label(measured) != "best" else "best    "
         config = (f"p={_p(best['p'])} lr={_num(best['lr'], '.3g')} gain_init={_num(best['gain_init'], '.3g')}")
         fold = best['fold'] if best['fold'] is None else int(best['fold'])
         if measured is None:  # one run's loss: a study without a spec
             console.print(f"{label} trial {best['number']}: {_num(best['value'])} · {config} fold={fold}",
                           highlight=False, soft_wrap=True)
-        else:  # the mean over its folds first: the number that holds (lpstudy.results.measured)
+        else:  # the mean over its folds first: the number that holds (lpstudy.results.reading.measured)
             for text in textwrap.wrap(f"{label} {measured_line(measured)}", console.width, subsequent_indent=" " * 9,
                                       break_long_words=False, break_on_hyphens=False):
                 console.print(text, highlight=False, soft_wrap=True)  # wrapped between words, never in a number
@@ -357,3 +357,40 @@ def print_verdict_table(console, answer: VerdictAnswer) -> None:
         console.print(verdict_summary(answer), highlight=False, soft_wrap=True)
         print_table(console, verdict_title(answer), list(frame.columns), frame.values.tolist(),
                     aligned_when_piped=False)
+
+
+def _cell(value: Any, spec: str) -> str:
+    return "–" if value is None or pd.isna(value) else format(value, spec)
+
+
+def render_compare(reader: results.TrialReader, study: str, next_hint: str | None = None) -> dict[str, Any]:
+    """Where the comparison stands (compare_progress), the arms' budgets and the verdicts, on
+    standard output; then `next_hint` (the command that runs the rest) only when something is left.
+    Returns the progress."""
+    from rich.console import Console
+
+    from lpstudy.results.reading.compare import compare_progress, load_compare, progress_line, stages_answer
+    from lpstudy.results.reading.measured import loss_cell
+
+    data = load_compare(reader, study)
+    progress = compare_progress(data)
+    console = Console()
+    console.print(f"arms     {progress_line(progress)}", highlight=False, soft_wrap=True)
+    summary = {r["arm"]: r for _, r in data.budgets.iterrows()}
+    rows = []
+    for arm in progress["arms"]:
+        r = summary.get(arm["arm"], {})
+        folds = "none (no tuning trial counts)" if arm["nothing_to_replicate"] else f"{arm['folds_done']}/{arm['folds']}"
+        rows.append([arm["arm"], f"{arm['tuning_done']}/{arm['budget']}", str(r.get("pruned", 0)), str(r.get("diverged", 0)), loss_cell(r.get("best_loss"), r.get("best_folds")),
+                     _cell(r.get("best_lr"), ".3g"), _cell(r.get("best_gain_init"), ".3g"), folds])
+    print_table(console, f"tuning ({data.plan.budget} trials per arm)",
+                ["arm", "tuned", "pruned", "diverged", "best loss", "lr", "gain_init", "folds"], rows)
+    answer = stages_answer(data)
+    if not answer.arms:
+        console.print(f"verdicts: none yet (needs the {data.reference} arm and another on the same folds)")
+    else:
+        console.print(f"verdict  {answer.sentence}", highlight=False, soft_wrap=True)
+        print_verdict_table(console, answer)
+    if next_hint and not progress["done"]:
+        console.print(f"next     {next_hint}", highlight=False, soft_wrap=True)
+    return progress

@@ -16,7 +16,7 @@ from lpstudy.db.asking import WAIT, Wait, ask
 from lpstudy.db.optuna_storage import StudyStorage
 from lpstudy.db.retries import RetryCallback
 from lpstudy.errors import UserError
-from lpstudy.study.spec import StudySpec
+from lpstudy.design.spec import StudySpec
 from lpstudy.study.studies import trial_params
 from lpstudy.values import LEASE_ATTR, METRICS_ATTR_PREFIX, RACE_FOLD_ATTR
 
@@ -39,7 +39,7 @@ def pop_waiting_trial(study: optuna.Study, storage: StudyStorage) -> optuna.Tria
 
 
 def take_race(study: optuna.Study, storage: StudyStorage) -> optuna.Trial | Literal[Wait.WAIT] | None:
-    """What a search's worker takes past its race reserve (lpstudy.study.intensify.RaceReserve): a
+    """What a search's worker takes past its race reserve (lpstudy.design.intensify.RaceReserve): a
     waiting race, now RUNNING and ours, or a failed trial's retry (its run is owed); a spread trial
     still waiting before it is failed unrun (user attribute PAST_RESERVE_ATTR), as the replay
     benchmark leaves it. WAIT where nothing owed waits but trials run (their ends may enqueue

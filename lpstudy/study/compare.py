@@ -40,10 +40,10 @@ from lpstudy.db.optuna_storage import StudyStorage
 from lpstudy.errors import UserError
 from lpstudy.study.decisions import Done, StageOver, Wait
 from lpstudy.study.races import search_best
-from lpstudy.study.space import DEFAULT_SPACE
-from lpstudy.study.spec import StudySpec, build_spec, replicate_spec
+from lpstudy.design.space import DEFAULT_SPACE
+from lpstudy.design.spec import StudySpec, build_spec, replicate_spec
 from lpstudy.study.studies import create_study, enqueue_missing_cells, load_study
-from lpstudy.study.until_decided import UntilDecided, refuse_beside_stages
+from lpstudy.design.until_decided import UntilDecided, refuse_beside_stages
 from lpstudy.training.config import coerce_field, get_preset, seeds_inside
 from lpstudy.values import REFERENCE_P, P, format_p, json_safe
 

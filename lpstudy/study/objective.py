@@ -23,7 +23,7 @@ from lpstudy.db import optuna_private
 from lpstudy.study.checkpoints import TrialCheckpoints
 from lpstudy.study import telemetry
 from lpstudy.study.races import run_overrides
-from lpstudy.study.space import describe_overrides
+from lpstudy.design.space import describe_overrides
 from lpstudy.study.trial_attributes import end_attributes, start_attributes
 from lpstudy.study.trial_context import TrialContext, TrialOutcome
 from lpstudy.training.gain import gain_rule_of

@@ -1,7 +1,7 @@
 """A search study's races: its trials read as evaluations of configurations on folds, the leaders'
 next folds enqueued as trials, and the configuration the search returns.
 
-The decision is the study's Intensifier's (lpstudy.study.intensify, the same object the replay
+The decision is the study's Intensifier's (lpstudy.design.intensify, the same object the replay
 benchmark asks); this module only reads a study's trials for it and writes its requests back. A
 configuration is its Optuna parameters (a race's trial is enqueued with exactly those of the trial
 that first ran it); a trial's fold is the fold its race enqueued it on (the user attribute
@@ -24,8 +24,8 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from lpstudy.study.intensify import Evaluation, Returned
-from lpstudy.study.spec import StudySpec
+from lpstudy.design.intensify import Evaluation, Returned
+from lpstudy.design.spec import StudySpec
 from lpstudy.values import FIXED_PARAMS_ATTR, RACE_FOLD_ATTR, RACE_OF_ATTR
 
 
@@ -72,7 +72,7 @@ def pending(trials: Sequence[FrozenTrial], spec: StudySpec) -> set[tuple[Hashabl
 
 @dataclass(frozen=True)
 class SearchBest:
-    """The configuration a search returns (lpstudy.study.intensify.Returned) and its trials: `trial`
+    """The configuration a search returns (lpstudy.design.intensify.Returned) and its trials: `trial`
     the one on the tuning fold (or the first it ran: what a run file retrains), `trials` every
     COMPLETE trial of it, by fold."""
 
@@ -125,7 +125,7 @@ def stored_best(tables, spec: StudySpec) -> StoredBest | None:
     with a few queries however many trials it has: only a raced configuration can have more than
     one fold, so the Intensifier reads the COMPLETE race trials (RACE_FOLD_ATTR, RACE_OF_ATTR) and
     the trials that first ran their configurations; where none of them holds (no race yet, or every
-    raced configuration diverged on a fold), the tuning fold's lowest value (lpstudy.study.best, by a
+    raced configuration diverged on a fold), the tuning fold's lowest value (lpstudy.design.best, by a
     query) among the trials no race ran. None before any COMPLETE trial that did not diverge."""
     import math
 

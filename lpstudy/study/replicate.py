@@ -14,9 +14,9 @@ from typing import Any
 from optuna.trial import TrialState
 
 from lpstudy.db.kinds.base import StudyStorage
-from lpstudy.study.spec import replicate_spec
+from lpstudy.design.spec import replicate_spec
 from lpstudy.study.studies import grid_state, open_and_create
-from lpstudy.study.until_decided import UntilDecided
+from lpstudy.design.until_decided import UntilDecided
 
 
 @dataclass

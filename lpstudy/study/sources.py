@@ -3,7 +3,7 @@ trial as a typed decision (lpstudy.study.decisions):
 
     SearchTrials   a search (or a comparison arm's tuning): a new trial within its n_trials target,
                    or, past its race reserve, only the races its intensifier asked for
-                   (lpstudy.study.intensify.RaceReserve, the rule the replay benchmark keeps);
+                   (lpstudy.design.intensify.RaceReserve, the rule the replay benchmark keeps);
                    told a completed trial, it enqueues the races the intensifier asks for
     GridCells      a replicate or grid (or a comparison arm's folds): a waiting cell; a stage's end
                    where it runs --until-decided (lpstudy.study.stages decides the next)
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from lpstudy.db.liveness import Liveness
     from lpstudy.db.optuna_storage import StudyStorage
-    from lpstudy.study.spec import StudySpec
+    from lpstudy.design.spec import StudySpec
     from lpstudy.study.trial_context import TrialContext, TrialOutcome
     from lpstudy.study.worker import WorkerOptions
 
@@ -112,7 +112,7 @@ class SearchTrials(StudySource):
             self.say(f"{raced} leading configuration(s) enqueued on another fold")
 
     def _past_race_reserve(self, done: int) -> bool:
-        """Whether this worker, free now, takes only races (lpstudy.study.intensify.RaceReserve, the
+        """Whether this worker, free now, takes only races (lpstudy.design.intensify.RaceReserve, the
         rule the replay benchmark keeps): past (1 − race_reserve) of the run its command started
         it for (WorkerOptions.run_budget: every worker's trials since, the running ones too), else of
         its own --n-trials (the trials it ran), or of the study's n_trials target counting the

@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 from lpstudy.db.optuna_storage import StudyStorage, quiet_optuna
 from lpstudy.errors import NoStudiesYet, UserError
-from lpstudy.study.spec import StudySpec
+from lpstudy.design.spec import StudySpec
 from lpstudy.study.studies import load_spec, spec_differences, spec_sha256
 from lpstudy.values import SPEC_SHA256_ATTR
 

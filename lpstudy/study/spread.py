@@ -13,7 +13,7 @@ How a unit coordinate u ∈ [0, 1) becomes a field's value: a range maps linearl
 for a log range; rounded to its step); an integer range takes the integer whose cell of width one
 holds the point (on a log scale for a log range, as Optuna's suggest_int(log=True) draws: from
 low − ½ to high + ½); a choice takes choice ⌊u·n⌋; p's range with ∞ maps onto its parameter
-`p_or_inf` (lpstudy.study.space), whose top slice, space.INF_SHARE of the axis, is ∞: one spread
+`p_or_inf` (lpstudy.design.space), whose top slice, space.INF_SHARE of the axis, is ∞: one spread
 trial in 8, the share every sampler draws it at. The values are Optuna parameters in the space's
 own encoding, so the worker's `space.suggest` reads them back as it reads a sampled trial.
 
@@ -31,7 +31,7 @@ from typing import Any
 import optuna
 from optuna.pruners import HyperbandPruner, MedianPruner, SuccessiveHalvingPruner
 
-from lpstudy.study.space import Choice, Range, SearchSpace
+from lpstudy.design.space import Choice, Range, SearchSpace
 from lpstudy.values import P_OR_INF_PARAM, RACE_FOLD_ATTR, json_safe
 
 SPREAD_ATTR = "spread"  # user attribute of a spread trial: never pruned
@@ -98,7 +98,7 @@ def is_spread(trial: optuna.trial.FrozenTrial) -> bool:
 
 def runs_to_the_end(trial: optuna.trial.FrozenTrial) -> bool:
     """A spread trial, or a race's evaluation of a configuration on another fold
-    (lpstudy.study.intensify): its final loss is what it is run for, so no pruner stops it."""
+    (lpstudy.design.intensify): its final loss is what it is run for, so no pruner stops it."""
     return is_spread(trial) or trial.user_attrs.get(RACE_FOLD_ATTR) is not None
 
 

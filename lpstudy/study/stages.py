@@ -11,9 +11,9 @@ each cell once however many workers finish a stage at the same moment). Every wo
 this, so no process has to stay up to lead the study. It stops when every arm is decided or the last
 stage ran.
 
-This is the one module below the read side that reads it (the verdicts, inside next_stage): the
-stage engine decides from them, and nothing of lpstudy.results imports it back
-(tests/test_house.py)."""
+The stage engine reads the study's rows itself (lpstudy.results.rows.arms.verdict_rows, below it) and
+hands them to the verdicts (lpstudy.results.answers, below it too): it imports nothing of the read
+side (the layers in pyproject.toml's [tool.importlinter], tests/test_layers.py)."""
 
 from __future__ import annotations
 
@@ -46,14 +46,14 @@ def next_stage(storage: StudyStorage, name: str, say=None) -> Stage:
     storage: the worker's own, which reads the verdicts' data too."""
     from lpstudy.results.answers import study_answer
     from lpstudy.results.answers.options import stage_options
-    from lpstudy.results.reading.compare import verdict_data
+    from lpstudy.results.rows.arms import verdict_rows
     from lpstudy.study.compare import enqueue_stage, load_plan
     from lpstudy.study.studies import enqueue_round, load_spec
     from lpstudy.values import format_p
 
     comparison = load_plan(storage, name)
     plan = comparison.until_decided if comparison is not None else load_spec(storage, name).until_decided
-    data = verdict_data(storage, name, curves=False)
+    data = verdict_rows(storage, name, comparison)  # the tables it read, handed to the verdicts
     if data.trials["state"].isin(["WAITING", "RUNNING"]).any():
         return WAIT
     answer = study_answer(data, stage_options(plan))

@@ -18,7 +18,7 @@ from lpstudy.db.optuna_storage import StudyStorage
 from lpstudy.errors import UserError
 from lpstudy.names import check_study_name, no_such_study, shell_quoted
 from lpstudy.study.seeded_sampler import PerTrialSeededSampler
-from lpstudy.study.spec import StudySpec
+from lpstudy.design.spec import StudySpec
 from lpstudy.study.spread import (SpreadHyperbandPruner, SpreadMedianPruner, SpreadSuccessiveHalvingPruner,
                                   enqueue_spread)
 from lpstudy.values import FIXED_PARAMS_ATTR, SPEC_ATTR, SPEC_SHA256_ATTR

@@ -30,8 +30,8 @@ import typer
 
 from lpstudy.db import optuna_private
 from lpstudy.db.optuna_storage import open_storage
-from lpstudy.study.space import SearchSpace
-from lpstudy.study.spec import build_spec, replicate_spec
+from lpstudy.design.space import SearchSpace
+from lpstudy.design.spec import build_spec, replicate_spec
 from lpstudy.study.studies import create_study
 from lpstudy.study.trial_context import TrialOutcome
 from lpstudy.study.trial_attributes import end_attributes, evaluation_attribute, start_attributes

@@ -17,7 +17,7 @@ import optuna
 from optuna.trial import TrialState
 
 from lpstudy.db.optuna_storage import StudyStorage
-from lpstudy.study.spec import StudySpec
+from lpstudy.design.spec import StudySpec
 from lpstudy.training.metrics import uniform_guess_loss
 
 

@@ -49,7 +49,7 @@ from lpstudy.study.claims import requeue
 from lpstudy.study import telemetry
 from lpstudy.study.decisions import Decider, Done, Wait
 from lpstudy.study.sources import GridCells, OneStudy, SearchTrials, StudySource
-from lpstudy.study.spec import StudySpec
+from lpstudy.design.spec import StudySpec
 from lpstudy.study.studies import load_study
 from lpstudy.study.trial_context import Objective, TrialContext, TrialLost, TrialOutcome
 from lpstudy.training.progress import say_stderr

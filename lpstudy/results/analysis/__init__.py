@@ -1,5 +1,6 @@
-"""The numbers behind every chart: pure functions over the trials and curves frames of
-lpstudy.results.reading.frames. No I/O, no plotting; the dashboard, `lpstudy report` and `lpstudy status` share them.
+"""The numbers behind every chart: pure functions over the trials and curves frames they are handed
+(StudyData, study_data; built by lpstudy.results.rows), with a grid's cells (cells) and the curve
+sample (curve_sample). No I/O, no plotting; the dashboard, `lpstudy report` and `lpstudy status` share them.
 
 Conventions:
 - A trial's loss is its final validation loss: the value of a COMPLETE trial that did not diverge.

@@ -19,7 +19,7 @@ def tuning_summary(trials: pd.DataFrame, arm: str = "arm") -> pd.DataFrame:
     rows = []
     for name, group in trials.groupby(arm, sort=False):
         marked = group[group["returned"].fillna(False).astype(bool)] if "returned" in group else group.iloc[:0]
-        best = best_trial(marked if len(marked) else group)  # lpstudy.study.best's rule on the arm's returned trial
+        best = best_trial(marked if len(marked) else group)  # lpstudy.design.best's rule on the arm's returned trial
         folds = float(marked["returned_folds"].iloc[0]) if len(marked) else math.nan
         rows.append({"arm": name, "spent": int(group["state"].isin(["COMPLETE", "PRUNED", "RUNNING", "WAITING"]).sum()),
                      "complete": int((group["state"] == "COMPLETE").sum()),

@@ -1,6 +1,6 @@
 """One configuration, one observation: a search's runs read as configurations measured on folds.
 
-A search races its leaders on more folds (lpstudy.study.intensify): a configuration run on folds
+A search races its leaders on more folds (lpstudy.design.intensify): a configuration run on folds
 0–3 is not four observations of what its settings do but one, measured four times, and the spread
 of its four losses is the folds', not the settings'. Counted as four runs, it would weigh four times
 in the surrogate and the rank correlations, narrow a band with fold noise, and make a p group of

@@ -11,7 +11,7 @@ import pandas as pd
 
 from lpstudy.results.analysis.best_of_m import MIN_INTERVAL_RUNS
 from lpstudy.results.analysis.groups import DEFAULT_P_BINS, equal_width_bins, p_bins, p_positions
-from lpstudy.results.reading.cells import cell_frame
+from lpstudy.results.analysis.cells import cell_frame
 from lpstudy.results.analysis.intervals import t_interval
 from lpstudy.results.analysis.selection import finished
 
@@ -22,7 +22,7 @@ SUMMARY_COLUMNS = ("p_bin", "p", "p_low", "p_high", "n", "n_ok", "n_diverged", "
 
 def _within(trials: pd.DataFrame, within: Sequence[str], table, empty: pd.DataFrame) -> pd.DataFrame:
     """table(group) for each setting of the fields `within` (a grid's other gridded fields, each
-    trial's cell value: lpstudy.results.reading.cells), those fields as columns after p's, rows sorted by
+    trial's cell value: lpstudy.results.analysis.cells), those fields as columns after p's, rows sorted by
     p then by the setting."""
     values = cell_frame(trials, tuple(within))
     parts = []
@@ -55,7 +55,7 @@ def per_p_summary(trials: pd.DataFrame, bins: int | Sequence[float] | None = Non
     group, sorted by p with ∞ last. n counts COMPLETE trials, n_ok those that did not diverge; mean,
     std (ddof 1), sem, the t interval (ci_low, ci_high: from MIN_INTERVAL_RUNS losses up, else NaN),
     median and best are over the n_ok losses.
-    With `within` (a grid's other gridded fields, lpstudy.results.reading.cells.setting_fields: a sweep's
+    With `within` (a grid's other gridded fields, lpstudy.results.analysis.cells.setting_fields: a sweep's
     lr), one row per p and setting, the setting's fields as columns after p."""
     if within:
         return _within(trials, within, lambda group: per_p_summary(group, bins, confidence),

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from lpstudy.results.reading.cells import REPLICATE_FIELDS
+from lpstudy.results.analysis.cells import REPLICATE_FIELDS
 
 DEFAULT_PARAMS = ("p", "lr", "gain_init")  # what a study without a readable space searched
 BLOCKING = "a blocking factor: it tells replicates apart"
@@ -63,9 +63,9 @@ class Searched:
 
 
 def space_entries(spec: dict | None) -> dict | None:
-    """The spec's searched fields as {name: Range or Choice} (lpstudy.study.space), None when the
+    """The spec's searched fields as {name: Range or Choice} (lpstudy.design.space), None when the
     spec has no space this version reads."""
-    from lpstudy.study.space import SearchSpace
+    from lpstudy.design.space import SearchSpace
 
     plain = (spec or {}).get("space")
     if not plain:
@@ -118,7 +118,7 @@ def _numeric(values: pd.Series) -> pd.Series | None:
 
 
 def _kind(name: str, numbers: pd.Series | None, entry) -> str:
-    from lpstudy.study.space import LOG_SCALE_FIELDS, Choice, Range
+    from lpstudy.design.space import LOG_SCALE_FIELDS, Choice, Range
 
     if name == "p":
         return "p"

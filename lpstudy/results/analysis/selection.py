@@ -9,8 +9,8 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from lpstudy.results.reading.cells import cells_done, grid_fields
-from lpstudy.study.best import ranked_frame
+from lpstudy.results.analysis.cells import cells_done, grid_fields
+from lpstudy.design.best import ranked_frame
 from lpstudy.values import STATES
 
 
@@ -61,12 +61,12 @@ def state_counts(trials: pd.DataFrame) -> pd.Series:
 
 
 def top_trials(trials: pd.DataFrame, k: int = 10) -> pd.DataFrame:
-    """The k best trials (lpstudy.study.best), best first, with `loss`."""
+    """The k best trials (lpstudy.design.best), best first, with `loss`."""
     return ranked_frame(trials, k)
 
 
 def best_trial(trials: pd.DataFrame) -> pd.Series | None:
-    """The best trial (lpstudy.study.best), or None."""
+    """The best trial (lpstudy.design.best), or None."""
     best = top_trials(trials, 1)
     return None if best.empty else best.iloc[0]
 
@@ -92,7 +92,7 @@ def running_trials(trials: pd.DataFrame, now: pd.Timestamp | None = None) -> pd.
 
 def grid_progress(trials: pd.DataFrame, spec: dict | None = None) -> dict | None:
     """For a grid study (replicate, or `create --sampler grid`): cells in the grid, cells done (a
-    COMPLETE trial; a cell is every gridded field, lpstudy.results.reading.cells), running, waiting, and
+    COMPLETE trial; a cell is every gridded field, lpstudy.results.analysis.cells), running, waiting, and
     the fraction done; None for a study that is not a grid."""
     spec = spec or {}
     fields = grid_fields(spec)

@@ -20,7 +20,7 @@ from lpstudy.results.answers.answer_types import SearchAnswer, VerdictAnswer
 from lpstudy.results.answers.options import DEFAULT_ALPHA, DEFAULT_ROPE, AnswerOptions, Rope, parse_rope, study_rope
 
 if TYPE_CHECKING:  # the CLI imports the options from here without pandas
-    from lpstudy.results.reading.frames import StudyData, StudyInfo
+    from lpstudy.results.analysis.study_data import StudyData, StudyInfo
 
 __all__ = ["AnswerOptions", "DEFAULT_ALPHA", "DEFAULT_ROPE", "Rope", "SearchAnswer", "VerdictAnswer",
            "answered_by_verdicts", "has_verdicts", "parse_rope", "study_answer", "study_rope"]

@@ -46,7 +46,7 @@ from lpstudy.results.analysis.survival import group_survival
 from lpstudy.results.answers.decide import decide_sentence
 from lpstudy.results.answers.endpoint_verdicts import endpoint_verdicts
 from lpstudy.results.answers.options import AnswerOptions
-from lpstudy.results.reading.frames import StudyData
+from lpstudy.results.analysis.study_data import StudyData
 from lpstudy.values import arm_name
 
 ENDPOINTS = {  # name: (unit, what it is)
@@ -69,7 +69,7 @@ def tokens_per_step(spec: dict | None) -> int | None:
     if factor in ("batch_size", "block_size"):
         return None
     try:
-        from lpstudy.study.spec import StudySpec
+        from lpstudy.design.spec import StudySpec
 
         config = StudySpec.from_plain(spec).base_config()
         return int(config.batch_size) * int(config.block_size)

@@ -136,7 +136,7 @@ def _command(data, arms: list, design: dict) -> str | None:
         return None
     if (design["folds"], design["repeats"], design["seeds"]) == design["now"]:  # the study's own design, not yet run out
         return f"lpstudy worker --study {shell_quoted(data.name)}"
-    from lpstudy.study.space import SearchSpace
+    from lpstudy.design.space import SearchSpace
 
     try:
         space = SearchSpace.from_plain((data.info.spec or {}).get("space") or {})

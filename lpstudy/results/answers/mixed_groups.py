@@ -19,7 +19,7 @@ import pandas as pd
 from lpstudy.names import shell_quoted
 from lpstudy.results.analysis.groups import p_bins
 from lpstudy.results.analysis.selection import finished
-from lpstudy.results.reading.frames import StudyData
+from lpstudy.results.analysis.study_data import StudyData
 from lpstudy.values import format_p
 
 CO_SAMPLED = {"gain_init": "gain₀", "lr": "learning rate"}  # the fields a search samples with p, as a page names them

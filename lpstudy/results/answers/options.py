@@ -141,9 +141,9 @@ def study_rope(spec: dict | None) -> Rope:
 
 def stage_options(stages, reference=None) -> AnswerOptions:
     """The AnswerOptions a sequential study's stages were decided with: its spec's (or comparison
-    plan's) until_decided, as stored or as lpstudy.study.until_decided.UntilDecided (rope, alpha, and
+    plan's) until_decided, as stored or as lpstudy.design.until_decided.UntilDecided (rope, alpha, and
     the reference where the plan names one), for the stage engine and the commands that report them."""
-    from lpstudy.study.until_decided import UntilDecided
+    from lpstudy.design.until_decided import UntilDecided
 
     plan = UntilDecided.from_plain(stages)
     if plan is None:

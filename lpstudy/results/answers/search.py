@@ -49,7 +49,7 @@ from lpstudy.results.analysis.searched import Searched, rank_correlation, read_s
 from lpstudy.results.analysis.selection import finished, successful
 from lpstudy.results.answers.options import AnswerOptions
 from lpstudy.results.answers.surrogate import MIN_RUNS, Profile, p_profile
-from lpstudy.results.reading.frames import StudyData
+from lpstudy.results.analysis.study_data import StudyData
 from lpstudy.values import format_p, json_safe
 
 METRIC = "final validation loss (completed runs that did not diverge)"
@@ -181,7 +181,7 @@ def configuration_trials(trials: pd.DataFrame, spec: dict | None) -> pd.DataFram
 def search_answer(data: StudyData, options: AnswerOptions = AnswerOptions()) -> dict:
     """The answer of a search study (lpstudy.results.answers' shape): search_effect and the
     importance (over importance_sample's runs in a big study)."""
-    from lpstudy.results.reading.curve_sample import importance_sample
+    from lpstudy.results.analysis.curve_sample import importance_sample
 
     trials = data.trials
     # one configuration, one observation: a leader raced on several folds weighs once in the importance

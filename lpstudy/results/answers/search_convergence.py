@@ -26,7 +26,7 @@ from lpstudy.results.analysis.selection import finished
 from lpstudy.results.analysis.survival import group_survival
 from lpstudy.results.answers.convergence import ENDPOINTS, _resolution, tokens_per_step
 from lpstudy.results.answers.options import AnswerOptions
-from lpstudy.results.reading.frames import StudyData
+from lpstudy.results.analysis.study_data import StudyData
 
 GROUPS = 3  # equal-width bins of finite p (∞ apart): a few groups, each with runs enough to read
 METHOD = ("per configuration (its first run; a raced configuration counted once): the steps to the threshold, "

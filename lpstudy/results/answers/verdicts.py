@@ -31,7 +31,7 @@ from lpstudy.results.answers.endpoint_verdicts import endpoint_verdicts
 from lpstudy.results.answers.fold_tests import VERDICTS, interval
 from lpstudy.results.answers.sequential import information, look_levels, nominal_levels, rounds_of, sequential_verdicts
 from lpstudy.results.answers.stability_verdicts import stability_answer, stability_verdicts
-from lpstudy.results.reading.frames import StudyData
+from lpstudy.results.analysis.study_data import StudyData
 from lpstudy.values import REFERENCE_P, format_p, json_safe
 
 METHOD = ("corrected resampled t over folds (Nadeau & Bengio 2003; repeated CV: Bouckaert & Frank 2004, repeats taken "

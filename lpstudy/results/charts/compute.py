@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from lpstudy.results.charts import figure, mark_empty, mark_sample
+from lpstudy.results.charts.look import figure, mark_empty, mark_sample
 from lpstudy.results.reading.point_sample import drawn_points, step_points
 
 PRUNED_MARKER = {"symbol": "x", "size": 7, "color": "#444444", "line": {"width": 1}}

@@ -10,8 +10,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from lpstudy.results import analysis as A
-from lpstudy.results.charts import (caption, draws_bands, figure, group_colours, log_ticks, mark_empty, median_curves, p_axis,
-                                    tick_text)
+from lpstudy.results.charts.convergence import median_curves
+from lpstudy.results.charts.look import caption, draws_bands, figure, group_colours, log_ticks, mark_empty, p_axis, tick_text
 
 RULE_COLOURS = {"default": "#1f77b4", "fixed": "#1f77b4", "matched": "#ff7f0e"}
 RULE_NAMES = {"default": "fixed gain g₀ = log₂(L²−L)", "fixed": "fixed gain", "matched": "matched gain",

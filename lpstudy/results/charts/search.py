@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 
 from lpstudy.results import analysis as A
 from lpstudy.results.answers.answer_types import ProfilePoint, SearchAnswer
-from lpstudy.results.charts import caption, figure, mark_empty, p_axis
+from lpstudy.results.charts.look import caption, figure, mark_empty, p_axis
 
 TITLE = "p's effect with lr and gain held apart (surrogate, 95 % band)"
 PROFILE_COLOUR = "#2ca02c"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from lpstudy.results.answers.answer_types import StabilityRow, VerdictAnswer
-from lpstudy.results.charts import caption, figure, mark_empty
+from lpstudy.results.charts.look import caption, figure, mark_empty
 from lpstudy.results.tables.verdicts import COLOUR_RULE, NEUTRAL_COLOUR, VERDICT_COLOURS, arm_name
 
 

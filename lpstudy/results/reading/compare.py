@@ -1,13 +1,14 @@
 """A comparison (lpstudy compare) read back: its plan, every arm's tuning trials and replicate
 runs as trials frames with an `arm` column; its arms against the reference are the answer's verdicts
 (lpstudy.results.answers, stages_answer). Read-only; the dashboard's Compare page, `lpstudy
-compare`, `lpstudy status` (render_compare) and `lpstudy verdict` show the same numbers."""
+compare`, `lpstudy status` (lpstudy.results.status.render_compare prints it) and `lpstudy verdict`
+show the same numbers."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
@@ -15,13 +16,10 @@ from lpstudy.db.trial_reader import TrialReader
 from lpstudy.db.urls import redact
 from lpstudy.errors import UserError
 from lpstudy.results import analysis as A
+from lpstudy.results.analysis.study_data import StudyData
 from lpstudy.results.answers.answer_types import VerdictAnswer
-from lpstudy.results.reading.frames import load_trials
-from lpstudy.results.measured import loss_cell
+from lpstudy.results.rows.arms import arm_trials, arms_folds, arms_study_data, joined
 from lpstudy.study.compare import COMPARE_ATTR, ComparePlan
-
-if TYPE_CHECKING:
-    from lpstudy.results.reading.frames import StudyData
 
 
 @dataclass
@@ -120,26 +118,20 @@ def load_compare(reader: TrialReader, name: str) -> CompareData:
         raise UserError(f"no comparison named {name!r} in {redact(reader.url)}; create it with `lpstudy compare`")
     plan = ComparePlan.from_plain(plain)
     tuning: list[pd.DataFrame] = []
-    folds: list[pd.DataFrame] = []
     for value, t in plan.arm_tunings():
-        arm = plan.label(value)
-        for study, frames in ((plan.tune_study(name, value, t), tuning), (plan.folds_study(name, value, t), folds)):
-            if study in records:
-                frame = load_trials(reader, study).assign(arm=arm, study=study, tuning=t)
-                if frames is tuning:  # the configuration the arm's search returns: the one it replicates
-                    frame = _mark_returned(reader, study, records[study].attrs, frame)
-                frames.append(frame)
-    join = lambda frames: pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(  # noqa: E731
-        columns=["arm", "number", "state", "value", "p", "lr", "gain_init", "fold", "diverged", "final_val_loss"])
-    return CompareData(name, plan, join(tuning), join(folds), plan.label(plan.reference))
+        study = plan.tune_study(name, value, t)
+        if study in records:  # the configuration the arm's search returns: the one it replicates
+            tuning.append(_mark_returned(reader, study, records[study].attrs, arm_trials(reader, study, plan.label(value), t)))
+    folds = arms_folds(reader, name, plan, set(records))
+    return CompareData(name, plan, joined(tuning), folds, plan.label(plan.reference))
 
 
 def _mark_returned(reader: TrialReader, study: str, attrs: dict, frame: pd.DataFrame) -> pd.DataFrame:
     """The tuning trials with `returned` (the trial of the configuration the arm's search returns,
-    lpstudy.results.measured.search_chosen, which lpstudy.study.compare replicates) and
+    lpstudy.results.reading.measured.search_chosen, which lpstudy.study.compare replicates) and
     `returned_folds` (on how many folds it was measured) with `returned_mean` (its mean loss over them)."""
     from lpstudy.results.reading.frames import study_info
-    from lpstudy.results.measured import search_chosen
+    from lpstudy.results.reading.measured import search_chosen
 
     info = study_info(study, attrs)
     chosen = reader.read(study, lambda tables: search_chosen(tables, "search", info.spec))
@@ -167,64 +159,9 @@ def compare_study_data(reader: TrialReader, name: str, curves: bool = False):
     return study
 
 
-def _study_data(data: CompareData):
-    """The comparison's StudyData: its arms' replicate runs, numbered 0, 1, ... across the arms (the
-    arm's study and the trial's number in it kept as `study` and `arm_number`, where its curves are read)."""
-    from lpstudy.results.reading.frames import StudyData, StudyInfo, merge_curves
-
-    plan, name = data.plan, data.name
-    spec: dict[str, Any] = {"folds": plan.folds, "compare": {"factor": plan.factor, "reference_label": data.reference,
-                                             "labels": {plan.label(v): v for v in plan.values}}}
-    if plan.repeats > 1:  # the K-fold CV repeated over new partitions and seeds (trials carry `repeat`)
-        spec["repeats"] = plan.repeats
-    # what the verdict compares: each arm tuned with `budget` trials, `tunings` times (the runs carry `tuning`)
-    spec["compare"].update({"budget": plan.budget, "tunings": plan.tunings, "budget_note": plan.budget_note()})
-    if plan.until_decided:  # the replicate phase ran in stages: the verdicts replay them (answers.sequential)
-        spec["until_decided"] = plan.until_decided.to_plain()
-    info = StudyInfo(name=name, kind="compare", preset=plan.preset, spec=spec)
-    trials = data.folds
-    if len(trials) and "study" in trials:
-        trials = trials.rename(columns={"number": "arm_number"}).reset_index(drop=True)
-        trials.insert(0, "number", range(len(trials)))
-    return StudyData(name=name, info=info, trials=trials, curves=merge_curves())
-
-
-def _cell(value: Any, spec: str) -> str:
-    return "–" if value is None or pd.isna(value) else format(value, spec)
-
-
-def render_compare(reader: TrialReader, study: str, next_hint: str | None = None) -> dict[str, Any]:
-    """Where the comparison stands (compare_progress), the arms' budgets and the verdicts, on
-    standard output; then `next_hint` (the command that runs the rest) only when something is left.
-    Returns the progress."""
-    from rich.console import Console
-
-    from lpstudy.results.status import print_table  # plain columns at any width, no number cut
-
-    data = load_compare(reader, study)
-    progress = compare_progress(data)
-    console = Console()
-    console.print(f"arms     {progress_line(progress)}", highlight=False, soft_wrap=True)
-    summary = {r["arm"]: r for _, r in data.budgets.iterrows()}
-    rows = []
-    for arm in progress["arms"]:
-        r = summary.get(arm["arm"], {})
-        folds = "none (no tuning trial counts)" if arm["nothing_to_replicate"] else f"{arm['folds_done']}/{arm['folds']}"
-        rows.append([arm["arm"], f"{arm['tuning_done']}/{arm['budget']}", str(r.get("pruned", 0)), str(r.get("diverged", 0)), loss_cell(r.get("best_loss"), r.get("best_folds")),
-                     _cell(r.get("best_lr"), ".3g"), _cell(r.get("best_gain_init"), ".3g"), folds])
-    print_table(console, f"tuning ({data.plan.budget} trials per arm)",
-                ["arm", "tuned", "pruned", "diverged", "best loss", "lr", "gain_init", "folds"], rows)
-    answer = stages_answer(data)
-    if not answer.arms:
-        console.print(f"verdicts: none yet (needs the {data.reference} arm and another on the same folds)")
-    else:
-        from lpstudy.results.status import print_verdict_table
-
-        console.print(f"verdict  {answer.sentence}", highlight=False, soft_wrap=True)
-        print_verdict_table(console, answer)
-    if next_hint and not progress["done"]:
-        console.print(f"next     {next_hint}", highlight=False, soft_wrap=True)
-    return progress
+def _study_data(data: CompareData) -> StudyData:
+    """The comparison's StudyData: its arms' replicate runs (lpstudy.results.rows.arms.arms_study_data)."""
+    return arms_study_data(data.name, data.plan, data.folds, data.reference)
 
 
 def exported_arm(reader: TrialReader, name: str) -> tuple[str, str]:
@@ -245,7 +182,7 @@ def exported_arm(reader: TrialReader, name: str) -> tuple[str, str]:
                     f"`lpstudy status --study {name}` shows a best loss")
 
 
-def verdict_data(reader, name: str, curves: bool = True) -> StudyData:
+def verdict_data(reader: TrialReader, name: str, curves: bool = True) -> StudyData:
     """The study NAME read for its verdicts: a comparison's arms' replicate runs (compare_study_data),
     any other study as it is (frames.load_study)."""
     from lpstudy.results.reading.frames import EVERY_CURVE, load_study

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lpstudy.study.best import is_candidate
+from lpstudy.design.best import is_candidate
 from lpstudy.values import SPENT_STATES, format_duration
 
 FINISHED_STATES = ("COMPLETE", "PRUNED", "FAIL")

@@ -17,7 +17,7 @@ thousand a query), and puts their rows in place of the old ones. The result equa
 again when the study is another one (a new study id: the study was deleted and made again), or
 when the number of trials the database holds is not the number this copy expects (a trial removed
 by hand). The learning curves are read again at every read: they are those of a sample of at most
-about a thousand trials (lpstudy.results.reading.curve_sample), or of every trial of a small study.
+about a thousand trials (lpstudy.results.analysis.curve_sample), or of every trial of a small study.
 
 On a storage read through Optuna's API (journal, gRPC) each read is a new copy of the study
 (lpstudy.db.optuna_copy) that keeps the trials' ids: the same rule reads only what changed.

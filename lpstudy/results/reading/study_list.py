@@ -1,7 +1,7 @@
 """Every study a database holds, one row each: its name, kind, trials by state, best value and last
 activity (`lpstudy studies`). Read through the storage's one reader, so every kind of storage
-answers it; the best value is lpstudy.study.best's, and a search's the configuration it returns
-(lpstudy.results.measured: its mean over the folds it was raced on, or its loss "leading on 1 fold"
+answers it; the best value is lpstudy.design.best's, and a search's the configuration it returns
+(lpstudy.results.reading.measured: its mean over the folds it was raced on, or its loss "leading on 1 fold"
 before a race, never called best). A comparison (`lpstudy compare`) holds no trials
 of its own: its row counts its arms' studies' trials, its best is the best of theirs, its last
 activity theirs (the arms' own rows follow it, as they are studies too)."""
@@ -17,7 +17,7 @@ from lpstudy.db.trial_reader import TrialReader
 from lpstudy.names import arm_study_names
 from lpstudy.results.analysis import state_counts
 from lpstudy.results.reading.frames import load_trials, study_info
-from lpstudy.results.measured import best_of, search_chosen
+from lpstudy.results.reading.measured import best_of, search_chosen
 
 
 def study_rows(reader: TrialReader) -> list[dict[str, Any]]:

@@ -28,7 +28,7 @@ class StudySummary:
     running: pd.DataFrame  # the RUNNING trials' rows of the trials frame
     mean_complete_s: float | None
     compute: dict  # results.reading.compute.compute_summary of every trial, summed in SQL
-    measured: dict | None = None  # how well the best is known: lpstudy.results.measured.measured_fields
+    measured: dict | None = None  # how well the best is known: lpstudy.results.reading.measured.measured_fields
     waiting_races: int = 0  # WAITING trials a race enqueued (lpstudy.study.races): a leader on another fold
 
 
@@ -38,10 +38,10 @@ def needs_every_trial(info: frames.StudyInfo) -> bool:
 
 
 def _search_best(tables: StudyTables, info: frames.StudyInfo) -> tuple[list[int], dict | None]:
-    """The trial id of the configuration the search returns (lpstudy.results.measured.search_chosen:
+    """The trial id of the configuration the search returns (lpstudy.results.reading.measured.search_chosen:
     its leaders raced on more folds), on its tuning fold, and how well it is known; a study without a
-    spec: the lowest value (lpstudy.study.best, by a query)."""
-    from lpstudy.results.measured import search_chosen
+    spec: the lowest value (lpstudy.design.best, by a query)."""
+    from lpstudy.results.reading.measured import search_chosen
 
     if not isinstance(info.spec, dict) or not info.spec:
         return [tid for tid, _, _ in tables.ranked_trial_ids(1)], None

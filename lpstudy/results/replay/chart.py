@@ -11,7 +11,7 @@ from lpstudy.errors import UserError
 from lpstudy.results.replay.traces import RANDOM
 from lpstudy.results.replay.scores import ReplayResult
 from lpstudy.results.replay.methods import FOLD_PRUNER, SAMPLER_NAMES, default_method
-from lpstudy.study.options import PRUNERS
+from lpstudy.design.options import PRUNERS
 
 # Random search, the reference, in grey; every other sampler of the catalogue a colour of its own.
 PALETTE = ("#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf")

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 FORMAT = "lpstudy-grid/1"
 FOLD = "fold"  # the replication axis; every other searched field of the grid is a configuration's
-LOG_SCALE = ("lr", "gain_init")  # searched on a log scale (lpstudy.study.space.LOG_SCALE_FIELDS)
+LOG_SCALE = ("lr", "gain_init")  # searched on a log scale (lpstudy.design.space.LOG_SCALE_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -142,7 +142,7 @@ class GridTable:
         return self._index[config]
 
     def ranges(self) -> dict[str, Any]:
-        """The search space the grid spans, as study-space entries (lpstudy.study.space): a range
+        """The search space the grid spans, as study-space entries (lpstudy.design.space): a range
         low:high per numeric field (log for lr and gain_init), a choice for anything else."""
         space: dict[str, Any] = {}
         for name in self.params:
@@ -193,8 +193,8 @@ def from_study(reader: TrialReader, study_name: str) -> GridTable:
     from lpstudy.db.urls import redact
     from lpstudy.names import shell_quoted
     from lpstudy.results.reading.frames import load_study
-    from lpstudy.study.space import Choice
-    from lpstudy.study.spec import StudySpec
+    from lpstudy.design.space import Choice
+    from lpstudy.design.spec import StudySpec
 
     data = load_study(reader, study_name, curves=True)
     if not data.info.spec:

@@ -1,7 +1,7 @@
 """The search methods the replay benchmark compares: a sampler and a pruner each, by name.
 
 Where a method is lpstudy's own (a sampler or pruner a study spec can name: the one catalogue of
-them, lpstudy.study.options' SEARCH_SAMPLERS and PRUNERS), it is built by the very code a study uses
+them, lpstudy.design.options' SEARCH_SAMPLERS and PRUNERS), it is built by the very code a study uses
 (lpstudy.study.studies' make_sampler and make_pruner, from a spec of the grid's space), so the method
 marked `default` is what `lpstudy search` runs. The others are Optuna's, with Optuna's defaults
 unless said here (its samplers in REPLAY_ONLY_SAMPLERS):
@@ -18,7 +18,7 @@ unless said here (its samplers in REPLAY_ONLY_SAMPLERS):
               the configuration fold by fold, as `compare` replicates it, and stops once it is
               significantly worse than the best)
     race      /raceR after a name: the R leading configurations raced on more folds before one is
-              returned (lpstudy.study.intensify, as a study's `race` option), its evaluations
+              returned (lpstudy.design.intensify, as a study's `race` option), its evaluations
               counted in the budget; search's default has its `race`. /raceRrP: the last P % of
               the budget kept for races: past (100 − P) % of it, a worker takes only a race, so the
               leaders of a wave that many workers ran at once are still raced (issue 54; the study
@@ -35,8 +35,8 @@ from dataclasses import dataclass
 import optuna
 
 from lpstudy.errors import UserError
-from lpstudy.study.options import OPTIONS, PRUNERS, SEARCH_SAMPLERS
-from lpstudy.study.spec import StudySpec
+from lpstudy.design.options import OPTIONS, PRUNERS, SEARCH_SAMPLERS
+from lpstudy.design.spec import StudySpec
 from lpstudy.study.studies import make_pruner, make_sampler
 
 
@@ -71,7 +71,7 @@ class Method:
     sampler: str
     pruner: str
     spread: int = 0  # the spread phase's trials (lpstudy.study.spread): Sobol points, never pruned
-    race: int = 0  # the leaders raced on more folds before one is returned (lpstudy.study.intensify; 0: none)
+    race: int = 0  # the leaders raced on more folds before one is returned (lpstudy.design.intensify; 0: none)
     race_folds: int = RACE_FOLDS
     reserve: float = 0.0  # the share of the budget past which only enqueued trials (races) are taken
 

@@ -32,7 +32,7 @@ from typing import Any
 
 from lpstudy.results.replay.methods import FOLD_PRUNER
 from lpstudy.results.replay.scores import HOLD_GOAL, mcnemar_p, rank_key, sign_p
-from lpstudy.study.options import PRUNERS
+from lpstudy.design.options import PRUNERS
 
 ALPHA = 0.05
 # Simpler first: pruners (in the catalogue's order, simplest first; the fold pruner last), then

@@ -8,7 +8,7 @@ is reported evaluation by evaluation; a pruned trial pays only the steps it ran,
 the steps of its whole run. Many seeds; seed s tunes on fold s mod K, so the folds take turns.
 
 Each (method, seed) gives a Trace: after each trial, the compute spent and the configuration the
-method would return (lpstudy's best trial, lpstudy.study.best: lowest value on the tuning fold,
+method would return (lpstudy's best trial, lpstudy.design.best: lowest value on the tuning fold,
 never a diverged run, the earlier on a tie). lpstudy.results.replay.scores scores traces;
 code_version() and Optuna's version key a cache of them (benchmarks/bench_search_suite.py).
 
@@ -35,13 +35,13 @@ import numpy as np
 import optuna
 from optuna.trial import TrialState
 
-from lpstudy.study.best import is_candidate
-from lpstudy.study.intensify import Evaluation, Intensifier, RaceReserve
+from lpstudy.design.best import is_candidate
+from lpstudy.design.intensify import Evaluation, Intensifier, RaceReserve
 from lpstudy.results.replay.clock import TimeModel
 from lpstudy.results.replay.grid_table import FOLD, GridTable
 from lpstudy.results.replay.methods import Method, build_pruner, build_sampler
-from lpstudy.study.space import SearchSpace
-from lpstudy.study.spec import StudySpec
+from lpstudy.design.space import SearchSpace
+from lpstudy.design.spec import StudySpec
 from lpstudy.study.spread import enqueue_spread
 from lpstudy.values import RACE_FOLD_ATTR, json_safe
 
@@ -153,7 +153,7 @@ def replay_one(table: GridTable, method: Method, seed: int, budget_steps: int,
     returns stays what it is. `max_trials` bounds the trials of a seed all the same.
 
     A method that races (`method.race`) does what a study's worker does: after each finished trial
-    it asks the study's Intensifier (lpstudy.study.intensify) which leaders to run on another fold,
+    it asks the study's Intensifier (lpstudy.design.intensify) which leaders to run on another fold,
     none already enqueued or running, enqueues each as a trial with that fold (the next ask pops it
     before sampling, whichever worker asks), and returns the configuration the Intensifier returns;
     every evaluation counts against the budget. With `method.reserve`, once the compute spent and
@@ -177,7 +177,7 @@ def replay_one(table: GridTable, method: Method, seed: int, budget_steps: int,
     rng = np.random.default_rng(seed)
     trace = Trace(workers=workers)
     spent, best = 0, (math.inf, -1)  # (value, config) of the best candidate so far (a method over folds)
-    reserve = RaceReserve(method.reserve if method.race else 0.0)  # the worker's rule (lpstudy.study.intensify)
+    reserve = RaceReserve(method.reserve if method.race else 0.0)  # the worker's rule (lpstudy.design.intensify)
     running: dict[int, _Running] = {}  # by worker
     events: list[tuple[float, int, int]] = []  # (time, order, worker): the next report of a worker's trial
     order = 0

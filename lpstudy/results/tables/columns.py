@@ -86,7 +86,7 @@ COLUMNS: dict[str, Column] = {
     "gain_init": Column("gain₀", ".3g"),
     "best_gain_init": Column("best gain₀", ".3g"),
     "best_loss": Column("best loss", LOSS),
-    "best_folds": Column("best on folds", "d"),  # 1: leading, not yet a best (lpstudy.results.measured)
+    "best_folds": Column("best on folds", "d"),  # 1: leading, not yet a best (lpstudy.results.reading.measured)
     "fold": Column("fold", "d"),
     "seed": Column("seed", "d"),
     "arm": Column("arm"),

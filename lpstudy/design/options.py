@@ -1,7 +1,7 @@
 """Every option of a study, declared once: its type, default, bounds, the words it takes, one line of
 help, and where a user gives it.
 
-From these declarations alone: the study's spec (lpstudy.study.spec.StudySpec) has the option as a
+From these declarations alone: the study's spec (lpstudy.design.spec.StudySpec) has the option as a
 field with its default, stores it (`to_plain`) and checks it (`validate`: the bounds and the words),
 a study YAML takes it as a key (`STUDY_FILE_KEYS`), and the command line has its flag with this help
 and default (lpstudy.cli.study_options: `StudyOptions` for `flag="study"`, `TrialOptions` for
@@ -24,7 +24,7 @@ from lpstudy.errors import UserError
 # trials. Pruning paid little there once the spread phase ran, and on a grid where p's effect shows
 # late (the matched gain, 800 steps) every pruner lost the best configuration in most seeds.
 # Since issue 45 the suite ranks on what the user gets (the returned configuration's loss over all
-# folds): the default races its 2 leaders on more folds (race, race_folds; lpstudy.study.intensify).
+# folds): the default races its 2 leaders on more folds (race, race_folds; lpstudy.design.intensify).
 # The samplers that draw a search's configurations (the replay benchmark measures each, beside a few of
 # Optuna's: lpstudy.results.replay.methods), then "grid", which draws none: a grid's cells are enqueued
 # once each and workers only pop them. The one catalogue of the samplers a study takes.
@@ -152,21 +152,21 @@ OPTIONS: dict[str, StudyOption] = _options(
 
 # -- StudySpec's option fields as a reader sees them ------------------------------------------------
 
-OPTIONS_STUB = "lpstudy/study/spec_fields.py"  # under the repository root
+OPTIONS_STUB = "lpstudy/design/spec_fields.py"  # under the repository root
 
 
 def options_stub() -> str:
-    """The text of lpstudy/study/spec_fields.py: StudySpec's option fields (their names, types and
+    """The text of lpstudy/design/spec_fields.py: StudySpec's option fields (their names, types and
     defaults, in OPTIONS' order, each with its help) written out for a reader and a type checker, as
     TrainConfig's are (lpstudy.declared). OPTIONS stays their one declaration: `python -m
-    lpstudy.study.options` writes the file again, and tests/test_types.py fails where the two differ.
+    lpstudy.design.options` writes the file again, and tests/test_types.py fails where the two differ.
     Keyword-only: StudySpec's own `space`, without a default, comes first."""
     from lpstudy.declared import Written, class_text, type_text
 
     doc = ["StudySpec's option fields as a reader and a type checker see them. Generated from",
-           "lpstudy/study/options.py (OPTIONS, their one declaration) by `python -m lpstudy.study.options`:",
+           "lpstudy/design/options.py (OPTIONS, their one declaration) by `python -m lpstudy.design.options`:",
            "never edit it by hand; tests/test_types.py fails where it and OPTIONS differ. StudySpec",
-           "(lpstudy/study/spec.py) takes its option fields from OPTIONS when it is made; a type checker",
+           "(lpstudy/design/spec.py) takes its option fields from OPTIONS when it is made; a type checker",
            "reads them here."]
     return class_text(doc, [], "@dataclass(kw_only=True)", "DeclaredOptions",
                       (Written(o.name, type_text(o.type | None if o.optional else o.type), repr(o.default), o.help)

@@ -1,5 +1,5 @@
 """A grid cell counted once. A grid study's cells are every combination of the fields its space
-gives a list of choices (lpstudy.study.space: Choice): (p, fold) for the paper's protocol, (p, lr,
+gives a list of choices (lpstudy.design.space: Choice): (p, fold) for the paper's protocol, (p, lr,
 fold) for a learning-rate sweep, (p, lr, gain_init, fold) for a `create` grid over all four.
 
 A database written before claims were atomic (or by a `replicate` that raced another) can hold two
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from lpstudy.study.space import Choice, SearchSpace
+from lpstudy.design.space import Choice, SearchSpace
 
 # The cells of a replicate study whose spec has no readable space (written by an older lpstudy).
 PAPER_CELL = ("p", "fold")

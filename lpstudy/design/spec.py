@@ -24,25 +24,25 @@ from typing import TYPE_CHECKING, Any
 
 from lpstudy.errors import UserError
 from lpstudy.files import read_yaml_mapping
-from lpstudy.study.intensify import Intensifier, RaceReserve
-from lpstudy.study.options import OPTIONS
-from lpstudy.study.space import DEFAULT_SPACE, Fixed, SearchSpace
+from lpstudy.design.intensify import Intensifier, RaceReserve
+from lpstudy.design.options import OPTIONS
+from lpstudy.design.space import DEFAULT_SPACE, Fixed, SearchSpace
 from lpstudy.training.bounds import FIELD_BOUNDS
 from lpstudy.training.config import TrainConfig, get_preset, resolve_config, seeds_inside
-from lpstudy.study.until_decided import UntilDecided, refuse_beside_stages
+from lpstudy.design.until_decided import UntilDecided, refuse_beside_stages
 from lpstudy.values import REFERENCE_P, format_p, P, json_safe
 
 SPEC_VERSION = 1
 KINDS = ("search", "replicate")
 SPACE_SHORTCUTS = ("fold", "folds", "seed")  # a study YAML's shortcuts for entries of its space
-# The keys of a study YAML: its space, the shortcuts, and every study option (lpstudy.study.options).
+# The keys of a study YAML: its space, the shortcuts, and every study option (lpstudy.design.options).
 STUDY_FILE_KEYS = ("space", *OPTIONS, *SPACE_SHORTCUTS, "kind", "p")  # kind: replicate with its p: list
 
 
 def _declared_options(cls: type) -> type:
-    """Give the class (before @dataclass) a field for each study option (lpstudy.study.options),
+    """Give the class (before @dataclass) a field for each study option (lpstudy.design.options),
     with its default, after the fields it declares itself. A reader (and a type checker) sees them
-    written out in lpstudy/study/spec_fields.py."""
+    written out in lpstudy/design/spec_fields.py."""
     own = dict(cls.__annotations__)
     cls.__annotations__ = {"space": own.pop("space"), **{o.name: (o.type | None if o.optional else o.type)
                                                          for o in OPTIONS.values()}, **own}
@@ -52,7 +52,7 @@ def _declared_options(cls: type) -> type:
 
 
 if TYPE_CHECKING:  # the option fields written out (generated from OPTIONS, checked by tests/test_types.py)
-    from lpstudy.study.spec_fields import DeclaredOptions
+    from lpstudy.design.spec_fields import DeclaredOptions
 else:
     DeclaredOptions = object
 
@@ -61,7 +61,7 @@ else:
 @_declared_options
 class StudySpec(DeclaredOptions):
     """What a study searches and how: its space, the study options (each declared once in
-    lpstudy.study.options), and what the kind of study adds. Stored as plain data in the study's
+    lpstudy.design.options), and what the kind of study adds. Stored as plain data in the study's
     user attribute 'lpstudy'."""
 
     space: SearchSpace
@@ -134,12 +134,12 @@ class StudySpec(DeclaredOptions):
 
     def intensifier(self) -> Intensifier:
         """Which configuration this search returns and which it races on more folds
-        (lpstudy.study.intensify): its `race` leaders, on up to `race_folds` of its K folds, the
+        (lpstudy.design.intensify): its `race` leaders, on up to `race_folds` of its K folds, the
         tuning fold (the space's fold) first."""
         return Intensifier.of(self.race, self.race_folds, int(self.base_config().fold), int(self.folds))
 
     def race_reserve_rule(self) -> RaceReserve:
-        """The share of a run's trials kept for races (lpstudy.study.intensify.RaceReserve): none
+        """The share of a run's trials kept for races (lpstudy.design.intensify.RaceReserve): none
         where nothing is raced."""
         return RaceReserve(self.race_reserve if self.race > 0 else 0.0)
 

@@ -1,7 +1,7 @@
 """StudySpec's option fields as a reader and a type checker see them. Generated from
-lpstudy/study/options.py (OPTIONS, their one declaration) by `python -m lpstudy.study.options`:
+lpstudy/design/options.py (OPTIONS, their one declaration) by `python -m lpstudy.design.options`:
 never edit it by hand; tests/test_types.py fails where it and OPTIONS differ. StudySpec
-(lpstudy/study/spec.py) takes its option fields from OPTIONS when it is made; a type checker
+(lpstudy/design/spec.py) takes its option fields from OPTIONS when it is made; a type checker
 reads them here."""
 
 from __future__ import annotations

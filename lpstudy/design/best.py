@@ -4,9 +4,9 @@ configuration to retrain), ties broken by the earlier trial. The report, the das
 the compare table rank trials through here, on Optuna's FrozenTrials or on the trials frame
 (lpstudy.results.reading.frames). Which configuration a *search* returns (what `export`, `status`, the
 Export page and a comparison's worker take) is its race's answer over folds
-(lpstudy.study.intensify, read by lpstudy.study.races), which uses is_candidate's rule per run; every
+(lpstudy.design.intensify, read by lpstudy.study.races), which uses is_candidate's rule per run; every
 reader that shows a study's best (the report, the Home page, `lpstudy studies`, a comparison's
-tuning table, `status`) asks lpstudy.results.measured (search_chosen, shown_best) for it, which
+tuning table, `status`) asks lpstudy.results.reading.measured (search_chosen, shown_best) for it, which
 falls back on ranked_frame here for a grid."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The trials frame (lpstudy.results.reading.frames.TRIAL_COLUMNS), the one builder of it: from a study's rows
+"""The trials frame (lpstudy.results.rows.build.TRIAL_COLUMNS), the one builder of it: from a study's rows
 in Optuna's tables (lpstudy.db.study_queries.StudyTables: the database's own, or a copy of a study
 read through Optuna's API) in a few queries, column by column: the attributes arrive pivoted into
 columns (lpstudy.db.study_queries.trial_rows), each column's JSON texts are decoded once per

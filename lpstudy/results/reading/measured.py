@@ -1,5 +1,5 @@
 """Which configuration a reader shows as a study's best, and how well a search's is known
-(lpstudy.study.intensify.Returned), said once: the configuration a search returns
+(lpstudy.design.intensify.Returned), said once: the configuration a search returns
 (lpstudy.study.races.stored_best, its leaders raced on more folds; search_chosen), the row a page or
 the report shows for it (shown_best), and the words and the run file's `source` fields that `lpstudy
 export`, the Export and Home pages, the report, `lpstudy status` and `lpstudy studies` give ("best"
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
-    from lpstudy.study.intensify import Returned
+    from lpstudy.design.intensify import Returned
 
 
 def measured_text(returned: Returned | None) -> str:
@@ -72,7 +72,7 @@ def search_chosen(tables, kind: str, spec: dict | None) -> Chosen | None:
     tables, lpstudy.db.study_queries.StudyTables); None for a grid, a replicate, a comparison, a study
     without a spec, or before any completed trial that did not diverge."""
     from lpstudy.study.races import stored_best
-    from lpstudy.study.spec import StudySpec
+    from lpstudy.design.spec import StudySpec
 
     if kind != "search" or not isinstance(spec, dict) or not spec:
         return None
@@ -89,8 +89,8 @@ def search_chosen(tables, kind: str, spec: dict | None) -> Chosen | None:
 def shown_best(trials: pd.DataFrame, chosen: Chosen | None) -> tuple[pd.Series | None, dict | None]:
     """The row of the trials frame (with `loss`) a reader shows as the study's best, and for a search
     how well it is known: the configuration the search returns (`chosen`, search_chosen), else
-    lpstudy.study.best's lowest value."""
-    from lpstudy.study.best import ranked_frame
+    lpstudy.design.best's lowest value."""
+    from lpstudy.design.best import ranked_frame
 
     if chosen is None:
         best = ranked_frame(trials, 1)
@@ -249,7 +249,7 @@ def study_best(data, answer=None) -> StudyBest | None:
 def best_of(trials: pd.DataFrame, info, chosen: Chosen | None, answer=None) -> StudyBest | None:
     """StudyBest's rule on a study's trials frame, its StudyInfo and, for a search, the configuration it
     returns (search_chosen)."""
-    from lpstudy.study.spec import StudySpec
+    from lpstudy.design.spec import StudySpec
 
     if trials is None or not len(trials):
         return None
