@@ -17,7 +17,7 @@ from lpstudy.db.urls import redact
 from lpstudy.names import shell_quoted
 from lpstudy.results import analysis
 from lpstudy.results.reading import frames as results
-from lpstudy.results.answers.answer_types import VerdictAnswer
+from lpstudy.results.answers.answer_types import VerdictTable, Verdicts
 from lpstudy.results.reading.cells import PAPER_CELL, duplicates_note, grid_fields, setting_fields
 from lpstudy.results.reading.compute import compute_line, compute_summary
 from lpstudy.results.answers import has_verdicts
@@ -136,8 +136,8 @@ def study_status(reader: results.TrialReader, study_name: str) -> dict[str, Any]
     return status
 
 
-# what status carries of the answer: the verdict table's rows and what it is read with
-VERDICT_KEYS = ("sentence", "method", "alpha", "k", "rope", "reference", "arms")
+# what status carries of the answer: the verdict table's rows and what it and its plain words read
+VERDICT_KEYS = VerdictTable.keys()
 
 
 def study_verdicts(data):
@@ -343,10 +343,10 @@ def _render_replicate(status: dict[str, Any], console) -> None:
     verdicts = status.get("verdicts") or {}
     console.print(f"verdict  {verdicts.get('sentence', 'none yet')}", highlight=False, soft_wrap=True)
     if verdicts:  # status --json's part of the answer, typed again for the table
-        print_verdict_table(console, VerdictAnswer.of(verdicts))
+        print_verdict_table(console, VerdictTable.of(verdicts))
 
 
-def print_verdict_table(console, answer: VerdictAnswer) -> None:
+def print_verdict_table(console, answer: Verdicts) -> None:
     """The verdict table of an answer (lpstudy.results.tables.verdicts), as every command prints it, under
     its paragraph in plain words (lpstudy.results.tables.summary)."""
     from lpstudy.results.tables.summary import verdict_summary
