@@ -20,6 +20,7 @@ runs the sequential design, and each verdict says the fold correlation up to whi
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -41,6 +42,19 @@ SEQUENTIAL_METHOD = (", Lan–DeMets O'Brien–Fleming spending with boundaries 
                      "(Jennison & Turnbull ch. 7), Holm's graph across arms and looks (Maurer & Bretz 2013)")
 SEEDED_STAGES = ", each look over its folds' seeds at the information fraction n/K (its lower bound: conservative)"
 SEQUENTIAL_KEY = "until_decided"  # the spec's entry of a sequential replicate: rounds, alpha, rope, reference
+
+
+@dataclass(frozen=True)
+class Compared:
+    """What a study's verdicts compare, as comparison_answer chose it: the other endpoints (convergence)
+    read the same arms against the same reference over the same K."""
+
+    trials: pd.DataFrame  # with the arm column
+    field: str  # the compared field: "p", or a comparison's factor
+    column: str  # the trials' column that holds the arm: "p", or a comparison's "arm" (its label)
+    values: dict  # {arm: its value of the field}
+    reference: Any  # the reference arm (a key of `values`), None before any arm has a finished run
+    k: int  # the study's fold count
 
 
 def _arms(data: StudyData) -> tuple[pd.DataFrame, str, str, dict]:
@@ -204,8 +218,8 @@ def _count(table: pd.DataFrame, level: str) -> int:
     return int(columns.get_level_values(level).nunique()) if isinstance(columns, pd.MultiIndex) and level in columns.names else 1
 
 
-def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions()) -> dict:
-    """The answer of a replicate, grid or comparison study (see lpstudy.results.answers)."""
+def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions()) -> tuple[dict, Compared]:
+    """(the answer of a replicate, grid or comparison study (see lpstudy.results.answers), what it compared)."""
     trials, field, column, values = _arms(data)
     k = fold_count(data)
     if len(trials):
@@ -216,6 +230,7 @@ def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions())
     reference = _reference(options, data, present, values) if present else None
     sequential = (data.info.spec or {}).get(SEQUENTIAL_KEY)
     repeats, seeds = _count(table, "repeat"), _count(table, "seed")
+    compared = Compared(trials, field, column, values, reference, k)
     answer: dict[str, Any] = {
         "study": data.name, "kind": data.info.kind, "metric": "final validation loss (nats)",
         "method": METHOD + (SEQUENTIAL_METHOD + (SEEDED_STAGES if seeds > 1 else "") if sequential else ""),
@@ -233,7 +248,7 @@ def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions())
     if reference is None or k < 2:
         answer["sentence"] = "No verdict yet: no arm has a finished run." if reference is None else \
             "No verdict: the runs do not say how many folds their cross-validation had."
-        return json_safe(answer)
+        return json_safe(answer), compared
     ref_losses = table.loc[reference].where(~failed.loc[reference])
     ref_mean = float(ref_losses.mean())
     margin = options.rope.margin(ref_mean)
@@ -273,7 +288,7 @@ def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions())
                                                   column, stages_over=bool((answer.get("sequential") or {}).get("over"))))
     answer.update(_left_out(trials, column, values))
     answer["sentence"] = sentence(answer)
-    return json_safe(answer)
+    return json_safe(answer), compared
 
 
 def _left_out(trials: pd.DataFrame, column: str, values: dict) -> dict:
