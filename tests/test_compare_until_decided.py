@@ -86,7 +86,7 @@ def test_a_decided_arm_has_no_folds_left_and_the_undecided_one_runs_on():
     assert seq.looks_done == 1 and not seq.over and seq.rounds == [3, 5, 6]
     assert seq.stopped == {"p=1": 3}
     assert {a.arm: a.state for a in seq.arms} == {"p=1": "equivalent", "p=4": "running"}
-    left = {r["arm"]: r["folds_left"] for r in compare_progress(data)["arms"]}
+    left = {r.arm: r.folds_left for r in compare_progress(data).arms}
     assert left == {"p=1": 0, "p=2": 3, "p=4": 3}
 
 
@@ -111,7 +111,7 @@ def test_once_every_arm_is_decided_nothing_is_left():
     data = planted_compare({"p=2": ref, "p=1": [v + 0.002 + 0.0001 * i for i, v in enumerate(ref)],
                             "p=4": [v - 0.001 - 0.0001 * i for i, v in enumerate(ref)]})
     progress = compare_progress(data)
-    assert progress["done"] and progress["cells_left"] == 0
+    assert progress.done and progress.cells_left == 0
 
 
 def test_the_workers_stage_logic_on_planted_losses_gives_decided_arms_no_more_folds(sqlite_url, monkeypatch):
