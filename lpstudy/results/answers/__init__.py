@@ -75,7 +75,8 @@ def with_what_decides(answer: dict, data: StudyData, options: AnswerOptions) -> 
     ref = answer.get("reference")
     if not ref or not answer.get("arms") or not len(data.trials):
         return answer
-    if (answer.get("tuning") or {}).get("counted"):  # its interval spans tunings, not folds: no fold design decides it
+    tuning = answer.get("tuning")  # a comparison's (answer_types.CompareTuning)
+    if tuning is not None and tuning.counted:  # its interval spans tunings, not folds: no fold design decides it
         return answer
     plan = to_decide(answer, data, options.alpha)
     if plan:
@@ -114,7 +115,9 @@ def with_convergence(data: StudyData, options: AnswerOptions, answer: dict, comp
     if answer.get("reference") is None or data.curves is None or data.curves.empty:
         answer["convergence"] = None
         return answer
-    over = bool((answer.get("sequential") or {}).get("over"))  # --until-decided: its stages ran out
+    from lpstudy.results.answers.verdicts import stages_over
+
+    over = stages_over(answer)  # --until-decided: its stages ran out
     convergence = json_safe(convergence_answer(data, options, compared.reference, compared.column, compared.field,
                                                compared.values, compared.k, stages_over=over))
     answer["convergence"] = convergence

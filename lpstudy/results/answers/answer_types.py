@@ -49,7 +49,11 @@ class Part:
         return cls(_keys=tuple(data), **values)
 
     def to_json(self) -> dict:
-        keys = self._keys or tuple(f.name for f in fields(self) if f.name != "_keys" and getattr(self, f.name) is not None)
+        """The part as JSON: the keys it was read from (`of`), in their order; a part the engine built
+        directly, its fields in their declared order, a required one always (null where None), one
+        that may be left out where it is not None."""
+        keys = self._keys or tuple(f.name for f in fields(self) if f.name != "_keys" and (
+            f.name in required(type(self)) or getattr(self, f.name) is not None))
         return {key: _plain(getattr(self, key)) for key in keys}
 
 
@@ -58,8 +62,22 @@ def required(cls) -> list[str]:
     return [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING]
 
 
+def safe(value):
+    """lpstudy.values.json_safe through the dicts and lists of an answer the engine is building, a
+    part it built typed kept as it is (its values were made JSON-safe as it was built)."""
+    from lpstudy.values import json_safe
+
+    if isinstance(value, Part):
+        return value
+    if isinstance(value, dict):
+        return {str(k): safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [safe(v) for v in value]
+    return json_safe(value)
+
+
 def _built(kind, value):
-    if kind is None or value is None:
+    if kind is None or value is None or isinstance(value, Part):  # a part the engine built typed: as it is
         return value
     if isinstance(kind, list):
         return [_built(kind[0], v) for v in value]
@@ -271,8 +289,8 @@ class StageArm(Part):
     value: Value  # as ArmVerdict.value
     arm: Value  # the key of Sequential.stopped: a comparison's label "p=1", a replicate's p
     state: str  # a verdict, "running", or (at a look) "stopped"
-    folds: int
     decided: str | None = None  # at a look, state "stopped": the verdict an earlier look gave it
+    folds: int
     rel_diff: float | None = None  # at a look, an arm still running: its difference relative to the reference's mean
     rel_low: float | None = None  # its 1 − alpha interval there
     rel_high: float | None = None
