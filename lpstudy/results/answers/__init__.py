@@ -98,9 +98,8 @@ def with_stability_decides(answer: dict, data: StudyData, options: AnswerOptions
     command and time) and its clause at the end of the stability sentence."""
     from lpstudy.results.answers.decide import stability_decide_sentence, stability_to_decide
     from lpstudy.results.answers.stability_verdicts import NAMES
-    from lpstudy.values import json_safe
 
-    plans = json_safe(stability_to_decide(answer, data, options.alpha))
+    plans = stability_to_decide(answer, data, options.alpha)  # typed: answer_types.StabilityDecide
     if plans:
         answer["stability"]["to_decide"] = plans
         answer["stability"]["sentence"] += stability_decide_sentence(plans, NAMES)
