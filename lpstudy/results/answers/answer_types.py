@@ -539,8 +539,8 @@ class Effect(Part):
     n_runs: int
     p_scale_at_bound: bool
     assumes: str  # what the band takes for granted about p's shape (and so cannot cover)
-    n_configurations: int | None = None  # where fewer than the runs: the configurations they are of
     inf_apart: str | None = None  # why p = ∞ is not profiled over finite p's settings, where it is not
+    n_configurations: int | None = None  # where fewer than the runs: the configurations they are of
 
     PARTS: ClassVar[dict[str, Any]] = {"differences": [Difference]}
 
