@@ -58,6 +58,28 @@ def test_the_types_read_back_what_they_write_and_refuse_a_key_they_do_not_declar
         VerdictAnswer.of({**grid, "arms": [{**grid["arms"][0], "surprise": 1}]})
 
 
+def test_a_key_the_engine_forgot_is_an_error_not_a_believable_zero():
+    """A required field has no default: an answer whose arm lacks its mean, or whose reference lacks
+    its mean, is refused by name (it read as 0.0 before); a key the engine leaves out in some case
+    (an arm's `p` where the field is not p, the answer's `sequential`) is declared `X | None = None`."""
+    from lpstudy.results.answers.answer_types import ArmVerdict, Reference, VerdictAnswer, required
+
+    grid = json.loads(FIXTURE.read_text())["replicate_grid"]
+    arm = {key: value for key, value in grid["arms"][0].items() if key != "mean"}
+    with pytest.raises(TypeError, match=r"ArmVerdict is missing the answer's required key\(s\) \['mean'\]"):
+        VerdictAnswer.of({**grid, "arms": [arm]})
+    reference = {key: value for key, value in grid["reference"].items() if key != "mean"}
+    with pytest.raises(TypeError, match=r"Reference is missing .*\['mean'\]"):
+        VerdictAnswer.of({**grid, "reference": reference})
+    with pytest.raises(TypeError, match="missing"):  # built directly, the dataclass refuses it as well
+        ArmVerdict(**{key: value for key, value in grid["arms"][0].items() if key != "verdict"})
+    assert {"mean", "diff", "low", "high", "verdict"} <= set(required(ArmVerdict))
+    assert "p" not in required(ArmVerdict) and "p" not in required(Reference)
+    assert "sequential" not in required(VerdictAnswer)
+    no_p = {key: value for key, value in grid["arms"][0].items() if key != "p"}
+    assert VerdictAnswer.of({**grid, "arms": [no_p]}).arms[0].p is None
+
+
 # --- no reader subscripts the answer -----------------------------------------------------------------
 
 READERS = ("lpstudy", "app", "benchmarks")

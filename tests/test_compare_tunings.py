@@ -188,8 +188,8 @@ def test_a_comparison_with_tunings_and_seeds_runs_each_cell_once_and_its_verdict
     assert len(runs) == len(set(runs)) == 2 * 2 * (1 + 4)  # no (configuration, fold, seed) twice
     data = load_compare(open_reader(sqlite_url), "t")
     progress = compare_progress(data)  # every (arm, tuning, fold, seed) counted once, nothing left
-    assert progress["done"] and progress["cells_done"] == progress["cells_total"] == 2 * 2 * 2 * 2
-    assert progress["tuning_spent"] == progress["tuning_total"] == 2 * 2
+    assert progress.done and progress.cells_done == progress.cells_total == 2 * 2 * 2 * 2
+    assert progress.tuning_spent == progress.tuning_total == 2 * 2
     code, out, err = cli(capsys, "status", "--study", "t", "--storage", sqlite_url)
     assert code == 0 and "folds 16/16 runs" in out and "tuned with 1 trial" in out, err
     answer = stages_answer(data)

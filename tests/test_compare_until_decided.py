@@ -86,7 +86,7 @@ def test_a_decided_arm_has_no_folds_left_and_the_undecided_one_runs_on():
     assert seq.looks_done == 1 and not seq.over and seq.rounds == [3, 5, 6]
     assert seq.stopped == {"p=1": 3}
     assert {a.arm: a.state for a in seq.arms} == {"p=1": "equivalent", "p=4": "running"}
-    left = {r["arm"]: r["folds_left"] for r in compare_progress(data)["arms"]}
+    left = {r.arm: r.folds_left for r in compare_progress(data).arms}
     assert left == {"p=1": 0, "p=2": 3, "p=4": 3}
 
 
@@ -111,7 +111,7 @@ def test_once_every_arm_is_decided_nothing_is_left():
     data = planted_compare({"p=2": ref, "p=1": [v + 0.002 + 0.0001 * i for i, v in enumerate(ref)],
                             "p=4": [v - 0.001 - 0.0001 * i for i, v in enumerate(ref)]})
     progress = compare_progress(data)
-    assert progress["done"] and progress["cells_left"] == 0
+    assert progress.done and progress.cells_left == 0
 
 
 def test_the_workers_stage_logic_on_planted_losses_gives_decided_arms_no_more_folds(sqlite_url, monkeypatch):
@@ -221,3 +221,23 @@ def test_verdict_prints_each_arms_state_at_every_look(sqlite_url, capsys):
                  "look 2 · folds run 5 · alpha this look 0.023 · alpha so far 0.041 p = 1 stopped (equivalent) · p = 4 undecided",
                  "look 3 · folds run 6 · alpha this look 0.0094 · alpha so far 0.05 p = 1 stopped (equivalent) · p = 4 undecided"):
         assert look in table, table
+
+
+def test_a_later_looks_json_names_the_stopped_arm_and_the_running_ones_interval():
+    """After the second stage: at look 2, p = 1 (stopped at look 1) says what it was decided and at how
+    many folds, p = 4 its state there with its relative interval; the keys in the order `lpstudy verdict
+    --json` has always written them (the engine builds the stages typed: answer_types.StageArm)."""
+    from lpstudy.results.reading.compare import stages_answer
+
+    ref = [2.80, 2.90, 2.70, 2.85, 2.75]
+    data = planted_compare({"p=2": ref, "p=1": [v + 0.002 + 0.0001 * i for i, v in enumerate(ref[:3])],
+                            "p=4": [ref[0] + 0.3, ref[1] - 0.25, ref[2] + 0.28, ref[3] - 0.3, ref[4] + 0.27]})
+    sequential = stages_answer(data).to_json()["sequential"]
+    assert sequential["looks_done"] == 2 and list(sequential["looks"][1]) == [
+        "look", "folds", "level", "spent", "information", "boundary", "over", "arms"]
+    stopped, running = sequential["looks"][1]["arms"]
+    assert stopped == {"value": 1.0, "arm": "p=1", "state": "stopped", "decided": "equivalent", "folds": 3}
+    assert list(stopped) == ["value", "arm", "state", "decided", "folds"]
+    assert list(running) == ["value", "arm", "state", "folds", "rel_diff", "rel_low", "rel_high"]
+    assert running["state"] == "undecided" and running["rel_low"] < running["rel_diff"] < running["rel_high"]
+    assert list(sequential["arms"][0]) == ["value", "arm", "state", "folds"]

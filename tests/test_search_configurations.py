@@ -9,9 +9,16 @@ import pandas as pd
 import pytest
 
 from lpstudy.results.analysis.configurations import per_configuration
-from lpstudy.results.answers.search import search_answer
+from lpstudy.results.answers.answer_types import SearchAnswer
+from lpstudy.results.answers.search import search_answer as _search_answer
 from lpstudy.results.answers.search_convergence import GROUPS, search_convergence
 from tests.search_planted import p_curve, study
+
+
+def search_answer(data) -> dict:
+    """The search's answer as `lpstudy verdict --json` writes it (the engine's parts typed, then plain)."""
+    return SearchAnswer.of(_search_answer(data)).to_json()
+
 
 FOLD_SHIFT = np.array([0.0, 0.06, -0.03, 0.09])  # what each fold adds to every run's loss
 

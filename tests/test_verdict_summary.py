@@ -6,19 +6,35 @@ from __future__ import annotations
 
 import pandas as pd
 
-from lpstudy.results.answers.answer_types import ArmDesign, ArmVerdict, Reference, Rope, ToDecide, VerdictAnswer
+from lpstudy.results.answers.answer_types import ArmDesign, ArmVerdict, Reference, Rope, ToDecide, VerdictTable
 from lpstudy.results.tables.summary import verdict_summary
 from tests.study_helpers import cli
 
 COST = "20 trial(s) of preset smoke: about 3 min on one CPU thread"
 
 
-def _answer(verdicts: dict[float, str], plan: list[float] | None = None, interim: bool = False) -> VerdictAnswer:
-    arms = [ArmVerdict(field="p", value=p, p=p, verdict=v, n_folds=5, mean=2.7) for p, v in verdicts.items()]
-    to_decide = ToDecide(arms=[ArmDesign(value=p, folds=10) for p in plan], folds=10, runs=20, time=COST,
+def _arm(p: float, verdict: str, interim: bool) -> ArmVerdict:
+    """An arm's verdict with what the paragraph reads; the numbers it does not read are None."""
+    unread = dict.fromkeys(("diff", "rel_diff", "low", "high", "rel_low", "rel_high", "equivalence_low",
+                            "equivalence_high", "p_value_difference", "p_value_equivalence", "p_value_beyond_rope",
+                            "holds_up_to_rho", "measured_rho", "folds_to_decide", "decided_by"))
+    return ArmVerdict(field="p", value=p, p=p, verdict=verdict, n_folds=5, mean=2.7, interim=interim, failed_runs=0,
+                      reference_failed_runs=0, runs=5, barred_by_failures=False,
+                      region="interim" if interim else verdict, **unread)
+
+
+def _answer(verdicts: dict[float, str], plan: list[float] | None = None, interim: bool = False) -> VerdictTable:
+    arms = [_arm(p, v, interim) for p, v in verdicts.items()]
+    to_decide = ToDecide(power=0.8, max_repeats=10, seeds_measured=False, repeats=1, seeds=1,
+                         arms=[ArmDesign(value=p, test="beyond the ROPE", power_target=0.8, folds=10, repeats=1,
+                                         seeds=1, runs_per_arm=10, power=0.8) for p in plan],
+                         folds=10, runs=20, time=COST,
                          command="lpstudy replicate --study g-k10 --p 2,4 --folds 10") if plan else None
-    return VerdictAnswer(kind="replicate", k=5, reference=Reference(field="p", value=2.0, mean=2.7, n_folds=5),
-                         arms=arms, rope=Rope(words="±0.01 nats"), to_decide=to_decide, interim=interim)
+    return VerdictTable(sentence="", kind="replicate", method="", alpha=0.05, k=5, repeats=1,
+                        reference=Reference(field="p", value=2.0, mean=2.7, n_folds=5, failed_runs=0, runs_in=5),
+                        arms=arms, rope=Rope(relative=None, absolute=0.01, set="nats", given="0.01",
+                                             words="±0.01 nats"),
+                        to_decide=to_decide, interim=interim)
 
 
 def test_the_paragraph_says_what_was_compared_what_is_known_and_what_would_decide_at_what_cost():
@@ -71,3 +87,22 @@ def test_the_effect_of_p_and_convergence_pages_show_the_paragraph_above_their_ta
         at = run_page(page, url, "grid")
         assert not at.exception, at.exception
         assert [m.value for m in at.markdown if m.value.startswith(start)], page
+
+
+def test_status_prints_the_same_plain_words_as_the_verdict():
+    """`status` carries a part of the answer (its --json's "verdicts") and prints the table and the
+    paragraph from it: the paragraph is the one `lpstudy verdict` prints, runs still to come included
+    (status read `interim` as a default False before, and `kind`, `repeats` and `to_decide` likewise)."""
+    import json
+
+    from lpstudy.results.answers.answer_types import VerdictAnswer
+    from lpstudy.results.status import verdicts_of
+    from tests.answer_studies import FIXTURE
+
+    for name, plain in json.loads(FIXTURE.read_text()).items():
+        if "arms" not in plain:
+            continue
+        answer = VerdictAnswer.of(plain)
+        carried = VerdictTable.of(json.loads(json.dumps(verdicts_of(answer))))
+        assert verdict_summary(carried) == verdict_summary(answer), name
+    assert VerdictAnswer.of(json.loads(FIXTURE.read_text())["replicate_grid"]).interim  # the case it was wrong in

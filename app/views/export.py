@@ -31,7 +31,7 @@ def exported(storage_url: str, study_name: str, top_k: int, fmt: str) -> str:
 @st.cache_data(ttl=CACHE_TTL_S, show_spinner=False)
 def measured(storage_url: str, study_name: str) -> dict | None:
     """How the exported configuration was chosen (the run file's `source` fields): a replicate's,
-    grid's or comparison's arm (results.measured.StudyBest), a search's configuration over folds."""
+    grid's or comparison's arm (results.reading.measured.StudyBest), a search's configuration over folds."""
     from lpstudy.results.export import arm_choice, search_choice
 
     arm = arm_choice(reader(storage_url), study_name)

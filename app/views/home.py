@@ -30,19 +30,19 @@ def comparison_overview(storage_url: str, name: str) -> None:
     with no_traceback():
         progress = compare_progress(load_compare(reader(storage_url), name))
     cols = st.columns(4)
-    cols[0].metric("Arms", progress["n_arms"])
-    cols[1].metric("Tuning trials", f"{progress['tuning_spent']} / {progress['tuning_total']}",
-                   help=f"{progress['budget']} per arm: the equal budget")
-    cols[2].metric("Fold runs", f"{progress['cells_done']} / {progress['cells_total']}",
-                   help=f"each arm's best configuration on {progress['folds']} folds")
-    cols[3].metric("Left", progress["left"], help="tuning trials and fold runs still to run")
+    cols[0].metric("Arms", progress.n_arms)
+    cols[1].metric("Tuning trials", f"{progress.tuning_spent} / {progress.tuning_total}",
+                   help=f"{progress.budget} per arm: the equal budget")
+    cols[2].metric("Fold runs", f"{progress.cells_done} / {progress.cells_total}",
+                   help=f"each arm's best configuration on {progress.folds} folds")
+    cols[3].metric("Left", progress.left, help="tuning trials and fold runs still to run")
     st.dataframe(pd.DataFrame([{
-        "Arm": arm["arm"], "Tuning trials": f"{arm['tuning_done']} / {arm['budget']}",
-        "Fold runs": ("none: no tuning trial counts" if arm["nothing_to_replicate"]
-                      else f"{arm['folds_done']} / {arm['folds']}"),
-        "Left": arm["tuning_left"] + arm["folds_left"]} for arm in progress["arms"]]),
+        "Arm": arm.arm, "Tuning trials": f"{arm.tuning_done} / {arm.budget}",
+        "Fold runs": ("none: no tuning trial counts" if arm.nothing_to_replicate
+                      else f"{arm.folds_done} / {arm.folds}"),
+        "Left": arm.left} for arm in progress.arms]),
         hide_index=True, width="stretch")
-    if progress["done"]:
+    if progress.done:
         st.success("Every arm is tuned and replicated: the Compare page pairs them fold by fold.")
     else:
         shown = "" if storage_url == DEFAULT_STORAGE else f" --storage {shell_quoted(redact(storage_url))}"
@@ -105,7 +105,7 @@ def overview() -> None:
         st.markdown(f"#### {plain(headline(answer.to_json()))}")
     best = once(data, ("study_best",), lambda: study_best(data, answer))
     left, right = st.columns([1, 2])
-    with left:  # the one best (results.measured.StudyBest): a search's over folds, a replicate's arm
+    with left:  # the one best (results.reading.measured.StudyBest): a search's over folds, a replicate's arm
         st.subheader("Best" if best is None else best.title())
         if best is None:
             show_problem(trials, stop=False)

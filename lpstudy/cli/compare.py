@@ -86,9 +86,9 @@ def compare(
         if plan.until_decided and (note := plan.until_decided.one_stage_note()):
             say(note)
         progress = compare_progress(load_compare(store, study))
-        if progress["left"]:
-            say(work_estimate(progress["left"], plan.preset, plan.fixed, local.workers, local.devices,
-                              pruned=bool(progress["tuning_left"]) and plan.tune_spec(plan.reference).pruner != "none"))
+        if progress.left:
+            say(work_estimate(progress.left, plan.preset, plan.fixed, local.workers, local.devices,
+                              pruned=bool(progress.tuning_left) and plan.tune_spec(plan.reference).pruner != "none"))
         code = 0
         if device_list:
             from lpstudy.study.launch import spawn_workers
@@ -97,6 +97,6 @@ def compare(
             code = spawn_workers(WorkerOptions(study=study, storage=store.url, data=data, show_progress=False),
                                  device_list, say=say)
         progress = render_compare(store, study)
-    if not progress["done"]:  # the next command only while something is left
+    if not progress.done:  # the next command only while something is left
         say(f"start workers anywhere: {next_command(study, storage.hint)}")
     return code

@@ -152,7 +152,7 @@ def status(
         if result.get("kind") == "compare":  # the parent of `lpstudy compare`: no trials of its own; its arms'
             from lpstudy.results.reading.compare import compare_progress, load_compare
 
-            result["comparison"] = compare_progress(load_compare(reader, study))
+            result["comparison"] = compare_progress(load_compare(reader, study)).to_json()
         rounds = _rounds(reader, study) if result.get("kind") in ("replicate", "compare") else None
         if rounds is not None:  # replicate or compare --until-decided: its rounds, each arm's state, the compute saved
             result["sequential"] = rounds.sequential.to_json() if rounds.sequential else None

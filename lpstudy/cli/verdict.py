@@ -135,11 +135,11 @@ def _print_search(console, answer: SearchAnswer) -> None:
     if answer.entanglement:
         console.print("p's rank correlation with the other searched fields: " + ", ".join(
             f"{field} {rho:+.2f}" for field, rho in answer.entanglement.items() if rho is not None), highlight=False)
-    importance = answer.importance
-    if importance.shares:
+    importance = answer.importance  # study_answer's search answer has it (search_effect's alone has not)
+    if importance and importance.shares:
         console.print("importance (type II share of the variation): " + ", ".join(
             f"{field} {share:.0%}" for field, share in importance.shares.items()), highlight=False)
-    elif importance.reason:
+    elif importance and importance.reason:
         console.print(f"importance: {importance.reason}", highlight=False, soft_wrap=True)
     if answer.suggest:
         console.print(f"what would decide it: {answer.suggest}", highlight=False, soft_wrap=True)

@@ -158,7 +158,7 @@ def render_report(data: StudyData, storage_url: str, threshold: float | None = N
 
     memo: dict = {}  # the verdicts, computed once for the header's best and the sections
     inputs = PageInputs(data, threshold=threshold, rope=study_rope(data.info.spec), keep=_kept(memo))
-    best = study_best(data, inputs.answer if len(trials) and inputs.folded else None)  # the one best (results.measured)
+    best = study_best(data, inputs.answer if len(trials) and inputs.folded else None)  # the one best (results.reading.measured)
     problem = A.data_problem(trials, data.name)
     facts = [f"storage {html.escape(redact(storage_url))}", f"kind {html.escape(data.info.kind)}",
              f"preset {html.escape(str(data.info.preset))}",

@@ -9,7 +9,7 @@ one comparison of arms every reader shows. Reads only (lpstudy.results.reading.f
 from __future__ import annotations
 
 import textwrap
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -17,13 +17,16 @@ from lpstudy.db.urls import redact
 from lpstudy.names import shell_quoted
 from lpstudy.results import analysis
 from lpstudy.results.reading import frames as results
-from lpstudy.results.answers.answer_types import VerdictAnswer
+from lpstudy.results.answers.answer_types import VerdictTable, Verdicts
 from lpstudy.results.analysis.cells import PAPER_CELL, duplicates_note, grid_fields, setting_fields
 from lpstudy.results.reading.compute import compute_line, compute_summary
 from lpstudy.results.answers import has_verdicts
 from lpstudy.results.reading.measured import chosen_label, measured_line, study_best
 from lpstudy.design.spec import StudySpec
 from lpstudy.values import REFERENCE_P, finite_or_none, format_duration, format_p, json_safe, read_p
+
+if TYPE_CHECKING:  # the progress render_compare returns
+    from lpstudy.results.reading.compare import CompareProgress
 
 
 def _max_steps(spec: dict) -> int | None:
@@ -109,7 +112,7 @@ def study_status(reader: results.TrialReader, study_name: str) -> dict[str, Any]
     if best_row is not None:
         best = {k: _plain(best_row.get(k)) for k in ("number", "value", "p", "lr", "gain_init", "fold",
                                                      "final_val_loss", "best_val_loss", "device", "host")}
-        if measured is not None:  # how well it is known: a search's over folds, a replicate's arm (results.measured)
+        if measured is not None:  # how well it is known: a search's over folds, a replicate's arm (results.reading.measured)
             best.update({k: measured.get(k) for k in ("chosen_as", "folds_measured", "mean_over_folds", "interval",
                                                       "arm", "verdict") if k in measured})
     running_rows = []
@@ -136,8 +139,8 @@ def study_status(reader: results.TrialReader, study_name: str) -> dict[str, Any]
     return status
 
 
-# what status carries of the answer: the verdict table's rows and what it is read with
-VERDICT_KEYS = ("sentence", "method", "alpha", "k", "rope", "reference", "arms")
+# what status carries of the answer: the verdict table's rows and what it and its plain words read
+VERDICT_KEYS = VerdictTable.keys()
 
 
 def study_verdicts(data):
@@ -343,10 +346,10 @@ def _render_replicate(status: dict[str, Any], console) -> None:
     verdicts = status.get("verdicts") or {}
     console.print(f"verdict  {verdicts.get('sentence', 'none yet')}", highlight=False, soft_wrap=True)
     if verdicts:  # status --json's part of the answer, typed again for the table
-        print_verdict_table(console, VerdictAnswer.of(verdicts))
+        print_verdict_table(console, VerdictTable.of(verdicts))
 
 
-def print_verdict_table(console, answer: VerdictAnswer) -> None:
+def print_verdict_table(console, answer: Verdicts) -> None:
     """The verdict table of an answer (lpstudy.results.tables.verdicts), as every command prints it, under
     its paragraph in plain words (lpstudy.results.tables.summary)."""
     from lpstudy.results.tables.summary import verdict_summary
@@ -363,7 +366,7 @@ def _cell(value: Any, spec: str) -> str:
     return "–" if value is None or pd.isna(value) else format(value, spec)
 
 
-def render_compare(reader: results.TrialReader, study: str, next_hint: str | None = None) -> dict[str, Any]:
+def render_compare(reader: results.TrialReader, study: str, next_hint: str | None = None) -> CompareProgress:
     """Where the comparison stands (compare_progress), the arms' budgets and the verdicts, on
     standard output; then `next_hint` (the command that runs the rest) only when something is left.
     Returns the progress."""
@@ -378,10 +381,10 @@ def render_compare(reader: results.TrialReader, study: str, next_hint: str | Non
     console.print(f"arms     {progress_line(progress)}", highlight=False, soft_wrap=True)
     summary = {r["arm"]: r for _, r in data.budgets.iterrows()}
     rows = []
-    for arm in progress["arms"]:
-        r = summary.get(arm["arm"], {})
-        folds = "none (no tuning trial counts)" if arm["nothing_to_replicate"] else f"{arm['folds_done']}/{arm['folds']}"
-        rows.append([arm["arm"], f"{arm['tuning_done']}/{arm['budget']}", str(r.get("pruned", 0)), str(r.get("diverged", 0)), loss_cell(r.get("best_loss"), r.get("best_folds")),
+    for arm in progress.arms:
+        r = summary.get(arm.arm, {})
+        folds = "none (no tuning trial counts)" if arm.nothing_to_replicate else f"{arm.folds_done}/{arm.folds}"
+        rows.append([arm.arm, f"{arm.tuning_done}/{arm.budget}", str(r.get("pruned", 0)), str(r.get("diverged", 0)), loss_cell(r.get("best_loss"), r.get("best_folds")),
                      _cell(r.get("best_lr"), ".3g"), _cell(r.get("best_gain_init"), ".3g"), folds])
     print_table(console, f"tuning ({data.plan.budget} trials per arm)",
                 ["arm", "tuned", "pruned", "diverged", "best loss", "lr", "gain_init", "folds"], rows)
@@ -391,6 +394,6 @@ def render_compare(reader: results.TrialReader, study: str, next_hint: str | Non
     else:
         console.print(f"verdict  {answer.sentence}", highlight=False, soft_wrap=True)
         print_verdict_table(console, answer)
-    if next_hint and not progress["done"]:
+    if next_hint and not progress.done:
         console.print(f"next     {next_hint}", highlight=False, soft_wrap=True)
     return progress

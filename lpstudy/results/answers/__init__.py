@@ -7,7 +7,8 @@ SearchAnswer for a search), read by attribute; `answer.to_json()` is the JSON `l
 --json` writes. The schema, each key commented once, is those types.
 
 The branches (lpstudy.results.answers.verdicts, .convergence, .decide, .search) build the answer as
-plain dicts; study_answer types it once they are done. They import AnswerOptions from
+plain dicts; study_answer types it once they are done. The verdicts say what they compared
+(verdicts.Compared: the arms, the reference, K) and convergence reads the same, never choosing again. They import AnswerOptions from
 lpstudy.results.answers.options (importing it from here would be an import cycle: this module
 imports them).
 """
@@ -20,6 +21,7 @@ from lpstudy.results.answers.answer_types import SearchAnswer, VerdictAnswer
 from lpstudy.results.answers.options import DEFAULT_ALPHA, DEFAULT_ROPE, AnswerOptions, Rope, parse_rope, study_rope
 
 if TYPE_CHECKING:  # the CLI imports the options from here without pandas
+    from lpstudy.results.answers.verdicts import Compared
     from lpstudy.results.analysis.study_data import StudyData, StudyInfo
 
 __all__ = ["AnswerOptions", "DEFAULT_ALPHA", "DEFAULT_ROPE", "Rope", "SearchAnswer", "VerdictAnswer",
@@ -53,7 +55,8 @@ def study_answer(data: StudyData, options: AnswerOptions = AnswerOptions()) -> V
         return SearchAnswer.of(search_answer(data, options))
     from lpstudy.results.answers.verdicts import comparison_answer
 
-    answer = with_convergence(data, options, with_what_decides(comparison_answer(data, options), data, options))
+    answer, compared = comparison_answer(data, options)
+    answer = with_convergence(data, options, with_what_decides(answer, data, options), compared)
     with_stability_decides(answer, data, options)
     said = (answer.get("stability") or {}).get("sentence")
     if said:
@@ -72,16 +75,17 @@ def with_what_decides(answer: dict, data: StudyData, options: AnswerOptions) -> 
     ref = answer.get("reference")
     if not ref or not answer.get("arms") or not len(data.trials):
         return answer
-    if (answer.get("tuning") or {}).get("counted"):  # its interval spans tunings, not folds: no fold design decides it
+    tuning = answer.get("tuning")  # a comparison's (answer_types.CompareTuning)
+    if tuning is not None and tuning.counted:  # its interval spans tunings, not folds: no fold design decides it
         return answer
     plan = to_decide(answer, data, options.alpha)
     if plan:
         from lpstudy.results.answers.verdicts import sentence
 
         # one figure per arm: the runs at 80 % power within the design
-        designs = {json_safe(a["value"]): a for a in plan["arms"]}
+        designs = {a["value"]: a for a in plan["arms"]}  # each design holds its arm's own value
         for arm in answer["arms"]:
-            design = designs.get(json_safe(arm["value"]))
+            design = designs.get(arm["value"])
             if design is not None:
                 arm["folds_to_decide"], arm["decided_by"] = design["runs_per_arm"], design["test"]
         answer["to_decide"] = json_safe(plan)
@@ -94,31 +98,27 @@ def with_stability_decides(answer: dict, data: StudyData, options: AnswerOptions
     command and time) and its clause at the end of the stability sentence."""
     from lpstudy.results.answers.decide import stability_decide_sentence, stability_to_decide
     from lpstudy.results.answers.stability_verdicts import NAMES
-    from lpstudy.values import json_safe
 
-    plans = json_safe(stability_to_decide(answer, data, options.alpha))
+    plans = stability_to_decide(answer, data, options.alpha)  # typed: answer_types.StabilityDecide
     if plans:
         answer["stability"]["to_decide"] = plans
         answer["stability"]["sentence"] += stability_decide_sentence(plans, NAMES)
 
 
-def with_convergence(data: StudyData, options: AnswerOptions, answer: dict) -> dict:
+def with_convergence(data: StudyData, options: AnswerOptions, answer: dict, compared: Compared) -> dict:
     """The answer with its `convergence` entry (lpstudy.results.answers.convergence) and its words
     after the final loss's in the sentence; the arms, the reference and K as the verdicts chose them."""
-    from lpstudy.results.analysis.paired import fold_losses
     from lpstudy.results.answers.convergence import convergence_answer
-    from lpstudy.results.answers.verdicts import _arms, _reference, fold_count
     from lpstudy.values import json_safe
 
     if answer.get("reference") is None or data.curves is None or data.curves.empty:
         answer["convergence"] = None
         return answer
-    trials, field, column, values = _arms(data)
-    present = list(dict.fromkeys(fold_losses(trials, column, "fold").index.get_level_values(0)))
-    reference = _reference(options, data, present, values)
-    over = bool((answer.get("sequential") or {}).get("over"))  # --until-decided: its stages ran out
-    convergence = json_safe(convergence_answer(data, options, reference, column, field, values, fold_count(data),
-                                               stages_over=over))
+    from lpstudy.results.answers.verdicts import stages_over
+
+    over = stages_over(answer)  # --until-decided: its stages ran out
+    convergence = json_safe(convergence_answer(data, options, compared.reference, compared.column, compared.field,
+                                               compared.values, compared.k, stages_over=over))
     answer["convergence"] = convergence
     if convergence["arms"]:
         answer["sentence"] = f"{answer['sentence']} {convergence['sentence']}"

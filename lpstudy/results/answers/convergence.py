@@ -186,7 +186,6 @@ def what_would_decide(out: dict, data: StudyData, options: AnswerOptions, k: int
     design keeps the S seeds. An arm the evaluation interval bounds (`unresolved`) is left to it, and an
     interim reading (runs still to come) to the runs it waits for."""
     from lpstudy.results.answers.decide import to_decide
-    from lpstudy.values import json_safe
 
     seeds = 1
     if "seed" in trials and trials["seed"].notna().any():
@@ -203,9 +202,9 @@ def what_would_decide(out: dict, data: StudyData, options: AnswerOptions, k: int
                          data, options.alpha, cell_seeds=seeds)
         if not plan:
             continue
-        designs = {json_safe(a["value"]): a for a in plan["arms"]}
+        designs = {a["value"]: a for a in plan["arms"]}  # each design holds its arm's own value
         for arm in arms:
-            design = designs.get(json_safe(arm["value"]))
+            design = designs.get(arm["value"])
             if design is not None:
                 arm["folds_to_decide"], arm["decided_by"] = design["runs_per_arm"], design["test"]
         plans[endpoint] = plan

@@ -34,6 +34,9 @@ from typing import Any
 
 import numpy as np
 
+from lpstudy.values import json_safe
+
+from lpstudy.results.answers.answer_types import StabilityDecide
 from lpstudy.results.answers.fold_tests import share_ratio
 
 POWER = 0.80
@@ -252,7 +255,7 @@ def decide_sentence(answer: dict, name, lead: str = "To decide", seeds_note: boo
     return f" {lead}: " + "; ".join(parts) + "."
 
 
-def stability_to_decide(answer: dict, data, alpha: float) -> list[dict[str, Any]]:
+def stability_to_decide(answer: dict, data, alpha: float) -> list[StabilityDecide]:
     """answer["stability"]["to_decide"]: per stability endpoint with an undecided arm the runs could
     decide, the design that would decide its arms and the study that runs it, as to_decide does for
     the final loss: its command and its time. A per-run endpoint's design is design_to_decide's on
@@ -291,23 +294,24 @@ def stability_to_decide(answer: dict, data, alpha: float) -> list[dict[str, Any]
                   "seeds": max(d["seeds"] for _, d in reachable), "now": now}
         runs = design["folds"] * design["repeats"] * design["seeds"] * (len(reachable) + 1)
         arms = [row["value"] for row, _ in reachable]
-        plans.append({"endpoint": endpoint, "arms": arms, "test": sorted({d["test"] for _, d in reachable}),
-                      "folds": design["folds"], "repeats": design["repeats"], "seeds": design["seeds"],
-                      "runs_per_arm": max(d["runs_per_arm"] for _, d in reachable), "runs": runs,
-                      "command": _command(data, [answer["reference"]["value"], *arms], design),
-                      "time": serial_estimate(runs, data.info.preset, steps)})
+        plans.append(StabilityDecide(
+            endpoint=endpoint, arms=json_safe(arms), test=sorted({d["test"] for _, d in reachable}),
+            folds=int(design["folds"]), repeats=int(design["repeats"]), seeds=int(design["seeds"]),
+            runs_per_arm=int(max(d["runs_per_arm"] for _, d in reachable)), runs=int(runs),
+            command=_command(data, [answer["reference"]["value"], *arms], design),
+            time=serial_estimate(runs, data.info.preset, steps)))
     return plans
 
 
-def stability_decide_sentence(plans: list[dict], names: dict[str, str]) -> str:
+def stability_decide_sentence(plans: list[StabilityDecide], names: dict[str, str]) -> str:
     """The stability sentence's last clause: per endpoint, the runs that would decide it at 80 % power,
     the command and its time."""
     if not plans:
         return ""
     parts = []
     for plan in plans:
-        how = f"`{plan['command']}`, " if plan["command"] else ""
-        exact = " by Fisher's exact test" if plan["endpoint"] == "divergence" else ""
-        parts.append(f"{names.get(plan['endpoint'], plan['endpoint'])}: {plan['runs_per_arm']} runs per arm{exact} "
-                     f"({plan['runs']} runs): {how}{plan['time']}")
+        how = f"`{plan.command}`, " if plan.command else ""
+        exact = " by Fisher's exact test" if plan.endpoint == "divergence" else ""
+        parts.append(f"{names.get(plan.endpoint, plan.endpoint)}: {plan.runs_per_arm} runs per arm{exact} "
+                     f"({plan.runs} runs): {how}{plan.time}")
     return f" To decide stability at {100 * POWER:.0f} % power: " + "; ".join(parts) + "."

@@ -47,6 +47,7 @@ from lpstudy.results.analysis.configurations import per_configuration
 from lpstudy.results.analysis.importance import param_importance
 from lpstudy.results.analysis.searched import Searched, rank_correlation, read_searched, space_entries
 from lpstudy.results.analysis.selection import finished, successful
+from lpstudy.results.answers.answer_types import Difference, Effect, SearchDivergence, safe
 from lpstudy.results.answers.options import AnswerOptions
 from lpstudy.results.answers.surrogate import MIN_RUNS, Profile, p_profile
 from lpstudy.results.analysis.study_data import StudyData
@@ -193,13 +194,13 @@ def search_answer(data: StudyData, options: AnswerOptions = AnswerOptions()) -> 
 
     answer = {**search_effect(data, options), "importance": importance,
               "convergence": json_safe(search_convergence(data, options)),
-              "divergence": json_safe(search_divergence(data, options))}
+              "divergence": search_divergence(data, options)}
     if answer["convergence"] and answer["convergence"]["restricted_mean"]:
         answer["sentence"] = f"{answer['sentence']} {answer['convergence']['sentence']}"
     return answer
 
 
-def search_divergence(data: StudyData, options: AnswerOptions = AnswerOptions()) -> list[dict]:
+def search_divergence(data: StudyData, options: AnswerOptions = AnswerOptions()) -> list[SearchDivergence]:
     """The share of runs that diverged per p group (search_convergence's few groups), each configuration
     counted once (analysis.stability.divergence_rates: a raced configuration's folds are one
     observation), with Wilson's 1 − alpha interval over the configurations, and how many configurations
@@ -211,9 +212,10 @@ def search_divergence(data: StudyData, options: AnswerOptions = AnswerOptions())
     if "p" not in fields:
         return []
     rates = divergence_rates(data.trials, GROUPS, 1 - options.alpha, configurations=fields)
-    return [{"field": "p", "value": row.p_bin, "configurations": int(row.n_configurations), "runs": int(row.n),
-             "diverged": int(row.n_diverged), "rate": float(row.rate), "low": float(row.ci_low),
-             "high": float(row.ci_high)} for row in rates.itertuples()]
+    return [SearchDivergence(field="p", value=json_safe(row.p_bin), configurations=int(row.n_configurations),
+                             runs=int(row.n), diverged=int(row.n_diverged), rate=json_safe(float(row.rate)),
+                             low=json_safe(float(row.ci_low)), high=json_safe(float(row.ci_high)))
+            for row in rates.itertuples()]
 
 
 def search_effect(data: StudyData, options: AnswerOptions = AnswerOptions()) -> dict:
@@ -233,7 +235,7 @@ def search_effect(data: StudyData, options: AnswerOptions = AnswerOptions()) -> 
     if searched.get("p") is None:
         answer["sentence"] = ("p does not vary among the completed runs: this search says nothing about p."
                               if len(runs) else "No completed run yet: nothing to say about p.")
-        return json_safe(answer)
+        return safe(answer)
     profile = p_profile(losses, searched)
     finite_runs = int(np.isfinite(searched.values("p").loc[runs.index].astype("float64")).sum())
     finite_configs = int(np.isfinite(searched.values("p").loc[configs.index].astype("float64")).sum())
@@ -245,7 +247,7 @@ def search_effect(data: StudyData, options: AnswerOptions = AnswerOptions()) -> 
     if profile is None:
         answer["sentence"] = _few_runs_sentence(finite_configs, losses, searched, finite_runs)
         answer["suggest"] = suggest_command(data, searched, best_setting)
-        return json_safe(answer)
+        return safe(answer)
     reference = _reference(options, profile)
     mean, low, high = profile.differences(reference)
     answer["p_profile"] = profile.rows("profile")
@@ -255,15 +257,13 @@ def search_effect(data: StudyData, options: AnswerOptions = AnswerOptions()) -> 
     margin = options.rope.margin(abs(ref_loss))
     apart = (low > margin) | (high < -margin)  # beyond the ROPE, not only beyond 0
     nonzero = (low > 0) | (high < 0)
-    answer["effect"] = {"reference": reference, "differences": [
-        {"p": float(p), "diff": float(d), "low": float(a), "high": float(b)}
-        for p, d, a, b in zip(profile.p, mean, low, high)], "rope": margin,
-        "n_fit": profile.n_fit, "n_runs": int(len(runs)), "p_scale_at_bound": profile.p_scale_at_bound,
-        "assumes": SMOOTH}
-    if profile.inf_apart:
-        answer["effect"]["inf_apart"] = profile.inf_apart
-    if profile.n_runs < len(runs):
-        answer["effect"]["n_configurations"] = profile.n_runs
+    answer["effect"] = Effect(
+        reference=json_safe(reference),
+        differences=[Difference(p=json_safe(float(p)), diff=json_safe(float(d)), low=json_safe(float(a)),
+                                high=json_safe(float(b))) for p, d, a, b in zip(profile.p, mean, low, high)],
+        rope=json_safe(float(margin)), n_fit=int(profile.n_fit), n_runs=int(len(runs)),
+        p_scale_at_bound=bool(profile.p_scale_at_bound), assumes=SMOOTH, inf_apart=profile.inf_apart or None,
+        n_configurations=int(profile.n_runs) if profile.n_runs < len(runs) else None)
     tangled: tuple[str, float] | None = max(answer["entanglement"].items(), key=lambda kv: abs(kv[1]), default=None)
     is_tangled = tangled is not None and abs(tangled[1]) >= TANGLED
     answer["separable"] = bool(apart.any()) and not is_tangled
@@ -283,7 +283,7 @@ def search_effect(data: StudyData, options: AnswerOptions = AnswerOptions()) -> 
             f"configurations is {tangled[1]:+.2f}, so a surrogate fitted on {fitted} cannot tell which of the two "
             f"acts, whatever its band.{inf_note}")
         answer["suggest"] = suggest_command(data, searched, setting)
-        return json_safe(answer)
+        return safe(answer)
     if apart.any():
         lead = _lead(mean, apart)
         p_text = f"p = {format_p(float(profile.p[lead]))}"
@@ -295,7 +295,7 @@ def search_effect(data: StudyData, options: AnswerOptions = AnswerOptions()) -> 
             f"{_name('lr')}'s, beyond the ROPE {options.rope.words()}. A replicate at the tuned settings confirms "
             f"it across folds.{inf_note}")
         answer["suggest"] = suggest_command(data, searched, setting)
-        return json_safe(answer)
+        return safe(answer)
     widest = float(np.max(np.maximum(np.abs(low), np.abs(high))))
     if nonzero.any() and widest > margin:
         lead = _lead(mean, nonzero)
@@ -306,7 +306,7 @@ def search_effect(data: StudyData, options: AnswerOptions = AnswerOptions()) -> 
             f"difference too small to matter or not yet shown to be large; this search does not separate p's "
             f"effect.{inf_note}")
         answer["suggest"] = suggest_command(data, searched, setting)
-        return json_safe(answer)
+        return safe(answer)
     if widest <= margin and profile.p_scale_at_bound:
         answer["sentence"] = (
             f"This search cannot yet tell p's effect from none: with the learning rate and the gain tuned at "
@@ -327,7 +327,7 @@ def search_effect(data: StudyData, options: AnswerOptions = AnswerOptions()) -> 
             f"at each p (a surrogate fitted on {fitted}), the differences to {ref_text} lie within "
             f"a band up to ±{widest:.4f}, wider than the differences themselves.{inf_note}")
     answer["suggest"] = suggest_command(data, searched, setting)
-    return json_safe(answer)
+    return safe(answer)
 
 
 __all__ = ["entanglement", "search_answer", "search_divergence", "search_effect", "suggest_command"]

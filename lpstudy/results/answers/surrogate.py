@@ -59,6 +59,8 @@ import numpy as np
 import pandas as pd
 
 from lpstudy.results.analysis.searched import Searched
+from lpstudy.results.answers.answer_types import ProfilePoint
+from lpstudy.values import json_safe
 
 MIN_RUNS = 16  # fewer finite-p runs than this: no surrogate (its band would be the prior's)
 MIN_INF_RUNS = 6  # p = ∞: a process of its own from this many runs on
@@ -99,11 +101,12 @@ class Profile:
     p_scale_at_bound: bool = False
     inf_apart: str | None = None  # why p = ∞ is not profiled with finite p (None where it is, or has no runs)
 
-    def rows(self, which: str = "profile") -> list[dict]:
+    def rows(self, which: str = "profile") -> list[ProfilePoint]:
+        """The answer's p_profile ("profile") or p_partial_dependence ("dependence"): a point per p, ∞ as "inf"."""
         values, low, high = ((self.profile, self.low, self.high) if which == "profile"
                              else (self.dependence, self.dep_low, self.dep_high))
-        return [{"p": float(p), "loss": float(v), "low": float(a), "high": float(b)}
-                for p, v, a, b in zip(self.p, values, low, high)]
+        return [ProfilePoint(p=json_safe(float(p)), loss=json_safe(float(v)), low=json_safe(float(a)),
+                             high=json_safe(float(b))) for p, v, a, b in zip(self.p, values, low, high)]
 
     def differences(self, reference: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """profile(p) − profile(reference) per grid point: the estimate (from the draws' mean) and

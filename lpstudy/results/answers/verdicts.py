@@ -20,11 +20,13 @@ runs the sequential design, and each verdict says the fold correlation up to whi
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from lpstudy.results.answers.answer_types import CompareTuning, Look, Sequential, StageArm, safe
 from lpstudy.results.answers.options import AnswerOptions
 from lpstudy.results.answers.fold_importance import fold_importance
 from lpstudy.results.answers.endpoint_verdicts import endpoint_verdicts
@@ -41,6 +43,19 @@ SEQUENTIAL_METHOD = (", Lan–DeMets O'Brien–Fleming spending with boundaries 
                      "(Jennison & Turnbull ch. 7), Holm's graph across arms and looks (Maurer & Bretz 2013)")
 SEEDED_STAGES = ", each look over its folds' seeds at the information fraction n/K (its lower bound: conservative)"
 SEQUENTIAL_KEY = "until_decided"  # the spec's entry of a sequential replicate: rounds, alpha, rope, reference
+
+
+@dataclass(frozen=True)
+class Compared:
+    """What a study's verdicts compare, as comparison_answer chose it: the other endpoints (convergence)
+    read the same arms against the same reference over the same K."""
+
+    trials: pd.DataFrame  # with the arm column
+    field: str  # the compared field: "p", or a comparison's factor
+    column: str  # the trials' column that holds the arm: "p", or a comparison's "arm" (its label)
+    values: dict  # {arm: its value of the field}
+    reference: Any  # the reference arm (a key of `values`), None before any arm has a finished run
+    k: int  # the study's fold count
 
 
 def _arms(data: StudyData) -> tuple[pd.DataFrame, str, str, dict]:
@@ -204,8 +219,8 @@ def _count(table: pd.DataFrame, level: str) -> int:
     return int(columns.get_level_values(level).nunique()) if isinstance(columns, pd.MultiIndex) and level in columns.names else 1
 
 
-def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions()) -> dict:
-    """The answer of a replicate, grid or comparison study (see lpstudy.results.answers)."""
+def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions()) -> tuple[dict, Compared]:
+    """(the answer of a replicate, grid or comparison study (see lpstudy.results.answers), what it compared)."""
     trials, field, column, values = _arms(data)
     k = fold_count(data)
     if len(trials):
@@ -216,6 +231,7 @@ def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions())
     reference = _reference(options, data, present, values) if present else None
     sequential = (data.info.spec or {}).get(SEQUENTIAL_KEY)
     repeats, seeds = _count(table, "repeat"), _count(table, "seed")
+    compared = Compared(trials, field, column, values, reference, k)
     answer: dict[str, Any] = {
         "study": data.name, "kind": data.info.kind, "metric": "final validation loss (nats)",
         "method": METHOD + (SEQUENTIAL_METHOD + (SEEDED_STAGES if seeds > 1 else "") if sequential else ""),
@@ -228,12 +244,12 @@ def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions())
         {"shares": {}, "low": {}, "high": {}, "null": None, "reason": "no finished runs yet"},
         "stability": {"divergence": [], "logit_growth": [], "min_entropy": []},
         "interim": False,
-        **({"tuning": _tuning(data)} if _tuning(data) else {}),
+        **({"tuning": tuning} if (tuning := _tuning(data)) else {}),
     }
     if reference is None or k < 2:
         answer["sentence"] = "No verdict yet: no arm has a finished run." if reference is None else \
             "No verdict: the runs do not say how many folds their cross-validation had."
-        return json_safe(answer)
+        return safe(answer), compared
     ref_losses = table.loc[reference].where(~failed.loc[reference])
     ref_mean = float(ref_losses.mean())
     margin = options.rope.margin(ref_mean)
@@ -270,10 +286,16 @@ def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions())
     answer["interim"] = any(arm["interim"] for arm in answer["arms"])
     answer["stability"] = _stability(runs, data.curves, reference, k, options.alpha, values)
     answer["stability"].update(stability_verdicts(runs, trials, data.curves, reference, k, options, field, values,
-                                                  column, stages_over=bool((answer.get("sequential") or {}).get("over"))))
+                                                  column, stages_over=stages_over(answer)))
     answer.update(_left_out(trials, column, values))
     answer["sentence"] = sentence(answer)
-    return json_safe(answer)
+    return safe(answer), compared
+
+
+def stages_over(answer: dict) -> bool:
+    """A study run --until-decided whose stages are over (its other endpoints read over the folds it ran)."""
+    sequential = answer.get("sequential")
+    return sequential is not None and sequential.over
 
 
 def _left_out(trials: pd.DataFrame, column: str, values: dict) -> dict:
@@ -293,7 +315,7 @@ def _left_out(trials: pd.DataFrame, column: str, values: dict) -> dict:
     return out
 
 
-def _tuning(data: StudyData) -> dict | None:
+def _tuning(data: StudyData) -> CompareTuning | None:
     """A comparison's tuning, as its verdict counts it: each arm's budget, its independent tunings
     (T ≥ 2: the interval spans them), and the note where the budget cannot tune the searched fields;
     None for any other study (or a comparison's spec stored before it named its budget)."""
@@ -301,8 +323,8 @@ def _tuning(data: StudyData) -> dict | None:
     if data.info.kind != "compare" or not plan.get("budget"):
         return None
     tunings = int(plan.get("tunings") or 1)
-    return {"budget": int(plan["budget"]), "tunings": tunings, "counted": tunings >= 2,
-            "budget_note": plan.get("budget_note")}
+    return CompareTuning(budget=int(plan["budget"]), tunings=tunings, counted=tunings >= 2,
+                         budget_note=plan.get("budget_note"))
 
 
 def _compared(answer: dict, name) -> tuple[str, str]:
@@ -312,7 +334,7 @@ def _compared(answer: dict, name) -> tuple[str, str]:
     tuning = answer.get("tuning")
     if not tuning:
         return "", ""
-    budget, tunings = tuning["budget"], tuning["tunings"]
+    budget, tunings = tuning.budget, tuning.tunings
     arms = ", ".join(name(a["value"]) for a in answer["arms"])
     each = " each" if len(answer["arms"]) > 1 else ""
     over = f" ({tunings} independent tunings an arm, the interval a t over them)" if tunings >= 2 else ""
@@ -324,8 +346,8 @@ def _compared(answer: dict, name) -> tuple[str, str]:
                      "chose, not the luck of the tuning that chose them (--tunings T counts it)")
     else:
         notes.append("the tunings share the K folds: the partition's share of the spread is not in their interval")
-    if tuning.get("budget_note"):
-        notes.append(f"note: {tuning['budget_note']}")
+    if tuning.budget_note:
+        notes.append(f"note: {tuning.budget_note}")
     return what, "".join(f" {n[0].upper()}{n[1:]}." for n in notes)
 
 
@@ -363,17 +385,16 @@ def _sequential(trials, column, others, reference, diffs, k, margin, options, pl
         lambda runs: len(runs.drop_duplicates()))
     cells_run = int(ran.reindex([reference, *others]).fillna(0).sum())
     cells_max = k * per_fold * (len(others) + 1)
-    answer["sequential"] = {
-        "rounds": rounds, "looks_done": done, "max_folds": k, "over": bool(over),
-        "looks": _looks(tests, others, diffs, rounds, k, options.alpha, done, answer["reference"]["mean"], values,
-                        labels),
-        "arms": [{"value": values.get(arm, arm), "arm": arm,
-                  "state": verdicts[i] if verdicts[i] != "undecided" or over else "running",
-                  "folds": _paired_folds(diffs[i], labels)} for i, arm in enumerate(others)],
-        "stopped": {str(json_safe(arm)): int(tests["folds_used"][i]) for i, arm in enumerate(others)
-                    if verdicts[i] != "undecided"},
-        "cells_run": cells_run, "cells_max": cells_max, "folds_saved": cells_max - cells_run if over else None,
-    }
+    answer["sequential"] = Sequential(
+        rounds=[int(n) for n in rounds], looks_done=int(done), max_folds=int(k), over=bool(over),
+        looks=_looks(tests, others, diffs, rounds, k, options.alpha, done, answer["reference"]["mean"], values,
+                     labels),
+        arms=[StageArm(value=json_safe(values.get(arm, arm)), arm=json_safe(arm),
+                       state=verdicts[i] if verdicts[i] != "undecided" or over else "running",
+                       folds=_paired_folds(diffs[i], labels)) for i, arm in enumerate(others)],
+        stopped={str(json_safe(arm)): int(tests["folds_used"][i]) for i, arm in enumerate(others)
+                 if verdicts[i] != "undecided"},
+        cells_run=cells_run, cells_max=int(cells_max), folds_saved=int(cells_max - cells_run) if over else None)
     return tests
 
 
@@ -382,7 +403,7 @@ def _paired_folds(diffs: np.ndarray, labels: np.ndarray) -> int:
     return len(np.unique(labels[~np.isnan(diffs)]))
 
 
-def _looks(tests, others, diffs, rounds, k, alpha, done, ref_mean, values, labels) -> list[dict]:
+def _looks(tests, others, diffs, rounds, k, alpha, done, ref_mean, values, labels) -> list[Look]:
     """Each look (stage): its folds, the alpha it spends (its level) and the alpha spent up to it;
     for a look that is over, each arm's state there: the verdict of its test at that look (better,
     equivalent, worse, undecided), with its difference to the reference relative to the reference's
@@ -394,23 +415,25 @@ def _looks(tests, others, diffs, rounds, k, alpha, done, ref_mean, values, label
     fractions, nominal = information(rounds, k, seeded), nominal_levels(rounds, k, alpha, seeded)
     looks = []
     for j, (n, level) in enumerate(zip(rounds, levels)):
-        look: dict[str, Any] = {"look": j + 1, "folds": n, "level": float(level), "spent": float(sum(levels[:j + 1])),
-                                "information": float(fractions[j]), "boundary": float(nominal[j]),
-                                "over": j < done, "arms": []}
+        arms: list[StageArm] = []
         if j < done:
             seen = tests["history"][j]
             low, high = interval(seen["mean"], seen["se"], seen["df"], 1 - alpha)
             for i, arm in enumerate(others):
-                named = {"value": values.get(arm, arm), "arm": arm}
+                value, key = json_safe(values.get(arm, arm)), json_safe(arm)
                 if not seen["active"][i]:
-                    look["arms"].append({**named, "state": "stopped", "decided": VERDICTS[int(tests["verdict"][i])],
-                                         "folds": int(tests["folds_used"][i])})
+                    arms.append(StageArm(value=value, arm=key, state="stopped",
+                                         decided=VERDICTS[int(tests["verdict"][i])], folds=int(tests["folds_used"][i])))
                     continue
-                look["arms"].append({**named, "state": VERDICTS[int(seen["verdict"][i])],
-                                     "folds": _paired_folds(diffs[i][labels < n], labels[labels < n]),
-                                     "rel_diff": float(seen["mean"][i]) / ref_mean, "rel_low": float(low[i]) / ref_mean,
-                                     "rel_high": float(high[i]) / ref_mean})
-        looks.append(look)
+                # its difference written even where it is not a number (null): the look's arms say it
+                arms.append(StageArm(
+                    _keys=("value", "arm", "state", "folds", "rel_diff", "rel_low", "rel_high"), value=value, arm=key,
+                    state=VERDICTS[int(seen["verdict"][i])],
+                    folds=_paired_folds(diffs[i][labels < n], labels[labels < n]),
+                    rel_diff=json_safe(float(seen["mean"][i]) / ref_mean), rel_low=json_safe(float(low[i]) / ref_mean),
+                    rel_high=json_safe(float(high[i]) / ref_mean)))
+        looks.append(Look(look=j + 1, folds=int(n), level=float(level), spent=float(sum(levels[:j + 1])),
+                          information=float(fractions[j]), boundary=float(nominal[j]), over=j < done, arms=arms))
     return looks
 
 
@@ -479,7 +502,7 @@ def sentence(answer: dict) -> str:
         return f"Only {name(ref['value'])} has finished runs: nothing to compare yet."
     arms = answer["arms"]
     positions = (answer["k"] * answer.get("repeats", 1) * (answer.get("seeds") or 1)
-                 * ((answer.get("tuning") or {}).get("tunings") or 1))
+                 * (tuning.tunings if (tuning := answer.get("tuning")) else 1))
     runs = _runs_in(ref, arms, name, positions)
     if answer.get("interim"):
         lead = (f"Interim reading, {runs} in (no verdict until every fold has run, "
@@ -518,7 +541,7 @@ def sentence(answer: dict) -> str:
             more = "interim"
         elif answer.get("to_decide"):  # what would decide them, at 80 % power, is the sentence's last clause
             more = None
-        elif (answer.get("tuning") or {}).get("counted"):
+        elif (tuning := answer.get("tuning")) and tuning.counted:
             more = "its interval spans the tunings: more --tunings narrow it"
         elif all(a["n_folds"] < 2 for a in undecided):
             more = "each needs 2 folds paired with the reference first"

@@ -99,7 +99,7 @@ def convergence_verdict_chart(answer: VerdictAnswer, endpoint: str) -> go.Figure
     rows = [a for a in convergence.arms if a.endpoint == endpoint] if convergence else []
     what = {"steps_to_threshold": "Steps to the threshold", "auc": "Area under the curve"}[endpoint]
     title = f"{what}: difference to the reference"  # whole in a half-width column at 1400 px (as Stability's)
-    ref = convergence.reference.get(endpoint) if convergence else None
+    ref = (convergence.reference or {}).get(endpoint) if convergence else None
     if not convergence or not rows or not ref:
         return mark_empty(figure(title, height=360), "needs curves of the reference and another arm on the same folds")
     name = arm_name(ref.field, ref.value)

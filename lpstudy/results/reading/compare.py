@@ -7,8 +7,8 @@ show the same numbers."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -35,13 +35,83 @@ class CompareData:
         return A.tuning_summary(self.tuning)
 
 
-def compare_progress(data: CompareData) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ArmProgress:
+    """One arm of a comparison: its tuning trials finished of its budget, its fold runs done, what is left."""
+
+    arm: str  # its label, "p=1"
+    tuning_done: int
+    budget: int  # tuning trials: the budget times the tunings
+    folds_done: int  # (tuning, repeat, fold, seed) cells with a COMPLETE run
+    folds: int  # the cells of its fold stage
+    tuning_left: int
+    folds_left: int
+    nothing_to_replicate: bool  # tuned, and every tuning trial diverged or was pruned: no configuration to run
+
+    @property
+    def left(self) -> int:
+        return self.tuning_left + self.folds_left
+
+
+@dataclass(frozen=True)
+class CompareProgress:
+    """Where a comparison stands (compare_progress): per arm, and summed over them."""
+
+    arms: list[ArmProgress]
+    budget: int  # tuning trials per arm (and tuning)
+    folds: int  # K
+
+    @property
+    def n_arms(self) -> int:
+        return len(self.arms)
+
+    @property
+    def tuning_spent(self) -> int:
+        return sum(a.tuning_done for a in self.arms)
+
+    @property
+    def tuning_total(self) -> int:
+        return sum(a.budget for a in self.arms)
+
+    @property
+    def cells_done(self) -> int:
+        return sum(a.folds_done for a in self.arms)
+
+    @property
+    def cells_total(self) -> int:
+        return sum(a.folds for a in self.arms)
+
+    @property
+    def tuning_left(self) -> int:
+        return sum(a.tuning_left for a in self.arms)
+
+    @property
+    def cells_left(self) -> int:
+        return sum(a.folds_left for a in self.arms)
+
+    @property
+    def left(self) -> int:
+        return self.tuning_left + self.cells_left
+
+    @property
+    def done(self) -> bool:
+        return self.left == 0
+
+    def to_json(self) -> dict[str, Any]:
+        """What `status --json` gives as "comparison" (its keys and their order)."""
+        return {"arms": [dict(vars(a)) for a in self.arms], "n_arms": self.n_arms, "budget": self.budget,
+                "folds": self.folds, "tuning_spent": self.tuning_spent, "tuning_total": self.tuning_total,
+                "cells_done": self.cells_done, "cells_total": self.cells_total, "tuning_left": self.tuning_left,
+                "cells_left": self.cells_left, "left": self.left, "done": self.done}
+
+
+def compare_progress(data: CompareData) -> CompareProgress:
     """Where a comparison stands, as `status`, `compare`, the worker and the dashboard's Home say it:
     per arm, the tuning trials finished of its budget and the folds its best configuration has run;
     and what is left (tuning trials and fold cells; the folds of an arm whose tuning is still open
     count in full). An arm whose every tuning trial diverged or was pruned has nothing to replicate."""
     plan = data.plan
-    rows: list[dict[str, Any]] = []
+    rows: list[ArmProgress] = []
     for value in plan.values:
         arm = plan.label(value)
         tuning = data.tuning[data.tuning["arm"] == arm] if len(data.tuning) else data.tuning
@@ -56,23 +126,15 @@ def compare_progress(data: CompareData) -> dict[str, Any]:
         done_folds = len(folds.loc[folds["state"] == "COMPLETE", cell].drop_duplicates()) if len(folds) else 0
         nothing_to_replicate = tuned and not len(folds) and A.best_trial(tuning) is None
         cells = plan.folds * plan.repeats * plan.seeds * plan.tunings
-        rows.append({"arm": arm, "tuning_done": min(finished, budget), "budget": budget,
-                     "folds_done": done_folds, "folds": cells,
-                     "tuning_left": max(0, budget - finished),
-                     "folds_left": 0 if nothing_to_replicate else cells - done_folds,
-                     "nothing_to_replicate": nothing_to_replicate})
-    tuning_left = sum(r["tuning_left"] for r in rows)
-    if plan.until_decided and not tuning_left:  # decided arms get no more folds; none after the last stage
+        rows.append(ArmProgress(arm=arm, tuning_done=min(finished, budget), budget=budget, folds_done=done_folds,
+                                folds=cells, tuning_left=max(0, budget - finished),
+                                folds_left=0 if nothing_to_replicate else cells - done_folds,
+                                nothing_to_replicate=nothing_to_replicate))
+    if plan.until_decided and not sum(r.tuning_left for r in rows):  # decided arms get no more folds; none after the last stage
         seq = stages_answer(data).sequential
-        for r in rows:
-            if seq and (seq.over or r["arm"] in seq.stopped):
-                r["folds_left"] = 0
-    folds_left = sum(r["folds_left"] for r in rows)
-    return {"arms": rows, "n_arms": len(rows), "budget": plan.budget, "folds": plan.folds,
-            "tuning_spent": sum(r["tuning_done"] for r in rows), "tuning_total": sum(r["budget"] for r in rows),
-            "cells_done": sum(r["folds_done"] for r in rows), "cells_total": sum(r["folds"] for r in rows),
-            "tuning_left": tuning_left, "cells_left": folds_left, "left": tuning_left + folds_left,
-            "done": tuning_left + folds_left == 0}
+        if seq:
+            rows = [replace(r, folds_left=0) if seq.over or r.arm in seq.stopped else r for r in rows]
+    return CompareProgress(arms=rows, budget=plan.budget, folds=plan.folds)
 
 
 def stages_answer(data: CompareData) -> VerdictAnswer:
@@ -88,17 +150,16 @@ def stages_answer(data: CompareData) -> VerdictAnswer:
     return answer
 
 
-def progress_line(progress: dict[str, Any]) -> str:
+def progress_line(progress: CompareProgress) -> str:
     """'2 arms · tuning 4/4 trials · folds 3/4 runs · left: 1 fold run' (or 'nothing left')."""
-    left = progress["left"]
     parts = []
-    if progress["tuning_left"]:
-        parts.append(f"{progress['tuning_left']} tuning trial(s)")
-    if progress["cells_left"]:
-        parts.append(f"{progress['cells_left']} fold run(s)")
-    return (f"{progress['n_arms']} arms · tuning {progress['tuning_spent']}/{progress['tuning_total']} trials "
-            f"· folds {progress['cells_done']}/{progress['cells_total']} runs · "
-            + (f"left: {' and '.join(parts)}" if left else "nothing left: every arm is tuned and replicated"))
+    if progress.tuning_left:
+        parts.append(f"{progress.tuning_left} tuning trial(s)")
+    if progress.cells_left:
+        parts.append(f"{progress.cells_left} fold run(s)")
+    return (f"{progress.n_arms} arms · tuning {progress.tuning_spent}/{progress.tuning_total} trials "
+            f"· folds {progress.cells_done}/{progress.cells_total} runs · "
+            + (f"left: {' and '.join(parts)}" if progress.left else "nothing left: every arm is tuned and replicated"))
 
 
 def next_command(study: str, storage_flags: str = "") -> str:

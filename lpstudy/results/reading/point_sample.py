@@ -7,7 +7,7 @@ trials with the lowest loss (where a reader looks) and the rest spread evenly in
 sample is deterministic (the same study draws the same points). What a chart computes from every
 trial stays exact: the best-so-far lines (step_points keeps every point where the line moves, so the
 drawn line is the exact one), a box's quartiles and whiskers (box_statistics), the means and counts
-per p. The chart says so under its title (`note`, as results.reading.curve_sample's curve samples do).
+per p. The chart says so under its title (`note`, as results.analysis.curve_sample's curve samples do).
 """
 
 from __future__ import annotations

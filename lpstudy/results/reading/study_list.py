@@ -28,7 +28,7 @@ def study_rows(reader: TrialReader) -> list[dict[str, Any]]:
         counts = {state: int(n) for state, n in state_counts(trials).items()}  # interrupted: not failed
         info = study_info(record.name, record.attrs)
         chosen = reader.read(record.name, lambda tables: search_chosen(tables, info.kind, info.spec))
-        best = best_of(trials, info, chosen)  # the one best (results.measured.StudyBest), as Home shows it
+        best = best_of(trials, info, chosen)  # the one best (results.reading.measured.StudyBest), as Home shows it
         times = pd.concat([trials["datetime_complete"], trials["datetime_start"]]).dropna()
         kind = record.attrs.get("kind") or "(not lpstudy's)"
         rows.append({"study": record.name, "kind": kind, "synthetic": bool(record.attrs.get("synthetic")),

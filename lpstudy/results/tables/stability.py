@@ -24,8 +24,8 @@ def stability_frame(answer: VerdictAnswer) -> pd.DataFrame:
     """Each arm's verdict on each stability endpoint against the reference, as text cells
     (divergence: rates in per cent, the counts beside them)."""
     rows = []
-    for row in answer.stability.verdicts:
-        rope = answer.stability.rope.get(row.endpoint)
+    for row in answer.stability.verdicts or []:  # none before any arm has a finished run
+        rope = (answer.stability.rope or {}).get(row.endpoint)
         share = row.endpoint == "divergence"
         spec = "+.1%" if share else "+.3g"
         decide = "–"
@@ -42,7 +42,7 @@ def stability_frame(answer: VerdictAnswer) -> pd.DataFrame:
 
 def stability_colours(answer: VerdictAnswer) -> list[str]:
     """The colour of each row of stability_frame: its verdict's, by the one rule."""
-    return [VERDICT_COLOURS[row.verdict] for row in answer.stability.verdicts]
+    return [VERDICT_COLOURS[row.verdict] for row in answer.stability.verdicts or []]
 
 
 def stability_title(answer: VerdictAnswer) -> str:

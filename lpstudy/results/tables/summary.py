@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lpstudy.results.answers.answer_types import ArmVerdict, ConvergenceArm, VerdictAnswer
+from lpstudy.results.answers.answer_types import ArmVerdict, ConvergenceArm, VerdictAnswer, Verdicts
 from lpstudy.values import arm_name
 
 # what each verdict tells a newcomer, of arms against the reference ({what}: the endpoint's words;
@@ -37,7 +37,7 @@ def _known(arms: Sequence[ArmVerdict | ConvergenceArm], ref: str, what: str) -> 
     return clauses
 
 
-def _design(answer: VerdictAnswer) -> str:
+def _design(answer: Verdicts) -> str:
     """The runs behind each arm: '4 folds', '5 folds, repeated 2 times, 3 seeds a fold'."""
     parts = [f"{answer.k} folds"]
     if answer.repeats > 1:
@@ -47,7 +47,7 @@ def _design(answer: VerdictAnswer) -> str:
     return ", ".join(parts)
 
 
-def verdict_summary(answer: VerdictAnswer) -> str:
+def verdict_summary(answer: Verdicts) -> str:
     """The final loss's verdicts in one paragraph; '' where there is no table under it (no reference
     or no other arm yet)."""
     ref = answer.reference

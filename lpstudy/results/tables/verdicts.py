@@ -10,7 +10,7 @@ import math
 
 import pandas as pd
 
-from lpstudy.results.answers.answer_types import StageArm, VerdictAnswer
+from lpstudy.results.answers.answer_types import StageArm, VerdictAnswer, Verdicts
 from lpstudy.values import arm_name
 
 # "p-value (...)", never a bare "p": p is the norm's exponent in the arm's name beside it
@@ -25,7 +25,7 @@ def _num(value, spec: str) -> str:
     return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, spec)
 
 
-def verdict_frame(answer: VerdictAnswer) -> pd.DataFrame:
+def verdict_frame(answer: Verdicts) -> pd.DataFrame:
     """The table as text cells (the reference first), one row per arm."""
     ref = answer.reference
     if not ref:
@@ -59,7 +59,7 @@ def _level(arm, alpha: float) -> str:
     return f" ({100 * level:.1f} %)"
 
 
-def verdict_title(answer: VerdictAnswer) -> str:
+def verdict_title(answer: Verdicts) -> str:
     """What the table is, with the ROPE and the method stated."""
     return (f"Verdicts against the reference · ROPE {answer.rope.words} · "
             f"{answer.method} · alpha {answer.alpha:g} · intervals {100 * (1 - answer.alpha):.0f} % unless "
