@@ -57,12 +57,22 @@ def unbroken(text: str) -> str:
     return UNBROKEN.sub("\u00a0", text)
 
 
+# A static table's cells: compact, and a value broken inside only where its column has no other way to
+# fit the page (a table of twelve numbers in the 506-pixel column of a 1000-pixel window)
+COMPACT = [{"selector": "th, td", "props": "font-size: 0.8rem; padding: 0.2rem 0.3rem;"},
+           {"selector": "th *, td *", "props": "font-size: inherit; overflow-wrap: anywhere;"}]
+
+
+def shown(styler) -> None:
+    """A Styler as a static table: no index, compact cells that wrap between words to fit the page's
+    width, so that every column is in view at 1000 px as at 1400 (a grid, st.dataframe, scrolled its
+    right-hand columns out of sight)."""
+    st.table(styler.hide(axis="index").set_table_styles(COMPACT))
+
+
 def static_table(frame) -> None:
-    """A frame of text as a static table: each cell wraps between words to fit the page's width, so
-    that every column is in view at 1000 px as at 1400 (a grid, st.dataframe, scrolled its right-hand
-    columns out of sight at 1000 px); no index, a missing value as "–"."""
-    st.table(frame.style.hide(axis="index").format(lambda v: unbroken(v) if isinstance(v, str) else v,
-                                                   na_rep=MISSING))
+    """A frame of text as a static table (shown), a missing value as "–"."""
+    shown(frame.style.format(lambda v: unbroken(v) if isinstance(v, str) else v, na_rep=MISSING))
 
 
 def table(frame, overrides: dict[str, Column] | None = None) -> None:
@@ -74,4 +84,4 @@ def table(frame, overrides: dict[str, Column] | None = None) -> None:
     labels = {name: column(name, overrides).label for name in values.columns}
     formats = {labels[name]: (lambda v, spec=column(name, overrides): unbroken(formatted(v, spec)))
                for name in values.columns}
-    st.table(values.rename(columns=labels).style.hide(axis="index").format(formats, na_rep=MISSING))
+    shown(values.rename(columns=labels).style.format(formats, na_rep=MISSING))
