@@ -80,7 +80,7 @@ def assert_one_line_refusal(code: int, out: str, err: str, expected: tuple[str, 
 # -- the cases, by kind: (kind, argv, the fragments its one line must hold) --------------------------
 #
 # Each fragment was read off the code that makes the message (lpstudy/training/bounds.py
-# problems_of, config.py coerce_field and TrainConfig, study/space.py, study/spec.py, db/urls.py,
+# problems_of, config.py coerce_field and TrainConfig, design/space.py, design/spec.py, db/urls.py,
 # names.py, paths.py, values.py check_p, typer's option checks), so that a case that stops at another
 # check than the one it is named for fails.
 

@@ -348,9 +348,9 @@ def code_version() -> str:
     root = Path(lpstudy.__file__).parent
     digest = hashlib.sha256()
     for name in ("results/replay/traces.py", "results/replay/clock.py", "results/replay/methods.py",
-                 "results/replay/grid_table.py", "study/space.py",
-                 "study/intensify.py",
-                 "study/spread.py", "study/studies.py", "study/spec.py", "study/best.py", "training/fields.py",
+                 "results/replay/grid_table.py", "design/space.py",
+                 "design/intensify.py",
+                 "study/spread.py", "study/studies.py", "design/spec.py", "design/best.py", "training/fields.py",
                  "values.py"):
         digest.update((root / name).read_bytes())
     return digest.hexdigest()[:16]
