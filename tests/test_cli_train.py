@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 
 import pytest
 import yaml
@@ -19,10 +20,17 @@ def lpstudy(*args, env=None, cwd=None):
 
 def in_process(capsys, *args) -> subprocess.CompletedProcess:
     """The command line run in this process (no new interpreter: a refusal takes milliseconds, not
-    the seconds of importing torch); its exit status and output as a subprocess's. That a fresh
-    process refuses the same way, with the real exit status and no traceback, is
-    tests/test_bad_input.py::test_bad_input_in_a_fresh_process (a `train` field among its cases)."""
-    code, out, err = cli(capsys, *args)
+    the seconds of importing torch); its exit status and output as a subprocess's, a warning it
+    raises written to its standard error as Python's default filters would show it in a process of
+    its own. That a fresh process refuses the same way, with the real exit status, no traceback and
+    no warning from its imports, is tests/test_bad_input.py::test_bad_input_in_a_fresh_process (a
+    `train` field among its cases)."""
+    hidden = (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)
+    with warnings.catch_warnings(record=True) as raised:
+        warnings.simplefilter("always")
+        code, out, err = cli(capsys, *args)
+    err += "".join(warnings.formatwarning(w.message, w.category, w.filename, w.lineno)
+                   for w in raised if not issubclass(w.category, hidden))
     return subprocess.CompletedProcess(list(args), code, out, err)
 
 
