@@ -27,11 +27,12 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 def pytest_collection_modifyitems(items):
     """The fast tier (`pytest -m "not slow"`) runs mostly in this one process: a test that needs
     the throwaway PostgreSQL server (its marker `postgres`, or the `postgres` or `pg_url` fixture)
-    or the study real worker processes write (`real_study`) is part of the slow tier, as are those
-    marked `slow` by hand (they start workers, servers or a browser, wait out timeouts, or sweep
-    every case where one case stands for them in the fast tier)."""
+    or the studies real worker processes write (`real_study`, `real_grids`) is part of the slow
+    tier, as are those marked `slow` by hand (they start workers, servers or a browser, wait out
+    timeouts, or sweep every case where one case stands for them in the fast tier)."""
+    slow_fixtures = {"postgres", "pg_url", "real_study", "real_grids"}
     for item in items:
-        if item.get_closest_marker("postgres") or {"postgres", "pg_url", "real_study"} & set(item.fixturenames):
+        if item.get_closest_marker("postgres") or slow_fixtures & set(item.fixturenames):
             item.add_marker(pytest.mark.slow)
 
 
@@ -120,11 +121,22 @@ def seeded(tmp_path_factory) -> tuple[str, Path]:
 
 @pytest.fixture(scope="session")
 def real_study(tmp_path_factory, corpus_path):
-    """A search and a grid written by real `lpstudy` workers, once per session (tests/real_study.py).
-    Tests only read it."""
+    """A search and a grid written by real `lpstudy` workers, once per test run, however many xdist
+    workers read it (tests/real_study.py, tests/once_per_run.py). Tests only read it."""
+    from tests.once_per_run import once_per_run
     from tests.real_study import write_real_study
 
-    return write_real_study(tmp_path_factory.mktemp("real-study"))
+    return once_per_run(tmp_path_factory, "real-study", write_real_study)
+
+
+@pytest.fixture(scope="session")
+def real_grids(tmp_path_factory, corpus_path) -> str:
+    """The URL of three grid studies ("g", "g-lr", "g-k5") run by real workers, once per test run
+    (tests/real_study.py write_real_grids). Tests only read it: their files go to their tmp_path."""
+    from tests.once_per_run import once_per_run
+    from tests.real_study import write_real_grids
+
+    return once_per_run(tmp_path_factory, "real-grids", write_real_grids)
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)

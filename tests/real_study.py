@@ -1,7 +1,8 @@
-"""A small study written by real `lpstudy` workers, once per test session: what the read side
-(frames, status, export, report, analysis, the dashboard) is tested on, so that those tests read
-what a worker writes (its user attributes, p = ∞ as it stores it, its metrics rows), not what a
-generator of synthetic studies believes a worker writes.
+"""A small study written by real `lpstudy` workers, once per test run (under xdist too:
+tests/once_per_run.py): what the read side (frames, status, export, report, analysis, the
+dashboard) is tested on, so that those tests read what a worker writes (its user attributes,
+p = ∞ as it stores it, its metrics rows), not what a generator of synthetic studies believes a
+worker writes.
 
 One SQLite database, two studies of the `smoke` model at 30 steps (evaluations at 0, 10, 20, 30):
 
@@ -32,6 +33,24 @@ SAMPLER_SEED = 1  # its 10 random trials (each its own stream of the seed: lpstu
 # exceeds 1.2 times its first: a large learning rate diverges within a few steps, before the pruner
 # (which looks from the first evaluation on) could stop it.
 HOT = ["--set", "grad_clip=0", "--set", "warmup_steps=0", "--set", "divergence_factor=1.2"]
+
+
+def write_real_grids(folder: Path) -> str:
+    """Three grid studies run by real workers in one SQLite database; its URL. "g": 2 p × 2 lr × 2
+    folds on the smoke model (30 steps, evaluations at 0, 10, 20, 30), run by two workers; beside
+    it two grids of lr = 0.1 alone: "g-lr" shares g's fixed settings (a column run later), "g-k5"
+    splits the corpus into K = 5 folds instead of 10. What replay, export-grid and the files they
+    write are tested on (tests/test_replay.py, tests/test_file_modes.py)."""
+    url = f"sqlite:///{folder / 'grid.db'}"
+    for study, extra in (("g", ("--lr", "1e-3,1e-2")), ("g-lr", ("--lr", "1e-1")),
+                         ("g-k5", ("--lr", "1e-1", "--folds", "5"))):
+        made = lpstudy("create", "--study", study, "--storage", url, "--preset", "smoke", "--sampler", "grid",
+                       "--p", "1,3", "--fold", "0,1", *extra, *TINY)
+        assert made.returncode == 0, made.stderr
+    workers = [start_worker("g", url, log=folder / "w.log", devices="cpu,cpu")]
+    workers += [start_worker(study, url, log=folder / f"{study}.log") for study in ("g-lr", "g-k5")]
+    assert wait_all(workers, timeout=900) == [0, 0, 0]  # a guard against a hang: four torch processes on a busy machine
+    return url
 
 
 @dataclass(frozen=True)

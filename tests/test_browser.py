@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from lpstudy.study.synthetic import write_synthetic_study
+from tests.once_per_run import once_per_run
 from tests.pgserver import free_port
 from tests.study_helpers import best_by_hand, trials_of
 
@@ -72,7 +73,13 @@ def wait_until_serving(url: str, proc: subprocess.Popen, timeout: float = 90.0) 
 
 @pytest.fixture(scope="module")
 def study_db(tmp_path_factory) -> str:
-    path = tmp_path_factory.mktemp("browser") / "study.db"
+    """The studies the dashboard serves; written once per test run (tests/once_per_run.py: the
+    400-trial study takes most of a minute), read by every xdist worker's dashboard."""
+    return once_per_run(tmp_path_factory, "browser-studies", _write_studies)
+
+
+def _write_studies(folder: Path) -> str:
+    path = folder / "study.db"
     url = f"sqlite:///{path}"
     now = datetime(2026, 1, 1, 12, 0, 0)
     write_synthetic_study(url, "search", n_trials=60, n_evals=8, seed=2, now=now)

@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from lpstudy.results.reading.compare import load_compare
 from lpstudy.results.tables.verdicts import VERDICT_COLUMNS
+from tests.once_per_run import once_per_run
 from tests.study_helpers import cli, lp_env, lpstudy
 from lpstudy.db.kinds import open_reader
 
@@ -100,8 +101,13 @@ def test_home_of_a_fresh_comparison_shows_its_arms_and_the_command_that_runs_the
 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory) -> dict:
-    """A comparison run to its end by one worker, then `compare` and `status` again: their outputs."""
-    url = f"sqlite:///{tmp_path_factory.mktemp('cmp') / 'cmp.db'}"
+    """A comparison run to its end by one worker, then `compare` and `status` again: their outputs.
+    Built once per test run (tests/once_per_run.py): tests only read it."""
+    return once_per_run(tmp_path_factory, "finished-comparison", _finish)
+
+
+def _finish(folder: Path) -> dict:
+    url = f"sqlite:///{folder / 'cmp.db'}"
     made = lpstudy(*COMPARE, "--storage", url)
     assert made.returncode == 0, made.stderr
     worker = lpstudy("worker", "--study", "cmp", "--storage", url, "--devices", "cpu", "--no-progress", timeout=600)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.study_helpers import ROOT, lp_env
+from tests.study_helpers import ROOT, cli
 
 README = ROOT / "README.md"
 DOCS = sorted((ROOT / "docs").glob("*.md"))
@@ -84,14 +84,15 @@ def _options_by_command() -> dict[str, set[str]]:
     return wanted
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("command", sorted(_options_by_command()))
-def test_every_command_the_pages_give_exists_with_its_options(command):
-    result = subprocess.run([sys.executable, "-m", "lpstudy", command, "--help"], capture_output=True, text=True,
-                            env=lp_env(COLUMNS="200"), timeout=120)
-    assert result.returncode == 0, (command, result.stderr[-500:])
+def test_every_command_the_pages_give_exists_with_its_options(command, capsys, monkeypatch):
+    """Each command's --help, as wide as a page's longest option line, run in this process (a fresh
+    interpreter a command cost 3 s; tests/test_first_run.py runs the README's commands as processes)."""
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, err = cli(capsys, command, "--help")
+    assert code == 0, (command, err[-500:])
     for option in _options_by_command()[command]:
-        assert re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", result.stdout), (command, option)
+        assert re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", out), (command, option)
 
 
 # What a page for users never says: how the work was done. A tracker's issue, a round of work, a commit

@@ -10,21 +10,13 @@ import stat
 
 import pytest
 
-from tests.study_helpers import TINY, cli, lpstudy, start_worker, wait_all
+from tests.study_helpers import cli
 
 pytestmark = pytest.mark.slow  # real workers and several commands a test: minutes
 
-
-@pytest.fixture(scope="module")
-def small_grid(tmp_path_factory):
-    """A grid of 2 p × 2 folds on the smoke model (30 steps), run by one real worker."""
-    tmp = tmp_path_factory.mktemp("modes")
-    url = f"sqlite:///{tmp / 'grid.db'}"
-    made = lpstudy("create", "--study", "g", "--storage", url, "--preset", "smoke", "--sampler", "grid",
-                   "--p", "1,3", "--fold", "0,1", "--lr", "1e-2", *TINY)
-    assert made.returncode == 0, made.stderr
-    assert wait_all([start_worker("g", url, log=tmp / "w.log")], timeout=600) == [0], (tmp / "w.log").read_text()
-    return url, tmp
+# A grid of 2 p × 2 folds on the smoke model (30 steps) run by one real worker: real_grids' "g-lr"
+# (tests/conftest.py), the grids test_replay.py reads, trained once per test run for both.
+GRID = "g-lr"
 
 
 def _mode(path) -> int:
@@ -32,14 +24,15 @@ def _mode(path) -> int:
 
 
 @pytest.mark.parametrize("umask, expected", [(0o022, 0o644), (0o077, 0o600)])
-def test_files_written_by_report_export_export_grid_and_replay_follow_the_umask(small_grid, capsys, umask, expected):
-    url, tmp = small_grid
-    out = tmp / f"u{umask:03o}"
+def test_files_written_by_report_export_export_grid_and_replay_follow_the_umask(real_grids, capsys, tmp_path,
+                                                                                umask, expected):
+    url, study = real_grids, GRID
+    out = tmp_path / f"u{umask:03o}"
     out.mkdir()
     files = {
-        "report": (out / "report.html", ["report", "--study", "g", "--storage", url]),
-        "export": (out / "best.yaml", ["export", "--study", "g", "--storage", url, "--format", "yaml"]),
-        "export-grid": (out / "g.json.gz", ["export-grid", "--study", "g", "--storage", url]),
+        "report": (out / "report.html", ["report", "--study", study, "--storage", url]),
+        "export": (out / "best.yaml", ["export", "--study", study, "--storage", url, "--format", "yaml"]),
+        "export-grid": (out / "g.json.gz", ["export-grid", "--study", study, "--storage", url]),
     }
     before = os.umask(umask)
     try:

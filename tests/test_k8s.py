@@ -23,6 +23,7 @@ import yaml
 
 from tests import k8s_checks, k8s_materialise, k8s_scanner
 from tests.k8s_invariants import LONGEST_STOP_S
+from tests.once_per_run import once_per_run
 from tests.study_helpers import lp_env, trials_of, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -102,11 +103,16 @@ COMBINATIONS.update({"cpu+storage-proxy": ("cpu", ["storage-proxy"]),
 
 @pytest.fixture(scope="module")
 def builds(tmp_path_factory) -> dict[str, list[dict]]:
-    """Every shipped overlay and every combination above, built once, as many at a time as there
-    are cores (each build is a kubectl process)."""
+    """Every shipped overlay and every combination above, built once per test run (the slow tier's
+    xdist workers share it: tests/once_per_run.py), as many at a time as there are cores (each
+    build is a kubectl process)."""
+    return once_per_run(tmp_path_factory, "k8s-builds", _build_every_overlay)
+
+
+def _build_every_overlay(tmp: Path) -> dict[str, list[dict]]:
     folders = {name: K8S / "overlays" / name for name in OVERLAYS}
     for name, (overlay, components) in COMBINATIONS.items():
-        folders[name] = overlay_with(tmp_path_factory.mktemp(name), overlay, components)
+        folders[name] = overlay_with(tmp / name, overlay, components)
     return in_parallel(kustomize, folders)
 
 
@@ -451,8 +457,15 @@ def broken_copy(tmp: Path, path: str, text: str, replacement: str, *components: 
 
 @pytest.fixture(scope="module")
 def broken_builds(tmp_path_factory) -> dict[str, list[dict]]:
-    """Every breakage of BREAKAGES built on a copy of its own, as many at a time as there are cores."""
-    folders = {breakage: tmp_path_factory.mktemp("broken") for breakage in BREAKAGES}
+    """Every breakage of BREAKAGES built on a copy of its own, as many at a time as there are cores;
+    once per test run, as builds."""
+    return once_per_run(tmp_path_factory, "k8s-broken-builds", _build_every_breakage)
+
+
+def _build_every_breakage(tmp: Path) -> dict[str, list[dict]]:
+    folders = {breakage: tmp / f"broken{n}" for n, breakage in enumerate(BREAKAGES)}
+    for folder in folders.values():
+        folder.mkdir()
     return in_parallel(lambda breakage: broken_build(folders[breakage], breakage), {b: b for b in BREAKAGES})
 
 

@@ -24,18 +24,38 @@ def _missing_file_line(path) -> str:
             "give the path of a UTF-8 text file\n")
 
 
+TRAINING_COMMANDS = {
+    "search": ["search", "--study", "s", "--preset", "smoke", "--workers", "2", "--devices", "cpu", *TINY],
+    "replicate": ["replicate", "--study", "s", "--preset", "smoke", "--p", "1,2", "--folds", "2", "--workers", "2",
+                  "--devices", "cpu", *TINY],
+    "compare": ["compare", "--study", "s", "--preset", "smoke", "--p", "1,2", "--budget", "2", "--folds", "2",
+                "--workers", "2", "--devices", "cpu", *TINY],
+}
+
+
+@pytest.mark.parametrize("name", list(TRAINING_COMMANDS))
+def test_a_missing_corpus_is_one_line_before_any_study_or_worker(name, tmp_path, monkeypatch, capfd):
+    """In this process (capfd: a worker process it started would write to the same descriptors)."""
+    missing = tmp_path / "missing.txt"
+    for variable, value in _offline_env(tmp_path, LPSTUDY_DATA=str(missing)).items():
+        monkeypatch.setenv(variable, value)
+    for variable in ("LPSTUDY_STORAGE", "LPSTUDY_STORAGE_FILE"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli(capfd, *TRAINING_COMMANDS[name], "--storage", f"sqlite:///{tmp_path / 'store' / 's.db'}")
+    assert code == 2
+    assert err == _missing_file_line(missing)  # once: not once per worker, no bar, no hints
+    assert out == ""  # no status block
+    assert not (tmp_path / "store").exists()  # no study database, not even its folder
+    assert not (tmp_path / "cache").exists()
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("command", [
-    ["search", "--study", "s", "--preset", "smoke", "--workers", "2", "--devices", "cpu", *TINY],
-    ["replicate", "--study", "s", "--preset", "smoke", "--p", "1,2", "--folds", "2", "--workers", "2",
-     "--devices", "cpu", *TINY],
-    ["compare", "--study", "s", "--preset", "smoke", "--p", "1,2", "--budget", "2", "--folds", "2",
-     "--workers", "2", "--devices", "cpu", *TINY],
-], ids=["search", "replicate", "compare"])
-def test_a_missing_corpus_is_one_line_before_any_study_or_worker(command, tmp_path):
+def test_a_missing_corpus_is_one_line_before_any_study_or_worker_in_a_fresh_process(tmp_path):
+    """The same as a user runs it, once (search; replicate and compare above, in this process)."""
     missing = tmp_path / "missing.txt"
     db = tmp_path / "store" / "s.db"
-    done = lpstudy(*command, "--storage", f"sqlite:///{db}", cwd=tmp_path,
+    done = lpstudy(*TRAINING_COMMANDS["search"], "--storage", f"sqlite:///{db}", cwd=tmp_path,
                    env=_offline_env(tmp_path, LPSTUDY_DATA=str(missing)))
     assert done.returncode == 2
     assert done.stderr == _missing_file_line(missing)  # once: not once per worker, no bar, no hints

@@ -16,7 +16,7 @@ from lpstudy.intervals import wilson_interval
 from lpstudy.results.replay.scores import f_of, mcnemar_p, median_interval, regret_of, run_replay, sign_p
 from lpstudy.results.replay.methods import Method, default_method, pick_methods
 from lpstudy.errors import UserError
-from tests.study_helpers import ROOT, TINY, cli, lpstudy, start_worker, wait_all
+from tests.study_helpers import ROOT, TINY, cli
 from lpstudy.db.kinds import open_reader
 
 STEPS = (0, 10, 20, 30)
@@ -378,29 +378,11 @@ def test_file_round_trip_keeps_every_run(tmp_path):
     assert write_table(again, tmp_path / "again.json.gz").read_bytes() == path.read_bytes()
 
 
-# -- the command line, on a real grid study ---------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def grid_study(tmp_path_factory):
-    """A grid of 2 p × 2 lr × 2 folds on the smoke model (30 steps), run by two real workers; and
-    two grid studies of lr = 0.1 alone beside it: "g-lr" shares g's fixed settings (a column run
-    later), "g-k5" splits the corpus into K = 5 folds instead of 10."""
-    tmp = tmp_path_factory.mktemp("replay")
-    url = f"sqlite:///{tmp / 'grid.db'}"
-    for study, extra in (("g", ("--lr", "1e-3,1e-2")), ("g-lr", ("--lr", "1e-1")),
-                         ("g-k5", ("--lr", "1e-1", "--folds", "5"))):
-        made = lpstudy("create", "--study", study, "--storage", url, "--preset", "smoke", "--sampler", "grid",
-                       "--p", "1,3", "--fold", "0,1", *extra, *TINY)
-        assert made.returncode == 0, made.stderr
-    workers = [start_worker("g", url, log=tmp / "w.log", devices="cpu,cpu")]
-    workers += [start_worker(study, url, log=tmp / f"{study}.log") for study in ("g-lr", "g-k5")]
-    assert wait_all(workers, timeout=900) == [0, 0, 0]  # a guard against a hang: four torch processes on a busy machine
-    return url, tmp
-
+# -- the command line, on a real grid study (real_grids: tests/conftest.py, tests/real_study.py) ----
 
 @pytest.mark.slow
-def test_export_grid_and_replay_on_a_real_grid_study(grid_study, capsys):
-    url, tmp = grid_study
+def test_export_grid_and_replay_on_a_real_grid_study(real_grids, capsys, tmp_path):
+    url, tmp = real_grids, tmp_path
     table = from_study(open_reader(url), "g")
     assert table.shape() == {"configs": 4, "folds": 2, "evals": 4, "steps_total": 8 * 30}
     assert table.params == ("p", "lr")
@@ -450,8 +432,8 @@ def test_export_grid_and_replay_on_a_real_grid_study(grid_study, capsys):
 
 
 @pytest.mark.slow
-def test_replay_refuses_what_it_cannot_replay(grid_study, capsys, tmp_path):
-    url, _ = grid_study
+def test_replay_refuses_what_it_cannot_replay(real_grids, capsys, tmp_path):
+    url = real_grids
     code, _, err = cli(capsys, "replay", "--study", "g", "--storage", url, "--grid", "x.json.gz")
     assert code == 2 and "not both" in err
     code, _, err = cli(capsys, "replay", "--study", "g", "--storage", url, "--methods", "tpe+sometimes")
@@ -476,9 +458,9 @@ def test_replay_refuses_what_it_cannot_replay(grid_study, capsys, tmp_path):
 # -- grid studies run in parts, joined ----------------------------------------------------------------
 
 @pytest.mark.slow
-def test_export_grid_joins_grid_studies_that_share_their_fixed_settings(grid_study, capsys):
-    url, tmp = grid_study
-    out = tmp / "joined.json.gz"
+def test_export_grid_joins_grid_studies_that_share_their_fixed_settings(real_grids, capsys, tmp_path):
+    url = real_grids
+    out = tmp_path / "joined.json.gz"
     code, _, err = cli(capsys, "export-grid", "--study", "g", "--study", "g-lr", "--storage", url, "-o", str(out))
     assert code == 0, err
     assert "from 2 grid studies" in err and "6 configurations × 2 folds" in err
@@ -505,8 +487,8 @@ def test_export_grid_joins_grid_studies_that_share_their_fixed_settings(grid_stu
 
 
 @pytest.mark.slow
-def test_export_grid_refuses_studies_that_are_not_one_grid(grid_study, capsys, tmp_path):
-    url, _ = grid_study
+def test_export_grid_refuses_studies_that_are_not_one_grid(real_grids, capsys, tmp_path):
+    url = real_grids
     out = tmp_path / "x.json.gz"
     code, _, err = cli(capsys, "export-grid", "--study", "g", "--study", "g-k5", "--storage", url, "-o", str(out))
     assert code == 2 and err.count("\n") == 1, err
@@ -562,8 +544,8 @@ def test_the_shipped_grid_spans_learning_rates_from_too_small_to_the_largest_all
 # -- a suite of grids -------------------------------------------------------------------------------
 
 @pytest.mark.slow
-def test_replay_of_a_suite_ranks_over_grids_and_leaves_each_grid_out(grid_study, capsys):
-    url, tmp = grid_study
+def test_replay_of_a_suite_ranks_over_grids_and_leaves_each_grid_out(real_grids, capsys, tmp_path):
+    url, tmp = real_grids, tmp_path
     files = []
     for study in ("g", "g-k5"):
         path = tmp / f"grid-{study}.json.gz"

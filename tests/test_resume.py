@@ -14,6 +14,7 @@ import pytest
 from optuna.trial import TrialState
 
 from lpstudy.study.checkpoints import CHECKPOINT_ATTR
+from tests.once_per_run import once_per_run
 from tests.study_helpers import cli, metrics_steps, start_worker, trials_of, wait_all, wait_for
 
 pytestmark = pytest.mark.slow  # the slow tier: `pytest -m slow`
@@ -31,8 +32,12 @@ def _replicate(capsys, url: str) -> None:
 
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory) -> dict[int, float]:
-    """fold -> final validation loss of the same cells run without interruption."""
-    folder = tmp_path_factory.mktemp("baseline")
+    """fold -> final validation loss of the same cells run without interruption; run once per test
+    run (tests/once_per_run.py), however many xdist workers run this module's tests."""
+    return once_per_run(tmp_path_factory, "resume-baseline", _run_uninterrupted)
+
+
+def _run_uninterrupted(folder: Path) -> dict[int, float]:
     url = f"sqlite:///{folder / 'b.db'}"
     from lpstudy.cli import main
 
