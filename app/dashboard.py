@@ -7,6 +7,7 @@ from pathlib import Path
 import streamlit as st
 
 from common import study_chooser
+from tables import NARROW_WINDOW_CSS
 
 # The favicon is a file of the app, served by the dashboard itself: a :material/...: one is fetched from a
 # font server (fonts.gstatic.com), which fails offline.
@@ -24,5 +25,6 @@ PAGES = [
     st.Page("views/export.py", title="Export", icon=":material/download:", url_path="Export"),
 ]
 current = st.navigation(PAGES)
+st.html(NARROW_WINDOW_CSS)  # a style only: nothing drawn
 study_chooser(current.title)
 current.run()

@@ -57,10 +57,17 @@ def unbroken(text: str) -> str:
     return UNBROKEN.sub("\u00a0", text)
 
 
-# A static table's cells: compact, and a value broken inside only where its column has no other way to
-# fit the page (a table of twelve numbers in the 506-pixel column of a 1000-pixel window)
+# A static table's cells: compact (the text inside a cell too)
 COMPACT = [{"selector": "th, td", "props": "font-size: 0.8rem; padding: 0.2rem 0.3rem;"},
-           {"selector": "th *, td *", "props": "font-size: inherit; overflow-wrap: anywhere;"}]
+           {"selector": "th *, td *", "props": "font-size: inherit;"}]
+# In a window narrower than 1200 pixels a value may break inside where its column has no other way to
+# fit (a table of twelve numbers in the 506-pixel column of a 1000-pixel window); wider, a table's
+# words and numbers stay whole. The page frame (dashboard.py) sets it once for every page.
+NARROW_WINDOW_CSS = """<style>
+@media (max-width: 1199px) {
+  [data-testid="stTable"] td *, [data-testid="stTable"] th * { overflow-wrap: anywhere !important; }
+}
+</style>"""
 
 
 def shown(styler) -> None:
