@@ -312,6 +312,8 @@ def show_problem(trials, stop: bool = True) -> bool:
 # The characters of a chart title's line: whole in a chart of one of two columns (262 px at a
 # 1000-pixel window with the sidebar open), and in one across the page (540 px there).
 HALF_TITLE_CHARS, WIDE_TITLE_CHARS = 34, 72
+# A caption's line under the plot, which starts at the plot's left edge (past the y axis's labels)
+HALF_CAPTION_CHARS, WIDE_CAPTION_CHARS = 30, 68
 HALF_PX, WIDE_PX = 262, 540  # those charts' widths there, the narrowest a page is read at
 TITLE_LINE_PX = 20  # what each further line of a title, or of a legend above the plot, adds on top
 LEGEND_CHAR_PX, LEGEND_ITEM_PX = 7, 40  # a legend entry's width: its name's characters and its symbol
@@ -367,6 +369,9 @@ def chart(fig, key: str | None = None, note: str | None = None, half: bool = Fal
 
         mark_sample(fig, note)
     fig = fitted_title(fig, *((HALF_TITLE_CHARS, HALF_PX) if half else (WIDE_TITLE_CHARS, WIDE_PX)))
+    from lpstudy.results.charts.look import fitted_caption
+
+    fig = fitted_caption(fig, HALF_CAPTION_CHARS if half else WIDE_CAPTION_CHARS)
     st.plotly_chart(fig, width="stretch", key=key, config={"displaylogo": False})
 
 

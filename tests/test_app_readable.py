@@ -211,3 +211,21 @@ def test_the_trial_dynamics_panels_leave_room_for_their_tick_labels():
     domains = [layout[f"xaxis{i}" if i > 1 else "xaxis"]["domain"] for i in (1, 2, 3)]
     gaps = [b[0] - a[1] for a, b in zip(domains, domains[1:])]
     assert min(gaps) >= 0.1, gaps  # at 900 px, 90 px: the y ticks of the next panel ("0.001") fit
+
+
+def test_a_charts_caption_is_wrapped_again_for_its_column_and_the_chart_grows_by_its_lines():
+    """A caption wrapped for a half-page chart at 1400 px ran past a half-page chart at 1000 px (262 px):
+    the dashboard wraps it again for its column (tests/test_browser_widths.py measures it drawn)."""
+    import plotly.graph_objects as go
+
+    from lpstudy.results.charts.look import CAPTION_LINE_PX, caption, fitted_caption
+
+    text = "Median and band over one cohort at every step: the 32 configurations that ran every step of the horizon"
+    fig = caption(go.Figure(layout={"height": 400}), text)
+    narrow = fitted_caption(fig, 30)
+    (note,) = [n for n in narrow.layout.annotations if n.name == "caption"]
+    lines = note.text.split("<br>")
+    assert max(map(len, lines)) <= 30 and " ".join(lines) == text
+    before = len(fig.layout.annotations[0].text.split("<br>"))
+    assert narrow.layout.height == fig.layout.height + CAPTION_LINE_PX * (len(lines) - before)
+    assert fig.layout.annotations[0].text.split("<br>")[0] != lines[0]  # the cached figure kept its own lines

@@ -36,7 +36,7 @@ def figure(title: str, x_title: str = "", y_title: str = "", height: int = HEIGH
     return fig
 
 
-EMPTY_LINE = 48  # characters a line of an empty chart's message: whole in a half-width column
+EMPTY_LINE = 36  # characters a line of an empty chart's message: whole in a half-width column at 1000 px
 
 
 def mark_empty(fig: go.Figure, text: str) -> go.Figure:
@@ -198,23 +198,45 @@ def draws_bands(bands: "A.CurveBands | pd.DataFrame") -> bool:
 
 
 STOPPED_COLOUR = "rgba(120, 120, 120, 0.35)"
-CAPTION_WIDTH = 68  # characters a line of a chart's caption holds before it wraps (a half-page chart)
+CAPTION_WIDTH = 68  # characters a line of a chart's caption holds before it wraps (a half-page chart at 1400 px)
+CAPTION_LINE_PX = 16  # what each line of a caption adds under the plot
 
 
 def caption(fig: go.Figure, text: str) -> go.Figure:
-    """Write `text` under the plot, small and grey, wrapped into lines of CAPTION_WIDTH characters:
-    what the chart is taken over (a cohort, what was left out)."""
+    """Write `text` under the plot, small and grey, wrapped into lines of CAPTION_WIDTH characters
+    (the dashboard wraps it again for its column: fitted_caption): what the chart is taken over (a
+    cohort, what was left out)."""
     import textwrap
 
     if not text:
         return fig
     lines = textwrap.wrap(text, CAPTION_WIDTH)
     bottom = int(fig.layout.margin.b or 0)
-    fig.add_annotation(text="<br>".join(lines), showarrow=False, xref="paper", yref="paper", x=0, y=0,
-                       xanchor="left", yanchor="top", yshift=-54, align="left",
+    fig.add_annotation(name="caption", text="<br>".join(lines), showarrow=False, xref="paper", yref="paper",
+                       x=0, y=0, xanchor="left", yanchor="top", yshift=-54, align="left",
                        font={"size": 11, "color": "#666"})
-    extra = 16 * len(lines) + 12  # under the axis title
+    extra = CAPTION_LINE_PX * len(lines) + 12  # under the axis title
     fig.update_layout(margin={"b": bottom + extra}, height=(fig.layout.height or HEIGHT) + extra)
+    return fig
+
+
+def fitted_caption(fig: go.Figure, chars: int) -> go.Figure:
+    """The figure with its caption (caption) wrapped again into lines of at most `chars` characters,
+    its height and bottom margin following the lines it gained or lost (a copy: a cached figure stays
+    as it was)."""
+    import textwrap
+
+    notes = [i for i, note in enumerate(fig.layout.annotations) if note.name == "caption"]
+    if not notes:
+        return fig
+    fig = go.Figure(fig)
+    for i in notes:
+        note = fig.layout.annotations[i]
+        before = note.text.split("<br>")
+        lines = textwrap.wrap(" ".join(before), chars)
+        note.text = "<br>".join(lines)
+        grown = CAPTION_LINE_PX * (len(lines) - len(before))
+        fig.update_layout(margin_b=(fig.layout.margin.b or 0) + grown, height=(fig.layout.height or HEIGHT) + grown)
     return fig
 
 
