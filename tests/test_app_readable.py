@@ -229,3 +229,16 @@ def test_a_charts_caption_is_wrapped_again_for_its_column_and_the_chart_grows_by
     before = len(fig.layout.annotations[0].text.split("<br>"))
     assert narrow.layout.height == fig.layout.height + CAPTION_LINE_PX * (len(lines) - before)
     assert fig.layout.annotations[0].text.split("<br>")[0] != lines[0]  # the cached figure kept its own lines
+
+
+def test_a_caption_wrapped_inside_a_hyphenated_word_reads_whole_when_wrapped_again():
+    """textwrap breaks a caption after a word's hyphen ("Gaussian-" then "process"): wrapped again for
+    a column, the word is whole, not "Gaussian- process"."""
+    import plotly.graph_objects as go
+
+    from lpstudy.results.charts.look import caption, fitted_caption
+
+    fig = caption(go.Figure(), "placeholder")
+    fig.layout.annotations[0].text = "Median over one cohort, a Gaussian-<br>process surrogate of the loss"
+    (note,) = fitted_caption(fig, 30).layout.annotations
+    assert note.text.replace("<br>", " ") == "Median over one cohort, a Gaussian-process surrogate of the loss"

@@ -73,7 +73,7 @@ def test_effect_of_p_counts_the_same_runs_in_its_sentence_and_its_chart():
     answer = SearchAnswer.of(search_effect(_search_with_one_inf_run()))
     assert answer.sentence.startswith("7 completed runs at finite p"), answer.sentence
     empty = surrogate_profile_chart(answer)
-    note = " ".join(a.text for a in empty.layout.annotations)
+    note = " ".join(a.text for a in empty.layout.annotations).replace("<br>", " ")  # its lines read as one
     assert "this study has 7 (see the sentence above)" in note, note
 
 

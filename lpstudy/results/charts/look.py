@@ -36,14 +36,14 @@ def figure(title: str, x_title: str = "", y_title: str = "", height: int = HEIGH
     return fig
 
 
-EMPTY_LINE = 36  # characters a line of an empty chart's message: whole in a half-width column at 1000 px
+EMPTY_LINE = 48  # characters a line of an empty chart's message: whole in a half-width column at 1400 px
 
 
 def mark_empty(fig: go.Figure, text: str) -> go.Figure:
     import textwrap
 
     text = "<br>".join(textwrap.wrap(text, EMPTY_LINE, break_on_hyphens=False)) or text
-    fig.add_annotation(text=text, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5,
+    fig.add_annotation(name="empty", text=text, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5,
                        font={"size": 14, "color": "#666"})
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
@@ -221,22 +221,27 @@ def caption(fig: go.Figure, text: str) -> go.Figure:
 
 
 def fitted_caption(fig: go.Figure, chars: int) -> go.Figure:
-    """The figure with its caption (caption) wrapped again into lines of at most `chars` characters,
-    its height and bottom margin following the lines it gained or lost (a copy: a cached figure stays
-    as it was)."""
+    """The figure with its caption (caption) and an empty chart's message (mark_empty) wrapped again
+    into lines of at most `chars` characters, its height and bottom margin following the lines the
+    caption gained or lost (a copy: a cached figure stays as it was)."""
     import textwrap
 
-    notes = [i for i, note in enumerate(fig.layout.annotations) if note.name == "caption"]
+    notes = [i for i, note in enumerate(fig.layout.annotations) if note.name in ("caption", "empty")]
     if not notes:
         return fig
     fig = go.Figure(fig)
     for i in notes:
         note = fig.layout.annotations[i]
         before = note.text.split("<br>")
-        lines = textwrap.wrap(" ".join(before), chars)
+        text = before[0]
+        for line in before[1:]:  # a line that ended inside a hyphenated word ("Gaussian-") joins the next whole
+            text += line if text[-2:-1].isalnum() and text.endswith("-") else " " + line
+        lines = textwrap.wrap(text, chars, break_on_hyphens=False)
         note.text = "<br>".join(lines)
-        grown = CAPTION_LINE_PX * (len(lines) - len(before))
-        fig.update_layout(margin_b=(fig.layout.margin.b or 0) + grown, height=(fig.layout.height or HEIGHT) + grown)
+        if note.name == "caption":  # under the plot: the chart grows by its lines
+            grown = CAPTION_LINE_PX * (len(lines) - len(before))
+            fig.update_layout(margin_b=(fig.layout.margin.b or 0) + grown,
+                              height=(fig.layout.height or HEIGHT) + grown)
     return fig
 
 
