@@ -365,9 +365,11 @@ def chart(fig, key: str | None = None, note: str | None = None, half: bool = Fal
     """A figure across its column (half: one of two in a row), its title wrapped to the column's
     width; `note` (a curve sample: lpstudy.results.analysis.curve_sample) is written on it."""
     if note:
+        import plotly.graph_objects as go
+
         from lpstudy.results.charts.look import mark_sample
 
-        mark_sample(fig, note)
+        fig = mark_sample(go.Figure(fig), note)  # a copy: the figure may be a page's cached one
     fig = fitted_title(fig, *((HALF_TITLE_CHARS, HALF_PX) if half else (WIDE_TITLE_CHARS, WIDE_PX)))
     from lpstudy.results.charts.look import fitted_caption
 

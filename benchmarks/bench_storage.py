@@ -74,8 +74,7 @@ class StorageClock:
         self.calls = 0
 
     def install(self) -> None:
-        import lpstudy.study.studies
-        import lpstudy.train
+        import lpstudy.study.objective as objective
         from lpstudy.db.optuna_storage import RetryPolicy
 
         clock = self
@@ -96,7 +95,7 @@ class StorageClock:
                 clock.calls += 1
 
         RetryPolicy.call = timed_call
-        original_record = lpstudy.study.record_evaluation
+        original_record = objective.record_evaluation
 
         def timed_record(ctx, trial, record):
             t0 = time.perf_counter()
@@ -105,8 +104,8 @@ class StorageClock:
             finally:
                 clock.metrics_s += time.perf_counter() - t0
 
-        lpstudy.study.record_evaluation = timed_record
-        original_train = lpstudy.train.train
+        objective.record_evaluation = timed_record
+        original_train = objective.train
 
         def flagged_train(*args, **kwargs):
             clock.training = True
@@ -115,7 +114,7 @@ class StorageClock:
             finally:
                 clock.training = False
 
-        lpstudy.train.train = flagged_train
+        objective.train = flagged_train
 
 
 def create_study(url: str, name: str, preset: str, fixed: dict, sampler: str = "random") -> None:
@@ -132,6 +131,7 @@ def trial_share(url: str, steps: int, data: str | None) -> dict:
     """One cpu-preset trial of `steps` steps through the worker; the storage share of its time."""
     import torch
 
+    from lpstudy.db.optuna_storage import open_storage
     from lpstudy.study.worker import Worker, WorkerOptions
 
     torch.set_num_threads(max(1, (os.cpu_count() or 1)))
@@ -139,8 +139,9 @@ def trial_share(url: str, steps: int, data: str | None) -> dict:
     create_study(url, name, "cpu", {"max_steps": steps, "p": 2.0, "lr": 1e-3, "gain_init": 10.0})
     clock = StorageClock()
     clock.install()
+    storage = open_storage(url)
     worker = Worker(WorkerOptions(study=name, storage=url, device="cpu", n_trials=1, data=data,
-                                  show_progress=False), say=lambda message: None)
+                                  show_progress=False), say=lambda message: None, storage=storage)
     original_loop = worker._loop
     timing = {}
 
@@ -152,8 +153,11 @@ def trial_share(url: str, steps: int, data: str | None) -> dict:
         finally:
             timing["trial_s"] = time.perf_counter() - t0
 
-    worker._loop = timed_loop
-    worker.run()
+    worker._loop = timed_loop  # type: ignore[method-assign]
+    try:
+        worker.run()
+    finally:
+        storage.close()
     evals = steps // 100 + 1
     full_evals = CPU_PRESET_STEPS // 100 + 1
     train_s = timing["trial_s"] - clock.storage_s
@@ -167,8 +171,8 @@ def trial_share(url: str, steps: int, data: str | None) -> dict:
 
 # --- throughput with a trivial objective ---------------------------------------------------------
 
-def trivial_train(cfg, corpus, on_eval=None, on_step=None, loss_threshold=None, should_stop=None):
-    """A stand-in for lpstudy.train.train: the evaluations of a run (same schedule and records), no
+def trivial_train(cfg, corpus, on_eval=None, on_step=None, loss_threshold=None, should_stop=None, **checkpointing):
+    """A stand-in for lpstudy.training.trainer.train: the evaluations of a run (same schedule and records), no
     training."""
     from lpstudy.training.metrics import MetricRecord, RunSummary
     from lpstudy.training.trainer import TrainedRun
@@ -191,31 +195,32 @@ def trivial_train(cfg, corpus, on_eval=None, on_step=None, loss_threshold=None, 
     return TrainedRun(summary=summary, model=None, config=cfg)
 
 
-def child(url: str, study: str, seconds: float, start_at: float) -> None:
+def child(url: str, study: str, seconds: float, start_at: float, data: str | None) -> None:
     """One worker process of the throughput benchmark (started by throughput())."""
     _quiet()
-    import lpstudy.train
+    import lpstudy.study.objective as objective
     from lpstudy.study.worker import WorkerOptions, run_worker
 
-    lpstudy.train.train = trivial_train
+    objective.train = trivial_train
     delay = start_at - time.time()
     if delay > 0:
         time.sleep(delay)
     from lpstudy.db.optuna_storage import open_storage
 
     with open_storage(url, wait=True) as storage:
-        run_worker(WorkerOptions(study=study, storage=url, device="cpu", timeout=seconds, show_progress=False),
+        run_worker(WorkerOptions(study=study, storage=url, device="cpu", timeout=seconds, data=data,
+                                 show_progress=False),
                    say=lambda message: None, storage=storage)
 
 
-def throughput(url: str, workers: int, seconds: float) -> dict:
+def throughput(url: str, workers: int, seconds: float, data: str | None) -> dict:
     import optuna
 
     name = f"tput-{workers}-{int(time.time() * 1000)}"
     create_study(url, name, "cpu", {})
     start_at = time.time() + 8 + 1.5 * workers  # every process has imported and opened the study by then
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
-    procs = [subprocess.Popen([sys.executable, __file__, "--child", url, name, str(seconds), str(start_at)],
+    procs = [subprocess.Popen([sys.executable, __file__, "--child", url, name, str(seconds), str(start_at), data or ""],
                               env=env, stderr=subprocess.PIPE, text=True) for _ in range(workers)]
     errors = []
     for proc in procs:
@@ -259,7 +264,7 @@ def write_storage_result(args: argparse.Namespace, results: dict, load_at_start:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "--child":
-        child(argv[1], argv[2], float(argv[3]), float(argv[4]))
+        child(argv[1], argv[2], float(argv[3]), float(argv[4]), argv[5] or None)
         return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--postgres", help="A PostgreSQL URL (default: a throwaway server).")
@@ -293,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
                         print(f"measured {kind}", file=sys.stderr, flush=True)
             if not args.skip_throughput:
                 for n in [int(x) for x in args.workers.split(",") if x.strip()]:
-                    results["throughput"].append(throughput(pg_url, n, args.seconds))
+                    results["throughput"].append(throughput(pg_url, n, args.seconds, args.data))
                     if not args.json:
                         print(f"measured {n} worker(s)", file=sys.stderr, flush=True)
     finally:
