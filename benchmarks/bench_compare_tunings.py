@@ -12,12 +12,17 @@ mean differences (`compare --tunings T`, endpoint_verdicts.tuning_means). Rates 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
 import numpy as np
 from statsmodels.stats.proportion import proportion_confint
 
-from benchmarks.results_file import add_result_argument, load_average, markdown_table, write_result
-from lpstudy.results.answers.fold_tests import VERDICTS, fold_verdicts
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.results_file import add_result_argument, load_average, markdown_table, write_result  # noqa: E402
+from lpstudy.results.answers.fold_tests import VERDICTS, fold_verdicts  # noqa: E402
 
 K, SIGMA_FOLD, SIGMA_SEED, ROPE = 5, 0.010, 0.024, 0.01  # nats; the seeds' and folds' share: seeds.md
 
@@ -52,7 +57,7 @@ def main() -> None:
     load = load_average()
     rng = np.random.default_rng(52)
     decided = [VERDICTS.index("better"), VERDICTS.index("worse")]
-    rows = [["sigma_tune (nats)", "T", "runs per arm", "false better/worse, no effect (%)",
+    rows: list[list[object]] = [["sigma_tune (nats)", "T", "runs per arm", "false better/worse, no effect (%)",
              "worse at +0.02 nats (%)"]]
     for sigma_tune in (0.0, 0.01, 0.03, 0.1):
         for tunings in (1, 3, 5):

@@ -52,11 +52,13 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def wait_for(url: str, proc: subprocess.Popen, timeout: float = 120.0) -> None:
+def wait_for(url: str, proc: subprocess.Popen[str], timeout: float = 120.0) -> None:
+    """Until url answers; the server's last output where it exits first (its stdout a pipe, stderr in it)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise SystemExit(f"server exited ({proc.returncode}): {proc.stdout.read()[-2000:]}")
+            output, _ = proc.communicate()
+            raise SystemExit(f"server exited ({proc.returncode}): {(output or '')[-2000:]}")
         try:
             with urllib.request.urlopen(url, timeout=2):
                 return

@@ -20,9 +20,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from results_file import add_result_argument, load_average, write_result  # noqa: E402
+from benchmarks.results_file import add_result_argument, load_average, write_result  # noqa: E402
 
 COLOURS = {"better": "#2ca02c", "equivalent": "#1f77b4", "worse": "#d62728", "undecided": "#7f7f7f"}
 

@@ -65,6 +65,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -289,7 +290,7 @@ def wait_for_study(url: str) -> None:
 def _worker_thread(slot: int, url: str, plan: LoadPlan, board: Board, lock, go, records: list) -> None:
     """One worker: wait for the go, then for the study, then run lpstudy's worker loop with the
     stand-in objective; what it saw goes into records."""
-    record = {"slot": slot, "pid": os.getpid(), "trials": 0, "claims": [], "gaps": [], "last_end": None, "idle": False,
+    record: dict[str, Any] = {"slot": slot, "pid": os.getpid(), "trials": 0, "claims": [], "gaps": [], "last_end": None, "idle": False,
               "first_trial_at": None, "finished_trial_errors": [], "said": [], "error": None, "reason": "",
               "exit_code": 0, "torch": None, "orphans_seen": 0}
     records.append(record)
@@ -720,7 +721,8 @@ class _ProxyRestart:
 
     def step(self, done: int) -> None:
         result = self.result
-        if self.killed_at is None and done >= self.plan.restart_proxy_at * self.plan.cells:
+        at = self.plan.restart_proxy_at  # None: no restart planned
+        if self.killed_at is None and at is not None and done >= at * self.plan.cells:
             self.proxy.kill()
             self.killed_at = time.time()
             result.proxy_killed_at_s = round(self.killed_at - self.start, 1)

@@ -74,7 +74,7 @@ def main() -> None:
     if device.type == "cpu":
         keep_freed_memory()
     built = {name: timers(name, device) for name in args.presets.split(",")}
-    times = {name: {"step": [], "forward": []} for name in built}
+    times: dict[str, dict[str, list[float]]] = {name: {"step": [], "forward": []} for name in built}
     for name, (_, _, step, forward) in built.items():  # warm-up
         step(); forward()
     for _ in range(args.rounds):

@@ -36,10 +36,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_dashboard import CHROMIUM, CHROMIUM_ARGS, OPTUNA_READY, free_port, wait_for  # noqa: E402
-from results_file import add_result_argument, load_average, write_result  # noqa: E402
+from benchmarks.bench_dashboard import CHROMIUM, CHROMIUM_ARGS, OPTUNA_READY, free_port, wait_for  # noqa: E402
+from benchmarks.results_file import add_result_argument, load_average, write_result  # noqa: E402
 
 STUDY = "scale"
 # (URL path, the number of charts the page draws; Export: its code block)
@@ -224,7 +223,7 @@ def set_read_indexes(url: str, present: bool) -> dict:
 
 def study_url(backend: str, n: int, workdir: Path, pg) -> str:
     """The database of the N-trial study (written if absent)."""
-    from scale_study import write_scale_study
+    from benchmarks.scale_study import write_scale_study
 
     if backend == "sqlite":
         path = workdir / f"scale{n}.db"

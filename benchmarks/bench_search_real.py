@@ -43,6 +43,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from optuna.trial import FrozenTrial
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -92,6 +98,14 @@ def run_search(name: str, url: str, args: argparse.Namespace, n_trials: int) -> 
     if proc.returncode != 0:
         sys.exit(f"the search exited with {proc.returncode}")
     return time.monotonic() - started
+
+
+def finished_span(trial: FrozenTrial) -> tuple[datetime, datetime]:
+    """A finished trial's start and end (Optuna sets both once a trial is COMPLETE or PRUNED)."""
+    start, end = trial.datetime_start, trial.datetime_complete
+    if start is None or end is None:
+        raise ValueError(f"trial {trial.number} is {trial.state.name} without its start and end times")
+    return start, end
 
 
 def main() -> None:
@@ -145,15 +159,18 @@ def main() -> None:
         command_s = run_search(name, url, args, n_trials)
     trials = optuna.load_study(study_name=name, storage=url).get_trials()
     ran = [t for t in trials if t.state.name in ("COMPLETE", "PRUNED")]
-    first = min(t.datetime_start for t in ran)
-    last = max(t.datetime_complete for t in ran)
+    best = search_best(trials, spec)
+    if best is None:
+        sys.exit(f"the search in {url} has no COMPLETE trial that did not diverge: nothing to score")
+    spans = [finished_span(t) for t in ran]
+    first = min(start for start, _ in spans)
+    last = max(end for _, end in spans)
     real_s = (last - first).total_seconds()
     trained_s = sum(float(t.user_attrs.get("wall_time_s") or 0) for t in ran)
     steps = sum(int(t.user_attrs.get("steps") or 0) for t in ran)
-    per_trial = [(t.datetime_complete - t.datetime_start).total_seconds() - float(t.user_attrs.get("wall_time_s") or 0)
-                 for t in ran]
+    per_trial = [(end - start).total_seconds() - float(t.user_attrs.get("wall_time_s") or 0)
+                 for t, (start, end) in zip(ran, spans)]
     races = sum(1 for t in ran if t.user_attrs.get(RACE_FOLD_ATTR) is not None)
-    best = search_best(trials, spec)
     losses = table.config_losses()
     chosen = table.nearest({k: json_safe(v) for k, v in spec.space.suggest(best.trial).items() if k in table.params})
     regret = float(losses[chosen] / losses.min() - 1)

@@ -27,6 +27,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -38,15 +39,31 @@ HELD_OUT = ("small300-inf",)
 METHODS = "random+*,tpe+*,cmaes+*,tpe-optuna+none,*+*@8"
 
 
+if TYPE_CHECKING:
+    from benchmarks.results_file import Rows
+    from lpstudy.results.replay.grid_table import GridTable
+    from lpstudy.results.replay.methods import Method
+
+
 def grid_path(name: str) -> Path:
     return ROOT / "benchmarks" / "data" / f"grid-{name}.json.gz"
 
 
 def replay_grid(name: str, methods: str, seeds: int, jobs: int, cache_dir: Path, budget: float, max_trials: int,
-                fresh: bool, traces_only: bool = False, cached: bool = False, workers: int = 1) -> dict | None:
+                fresh: bool, cached: bool = False, workers: int = 1) -> dict:
     """The grid's replay (ReplayResult.to_json()) of `methods` × seeds 0..seeds-1 with `workers`
     simulated workers, each trace from the cache where it holds one under this key
-    (benchmarks/replay_cache.py), else replayed now."""
+    (benchmarks/replay_cache.py), else replayed now (replay_traces)."""
+    from lpstudy.results.replay.scores import score
+
+    table, traces = replay_traces(name, methods, seeds, jobs, cache_dir, budget, max_trials, fresh, cached, workers)
+    return score(table, traces, budget, list(range(seeds))).to_json()
+
+
+def replay_traces(name: str, methods: str, seeds: int, jobs: int, cache_dir: Path, budget: float, max_trials: int,
+                  fresh: bool, cached: bool = False, workers: int = 1) -> tuple[GridTable, dict[Method, list]]:
+    """Replay what the cache lacks of `methods` × seeds 0..seeds-1 and keep it there; the grid and each
+    method's traces (cached: every seed the cache holds, only the methods it holds)."""
     from benchmarks.replay_cache import TraceCache, cache_key
     from lpstudy.results.replay.grid_table import read_table
     from lpstudy.results.replay.traces import run_traces
@@ -74,17 +91,13 @@ def replay_grid(name: str, methods: str, seeds: int, jobs: int, cache_dir: Path,
         print(f"{name}: {len(todo)} replays to run, {len(picked) * seeds - len(todo)} from {path}",
               file=sys.stderr, flush=True)
         run_traces(table, todo, budget, jobs, max_trials, keep, workers)
-    if traces_only:
-        return None
-    from lpstudy.results.replay.scores import score
-
     traces = {}
     for m in picked:  # every seed the cache holds for the method, seeds 0, 1, ... (at least `seeds`)
         n = 0 if cached else seeds
         while (m.name, n) in cache:
             n += 1
         traces[m] = [cache.traces[(m.name, s)] for s in range(n)]
-    return score(table, traces, budget, list(range(seeds))).to_json()
+    return table, traces
 
 
 def pct(x: float) -> str:
@@ -203,7 +216,7 @@ def write_markdown(result: str, suite: dict, held: dict[str, dict]) -> None:
                          "–" if today is None else f"{m['spent_share'] / today['spent_share']:.2f}",
                          "yes" if m["hold_share"] >= 0.8 else "no",
                          "–" if p is None else f"{p_text(p['hold'])} · {p_text(p['regret'])}"])
-    more = [
+    more: list[tuple[str, Rows]] = [
         ("The goal of issue 45, side by side in one run per grid: search's default before the race and search's "
          "default now, on every grid of the suite and the held-out grid. Compute: the median compute a seed spent "
          "(race evaluations included) over today's default's.", side),
@@ -221,13 +234,13 @@ def write_markdown(result: str, suite: dict, held: dict[str, dict]) -> None:
     ]
     for name, g in held.items():
         hrows = {m["name"]: m for m in g["methods"]}
-        table = [["method", "seeds", "within 2 %", "within 1 %", "mean regret", "reach"]]
+        held_rows: list[list[object]] = [["method", "seeds", "within 2 %", "within 1 %", "mean regret", "reach"]]
         for m in sorted(hrows.values(), key=lambda m: m["rank"]):
-            table.append([m["name"], m["seeds"], share(m["hold_share"], m["hold_ci"]), pct(m["hold_tight_share"]),
+            held_rows.append([m["name"], m["seeds"], share(m["hold_share"], m["hold_ci"]), pct(m["hold_tight_share"]),
                           regret_text(m["regret_nats_mean"]), pct(m["reach_share"])])
         more.append((f"Held out of the suite: {name} ({g['grid']['configs']} configurations × {g['grid']['folds']} "
                      f"folds, {g['grid']['steps_total']:,} steps; best {g['best']['config']} at {g['best']['loss']:.4f}).",
-                     table))
+                     held_rows))
     write_result(result, None, ranking, notes, title="Search methods over a suite of grids", more_tables=more)
 
 
@@ -256,11 +269,13 @@ def main() -> None:
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     cache = ROOT / "benchmarks" / "results" / "replay"
     names = [n.strip() for n in args.grids.split(",") if n.strip()]
-    plain = {n: replay_grid(n, args.held_out_methods if n in HELD_OUT and args.held_out_methods else args.methods,
-                            args.seeds, args.jobs, cache, BUDGET, MAX_TRIALS, args.fresh, args.traces_only, args.cached)
-             for n in names}
+    methods = {n: args.held_out_methods if n in HELD_OUT and args.held_out_methods else args.methods for n in names}
     if args.traces_only:
+        for n in names:
+            replay_traces(n, methods[n], args.seeds, args.jobs, cache, BUDGET, MAX_TRIALS, args.fresh, args.cached)
         return
+    plain = {n: replay_grid(n, methods[n], args.seeds, args.jobs, cache, BUDGET, MAX_TRIALS, args.fresh, args.cached)
+             for n in names}
     finish(args, plain)
 
 

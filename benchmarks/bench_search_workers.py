@@ -41,7 +41,7 @@ IDEAL_SLACK = 1.5  # issue 54's goal: time to the choice within 1.5 × W = 1's /
 
 def methods_at(template: str, workers: int) -> list[tuple[str, str]]:
     """(template, method name at this W) for each method of the list; {W} is max(8, W)."""
-    out = []
+    out: list[tuple[str, str]] = []
     for part in (p.strip() for p in template.split(",")):
         if part:
             name = part.replace("{W}", str(max(8, workers)))
@@ -93,11 +93,11 @@ def main() -> None:
         plain[w] = {g: replay_grid(g, names, args.seeds, args.jobs, cache, BUDGET, MAX_TRIALS, args.fresh, workers=w)
                     for g in grids}
     out = {"workers": counts, "seeds": args.seeds, "budget": BUDGET, "methods": args.methods, "per_workers": {}}
-    side = [["W", "method", "grid", "within 2 % [95 %]", "within 1 %", "median regret", "compute", "races",
+    side: list[list[object]] = [["W", "method", "grid", "within 2 % [95 %]", "within 1 %", "median regret", "compute", "races",
              "repeats", "to its choice", "× ideal", "to the budget's end", "× ideal"]]
-    choice = [["W", "leader", "chosen on the suite", "worst within 2 % (suite)", "worst within 2 % (held out)",
+    choice: list[list[object]] = [["W", "leader", "chosen on the suite", "worst within 2 % (suite)", "worst within 2 % (held out)",
                "meets the goal on every grid"]]
-    loo_rows = [["W", "grid left out", "chosen by the others", "its within 2 %", "best there", "best's within 2 %",
+    loo_rows: list[list[object]] = [["W", "grid left out", "chosen by the others", "its within 2 %", "best there", "best's within 2 %",
                  "told apart"]]
     base = plain.get(1, {})
     for w in counts:

@@ -30,9 +30,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from results_file import add_result_argument, load_average, write_result  # noqa: E402
+from benchmarks.results_file import add_result_argument, load_average, write_result  # noqa: E402
 
 ROPES = (("±0.01 nats", 0.01), ("±0.5 % (0.0125 nats)", 0.0125))
 COMPONENTS = ((0.005, 0.024), (0.010, 0.024))
@@ -59,10 +58,10 @@ def rows(studies: int) -> tuple[list[list], list[list]]:
     from lpstudy.results.answers.fold_tests import VERDICTS, corrected_stats, fold_verdicts, interval
 
     better, worse, equivalent = (VERDICTS.index(v) for v in ("better", "worse", "equivalent"))
-    errors = [["σ_fold / σ_seed (nats)", "K", "S", "runs per arm", "ROPE", "95 % interval holds 0",
+    errors: list[list[object]] = [["σ_fold / σ_seed (nats)", "K", "S", "runs per arm", "ROPE", "95 % interval holds 0",
                "no effect: false better/worse", "at the ROPE's edge: false worse", "0.02 nats: worse (power)",
                "no effect: equivalent (power)"]]
-    widths = [["σ_fold / σ_seed (nats)", "K", "S", "runs per arm", "median 90 % half-width (nats)",
+    widths: list[list[object]] = [["σ_fold / σ_seed (nats)", "K", "S", "runs per arm", "median 90 % half-width (nats)",
                "inside ±0.5 % (0.0125)", "inside ±0.01"]]
     for sigma_fold, sigma_seed in COMPONENTS:
         for k in (5, 10):

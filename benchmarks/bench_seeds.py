@@ -31,17 +31,21 @@ import math
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.results_file import RESULTS, add_result_argument, load_average, write_result  # noqa: E402
 
+if TYPE_CHECKING:  # pandas is imported where a run needs it, not for --help
+    import pandas as pd
+
 ARMS = (1.0, 4.0)
 REFERENCE = 2.0
 
 
-def run_grid(folds: int, seeds: int, preset: str) -> "pd.DataFrame":
+def run_grid(folds: int, seeds: int, preset: str) -> pd.DataFrame:
     """One real training run per (p, fold, seed); seed-major, so a run cut short still has whole seeds."""
     import pandas as pd
 
@@ -74,7 +78,7 @@ def corrected_half_width(sd: float, k: int, confidence: float = 0.90) -> float:
     return float(stats.t.ppf(0.5 + confidence / 2, k - 1) * sd * math.sqrt(1.0 / k + rho / (1.0 - rho)))
 
 
-def spread_with_seeds(diffs: "pd.DataFrame", m: int) -> float:
+def spread_with_seeds(diffs: pd.DataFrame, m: int) -> float:
     """The SD over folds of the per-fold mean of m seeds' differences, averaged over every choice of m
     of the seeds run (diffs: folds × seeds)."""
     seeds = list(diffs.columns)
@@ -82,7 +86,7 @@ def spread_with_seeds(diffs: "pd.DataFrame", m: int) -> float:
     return sum(values) / len(values)
 
 
-def components(diffs: "pd.DataFrame") -> tuple[float, float]:
+def components(diffs: pd.DataFrame) -> tuple[float, float]:
     """(σ_fold, σ_seed) of the fold × seed differences, by the one-way random-effects ANOVA estimator
     (σ²_fold clipped at 0: a variance)."""
     s = diffs.shape[1]
@@ -112,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     folds, seeds = runs["fold"].nunique(), runs["seed"].nunique()
     table = runs.set_index(["p", "fold", "seed"])["loss"]
     per_run = trial_seconds(args.preset) or math.nan
-    rows = [["arm", "seeds per fold", "runs (3 arms)", "CPU time", "spread of fold differences (nats)",
+    rows: list[list[object]] = [["arm", "seeds per fold", "runs (3 arms)", "CPU time", "spread of fold differences (nats)",
              "measured or predicted", "corrected 90 % half-width (nats)", f"inside ±{args.rope:g} nats"]]
     parts = []
     for arm in ARMS:

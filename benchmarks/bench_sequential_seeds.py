@@ -34,10 +34,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_seed_verdicts import planted, rate  # noqa: E402
-from results_file import add_result_argument, load_average, write_result  # noqa: E402
+from benchmarks.bench_seed_verdicts import planted, rate  # noqa: E402
+from benchmarks.results_file import add_result_argument, load_average, write_result  # noqa: E402
 
 COMPONENTS = ((0.005, 0.024), (0.010, 0.024))
 DESIGNS = ((10, 4), (48, 4))  # (K, S): the smoke preset's 10 × 4, and the 48 × 4 the verdicts proposed there
@@ -82,7 +81,7 @@ FIXED = (("benchmarks/data/findings/smoke48.db.gz", "smoke-seeds-k48-s4"),
 
 def finding(storage: str, study: str, rope: str, result: str, cpu: str | None = None) -> None:
     """The real study's section: its verdicts, its looks, its runs, and the fixed designs beside it."""
-    from bench_finding import arm_rows, convergence_rows, p_name, spent, unpacked, verdict_json
+    from benchmarks.bench_finding import arm_rows, convergence_rows, p_name, spent, unpacked, verdict_json
 
     load = load_average()
     storage = unpacked(storage)  # a committed study is kept gzipped (benchmarks/data/findings)

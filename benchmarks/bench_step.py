@@ -26,7 +26,7 @@ from lpstudy.training.config import resolve_config
 from lpstudy.model.gpt import GPT
 from lpstudy.training.trainer import adamw, autocast_for, keep_freed_memory, pick_device
 
-VARIANTS = [("baseline", {"attention": "baseline"}),
+VARIANTS: list[tuple[str, dict[str, object]]] = [("baseline", {"attention": "baseline"}),
             ("p=2", {"p": 2.0}), ("p=3.5", {"p": 3.5}), ("p=2.7", {"p": 2.7}), ("p=inf", {"p": math.inf})]
 
 

@@ -32,12 +32,20 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.results_file import add_result_argument, load_average, write_result  # noqa: E402
+
+if TYPE_CHECKING:  # torch is imported by the runs that train, not for --help
+    from lpstudy.training.checkpoint import Checkpoint
+    from lpstudy.training.config import TrainConfig
+    from lpstudy.training.data import Corpus
+    from lpstudy.training.trainer import EvalCallback, StepCallback, StopCheck, TrainedRun
 
 CPU_PRESET_STEPS = 2000
 
@@ -94,7 +102,7 @@ class StorageClock:
                     clock.outside_s += spent
                 clock.calls += 1
 
-        RetryPolicy.call = timed_call
+        setattr(RetryPolicy, "call", timed_call)  # every storage call timed: the method wrapped in place
         original_record = objective.record_evaluation
 
         def timed_record(ctx, trial, record):
@@ -171,9 +179,12 @@ def trial_share(url: str, steps: int, data: str | None) -> dict:
 
 # --- throughput with a trivial objective ---------------------------------------------------------
 
-def trivial_train(cfg, corpus, on_eval=None, on_step=None, loss_threshold=None, should_stop=None, **checkpointing):
-    """A stand-in for lpstudy.training.trainer.train: the evaluations of a run (same schedule and records), no
-    training."""
+def trivial_train(cfg: TrainConfig, corpus: Corpus, on_eval: EvalCallback | None = None,
+                  on_step: StepCallback | None = None, loss_threshold: float | None = None,
+                  should_stop: StopCheck | None = None, resume: Checkpoint | None = None,
+                  on_checkpoint: Callable[[Checkpoint], None] | None = None, checkpoint_every: int = 0) -> TrainedRun:
+    """A stand-in for lpstudy.training.trainer.train, with its signature: the evaluations of a run (same
+    schedule and records), no training (no checkpoints either)."""
     from lpstudy.training.metrics import MetricRecord, RunSummary
     from lpstudy.training.trainer import TrainedRun
 
@@ -192,7 +203,7 @@ def trivial_train(cfg, corpus, on_eval=None, on_step=None, loss_threshold=None, 
             summary.stopped = True
             break
     summary.wall_time_s = time.perf_counter() - start
-    return TrainedRun(summary=summary, model=None, config=cfg)
+    return TrainedRun(summary=summary, model=None, config=cfg)  # type: ignore[arg-type]  # a worker reads no model
 
 
 def child(url: str, study: str, seconds: float, start_at: float, data: str | None) -> None:
@@ -231,7 +242,7 @@ def throughput(url: str, workers: int, seconds: float, data: str | None) -> dict
     start = start_at
     end = start_at + seconds
     done = [t for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
-            if start <= t.datetime_complete.timestamp() <= end]
+            if t.datetime_complete is not None and start <= t.datetime_complete.timestamp() <= end]
     return {"workers": workers, "completed": len(done), "seconds": seconds,
             "trials_per_min": len(done) / seconds * 60, "per_worker_per_min": len(done) / seconds * 60 / workers,
             "errors": errors}

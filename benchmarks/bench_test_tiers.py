@@ -119,7 +119,7 @@ def main() -> None:
     env = {**os.environ, "LPSTUDY_DATA": os.environ.get("LPSTUDY_DATA", CORPUS)}
     load_at_start = load_average()
 
-    rows = [["tier", "command", "tests", "exit status", "wall time"]]
+    rows: list[list[object]] = [["tier", "command", "tests", "exit status", "wall time"]]
     total = 0.0
     for tier in tiers:
         wall, code, summary = run_tier(tier, env)
@@ -131,7 +131,7 @@ def main() -> None:
     notes = ("Each tier as the README runs it, from the repository root with "
              f"`LPSTUDY_DATA={env['LPSTUDY_DATA']}`, one after the other; the wall time includes pytest's "
              "start and collection.")
-    more = []
+    more: list[tuple[str, list[list[object]]]] = []
     if args.coverage:
         covered = fast_tier_coverage(env)
         missed = [path for path, _, percent in covered if percent == 0]

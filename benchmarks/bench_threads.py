@@ -113,17 +113,19 @@ class Trainer:
     def __init__(self, kind: str, env: dict):
         self.proc = subprocess.Popen([sys.executable, __file__, "--serve", kind], env=env, text=True, bufsize=1,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert self.proc.stdin is not None and self.proc.stdout is not None  # both PIPE
+        self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
         self._expect("ready")
 
     def _expect(self, word: str) -> list[str]:
-        line = self.proc.stdout.readline()
+        line = self.stdout.readline()
         if not line.startswith(word):
             raise SystemExit(f"the training process said {line!r}, not {word!r}")
         return line.split()
 
     def ask(self, line: str, answer: str) -> list[str]:
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
+        self.stdin.write(line + "\n")
+        self.stdin.flush()
         return self._expect(answer)
 
     def close(self) -> None:
@@ -134,6 +136,7 @@ class Trainer:
 def start_loop(kind: str) -> subprocess.Popen:
     cmd = [sys.executable, "-c", MATMUL_LOOP if kind.startswith("torch") else BUSY_LOOP]
     proc = subprocess.Popen(cmd, env=clean_env(), stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None  # stdout=PIPE
     proc.stdout.readline()  # imports done
     time.sleep(1.0)
     return proc
@@ -173,6 +176,8 @@ def median(values: list) -> float | None:
 
 class Stopped(float):
     """A run stopped at --cap seconds: the time its steps would have taken at the pace it had."""
+
+    steps_done: int
 
     def __new__(cls, estimate: float, steps_done: int):
         value = super().__new__(cls, estimate)
@@ -217,7 +222,7 @@ def main() -> None:
         for preset, steps in (("smoke", args.smoke_steps), ("cpu", args.cpu_steps)):
             for kind in NEIGHBOURS:
                 loop = start_loop(kind) if kind in ("torch (matmul loop)", "Python busy loop") else None
-                runs: dict[str, list[float]] = {name: [] for name in names}
+                runs: dict[str, list[float | None]] = {name: [] for name in names}  # None: a trial that failed
                 try:
                     for round_ in range(args.rounds):
                         for name, (process, threads) in names.items():

@@ -34,9 +34,8 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from results_file import add_result_argument, load_average, write_result  # noqa: E402
+from benchmarks.results_file import add_result_argument, load_average, write_result  # noqa: E402
 
 
 def rate(hits) -> str:
@@ -53,7 +52,7 @@ def correlation_rows(n: int, sd: float, rope: float) -> list[list]:
     from lpstudy.results.answers.sequential import planted_differences
 
     wrong = [VERDICTS.index("better"), VERDICTS.index("worse")]
-    rows = [["case", "K", "false better/worse", "… claiming to hold at ρ = 0.5", "a reviewer expects"]]
+    rows: list[list[object]] = [["case", "K", "false better/worse", "… claiming to hold at ρ = 0.5", "a reviewer expects"]]
     for k in (5, 10):
         for rho, label in ((1.0 / k, "ρ = 1/K (the model)"), (0.5, "ρ = 0.5")):
             d = planted_differences(k, [0.0], n, sd=sd, seed=k + int(100 * rho), rho=rho)
@@ -107,7 +106,7 @@ def failure_rows(n: int, sd: float, rope: float) -> list[list]:
 
 
 def _trials(losses: dict, diverged=()) -> pd.DataFrame:
-    rows = []
+    rows: list[dict] = []
     for p, values in losses.items():
         for fold, loss in enumerate(values):
             rows.append({"number": len(rows), "trial_id": len(rows) + 1, "state": "COMPLETE", "value": loss, "p": p,
@@ -138,7 +137,7 @@ def sequential_rows(n: int, sds: list[float], rope: float, k: int = 10) -> tuple
 
     better, worse, undecided = (VERDICTS.index(v) for v in ("better", "worse", "undecided"))
     rounds = rounds_of(k)
-    rows = [["fold spread (nats)", "true effect (nats)", "design", "wrong better/worse (any of 3 arms)",
+    rows: list[list[object]] = [["fold spread (nats)", "true effect (nats)", "design", "wrong better/worse (any of 3 arms)",
              "decided (per arm)", "mean folds per arm", f"fold runs saved vs {k}"]]
     for sd, effect in [(sd, e) for sd in sds for e in (0.0, 0.01, 0.02, 0.05)]:
         d = planted_differences(k, [effect] * 3, n, sd=sd, seed=int(1000 * effect) + int(1000 * sd))
@@ -197,7 +196,7 @@ def repeat_rows(n: int, sd: float, rope: float) -> list[list]:
     from lpstudy.results.answers.fold_tests import VERDICTS, fold_verdicts
 
     wrong = [VERDICTS.index("better"), VERDICTS.index("worse")]
-    rows = [["K", "fold correlation ρ", "repeats R", "false better/worse at +ROPE", "power, 0.02-nat effect",
+    rows: list[list[object]] = [["K", "fold correlation ρ", "repeats R", "false better/worse at +ROPE", "power, 0.02-nat effect",
              "a reviewer expects"]]
     for k in (5, 10):
         for rho, label in ((1.0 / k, "1/K (the model)"), (0.5, "0.5")):
@@ -218,7 +217,7 @@ def interval_rows(n: int, sd: float, rope: float) -> list[list]:
                                                     interval)
     from lpstudy.results.answers.sequential import planted_differences
 
-    rows = [["K", "arms disagreeing: 95 % interval (before)", "the verdict's interval (now)", "a reviewer expects"]]
+    rows: list[list[object]] = [["K", "arms disagreeing: 95 % interval (before)", "the verdict's interval (now)", "a reviewer expects"]]
     for k in (2, 3, 5, 10):
         d = planted_differences(k, [0.0, 1.5 * rope, 3 * rope], n, sd=sd / 3, seed=50 + k)
         t = fold_verdicts(d, k, rope)

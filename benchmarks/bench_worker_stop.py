@@ -87,7 +87,9 @@ def one_stop(storage, study: str, env: dict, log: Path, rng: random.Random) -> d
                                "--study", study, "--no-progress"], stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, env=env)
     lines: list[tuple[float, str]] = []  # (when, line) of the worker's output
-    reader = threading.Thread(target=lambda: lines.extend((time.monotonic(), line) for line in worker.stdout),
+    output = worker.stdout
+    assert output is not None  # stdout=PIPE
+    reader = threading.Thread(target=lambda: lines.extend((time.monotonic(), line) for line in output),
                               daemon=True)
     reader.start()
     seen: list[float] = []  # when each new evaluation of the running trial was first seen
@@ -109,7 +111,7 @@ def one_stop(storage, study: str, env: dict, log: Path, rng: random.Random) -> d
     gone = time.monotonic() - sent
     reader.join(timeout=10)
     log.write_text("".join(line for _, line in lines))
-    result = {"exit_s": gone, "status": status, "load": load}
+    result: dict[str, float | None] = {"exit_s": gone, "status": status, "load": load}
     for phase, text in PHASES.items():
         result[phase] = next((when - sent for when, line in lines if when >= sent and text in line), None)
     return result

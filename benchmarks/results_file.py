@@ -12,12 +12,15 @@ import os
 import shlex
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 # The three lines every result file holds (tests/test_docs.py checks them).
 COMMAND, MACHINE, DATE = "Command:", "Machine:", "Date:"
+# A table: its header row, then its rows; a cell is anything str() writes (a count, a float, text)
+Rows = Sequence[Sequence[object]]
 
 
 def cpu_model() -> str:
@@ -62,7 +65,7 @@ def add_result_argument(parser: argparse.ArgumentParser, default: str) -> None:
                              f"(default {default}; 'none': none)")
 
 
-def markdown_table(rows: list[list]) -> str:
+def markdown_table(rows: Rows) -> str:
     """rows[0] is the header; a column whose cells are all numbers is right-aligned."""
     header, *body = [[str(cell) for cell in row] for row in rows]
 
@@ -76,8 +79,8 @@ def markdown_table(rows: list[list]) -> str:
     return "\n".join("| " + " | ".join(line) + " |" for line in lines) + "\n"
 
 
-def write_result(name: str, command: str | None, table_rows: list[list], notes: str = "", *,
-                 title: str | None = None, more_tables: list[tuple[str, list[list]]] = (), load_at_start: str | None = None, date: str | None = None,
+def write_result(name: str, command: str | None, table_rows: Rows, notes: str = "", *,
+                 title: str | None = None, more_tables: Sequence[tuple[str, Rows]] = (), load_at_start: str | None = None, date: str | None = None,
                  machine_line: str | None = None, folder: Path = RESULTS) -> Path | None:
     """Write benchmarks/results/NAME.md: a title, the command (this process's by default), the
     machine, the date (now, UTC), the table, then notes, then any more tables the same run measured

@@ -72,7 +72,9 @@ def write_scale_study(storage_url: str, study_name: str, n_trials: int, n_evals:
     import optuna
     from optuna.distributions import distribution_to_json
 
-    from lpstudy.db.optuna_storage import open_storage
+    from lpstudy.db.kinds import storage_at
+    from lpstudy.db.kinds.sql import SqlStorage
+    from lpstudy.errors import UserError
     from lpstudy.study.studies import create_study
     from lpstudy.study.synthetic import synthetic_spec, synthetic_trials
     from lpstudy.training.metrics import METRIC_FIELDS
@@ -81,7 +83,11 @@ def write_scale_study(storage_url: str, study_name: str, n_trials: int, n_evals:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     started = time.perf_counter()
     spec = synthetic_spec("search", "smoke", (), 5, True)
-    opened = open_storage(storage_url, create_tables=True)
+    opened = storage_at(storage_url)
+    if not isinstance(opened, SqlStorage):  # checked before anything is made there
+        raise UserError(f"{storage_url}: the tables are written in bulk with SQL, so the storage must be a SQL "
+                        "database (sqlite:/// or postgresql://)")
+    opened.open(create_tables=True)
     study, _ = create_study(opened, study_name, spec)
     study_id = study._study_id
     engine = opened.engine
@@ -102,7 +108,7 @@ def write_scale_study(storage_url: str, study_name: str, n_trials: int, n_evals:
             insert(raw, "trials", ("number", "study_id", "state", "datetime_start", "datetime_complete"),
                    [(t.number, study_id, t.state, when(t.datetime_start), when(t.datetime_complete))
                     for t in chunk])
-            ids = dict(conn.exec_driver_sql(
+            ids: dict[int, int] = dict(conn.exec_driver_sql(
                 "SELECT number, trial_id FROM trials WHERE study_id = %d AND number >= %d AND number <= %d"
                 % (study_id, chunk[0].number, chunk[-1].number)).all())
             rows: dict[str, list[tuple]] = {table: [] for table in TABLE_COLUMNS}
@@ -148,8 +154,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--trials", type=int, default=10_000)
     parser.add_argument("--evals", type=int, default=50)
     args = parser.parse_args(argv)
-    done = write_scale_study(args.storage, args.study, args.trials, args.evals,
-                             progress=lambda n, total: print(f"\r{n}/{total} trials", end="", file=sys.stderr))
+    from lpstudy.errors import UserError
+
+    try:
+        done = write_scale_study(args.storage, args.study, args.trials, args.evals,
+                                 progress=lambda n, total: print(f"\r{n}/{total} trials", end="", file=sys.stderr))
+    except UserError as error:
+        parser.exit(2, f"{parser.prog}: {error}\n")
     print(file=sys.stderr)
     print(json.dumps(done))
 
