@@ -1,8 +1,10 @@
-"""lpstudy/ and app/ type-check clean: `mypy lpstudy app` finds nothing, with the settings of
-pyproject.toml's [tool.mypy] (third-party packages without types read as Any; the storage layer,
-lpstudy.db, with the flags of --strict). The check is one that fails: a wrong attribute planted in a
-copy of the package, a StudySpec field misspelt where the objective reads it, and an unannotated
-function in the storage layer are each found."""
+"""lpstudy/, app/ and benchmarks/ type-check clean: `mypy lpstudy app benchmarks` finds nothing, with
+the settings of pyproject.toml's [tool.mypy] (third-party packages without types read as Any; the
+storage layer, lpstudy.db, with the flags of --strict; the benchmarks' unannotated bodies checked too).
+The check is one that fails: a wrong attribute planted in a copy of the package, a StudySpec field
+misspelt where the objective reads it, an unannotated function in the storage layer and a benchmark's
+call without a keyword it must pass (bench_storage's rot: a Worker built without its storage) are
+each found."""
 
 from __future__ import annotations
 
@@ -14,21 +16,22 @@ from pathlib import Path
 
 from tests.study_helpers import ROOT
 
+CHECKED = ("lpstudy", "app", "benchmarks")  # the folders type-checked
 CACHE = ROOT / ".mypy_cache"  # shared by both runs: the copy's unchanged modules are read from it
 # `mypy --strict` on one file: a cache of its own, since a module checked with other flags is checked
-# again, and the strict run left every module stale for the next `mypy lpstudy app` (a minute, each run)
+# again, and the strict run left every module stale for the next type_check (a minute, each run)
 STRICT_CACHE = CACHE / "strict"
 
 
 def type_check(root: Path) -> subprocess.CompletedProcess:
-    """`mypy lpstudy app` run in root with its pyproject.toml; files named by path, so that the
-    packages are root's own (the folder of the files named comes before the environment's paths)."""
+    """`mypy lpstudy app benchmarks` run in root with its pyproject.toml; files named by path, so that
+    the packages are root's own (the folder of the files named comes before the environment's paths)."""
     env = {k: v for k, v in os.environ.items() if k != "MYPYPATH"}
-    return subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(CACHE), "lpstudy", "app"],
+    return subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(CACHE), *CHECKED],
                           cwd=root, env=env, capture_output=True, text=True, timeout=900)
 
 
-def test_lpstudy_and_app_type_check_clean_and_the_storage_layer_strictly():
+def test_lpstudy_app_and_benchmarks_type_check_clean_and_the_storage_layer_strictly():
     done = type_check(ROOT)
     assert done.returncode == 0 and done.stdout.startswith("Success: no issues found"), done.stdout + done.stderr
 
@@ -40,19 +43,22 @@ def _plant(path: Path, old: str, new: str) -> None:
 
 
 def test_the_check_finds_mistakes_planted_in_a_copy(tmp_path):
-    for folder in ("lpstudy", "app"):
+    for folder in CHECKED:
         shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     _plant(tmp_path / "lpstudy" / "db" / "kinds" / "sqlite.py", "url = self.display_url\n", "url = self.display_ur1\n")
     _plant(tmp_path / "lpstudy" / "study" / "objective.py", "loss_threshold=spec.loss_threshold,",
            "loss_threshold=spec.loss_threshhold,")
     _plant(tmp_path / "lpstudy" / "db" / "urls.py", "\n\ndef ", "\n\ndef _planted(value):\n    return value\n\n\ndef ")
+    _plant(tmp_path / "benchmarks" / "bench_storage.py", "say=lambda message: None, storage=storage)",
+           "say=lambda message: None)")
     done = type_check(tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     found = done.stdout
     assert 'lpstudy/db/kinds/sqlite.py' in found and '"SQLiteStorage" has no attribute "display_ur1"' in found, found
     assert 'lpstudy/study/objective.py' in found and '"StudySpec" has no attribute "loss_threshhold"' in found, found
     assert 'lpstudy/db/urls.py' in found and "Function is missing a type annotation" in found, found  # strict there only
+    assert 'benchmarks/bench_storage.py' in found and 'Missing named argument "storage" for "Worker"' in found, found
 
 
 def test_the_written_out_options_are_options_py_s():
