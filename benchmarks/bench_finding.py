@@ -105,15 +105,18 @@ def spent(study: str, storage: str) -> tuple[int, float, dict]:
     return len(done), seconds / 3600, data.info.spec
 
 
-def command_of(study: str, spec: dict) -> str:
-    """The replicate command that makes this study (from its stored spec)."""
-    space = spec.get("space") or {}
-    ps = ",".join(p_name(p) for p in spec.get("p_values") or space.get("p", {}).get("choices", []))
-    sets = "".join(f" --set {name}={entry['value']}" for name, entry in space.items()
-                   if entry.get("type") == "fixed" and name not in ("folds", "gain_init"))
-    gain = (space.get("gain_init") or {}).get("value")
-    seeds = spec.get("seeds", 1)
-    return (f"lpstudy replicate --study {study} --preset {spec.get('preset')} --p {ps} --folds {spec.get('folds')}"
+def command_of(study: str, spec) -> str:
+    """The replicate command that makes this study (from its stored spec, a StudySpec)."""
+    from lpstudy.design.space import Choice, Fixed
+
+    p_entry = spec.space.get("p")
+    ps = ",".join(p_name(p) for p in spec.p_values or (p_entry.choices if isinstance(p_entry, Choice) else []))
+    sets = "".join(f" --set {param.name}={param.value}" for param in spec.space.params
+                   if isinstance(param, Fixed) and param.name not in ("folds", "gain_init"))
+    gain_entry = spec.space.get("gain_init")
+    gain = gain_entry.value if isinstance(gain_entry, Fixed) else None
+    seeds = spec.seeds
+    return (f"lpstudy replicate --study {study} --preset {spec.preset} --p {ps} --folds {spec.folds}"
             + (f" --seeds {seeds}" if seeds > 1 else "") + (f" --gain-init {gain}" if gain is not None else "") + sets)
 
 

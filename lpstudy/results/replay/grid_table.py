@@ -194,12 +194,11 @@ def from_study(reader: TrialReader, study_name: str) -> GridTable:
     from lpstudy.names import shell_quoted
     from lpstudy.results.reading.frames import load_study
     from lpstudy.design.space import Choice
-    from lpstudy.design.spec import StudySpec
 
     data = load_study(reader, study_name, curves=True)
-    if not data.info.spec:
+    spec = data.info.spec
+    if spec is None:
         raise UserError(f"study {study_name!r} was not made by lpstudy (it has no spec); replay needs a grid study")
-    spec = StudySpec.from_plain(data.info.spec)
     if not spec.is_grid:
         raise UserError(f"study {study_name!r} is a {spec.sampler} search, not a grid: replay needs every "
                         "configuration run, e.g. `lpstudy create --sampler grid --p 1,2,3 --lr 1e-3,1e-2 "
