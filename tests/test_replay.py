@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from lpstudy.results.replay.grid_table import GridTable, Run, from_study, read_table, write_table
+from lpstudy.results.replay.grid_table import GridShape, GridTable, Run, from_study, read_table, write_table
 from lpstudy.results.replay.traces import Trace, replay_one, replay_spec
 from lpstudy.intervals import wilson_interval
 from lpstudy.results.replay.scores import f_of, mcnemar_p, median_interval, regret_of, run_replay, sign_p
@@ -228,7 +228,7 @@ def _row(name: str, reach: list[bool], f: list[float]):
 def _grid(rows: list):
     from lpstudy.results.replay.result_types import BestConfig, GridReplay
 
-    return GridReplay(grid={"configs": 1, "folds": 2, "evals": 1, "steps_total": 1},
+    return GridReplay(grid=GridShape(configs=1, folds=2, evals=1, steps_total=1),
                       best=BestConfig(config={}, loss=1.0, epsilon=0.01), fold_spread=0.0, budget=0.4,
                       seeds=len(rows[0].per_seed.hold), methods=rows, workers=1, rank_correlation={},
                       default_vs_random=None)
@@ -393,7 +393,7 @@ def test_file_round_trip_keeps_every_run(tmp_path):
 def test_export_grid_and_replay_on_a_real_grid_study(real_grids, capsys, tmp_path):
     url, tmp = real_grids, tmp_path
     table = from_study(open_reader(url), "g")
-    assert table.shape() == {"configs": 4, "folds": 2, "evals": 4, "steps_total": 8 * 30}
+    assert table.shape() == GridShape(configs=4, folds=2, evals=4, steps_total=8 * 30)
     assert table.params == ("p", "lr")
     for run in table.runs.values():
         assert run.steps == STEPS and run.steps_run == 30 and not run.diverged

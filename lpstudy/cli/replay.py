@@ -94,8 +94,8 @@ def replay(
         seed_list = list(range(seeds))
         shape = table.shape()
         if not as_json:
-            say(f"grid {name}: {shape['configs']} configurations × {shape['folds']} folds, {shape['evals']} evaluations "
-                f"a curve, {shape['steps_total']:,} steps in all · {len(picked)} method(s) × {seeds} seeds, "
+            say(f"grid {name}: {shape.configs} configurations × {shape.folds} folds, {shape.evals} evaluations "
+                f"a curve, {shape.steps_total:,} steps in all · {len(picked)} method(s) × {seeds} seeds, "
                 f"{budget:g} of the grid's compute each" + (f", {workers} workers at once" if workers > 1 else ""))
         if no_progress:
             result = run_replay(table, picked, seed_list, budget=budget, jobs=jobs, max_trials=max_trials,
@@ -273,6 +273,6 @@ def export_grid(
     shape = table.shape()
     size = output.stat().st_size
     joined = f" from {len(study)} grid studies" if len(study) > 1 else ""
-    say(f"wrote {output} ({size / 1024:.0f} KiB){joined}: {shape['configs']} configurations × {shape['folds']} folds, "
-         f"{shape['evals']} evaluations a curve, {shape['steps_total']:,} steps; replay it: "
+    say(f"wrote {output} ({size / 1024:.0f} KiB){joined}: {shape.configs} configurations × {shape.folds} folds, "
+         f"{shape.evals} evaluations a curve, {shape.steps_total:,} steps; replay it: "
          f"lpstudy replay --grid {output}")

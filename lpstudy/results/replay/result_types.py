@@ -11,6 +11,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from lpstudy.results.replay.grid_table import GridShape
 from lpstudy.values import json_safe
 
 
@@ -107,7 +108,7 @@ class DefaultVsRandom:
 class GridReplay:
     """One grid's replay: `lpstudy replay --json` for one grid (ReplayResult.report())."""
 
-    grid: dict[str, int]  # its shape: configs, folds, evals, steps_total (GridTable.shape)
+    grid: GridShape  # its size (GridTable.shape)
     best: BestConfig
     fold_spread: float
     budget: float
@@ -123,7 +124,7 @@ class GridReplay:
     @classmethod
     def from_plain(cls, plain: dict[str, Any]) -> GridReplay:
         versus = plain.get("default_vs_random")
-        return cls(grid=plain["grid"], best=BestConfig(**plain["best"]), fold_spread=plain["fold_spread"],
+        return cls(grid=GridShape(**plain["grid"]), best=BestConfig(**plain["best"]), fold_spread=plain["fold_spread"],
                    budget=plain["budget"], seeds=plain["seeds"],
                    methods=[MethodRow.from_plain(m) for m in plain["methods"]], workers=plain.get("workers", 1),
                    rank_correlation=plain.get("rank_correlation") or {},

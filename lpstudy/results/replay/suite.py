@@ -185,8 +185,8 @@ class SuiteResult:
         leader = self.leader()
         default = next((m.name for m in self.grids[0].methods if m.default), None)
         return SuiteReport(
-            grid=SuiteGrids(suite=self.names, configs=sum(g.grid["configs"] for g in self.grids),
-                            steps_total=sum(g.grid["steps_total"] for g in self.grids)),
+            grid=SuiteGrids(suite=self.names, configs=sum(g.grid.configs for g in self.grids),
+                            steps_total=sum(g.grid.steps_total for g in self.grids)),
             methods=methods, grids=list(zip(self.names, self.grids)), leader=leader,
             alike=[Alike(name=m, tests=self.tests(leader, m)) for m in self.alike(leader)],
             chosen=self.choose(), default=self.default_check(default) if default else {},
