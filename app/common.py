@@ -18,6 +18,7 @@ import re
 import sys
 import threading
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 import streamlit as st
@@ -27,6 +28,9 @@ from lpstudy.errors import UserError
 from lpstudy.db.urls import redact, storage_url
 from lpstudy.names import closest_study_names, no_such_study
 from tables import static_table
+
+if TYPE_CHECKING:
+    from lpstudy.design.spec import StudySpec
 
 CACHE_TTL_S = 5  # seconds: the refresh period of a live page, and of storages without a fingerprint
 FINGERPRINT_TTL_S = 2  # seconds between the cheap checks whether a study's data changed
@@ -377,7 +381,7 @@ def chart(fig, key: str | None = None, note: str | None = None, half: bool = Fal
     st.plotly_chart(fig, width="stretch", key=key, config={"displaylogo": False})
 
 
-def p_bins_control(trials, key: str, spec: dict | None = None):
+def p_bins_control(trials, key: str, spec: StudySpec | None = None):
     """The p-grouping control (sidebar): a "p bins" slider on every page that groups p, set to
     the bins that follow the spread phase (lpstudy.results.analysis.default_p_bins), over the p range
     the study's spec searches (the same groups on every chart of a page); where the exact p values

@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.results_file import add_result_argument, load_average, write_result  # noqa: E402
+from lpstudy.design.spec import StudySpec  # noqa: E402
 
 COLOURS = {"better": "#2ca02c", "equivalent": "#1f77b4", "worse": "#d62728", "undecided": "#7f7f7f"}
 
@@ -93,7 +94,7 @@ def convergence_rows(answer: dict) -> list[list]:
     return rows
 
 
-def spent(study: str, storage: str) -> tuple[int, float, dict]:
+def spent(study: str, storage: str) -> tuple[int, float, StudySpec]:
     """(complete runs, CPU hours of training, the spec) of the study."""
     from lpstudy.db.kinds import open_reader
     from lpstudy.results.reading.frames import load_study
@@ -101,18 +102,23 @@ def spent(study: str, storage: str) -> tuple[int, float, dict]:
     data = load_study(open_reader(storage), study)
     done = data.trials[data.trials["state"] == "COMPLETE"]
     seconds = float(done["wall_time_s"].fillna(done["duration_s"]).sum())
+    if data.info.spec is None:
+        raise SystemExit(f"{study} has no lpstudy spec: make it with `lpstudy replicate` (bench_finding reads its design)")
     return len(done), seconds / 3600, data.info.spec
 
 
-def command_of(study: str, spec: dict) -> str:
-    """The replicate command that makes this study (from its stored spec)."""
-    space = spec.get("space") or {}
-    ps = ",".join(p_name(p) for p in spec.get("p_values") or space.get("p", {}).get("choices", []))
-    sets = "".join(f" --set {name}={entry['value']}" for name, entry in space.items()
-                   if entry.get("type") == "fixed" and name not in ("folds", "gain_init"))
-    gain = (space.get("gain_init") or {}).get("value")
-    seeds = spec.get("seeds", 1)
-    return (f"lpstudy replicate --study {study} --preset {spec.get('preset')} --p {ps} --folds {spec.get('folds')}"
+def command_of(study: str, spec) -> str:
+    """The replicate command that makes this study (from its stored spec, a StudySpec)."""
+    from lpstudy.design.space import Choice, Fixed
+
+    p_entry = spec.space.get("p")
+    ps = ",".join(p_name(p) for p in spec.p_values or (p_entry.choices if isinstance(p_entry, Choice) else []))
+    sets = "".join(f" --set {param.name}={param.value}" for param in spec.space.params
+                   if isinstance(param, Fixed) and param.name not in ("folds", "gain_init"))
+    gain_entry = spec.space.get("gain_init")
+    gain = gain_entry.value if isinstance(gain_entry, Fixed) else None
+    seeds = spec.seeds
+    return (f"lpstudy replicate --study {study} --preset {spec.preset} --p {ps} --folds {spec.folds}"
             + (f" --seeds {seeds}" if seeds > 1 else "") + (f" --gain-init {gain}" if gain is not None else "") + sets)
 
 

@@ -123,10 +123,11 @@ def p_text(p: float) -> str:
 
 def finish(args, plain: dict[str, dict]) -> None:
     """Score the suite, write benchmarks/results/replay/suite.json and the result file."""
+    from lpstudy.results.replay.result_types import GridReplay
     from lpstudy.results.replay.suite import SuiteResult
 
     suite_names = [n for n in SUITE if n in plain]
-    suite = SuiteResult(suite_names, [plain[n] for n in suite_names]).to_json()
+    suite = SuiteResult(suite_names, [GridReplay.from_plain(plain[n]) for n in suite_names]).to_json()
     held = {n: plain[n] for n in HELD_OUT if n in plain}
     out = ROOT / "benchmarks" / "results" / "replay"
     (out / "suite.json").write_text(json.dumps({**suite, "held_out": [{**g, "name": n} for n, g in held.items()]}))
@@ -143,6 +144,7 @@ def regret_text(x: float | None) -> str:
 
 def write_markdown(result: str, suite: dict, held: dict[str, dict]) -> None:
     from benchmarks.results_file import write_result
+    from lpstudy.results.replay.result_types import MethodRow
     from lpstudy.results.replay.suite import paired_p
 
     names = suite["grid"]["suite"]
@@ -208,14 +210,15 @@ def write_markdown(result: str, suite: dict, held: dict[str, dict]) -> None:
             if m is None or (label == "search's default" and name == TODAYS_DEFAULT):
                 continue
             low, high = m["regret_nats_ci"]
-            p = paired_p(today, m) if today is not None and m is not today else None
+            p = paired_p(MethodRow.from_plain(today), MethodRow.from_plain(m)) if today is not None and m is not today \
+                else None
             side.append([n + (" (held out)" if n in held else ""), f"{label}: {name}", m["seeds"],
                          share(m["hold_share"], m["hold_ci"]), pct(m["hold_tight_share"]),
                          f"{regret_text(m['regret_nats_median'])} [{regret_text(low)}–{regret_text(high)}]",
                          regret_text(m["regret_nats_mean"]), pct(m["reach_share"]),
                          "–" if today is None else f"{m['spent_share'] / today['spent_share']:.2f}",
                          "yes" if m["hold_share"] >= 0.8 else "no",
-                         "–" if p is None else f"{p_text(p['hold'])} · {p_text(p['regret'])}"])
+                         "–" if p is None else f"{p_text(p.hold)} · {p_text(p.regret)}"])
     more: list[tuple[str, Rows]] = [
         ("The goal of issue 45, side by side in one run per grid: search's default before the race and search's "
          "default now, on every grid of the suite and the held-out grid. Compute: the median compute a seed spent "

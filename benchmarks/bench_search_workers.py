@@ -68,6 +68,7 @@ def main() -> None:
     from benchmarks.bench_search_suite import replay_grid
     from benchmarks.results_file import add_result_argument, load_average, write_result
     from lpstudy.results.replay.scores import HOLD_GOAL
+    from lpstudy.results.replay.result_types import GridReplay
     from lpstudy.results.replay.suite import SuiteResult
     from lpstudy.results.replay.traces import BUDGET, MAX_TRIALS
 
@@ -102,7 +103,8 @@ def main() -> None:
     base = plain.get(1, {})
     for w in counts:
         suite_names = [g for g in SUITE if g in plain[w]]
-        suite = SuiteResult(suite_names, [plain[w][g] for g in suite_names]) if len(suite_names) >= 2 else None
+        suite = SuiteResult(suite_names, [GridReplay.from_plain(plain[w][g]) for g in suite_names]) \
+            if len(suite_names) >= 2 else None
         summary = suite.to_json() if suite else {}
         out["per_workers"][str(w)] = {"suite": summary, "held_out": {g: plain[w][g] for g in grids if g in HELD_OUT}}
         for template, name in methods_at(args.methods, w):

@@ -117,7 +117,8 @@ def finding(storage: str, study: str, rope: str, result: str, cpu: str | None = 
                              else "–" for a in parts) or "–")
         return row
 
-    plan = spec.get("until_decided") or {}
+    plan = spec.until_decided
+    plan_rope = plan.rope if plan is not None and plan.rope is not None else rope
     beside.append(design_row(f"sequential, up to {answer['k']} folds × {answer.get('seeds') or 1} seeds (this study)", answer,
                              f"{seq.get('cells_run')} of at most {seq.get('cells_max')} ({len(arms) + 1} arms)"))
     for packed, name in FIXED:
@@ -129,10 +130,10 @@ def finding(storage: str, study: str, rope: str, result: str, cpu: str | None = 
         per_arm = fixed["k"] * (fixed.get("seeds") or 1)
         beside.append(design_row(f"fixed, {fixed['k']} folds × {fixed.get('seeds') or 1} seeds ({name})", fixed,
                                  f"{spent(name, url)[0]} ({len(fixed['arms']) + 1} arms × {per_arm})"))
-    ps = ",".join(p_name(p) for p in spec.get("p_values") or [])
-    command = (f"lpstudy replicate --study {study} --storage sqlite:///seq.db --preset {spec.get('preset')} --p {ps} "
+    ps = ",".join(p_name(p) for p in spec.p_values or [])
+    command = (f"lpstudy replicate --study {study} --storage sqlite:///seq.db --preset {spec.preset} --p {ps} "
                f"--gain-init matched --until-decided --max-folds {answer['k']} --seeds {answer.get('seeds') or 1} "
-               f"--rope {plan.get('rope', rope)} --set threads=1 --workers 1")
+               f"--rope {plan_rope} --set threads=1 --workers 1")
     notes = (f"The study: `{command}` (one worker process, threads=1, under nice, on the shared 2-core machine); read "
              f"with `lpstudy verdict --study {study} --rope {rope}`. Stages of {', '.join(map(str, seq.get('rounds', [])))} "
              f"folds; {seq.get('looks_done')} of {len(seq.get('rounds', []))} looks over; {runs} complete runs "

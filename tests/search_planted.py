@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from lpstudy.design.spec import StudySpec
 from lpstudy.results.reading.frames import StudyData, StudyInfo
 
 SPACE = {"p": {"type": "range", "low": 1.0, "high": 4.0, "log": False},
@@ -29,7 +30,7 @@ def search_trials(p, lr, gain, loss, extra: dict | None = None) -> pd.DataFrame:
 
 
 def study(trials: pd.DataFrame, space: dict = SPACE, name: str = "planted") -> StudyData:
-    info = StudyInfo(name=name, kind="search", preset="smoke", spec={"kind": "search", "preset": "smoke", "space": space})
+    info = StudyInfo(name=name, kind="search", preset="smoke", spec=StudySpec.from_plain({"kind": "search", "preset": "smoke", "space": space}))
     return StudyData(name=name, info=info, trials=trials, curves=pd.DataFrame())
 
 

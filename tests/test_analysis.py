@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from lpstudy.design.spec import StudySpec
 from lpstudy.results import analysis as A
 
 T_975 = {2: 4.302652729911275, 3: 3.182446305284263, 4: 2.7764451051977987}  # Student's t, 97.5 %
@@ -267,9 +268,9 @@ def test_grid_progress_counts_cells_done_once():
     spec = {"kind": "replicate", "n_cells": 4}
     trials = trials_frame([{"p": 2.0, "fold": 0, "value": 1.0}, {"p": 2.0, "fold": 0, "value": 1.1},
                            {"p": 2.0, "fold": 1, "state": "RUNNING"}, {"p": 3.0, "fold": 0, "state": "WAITING"}])
-    progress = A.grid_progress(trials, spec)
+    progress = A.grid_progress(trials, StudySpec.from_plain(spec))
     assert progress == {"n_cells": 4, "done": 1, "running": 1, "waiting": 1, "fraction": 0.25}
-    assert A.grid_progress(trials, {"kind": "search"}) is None
+    assert A.grid_progress(trials, StudySpec.from_plain({"kind": "search"})) is None
 
 
 def test_running_trials_say_who_runs_what_since_when():
@@ -332,7 +333,7 @@ def test_a_big_studys_curve_sample_is_stratified_on_the_bins_the_charts_open_wit
     rng = np.random.default_rng(0)
     p = np.concatenate([rng.uniform(1.0, 4.0, 500), rng.uniform(3.7, 4.0, 1500)])  # a sampler crowding p ≈ 4
     trials = trials_frame([{"p": float(v), "value": 1.5} for v in p]).assign(trial_id=lambda t: t["number"] + 1)
-    spec = {"space": {"p": {"type": "range", "low": 1.0, "high": 4.0}}}
+    spec = StudySpec.from_plain({"space": {"p": {"type": "range", "low": 1.0, "high": 4.0}}})
     sample = curve_sample(trials, spec=spec)
     edges = A.default_p_groups(trials, spec)
     assert len(edges) == 9 and edges[0] == 1.0 and edges[-1] == 4.0

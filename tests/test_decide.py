@@ -12,6 +12,7 @@ import pytest
 
 from lpstudy.results.answers.decide import BEYOND, EQUIVALENCE, MAX_FOLDS, MAX_REPEATS, POWER, design_to_decide
 from lpstudy.results.answers.fold_tests import beyond_p, corrected_stats, equivalence_p
+from lpstudy.design.spec import StudySpec
 from lpstudy.results.reading.frames import StudyData, StudyInfo
 from tests.study_helpers import cli
 
@@ -94,7 +95,7 @@ def _replicate(name: str, k: int, sd: float, shift: float) -> StudyData:
                          "final_val_loss": loss, "p": p, "fold": float(fold), "folds": float(k), "diverged": False,
                          "max_steps": 30.0})
     spec = {"space": {"max_steps": {"type": "fixed", "value": 30}, "gain_init": {"type": "fixed", "value": "matched"}}}
-    return StudyData(name=name, info=StudyInfo(name=name, kind="replicate", preset="smoke", spec=spec),
+    return StudyData(name=name, info=StudyInfo(name=name, kind="replicate", preset="smoke", spec=StudySpec.from_plain(spec)),
                      trials=pd.DataFrame(rows), curves=pd.DataFrame())
 
 
@@ -183,7 +184,7 @@ def _convergence_study(seeds: int = 1):
     spec = {"space": {"max_steps": {"type": "fixed", "value": 2000}}}
     return dataclasses.replace(parts[0], trials=pd.concat(trials, ignore_index=True),
                                curves=pd.concat(curves, ignore_index=True),
-                               info=StudyInfo(name="conv", kind="replicate", preset="smoke", spec=spec))
+                               info=StudyInfo(name="conv", kind="replicate", preset="smoke", spec=StudySpec.from_plain(spec)))
 
 
 def test_what_would_decide_a_convergence_endpoint_gives_the_command_and_its_time(tmp_path, capsys):

@@ -7,6 +7,7 @@ import pytest
 
 from lpstudy.study.synthetic import write_synthetic_study
 from lpstudy.training.costs import Machine
+from lpstudy.design.spec import StudySpec
 from tests.study_helpers import cli
 
 
@@ -59,10 +60,10 @@ def _search_with_one_inf_run():
     trials = pd.DataFrame({"number": range(8), "state": ["COMPLETE"] * 8, "value": [3.0 + i / 10 for i in range(8)],
                            "diverged": [False] * 8, "p": p, "lr": [1e-3 * (1 + i) for i in range(8)],
                            "gain_init": [10.0 + i for i in range(8)], "fold": [0.0] * 8, "seed": [0.0] * 8})
-    spec = {"space": {"p": {"type": "range", "low": 1.0, "high": 4.0, "with_inf": True},
+    spec = {"space": {"p": {"type": "range", "low": 1.0, "high": 4.0, "inf": True},
                       "lr": {"type": "range", "low": 1e-4, "high": 1e-2, "log": True},
                       "gain_init": {"type": "range", "low": 2.0, "high": 64.0, "log": True}}}
-    return StudyData("lp-smoke", StudyInfo("lp-smoke", kind="search", preset="smoke", spec=spec), trials, pd.DataFrame())
+    return StudyData("lp-smoke", StudyInfo("lp-smoke", kind="search", preset="smoke", spec=StudySpec.from_plain(spec)), trials, pd.DataFrame())
 
 
 def test_effect_of_p_counts_the_same_runs_in_its_sentence_and_its_chart():

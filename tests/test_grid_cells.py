@@ -11,6 +11,7 @@ import statistics
 import pandas as pd
 import pytest
 
+from lpstudy.design.spec import StudySpec
 from lpstudy.results import analysis as A
 from lpstudy.results.reading.frames import load_study
 from tests.study_helpers import TINY, lp_env, lpstudy, trials_of
@@ -89,7 +90,7 @@ def test_a_true_copy_of_a_cell_is_left_out_and_other_settings_are_kept():
                       "lr": {"type": "choice", "choices": [0.001, 0.01]},
                       "gain_init": {"type": "choice", "choices": ["matched", 12.0]},
                       "fold": {"type": "choice", "choices": [0, 1]}}}
-    assert grid_fields(spec) == ("p", "lr", "gain_init", "fold")
+    assert grid_fields(StudySpec.from_plain(spec)) == ("p", "lr", "gain_init", "fold")
     # trials 0-3: four cells of p = 2, fold 0; trial 4 runs trial 1's cell again. A matched gain at
     # p = 2 resolves to 12 too: the cell is told apart by its parameter, not by the number it ran.
     cells = [(0.001, "matched"), (0.01, "matched"), (0.001, 12.0), (0.01, 12.0), (0.01, "matched")]
@@ -98,5 +99,5 @@ def test_a_true_copy_of_a_cell_is_left_out_and_other_settings_are_kept():
         "fold": [0.0] * 5, "lr": [lr for lr, _ in cells], "gain_init": [12.0] * 5,
         "param_p": [2.0] * 5, "param_fold": [0] * 5, "param_lr": [lr for lr, _ in cells],
         "param_gain_init": [g for _, g in cells]})
-    assert duplicate_cells(trials, grid_fields(spec)) == [4]
+    assert duplicate_cells(trials, grid_fields(StudySpec.from_plain(spec))) == [4]
     assert duplicate_cells(trials) == [1, 2, 3, 4]  # keyed on (p, fold) alone, as before: three lost

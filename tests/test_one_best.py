@@ -9,6 +9,7 @@ import statistics
 
 import yaml
 
+from lpstudy.design.spec import StudySpec
 from tests.study_helpers import cli, trials_of
 from tests.test_verdicts import planted_trials
 
@@ -38,7 +39,7 @@ def test_a_replicates_best_is_the_arm_with_the_lowest_mean_not_its_luckiest_fold
     # still on the runs it finished, but one of its runs diverged: a failed run bars it
     trials = planted_trials({2.0: [2.80, 2.82, 2.81], 1.0: [2.95, 2.60, 2.97], 3.0: [2.72, 2.71, 2.73],
                              4.0: [2.50, 2.52, 9.99]}, diverged={(4.0, 2): True})
-    data = StudyData(name="planted", info=StudyInfo(name="planted", kind="replicate", spec={"folds": 3}),
+    data = StudyData(name="planted", info=StudyInfo(name="planted", kind="replicate", spec=StudySpec.from_plain({"folds": 3})),
                      trials=trials, curves=None)
     answer = study_answer(data, AnswerOptions())
     best = arm_best(trials, "replicate", answer)

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from lpstudy.results.replay.grid_table import GridTable, Run, from_study, read_table, write_table
+from lpstudy.results.replay.grid_table import GridShape, GridTable, Run, from_study, read_table, write_table
 from lpstudy.results.replay.traces import Trace, replay_one, replay_spec
 from lpstudy.intervals import wilson_interval
 from lpstudy.results.replay.scores import f_of, mcnemar_p, median_interval, regret_of, run_replay, sign_p
@@ -200,29 +200,38 @@ def test_every_sampler_a_search_takes_is_a_replay_method_and_the_suite_knows_how
     assert set(SAMPLER_SIMPLICITY) == set(SAMPLER_NAMES)
 
 
-def _row(name: str, reach: list[bool], f: list[float]) -> dict:
-    """A method's row on one grid as ReplayResult.to_json() gives it, from its per-seed scores: the
-    planted shares and numbers stand for both what the user gets (within 2 %, regret) and search
-    efficiency (reach, F)."""
+def _row(name: str, reach: list[bool], f: list[float]):
+    """A method's row on one grid (result_types.MethodRow, as ReplayResult.report() gives it), from its
+    per-seed scores: the planted shares and numbers stand for both what the user gets (within 2 %,
+    regret) and search efficiency (reach, F)."""
+    from lpstudy.results.replay.result_types import MethodRow, PerSeed
+
     sampler, _, rest = name.partition("+")
     pruner = rest.split("@")[0]
     finite = sorted(f)
-    return {"name": name, "sampler": sampler, "pruner": pruner, "seeds": len(reach),
-            "reach_share": sum(reach) / len(reach), "reach_ci": list(wilson_interval(sum(reach), len(reach))),
-            "f_median": None if math.isinf(finite[len(f) // 2]) else finite[len(f) // 2], "f_ci": [None, None],
-            "general_share": 0.0, "general_ci": [0.0, 1.0], "ever_share": 0.0, "default": name == "tpe+none@8",
-            "hold_share": sum(reach) / len(reach), "hold_ci": list(wilson_interval(sum(reach), len(reach))),
-            "hold_tight_share": sum(reach) / len(reach), "spent_share": 0.4,
-            "regret_nats_median": None if math.isinf(finite[len(f) // 2]) else finite[len(f) // 2],
-            "regret_nats_ci": [None, None],
-            "regret_nats_mean": None if math.isinf(finite[len(f) // 2]) else finite[len(f) // 2],  # the planted tie-break
-            "per_seed": {"reach": [int(x) for x in reach], "f": [None if math.isinf(x) else x for x in f],
-                         "general": [0] * len(reach), "hold": [int(x) for x in reach],
-                         "regret": [None if math.isinf(x) else x for x in f]}}
+    median = None if math.isinf(finite[len(f) // 2]) else finite[len(f) // 2]
+    share, ci = sum(reach) / len(reach), list(wilson_interval(sum(reach), len(reach)))
+    return MethodRow(
+        name=name, sampler=sampler, pruner=pruner, spread=8 if "@" in name else 0, seeds=len(reach),
+        reach_share=share, reach_ci=ci, f_median=median, f_ci=[None, None], f_iqr=[None, None], target_share=0.0,
+        general_share=0.0, general_ci=[0.0, 1.0], general_excess_median=None, ever_share=0.0, trials_median=0.0,
+        pruned_share=0.0, capped_share=0.0, end_regret_median=0.0, default=name == "tpe+none@8", race=0,
+        spent_share=0.4, hold_share=share, hold_ci=ci, hold_tight_share=share, hold_tight_ci=ci,
+        regret_nats_median=median, regret_nats_mean=median,  # the planted tie-break
+        regret_nats_ci=[None, None], workers=1, chosen_at_median=None, clock_end_median=None, race_share=0.0,
+        duplicate_share=0.0,
+        per_seed=PerSeed(reach=[int(x) for x in reach], f=[None if math.isinf(x) else x for x in f],
+                         general=[0] * len(reach), hold=[int(x) for x in reach], returned=[None] * len(reach),
+                         regret=[None if math.isinf(x) else x for x in f], chosen_at=[None] * len(reach)))
 
 
-def _grid(rows: list[dict]) -> dict:
-    return {"grid": {"configs": 1, "steps_total": 1}, "methods": rows}
+def _grid(rows: list):
+    from lpstudy.results.replay.result_types import BestConfig, GridReplay
+
+    return GridReplay(grid=GridShape(configs=1, folds=2, evals=1, steps_total=1),
+                      best=BestConfig(config={}, loss=1.0, epsilon=0.01), fold_spread=0.0, budget=0.4,
+                      seeds=len(rows[0].per_seed.hold), methods=rows, workers=1, rank_correlation={},
+                      default_vs_random=None)
 
 
 def test_the_choice_rule_takes_the_simplest_method_it_cannot_tell_from_the_leader():
@@ -384,7 +393,7 @@ def test_file_round_trip_keeps_every_run(tmp_path):
 def test_export_grid_and_replay_on_a_real_grid_study(real_grids, capsys, tmp_path):
     url, tmp = real_grids, tmp_path
     table = from_study(open_reader(url), "g")
-    assert table.shape() == {"configs": 4, "folds": 2, "evals": 4, "steps_total": 8 * 30}
+    assert table.shape() == GridShape(configs=4, folds=2, evals=4, steps_total=8 * 30)
     assert table.params == ("p", "lr")
     for run in table.runs.values():
         assert run.steps == STEPS and run.steps_run == 30 and not run.diverged

@@ -11,7 +11,7 @@ import pytest
 
 from lpstudy.errors import UserError
 from lpstudy.results.answers.fold_tests import corrected_stats, fold_verdicts, interval, variance_components
-from lpstudy.design.spec import replicate_spec
+from lpstudy.design.spec import StudySpec, replicate_spec
 from lpstudy.training.config import resolve_config, seeds_inside
 from tests.study_helpers import TINY, cli, trials_of
 
@@ -137,7 +137,7 @@ def test_the_answer_names_both_sources_of_variance_and_pairs_runs_by_fold_and_se
     rng = np.random.default_rng(2)
     k, seeds = 5, 4
     trials = _seeded_trials(k, seeds, 0.0, rng)
-    data = StudyData(name="s", info=StudyInfo(name="s", kind="replicate", preset="smoke", spec={"space": {}}),
+    data = StudyData(name="s", info=StudyInfo(name="s", kind="replicate", preset="smoke", spec=StudySpec.from_plain({"space": {}})),
                      trials=trials, curves=pd.DataFrame())
     answer = study_answer(data, AnswerOptions(rope=0.02)).to_json()
     assert answer["seeds"] == seeds and answer["k"] == k
@@ -170,7 +170,7 @@ def test_what_would_decide_proposes_seeds_with_a_command_that_makes_that_study(t
     rng = np.random.default_rng(8)
     trials = _seeded_trials(5, 2, 0.0, rng)
     spec = {"space": {"max_steps": {"type": "fixed", "value": 30}}}
-    data = StudyData(name="s", info=StudyInfo(name="s", kind="replicate", preset="smoke", spec=spec),
+    data = StudyData(name="s", info=StudyInfo(name="s", kind="replicate", preset="smoke", spec=StudySpec.from_plain(spec)),
                      trials=trials, curves=pd.DataFrame())
     answer = study_answer(data, AnswerOptions(rope=0.0125)).to_json()
     plan = answer["to_decide"]

@@ -18,6 +18,7 @@ from lpstudy.cli.storage_option import StorageChoice
 
 if TYPE_CHECKING:
     from lpstudy.results.replay.grid_table import GridTable
+    from lpstudy.results.replay.result_types import GridReplay, SuiteReport
 from lpstudy.errors import UserError
 from lpstudy.names import check_study_name
 
@@ -93,8 +94,8 @@ def replay(
         seed_list = list(range(seeds))
         shape = table.shape()
         if not as_json:
-            say(f"grid {name}: {shape['configs']} configurations × {shape['folds']} folds, {shape['evals']} evaluations "
-                f"a curve, {shape['steps_total']:,} steps in all · {len(picked)} method(s) × {seeds} seeds, "
+            say(f"grid {name}: {shape.configs} configurations × {shape.folds} folds, {shape.evals} evaluations "
+                f"a curve, {shape.steps_total:,} steps in all · {len(picked)} method(s) × {seeds} seeds, "
                 f"{budget:g} of the grid's compute each" + (f", {workers} workers at once" if workers > 1 else ""))
         if no_progress:
             result = run_replay(table, picked, seed_list, budget=budget, jobs=jobs, max_trials=max_trials,
@@ -110,18 +111,18 @@ def replay(
             if not as_json:
                 say(f"chart: {path}")
         if not as_json:
-            _render(result.to_json())
+            _render(result.report())
     if chart is None and not as_json:
         say("chart: none written; add --chart replay.png to draw the median regret against compute")
     if len(results) == 1:
         if as_json:
             sys.stdout.write(json.dumps(results[0].to_json()) + "\n")
         return
-    plain = SuiteResult([name for name, _ in tables], [r.to_json() for r in results]).to_json()
+    report = SuiteResult([name for name, _ in tables], [r.report() for r in results]).report()
     if as_json:
-        sys.stdout.write(json.dumps(plain) + "\n")
+        sys.stdout.write(json.dumps(report.to_plain()) + "\n")
         return
-    _render_suite(plain)
+    _render_suite(report)
 
 
 def _with_progress(table, methods, seeds, budget, jobs, max_trials, workers):
@@ -155,7 +156,7 @@ def _share(share: float, ci) -> str:
     return f"{share:.0%} [{ci[0]:.0%}, {ci[1]:.0%}]"
 
 
-def _render(plain: dict) -> None:
+def _render(report: GridReplay) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -164,27 +165,27 @@ def _render(plain: dict) -> None:
 
     console = stderr_console if stderr_console.is_terminal else Console(file=sys.stderr, width=220)
 
-    best = plain["best"]
-    config = " ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in best["config"].items())
-    say(f"best configuration: {config} · mean loss {best['loss']:.4f} over the folds · ε = {best['epsilon']:.4f} "
+    best = report.best
+    config = " ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in best.config.items())
+    say(f"best configuration: {config} · mean loss {best.loss:.4f} over the folds · ε = {best.epsilon:.4f} "
         f"(the fold spread pooled over configurations, at least 0.5 % of the loss)")
     table = Table(title=f"What the user gets (the returned configuration's mean loss over all folds), search "
                         f"efficiency (against the tuning fold's best) and generalisation (on the other folds), "
-                        f"{plain['seeds']} seeds, 95 % intervals")
+                        f"{report.seeds} seeds, 95 % intervals")
     for column in ("method", "within 2 % [95 %]", "within 1 %", "mean regret", "reach ε [95 %]", "F median [95 %]",
                    f"F ≤ {TARGET_F:.2f}", "other folds [95 %]", "ever", "trials", "pruned", "capped",
                    "to its choice", "races", "repeats"):
         table.add_column(column, justify="left" if column == "method" else "right", no_wrap=True)
-    for m in plain["methods"]:
-        low, high = m["f_ci"]
-        name = m["name"] + (" (default)" if m["default"] else "")
-        regret = "–" if m["regret_nats_mean"] is None else f"{m['regret_nats_mean']:.4f}"
-        table.add_row(name, _share(m["hold_share"], m["hold_ci"]), f"{m['hold_tight_share']:.0%}", regret,
-                      _share(m["reach_share"], m["reach_ci"]),
-                      f"{_fraction(m['f_median'])} [{_fraction(low)}, {_fraction(high)}]", f"{m['target_share']:.0%}",
-                      _share(m["general_share"], m["general_ci"]), f"{m['ever_share']:.0%}",
-                      f"{m['trials_median']:.0f}", f"{m['pruned_share']:.0%}", f"{m['capped_share']:.0%}",
-                      _duration(m["chosen_at_median"]), f"{m['race_share']:.0%}", f"{m['duplicate_share']:.0%}")
+    for m in report.methods:
+        low, high = m.f_ci
+        name = m.name + (" (default)" if m.default else "")
+        regret = "–" if m.regret_nats_mean is None else f"{m.regret_nats_mean:.4f}"
+        table.add_row(name, _share(m.hold_share, m.hold_ci), f"{m.hold_tight_share:.0%}", regret,
+                      _share(m.reach_share, m.reach_ci),
+                      f"{_fraction(m.f_median)} [{_fraction(low)}, {_fraction(high)}]", f"{m.target_share:.0%}",
+                      _share(m.general_share, m.general_ci), f"{m.ever_share:.0%}",
+                      f"{m.trials_median:.0f}", f"{m.pruned_share:.0%}", f"{m.capped_share:.0%}",
+                      _duration(m.chosen_at_median), f"{m.race_share:.0%}", f"{m.duplicate_share:.0%}")
     console.print(table)
     say("within 2 % (1 %): the share of seeds whose returned configuration's mean loss over all the grid's folds is "
         "within 2 % (1 %) of the best configuration's, at the end of --budget (Wilson interval); mean regret: the "
@@ -195,58 +196,58 @@ def _render(plain: dict) -> None:
         "returned configuration is within ε of the best mean over the folds it was not tuned on · ever: within ε "
         "of the best mean over all folds at some point · capped: seeds stopped before their budget (stuck "
         "re-proposing a pruned configuration, or at --max-trials) · to its choice: the simulated wall-clock time "
-        f"({plain.get('workers', 1)} worker(s), each run its stored seconds a step) until the search first returned "
+        f"({report.workers} worker(s), each run its stored seconds a step) until the search first returned "
         "the configuration it returns at the end (median) · races: the compute races spent · repeats: the compute "
         "spent on a grid configuration and fold already run or running (a sampled point that maps to a grid point "
         "already taken)")
-    rho = plain.get("rank_correlation") or {}
+    rho = report.rank_correlation
     if rho:
         steps = list(rho)
         shown = [steps[i] for i in sorted({0, len(steps) // 4, len(steps) // 2, len(steps) - 2}) if 0 <= i < len(steps)]
         say("rank correlation of the loss at a step with the final loss (Spearman, every run): "
              + ", ".join(f"step {s}: {rho[s]:.2f}" for s in shown))
-    versus = plain.get("default_vs_random")
-    if versus:
-        say(f"default at F = {versus['budget']:.3f}: {versus['default_reach_share']:.0%} of seeds within ε; random "
-            f"search at twice that: {versus['random_reach_share']:.0%}")
-        say(f"goal F ≤ {versus['target_f']:g}: the default within ε by then in {versus['default_target_share']:.0%} "
-            f"of seeds; random search by {2 * versus['target_f']:g} in {versus['random_twice_target_share']:.0%}")
+    versus = report.default_vs_random
+    if versus is not None:
+        say(f"default at F = {versus.budget:.3f}: {versus.default_reach_share:.0%} of seeds within ε; random "
+            f"search at twice that: {versus.random_reach_share:.0%}")
+        say(f"goal F ≤ {versus.target_f:g}: the default within ε by then in {versus.default_target_share:.0%} "
+            f"of seeds; random search by {2 * versus.target_f:g} in {versus.random_twice_target_share:.0%}")
 
 
-def _render_suite(plain: dict) -> None:
+def _render_suite(report: SuiteReport) -> None:
     from rich.console import Console
     from rich.table import Table
 
     from lpstudy.training.progress import stderr_console
 
     console = stderr_console if stderr_console.is_terminal else Console(file=sys.stderr, width=180)
-    names = plain["grid"]["suite"]
+    names = report.grid.suite
     table = Table(title=f"The suite: {len(names)} grids, methods ranked by their worst share of seeds within 2 % of "
                         "the best all-fold loss, then by their mean median regret")
     for column in ("method", "worst within 2 %", *names):
         table.add_column(column, justify="left" if column == "method" else "right", no_wrap=True)
-    for m in plain["methods"]:
-        default = f" (default on {', '.join(m['default_on'])})" if m["default_on"] else ""
-        cells = [f"{_share(m['hold_shares'][n], m['hold_cis'][n])} · reach {m['reach_shares'][n]:.0%}" for n in names]
-        table.add_row(m["name"] + default, f"{m['worst_hold_share']:.0%}", *cells)
+    for m in report.methods:
+        default = f" (default on {', '.join(m.default_on)})" if m.default_on else ""
+        cells = [f"{_share(m.hold_shares[n], m.hold_cis[n])} · reach {m.reach_shares[n]:.0%}" for n in names]
+        table.add_row(m.name + default, f"{m.worst_hold_share:.0%}", *cells)
     console.print(table)
     say("each grid's cell: share of seeds whose returned configuration's mean loss over all folds is within 2 % of the "
         "best's at the end of the budget [Wilson 95 %] · reach: within ε of the tuning fold's best")
-    say(f"leader: {plain['leader']}; not told apart from it on any grid (McNemar's exact test on within 2 %, sign "
-        f"test on regret, paired over seeds, 5 %): {', '.join(a['name'] for a in plain['alike'])}")
+    say(f"leader: {report.leader}; not told apart from it on any grid (McNemar's exact test on within 2 %, sign "
+        f"test on regret, paired over seeds, 5 %): {', '.join(a.name for a in report.alike)}")
     loo = Table(title="Leave one grid out: the method the other grids choose, scored on the grid left out")
     for column in ("left out", "chosen by the others", "its within 2 %", "its regret", "best there",
                    "best's within 2 %", "told apart"):
         loo.add_column(column, justify="left" if column in ("left out", "chosen by the others", "best there") else "right",
                        no_wrap=True)
-    for row in plain["leave_one_out"]:
-        regret = "–" if row["chosen_regret"] is None else f"{row['chosen_regret']:.4f}"
-        loo.add_row(row["held_out"], row["chosen"], _share(row["chosen_hold_share"], row["chosen_hold_ci"]),
-                    regret, row["best"], _share(row["best_hold_share"], row["best_hold_ci"]),
-                    "yes" if row["told_apart"] else "no")
+    for row in report.leave_one_out:
+        regret = "–" if row.chosen_regret is None else f"{row.chosen_regret:.4f}"
+        loo.add_row(row.held_out, row.chosen, _share(row.chosen_hold_share, row.chosen_hold_ci),
+                    regret, row.best, _share(row.best_hold_share, row.best_hold_ci),
+                    "yes" if row.told_apart else "no")
     console.print(loo)
     say(f"chosen on the whole suite (among methods with a spread phase, which a first run needs; the simplest of "
-        f"those not told apart from the leader): {plain['chosen']}")
+        f"those not told apart from the leader): {report.chosen}")
 
 
 @app.command("export-grid")
@@ -272,6 +273,6 @@ def export_grid(
     shape = table.shape()
     size = output.stat().st_size
     joined = f" from {len(study)} grid studies" if len(study) > 1 else ""
-    say(f"wrote {output} ({size / 1024:.0f} KiB){joined}: {shape['configs']} configurations × {shape['folds']} folds, "
-         f"{shape['evals']} evaluations a curve, {shape['steps_total']:,} steps; replay it: "
+    say(f"wrote {output} ({size / 1024:.0f} KiB){joined}: {shape.configs} configurations × {shape.folds} folds, "
+         f"{shape.evals} evaluations a curve, {shape.steps_total:,} steps; replay it: "
          f"lpstudy replay --grid {output}")

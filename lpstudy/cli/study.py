@@ -177,10 +177,9 @@ def _rounds(reader, study: str) -> VerdictAnswer | None:
     from lpstudy.results.answers import study_answer
     from lpstudy.results.answers.options import stage_options
     from lpstudy.results.reading.compare import verdict_data
-    from lpstudy.design.until_decided import UntilDecided
 
     data = verdict_data(reader, study, curves=False)
-    plan = UntilDecided.from_plain((data.info.spec or {}).get("until_decided"))
+    plan = data.info.until_decided
     if plan is None:
         return None
     answer = study_answer(data, stage_options(plan))

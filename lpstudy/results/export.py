@@ -117,7 +117,7 @@ def search_choice(reader: TrialReader, study_name: str, top_k: int = 1
         spec = StudySpec.from_plain(plain)
         if spec.is_grid:
             return None
-        chosen = search_chosen(tables, "search", plain)
+        chosen = search_chosen(tables, "search", spec)
         if chosen is None:
             return spec, [], None, []
         picked = [(chosen.trial_id, chosen.number, chosen.value)]
@@ -151,7 +151,7 @@ def arm_choice(reader: TrialReader, study_name: str) -> tuple[str, int, dict[str
     from lpstudy.results.status import study_verdicts
 
     data = verdict_data(reader, study_name, curves=False)
-    if not answered_by_verdicts(data.info) or not data.info.spec:
+    if not answered_by_verdicts(data.info) or data.info.spec is None:
         return None
     best = study_best(data, study_verdicts(data) if has_verdicts(data) else None)
     if best is None:

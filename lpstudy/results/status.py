@@ -29,14 +29,16 @@ if TYPE_CHECKING:  # the progress render_compare returns
     from lpstudy.results.reading.compare import CompareProgress
 
 
-def _max_steps(spec: dict) -> int | None:
+def _max_steps(spec: StudySpec | None) -> int | None:
+    if spec is None:  # a study without a spec: no progress fractions
+        return None
     try:
-        return int(StudySpec.from_plain(spec).base_config().max_steps)
-    except Exception:  # a spec this version cannot read: no progress fractions
+        return int(spec.base_config().max_steps)
+    except Exception:  # a preset this version does not have: no progress fractions
         return None
 
 
-def estimate_time_left(trials: pd.DataFrame, running: pd.DataFrame, spec: dict,
+def estimate_time_left(trials: pd.DataFrame, running: pd.DataFrame, spec: StudySpec | None,
                        max_steps: int | None) -> dict[str, Any]:
     """{"seconds": float or None, "basis": str}: the work left (grid cells waiting, or trials up to
     the study's n_trials target, plus the rest of the running trials) at the mean duration of the
@@ -47,7 +49,7 @@ def estimate_time_left(trials: pd.DataFrame, running: pd.DataFrame, spec: dict,
     return time_left(mean_s, counts, running, spec, max_steps)
 
 
-def time_left(mean_s: float | None, counts: dict[str, int], running: pd.DataFrame, spec: dict,
+def time_left(mean_s: float | None, counts: dict[str, int], running: pd.DataFrame, spec: StudySpec | None,
               max_steps: int | None) -> dict[str, Any]:
     """estimate_time_left from the mean duration of a completed trial and the trials by state."""
     fractions = []
@@ -62,13 +64,13 @@ def time_left(mean_s: float | None, counts: dict[str, int], running: pd.DataFram
     left_running = [max(0.0, mean_s * (1 - f)) if f > 0 else max(0.0, mean_s - (finite_or_none(r) or 0.0))
                     for r, f in zip(running["running_s"], fractions)]
     workers = max(1, len(running))
-    if spec.get("sampler") == "grid" or spec.get("kind") == "replicate":
+    if spec is not None and (spec.is_grid or spec.kind == "replicate"):
         todo = int(counts.get("WAITING", 0))
         what = f"{todo} cell(s) waiting"
-    elif spec.get("n_trials"):
+    elif spec is not None and spec.n_trials:
         finished = int(counts.get("COMPLETE", 0) + counts.get("PRUNED", 0))
-        todo = max(0, int(spec["n_trials"]) - finished - len(running))
-        what = f"{todo} trial(s) to the target of {int(spec['n_trials'])}"
+        todo = max(0, int(spec.n_trials) - finished - len(running))
+        what = f"{todo} trial(s) to the target of {int(spec.n_trials)}"
     else:
         return {"seconds": None, "running_end_s": max(left_running) if left_running else None,
                 "basis": "no end set (workers run until their --n-trials or --timeout)"}
@@ -125,7 +127,8 @@ def study_status(reader: results.TrialReader, study_name: str) -> dict[str, Any]
         running_rows.append(item)
     status: dict[str, Any] = {
         "study": study_name, "storage": redact(reader.url), "kind": info.kind, "preset": info.preset,
-        "sampler": spec.get("sampler"), "pruner": spec.get("pruner"), "counts": counts, "diverged": diverged,
+        "sampler": spec.sampler if spec else None, "pruner": spec.pruner if spec else None, "counts": counts,
+        "diverged": diverged,
         "waiting_races": waiting_races,
         "best": best, "running": running_rows, "grid": grid, "time_left": left, "duplicates": duplicates,
         "cell": list(grid_fields(spec)), "compute": compute,

@@ -17,29 +17,27 @@ from __future__ import annotations
 
 import pandas as pd
 
-from lpstudy.design.space import Choice, SearchSpace
+from lpstudy.design.space import Choice
+from lpstudy.design.spec import StudySpec
 
-# The cells of a replicate study whose spec has no readable space (written by an older lpstudy).
+# The cells of a replicate study whose spec has no readable space (written by an older lpstudy:
+# lpstudy.results.rows.build.stored_spec reads it with an empty space).
 PAPER_CELL = ("p", "fold")
 # Fields that tell the replicates of one configuration apart, not configurations.
 REPLICATE_FIELDS = ("fold", "seed", "repeat")
 
 
-def grid_fields(spec: dict | None) -> tuple[str, ...]:
+def grid_fields(spec: StudySpec | None) -> tuple[str, ...]:
     """The fields a grid study's cells are made of, in the order of its space; () for a study
-    that is not a grid (a search samples, no two trials share a cell by design)."""
-    spec = spec or {}
-    if spec.get("sampler") != "grid" and spec.get("kind") != "replicate":
+    that is not a grid (a search samples, no two trials share a cell by design, and a study without
+    a spec)."""
+    if spec is None or (not spec.is_grid and spec.kind != "replicate"):
         return ()
-    try:
-        space = SearchSpace.from_plain(spec.get("space") or {})
-    except Exception:  # a space this version cannot read
-        return PAPER_CELL
-    fields = tuple(param.name for param in space.params if isinstance(param, Choice))
+    fields = tuple(param.name for param in spec.space.params if isinstance(param, Choice))
     return fields or PAPER_CELL
 
 
-def setting_fields(spec: dict | None) -> tuple[str, ...]:
+def setting_fields(spec: StudySpec | None) -> tuple[str, ...]:
     """The gridded fields besides p and the replicates (fold, seed, repeat): the settings a table shows p
     at, one row each (a sweep's learning rates); () for the paper's protocol."""
     return tuple(f for f in grid_fields(spec) if f != "p" and f not in REPLICATE_FIELDS)

@@ -35,6 +35,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from lpstudy.design.spec import StudySpec
 from lpstudy.results.analysis.selection import finished, successful
 
 DEFAULT_THRESHOLD_MARGIN = 0.02  # the default threshold: 2 % above the worst arm's median final loss
@@ -44,13 +45,13 @@ ENDPOINT_COLUMNS = ("trial_id", "reached", "steps", "seconds", "time", "censored
                     "failed", "resolution", "at_first")
 
 
-def default_threshold(trials: pd.DataFrame, arm: str | None = None, spec: dict | None = None) -> float:
+def default_threshold(trials: pd.DataFrame, arm: str | None = None, spec: StudySpec | None = None) -> float:
     """The loss threshold a study's convergence is read at unless the reader picks one: the study's
     own loss_threshold; else, with arms (a column of `trials`), 2 % above the largest of the arms'
     median final losses, a loss the typical run of every arm reaches; else (a search) the final loss
     three quarters of the successful runs reached. Rounded to 3 decimals, so that it reads the same
     everywhere it is stated."""
-    stated = (spec or {}).get("loss_threshold")
+    stated = spec.loss_threshold if spec is not None else None
     if stated:
         return float(stated)
     ok = successful(trials) if len(trials) else trials
@@ -62,9 +63,9 @@ def default_threshold(trials: pd.DataFrame, arm: str | None = None, spec: dict |
     return round(float(ok["loss"].quantile(THRESHOLD_QUANTILE)), 3)
 
 
-def threshold_rule(arms: bool, spec: dict | None = None) -> str:
+def threshold_rule(arms: bool, spec: StudySpec | None = None) -> str:
     """The default threshold's rule, in words (the page, the report and `lpstudy verdict` say it)."""
-    if (spec or {}).get("loss_threshold"):
+    if spec is not None and spec.loss_threshold:
         return "the study's loss_threshold"
     if arms:
         return f"{100 * DEFAULT_THRESHOLD_MARGIN:g} % above the largest of the arms' median final validation losses"

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from lpstudy.design.spec import StudySpec
+
 CURVE_TRIALS_ALL = 1000  # up to this many trials (not WAITING), every curve is read
 PER_GROUP = 50  # above it, at most this many trials per p group
 GROUPS = 10  # equal-width groups over the finite p range where the charts show exact values
@@ -43,7 +45,7 @@ def _group_of(p: pd.Series, edges) -> np.ndarray:
     return groups
 
 
-def _chart_edges(trials: pd.DataFrame, spec: dict | None):
+def _chart_edges(trials: pd.DataFrame, spec: StudySpec | None):
     """The bins the charts of p open with (lpstudy.results.analysis.groups.default_p_groups), as edges;
     GROUPS equal-width bins over the finite p where the charts show exact values."""
     from lpstudy.results.analysis.groups import bin_edges, default_p_groups
@@ -56,7 +58,7 @@ def _chart_edges(trials: pd.DataFrame, spec: dict | None):
     return np.asarray(bin_edges(p, GROUPS) if len(p) else [0.0, 1.0], dtype="float64")
 
 
-def curve_sample(trials: pd.DataFrame, best_number: int | None = None, spec: dict | None = None) -> CurveSample:
+def curve_sample(trials: pd.DataFrame, best_number: int | None = None, spec: StudySpec | None = None) -> CurveSample:
     """The sample of a trials frame (lpstudy.results.reading.frames) whose curves a reader fetches, stratified
     on the p groups the charts open with (the study's `spec` gives its searched p range)."""
     candidates = trials[trials["state"] != "WAITING"]

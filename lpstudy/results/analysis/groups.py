@@ -8,6 +8,8 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from lpstudy.design.space import Range
+from lpstudy.design.spec import StudySpec
 from lpstudy.values import format_p
 
 
@@ -72,22 +74,19 @@ def default_p_bins(p: pd.Series) -> int | None:
     return int(max(2, min(DEFAULT_P_BINS, power)))
 
 
-def p_range_edges(spec: dict | None, n_bins: int | None) -> list[float] | None:
+def p_range_edges(spec: StudySpec | None, n_bins: int | None) -> list[float] | None:
     """n_bins equal-width bins over the p range the study's spec searches (where the spread phase
     stratified its runs: the quarters of [1, 4] for 4); None where the spec searches no range of p."""
-    entry = ((spec or {}).get("space") or {}).get("p")
-    if not n_bins or not isinstance(entry, dict) or entry.get("type") != "range":
+    entry = spec.space.get("p") if spec is not None else None
+    if not n_bins or not isinstance(entry, Range):
         return None
-    try:
-        low, high = float(entry["low"]), float(entry["high"])
-    except (KeyError, TypeError, ValueError):
-        return None
+    low, high = float(entry.low), float(entry.high)
     if not (math.isfinite(low) and math.isfinite(high)) or high <= low:
         return None
     return [float(v) for v in np.linspace(low, high, int(n_bins) + 1)]
 
 
-def page_p_groups(trials: pd.DataFrame, bins: int | Sequence[float] | None, spec: dict | None = None
+def page_p_groups(trials: pd.DataFrame, bins: int | Sequence[float] | None, spec: StudySpec | None = None
                   ) -> tuple[float, ...] | None:
     """The one grouping of p every chart of a page (and the report's section) uses: None for the
     exact values, edges as they are, a number of bins as edges over the spec's p range
@@ -105,7 +104,7 @@ def page_p_groups(trials: pd.DataFrame, bins: int | Sequence[float] | None, spec
     return tuple(float(v) for v in edges) if edges is not None else None
 
 
-def default_p_groups(trials: pd.DataFrame, spec: dict | None = None) -> tuple[float, ...] | None:
+def default_p_groups(trials: pd.DataFrame, spec: StudySpec | None = None) -> tuple[float, ...] | None:
     """The p groups of a page unless the reader picks others: default_p_bins' count as page_p_groups
     makes it edges, or None (the exact values)."""
     if trials.empty or "p" not in trials:

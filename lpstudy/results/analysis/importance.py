@@ -28,6 +28,7 @@ import pandas as pd
 
 from lpstudy.results.analysis.searched import (  # noqa: F401 - read here by older callers
     BLOCKING, MATCHED_GAIN, Searched, derived_from_p, groups_of, read_searched, searched_fields)
+from lpstudy.design.spec import StudySpec
 from lpstudy.results.analysis.selection import successful
 
 MIN_TRIALS = 30  # fewer completed runs than this: no importance (the shares would be what noise gives)
@@ -112,7 +113,7 @@ def type2_shares(y: np.ndarray, factors: dict[str, np.ndarray], blocks: list[np.
     return out
 
 
-def param_importance(trials: pd.DataFrame, spec: dict | None = None,
+def param_importance(trials: pd.DataFrame, spec: StudySpec | None = None,
                      params: Sequence[str] | None = None, bootstrap: int = BOOTSTRAP,
                      shuffles: int = SHUFFLES) -> Importance:
     """The importance of the fields the study searched (`params`, else its spec's searched fields,
@@ -125,7 +126,7 @@ def param_importance(trials: pd.DataFrame, spec: dict | None = None,
         return _importance(trials, spec, params, bootstrap, shuffles)
 
 
-def _importance(trials: pd.DataFrame, spec: dict | None, params: Sequence[str] | None, bootstrap: int,
+def _importance(trials: pd.DataFrame, spec: StudySpec | None, params: Sequence[str] | None, bootstrap: int,
                 shuffles: int) -> Importance:
     empty = pd.Series(dtype="float64", name="importance")
     done = successful(trials) if len(trials) else trials.assign(loss=pd.Series(dtype="float64"))

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from lpstudy.design.spec import StudySpec
 from lpstudy.results.analysis.cells import REPLICATE_FIELDS
 
 DEFAULT_PARAMS = ("p", "lr", "gain_init")  # what a study without a readable space searched
@@ -62,35 +63,29 @@ class Searched:
         return found.values
 
 
-def space_entries(spec: dict | None) -> dict | None:
+def space_entries(spec: StudySpec | None) -> dict | None:
     """The spec's searched fields as {name: Range or Choice} (lpstudy.design.space), None when the
-    spec has no space this version reads."""
-    from lpstudy.design.space import SearchSpace
-
-    plain = (spec or {}).get("space")
-    if not plain:
+    study has no spec or its spec no space this version reads."""
+    if spec is None or not spec.space.params:
         return None
-    try:
-        space = SearchSpace.from_plain(plain)
-    except Exception:  # a space this version cannot read
-        return None
-    return {param.name: param for param in space.searched}
+    return {param.name: param for param in spec.space.searched}
 
 
-def searched_fields(spec: dict | None) -> tuple[str, ...] | None:
+def searched_fields(spec: StudySpec | None) -> tuple[str, ...] | None:
     """The fields a study's spec searches (a range or choices), in its space's order; None when the
     spec has no space this version reads."""
     entries = space_entries(spec)
     return None if entries is None else tuple(entries)
 
 
-def derived_from_p(trials: pd.DataFrame, spec: dict | None) -> dict[str, str]:
+def derived_from_p(trials: pd.DataFrame, spec: StudySpec | None) -> dict[str, str]:
     """Fields that are a function of p in this study, with why: gain_init when the spec fixes it to
     `matched`, or when every trial's gain_rule says matched."""
+    from lpstudy.design.space import Fixed
     from lpstudy.training.gain import MATCHED
 
-    entry = ((spec or {}).get("space") or {}).get("gain_init")
-    by_spec = isinstance(entry, dict) and entry.get("type") == "fixed" and entry.get("value") == MATCHED
+    entry = spec.space.get("gain_init") if spec is not None else None
+    by_spec = isinstance(entry, Fixed) and entry.value == MATCHED
     rules = trials["gain_rule"].dropna() if "gain_rule" in trials else pd.Series(dtype="object")
     by_trials = len(rules) > 0 and bool((rules == MATCHED).all())
     return {"gain_init": MATCHED_GAIN} if by_spec or by_trials else {}
@@ -135,7 +130,7 @@ def varies(values: pd.Series) -> bool:
     return values.dropna().astype(str).nunique() > 1
 
 
-def read_searched(trials: pd.DataFrame, spec: dict | None, params=None) -> Searched:
+def read_searched(trials: pd.DataFrame, spec: StudySpec | None, params=None) -> Searched:
     """The searched fields of these trials (see the module): `params` names them, else the spec,
     else DEFAULT_PARAMS."""
     entries = space_entries(spec) or {}

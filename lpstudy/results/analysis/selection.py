@@ -11,6 +11,7 @@ import pandas as pd
 
 from lpstudy.results.analysis.cells import cells_done, grid_fields
 from lpstudy.design.best import ranked_frame
+from lpstudy.design.spec import StudySpec
 from lpstudy.values import STATES
 
 
@@ -90,18 +91,14 @@ def running_trials(trials: pd.DataFrame, now: pd.Timestamp | None = None) -> pd.
     return running[columns].sort_values("number", ignore_index=True)
 
 
-def grid_progress(trials: pd.DataFrame, spec: dict | None = None) -> dict | None:
+def grid_progress(trials: pd.DataFrame, spec: StudySpec | None = None) -> dict | None:
     """For a grid study (replicate, or `create --sampler grid`): cells in the grid, cells done (a
     COMPLETE trial; a cell is every gridded field, lpstudy.results.analysis.cells), running, waiting, and
     the fraction done; None for a study that is not a grid."""
-    spec = spec or {}
     fields = grid_fields(spec)
-    if not fields:
+    if spec is None or not fields:
         return None
-    p_values = spec.get("p_values") or []
-    folds = spec.get("folds")
-    fold_count = len(folds) if isinstance(folds, (list, tuple)) else folds
-    n_cells = int(spec.get("n_cells") or (len(p_values) * int(fold_count or 0)) or 0)
+    n_cells = int(spec.n_cells or (len(spec.p_values or []) * int(spec.folds or 0)) or 0)
     done = cells_done(trials, fields) if len(trials) else 0
     running = int((trials["state"] == "RUNNING").sum())
     waiting = int((trials["state"] == "WAITING").sum())

@@ -31,7 +31,7 @@ __all__ = ["AnswerOptions", "DEFAULT_ALPHA", "DEFAULT_ROPE", "Rope", "SearchAnsw
 def answered_by_verdicts(info: StudyInfo) -> bool:
     """A replicate, a comparison or a grid study: its arms ran on the same folds, and the answer is
     a verdict per arm. A search samples p, lr and the gain together: its answer is p's profile."""
-    return info.kind != "search" or info.spec.get("sampler") == "grid"
+    return info.kind != "search" or info.is_grid
 
 
 def has_verdicts(data: StudyData) -> bool:

@@ -46,7 +46,7 @@ from lpstudy.results.analysis.survival import group_survival
 from lpstudy.results.answers.decide import decide_sentence
 from lpstudy.results.answers.endpoint_verdicts import endpoint_verdicts
 from lpstudy.results.answers.options import AnswerOptions
-from lpstudy.results.analysis.study_data import StudyData
+from lpstudy.results.analysis.study_data import StudyData, StudyInfo
 from lpstudy.values import arm_name
 
 ENDPOINTS = {  # name: (unit, what it is)
@@ -60,18 +60,15 @@ METHOD = ("per run: restricted steps to the threshold (never reached within the 
           "restricted mean steps (Royston & Parmar 2013) with Greenwood's variance")
 
 
-def tokens_per_step(spec: dict | None) -> int | None:
+def tokens_per_step(info: StudyInfo) -> int | None:
     """batch_size × block_size of the study's runs (its preset with its fixed fields), None where the
     spec does not say (a study not made by lpstudy, or one whose arms differ in them)."""
-    if not spec:
+    if info.spec is None:
         return None
-    factor = (spec.get("compare") or {}).get("factor")
-    if factor in ("batch_size", "block_size"):
+    if info.compare is not None and info.compare.factor in ("batch_size", "block_size"):
         return None
     try:
-        from lpstudy.design.spec import StudySpec
-
-        config = StudySpec.from_plain(spec).base_config()
+        config = info.spec.base_config()
         return int(config.batch_size) * int(config.block_size)
     except Exception:  # noqa: BLE001 - an old or foreign spec: the tokens are left out, the steps stand
         return None
@@ -90,14 +87,14 @@ def convergence_answer(data: StudyData, options: AnswerOptions, reference, arm_c
                        values: dict, k: int, stages_over: bool = False) -> dict:
     """The answer's `convergence` entry (its shape: lpstudy.results.answers). stages_over: a study run
     --until-decided whose stages are over (its verdicts read over the folds it ran, no interim)."""
-    trials, spec = data.trials, data.info.spec or {}
+    trials, spec = data.trials, data.info.spec
     done = finished(trials)
     threshold = float(options.threshold) if options.threshold is not None else \
         default_threshold(done, arm_column, spec)
     horizon = shared_horizon(trials, data.curves)
     out: dict[str, Any] = {
         "threshold": threshold, "threshold_rule": "chosen by the reader" if options.threshold is not None
-        else threshold_rule(True, spec), "horizon": horizon, "tokens_per_step": tokens_per_step(spec),
+        else threshold_rule(True, spec), "horizon": horizon, "tokens_per_step": tokens_per_step(data.info),
         "rope": {}, "method": METHOD,
         "endpoints": {name: {"unit": unit, "what": what} for name, (unit, what) in ENDPOINTS.items()},
         "arms": [], "restricted_mean": [], "reach": [], "sentence": ""}

@@ -139,13 +139,7 @@ def _command(data, arms: list, design: dict) -> str | None:
         return None
     if (design["folds"], design["repeats"], design["seeds"]) == design["now"]:  # the study's own design, not yet run out
         return f"lpstudy worker --study {shell_quoted(data.name)}"
-    from lpstudy.design.space import SearchSpace
-
-    try:
-        space = SearchSpace.from_plain((data.info.spec or {}).get("space") or {})
-        fixed = space.fixed
-    except Exception:  # a space this version cannot read
-        fixed = {}
+    fixed = data.info.spec.space.fixed if data.info.spec is not None else {}
     sets = "".join(f" --set {name}={value}" for name, value in fixed.items()
                    if name not in ("folds", "fold", "p", "repeat", "seed"))
     k, repeats, seeds = design["folds"], design["repeats"], design["seeds"]

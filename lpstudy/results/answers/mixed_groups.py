@@ -28,7 +28,7 @@ REPLICATE_PS = "1,2,3,4"
 
 def separating_command(data: StudyData) -> str:
     """The replicate that holds everything but p fixed: p at a temperature-matched gain, K folds."""
-    preset = data.info.preset or data.info.spec.get("preset") or "smoke"
+    preset = data.info.preset or "smoke"  # the stored spec's preset where the study's attributes have none
     return (f"lpstudy replicate --study {shell_quoted(data.name + '-matched')} --preset {preset} "
             f"--p {REPLICATE_PS} --gain-init matched --folds 5")
 

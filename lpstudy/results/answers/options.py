@@ -11,6 +11,11 @@ within 1 %), so a ROPE in nats means the same on an easy task and a hard one. A 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lpstudy.design.spec import StudySpec
+    from lpstudy.design.until_decided import UntilDecided
 
 DEFAULT_ALPHA = 0.05
 
@@ -127,11 +132,16 @@ class AnswerOptions:
         object.__setattr__(self, "convergence_rope", parse_steps_rope(self.convergence_rope))
 
 
-def study_rope(spec: dict | None) -> Rope:
+def study_rope(spec: StudySpec | None) -> Rope:
     """The ROPE a study's verdicts are read with unless the reader picks another: the one it ran
-    --until-decided with (its stages were decided with it), else DEFAULT_ROPE. A stage plan written
-    before ROPEs were in nats holds a bare number: a share of the reference's mean loss."""
-    stored = ((spec or {}).get("until_decided") or {}).get("rope")
+    --until-decided with (its stages were decided with it), else DEFAULT_ROPE."""
+    return stages_rope(spec.until_decided if spec is not None else None)
+
+
+def stages_rope(stages: UntilDecided | None) -> Rope:
+    """The ROPE stages were decided with: the one their plan stores, else DEFAULT_ROPE. A stage plan
+    written before ROPEs were in nats holds a bare number: a share of the reference's mean loss."""
+    stored = stages.rope if stages is not None else None
     if stored is None:
         return DEFAULT_ROPE
     if isinstance(stored, (int, float)):
@@ -148,6 +158,6 @@ def stage_options(stages, reference=None) -> AnswerOptions:
     plan = UntilDecided.from_plain(stages)
     if plan is None:
         return AnswerOptions(reference=reference)
-    return AnswerOptions(rope=study_rope({"until_decided": plan.to_plain()}),
+    return AnswerOptions(rope=stages_rope(plan),
                          alpha=DEFAULT_ALPHA if plan.alpha is None else float(plan.alpha),
                          reference=plan.reference if reference is None else reference)

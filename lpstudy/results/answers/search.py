@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from lpstudy.design.spec import StudySpec
 from lpstudy.results.analysis.configurations import per_configuration
 from lpstudy.results.analysis.importance import param_importance
 from lpstudy.results.analysis.searched import Searched, rank_correlation, read_searched, space_entries
@@ -118,7 +119,7 @@ def suggest_command(data: StudyData, searched: Searched, setting: dict) -> str:
         with_inf = bool(p is not None and np.isinf(p.values).any())
     values = sorted({round(v * 2) / 2 for v in np.linspace(low, high, 4)})
     ps = ",".join(format_p(v) for v in values) + (",inf" if with_inf else "")
-    preset = data.info.preset or data.info.spec.get("preset") or "smoke"
+    preset = data.info.preset or "smoke"  # the stored spec's preset where the study's attributes have none
     parts = [f"lpstudy replicate --study {data.name}-p --preset {preset} --p {ps}"]
     if "lr" in setting:
         parts.append(f"--lr {setting['lr']:.3g}")
@@ -164,7 +165,7 @@ def configuration_losses(runs: pd.DataFrame, searched: Searched) -> pd.DataFrame
     return per_configuration(table, searched.names())
 
 
-def configuration_trials(trials: pd.DataFrame, spec: dict | None) -> pd.DataFrame:
+def configuration_trials(trials: pd.DataFrame, spec: StudySpec | None) -> pd.DataFrame:
     """The trials with each configuration once (for the importance): a configuration's successful
     runs on several folds replaced by its first, whose value is the configuration's fold-adjusted
     mean (configuration_losses); the other trials (failed, diverged, pending) as they are."""

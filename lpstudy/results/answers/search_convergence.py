@@ -38,7 +38,7 @@ METHOD = ("per configuration (its first run; a raced configuration counted once)
 def search_convergence(data: StudyData, options: AnswerOptions = AnswerOptions(), bins=GROUPS) -> dict | None:
     """The search answer's `convergence` entry (answer_types.Convergence with no arms), None without
     curves or runs at several p."""
-    trials, curves, spec = data.trials, data.curves, data.info.spec or {}
+    trials, curves, spec = data.trials, data.curves, data.info.spec
     if curves is None or curves.empty or trials.empty or "p" not in trials:
         return None
     threshold = float(options.threshold) if options.threshold is not None else default_threshold(finished(trials),
@@ -58,7 +58,7 @@ def search_convergence(data: StudyData, options: AnswerOptions = AnswerOptions()
     ordered = groups.assign(trial_id=first.index).sort_values("p_order", kind="stable").set_index("trial_id")["p_bin"]
     reach, restricted = group_survival(ends, ordered, horizon, options.alpha)
     out: dict[str, Any] = {"threshold": threshold, "threshold_rule": "chosen by the reader" if options.threshold is not None
-           else threshold_rule(False, spec), "horizon": horizon, "tokens_per_step": tokens_per_step(spec),
+           else threshold_rule(False, spec), "horizon": horizon, "tokens_per_step": tokens_per_step(data.info),
            "rope": {}, "method": METHOD,
            "endpoints": {"steps_to_threshold": {"unit": ENDPOINTS["steps_to_threshold"][0],
                                                 "what": ENDPOINTS["steps_to_threshold"][1]}},

@@ -42,7 +42,6 @@ METHOD = ("corrected resampled t over folds (Nadeau & Bengio 2003; repeated CV: 
 SEQUENTIAL_METHOD = (", Lan–DeMets O'Brien–Fleming spending with boundaries from the looks' joint distribution "
                      "(Jennison & Turnbull ch. 7), Holm's graph across arms and looks (Maurer & Bretz 2013)")
 SEEDED_STAGES = ", each look over its folds' seeds at the information fraction n/K (its lower bound: conservative)"
-SEQUENTIAL_KEY = "until_decided"  # the spec's entry of a sequential replicate: rounds, alpha, rope, reference
 
 
 @dataclass(frozen=True)
@@ -62,9 +61,9 @@ def _arms(data: StudyData) -> tuple[pd.DataFrame, str, str, dict]:
     """(trials with an `arm` column, the compared field, the arm column, {arm: value})."""
     trials = data.trials
     if data.info.kind == "compare":
-        plan = data.info.spec.get("compare") or {}
-        factor = str(plan.get("factor", "arm"))
-        values = {label: value for label, value in (plan.get("labels") or {}).items()}
+        arms = data.info.compare
+        factor = arms.factor if arms is not None else "arm"
+        values = dict(arms.labels) if arms is not None else {}
         return trials, factor, "arm", values
     values = {p: p for p in trials["p"].dropna().unique()} if len(trials) else {}
     return trials, "p", "p", values
@@ -74,7 +73,7 @@ def _reference(options: AnswerOptions, data: StudyData, present: list, values: d
     """The reference arm: the one asked for, else p = 2 (or a comparison's reference), else the first."""
     wanted = options.reference
     if wanted is None and data.info.kind == "compare":
-        wanted = (data.info.spec.get("compare") or {}).get("reference_label")
+        wanted = data.info.compare.reference_label if data.info.compare is not None else None
     if wanted is None:
         wanted = REFERENCE_P if data.info.kind != "compare" else None
     for arm in present:
@@ -86,7 +85,7 @@ def _reference(options: AnswerOptions, data: StudyData, present: list, values: d
 
         from lpstudy.values import arm_name
 
-        field = "p" if data.info.kind != "compare" else (data.info.spec.get("compare") or {}).get("factor", "arm")
+        field = "p" if data.info.kind != "compare" else (data.info.compare.factor if data.info.compare else "arm")
         shown = ", ".join(arm_name(field, values.get(a, a)) for a in present)
         raise UserError(f"the reference {arm_name(field, options.reference)} is not one of the study's arms ({shown}); "
                         "pick one of them with --reference")
@@ -106,7 +105,7 @@ def fold_count(data: StudyData) -> int:
     folds = data.trials["folds"].dropna() if "folds" in data.trials else pd.Series(dtype="float64")
     if len(folds):
         return int(folds.max())
-    return int(data.info.spec.get("folds") or 0)
+    return data.info.folds
 
 
 def endpoint_table(trials: pd.DataFrame, column: str, k: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
@@ -229,7 +228,7 @@ def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions())
         table, failed, runs = pd.DataFrame(), pd.DataFrame(), pd.DataFrame()
     present = list(table.index)
     reference = _reference(options, data, present, values) if present else None
-    sequential = (data.info.spec or {}).get(SEQUENTIAL_KEY)
+    sequential = data.info.until_decided
     repeats, seeds = _count(table, "repeat"), _count(table, "seed")
     compared = Compared(trials, field, column, values, reference, k)
     answer: dict[str, Any] = {
@@ -319,12 +318,12 @@ def _tuning(data: StudyData) -> CompareTuning | None:
     """A comparison's tuning, as its verdict counts it: each arm's budget, its independent tunings
     (T ≥ 2: the interval spans them), and the note where the budget cannot tune the searched fields;
     None for any other study (or a comparison's spec stored before it named its budget)."""
-    plan = (data.info.spec or {}).get("compare") or {}
-    if data.info.kind != "compare" or not plan.get("budget"):
+    plan = data.info.compare
+    if data.info.kind != "compare" or plan is None or not plan.budget:
         return None
-    tunings = int(plan.get("tunings") or 1)
-    return CompareTuning(budget=int(plan["budget"]), tunings=tunings, counted=tunings >= 2,
-                         budget_note=plan.get("budget_note"))
+    tunings = int(plan.tunings or 1)
+    return CompareTuning(budget=int(plan.budget), tunings=tunings, counted=tunings >= 2,
+                         budget_note=plan.budget_note)
 
 
 def _compared(answer: dict, name) -> tuple[str, str]:
@@ -370,7 +369,7 @@ def _sequential(trials, column, others, reference, diffs, k, margin, options, pl
     """The looks of a sequential study replayed over the rounds that are over (looks_done), the
     rounds' state in answer["sequential"]. Each arm there has its value (as answer["arms"] has it)
     and its arm (the key "stopped" uses: a comparison's label "p=1", a replicate's p)."""
-    rounds = rounds_of(k, plan.get("rounds"))
+    rounds = rounds_of(k, plan.rounds)
     folds = marks.get("folds")
     labels = np.arange(diffs.shape[-1]) if folds is None else folds
     done = looks_done(trials, column, reference, others, diffs, k, margin, options.alpha, rounds, marks)

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from lpstudy.design.intensify import Returned
+    from lpstudy.design.spec import StudySpec
 
 
 def measured_text(returned: Returned | None) -> str:
@@ -67,19 +68,15 @@ class Chosen:
     race_ids: frozenset[int] = frozenset()  # the trials that raced it on more folds
 
 
-def search_chosen(tables, kind: str, spec: dict | None) -> Chosen | None:
+def search_chosen(tables, kind: str, spec: StudySpec | None) -> Chosen | None:
     """The configuration a search study returns (lpstudy.study.races.stored_best, a few queries on its
     tables, lpstudy.db.study_queries.StudyTables); None for a grid, a replicate, a comparison, a study
     without a spec, or before any completed trial that did not diverge."""
     from lpstudy.study.races import stored_best
-    from lpstudy.design.spec import StudySpec
 
-    if kind != "search" or not isinstance(spec, dict) or not spec:
+    if kind != "search" or spec is None or spec.is_grid:
         return None
-    plain = StudySpec.from_plain(spec)
-    if plain.is_grid:
-        return None
-    found = stored_best(tables, plain)
+    found = stored_best(tables, spec)
     if found is None:
         return None
     return Chosen(found.trial_id, found.number, measured_fields(found.returned, list(found.numbers)),
@@ -249,11 +246,9 @@ def study_best(data, answer=None) -> StudyBest | None:
 def best_of(trials: pd.DataFrame, info, chosen: Chosen | None, answer=None) -> StudyBest | None:
     """StudyBest's rule on a study's trials frame, its StudyInfo and, for a search, the configuration it
     returns (search_chosen)."""
-    from lpstudy.design.spec import StudySpec
-
     if trials is None or not len(trials):
         return None
-    if info.spec and (info.kind != "search" or StudySpec.from_plain(info.spec).is_grid):  # arms, as the verdicts read it
+    if info.spec is not None and (info.kind != "search" or info.is_grid):  # arms, as the verdicts read it
         return arm_best(trials, info.kind, answer)
     row, measured = shown_best(trials, chosen)
     if row is None:

@@ -34,7 +34,7 @@ class StudySummary:
 
 def needs_every_trial(info: frames.StudyInfo) -> bool:
     """A grid (replicate, or a spec with n_cells) counts cells and per-p tables: it reads every trial."""
-    return info.kind != "search" or bool(info.spec.get("n_cells")) or info.spec.get("sampler") == "grid"
+    return info.kind != "search" or info.is_grid or bool(info.spec is not None and info.spec.n_cells)
 
 
 def _search_best(tables: StudyTables, info: frames.StudyInfo) -> tuple[list[int], dict | None]:
@@ -43,7 +43,7 @@ def _search_best(tables: StudyTables, info: frames.StudyInfo) -> tuple[list[int]
     spec: the lowest value (lpstudy.design.best, by a query)."""
     from lpstudy.results.reading.measured import search_chosen
 
-    if not isinstance(info.spec, dict) or not info.spec:
+    if info.spec is None:
         return [tid for tid, _, _ in tables.ranked_trial_ids(1)], None
     found = search_chosen(tables, "search", info.spec)
     return ([], None) if found is None else ([found.trial_id], found.measured)

@@ -61,7 +61,7 @@ def write_chart(result: ReplayResult, path: str | Path) -> Path:
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
     shape = result.table.shape()
-    fig.suptitle(f"Replay of a {shape['configs']} configurations × {shape['folds']} folds grid, "
+    fig.suptitle(f"Replay of a {shape.configs} configurations × {shape.folds} folds grid, "
                  f"{len(result.seeds)} seeds (regret: (L − L*) / (L_worst − L*), L = mean over folds)\n"
                  "A search earns its keep on the left, far below the grid's cost; towards 1.0 any method, random "
                  "search too, has paid about what the grid costs, and the grid itself finds L* there", fontsize=10)

@@ -36,6 +36,17 @@ LOG_SCALE = ("lr", "gain_init")  # searched on a log scale (lpstudy.design.space
 
 
 @dataclass(frozen=True)
+class GridShape:
+    """A grid's size: its configurations, folds, evaluations a curve, and training steps in all (every
+    configuration on every fold, to its end): the grid a replay's compute is a fraction of."""
+
+    configs: int
+    folds: int
+    evals: int
+    steps_total: int
+
+
+@dataclass(frozen=True)
 class Run:
     """One configuration on one fold: its validation curve and what it cost."""
 
@@ -75,9 +86,9 @@ class GridTable:
         """The full grid's compute: every configuration on every fold, run to its end."""
         return int(sum(run.steps_run for run in self.runs.values()))
 
-    def shape(self) -> dict[str, int]:
-        return {"configs": len(self.configs), "folds": len(self.folds), "evals": self.n_evals,
-                "steps_total": self.steps_total}
+    def shape(self) -> GridShape:
+        return GridShape(configs=len(self.configs), folds=len(self.folds), evals=self.n_evals,
+                         steps_total=self.steps_total)
 
     def run(self, config: int, fold: int) -> Run:
         return self.runs[(config, fold)]
@@ -194,12 +205,11 @@ def from_study(reader: TrialReader, study_name: str) -> GridTable:
     from lpstudy.names import shell_quoted
     from lpstudy.results.reading.frames import load_study
     from lpstudy.design.space import Choice
-    from lpstudy.design.spec import StudySpec
 
     data = load_study(reader, study_name, curves=True)
-    if not data.info.spec:
+    spec = data.info.spec
+    if spec is None:
         raise UserError(f"study {study_name!r} was not made by lpstudy (it has no spec); replay needs a grid study")
-    spec = StudySpec.from_plain(data.info.spec)
     if not spec.is_grid:
         raise UserError(f"study {study_name!r} is a {spec.sampler} search, not a grid: replay needs every "
                         "configuration run, e.g. `lpstudy create --sampler grid --p 1,2,3 --lr 1e-3,1e-2 "

@@ -46,6 +46,7 @@ No torch.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -57,7 +58,7 @@ from lpstudy.intervals import wilson_interval
 from lpstudy.results.replay.grid_table import GridTable
 from lpstudy.results.replay.traces import BUDGET, MAX_TRIALS, RANDOM, Trace, run_traces, tuning_fold
 from lpstudy.results.replay.methods import Method, default_method
-from lpstudy.values import json_safe
+from lpstudy.results.replay.result_types import BestConfig, DefaultVsRandom, GridReplay, MethodRow, PerSeed
 
 CURVE_POINTS = 201  # compute fractions at which the regret curves are sampled
 TARGET_F = 0.10  # issue 16's goal for the default: within ε by this fraction of the grid's compute
@@ -197,40 +198,42 @@ class MethodScore:
         n = len(ordered)
         return ordered[int(math.floor(0.25 * (n - 1)))], ordered[int(math.ceil(0.75 * (n - 1)))]
 
-    def to_json(self, default: Method | None) -> dict[str, Any]:
+    def row(self, default: Method | None) -> MethodRow:
+        """Its row of the grid's results (what `--json` writes of it); `default`: search's default method."""
         q25, q75 = self.f_iqr
         excess = float(np.median(self.general_excess))
-        return {"name": self.method.name, "sampler": self.method.sampler, "pruner": self.method.pruner,
-                "spread": self.method.spread, "seeds": len(self.f),
-                "reach_share": self.reach_share, "reach_ci": list(self.reach_ci),
-                "f_median": _finite(self.f_median), "f_ci": [_finite(x) for x in self.f_ci],
-                "f_iqr": [_finite(q25), _finite(q75)], "target_share": self.share_within(TARGET_F),
-                "general_share": self.general_share, "general_ci": list(self.general_ci),
-                "general_excess_median": _finite(excess), "ever_share": self.ever_share,
-                "trials_median": self.trials, "pruned_share": self.pruned_share, "capped_share": self.capped_share,
-                "end_regret_median": float(np.median(self.end_regret)), "default": self.method == default,
-                "race": self.method.race, "spent_share": self.spent_share,
-                "hold_share": self.hold_share(), "hold_ci": list(self.hold_ci()),
-                "hold_tight_share": self.hold_share(HOLD_MARGIN_TIGHT),
-                "hold_tight_ci": list(self.hold_ci(HOLD_MARGIN_TIGHT)),
-                "regret_nats_median": _finite(self.regret_median), "regret_nats_mean": _finite(self.regret_mean),
-                "regret_nats_ci": [_finite(x) for x in median_interval(self.regret_nats)],
-                "workers": self.workers, "chosen_at_median": _median_or_none(self.chosen_at),
-                "clock_end_median": _median_or_none(self.clock_end), "race_share": self.race_share,
-                "duplicate_share": self.duplicate_share,
-                "per_seed": {"reach": [int(x) for x in self.reach], "f": [_finite(x) for x in self.f],
-                             "general": [int(x) for x in self.general], "hold": [int(x) for x in self.holds()],
-                             "returned": self.returned_configs, "regret": [_finite(x) for x in self.regret_nats],
-                             "chosen_at": [_finite(x) if x == x else None for x in self.chosen_at]}}
+        return MethodRow(
+            name=self.method.name, sampler=self.method.sampler, pruner=self.method.pruner,
+            spread=self.method.spread, seeds=len(self.f),
+            reach_share=self.reach_share, reach_ci=list(self.reach_ci),
+            f_median=_finite(self.f_median), f_ci=[_finite(x) for x in self.f_ci],
+            f_iqr=[_finite(q25), _finite(q75)], target_share=self.share_within(TARGET_F),
+            general_share=self.general_share, general_ci=list(self.general_ci),
+            general_excess_median=_finite(excess), ever_share=self.ever_share,
+            trials_median=self.trials, pruned_share=self.pruned_share, capped_share=self.capped_share,
+            end_regret_median=float(np.median(self.end_regret)), default=self.method == default,
+            race=self.method.race, spent_share=self.spent_share,
+            hold_share=self.hold_share(), hold_ci=list(self.hold_ci()),
+            hold_tight_share=self.hold_share(HOLD_MARGIN_TIGHT),
+            hold_tight_ci=list(self.hold_ci(HOLD_MARGIN_TIGHT)),
+            regret_nats_median=_finite(self.regret_median), regret_nats_mean=_finite(self.regret_mean),
+            regret_nats_ci=[_finite(x) for x in median_interval(self.regret_nats)],
+            workers=self.workers, chosen_at_median=_median_or_none(self.chosen_at),
+            clock_end_median=_median_or_none(self.clock_end), race_share=self.race_share,
+            duplicate_share=self.duplicate_share,
+            per_seed=PerSeed(reach=[int(x) for x in self.reach], f=[_finite(x) for x in self.f],
+                             general=[int(x) for x in self.general], hold=[int(x) for x in self.holds()],
+                             returned=self.returned_configs, regret=[_finite(x) for x in self.regret_nats],
+                             chosen_at=[_finite(x) if x == x else None for x in self.chosen_at]))
 
 
-def rank_key(score: dict[str, Any]) -> tuple[float, float, float]:
-    """How methods rank on one grid (a method's to_json): on what the user gets, the higher share of
-    seeds within 2 % of the best all-fold loss, then the lower mean regret in nats (the mean: where
-    most seeds return the best configuration the medians tie at 0, and the seeds that do not are
-    what tells two methods apart), then the lower median F."""
-    f, regret = score["f_median"], score["regret_nats_mean"]
-    return -score["hold_share"], math.inf if regret is None else regret, math.inf if f is None else f
+def rank_key(score: MethodRow) -> tuple[float, float, float]:
+    """How methods rank on one grid: on what the user gets, the higher share of seeds within 2 % of
+    the best all-fold loss, then the lower mean regret in nats (the mean: where most seeds return the
+    best configuration the medians tie at 0, and the seeds that do not are what tells two methods
+    apart), then the lower median F."""
+    f, regret = score.f_median, score.regret_nats_mean
+    return -score.hold_share, math.inf if regret is None else regret, math.inf if f is None else f
 
 
 @dataclass
@@ -249,22 +252,24 @@ class ReplayResult:
     def score(self, method: Method) -> MethodScore | None:
         return next((s for s in self.scores if s.method == method), None)
 
-    def to_json(self) -> dict[str, Any]:
-        """The `--json` object: grid, methods (best first: reach, then median F), ε, the best
-        configuration, the default against random search."""
+    def report(self) -> GridReplay:
+        """What `lpstudy replay` prints and `--json` writes: the grid, its methods (ranked: rank_key),
+        ε, the best configuration, the default against random search."""
         best = self.table.configs[self.table.best_config()]
-        methods = sorted((s.to_json(self.default) for s in self.scores), key=rank_key)
-        for rank, m in enumerate(methods, start=1):
-            m["rank"] = rank
-        return json_safe({
-            "grid": self.table.shape(),
-            "best": {"config": dict(zip(self.table.params, best)), "loss": self.best_loss, "epsilon": self.epsilon},
-            "fold_spread": self.table.fold_spread(),
-            "budget": self.budget, "seeds": len(self.seeds), "methods": methods,
-            "workers": max((sc.workers for sc in self.scores), default=1),
-            "rank_correlation": {str(k): v for k, v in self.table.rank_correlations().items()},
-            "default_vs_random": default_against_random(self),
-        })
+        ranked = sorted((s.row(self.default) for s in self.scores), key=rank_key)
+        versus = default_against_random(self)
+        return GridReplay(
+            grid=self.table.shape(),
+            best=BestConfig(config=dict(zip(self.table.params, best)), loss=self.best_loss, epsilon=self.epsilon),
+            fold_spread=self.table.fold_spread(), budget=self.budget, seeds=len(self.seeds),
+            methods=[dataclasses.replace(m, rank=rank) for rank, m in enumerate(ranked, start=1)],
+            workers=max((sc.workers for sc in self.scores), default=1),
+            rank_correlation={str(k): v for k, v in self.table.rank_correlations().items()},
+            default_vs_random=None if versus is None else DefaultVsRandom(**versus))
+
+    def to_json(self) -> dict[str, Any]:
+        """The `--json` object (report().to_plain())."""
+        return self.report().to_plain()
 
 
 def _finite(x: float) -> float | None:

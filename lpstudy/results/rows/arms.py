@@ -10,7 +10,9 @@ from typing import Any
 import pandas as pd
 
 from lpstudy.db.trial_reader import TrialReader
-from lpstudy.results.analysis.study_data import StudyData, StudyInfo
+from lpstudy.design.space import SearchSpace
+from lpstudy.design.spec import StudySpec
+from lpstudy.results.analysis.study_data import CompareArms, StudyData, StudyInfo
 from lpstudy.results.rows.build import merge_curves, study_rows, trials_of
 
 # the columns of an arm's frame where no arm's study exists yet
@@ -37,17 +39,19 @@ def arms_folds(reader: TrialReader, name: str, plan: Any, studies: set[str]) -> 
 def arms_study_data(name: str, plan: Any, folds: pd.DataFrame, reference: str) -> StudyData:
     """The comparison's StudyData: its arms' replicate runs (`folds`), numbered 0, 1, ... across the
     arms (the arm's study and the trial's number in it kept as `study` and `arm_number`, where its
-    curves are read), its plan (factor, reference, the arms' labels and values) as the spec's "compare"
-    entry."""
-    spec: dict[str, Any] = {"folds": plan.folds, "compare": {"factor": plan.factor, "reference_label": reference,
-                                             "labels": {plan.label(v): v for v in plan.values}}}
-    if plan.repeats > 1:  # the K-fold CV repeated over new partitions and seeds (trials carry `repeat`)
-        spec["repeats"] = plan.repeats
-    # what the verdict compares: each arm tuned with `budget` trials, `tunings` times (the runs carry `tuning`)
-    spec["compare"].update({"budget": plan.budget, "tunings": plan.tunings, "budget_note": plan.budget_note()})
-    if plan.until_decided:  # the replicate phase ran in stages: the verdicts replay them (answers.sequential)
-        spec["until_decided"] = plan.until_decided.to_plain()
-    info = StudyInfo(name=name, kind="compare", preset=plan.preset, spec=spec)
+    curves are read); its plan as the verdicts read it, typed: the arms (factor, reference, the arms'
+    labels and values, each arm's tuning budget: StudyInfo.compare) and, as its spec, the design of
+    the arms' replicate runs (K folds, repeats, the stages it ran in)."""
+    arms = CompareArms(factor=plan.factor, reference_label=reference,
+                       labels={plan.label(v): v for v in plan.values},
+                       # what the verdict compares: each arm tuned with `budget` trials, `tunings` times
+                       # (the runs carry `tuning`)
+                       budget=plan.budget, tunings=plan.tunings, budget_note=plan.budget_note())
+    # the K-fold CV, repeated over new partitions and seeds where the plan repeats it (trials carry
+    # `repeat`); run in stages where it ran --until-decided (the verdicts replay them: answers.sequential)
+    spec = StudySpec(space=SearchSpace(()), folds=plan.folds, repeats=plan.repeats,
+                     until_decided=plan.until_decided)
+    info = StudyInfo(name=name, kind="compare", preset=plan.preset, spec=spec, compare=arms)
     trials = folds
     if len(trials) and "study" in trials:
         trials = trials.rename(columns={"number": "arm_number"}).reset_index(drop=True)

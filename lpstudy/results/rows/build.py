@@ -25,6 +25,7 @@ from typing import Any
 import pandas as pd
 
 from lpstudy.db.study_queries import StudyTables
+from lpstudy.design.spec import StudySpec
 from lpstudy.results.analysis.cells import grid_fields, one_per_cell
 from lpstudy.results.analysis.study_data import StudyData, StudyInfo
 from lpstudy.training.fields import FIELDS
@@ -45,7 +46,7 @@ _TEXT_FIELDS = ("state", "device", "host", "worker", "version", "started_at", "p
                 *(f.name for f in RUN_FIELDS if not f.numeric))
 
 
-def _spec_of(attrs: dict) -> dict:
+def _plain_spec(attrs: dict) -> dict:
     spec = attrs.get(SPEC_ATTR) or {}
     if isinstance(spec, str):
         try:
@@ -55,12 +56,28 @@ def _spec_of(attrs: dict) -> dict:
     return spec if isinstance(spec, dict) else {}
 
 
+def stored_spec(plain: dict[str, Any]) -> StudySpec | None:
+    """A study's stored spec (its user attribute, as JSON) read once into a StudySpec (its one
+    parser, StudySpec.from_plain), as every reader then reads it; None for a study without one (made
+    by plain Optuna). A spec whose space this version cannot read (an older lpstudy's field) keeps
+    the rest with an empty space: its readers say what they say of a spec without a space."""
+    if not plain:
+        return None
+    try:
+        return StudySpec.from_plain(plain)
+    except Exception:  # noqa: BLE001 - a space (or value) this version cannot read
+        try:
+            return StudySpec.from_plain({**plain, "space": {}})
+        except Exception:  # noqa: BLE001 - nothing of it this version reads
+            return None
+
+
 def study_info(name: str, attrs: dict, direction: str = "minimize") -> StudyInfo:
     attrs = attrs or {}
-    spec = _spec_of(attrs)
-    return StudyInfo(name=name, kind=str(attrs.get("kind") or spec.get("kind") or "search"),
-                     preset=attrs.get("preset") or spec.get("preset"), direction=direction.lower(), spec=spec,
-                     synthetic=bool(attrs.get(SYNTHETIC_ATTR)))
+    plain = _plain_spec(attrs)
+    return StudyInfo(name=name, kind=str(attrs.get("kind") or plain.get("kind") or "search"),
+                     preset=attrs.get("preset") or plain.get("preset"), direction=direction.lower(),
+                     spec=stored_spec(plain), synthetic=bool(attrs.get(SYNTHETIC_ATTR)))
 
 
 def trials_of(tables: StudyTables, ids=None, state: str | None = None) -> pd.DataFrame:
