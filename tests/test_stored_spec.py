@@ -11,6 +11,7 @@ import pandas as pd
 from lpstudy.design.spec import build_spec, replicate_spec
 from lpstudy.results.analysis.cells import PAPER_CELL, grid_fields
 from lpstudy.results.answers import answered_by_verdicts
+from lpstudy.results.answers.convergence import tokens_per_step
 from lpstudy.results.rows.arms import arms_study_data
 from lpstudy.results.rows.build import study_info
 from lpstudy.study.compare import make_plan
@@ -57,3 +58,10 @@ def test_a_comparisons_plan_is_read_typed_into_its_info():
     assert (info.compare.budget, info.compare.tunings, info.compare.budget_note) == (4, 2, plan.budget_note())
     assert info.spec is not None and (info.folds, info.spec.repeats, info.until_decided) == (3, 2, None)
     assert answered_by_verdicts(info)
+    assert tokens_per_step(info) == 16 * 32  # the smoke preset's batch, not the cpu preset's (12 × 64)
+
+
+def test_a_comparisons_tokens_per_step_are_its_presets_with_its_set_batch_shape():
+    plan = make_plan("p", ["1", "2"], ["lr"], budget=4, folds=3, preset="smoke", fixed={"batch_size": 8})
+    info = arms_study_data("cmp", plan, pd.DataFrame(), plan.label(plan.reference)).info
+    assert tokens_per_step(info) == 8 * 32

@@ -15,6 +15,7 @@ from lpstudy.design.spec import StudySpec
 from lpstudy.results.analysis.study_data import CompareArms, StudyData, StudyInfo
 from lpstudy.results.rows.build import merge_curves, study_rows, trials_of
 
+BATCH_SHAPE = ("batch_size", "block_size")  # a step's tokens: batch_size × block_size
 # the columns of an arm's frame where no arm's study exists yet
 ARM_COLUMNS = ["arm", "number", "state", "value", "p", "lr", "gain_init", "fold", "diverged", "final_val_loss"]
 
@@ -48,9 +49,11 @@ def arms_study_data(name: str, plan: Any, folds: pd.DataFrame, reference: str) -
                        # (the runs carry `tuning`)
                        budget=plan.budget, tunings=plan.tunings, budget_note=plan.budget_note())
     # the K-fold CV, repeated over new partitions and seeds where the plan repeats it (trials carry
-    # `repeat`); run in stages where it ran --until-decided (the verdicts replay them: answers.sequential)
-    spec = StudySpec(space=SearchSpace(()), folds=plan.folds, repeats=plan.repeats,
-                     until_decided=plan.until_decided)
+    # `repeat`); run in stages where it ran --until-decided (the verdicts replay them: answers.sequential);
+    # the arms' preset and the shape of their batches (--set), which give the tokens a step trains on
+    shape = {name: plan.fixed[name] for name in BATCH_SHAPE if name in plan.fixed}
+    spec = StudySpec(space=SearchSpace.from_mapping(shape), preset=plan.preset, folds=plan.folds,
+                     repeats=plan.repeats, until_decided=plan.until_decided)
     info = StudyInfo(name=name, kind="compare", preset=plan.preset, spec=spec, compare=arms)
     trials = folds
     if len(trials) and "study" in trials:
