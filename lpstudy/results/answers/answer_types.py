@@ -49,12 +49,18 @@ class Part:
         return cls(_keys=tuple(data), **values)
 
     def to_json(self) -> dict:
-        """The part as JSON: the keys it was read from (`of`), in their order; a part the engine built
-        directly, its fields in their declared order, a required one always (null where None), one
-        that may be left out where it is not None."""
+        """The part as JSON: its fields in their declared order, a required one always (null where None),
+        one that may be left out where it is not None or where the part writes it as null (`written_null`);
+        a part read back from JSON (`of`), the keys it was read from, in their order."""
         keys = self._keys or tuple(f.name for f in fields(self) if f.name != "_keys" and (
-            f.name in required(type(self)) or getattr(self, f.name) is not None))
+            f.name in required(type(self)) or getattr(self, f.name) is not None or f.name in self.written_null()))
         return {key: _plain(getattr(self, key)) for key in keys}
+
+    def written_null(self) -> tuple[str, ...]:
+        """The fields with a default that this part writes even where they are None (null): fields its kind
+        always has where another kind of the same part leaves them out (a divergence verdict has no
+        interval's level, every other verdict has one, null where it has no value)."""
+        return ()
 
 
 def required(cls) -> list[str]:
@@ -110,18 +116,18 @@ class Importance(Part):
     low: dict[str, float]  # {field: the share's interval, low end} (noncentral F)
     high: dict[str, float]  # {field: its high end}
     null: float | None  # what noise alone gives
-    reason: str | None  # why there are no shares, or what the bar means
     # the within-fold ANOVA's (a replicate's or grid's where it could be estimated):
+    omega_squared: float | None = None  # a replicate's: the moment estimate of ω², unclipped (shares: median-unbiased)
     p_value: float | None = None  # its F test corrected for the folds' correlation
     f_corrected: float | None = None  # its F
     eta_squared: float | None = None
-    omega_squared: float | None = None  # a replicate's: the moment estimate of ω², unclipped (shares: median-unbiased)
     eta_squared_null: float | None = None  # what noise alone gives
     n_folds: int | None = None
     n_arms: int | None = None
     k: int | None = None
     confidence: float | None = None  # of low/high
     method: str | None = None
+    reason: str | None  # why there are no shares, or what the bar means
     left_out: dict[str, str] | None = None  # a search's: {field: why it is not ranked}
     n_trials: int | None = None  # a search's: the runs it ranked on
 
@@ -133,7 +139,8 @@ class StudyAnswer(Part):
     study: str
     kind: str  # "search", "replicate", "grid" or "compare"
     metric: str  # what the numbers are of
-    sentence: str  # the plain words a page shows above its charts: what the data let the user conclude
+    # and, declared by each answer at its place in the JSON: sentence (the plain words a page shows above its
+    # charts: what the data let the user conclude) and importance
 
     PARTS: ClassVar[dict[str, Any]] = {"importance": Importance}
 
@@ -170,11 +177,15 @@ class ArmVerdict(Part):
 
     field: str
     value: Value
+    p: Value | None = None  # left out where the field is not p
+    endpoint: str | None = None  # another endpoint's verdict (StabilityVerdict, ConvergenceArm): which; the final loss's: none
+    unit: str | None = None  # its unit, as endpoint
     interim: bool  # runs of the design are still to come: the verdict is then "undecided"
     failed_runs: int
     reference_failed_runs: int
     runs: int  # run positions of the design: R × K
     barred_by_failures: bool  # a verdict the failed runs took away
+    all_failed: bool | None = None  # true where every run failed: "worse" by the failure rule (left out otherwise)
     n_folds: int  # folds paired with the reference
     mean: float | None  # None where no fold is paired
     diff: float | None  # mean difference from the reference (nats; below 0: lower loss); None without pairs
@@ -188,6 +199,9 @@ class ArmVerdict(Part):
     p_value_difference: float | None  # Holm-adjusted across arms (a sequential study: its last look's)
     p_value_equivalence: float | None  # Holm-adjusted
     p_value_beyond_rope: float | None  # Holm-adjusted; it decides better/worse
+    # confidence and the four sources of variance below: every verdict but divergence's (answers.stability_verdicts:
+    # counts, no t interval) has them, written as null where they have no value (`written_null`)
+    confidence: float | None = None  # the level of low/high: the one the verdict was decided at (Holm's step)
     verdict: str  # "better" | "equivalent" | "worse" | "undecided"
     region: str  # "beyond the ROPE" | "within the ROPE" | "different, size undecided" | "undecided" | "interim"
     # | "below the resolution" (convergence's steps: the evaluations cannot decide it)
@@ -195,10 +209,6 @@ class ArmVerdict(Part):
     measured_rho: float | None  # what the repeats' spread implies; None with one repeat
     folds_to_decide: int | None  # runs per arm that would decide it (answers.decide), or None
     decided_by: str | None  # "equivalence" | "beyond the ROPE": the verdict's test folds_to_decide expects to decide
-    p: Value | None = None  # left out where the field is not p
-    all_failed: bool | None = None  # true where every run failed: "worse" by the failure rule (left out otherwise)
-    # the next five: every verdict but divergence's (answers.stability_verdicts: counts, no t interval) has them
-    confidence: float | None = None  # the level of low/high: the one the verdict was decided at (Holm's step)
     # the sources of variance of one run's difference (answers.fold_tests.variance_components): the partition's
     # share as the folds show it (with one seed a cell, the seeds' noise too), the training seed's (None without two
     # seeds in a cell), the (repeat, fold) cells paired and the mean number of seeds a cell
@@ -206,8 +216,13 @@ class ArmVerdict(Part):
     sigma_seed: float | None = None
     cells: int | None = None
     seeds: float | None = None
-    runs_in: int | None = None  # the final loss's: runs of the design that are over (usable or failed)
     tunings: int | None = None  # compare --tunings T (T >= 2): the tunings the interval spans, one observation each
+    runs_in: int | None = None  # the final loss's: runs of the design that are over (usable or failed)
+
+    VARIANCE: ClassVar[tuple[str, ...]] = ("confidence", "sigma_fold", "sigma_seed", "cells", "seeds")
+
+    def written_null(self) -> tuple[str, ...]:
+        return self.VARIANCE
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -229,14 +244,23 @@ class StabilityRow(Part):
     def compared(self) -> bool:
         """A row of an arm against the reference (logit growth, min entropy): it has a difference,
         which may be None where the folds give none; the reference's row has none."""
-        return "diff" in self._keys or self.diff is not None
+        return isinstance(self, ComparedRow) or "diff" in self._keys or self.diff is not None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ComparedRow(StabilityRow):
+    """The row of an arm other than the reference: its test against the reference written even where it has
+    no value (null): divergence's p_value; logit growth's and min entropy's diff, low, high and p_value."""
+
+    def written_null(self) -> tuple[str, ...]:
+        return ("p_value",) if self.diverged is not None else ("diff", "low", "high", "p_value")
 
 
 @dataclass(frozen=True, kw_only=True)
 class StabilityVerdict(ArmVerdict):
     """An arm's verdict on one stability endpoint (answers.stability_verdicts): ArmVerdict's fields
     (divergence: diff a difference of rates, low/high Newcombe's interval, n_folds and runs the arm's
-    runs, p_value_difference Fisher's, Holm-adjusted) and these."""
+    runs, p_value_difference Fisher's, Holm-adjusted; no interval's level nor sources of variance) and these."""
 
     endpoint: str  # "max_logit" | "min_entropy" | "loss_spikes" | "lr_sensitivity" | "divergence"
     unit: str
@@ -244,6 +268,9 @@ class StabilityVerdict(ArmVerdict):
     reference_diverged: int | None = None  # divergence
     reference_runs: int | None = None  # divergence
     unresolved: str | None = None  # why the runs cannot decide it (undecided), where they cannot
+
+    def written_null(self) -> tuple[str, ...]:
+        return () if self.endpoint == "divergence" else self.VARIANCE
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -294,6 +321,16 @@ class StageArm(Part):
     rel_diff: float | None = None  # at a look, an arm still running: its difference relative to the reference's mean
     rel_low: float | None = None  # its 1 − alpha interval there
     rel_high: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class LookArm(StageArm):
+    """An arm still running at a look: its difference and interval there, written even where they are not a
+    number (null)."""
+
+    rel_diff: float | None
+    rel_low: float | None
+    rel_high: float | None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -381,9 +418,9 @@ class Endpoint(Part):
 class EndpointReference(Part):
     field: str
     value: Value
+    p: Value | None = None  # left out where the field is not p
     mean: float | None
     n_folds: int
-    p: Value | None = None  # left out where the field is not p
 
 
 Stability.PARTS.update({"endpoints": {"*": Endpoint}, "rope": {"*": EndpointRope},
@@ -396,10 +433,14 @@ class ConvergenceArm(ArmVerdict):
 
     endpoint: str  # "steps_to_threshold" | "auc"
     unit: str
+    unresolved: str | None = None  # steps: why the evaluations cannot decide it (undecided), where they cannot
+    # steps, where unresolved: the eval_interval that would resolve the ROPE (null where none would)
+    eval_interval_to_resolve: int | None = None
     censored: int  # runs that did not reach the threshold
     censored_by: dict[str, int]  # {reason: count}
-    unresolved: str | None = None  # steps: why the evaluations cannot decide it (undecided), where they cannot
-    eval_interval_to_resolve: int | None = None  # steps, where unresolved: the eval_interval that would resolve the ROPE
+
+    def written_null(self) -> tuple[str, ...]:
+        return (*self.VARIANCE, "eval_interval_to_resolve") if self.unresolved is not None else self.VARIANCE
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -408,6 +449,7 @@ class RestrictedMean(Part):
 
     field: str
     value: Value
+    p: Value | None = None  # a comparison's or replicate's where the field is p (a search's groups: none)
     runs: int
     reached: int
     censored: int
@@ -415,8 +457,19 @@ class RestrictedMean(Part):
     low: float | None
     high: float | None
     rmst_tokens: float | None  # None where the tokens a step are not known
-    p: Value | None = None  # a comparison's or replicate's where the field is p (a search's groups: none)
-    median_seconds_reached: float | None = None  # a comparison's or replicate's: one kind of device only, else None
+    # a comparison's or replicate's (null where its runs ran on more than one kind of device); a search's: left out
+    median_seconds_reached: float | None = None
+
+    def written_null(self) -> tuple[str, ...]:
+        return ("median_seconds_reached",)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GroupMean(RestrictedMean):
+    """A search's p group's restricted mean steps (answers.search_convergence): no time to the threshold."""
+
+    def written_null(self) -> tuple[str, ...]:
+        return ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -425,11 +478,11 @@ class Reach(Part):
 
     field: str
     value: Value
+    p: Value | None = None  # as RestrictedMean.p
     step: list[float]
     reached: list[float]
     low: list[float]
     high: list[float]
-    p: Value | None = None  # as RestrictedMean.p
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -455,9 +508,9 @@ class Convergence(Part):
     restricted_mean: list[RestrictedMean]
     reach: list[Reach]
     sentence: str  # it also ends the answer's sentence
+    resolution: Resolution | None = None  # what the evaluations resolve; left out where no curve was read yet
     # left out where no curve of the reference and another arm was read yet:
     reference: dict[str, EndpointReference] | None = None  # {endpoint: reference}; also where no endpoint has a ROPE
-    resolution: Resolution | None = None  # what the evaluations resolve
     configurations: int | None = None  # a search: the configurations its runs are of
     runs: int | None = None  # a search: the runs counted
     # {endpoint: what would decide its undecided arms}, the final loss's ToDecide (command and time); only
@@ -484,26 +537,27 @@ class CompareTuning(Part):
 class VerdictAnswer(StudyAnswer):
     """The answer of a replicate, grid or comparison study."""
 
-    importance: Importance
     method: str  # the test, named once
     alpha: float
     k: int  # the study's fold count K
     repeats: int  # R: the CV repeated over new partitions and seeds
+    seeds: int | None = None  # S: training seeds inside every (repeat, fold) cell (--seeds); left out where 1
     reference: Reference | None  # None before any arm has a finished run
     arms: list[ArmVerdict]  # sorted by value
     rope: Rope
+    importance: Importance
     stability: Stability
     interim: bool  # true while any run of the design is still to come
-    convergence: Convergence | None  # None without learning curves
-    seeds: int | None = None  # S: training seeds inside every (repeat, fold) cell (--seeds); left out where 1
+    tuning: CompareTuning | None = None  # a comparison's: what its verdict compares
+    sequential: Sequential | None = None  # where --until-decided ran
     # a cell run twice: [{value, fold, (repeat, seed), counted: the trial number that counts (the first
     # COMPLETE), left_out: the others}]; PRUNED runs per arm [{value, runs}], counted as failed; each left
     # out where there is none
     duplicates: list[dict] | None = None
     pruned: list[dict] | None = None
-    sequential: Sequential | None = None  # where --until-decided ran
+    sentence: str
     to_decide: ToDecide | None = None  # where an arm is undecided
-    tuning: CompareTuning | None = None  # a comparison's: what its verdict compares
+    convergence: Convergence | None  # None without learning curves
 
     PARTS: ClassVar[dict[str, Any]] = {**StudyAnswer.PARTS, "reference": Reference, "arms": [ArmVerdict],
                                         "rope": Rope, "stability": Stability, "sequential": Sequential,
@@ -575,6 +629,7 @@ class SearchAnswer(StudyAnswer):
     n_configurations: int  # configurations the runs are of (a raced one counted once)
     n_finite_runs: int | None = None  # runs at finite p; left out where p does not vary
     n_finite_configurations: int | None = None  # configurations at finite p: what the surrogate fits
+    sentence: str
     importance: Importance | None = None  # study_answer's
     convergence: Convergence | None = None  # per p group, no verdicts (answers.search_convergence); None without curves
     divergence: list[SearchDivergence] | None = None  # study_answer's: per p group, a configuration counted once

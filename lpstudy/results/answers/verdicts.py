@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lpstudy.results.answers.answer_types import CompareTuning, Look, Sequential, StageArm, safe
+from lpstudy.results.answers.answer_types import CompareTuning, Look, LookArm, Sequential, StageArm, safe
 from lpstudy.results.answers.options import AnswerOptions
 from lpstudy.results.answers.fold_importance import fold_importance
 from lpstudy.results.answers.endpoint_verdicts import endpoint_verdicts
@@ -425,10 +425,8 @@ def _looks(tests, others, diffs, rounds, k, alpha, done, ref_mean, values, label
                     arms.append(StageArm(value=value, arm=key, state="stopped",
                                          decided=VERDICTS[int(tests["verdict"][i])], folds=int(tests["folds_used"][i])))
                     continue
-                # its difference written even where it is not a number (null): the look's arms say it
-                arms.append(StageArm(
-                    _keys=("value", "arm", "state", "folds", "rel_diff", "rel_low", "rel_high"), value=value, arm=key,
-                    state=VERDICTS[int(seen["verdict"][i])],
+                arms.append(LookArm(  # its difference written even where it is not a number (null)
+                    value=value, arm=key, state=VERDICTS[int(seen["verdict"][i])],
                     folds=_paired_folds(diffs[i][labels < n], labels[labels < n]),
                     rel_diff=json_safe(float(seen["mean"][i]) / ref_mean), rel_low=json_safe(float(low[i]) / ref_mean),
                     rel_high=json_safe(float(high[i]) / ref_mean)))
