@@ -109,9 +109,9 @@ def print_verdicts(study: str, reader, rope: str | None = None, reference=None,
     stages = labelled(stages_frame(answer))
     if len(stages):  # each arm's state at every look, as the Compare page's table
         print_table(console, "stages: each arm's state at every look", list(stages.columns), stages.values.tolist())
-    line = importance_line(answer.importance)
-    if line:
-        console.print(line, highlight=False, soft_wrap=True)
+    said = importance_line(answer.importance)
+    if said:
+        console.print(said, highlight=False, soft_wrap=True)
 
 
 def importance_line(importance: Importance | None) -> str | None:

@@ -1,16 +1,22 @@
 """The answer a study gives about p, as typed objects: what `study_answer` returns and what every
 page, table, the CLI, `status` and the report read, by attribute. `answer.to_json()` gives the JSON
-`lpstudy verdict --json` and the report embed (numbers, ∞ as "inf" through lpstudy.values.json_safe,
-the keys and their order as the engine wrote them).
+`lpstudy verdict --json` and the report embed (numbers as lpstudy.values.json_safe writes them, ∞ as
+"inf"; the keys in the order their fields are declared here).
 
 Each part is a frozen dataclass whose field names are the JSON's keys, commented once here: this is
-the answer's schema. A field without a default is one every answer has (typed `X | None` where its
-value may be null): no field reads as a believable 0.0 the engine never wrote. A field the engine
-leaves out in a case (an arm's `p` where the compared field is not p, `sequential` where the study
-did not run --until-decided, `to_decide` where no arm is undecided) is declared `X | None = None`,
-reads as None and is left out of the JSON again. The engine (lpstudy.results.answers) builds plain
-dicts; `Part.of` checks each key against these fields (a key the types do not declare, or a required
-one missing, is an error, so the schema cannot drift from the code) and keeps their order for `to_json`.
+the answer's schema, and its declared order is the JSON's. A field without a default is one every
+answer has (typed `X | None` where its value may be null): no field reads as a believable 0.0 the
+engine never wrote, and a number the engine has not (NaN) is None. A field the engine leaves out in a
+case (an arm's `p` where the compared field is not p, `sequential` where the study did not run
+--until-decided, `to_decide` where no arm is undecided) is declared `X | None = None`, reads as None
+and is left out of the JSON; where one kind of a part writes such a field as null while another
+leaves it out, the part says so (`written_null`: a divergence verdict has no interval's level, every
+other verdict writes it, null where it has none).
+
+The engine (lpstudy.results.answers) builds these parts directly, each once its pieces are computed
+(dataclasses.replace where a later step adds to a frozen part). `Part.of` reads an answer's JSON back
+(what `status --json` carries, a stored answer): it refuses a key the types do not declare and a
+required one missing, and keeps the keys' order, so the JSON it read is the JSON it writes.
 
 Statistics libraries answer the same way (statsmodels' results, scipy.stats' result objects): named
 fields and a summary, not a dict of strings.
@@ -18,6 +24,7 @@ fields and a summary, not a dict of strings.
 
 from __future__ import annotations
 
+import math
 from dataclasses import MISSING, dataclass, fields
 from dataclasses import field as _field  # a part has a field named `field`
 from typing import Any, ClassVar, Union
@@ -28,11 +35,18 @@ Value = Union[float, int, str]  # an arm's value: a p (∞ as "inf"), or a compa
 
 @dataclass(frozen=True, kw_only=True)
 class Part:
-    """A part of the answer: built from the engine's dict (`of`), given back as JSON (`to_json`)."""
+    """A part of the answer: built by the engine, given as JSON (`to_json`), read back from it (`of`)."""
 
-    _keys: tuple[str, ...] = _field(default=(), repr=False, compare=False)  # the JSON's keys, in order
+    _keys: tuple[str, ...] = _field(default=(), repr=False, compare=False)  # read back (`of`): the JSON's keys
     # the fields that hold parts: a class, [class] for a list of them, {"*": class} for a mapping by name
     PARTS: ClassVar[dict[str, Any]] = {}
+
+    def __post_init__(self) -> None:
+        # a number the engine has not (NaN) is None, as the JSON writes it (null) and every reader tests it
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, float) and math.isnan(value):
+                object.__setattr__(self, f.name, None)
 
     @classmethod
     def of(cls, data: dict):
@@ -68,20 +82,6 @@ def required(cls) -> list[str]:
     return [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING]
 
 
-def safe(value):
-    """lpstudy.values.json_safe through the dicts and lists of an answer the engine is building, a
-    part it built typed kept as it is (its values were made JSON-safe as it was built)."""
-    from lpstudy.values import json_safe
-
-    if isinstance(value, Part):
-        return value
-    if isinstance(value, dict):
-        return {str(k): safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [safe(v) for v in value]
-    return json_safe(value)
-
-
 def _built(kind, value):
     if kind is None or value is None or isinstance(value, Part):  # a part the engine built typed: as it is
         return value
@@ -93,13 +93,17 @@ def _built(kind, value):
 
 
 def _plain(value):
+    """A value as the JSON writes it: a part's JSON, lists and mappings through, a number or text as
+    lpstudy.values.json_safe writes it (∞ as "inf", a numpy scalar plain, NaN null)."""
+    from lpstudy.values import json_safe
+
     if isinstance(value, Part):
         return value.to_json()
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
+        return {str(k): _plain(v) for k, v in value.items()}
+    return json_safe(value)
 
 
 # --- every study ------------------------------------------------------------------------------------
@@ -246,14 +250,17 @@ class StabilityRow(Part):
         which may be None where the folds give none; the reference's row has none."""
         return isinstance(self, ComparedRow) or "diff" in self._keys or self.diff is not None
 
+    def written_null(self) -> tuple[str, ...]:
+        return ("p_value",) if self.diverged is not None else ()  # divergence's: null for the reference
+
 
 @dataclass(frozen=True, kw_only=True)
 class ComparedRow(StabilityRow):
-    """The row of an arm other than the reference: its test against the reference written even where it has
-    no value (null): divergence's p_value; logit growth's and min entropy's diff, low, high and p_value."""
+    """Logit growth's or min entropy's row of an arm other than the reference: its difference from the
+    reference, interval and p-value written even where they have no value (null)."""
 
     def written_null(self) -> tuple[str, ...]:
-        return ("p_value",) if self.diverged is not None else ("diff", "low", "high", "p_value")
+        return ("diff", "low", "high", "p_value")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -633,6 +640,9 @@ class SearchAnswer(StudyAnswer):
     importance: Importance | None = None  # study_answer's
     convergence: Convergence | None = None  # per p group, no verdicts (answers.search_convergence); None without curves
     divergence: list[SearchDivergence] | None = None  # study_answer's: per p group, a configuration counted once
+
+    def written_null(self) -> tuple[str, ...]:
+        return ("convergence",) if self.importance is not None else ()  # study_answer's: null without curves
 
     PARTS: ClassVar[dict[str, Any]] = {**StudyAnswer.PARTS, "p_profile": [ProfilePoint],
                                         "p_partial_dependence": [ProfilePoint], "effect": Effect,
