@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import MISSING, dataclass, fields
 from dataclasses import field as _field  # a part has a field named `field`
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar, Self, Union
 
 Number = Union[float, int]
 Value = Union[float, int, str]  # an arm's value: a p (∞ as "inf"), or a compared field's value
@@ -49,7 +49,7 @@ class Part:
                 object.__setattr__(self, f.name, None)
 
     @classmethod
-    def of(cls, data: dict):
+    def of(cls, data: dict[str, Any]) -> Self:
         declared = {f.name for f in fields(cls)} - {"_keys"}
         unknown = [key for key in data if key not in declared]
         if unknown:
@@ -62,7 +62,7 @@ class Part:
         values = {key: _built(cls.PARTS.get(key), value) for key, value in data.items()}
         return cls(_keys=tuple(data), **values)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The part as JSON: its fields in their declared order, a required one always (null where None),
         one that may be left out where it is not None or where the part writes it as null (`written_null`);
         a part read back from JSON (`of`), the keys it was read from, in their order."""
@@ -77,12 +77,12 @@ class Part:
         return ()
 
 
-def required(cls) -> list[str]:
+def required(cls: type[Part]) -> list[str]:
     """The fields of a part that every answer writes: those without a default."""
     return [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING]
 
 
-def _built(kind, value):
+def _built(kind: Any, value: Any) -> Any:
     if kind is None or value is None or isinstance(value, Part):  # a part the engine built typed: as it is
         return value
     if isinstance(kind, list):
@@ -92,7 +92,7 @@ def _built(kind, value):
     return kind.of(value)
 
 
-def _plain(value):
+def _plain(value: Any) -> Any:
     """A value as the JSON writes it: a part's JSON, lists and mappings through, a number or text as
     lpstudy.values.json_safe writes it (∞ as "inf", a numpy scalar plain, NaN null)."""
     from lpstudy.values import json_safe
@@ -560,8 +560,8 @@ class VerdictAnswer(StudyAnswer):
     # a cell run twice: [{value, fold, (repeat, seed), counted: the trial number that counts (the first
     # COMPLETE), left_out: the others}]; PRUNED runs per arm [{value, runs}], counted as failed; each left
     # out where there is none
-    duplicates: list[dict] | None = None
-    pruned: list[dict] | None = None
+    duplicates: list[dict[str, Any]] | None = None
+    pruned: list[dict[str, Any]] | None = None
     sentence: str
     to_decide: ToDecide | None = None  # where an arm is undecided
     convergence: Convergence | None  # None without learning curves
