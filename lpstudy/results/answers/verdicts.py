@@ -284,6 +284,7 @@ def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions())
     arms = sorted(endpoint_verdicts(table, reference, k=k, margin=margin, options=options, failed=failed, tests=tests,
                                     part=part), key=lambda arm: _order(arm.value))
     duplicates, pruned = _left_out(trials, column, values)
+    # its sentence says what the rest of it says (sentence reads the answer, as it reads one with to_decide later)
     draft = made(reference=reference_part, arms=arms, rope=rope,
                  stability=stability_answer(runs, trials, data.curves, reference, k, options, field, values, column,
                                             stages_over=stages is not None and stages.over),
