@@ -139,7 +139,7 @@ def measure(db: Path, n_trials: int, before) -> list:
     return [f"{len(data.trials):,}", f"{read_s:.2f} / {read_cpu:.2f}", f"{before_s:.2f} / {before_cpu:.2f}",
             f"{old_s:.2f} / {old_cpu:.2f}", f"{surrogate_s:.2f} / {surrogate_cpu:.2f}",
             f"{surrogate_cpu / old_cpu:.2f}", f"{importance_s:.2f} / {importance_cpu:.2f}",
-            f"{ratio:.2f}", answer["sentence"][:60] + "…"]
+            f"{ratio:.2f}", answer.sentence[:60] + "…"]
 
 
 def covered(rows_p, low, high, ends: float) -> bool:
@@ -173,10 +173,10 @@ def planted(kind: str, ends: float, searches: int, before, progress) -> list:
         data = study(p_curve(seed=seed, ends=ends))
         answer, _, spent = timed(lambda: search_effect(data))
         cpu += spent
-        rows: list[ProfilePoint] = answer["p_profile"]
+        rows = answer.p_profile
         counts["cover"] += covered([r.p for r in rows], [r.low for r in rows], [r.high for r in rows], ends)
-        counts["claim"] += bool(answer["separable"])
-        counts["none"] += "finds no effect" in answer["sentence"]
+        counts["claim"] += bool(answer.separable)
+        counts["none"] += "finds no effect" in answer.sentence
         old, _, spent = before_profile(before, data)
         cpu_before += spent
         counts["cover_before"] += covered(old.p, old.low, old.high, ends)

@@ -88,14 +88,14 @@ def one_kind(kind: str, searches: int) -> list:
         start = time.process_time()
         answer = search_answer(study(trials))
         seconds.append(time.process_time() - start)
-        separates += "separates p's effect" in answer["sentence"]
-        tangled += "cannot separate p from" in answer["sentence"]
-        profile = answer["p_profile"]
+        separates += "separates p's effect" in answer.sentence
+        tangled += "cannot separate p from" in answer.sentence
+        profile = answer.p_profile
         if profile:
-            p = np.array([math.inf if r["p"] == "inf" else float(r["p"]) for r in profile])
+            p = np.array([math.inf if r.p == "inf" else float(r.p) for r in profile])
             truth = 2.0 + effect(p)
-            covered += bool(np.all([(r["low"] <= t <= r["high"]) for r, t in zip(profile, truth)]))
-        print(f"{kind} {seed}: {answer['sentence'][:90]}", file=sys.stderr, flush=True)
+            covered += bool(np.all([(r.low <= t <= r.high) for r, t in zip(profile, truth)]))
+        print(f"{kind} {seed}: {answer.sentence[:90]}", file=sys.stderr, flush=True)
     return [kind, searches, wilson(separates, searches), wilson(tangled, searches), wilson(covered, searches),
             f"{np.mean(seconds):.1f}"]
 
@@ -150,7 +150,8 @@ def raced_widths(searches: int) -> list:
                     search.configuration_losses = counted_once
                     for k, v in saved.items():
                         setattr(surrogate, k, v)
-                widths[name].append(np.mean([d["high"] - d["low"] for d in answer["effect"]["differences"]]))
+                assert answer.effect is not None, "a planted search with finished runs has an effect of p"
+                widths[name].append(np.mean([d.high - d.low for d in answer.effect.differences]))
         base = np.array(widths["without races"])
         for name, w in widths.items():
             logs = np.log(np.array(w) / base)

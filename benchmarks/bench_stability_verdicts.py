@@ -108,39 +108,39 @@ def divergence_rows() -> list:
     import pandas as pd
     from scipy.stats import binom
 
-    from lpstudy.results.answers.stability_verdicts import _divergence_verdicts
+    from lpstudy.results.answers.stability_verdicts import divergence_verdicts
 
-    def verdict(k: int, n: int, ref_k: int, ref_n: int) -> dict:
+    def verdict(k: int, n: int, ref_k: int, ref_n: int):
         runs = pd.DataFrame({"arm": [3.0] * n + [2.0] * ref_n,
                              "diverged": [True] * k + [False] * (n - k) + [True] * ref_k + [False] * (ref_n - ref_k)})
-        return _divergence_verdicts(runs, 2.0, ALPHA)[0]
+        return divergence_verdicts(runs, 2.0, ALPHA)[0]
 
     rows = []
     for k, ref_k in ((0, 0), (3, 0)):
         row = verdict(k, 10, ref_k, 10)
-        rows.append([f"{k}/10 against {ref_k}/10 (the issue's case)", "–", row["verdict"],
-                     f"[{row['low']:+.2f}, {row['high']:+.2f}]", str(row["folds_to_decide"] or "–")])
+        rows.append([f"{k}/10 against {ref_k}/10 (the issue's case)", "–", row.verdict,
+                     f"[{row.low:+.2f}, {row.high:+.2f}]", str(row.folds_to_decide or "–")])
     import lpstudy.results.answers.stability_verdicts as stability
 
-    plan = stability._runs_to_decide
+    plan = stability.runs_to_decide
     for k, ref_k, wanted in ((0, 0, "equivalent"), (3, 0, "worse")):  # the runs the plan names, decided how often
-        n = verdict(k, 10, ref_k, 10)["folds_to_decide"]
-        stability._runs_to_decide = lambda *args: None  # the verdict alone, not its own plan again
+        n = verdict(k, 10, ref_k, 10).folds_to_decide
+        stability.runs_to_decide = lambda *args: None  # the verdict alone, not its own plan again
         try:
             share = sum(binom.pmf(a, n, k / 10) * binom.pmf(b, n, ref_k / 10) for a in range(n + 1) for b in range(n + 1)
                         if binom.pmf(a, n, k / 10) * binom.pmf(b, n, ref_k / 10) > 1e-12
-                        and verdict(a, n, b, n)["verdict"] == wanted)
+                        and verdict(a, n, b, n).verdict == wanted)
         finally:
-            stability._runs_to_decide = plan
+            stability.runs_to_decide = plan
         rows.append([f"{k}/10 against {ref_k}/10: the {n} runs each its plan names, at rates {k / 10:g} and "
                      f"{ref_k / 10:g}", f"{wanted} (the plan's 80 % power)", f"{share:.4f}", "exact", str(n)])
     for rate, ref_rate, n in ((0.1, 0.1, 10), (0.1, 0.1, 50), (0.0, 0.0, 10), (0.3, 0.0, 10), (0.4, 0.05, 30),
                               (0.4, 0.05, 50)):
-        stability._runs_to_decide = lambda *args: None  # the verdicts alone: their plans are not measured here
+        stability.runs_to_decide = lambda *args: None  # the verdicts alone: their plans are not measured here
         try:
-            table = {(k, r): verdict(k, n, r, n)["verdict"] for k in range(n + 1) for r in range(n + 1)}
+            table = {(k, r): verdict(k, n, r, n).verdict for k in range(n + 1) for r in range(n + 1)}
         finally:
-            stability._runs_to_decide = plan
+            stability.runs_to_decide = plan
         weight = {(k, r): binom.pmf(k, n, rate) * binom.pmf(r, n, ref_rate) for k, r in table}
         share = {v: sum(w for key, w in weight.items() if table[key] == v) for v in ("better", "worse", "equivalent")}
         what = "false better/worse" if rate == ref_rate else "worse (power)"

@@ -80,6 +80,44 @@ def test_a_key_the_engine_forgot_is_an_error_not_a_believable_zero():
     assert VerdictAnswer.of({**grid, "arms": [no_p]}).arms[0].p is None
 
 
+def _parts(value, where: str = "answer"):
+    """(where, part) for every part of an answer, and (where, dict) for every mapping in it."""
+    import dataclasses
+
+    from lpstudy.results.answers.answer_types import Part
+
+    if isinstance(value, Part):
+        yield where, value
+        for f in dataclasses.fields(value):
+            if f.name != "_keys":
+                yield from _parts(getattr(value, f.name), f"{where}.{f.name}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _parts(item, f"{where}[{i}]")
+    elif isinstance(value, dict):
+        yield where, value
+        for key, item in value.items():
+            yield from _parts(item, f"{where}.{key}")
+
+
+@pytest.mark.parametrize("name", ["sequential_comparison", "convergence", "all_diverged"])
+def test_the_engine_builds_every_part_typed(name):
+    """Every part of the answer study_answer gives is built by the engine as its type (none read from a dict
+    by Part.of, which only reads JSON back), its numbers typed too: no NaN, a mapping holds parts or plain
+    values, never a part's keys as a dict."""
+    from lpstudy.results.answers import study_answer
+    from lpstudy.results.answers.answer_types import Part
+
+    found = list(_parts(study_answer(*STUDIES[name]())))
+    assert any(isinstance(part, Part) and type(part).__name__ == "StabilityVerdict" for _, part in found)
+    for where, part in found:
+        if isinstance(part, Part):
+            assert part._keys == (), f"{where}: {type(part).__name__} read from a dict, not built"
+            assert not any(isinstance(v, float) and math.isnan(v) for v in vars(part).values()), where
+        else:
+            assert not ({"verdict", "value"} <= set(part) or {"unit", "what"} == set(part)), f"{where}: a part as a dict"
+
+
 # --- no reader subscripts the answer -----------------------------------------------------------------
 
 READERS = ("lpstudy", "app", "benchmarks")

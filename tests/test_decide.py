@@ -4,6 +4,8 @@ study can run, and the command it prints creates that study."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import shlex
 
 import numpy as np
@@ -156,13 +158,13 @@ def test_every_endpoints_folds_to_decide_is_the_80_percent_design():
     table = pd.DataFrame([2.70 + rng.normal(0, 0.01, k), 2.706 + rng.normal(0, 0.01, k), 2.703 + rng.normal(0, 0.01, k)],
                          index=["ref", "a", "b"], columns=pd.Index(range(k), name="fold"))
     rows = endpoint_verdicts(table, "ref", k=k, margin=margin, options=AnswerOptions())
-    undecided = [r for r in rows if r["verdict"] == "undecided"]
+    undecided = [r for r in rows if r.verdict == "undecided"]
     assert len(undecided) == 2
     for row in undecided:
-        d = (table.loc[row["arm"]] - table.loc["ref"]).to_numpy()
+        d = (table.loc[row.value] - table.loc["ref"]).to_numpy()
         design = design_to_decide(float(d.mean()), float(d.std(ddof=1)), k, k, margin, 0.05, n_tests=2)
-        assert row["sigma_fold"] == pytest.approx(float(d.std(ddof=1))) and row["sigma_seed"] is None
-        assert (row["folds_to_decide"], row["decided_by"]) == (design["runs_per_arm"], design["test"])
+        assert row.sigma_fold == pytest.approx(float(d.std(ddof=1))) and row.sigma_seed is None
+        assert (row.folds_to_decide, row.decided_by) == (design["runs_per_arm"], design["test"])
 
 
 def _convergence_study(seeds: int = 1):
@@ -244,11 +246,16 @@ def _out_of_reach(diff: float, sigma_fold: float, sigma_seed: float) -> str:
     """The sentence of an arm no design decides, as the answer holds it (the cpu-seeds study's figures)."""
     from lpstudy.results.answers.decide import decide_sentence
 
-    plan = {"arms": [{"value": 4.0, "test": "beyond the ROPE", "repeats": None}], "repeats": None, "power": 0.8,
-            "max_repeats": 20, "seeds_measured": True}
-    answer = {"to_decide": plan, "k": 3, "rope": {"absolute": 0.0093},
-              "arms": [{"value": 4.0, "diff": diff, "sigma_fold": sigma_fold, "sigma_seed": sigma_seed}]}
-    return decide_sentence(answer, lambda v: f"p = {v:g}")
+    from lpstudy.results.answers.answer_types import ArmDesign, ArmVerdict, ToDecide
+    from tests.answer_studies import FIXTURE
+
+    plan = ToDecide(power=0.8, max_repeats=20, arms=[ArmDesign(value=4.0, test="beyond the ROPE", power_target=0.8,
+                                                                folds=3, repeats=None, seeds=None, runs_per_arm=None,
+                                                                power=0.5)],
+                    folds=None, repeats=None, seeds=None, runs=None, command=None, time=None, seeds_measured=True)
+    measured = ArmVerdict.of(json.loads(FIXTURE.read_text())["replicate_grid"]["arms"][0])
+    arm = dataclasses.replace(measured, value=4.0, diff=diff, sigma_fold=sigma_fold, sigma_seed=sigma_seed)
+    return decide_sentence(plan, 3, lambda v: f"p = {v:g}", arms=[arm], margin=0.0093)
 
 
 def test_an_arm_out_of_reach_is_said_for_the_reason_its_figures_give():

@@ -67,11 +67,10 @@ def _search_with_one_inf_run():
 
 
 def test_effect_of_p_counts_the_same_runs_in_its_sentence_and_its_chart():
-    from lpstudy.results.answers.answer_types import SearchAnswer
     from lpstudy.results.answers.search import search_effect
     from lpstudy.results.charts.search import surrogate_profile_chart
 
-    answer = SearchAnswer.of(search_effect(_search_with_one_inf_run()))
+    answer = search_effect(_search_with_one_inf_run())
     assert answer.sentence.startswith("7 completed runs at finite p"), answer.sentence
     empty = surrogate_profile_chart(answer)
     note = " ".join(a.text for a in empty.layout.annotations).replace("<br>", " ")  # its lines read as one

@@ -36,7 +36,7 @@ def test_no_effect_gives_a_p_value_below_5_percent_in_about_5_percent_of_studies
     # the answer's own p-value is that test's
     for table in tables[:3]:
         answer = fold_importance(pd.DataFrame(table), "p", k=k)
-        assert answer["p_value"] == pytest.approx(f_dist.sf(corrected_f(table, k), arms - 1, (arms - 1) * (k - 1)))
+        assert answer.p_value == pytest.approx(f_dist.sf(corrected_f(table, k), arms - 1, (arms - 1) * (k - 1)))
 
 
 @pytest.mark.slow
@@ -45,7 +45,7 @@ def test_the_answers_importance_on_no_effect_replicates_is_significant_in_about_
     rng = np.random.default_rng(7)
     n = 1000
     tables = planted(rng, n, 4, 5, rho=0.2)
-    rate = np.mean([fold_importance(pd.DataFrame(t), "p", k=5)["p_value"] < 0.05 for t in tables])
+    rate = np.mean([fold_importance(pd.DataFrame(t), "p", k=5).p_value < 0.05 for t in tables])
     assert abs(rate - 0.05) < 1.96 * np.sqrt(0.05 * 0.95 / n) + 0.005
 
 
@@ -56,7 +56,7 @@ def test_omega_squared_is_unclipped_and_about_0_with_no_effect():
     assert (omegas < 0).mean() > 0.3  # below 0 where the arms differ less than noise makes them
     assert abs(np.median(omegas)) < 0.05
     answer = fold_importance(pd.DataFrame(tables[np.argmin(omegas)]), "p", k=5)
-    assert answer["omega_squared"] < 0 and answer["low"]["p"] == 0.0 <= answer["high"]["p"]
+    assert answer.omega_squared < 0 and answer.low["p"] == 0.0 <= answer.high["p"]
 
 
 def test_the_share_shown_lies_inside_its_own_interval_with_no_effect():
@@ -66,7 +66,7 @@ def test_the_share_shown_lies_inside_its_own_interval_with_no_effect():
     inside = []
     for table in planted(rng, 60, 4, 5, rho=0.2):
         answer = fold_importance(pd.DataFrame(table), "p", k=5)
-        inside.append(answer["low"]["p"] <= answer["shares"]["p"] <= answer["high"]["p"])
+        inside.append(answer.low["p"] <= answer.shares["p"] <= answer.high["p"])
     assert all(inside)
 
 
@@ -79,7 +79,7 @@ def test_no_effect_with_repeats_is_significant_in_at_most_5_percent(k, repeats):
     tables = np.concatenate([planted(rng, N_STUDIES, 3, k, rho=1 / k) for _ in range(repeats)], axis=-1)
     p = f_dist.sf(corrected_f(tables, k), 2, 2 * (repeats * k - 1))
     assert np.mean(p < 0.05) <= 0.05 + MC
-    few = [fold_importance(pd.DataFrame(t), "p", k=k)["p_value"] < 0.05 for t in tables[:150]]
+    few = [fold_importance(pd.DataFrame(t), "p", k=k).p_value < 0.05 for t in tables[:150]]
     assert np.mean(few) <= 0.05 + 1.96 * np.sqrt(0.05 * 0.95 / 150)  # the answer's own F, the same test
 
 
@@ -98,8 +98,8 @@ def test_a_real_effect_is_measured_and_a_non_finite_loss_is_said_not_raised():
     rng = np.random.default_rng(5)
     (table,) = planted(rng, 1, 4, 10, rho=0.1, effects=[0.0, 0.05, 0.1, 0.15])
     answer = fold_importance(pd.DataFrame(table), "p", k=10)
-    assert answer["p_value"] < 0.01 and answer["low"]["p"] > answer["null"] > 0
-    assert answer["low"]["p"] <= answer["shares"]["p"] <= answer["high"]["p"]
+    assert answer.p_value < 0.01 and answer.low["p"] > answer.null > 0
+    assert answer.low["p"] <= answer.shares["p"] <= answer.high["p"]
     table[1, 2] = np.inf
     out = fold_importance(pd.DataFrame(table), "p", k=10)
-    assert out["shares"] == {} and "not finite" in out["reason"]
+    assert out.shares == {} and "not finite" in out.reason

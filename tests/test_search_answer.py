@@ -15,14 +15,13 @@ import pytest
 from lpstudy.results import analysis as A
 from lpstudy.results.analysis.best_of_m import expected_best_of_m
 from lpstudy.results.answers import study_answer
-from lpstudy.results.answers.answer_types import SearchAnswer
 from lpstudy.results.answers.search import search_answer as _search_answer
 from tests.search_planted import SPACE, lr_only, p_curve, p_effect, p_shape, search_trials, study
 
 
 def search_answer(data) -> dict:
     """The search's answer as `lpstudy verdict --json` writes it (the engine's parts typed, then plain)."""
-    return SearchAnswer.of(_search_answer(data)).to_json()
+    return _search_answer(data).to_json()
 
 
 SEARCH_KEYS = {"study", "kind", "metric", "sentence", "importance", "p_profile", "p_partial_dependence",

@@ -9,7 +9,6 @@ import pandas as pd
 import pytest
 
 from lpstudy.results.analysis.configurations import per_configuration
-from lpstudy.results.answers.answer_types import SearchAnswer
 from lpstudy.results.answers.search import search_answer as _search_answer
 from lpstudy.results.answers.search_convergence import GROUPS, search_convergence
 from tests.search_planted import p_curve, study
@@ -17,7 +16,7 @@ from tests.search_planted import p_curve, study
 
 def search_answer(data) -> dict:
     """The search's answer as `lpstudy verdict --json` writes it (the engine's parts typed, then plain)."""
-    return SearchAnswer.of(_search_answer(data)).to_json()
+    return _search_answer(data).to_json()
 
 
 FOLD_SHIFT = np.array([0.0, 0.06, -0.03, 0.09])  # what each fold adds to every run's loss
@@ -96,14 +95,15 @@ def test_a_searchs_convergence_has_a_few_p_groups_each_configuration_counted_onc
     data = study(trials)
     data.curves = curves_of(trials)
     convergence = search_convergence(data)
-    assert convergence["configurations"] == 40 and convergence["runs"] == 58
-    assert sum(r["runs"] for r in convergence["restricted_mean"]) == 40
-    assert len(convergence["restricted_mean"]) <= GROUPS + 1 and len(convergence["reach"]) <= GROUPS + 1
-    assert convergence["resolution"]["eval_interval"] == 25
-    assert "40 configurations of 58 runs, each counted once" in convergence["sentence"]
-    assert "no verdict on p here" in convergence["sentence"]
-    for row in convergence["restricted_mean"]:
-        assert 0 <= row["low"] <= row["rmst"] <= row["high"] <= 300
+    assert convergence is not None and convergence.configurations == 40 and convergence.runs == 58
+    assert sum(r.runs for r in convergence.restricted_mean) == 40
+    assert len(convergence.restricted_mean) <= GROUPS + 1 and len(convergence.reach) <= GROUPS + 1
+    assert convergence.resolution is not None and convergence.resolution.eval_interval == 25
+    assert "40 configurations of 58 runs, each counted once" in convergence.sentence
+    assert "no verdict on p here" in convergence.sentence
+    for row in convergence.restricted_mean:
+        assert row.low is not None and row.rmst is not None and row.high is not None
+        assert 0 <= row.low <= row.rmst <= row.high <= 300
 
 
 def test_separates_only_beyond_the_rope_and_infinity_is_profiled_over_the_same_settings_or_said_apart():

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from lpstudy.results.answers import study_answer
-from lpstudy.results.answers.stability_verdicts import _divergence_verdicts
+from lpstudy.results.answers.stability_verdicts import divergence_verdicts
 from lpstudy.results.reading.frames import StudyData, StudyInfo
 
 
@@ -89,20 +89,20 @@ def test_the_lr_sweep_inside_each_arm_gives_the_lr_sensitivity_verdict():
 
 
 def test_divergence_is_never_equivalent_from_zero_events_in_few_runs():
-    def one(k: int, n: int, ref_k: int, ref_n: int) -> dict:
+    def one(k: int, n: int, ref_k: int, ref_n: int):
         runs = pd.DataFrame({"arm": [3.0] * n + [2.0] * ref_n,
                              "diverged": [True] * k + [False] * (n - k) + [True] * ref_k + [False] * (ref_n - ref_k)})
-        (row,) = _divergence_verdicts(runs, 2.0, 0.05)
+        (row,) = divergence_verdicts(runs, 2.0, 0.05)
         return row
 
     none = one(0, 10, 0, 10)  # 0 of 10 against 0 of 10: Newcombe's 90 % interval is about ±0.21
-    assert none["verdict"] == "undecided" and none["equivalence_high"] > 0.2 and none["folds_to_decide"] == 25
-    assert one(3, 10, 0, 10)["verdict"] == "undecided"  # Fisher's p = 0.21
-    assert one(9, 10, 0, 10)["verdict"] == "worse"
-    assert one(0, 10, 9, 10)["verdict"] == "better"
-    assert one(0, 400, 0, 400)["verdict"] == "equivalent"  # enough runs: within ±10 points
-    decided = none["folds_to_decide"]
-    assert one(0, decided, 0, decided)["verdict"] == "equivalent" != one(0, decided - 1, 0, decided - 1)["verdict"]
+    assert none.verdict == "undecided" and none.equivalence_high > 0.2 and none.folds_to_decide == 25
+    assert one(3, 10, 0, 10).verdict == "undecided"  # Fisher's p = 0.21
+    assert one(9, 10, 0, 10).verdict == "worse"
+    assert one(0, 10, 9, 10).verdict == "better"
+    assert one(0, 400, 0, 400).verdict == "equivalent"  # enough runs: within ±10 points
+    decided = none.folds_to_decide
+    assert one(0, decided, 0, decided).verdict == "equivalent" != one(0, decided - 1, 0, decided - 1).verdict
 
 
 def test_stability_is_interim_while_runs_are_to_come_and_zero_variance_decides_nothing():
@@ -168,9 +168,9 @@ def test_divergence_plans_the_runs_its_exact_rule_decides_with_80_percent_power(
     import lpstudy.results.answers.stability_verdicts as stability
 
     runs = pd.DataFrame({"arm": [3.0] * 10 + [2.0] * 10, "diverged": [True] * 3 + [False] * 17})
-    (row,) = _divergence_verdicts(runs, 2.0, 0.05)  # 3 of 10 against 0 of 10: beyond the ROPE, not yet shown
-    n = row["folds_to_decide"]
-    assert row["verdict"] == "undecided" and row["decided_by"] == "beyond the ROPE" and 10 < n < 100
+    (row,) = divergence_verdicts(runs, 2.0, 0.05)  # 3 of 10 against 0 of 10: beyond the ROPE, not yet shown
+    n = row.folds_to_decide
+    assert row.verdict == "undecided" and row.decided_by == "beyond the ROPE" and 10 < n < 100
     # the smallest count at which the exact power reaches 80 %
     assert stability.divergence_power(0.3, 0.0, n, 0.05, True) >= 0.8 > stability.divergence_power(0.3, 0.0, n - 1, 0.05, True)
     rng = np.random.default_rng(0)  # the vectorised Fisher test is scipy's
@@ -183,8 +183,8 @@ def test_divergence_plans_the_runs_its_exact_rule_decides_with_80_percent_power(
 def test_the_divergence_verdict_itself_decides_in_80_percent_of_studies_of_the_planned_runs(monkeypatch):
     import lpstudy.results.answers.stability_verdicts as stability
 
-    n = stability._runs_to_decide(0.3, 0.0, 0.05)
-    monkeypatch.setattr(stability, "_runs_to_decide", lambda *args: None)  # the verdict alone, not its plan
+    n = stability.runs_to_decide(0.3, 0.0, 0.05)
+    monkeypatch.setattr(stability, "runs_to_decide", lambda *args: None)  # the verdict alone, not its plan
 
     def worse_share(n: int, draws: int = 300) -> float:
         rng = np.random.default_rng(n)
@@ -192,7 +192,7 @@ def test_the_divergence_verdict_itself_decides_in_80_percent_of_studies_of_the_p
         for _ in range(draws):
             k = int(rng.binomial(n, 0.3))
             runs = pd.DataFrame({"arm": [3.0] * n + [2.0] * n, "diverged": [True] * k + [False] * (2 * n - k)})
-            hits += _divergence_verdicts(runs, 2.0, 0.05)[0]["verdict"] == "worse"
+            hits += divergence_verdicts(runs, 2.0, 0.05)[0].verdict == "worse"
         return hits / draws
 
     # worse in about 80 % of studies of n runs at those rates, fewer with fewer

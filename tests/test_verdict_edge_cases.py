@@ -94,13 +94,13 @@ def test_an_interim_reading_counts_the_runs_of_a_reference_that_diverged():
     assert "4 to 5 of the 5 runs per arm (p = 2: 5, p = 1: 4) in" in answer["sentence"]
 
 
-def _agrees(row: dict, margin: float) -> None:
+def _agrees(row, margin: float) -> None:
     """The printed interval carries the verdict: beyond the ROPE exactly where better or worse, inside
     it exactly where equivalent."""
-    low, high = row["low"], row["high"]
-    assert (row["verdict"] == "better") == (high < -margin), row
-    assert (row["verdict"] == "worse") == (low > margin), row
-    assert (row["verdict"] == "equivalent") == (-margin < low and high < margin), row
+    low, high = row.low, row.high
+    assert (row.verdict == "better") == (high < -margin), row
+    assert (row.verdict == "worse") == (low > margin), row
+    assert (row.verdict == "equivalent") == (-margin < low and high < margin), row
 
 
 @pytest.mark.parametrize("k", [2, 3, 5])
@@ -117,8 +117,8 @@ def test_the_printed_interval_is_the_one_the_verdict_was_decided_on(k):
         table = pd.DataFrame(rows).T
         for row in endpoint_verdicts(table, "ref", k=k, margin=MARGIN, options=AnswerOptions()):
             _agrees(row, MARGIN)
-            assert 0.9 - 1e-9 <= row["confidence"] <= 1 - 0.05 / 3 + 1e-9  # between 1 − 2·alpha and 1 − alpha/m
-            decided += row["verdict"] != "undecided"
+            assert 0.9 - 1e-9 <= row.confidence <= 1 - 0.05 / 3 + 1e-9  # between 1 − 2·alpha and 1 − alpha/m
+            decided += row.verdict != "undecided"
     assert decided >= 10  # the planted effects decide arms: the check saw decided and undecided ones
 
 
@@ -133,8 +133,8 @@ def test_an_interval_beyond_the_rope_at_95_percent_but_not_at_holms_level_prints
     ref, wobble = np.array([2.80, 2.82, 2.79, 2.81, 2.80]), np.array([-1, 1, -0.5, 0.5, 0]) * 0.0113
     table = pd.DataFrame({"ref": ref, "p4": ref + 0.03 + wobble, "p1": ref + wobble, "p3": ref - wobble}).T
     row = next(r for r in endpoint_verdicts(table, "ref", k=5, margin=MARGIN, options=AnswerOptions())
-               if r["arm"] == "p4")
+               if r.value == "p4")
     mean, se, df = corrected_stats(0.03 + wobble, 5)
     assert interval(mean, se, df, 0.95)[0] > MARGIN  # the 95 % interval lies beyond the ROPE
-    assert row["verdict"] == "undecided" and row["confidence"] == pytest.approx(1 - 0.05 / 3)
-    assert row["low"] <= MARGIN < row["high"]  # the printed one does not: it is the verdict's
+    assert row.verdict == "undecided" and row.confidence == pytest.approx(1 - 0.05 / 3)
+    assert row.low <= MARGIN < row.high  # the printed one does not: it is the verdict's

@@ -106,3 +106,21 @@ def test_status_prints_the_same_plain_words_as_the_verdict():
         carried = VerdictTable.of(json.loads(json.dumps(verdicts_of(answer))))
         assert verdict_summary(carried) == verdict_summary(answer), name
     assert VerdictAnswer.of(json.loads(FIXTURE.read_text())["replicate_grid"]).interim  # the case it was wrong in
+
+
+def test_the_verdicts_importance_line_prints_a_dash_where_the_answer_has_no_number():
+    """`lpstudy verdict` prints the compared field's share with what noise alone gives and the corrected F
+    test's p-value; an importance without them (a search's type II shares: null and p_value None) prints
+    "–" for each rather than stopping the command with a TypeError."""
+    from lpstudy.cli.verdict import importance_line
+    from lpstudy.results.answers.answer_types import Importance
+
+    searched = Importance(shares={"lr": 0.61, "p": 0.2}, low={}, high={}, null=None, reason="type II shares")
+    assert importance_line(searched) == ("importance: lr's partial ω² within folds 0.61 [–, –] · noise alone up to – "
+                                         "· p-value (F corrected for the folds' correlation) –")
+    measured = Importance(shares={"p": 0.42}, low={"p": 0.1}, high={"p": 0.7}, null=0.25, p_value=0.0123,
+                          reason="p is the only field")
+    assert importance_line(measured) == ("importance: p's partial ω² within folds 0.42 [0.10, 0.70] · noise alone up "
+                                         "to 0.25 · p-value (F corrected for the folds' correlation) 0.0123")
+    assert importance_line(Importance(shares={}, low={}, high={}, null=None, reason="no finished runs yet")) is None
+    assert importance_line(None) is None

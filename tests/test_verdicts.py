@@ -187,8 +187,8 @@ def test_the_importance_anova_is_statsmodels_type_ii_and_noise_alone_is_measured
     # no effect planted: noise alone's η² with 4 arms × 3 folds is about a half once the folds' correlation
     # (ρ = 1/K) is counted (an arm's mean varies 2.5 times more than independent residuals say)
     null = fold_importance(table, "p")
-    assert null["p_value"] > 0.05 and 0.4 < null["eta_squared_null"] < 0.65
-    assert null["shares"]["p"] < 1.0  # a measured share, never the 1.00 of a single field ranked alone
+    assert null.p_value > 0.05 and 0.4 < null.eta_squared_null < 0.65
+    assert null.shares["p"] < 1.0  # a measured share, never the 1.00 of a single field ranked alone
 
 
 def test_logit_growth_and_smallest_entropy_are_compared_with_the_reference_fold_by_fold():

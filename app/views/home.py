@@ -102,7 +102,7 @@ def overview() -> None:
     if answer is not None:  # a replicate's, grid's or comparison's answer first, in one sentence
         from lpstudy.results.answers.verdicts import headline
 
-        st.markdown(f"#### {plain(headline(answer.to_json()))}")
+        st.markdown(f"#### {plain(headline(answer))}")
     best = once(data, ("study_best",), lambda: study_best(data, answer))
     left, right = st.columns([1, 2])
     with left:  # the one best (results.reading.measured.StudyBest): a search's over folds, a replicate's arm

@@ -15,7 +15,7 @@ from lpstudy.cli import app
 from lpstudy.cli.common import StudyOpt
 from lpstudy.cli.option_groups import option_groups
 from lpstudy.cli.storage_option import StorageChoice
-from lpstudy.results.answers.answer_types import SearchAnswer
+from lpstudy.results.answers.answer_types import Importance, SearchAnswer
 from lpstudy.results.answers.options import DEFAULT_ALPHA, DEFAULT_CONVERGENCE_ROPE, DEFAULT_ROPE
 
 RopeOpt = Annotated[Optional[str], typer.Option(
@@ -109,16 +109,30 @@ def print_verdicts(study: str, reader, rope: str | None = None, reference=None,
     stages = labelled(stages_frame(answer))
     if len(stages):  # each arm's state at every look, as the Compare page's table
         print_table(console, "stages: each arm's state at every look", list(stages.columns), stages.values.tolist())
-    importance = answer.importance
-    if importance.shares:
-        field, share = next(iter(importance.shares.items()))
-        console.print(f"importance: {field}'s partial ω² within folds {share:.2f} "
-                      f"[{importance.low[field]:.2f}, {importance.high[field]:.2f}] · noise alone up to "
-                      f"{importance.null:.2f} · p-value (F corrected for the folds' correlation) {importance.p_value:.3g}", highlight=False, soft_wrap=True)
+    said = importance_line(answer.importance)
+    if said:
+        console.print(said, highlight=False, soft_wrap=True)
+
+
+def importance_line(importance: Importance | None) -> str | None:
+    """The compared field's partial ω² within folds with its interval, what noise alone gives and the corrected
+    F test's p-value; "–" for a number the answer has not (None: an importance that is not the within-fold
+    ANOVA's), None where there are no shares."""
+    if importance is None or not importance.shares:
+        return None
+    field, share = next(iter(importance.shares.items()))
+    low, high = importance.low.get(field), importance.high.get(field)
+    return (f"importance: {field}'s partial ω² within folds {share:.2f} [{_figure(low, '.2f')}, {_figure(high, '.2f')}]"
+            f" · noise alone up to {_figure(importance.null, '.2f')} · p-value (F corrected for the folds' correlation) "
+            f"{_figure(importance.p_value, '.3g')}")
+
+
+def _figure(value: float | None, spec: str) -> str:
+    return "–" if value is None else format(value, spec)
 
 
 def _number(value) -> str:
-    return "–" if value is None else f"{value:.4f}"
+    return _figure(value, ".4f")
 
 
 def _print_search(console, answer: SearchAnswer) -> None:

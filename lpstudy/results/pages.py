@@ -77,7 +77,7 @@ class PageInputs:
     def effect(self) -> SearchAnswer:  # a search's answer but its importance (cached apart)
         from lpstudy.results.answers.search import search_effect
 
-        return self.shared(("search_effect",), lambda: SearchAnswer.of(search_effect(self.data)))
+        return self.shared(("search_effect",), lambda: search_effect(self.data))
 
     @property
     def profile(self):
@@ -138,9 +138,9 @@ class PageInputs:
             drawn = replace(self.data, trials=self._drawn, curves=self.curves, derived={})
             convergence = search_convergence(drawn, AnswerOptions(threshold=self.loss_threshold),
                                              self.bins if self.bins is not None else GROUPS)
-            counted = {r["value"]: r["runs"] for r in (convergence or {}).get("restricted_mean", [])}
-            return [{"name": f"p {c['value']}", "step": c["step"], "reached": c["reached"], "low": c["low"],
-                     "high": c["high"], "runs": counted.get(c["value"])} for c in (convergence or {}).get("reach", [])]
+            counted = {r.value: r.runs for r in (convergence.restricted_mean if convergence else [])}
+            return [{"name": f"p {c.value}", "step": c.step, "reached": c.reached, "low": c.low, "high": c.high,
+                     "runs": counted.get(c.value)} for c in (convergence.reach if convergence else [])]
         return self.shared(("reach", self.threshold, self.bins, self.reference, self.rope), build)
 
     @property

@@ -6,15 +6,20 @@ the dashboard's pages, `lpstudy report` and `lpstudy verdict` show.
 SearchAnswer for a search), read by attribute; `answer.to_json()` is the JSON `lpstudy verdict
 --json` writes. The schema, each key commented once, is those types.
 
-The branches (lpstudy.results.answers.verdicts, .convergence, .decide, .search) build the answer as
-plain dicts; study_answer types it once they are done. The verdicts say what they compared
-(verdicts.Compared: the arms, the reference, K) and convergence reads the same, never choosing again. They import AnswerOptions from
-lpstudy.results.answers.options (importing it from here would be an import cycle: this module
+The branches build its parts typed: the verdicts (lpstudy.results.answers.verdicts, each arm's from
+endpoint_verdicts, the one engine, which the stability and convergence verdicts share), the stability
+part (.stability_verdicts), convergence (.convergence), what would decide (.decide), a search's answer
+(.search). study_answer takes the verdicts' answer and adds what depends on it, each step taking and
+giving a VerdictAnswer (dataclasses.replace): what would decide its undecided arms, its convergence,
+what would decide its stability endpoints. The verdicts say what they compared (verdicts.Compared: the
+arms, the reference, K) and convergence reads the same, never choosing again. They import AnswerOptions
+from lpstudy.results.answers.options (importing it from here would be an import cycle: this module
 imports them).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from lpstudy.results.answers.answer_types import SearchAnswer, VerdictAnswer
@@ -52,74 +57,66 @@ def study_answer(data: StudyData, options: AnswerOptions = AnswerOptions()) -> V
     if not answered_by_verdicts(data.info):
         from lpstudy.results.answers.search import search_answer
 
-        return SearchAnswer.of(search_answer(data, options))
+        return search_answer(data, options)
     from lpstudy.results.answers.verdicts import comparison_answer
 
     answer, compared = comparison_answer(data, options)
-    answer = with_convergence(data, options, with_what_decides(answer, data, options), compared)
-    with_stability_decides(answer, data, options)
-    said = (answer.get("stability") or {}).get("sentence")
-    if said:
-        answer["sentence"] = f"{answer['sentence']} {said}"
-    return VerdictAnswer.of(answer)
+    answer = with_stability_decides(with_convergence(with_what_decides(answer, data, options), data, options, compared),
+                                    data, options)
+    said = answer.stability.sentence
+    return replace(answer, sentence=f"{answer.sentence} {said}") if said else answer
 
 
-def with_what_decides(answer: dict, data: StudyData, options: AnswerOptions) -> dict:
-    """The answer with "to_decide" (lpstudy.results.answers.decide: the design of folds, repeats and seeds
-    that would decide each undecided arm at 80 % power, the command and its time) and its clause in the
-    sentence, computed on the numbers the verdicts were (each arm's difference and sources of variance)."""
-    from lpstudy.results.answers.decide import decide_sentence, to_decide
+def with_what_decides(answer: VerdictAnswer, data: StudyData, options: AnswerOptions) -> VerdictAnswer:
+    """The answer with its `to_decide` (lpstudy.results.answers.decide: the design of folds, repeats and seeds
+    that would decide each undecided arm at 80 % power, the command and its time), each arm it decides with
+    its design's runs, and its clause in the sentence, computed on the numbers the verdicts were (each arm's
+    difference and sources of variance)."""
+    from lpstudy.results.answers.decide import decide_sentence, decided, to_decide
+    from lpstudy.results.answers.verdicts import sentence
     from lpstudy.values import arm_name
-    from lpstudy.values import json_safe
 
-    ref = answer.get("reference")
-    if not ref or not answer.get("arms") or not len(data.trials):
+    ref = answer.reference
+    if ref is None or not answer.arms or not len(data.trials):
         return answer
-    tuning = answer.get("tuning")  # a comparison's (answer_types.CompareTuning)
-    if tuning is not None and tuning.counted:  # its interval spans tunings, not folds: no fold design decides it
+    if answer.tuning is not None and answer.tuning.counted:  # its interval spans tunings, not folds: no fold design
         return answer
-    plan = to_decide(answer, data, options.alpha)
-    if plan:
-        from lpstudy.results.answers.verdicts import sentence
-
-        # one figure per arm: the runs at 80 % power within the design
-        designs = {a["value"]: a for a in plan["arms"]}  # each design holds its arm's own value
-        for arm in answer["arms"]:
-            design = designs.get(arm["value"])
-            if design is not None:
-                arm["folds_to_decide"], arm["decided_by"] = design["runs_per_arm"], design["test"]
-        answer["to_decide"] = json_safe(plan)
-        answer["sentence"] = sentence(answer) + decide_sentence(answer, lambda v: arm_name(ref["field"], v))
-    return answer
+    plan = to_decide(answer.arms, answer.rope.absolute, ref.value, k=answer.k, repeats=answer.repeats,
+                     seeds=answer.seeds or 1, data=data, alpha=options.alpha)
+    if plan is None:
+        return answer
+    planned = replace(answer, arms=decided(answer.arms, plan), to_decide=plan)
+    return replace(planned, sentence=sentence(planned) + decide_sentence(
+        plan, answer.k, lambda v: arm_name(ref.field, v), arms=planned.arms, margin=answer.rope.absolute))
 
 
-def with_stability_decides(answer: dict, data: StudyData, options: AnswerOptions) -> None:
-    """The stability entry with "to_decide" (answers.decide.stability_to_decide: per endpoint, the design, its
-    command and time) and its clause at the end of the stability sentence."""
+def with_stability_decides(answer: VerdictAnswer, data: StudyData, options: AnswerOptions) -> VerdictAnswer:
+    """The answer with its stability part's `to_decide` (answers.decide.stability_to_decide: per endpoint, the
+    design, its command and time) and its clause at the end of the stability sentence."""
     from lpstudy.results.answers.decide import stability_decide_sentence, stability_to_decide
     from lpstudy.results.answers.stability_verdicts import NAMES
 
-    plans = stability_to_decide(answer, data, options.alpha)  # typed: answer_types.StabilityDecide
-    if plans:
-        answer["stability"]["to_decide"] = plans
-        answer["stability"]["sentence"] += stability_decide_sentence(plans, NAMES)
-
-
-def with_convergence(data: StudyData, options: AnswerOptions, answer: dict, compared: Compared) -> dict:
-    """The answer with its `convergence` entry (lpstudy.results.answers.convergence) and its words
-    after the final loss's in the sentence; the arms, the reference and K as the verdicts chose them."""
-    from lpstudy.results.answers.convergence import convergence_answer
-    from lpstudy.values import json_safe
-
-    if answer.get("reference") is None or data.curves is None or data.curves.empty:
-        answer["convergence"] = None
+    stability = answer.stability
+    if answer.reference is None or not stability.verdicts:
         return answer
+    plans = stability_to_decide(stability.verdicts, stability.rope or {}, answer.reference.value, k=answer.k,
+                                repeats=answer.repeats, seeds=answer.seeds or 1, data=data, alpha=options.alpha)
+    if not plans:
+        return answer
+    return replace(answer, stability=replace(stability, to_decide=plans, sentence=(stability.sentence or "")
+                                             + stability_decide_sentence(plans, NAMES)))
+
+
+def with_convergence(answer: VerdictAnswer, data: StudyData, options: AnswerOptions,
+                     compared: Compared) -> VerdictAnswer:
+    """The answer with its `convergence` part (lpstudy.results.answers.convergence) and its words after the
+    final loss's in the sentence; the arms, the reference and K as the verdicts chose them."""
+    from lpstudy.results.answers.convergence import convergence_answer
     from lpstudy.results.answers.verdicts import stages_over
 
-    over = stages_over(answer)  # --until-decided: its stages ran out
-    convergence = json_safe(convergence_answer(data, options, compared.reference, compared.column, compared.field,
-                                               compared.values, compared.k, stages_over=over))
-    answer["convergence"] = convergence
-    if convergence["arms"]:
-        answer["sentence"] = f"{answer['sentence']} {convergence['sentence']}"
-    return answer
+    if answer.reference is None or data.curves is None or data.curves.empty:
+        return answer
+    convergence = convergence_answer(data, options, compared.reference, compared.column, compared.field,
+                                     compared.values, compared.k, stages_over=stages_over(answer))
+    return replace(answer, convergence=convergence, sentence=f"{answer.sentence} {convergence.sentence}"
+                   if convergence.arms else answer.sentence)

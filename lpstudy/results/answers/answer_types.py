@@ -1,16 +1,22 @@
 """The answer a study gives about p, as typed objects: what `study_answer` returns and what every
 page, table, the CLI, `status` and the report read, by attribute. `answer.to_json()` gives the JSON
-`lpstudy verdict --json` and the report embed (numbers, ∞ as "inf" through lpstudy.values.json_safe,
-the keys and their order as the engine wrote them).
+`lpstudy verdict --json` and the report embed (numbers as lpstudy.values.json_safe writes them, ∞ as
+"inf"; the keys in the order their fields are declared here).
 
 Each part is a frozen dataclass whose field names are the JSON's keys, commented once here: this is
-the answer's schema. A field without a default is one every answer has (typed `X | None` where its
-value may be null): no field reads as a believable 0.0 the engine never wrote. A field the engine
-leaves out in a case (an arm's `p` where the compared field is not p, `sequential` where the study
-did not run --until-decided, `to_decide` where no arm is undecided) is declared `X | None = None`,
-reads as None and is left out of the JSON again. The engine (lpstudy.results.answers) builds plain
-dicts; `Part.of` checks each key against these fields (a key the types do not declare, or a required
-one missing, is an error, so the schema cannot drift from the code) and keeps their order for `to_json`.
+the answer's schema, and its declared order is the JSON's. A field without a default is one every
+answer has (typed `X | None` where its value may be null): no field reads as a believable 0.0 the
+engine never wrote, and a number the engine has not (NaN) is None. A field the engine leaves out in a
+case (an arm's `p` where the compared field is not p, `sequential` where the study did not run
+--until-decided, `to_decide` where no arm is undecided) is declared `X | None = None`, reads as None
+and is left out of the JSON; where one kind of a part writes such a field as null while another
+leaves it out, the part says so (`written_null`: a divergence verdict has no interval's level, every
+other verdict writes it, null where it has none).
+
+The engine (lpstudy.results.answers) builds these parts directly, each once its pieces are computed
+(dataclasses.replace where a later step adds to a frozen part). `Part.of` reads an answer's JSON back
+(what `status --json` carries, a stored answer): it refuses a key the types do not declare and a
+required one missing, and keeps the keys' order, so the JSON it read is the JSON it writes.
 
 Statistics libraries answer the same way (statsmodels' results, scipy.stats' result objects): named
 fields and a summary, not a dict of strings.
@@ -18,9 +24,10 @@ fields and a summary, not a dict of strings.
 
 from __future__ import annotations
 
+import math
 from dataclasses import MISSING, dataclass, fields
 from dataclasses import field as _field  # a part has a field named `field`
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar, Self, Union
 
 Number = Union[float, int]
 Value = Union[float, int, str]  # an arm's value: a p (∞ as "inf"), or a compared field's value
@@ -28,14 +35,21 @@ Value = Union[float, int, str]  # an arm's value: a p (∞ as "inf"), or a compa
 
 @dataclass(frozen=True, kw_only=True)
 class Part:
-    """A part of the answer: built from the engine's dict (`of`), given back as JSON (`to_json`)."""
+    """A part of the answer: built by the engine, given as JSON (`to_json`), read back from it (`of`)."""
 
-    _keys: tuple[str, ...] = _field(default=(), repr=False, compare=False)  # the JSON's keys, in order
+    _keys: tuple[str, ...] = _field(default=(), repr=False, compare=False)  # read back (`of`): the JSON's keys
     # the fields that hold parts: a class, [class] for a list of them, {"*": class} for a mapping by name
     PARTS: ClassVar[dict[str, Any]] = {}
 
+    def __post_init__(self) -> None:
+        # a number the engine has not (NaN) is None, as the JSON writes it (null) and every reader tests it
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, float) and math.isnan(value):
+                object.__setattr__(self, f.name, None)
+
     @classmethod
-    def of(cls, data: dict):
+    def of(cls, data: dict[str, Any]) -> Self:
         declared = {f.name for f in fields(cls)} - {"_keys"}
         unknown = [key for key in data if key not in declared]
         if unknown:
@@ -48,35 +62,27 @@ class Part:
         values = {key: _built(cls.PARTS.get(key), value) for key, value in data.items()}
         return cls(_keys=tuple(data), **values)
 
-    def to_json(self) -> dict:
-        """The part as JSON: the keys it was read from (`of`), in their order; a part the engine built
-        directly, its fields in their declared order, a required one always (null where None), one
-        that may be left out where it is not None."""
+    def to_json(self) -> dict[str, Any]:
+        """The part as JSON: its fields in their declared order, a required one always (null where None),
+        one that may be left out where it is not None or where the part writes it as null (`written_null`);
+        a part read back from JSON (`of`), the keys it was read from, in their order."""
         keys = self._keys or tuple(f.name for f in fields(self) if f.name != "_keys" and (
-            f.name in required(type(self)) or getattr(self, f.name) is not None))
+            f.name in required(type(self)) or getattr(self, f.name) is not None or f.name in self.written_null()))
         return {key: _plain(getattr(self, key)) for key in keys}
 
+    def written_null(self) -> tuple[str, ...]:
+        """The fields with a default that this part writes even where they are None (null): fields its kind
+        always has where another kind of the same part leaves them out (a divergence verdict has no
+        interval's level, every other verdict has one, null where it has no value)."""
+        return ()
 
-def required(cls) -> list[str]:
+
+def required(cls: type[Part]) -> list[str]:
     """The fields of a part that every answer writes: those without a default."""
     return [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING]
 
 
-def safe(value):
-    """lpstudy.values.json_safe through the dicts and lists of an answer the engine is building, a
-    part it built typed kept as it is (its values were made JSON-safe as it was built)."""
-    from lpstudy.values import json_safe
-
-    if isinstance(value, Part):
-        return value
-    if isinstance(value, dict):
-        return {str(k): safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [safe(v) for v in value]
-    return json_safe(value)
-
-
-def _built(kind, value):
+def _built(kind: Any, value: Any) -> Any:
     if kind is None or value is None or isinstance(value, Part):  # a part the engine built typed: as it is
         return value
     if isinstance(kind, list):
@@ -86,14 +92,18 @@ def _built(kind, value):
     return kind.of(value)
 
 
-def _plain(value):
+def _plain(value: Any) -> Any:
+    """A value as the JSON writes it: a part's JSON, lists and mappings through, a number or text as
+    lpstudy.values.json_safe writes it (∞ as "inf", a numpy scalar plain, NaN null)."""
+    from lpstudy.values import json_safe
+
     if isinstance(value, Part):
         return value.to_json()
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
+        return {str(k): _plain(v) for k, v in value.items()}
+    return json_safe(value)
 
 
 # --- every study ------------------------------------------------------------------------------------
@@ -110,18 +120,18 @@ class Importance(Part):
     low: dict[str, float]  # {field: the share's interval, low end} (noncentral F)
     high: dict[str, float]  # {field: its high end}
     null: float | None  # what noise alone gives
-    reason: str | None  # why there are no shares, or what the bar means
     # the within-fold ANOVA's (a replicate's or grid's where it could be estimated):
+    omega_squared: float | None = None  # a replicate's: the moment estimate of ω², unclipped (shares: median-unbiased)
     p_value: float | None = None  # its F test corrected for the folds' correlation
     f_corrected: float | None = None  # its F
     eta_squared: float | None = None
-    omega_squared: float | None = None  # a replicate's: the moment estimate of ω², unclipped (shares: median-unbiased)
     eta_squared_null: float | None = None  # what noise alone gives
     n_folds: int | None = None
     n_arms: int | None = None
     k: int | None = None
     confidence: float | None = None  # of low/high
     method: str | None = None
+    reason: str | None  # why there are no shares, or what the bar means
     left_out: dict[str, str] | None = None  # a search's: {field: why it is not ranked}
     n_trials: int | None = None  # a search's: the runs it ranked on
 
@@ -133,7 +143,8 @@ class StudyAnswer(Part):
     study: str
     kind: str  # "search", "replicate", "grid" or "compare"
     metric: str  # what the numbers are of
-    sentence: str  # the plain words a page shows above its charts: what the data let the user conclude
+    # and, declared by each answer at its place in the JSON: sentence (the plain words a page shows above its
+    # charts: what the data let the user conclude) and importance
 
     PARTS: ClassVar[dict[str, Any]] = {"importance": Importance}
 
@@ -170,11 +181,15 @@ class ArmVerdict(Part):
 
     field: str
     value: Value
+    p: Value | None = None  # left out where the field is not p
+    endpoint: str | None = None  # another endpoint's verdict (StabilityVerdict, ConvergenceArm): which; the final loss's: none
+    unit: str | None = None  # its unit, as endpoint
     interim: bool  # runs of the design are still to come: the verdict is then "undecided"
     failed_runs: int
     reference_failed_runs: int
     runs: int  # run positions of the design: R × K
     barred_by_failures: bool  # a verdict the failed runs took away
+    all_failed: bool | None = None  # true where every run failed: "worse" by the failure rule (left out otherwise)
     n_folds: int  # folds paired with the reference
     mean: float | None  # None where no fold is paired
     diff: float | None  # mean difference from the reference (nats; below 0: lower loss); None without pairs
@@ -188,6 +203,9 @@ class ArmVerdict(Part):
     p_value_difference: float | None  # Holm-adjusted across arms (a sequential study: its last look's)
     p_value_equivalence: float | None  # Holm-adjusted
     p_value_beyond_rope: float | None  # Holm-adjusted; it decides better/worse
+    # confidence and the four sources of variance below: every verdict but divergence's (answers.stability_verdicts:
+    # counts, no t interval) has them, written as null where they have no value (`written_null`)
+    confidence: float | None = None  # the level of low/high: the one the verdict was decided at (Holm's step)
     verdict: str  # "better" | "equivalent" | "worse" | "undecided"
     region: str  # "beyond the ROPE" | "within the ROPE" | "different, size undecided" | "undecided" | "interim"
     # | "below the resolution" (convergence's steps: the evaluations cannot decide it)
@@ -195,10 +213,6 @@ class ArmVerdict(Part):
     measured_rho: float | None  # what the repeats' spread implies; None with one repeat
     folds_to_decide: int | None  # runs per arm that would decide it (answers.decide), or None
     decided_by: str | None  # "equivalence" | "beyond the ROPE": the verdict's test folds_to_decide expects to decide
-    p: Value | None = None  # left out where the field is not p
-    all_failed: bool | None = None  # true where every run failed: "worse" by the failure rule (left out otherwise)
-    # the next five: every verdict but divergence's (answers.stability_verdicts: counts, no t interval) has them
-    confidence: float | None = None  # the level of low/high: the one the verdict was decided at (Holm's step)
     # the sources of variance of one run's difference (answers.fold_tests.variance_components): the partition's
     # share as the folds show it (with one seed a cell, the seeds' noise too), the training seed's (None without two
     # seeds in a cell), the (repeat, fold) cells paired and the mean number of seeds a cell
@@ -206,8 +220,13 @@ class ArmVerdict(Part):
     sigma_seed: float | None = None
     cells: int | None = None
     seeds: float | None = None
-    runs_in: int | None = None  # the final loss's: runs of the design that are over (usable or failed)
     tunings: int | None = None  # compare --tunings T (T >= 2): the tunings the interval spans, one observation each
+    runs_in: int | None = None  # the final loss's: runs of the design that are over (usable or failed)
+
+    VARIANCE: ClassVar[tuple[str, ...]] = ("confidence", "sigma_fold", "sigma_seed", "cells", "seeds")
+
+    def written_null(self) -> tuple[str, ...]:
+        return self.VARIANCE
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -229,14 +248,26 @@ class StabilityRow(Part):
     def compared(self) -> bool:
         """A row of an arm against the reference (logit growth, min entropy): it has a difference,
         which may be None where the folds give none; the reference's row has none."""
-        return "diff" in self._keys or self.diff is not None
+        return isinstance(self, ComparedRow) or "diff" in self._keys or self.diff is not None
+
+    def written_null(self) -> tuple[str, ...]:
+        return ("p_value",) if self.diverged is not None else ()  # divergence's: null for the reference
+
+
+@dataclass(frozen=True, kw_only=True)
+class ComparedRow(StabilityRow):
+    """Logit growth's or min entropy's row of an arm other than the reference: its difference from the
+    reference, interval and p-value written even where they have no value (null)."""
+
+    def written_null(self) -> tuple[str, ...]:
+        return ("diff", "low", "high", "p_value")
 
 
 @dataclass(frozen=True, kw_only=True)
 class StabilityVerdict(ArmVerdict):
     """An arm's verdict on one stability endpoint (answers.stability_verdicts): ArmVerdict's fields
     (divergence: diff a difference of rates, low/high Newcombe's interval, n_folds and runs the arm's
-    runs, p_value_difference Fisher's, Holm-adjusted) and these."""
+    runs, p_value_difference Fisher's, Holm-adjusted; no interval's level nor sources of variance) and these."""
 
     endpoint: str  # "max_logit" | "min_entropy" | "loss_spikes" | "lr_sensitivity" | "divergence"
     unit: str
@@ -244,6 +275,9 @@ class StabilityVerdict(ArmVerdict):
     reference_diverged: int | None = None  # divergence
     reference_runs: int | None = None  # divergence
     unresolved: str | None = None  # why the runs cannot decide it (undecided), where they cannot
+
+    def written_null(self) -> tuple[str, ...]:
+        return () if self.endpoint == "divergence" else self.VARIANCE
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -294,6 +328,16 @@ class StageArm(Part):
     rel_diff: float | None = None  # at a look, an arm still running: its difference relative to the reference's mean
     rel_low: float | None = None  # its 1 − alpha interval there
     rel_high: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class LookArm(StageArm):
+    """An arm still running at a look: its difference and interval there, written even where they are not a
+    number (null)."""
+
+    rel_diff: float | None
+    rel_low: float | None
+    rel_high: float | None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -381,9 +425,9 @@ class Endpoint(Part):
 class EndpointReference(Part):
     field: str
     value: Value
+    p: Value | None = None  # left out where the field is not p
     mean: float | None
     n_folds: int
-    p: Value | None = None  # left out where the field is not p
 
 
 Stability.PARTS.update({"endpoints": {"*": Endpoint}, "rope": {"*": EndpointRope},
@@ -396,10 +440,14 @@ class ConvergenceArm(ArmVerdict):
 
     endpoint: str  # "steps_to_threshold" | "auc"
     unit: str
+    unresolved: str | None = None  # steps: why the evaluations cannot decide it (undecided), where they cannot
+    # steps, where unresolved: the eval_interval that would resolve the ROPE (null where none would)
+    eval_interval_to_resolve: int | None = None
     censored: int  # runs that did not reach the threshold
     censored_by: dict[str, int]  # {reason: count}
-    unresolved: str | None = None  # steps: why the evaluations cannot decide it (undecided), where they cannot
-    eval_interval_to_resolve: int | None = None  # steps, where unresolved: the eval_interval that would resolve the ROPE
+
+    def written_null(self) -> tuple[str, ...]:
+        return (*self.VARIANCE, "eval_interval_to_resolve") if self.unresolved is not None else self.VARIANCE
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -408,6 +456,7 @@ class RestrictedMean(Part):
 
     field: str
     value: Value
+    p: Value | None = None  # a comparison's or replicate's where the field is p (a search's groups: none)
     runs: int
     reached: int
     censored: int
@@ -415,8 +464,19 @@ class RestrictedMean(Part):
     low: float | None
     high: float | None
     rmst_tokens: float | None  # None where the tokens a step are not known
-    p: Value | None = None  # a comparison's or replicate's where the field is p (a search's groups: none)
-    median_seconds_reached: float | None = None  # a comparison's or replicate's: one kind of device only, else None
+    # a comparison's or replicate's (null where its runs ran on more than one kind of device); a search's: left out
+    median_seconds_reached: float | None = None
+
+    def written_null(self) -> tuple[str, ...]:
+        return ("median_seconds_reached",)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GroupMean(RestrictedMean):
+    """A search's p group's restricted mean steps (answers.search_convergence): no time to the threshold."""
+
+    def written_null(self) -> tuple[str, ...]:
+        return ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -425,11 +485,11 @@ class Reach(Part):
 
     field: str
     value: Value
+    p: Value | None = None  # as RestrictedMean.p
     step: list[float]
     reached: list[float]
     low: list[float]
     high: list[float]
-    p: Value | None = None  # as RestrictedMean.p
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -455,9 +515,9 @@ class Convergence(Part):
     restricted_mean: list[RestrictedMean]
     reach: list[Reach]
     sentence: str  # it also ends the answer's sentence
+    resolution: Resolution | None = None  # what the evaluations resolve; left out where no curve was read yet
     # left out where no curve of the reference and another arm was read yet:
     reference: dict[str, EndpointReference] | None = None  # {endpoint: reference}; also where no endpoint has a ROPE
-    resolution: Resolution | None = None  # what the evaluations resolve
     configurations: int | None = None  # a search: the configurations its runs are of
     runs: int | None = None  # a search: the runs counted
     # {endpoint: what would decide its undecided arms}, the final loss's ToDecide (command and time); only
@@ -484,26 +544,27 @@ class CompareTuning(Part):
 class VerdictAnswer(StudyAnswer):
     """The answer of a replicate, grid or comparison study."""
 
-    importance: Importance
     method: str  # the test, named once
     alpha: float
     k: int  # the study's fold count K
     repeats: int  # R: the CV repeated over new partitions and seeds
+    seeds: int | None = None  # S: training seeds inside every (repeat, fold) cell (--seeds); left out where 1
     reference: Reference | None  # None before any arm has a finished run
     arms: list[ArmVerdict]  # sorted by value
     rope: Rope
+    importance: Importance
     stability: Stability
     interim: bool  # true while any run of the design is still to come
-    convergence: Convergence | None  # None without learning curves
-    seeds: int | None = None  # S: training seeds inside every (repeat, fold) cell (--seeds); left out where 1
+    tuning: CompareTuning | None = None  # a comparison's: what its verdict compares
+    sequential: Sequential | None = None  # where --until-decided ran
     # a cell run twice: [{value, fold, (repeat, seed), counted: the trial number that counts (the first
     # COMPLETE), left_out: the others}]; PRUNED runs per arm [{value, runs}], counted as failed; each left
     # out where there is none
-    duplicates: list[dict] | None = None
-    pruned: list[dict] | None = None
-    sequential: Sequential | None = None  # where --until-decided ran
+    duplicates: list[dict[str, Any]] | None = None
+    pruned: list[dict[str, Any]] | None = None
+    sentence: str
     to_decide: ToDecide | None = None  # where an arm is undecided
-    tuning: CompareTuning | None = None  # a comparison's: what its verdict compares
+    convergence: Convergence | None  # None without learning curves
 
     PARTS: ClassVar[dict[str, Any]] = {**StudyAnswer.PARTS, "reference": Reference, "arms": [ArmVerdict],
                                         "rope": Rope, "stability": Stability, "sequential": Sequential,
@@ -575,9 +636,13 @@ class SearchAnswer(StudyAnswer):
     n_configurations: int  # configurations the runs are of (a raced one counted once)
     n_finite_runs: int | None = None  # runs at finite p; left out where p does not vary
     n_finite_configurations: int | None = None  # configurations at finite p: what the surrogate fits
+    sentence: str
     importance: Importance | None = None  # study_answer's
     convergence: Convergence | None = None  # per p group, no verdicts (answers.search_convergence); None without curves
     divergence: list[SearchDivergence] | None = None  # study_answer's: per p group, a configuration counted once
+
+    def written_null(self) -> tuple[str, ...]:
+        return ("convergence",) if self.importance is not None else ()  # study_answer's: null without curves
 
     PARTS: ClassVar[dict[str, Any]] = {**StudyAnswer.PARTS, "p_profile": [ProfilePoint],
                                         "p_partial_dependence": [ProfilePoint], "effect": Effect,

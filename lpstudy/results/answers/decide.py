@@ -30,19 +30,20 @@ with its runs and its time (lpstudy.training.costs).
 from __future__ import annotations
 
 import math
-from typing import Any
+from dataclasses import replace
+from typing import Any, Sequence, TypeVar
 
 import numpy as np
 
-from lpstudy.values import json_safe
-
-from lpstudy.results.answers.answer_types import StabilityDecide
+from lpstudy.results.answers.answer_types import (ArmDesign, ArmVerdict, EndpointRope, StabilityDecide,
+                                                  StabilityVerdict, ToDecide, Value)
 from lpstudy.results.answers.fold_tests import share_ratio
 
 POWER = 0.80
 MAX_REPEATS = 20  # the most repeats a suggestion asks for (the option allows more; the cost says why not)
 MAX_FOLDS = 50  # where repeats cannot, a new study with more folds (each fold's training text grows) up to this
 MAX_SEEDS = 20  # the most seeds inside a cell a suggestion asks for
+A = TypeVar("A", bound=ArmVerdict)
 BEYOND, EQUIVALENCE = "beyond the ROPE", "equivalence"
 
 
@@ -151,148 +152,166 @@ def _command(data, arms: list, design: dict) -> str | None:
             + (f" --seeds {seeds}" if seeds > 1 else "") + sets)
 
 
-def arm_design(arm: dict, k: int, margin: float, alpha: float, n_tests: int) -> dict[str, Any]:
+def arm_design(diff: float | None, sigma_fold: float | None, sigma_seed: float | None, n_folds: int, k: int,
+               margin: float, alpha: float, n_tests: int) -> dict[str, Any]:
     """design_to_decide for an arm of the answer, from the numbers its verdict was computed on: its
     difference, its sources of variance (sigma_fold, sigma_seed) and its paired runs."""
-    sd = arm.get("sigma_fold")
-    return design_to_decide(float(arm["diff"]), float("nan") if sd is None else float(sd), int(arm.get("n_folds", 0)),
-                            k, margin, alpha, n_tests, seed_sd=arm.get("sigma_seed"))
+    return design_to_decide(float("nan") if diff is None else float(diff),
+                            float("nan") if sigma_fold is None else float(sigma_fold), int(n_folds), k, margin, alpha,
+                            n_tests, seed_sd=sigma_seed)
 
 
-def to_decide(answer: dict, data, alpha: float, cell_seeds: int = 1) -> dict[str, Any] | None:
-    """answer["to_decide"]: for each undecided arm with 2 paired runs, the design that would decide it
+def to_decide(arms: Sequence[ArmVerdict], margin: float | None, reference: Value, *, k: int, repeats: int, seeds: int,
+              data, alpha: float, cell_seeds: int = 1) -> ToDecide | None:
+    """The answer's `to_decide`: for each undecided arm with 2 paired runs, the design that would decide it
     (design_to_decide, on the verdict's own numbers) and, over them all, the study that runs it: its
     command (a replicate of the arms it decides and the reference), its runs and their time on one CPU
     thread and one GPU. The same for a convergence endpoint (answers.convergence: its arms, ROPE and
-    reference in the same keys). cell_seeds: where each paired cell is already the mean of S seeds (a
-    convergence endpoint of a study run --seeds S, read a cell a fold) and no arm measured its seeds'
-    share, the spread planned on is that of S-seed means: every design keeps the S seeds, and its runs
-    count them."""
+    reference). margin: the ROPE in the endpoint's unit (None before it is known); k, repeats, seeds: the
+    study's design now. cell_seeds: where each paired cell is already the mean of S seeds (a convergence
+    endpoint of a study run --seeds S, read a cell a fold) and no arm measured its seeds' share, the
+    spread planned on is that of S-seed means: every design keeps the S seeds, and its runs count them.
+    Each ArmDesign holds its arm's value (`value`): `decided` gives each arm its design's runs."""
     from lpstudy.training.costs import serial_estimate
 
-    undecided = [a for a in answer.get("arms", []) if a.get("verdict") == "undecided" and a.get("n_folds", 0) >= 2
-                 and not a.get("barred_by_failures")]
-    if not undecided or not answer.get("rope", {}).get("absolute"):
+    undecided = [a for a in arms if a.verdict == "undecided" and a.n_folds >= 2 and not a.barred_by_failures]
+    if not undecided or not margin:
         return None
-    k, margin = int(answer["k"]), float(answer["rope"]["absolute"])
-    arms = [{"value": arm["value"], **arm_design(arm, k, margin, alpha, len(undecided))} for arm in undecided]
-    arms = [a for a in arms if a["power"] is not None]
-    measured = any(a.get("sigma_seed") is not None for a in undecided)
+    designs = [(arm, arm_design(arm.diff, arm.sigma_fold, arm.sigma_seed, arm.n_folds, k, float(margin), alpha,
+                                len(undecided))) for arm in undecided]
+    designs = [(arm, d) for arm, d in designs if d["power"] is not None]
+    measured = any(a.sigma_seed is not None for a in undecided)
     if cell_seeds > 1 and not measured:  # the cells are S-seed means: a design keeps the S seeds inside them
-        arms = [{**a, "seeds": cell_seeds, "runs_per_arm": a["runs_per_arm"] * cell_seeds} if a["repeats"] else a
-                for a in arms]
-    if not arms:
+        designs = [(arm, {**d, "seeds": cell_seeds, "runs_per_arm": d["runs_per_arm"] * cell_seeds} if d["repeats"]
+                    else d) for arm, d in designs]
+    if not designs:
         return None
-    reachable = [a for a in arms if a["repeats"]]
-    out: dict[str, Any] = {"power": POWER, "max_repeats": MAX_REPEATS, "arms": arms, "folds": None, "repeats": None,
-                           "seeds": None, "runs": None, "command": None, "time": None,
-                           "seeds_measured": measured}
-    if reachable:
-        # the design that decides them all: the most folds, repeats and seeds any of them needs
-        design = {"folds": max(a["folds"] for a in reachable), "repeats": max(a["repeats"] for a in reachable),
-                  "seeds": max(a["seeds"] for a in reachable),
-                  "now": (k, int(answer.get("repeats") or 1), int(answer.get("seeds") or 1))}
-        runs = design["folds"] * design["repeats"] * design["seeds"] * (len(reachable) + 1)  # the reference runs them too
-        max_steps = data.trials["max_steps"].dropna().max() if "max_steps" in data.trials else None
-        steps = int(max_steps) if max_steps is not None and math.isfinite(max_steps) else None
-        known = bool(data.info.preset)  # a study lpstudy did not make (no preset): the design, without a command
-        out.update(folds=design["folds"], repeats=design["repeats"], seeds=design["seeds"], runs=runs,
-                   time=serial_estimate(runs, data.info.preset, steps) if known else None,
-                   command=_command(data, [answer["reference"]["value"], *(a["value"] for a in reachable)], design)
-                   if known else None)
-    return out
+    planned = [ArmDesign(value=arm.value, test=d["test"], power_target=d["power_target"], folds=d["folds"],
+                         repeats=d["repeats"], seeds=d["seeds"], runs_per_arm=d["runs_per_arm"], power=d["power"])
+               for arm, d in designs]
+    reachable = [a for a in planned if a.repeats]
+    if not reachable:
+        return ToDecide(power=POWER, max_repeats=MAX_REPEATS, arms=planned, folds=None, repeats=None, seeds=None,
+                        runs=None, command=None, time=None, seeds_measured=measured)
+    # the design that decides them all: the most folds, repeats and seeds any of them needs
+    folds = max(int(a.folds or 0) for a in reachable)
+    most_repeats, most_seeds = max(int(a.repeats or 0) for a in reachable), max(int(a.seeds or 0) for a in reachable)
+    design = {"folds": folds, "repeats": most_repeats, "seeds": most_seeds,
+              "now": (k, int(repeats or 1), int(seeds or 1))}
+    runs = folds * most_repeats * most_seeds * (len(reachable) + 1)  # the reference runs them too
+    max_steps = data.trials["max_steps"].dropna().max() if "max_steps" in data.trials else None
+    steps = int(max_steps) if max_steps is not None and math.isfinite(max_steps) else None
+    known = bool(data.info.preset)  # a study lpstudy did not make (no preset): the design, without a command
+    return ToDecide(power=POWER, max_repeats=MAX_REPEATS, arms=planned, folds=folds, repeats=most_repeats,
+                    seeds=most_seeds, runs=runs,
+                    command=_command(data, [reference, *(a.value for a in reachable)], design) if known else None,
+                    time=serial_estimate(runs, data.info.preset, steps) if known else None, seeds_measured=measured)
 
 
-def _why_out_of_reach(answer: dict, value, name) -> str:
+def decided(arms: Sequence[A], plan: ToDecide | None) -> list[A]:
+    """The arms, each one the plan decides with its design's runs (folds_to_decide) and test (decided_by): one
+    figure per arm, the runs at 80 % power within the design. A design holds its arm's value."""
+    if plan is None:
+        return list(arms)
+    designs = {design.value: design for design in plan.arms}
+    return [replace(arm, folds_to_decide=designs[arm.value].runs_per_arm, decided_by=designs[arm.value].test)
+            if arm.value in designs else arm for arm in arms]
+
+
+def _why_out_of_reach(arm: ArmVerdict | None, margin: float | None, name) -> str:
     """Why no design decides an arm, from what was measured: the partition's share, which no number of
     folds or seeds averages away (at the largest design, MAX_FOLDS folds × MAX_SEEDS seeds, its term
     σ²_fold·(1/K + n₂/n₁) ≈ 0.04·σ²_fold outweighs the seeds' σ²_seed/(K·S) = 0.001·σ²_seed once
     σ_fold > 0.16·σ_seed), else a difference that sits at the ROPE's edge, where no interval can fall
-    wholly on one side. "" where the arm's figures are not in this answer."""
-    arm = next((a for a in answer.get("arms") or [] if a.get("value") == value), None)
-    margin = (answer.get("rope") or {}).get("absolute")
-    if arm is None or margin is None or arm.get("diff") is None:
+    wholly on one side. "" where the arm's figures are not given."""
+    if arm is None or margin is None or arm.diff is None:
         return ""
-    sigma_fold, sigma_seed = arm.get("sigma_fold"), arm.get("sigma_seed")
+    sigma_fold, sigma_seed = arm.sigma_fold, arm.sigma_seed
     if sigma_fold and (sigma_seed is None or sigma_fold > 0.16 * sigma_seed):
-        return (f"{name(value)}: the folds' shared training text, σ_fold {sigma_fold:.4f} nats, bounds the "
+        return (f"{name(arm.value)}: the folds' shared training text, σ_fold {sigma_fold:.4f} nats, bounds the "
                 "interval however many folds or seeds run")
-    edge = abs(abs(arm["diff"]) - margin)
-    return (f"{name(value)}: its difference, {arm['diff']:+.4f} nats, lies {edge:.4f} from the ROPE's edge at "
+    edge = abs(abs(arm.diff) - margin)
+    return (f"{name(arm.value)}: its difference, {arm.diff:+.4f} nats, lies {edge:.4f} from the ROPE's edge at "
             f"±{margin:.4f}: an interval that narrow is out of reach")
 
 
-def decide_sentence(answer: dict, name, lead: str = "To decide", seeds_note: bool = True) -> str:
+def decide_sentence(plan: ToDecide | None, k: int, name, arms: Sequence[ArmVerdict] = (), margin: float | None = None,
+                    lead: str = "To decide", seeds_note: bool = True) -> str:
     """The clause the verdict's sentence ends with: what would decide the undecided arms, in runs and time
-    (lead: its first words; seeds_note: say that one seed a fold cannot measure the seeds' share)."""
-    plan = answer.get("to_decide")
+    (k: the study's folds; arms and margin: the verdicts and the ROPE the plan was made from, which say why an
+    arm is out of reach; lead: its first words; seeds_note: say that one seed a fold cannot measure the seeds'
+    share)."""
     if not plan:
         return ""
-    lost = [name(a["value"]) for a in plan["arms"] if not a["repeats"]]
+    lost = [name(a.value) for a in plan.arms if not a.repeats]
     parts = []
-    if plan["repeats"]:
-        how = f"`{plan['command']}`" if plan["command"] else f"--folds {plan['folds']} --repeats {plan['repeats']} --seeds {plan['seeds']}"
-        design = (f"{plan['folds']} folds" + (f" repeated {plan['repeats']} times" if plan["repeats"] > 1 else "")
-                  + (f" with {plan['seeds']} seeds in each" if plan["seeds"] and plan["seeds"] > 1 else ""))
-        parts.append(f"at {100 * plan['power']:.0f} % power, {design} ({plan['runs']} runs) would decide "
-                     + ", ".join(name(a["value"]) for a in plan["arms"] if a["repeats"]) + f": {how}"
-                     + (f", {plan['time']}" if plan["time"] else ""))
+    if plan.repeats:
+        how = f"`{plan.command}`" if plan.command else f"--folds {plan.folds} --repeats {plan.repeats} --seeds {plan.seeds}"
+        design = (f"{plan.folds} folds" + (f" repeated {plan.repeats} times" if plan.repeats > 1 else "")
+                  + (f" with {plan.seeds} seeds in each" if plan.seeds and plan.seeds > 1 else ""))
+        parts.append(f"at {100 * plan.power:.0f} % power, {design} ({plan.runs} runs) would decide "
+                     + ", ".join(name(a.value) for a in plan.arms if a.repeats) + f": {how}"
+                     + (f", {plan.time}" if plan.time else ""))
     if lost:
-        why = "; ".join(w for w in (_why_out_of_reach(answer, a["value"], name) for a in plan["arms"] if not a["repeats"]) if w)
-        parts.append(f"{', '.join(lost)}: no design up to {plan['max_repeats']} repeats of the {answer['k']} folds "
-                     f"or {MAX_FOLDS} folds" + (f", with up to {MAX_SEEDS} seeds in each," if plan.get("seeds_measured") else "")
-                     + f" reaches {100 * plan['power']:.0f} % power at the current difference and spread"
+        figures = {arm.value: arm for arm in arms}
+        why = "; ".join(w for w in (_why_out_of_reach(figures.get(a.value), margin, name) for a in plan.arms
+                                    if not a.repeats) if w)
+        parts.append(f"{', '.join(lost)}: no design up to {plan.max_repeats} repeats of the {k} folds "
+                     f"or {MAX_FOLDS} folds" + (f", with up to {MAX_SEEDS} seeds in each," if plan.seeds_measured else "")
+                     + f" reaches {100 * plan.power:.0f} % power at the current difference and spread"
                      + (f" ({why})" if why else ""))
-    if seeds_note and not plan.get("seeds_measured"):
+    if seeds_note and not plan.seeds_measured:
         parts.append("one seed a fold cannot tell training noise from the partition's share of the spread: "
                      "--seeds 3 measures it, and seeds inside the folds average the training noise away")
     return f" {lead}: " + "; ".join(parts) + "."
 
 
-def stability_to_decide(answer: dict, data, alpha: float) -> list[StabilityDecide]:
-    """answer["stability"]["to_decide"]: per stability endpoint with an undecided arm the runs could
+def stability_to_decide(verdicts: Sequence[StabilityVerdict], ropes: dict[str, EndpointRope], reference: Value, *,
+                        k: int, repeats: int, seeds: int, data, alpha: float) -> list[StabilityDecide]:
+    """The stability part's `to_decide`: per stability endpoint with an undecided arm the runs could
     decide, the design that would decide its arms and the study that runs it, as to_decide does for
     the final loss: its command and its time. A per-run endpoint's design is design_to_decide's on
     the verdict's own numbers (arm_design, Holm's strictest level over the endpoint's undecided arms);
-    divergence's is the runs per arm its exact rule needs (answers.stability_verdicts._runs_to_decide,
-    already on the row), bought as repeats of the study's K folds (up to the option's bound of 100, then
+    divergence's is the runs per arm its exact rule needs (answers.stability_verdicts.runs_to_decide,
+    already on the verdict), bought as repeats of the study's K folds (up to the option's bound of 100, then
     seeds inside each cell)."""
     from lpstudy.training.costs import serial_estimate
 
-    stability, k = answer.get("stability") or {}, int(answer.get("k") or 0)
-    if not stability.get("verdicts") or k < 2 or answer.get("reference") is None:
+    if not verdicts or k < 2:
         return []
-    now = (k, int(answer.get("repeats") or 1), int(answer.get("seeds") or 1))
+    now = (k, int(repeats or 1), int(seeds or 1))
     max_steps = data.trials["max_steps"].dropna().max() if "max_steps" in data.trials else None
     steps = int(max_steps) if max_steps is not None and math.isfinite(max_steps) else None
     plans = []
-    for endpoint in stability.get("endpoints", {}):
-        undecided = [r for r in stability["verdicts"] if r["endpoint"] == endpoint and r["verdict"] == "undecided"
-                     and r.get("folds_to_decide") and not r.get("interim")]
+    for endpoint in dict.fromkeys(v.endpoint for v in verdicts):
+        undecided = [r for r in verdicts if r.endpoint == endpoint and r.verdict == "undecided"
+                     and r.folds_to_decide and not r.interim]
         if not undecided:
             continue
+        designs: list[dict[str, Any]]
         if endpoint == "divergence":
             designs = []
             for row in undecided:
-                repeats = min(math.ceil(row["folds_to_decide"] / k), 100)
-                seeds = math.ceil(row["folds_to_decide"] / (k * repeats))
-                designs.append({"folds": k, "repeats": repeats, "seeds": seeds, "runs_per_arm": row["folds_to_decide"],
-                                "test": row.get("decided_by") or "", "power": None})
+                needed = int(row.folds_to_decide or 0)
+                repeats_needed = min(math.ceil(needed / k), 100)
+                designs.append({"folds": k, "repeats": repeats_needed, "seeds": math.ceil(needed / (k * repeats_needed)),
+                                "runs_per_arm": needed, "test": row.decided_by or "", "power": None})
         else:
-            margin = float(stability["rope"][endpoint]["absolute"])
-            designs = [arm_design(row, k, margin, alpha, len(undecided)) for row in undecided]
+            margin = float(ropes[endpoint].absolute or 0.0)
+            designs = [arm_design(row.diff, row.sigma_fold, row.sigma_seed, row.n_folds, k, margin, alpha, len(undecided))
+                       for row in undecided]
         reachable = [(row, d) for row, d in zip(undecided, designs) if d["repeats"]]
         if not reachable:
             continue
         design = {"folds": max(d["folds"] for _, d in reachable), "repeats": max(d["repeats"] for _, d in reachable),
                   "seeds": max(d["seeds"] for _, d in reachable), "now": now}
         runs = design["folds"] * design["repeats"] * design["seeds"] * (len(reachable) + 1)
-        arms = [row["value"] for row, _ in reachable]
+        arms = [row.value for row, _ in reachable]
         plans.append(StabilityDecide(
-            endpoint=endpoint, arms=json_safe(arms), test=sorted({d["test"] for _, d in reachable}),
+            endpoint=endpoint, arms=arms, test=sorted({d["test"] for _, d in reachable}),
             folds=int(design["folds"]), repeats=int(design["repeats"]), seeds=int(design["seeds"]),
             runs_per_arm=int(max(d["runs_per_arm"] for _, d in reachable)), runs=int(runs),
-            command=_command(data, [answer["reference"]["value"], *arms], design),
+            command=_command(data, [reference, *arms], design),
             time=serial_estimate(runs, data.info.preset, steps)))
     return plans
 

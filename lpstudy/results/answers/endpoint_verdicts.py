@@ -3,8 +3,9 @@ turned into a verdict per arm against a reference arm, on the runs both made.
 
 `endpoint_verdicts(table, reference, k=, margin=, options=, failed=)` takes an arms × run-positions
 table (a column per fold, or per (repeat, fold) when the study repeats its cross-validation; lower
-is better; NaN where the run has not happened) and returns one row per arm other than the reference,
-with the keys lpstudy.results.answers documents for answer["arms"]. Every reader of a comparison
+is better; NaN where the run has not happened) and returns one verdict per arm other than the reference,
+an answer_types.ArmVerdict (or the kind its caller makes: `part`, given the arm and the numbers, names it).
+Every reader of a comparison
 goes through it, so the fold-correlation treatment, the ROPE, the multiplicity and the words are the
 same for every endpoint (fold_tests holds the tests and the decision rule).
 
@@ -34,16 +35,31 @@ What the engine adds to the tests:
 from __future__ import annotations
 
 import math
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 import pandas as pd
 
+from lpstudy.results.answers.answer_types import ArmVerdict
 from lpstudy.results.answers.decide import arm_design
 from lpstudy.results.answers.fold_tests import (VERDICTS, beyond_p, equivalence_p, fold_verdicts, holds_up_to_rho,
                                                 holm_levels, interval, variance_components)
 from lpstudy.results.answers.options import AnswerOptions
 
 UNDECIDED = VERDICTS.index("undecided")
+V = TypeVar("V", bound=ArmVerdict)
+
+
+def unnamed(arm: Any, **numbers: Any) -> ArmVerdict:
+    """An arm's verdict named by its key in the table alone (field "arm"): endpoint_verdicts' default part."""
+    from lpstudy.values import json_safe
+
+    return ArmVerdict(field="arm", value=json_safe(arm), **numbers)
+
+
+def number(value: Any) -> float | None:
+    """A float of the answer: None where it is not a number (NaN)."""
+    return None if value is None or math.isnan(value) else float(value)
 
 
 def _failed_frame(table: pd.DataFrame, failed: pd.DataFrame | None) -> pd.DataFrame:
@@ -142,8 +158,11 @@ def measured_rho(diffs: np.ndarray, table: pd.DataFrame, k: int) -> np.ndarray:
 
 def endpoint_verdicts(table: pd.DataFrame, reference, *, k: int, margin: float,
                       options: AnswerOptions = AnswerOptions(), failed: pd.DataFrame | None = None,
-                      tests: dict | None = None, stages_over: bool = False) -> list[dict]:
-    """The verdict rows of every arm but the reference (each with `arm`: its index in the table).
+                      tests: dict | None = None, stages_over: bool = False,
+                      part: Callable[..., V] = unnamed) -> list[V]:  # type: ignore[assignment]
+    """The verdicts of every arm but the reference, each made by `part(arm, **numbers)`: arm its index in
+    the table, numbers ArmVerdict's fields that the engine computes (the caller names the arm: field,
+    value, p, endpoint and unit, and adds its own).
     `tests`: the arrays a sequential design computed on the same differences (sequential.py; it
     chose the look, so its rows are no interim reading); by default the fixed design's
     fold_verdicts on every position the table has. stages_over: the table is of a study run
@@ -173,26 +192,24 @@ def endpoint_verdicts(table: pd.DataFrame, reference, *, k: int, margin: float,
     codes = np.asarray(tests["verdict"]).copy()
     usable = table.where(~fails)
     ref_usable = bool(usable.loc[reference].notna().any())
-    rows = []
+    barred_by, all_failed = [], []
     for i, arm in enumerate(others):
         arm_failed = int(fails.loc[arm].sum())
         verdict = VERDICTS[int(codes[i])]
         barred = ({"better", "equivalent"} if arm_failed else set()) | ({"worse", "equivalent"} if ref_failed else set())
         if interim or verdict in barred:
             codes[i] = UNDECIDED
+        barred_by.append(verdict in barred and not interim)
         # every run of the arm failed, the reference has a usable one: worse by the failure rule
-        all_failed = (not interim and not sequential and arm_failed > 0 and ref_usable
-                      and not usable.loc[arm].notna().any())
-        if all_failed:
+        all_failed.append(not interim and not sequential and arm_failed > 0 and ref_usable
+                          and not usable.loc[arm].notna().any())
+        if all_failed[-1]:
             codes[i] = VERDICTS.index("worse")
-        rows.append({"arm": arm, "interim": interim, "failed_runs": arm_failed, "reference_failed_runs": ref_failed,
-                     "runs": int(table.shape[1]), "barred_by_failures": verdict in barred and not interim,
-                     **({"all_failed": True} if all_failed else {})})
     n_undecided = int(np.sum(codes == UNDECIDED))
     different = np.asarray(tests.get("different", np.zeros(len(others), bool)))
     levels = _levels(tests, codes, margin, options.alpha, sequential)
-    for i, row in enumerate(rows):
-        arm = row["arm"]
+    verdicts = []
+    for i, arm in enumerate(others):
         paired = ~np.isnan(diffs[i])
         pairs = diffs[i][paired]
         mean, se, df = float(tests["mean"][i]), float(tests["se"][i]), float(tests["df"][i])
@@ -201,29 +218,32 @@ def endpoint_verdicts(table: pd.DataFrame, reference, *, k: int, margin: float,
         low90, high90 = (float(x) for x in interval(mean, se, df, tost))
         rel = (lambda x: x / ref_mean) if ref_mean else (lambda x: math.nan)
         verdict = VERDICTS[int(codes[i])]
-        row.update({
-            "n_folds": int(paired.sum()),
-            "mean": float(table.loc[arm][paired].mean()) if paired.any() else math.nan,
-            "diff": mean, "rel_diff": rel(mean), "low": low, "high": high, "rel_low": rel(low), "rel_high": rel(high),
-            "equivalence_low": low90, "equivalence_high": high90,
-            "p_value_difference": float(tests["p_difference"][i]), "p_value_equivalence": float(tests["p_equivalence"][i]),
-            "p_value_beyond_rope": float(tests["p_beyond"][i]) if "p_beyond" in tests else math.nan,
-            "confidence": float(confidence) if math.isfinite(confidence) else None,
-            "verdict": verdict, "region": "every run failed" if row.get("all_failed") else
-            _region(verdict, bool(different[i]), row["interim"]),
-            "holds_up_to_rho": float(holds[i]) if verdict != "undecided" and math.isfinite(holds[i])
-            and not row.get("all_failed") else None,
-            "measured_rho": float(measured[i]) if math.isfinite(measured[i]) else None,
-            "folds_to_decide": None, "decided_by": None,
-            **_components(parts, i, cells)})
+        components = _components(parts, i, cells)
+        tunings, folds_to_decide, decided_by = None, None, None
         if tuned is not None:  # the observations the interval was computed from: one per tuning
-            row["tunings"] = int(np.sum(np.isfinite(tuning_means(diffs[i:i + 1], tuned))))
-        elif verdict == "undecided" and len(pairs) >= 2 and not row["barred_by_failures"]:
+            tunings = int(np.sum(np.isfinite(tuning_means(diffs[i:i + 1], tuned))))
+        elif verdict == "undecided" and len(pairs) >= 2 and not barred_by[i]:
             # the runs per arm at which the test that can decide it reaches 80 % power (answers.decide),
             # for every endpoint alike, from the sources of variance its interval was computed from
-            design = arm_design(row, k, margin, options.alpha, n_undecided)
-            row["folds_to_decide"], row["decided_by"] = design["runs_per_arm"], design["test"]
-    return rows
+            design = arm_design(mean, components["sigma_fold"], components["sigma_seed"], int(paired.sum()), k,
+                                margin, options.alpha, n_undecided)
+            folds_to_decide, decided_by = design["runs_per_arm"], design["test"]
+        verdicts.append(part(
+            arm, interim=interim, failed_runs=int(fails.loc[arm].sum()), reference_failed_runs=ref_failed,
+            runs=int(table.shape[1]), barred_by_failures=barred_by[i], all_failed=True if all_failed[i] else None,
+            n_folds=int(paired.sum()), mean=float(table.loc[arm][paired].mean()) if paired.any() else None,
+            diff=number(mean), rel_diff=number(rel(mean)), low=number(low), high=number(high),
+            rel_low=number(rel(low)), rel_high=number(rel(high)), equivalence_low=number(low90),
+            equivalence_high=number(high90), p_value_difference=number(tests["p_difference"][i]),
+            p_value_equivalence=number(tests["p_equivalence"][i]),
+            p_value_beyond_rope=number(tests["p_beyond"][i]) if "p_beyond" in tests else None,
+            confidence=float(confidence) if math.isfinite(confidence) else None,
+            verdict=verdict, region="every run failed" if all_failed[i] else _region(verdict, bool(different[i]), interim),
+            holds_up_to_rho=float(holds[i]) if verdict != "undecided" and math.isfinite(holds[i])
+            and not all_failed[i] else None,
+            measured_rho=float(measured[i]) if math.isfinite(measured[i]) else None,
+            folds_to_decide=folds_to_decide, decided_by=decided_by, **components, tunings=tunings))
+    return verdicts
 
 
 def _levels(tests: dict, codes: np.ndarray, margin: float, alpha: float, sequential: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -241,7 +261,7 @@ def _levels(tests: dict, codes: np.ndarray, margin: float, alpha: float, sequent
     return shown, within
 
 
-def _components(parts: dict, i: int, cells) -> dict:
+def _components(parts: dict, i: int, cells) -> dict[str, Any]:
     """An arm's sources of variance (fold_tests.variance_components): sigma_seed, the training noise of
     one run's difference (None without two seeds in a cell), sigma_fold, the partition's share as the
     folds show it (with one seed a cell it holds the seeds' noise too), and the runs behind each:

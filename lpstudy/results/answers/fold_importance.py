@@ -34,11 +34,11 @@ over the folds has too few distinct resamples to say anything; its lower end is 
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from lpstudy.results.answers.answer_types import Importance
 from lpstudy.results.answers.fold_tests import share_ratio
 
 CONFIDENCE = 0.95
@@ -115,8 +115,8 @@ def corrected_f(y: np.ndarray, k: int) -> np.ndarray:
         return (ss_arm / (a - 1)) / (ss_err / ((a - 1) * (f - 1))) / correlation_factor(k)
 
 
-def fold_importance(table: pd.DataFrame, field: str, k: int | None = None, seed: int = 0) -> dict:
-    """The importance entry of an answer (see lpstudy.results.answers) from an arms × folds table of
+def fold_importance(table: pd.DataFrame, field: str, k: int | None = None, seed: int = 0) -> Importance:
+    """The importance part of an answer (answer_types.Importance) from an arms × folds table of
     losses (NaN: no loss) of a K-fold CV (k: K, the table's folds if None): the field's partial ω²
     within folds from the corrected F, its noncentral-F interval, the corrected F test's p-value,
     and noise alone's 95th percentile of ω² (the ω² at F's 95th percentile); shares empty and a
@@ -130,34 +130,38 @@ def fold_importance(table: pd.DataFrame, field: str, k: int | None = None, seed:
     # repeats independent) an arm's mean over R·K blocks varies (1 − ρ)σ²·(1/(RK) + (ρ/(1 − ρ))/R), so
     # E[MS_arm]/E[MS_err] = RK·(1/(RK) + 1/(R(K − 1))) = 1 + K/(K − 1): the factor of one CV, whatever R
     k = max(int(k or f), 2)
-    empty: dict[str, Any] = {"shares": {}, "low": {}, "high": {}, "null": None}
     if a < 2 or f < 2:
-        return {**empty, "reason": f"too few folds that every {field} ran to measure its share "
-                                   "(needs 2 arms on 2 common folds)"}
+        return no_importance(f"too few folds that every {field} ran to measure its share "
+                             "(needs 2 arms on 2 common folds)")
     y = complete.to_numpy(dtype="float64")
     if not np.isfinite(y).all():
-        return {**empty, "reason": f"a loss that is not finite: {field}'s share is measured on finite losses only"}
+        return no_importance(f"a loss that is not finite: {field}'s share is measured on finite losses only")
     anova = anova_table(complete)
     ss_arm, ss_err = float(anova.loc["C(arm)", "sum_sq"]), float(anova.loc["Residual", "sum_sq"])
     df1, df2, n = a - 1, (a - 1) * (f - 1), a * f
     if not ss_err > 0:
-        return {**empty, "reason": f"the runs leave no spread within folds to measure {field}'s share against"}
+        return no_importance(f"the runs leave no spread within folds to measure {field}'s share against")
     f_c = (ss_arm / df1) / (ss_err / df2) / correlation_factor(k)
     lam_low, lam_high = noncentrality_interval(f_c, df1, df2)
     null_f = f_dist.ppf(0.95, df1, df2)
     draws = f_dist.rvs(df1, df2, size=N_NULL_DRAWS, random_state=np.random.default_rng(seed)) * correlation_factor(k)
     null_eta = draws * df1 / (draws * df1 + df2)  # η² = SS_arm / (SS_arm + SS_err) at those F
     lam_mid, lam_null = noncentrality_at(f_c, df1, df2, 0.5), noncentrality_at(float(null_f), df1, df2, 0.5)
-    return {"shares": {field: lam_mid / (lam_mid + n)}, "low": {field: lam_low / (lam_low + n)},
-            "high": {field: lam_high / (lam_high + n)}, "null": lam_null / (lam_null + n),
-            "omega_squared": omega_squared(f_c, df1, n),
-            "p_value": float(f_dist.sf(f_c, df1, df2)), "f_corrected": float(f_c),
-            "eta_squared": ss_arm / (ss_arm + ss_err), "eta_squared_null": float(np.mean(null_eta)),
-            "n_folds": int(f), "n_arms": int(a), "k": k, "confidence": CONFIDENCE,
-            "method": (f"two-way ANOVA within folds, F corrected for the {k}-fold CV's correlation "
-                       f"(÷ {correlation_factor(k):.2f}, ρ = 1/K); partial ω² median-unbiased inside its noncentral-F "
-                       f"{100 * CONFIDENCE:.0f} % interval (Steiger 2004)"),
-            "reason": (f"{field} is the only field this study varies (fold is a block, not a cause): its bar is "
-                       f"{field}'s partial ω² within folds, with its {100 * CONFIDENCE:.0f} % interval, next to what "
-                       f"noise alone gives; not a ranking")}
+    return Importance(
+        shares={field: lam_mid / (lam_mid + n)}, low={field: lam_low / (lam_low + n)},
+        high={field: lam_high / (lam_high + n)}, null=lam_null / (lam_null + n),
+        omega_squared=omega_squared(f_c, df1, n), p_value=float(f_dist.sf(f_c, df1, df2)), f_corrected=float(f_c),
+        eta_squared=ss_arm / (ss_arm + ss_err), eta_squared_null=float(np.mean(null_eta)),
+        n_folds=int(f), n_arms=int(a), k=k, confidence=CONFIDENCE,
+        method=(f"two-way ANOVA within folds, F corrected for the {k}-fold CV's correlation "
+                f"(÷ {correlation_factor(k):.2f}, ρ = 1/K); partial ω² median-unbiased inside its noncentral-F "
+                f"{100 * CONFIDENCE:.0f} % interval (Steiger 2004)"),
+        reason=(f"{field} is the only field this study varies (fold is a block, not a cause): its bar is "
+                f"{field}'s partial ω² within folds, with its {100 * CONFIDENCE:.0f} % interval, next to what "
+                f"noise alone gives; not a ranking"))
+
+
+def no_importance(reason: str) -> Importance:
+    """An importance with no shares, and why."""
+    return Importance(shares={}, low={}, high={}, null=None, reason=reason)
 

@@ -38,6 +38,8 @@ values at the learning rate and gain the surrogate finds best, K folds each, who
 from __future__ import annotations
 
 import math
+from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -48,7 +50,7 @@ from lpstudy.results.analysis.configurations import per_configuration
 from lpstudy.results.analysis.importance import param_importance
 from lpstudy.results.analysis.searched import Searched, rank_correlation, read_searched, space_entries
 from lpstudy.results.analysis.selection import finished, successful
-from lpstudy.results.answers.answer_types import Difference, Effect, SearchDivergence, safe
+from lpstudy.results.answers.answer_types import Difference, Effect, Importance, SearchAnswer, SearchDivergence
 from lpstudy.results.answers.options import AnswerOptions
 from lpstudy.results.answers.surrogate import MIN_RUNS, Profile, p_profile
 from lpstudy.results.analysis.study_data import StudyData
@@ -180,25 +182,31 @@ def configuration_trials(trials: pd.DataFrame, spec: StudySpec | None) -> pd.Dat
     return out
 
 
-def search_answer(data: StudyData, options: AnswerOptions = AnswerOptions()) -> dict:
-    """The answer of a search study (lpstudy.results.answers' shape): search_effect and the
-    importance (over importance_sample's runs in a big study)."""
+def search_answer(data: StudyData, options: AnswerOptions = AnswerOptions()) -> SearchAnswer:
+    """The answer of a search study (answer_types.SearchAnswer): search_effect and the importance (over
+    importance_sample's runs in a big study), the convergence and the divergence per p group."""
     from lpstudy.results.analysis.curve_sample import importance_sample
-
-    trials = data.trials
-    # one configuration, one observation: a leader raced on several folds weighs once in the importance
-    importance = param_importance(importance_sample(configuration_trials(trials, data.info.spec)),
-                                  data.info.spec).to_answer() if len(trials) else {
-        "shares": {}, "low": {}, "high": {}, "null": None, "reason": "no completed run yet", "left_out": {},
-        "n_trials": 0}
     from lpstudy.results.answers.search_convergence import search_convergence
 
-    answer = {**search_effect(data, options), "importance": importance,
-              "convergence": json_safe(search_convergence(data, options)),
-              "divergence": search_divergence(data, options)}
-    if answer["convergence"] and answer["convergence"]["restricted_mean"]:
-        answer["sentence"] = f"{answer['sentence']} {answer['convergence']['sentence']}"
-    return answer
+    trials = data.trials
+    if len(trials):
+        # one configuration, one observation: a leader raced on several folds weighs once in the importance
+        found = param_importance(importance_sample(configuration_trials(trials, data.info.spec)), data.info.spec)
+        importance = Importance(shares=_plain(found.shares), low=_plain(found.low), high=_plain(found.high),
+                                null=found.null, reason=found.reason or "", left_out=dict(found.left_out),
+                                n_trials=found.n_trials)
+    else:
+        importance = Importance(shares={}, low={}, high={}, null=None, reason="no completed run yet", left_out={},
+                                n_trials=0)
+    effect = search_effect(data, options)
+    convergence = search_convergence(data, options)
+    said = f"{effect.sentence} {convergence.sentence}" if convergence and convergence.restricted_mean else effect.sentence
+    return replace(effect, sentence=said, importance=importance, convergence=convergence,
+                   divergence=search_divergence(data, options))
+
+
+def _plain(series) -> dict[str, float]:
+    return {str(k): float(v) for k, v in series.items()}
 
 
 def search_divergence(data: StudyData, options: AnswerOptions = AnswerOptions()) -> list[SearchDivergence]:
@@ -219,7 +227,7 @@ def search_divergence(data: StudyData, options: AnswerOptions = AnswerOptions())
             for row in rates.itertuples()]
 
 
-def search_effect(data: StudyData, options: AnswerOptions = AnswerOptions()) -> dict:
+def search_effect(data: StudyData, options: AnswerOptions = AnswerOptions()) -> SearchAnswer:
     """Everything of the search's answer but the importance (which the dashboard caches apart).
     `options`: its rope ("no effect": every p within ± rope of the reference's loss) and reference
     (p = 2 unless it names another)."""
@@ -229,45 +237,44 @@ def search_effect(data: StudyData, options: AnswerOptions = AnswerOptions()) -> 
     # one configuration, one observation: a leader raced on several folds is its fold-adjusted mean
     configs = configuration_losses(runs, searched)
     losses = configs["loss"]
-    answer: dict[str, Any] = {"study": data.name, "kind": "search", "metric": METRIC,
-              "p_profile": [], "p_partial_dependence": [], "entanglement": entanglement(searched, configs.index),
-              "separable": False, "suggest": None, "effect": None, "n_runs": int(len(runs)),
-              "n_configurations": int(len(configs))}
+    tangles: dict[str, float | None] = {**entanglement(searched, configs.index)}
+    answer = partial(SearchAnswer, study=data.name, kind="search", metric=METRIC, entanglement=tangles,
+                     n_runs=int(len(runs)), n_configurations=int(len(configs)))
     if searched.get("p") is None:
-        answer["sentence"] = ("p does not vary among the completed runs: this search says nothing about p."
-                              if len(runs) else "No completed run yet: nothing to say about p.")
-        return safe(answer)
+        return answer(p_profile=[], p_partial_dependence=[], separable=False, suggest=None, effect=None,
+                      sentence="p does not vary among the completed runs: this search says nothing about p."
+                      if len(runs) else "No completed run yet: nothing to say about p.")
     profile = p_profile(losses, searched)
     finite_runs = int(np.isfinite(searched.values("p").loc[runs.index].astype("float64")).sum())
     finite_configs = int(np.isfinite(searched.values("p").loc[configs.index].astype("float64")).sum())
-    answer["n_finite_runs"] = finite_runs
-    answer["n_finite_configurations"] = finite_configs  # what the surrogate fits (∞ apart): the sentence counts these
+    # what the surrogate fits (∞ apart): the sentence counts these
+    answer = partial(answer, n_finite_runs=finite_runs, n_finite_configurations=finite_configs)
     best_run = runs.loc[losses.idxmin()] if len(runs) else None
     best_setting = ({name: float(best_run[name]) for name in ("lr", "gain_init") if name in best_run
                      and searched.get(name) is not None} if best_run is not None else {})
     if profile is None:
-        answer["sentence"] = _few_runs_sentence(finite_configs, losses, searched, finite_runs)
-        answer["suggest"] = suggest_command(data, searched, best_setting)
-        return safe(answer)
+        return answer(p_profile=[], p_partial_dependence=[], separable=False, effect=None,
+                      sentence=_few_runs_sentence(finite_configs, losses, searched, finite_runs),
+                      suggest=suggest_command(data, searched, best_setting))
     reference = _reference(options, profile)
     mean, low, high = profile.differences(reference)
-    answer["p_profile"] = profile.rows("profile")
-    answer["p_partial_dependence"] = profile.rows("dependence")
     at_ref = int(np.argmin(np.where(np.isinf(profile.p), np.inf, np.abs(profile.p - reference))))
     ref_loss = float(profile.profile[at_ref])
     margin = options.rope.margin(abs(ref_loss))
     apart = (low > margin) | (high < -margin)  # beyond the ROPE, not only beyond 0
     nonzero = (low > 0) | (high < 0)
-    answer["effect"] = Effect(
+    effect = Effect(
         reference=json_safe(reference),
         differences=[Difference(p=json_safe(float(p)), diff=json_safe(float(d)), low=json_safe(float(a)),
                                 high=json_safe(float(b))) for p, d, a, b in zip(profile.p, mean, low, high)],
         rope=json_safe(float(margin)), n_fit=int(profile.n_fit), n_runs=int(len(runs)),
         p_scale_at_bound=bool(profile.p_scale_at_bound), assumes=SMOOTH, inf_apart=profile.inf_apart or None,
         n_configurations=int(profile.n_runs) if profile.n_runs < len(runs) else None)
-    tangled: tuple[str, float] | None = max(answer["entanglement"].items(), key=lambda kv: abs(kv[1]), default=None)
+    tangled: tuple[str, float] | None = max(((name, rho) for name, rho in tangles.items() if rho is not None),
+                                            key=lambda kv: abs(kv[1]), default=None)
     is_tangled = tangled is not None and abs(tangled[1]) >= TANGLED
-    answer["separable"] = bool(apart.any()) and not is_tangled
+    answer = partial(answer, p_profile=profile.rows("profile"), p_partial_dependence=profile.rows("dependence"),
+                     effect=effect, separable=bool(apart.any()) and not is_tangled)
     setting = {k: v for k, v in profile.best_setting.items() if k in ("lr", "gain_init")} or best_setting
     unit = "runs" if finite_runs == finite_configs else "configurations"
     fitted = (f"{profile.n_fit:,} of the {finite_configs:,} {unit} at finite p" if profile.n_fit < finite_configs
@@ -279,56 +286,52 @@ def search_effect(data: StudyData, options: AnswerOptions = AnswerOptions()) -> 
     ref_text = f"p = {format_p(reference)}"
     inf_note = f" ({profile.inf_apart}.)" if profile.inf_apart else ""
     if is_tangled and tangled is not None:
-        answer["sentence"] = (
+        said = (
             f"This search cannot separate p from {_name(tangled[0])}: p's rank correlation with it among the "
             f"configurations is {tangled[1]:+.2f}, so a surrogate fitted on {fitted} cannot tell which of the two "
             f"acts, whatever its band.{inf_note}")
-        answer["suggest"] = suggest_command(data, searched, setting)
-        return safe(answer)
+        return answer(sentence=said, suggest=suggest_command(data, searched, setting))
     if apart.any():
         lead = _lead(mean, apart)
         p_text = f"p = {format_p(float(profile.p[lead]))}"
         word = "below" if mean[lead] < 0 else "above"
-        answer["sentence"] = (
+        said = (
             f"With the learning rate and the gain tuned at each p (a surrogate fitted on {fitted}), "
             f"{p_text} reaches {profile.profile[lead]:.4f}, {abs(mean[lead]):.4f} {word} {ref_text} "
             f"(95 % band {low[lead]:+.4f} to {high[lead]:+.4f}): this search separates p's effect from "
             f"{_name('lr')}'s, beyond the ROPE {options.rope.words()}. A replicate at the tuned settings confirms "
             f"it across folds.{inf_note}")
-        answer["suggest"] = suggest_command(data, searched, setting)
-        return safe(answer)
+        return answer(sentence=said, suggest=suggest_command(data, searched, setting))
     widest = float(np.max(np.maximum(np.abs(low), np.abs(high))))
     if nonzero.any() and widest > margin:
         lead = _lead(mean, nonzero)
-        answer["sentence"] = (
+        said = (
             f"With the learning rate and the gain tuned at each p (a surrogate fitted on {fitted}), "
             f"p = {format_p(float(profile.p[lead]))} differs from {ref_text} by {mean[lead]:+.4f} (95 % band "
             f"{low[lead]:+.4f} to {high[lead]:+.4f}), which does not reach beyond the ROPE of ±{margin:.4f}: a "
             f"difference too small to matter or not yet shown to be large; this search does not separate p's "
             f"effect.{inf_note}")
-        answer["suggest"] = suggest_command(data, searched, setting)
-        return safe(answer)
+        return answer(sentence=said, suggest=suggest_command(data, searched, setting))
     if widest <= margin and profile.p_scale_at_bound:
-        answer["sentence"] = (
+        said = (
             f"This search cannot yet tell p's effect from none: with the learning rate and the gain tuned at "
             f"each p (a surrogate fitted on {fitted}), the surrogate's length scale along p sits at the bound of "
             f"its range, where the runs do not tell how p acts, so its band of ±{widest:.4f} around {ref_text} "
             f"is the fit's assumption rather than the runs' evidence. A replicate at the tuned settings decides "
             f"whether p is equivalent within ±{margin:.4f} (the ROPE {options.rope.words()}).{inf_note}")
     elif widest <= margin:
-        answer["sentence"] = (
+        said = (
             f"With the learning rate and the gain tuned at each p (a surrogate fitted on {fitted}), "
             f"this search finds no effect of p: every p's profile is within ±{margin:.4f} "
             f"(the ROPE {options.rope.words()}) of {ref_text}'s {ref_loss:.4f}; {SMOOTH}.{inf_note}")
     else:
         what = _name(tangled[0]) if tangled and abs(tangled[1]) >= 0.3 else _name("lr")
         rho = f" (p's rank correlation with {_name(tangled[0])} among the configurations: {tangled[1]:+.2f})" if tangled else ""
-        answer["sentence"] = (
+        said = (
             f"This search cannot yet separate p from {what}{rho}: with the learning rate and the gain tuned "
             f"at each p (a surrogate fitted on {fitted}), the differences to {ref_text} lie within "
             f"a band up to ±{widest:.4f}, wider than the differences themselves.{inf_note}")
-    answer["suggest"] = suggest_command(data, searched, setting)
-    return safe(answer)
+    return answer(sentence=said, suggest=suggest_command(data, searched, setting))
 
 
 __all__ = ["entanglement", "search_answer", "search_divergence", "search_effect", "suggest_command"]

@@ -14,7 +14,7 @@ read as for a comparison (interpolated between the evaluations around it: analys
 
 from __future__ import annotations
 
-from typing import Any
+import math
 
 import pandas as pd
 
@@ -24,9 +24,12 @@ from lpstudy.results.analysis.groups import p_bins
 from lpstudy.results.analysis.searched import read_searched
 from lpstudy.results.analysis.selection import finished
 from lpstudy.results.analysis.survival import group_survival
-from lpstudy.results.answers.convergence import ENDPOINTS, _resolution, tokens_per_step
+from lpstudy.results.answers.answer_types import Convergence, Endpoint, GroupMean, Reach, RestrictedMean
+from lpstudy.results.answers.convergence import ENDPOINTS, resolution, tokens_per_step
+from lpstudy.results.answers.endpoint_verdicts import number
 from lpstudy.results.answers.options import AnswerOptions
 from lpstudy.results.analysis.study_data import StudyData
+from lpstudy.values import json_safe
 
 GROUPS = 3  # equal-width bins of finite p (∞ apart): a few groups, each with runs enough to read
 METHOD = ("per configuration (its first run; a raced configuration counted once): the steps to the threshold, "
@@ -35,8 +38,8 @@ METHOD = ("per configuration (its first run; a raced configuration counted once)
           "interval on the logit scale; no verdict (the groups mix p with the learning rate and gain)")
 
 
-def search_convergence(data: StudyData, options: AnswerOptions = AnswerOptions(), bins=GROUPS) -> dict | None:
-    """The search answer's `convergence` entry (answer_types.Convergence with no arms), None without
+def search_convergence(data: StudyData, options: AnswerOptions = AnswerOptions(), bins=GROUPS) -> Convergence | None:
+    """The search answer's `convergence` part (answer_types.Convergence with no arms), None without
     curves or runs at several p."""
     trials, curves, spec = data.trials, data.curves, data.info.spec
     if curves is None or curves.empty or trials.empty or "p" not in trials:
@@ -57,40 +60,42 @@ def search_convergence(data: StudyData, options: AnswerOptions = AnswerOptions()
     groups = p_bins(first["p"], bins)
     ordered = groups.assign(trial_id=first.index).sort_values("p_order", kind="stable").set_index("trial_id")["p_bin"]
     reach, restricted = group_survival(ends, ordered, horizon, options.alpha)
-    out: dict[str, Any] = {"threshold": threshold, "threshold_rule": "chosen by the reader" if options.threshold is not None
-           else threshold_rule(False, spec), "horizon": horizon, "tokens_per_step": tokens_per_step(data.info),
-           "rope": {}, "method": METHOD,
-           "endpoints": {"steps_to_threshold": {"unit": ENDPOINTS["steps_to_threshold"][0],
-                                                "what": ENDPOINTS["steps_to_threshold"][1]}},
-           "arms": [], "restricted_mean": [], "reach": [], "sentence": "",
-           "resolution": _resolution(ends.join(first[[]], how="inner"), curves),
-           "configurations": int(len(first)), "runs": int(len(runs))}
-    for _, row in restricted.iterrows():
-        out["restricted_mean"].append({"field": "p", "value": row["group"], "runs": int(row["runs"]),
-                                       "reached": int(row["reached"]), "censored": int(row["censored"]),
-                                       "rmst": row["rmst"], "low": row["low"], "high": row["high"],
-                                       "rmst_tokens": row["rmst"] * out["tokens_per_step"]
-                                       if out["tokens_per_step"] else None})
-    for group, curve in reach.groupby("group", sort=False):
-        out["reach"].append({"field": "p", "value": group, "step": curve["step"].tolist(),
-                             "reached": curve["reached"].tolist(), "low": curve["low"].tolist(),
-                             "high": curve["high"].tolist()})
-    out["sentence"] = search_convergence_sentence(out)
-    return out
+    tokens = tokens_per_step(data.info)
+    means: list[RestrictedMean] = [GroupMean(field="p", value=json_safe(row["group"]), runs=int(row["runs"]), reached=int(row["reached"]),
+                       censored=int(row["censored"]), rmst=number(row["rmst"]), low=number(row["low"]),
+                       high=number(row["high"]), rmst_tokens=number(row["rmst"] * tokens) if tokens else None)
+             for _, row in restricted.iterrows()]
+    reaches = [Reach(field="p", value=json_safe(group), step=curve["step"].tolist(), reached=curve["reached"].tolist(),
+                     low=curve["low"].tolist(), high=curve["high"].tolist())
+               for group, curve in reach.groupby("group", sort=False)]
+    configurations, counted = int(len(first)), int(len(runs))
+    return Convergence(
+        threshold=threshold, threshold_rule="chosen by the reader" if options.threshold is not None
+        else threshold_rule(False, spec), horizon=horizon, tokens_per_step=tokens, rope={}, method=METHOD,
+        endpoints={"steps_to_threshold": Endpoint(unit=ENDPOINTS["steps_to_threshold"][0],
+                                                  what=ENDPOINTS["steps_to_threshold"][1])},
+        arms=[], restricted_mean=means, reach=reaches,
+        sentence=search_convergence_sentence(means, threshold, horizon, configurations, counted),
+        resolution=resolution(ends.join(first[[]], how="inner"), curves), configurations=configurations, runs=counted)
 
 
-def search_convergence_sentence(convergence: dict) -> str:
+def search_convergence_sentence(means: list[RestrictedMean], threshold: float, horizon: float, configurations: int,
+                                runs: int) -> str:
     """"Convergence to 1.9 nats within 300 steps, per p group (10 configurations of 16 runs, each
     counted once): p 1–2 in 180 restricted mean steps [150, 210] (5 of 6 reached it); …"."""
-    parts = [f"p {r['value']} in {r['rmst']:.0f} [{r['low']:.0f}, {r['high']:.0f}] "
-             f"({r['reached']} of {r['runs']} reached it)" for r in convergence["restricted_mean"]]
+    parts = [f"p {r.value} in {_figure(r.rmst)} [{_figure(r.low)}, {_figure(r.high)}] "
+             f"({r.reached} of {r.runs} reached it)" for r in means]
     if not parts:
         return "No convergence to read yet: no run of the search has a learning curve."
-    counted = (f"{convergence['configurations']} configurations of {convergence['runs']} runs, each counted once"
-               if convergence["configurations"] < convergence["runs"] else f"{convergence['runs']} runs")
-    text = (f"Convergence to {convergence['threshold']:g} nats within {convergence['horizon']:g} steps, restricted mean "
+    counted = (f"{configurations} configurations of {runs} runs, each counted once" if configurations < runs
+               else f"{runs} runs")
+    text = (f"Convergence to {threshold:g} nats within {horizon:g} steps, restricted mean "
             f"steps per p group ({counted}): " + "; ".join(parts) + ".")
-    if not sum(r["reached"] for r in convergence["restricted_mean"]):
+    if not sum(r.reached for r in means):
         return text + " No run reached it: no group reaches it sooner than another."
     return text + (" The groups mix p with the learning rate and gain their runs drew: no verdict on p here "
                    "(Effect of p holds them apart).")
+
+
+def _figure(value: float | None) -> str:
+    return f"{math.nan if value is None else value:.0f}"

@@ -41,17 +41,20 @@ min_entropy as differences with the corrected interval); `verdicts`, `rope`, `en
 from __future__ import annotations
 
 import math
-
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 
 from lpstudy.results.analysis.intervals import wilson_interval
-from lpstudy.results.answers.endpoint_verdicts import endpoint_verdicts
+from lpstudy.results.answers.answer_types import Endpoint as EndpointPart
+from lpstudy.results.answers.answer_types import (ComparedRow, EndpointReference, EndpointRope, Stability, StabilityRow,
+                                                  StabilityVerdict, Value)
+from lpstudy.results.answers.endpoint_verdicts import endpoint_verdicts, number
 from lpstudy.results.answers.fold_tests import corrected_stats, difference_p, holm, interval
 from lpstudy.results.answers.options import AnswerOptions
-from lpstudy.values import arm_name
+from lpstudy.values import arm_name, json_safe
 
 INITIAL_LOSS = math.log(65)  # ℓ₀ where a run stores no first evaluation: guessing Tiny Shakespeare's 65 symbols
 DIVERGENCE_ROPE = 0.10  # ± 10 percentage points of the share of runs that diverged
@@ -93,32 +96,30 @@ ENDPOINTS = {  # the stability endpoints, declared once
 DIVERGENCE_WHAT = "the share of runs that diverged (Fisher's exact test, Newcombe's interval from Wilson's)"
 
 
-def divergence(runs: pd.DataFrame, reference, alpha: float) -> list[dict]:
-    """runs: one row per finished run with `arm` and `diverged`. Per arm (reference first): diverged,
-    runs, rate, its Wilson interval, and (others) Fisher's exact p-value against the reference,
-    Holm-adjusted."""
+def divergence(runs: pd.DataFrame, reference, alpha: float, shown: Callable[[Any], Value] = json_safe) -> list[StabilityRow]:
+    """runs: one row per finished run with `arm` and `diverged`. Per arm (in the order the runs name them):
+    diverged, runs, rate, its Wilson interval, and Fisher's exact p-value against the reference,
+    Holm-adjusted (the reference's: None). shown: an arm's value as the answer writes it."""
     from scipy.stats import fisher_exact
 
     counts = runs.groupby("arm", sort=False)["diverged"].agg(["sum", "size"])
     if reference not in counts.index:
         return []
     ref_k, ref_n = int(counts.loc[reference, "sum"]), int(counts.loc[reference, "size"])
-    rows, raw = [], []
+    raw = [fisher_exact([[int(k), int(n - k)], [ref_k, ref_n - ref_k]])[1]
+           for arm, (k, n) in counts.iterrows() if arm != reference]
+    adjusted = iter(list(holm(np.asarray(raw), alpha)[1]) if raw else [])
+    rows = []
     for arm, (k, n) in counts.iterrows():
         low, high = wilson_interval(int(k), int(n), 1 - alpha)
-        row = {"value": arm, "diverged": int(k), "runs": int(n), "rate": k / n if n else math.nan,
-               "low": low, "high": high, "p_value": None}
-        if arm != reference:
-            raw.append(fisher_exact([[int(k), int(n - k)], [ref_k, ref_n - ref_k]])[1])
-        rows.append(row)
-    adjusted: list[float] = list(holm(np.asarray(raw), alpha)[1]) if raw else []
-    others = [r for r in rows if r["value"] != reference]
-    for row, p in zip(others, adjusted):
-        row["p_value"] = float(p)
+        rows.append(StabilityRow(value=shown(arm), diverged=int(k), runs=int(n), rate=number(k / n if n else math.nan),
+                                 low=number(low), high=number(high),
+                                 p_value=None if arm == reference else float(next(adjusted))))
     return rows
 
 
-def paired_metric(table: pd.DataFrame, reference, k: int, alpha: float) -> list[dict]:
+def paired_metric(table: pd.DataFrame, reference, k: int, alpha: float,
+                  shown: Callable[[Any], Value] = json_safe) -> list[StabilityRow]:
     """table: arms × folds of a per-run number. Per arm other than the reference: its mean, the mean
     difference from the reference over the folds both have, the corrected interval and the
     Holm-adjusted p-value of "no difference"."""
@@ -130,11 +131,11 @@ def paired_metric(table: pd.DataFrame, reference, k: int, alpha: float) -> list[
     mean, se, df = corrected_stats(diffs, k)
     low, high = interval(mean, se, df, 1 - alpha)
     _, adjusted = holm(difference_p(mean, se, df), alpha)
-    rows = [{"value": reference, "mean": float(ref.mean()), "n_folds": int(ref.notna().sum())}]
+    rows = [StabilityRow(value=shown(reference), mean=number(ref.mean()), n_folds=int(ref.notna().sum()))]
     for i, arm in enumerate(arms):
-        rows.append({"value": arm, "mean": float(table.loc[arm].mean()), "n_folds": int((~np.isnan(diffs[i])).sum()),
-                     "diff": float(mean[i]), "low": float(low[i]), "high": float(high[i]),
-                     "p_value": None if math.isnan(adjusted[i]) else float(adjusted[i])})
+        rows.append(ComparedRow(value=shown(arm), mean=number(table.loc[arm].mean()),
+                                n_folds=int((~np.isnan(diffs[i])).sum()), diff=number(mean[i]), low=number(low[i]),
+                                high=number(high[i]), p_value=number(adjusted[i])))
     return rows
 
 
@@ -151,17 +152,19 @@ def curve_extremes(curves: pd.DataFrame) -> pd.DataFrame:
                          "min_entropy": grouped["min_head_entropy"].min()})
 
 
-def stability_answer(runs: pd.DataFrame, curves: pd.DataFrame, reference, k: int, alpha: float) -> dict:
-    """The answer's `stability` entry: runs is one row per finished run with arm, fold, diverged and
-    trial_id; curves the study's curves (may be empty: then only the divergence rates)."""
+def stability_rows(runs: pd.DataFrame, curves: pd.DataFrame, reference, k: int, alpha: float,
+                   shown: Callable[[Any], Value] = json_safe) -> dict[str, list[StabilityRow]]:
+    """The stability part's three row lists, {divergence, logit_growth, min_entropy}: runs is one row per
+    finished run with arm, fold, diverged and trial_id; curves the study's curves (may be empty: then only
+    the divergence rates); shown: an arm's value as the answer writes it."""
     extremes = curve_extremes(curves)
-    out = {"divergence": divergence(runs, reference, alpha), "logit_growth": [], "min_entropy": []}
+    out = {"divergence": divergence(runs, reference, alpha, shown), "logit_growth": [], "min_entropy": []}
     if len(extremes):
         joined = runs.join(extremes, on="trial_id")
         for name in ("logit_growth", "min_entropy"):
             table = joined.groupby(["arm", "fold"], sort=False)[name].mean().unstack("fold")
             if table.notna().to_numpy().any():
-                out[name] = paired_metric(table, reference, k, alpha)
+                out[name] = paired_metric(table, reference, k, alpha, shown)
     return out
 
 
@@ -218,31 +221,37 @@ def _lr_sensitivity(joined: pd.DataFrame, positions: list[str]) -> pd.DataFrame 
     return sensitivity.where(complete).unstack(positions)
 
 
-def _flipped(row: dict) -> dict:
-    """A verdict row of an endpoint the engine read negated (higher is better), back in its units."""
-    out = dict(row)
-    for key in ("mean", "diff", "rel_diff"):
-        if out.get(key) is not None:
-            out[key] = -out[key]
-    for low, high in (("low", "high"), ("rel_low", "rel_high"), ("equivalence_low", "equivalence_high")):
-        if out.get(low) is not None and out.get(high) is not None:
-            out[low], out[high] = -row[high], -row[low]
-    return out
+def _negated(value: float | None) -> float | None:
+    return None if value is None else -value
 
 
-def _unvaried(row: dict) -> dict:
+def _flipped(row: StabilityVerdict) -> StabilityVerdict:
+    """A verdict of an endpoint the engine read negated (higher is better), back in its units."""
+    def ends(low: float | None, high: float | None) -> tuple[float | None, float | None]:
+        return (_negated(high), _negated(low)) if low is not None and high is not None else (low, high)
+
+    (low, high), (rel_low, rel_high) = ends(row.low, row.high), ends(row.rel_low, row.rel_high)
+    equivalence_low, equivalence_high = ends(row.equivalence_low, row.equivalence_high)
+    return replace(row, mean=_negated(row.mean), diff=_negated(row.diff), rel_diff=_negated(row.rel_diff), low=low,
+                   high=high, rel_low=rel_low, rel_high=rel_high, equivalence_low=equivalence_low,
+                   equivalence_high=equivalence_high)
+
+
+def _unvaried(row: StabilityVerdict) -> StabilityVerdict:
     """A verdict from paired differences that do not vary at all (every run counted 0 spikes, say)
     is no evidence: a t with a zero standard error. Undecided, with why."""
-    if row["verdict"] == "undecided" or row["n_folds"] < 2 or not math.isfinite(row["low"]):
+    if row.verdict == "undecided" or row.n_folds < 2 or row.low is None or row.high is None or row.diff is None:
         return row
-    if row["high"] - row["low"] > 1e-12 * max(1.0, abs(row["diff"])):
+    if row.high - row.low > 1e-12 * max(1.0, abs(row.diff)):
         return row
-    return {**row, "verdict": "undecided", "region": "undecided", "holds_up_to_rho": None,
-            "unresolved": f"the paired differences do not vary (every fold {row['diff']:+g}): no interval to decide from"}
+    return replace(row, verdict="undecided", region="undecided", holds_up_to_rho=None,
+                   unresolved=f"the paired differences do not vary (every fold {row.diff:+g}): no interval to decide from")
 
 
-def _divergence_verdicts(runs: pd.DataFrame, reference, alpha: float) -> list[dict]:
-    """Per arm other than the reference: the divergence verdict from the counts (module)."""
+def divergence_verdicts(runs: pd.DataFrame, reference, alpha: float,
+                        shown: Callable[[Any], dict[str, Any]] | None = None) -> list[StabilityVerdict]:
+    """Per arm other than the reference: the divergence verdict from the counts (module). shown: the
+    arm's field, value and p as the answer writes them (by default its key, field "arm")."""
     from scipy.stats import fisher_exact
     from statsmodels.stats.proportion import confint_proportions_2indep
 
@@ -274,20 +283,22 @@ def _divergence_verdicts(runs: pd.DataFrame, reference, alpha: float) -> list[di
             verdict = "undecided"
         region = {"better": "beyond the ROPE", "worse": "beyond the ROPE", "equivalent": "within the ROPE"}.get(
             verdict, "different, size undecided" if rejected else "undecided")
-        rows.append({"arm": arm, "interim": False, "failed_runs": 0, "reference_failed_runs": 0, "runs": n,
-                     "barred_by_failures": False, "n_folds": n, "mean": k / n, "diff": diff,
-                     "rel_diff": None, "low": low, "high": high, "rel_low": None, "rel_high": None,
-                     "equivalence_low": eq_low, "equivalence_high": eq_high, "p_value_difference": float(adjusted[i]),
-                     "p_value_equivalence": None, "p_value_beyond_rope": None, "verdict": verdict, "region": region,
-                     "holds_up_to_rho": None, "measured_rho": None,
-                     "folds_to_decide": _runs_to_decide(k / n, ref_k / ref_n, alpha / m) if verdict == "undecided" else None,
-                     "decided_by": (("equivalence" if abs(diff) < DIVERGENCE_ROPE else "beyond the ROPE")
-                                    if verdict == "undecided" else None),
-                     "diverged": k, "reference_diverged": ref_k, "reference_runs": ref_n})
+        named = shown(arm) if shown else {"field": "arm", "value": json_safe(arm)}
+        rows.append(StabilityVerdict(
+            **named, endpoint="divergence", unit="share of runs", interim=False, failed_runs=0,
+            reference_failed_runs=0, runs=n, barred_by_failures=False, n_folds=n, mean=number(k / n), diff=number(diff),
+            rel_diff=None, low=number(low), high=number(high), rel_low=None, rel_high=None,
+            equivalence_low=number(eq_low), equivalence_high=number(eq_high),
+            p_value_difference=number(adjusted[i]), p_value_equivalence=None, p_value_beyond_rope=None,
+            verdict=verdict, region=region, holds_up_to_rho=None, measured_rho=None,
+            folds_to_decide=runs_to_decide(k / n, ref_k / ref_n, alpha / m) if verdict == "undecided" else None,
+            decided_by=(("equivalence" if abs(diff) < DIVERGENCE_ROPE else "beyond the ROPE")
+                        if verdict == "undecided" else None),
+            diverged=k, reference_diverged=ref_k, reference_runs=ref_n))
     return rows
 
 
-def _runs_to_decide(rate: float, ref_rate: float, alpha: float) -> int | None:
+def runs_to_decide(rate: float, ref_rate: float, alpha: float) -> int | None:
     """The runs per arm (the same in both) at which the divergence verdict's own rule decides with
     DIVERGENCE_POWER, the true rates taken to be the ones measured (a planning figure): where they
     differ by the ROPE or more, Fisher's exact test rejecting at `alpha` (Holm's strictest step,
@@ -367,19 +378,24 @@ def fisher_p(k1: np.ndarray, k2: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
-def stability_verdicts(runs: pd.DataFrame, trials: pd.DataFrame, curves: pd.DataFrame | None, reference, k: int,
-                       options: AnswerOptions, field: str = "p", values: dict | None = None,
-                       arm_column: str = "p", stages_over: bool = False) -> dict:
-    """The verdicts part of the answer's `stability`: endpoints, rope, verdicts (one row per arm and
-    endpoint, ArmVerdict's keys with endpoint and unit; divergence's with its counts), reference
-    (per endpoint) and sentence. runs: one row per counted run (arm, fold, diverged, trial_id).
-    stages_over: a study run --until-decided whose stages are over (endpoint_verdicts: no interim)."""
+def stability_answer(runs: pd.DataFrame, trials: pd.DataFrame, curves: pd.DataFrame | None, reference, k: int,
+                     options: AnswerOptions, field: str = "p", values: dict | None = None,
+                     arm_column: str = "p", stages_over: bool = False) -> Stability:
+    """The answer's `stability` part: the three row lists (stability_rows) and the verdicts: endpoints,
+    rope, verdicts (one per arm and endpoint, ArmVerdict's fields with endpoint and unit; divergence's with
+    its counts), reference (per endpoint) and sentence. runs: one row per counted run (arm, fold,
+    diverged, trial_id). stages_over: a study run --until-decided whose stages are over
+    (endpoint_verdicts: no interim)."""
     values = values or {}
-    shown = lambda arm: {"field": field, "value": values.get(arm, arm),  # noqa: E731
-                         **({"p": values.get(arm, arm)} if field == "p" else {})}
-    out: dict = {"endpoints": {}, "rope": {}, "verdicts": [], "reference": {}, "sentence": ""}
+
+    def shown(arm) -> dict[str, Any]:
+        value = json_safe(values.get(arm, arm))
+        return {"field": field, "value": value, "p": value if field == "p" else None}
+
+    rows = stability_rows(runs, curves, reference, k, options.alpha, lambda arm: shown(arm)["value"])
     if runs.empty or reference not in set(runs["arm"]):
-        return out
+        return Stability(divergence=rows["divergence"], logit_growth=rows["logit_growth"],
+                         min_entropy=rows["min_entropy"], endpoints={}, rope={}, verdicts=[], reference={}, sentence="")
     info = trials.drop_duplicates("trial_id").set_index("trial_id")
     info = info.assign(arm_key=info[arm_column]) if arm_column in info else info
     positions = _positions(info)
@@ -402,6 +418,10 @@ def stability_verdicts(runs: pd.DataFrame, trials: pd.DataFrame, curves: pd.Data
     sensitivity = _lr_sensitivity(joined, positions)
     if sensitivity is not None:
         tables["lr_sensitivity"] = (sensitivity, None)
+    endpoints: dict[str, EndpointPart] = {}
+    ropes: dict[str, EndpointRope] = {}
+    verdicts: list[StabilityVerdict] = []
+    references: dict[str, EndpointReference] = {}
     for name, (table, missing) in tables.items():
         endpoint = ENDPOINTS[name]
         table = _design(table.reindex(arms), positions, k, info)
@@ -417,32 +437,34 @@ def stability_verdicts(runs: pd.DataFrame, trials: pd.DataFrame, curves: pd.Data
             margin = endpoint.margin(ref_mean, options)
         if not (math.isfinite(margin) and margin > 0):
             continue
-        out["endpoints"][name] = {"unit": endpoint.unit, "what": endpoint.what}
-        out["rope"][name] = {"relative": margin / ref_mean if ref_mean else None, "absolute": margin,
-                             "words": endpoint.words(options)}
+        endpoints[name] = EndpointPart(unit=endpoint.unit, what=endpoint.what)
+        ropes[name] = EndpointRope(relative=margin / ref_mean if ref_mean else None, absolute=margin,
+                                   words=endpoint.words(options))
         sign = -1.0 if endpoint.higher_is_better else 1.0
-        for row in endpoint_verdicts(sign * table, reference, k=k, margin=margin, options=options, failed=failed,
-                                     stages_over=stages_over):
-            arm = row.pop("arm")
-            row = _unvaried(_flipped(row) if endpoint.higher_is_better else row)
-            out["verdicts"].append({**shown(arm), "endpoint": name, "unit": endpoint.unit, **row})
-        out["reference"][name] = {**shown(reference), "mean": ref_mean,
-                                  "n_folds": int(table.loc[reference].notna().sum())}
-    out["endpoints"]["divergence"] = {"unit": "share of runs", "what": DIVERGENCE_WHAT}
-    out["rope"]["divergence"] = {"relative": None, "absolute": DIVERGENCE_ROPE,
-                                 "words": f"±{100 * DIVERGENCE_ROPE:g} percentage points"}
+
+        def part(arm, name=name, endpoint=endpoint, **numbers) -> StabilityVerdict:
+            verdict = StabilityVerdict(**shown(arm), endpoint=name, unit=endpoint.unit, **numbers)
+            return _unvaried(_flipped(verdict) if endpoint.higher_is_better else verdict)
+
+        verdicts += endpoint_verdicts(sign * table, reference, k=k, margin=margin, options=options, failed=failed,
+                                      stages_over=stages_over, part=part)
+        references[name] = EndpointReference(**shown(reference), mean=number(ref_mean),
+                                             n_folds=int(table.loc[reference].notna().sum()))
+    endpoints["divergence"] = EndpointPart(unit="share of runs", what=DIVERGENCE_WHAT)
+    ropes["divergence"] = EndpointRope(relative=None, absolute=DIVERGENCE_ROPE,
+                                       words=f"±{100 * DIVERGENCE_ROPE:g} percentage points")
     to_come = set(info.loc[info["state"].isin(["WAITING", "RUNNING"]), "arm_key"]) if "arm_key" in info else set()
-    for row in _divergence_verdicts(runs, reference, options.alpha):
-        arm = row.pop("arm")
+    for verdict in divergence_verdicts(runs, reference, options.alpha, shown):
         if to_come:  # no peeking: a run still to come anywhere makes every row an interim reading
-            row.update({"interim": True, "verdict": "undecided", "region": "interim", "folds_to_decide": None,
-                        "decided_by": None})
-        out["verdicts"].append({**shown(arm), "endpoint": "divergence", "unit": "share of runs", **row})
+            verdict = replace(verdict, interim=True, verdict="undecided", region="interim", folds_to_decide=None,
+                              decided_by=None)
+        verdicts.append(verdict)
     ref_runs = runs[runs["arm"] == reference]
-    out["reference"]["divergence"] = {**shown(reference), "mean": float(ref_runs["diverged"].mean()),
-                                      "n_folds": int(len(ref_runs))}
-    out["sentence"] = stability_sentence(out, field, shown(reference)["value"])
-    return out
+    references["divergence"] = EndpointReference(**shown(reference), mean=number(ref_runs["diverged"].mean()),
+                                                 n_folds=int(len(ref_runs)))
+    return Stability(divergence=rows["divergence"], logit_growth=rows["logit_growth"], min_entropy=rows["min_entropy"],
+                     endpoints=endpoints, rope=ropes, verdicts=verdicts, reference=references,
+                     sentence=stability_sentence(verdicts, ropes, field, shown(reference)["value"]))
 
 
 NAMES = {"max_logit": "largest logit", "min_entropy": "smallest head entropy", "loss_spikes": "loss spikes",
@@ -451,32 +473,31 @@ WORDS = {"max_logit": ("lower", "higher"), "min_entropy": ("higher", "lower"), "
          "lr_sensitivity": ("less sensitive", "more sensitive"), "divergence": ("diverges less", "diverges more")}
 
 
-def stability_sentence(stability: dict, field: str, reference_value) -> str:
+def stability_sentence(rows: list[StabilityVerdict], ropes: dict[str, EndpointRope], field: str, reference_value) -> str:
     """The stability verdicts in words, one clause per endpoint with its ROPE: "Stability against
     p = 2: largest logit (±10 % of the reference's mean): p = 3 higher; p = 1, p = 4 undecided; …;
     divergence (±10 percentage points): p = 3 undecided (0 of 10 against 0 of 10; 170 runs per arm
     would decide)". While runs are still to come: one interim clause."""
-    rows = stability["verdicts"]
-    named = [NAMES[n] for n in [*ENDPOINTS, "divergence"] if any(r["endpoint"] == n for r in rows)]
+    named = [NAMES[n] for n in [*ENDPOINTS, "divergence"] if any(r.endpoint == n for r in rows)]
     if not rows:
         return ""
     lead = f"Stability against {arm_name(field, reference_value)}"
-    if all(r.get("interim") for r in rows):
+    if all(r.interim for r in rows):
         return f"{lead}: an interim reading (runs still to come), no verdict yet on {', '.join(named)}."
     clauses = []
     for name in [*ENDPOINTS, "divergence"]:
-        ours = [r for r in rows if r["endpoint"] == name]
+        ours = [r for r in rows if r.endpoint == name]
         if not ours:
             continue
         better, worse = WORDS[name]
         groups: dict[str, list[str]] = {}
         for r in ours:
-            said = {"better": better, "worse": worse, "equivalent": "equivalent"}.get(r["verdict"], "undecided")
-            who = arm_name(field, r["value"])
+            said = {"better": better, "worse": worse, "equivalent": "equivalent"}.get(r.verdict, "undecided")
+            who = arm_name(field, r.value)
             if name == "divergence":
-                who += f" ({r['diverged']} of {r['runs']} against {r['reference_diverged']} of {r['reference_runs']}"
-                who += f"; {r['folds_to_decide']} runs per arm would decide)" if r.get("folds_to_decide") else ")"
+                who += f" ({r.diverged} of {r.runs} against {r.reference_diverged} of {r.reference_runs}"
+                who += f"; {r.folds_to_decide} runs per arm would decide)" if r.folds_to_decide else ")"
             groups.setdefault(said, []).append(who)
         said = "; ".join(f"{', '.join(arms)} {verdict}" for verdict, arms in groups.items())
-        clauses.append(f"{NAMES[name]} ({stability['rope'][name]['words']}): {said}")
+        clauses.append(f"{NAMES[name]} ({ropes[name].words}): {said}")
     return f"{lead}: " + "; ".join(clauses) + "."

@@ -20,19 +20,21 @@ runs the sequential design, and each verdict says the fold correlation up to whi
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from lpstudy.results.answers.answer_types import CompareTuning, Look, Sequential, StageArm, safe
+from lpstudy.results.answers.answer_types import (ArmVerdict, CompareTuning, Look, LookArm, Reference, Rope, Sequential,
+                                                  Stability, StageArm, VerdictAnswer)
 from lpstudy.results.answers.options import AnswerOptions
-from lpstudy.results.answers.fold_importance import fold_importance
-from lpstudy.results.answers.endpoint_verdicts import endpoint_verdicts
+from lpstudy.results.answers.fold_importance import fold_importance, no_importance
+from lpstudy.results.answers.endpoint_verdicts import endpoint_verdicts, number
 from lpstudy.results.answers.fold_tests import VERDICTS, interval
 from lpstudy.results.answers.sequential import information, look_levels, nominal_levels, rounds_of, sequential_verdicts
-from lpstudy.results.answers.stability_verdicts import stability_answer, stability_verdicts
+from lpstudy.results.answers.stability_verdicts import stability_answer
 from lpstudy.results.analysis.study_data import StudyData
 from lpstudy.values import REFERENCE_P, format_p, json_safe
 
@@ -218,8 +220,9 @@ def _count(table: pd.DataFrame, level: str) -> int:
     return int(columns.get_level_values(level).nunique()) if isinstance(columns, pd.MultiIndex) and level in columns.names else 1
 
 
-def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions()) -> tuple[dict, Compared]:
-    """(the answer of a replicate, grid or comparison study (see lpstudy.results.answers), what it compared)."""
+def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions()) -> tuple[VerdictAnswer, Compared]:
+    """(the answer of a replicate, grid or comparison study (see lpstudy.results.answers), what it compared).
+    Its convergence is None here (lpstudy.results.answers.with_convergence reads it over what it compared)."""
     trials, field, column, values = _arms(data)
     k = fold_count(data)
     if len(trials):
@@ -231,38 +234,34 @@ def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions())
     sequential = data.info.until_decided
     repeats, seeds = _count(table, "repeat"), _count(table, "seed")
     compared = Compared(trials, field, column, values, reference, k)
-    answer: dict[str, Any] = {
-        "study": data.name, "kind": data.info.kind, "metric": "final validation loss (nats)",
-        "method": METHOD + (SEQUENTIAL_METHOD + (SEEDED_STAGES if seeds > 1 else "") if sequential else ""),
-        "alpha": options.alpha, "k": k, "repeats": int(repeats), **({"seeds": seeds} if seeds > 1 else {}),
-        "reference": None, "arms": [],
-        "rope": {"relative": options.rope.value if options.rope.relative else None, "absolute": None,
-                 "set": "relative" if options.rope.relative else "nats", "given": str(options.rope),
-                 "words": options.rope.words()},
-        "importance": fold_importance(_blocks(table.where(~failed)), field, k=k) if len(present) else
-        {"shares": {}, "low": {}, "high": {}, "null": None, "reason": "no finished runs yet"},
-        "stability": {"divergence": [], "logit_growth": [], "min_entropy": []},
-        "interim": False,
-        **({"tuning": tuning} if (tuning := _tuning(data)) else {}),
-    }
+
+    def shown(arm) -> dict[str, Any]:
+        value = json_safe(values.get(arm, arm))
+        return {"field": field, "value": value, "p": value if field == "p" else None}
+
+    made = partial(VerdictAnswer, study=data.name, kind=data.info.kind, metric="final validation loss (nats)",
+                   method=METHOD + (SEQUENTIAL_METHOD + (SEEDED_STAGES if seeds > 1 else "") if sequential else ""),
+                   alpha=options.alpha, k=k, repeats=int(repeats), seeds=int(seeds) if seeds > 1 else None,
+                   importance=fold_importance(_blocks(table.where(~failed)), field, k=k) if len(present) else
+                   no_importance("no finished runs yet"), tuning=_tuning(data), convergence=None)
     if reference is None or k < 2:
-        answer["sentence"] = "No verdict yet: no arm has a finished run." if reference is None else \
-            "No verdict: the runs do not say how many folds their cross-validation had."
-        return safe(answer), compared
+        return made(reference=None, arms=[], rope=Rope(
+            relative=options.rope.value if options.rope.relative else None, absolute=None,
+            set="relative" if options.rope.relative else "nats", given=str(options.rope), words=options.rope.words()),
+            stability=Stability(divergence=[], logit_growth=[], min_entropy=[]), interim=False,
+            sentence="No verdict yet: no arm has a finished run." if reference is None else
+            "No verdict: the runs do not say how many folds their cross-validation had."), compared
     ref_losses = table.loc[reference].where(~failed.loc[reference])
     ref_mean = float(ref_losses.mean())
     margin = options.rope.margin(ref_mean)
-    answer["rope"]["absolute"] = margin
-    answer["rope"]["relative"] = margin / ref_mean if ref_mean else None
-    answer["rope"]["words"] = options.rope.words() + (f" = {margin:.4g} nats" if options.rope.relative else "")
+    rope = Rope(relative=number(margin / ref_mean) if ref_mean else None, absolute=number(margin),
+                set="relative" if options.rope.relative else "nats", given=str(options.rope),
+                words=options.rope.words() + (f" = {margin:.4g} nats" if options.rope.relative else ""))
     runs_in = (table.notna() | failed).sum(axis=1)  # per arm, the runs of the design that are over
-    answer["reference"] = {"field": field, "value": values.get(reference, reference), "mean": ref_mean,
-                           "n_folds": int(ref_losses.notna().sum()), "failed_runs": int(failed.loc[reference].sum()),
-                           "runs_in": int(runs_in.loc[reference])}
-    if field == "p":
-        answer["reference"]["p"] = values.get(reference, reference)
+    reference_part = Reference(**shown(reference), mean=number(ref_mean), n_folds=int(ref_losses.notna().sum()),
+                               failed_runs=int(failed.loc[reference].sum()), runs_in=int(runs_in.loc[reference]))
     others = [a for a in present if a != reference]
-    tests = None
+    tests, stages = None, None
     if sequential and others and repeats == 1:
         usable = table.where(~failed)
         if seeds > 1:  # columns (fold, seed), every position of the design: a look takes its folds' seeds
@@ -275,43 +274,44 @@ def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions())
             marks = {}
         marks.update({"failed": np.stack([fails.loc[a].to_numpy(bool) for a in others]),
                       "reference_failed": fails.loc[reference].to_numpy(bool)})
-        tests = _sequential(trials, column, others, reference, diffs, k, margin, options, sequential, answer, values,
-                            marks)
-    for row in endpoint_verdicts(table, reference, k=k, margin=margin, options=options, failed=failed, tests=tests):
-        arm = row.pop("arm")
-        shown = {"field": field, "value": values.get(arm, arm), **({"p": values.get(arm, arm)} if field == "p" else {})}
-        answer["arms"].append({**shown, **row, "runs_in": int(runs_in.loc[arm])})
-    answer["arms"].sort(key=lambda r: _order(r["value"]))
-    answer["interim"] = any(arm["interim"] for arm in answer["arms"])
-    answer["stability"] = _stability(runs, data.curves, reference, k, options.alpha, values)
-    answer["stability"].update(stability_verdicts(runs, trials, data.curves, reference, k, options, field, values,
-                                                  column, stages_over=stages_over(answer)))
-    answer.update(_left_out(trials, column, values))
-    answer["sentence"] = sentence(answer)
-    return safe(answer), compared
+        tests, stages = _sequential(trials, column, others, reference, diffs, k, margin, options, sequential, ref_mean,
+                                    values, marks)
+
+    def part(arm, **numbers) -> ArmVerdict:
+        return ArmVerdict(**shown(arm), **numbers, runs_in=int(runs_in.loc[arm]))
+
+    arms = sorted(endpoint_verdicts(table, reference, k=k, margin=margin, options=options, failed=failed, tests=tests,
+                                    part=part), key=lambda arm: _order(arm.value))
+    duplicates, pruned = _left_out(trials, column, values)
+    # its sentence says what the rest of it says (sentence reads the answer, as it reads one with to_decide later)
+    draft = made(reference=reference_part, arms=arms, rope=rope,
+                 stability=stability_answer(runs, trials, data.curves, reference, k, options, field, values, column,
+                                            stages_over=stages is not None and stages.over),
+                 interim=any(arm.interim for arm in arms), sequential=stages, duplicates=duplicates, pruned=pruned,
+                 sentence="")
+    return replace(draft, sentence=sentence(draft)), compared
 
 
-def stages_over(answer: dict) -> bool:
+def stages_over(answer: VerdictAnswer) -> bool:
     """A study run --until-decided whose stages are over (its other endpoints read over the folds it ran)."""
-    sequential = answer.get("sequential")
-    return sequential is not None and sequential.over
+    return answer.sequential is not None and answer.sequential.over
 
 
-def _left_out(trials: pd.DataFrame, column: str, values: dict) -> dict:
+def _left_out(trials: pd.DataFrame, column: str, values: dict) -> tuple[list[dict] | None, list[dict] | None]:
     """The answer's `duplicates` (counted_runs: a cell run twice, which run counts) and `pruned` (per
-    arm, its PRUNED runs: counted as failed, since a replicate's pruned run never finishes); each left
-    out of the answer where there is none."""
-    out: dict[str, Any] = {}
-    duplicates = counted_runs(trials, column)[3]
-    if duplicates:
-        out["duplicates"] = [{"value": values.get(d[column], d[column]),
-                              **{key: d[key] for key in ("repeat", "fold", "seed") if key in d},
-                              "counted": d["counted"], "left_out": d["left_out"]} for d in duplicates]
+    arm, its PRUNED runs: counted as failed, since a replicate's pruned run never finishes); each None
+    (left out of the answer) where there is none."""
+    duplicates, pruned = None, None
+    counted = counted_runs(trials, column)[3]
+    if counted:
+        duplicates = [json_safe({"value": values.get(d[column], d[column]),
+                                 **{key: d[key] for key in ("repeat", "fold", "seed") if key in d},
+                                 "counted": d["counted"], "left_out": d["left_out"]}) for d in counted]
     if "state" in trials:
-        pruned = trials[(trials["state"] == "PRUNED") & trials[column].notna()].groupby(column).size()
-        if len(pruned):
-            out["pruned"] = [{"value": values.get(arm, arm), "runs": int(n)} for arm, n in pruned.items()]
-    return out
+        stopped = trials[(trials["state"] == "PRUNED") & trials[column].notna()].groupby(column).size()
+        if len(stopped):
+            pruned = [{"value": json_safe(values.get(arm, arm)), "runs": int(n)} for arm, n in stopped.items()]
+    return duplicates, pruned
 
 
 def _tuning(data: StudyData) -> CompareTuning | None:
@@ -326,19 +326,19 @@ def _tuning(data: StudyData) -> CompareTuning | None:
                          budget_note=plan.budget_note)
 
 
-def _compared(answer: dict, name) -> tuple[str, str]:
+def _compared(answer: VerdictAnswer, name) -> tuple[str, str]:
     """(what a comparison's verdict compares, what its interval leaves out): "p = 1 tuned with 8
     trials against p = 2 tuned with 8" and, with one tuning an arm, that the tuning's luck is not in
     the interval; ("", "") for any other study."""
-    tuning = answer.get("tuning")
-    if not tuning:
+    tuning = answer.tuning
+    if not tuning or answer.reference is None:
         return "", ""
     budget, tunings = tuning.budget, tuning.tunings
-    arms = ", ".join(name(a["value"]) for a in answer["arms"])
-    each = " each" if len(answer["arms"]) > 1 else ""
+    arms = ", ".join(name(a.value) for a in answer.arms)
+    each = " each" if len(answer.arms) > 1 else ""
     over = f" ({tunings} independent tunings an arm, the interval a t over them)" if tunings >= 2 else ""
     what = (f"{arms} tuned with {budget} trial{'s' if budget != 1 else ''}{each} against "
-            f"{name(answer['reference']['value'])} tuned with {budget}{over}: ")
+            f"{name(answer.reference.value)} tuned with {budget}{over}: ")
     notes = []
     if tunings < 2:
         notes.append("one tuning an arm: the interval holds the folds' noise of the configurations the tunings "
@@ -357,18 +357,11 @@ def _order(value):
         return (1, 0.0, str(value))
 
 
-def _stability(runs, curves, reference, k, alpha, values) -> dict:
-    out = stability_answer(runs, curves, reference, k, alpha)
-    for rows in out.values():
-        for row in rows:
-            row["value"] = values.get(row["value"], row["value"])
-    return out
-
-
-def _sequential(trials, column, others, reference, diffs, k, margin, options, plan, answer, values, marks):
-    """The looks of a sequential study replayed over the rounds that are over (looks_done), the
-    rounds' state in answer["sequential"]. Each arm there has its value (as answer["arms"] has it)
-    and its arm (the key "stopped" uses: a comparison's label "p=1", a replicate's p)."""
+def _sequential(trials, column, others, reference, diffs, k, margin, options, plan, ref_mean, values,
+                marks) -> tuple[dict, Sequential]:
+    """(the tests, the answer's `sequential`): the looks of a sequential study replayed over the rounds that
+    are over (looks_done), and the rounds' state. Each arm there has its value (as the answer's arms have
+    it) and its arm (the key "stopped" uses: a comparison's label "p=1", a replicate's p)."""
     rounds = rounds_of(k, plan.rounds)
     folds = marks.get("folds")
     labels = np.arange(diffs.shape[-1]) if folds is None else folds
@@ -384,17 +377,15 @@ def _sequential(trials, column, others, reference, diffs, k, margin, options, pl
         lambda runs: len(runs.drop_duplicates()))
     cells_run = int(ran.reindex([reference, *others]).fillna(0).sum())
     cells_max = k * per_fold * (len(others) + 1)
-    answer["sequential"] = Sequential(
+    return tests, Sequential(
         rounds=[int(n) for n in rounds], looks_done=int(done), max_folds=int(k), over=bool(over),
-        looks=_looks(tests, others, diffs, rounds, k, options.alpha, done, answer["reference"]["mean"], values,
-                     labels),
+        looks=_looks(tests, others, diffs, rounds, k, options.alpha, done, ref_mean, values, labels),
         arms=[StageArm(value=json_safe(values.get(arm, arm)), arm=json_safe(arm),
                        state=verdicts[i] if verdicts[i] != "undecided" or over else "running",
                        folds=_paired_folds(diffs[i], labels)) for i, arm in enumerate(others)],
         stopped={str(json_safe(arm)): int(tests["folds_used"][i]) for i, arm in enumerate(others)
                  if verdicts[i] != "undecided"},
         cells_run=cells_run, cells_max=int(cells_max), folds_saved=int(cells_max - cells_run) if over else None)
-    return tests
 
 
 def _paired_folds(diffs: np.ndarray, labels: np.ndarray) -> int:
@@ -424,10 +415,8 @@ def _looks(tests, others, diffs, rounds, k, alpha, done, ref_mean, values, label
                     arms.append(StageArm(value=value, arm=key, state="stopped",
                                          decided=VERDICTS[int(tests["verdict"][i])], folds=int(tests["folds_used"][i])))
                     continue
-                # its difference written even where it is not a number (null): the look's arms say it
-                arms.append(StageArm(
-                    _keys=("value", "arm", "state", "folds", "rel_diff", "rel_low", "rel_high"), value=value, arm=key,
-                    state=VERDICTS[int(seen["verdict"][i])],
+                arms.append(LookArm(  # its difference written even where it is not a number (null)
+                    value=value, arm=key, state=VERDICTS[int(seen["verdict"][i])],
                     folds=_paired_folds(diffs[i][labels < n], labels[labels < n]),
                     rel_diff=json_safe(float(seen["mean"][i]) / ref_mean), rel_low=json_safe(float(low[i]) / ref_mean),
                     rel_high=json_safe(float(high[i]) / ref_mean)))
@@ -467,65 +456,67 @@ def looks_done(trials, column, reference, others, diffs, k, margin, alpha, round
     return done
 
 
-def headline(answer: dict) -> str:
+def headline(answer: VerdictAnswer) -> str:
     """The answer in one sentence, for a page's first line: each verdict with its arms against the
     reference and the ROPE ("p = 1, p = 3 are equivalent to p = 2 within ±0.5 % …; p = 4 is undecided"),
     "interim" while runs are still to come. The full sentence (`sentence`) says the rest."""
-    ref = answer.get("reference")
-    arms = answer.get("arms") or []
+    ref, arms = answer.reference, answer.arms
     if not ref or not arms:
-        return answer.get("sentence") or "No verdict yet."
-    field = ref["field"]
+        return answer.sentence or "No verdict yet."
+    field = ref.field
     name = (lambda v: f"p = {format_p(float(v))}") if field == "p" else (lambda v: f"{field} = {v}")
-    if answer.get("interim"):
-        return (f"Interim: {len(arms)} arm{'s' if len(arms) > 1 else ''} against {name(ref['value'])}, runs still to "
+    if answer.interim:
+        return (f"Interim: {len(arms)} arm{'s' if len(arms) > 1 else ''} against {name(ref.value)}, runs still to "
                 "come (no verdict until every fold has run).")
-    words = {"better": f"better than {name(ref['value'])}", "equivalent": f"equivalent to {name(ref['value'])}",
-             "worse": f"worse than {name(ref['value'])}", "undecided": "undecided"}
+    words = {"better": f"better than {name(ref.value)}", "equivalent": f"equivalent to {name(ref.value)}",
+             "worse": f"worse than {name(ref.value)}", "undecided": "undecided"}
     parts = []
     for verdict, said in words.items():
-        listed = [name(a["value"]) for a in arms if a["verdict"] == verdict]
+        listed = [name(a.value) for a in arms if a.verdict == verdict]
         if listed:
             parts.append(f"{', '.join(listed)} {'is' if len(listed) == 1 else 'are'} {said}")
-    return "; ".join(parts) + f" (ROPE {answer['rope']['words']})."
+    return "; ".join(parts) + f" (ROPE {answer.rope.words})."
 
 
-def sentence(answer: dict) -> str:
+def sentence(answer: VerdictAnswer) -> str:
     """What the verdicts let the user conclude, in words: the ROPE stated, an interim reading
-    labelled as one, failed runs named, and how far a verdict holds where that is below ρ = 0.5."""
-    ref = answer["reference"]
-    field = ref["field"]
+    labelled as one, failed runs named, and how far a verdict holds where that is below ρ = 0.5.
+    Its own `sentence` is not read (the answer is the one it is written for)."""
+    ref = answer.reference
+    if ref is None:
+        return answer.sentence
+    field = ref.field
     name = (lambda v: f"p = {format_p(float(v))}") if field == "p" else (lambda v: f"{field} = {v}")
-    rope = f"the ROPE {answer['rope']['words']}"
-    if not answer["arms"]:
-        return f"Only {name(ref['value'])} has finished runs: nothing to compare yet."
-    arms = answer["arms"]
-    positions = (answer["k"] * answer.get("repeats", 1) * (answer.get("seeds") or 1)
-                 * (tuning.tunings if (tuning := answer.get("tuning")) else 1))
+    rope = f"the ROPE {answer.rope.words}"
+    if not answer.arms:
+        return f"Only {name(ref.value)} has finished runs: nothing to compare yet."
+    arms = answer.arms
+    tuning = answer.tuning
+    positions = answer.k * answer.repeats * (answer.seeds or 1) * (tuning.tunings if tuning else 1)
     runs = _runs_in(ref, arms, name, positions)
-    if answer.get("interim"):
+    if answer.interim:
         lead = (f"Interim reading, {runs} in (no verdict until every fold has run, "
                 f"or run it --until-decided: every look at full alpha would be a peek), {rope}")
     else:
-        lead = f"With {runs}, at {100 * answer['alpha']:.0f} % family-wise error, {rope}"
-    groups: dict[str, list[dict]] = {}
+        lead = f"With {runs}, at {100 * answer.alpha:.0f} % family-wise error, {rope}"
+    groups: dict[str, list[ArmVerdict]] = {}
     for arm in arms:
-        groups.setdefault(arm["verdict"], []).append(arm)
+        groups.setdefault(arm.verdict, []).append(arm)
     parts = []
-    words = {"equivalent": f"equivalent to {name(ref['value'])}", "better": f"better than {name(ref['value'])} beyond the ROPE",
-             "worse": f"worse than {name(ref['value'])} beyond the ROPE"}
-    lost = [a for a in groups.get("worse", []) if a.get("all_failed")]
+    words = {"equivalent": f"equivalent to {name(ref.value)}", "better": f"better than {name(ref.value)} beyond the ROPE",
+             "worse": f"worse than {name(ref.value)} beyond the ROPE"}
+    lost = [a for a in groups.get("worse", []) if a.all_failed]
     if lost:
-        groups["worse"] = [a for a in groups["worse"] if not a.get("all_failed")]
-        listed = ", ".join(f"{name(a['value'])} ({a['failed_runs']} of {a['runs']} runs)" for a in lost)
-        parts.append(f"{listed} {'is' if len(lost) == 1 else 'are'} worse than {name(ref['value'])} by the failure "
-                     f"rule: every run failed, where {name(ref['value'])} has usable ones")
+        groups["worse"] = [a for a in groups["worse"] if not a.all_failed]
+        listed = ", ".join(f"{name(a.value)} ({a.failed_runs} of {a.runs} runs)" for a in lost)
+        parts.append(f"{listed} {'is' if len(lost) == 1 else 'are'} worse than {name(ref.value)} by the failure "
+                     f"rule: every run failed, where {name(ref.value)} has usable ones")
     for verdict, said in words.items():
         if groups.get(verdict):
-            listed = ", ".join(name(a["value"]) for a in groups[verdict])
+            listed = ", ".join(name(a.value) for a in groups[verdict])
             part = f"{listed} {'is' if len(groups[verdict]) == 1 else 'are'} {said}"
-            fragile = [f"{name(a['value'])} up to ρ = {a['holds_up_to_rho']:.2f}" for a in groups[verdict]
-                       if a.get("holds_up_to_rho") is not None and a["holds_up_to_rho"] < 0.5]
+            fragile = [f"{name(a.value)} up to ρ = {a.holds_up_to_rho:.2f}" for a in groups[verdict]
+                       if a.holds_up_to_rho is not None and a.holds_up_to_rho < 0.5]
             if fragile:
                 part += (" (holding only while the folds' differences correlate at most " + ", ".join(fragile)
                          + "; --repeats buys a robust answer)")
@@ -534,53 +525,53 @@ def sentence(answer: dict) -> str:
     if undecided:
         notes = []
         for arm in undecided:
-            if arm.get("region") == "different, size undecided":
-                notes.append(f"{name(arm['value'])} differs from {name(ref['value'])} but not yet beyond the ROPE")
-        if answer.get("interim"):
+            if arm.region == "different, size undecided":
+                notes.append(f"{name(arm.value)} differs from {name(ref.value)} but not yet beyond the ROPE")
+        more: str | None
+        if answer.interim:
             more = "interim"
-        elif answer.get("to_decide"):  # what would decide them, at 80 % power, is the sentence's last clause
+        elif answer.to_decide:  # what would decide them, at 80 % power, is the sentence's last clause
             more = None
-        elif (tuning := answer.get("tuning")) and tuning.counted:
+        elif tuning and tuning.counted:
             more = "its interval spans the tunings: more --tunings narrow it"
-        elif all(a["n_folds"] < 2 for a in undecided):
+        elif all(a.n_folds < 2 for a in undecided):
             more = "each needs 2 folds paired with the reference first"
-        elif any(a["folds_to_decide"] for a in undecided):
+        elif any(a.folds_to_decide for a in undecided):
             more = "folds to decide at the current difference and spread: " + ", ".join(
-                f"{name(a['value'])}: " + (str(a["folds_to_decide"]) if a["folds_to_decide"] else
-                                          "over 50" if a["n_folds"] >= 2 else "2 paired folds first") for a in undecided)
+                f"{name(a.value)}: " + (str(a.folds_to_decide) if a.folds_to_decide else
+                                       "over 50" if a.n_folds >= 2 else "2 paired folds first") for a in undecided)
         else:
             more = "no fold count up to 50 would decide it at the current difference and spread"
-        listed = ", ".join(name(a["value"]) for a in undecided)
+        listed = ", ".join(name(a.value) for a in undecided)
         parts.append(f"{listed} {'is' if len(undecided) == 1 else 'are'} undecided" + (f" ({more})" if more else "") +
                      ("; " + "; ".join(notes) if notes else ""))
-    failures = [a for a in arms if a.get("failed_runs")]
-    if failures or ref.get("failed_runs"):
-        named = [f"{name(a['value'])} failed (diverged or no finite loss) on {a['failed_runs']} of {a['runs']} runs"
-                 for a in failures if not a.get("all_failed")]
-        if ref.get("failed_runs"):
-            named.append(f"the reference {name(ref['value'])} failed on {ref['failed_runs']}")
+    failures = [a for a in arms if a.failed_runs]
+    if failures or ref.failed_runs:
+        named = [f"{name(a.value)} failed (diverged or no finite loss) on {a.failed_runs} of {a.runs} runs"
+                 for a in failures if not a.all_failed]
+        if ref.failed_runs:
+            named.append(f"the reference {name(ref.value)} failed on {ref.failed_runs}")
         if named:
             parts.append("; ".join(named) + ": failed runs count, so an arm that failed can be neither better nor "
                          "equivalent, nor worse where the reference failed")
-    if answer.get("pruned"):
+    if answer.pruned:
         parts.append(", ".join(f"{name(d['value'])} was pruned on {d['runs']} run{'s' if d['runs'] > 1 else ''}"
-                               for d in answer["pruned"]) + " (counted as failed: a pruned run never finishes)")
-    if answer.get("duplicates"):
+                               for d in answer.pruned) + " (counted as failed: a pruned run never finishes)")
+    if answer.duplicates:
         parts.append("a cell run twice counts its first COMPLETE run by trial number: " + ", ".join(
             f"{name(d['value'])} fold {d['fold']}" + (f" repeat {d['repeat']}" if "repeat" in d else "")
             + (f" seed {d['seed']}" if "seed" in d else "")
             + f" counts trial {d['counted']}, leaves out trial{'s' if len(d['left_out']) > 1 else ''} "
-            + ", ".join(map(str, d["left_out"])) for d in answer["duplicates"]))
+            + ", ".join(map(str, d["left_out"])) for d in answer.duplicates))
     what, left_out = _compared(answer, name)
     return what + lead[0].lower() + lead[1:] + ": " + "; ".join(parts) + "." + left_out if what else \
         lead + ": " + "; ".join(parts) + "."
 
 
-def _runs_in(ref: dict, arms: list[dict], name, positions: int) -> str:
+def _runs_in(ref: Reference, arms: list[ArmVerdict], name, positions: int) -> str:
     """How many of the design's runs per arm are over, each arm's own count where they differ:
     "5 of the 5 runs per arm", "4 to 5 of the 5 runs per arm (p = 2: 5, p = 1: 4)"."""
-    counts = {ref["value"]: ref.get("runs_in", ref.get("n_folds", 0)),
-              **{a["value"]: a.get("runs_in", a.get("n_folds", 0)) for a in arms}}
+    counts = {ref.value: ref.runs_in, **{a.value: a.runs_in if a.runs_in is not None else a.n_folds for a in arms}}
     low, high = min(counts.values()), max(counts.values())
     if low == high:
         return f"{low} of the {positions} runs per arm"
