@@ -1,8 +1,8 @@
 """The test suite's two tiers, timed as the README runs them, and what the fast tier reaches.
 
 Runs, from the repository root and one after the other, the README's two test commands as its
-section "Two commands" writes them: the fast tier (`python -m pytest -m "not slow"`), then the slow
-rest (`python -m pytest -m slow -n 3`, three tests at a time with pytest-xdist), and reports each
+section "Run the tests" writes them: the fast tier (`python -m pytest -m "not slow" -n 2`, two tests
+at a time with pytest-xdist), then the slow rest (`python -m pytest -m slow -n 3`, three at a time), and reports each
 one's wall time, test count and outcome. With --coverage it then runs the fast tier once more
 under coverage.py, the processes its tests start included (coverage's `patch = subprocess`), and
 lists the modules of lpstudy/ and app/ by the share of their lines the fast tier runs: a module at

@@ -25,7 +25,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 def pytest_collection_modifyitems(items):
-    """The fast tier (`pytest -m "not slow"`) runs mostly in this one process: a test that needs
+    """The fast tier (`pytest -m "not slow" -n 2`) runs mostly in pytest's own processes: a test that needs
     the throwaway PostgreSQL server (its marker `postgres`, or the `postgres` or `pg_url` fixture)
     or the studies real worker processes write (`real_study`, `real_grids`) is part of the slow
     tier, as are those marked `slow` by hand (they start workers, servers or a browser, wait out

@@ -24,6 +24,7 @@ import yaml
 from tests import k8s_checks, k8s_materialise, k8s_scanner
 from tests.k8s_invariants import LONGEST_STOP_S
 from tests.once_per_run import once_per_run
+from tests.pgserver import free_port
 from tests.study_helpers import lp_env, trials_of, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -1490,6 +1491,10 @@ def run_container(docs: list[dict], doc: dict, name: str, secret: dict[str, str]
         values.pop("LPSTUDY_DATA")
         if os.environ.get("LPSTUDY_DATA"):
             values["LPSTUDY_DATA"] = os.environ["LPSTUDY_DATA"]
+    if values.get("LPSTUDY_METRICS_PORT", "0") != "0":
+        # the pod's conventional port (9108) is its own in a cluster; here every worker this test run (and
+        # any other run on this machine) starts shares one host: each serves on a port free now instead
+        values["LPSTUDY_METRICS_PORT"] = str(free_port())
     values.update(env_extra or {})
     mounts = {}
     for mount in c.get("volumeMounts", []):
