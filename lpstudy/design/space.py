@@ -27,12 +27,15 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lpstudy.errors import UserError
 from lpstudy.training.config import coerce_field, resolve_config
 from lpstudy.training.fields import FIELDS
 from lpstudy.values import P_INF_PARAM, P, P_OR_INF_PARAM, json_safe, parse_bool, read_p
+
+if TYPE_CHECKING:
+    from optuna.trial import BaseTrial
 
 # The space of a search study unless its YAML or flags say otherwise: every field declared with a
 # default search range, on its scale.
@@ -66,10 +69,10 @@ class Fixed:
     name: str
     value: Any
 
-    def to_plain(self) -> dict:
+    def to_plain(self) -> dict[str, Any]:
         return {"type": "fixed", "value": json_safe(self.value)}
 
-    def suggest(self, trial) -> Any:
+    def suggest(self, trial: BaseTrial) -> Any:
         return self.value
 
     def optuna_params(self, value: Any) -> dict[str, Any]:
@@ -82,12 +85,12 @@ class Fixed:
 @dataclass(frozen=True)
 class Choice:
     name: str
-    choices: tuple
+    choices: tuple[Any, ...]
 
-    def to_plain(self) -> dict:
+    def to_plain(self) -> dict[str, Any]:
         return {"type": "choice", "choices": json_safe(self.choices)}
 
-    def suggest(self, trial) -> Any:
+    def suggest(self, trial: BaseTrial) -> Any:
         return coerce_field(self.name, trial.suggest_categorical(self.name, json_safe(self.choices)))
 
     def optuna_params(self, value: Any) -> dict[str, Any]:
@@ -107,7 +110,7 @@ class Range:
     integer: bool = False
     with_inf: bool = False  # p only: p = ∞ is a further choice
 
-    def to_plain(self) -> dict:
+    def to_plain(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": "range", "low": json_safe(self.low), "high": json_safe(self.high),
                                "log": self.log}
         if self.step is not None:
@@ -138,7 +141,7 @@ class Range:
             return math.inf if x > self.high else x
         return math.inf if params.get(P_INF_PARAM) is True else params[self.name]
 
-    def suggest(self, trial) -> Any:
+    def suggest(self, trial: BaseTrial) -> Any:
         if self.with_inf:
             return self.value_of({P_OR_INF_PARAM: trial.suggest_float(
                 P_OR_INF_PARAM, self.low, self.stretched_high, log=self.log, step=self.step)})
@@ -161,6 +164,8 @@ class Range:
 
 
 Param = Fixed | Choice | Range
+# A grid cell as a hashable key (SearchSpace.cell_of): each choice field's name and its value as stored.
+CellKey = tuple[tuple[str, Any], ...]
 
 
 def _fmt(value: Any) -> str:
@@ -243,7 +248,7 @@ def _parse_choice(name: str, choices: Any) -> Choice:
     return Choice(name, tuple(values))
 
 
-def _parse_range(name: str, entry: dict) -> Range:
+def _parse_range(name: str, entry: dict[str, Any]) -> Range:
     field = FIELDS[name]
     if not field.numeric:
         raise UserError(f"{name} is a {field.type.__name__} field: give a value or a list of choices, not a range")
@@ -325,7 +330,7 @@ class SearchSpace:
     def searched(self) -> tuple[Param, ...]:
         return tuple(p for p in self.params if not isinstance(p, Fixed))
 
-    def suggest(self, trial) -> dict[str, Any]:
+    def suggest(self, trial: BaseTrial) -> dict[str, Any]:
         """The run's overrides for an Optuna trial: fixed values and sampled (or enqueued) ones."""
         return {p.name: p.suggest(trial) for p in self.params}
 
@@ -373,7 +378,7 @@ class SearchSpace:
         return {key: encoded for param in self.params if param.name in values
                 for key, encoded in param.optuna_params(values[param.name]).items()}
 
-    def cell_of(self, params: dict[str, Any]) -> tuple:
+    def cell_of(self, params: dict[str, Any]) -> CellKey:
         """The grid cell a trial's Optuna parameters belong to, as a hashable key."""
         return tuple((c.name, json_safe(coerce_field(c.name, params[c.name])) if c.name in params else None)
                      for c in self.params if isinstance(c, Choice))

@@ -219,7 +219,8 @@ def _replicate_from_file(data: dict[str, Any], space_entries: dict[str, Any] | N
 
 
 def replicate_spec(preset: str, p_values: Sequence[float | str], folds: int, fixed: dict[str, Any] | None = None,
-                   options: dict[str, Any] | None = None, until_decided: UntilDecided | dict | None = None) -> StudySpec:
+                   options: dict[str, Any] | None = None,
+                   until_decided: UntilDecided | dict[str, Any] | None = None) -> StudySpec:
     """The paper's protocol: a grid of p values × K folds, every other field fixed. With
     until_decided, the K folds run in stages (`replicate --until-decided --max-folds K`); its
     reference is p = 2 unless it names one."""

@@ -27,7 +27,7 @@ FIXED_DESIGNS = {
 }
 
 
-def refuse_beside_stages(until_decided, **counts: int) -> None:
+def refuse_beside_stages(until_decided: UntilDecided | dict[str, Any] | None, **counts: int) -> None:
     """UserError in one line where a study run --until-decided is also given one of FIXED_DESIGNS above 1
     (repeats=, seeds=, tunings=): the one rule replicate and compare refuse them by (a replicate passes
     no seeds=: its stages run seeds inside their folds)."""

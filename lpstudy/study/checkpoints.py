@@ -33,6 +33,8 @@ from lpstudy.errors import UserError
 from lpstudy.study.trial_context import TrialLost
 
 if TYPE_CHECKING:
+    from optuna.artifacts import Boto3ArtifactStore, FileSystemArtifactStore
+
     from lpstudy.db.kinds.base import StudyStorage
     from lpstudy.training.checkpoint import Checkpoint
 
@@ -46,7 +48,7 @@ def artifact_location(storage: StudyStorage, location: str | None = None) -> str
     return location or storage.default_artifacts()
 
 
-def artifact_store(location: str):
+def artifact_store(location: str) -> Boto3ArtifactStore | FileSystemArtifactStore:
     """Optuna's artifact store at location: s3://BUCKET, else a folder (made if missing)."""
     from optuna.artifacts import Boto3ArtifactStore, FileSystemArtifactStore
 
@@ -78,7 +80,7 @@ class TrialCheckpoints:
         self.store, self.study, self.trial = store, study, trial
         self.current: str | None = None  # the artifact the trial's attribute points at
 
-    def _meta(self) -> dict | None:
+    def _meta(self) -> dict[str, Any] | None:
         return optuna_private.study_storage(self.study).get_trial(optuna_private.trial_id(self.trial)).system_attrs.get(CHECKPOINT_ATTR)
 
     def load(self) -> Checkpoint | None:

@@ -6,7 +6,7 @@ has no other live trial."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import optuna
 from optuna.trial import TrialState
@@ -16,6 +16,7 @@ from lpstudy.db.asking import WAIT, Wait, ask
 from lpstudy.db.optuna_storage import StudyStorage
 from lpstudy.db.retries import RetryCallback
 from lpstudy.errors import UserError
+from lpstudy.design.space import CellKey
 from lpstudy.design.spec import StudySpec
 from lpstudy.study.studies import trial_params
 from lpstudy.values import LEASE_ATTR, METRICS_ATTR_PREFIX, RACE_FOLD_ATTR
@@ -59,7 +60,7 @@ def take_race(study: optuna.Study, storage: StudyStorage) -> optuna.Trial | Lite
         study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
 
 
-def _owed(user_attrs: dict, system_attrs: dict) -> bool:
+def _owed(user_attrs: dict[str, Any], system_attrs: dict[str, Any]) -> bool:
     """A race's trial, or a failed trial enqueued again (Optuna's `failed_trial`, lpstudy.db.retries)."""
     return user_attrs.get(RACE_FOLD_ATTR) is not None or "failed_trial" in system_attrs
 
@@ -98,7 +99,7 @@ def requeue(study: optuna.Study, trial_id: int, max_retry: int, interrupted: boo
                                     drop_attrs=(METRICS_ATTR_PREFIX, LEASE_ATTR))
 
 
-def cell_of_trial(spec: StudySpec, trial: optuna.trial.FrozenTrial) -> tuple | None:
+def cell_of_trial(spec: StudySpec, trial: optuna.trial.FrozenTrial) -> CellKey | None:
     """The grid cell of a trial; None only where its parameters definitely name no cell of this
     grid (a parameter missing or a value the space refuses). Any other error is raised."""
     try:

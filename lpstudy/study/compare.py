@@ -53,7 +53,7 @@ WAIT_S = 3.0  # a worker waiting for a stage's running cells (or the last tuning
 BUDGET_STATES = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING)
 
 
-def arm_labels(factor: str, values: list) -> list[str]:
+def arm_labels(factor: str, values: list[Any]) -> list[str]:
     """The arms' names inside their studies' names, one per value: 'p=3', 'p=∞', 'n_layer=4'. p
     is shown as people read it (three significant digits, format_p), with more digits where two
     arms would otherwise share a name and so a study (1 and 1.001: 'p=1', 'p=1.001')."""
@@ -71,7 +71,7 @@ class ComparePlan:
     """What a comparison compares and how; stored as plain JSON on its parent study."""
 
     factor: str
-    values: list
+    values: list[Any]  # the arms: values of the field `factor` (P for p)
     reference: Any
     tune: dict[str, Any]  # field -> space entry (a range or choices), searched in every arm
     budget: int
@@ -117,7 +117,8 @@ class ComparePlan:
 
     def label(self, value: Any) -> str:
         """The arm of `value` as its studies' names show it (arm_labels)."""
-        return dict(zip(self.values, arm_labels(self.factor, self.values)))[value]
+        labels: dict[Any, str] = dict(zip(self.values, arm_labels(self.factor, self.values)))
+        return labels[value]
 
     def tune_study(self, name: str, value: Any, tuning: int = 0) -> str:
         """The arm's tuning study: NAME:p=3:tune, and NAME:p=3:tune2 ... for the further tunings."""
@@ -179,7 +180,7 @@ class ComparePlan:
         return {name: preset[name] for name in DEFAULT_SPACE
                 if name not in self.tune and name not in self.fixed and name != self.factor}
 
-    def tune_spec(self, value: Any, tuning: int = 0):
+    def tune_spec(self, value: Any, tuning: int = 0) -> StudySpec:
         entries = {**self.untuned(), **self.fixed, **self.tune, self.factor: json_safe(value),
                    "fold": self.fold_of_tuning(tuning), "folds": self.folds}
         # search's sampler and pruner; no spread phase: an arm's worker asks for its tuning trials one
@@ -187,7 +188,7 @@ class ComparePlan:
         return build_spec(None, entries, {"preset": self.preset, "spread_trials": 0,
                                           "n_trials": self.budget, "sampler_seed": self.sampler_seed_of(tuning)})
 
-    def folds_spec(self, value: Any, best_values: dict[str, Any], tuning: int = 0):
+    def folds_spec(self, value: Any, best_values: dict[str, Any], tuning: int = 0) -> StudySpec:
         fixed = {**self.fixed, **best_values}
         if self.fresh_seeds:
             fixed["seed"] = self.fold_seed(tuning)

@@ -15,11 +15,17 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable
+from types import FrameType
+from typing import TYPE_CHECKING
 
 from lpstudy.db.urls import STORAGE_ENV, storage_url
 from lpstudy.errors import UserError
 from lpstudy.study.worker import WorkerOptions
 from lpstudy.training.threads import prefer_passive_wait, usable_cores
+
+if TYPE_CHECKING:
+    from lpstudy.study.worker import SignalHandler
 
 
 def resolve_devices(devices: str, present: bool = True) -> list[str]:
@@ -105,7 +111,8 @@ def worker_environment(options: WorkerOptions, devices: list[str]) -> dict[str, 
     return env
 
 
-def spawn_workers(options: WorkerOptions, devices: list[str], say=None, on_line=None, tick=None) -> int:
+def spawn_workers(options: WorkerOptions, devices: list[str], say: Callable[[str], None] | None = None,
+                  on_line: Callable[[str], None] | None = None, tick: Callable[[], None] | None = None) -> int:
     """One worker process per device; waits for all; forwards SIGINT/SIGTERM to them. Returns the
     worst exit status, or 128 + the signal where one stopped them (Ctrl-C: 130), once they have
     enqueued their trials again. --n-trials is shared out among the processes. With `on_line`, the workers'
@@ -137,13 +144,13 @@ def spawn_workers(options: WorkerOptions, devices: list[str], say=None, on_line=
 
     signalled: list[int] = []
 
-    def forward(signum, frame):
+    def forward(signum: int, frame: FrameType | None) -> None:
         signalled.append(signum)
         for proc in procs:
             if proc.poll() is None:
                 proc.send_signal(signum)
 
-    previous = {}
+    previous: dict[signal.Signals, SignalHandler] = {}
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM):
             previous[sig] = signal.signal(sig, forward)
@@ -162,6 +169,6 @@ def spawn_workers(options: WorkerOptions, devices: list[str], say=None, on_line=
     return max([abs(c) for c in codes] or [0])
 
 
-def _forward_lines(stream, on_line) -> None:
+def _forward_lines(stream: Iterable[str], on_line: Callable[[str], None]) -> None:
     for line in stream:
         on_line(line.rstrip("\n"))

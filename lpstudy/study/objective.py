@@ -30,7 +30,8 @@ from lpstudy.training.gain import gain_rule_of
 from lpstudy.training.config import resolve_config, with_cpu_threads
 from lpstudy.training.metrics import MetricRecord
 from lpstudy.training.progress import TrainingProgress, say_stderr
-from lpstudy.training.trainer import train
+# `as train`: a name of this module's that benchmarks/bench_storage.py replaces (a run's clock, a trivial run)
+from lpstudy.training.trainer import train as train
 
 
 def worker_identity(device: str) -> dict[str, Any]:
@@ -74,7 +75,7 @@ def run_trial(ctx: TrialContext, trial: optuna.Trial) -> TrialOutcome:
             say_stderr(f"trial {trial.number} resumes from its checkpoint at step {resume.step}")
     written: set[int] = {r.step for r in resume.summary.history} if resume is not None else set()
     pruned = [False]
-    def on_eval(record) -> bool:
+    def on_eval(record: MetricRecord) -> bool:
         telemetry.steps_measured(record.tokens_per_s / (cfg.batch_size * cfg.block_size))  # as the bar's tok/s
         record_evaluation(ctx, trial, record)
         written.add(record.step)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
@@ -27,6 +27,10 @@ from optuna.trial import FrozenTrial, TrialState
 from lpstudy.design.intensify import Evaluation, Returned
 from lpstudy.design.spec import StudySpec
 from lpstudy.values import FIXED_PARAMS_ATTR, RACE_FOLD_ATTR, RACE_OF_ATTR
+
+if TYPE_CHECKING:  # types only: the tables' reader loads pandas
+    from lpstudy.db.kinds.base import StudyStorage
+    from lpstudy.db.study_queries import StudyTables
 
 
 def key_of(params: dict[str, Any]) -> Hashable:
@@ -44,7 +48,7 @@ def fold_of(trial: FrozenTrial, spec: StudySpec) -> int:
     return int(raced) if raced is not None else int(spec.base_config().fold)
 
 
-def run_overrides(spec: StudySpec, trial) -> dict[str, Any]:
+def run_overrides(spec: StudySpec, trial: optuna.Trial) -> dict[str, Any]:
     """What a trial runs: the space's values for it (spec.space.suggest), on its race's fold where a
     race enqueued it. The worker's objective (lpstudy.study.objective) reads its run here."""
     overrides = spec.space.suggest(trial)
@@ -54,9 +58,9 @@ def run_overrides(spec: StudySpec, trial) -> dict[str, Any]:
     return overrides
 
 
-def evaluations(trials: Sequence[FrozenTrial], spec: StudySpec) -> list[Evaluation]:
+def evaluations(trials: Sequence[FrozenTrial], spec: StudySpec) -> list[Evaluation[Hashable]]:
     """The study's COMPLETE trials with a finite value, in trial order, as evaluations."""
-    out = []
+    out: list[Evaluation[Hashable]] = []
     for t in sorted(trials, key=lambda t: t.number):
         if t.state == TrialState.COMPLETE and t.values:
             out.append(Evaluation(config_key(t), fold_of(t, spec), float(t.values[0]),
@@ -76,7 +80,7 @@ class SearchBest:
     the one on the tuning fold (or the first it ran: what a run file retrains), `trials` every
     COMPLETE trial of it, by fold."""
 
-    returned: Returned
+    returned: Returned[Hashable]
     trial: FrozenTrial
     trials: tuple[FrozenTrial, ...]
 
@@ -105,7 +109,7 @@ class StoredBest:
     fold: what a run file retrains), the numbers of every run of it, and the ids of the trials
     races ran (not configurations of their own)."""
 
-    returned: Returned
+    returned: Returned[int]  # keyed by the number of the trial that first ran it
     trial_id: int
     number: int
     numbers: tuple[int, ...]
@@ -120,8 +124,8 @@ def _json(text: Any) -> Any:
     return json.loads(text) if isinstance(text, str) else text
 
 
-def stored_best(tables, spec: StudySpec) -> StoredBest | None:
-    """The configuration a search returns, from its tables (lpstudy.db.trial_reader.StudyTables)
+def stored_best(tables: StudyTables, spec: StudySpec) -> StoredBest | None:
+    """The configuration a search returns, from its tables (lpstudy.db.study_queries.StudyTables)
     with a few queries however many trials it has: only a raced configuration can have more than
     one fold, so the Intensifier reads the COMPLETE race trials (RACE_FOLD_ATTR, RACE_OF_ATTR) and
     the trials that first ran their configurations; where none of them holds (no race yet, or every
@@ -160,7 +164,7 @@ def stored_best(tables, spec: StudySpec) -> StoredBest | None:
                       (number,), frozenset(race_ids))
 
 
-def enqueue_races(storage, study: optuna.Study, spec: StudySpec, room: int | None = None) -> int:
+def enqueue_races(storage: StudyStorage, study: optuna.Study, spec: StudySpec, room: int | None = None) -> int:
     """Enqueue the Intensifier's requests as WAITING trials (each with its configuration's
     parameters and the fold in RACE_FOLD_ATTR), under the storage's lock, within the study's
     n_trials target and, given `room` (the trials the enqueuing worker has left of its --n-trials),

@@ -8,6 +8,7 @@ runs that many local worker processes and waits for them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +31,7 @@ class ReplicateResult:
     running: int
 
 
-def replicate(storage: StudyStorage, study_name: str, preset: str, p_values: list, folds: int,
+def replicate(storage: StudyStorage, study_name: str, preset: str, p_values: Sequence[float | str], folds: int,
               fixed: dict[str, Any] | None = None, options: dict[str, Any] | None = None,
               until_decided: UntilDecided | dict[str, Any] | None = None) -> ReplicateResult:
     """Create or resume the grid study (with until_decided: its first round of folds, the workers

@@ -22,7 +22,10 @@ from typing import TYPE_CHECKING, Callable
 from optuna.trial import TrialState
 
 from lpstudy.study import telemetry
-from lpstudy.study.claims import WAIT, ask_within_target, pop_waiting_trial, take_race
+from lpstudy.db.asking import WAIT
+# `as pop_waiting_trial`: a name of this module's that benchmarks/bench_load.py replaces (the claim on its board)
+from lpstudy.study.claims import ask_within_target, take_race
+from lpstudy.study.claims import pop_waiting_trial as pop_waiting_trial
 from lpstudy.study.decisions import Claim, Decision, Done, RunTrial, Sources, StageOver, Wait, unstaged
 from lpstudy.study.races import enqueue_races
 

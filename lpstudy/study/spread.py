@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Iterable
 from typing import Any
 
 import optuna
@@ -50,7 +51,7 @@ def spread_points(space: SearchSpace, n: int, seed: int | None) -> list[dict[str
     return [_params(searched, row) for row in units]
 
 
-def _params(searched: list[Range | Choice], row) -> dict[str, Any]:
+def _params(searched: list[Range | Choice], row: Iterable[float]) -> dict[str, Any]:
     params: dict[str, Any] = {}
     for param, u in zip(searched, (float(x) for x in row)):
         if isinstance(param, Choice):

@@ -39,7 +39,7 @@ class Stage(enum.Enum):
 WAIT, ENQUEUED, OVER = Stage.WAIT, Stage.ENQUEUED, Stage.OVER
 
 
-def next_stage(storage: StudyStorage, name: str, say=None) -> Stage:
+def next_stage(storage: StudyStorage, name: str, say: Callable[[str], None] | None = None) -> Stage:
     """What comes after the cells that ran, for the replicate or comparison NAME run --until-decided:
     WAIT (cells of the stage still run), ENQUEUED (the next stage's cells are waiting: for a
     comparison, in its arms' replicate grids) or OVER (every arm decided, or the last stage ran).

@@ -8,6 +8,7 @@ import hashlib
 import json
 import time
 import warnings
+from collections.abc import Sequence
 from typing import Any, Callable
 
 import optuna
@@ -18,6 +19,7 @@ from lpstudy.db.optuna_storage import StudyStorage
 from lpstudy.errors import UserError
 from lpstudy.names import check_study_name, no_such_study, shell_quoted
 from lpstudy.study.seeded_sampler import PerTrialSeededSampler
+from lpstudy.design.space import CellKey
 from lpstudy.design.spec import StudySpec
 from lpstudy.study.spread import (SpreadHyperbandPruner, SpreadMedianPruner, SpreadSuccessiveHalvingPruner,
                                   enqueue_spread)
@@ -259,10 +261,10 @@ def trial_params(trial: optuna.trial.FrozenTrial) -> dict[str, Any]:
     return {**trial.system_attrs.get(FIXED_PARAMS_ATTR, {}), **trial.params}
 
 
-def grid_state(study: optuna.Study, spec: StudySpec) -> dict[tuple, list[TrialState]]:
+def grid_state(study: optuna.Study, spec: StudySpec) -> dict[CellKey, list[TrialState]]:
     """For each cell of a grid study, the states of its trials (an empty list: never enqueued)."""
-    cells: dict[tuple, list[TrialState]] = {spec.space.cell_of(spec.space.optuna_params(c)): []
-                                            for c in spec.space.grid_cells()}
+    cells: dict[CellKey, list[TrialState]] = {spec.space.cell_of(spec.space.optuna_params(c)): []
+                                              for c in spec.space.grid_cells()}
     for trial in study.get_trials(deepcopy=False):
         params = trial_params(trial)
         try:
@@ -284,7 +286,7 @@ def enqueue_missing_cells(study: optuna.Study, spec: StudySpec, storage: StudySt
     each)."""
     live = (TrialState.COMPLETE, TrialState.WAITING, TrialState.RUNNING)
 
-    def missing_cells() -> list[dict]:
+    def missing_cells() -> list[dict[str, Any]]:
         state = grid_state(study, spec)
         return [params for params in map(spec.space.optuna_params, spec.space.grid_cells() if cells is None else cells)
                 if not any(s in live for s in state[spec.space.cell_of(params)])]
@@ -292,7 +294,7 @@ def enqueue_missing_cells(study: optuna.Study, spec: StudySpec, storage: StudySt
     return storage.enqueue_cells(study, missing_cells)
 
 
-def enqueue_round(storage: StudyStorage, name: str, p_values: list, folds: int) -> tuple[int, int]:
+def enqueue_round(storage: StudyStorage, name: str, p_values: Sequence[float | str], folds: int) -> tuple[int, int]:
     """A sequential replicate's next round: the cells of these p values on folds 0 .. folds − 1 that
     have no live trial, enqueued under the storage's creation lock (lpstudy.db.locking), so that two
     workers that finish a round at once enqueue each cell once. Returns (cells enqueued now, cells

@@ -21,9 +21,10 @@ from __future__ import annotations
 import json
 import math
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Annotated, Any, Literal, Optional, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional, Sequence
 
 import numpy as np
 import typer
@@ -31,7 +32,7 @@ import typer
 from lpstudy.db import optuna_private
 from lpstudy.db.optuna_storage import open_storage
 from lpstudy.design.space import SearchSpace
-from lpstudy.design.spec import build_spec, replicate_spec
+from lpstudy.design.spec import StudySpec, build_spec, replicate_spec
 from lpstudy.study.studies import create_study
 from lpstudy.study.trial_context import TrialOutcome
 from lpstudy.study.trial_attributes import end_attributes, evaluation_attribute, start_attributes
@@ -39,6 +40,9 @@ from lpstudy.training.config import resolve_config
 from lpstudy.training.gain import gain_rule_of
 from lpstudy.training.metrics import MetricRecord, RunSummary
 from lpstudy.values import STATES, SYNTHETIC_ATTR, json_safe
+
+if TYPE_CHECKING:
+    from optuna.distributions import BaseDistribution
 
 VOCAB_SIZE = 65
 PAPER_P_VALUES = (1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0)
@@ -178,17 +182,17 @@ class SyntheticTrial:
 
     number: int
     state: str
-    params: dict
-    distributions: dict
-    user_attrs: dict
-    system_attrs: dict
+    params: dict[str, Any]
+    distributions: dict[str, BaseDistribution]
+    user_attrs: dict[str, Any]
+    system_attrs: dict[str, Any]
     value: float | None
     records: list[MetricRecord]
     datetime_start: datetime | None
     datetime_complete: datetime | None
 
 
-def synthetic_spec(kind: str, preset: str, p_values: Sequence[float], folds: int, include_inf: bool):
+def synthetic_spec(kind: str, preset: str, p_values: Sequence[float], folds: int, include_inf: bool) -> StudySpec:
     """The study spec of a synthetic study: a replicate grid of p_values × folds, or a search over p
     (with ∞ when include_inf), the learning rate and the gain's initial value."""
     if kind == "replicate":
@@ -202,7 +206,8 @@ def synthetic_spec(kind: str, preset: str, p_values: Sequence[float], folds: int
                       options={"preset": preset, "loss_threshold": 2.0, "spread_trials": 0})
 
 
-def trial_params(space: SearchSpace, values: dict[str, Any]) -> tuple[dict, dict, dict[str, Any]]:
+def trial_params(space: SearchSpace, values: dict[str, Any]
+                 ) -> tuple[dict[str, Any], dict[str, BaseDistribution], dict[str, Any]]:
     """What a worker's trial holds for these fields' values: (Optuna's parameters, their
     distributions, the run's overrides). The space encodes the values (p = ∞ its own way) and its
     suggest path, the worker's, reads them back on a fixed trial and records the distributions."""
@@ -224,7 +229,8 @@ def told_value(outcome: TrialOutcome, intermediate_values: dict[int, float]) -> 
 def synthetic_trials(*, kind: str = "search", n_trials: int = 60, n_evals: int = 20, seed: int = 0,
                      p_values: Sequence[float] = PAPER_P_VALUES, folds: int = 5, include_inf: bool = True,
                      states: bool = True, all_diverged: bool = False, diverge_scale: float = 1.0,
-                     attrs_metrics: bool = False, preset: str = "smoke", now: datetime | None = None):
+                     attrs_metrics: bool = False, preset: str = "smoke", now: datetime | None = None
+                     ) -> Iterator[SyntheticTrial]:
     """The trials of a synthetic study (write_synthetic_study's arguments), one SyntheticTrial at a
     time, numbered from 0: what write_synthetic_study stores trial by trial through Optuna and a bulk
     writer (benchmarks/bench_scale.py) stores many at once. attrs_metrics: the evaluations also as

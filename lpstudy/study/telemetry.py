@@ -45,8 +45,14 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from lpstudy.errors import UserError
+
+if TYPE_CHECKING:  # prometheus_client loads only where metrics are served
+    from prometheus_client import Counter
+    from prometheus_client.metrics_core import Metric
 
 METRICS_PORT_ENV = "LPSTUDY_METRICS_PORT"
 CONVENTIONAL_PORT = 9108
@@ -74,10 +80,10 @@ class ScrapeWatch:
         self.last_scrape: float | None = None  # time.monotonic() of the latest scrape's start
         self.changed = time.monotonic()  # of the latest change of a metric
 
-    def describe(self):
+    def describe(self) -> list[Metric]:
         return []
 
-    def collect(self):
+    def collect(self) -> list[Metric]:
         with self._cond:
             self.last_scrape = time.monotonic()
             self._cond.notify_all()
@@ -136,7 +142,7 @@ class WorkerMetrics:
         self.steps_per_second = Gauge("lpstudy_steps_per_second", "Training steps per second of the running "
                                       "trial (0: none runs).", by_worker, registry=registry).labels(worker)
 
-    def finished(self, state: str):
+    def finished(self, state: str) -> Counter:
         self.scrapes.note_change()
         return self._finished.labels(self.worker, state)
 
@@ -191,7 +197,7 @@ def linger_s() -> float:
                                     "read its last counters; 0: not at all")
 
 
-def linger(metrics: WorkerMetrics, seconds: float, say=None) -> bool | None:
+def linger(metrics: WorkerMetrics, seconds: float, say: Callable[[str], None] | None = None) -> bool | None:
     """At exit: wait for a scrape of the last counters (see the module), at most `seconds`."""
     scrapes = metrics.scrapes
     if seconds <= 0 or scrapes.last_scrape is None:
@@ -214,7 +220,7 @@ def serve(port: int, device: str) -> WorkerMetrics:
     from lpstudy.db import outages
 
     seconds = linger_s()
-    disable_created_metrics()
+    disable_created_metrics()  # type: ignore[no-untyped-call]  # prometheus_client leaves it unannotated
     metrics = WorkerMetrics(worker_label(device))
     try:
         start_http_server(port, addr="0.0.0.0", registry=metrics.registry)

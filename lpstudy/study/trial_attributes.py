@@ -45,7 +45,8 @@ def start_attributes(cfg: TrainConfig, preset: str, gain_rule: str, identity: di
     attrs.update(preset=preset, **identity, version=version, started_at=timestamp(started_at),
                  overrides={k: v for k, v in overrides_of(cfg, preset).items() if k != "device"},
                  gain_rule=gain_rule)
-    return json_safe(attrs)
+    written: dict[str, Any] = json_safe(attrs)  # a dict stays a dict, its values as JSON holds them
+    return written
 
 
 def end_attributes(summary: RunSummary, finished_at: datetime, interrupted: bool = False,
@@ -53,4 +54,5 @@ def end_attributes(summary: RunSummary, finished_at: datetime, interrupted: bool
     """A trial's user attributes when its run ends: the summary, when, and how it ended."""
     attrs = {name: getattr(summary, name) for name in SUMMARY_FIELDS}
     attrs.update(finished_at=timestamp(finished_at), interrupted=interrupted, pruned=pruned, error=None)
-    return json_safe(attrs)
+    written: dict[str, Any] = json_safe(attrs)
+    return written

@@ -32,7 +32,7 @@ class Undo:
     def __init__(self) -> None:
         self._studies: list[tuple[StudyStorage, str]] = []
 
-    def study(self, storage, name: str) -> None:
+    def study(self, storage: StudyStorage, name: str) -> None:
         """The study `name` was created by this command: delete it if the command fails."""
         self._studies.append((storage, name))
 

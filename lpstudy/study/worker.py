@@ -37,7 +37,10 @@ import sys
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import FrameType
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import optuna
 from optuna.trial import TrialState
@@ -53,6 +56,11 @@ from lpstudy.design.spec import StudySpec
 from lpstudy.study.studies import load_study
 from lpstudy.study.trial_context import Objective, TrialContext, TrialLost, TrialOutcome
 from lpstudy.training.progress import say_stderr
+
+if TYPE_CHECKING:  # names of typeshed's (sys.UnraisableHookArgs is no attribute at run time)
+    # what signal.signal takes and gives back: a function, SIG_DFL or SIG_IGN (ints), or None (not set from Python)
+    SignalHandler: TypeAlias = Callable[[int, FrameType | None], Any] | int | None
+    UnraisableHook: TypeAlias = Callable[[sys.UnraisableHookArgs], Any]
 
 # A worker with nothing to take polls after GRID_POLL_S while other workers' trials run, then less
 # and less often, up to IDLE_POLL_MAX_S apart (jittered): 200 idle workers polling every second kept
@@ -127,13 +135,13 @@ class StopFlag:
         return self._event.wait(seconds)
 
 
-def install_signal_handlers(stop: StopFlag, say) -> dict:
+def install_signal_handlers(stop: StopFlag, say: Callable[[str], None]) -> dict[signal.Signals, SignalHandler]:
     """First SIGINT/SIGTERM: stop after the current step. Second: KeyboardInterrupt. Returns the
     previous handlers (to restore); does nothing outside the main thread."""
     if threading.current_thread() is not threading.main_thread():
         return {}
 
-    def handler(signum, frame):
+    def handler(signum: int, frame: FrameType | None) -> None:
         if stop():
             if stop.abort_caught:  # a third signal: the abort is already ending the trial
                 return
@@ -143,18 +151,18 @@ def install_signal_handlers(stop: StopFlag, say) -> dict:
         stop.set(signum)
         say(f"{signal.Signals(signum).name}: stopping after the current step (again to abort)")
 
-    previous = {}
+    previous: dict[signal.Signals, SignalHandler] = {}
     for sig in (signal.SIGINT, signal.SIGTERM):
         previous[sig] = signal.signal(sig, handler)
     return previous
 
 
-def quiet_dropped_aborts(stop: StopFlag):
+def quiet_dropped_aborts(stop: StopFlag) -> tuple[UnraisableHook, UnraisableHook]:
     """A sys.unraisablehook that says nothing of an abort's KeyboardInterrupt Python dropped in a
     weakref callback or a __del__ (it is delivered again), and hands anything else to `previous`."""
     previous = sys.unraisablehook
 
-    def hook(unraisable) -> None:
+    def hook(unraisable: sys.UnraisableHookArgs) -> None:
         if stop.aborting and issubclass(unraisable.exc_type, KeyboardInterrupt):
             return
         previous(unraisable)
@@ -209,7 +217,7 @@ class Heartbeat:
         while not self._stop.wait(self.liveness.interval_s):
             self._beat()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
@@ -222,7 +230,8 @@ class Worker:
     trial, wait, or stop), runs the trial and accounts for it (its retry, failures in a row, the
     races a completed search trial earns). It is the deciders' `Sources`: it opens a study for them."""
 
-    def __init__(self, options: WorkerOptions, say=None, objective: Objective | None = None, *,
+    def __init__(self, options: WorkerOptions, say: Callable[[str], None] | None = None,
+                 objective: Objective | None = None, *,
                  storage: StudyStorage) -> None:
         """objective: what each trial runs (see the module); None: train it. storage: the study's
         storage (options.storage), opened by the caller, who closes it."""
@@ -455,14 +464,14 @@ def stop_line(report: WorkerReport) -> str:
             + (", ".join(f"{n} {s.lower()}" for s, n in sorted(report.trials.items())) or "none"))
 
 
-def _safe(fn) -> None:
+def _safe(fn: Callable[[], object]) -> None:
     try:
         fn()
     except Exception:
         pass
 
 
-def run_worker(options: WorkerOptions, say=None, objective: Objective | None = None, *,
+def run_worker(options: WorkerOptions, say: Callable[[str], None] | None = None, objective: Objective | None = None, *,
                storage: StudyStorage, decider: Decider | None = None) -> WorkerReport:
     """Run one worker in this process (see the module's docstring) on storage, the study's storage
     opened by the caller (open_storage(options.storage, wait=True): started beside hundreds of
