@@ -44,7 +44,7 @@ def next_stage(storage: StudyStorage, name: str, say: Callable[[str], None] | No
     WAIT (cells of the stage still run), ENQUEUED (the next stage's cells are waiting: for a
     comparison, in its arms' replicate grids) or OVER (every arm decided, or the last stage ran).
     storage: the worker's own, which reads the verdicts' data too."""
-    from lpstudy.results.answers import study_answer
+    from lpstudy.results.answers import VerdictAnswer, study_answer
     from lpstudy.results.answers.options import stage_options
     from lpstudy.results.rows.arms import verdict_rows
     from lpstudy.study.compare import enqueue_stage, load_plan
@@ -59,8 +59,9 @@ def next_stage(storage: StudyStorage, name: str, say: Callable[[str], None] | No
     answer = study_answer(data, stage_options(plan))
     if plan is None:  # a study run without --until-decided has no stages
         return OVER
-    seq = getattr(answer, "sequential", None)  # a grid's answer (VerdictAnswer); a search has no stages
-    reference = getattr(answer, "reference", None)
+    if not isinstance(answer, VerdictAnswer):  # a search's answer: it has no stages
+        return OVER
+    seq, reference = answer.sequential, answer.reference
     if seq is None and comparison is None:  # a replicate whose verdicts have no stage to look at
         return OVER
     if seq and seq.over:
