@@ -9,7 +9,10 @@ lists the modules of lpstudy/ and app/ by the share of their lines the fast tier
 0 % is one the fast tier does not cover. Run it on an idle machine: the tiers' times are what a
 user waits for.
 
-    python benchmarks/bench_test_tiers.py [--tiers fast,slow] [--coverage]
+    python benchmarks/bench_test_tiers.py [--tiers fast,slow] [--one-at-a-time] [--coverage]
+
+--one-at-a-time times the fast tier a second time without its `-n`, right after it: whether running
+two tests at a time pays on this machine, side by side in one run.
 """
 
 from __future__ import annotations
@@ -57,8 +60,17 @@ def readme_tiers() -> dict[str, str]:
     return dict(zip(TIER_NAMES, commands))
 
 
-def pytest_args(tier: str) -> list[str]:
-    return ["-m", "pytest", *shlex.split(readme_tiers()[tier]), "-q", "-p", "no:cacheprovider"]
+def pytest_args(tier: str, one_at_a_time: bool = False) -> list[str]:
+    """pytest's arguments for the tier as the README runs it; one_at_a_time: without its `-n N`."""
+    return ["-m", "pytest", *tier_args(tier, one_at_a_time), "-q", "-p", "no:cacheprovider"]
+
+
+def tier_args(tier: str, one_at_a_time: bool = False) -> list[str]:
+    args = shlex.split(readme_tiers()[tier])
+    if one_at_a_time and "-n" in args:
+        at = args.index("-n")
+        del args[at:at + 2]
+    return args
 
 
 def summary_of(output: str) -> str:
@@ -69,10 +81,12 @@ def summary_of(output: str) -> str:
     return re.sub(r"\s+in [\d.]+s.*$", "", lines[-1].strip("= "))
 
 
-def run_tier(name: str, env: dict[str, str], runner: tuple[str, ...] = ()) -> tuple[float, int, str]:
+def run_tier(name: str, env: dict[str, str], runner: tuple[str, ...] = (),
+             one_at_a_time: bool = False) -> tuple[float, int, str]:
     """(wall seconds, exit status, pytest's summary) of one tier, the end of its output passed on;
-    runner: what runs pytest's module instead of plain Python (coverage run)."""
-    command = [sys.executable, *runner, *pytest_args(name)]
+    runner: what runs pytest's module instead of plain Python (coverage run); one_at_a_time: without
+    pytest-xdist."""
+    command = [sys.executable, *runner, *pytest_args(name, one_at_a_time)]
     print(f"tier {name}: {' '.join(command[1:])}", file=sys.stderr, flush=True)
     start = time.perf_counter()
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
@@ -108,6 +122,8 @@ def main() -> None:
     parser.add_argument("--tiers", default="fast,slow", help="the tiers to time, in order (default fast,slow)")
     parser.add_argument("--coverage", action="store_true",
                         help="also run the fast tier under coverage.py and list what it reaches")
+    parser.add_argument("--one-at-a-time", action="store_true",
+                        help="also time the fast tier without its -n (one test at a time), right after it")
     parser.add_argument("--below", type=float, default=50.0,
                         help="with --coverage, list the modules the fast tier covers less than this %% of")
     add_result_argument(parser, "test-tiers")
@@ -126,6 +142,10 @@ def main() -> None:
         total += wall
         rows.append([tier, f"`python -m pytest {readme_tiers()[tier]}`", summary, code,
                      f"{wall / 60:.1f} min ({wall:.0f} s)"])
+        if tier == "fast" and args.one_at_a_time:
+            alone, code, summary = run_tier(tier, env, one_at_a_time=True)
+            rows.append(["fast, one test at a time", f"`python -m pytest {' '.join(tier_args(tier, True))}`", summary,
+                         code, f"{alone / 60:.1f} min ({alone:.0f} s); the README's line takes {wall / alone:.2f}× this"])
     if len(tiers) > 1:
         rows.append(["together", "", "", "", f"{total / 60:.1f} min ({total:.0f} s)"])
     notes = ("Each tier as the README runs it, from the repository root with "
