@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 from functools import partial
-from typing import Any, Mapping, SupportsFloat
+from typing import Any, Mapping, SupportsFloat, SupportsIndex
 
 import numpy as np
 import pandas as pd
@@ -86,7 +86,7 @@ def entanglement(searched: Searched, rows: pd.Index) -> dict[str, float]:
 def _reference(options: AnswerOptions, profile: Profile) -> float:
     given = options.reference if options.reference is not None else 2.0
     try:  # a reader's reference: a number or its text; anything else reads as p = 2
-        wanted = float(given) if isinstance(given, (SupportsFloat, str)) else 2.0
+        wanted = float(given) if isinstance(given, (SupportsFloat, SupportsIndex, str)) else 2.0
     except (TypeError, ValueError):
         wanted = 2.0
     finite = profile.p[np.isfinite(profile.p)]

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -175,7 +175,7 @@ def _graphical(p: np.ndarray, held: np.ndarray, testable: np.ndarray, table: np.
 
 def sequential_verdicts(diffs: ArrayLike, max_folds: int, margin: float | np.ndarray, alpha: float, rounds: list[int],
                         looks_done: int | None = None, failed: ArrayLike | None = None,
-                        reference_failed: ArrayLike | None = None, folds: ArrayLike | None = None) -> dict[str, np.ndarray]:
+                        reference_failed: ArrayLike | None = None, folds: ArrayLike | None = None) -> dict[str, Any]:
     """Replay the looks over the differences, shape (..., arms, K) (NaN: a fold not run), the first
     `looks_done` looks (default all): per arm the verdict (codes into VERDICTS), the look that
     decided it (-1: none) and the folds it used (its deciding look's, else the last look's), the
@@ -187,7 +187,8 @@ def sequential_verdicts(diffs: ArrayLike, max_folds: int, margin: float | np.nda
     worse or equivalent where the reference failed (endpoint_verdicts' rule): it stays undecided.
     folds: the fold of each position of the last axis, where a fold holds several seeds (--seeds S; a
     look at n folds takes every position of folds 0 .. n − 1, its cells the folds, and the information
-    fraction n/K: the module's docstring); None: position i is fold i, one run each."""
+    fraction n/K: the module's docstring); None: position i is fold i, one run each. Every value an array
+    of shape (..., arms) but the last look's level (a float) and the history (a list of dicts)."""
     x = np.asarray(diffs, dtype="float64")
     labels = np.arange(x.shape[-1]) if folds is None else np.asarray(folds)
     seeded = folds is not None and len(np.unique(labels)) < len(labels)
@@ -203,7 +204,8 @@ def sequential_verdicts(diffs: ArrayLike, max_folds: int, margin: float | np.nda
     within_table = _graph_levels(rounds, max_folds, alpha, m, two_sided=False, seeded=seeded)
     held_beyond, held_within = np.ones(shape, bool), np.ones(shape, bool)
     n_looks = len(rounds) if looks_done is None else looks_done
-    last, history = {}, []
+    last: dict[str, Any] = {}
+    history: list[dict[str, Any]] = []
     kept = {key: np.full(shape, np.nan) for key in ("p_difference", "p_equivalence", "p_beyond")}
     different = np.zeros(shape, bool)
     for look, (n, level) in enumerate(zip(rounds[:n_looks], levels)):
