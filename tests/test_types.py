@@ -1,10 +1,10 @@
 """lpstudy/, app/ and benchmarks/ type-check clean: `mypy lpstudy app benchmarks` finds nothing, with
 the settings of pyproject.toml's [tool.mypy] (third-party packages without types read as Any; the
-storage layer, lpstudy.db, with the flags of --strict; the benchmarks' unannotated bodies checked too).
-The check is one that fails: a wrong attribute planted in a copy of the package, a StudySpec field
-misspelt where the objective reads it, an unannotated function in the storage layer and a benchmark's
-call without a keyword it must pass (bench_storage's rot: a Worker built without its storage) are
-each found."""
+storage layer, lpstudy.db, and the answers, lpstudy.results.answers, with the flags of --strict; the
+benchmarks' unannotated bodies checked too). The check is one that fails: a wrong attribute planted in
+a copy of the package, a StudySpec field misspelt where the objective reads it, an unannotated
+function in the storage layer and one in the answers, and a benchmark's call without a keyword it must
+pass (bench_storage's rot: a Worker built without its storage) are each found."""
 
 from __future__ import annotations
 
@@ -50,6 +50,8 @@ def test_the_check_finds_mistakes_planted_in_a_copy(tmp_path):
     _plant(tmp_path / "lpstudy" / "study" / "objective.py", "loss_threshold=spec.loss_threshold,",
            "loss_threshold=spec.loss_threshhold,")
     _plant(tmp_path / "lpstudy" / "db" / "urls.py", "\n\ndef ", "\n\ndef _planted(value):\n    return value\n\n\ndef ")
+    _plant(tmp_path / "lpstudy" / "results" / "answers" / "mixed_groups.py", "\n\ndef ",
+           "\n\ndef _planted(value):\n    return value\n\n\ndef ")
     _plant(tmp_path / "benchmarks" / "bench_storage.py", "say=lambda message: None, storage=storage)",
            "say=lambda message: None)")
     done = type_check(tmp_path)
@@ -58,6 +60,8 @@ def test_the_check_finds_mistakes_planted_in_a_copy(tmp_path):
     assert 'lpstudy/db/kinds/sqlite.py' in found and '"SQLiteStorage" has no attribute "display_ur1"' in found, found
     assert 'lpstudy/study/objective.py' in found and '"StudySpec" has no attribute "loss_threshhold"' in found, found
     assert 'lpstudy/db/urls.py' in found and "Function is missing a type annotation" in found, found  # strict there only
+    assert any(line.startswith("lpstudy/results/answers/mixed_groups.py") and "Function is missing a type annotation" in line
+               for line in found.splitlines()), found  # the answers strictly too
     assert 'benchmarks/bench_storage.py' in found and 'Missing named argument "storage" for "Worker"' in found, found
 
 
