@@ -121,11 +121,13 @@ def cost_rows(repeats: int) -> list[list]:
 
 
 def false_rows(n: int) -> list[list]:
+    from contextlib import nullcontext
+    from unittest import mock
+
     import lpstudy.results.answers.endpoint_verdicts as E
     from lpstudy.results.answers import study_answer
+    from lpstudy.results.answers.fold_tests import fold_verdicts as real
     from tests.test_convergence_verdicts import planted_study, says_sooner_or_later
-
-    real = E.fold_verdicts
 
     def uncorrected(diffs, k: int, margin, alpha: float = 0.05, rho=None, cells=None) -> dict[str, np.ndarray]:
         """The engine's tests with the folds read as independent (ρ = 0), whatever it asks."""
@@ -134,15 +136,15 @@ def false_rows(n: int) -> list[list]:
     rows: list[list[object]] = [["test", "studies", "any arm said sooner or later (no effect)"]]
     for name, rho in (("corrected for K-fold CV (the engine's, ρ = 1/K)", None),
                       ("uncorrected (ρ = 0: the plain paired t)", 0.0)):
-        E.fold_verdicts = real if rho is None else uncorrected
         wrong = 0
-        for seed in range(n):
-            answer = study_answer(planted_study({2.0: 1.0, 1.0: 1.0, 3.0: 1.0, 4.0: 1.0}, seed=seed, jitter=0.1,
-                                                shared=True))
-            wrong += any(says_sooner_or_later(a) for a in answer.to_json()["convergence"]["arms"]
-                         if a["endpoint"] == "steps_to_threshold")
+        # the engine's own tests, or the uncorrected ones swapped in where it reads them (its module's name)
+        with nullcontext() if rho is None else mock.patch.object(E, "fold_verdicts", uncorrected):
+            for seed in range(n):
+                answer = study_answer(planted_study({2.0: 1.0, 1.0: 1.0, 3.0: 1.0, 4.0: 1.0}, seed=seed, jitter=0.1,
+                                                    shared=True))
+                wrong += any(says_sooner_or_later(a) for a in answer.to_json()["convergence"]["arms"]
+                             if a["endpoint"] == "steps_to_threshold")
         rows.append([name, n, f"{wrong / n:.3f}"])
-    E.fold_verdicts = real
     return rows
 
 

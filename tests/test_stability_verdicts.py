@@ -162,6 +162,19 @@ def test_an_undecided_stability_endpoint_says_the_command_and_time_that_would_de
     assert "divergence: 25 runs per arm by Fisher's exact test (56 runs)" in answer["sentence"]
 
 
+
+def test_a_study_without_a_preset_gets_the_stability_design_without_a_command_or_time():
+    """A study lpstudy did not make has no preset: no replicate command can name one, nor a time be
+    estimated, so its stability plan says the design alone (as the final loss's to_decide does)."""
+    data = planted({2.0: 10.0, 3.0: 10.3}, folds=4)
+    data = dataclasses.replace(data, info=dataclasses.replace(data.info, preset=None))
+    answer = study_answer(data).to_json()
+    (plan,) = [p for p in answer["stability"]["to_decide"] if p["endpoint"] == "max_logit"]
+    assert plan["runs_per_arm"] > 4 and plan["command"] is None and plan["time"] is None
+    assert f"largest logit: {plan['runs_per_arm']} runs per arm ({plan['runs']} runs);" in answer["stability"]["sentence"]
+    assert "None" not in answer["stability"]["sentence"]
+
+
 def test_divergence_plans_the_runs_its_exact_rule_decides_with_80_percent_power():
     from scipy.stats import fisher_exact
 

@@ -1,10 +1,11 @@
 """lpstudy/, app/ and benchmarks/ type-check clean: `mypy lpstudy app benchmarks` finds nothing, with
 the settings of pyproject.toml's [tool.mypy] (third-party packages without types read as Any; the
-storage layer, lpstudy.db, and a study's design and running, lpstudy.design and lpstudy.study, with the
-flags of --strict; the benchmarks' unannotated bodies checked too). The check is one that fails: a wrong
-attribute planted in a copy of the package, a StudySpec field misspelt where the objective reads it, an
-unannotated function in the storage layer and one in the study's running, and a benchmark's call without
-a keyword it must pass (bench_storage's rot: a Worker built without its storage) are each found."""
+storage layer, lpstudy.db, a study's design and running, lpstudy.design and lpstudy.study, and the
+answers, lpstudy.results.answers, with the flags of --strict; the benchmarks' unannotated bodies checked
+too). The check is one that fails: a wrong attribute planted in a copy of the package, a StudySpec field
+misspelt where the objective reads it, an unannotated function in the storage layer, one in the study's
+running and one in the answers, and a benchmark's call without a keyword it must pass (bench_storage's
+rot: a Worker built without its storage) are each found."""
 
 from __future__ import annotations
 
@@ -52,6 +53,8 @@ def test_the_check_finds_mistakes_planted_in_a_copy(tmp_path):
     _plant(tmp_path / "lpstudy" / "db" / "urls.py", "\n\ndef ", "\n\ndef _planted(value):\n    return value\n\n\ndef ")
     _plant(tmp_path / "lpstudy" / "study" / "replicate.py", "\n\ndef ",
            "\n\ndef _planted(value):\n    return value\n\n\ndef ")
+    _plant(tmp_path / "lpstudy" / "results" / "answers" / "mixed_groups.py", "\n\ndef ",
+           "\n\ndef _planted(value):\n    return value\n\n\ndef ")
     _plant(tmp_path / "benchmarks" / "bench_storage.py", "say=lambda message: None, storage=storage)",
            "say=lambda message: None)")
     done = type_check(tmp_path)
@@ -63,6 +66,7 @@ def test_the_check_finds_mistakes_planted_in_a_copy(tmp_path):
     untyped = {line.split(":")[0] for line in found.splitlines() if "Function is missing a type annotation" in line}
     assert 'lpstudy/db/urls.py' in untyped, found
     assert 'lpstudy/study/replicate.py' in untyped, found
+    assert 'lpstudy/results/answers/mixed_groups.py' in untyped, found
     assert 'benchmarks/bench_storage.py' in found and 'Missing named argument "storage" for "Worker"' in found, found
 
 

@@ -57,13 +57,13 @@ def compare(
     if not values:
         raise UserError(f"--arms takes FIELD=A,B,C, got {arms!r}")
     folds = stage_folds(folds, max_folds, until_decided, COMPARE_FOLDS)  # --max-folds beside --folds: one rule
-    parse_rope(rope)  # --rope 0 or below: one line, before anything is made
+    chosen_rope = parse_rope(DEFAULT_ROPE if rope is None else rope)  # --rope 0 or below: one line, before anything is made
     stages = None
     if until_decided:
         from lpstudy.results.answers.sequential import rounds_of
         from lpstudy.design.until_decided import UntilDecided
 
-        stages = UntilDecided(rounds=tuple(rounds_of(folds)), rope=str(parse_rope(rope)), alpha=DEFAULT_ALPHA)
+        stages = UntilDecided(rounds=tuple(rounds_of(folds)), rope=str(chosen_rope), alpha=DEFAULT_ALPHA)
     plan = make_plan(factor.strip(), values.split(","), tune.split(","), budget, folds, preset, reference,
                      parse_assignments(search, "--search"), parse_assignments(set_, "--set"), sampler_seed, stages,
                      repeats or 1, seeds or 1, tunings)

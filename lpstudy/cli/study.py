@@ -244,12 +244,12 @@ def replicate(
     p_values = [v.strip() for v in p.split(",") if v.strip()]
     sequential = None
     folds = stage_folds(folds, max_folds, until_decided, REPLICATE_FOLDS)  # --max-folds beside --folds: one rule
-    parse_rope(rope)  # --rope 0 or below: one line, before anything is made
+    chosen_rope = parse_rope(DEFAULT_ROPE if rope is None else rope)  # --rope 0 or below: one line, before anything is made
     if until_decided:
         from lpstudy.results.answers.sequential import rounds_of
         from lpstudy.design.until_decided import UntilDecided
 
-        sequential = UntilDecided(rounds=tuple(rounds_of(folds)), reference=2.0, rope=str(parse_rope(rope)), alpha=DEFAULT_ALPHA)
+        sequential = UntilDecided(rounds=tuple(rounds_of(folds)), reference=2.0, rope=str(chosen_rope), alpha=DEFAULT_ALPHA)
     device_list = local.device_list()  # a wrong device: refused before anything is made
     checked, data = preflight(storage, local.data, trains=bool(device_list), creates=True)  # offline: one line, nothing made
     with checked:  # the command's one storage, from its check to its close
@@ -268,7 +268,7 @@ def replicate(
             f"{result.waiting} waiting ({result.enqueued} enqueued now)")
         if sequential:
             say(f"until decided: folds in stages of {', '.join(map(str, sequential.rounds))}; an arm decided against "
-                f"p = 2 (ROPE {parse_rope(rope).words()}) gets no more folds; see `lpstudy verdict --study {shell_quoted(study)}{storage.hint}`")
+                f"p = 2 (ROPE {chosen_rope.words()}) gets no more folds; see `lpstudy verdict --study {shell_quoted(study)}{storage.hint}`")
             if note := sequential.one_stage_note():
                 say(note)
         say(work_estimate(result.n_cells - result.done, preset, fixed, local.workers, local.devices))

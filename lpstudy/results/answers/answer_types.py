@@ -292,8 +292,8 @@ class StabilityDecide(Part):
     seeds: int
     runs_per_arm: int  # the most any of its arms needs (divergence: by Fisher's exact test and Newcombe's interval)
     runs: int  # the design's runs, the reference's included
-    command: str | None  # the replicate that runs it (None for a comparison or a grid)
-    time: str
+    command: str | None  # the replicate that runs it (None for a comparison or a grid, or a study without a preset)
+    time: str | None  # its time on one CPU thread and one GPU (None for a study without a preset: one lpstudy did not make)
 
 
 @dataclass(frozen=True, kw_only=True)

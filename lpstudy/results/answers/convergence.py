@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 from functools import partial
-from typing import Any
+from typing import Any, Hashable
 
 import numpy as np
 import pandas as pd
@@ -87,8 +87,8 @@ def _positions(trials: pd.DataFrame) -> list[str]:
     return [*tuning, "fold"]
 
 
-def convergence_answer(data: StudyData, options: AnswerOptions, reference, arm_column: str, field: str,
-                       values: dict, k: int, stages_over: bool = False) -> Convergence:
+def convergence_answer(data: StudyData, options: AnswerOptions, reference: Hashable, arm_column: str, field: str,
+                       values: dict[Hashable, Any], k: int, stages_over: bool = False) -> Convergence:
     """The answer's `convergence` part (answer_types.Convergence). stages_over: a study run
     --until-decided whose stages are over (its verdicts read over the folds it ran, no interim)."""
     trials, spec = data.trials, data.info.spec
@@ -115,9 +115,10 @@ def convergence_answer(data: StudyData, options: AnswerOptions, reference, arm_c
         return made(rope={}, arms=[], restricted_mean=[], reach=[], resolution=measured,
                     sentence=f"Convergence to {threshold:g} nats is not measured: every run that reached it was "
                              f"already there at its first evaluation (step {first:g}); choose a lower --threshold.")
-    name = lambda arm: arm_name(field, values.get(arm, arm))  # noqa: E731
+    def name(arm: Hashable) -> str:
+        return arm_name(field, values.get(arm, arm))
 
-    def shown(arm) -> dict[str, Any]:
+    def shown(arm: Hashable) -> dict[str, Any]:
         value = json_safe(values.get(arm, arm))
         return {"field": field, "value": value, "p": value if field == "p" else None}
 
@@ -144,7 +145,8 @@ def convergence_answer(data: StudyData, options: AnswerOptions, reference, arm_c
             relative=margin / ref_mean, absolute=margin,
             words=options.convergence_rope.words() if endpoint == "steps_to_threshold" else options.rope.words())
 
-        def part(arm, endpoint=endpoint, unit=unit, margin=margin, **numbers) -> ConvergenceArm:
+        def part(arm: Hashable, endpoint: str = endpoint, unit: str = unit, margin: float = margin,
+                 **numbers: Any) -> ConvergenceArm:
             by = censored.get(arm, {})
             verdict = ConvergenceArm(**shown(arm), endpoint=endpoint, unit=unit, **numbers,
                                      censored=int(sum(by.values())),

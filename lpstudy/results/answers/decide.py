@@ -31,13 +31,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from lpstudy.results.answers.answer_types import (ArmDesign, ArmVerdict, EndpointRope, StabilityDecide,
                                                   StabilityVerdict, ToDecide, Value)
 from lpstudy.results.answers.fold_tests import share_ratio
+
+if TYPE_CHECKING:
+    from lpstudy.results.analysis.study_data import StudyData
 
 POWER = 0.80
 MAX_REPEATS = 20  # the most repeats a suggestion asks for (the option allows more; the cost says why not)
@@ -47,7 +51,7 @@ A = TypeVar("A", bound=ArmVerdict)
 BEYOND, EQUIVALENCE = "beyond the ROPE", "equivalence"
 
 
-def standard_error(sd: float, runs, k, seed_sd: float = 0.0, seeds=1) -> np.ndarray:
+def standard_error(sd: float, runs: ArrayLike, k: ArrayLike, seed_sd: float = 0.0, seeds: ArrayLike = 1) -> np.ndarray:
     """The corrected standard error of a mean over `runs` (repeat, fold) cells of K folds, each of
     `seeds` seeds: partition spread sd, training-noise spread seed_sd (arrays broadcast). With one seed a
     cell the test cannot tell the two apart and corrects the whole spread (fold_tests.corrected_stats):
@@ -59,42 +63,46 @@ def standard_error(sd: float, runs, k, seed_sd: float = 0.0, seeds=1) -> np.ndar
     return np.sqrt(np.where(per_cell > 1, apart, together))
 
 
-def expected_df(sd: float, seed_sd: float, cells, k, seeds) -> np.ndarray:
+def expected_df(sd: float, seed_sd: float, cells: ArrayLike, k: ArrayLike, seeds: ArrayLike) -> np.ndarray:
     """The degrees of freedom the test will have (fold_tests._seeded_stats): C − 1 with one seed a cell,
     else Welch–Satterthwaite's for (1/C + r)·cell_var − r·seed_var/S at the expected mean squares."""
-    cells, k, seeds = (np.asarray(x, dtype="float64") for x in (cells, k, seeds))
-    r = 1.0 / (k - 1)
-    cell_var = sd ** 2 + seed_sd ** 2 / seeds
-    var = cell_var / cells + r * sd ** 2
+    n_cells, folds, per_cell = (np.asarray(x, dtype="float64") for x in (cells, k, seeds))
+    r = 1.0 / (folds - 1)
+    cell_var = sd ** 2 + seed_sd ** 2 / per_cell
+    var = cell_var / n_cells + r * sd ** 2
     with np.errstate(all="ignore"):
-        df = var ** 2 / (((1.0 / cells + r) * cell_var) ** 2 / (cells - 1)
-                         + (r * seed_sd ** 2 / seeds) ** 2 / (cells * (seeds - 1)))
-    return np.where(seeds > 1, np.clip(np.nan_to_num(df, nan=1.0), 1.0, cells - 1), cells - 1)
+        df = var ** 2 / (((1.0 / n_cells + r) * cell_var) ** 2 / (n_cells - 1)
+                         + (r * seed_sd ** 2 / per_cell) ** 2 / (n_cells * (per_cell - 1)))
+    out: np.ndarray = np.where(per_cell > 1, np.clip(np.nan_to_num(df, nan=1.0), 1.0, n_cells - 1), n_cells - 1)
+    return out
 
 
-def power(mean: float, se, df, margin: float, level: float, test: str) -> np.ndarray:
+def power(mean: float, se: ArrayLike, df: ArrayLike, margin: float, level: float, test: str) -> np.ndarray:
     """The chance that the verdict's test decides at `level`, if the true difference is `mean`, for
     designs of standard error se and df degrees of freedom (arrays)."""
     import warnings
 
     from scipy.stats import nct, norm, t
 
-    se, df = np.asarray(se, dtype="float64"), np.asarray(df, dtype="float64")
+    se_, df_ = np.asarray(se, dtype="float64"), np.asarray(df, dtype="float64")
 
-    def upper_tail(crit, shift):  # P(T > crit), T noncentral t; the normal approximation where scipy gives none
+    def upper_tail(crit: np.ndarray, shift: np.ndarray) -> np.ndarray:
+        # P(T > crit), T noncentral t; the normal approximation where scipy gives none
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
-            exact = nct.sf(crit, df, shift)
-        return np.where(np.isfinite(exact), exact, norm.sf(crit - shift))
+            exact = nct.sf(crit, df_, shift)
+        tail: np.ndarray = np.where(np.isfinite(exact), exact, norm.sf(crit - shift))
+        return tail
 
     with np.errstate(all="ignore"):
         if test == BEYOND:
-            crit = t.ppf(1 - level / 2, df)
-            reached = upper_tail(crit, (abs(mean) - margin) / se)
+            crit = t.ppf(1 - level / 2, df_)
+            reached = upper_tail(crit, (abs(mean) - margin) / se_)
         else:
-            crit = t.ppf(1 - level, df)
-            reached = upper_tail(crit, (margin - mean) / se) + upper_tail(crit, (margin + mean) / se) - 1.0
-    return np.where((df >= 1) & (se > 0), np.clip(reached, 0.0, 1.0), 0.0)
+            crit = t.ppf(1 - level, df_)
+            reached = upper_tail(crit, (margin - mean) / se_) + upper_tail(crit, (margin + mean) / se_) - 1.0
+    chance: np.ndarray = np.where((df_ >= 1) & (se_ > 0), np.clip(reached, 0.0, 1.0), 0.0)
+    return chance
 
 
 def design_to_decide(mean: float, sd: float, n: int, k: int, margin: float, alpha: float,
@@ -130,7 +138,7 @@ def design_to_decide(mean: float, sd: float, n: int, k: int, margin: float, alph
             "runs_per_arm": int(runs[best]), "power": float(reached[best])}
 
 
-def _command(data, arms: list, design: dict) -> str | None:
+def _command(data: StudyData, arms: list[Value], design: dict[str, Any]) -> str | None:
     """The replicate that runs the design (a new study: folds, repeats and seeds are part of a study's
     spec), with the arms it can decide and the reference."""
     from lpstudy.names import shell_quoted
@@ -162,7 +170,7 @@ def arm_design(diff: float | None, sigma_fold: float | None, sigma_seed: float |
 
 
 def to_decide(arms: Sequence[ArmVerdict], margin: float | None, reference: Value, *, k: int, repeats: int, seeds: int,
-              data, alpha: float, cell_seeds: int = 1) -> ToDecide | None:
+              data: StudyData, alpha: float, cell_seeds: int = 1) -> ToDecide | None:
     """The answer's `to_decide`: for each undecided arm with 2 paired runs, the design that would decide it
     (design_to_decide, on the verdict's own numbers) and, over them all, the study that runs it: its
     command (a replicate of the arms it decides and the reference), its runs and their time on one CPU
@@ -201,11 +209,11 @@ def to_decide(arms: Sequence[ArmVerdict], margin: float | None, reference: Value
     runs = folds * most_repeats * most_seeds * (len(reachable) + 1)  # the reference runs them too
     max_steps = data.trials["max_steps"].dropna().max() if "max_steps" in data.trials else None
     steps = int(max_steps) if max_steps is not None and math.isfinite(max_steps) else None
-    known = bool(data.info.preset)  # a study lpstudy did not make (no preset): the design, without a command
+    preset = data.info.preset  # a study lpstudy did not make (no preset): the design, without a command
     return ToDecide(power=POWER, max_repeats=MAX_REPEATS, arms=planned, folds=folds, repeats=most_repeats,
                     seeds=most_seeds, runs=runs,
-                    command=_command(data, [reference, *(a.value for a in reachable)], design) if known else None,
-                    time=serial_estimate(runs, data.info.preset, steps) if known else None, seeds_measured=measured)
+                    command=_command(data, [reference, *(a.value for a in reachable)], design) if preset else None,
+                    time=serial_estimate(runs, preset, steps) if preset else None, seeds_measured=measured)
 
 
 def decided(arms: Sequence[A], plan: ToDecide | None) -> list[A]:
@@ -218,7 +226,7 @@ def decided(arms: Sequence[A], plan: ToDecide | None) -> list[A]:
             if arm.value in designs else arm for arm in arms]
 
 
-def _why_out_of_reach(arm: ArmVerdict | None, margin: float | None, name) -> str:
+def _why_out_of_reach(arm: ArmVerdict | None, margin: float | None, name: Callable[[Value], str]) -> str:
     """Why no design decides an arm, from what was measured: the partition's share, which no number of
     folds or seeds averages away (at the largest design, MAX_FOLDS folds × MAX_SEEDS seeds, its term
     σ²_fold·(1/K + n₂/n₁) ≈ 0.04·σ²_fold outweighs the seeds' σ²_seed/(K·S) = 0.001·σ²_seed once
@@ -235,7 +243,7 @@ def _why_out_of_reach(arm: ArmVerdict | None, margin: float | None, name) -> str
             f"±{margin:.4f}: an interval that narrow is out of reach")
 
 
-def decide_sentence(plan: ToDecide | None, k: int, name, arms: Sequence[ArmVerdict] = (), margin: float | None = None,
+def decide_sentence(plan: ToDecide | None, k: int, name: Callable[[Value], str], arms: Sequence[ArmVerdict] = (), margin: float | None = None,
                     lead: str = "To decide", seeds_note: bool = True) -> str:
     """The clause the verdict's sentence ends with: what would decide the undecided arms, in runs and time
     (k: the study's folds; arms and margin: the verdicts and the ROPE the plan was made from, which say why an
@@ -267,7 +275,7 @@ def decide_sentence(plan: ToDecide | None, k: int, name, arms: Sequence[ArmVerdi
 
 
 def stability_to_decide(verdicts: Sequence[StabilityVerdict], ropes: dict[str, EndpointRope], reference: Value, *,
-                        k: int, repeats: int, seeds: int, data, alpha: float) -> list[StabilityDecide]:
+                        k: int, repeats: int, seeds: int, data: StudyData, alpha: float) -> list[StabilityDecide]:
     """The stability part's `to_decide`: per stability endpoint with an undecided arm the runs could
     decide, the design that would decide its arms and the study that runs it, as to_decide does for
     the final loss: its command and its time. A per-run endpoint's design is design_to_decide's on
@@ -280,6 +288,7 @@ def stability_to_decide(verdicts: Sequence[StabilityVerdict], ropes: dict[str, E
     if not verdicts or k < 2:
         return []
     now = (k, int(repeats or 1), int(seeds or 1))
+    preset = data.info.preset
     max_steps = data.trials["max_steps"].dropna().max() if "max_steps" in data.trials else None
     steps = int(max_steps) if max_steps is not None and math.isfinite(max_steps) else None
     plans = []
@@ -311,8 +320,9 @@ def stability_to_decide(verdicts: Sequence[StabilityVerdict], ropes: dict[str, E
             endpoint=endpoint, arms=arms, test=sorted({d["test"] for _, d in reachable}),
             folds=int(design["folds"]), repeats=int(design["repeats"]), seeds=int(design["seeds"]),
             runs_per_arm=int(max(d["runs_per_arm"] for _, d in reachable)), runs=int(runs),
-            command=_command(data, [reference, *arms], design),
-            time=serial_estimate(runs, data.info.preset, steps)))
+            # a study lpstudy did not make (no preset): the design, without a command or a time (as to_decide)
+            command=_command(data, [reference, *arms], design) if preset else None,
+            time=serial_estimate(runs, preset, steps) if preset else None))
     return plans
 
 
@@ -323,8 +333,8 @@ def stability_decide_sentence(plans: list[StabilityDecide], names: dict[str, str
         return ""
     parts = []
     for plan in plans:
-        how = f"`{plan.command}`, " if plan.command else ""
+        how = ", ".join(w for w in (f"`{plan.command}`" if plan.command else "", plan.time or "") if w)
         exact = " by Fisher's exact test" if plan.endpoint == "divergence" else ""
         parts.append(f"{names.get(plan.endpoint, plan.endpoint)}: {plan.runs_per_arm} runs per arm{exact} "
-                     f"({plan.runs} runs): {how}{plan.time}")
+                     f"({plan.runs} runs)" + (f": {how}" if how else ""))
     return f" To decide stability at {100 * POWER:.0f} % power: " + "; ".join(parts) + "."

@@ -35,7 +35,7 @@ What the engine adds to the tests:
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Hashable, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -68,7 +68,8 @@ def _failed_frame(table: pd.DataFrame, failed: pd.DataFrame | None) -> pd.DataFr
     return failed.reindex(index=table.index, columns=table.columns).fillna(False).astype(bool)
 
 
-def differences(table: pd.DataFrame, reference, failed: pd.DataFrame | None = None) -> tuple[list, np.ndarray]:
+def differences(table: pd.DataFrame, reference: Hashable,
+                failed: pd.DataFrame | None = None) -> tuple[list[Hashable], np.ndarray]:
     """(the arms other than the reference, in the table's order; their differences from the
     reference, shape (arms, run positions), NaN where either run is missing or failed)."""
     usable = table.where(~_failed_frame(table, failed))
@@ -90,10 +91,11 @@ def seed_cells(table: pd.DataFrame) -> np.ndarray | None:
     columns = table.columns
     if not isinstance(columns, pd.MultiIndex) or "seed" not in columns.names:
         return None
-    return pd.MultiIndex.from_frame(columns.to_frame(index=False).drop(columns="seed")).factorize()[0]
+    codes: np.ndarray = pd.MultiIndex.from_frame(columns.to_frame(index=False).drop(columns="seed")).factorize()[0]
+    return codes
 
 
-def _level(table: pd.DataFrame, name: str):
+def _level(table: pd.DataFrame, name: str) -> pd.Index | None:
     columns = table.columns
     return columns.get_level_values(name) if isinstance(columns, pd.MultiIndex) and name in columns.names else None
 
@@ -153,12 +155,13 @@ def measured_rho(diffs: np.ndarray, table: pd.DataFrame, k: int) -> np.ndarray:
         between = np.nanvar(means, axis=-1, ddof=1)
         shared = between - within / k  # σ²ρ
         rho = shared / (shared + within)
-    return np.clip(rho, 0.0, 1.0)
+    clipped: np.ndarray = np.clip(rho, 0.0, 1.0)
+    return clipped
 
 
-def endpoint_verdicts(table: pd.DataFrame, reference, *, k: int, margin: float,
+def endpoint_verdicts(table: pd.DataFrame, reference: Hashable, *, k: int, margin: float,
                       options: AnswerOptions = AnswerOptions(), failed: pd.DataFrame | None = None,
-                      tests: dict | None = None, stages_over: bool = False,
+                      tests: dict[str, np.ndarray] | None = None, stages_over: bool = False,
                       part: Callable[..., V] = unnamed) -> list[V]:  # type: ignore[assignment]
     """The verdicts of every arm but the reference, each made by `part(arm, **numbers)`: arm its index in
     the table, numbers ArmVerdict's fields that the engine computes (the caller names the arm: field,
@@ -246,7 +249,7 @@ def endpoint_verdicts(table: pd.DataFrame, reference, *, k: int, margin: float,
     return verdicts
 
 
-def _levels(tests: dict, codes: np.ndarray, margin: float, alpha: float, sequential: bool) -> tuple[np.ndarray, np.ndarray]:
+def _levels(tests: dict[str, np.ndarray], codes: np.ndarray, margin: float, alpha: float, sequential: bool) -> tuple[np.ndarray, np.ndarray]:
     """(the confidence of each arm's printed interval, that of its equivalence interval): the levels
     its verdict was decided at (the module's docstring); 1 − alpha and 1 − 2·alpha for a sequential
     design, whose looks spend their own levels."""
@@ -261,7 +264,7 @@ def _levels(tests: dict, codes: np.ndarray, margin: float, alpha: float, sequent
     return shown, within
 
 
-def _components(parts: dict, i: int, cells) -> dict[str, Any]:
+def _components(parts: dict[str, np.ndarray], i: int, cells: np.ndarray | None) -> dict[str, Any]:
     """An arm's sources of variance (fold_tests.variance_components): sigma_seed, the training noise of
     one run's difference (None without two seeds in a cell), sigma_fold, the partition's share as the
     folds show it (with one seed a cell it holds the seeds' noise too), and the runs behind each:

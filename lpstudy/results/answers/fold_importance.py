@@ -112,7 +112,8 @@ def corrected_f(y: np.ndarray, k: int) -> np.ndarray:
     a, f = y.shape[-2:]
     ss_arm, ss_err = _sums_of_squares(y)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return (ss_arm / (a - 1)) / (ss_err / ((a - 1) * (f - 1))) / correlation_factor(k)
+        f_c: np.ndarray = (ss_arm / (a - 1)) / (ss_err / ((a - 1) * (f - 1))) / correlation_factor(k)
+    return f_c
 
 
 def fold_importance(table: pd.DataFrame, field: str, k: int | None = None, seed: int = 0) -> Importance:

@@ -41,33 +41,39 @@ anything (many simulated studies at once), so a thousand planted studies take mi
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from lpstudy.intervals import (corrected_stats, interval, rho_ratio, share_ratio,  # noqa: F401  (their one home)
-                               variance_components)
+from lpstudy.intervals import corrected_stats as corrected_stats  # noqa: F401  (their one home; read here too)
+from lpstudy.intervals import interval as interval  # noqa: F401
+from lpstudy.intervals import rho_ratio as rho_ratio  # noqa: F401
+from lpstudy.intervals import share_ratio as share_ratio  # noqa: F401
+from lpstudy.intervals import variance_components as variance_components  # noqa: F401
 
 VERDICTS = ("better", "equivalent", "worse", "undecided")
 
 
-def difference_p(mean, se, df) -> np.ndarray:
+def difference_p(mean: ArrayLike, se: ArrayLike, df: ArrayLike) -> np.ndarray:
     """Two-sided p-value of "no difference" (Student's t, corrected standard error)."""
     from scipy.special import stdtr
 
     with np.errstate(invalid="ignore", divide="ignore"):
         t = np.abs(np.asarray(mean) / np.asarray(se))
-        return 2.0 * stdtr(df, -t)
+        p: np.ndarray = 2.0 * stdtr(df, -t)  # scipy's ufunc: untyped here
+        return p
 
 
-def equivalence_p(mean, se, df, margin) -> np.ndarray:
+def equivalence_p(mean: ArrayLike, se: ArrayLike, df: ArrayLike, margin: float | np.ndarray) -> np.ndarray:
     """TOST p-value of |difference| < margin: the larger of the two one-sided p-values."""
     from scipy.special import stdtr
 
     with np.errstate(invalid="ignore", divide="ignore"):
-        lower = stdtr(df, -(np.asarray(mean) + margin) / np.asarray(se))  # H0: diff ≤ −margin
-        upper = stdtr(df, (np.asarray(mean) - margin) / np.asarray(se))  # H0: diff ≥ +margin
-    return np.maximum(lower, upper)
+        lower: np.ndarray = stdtr(df, -(np.asarray(mean, dtype="float64") + margin) / np.asarray(se))  # H0: diff ≤ −margin
+        upper: np.ndarray = stdtr(df, (np.asarray(mean, dtype="float64") - margin) / np.asarray(se))  # H0: diff ≥ +margin
+    p: np.ndarray = np.maximum(lower, upper)
+    return p
 
 
-def holm(pvalues, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+def holm(pvalues: ArrayLike, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     """Holm's step-down across the last axis: (reject, adjusted p-values); NaN p-values (an arm
     without two folds, or one decided at an earlier look) take no part and are never rejected.
     The same numbers as statsmodels' multipletests(method="holm") (tests/test_verdicts.py checks
@@ -85,7 +91,7 @@ def holm(pvalues, alpha: float) -> tuple[np.ndarray, np.ndarray]:
         return adjusted <= alpha, adjusted
 
 
-def holm_levels(pvalues, alpha: float) -> np.ndarray:
+def holm_levels(pvalues: ArrayLike, alpha: float) -> np.ndarray:
     """The level each p-value (last axis) was tested at by Holm's step-down (holm): alpha/m for the
     smallest, alpha/(m − 1) for the next, ... up to the first step that does not reject; that step's
     level for it and every larger p-value (none of them is rejected at it, since each p-value is at
@@ -108,19 +114,20 @@ def holm_levels(pvalues, alpha: float) -> np.ndarray:
     return levels
 
 
-def beyond_p(mean, se, df, margin) -> np.ndarray:
+def beyond_p(mean: ArrayLike, se: ArrayLike, df: ArrayLike, margin: float | np.ndarray) -> np.ndarray:
     """Two-sided p-value of the minimum-effect test of |difference| ≤ margin: twice the smaller of
     the one-sided p-values of d ≥ −margin (rejected: better) and d ≤ +margin (rejected: worse),
     so it rejects at alpha exactly where the 1 − alpha interval lies beyond one ROPE boundary."""
     from scipy.special import stdtr
 
     with np.errstate(invalid="ignore", divide="ignore"):
-        below = stdtr(df, (np.asarray(mean) + margin) / np.asarray(se))  # H0: d ≥ −margin
-        above = stdtr(df, -(np.asarray(mean) - margin) / np.asarray(se))  # H0: d ≤ +margin
-    return np.minimum(1.0, 2.0 * np.minimum(below, above))
+        below: np.ndarray = stdtr(df, (np.asarray(mean, dtype="float64") + margin) / np.asarray(se))  # H0: d ≥ −margin
+        above: np.ndarray = stdtr(df, -(np.asarray(mean, dtype="float64") - margin) / np.asarray(se))  # H0: d ≤ +margin
+    p: np.ndarray = np.minimum(1.0, 2.0 * np.minimum(below, above))
+    return p
 
 
-def verdict_codes(mean, equivalent, beyond) -> np.ndarray:
+def verdict_codes(mean: ArrayLike, equivalent: np.ndarray, beyond: np.ndarray) -> np.ndarray:
     """Index into VERDICTS: better (mean < 0: lower loss) or worse where the test beyond the ROPE
     rejected; equivalent where the TOST rejected; else undecided (the two cannot both reject)."""
     mean = np.asarray(mean)
@@ -130,11 +137,12 @@ def verdict_codes(mean, equivalent, beyond) -> np.ndarray:
     return np.where(beyond & (mean > 0), VERDICTS.index("worse"), code)
 
 
-def _margin(margin):
+def _margin(margin: float | np.ndarray) -> float | np.ndarray:
     return np.asarray(margin)[..., None] if np.ndim(margin) else margin
 
 
-def fold_verdicts(diffs, k: int, margin, alpha: float = 0.05, rho=None, cells=None) -> dict[str, np.ndarray]:
+def fold_verdicts(diffs: ArrayLike, k: int, margin: float | np.ndarray, alpha: float = 0.05, rho: ArrayLike | None = None,
+                  cells: ArrayLike | None = None) -> dict[str, np.ndarray]:
     """The verdict of each arm from its fold differences, shape (..., arms, folds): the corrected
     t (at fold correlation rho, 1/K by default), the test beyond ±margin, the TOST within it and the
     test of no difference, each family Holm-adjusted across the arms. Returns arrays of shape
@@ -153,7 +161,8 @@ def fold_verdicts(diffs, k: int, margin, alpha: float = 0.05, rho=None, cells=No
 RHO_GRID = np.round(np.arange(0.01, 0.995, 0.01), 2)  # the fold correlations holds_up_to_rho tries
 
 
-def holds_up_to_rho(diffs, k: int, margin, alpha: float = 0.05, cells=None) -> np.ndarray:
+def holds_up_to_rho(diffs: ArrayLike, k: int, margin: float | np.ndarray, alpha: float = 0.05,
+                    cells: ArrayLike | None = None) -> np.ndarray:
     """Per arm (shape (..., arms)): the largest fold correlation ρ on a grid of 0.01 (from 1/K, the
     correction's own, up to 0.99) at which fold_verdicts still gives the verdict it gives at 1/K,
     every smaller ρ on the way giving it too; NaN for an undecided arm. 0.99 means at every ρ tried."""

@@ -13,6 +13,8 @@ everything but p fixed."""
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 import pandas as pd
 
@@ -33,7 +35,7 @@ def separating_command(data: StudyData) -> str:
             f"--p {REPLICATE_PS} --gain-init matched --folds 5")
 
 
-def mixed_groups_sentence(data: StudyData, bins=None) -> str | None:
+def mixed_groups_sentence(data: StudyData, bins: int | Sequence[float] | None = None) -> str | None:
     """One sentence for a search whose runs drew the learning rate or the gain along with p: the
     groups by p (`bins`, as the page groups them) mix p with them, the lowest and highest group
     median of each that varies, and the replicate that separates them. None for a study whose arms
@@ -65,7 +67,7 @@ def mixed_groups_sentence(data: StudyData, bins=None) -> str | None:
             f"matched gains separates them: `{separating_command(data)}`")
 
 
-def search_fields(data) -> tuple[str, ...]:
+def search_fields(data: StudyData) -> tuple[str, ...]:
     """The fields a configuration is made of where the study is a search answered by its surrogate
     (its searched fields: analysis.searched), for analysis.stability.divergence_rates and
     analysis.cohort.curve_cohort; () for a study whose arms are

@@ -11,7 +11,7 @@ within 1 %), so a ROPE in nats means the same on an easy task and a hard one. A 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from lpstudy.design.spec import StudySpec
@@ -42,7 +42,7 @@ class Rope:
 DEFAULT_ROPE = Rope(0.01)  # ± 0.01 nats: perplexities within 1 % are "equivalent"
 
 
-def parse_rope(text) -> Rope:
+def parse_rope(text: Rope | str | float) -> Rope:
     """A --rope value: nats ("0.01") or a share of the reference's mean loss ("0.5%"); a Rope or a
     number passes through (a number is nats). Refused in one line (UserError) where it is not a
     number or not above 0 (at 0 no arm could ever be equivalent)."""
@@ -89,7 +89,7 @@ class StepsRope:
 DEFAULT_CONVERGENCE_ROPE = StepsRope(0.05)  # ± 5 % of the reference's restricted mean steps: "as soon" within this
 
 
-def parse_steps_rope(text) -> StepsRope:
+def parse_steps_rope(text: StepsRope | str | float) -> StepsRope:
     """A --convergence-rope value: steps ("50") or a share of the reference's restricted mean steps
     ("5%"); a number below 1 is a share too (0.05: 5 %, its older form: no ROPE is under one step). A
     StepsRope passes through. Refused in one line (UserError) where it is not a number above 0."""
@@ -127,7 +127,7 @@ class AnswerOptions:
     threshold: float | None = None
     convergence_rope: StepsRope = DEFAULT_CONVERGENCE_ROPE
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "rope", parse_rope(self.rope))
         object.__setattr__(self, "convergence_rope", parse_steps_rope(self.convergence_rope))
 
@@ -149,7 +149,7 @@ def stages_rope(stages: UntilDecided | None) -> Rope:
     return parse_rope(stored)
 
 
-def stage_options(stages, reference=None) -> AnswerOptions:
+def stage_options(stages: dict[str, Any] | UntilDecided | None, reference: object | None = None) -> AnswerOptions:
     """The AnswerOptions a sequential study's stages were decided with: its spec's (or comparison
     plan's) until_decided, as stored or as lpstudy.design.until_decided.UntilDecided (rope, alpha, and
     the reference where the plan names one), for the stage engine and the commands that report them."""

@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 from functools import partial
-from typing import Any
+from typing import Any, Mapping, SupportsFloat, SupportsIndex
 
 import numpy as np
 import pandas as pd
@@ -83,10 +83,10 @@ def entanglement(searched: Searched, rows: pd.Index) -> dict[str, float]:
     return out
 
 
-def _reference(options, profile: Profile) -> float:
-    wanted = options.reference if options.reference is not None else 2.0
-    try:
-        wanted = float(wanted)
+def _reference(options: AnswerOptions, profile: Profile) -> float:
+    given = options.reference if options.reference is not None else 2.0
+    try:  # a reader's reference: a number or its text; anything else reads as p = 2
+        wanted = float(given) if isinstance(given, (SupportsFloat, SupportsIndex, str)) else 2.0
     except (TypeError, ValueError):
         wanted = 2.0
     finite = profile.p[np.isfinite(profile.p)]
@@ -107,7 +107,7 @@ def _lead(differences: np.ndarray, apart: np.ndarray) -> int:
     return int(candidates[np.argmax(differences[candidates])])
 
 
-def suggest_command(data: StudyData, searched: Searched, setting: dict) -> str:
+def suggest_command(data: StudyData, searched: Searched, setting: Mapping[str, float | str]) -> str:
     """`lpstudy replicate` of p over its searched range (quarters, ∞ where searched) at the learning
     rate and gain given, K folds each: the experiment that holds everything but p fixed."""
     entries = space_entries(data.info.spec) or {}
@@ -205,7 +205,7 @@ def search_answer(data: StudyData, options: AnswerOptions = AnswerOptions()) -> 
                    divergence=search_divergence(data, options))
 
 
-def _plain(series) -> dict[str, float]:
+def _plain(series: pd.Series) -> dict[str, float]:
     return {str(k): float(v) for k, v in series.items()}
 
 

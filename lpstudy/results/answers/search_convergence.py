@@ -15,6 +15,7 @@ read as for a comparison (interpolated between the evaluations around it: analys
 from __future__ import annotations
 
 import math
+from typing import Sequence
 
 import pandas as pd
 
@@ -38,7 +39,8 @@ METHOD = ("per configuration (its first run; a raced configuration counted once)
           "interval on the logit scale; no verdict (the groups mix p with the learning rate and gain)")
 
 
-def search_convergence(data: StudyData, options: AnswerOptions = AnswerOptions(), bins=GROUPS) -> Convergence | None:
+def search_convergence(data: StudyData, options: AnswerOptions = AnswerOptions(),
+                       bins: int | Sequence[float] | None = GROUPS) -> Convergence | None:
     """The search answer's `convergence` part (answer_types.Convergence with no arms), None without
     curves or runs at several p."""
     trials, curves, spec = data.trials, data.curves, data.info.spec

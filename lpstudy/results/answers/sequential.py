@@ -42,8 +42,10 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import Any, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from lpstudy.results.answers.fold_tests import (VERDICTS, beyond_p, corrected_stats, difference_p, equivalence_p,
                                                 share_ratio, verdict_codes)
@@ -52,7 +54,7 @@ DEFAULT_ROUNDS = (3, 5, 8, 10)
 UNDECIDED = VERDICTS.index("undecided")
 
 
-def rounds_of(max_folds: int, rounds=None) -> list[int]:
+def rounds_of(max_folds: int, rounds: Sequence[int] | None = None) -> list[int]:
     """The folds run after each round: the given sizes (default 3, 5, 8, 10, then doubling: 20, 40, ...)
     below K, then K. Past 10 folds the stages double, so that a large K (the 48 folds seeds inside a
     fold call for at the smoke preset) still has looks at a fifth, two fifths and four fifths of it,
@@ -64,12 +66,13 @@ def rounds_of(max_folds: int, rounds=None) -> list[int]:
     return [*sizes, int(max_folds)]
 
 
-def spent(fraction, alpha: float):
+def spent(fraction: ArrayLike, alpha: float) -> np.ndarray:
     """Lan–DeMets O'Brien–Fleming-type alpha spent by information fraction t (0 < t ≤ 1)."""
     from scipy.stats import norm
 
     t = np.asarray(fraction, dtype="float64")
-    return 2.0 - 2.0 * norm.cdf(norm.ppf(1 - alpha / 2) / np.sqrt(t))
+    total: np.ndarray = 2.0 - 2.0 * norm.cdf(norm.ppf(1 - alpha / 2) / np.sqrt(t))
+    return total
 
 
 def information(rounds: list[int], max_folds: int, seeded: bool = False) -> np.ndarray:
@@ -112,7 +115,7 @@ def _boundaries(fractions: tuple[float, ...], alpha: float) -> tuple[float, ...]
         mass = density * weights
         increment = total[j] - total[j - 1]
 
-        def crossing(c, step=step, mass=mass, edge=math.sqrt(t[j])):
+        def crossing(c: float, step: float = step, mass: np.ndarray = mass, edge: float = math.sqrt(t[j])) -> float:
             limit = c * edge
             return float(np.sum(mass * (norm.sf((limit - grid) / step) + norm.cdf((-limit - grid) / step))))
 
@@ -137,10 +140,11 @@ def nominal_levels(rounds: list[int], max_folds: int, alpha: float, seeded: bool
     """Each look's nominal two-sided p-value threshold, 2 − 2Φ(c_j)."""
     from scipy.stats import norm
 
-    return 2.0 - 2.0 * norm.cdf(boundaries(rounds, max_folds, alpha, seeded))
+    levels: np.ndarray = 2.0 - 2.0 * norm.cdf(boundaries(rounds, max_folds, alpha, seeded))
+    return levels
 
 
-def _graph_levels(rounds, max_folds, alpha, m, two_sided: bool, seeded: bool = False) -> np.ndarray:
+def _graph_levels(rounds: list[int], max_folds: int, alpha: float, m: int, two_sided: bool, seeded: bool = False) -> np.ndarray:
     """(looks, m + 1): the nominal threshold of a hypothesis holding alpha / h (h = 1..m; column 0
     unused) at each look; a one-sided family (TOST's tests) is a two-sided one at twice its alpha."""
     out = np.zeros((len(rounds), m + 1))
@@ -151,7 +155,7 @@ def _graph_levels(rounds, max_folds, alpha, m, two_sided: bool, seeded: bool = F
     return out
 
 
-def _graphical(p, held, testable, table) -> tuple[np.ndarray, np.ndarray]:
+def _graphical(p: np.ndarray, held: np.ndarray, testable: np.ndarray, table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Holm's graph at one look: hypotheses `held` (not rejected yet) share alpha equally; those
     `testable` now are rejected where p ≤ the threshold of their share; a rejection passes its share
     on and the rest are tested again. Returns (rejected now, held after)."""
@@ -169,9 +173,9 @@ def _graphical(p, held, testable, table) -> tuple[np.ndarray, np.ndarray]:
     return rejected, held
 
 
-def sequential_verdicts(diffs, max_folds: int, margin, alpha: float, rounds: list[int],
-                        looks_done: int | None = None, failed=None, reference_failed=None,
-                        folds=None) -> dict[str, np.ndarray]:
+def sequential_verdicts(diffs: ArrayLike, max_folds: int, margin: float | np.ndarray, alpha: float, rounds: list[int],
+                        looks_done: int | None = None, failed: ArrayLike | None = None,
+                        reference_failed: ArrayLike | None = None, folds: ArrayLike | None = None) -> dict[str, Any]:
     """Replay the looks over the differences, shape (..., arms, K) (NaN: a fold not run), the first
     `looks_done` looks (default all): per arm the verdict (codes into VERDICTS), the look that
     decided it (-1: none) and the folds it used (its deciding look's, else the last look's), the
@@ -183,7 +187,8 @@ def sequential_verdicts(diffs, max_folds: int, margin, alpha: float, rounds: lis
     worse or equivalent where the reference failed (endpoint_verdicts' rule): it stays undecided.
     folds: the fold of each position of the last axis, where a fold holds several seeds (--seeds S; a
     look at n folds takes every position of folds 0 .. n − 1, its cells the folds, and the information
-    fraction n/K: the module's docstring); None: position i is fold i, one run each."""
+    fraction n/K: the module's docstring); None: position i is fold i, one run each. Every value an array
+    of shape (..., arms) but the last look's level (a float) and the history (a list of dicts)."""
     x = np.asarray(diffs, dtype="float64")
     labels = np.arange(x.shape[-1]) if folds is None else np.asarray(folds)
     seeded = folds is not None and len(np.unique(labels)) < len(labels)
@@ -199,7 +204,8 @@ def sequential_verdicts(diffs, max_folds: int, margin, alpha: float, rounds: lis
     within_table = _graph_levels(rounds, max_folds, alpha, m, two_sided=False, seeded=seeded)
     held_beyond, held_within = np.ones(shape, bool), np.ones(shape, bool)
     n_looks = len(rounds) if looks_done is None else looks_done
-    last, history = {}, []
+    last: dict[str, Any] = {}
+    history: list[dict[str, Any]] = []
     kept = {key: np.full(shape, np.nan) for key in ("p_difference", "p_equivalence", "p_beyond")}
     different = np.zeros(shape, bool)
     for look, (n, level) in enumerate(zip(rounds[:n_looks], levels)):
@@ -229,14 +235,14 @@ def sequential_verdicts(diffs, max_folds: int, margin, alpha: float, rounds: lis
             "different": different & (verdict == UNDECIDED), "history": history}
 
 
-def planted_differences(k: int, effects, n_studies: int, sd: float = 1.0, seed: int = 0,
+def planted_differences(k: int, effects: ArrayLike, n_studies: int, sd: float = 1.0, seed: int = 0,
                         n_folds: int | None = None, rho: float | None = None) -> np.ndarray:
     """(n_studies, arms, folds) differences: effect + a study-and-arm shock shared by every fold
     (variance ρ sd², ρ = 1/K unless given) + each fold's own noise (variance (1 − ρ) sd²). The first
     n_folds of the K folds (default K)."""
     rng = np.random.default_rng(seed)
-    effects = np.asarray(effects, dtype="float64")
+    planted = np.asarray(effects, dtype="float64")
     rho = 1.0 / k if rho is None else float(rho)
-    shared = rng.normal(0.0, sd * math.sqrt(rho), (n_studies, len(effects), 1))
-    own = rng.normal(0.0, sd * math.sqrt(1 - rho), (n_studies, len(effects), n_folds or k))
-    return effects[None, :, None] + shared + own
+    shared = rng.normal(0.0, sd * math.sqrt(rho), (n_studies, len(planted), 1))
+    own = rng.normal(0.0, sd * math.sqrt(1 - rho), (n_studies, len(planted), n_folds or k))
+    return planted[None, :, None] + shared + own

@@ -42,12 +42,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Any, Callable, Hashable
 
 import numpy as np
 import pandas as pd
 
-from lpstudy.results.analysis.intervals import wilson_interval
+from lpstudy.intervals import wilson_interval
 from lpstudy.results.answers.answer_types import Endpoint as EndpointPart
 from lpstudy.results.answers.answer_types import (ComparedRow, EndpointReference, EndpointRope, Stability, StabilityRow,
                                                   StabilityVerdict, Value)
@@ -96,7 +96,7 @@ ENDPOINTS = {  # the stability endpoints, declared once
 DIVERGENCE_WHAT = "the share of runs that diverged (Fisher's exact test, Newcombe's interval from Wilson's)"
 
 
-def divergence(runs: pd.DataFrame, reference, alpha: float, shown: Callable[[Any], Value] = json_safe) -> list[StabilityRow]:
+def divergence(runs: pd.DataFrame, reference: Hashable, alpha: float, shown: Callable[[Any], Value] = json_safe) -> list[StabilityRow]:
     """runs: one row per finished run with `arm` and `diverged`. Per arm (in the order the runs name them):
     diverged, runs, rate, its Wilson interval, and Fisher's exact p-value against the reference,
     Holm-adjusted (the reference's: None). shown: an arm's value as the answer writes it."""
@@ -118,7 +118,7 @@ def divergence(runs: pd.DataFrame, reference, alpha: float, shown: Callable[[Any
     return rows
 
 
-def paired_metric(table: pd.DataFrame, reference, k: int, alpha: float,
+def paired_metric(table: pd.DataFrame, reference: Hashable, k: int, alpha: float,
                   shown: Callable[[Any], Value] = json_safe) -> list[StabilityRow]:
     """table: arms × folds of a per-run number. Per arm other than the reference: its mean, the mean
     difference from the reference over the folds both have, the corrected interval and the
@@ -139,7 +139,7 @@ def paired_metric(table: pd.DataFrame, reference, k: int, alpha: float,
     return rows
 
 
-def curve_extremes(curves: pd.DataFrame) -> pd.DataFrame:
+def curve_extremes(curves: pd.DataFrame | None) -> pd.DataFrame:
     """Per trial (trial_id): logit_growth (largest max_logit over training less the first) and
     min_entropy (smallest min_head_entropy over training); empty where the curves hold neither."""
     needed = {"trial_id", "step", "max_logit", "min_head_entropy"}
@@ -152,7 +152,7 @@ def curve_extremes(curves: pd.DataFrame) -> pd.DataFrame:
                          "min_entropy": grouped["min_head_entropy"].min()})
 
 
-def stability_rows(runs: pd.DataFrame, curves: pd.DataFrame, reference, k: int, alpha: float,
+def stability_rows(runs: pd.DataFrame, curves: pd.DataFrame | None, reference: Hashable, k: int, alpha: float,
                    shown: Callable[[Any], Value] = json_safe) -> dict[str, list[StabilityRow]]:
     """The stability part's three row lists, {divergence, logit_growth, min_entropy}: runs is one row per
     finished run with arm, fold, diverged and trial_id; curves the study's curves (may be empty: then only
@@ -248,7 +248,7 @@ def _unvaried(row: StabilityVerdict) -> StabilityVerdict:
                    unresolved=f"the paired differences do not vary (every fold {row.diff:+g}): no interval to decide from")
 
 
-def divergence_verdicts(runs: pd.DataFrame, reference, alpha: float,
+def divergence_verdicts(runs: pd.DataFrame, reference: Hashable, alpha: float,
                         shown: Callable[[Any], dict[str, Any]] | None = None) -> list[StabilityVerdict]:
     """Per arm other than the reference: the divergence verdict from the counts (module). shown: the
     arm's field, value and p as the answer writes them (by default its key, field "arm")."""
@@ -363,8 +363,9 @@ def fisher_p(k1: np.ndarray, k2: np.ndarray, n: int) -> np.ndarray:
     likely than the one seen (the relative tolerance 1e-7 scipy's fisher_exact allows)."""
     from scipy.special import gammaln
 
-    def log_choose(a, b):
-        return gammaln(a + 1) - gammaln(b + 1) - gammaln(a - b + 1)
+    def log_choose(a: int | np.ndarray, b: int | np.ndarray) -> np.ndarray:
+        log: np.ndarray = gammaln(a + 1) - gammaln(b + 1) - gammaln(a - b + 1)
+        return log
 
     out = np.empty(len(k1))
     totals = k1 + k2
@@ -378,8 +379,8 @@ def fisher_p(k1: np.ndarray, k2: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
-def stability_answer(runs: pd.DataFrame, trials: pd.DataFrame, curves: pd.DataFrame | None, reference, k: int,
-                     options: AnswerOptions, field: str = "p", values: dict | None = None,
+def stability_answer(runs: pd.DataFrame, trials: pd.DataFrame, curves: pd.DataFrame | None, reference: Hashable,
+                     k: int, options: AnswerOptions, field: str = "p", values: dict[Hashable, Any] | None = None,
                      arm_column: str = "p", stages_over: bool = False) -> Stability:
     """The answer's `stability` part: the three row lists (stability_rows) and the verdicts: endpoints,
     rope, verdicts (one per arm and endpoint, ArmVerdict's fields with endpoint and unit; divergence's with
@@ -388,7 +389,7 @@ def stability_answer(runs: pd.DataFrame, trials: pd.DataFrame, curves: pd.DataFr
     (endpoint_verdicts: no interim)."""
     values = values or {}
 
-    def shown(arm) -> dict[str, Any]:
+    def shown(arm: Hashable) -> dict[str, Any]:
         value = json_safe(values.get(arm, arm))
         return {"field": field, "value": value, "p": value if field == "p" else None}
 
@@ -442,7 +443,7 @@ def stability_answer(runs: pd.DataFrame, trials: pd.DataFrame, curves: pd.DataFr
                                    words=endpoint.words(options))
         sign = -1.0 if endpoint.higher_is_better else 1.0
 
-        def part(arm, name=name, endpoint=endpoint, **numbers) -> StabilityVerdict:
+        def part(arm: Hashable, name: str = name, endpoint: Endpoint = endpoint, **numbers: Any) -> StabilityVerdict:
             verdict = StabilityVerdict(**shown(arm), endpoint=name, unit=endpoint.unit, **numbers)
             return _unvaried(_flipped(verdict) if endpoint.higher_is_better else verdict)
 
@@ -473,7 +474,8 @@ WORDS = {"max_logit": ("lower", "higher"), "min_entropy": ("higher", "lower"), "
          "lr_sensitivity": ("less sensitive", "more sensitive"), "divergence": ("diverges less", "diverges more")}
 
 
-def stability_sentence(rows: list[StabilityVerdict], ropes: dict[str, EndpointRope], field: str, reference_value) -> str:
+def stability_sentence(rows: list[StabilityVerdict], ropes: dict[str, EndpointRope], field: str,
+                       reference_value: Value) -> str:
     """The stability verdicts in words, one clause per endpoint with its ROPE: "Stability against
     p = 2: largest logit (±10 % of the reference's mean): p = 3 higher; p = 1, p = 4 undecided; …;
     divergence (±10 percentage points): p = 3 undecided (0 of 10 against 0 of 10; 170 runs per arm

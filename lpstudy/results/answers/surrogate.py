@@ -97,7 +97,7 @@ class Profile:
     draws: np.ndarray
     n_fit: int
     n_runs: int
-    best_setting: dict
+    best_setting: dict[str, float | str]  # p, the lr and gain (floats), a choice field's level (str)
     p_scale_at_bound: bool = False
     inf_apart: str | None = None  # why p = ∞ is not profiled with finite p (None where it is, or has no runs)
 
@@ -125,7 +125,7 @@ def simultaneous(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return mean, mean - c * sd, mean + c * sd
 
 
-def _columns(searched: Searched, rows: pd.Index) -> tuple[list[np.ndarray], list[str], dict]:
+def _columns(searched: Searched, rows: pd.Index) -> tuple[list[np.ndarray], list[str], dict[str, tuple[Any, ...]]]:
     """The other fields' design columns (scaled to [0, 1]) for `rows`, their names, and how to read a
     column back (name -> (kind, low, high) or the choice's value)."""
     columns: list[np.ndarray] = []
@@ -163,7 +163,7 @@ class Posterior:
     first_at_bound: bool
 
 
-def _kernel(d: int):
+def _kernel(d: int) -> Any:  # a scikit-learn kernel (untyped)
     """A constant times an anisotropic Matérn 5/2 over every column, plus (with more than one
     column) a constant times a Matérn 5/2 over the first column alone (p's main effect, with a
     scale and amplitude of its own: Duvenaud et al., "Additive Gaussian processes", 2011), plus noise."""
@@ -178,28 +178,33 @@ def _kernel(d: int):
 
 
 @functools.cache
-def _first_column():
+def _first_column() -> type[Any]:
     """scikit-learn's kernels see every column; this one hands its kernel the first column alone
     (its hyperparameters are its kernel's, as scikit-learn's Exponentiation passes them on)."""
     from sklearn.gaussian_process.kernels import Exponentiation
 
-    class FirstColumn(Exponentiation):
-        def __init__(self, kernel, exponent=1.0):
+    class FirstColumn(Exponentiation):  # type: ignore[misc]  # scikit-learn's kernels are untyped
+        def __init__(self, kernel: Any, exponent: float = 1.0) -> None:
             super().__init__(kernel, exponent)
 
-        def __call__(self, X, Y=None, eval_gradient=False):
-            return self.kernel(X[:, :1], None if Y is None else Y[:, :1], eval_gradient=eval_gradient)
+        def __call__(self, X: np.ndarray, Y: np.ndarray | None = None,
+                     eval_gradient: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+            # K, and with eval_gradient its gradient too
+            k: np.ndarray | tuple[np.ndarray, np.ndarray] = self.kernel(X[:, :1], None if Y is None else Y[:, :1],
+                                                                       eval_gradient=eval_gradient)
+            return k
 
-        def diag(self, X):
-            return self.kernel.diag(X[:, :1])
+        def diag(self, X: np.ndarray) -> np.ndarray:
+            d: np.ndarray = self.kernel.diag(X[:, :1])
+            return d
 
-        def __repr__(self):
+        def __repr__(self) -> str:
             return f"FirstColumn({self.kernel})"
 
     return FirstColumn
 
 
-def _latent(gp, y: np.ndarray):
+def _latent(gp: Any, y: np.ndarray) -> Any:  # scikit-learn's GaussianProcessRegressor (untyped)
     """The process without its noise term, which it keeps as noise_variance_ (in the losses' units)."""
     gp.noise_variance_ = float(gp.kernel_.k2.noise_level) * float(np.std(y) or 1.0) ** 2  # normalize_y's scale
     gp.kernel_ = gp.kernel_.k1  # predict the latent loss: the noise is not part of what p does
@@ -225,7 +230,7 @@ def _fit(x: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> Posterior:
     return Posterior(_latent(gp, y), mixture, at_bound)
 
 
-def _first_scales(kernel) -> list[int]:
+def _first_scales(kernel: Any) -> list[int]:
     """Where the first column's length scales sit in the kernel's log hyperparameters (theta)."""
     at, out = 0, []
     for hyper in kernel.hyperparameters:
@@ -248,7 +253,7 @@ def resampled(weights: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return np.bincount(picks, per_pick, len(weights)).astype(int)
 
 
-def _hyperparameter_draws(gp, theta: np.ndarray, bounds: np.ndarray,
+def _hyperparameter_draws(gp: Any, theta: np.ndarray, bounds: np.ndarray,
                           rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """HYPER_DRAWS draws of the kernel's log hyperparameters from their posterior (flat on the log
     scale within the bounds), by importance sampling from the Laplace approximation at the fit
@@ -256,8 +261,9 @@ def _hyperparameter_draws(gp, theta: np.ndarray, bounds: np.ndarray,
     differences of its gradient, a direction it does not curve (a length scale at its bound) spread
     over the bounds' width, draws outside the bounds refused; each weighted by likelihood over
     proposal. Returns the draws and their normalised weights."""
-    def gradient(t):
-        return gp.log_marginal_likelihood(t, eval_gradient=True)[1]
+    def gradient(t: np.ndarray) -> np.ndarray:
+        g: np.ndarray = gp.log_marginal_likelihood(t, eval_gradient=True)[1]
+        return g
 
     k = len(theta)
     step = 1e-3
@@ -289,7 +295,7 @@ def _hyperparameter_draws(gp, theta: np.ndarray, bounds: np.ndarray,
     return thetas, weights / weights.sum()
 
 
-def _bootstrap(gp, points: np.ndarray, count: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def _bootstrap(gp: Any, points: np.ndarray, count: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """A parametric bootstrap of the process's mean at fixed hyperparameters: `count` worlds, each a
     joint draw of the latent function from the posterior at the runs and at `points` (the world's
     truth), data drawn from it at the runs plus the fitted noise, smoothed as the fit smooths (the
@@ -306,7 +312,7 @@ def _bootstrap(gp, points: np.ndarray, count: int, rng: np.random.Generator) -> 
     return truths[:, n:], centre + (y - centre) @ weights.T
 
 
-def _joint(gp, points: np.ndarray, count: int, rng: np.random.Generator) -> np.ndarray:
+def _joint(gp: Any, points: np.ndarray, count: int, rng: np.random.Generator) -> np.ndarray:
     """`count` joint draws of the latent function at `points` from the process's posterior."""
     mean, cov = gp.predict(points, return_cov=True)
     cov = (cov + cov.T) / 2
@@ -320,7 +326,8 @@ def _joint(gp, points: np.ndarray, count: int, rng: np.random.Generator) -> np.n
     else:  # not positive definite even so: the eigen-decomposition's square root
         values, vectors = np.linalg.eigh(cov)
         chol = vectors * np.sqrt(np.clip(values, 0, None))
-    return mean[None, :] + rng.standard_normal((count, len(mean))) @ chol.T
+    draws: np.ndarray = mean[None, :] + rng.standard_normal((count, len(mean))) @ chol.T
+    return draws
 
 
 def _sample(rows: pd.Index, limit: int, rng: np.random.Generator) -> pd.Index:
@@ -328,7 +335,7 @@ def _sample(rows: pd.Index, limit: int, rng: np.random.Generator) -> pd.Index:
 
 
 def _profile_of(posterior: Posterior, grid_points: list[np.ndarray], settings: np.ndarray,
-                rng) -> tuple[np.ndarray, ...]:
+                rng: np.random.Generator) -> tuple[np.ndarray, ...]:
     """Profile (min over settings) and partial dependence (mean over settings) of the fitted mean
     for each point of the grid (each a design row without the other fields), and the draws of each
     that make their bands: the estimate less each bootstrap world's error (its estimate's profile
@@ -418,7 +425,7 @@ def supported(settings: np.ndarray, runs: np.ndarray) -> float:
     return float(np.mean(np.all((settings >= low) & (settings <= high), axis=1)))
 
 
-def _scaled_like(searched: Searched, rows: pd.Index, back: dict, names: list[str]) -> list[np.ndarray]:
+def _scaled_like(searched: Searched, rows: pd.Index, back: dict[str, tuple[Any, ...]], names: list[str]) -> list[np.ndarray]:
     """The other fields' columns for `rows`, scaled as the finite-p fit scaled them."""
     out = []
     for name in names:
@@ -433,9 +440,9 @@ def _scaled_like(searched: Searched, rows: pd.Index, back: dict, names: list[str
     return out
 
 
-def _read_back(row, names: list[str], back: dict) -> dict:
+def _read_back(row: np.ndarray | list[float], names: list[str], back: dict[str, tuple[Any, ...]]) -> dict[str, float | str]:
     """A design row of the other fields as field values (a log field back from its log)."""
-    out: dict = {}
+    out: dict[str, float | str] = {}
     for value, name in zip(row, names):
         how = back[name]
         if how[0] == "choice":

@@ -22,13 +22,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable, Hashable, SupportsFloat, SupportsIndex
 
 import numpy as np
 import pandas as pd
 
 from lpstudy.results.answers.answer_types import (ArmVerdict, CompareTuning, Look, LookArm, Reference, Rope, Sequential,
-                                                  Stability, StageArm, VerdictAnswer)
+                                                  Stability, StageArm, Value, VerdictAnswer)
 from lpstudy.results.answers.options import AnswerOptions
 from lpstudy.results.answers.fold_importance import fold_importance, no_importance
 from lpstudy.results.answers.endpoint_verdicts import endpoint_verdicts, number
@@ -37,6 +37,9 @@ from lpstudy.results.answers.sequential import information, look_levels, nominal
 from lpstudy.results.answers.stability_verdicts import stability_answer
 from lpstudy.results.analysis.study_data import StudyData
 from lpstudy.values import REFERENCE_P, format_p, json_safe
+
+if TYPE_CHECKING:
+    from lpstudy.design.until_decided import UntilDecided
 
 METHOD = ("corrected resampled t over folds (Nadeau & Bengio 2003; repeated CV: Bouckaert & Frank 2004, repeats taken "
           "as independent), better or worse beyond the ROPE, equivalent within it by TOST (90 % interval), Holm across "
@@ -54,24 +57,24 @@ class Compared:
     trials: pd.DataFrame  # with the arm column
     field: str  # the compared field: "p", or a comparison's factor
     column: str  # the trials' column that holds the arm: "p", or a comparison's "arm" (its label)
-    values: dict  # {arm: its value of the field}
-    reference: Any  # the reference arm (a key of `values`), None before any arm has a finished run
+    values: dict[Hashable, Any]  # {arm: its value of the field}
+    reference: Hashable  # the reference arm (a key of `values`), None before any arm has a finished run
     k: int  # the study's fold count
 
 
-def _arms(data: StudyData) -> tuple[pd.DataFrame, str, str, dict]:
+def _arms(data: StudyData) -> tuple[pd.DataFrame, str, str, dict[Hashable, Any]]:
     """(trials with an `arm` column, the compared field, the arm column, {arm: value})."""
     trials = data.trials
     if data.info.kind == "compare":
         arms = data.info.compare
         factor = arms.factor if arms is not None else "arm"
-        values = dict(arms.labels) if arms is not None else {}
-        return trials, factor, "arm", values
-    values = {p: p for p in trials["p"].dropna().unique()} if len(trials) else {}
+        labels: dict[Hashable, Any] = {label: value for label, value in arms.labels.items()} if arms is not None else {}
+        return trials, factor, "arm", labels
+    values: dict[Hashable, Any] = {p: p for p in trials["p"].dropna().unique()} if len(trials) else {}
     return trials, "p", "p", values
 
 
-def _reference(options: AnswerOptions, data: StudyData, present: list, values: dict) -> Any:
+def _reference(options: AnswerOptions, data: StudyData, present: list[Hashable], values: dict[Hashable, Any]) -> Hashable:
     """The reference arm: the one asked for, else p = 2 (or a comparison's reference), else the first."""
     wanted = options.reference
     if wanted is None and data.info.kind == "compare":
@@ -94,7 +97,9 @@ def _reference(options: AnswerOptions, data: StudyData, present: list, values: d
     return present[0] if present else None
 
 
-def _same_number(a, b) -> bool:
+def _same_number(a: object, b: object) -> bool:
+    if not (isinstance(a, (SupportsFloat, SupportsIndex, str)) and isinstance(b, (SupportsFloat, SupportsIndex, str))):
+        return False  # not a number, nor its text
     try:
         x, y = float(a), float(b)
     except (TypeError, ValueError):
@@ -162,7 +167,7 @@ def endpoint_table(trials: pd.DataFrame, column: str, k: int) -> tuple[pd.DataFr
 NEVER_FINISHED = ("FAIL", "PRUNED")  # a run that ended without a loss: FAIL, or PRUNED (a replicate's run never resumes)
 
 
-def counted_runs(trials: pd.DataFrame, column: str) -> tuple[pd.DataFrame, list[str], bool, list[dict]]:
+def counted_runs(trials: pd.DataFrame, column: str) -> tuple[pd.DataFrame, list[str], bool, list[dict[str, Any]]]:
     """(the runs that count, the run positions that make a cell, whether the cells hold several seeds,
     the duplicates left out). A cell ((arm, fold), with repeat and seed where the study has them) is run
     once; where two runs of one cell are COMPLETE, the first completed by trial number counts and the
@@ -193,7 +198,7 @@ def counted_runs(trials: pd.DataFrame, column: str) -> tuple[pd.DataFrame, list[
     settings = [name for name, f in FIELDS.items() if f.trial_attr and name in complete.columns
                 and name not in {column, *positions}]
     again = complete.duplicated([column, *positions, *settings], keep="first")
-    duplicates = []
+    duplicates: list[dict[str, Any]] = []
     for key, group in complete[complete.duplicated([column, *positions, *settings], keep=False)].groupby(
             [column, *positions], sort=False, dropna=False):
         cell = dict(zip([column, *positions], key if isinstance(key, tuple) else (key,)))
@@ -235,7 +240,7 @@ def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions())
     repeats, seeds = _count(table, "repeat"), _count(table, "seed")
     compared = Compared(trials, field, column, values, reference, k)
 
-    def shown(arm) -> dict[str, Any]:
+    def shown(arm: Hashable) -> dict[str, Any]:
         value = json_safe(values.get(arm, arm))
         return {"field": field, "value": value, "p": value if field == "p" else None}
 
@@ -277,7 +282,7 @@ def comparison_answer(data: StudyData, options: AnswerOptions = AnswerOptions())
         tests, stages = _sequential(trials, column, others, reference, diffs, k, margin, options, sequential, ref_mean,
                                     values, marks)
 
-    def part(arm, **numbers) -> ArmVerdict:
+    def part(arm: Hashable, **numbers: Any) -> ArmVerdict:
         return ArmVerdict(**shown(arm), **numbers, runs_in=int(runs_in.loc[arm]))
 
     arms = sorted(endpoint_verdicts(table, reference, k=k, margin=margin, options=options, failed=failed, tests=tests,
@@ -297,7 +302,8 @@ def stages_over(answer: VerdictAnswer) -> bool:
     return answer.sequential is not None and answer.sequential.over
 
 
-def _left_out(trials: pd.DataFrame, column: str, values: dict) -> tuple[list[dict] | None, list[dict] | None]:
+def _left_out(trials: pd.DataFrame, column: str,
+              values: dict[Hashable, Any]) -> tuple[list[dict[str, Any]] | None, list[dict[str, Any]] | None]:
     """The answer's `duplicates` (counted_runs: a cell run twice, which run counts) and `pruned` (per
     arm, its PRUNED runs: counted as failed, since a replicate's pruned run never finishes); each None
     (left out of the answer) where there is none."""
@@ -326,7 +332,7 @@ def _tuning(data: StudyData) -> CompareTuning | None:
                          budget_note=plan.budget_note)
 
 
-def _compared(answer: VerdictAnswer, name) -> tuple[str, str]:
+def _compared(answer: VerdictAnswer, name: Callable[[Value], str]) -> tuple[str, str]:
     """(what a comparison's verdict compares, what its interval leaves out): "p = 1 tuned with 8
     trials against p = 2 tuned with 8" and, with one tuning an arm, that the tuning's luck is not in
     the interval; ("", "") for any other study."""
@@ -350,15 +356,16 @@ def _compared(answer: VerdictAnswer, name) -> tuple[str, str]:
     return what, "".join(f" {n[0].upper()}{n[1:]}." for n in notes)
 
 
-def _order(value):
+def _order(value: Value) -> tuple[int, float, str]:
     try:
         return (0, float(value), "")
     except (TypeError, ValueError):
         return (1, 0.0, str(value))
 
 
-def _sequential(trials, column, others, reference, diffs, k, margin, options, plan, ref_mean, values,
-                marks) -> tuple[dict, Sequential]:
+def _sequential(trials: pd.DataFrame, column: str, others: list[Hashable], reference: Hashable, diffs: np.ndarray, k: int,
+                margin: float, options: AnswerOptions, plan: UntilDecided, ref_mean: float, values: dict[Hashable, Any],
+                marks: dict[str, np.ndarray]) -> tuple[dict[str, Any], Sequential]:
     """(the tests, the answer's `sequential`): the looks of a sequential study replayed over the rounds that
     are over (looks_done), and the rounds' state. Each arm there has its value (as the answer's arms have
     it) and its arm (the key "stopped" uses: a comparison's label "p=1", a replicate's p)."""
@@ -393,7 +400,8 @@ def _paired_folds(diffs: np.ndarray, labels: np.ndarray) -> int:
     return len(np.unique(labels[~np.isnan(diffs)]))
 
 
-def _looks(tests, others, diffs, rounds, k, alpha, done, ref_mean, values, labels) -> list[Look]:
+def _looks(tests: dict[str, Any], others: list[Hashable], diffs: np.ndarray, rounds: list[int], k: int, alpha: float,
+           done: int, ref_mean: float, values: dict[Hashable, Any], labels: np.ndarray) -> list[Look]:
     """Each look (stage): its folds, the alpha it spends (its level) and the alpha spent up to it;
     for a look that is over, each arm's state there: the verdict of its test at that look (better,
     equivalent, worse, undecided), with its difference to the reference relative to the reference's
@@ -425,7 +433,7 @@ def _looks(tests, others, diffs, rounds, k, alpha, done, ref_mean, values, label
     return looks
 
 
-def finished_folds(trials: pd.DataFrame, column: str, arm, seeds: int = 1) -> set[int]:
+def finished_folds(trials: pd.DataFrame, column: str, arm: Hashable, seeds: int = 1) -> set[int]:
     """The folds of an arm that are over: each of its cells (the fold, or with seeds inside the folds
     each of its `seeds` (fold, seed) cells) has a COMPLETE run or trials none of which is still open."""
     mine = trials[trials[column] == arm].dropna(subset=["fold"])
@@ -437,7 +445,8 @@ def finished_folds(trials: pd.DataFrame, column: str, arm, seeds: int = 1) -> se
     return {int(f) for f, n in counts.items() if n >= seeds}
 
 
-def looks_done(trials, column, reference, others, diffs, k, margin, alpha, rounds, marks=None) -> int:
+def looks_done(trials: pd.DataFrame, column: str, reference: Hashable, others: list[Hashable], diffs: np.ndarray, k: int,
+               margin: float, alpha: float, rounds: list[int], marks: dict[str, np.ndarray] | None = None) -> int:
     """How many rounds are over: round j is when the reference and every arm still undecided after
     round j − 1 have each of the round's folds over."""
     folds = (marks or {}).get("folds")
@@ -464,7 +473,9 @@ def headline(answer: VerdictAnswer) -> str:
     if not ref or not arms:
         return answer.sentence or "No verdict yet."
     field = ref.field
-    name = (lambda v: f"p = {format_p(float(v))}") if field == "p" else (lambda v: f"{field} = {v}")
+    def name(v: Value) -> str:
+        return f"p = {format_p(float(v))}" if field == "p" else f"{field} = {v}"
+
     if answer.interim:
         return (f"Interim: {len(arms)} arm{'s' if len(arms) > 1 else ''} against {name(ref.value)}, runs still to "
                 "come (no verdict until every fold has run).")
@@ -486,7 +497,9 @@ def sentence(answer: VerdictAnswer) -> str:
     if ref is None:
         return answer.sentence
     field = ref.field
-    name = (lambda v: f"p = {format_p(float(v))}") if field == "p" else (lambda v: f"{field} = {v}")
+    def name(v: Value) -> str:
+        return f"p = {format_p(float(v))}" if field == "p" else f"{field} = {v}"
+
     rope = f"the ROPE {answer.rope.words}"
     if not answer.arms:
         return f"Only {name(ref.value)} has finished runs: nothing to compare yet."
@@ -568,7 +581,7 @@ def sentence(answer: VerdictAnswer) -> str:
         lead + ": " + "; ".join(parts) + "."
 
 
-def _runs_in(ref: Reference, arms: list[ArmVerdict], name, positions: int) -> str:
+def _runs_in(ref: Reference, arms: list[ArmVerdict], name: Callable[[Value], str], positions: int) -> str:
     """How many of the design's runs per arm are over, each arm's own count where they differ:
     "5 of the 5 runs per arm", "4 to 5 of the 5 runs per arm (p = 2: 5, p = 1: 4)"."""
     counts = {ref.value: ref.runs_in, **{a.value: a.runs_in if a.runs_in is not None else a.n_folds for a in arms}}
