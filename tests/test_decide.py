@@ -51,12 +51,12 @@ def decided_share(diffs: np.ndarray, k: int, seeds: int, margin: float, test: st
     (0.02, 0.005, 0.024, 5, 0.005, BEYOND)])
 def test_the_named_design_reaches_80_percent_power_with_the_verdicts_own_test(mean, sd, seed_sd, k, margin, test):
     design = design_to_decide(mean, sd, n=k, k=k, margin=margin, alpha=0.05, seed_sd=seed_sd)
-    assert design["test"] == test and design["runs_per_arm"]
-    assert design["runs_per_arm"] == design["folds"] * design["repeats"] * design["seeds"]
-    assert design["seeds"] == 1 or seed_sd is not None  # one seed a cell: seeds buy nothing it can show
+    assert design.test == test and design.runs_per_arm
+    assert design.runs_per_arm == design.folds * design.repeats * design.seeds
+    assert design.seeds == 1 or seed_sd is not None  # one seed a cell: seeds buy nothing it can show
     rng = np.random.default_rng(1)
-    diffs = seeded_diffs(rng, N_STUDIES, design["folds"], design["repeats"], design["seeds"], mean, sd, seed_sd or 0.0)
-    assert decided_share(diffs, design["folds"], design["seeds"], margin, test) >= POWER - MC - 0.01
+    diffs = seeded_diffs(rng, N_STUDIES, design.folds, design.repeats, design.seeds, mean, sd, seed_sd or 0.0)
+    assert decided_share(diffs, design.folds, design.seeds, margin, test) >= POWER - MC - 0.01
 
 
 def test_measured_seeds_make_a_cheaper_design_than_one_seed_a_fold_can_see():
@@ -66,8 +66,8 @@ def test_measured_seeds_make_a_cheaper_design_than_one_seed_a_fold_can_see():
     total = float(np.hypot(0.004, 0.024))
     blind = design_to_decide(0.0, total, n=10, k=10, margin=0.0125, alpha=0.05)
     seeded = design_to_decide(0.0, 0.004, n=10, k=10, margin=0.0125, alpha=0.05, seed_sd=0.024)
-    assert seeded["seeds"] > 1 and seeded["runs_per_arm"] is not None
-    assert blind["runs_per_arm"] is None or seeded["runs_per_arm"] < blind["runs_per_arm"]
+    assert seeded.seeds > 1 and seeded.runs_per_arm is not None
+    assert blind.runs_per_arm is None or seeded.runs_per_arm < blind.runs_per_arm
 
 
 def test_power_has_a_number_where_scipys_noncentral_t_gives_none():
@@ -82,9 +82,9 @@ def test_power_has_a_number_where_scipys_noncentral_t_gives_none():
 def test_an_arm_no_design_can_decide_gets_no_fold_count_and_a_reason():
     # spread 0.035 nats at K = 10 against a ±0.0135 ROPE: the corrected interval never fits (issue 44)
     design = design_to_decide(0.0, 0.035, n=10, k=10, margin=0.0135, alpha=0.05, n_tests=3)
-    assert design["repeats"] is None and design["runs_per_arm"] is None and design["power"] < POWER
+    assert design.repeats is None and design.runs_per_arm is None and design.power < POWER
     far = design_to_decide(0.004, 0.02, n=5, k=5, margin=0.01, alpha=0.05)
-    assert far["folds"] <= MAX_FOLDS and (far["repeats"] or 0) <= MAX_REPEATS
+    assert far.folds <= MAX_FOLDS and (far.repeats or 0) <= MAX_REPEATS
 
 
 def _replicate(name: str, k: int, sd: float, shift: float) -> StudyData:
@@ -164,7 +164,7 @@ def test_every_endpoints_folds_to_decide_is_the_80_percent_design():
         d = (table.loc[row.value] - table.loc["ref"]).to_numpy()
         design = design_to_decide(float(d.mean()), float(d.std(ddof=1)), k, k, margin, 0.05, n_tests=2)
         assert row.sigma_fold == pytest.approx(float(d.std(ddof=1))) and row.sigma_seed is None
-        assert (row.folds_to_decide, row.decided_by) == (design["runs_per_arm"], design["test"])
+        assert (row.folds_to_decide, row.decided_by) == (design.runs_per_arm, design.test)
 
 
 def _convergence_study(seeds: int = 1):

@@ -30,8 +30,8 @@ with its runs and its time (lpstudy.training.costs).
 from __future__ import annotations
 
 import math
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Callable, NamedTuple, Sequence, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -49,6 +49,30 @@ MAX_FOLDS = 50  # where repeats cannot, a new study with more folds (each fold's
 MAX_SEEDS = 20  # the most seeds inside a cell a suggestion asks for
 A = TypeVar("A", bound=ArmVerdict)
 BEYOND, EQUIVALENCE = "beyond the ROPE", "equivalence"
+
+
+@dataclass(frozen=True)
+class Design:
+    """What design_to_decide finds for one arm: the test that would decide it, and the design with the
+    fewest runs per arm at which that test reaches `power_target` (folds, repeats, seeds, runs_per_arm,
+    and the power there); out of reach within the designs tried: repeats, seeds and runs_per_arm None,
+    folds the study's K, power the best the study's K folds give (None where the numbers give none)."""
+
+    test: str
+    power_target: float
+    folds: int
+    repeats: int | None
+    seeds: int | None
+    runs_per_arm: int | None
+    power: float | None
+
+
+class StudyShape(NamedTuple):
+    """A study's design: K folds, R repeats of them, S seeds inside each (fold, repeat) cell."""
+
+    folds: int
+    repeats: int
+    seeds: int
 
 
 def standard_error(sd: float, runs: ArrayLike, k: ArrayLike, seed_sd: float = 0.0, seeds: ArrayLike = 1) -> np.ndarray:
@@ -106,16 +130,14 @@ def power(mean: float, se: ArrayLike, df: ArrayLike, margin: float, level: float
 
 
 def design_to_decide(mean: float, sd: float, n: int, k: int, margin: float, alpha: float,
-                     n_tests: int = 1, seed_sd: float | None = None) -> dict[str, Any]:
+                     n_tests: int = 1, seed_sd: float | None = None) -> Design:
     """The design with the fewest runs per arm (more than the n run) at which the verdict's test for the
-    arm (equivalence where |mean| < margin, else beyond the ROPE) reaches POWER: {"folds", "repeats",
-    "seeds", "runs_per_arm", "power"}; or the same keys None with the power the largest design of the
-    study's K folds would give. sd: the partition's spread of one run's difference (the whole spread
+    arm (equivalence where |mean| < margin, else beyond the ROPE) reaches POWER (a Design); or one out of
+    reach, with the power the largest design of the study's K folds would give. sd: the partition's spread of one run's difference (the whole spread
     where seed_sd is None: one seed a cell cannot tell the two apart; seeds then buy nothing here)."""
     test = EQUIVALENCE if abs(mean) < margin else BEYOND
     level = alpha / max(1, n_tests)
-    out = {"test": test, "power_target": POWER, "folds": k, "repeats": None, "seeds": None, "runs_per_arm": None,
-           "power": None}
+    out = Design(test=test, power_target=POWER, folds=k, repeats=None, seeds=None, runs_per_arm=None, power=None)
     seed_part = float(seed_sd) if seed_sd is not None and math.isfinite(seed_sd) else None
     known = seed_part is not None
     if not (math.isfinite(mean) and math.isfinite(sd)) or sd < 0 or (sd == 0 and not known) or k < 2:
@@ -132,28 +154,28 @@ def design_to_decide(mean: float, sd: float, n: int, k: int, margin: float, alph
     reached = power(mean, se, expected_df(sd, seed_part or 0.0, cells, folds, per_cell), margin, level, test)
     ok = (reached >= POWER) & (runs > n)
     if not ok.any():
-        return {**out, "power": float(reached[: len(same_k)].max())}
+        return replace(out, power=float(reached[: len(same_k)].max()))
     best = min(np.flatnonzero(ok), key=lambda i: (runs[i], folds[i], repeats[i]))
-    return {**out, "folds": int(folds[best]), "repeats": int(repeats[best]), "seeds": int(per_cell[best]),
-            "runs_per_arm": int(runs[best]), "power": float(reached[best])}
+    return replace(out, folds=int(folds[best]), repeats=int(repeats[best]), seeds=int(per_cell[best]),
+                   runs_per_arm=int(runs[best]), power=float(reached[best]))
 
 
-def _command(data: StudyData, arms: list[Value], design: dict[str, Any]) -> str | None:
+def _command(data: StudyData, arms: list[Value], design: StudyShape, now: StudyShape) -> str | None:
     """The replicate that runs the design (a new study: folds, repeats and seeds are part of a study's
-    spec), with the arms it can decide and the reference."""
+    spec), with the arms it can decide and the reference; now: the study's own design."""
     from lpstudy.names import shell_quoted
     from lpstudy.values import format_p
 
     if data.info.kind != "replicate":
         return None
-    if (design["folds"], design["repeats"], design["seeds"]) == design["now"]:  # the study's own design, not yet run out
+    if design == now:  # the study's own design, not yet run out
         return f"lpstudy worker --study {shell_quoted(data.name)}"
     fixed = data.info.spec.space.fixed if data.info.spec is not None else {}
     sets = "".join(f" --set {name}={value}" for name, value in fixed.items()
                    if name not in ("folds", "fold", "p", "repeat", "seed"))
-    k, repeats, seeds = design["folds"], design["repeats"], design["seeds"]
+    k, repeats, seeds = design
     ps = ",".join(format_p(float(p)) for p in arms)
-    suffix = (f"-k{k}" if k != design["now"][0] else "") + (f"-r{repeats}" if repeats > 1 else "") + \
+    suffix = (f"-k{k}" if k != now.folds else "") + (f"-r{repeats}" if repeats > 1 else "") + \
         (f"-s{seeds}" if seeds > 1 else "")
     return (f"lpstudy replicate --study {shell_quoted(data.name + (suffix or '-again'))} --preset {data.info.preset} "
             f"--p {ps} --folds {k}" + (f" --repeats {repeats}" if repeats > 1 else "")
@@ -161,7 +183,7 @@ def _command(data: StudyData, arms: list[Value], design: dict[str, Any]) -> str 
 
 
 def arm_design(diff: float | None, sigma_fold: float | None, sigma_seed: float | None, n_folds: int, k: int,
-               margin: float, alpha: float, n_tests: int) -> dict[str, Any]:
+               margin: float, alpha: float, n_tests: int) -> Design:
     """design_to_decide for an arm of the answer, from the numbers its verdict was computed on: its
     difference, its sources of variance (sigma_fold, sigma_seed) and its paired runs."""
     return design_to_decide(float("nan") if diff is None else float(diff),
@@ -187,15 +209,15 @@ def to_decide(arms: Sequence[ArmVerdict], margin: float | None, reference: Value
         return None
     designs = [(arm, arm_design(arm.diff, arm.sigma_fold, arm.sigma_seed, arm.n_folds, k, float(margin), alpha,
                                 len(undecided))) for arm in undecided]
-    designs = [(arm, d) for arm, d in designs if d["power"] is not None]
+    designs = [(arm, d) for arm, d in designs if d.power is not None]
     measured = any(a.sigma_seed is not None for a in undecided)
     if cell_seeds > 1 and not measured:  # the cells are S-seed means: a design keeps the S seeds inside them
-        designs = [(arm, {**d, "seeds": cell_seeds, "runs_per_arm": d["runs_per_arm"] * cell_seeds} if d["repeats"]
-                    else d) for arm, d in designs]
+        designs = [(arm, replace(d, seeds=cell_seeds, runs_per_arm=d.runs_per_arm * cell_seeds)
+                    if d.repeats and d.runs_per_arm is not None else d) for arm, d in designs]
     if not designs:
         return None
-    planned = [ArmDesign(value=arm.value, test=d["test"], power_target=d["power_target"], folds=d["folds"],
-                         repeats=d["repeats"], seeds=d["seeds"], runs_per_arm=d["runs_per_arm"], power=d["power"])
+    planned = [ArmDesign(value=arm.value, test=d.test, power_target=d.power_target, folds=d.folds,
+                         repeats=d.repeats, seeds=d.seeds, runs_per_arm=d.runs_per_arm, power=d.power)
                for arm, d in designs]
     reachable = [a for a in planned if a.repeats]
     if not reachable:
@@ -204,15 +226,14 @@ def to_decide(arms: Sequence[ArmVerdict], margin: float | None, reference: Value
     # the design that decides them all: the most folds, repeats and seeds any of them needs
     folds = max(int(a.folds or 0) for a in reachable)
     most_repeats, most_seeds = max(int(a.repeats or 0) for a in reachable), max(int(a.seeds or 0) for a in reachable)
-    design = {"folds": folds, "repeats": most_repeats, "seeds": most_seeds,
-              "now": (k, int(repeats or 1), int(seeds or 1))}
+    design, now = StudyShape(folds, most_repeats, most_seeds), StudyShape(k, int(repeats or 1), int(seeds or 1))
     runs = folds * most_repeats * most_seeds * (len(reachable) + 1)  # the reference runs them too
     max_steps = data.trials["max_steps"].dropna().max() if "max_steps" in data.trials else None
     steps = int(max_steps) if max_steps is not None and math.isfinite(max_steps) else None
     preset = data.info.preset  # a study lpstudy did not make (no preset): the design, without a command
     return ToDecide(power=POWER, max_repeats=MAX_REPEATS, arms=planned, folds=folds, repeats=most_repeats,
                     seeds=most_seeds, runs=runs,
-                    command=_command(data, [reference, *(a.value for a in reachable)], design) if preset else None,
+                    command=_command(data, [reference, *(a.value for a in reachable)], design, now) if preset else None,
                     time=serial_estimate(runs, preset, steps) if preset else None, seeds_measured=measured)
 
 
@@ -287,7 +308,7 @@ def stability_to_decide(verdicts: Sequence[StabilityVerdict], ropes: dict[str, E
 
     if not verdicts or k < 2:
         return []
-    now = (k, int(repeats or 1), int(seeds or 1))
+    now = StudyShape(k, int(repeats or 1), int(seeds or 1))
     preset = data.info.preset
     max_steps = data.trials["max_steps"].dropna().max() if "max_steps" in data.trials else None
     steps = int(max_steps) if max_steps is not None and math.isfinite(max_steps) else None
@@ -297,31 +318,32 @@ def stability_to_decide(verdicts: Sequence[StabilityVerdict], ropes: dict[str, E
                      and r.folds_to_decide and not r.interim]
         if not undecided:
             continue
-        designs: list[dict[str, Any]]
+        designs: list[Design]
         if endpoint == "divergence":
             designs = []
             for row in undecided:
                 needed = int(row.folds_to_decide or 0)
                 repeats_needed = min(math.ceil(needed / k), 100)
-                designs.append({"folds": k, "repeats": repeats_needed, "seeds": math.ceil(needed / (k * repeats_needed)),
-                                "runs_per_arm": needed, "test": row.decided_by or "", "power": None})
+                designs.append(Design(test=row.decided_by or "", power_target=POWER, folds=k, repeats=repeats_needed,
+                                      seeds=math.ceil(needed / (k * repeats_needed)), runs_per_arm=needed, power=None))
         else:
             margin = float(ropes[endpoint].absolute or 0.0)
             designs = [arm_design(row.diff, row.sigma_fold, row.sigma_seed, row.n_folds, k, margin, alpha, len(undecided))
                        for row in undecided]
-        reachable = [(row, d) for row, d in zip(undecided, designs) if d["repeats"]]
+        # out of reach (no repeats) are left out; a reachable design has its repeats, seeds and runs
+        reachable = [(row, d) for row, d in zip(undecided, designs) if d.repeats]
         if not reachable:
             continue
-        design = {"folds": max(d["folds"] for _, d in reachable), "repeats": max(d["repeats"] for _, d in reachable),
-                  "seeds": max(d["seeds"] for _, d in reachable), "now": now}
-        runs = design["folds"] * design["repeats"] * design["seeds"] * (len(reachable) + 1)
+        design = StudyShape(max(d.folds for _, d in reachable), max(d.repeats or 0 for _, d in reachable),
+                            max(d.seeds or 0 for _, d in reachable))
+        runs = design.folds * design.repeats * design.seeds * (len(reachable) + 1)
         arms = [row.value for row, _ in reachable]
         plans.append(StabilityDecide(
-            endpoint=endpoint, arms=arms, test=sorted({d["test"] for _, d in reachable}),
-            folds=int(design["folds"]), repeats=int(design["repeats"]), seeds=int(design["seeds"]),
-            runs_per_arm=int(max(d["runs_per_arm"] for _, d in reachable)), runs=int(runs),
+            endpoint=endpoint, arms=arms, test=sorted({d.test for _, d in reachable}),
+            folds=int(design.folds), repeats=int(design.repeats), seeds=int(design.seeds),
+            runs_per_arm=int(max(d.runs_per_arm or 0 for _, d in reachable)), runs=int(runs),
             # a study lpstudy did not make (no preset): the design, without a command or a time (as to_decide)
-            command=_command(data, [reference, *arms], design) if preset else None,
+            command=_command(data, [reference, *arms], design, now) if preset else None,
             time=serial_estimate(runs, preset, steps) if preset else None))
     return plans
 

@@ -230,7 +230,7 @@ def endpoint_verdicts(table: pd.DataFrame, reference: Hashable, *, k: int, margi
             # for every endpoint alike, from the sources of variance its interval was computed from
             design = arm_design(mean, components["sigma_fold"], components["sigma_seed"], int(paired.sum()), k,
                                 margin, options.alpha, n_undecided)
-            folds_to_decide, decided_by = design["runs_per_arm"], design["test"]
+            folds_to_decide, decided_by = design.runs_per_arm, design.test
         verdicts.append(part(
             arm, interim=interim, failed_runs=int(fails.loc[arm].sum()), reference_failed_runs=ref_failed,
             runs=int(table.shape[1]), barred_by_failures=barred_by[i], all_failed=True if all_failed[i] else None,
