@@ -144,7 +144,7 @@ def main() -> None:
                      f"{wall / 60:.1f} min ({wall:.0f} s)"])
         if tier == "fast" and args.one_at_a_time:
             alone, code, summary = run_tier(tier, env, one_at_a_time=True)
-            rows.append(["fast, one test at a time", f"`python -m pytest {' '.join(tier_args(tier, True))}`", summary,
+            rows.append(["fast, one test at a time", f"`python -m pytest {shlex.join(tier_args(tier, True))}`", summary,
                          code, f"{alone / 60:.1f} min ({alone:.0f} s); the README's line takes {wall / alone:.2f}× this"])
     if len(tiers) > 1:
         rows.append(["together", "", "", "", f"{total / 60:.1f} min ({total:.0f} s)"])
