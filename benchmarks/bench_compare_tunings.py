@@ -40,8 +40,8 @@ def planted(rng, studies: int, tunings: int, sigma_tune: float, effect: float) -
 def verdicts(diffs: np.ndarray) -> np.ndarray:
     studies, tunings, _ = diffs.shape
     if tunings == 1:
-        return fold_verdicts(diffs[:, 0][:, None], K, ROPE)["verdict"][:, 0]
-    return fold_verdicts(diffs.mean(axis=-1)[:, None], K, ROPE, rho=0.0)["verdict"][:, 0]
+        return fold_verdicts(diffs[:, 0][:, None], K, ROPE).verdict[:, 0]
+    return fold_verdicts(diffs.mean(axis=-1)[:, None], K, ROPE, rho=0.0).verdict[:, 0]
 
 
 def rate(hits: int, n: int) -> str:

@@ -126,10 +126,11 @@ def false_rows(n: int) -> list[list]:
 
     import lpstudy.results.answers.endpoint_verdicts as E
     from lpstudy.results.answers import study_answer
+    from lpstudy.results.answers.fold_tests import FoldTests
     from lpstudy.results.answers.fold_tests import fold_verdicts as real
     from tests.test_convergence_verdicts import planted_study, says_sooner_or_later
 
-    def uncorrected(diffs, k: int, margin, alpha: float = 0.05, rho=None, cells=None) -> dict[str, np.ndarray]:
+    def uncorrected(diffs, k: int, margin, alpha: float = 0.05, rho=None, cells=None) -> FoldTests:
         """The engine's tests with the folds read as independent (ρ = 0), whatever it asks."""
         return real(diffs, k, margin, alpha, rho=0.0, cells=cells)
 

@@ -77,9 +77,9 @@ def rows(studies: int) -> tuple[list[list], list[list]]:
                 widths.append([label, k, seeds, k * seeds, f"{half:.4f}", "yes" if half < 0.0125 else "no",
                                "yes" if half < 0.01 else "no"])
                 for name, margin in ROPES:
-                    verdict = fold_verdicts(null[:, None, :], k, margin, cells=cells)["verdict"][:, 0]
-                    edge = fold_verdicts((null + margin)[:, None, :], k, margin, cells=cells)["verdict"][:, 0]
-                    effect = fold_verdicts((null + 0.02)[:, None, :], k, margin, cells=cells)["verdict"][:, 0]
+                    verdict = fold_verdicts(null[:, None, :], k, margin, cells=cells).verdict[:, 0]
+                    edge = fold_verdicts((null + margin)[:, None, :], k, margin, cells=cells).verdict[:, 0]
+                    effect = fold_verdicts((null + 0.02)[:, None, :], k, margin, cells=cells).verdict[:, 0]
                     errors.append([label, k, seeds, k * seeds, name, rate(holds), rate(np.isin(verdict, [better, worse])),
                                    rate(edge == worse), rate(effect == worse), rate(verdict == equivalent)])
     return errors, widths

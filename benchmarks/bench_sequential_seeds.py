@@ -63,12 +63,12 @@ def rows(studies: int) -> list[list]:
             for name, margin in ROPES:
                 shifts = (0.0, EFFECT, margin)
                 seq = [sequential_verdicts(null + shift, k, margin, 0.05, rounds, folds=folds) for shift in shifts]
-                fixed = [fold_verdicts(null + shift, k, margin, cells=folds)["verdict"][:, 0] for shift in shifts]
-                spent = [float(np.mean(s["folds_used"][:, 0])) * seeds for s in seq]
+                fixed = [fold_verdicts(null + shift, k, margin, cells=folds).verdict[:, 0] for shift in shifts]
+                spent = [float(np.mean(s.folds_used[:, 0])) * seeds for s in seq]
                 common = [label, f"{k} × {seeds} ({k * seeds})", ", ".join(map(str, rounds)), name]
-                out.append([*common, "sequential", rate(np.isin(seq[0]["verdict"][:, 0], [better, worse])),
-                            rate(seq[0]["verdict"][:, 0] == equivalent), rate(seq[2]["verdict"][:, 0] == worse),
-                            rate(seq[1]["verdict"][:, 0] == worse),
+                out.append([*common, "sequential", rate(np.isin(seq[0].verdict[:, 0], [better, worse])),
+                            rate(seq[0].verdict[:, 0] == equivalent), rate(seq[2].verdict[:, 0] == worse),
+                            rate(seq[1].verdict[:, 0] == worse),
                             f"{spent[0]:.0f} / {spent[1]:.0f}"])
                 out.append([*common, "fixed", rate(np.isin(fixed[0], [better, worse])), rate(fixed[0] == equivalent),
                             rate(fixed[2] == worse), rate(fixed[1] == worse), f"{k * seeds} / {k * seeds}"])

@@ -68,7 +68,7 @@ def engine_rows(studies: int, seed: int = 0) -> list:
             runs = mean + correlated(rng, studies, 3, sd)  # arm 0: the reference; arm 2 carries the effect
             runs[:, 2] += shift
             diffs = sign * (runs[:, 1:] - runs[:, :1])
-            verdict = fold_verdicts(diffs, K, margin, ALPHA)["verdict"]
+            verdict = fold_verdicts(diffs, K, margin, ALPHA).verdict
             false = np.isin(verdict[:, 0], [VERDICTS.index("better"), VERDICTS.index("worse")])
             if shift:
                 found = verdict[:, 1] == VERDICTS.index("worse")
@@ -79,7 +79,7 @@ def engine_rows(studies: int, seed: int = 0) -> list:
     for label, extra in (("no effect", 0.0), ("planted +2 a run", 2.0)):  # loss spikes: Poisson counts
         counts = rng.poisson(1.0, (studies, 3, K)).astype("float64")
         counts[:, 2] += rng.poisson(extra, (studies, K)) if extra else 0
-        verdict = fold_verdicts(counts[:, 1:] - counts[:, :1], K, 1.0, ALPHA)["verdict"]
+        verdict = fold_verdicts(counts[:, 1:] - counts[:, :1], K, 1.0, ALPHA).verdict
         decided = np.isin(verdict, [VERDICTS.index("better"), VERDICTS.index("worse")])
         if extra:
             rows.append(["loss_spikes", label, "±1", "–", wilson(int((verdict[:, 1] == VERDICTS.index("worse")).sum()),

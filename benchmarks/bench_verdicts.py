@@ -56,12 +56,12 @@ def correlation_rows(n: int, sd: float, rope: float) -> list[list]:
     for k in (5, 10):
         for rho, label in ((1.0 / k, "ρ = 1/K (the model)"), (0.5, "ρ = 0.5")):
             d = planted_differences(k, [0.0], n, sd=sd, seed=k + int(100 * rho), rho=rho)
-            v = fold_verdicts(d, k, rope)["verdict"]
+            v = fold_verdicts(d, k, rope).verdict
             held = holds_up_to_rho(d, k, rope)
             rows.append([f"no effect, {label}, one CV", k, rate(np.isin(v, wrong)),
                          rate(np.isin(v, wrong) & (held >= 0.5)), "≤ 5 %, or a verdict that says how far it holds"])
         d = np.concatenate([planted_differences(k, [0.0], n, sd=sd, seed=1000 * k + r, rho=0.5) for r in range(4)], axis=-1)
-        v = fold_verdicts(d, k, rope)["verdict"]
+        v = fold_verdicts(d, k, rope).verdict
         rows.append(["no effect, ρ = 0.5, 4 repeats (--repeats 4)", k, rate(np.isin(v, wrong)),
                      rate(np.isin(v, wrong) & (holds_up_to_rho(d, k, rope) >= 0.5)), "≤ 5 %"])
     return rows
@@ -73,7 +73,7 @@ def peeking_rows(n: int, sd: float, rope: float) -> list[list]:
 
     wrong = [VERDICTS.index("better"), VERDICTS.index("worse")]
     d = planted_differences(10, [0.0], n, sd=sd, seed=77)
-    reads = np.stack([np.isin(fold_verdicts(d[..., :m], 10, rope)["verdict"], wrong)[:, 0] for m in range(2, 11)])
+    reads = np.stack([np.isin(fold_verdicts(d[..., :m], 10, rope).verdict, wrong)[:, 0] for m in range(2, 11)])
     return [["no effect, K = 10, read after each fold", "any false better/worse over the reads", "a reviewer expects"],
             ["every read a verdict at full alpha (the old reading)", rate(reads.any(axis=0)), "≤ 5 %"],
             ["interim readings, a verdict at K only (now)", rate(reads[-1]), "≤ 5 %"]]
@@ -86,7 +86,7 @@ def failure_rows(n: int, sd: float, rope: float) -> list[list]:
     from lpstudy.results.answers.sequential import planted_differences
 
     d = planted_differences(5, [0.0], n, sd=sd, seed=5, n_folds=2)
-    v = fold_verdicts(d, 5, rope)["verdict"]
+    v = fold_verdicts(d, 5, rope).verdict
     old = np.isin(v, [VERDICTS.index("better"), VERDICTS.index("equivalent")])
     rows = [["case", "equivalent or better said (old: the 2 pairs)", "engine (study_answer)", "stability counts"]]
     for how in ("diverged", "FAIL"):
@@ -142,8 +142,8 @@ def sequential_rows(n: int, sds: list[float], rope: float, k: int = 10) -> tuple
     for sd, effect in [(sd, e) for sd in sds for e in (0.0, 0.01, 0.02, 0.05)]:
         d = planted_differences(k, [effect] * 3, n, sd=sd, seed=int(1000 * effect) + int(1000 * sd))
         seq = sequential_verdicts(d, k, rope, 0.05, rounds)
-        fixed = fold_verdicts(d, k, rope)["verdict"]
-        for design, v, folds in (("sequential", seq["verdict"], seq["folds_used"].mean()), ("fixed", fixed, float(k))):
+        fixed = fold_verdicts(d, k, rope).verdict
+        for design, v, folds in (("sequential", seq.verdict, seq.folds_used.mean()), ("fixed", fixed, float(k))):
             wrong = np.isin(v, [better, worse]) if effect == 0 else (v == better)
             rows.append([sd, effect, design, rate(wrong.any(axis=-1)), rate(v != undecided), f"{folds:.2f}",
                          f"{100 * (1 - folds / k):.0f} %"])
@@ -203,8 +203,8 @@ def repeat_rows(n: int, sd: float, rope: float) -> list[list]:
             for r in (1, 3, 5):
                 at = shared_repeats(k, r, n, rho, 0.5, rope, sd, seed=1000 * k + 10 * r + int(100 * rho))
                 hit = shared_repeats(k, r, n, rho, 0.5, 0.02, sd, seed=2000 * k + 10 * r + int(100 * rho))
-                rows.append([k, label, r, rate(np.isin(fold_verdicts(at, k, rope)["verdict"], wrong)),
-                             rate(fold_verdicts(hit, k, rope)["verdict"] == VERDICTS.index("worse")),
+                rows.append([k, label, r, rate(np.isin(fold_verdicts(at, k, rope).verdict, wrong)),
+                             rate(fold_verdicts(hit, k, rope).verdict == VERDICTS.index("worse")),
                              "≤ 5 %; rising"])
     return rows
 
@@ -221,15 +221,15 @@ def interval_rows(n: int, sd: float, rope: float) -> list[list]:
     for k in (2, 3, 5, 10):
         d = planted_differences(k, [0.0, 1.5 * rope, 3 * rope], n, sd=sd / 3, seed=50 + k)
         t = fold_verdicts(d, k, rope)
-        code = t["verdict"]
-        beyond = 1 - holm_levels(beyond_p(t["mean"], t["se"], t["df"], rope), 0.05)
-        within = 1 - 2 * holm_levels(equivalence_p(t["mean"], t["se"], t["df"], rope), 0.05)
+        code = t.verdict
+        beyond = 1 - holm_levels(beyond_p(t.mean, t.se, t.df, rope), 0.05)
+        within = 1 - 2 * holm_levels(equivalence_p(t.mean, t.se, t.df, rope), 0.05)
         decided_beyond = np.isin(code, [VERDICTS.index("better"), VERDICTS.index("worse")])
         used = np.where(decided_beyond, beyond, np.where(code == VERDICTS.index("equivalent"), within,
                                                          np.fmax(beyond, within)))
 
         def disagree(level):
-            low, high = interval(t["mean"], t["se"], t["df"], level)
+            low, high = interval(t.mean, t.se, t.df, level)
             out = (high < -rope) | (low > rope)
             inside = (low > -rope) & (high < rope)
             return (out != decided_beyond) | (inside != (code == VERDICTS.index("equivalent")))

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -60,7 +61,22 @@ def corrected_stats(diffs, k: int, rho=None, cells=None) -> tuple[np.ndarray, np
     return mean, se, (n - 1).astype("float64")
 
 
-def variance_components(diffs, cells) -> dict[str, np.ndarray]:
+@dataclass(frozen=True, eq=False)
+class VarianceComponents:
+    """The two sources of a difference's spread (variance_components): arrays of shape (...,), the
+    leading axes of the differences given (one entry per arm; per (study, arm) where planted studies
+    are read at once), but means."""
+
+    means: np.ndarray  # the cell means, shape (..., cells): one per cell label, in the labels' first order
+    cells: np.ndarray  # the cells with a run (float)
+    df_seed: np.ndarray  # the within-cell degrees of freedom, Σ (n_c − 1) (float)
+    seed_var: np.ndarray  # the within-cell mean square: σ²_seed, the training noise (NaN without two seeds in some cell)
+    cell_var: np.ndarray  # the spread (sample variance) of the cell means
+    partition_var: np.ndarray  # cell_var − seed_var · inv_seeds, floored at 0: σ²_fold as the folds show it
+    inv_seeds: np.ndarray  # mean(1/n_c) over the cells with a run
+
+
+def variance_components(diffs, cells) -> VarianceComponents:
     """The two sources of a difference's spread, from runs grouped in cells (a fold, or a (repeat,
     fold), each run with its own training seed), along the last axis of diffs, by a one-way
     random-effects ANOVA (the method of moments; Searle, Casella & McCulloch, "Variance Components",
@@ -85,8 +101,8 @@ def variance_components(diffs, cells) -> dict[str, np.ndarray]:
         cell_var = np.nanvar(means, axis=-1, ddof=1)
         inv_seeds = np.nanmean(np.where(present, 1.0 / counts, np.nan), axis=-1)
         partition_var = np.where(np.isfinite(seed_var), np.maximum(cell_var - seed_var * inv_seeds, 0.0), cell_var)
-    return {"means": means, "cells": n_cells.astype("float64"), "df_seed": df_seed.astype("float64"),
-            "seed_var": seed_var, "cell_var": cell_var, "partition_var": partition_var, "inv_seeds": inv_seeds}
+    return VarianceComponents(means=means, cells=n_cells.astype("float64"), df_seed=df_seed.astype("float64"),
+                              seed_var=seed_var, cell_var=cell_var, partition_var=partition_var, inv_seeds=inv_seeds)
 
 
 def _seeded_stats(diffs, k: int, rho, cells) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -101,16 +117,16 @@ def _seeded_stats(diffs, k: int, rho, cells) -> tuple[np.ndarray, np.ndarray, np
     the linear combination (1/C + r) · cell_var − r · mean(1/n_c) · seed_var of the two mean squares;
     C − 1 where the partition's share is floored at 0."""
     parts = variance_components(diffs, cells)
-    c, cell_var, seed_var = parts["cells"], parts["cell_var"], parts["seed_var"]
+    c, cell_var, seed_var = parts.cells, parts.cell_var, parts.seed_var
     ratio = share_ratio(k) if rho is None else rho_ratio(rho)
     with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a cell-less arm: NaN, said by C
-        mean = np.nanmean(parts["means"], axis=-1)
-        var = cell_var / c + ratio * parts["partition_var"]
-        a, b = 1.0 / c + ratio, ratio * parts["inv_seeds"] * seed_var
-        satterthwaite = var ** 2 / ((a * cell_var) ** 2 / (c - 1) + b ** 2 / parts["df_seed"])
-        floored = ~(parts["partition_var"] > 0) | ~np.isfinite(seed_var)
-        df = np.where(floored, c - 1, np.clip(satterthwaite, 1.0, c - 1 + parts["df_seed"]))
+        mean = np.nanmean(parts.means, axis=-1)
+        var = cell_var / c + ratio * parts.partition_var
+        a, b = 1.0 / c + ratio, ratio * parts.inv_seeds * seed_var
+        satterthwaite = var ** 2 / ((a * cell_var) ** 2 / (c - 1) + b ** 2 / parts.df_seed)
+        floored = ~(parts.partition_var > 0) | ~np.isfinite(seed_var)
+        df = np.where(floored, c - 1, np.clip(satterthwaite, 1.0, c - 1 + parts.df_seed))
         se = np.where(c >= 2, np.sqrt(var), np.nan)
     return mean, se, np.asarray(df, dtype="float64")
 

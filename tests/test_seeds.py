@@ -70,8 +70,8 @@ def test_components_are_recovered_and_one_seed_a_fold_gives_the_corrected_t_itse
     k, seeds = 10, 5
     diffs = planted(rng, 4000, k, seeds, sigma_fold=0.01, sigma_seed=0.024, rho=0.0)
     parts = variance_components(diffs, np.repeat(np.arange(k), seeds))
-    assert np.sqrt(np.mean(parts["seed_var"])) == pytest.approx(0.024, rel=0.02)
-    assert np.sqrt(np.mean(parts["partition_var"])) == pytest.approx(0.01, rel=0.1)
+    assert np.sqrt(np.mean(parts.seed_var)) == pytest.approx(0.024, rel=0.02)
+    assert np.sqrt(np.mean(parts.partition_var)) == pytest.approx(0.01, rel=0.1)
     one = diffs[:, ::seeds]
     assert np.allclose(np.array(corrected_stats(one, k, cells=np.arange(k))), np.array(corrected_stats(one, k)),
                        equal_nan=True)
@@ -98,7 +98,7 @@ def test_no_effect_gives_a_false_better_or_worse_at_most_at_the_stated_rate(k, s
     for margin, true in ((0.01, 0.0), (0.005, 0.005)):  # no effect; a difference right at the ROPE
         shifted = diffs + true
         out = fold_verdicts(shifted[:, None, :], k, margin, cells=cells)
-        wrong = np.isin(out["verdict"][:, 0], [0, 2]) if true == 0 else out["verdict"][:, 0] == 2
+        wrong = np.isin(out.verdict[:, 0], [0, 2]) if true == 0 else out.verdict[:, 0] == 2
         assert float(np.mean(wrong)) <= 0.05
 
 

@@ -4,8 +4,9 @@ storage layer, lpstudy.db, a study's design and running, lpstudy.design and lpst
 answers, lpstudy.results.answers, with the flags of --strict; the benchmarks' unannotated bodies checked
 too). The check is one that fails: a wrong attribute planted in a copy of the package, a StudySpec field
 misspelt where the objective reads it, an unannotated function in the storage layer, one in the study's
-running and one in the answers, and a benchmark's call without a keyword it must pass (bench_storage's
-rot: a Worker built without its storage) are each found."""
+running and one in the answers, a verdict's tests read by string key as the dict they once were
+(fold_tests.FoldTests is read by attribute), and a benchmark's call without a keyword it must pass
+(bench_storage's rot: a Worker built without its storage) are each found."""
 
 from __future__ import annotations
 
@@ -55,6 +56,8 @@ def test_the_check_finds_mistakes_planted_in_a_copy(tmp_path):
            "\n\ndef _planted(value):\n    return value\n\n\ndef ")
     _plant(tmp_path / "lpstudy" / "results" / "answers" / "mixed_groups.py", "\n\ndef ",
            "\n\ndef _planted(value):\n    return value\n\n\ndef ")
+    _plant(tmp_path / "lpstudy" / "results" / "answers" / "endpoint_verdicts.py",
+           "codes = np.asarray(tests.verdict).copy()", 'codes = np.asarray(tests["verdict"]).copy()')
     _plant(tmp_path / "benchmarks" / "bench_storage.py", "say=lambda message: None, storage=storage)",
            "say=lambda message: None)")
     done = type_check(tmp_path)
@@ -67,6 +70,8 @@ def test_the_check_finds_mistakes_planted_in_a_copy(tmp_path):
     assert 'lpstudy/db/urls.py' in untyped, found
     assert 'lpstudy/study/replicate.py' in untyped, found
     assert 'lpstudy/results/answers/mixed_groups.py' in untyped, found
+    assert 'lpstudy/results/answers/endpoint_verdicts.py' in found and \
+        'Value of type "FoldTests" is not indexable' in found, found
     assert 'benchmarks/bench_storage.py' in found and 'Missing named argument "storage" for "Worker"' in found, found
 
 

@@ -77,7 +77,7 @@ def test_no_effect_gives_a_false_better_or_worse_at_most_at_the_stated_rate_over
     k, seeds = 10, 4
     x = _planted(rng, 2000, k, seeds, sigma_fold, 0.034, 0.0)
     out = sequential_verdicts(x, k, 0.0125, 0.05, [3, 5, 8, 10], folds=np.repeat(np.arange(k), seeds))
-    wrong = int(np.isin(out["verdict"][:, 0], [0, 2]).sum())
+    wrong = int(np.isin(out.verdict[:, 0], [0, 2]).sum())
     assert wilson_interval(wrong, 2000)[0] <= 0.05, wrong
 
 
@@ -87,8 +87,8 @@ def test_a_look_reads_every_seed_of_its_folds_and_only_those():
     folds = np.repeat(np.arange(6), 2)
     x = np.array([[[0.001, 0.001, 0.001, 0.004, 0.004, 0.001, 9.0, 9.0, 9.0, 9.0, 9.0, 9.0]]])
     out = sequential_verdicts(x, 6, 0.05, 0.05, [3, 5, 6], looks_done=1, folds=folds)
-    assert out["verdict"][0, 0] == 1 and out["folds_used"][0, 0] == 3  # equivalent at the first look
-    assert out["mean"][0, 0] == pytest.approx(0.002)
+    assert out.verdict[0, 0] == 1 and out.folds_used[0, 0] == 3  # equivalent at the first look
+    assert out.mean[0, 0] == pytest.approx(0.002)
 
 
 def test_the_stages_run_each_fold_with_its_seeds_and_every_cell_once(sqlite_url):

@@ -38,7 +38,7 @@ def test_at_fold_correlation_one_half_a_false_verdict_never_claims_to_hold_there
     and a verdict must say how far it holds: the false ones claim to hold up to ρ < 0.5, so the
     false verdicts that claim to hold at ρ = 0.5 stay at most 5 %."""
     diffs = planted_differences(k, [0.0], N_STUDIES, seed=k, rho=0.5)
-    verdicts = fold_verdicts(diffs, k, NARROW)["verdict"]
+    verdicts = fold_verdicts(diffs, k, NARROW).verdict
     assert wrong(verdicts).mean() > 0.05 + 2 * MC  # the model's assumption broken: the plain verdict errs
     holds = holds_up_to_rho(diffs, k, NARROW)
     assert np.isnan(holds[verdicts == UNDECIDED]).all() and (holds[verdicts != UNDECIDED] >= 1 / k - 1e-9).all()
@@ -49,11 +49,11 @@ def test_holds_up_to_rho_is_where_the_verdict_turns():
     rng = np.random.default_rng(1)
     diffs = rng.normal(-1.0, 1.0, (200, 1, 10))
     holds = holds_up_to_rho(diffs, 10, NARROW)[:, 0]
-    base = fold_verdicts(diffs, 10, NARROW)["verdict"][:, 0]
+    base = fold_verdicts(diffs, 10, NARROW).verdict[:, 0]
     turning = np.flatnonzero(~np.isnan(holds) & (holds < 0.98))
     assert len(turning) >= 20  # most verdicts of an effect of one spread turn somewhere below ρ = 0.98
     for i in turning[:40]:
-        at = lambda rho: fold_verdicts(diffs[i], 10, NARROW, rho=rho)["verdict"][0]  # noqa: E731
+        at = lambda rho: fold_verdicts(diffs[i], 10, NARROW, rho=rho).verdict[0]  # noqa: E731
         assert at(holds[i]) == base[i] and at(holds[i] + 0.01) != base[i]
 
 
@@ -62,8 +62,8 @@ def test_repeats_over_new_partitions_keep_the_error_at_fold_correlation_one_half
     no effect: at most 5 % false verdicts where one CV at the same ρ gives far more."""
     one = planted_differences(10, [0.0], N_STUDIES, seed=3, rho=0.5)
     four = repeated(10, [0.0], N_STUDIES, repeats=4, rho=0.5, seed=30)
-    assert wrong(fold_verdicts(one, 10, NARROW)["verdict"]).mean() > 0.05 + 2 * MC
-    assert wrong(fold_verdicts(four, 10, NARROW)["verdict"]).mean() <= 0.05 + MC
+    assert wrong(fold_verdicts(one, 10, NARROW).verdict).mean() > 0.05 + 2 * MC
+    assert wrong(fold_verdicts(four, 10, NARROW).verdict).mean() <= 0.05 + MC
 
 
 def test_a_study_that_repeats_its_cv_is_tested_over_every_repeat_and_measures_the_correlation():
@@ -90,15 +90,15 @@ def test_the_three_regions_exclude_one_another_and_better_means_beyond_the_rope(
     tests = fold_verdicts(diffs, 10, 0.5)
     from lpstudy.results.answers.fold_tests import interval
 
-    low, high = interval(tests["mean"], tests["se"], tests["df"], 0.95)
-    low90, high90 = interval(tests["mean"], tests["se"], tests["df"], 0.90)
-    better, worse, equivalent = (tests["verdict"] == c for c in (BETTER, WORSE, EQUIVALENT))
+    low, high = interval(tests.mean, tests.se, tests.df, 0.95)
+    low90, high90 = interval(tests.mean, tests.se, tests.df, 0.90)
+    better, worse, equivalent = (tests.verdict == c for c in (BETTER, WORSE, EQUIVALENT))
     assert (high[better] < -0.5).all() and (low[worse] > 0.5).all()  # beyond the ROPE, not merely "not 0"
     assert ((low90[equivalent] > -0.5) & (high90[equivalent] < 0.5)).all()  # TOST's 90 % interval inside it
-    assert not (tests["different"] & (better | worse | equivalent)).any()
+    assert not (tests.different & (better | worse | equivalent)).any()
     # an effect inside the ROPE told from 0 is never called better: 0.2 with a ROPE of 0.5, many folds
     small = planted_differences(10, [-0.2], N_STUDIES, sd=0.05, seed=4)
-    verdicts = fold_verdicts(small, 10, 0.5)["verdict"]
+    verdicts = fold_verdicts(small, 10, 0.5).verdict
     assert not (verdicts == BETTER).any() and (verdicts == EQUIVALENT).mean() > 0.95
 
 
@@ -120,8 +120,8 @@ def test_a_plain_study_read_after_every_fold_errs_only_at_the_last():
     """No effect, K = 10, read after each fold: a verdict only at the tenth, so the rate of any
     false verdict over the ten reads is the fixed design's (18.6 % when every read was a verdict)."""
     diffs = planted_differences(10, [0.0], N_STUDIES, seed=6)
-    final = wrong(fold_verdicts(diffs, 10, NARROW)["verdict"])[:, 0]
-    peeks = np.stack([wrong(fold_verdicts(diffs[..., :n], 10, NARROW)["verdict"])[:, 0] for n in range(2, 11)])
+    final = wrong(fold_verdicts(diffs, 10, NARROW).verdict)[:, 0]
+    peeks = np.stack([wrong(fold_verdicts(diffs[..., :n], 10, NARROW).verdict)[:, 0] for n in range(2, 11)])
     assert peeks.any(axis=0).mean() > 0.05 + 2 * MC  # what reading every fold at full alpha would do
     assert final.mean() <= 0.05 + MC
     # and the engine gives those interim reads no verdict: one study, a clear effect, its first n folds in
@@ -192,7 +192,7 @@ def test_the_sequential_design_keeps_the_family_wise_error_over_arms_and_looks(e
     diffs = planted_differences(10, effects, N_STUDIES, seed=11)
     null = np.asarray(effects) == 0
     for margin in (NARROW, 1.0):
-        verdicts = sequential_verdicts(diffs, 10, margin, 0.05, rounds_of(10))["verdict"]
+        verdicts = sequential_verdicts(diffs, 10, margin, 0.05, rounds_of(10)).verdict
         assert wrong(verdicts[:, null]).any(axis=-1).mean() <= 0.05 + MC
 
 
@@ -204,9 +204,9 @@ def test_the_sequential_design_decides_nearly_as_often_as_the_fixed_one_and_save
     for effect in (0.0, 2.0):
         diffs = planted_differences(10, [effect], N_STUDIES, seed=12)
         seq = sequential_verdicts(diffs, 10, 1.0, 0.05, rounds_of(10))
-        fixed = fold_verdicts(diffs, 10, 1.0)["verdict"]
-        assert (seq["verdict"] != UNDECIDED).mean() >= (fixed != UNDECIDED).mean() - 0.06
-        assert seq["folds_used"].mean() < 10
+        fixed = fold_verdicts(diffs, 10, 1.0).verdict
+        assert (seq.verdict != UNDECIDED).mean() >= (fixed != UNDECIDED).mean() - 0.06
+        assert seq.folds_used.mean() < 10
 
 
 # --- the ROPE in nats --------------------------------------------------------------------------------
@@ -238,11 +238,11 @@ def test_a_sequential_arm_with_a_failed_run_is_never_better_or_equivalent():
     diffs = planted_differences(10, [0.0, -5.0], N_STUDIES, seed=13)
     failed = np.zeros(diffs.shape, bool)
     failed[:, :, 1] = True
-    plain = sequential_verdicts(diffs, 10, 2.0, 0.05, rounds_of(10))["verdict"]
+    plain = sequential_verdicts(diffs, 10, 2.0, 0.05, rounds_of(10)).verdict
     assert (plain[:, 0] == EQUIVALENT).mean() > 0.5 and (plain[:, 1] == BETTER).mean() > 0.5
-    marked = sequential_verdicts(diffs, 10, 2.0, 0.05, rounds_of(10), failed=failed)["verdict"]
+    marked = sequential_verdicts(diffs, 10, 2.0, 0.05, rounds_of(10), failed=failed).verdict
     assert not np.isin(marked, [BETTER, EQUIVALENT]).any()
-    ref = sequential_verdicts(-diffs, 10, 2.0, 0.05, rounds_of(10), reference_failed=failed[0, 0])["verdict"]
+    ref = sequential_verdicts(-diffs, 10, 2.0, 0.05, rounds_of(10), reference_failed=failed[0, 0]).verdict
     assert not np.isin(ref, [WORSE, EQUIVALENT]).any()
 
 

@@ -12,7 +12,8 @@ import pytest
 
 from lpstudy.results.answers.fold_tests import (VERDICTS, corrected_stats, difference_p, equivalence_p, fold_verdicts,
                                                 holm, interval)
-from lpstudy.results.answers.sequential import look_levels, planted_differences, rounds_of, sequential_verdicts
+from lpstudy.results.answers.sequential import (SequentialTests, look_levels, planted_differences, rounds_of,
+                                                sequential_verdicts)
 
 N_STUDIES = 4000
 MC = 3 * math.sqrt(0.05 * 0.95 / N_STUDIES)  # three Monte Carlo standard errors at a 5 % rate
@@ -21,7 +22,7 @@ ROPE = 2.0  # the margin, in units of the differences' standard deviation, every
 NARROW = 0.1  # a ROPE too narrow to call anything equivalent: the difference test alone decides
 
 
-def simulate(k: int, effects, n_studies: int, margin: float, seed: int) -> dict[str, np.ndarray]:
+def simulate(k: int, effects, n_studies: int, margin: float, seed: int) -> SequentialTests:
     """Planted fold differences of n_studies studies (ρ = 1/K), replayed through the stages' verdicts."""
     return sequential_verdicts(planted_differences(k, effects, n_studies, 1.0, seed), k, margin, 0.05, rounds_of(k))
 
@@ -33,8 +34,8 @@ def wrong(verdicts) -> np.ndarray:
 @pytest.mark.parametrize("k", [3, 5, 10])
 def test_no_effect_gives_a_false_better_or_worse_at_most_5_percent_where_the_plain_paired_t_test_gives_more(k):
     diffs = planted_differences(k, [0.0], N_STUDIES, seed=k)  # ρ = 1/K between folds, as shared training makes it
-    assert wrong(fold_verdicts(diffs, k, ROPE)["verdict"]).mean() <= 0.05 + MC
-    assert wrong(fold_verdicts(diffs, k, NARROW)["verdict"]).mean() <= 0.05 + MC
+    assert wrong(fold_verdicts(diffs, k, ROPE).verdict).mean() <= 0.05 + MC
+    assert wrong(fold_verdicts(diffs, k, NARROW).verdict).mean() <= 0.05 + MC
     # the corrected test alone (no equivalence first) is calibrated: about 5 %, not far below
     raw = difference_p(*corrected_stats(diffs, k)) < 0.05
     assert abs(raw.mean() - 0.05) <= MC
@@ -46,7 +47,7 @@ def test_no_effect_gives_a_false_better_or_worse_at_most_5_percent_where_the_pla
 def test_three_arms_without_effect_keep_the_family_wise_error_at_5_percent(k):
     diffs = planted_differences(k, [0.0, 0.0, 0.0], N_STUDIES, seed=100 + k)
     for margin in (ROPE, NARROW):
-        verdicts = fold_verdicts(diffs, k, margin)["verdict"]
+        verdicts = fold_verdicts(diffs, k, margin).verdict
         assert wrong(verdicts).any(axis=-1).mean() <= 0.05 + MC
     # without Holm the three tests at 5 % each would exceed it
     raw = difference_p(*corrected_stats(diffs, k)) < 0.05
@@ -54,13 +55,13 @@ def test_three_arms_without_effect_keep_the_family_wise_error_at_5_percent(k):
 
 
 def test_no_effect_at_ten_folds_is_called_equivalent_within_a_rope_of_two_standard_deviations():
-    verdicts = fold_verdicts(planted_differences(10, [0.0], N_STUDIES, seed=7), 10, ROPE)["verdict"]
+    verdicts = fold_verdicts(planted_differences(10, [0.0], N_STUDIES, seed=7), 10, ROPE).verdict
     assert (verdicts == EQUIVALENT).mean() >= 0.80
 
 
 @pytest.mark.parametrize("effect, verdict", [(2 * ROPE, WORSE), (-2 * ROPE, BETTER)])
 def test_an_effect_of_two_ropes_at_ten_folds_is_called_better_or_worse_by_its_sign(effect, verdict):
-    verdicts = fold_verdicts(planted_differences(10, [effect], N_STUDIES, seed=8), 10, ROPE)["verdict"]
+    verdicts = fold_verdicts(planted_differences(10, [effect], N_STUDIES, seed=8), 10, ROPE).verdict
     assert (verdicts == verdict).mean() >= 0.80
 
 
@@ -104,11 +105,11 @@ def test_the_sequential_looks_keep_the_error_rate_and_stop_early_for_large_or_no
     assert rounds_of(k) == [3, 5, 8, 10] and rounds_of(6) == [3, 5, 6] and rounds_of(20) == [3, 5, 8, 10, 20]
     assert math.isclose(sum(look_levels(rounds_of(k), k, 0.05)), 0.05)
     null = simulate(k, [0.0, 0.0, 0.0], N_STUDIES, margin=ROPE, seed=1)
-    assert wrong(null["verdict"]).any(axis=-1).mean() <= 0.05 + MC
-    assert wrong(simulate(k, [0.0, 0.0, 0.0], N_STUDIES, margin=NARROW, seed=1)["verdict"]).any(axis=-1).mean() <= 0.05 + MC
-    assert null["folds_used"].mean() < k  # equivalence decided before the 10th fold, most of the time
+    assert wrong(null.verdict).any(axis=-1).mean() <= 0.05 + MC
+    assert wrong(simulate(k, [0.0, 0.0, 0.0], N_STUDIES, margin=NARROW, seed=1).verdict).any(axis=-1).mean() <= 0.05 + MC
+    assert null.folds_used.mean() < k  # equivalence decided before the 10th fold, most of the time
     large = simulate(k, [3 * ROPE], N_STUDIES, margin=ROPE, seed=2)
-    assert (large["verdict"] == WORSE).mean() >= 0.95 and large["folds_used"].mean() <= 6
+    assert (large.verdict == WORSE).mean() >= 0.95 and large.folds_used.mean() <= 6
 
 
 # --- the answer of a study, from its trials frame ------------------------------------------------

@@ -35,6 +35,7 @@ What the engine adds to the tests:
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Callable, Hashable, TypeVar
 
 import numpy as np
@@ -42,8 +43,9 @@ import pandas as pd
 
 from lpstudy.results.answers.answer_types import ArmVerdict
 from lpstudy.results.answers.decide import arm_design
-from lpstudy.results.answers.fold_tests import (VERDICTS, beyond_p, equivalence_p, fold_verdicts, holds_up_to_rho,
-                                                holm_levels, interval, variance_components)
+from lpstudy.results.answers.fold_tests import (VERDICTS, FoldTests, VarianceComponents, beyond_p, equivalence_p,
+                                                fold_verdicts, holds_up_to_rho, holm_levels, interval,
+                                                variance_components)
 from lpstudy.results.answers.options import AnswerOptions
 
 UNDECIDED = VERDICTS.index("undecided")
@@ -142,7 +144,7 @@ def measured_rho(diffs: np.ndarray, table: pd.DataFrame, k: int) -> np.ndarray:
     if cells is not None:  # one column per (repeat, fold): the seeds' mean
         first = pd.Series(range(len(cells))).groupby(cells).first().to_numpy()
         repeats = np.asarray(repeats)[first]
-        diffs = variance_components(diffs, cells)["means"]
+        diffs = variance_components(diffs, cells).means
     groups = [np.flatnonzero(np.asarray(repeats) == r) for r in pd.unique(np.asarray(repeats))]
     if len(groups) < 2:
         return np.full(len(diffs), np.nan)
@@ -161,13 +163,13 @@ def measured_rho(diffs: np.ndarray, table: pd.DataFrame, k: int) -> np.ndarray:
 
 def endpoint_verdicts(table: pd.DataFrame, reference: Hashable, *, k: int, margin: float,
                       options: AnswerOptions = AnswerOptions(), failed: pd.DataFrame | None = None,
-                      tests: dict[str, np.ndarray] | None = None, stages_over: bool = False,
+                      tests: FoldTests | None = None, stages_over: bool = False,
                       part: Callable[..., V] = unnamed) -> list[V]:  # type: ignore[assignment]
     """The verdicts of every arm but the reference, each made by `part(arm, **numbers)`: arm its index in
     the table, numbers ArmVerdict's fields that the engine computes (the caller names the arm: field,
     value, p, endpoint and unit, and adds its own).
-    `tests`: the arrays a sequential design computed on the same differences (sequential.py; it
-    chose the look, so its rows are no interim reading); by default the fixed design's
+    `tests`: the tests a sequential design computed on the same differences (sequential.SequentialTests;
+    it chose the look, so its rows are no interim reading); by default the fixed design's
     fold_verdicts on every position the table has. stages_over: the table is of a study run
     --until-decided whose stages are over (answers.sequential): the positions still empty are runs it
     will never make, not runs to come, so its other endpoints are read over the folds it ran (no
@@ -192,7 +194,7 @@ def endpoint_verdicts(table: pd.DataFrame, reference: Hashable, *, k: int, margi
     # (Holm's family and each arm's folds are the full design's only once every run is in)
     interim = not sequential and not stages_over and bool(_folds(table) < k or (table.isna() & ~fails).to_numpy().any())
     ref_failed = int(fails.loc[reference].sum())
-    codes = np.asarray(tests["verdict"]).copy()
+    codes = np.asarray(tests.verdict).copy()
     usable = table.where(~fails)
     ref_usable = bool(usable.loc[reference].notna().any())
     barred_by, all_failed = [], []
@@ -209,13 +211,13 @@ def endpoint_verdicts(table: pd.DataFrame, reference: Hashable, *, k: int, margi
         if all_failed[-1]:
             codes[i] = VERDICTS.index("worse")
     n_undecided = int(np.sum(codes == UNDECIDED))
-    different = np.asarray(tests.get("different", np.zeros(len(others), bool)))
+    different = np.asarray(tests.different)
     levels = _levels(tests, codes, margin, options.alpha, sequential)
     verdicts = []
     for i, arm in enumerate(others):
         paired = ~np.isnan(diffs[i])
         pairs = diffs[i][paired]
-        mean, se, df = float(tests["mean"][i]), float(tests["se"][i]), float(tests["df"][i])
+        mean, se, df = float(tests.mean[i]), float(tests.se[i]), float(tests.df[i])
         confidence, tost = levels[0][i], levels[1][i]
         low, high = (float(x) for x in interval(mean, se, df, confidence))
         low90, high90 = (float(x) for x in interval(mean, se, df, tost))
@@ -228,7 +230,7 @@ def endpoint_verdicts(table: pd.DataFrame, reference: Hashable, *, k: int, margi
         elif verdict == "undecided" and len(pairs) >= 2 and not barred_by[i]:
             # the runs per arm at which the test that can decide it reaches 80 % power (answers.decide),
             # for every endpoint alike, from the sources of variance its interval was computed from
-            design = arm_design(mean, components["sigma_fold"], components["sigma_seed"], int(paired.sum()), k,
+            design = arm_design(mean, components.sigma_fold, components.sigma_seed, int(paired.sum()), k,
                                 margin, options.alpha, n_undecided)
             folds_to_decide, decided_by = design.runs_per_arm, design.test
         verdicts.append(part(
@@ -237,26 +239,27 @@ def endpoint_verdicts(table: pd.DataFrame, reference: Hashable, *, k: int, margi
             n_folds=int(paired.sum()), mean=float(table.loc[arm][paired].mean()) if paired.any() else None,
             diff=number(mean), rel_diff=number(rel(mean)), low=number(low), high=number(high),
             rel_low=number(rel(low)), rel_high=number(rel(high)), equivalence_low=number(low90),
-            equivalence_high=number(high90), p_value_difference=number(tests["p_difference"][i]),
-            p_value_equivalence=number(tests["p_equivalence"][i]),
-            p_value_beyond_rope=number(tests["p_beyond"][i]) if "p_beyond" in tests else None,
+            equivalence_high=number(high90), p_value_difference=number(tests.p_difference[i]),
+            p_value_equivalence=number(tests.p_equivalence[i]),
+            p_value_beyond_rope=number(tests.p_beyond[i]),
             confidence=float(confidence) if math.isfinite(confidence) else None,
             verdict=verdict, region="every run failed" if all_failed[i] else _region(verdict, bool(different[i]), interim),
             holds_up_to_rho=float(holds[i]) if verdict != "undecided" and math.isfinite(holds[i])
             and not all_failed[i] else None,
             measured_rho=float(measured[i]) if math.isfinite(measured[i]) else None,
-            folds_to_decide=folds_to_decide, decided_by=decided_by, **components, tunings=tunings))
+            folds_to_decide=folds_to_decide, decided_by=decided_by, sigma_fold=components.sigma_fold,
+            sigma_seed=components.sigma_seed, cells=components.cells, seeds=components.seeds, tunings=tunings))
     return verdicts
 
 
-def _levels(tests: dict[str, np.ndarray], codes: np.ndarray, margin: float, alpha: float, sequential: bool) -> tuple[np.ndarray, np.ndarray]:
+def _levels(tests: FoldTests, codes: np.ndarray, margin: float, alpha: float, sequential: bool) -> tuple[np.ndarray, np.ndarray]:
     """(the confidence of each arm's printed interval, that of its equivalence interval): the levels
     its verdict was decided at (the module's docstring); 1 − alpha and 1 − 2·alpha for a sequential
     design, whose looks spend their own levels."""
     m = len(codes)
     if sequential:
         return np.full(m, 1 - alpha), np.full(m, 1 - 2 * alpha)
-    mean, se, df = (np.asarray(tests[key], dtype="float64") for key in ("mean", "se", "df"))
+    mean, se, df = (np.asarray(x, dtype="float64") for x in (tests.mean, tests.se, tests.df))
     beyond = 1 - holm_levels(beyond_p(mean, se, df, margin), alpha)
     within = 1 - 2 * holm_levels(equivalence_p(mean, se, df, margin), alpha)
     shown = np.where(np.isin(codes, [VERDICTS.index("better"), VERDICTS.index("worse")]), beyond,
@@ -264,18 +267,25 @@ def _levels(tests: dict[str, np.ndarray], codes: np.ndarray, margin: float, alph
     return shown, within
 
 
-def _components(parts: dict[str, np.ndarray], i: int, cells: np.ndarray | None) -> dict[str, Any]:
-    """An arm's sources of variance (fold_tests.variance_components): sigma_seed, the training noise of
-    one run's difference (None without two seeds in a cell), sigma_fold, the partition's share as the
-    folds show it (with one seed a cell it holds the seeds' noise too), and the runs behind each:
-    `cells` (the (repeat, fold) cells paired) and `seeds` (the mean number of seeds a cell)."""
-    seed_var = float(parts["seed_var"][i])
-    partition = float(parts["partition_var"][i])
-    n_cells = int(parts["cells"][i])
-    return {"sigma_fold": math.sqrt(partition) if math.isfinite(partition) else None,
-            "sigma_seed": math.sqrt(seed_var) if cells is not None and math.isfinite(seed_var) else None,
-            "cells": n_cells,
-            "seeds": float(1.0 / parts["inv_seeds"][i]) if cells is not None and n_cells else 1.0}
+@dataclass(frozen=True)
+class Sources:
+    """An arm's sources of variance as its verdict gives them (ArmVerdict's fields of the same names)."""
+
+    sigma_fold: float | None  # the partition's share as the folds show it (with one seed a cell, the seeds' noise too)
+    sigma_seed: float | None  # the training noise of one run's difference (None without two seeds in a cell)
+    cells: int  # the (repeat, fold) cells paired
+    seeds: float  # the mean number of seeds a cell
+
+
+def _components(parts: VarianceComponents, i: int, cells: np.ndarray | None) -> Sources:
+    """Arm i's sources of variance (fold_tests.variance_components): sigma_fold, sigma_seed (None
+    without seeds in the table), cells and seeds (1 without seeds in the table)."""
+    seed_var = float(parts.seed_var[i])
+    partition = float(parts.partition_var[i])
+    n_cells = int(parts.cells[i])
+    return Sources(sigma_fold=math.sqrt(partition) if math.isfinite(partition) else None,
+                   sigma_seed=math.sqrt(seed_var) if cells is not None and math.isfinite(seed_var) else None,
+                   cells=n_cells, seeds=float(1.0 / parts.inv_seeds[i]) if cells is not None and n_cells else 1.0)
 
 
 def _region(verdict: str, different: bool, interim: bool) -> str:

@@ -40,6 +40,8 @@ anything (many simulated studies at once), so a thousand planted studies take mi
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -47,6 +49,7 @@ from lpstudy.intervals import corrected_stats as corrected_stats  # noqa: F401  
 from lpstudy.intervals import interval as interval  # noqa: F401
 from lpstudy.intervals import rho_ratio as rho_ratio  # noqa: F401
 from lpstudy.intervals import share_ratio as share_ratio  # noqa: F401
+from lpstudy.intervals import VarianceComponents as VarianceComponents  # noqa: F401
 from lpstudy.intervals import variance_components as variance_components  # noqa: F401
 
 VERDICTS = ("better", "equivalent", "worse", "undecided")
@@ -141,21 +144,37 @@ def _margin(margin: float | np.ndarray) -> float | np.ndarray:
     return np.asarray(margin)[..., None] if np.ndim(margin) else margin
 
 
+@dataclass(frozen=True, eq=False)
+class FoldTests:
+    """The tests of every arm against the reference (fold_verdicts), as scipy.stats gives a test's result:
+    named arrays, each of shape (..., arms), the leading axes those of the differences given (none for
+    one study: one entry per arm; (studies,) where planted studies are read at once, one entry per
+    (study, arm); (ρ grid, ...) in holds_up_to_rho). The p-values are Holm-adjusted across the arms
+    (a sequential design's, sequential.SequentialTests: unadjusted at each arm's last look)."""
+
+    mean: np.ndarray  # the mean difference from the reference (below 0: lower loss); NaN without a pair
+    se: np.ndarray  # its standard error, corrected for the folds' overlap (NaN with fewer than two pairs)
+    df: np.ndarray  # its degrees of freedom (float)
+    p_difference: np.ndarray  # the p-value of "no difference": it decides only `different`
+    p_equivalence: np.ndarray  # TOST's p-value of |difference| < margin: it decides equivalent
+    p_beyond: np.ndarray  # the minimum-effect test's p-value of |difference| ≤ margin: it decides better or worse
+    verdict: np.ndarray  # codes into VERDICTS (int)
+    different: np.ndarray  # bool: the no-difference test rejected where the verdict is undecided
+
+
 def fold_verdicts(diffs: ArrayLike, k: int, margin: float | np.ndarray, alpha: float = 0.05, rho: ArrayLike | None = None,
-                  cells: ArrayLike | None = None) -> dict[str, np.ndarray]:
+                  cells: ArrayLike | None = None) -> FoldTests:
     """The verdict of each arm from its fold differences, shape (..., arms, folds): the corrected
     t (at fold correlation rho, 1/K by default), the test beyond ±margin, the TOST within it and the
-    test of no difference, each family Holm-adjusted across the arms. Returns arrays of shape
-    (..., arms): mean, se, df, p_difference, p_equivalence, p_beyond (adjusted), verdict (codes
-    into VERDICTS), different (the no-difference test rejected where the verdict is undecided)."""
+    test of no difference, each family Holm-adjusted across the arms (FoldTests: arrays of shape
+    (..., arms))."""
     mean, se, df = corrected_stats(diffs, k, rho, cells)
     reject_eq, adj_eq = holm(equivalence_p(mean, se, df, _margin(margin)), alpha)
     reject_beyond, adj_beyond = holm(beyond_p(mean, se, df, _margin(margin)), alpha)
     reject_diff, adj_diff = holm(difference_p(mean, se, df), alpha)
     verdict = verdict_codes(mean, reject_eq, reject_beyond)
-    return {"mean": mean, "se": se, "df": df, "p_difference": adj_diff, "p_equivalence": adj_eq,
-            "p_beyond": adj_beyond, "verdict": verdict,
-            "different": reject_diff & (verdict == VERDICTS.index("undecided"))}
+    return FoldTests(mean=mean, se=se, df=df, p_difference=adj_diff, p_equivalence=adj_eq, p_beyond=adj_beyond,
+                     verdict=verdict, different=reject_diff & (verdict == VERDICTS.index("undecided")))
 
 
 RHO_GRID = np.round(np.arange(0.01, 0.995, 0.01), 2)  # the fold correlations holds_up_to_rho tries
@@ -167,12 +186,12 @@ def holds_up_to_rho(diffs: ArrayLike, k: int, margin: float | np.ndarray, alpha:
     correction's own, up to 0.99) at which fold_verdicts still gives the verdict it gives at 1/K,
     every smaller ρ on the way giving it too; NaN for an undecided arm. 0.99 means at every ρ tried."""
     x = np.asarray(diffs, dtype="float64")
-    base = fold_verdicts(x, k, margin, alpha, cells=cells)["verdict"]
+    base = fold_verdicts(x, k, margin, alpha, cells=cells).verdict
     grid = RHO_GRID[RHO_GRID > 1.0 / k]
     if not len(grid):
         return np.where(base == VERDICTS.index("undecided"), np.nan, 1.0 / k)
     rho = grid.reshape((-1,) + (1,) * (x.ndim - 1))
-    at = fold_verdicts(np.broadcast_to(x, (len(grid),) + x.shape), k, margin, alpha, rho=rho, cells=cells)["verdict"]
+    at = fold_verdicts(np.broadcast_to(x, (len(grid),) + x.shape), k, margin, alpha, rho=rho, cells=cells).verdict
     stands = np.logical_and.accumulate(at == base, axis=0)
     last = stands.sum(axis=0)  # grid points it stands at, in a row from the first
     held = np.where(last > 0, grid[np.maximum(last - 1, 0)], 1.0 / k)

@@ -42,13 +42,14 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, Sequence
+from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from lpstudy.results.answers.fold_tests import (VERDICTS, beyond_p, corrected_stats, difference_p, equivalence_p,
-                                                share_ratio, verdict_codes)
+from lpstudy.results.answers.fold_tests import (VERDICTS, FoldTests, beyond_p, corrected_stats, difference_p,
+                                                equivalence_p, share_ratio, verdict_codes)
 
 DEFAULT_ROUNDS = (3, 5, 8, 10)
 UNDECIDED = VERDICTS.index("undecided")
@@ -173,22 +174,45 @@ def _graphical(p: np.ndarray, held: np.ndarray, testable: np.ndarray, table: np.
     return rejected, held
 
 
+@dataclass(frozen=True, eq=False)
+class LookTests:
+    """One look of a sequential design as it was taken (SequentialTests.history): arrays of shape
+    (..., arms), the leading axes those of the differences given, as FoldTests'."""
+
+    level: float  # the alpha this look spends (its increment of the spending function)
+    active: np.ndarray  # bool: the arms still undecided before it, the ones it tested
+    verdict: np.ndarray  # codes into VERDICTS: a tested arm's verdict at this look, the others' earlier one
+    mean: np.ndarray  # the mean difference over this look's folds (every arm's, tested or not)
+    se: np.ndarray  # its corrected standard error
+    df: np.ndarray  # its degrees of freedom
+
+
+@dataclass(frozen=True, eq=False)
+class SequentialTests(FoldTests):
+    """The looks replayed (sequential_verdicts): FoldTests' arrays, shape (..., arms), read where each arm
+    stopped (verdict: the one a look gave it, else undecided; mean, se, df over its last look's folds;
+    the p-values unadjusted at the last look it took part in, each compared with that look's boundary,
+    not with alpha; different: its no-difference test crossed the boundary there and it is undecided),
+    and the looks themselves."""
+
+    decided_at: np.ndarray  # the look (0-based) that decided each arm; -1: none
+    folds_used: np.ndarray  # the folds each arm used: its deciding look's, else the last look's
+    level: float  # the alpha the last look taken spends (NaN before any look)
+    history: list[LookTests]  # each look taken, in order
+
+
 def sequential_verdicts(diffs: ArrayLike, max_folds: int, margin: float | np.ndarray, alpha: float, rounds: list[int],
                         looks_done: int | None = None, failed: ArrayLike | None = None,
-                        reference_failed: ArrayLike | None = None, folds: ArrayLike | None = None) -> dict[str, Any]:
+                        reference_failed: ArrayLike | None = None, folds: ArrayLike | None = None) -> SequentialTests:
     """Replay the looks over the differences, shape (..., arms, K) (NaN: a fold not run), the first
-    `looks_done` looks (default all): per arm the verdict (codes into VERDICTS), the look that
-    decided it (-1: none) and the folds it used (its deciding look's, else the last look's), the
-    mean, se and df over its folds, and its unadjusted p-values at the last look it took part in
-    (each compared with its look's boundary, not with alpha); under "history", each look taken: its
-    level, which arms it tested ("active"), their verdict at that look and the mean, se and df over
-    that look's folds. failed (shape of diffs) and reference_failed (K,): the runs that failed; at a
-    look, an arm with a failed run among the look's folds can be neither better nor equivalent, nor
-    worse or equivalent where the reference failed (endpoint_verdicts' rule): it stays undecided.
-    folds: the fold of each position of the last axis, where a fold holds several seeds (--seeds S; a
-    look at n folds takes every position of folds 0 .. n − 1, its cells the folds, and the information
-    fraction n/K: the module's docstring); None: position i is fold i, one run each. Every value an array
-    of shape (..., arms) but the last look's level (a float) and the history (a list of dicts)."""
+    `looks_done` looks (default all): SequentialTests, per arm the verdict, the look that decided it
+    and the folds it used, its last look's numbers, and each look taken (history). failed (shape of
+    diffs) and reference_failed (K,): the runs that failed; at a look, an arm with a failed run among
+    the look's folds can be neither better nor equivalent, nor worse or equivalent where the reference
+    failed (endpoint_verdicts' rule): it stays undecided. folds: the fold of each position of the last
+    axis, where a fold holds several seeds (--seeds S; a look at n folds takes every position of folds
+    0 .. n − 1, its cells the folds, and the information fraction n/K: the module's docstring); None:
+    position i is fold i, one run each."""
     x = np.asarray(diffs, dtype="float64")
     labels = np.arange(x.shape[-1]) if folds is None else np.asarray(folds)
     seeded = folds is not None and len(np.unique(labels)) < len(labels)
@@ -204,8 +228,12 @@ def sequential_verdicts(diffs: ArrayLike, max_folds: int, margin: float | np.nda
     within_table = _graph_levels(rounds, max_folds, alpha, m, two_sided=False, seeded=seeded)
     held_beyond, held_within = np.ones(shape, bool), np.ones(shape, bool)
     n_looks = len(rounds) if looks_done is None else looks_done
-    last: dict[str, Any] = {}
-    history: list[dict[str, Any]] = []
+    # the last look's numbers (NaN where no look is taken)
+    mean: np.ndarray = np.full(shape, np.nan)
+    se: np.ndarray = np.full(shape, np.nan)
+    df: np.ndarray = np.full(shape, np.nan)
+    last_level = math.nan
+    history: list[LookTests] = []
     kept = {key: np.full(shape, np.nan) for key in ("p_difference", "p_equivalence", "p_beyond")}
     different = np.zeros(shape, bool)
     for look, (n, level) in enumerate(zip(rounds[:n_looks], levels)):
@@ -228,11 +256,13 @@ def sequential_verdicts(diffs: ArrayLike, max_folds: int, margin: float | np.nda
         for key in kept:
             kept[key] = np.where(active, p[key], kept[key])
         different = np.where(active, p["p_difference"] <= beyond_table[look][m], different)
-        last = {"mean": mean, "se": se, "df": df, **kept, "level": level}
-        history.append({"level": level, "active": active, "verdict": np.where(active, now, verdict),
-                        "mean": mean, "se": se, "df": df})
-    return {"verdict": verdict, "decided_at": decided_at, "folds_used": folds_used, **last,
-            "different": different & (verdict == UNDECIDED), "history": history}
+        last_level = level
+        history.append(LookTests(level=level, active=active, verdict=np.where(active, now, verdict),
+                                 mean=mean, se=se, df=df))
+    return SequentialTests(mean=mean, se=se, df=df, p_difference=kept["p_difference"],
+                           p_equivalence=kept["p_equivalence"], p_beyond=kept["p_beyond"], verdict=verdict,
+                           different=different & (verdict == UNDECIDED), decided_at=decided_at,
+                           folds_used=folds_used, level=last_level, history=history)
 
 
 def planted_differences(k: int, effects: ArrayLike, n_studies: int, sd: float = 1.0, seed: int = 0,

@@ -152,20 +152,31 @@ def curve_extremes(curves: pd.DataFrame | None) -> pd.DataFrame:
                          "min_entropy": grouped["min_head_entropy"].min()})
 
 
+@dataclass(frozen=True)
+class StabilityRows:
+    """The stability part's three row lists (stability_rows), Stability's fields of the same names."""
+
+    divergence: list[StabilityRow]  # per arm: its runs that diverged, the rate, Fisher's p-value against the reference
+    logit_growth: list[StabilityRow]  # per arm: its mean logit growth, and against the reference (none without curves)
+    min_entropy: list[StabilityRow]  # per arm: its mean smallest head entropy, the same way
+
+
 def stability_rows(runs: pd.DataFrame, curves: pd.DataFrame | None, reference: Hashable, k: int, alpha: float,
-                   shown: Callable[[Any], Value] = json_safe) -> dict[str, list[StabilityRow]]:
-    """The stability part's three row lists, {divergence, logit_growth, min_entropy}: runs is one row per
-    finished run with arm, fold, diverged and trial_id; curves the study's curves (may be empty: then only
-    the divergence rates); shown: an arm's value as the answer writes it."""
+                   shown: Callable[[Any], Value] = json_safe) -> StabilityRows:
+    """The stability part's three row lists: runs is one row per finished run with arm, fold, diverged
+    and trial_id; curves the study's curves (may be empty: then only the divergence rates); shown: an
+    arm's value as the answer writes it."""
     extremes = curve_extremes(curves)
-    out = {"divergence": divergence(runs, reference, alpha, shown), "logit_growth": [], "min_entropy": []}
-    if len(extremes):
-        joined = runs.join(extremes, on="trial_id")
-        for name in ("logit_growth", "min_entropy"):
-            table = joined.groupby(["arm", "fold"], sort=False)[name].mean().unstack("fold")
-            if table.notna().to_numpy().any():
-                out[name] = paired_metric(table, reference, k, alpha, shown)
-    return out
+    joined = runs.join(extremes, on="trial_id") if len(extremes) else None
+
+    def compared(name: str) -> list[StabilityRow]:
+        if joined is None:
+            return []
+        table = joined.groupby(["arm", "fold"], sort=False)[name].mean().unstack("fold")
+        return paired_metric(table, reference, k, alpha, shown) if table.notna().to_numpy().any() else []
+
+    return StabilityRows(divergence=divergence(runs, reference, alpha, shown), logit_growth=compared("logit_growth"),
+                         min_entropy=compared("min_entropy"))
 
 
 # --- the verdicts ---------------------------------------------------------------------------------
@@ -395,8 +406,8 @@ def stability_answer(runs: pd.DataFrame, trials: pd.DataFrame, curves: pd.DataFr
 
     rows = stability_rows(runs, curves, reference, k, options.alpha, lambda arm: shown(arm)["value"])
     if runs.empty or reference not in set(runs["arm"]):
-        return Stability(divergence=rows["divergence"], logit_growth=rows["logit_growth"],
-                         min_entropy=rows["min_entropy"], endpoints={}, rope={}, verdicts=[], reference={}, sentence="")
+        return Stability(divergence=rows.divergence, logit_growth=rows.logit_growth,
+                         min_entropy=rows.min_entropy, endpoints={}, rope={}, verdicts=[], reference={}, sentence="")
     info = trials.drop_duplicates("trial_id").set_index("trial_id")
     info = info.assign(arm_key=info[arm_column]) if arm_column in info else info
     positions = _positions(info)
@@ -463,7 +474,7 @@ def stability_answer(runs: pd.DataFrame, trials: pd.DataFrame, curves: pd.DataFr
     ref_runs = runs[runs["arm"] == reference]
     references["divergence"] = EndpointReference(**shown(reference), mean=number(ref_runs["diverged"].mean()),
                                                  n_folds=int(len(ref_runs)))
-    return Stability(divergence=rows["divergence"], logit_growth=rows["logit_growth"], min_entropy=rows["min_entropy"],
+    return Stability(divergence=rows.divergence, logit_growth=rows.logit_growth, min_entropy=rows.min_entropy,
                      endpoints=endpoints, rope=ropes, verdicts=verdicts, reference=references,
                      sentence=stability_sentence(verdicts, ropes, field, shown(reference)["value"]))
 

@@ -33,7 +33,8 @@ from lpstudy.results.answers.options import AnswerOptions
 from lpstudy.results.answers.fold_importance import fold_importance, no_importance
 from lpstudy.results.answers.endpoint_verdicts import endpoint_verdicts, number
 from lpstudy.results.answers.fold_tests import VERDICTS, interval
-from lpstudy.results.answers.sequential import information, look_levels, nominal_levels, rounds_of, sequential_verdicts
+from lpstudy.results.answers.sequential import (SequentialTests, information, look_levels, nominal_levels, rounds_of,
+                                                sequential_verdicts)
 from lpstudy.results.answers.stability_verdicts import stability_answer
 from lpstudy.results.analysis.study_data import StudyData
 from lpstudy.values import REFERENCE_P, format_p, json_safe
@@ -365,7 +366,7 @@ def _order(value: Value) -> tuple[int, float, str]:
 
 def _sequential(trials: pd.DataFrame, column: str, others: list[Hashable], reference: Hashable, diffs: np.ndarray, k: int,
                 margin: float, options: AnswerOptions, plan: UntilDecided, ref_mean: float, values: dict[Hashable, Any],
-                marks: dict[str, np.ndarray]) -> tuple[dict[str, Any], Sequential]:
+                marks: dict[str, np.ndarray]) -> tuple[SequentialTests, Sequential]:
     """(the tests, the answer's `sequential`): the looks of a sequential study replayed over the rounds that
     are over (looks_done), and the rounds' state. Each arm there has its value (as the answer's arms have
     it) and its arm (the key "stopped" uses: a comparison's label "p=1", a replicate's p)."""
@@ -375,8 +376,8 @@ def _sequential(trials: pd.DataFrame, column: str, others: list[Hashable], refer
     done = looks_done(trials, column, reference, others, diffs, k, margin, options.alpha, rounds, marks)
     tests = sequential_verdicts(diffs, k, margin, options.alpha, rounds, looks_done=max(done, 1), **marks)
     if done == 0:  # before the first round is over: no verdict yet, the first look's numbers for a glance
-        tests["verdict"] = np.full(len(others), VERDICTS.index("undecided"))
-    verdicts = [VERDICTS[int(v)] for v in tests["verdict"]]
+        tests = replace(tests, verdict=np.full(len(others), VERDICTS.index("undecided")))
+    verdicts = [VERDICTS[int(v)] for v in tests.verdict]
     over = done == len(rounds) or (done > 0 and all(v != "undecided" for v in verdicts))
     complete = trials[trials["state"] == "COMPLETE"]
     per_fold = len(labels) // k  # the seeds inside a fold (1 without --seeds)
@@ -390,7 +391,7 @@ def _sequential(trials: pd.DataFrame, column: str, others: list[Hashable], refer
         arms=[StageArm(value=json_safe(values.get(arm, arm)), arm=json_safe(arm),
                        state=verdicts[i] if verdicts[i] != "undecided" or over else "running",
                        folds=_paired_folds(diffs[i], labels)) for i, arm in enumerate(others)],
-        stopped={str(json_safe(arm)): int(tests["folds_used"][i]) for i, arm in enumerate(others)
+        stopped={str(json_safe(arm)): int(tests.folds_used[i]) for i, arm in enumerate(others)
                  if verdicts[i] != "undecided"},
         cells_run=cells_run, cells_max=int(cells_max), folds_saved=int(cells_max - cells_run) if over else None)
 
@@ -400,7 +401,7 @@ def _paired_folds(diffs: np.ndarray, labels: np.ndarray) -> int:
     return len(np.unique(labels[~np.isnan(diffs)]))
 
 
-def _looks(tests: dict[str, Any], others: list[Hashable], diffs: np.ndarray, rounds: list[int], k: int, alpha: float,
+def _looks(tests: SequentialTests, others: list[Hashable], diffs: np.ndarray, rounds: list[int], k: int, alpha: float,
            done: int, ref_mean: float, values: dict[Hashable, Any], labels: np.ndarray) -> list[Look]:
     """Each look (stage): its folds, the alpha it spends (its level) and the alpha spent up to it;
     for a look that is over, each arm's state there: the verdict of its test at that look (better,
@@ -415,18 +416,18 @@ def _looks(tests: dict[str, Any], others: list[Hashable], diffs: np.ndarray, rou
     for j, (n, level) in enumerate(zip(rounds, levels)):
         arms: list[StageArm] = []
         if j < done:
-            seen = tests["history"][j]
-            low, high = interval(seen["mean"], seen["se"], seen["df"], 1 - alpha)
+            seen = tests.history[j]
+            low, high = interval(seen.mean, seen.se, seen.df, 1 - alpha)
             for i, arm in enumerate(others):
                 value, key = json_safe(values.get(arm, arm)), json_safe(arm)
-                if not seen["active"][i]:
+                if not seen.active[i]:
                     arms.append(StageArm(value=value, arm=key, state="stopped",
-                                         decided=VERDICTS[int(tests["verdict"][i])], folds=int(tests["folds_used"][i])))
+                                         decided=VERDICTS[int(tests.verdict[i])], folds=int(tests.folds_used[i])))
                     continue
                 arms.append(LookArm(  # its difference written even where it is not a number (null)
-                    value=value, arm=key, state=VERDICTS[int(seen["verdict"][i])],
+                    value=value, arm=key, state=VERDICTS[int(seen.verdict[i])],
                     folds=_paired_folds(diffs[i][labels < n], labels[labels < n]),
-                    rel_diff=json_safe(float(seen["mean"][i]) / ref_mean), rel_low=json_safe(float(low[i]) / ref_mean),
+                    rel_diff=json_safe(float(seen.mean[i]) / ref_mean), rel_low=json_safe(float(low[i]) / ref_mean),
                     rel_high=json_safe(float(high[i]) / ref_mean)))
         looks.append(Look(look=j + 1, folds=int(n), level=float(level), spent=float(sum(levels[:j + 1])),
                           information=float(fractions[j]), boundary=float(nominal[j]), over=j < done, arms=arms))
@@ -455,7 +456,7 @@ def looks_done(trials: pd.DataFrame, column: str, reference: Hashable, others: l
     done = 0
     for n in rounds:
         if done:
-            verdict = sequential_verdicts(diffs, k, margin, alpha, rounds, looks_done=done, **(marks or {}))["verdict"]
+            verdict = sequential_verdicts(diffs, k, margin, alpha, rounds, looks_done=done, **(marks or {})).verdict
             active = [arm for i, arm in enumerate(others) if VERDICTS[int(verdict[i])] == "undecided"]
         else:
             active = list(others)
