@@ -30,7 +30,7 @@ with its runs and its time (lpstudy.training.costs).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Callable, NamedTuple, Sequence, TypeVar
 
 import numpy as np
@@ -53,7 +53,7 @@ BEYOND, EQUIVALENCE = "beyond the ROPE", "equivalence"
 
 @dataclass(frozen=True)
 class Design:
-    """What design_to_decide finds for one arm: the test that would decide it, and the design with the
+    """What design_to_decide finds for one arm (the answer's ArmDesign holds the same, with the arm): the test that would decide it, and the design with the
     fewest runs per arm at which that test reaches `power_target` (folds, repeats, seeds, runs_per_arm,
     and the power there); out of reach within the designs tried: repeats, seeds and runs_per_arm None,
     folds the study's K, power the best the study's K folds give (None where the numbers give none)."""
@@ -216,9 +216,7 @@ def to_decide(arms: Sequence[ArmVerdict], margin: float | None, reference: Value
                     if d.repeats and d.runs_per_arm is not None else d) for arm, d in designs]
     if not designs:
         return None
-    planned = [ArmDesign(value=arm.value, test=d.test, power_target=d.power_target, folds=d.folds,
-                         repeats=d.repeats, seeds=d.seeds, runs_per_arm=d.runs_per_arm, power=d.power)
-               for arm, d in designs]
+    planned = [ArmDesign(value=arm.value, **asdict(d)) for arm, d in designs]  # the answer's part: the design and its arm
     reachable = [a for a in planned if a.repeats]
     if not reachable:
         return ToDecide(power=POWER, max_repeats=MAX_REPEATS, arms=planned, folds=None, repeats=None, seeds=None,
