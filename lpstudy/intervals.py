@@ -41,24 +41,41 @@ def rho_ratio(rho):
 def corrected_stats(diffs, k: int, rho=None, cells=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(mean, standard error, degrees of freedom) of the differences along the last axis (NaN left
     out), the variance corrected for K-fold CV: var × (1/n + 1/(K − 1)), or var × (1/n + ρ/(1 − ρ))
-    at another fold correlation ρ (broadcast against the leading axes). NaN where n < 2.
+    at another fold correlation ρ (broadcast against the leading axes). NaN where n < 2, and where the
+    differences do not vary at all (`not_varying`): a zero variance is no estimate of the spread, and a t
+    that divides by it would decide by no spread at all, so every test read from here leaves them undecided.
 
     cells (one label per position of the last axis; None: every position its own cell): positions
     of one cell are runs of one (fold[, repeat]) with different training seeds. Then the correction
     is applied to the partition's share of the spread only (variance_components): training noise is
     independent from run to run whatever the folds share, so averaging seeds inside each fold shrinks
     it as 1/S, while the folds' shared training text still bounds the rest."""
-    if cells is not None and len(np.unique(np.asarray(cells))) < np.shape(diffs)[-1]:
-        return _seeded_stats(diffs, k, rho, cells)
     x = np.asarray(diffs, dtype="float64")
+    if cells is not None and len(np.unique(np.asarray(cells))) < np.shape(diffs)[-1]:
+        mean, se, df = _seeded_stats(diffs, k, rho, cells)
+        return mean, np.where(not_varying(x), np.nan, se), df
     n = np.sum(~np.isnan(x), axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # an arm without folds: NaN, said by n
         mean = np.nanmean(x, axis=-1) if x.size else np.full(x.shape[:-1], np.nan)
         var = np.nanvar(x, axis=-1, ddof=1) if x.size else np.full(x.shape[:-1], np.nan)
         se = np.sqrt(var * (1.0 / n + (share_ratio(k) if rho is None else rho_ratio(rho))))
-    se = np.where(n >= 2, se, np.nan)
+    se = np.where((n >= 2) & ~not_varying(x), se, np.nan)
     return mean, se, (n - 1).astype("float64")
+
+
+def not_varying(values) -> np.ndarray:
+    """Along the last axis (NaN left out): whether there are two values or more and all are the same, up
+    to rounding (a spread within 1e-9 of the largest magnitude, or of 1). Real float losses never do
+    this; counts (loss spikes: 0 in every run) and steps read at an evaluation interval do."""
+    x = np.asarray(values, dtype="float64")
+    n = np.sum(~np.isnan(x), axis=-1)
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a row without values: not varying is False, said by n
+        spread = np.nanmax(x, axis=-1) - np.nanmin(x, axis=-1) if x.size else np.zeros(x.shape[:-1])
+        scale = np.fmax(1.0, np.nanmax(np.abs(x), axis=-1)) if x.size else np.ones(x.shape[:-1])
+    flat: np.ndarray = (n >= 2) & (spread <= 1e-9 * scale)
+    return flat
 
 
 @dataclass(frozen=True, eq=False)

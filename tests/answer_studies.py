@@ -69,7 +69,7 @@ def diverged_runs():
     from lpstudy.results.reading.frames import StudyData, StudyInfo
     from tests.test_verdicts import planted_trials
 
-    trials = planted_trials({2.0: [2.0, 2.1, 1.9, 2.05], 3.0: [2.3, 2.4, 2.2, 4.17]}, diverged={(3.0, 3): True})
+    trials = planted_trials({2.0: [2.0, 2.1, 1.9, 2.05], 3.0: [2.3, 2.42, 2.19, 4.17]}, diverged={(3.0, 3): True})
     return StudyData(name="diverged", info=StudyInfo(name="diverged", kind="replicate"), trials=trials,
                      curves=None), AnswerOptions()
 

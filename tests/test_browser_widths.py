@@ -96,9 +96,9 @@ def address(tmp_path_factory):
     write_synthetic_study(url, "search", n_trials=40, n_evals=6, seed=1)
     write_synthetic_study(url, "grid", kind="replicate", folds=4, n_evals=6, seed=1)
     ref = [2.80, 2.90, 2.70, 2.85, 2.75]
-    write_staged_compare(url, "cmp", {"p=2": ref, "p=1": [v + 0.002 for v in ref],
+    write_staged_compare(url, "cmp", {"p=2": ref, "p=1": [v + 0.002 + 0.0001 * i for i, v in enumerate(ref)],
                                       "p=3": [v + d for v, d in zip(ref, [0.3, -0.25, 0.28, -0.2, 0.3])],
-                                      "p=4": [v - 0.28 for v in ref]}, max_folds=5, rounds=[5], rope=0.05)
+                                      "p=4": [v - 0.28 - 0.0005 * i for i, v in enumerate(ref)]}, max_folds=5, rounds=[5], rope=0.05)
     with served(url) as served_at:
         yield served_at
 

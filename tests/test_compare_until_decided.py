@@ -201,12 +201,12 @@ def test_the_workers_stage_logic_on_planted_losses_gives_decided_arms_no_more_fo
 
 
 def test_verdict_prints_each_arms_state_at_every_look(sqlite_url, capsys):
-    """K = 6 in stages of 3, 5, 6, ROPE ±5 %: p = 1 (0.07 % above p = 2 on each fold) is equivalent at
+    """K = 6 in stages of 3, 5, 6, ROPE ±5 %: p = 1 (about 0.07 % above p = 2 on each fold) is equivalent at
     the first look and ran 3 folds; p = 4 (±10 % fold by fold) stays undecided and ran all 6."""
     from tests.staged_studies import write_staged_compare
 
     ref = [2.80, 2.90, 2.70, 2.85, 2.75, 2.80]
-    write_staged_compare(sqlite_url, "cmp", {"p=2": ref, "p=1": [v + 0.002 for v in ref[:3]],
+    write_staged_compare(sqlite_url, "cmp", {"p=2": ref, "p=1": [v + 0.002 + 0.0001 * i for i, v in enumerate(ref[:3])],
                                              "p=4": [v + d for v, d in zip(ref, [0.3, -0.25, 0.28, -0.2, 0.3, -0.1])]},
                          max_folds=6, rounds=[3, 5, 6], rope=0.05)
     code, out, err = cli(capsys, "verdict", "--study", "cmp", "--storage", sqlite_url)

@@ -16,6 +16,7 @@ from lpstudy.results.replay.grid_table import GridTable, Run, write_table
 from lpstudy.results.replay.traces import replay_one
 from lpstudy.results.replay.methods import Method, default_method, pick_methods
 from lpstudy.design.intensify import Evaluation, Intensifier
+from lpstudy.results.reading.measured import measured_text
 from tests.study_helpers import cli
 
 # Fold 0 (the tuning fold) prefers lr = 1e-2 (1.85) by its noise; over both folds lr = 1e-3 is best
@@ -52,7 +53,9 @@ def test_the_intensifier_races_the_leaders_and_returns_the_lowest_mean_over_the_
     assert rule.requests(seen, pending={(1e-3, 1)}) == [(1e-2, 1), (1e-4, 1)]
     raced = rule.returned(_planted_evaluations(fold0_only=False))
     assert raced.key == 1e-3 and raced.folds == (0, 1) and raced.mean == pytest.approx(1.9)
-    assert raced.interval == pytest.approx((1.9, 1.9))  # no spread over its two folds
+    # the same loss on its two folds: no spread to estimate an interval from, so none (not a zero-width one)
+    assert raced.interval == (-math.inf, math.inf)
+    assert "no interval: its folds gave the same loss" in measured_text(raced)
     # with nothing raced (top = 0) the tuning fold's best is returned, whatever else is known
     assert Intensifier.of(0, 5, 0, 2).returned(_planted_evaluations(fold0_only=False)).key == 1e-2
     assert Intensifier.of(0, 5, 0, 2).requests(seen) == []

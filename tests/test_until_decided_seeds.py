@@ -180,7 +180,7 @@ def test_an_endpoint_of_a_study_whose_stages_are_over_is_read_over_the_folds_it_
     from lpstudy.results.answers.endpoint_verdicts import endpoint_verdicts
 
     ran = [100.0, 110.0, 90.0, 105.0, np.nan, np.nan]
-    table = pd.DataFrame([ran, [r + 0.5 if r == r else r for r in ran]], index=[2.0, 4.0],
+    table = pd.DataFrame([ran, [r + 0.5 + 0.1 * i if r == r else r for i, r in enumerate(ran)]], index=[2.0, 4.0],
                          columns=pd.Index(range(6), name="fold"))
     (over,) = endpoint_verdicts(table, 2.0, k=6, margin=5.0, stages_over=True)
     assert not over.interim and over.verdict == "equivalent" and over.n_folds == 4

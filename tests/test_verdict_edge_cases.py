@@ -60,18 +60,19 @@ def test_an_arm_whose_every_run_ended_fail_is_worse_but_not_where_the_reference_
 
 
 def test_a_cell_run_twice_counts_its_first_complete_run_and_names_the_other():
-    cells = grid({2.0: REF, 4.0: [2.70, 2.72, 2.69, 2.71, 2.70]})
+    p4 = [2.70, 2.725, 2.69, 2.71, 2.702]  # 0.1 below REF, give or take: differences that vary
+    cells = grid({2.0: REF, 4.0: p4})
     cells.append({"p": 4.0, "fold": 2, "value": 9.0, "number": 50})  # the same cell again, later, far off
     answer = answer_of(trials_of(cells))
     (arm,) = answer["arms"]
-    assert arm["mean"] == pytest.approx(np.mean([2.70, 2.72, 2.69, 2.71, 2.70]))
+    assert arm["mean"] == pytest.approx(np.mean(p4))
     assert arm["verdict"] == "better" and arm["runs_in"] == 5
     assert answer["duplicates"] == [{"value": 4.0, "fold": 2, "counted": 7, "left_out": [50]}]
     assert "p = 4 fold 2 counts trial 7, leaves out trial 50" in answer["sentence"]
 
 
 def test_a_pruned_run_in_a_replicate_counts_as_failed_not_as_a_run_to_come():
-    cells = grid({2.0: REF, 4.0: [2.70, 2.72, None, 2.71, 2.70]}, {(4.0, 2): {"state": "PRUNED"}})
+    cells = grid({2.0: REF, 4.0: [2.70, 2.725, None, 2.71, 2.702]}, {(4.0, 2): {"state": "PRUNED"}})
     answer = answer_of(trials_of(cells))
     (arm,) = answer["arms"]
     assert not answer["interim"] and arm["failed_runs"] == 1 and arm["verdict"] == "undecided"
@@ -138,3 +139,26 @@ def test_an_interval_beyond_the_rope_at_95_percent_but_not_at_holms_level_prints
     assert interval(mean, se, df, 0.95)[0] > MARGIN  # the 95 % interval lies beyond the ROPE
     assert row.verdict == "undecided" and row.confidence == pytest.approx(1 - 0.05 / 3)
     assert row.low <= MARGIN < row.high  # the printed one does not: it is the verdict's
+
+
+def test_final_loss_differences_that_do_not_vary_decide_nothing():
+    """Differences the same on every fold have a zero standard error: the t would call p = 4 "better"
+    and p = 3 "equivalent" with a zero-width interval and a p-value of 0, decided by no spread at all.
+    The engine leaves both undecided and says why, in the table and the sentence, and plans no runs
+    for them (more runs of a difference that never varies decide nothing)."""
+    from lpstudy.results.answers.answer_types import VerdictAnswer
+    from lpstudy.results.tables.verdicts import verdict_frame
+
+    cells = grid({2.0: REF, 4.0: [v - 0.1 for v in REF], 3.0: [v + 1e-4 for v in REF],
+                  1.0: [v + 0.3 + 0.01 * (i % 2) for i, v in enumerate(REF)]})
+    answer = answer_of(trials_of(cells))
+    arms = {a["p"]: a for a in answer["arms"]}
+    for p in (4.0, 3.0):
+        assert arms[p]["verdict"] == "undecided" and arms[p]["region"] == "undecided"
+        assert "do not vary" in arms[p]["unresolved"]
+        assert arms[p]["folds_to_decide"] is None and arms[p]["holds_up_to_rho"] is None
+    assert arms[1.0]["verdict"] == "worse" and "unresolved" not in arms[1.0]  # a spread, however small, decides
+    assert "p = 4: the paired differences do not vary" in answer["sentence"]
+    assert not answer.get("to_decide")
+    table = verdict_frame(VerdictAnswer.of(answer)).set_index("arm")
+    assert "do not vary" in table.loc["p = 4", "runs to decide"]

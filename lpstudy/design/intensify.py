@@ -79,16 +79,16 @@ class _Config:
 
 def mean_interval(losses: Sequence[float], k: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """The t interval of the expected loss over folds of `losses` (one value per fold of one K-fold
-    partition); (−∞, ∞) for one value. The folds share training text, so the variance is Nadeau and
-    Bengio's corrected one, as the verdicts' (lpstudy.intervals): the plain t interval would be too
-    narrow (Bengio and Grandvalet, JMLR 2004)."""
+    partition); (−∞, ∞) for one value, or for values that do not vary (no spread to estimate one from).
+    The folds share training text, so the variance is Nadeau and Bengio's corrected one, as the verdicts'
+    (lpstudy.intervals): the plain t interval would be too narrow (Bengio and Grandvalet, JMLR 2004)."""
     from lpstudy.intervals import corrected_stats, interval
 
     if len(losses) < 2:
         return -math.inf, math.inf
     mean, se, df = corrected_stats(list(losses), k)
     low, high = interval(mean, se, df, confidence)
-    return float(low), float(high)
+    return (float(low), float(high)) if math.isfinite(low) and math.isfinite(high) else (-math.inf, math.inf)
 
 
 @dataclass(frozen=True)

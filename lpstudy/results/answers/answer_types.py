@@ -222,6 +222,9 @@ class ArmVerdict(Part):
     seeds: float | None = None
     tunings: int | None = None  # compare --tunings T (T >= 2): the tunings the interval spans, one observation each
     runs_in: int | None = None  # the final loss's: runs of the design that are over (usable or failed)
+    # why the runs cannot decide it (undecided), where they cannot: paired differences that do not vary
+    # (endpoint_verdicts), steps below the evaluations' resolution (convergence)
+    unresolved: str | None = None
 
     VARIANCE: ClassVar[tuple[str, ...]] = ("confidence", "sigma_fold", "sigma_seed", "cells", "seeds")
 
@@ -274,7 +277,6 @@ class StabilityVerdict(ArmVerdict):
     diverged: int | None = None  # divergence: the arm's runs that diverged
     reference_diverged: int | None = None  # divergence
     reference_runs: int | None = None  # divergence
-    unresolved: str | None = None  # why the runs cannot decide it (undecided), where they cannot
 
     def written_null(self) -> tuple[str, ...]:
         return () if self.endpoint == "divergence" else self.VARIANCE
@@ -440,7 +442,6 @@ class ConvergenceArm(ArmVerdict):
 
     endpoint: str  # "steps_to_threshold" | "auc"
     unit: str
-    unresolved: str | None = None  # steps: why the evaluations cannot decide it (undecided), where they cannot
     # steps, where unresolved: the eval_interval that would resolve the ROPE (null where none would)
     eval_interval_to_resolve: int | None = None
     censored: int  # runs that did not reach the threshold

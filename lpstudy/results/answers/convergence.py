@@ -238,16 +238,15 @@ def _nice_below(x: float) -> int:
 def at_resolution(arm: ConvergenceArm, margin: float, eval_interval: float | None, reached: int) -> ConvergenceArm:
     """A steps verdict read at the resolution it was measured: undecided, with `unresolved` saying
     why and `eval_interval_to_resolve` the evaluation interval that would resolve the ROPE, where no
-    run of the arm or the reference reached the threshold, where the paired differences have zero
-    variance (no interval to decide from), or where it is "equivalent" with the evaluation interval
-    wider than the ROPE."""
+    run of the arm or the reference reached the threshold, where the paired differences do not vary
+    (the engine left it undecided: endpoint_verdicts.not_varying; here said in steps and evaluations),
+    or where it is "equivalent" with the evaluation interval wider than the ROPE."""
     interval = math.nan if eval_interval is None else eval_interval
     why = None
-    zero_spread = (arm.n_folds >= 2 and arm.low is not None and arm.high is not None and arm.diff is not None
-                   and arm.high - arm.low <= 1e-9 * max(1.0, abs(arm.diff)))
+    unvaried = arm.unresolved is not None
     if not reached:
         why = "no run of this arm or the reference reached the threshold"
-    elif zero_spread and arm.verdict != "undecided":
+    elif unvaried:
         why = (f"the paired differences do not vary (every fold read {arm.diff:+g} steps, at evaluations "
                f"{interval:g} steps apart): no interval to decide from")
     elif arm.verdict == "equivalent" and math.isfinite(interval) and interval > margin:
@@ -256,7 +255,7 @@ def at_resolution(arm: ConvergenceArm, margin: float, eval_interval: float | Non
     if why is None:
         return arm
     resolve = _nice_below(margin) if reached and math.isfinite(margin) and (
-        not math.isfinite(interval) or interval > margin or zero_spread) else None
+        not math.isfinite(interval) or interval > margin or unvaried) else None
     return replace(arm, verdict="undecided", region="below the resolution", holds_up_to_rho=None, folds_to_decide=None,
                    decided_by="eval_interval" if resolve else None, unresolved=why, eval_interval_to_resolve=resolve)
 

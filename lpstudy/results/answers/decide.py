@@ -204,7 +204,8 @@ def to_decide(arms: Sequence[ArmVerdict], margin: float | None, reference: Value
     Each ArmDesign holds its arm's value (`value`): `decided` gives each arm its design's runs."""
     from lpstudy.training.costs import serial_estimate
 
-    undecided = [a for a in arms if a.verdict == "undecided" and a.n_folds >= 2 and not a.barred_by_failures]
+    undecided = [a for a in arms if a.verdict == "undecided" and a.n_folds >= 2 and not a.barred_by_failures
+                 and not a.unresolved]
     if not undecided or not margin:
         return None
     designs = [(arm, arm_design(arm.diff, arm.sigma_fold, arm.sigma_seed, arm.n_folds, k, float(margin), alpha,

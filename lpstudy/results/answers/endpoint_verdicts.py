@@ -20,6 +20,10 @@ What the engine adds to the tests:
   design chose the look (`tests` not given), every row is an interim reading: its numbers are shown,
   its verdict is "undecided" and `interim` is true. A verdict at full alpha is given only
   on the full design.
+- no spread, no evidence: where an arm's paired differences do not vary at all (the same on every fold:
+  loss spikes that are 0 in every run, steps read at an evaluation interval), they have no standard
+  error (intervals.corrected_stats), so no test decides them: the arm is undecided, without an interval,
+  and `unresolved` says why.
 - one interval per arm, the one the verdict was decided on (`confidence` its level): better or worse,
   the 1 − a interval of the test beyond the ROPE at the arm's Holm step a (alpha/m for the smallest
   p-value, ...; the step that stopped Holm's procedure for every arm from there on: fold_tests.holm_levels);
@@ -41,6 +45,7 @@ from typing import Any, Callable, Hashable, TypeVar
 import numpy as np
 import pandas as pd
 
+from lpstudy.intervals import not_varying
 from lpstudy.results.answers.answer_types import ArmVerdict
 from lpstudy.results.answers.decide import arm_design
 from lpstudy.results.answers.fold_tests import (VERDICTS, FoldTests, VarianceComponents, beyond_p, equivalence_p,
@@ -210,6 +215,9 @@ def endpoint_verdicts(table: pd.DataFrame, reference: Hashable, *, k: int, margi
                           and not usable.loc[arm].notna().any())
         if all_failed[-1]:
             codes[i] = VERDICTS.index("worse")
+    # paired differences that do not vary have no standard error (intervals.corrected_stats): no test
+    # decided them, and the row says why
+    unvaried = [bool(still) and not interim and not all_failed[i] for i, still in enumerate(not_varying(diffs))]
     n_undecided = int(np.sum(codes == UNDECIDED))
     different = np.asarray(tests.different)
     levels = _levels(tests, codes, margin, options.alpha, sequential)
@@ -227,7 +235,7 @@ def endpoint_verdicts(table: pd.DataFrame, reference: Hashable, *, k: int, margi
         tunings, folds_to_decide, decided_by = None, None, None
         if tuned is not None:  # the observations the interval was computed from: one per tuning
             tunings = int(np.sum(np.isfinite(tuning_means(diffs[i:i + 1], tuned))))
-        elif verdict == "undecided" and len(pairs) >= 2 and not barred_by[i]:
+        elif verdict == "undecided" and len(pairs) >= 2 and not barred_by[i] and not unvaried[i]:
             # the runs per arm at which the test that can decide it reaches 80 % power (answers.decide),
             # for every endpoint alike, from the sources of variance its interval was computed from
             design = arm_design(mean, components.sigma_fold, components.sigma_seed, int(paired.sum()), k,
@@ -248,8 +256,12 @@ def endpoint_verdicts(table: pd.DataFrame, reference: Hashable, *, k: int, margi
             and not all_failed[i] else None,
             measured_rho=float(measured[i]) if math.isfinite(measured[i]) else None,
             folds_to_decide=folds_to_decide, decided_by=decided_by, sigma_fold=components.sigma_fold,
-            sigma_seed=components.sigma_seed, cells=components.cells, seeds=components.seeds, tunings=tunings))
+            sigma_seed=components.sigma_seed, cells=components.cells, seeds=components.seeds, tunings=tunings,
+            unresolved=UNVARIED if unvaried[i] else None))
     return verdicts
+
+
+UNVARIED = "the paired differences do not vary (the same on every fold): no interval to decide from"
 
 
 def _levels(tests: FoldTests, codes: np.ndarray, margin: float, alpha: float, sequential: bool) -> tuple[np.ndarray, np.ndarray]:

@@ -248,17 +248,6 @@ def _flipped(row: StabilityVerdict) -> StabilityVerdict:
                    equivalence_high=equivalence_high)
 
 
-def _unvaried(row: StabilityVerdict) -> StabilityVerdict:
-    """A verdict from paired differences that do not vary at all (every run counted 0 spikes, say)
-    is no evidence: a t with a zero standard error. Undecided, with why."""
-    if row.verdict == "undecided" or row.n_folds < 2 or row.low is None or row.high is None or row.diff is None:
-        return row
-    if row.high - row.low > 1e-12 * max(1.0, abs(row.diff)):
-        return row
-    return replace(row, verdict="undecided", region="undecided", holds_up_to_rho=None,
-                   unresolved=f"the paired differences do not vary (every fold {row.diff:+g}): no interval to decide from")
-
-
 def divergence_verdicts(runs: pd.DataFrame, reference: Hashable, alpha: float,
                         shown: Callable[[Any], dict[str, Any]] | None = None) -> list[StabilityVerdict]:
     """Per arm other than the reference: the divergence verdict from the counts (module). shown: the
@@ -456,7 +445,7 @@ def stability_answer(runs: pd.DataFrame, trials: pd.DataFrame, curves: pd.DataFr
 
         def part(arm: Hashable, name: str = name, endpoint: Endpoint = endpoint, **numbers: Any) -> StabilityVerdict:
             verdict = StabilityVerdict(**shown(arm), endpoint=name, unit=endpoint.unit, **numbers)
-            return _unvaried(_flipped(verdict) if endpoint.higher_is_better else verdict)
+            return _flipped(verdict) if endpoint.higher_is_better else verdict
 
         verdicts += endpoint_verdicts(sign * table, reference, k=k, margin=margin, options=options, failed=failed,
                                       stages_over=stages_over, part=part)

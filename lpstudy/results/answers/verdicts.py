@@ -541,19 +541,24 @@ def sentence(answer: VerdictAnswer) -> str:
         for arm in undecided:
             if arm.region == "different, size undecided":
                 notes.append(f"{name(arm.value)} differs from {name(ref.value)} but not yet beyond the ROPE")
+            elif arm.unresolved:
+                notes.append(f"{name(arm.value)}: {arm.unresolved}")
+        decidable = [a for a in undecided if not a.unresolved]  # more runs can decide these (not those that do not vary)
         more: str | None
-        if answer.interim:
+        if not decidable:
+            more = None
+        elif answer.interim:
             more = "interim"
         elif answer.to_decide:  # what would decide them, at 80 % power, is the sentence's last clause
             more = None
         elif tuning and tuning.counted:
             more = "its interval spans the tunings: more --tunings narrow it"
-        elif all(a.n_folds < 2 for a in undecided):
+        elif all(a.n_folds < 2 for a in decidable):
             more = "each needs 2 folds paired with the reference first"
-        elif any(a.folds_to_decide for a in undecided):
+        elif any(a.folds_to_decide for a in decidable):
             more = "folds to decide at the current difference and spread: " + ", ".join(
                 f"{name(a.value)}: " + (str(a.folds_to_decide) if a.folds_to_decide else
-                                       "over 50" if a.n_folds >= 2 else "2 paired folds first") for a in undecided)
+                                       "over 50" if a.n_folds >= 2 else "2 paired folds first") for a in decidable)
         else:
             more = "no fold count up to 50 would decide it at the current difference and spread"
         listed = ", ".join(name(a.value) for a in undecided)

@@ -8,6 +8,7 @@ frames and the status summary read it."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -26,8 +27,21 @@ def measured_text(returned: Returned | None) -> str:
     if r.n_folds < 2:
         return ("leading on 1 fold: the lowest loss on the tuning fold, not yet raced on another fold, so not a "
                 "best that holds; run more trials (the search races its leaders on more folds)")
-    return (f"best: the lowest mean loss over {r.n_folds} folds ({r.mean:.4f}, 95 % interval "
-            f"{r.interval[0]:.4f} to {r.interval[1]:.4f}) among its leaders raced on as many folds")
+    return (f"best: the lowest mean loss over {r.n_folds} folds ({r.mean:.4f}, {interval_words(r.interval)}) "
+            "among its leaders raced on as many folds")
+
+
+def known(interval: tuple[float, float] | list[float] | None) -> bool:
+    """Whether a chosen configuration's interval is one: finite (its folds gave different losses)."""
+    return interval is not None and all(math.isfinite(x) for x in interval)
+
+
+def interval_words(interval: tuple[float, float] | list[float] | None) -> str:
+    """"95 % interval 2.7012 to 2.7301", or why there is none (folds that gave the same loss: no spread)."""
+    if not known(interval):
+        return "no interval: its folds gave the same loss"
+    assert interval is not None
+    return f"95 % interval {interval[0]:.4f} to {interval[1]:.4f}"
 
 
 def measured_fields(returned: Returned, trials: list[int]) -> dict[str, Any]:
@@ -35,7 +49,8 @@ def measured_fields(returned: Returned, trials: list[int]) -> dict[str, Any]:
     r = returned
     return {"chosen_as": "best" if r.n_folds >= 2 else "leading on 1 fold", "folds_measured": r.n_folds,
             "folds": list(r.folds), "mean_over_folds": r.mean,
-            "interval": [r.interval[0], r.interval[1]] if r.n_folds >= 2 else None, "trials": trials,
+            "interval": [r.interval[0], r.interval[1]] if r.n_folds >= 2 and known(r.interval) else None,
+            "trials": trials,
             "measured": measured_text(r)}
 
 
@@ -51,9 +66,10 @@ def measured_line(measured: dict | None) -> str:
     if measured["folds_measured"] < 2:
         return (f"loss {measured['mean_over_folds']:.4f} on 1 fold: not yet raced on a second fold, so not yet "
                 "a best")
-    low, high = measured["interval"]
+    shown = (f"[{measured['interval'][0]:.4f}, {measured['interval'][1]:.4f}] (95 %)" if known(measured["interval"])
+             else "(no interval: its folds gave the same loss)")
     return (f"mean over {measured['folds_measured']} folds {measured['mean_over_folds']:.4f} "
-            f"[{low:.4f}, {high:.4f}] (95 %): its leaders raced on as many folds")
+            f"{shown}: its leaders raced on as many folds")
 
 
 @dataclass(frozen=True)
@@ -169,9 +185,8 @@ class StudyBest:
         if self.n_folds < 2:
             return (f"loss {self.mean:.4f} on 1 fold (trial {self.number}): leading, not yet raced on a "
                     f"second fold, so not yet a best")
-        low, high = self.interval or (float("nan"), float("nan"))
-        return (f"mean loss {self.mean:.4f} over {self.n_folds} folds, 95 % interval {low:.4f} to "
-                f"{high:.4f} (trial {self.number} on its tuning fold: {self.value:.4f})")
+        return (f"mean loss {self.mean:.4f} over {self.n_folds} folds, {interval_words(self.interval)} "
+                f"(trial {self.number} on its tuning fold: {self.value:.4f})")
 
     def source_fields(self) -> dict[str, Any]:
         """What a run file's `source` says of how the configuration was chosen (an arm's; a search's

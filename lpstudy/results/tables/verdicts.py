@@ -37,6 +37,7 @@ def verdict_frame(answer: Verdicts) -> pd.DataFrame:
         if arm.verdict == "undecided":
             # the runs per arm at 80 % power within what the design can run (answers.decide), else none
             decide = (f"{arm.folds_to_decide} ({arm.decided_by})" if arm.folds_to_decide
+                      else arm.unresolved if arm.unresolved
                       else "none within the design" if arm.n_folds >= 2 else "needs 2 folds first")
         rel = arm.rel_diff
         interval = ("–" if arm.rel_low is None or arm.rel_high is None else
