@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import optuna
 import pytest
@@ -15,13 +16,13 @@ import yaml
 from lpstudy.results.replay.grid_table import GridTable, Run, write_table
 from lpstudy.results.replay.traces import replay_one
 from lpstudy.results.replay.methods import Method, default_method, pick_methods
-from lpstudy.design.intensify import Evaluation, Intensifier
-from lpstudy.results.reading.measured import measured_text
+from lpstudy.design.intensify import Evaluation, Intensifier, mean_interval
+from lpstudy.results.reading.measured import measured_fields, measured_text
 from tests.study_helpers import cli
 
 # Fold 0 (the tuning fold) prefers lr = 1e-2 (1.85) by its noise; over both folds lr = 1e-3 is best
 # (1.90 against 2.00): the planted truth.
-PLANTED = {1e-4: (2.0, 2.2), 1e-3: (1.9, 1.9), 1e-2: (1.85, 2.15), 1e-1: (2.5, 2.7)}
+PLANTED = {1e-4: (2.0, 2.2), 1e-3: (1.88, 1.92), 1e-2: (1.85, 2.15), 1e-1: (2.5, 2.7)}
 NOISE_WINNER, TRUE_BEST = 2, 1  # their indexes in PLANTED
 STEPS = (0, 10, 20, 30)
 
@@ -53,9 +54,12 @@ def test_the_intensifier_races_the_leaders_and_returns_the_lowest_mean_over_the_
     assert rule.requests(seen, pending={(1e-3, 1)}) == [(1e-2, 1), (1e-4, 1)]
     raced = rule.returned(_planted_evaluations(fold0_only=False))
     assert raced.key == 1e-3 and raced.folds == (0, 1) and raced.mean == pytest.approx(1.9)
-    # the same loss on its two folds: no spread to estimate an interval from, so none (not a zero-width one)
-    assert raced.interval == (-math.inf, math.inf)
-    assert "no interval: its folds gave the same loss" in measured_text(raced)
+    assert raced.interval[0] < 1.9 < raced.interval[1] and "95 % interval" in measured_text(raced)
+    # the same loss on every fold: no spread to estimate an interval from, so none (not a zero-width one)
+    assert mean_interval([1.9, 1.9], 10) == (-math.inf, math.inf)
+    flat = replace(raced, interval=mean_interval([1.9, 1.9], 10))
+    assert "no interval: its folds gave the same loss" in measured_text(flat)
+    assert measured_fields(flat, [1, 2])["interval"] is None
     # with nothing raced (top = 0) the tuning fold's best is returned, whatever else is known
     assert Intensifier.of(0, 5, 0, 2).returned(_planted_evaluations(fold0_only=False)).key == 1e-2
     assert Intensifier.of(0, 5, 0, 2).requests(seen) == []
@@ -174,7 +178,7 @@ def test_a_study_races_its_leaders_and_exports_the_configuration_best_over_folds
     assert run["lr"] == 1e-3 and run["fold"] == 0
     source = run["source"]
     assert source["chosen_as"] == "best" and source["folds_measured"] == 2 and source["folds"] == [0, 1]
-    assert source["mean_over_folds"] == pytest.approx(1.9) and source["interval"] == pytest.approx([1.9, 1.9])
+    assert source["mean_over_folds"] == pytest.approx(1.9) and source["interval"][0] < 1.9 < source["interval"][1]
 
     code, stdout, err = cli(capsys, "status", "--study", "raced", "--storage", sqlite_url, "--json")
     assert code == 0, err
@@ -258,7 +262,9 @@ def test_every_reader_shows_a_searchs_best_over_folds_and_never_a_one_fold_leade
     assert "1.9000 (mean of 2 folds)" in stdout and "1.8500 (leading, 1 fold)" in stdout, stdout
 
     # a comparison's tuning table: the arm's returned trial, marked by lpstudy.results.reading.compare
-    frame = raced.trials.assign(arm="p=2", returned=raced.trials["number"] == returned, returned_folds=2)
+    # (its mean over the 2 folds raced, as lpstudy.results.reading.compare marks it; not its tuning fold's 1.88)
+    frame = raced.trials.assign(arm="p=2", returned=raced.trials["number"] == returned, returned_folds=2,
+                                returned_mean=1.9)
     row = tuning_summary(frame).iloc[0]
     assert row["best_lr"] == 1e-3 and row["best_loss"] == pytest.approx(1.9) and row["best_folds"] == 2
 
