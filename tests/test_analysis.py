@@ -269,7 +269,8 @@ def test_grid_progress_counts_cells_done_once():
     trials = trials_frame([{"p": 2.0, "fold": 0, "value": 1.0}, {"p": 2.0, "fold": 0, "value": 1.1},
                            {"p": 2.0, "fold": 1, "state": "RUNNING"}, {"p": 3.0, "fold": 0, "state": "WAITING"}])
     progress = A.grid_progress(trials, StudySpec.from_plain(spec))
-    assert progress == {"n_cells": 4, "done": 1, "running": 1, "waiting": 1, "fraction": 0.25}
+    assert progress is not None and progress.to_plain() == {"n_cells": 4, "done": 1, "running": 1, "waiting": 1,
+                                                            "fraction": 0.25}
     assert A.grid_progress(trials, StudySpec.from_plain({"kind": "search"})) is None
 
 

@@ -90,9 +90,9 @@ def overview() -> None:
 
     grid = once(data, ("grid_progress",), lambda: A.grid_progress(trials, info.spec))
     if grid is not None:
-        st.progress(min(1.0, grid["fraction"]),
-                    text=f"Grid: {grid['done']} of {grid['n_cells']} cells done · {grid['running']} running · "
-                         f"{grid['waiting']} waiting")
+        st.progress(min(1.0, grid.fraction),
+                    text=f"Grid: {grid.done} of {grid.n_cells} cells done · {grid.running} running · "
+                         f"{grid.waiting} waiting")
     if data.duplicates:
         from lpstudy.results.analysis.cells import duplicates_note
 

@@ -109,7 +109,8 @@ def study_status(reader: results.TrialReader, study_name: str) -> dict[str, Any]
         waiting_races = 0  # a grid: no races
         running = analysis.running_trials(trials)
         left = estimate_time_left(trials, running, spec, max_steps)
-        grid, compute = analysis.grid_progress(trials, spec), compute_summary(trials)
+        progress, compute = analysis.grid_progress(trials, spec), compute_summary(trials)
+        grid = progress.to_plain() if progress else None
     best = None
     if best_row is not None:
         best = {k: _plain(best_row.get(k)) for k in ("number", "value", "p", "lr", "gain_init", "fold",

@@ -3,8 +3,9 @@ states, the best trials, who runs what, a grid's progress, filters."""
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import Iterable
+from typing import Any, Iterable
 
 import numpy as np
 import pandas as pd
@@ -91,10 +92,28 @@ def running_trials(trials: pd.DataFrame, now: pd.Timestamp | None = None) -> pd.
     return running[columns].sort_values("number", ignore_index=True)
 
 
-def grid_progress(trials: pd.DataFrame, spec: StudySpec | None = None) -> dict | None:
+@dataclass(frozen=True)
+class GridProgress:
+    """How far a grid study has got (grid_progress): Home's bar, `lpstudy status`'s grid line and its JSON."""
+
+    n_cells: int  # cells in the grid (at least those done)
+    done: int  # cells with a COMPLETE trial, each counted once
+    running: int  # trials running
+    waiting: int  # trials waiting (cells enqueued, retries)
+
+    @property
+    def fraction(self) -> float:
+        return self.done / self.n_cells if self.n_cells else 0.0
+
+    def to_plain(self) -> dict[str, Any]:
+        """As `lpstudy status --json` writes it: the counts and the fraction done."""
+        return {**asdict(self), "fraction": self.fraction}
+
+
+def grid_progress(trials: pd.DataFrame, spec: StudySpec | None = None) -> GridProgress | None:
     """For a grid study (replicate, or `create --sampler grid`): cells in the grid, cells done (a
-    COMPLETE trial; a cell is every gridded field, lpstudy.results.analysis.cells), running, waiting, and
-    the fraction done; None for a study that is not a grid."""
+    COMPLETE trial; a cell is every gridded field, lpstudy.results.analysis.cells), running and
+    waiting; None for a study that is not a grid."""
     fields = grid_fields(spec)
     if spec is None or not fields:
         return None
@@ -103,8 +122,7 @@ def grid_progress(trials: pd.DataFrame, spec: StudySpec | None = None) -> dict |
     running = int((trials["state"] == "RUNNING").sum())
     waiting = int((trials["state"] == "WAITING").sum())
     n_cells = max(n_cells, done)
-    return {"n_cells": n_cells, "done": done, "running": running, "waiting": waiting,
-            "fraction": done / n_cells if n_cells else 0.0}
+    return GridProgress(n_cells=n_cells, done=done, running=running, waiting=waiting)
 
 
 def filter_trials(trials: pd.DataFrame, states: Iterable[str] | None = None,
