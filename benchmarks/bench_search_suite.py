@@ -122,7 +122,8 @@ def p_text(p: float) -> str:
 
 
 def finish(args, plain: dict[str, dict]) -> None:
-    """Score the suite, write benchmarks/results/replay/suite.json and the result file."""
+    """Score the suite, write benchmarks/results/replay/suite.json and the result file (neither with
+    --result none)."""
     from lpstudy.results.replay.result_types import GridReplay
     from lpstudy.results.replay.suite import SuiteResult
 
@@ -130,7 +131,8 @@ def finish(args, plain: dict[str, dict]) -> None:
     suite = SuiteResult(suite_names, [GridReplay.from_plain(plain[n]) for n in suite_names]).to_json()
     held = {n: plain[n] for n in HELD_OUT if n in plain}
     out = ROOT / "benchmarks" / "results" / "replay"
-    (out / "suite.json").write_text(json.dumps({**suite, "held_out": [{**g, "name": n} for n, g in held.items()]}))
+    if args.result != "none":
+        (out / "suite.json").write_text(json.dumps({**suite, "held_out": [{**g, "name": n} for n, g in held.items()]}))
     write_markdown(args.result, suite, held)
     print(f"chosen on the suite: {suite['chosen']}", file=sys.stderr)
 
