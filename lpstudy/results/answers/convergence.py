@@ -239,7 +239,7 @@ def at_resolution(arm: ConvergenceArm, margin: float, eval_interval: float | Non
     """A steps verdict read at the resolution it was measured: undecided, with `unresolved` saying
     why and `eval_interval_to_resolve` the evaluation interval that would resolve the ROPE, where no
     run of the arm or the reference reached the threshold, where the paired differences do not vary
-    (the engine left it undecided: endpoint_verdicts.not_varying; here said in steps and evaluations),
+    (no standard error: intervals.not_varying; the engine says so, here in steps and evaluations),
     or where it is "equivalent" with the evaluation interval wider than the ROPE."""
     interval = math.nan if eval_interval is None else eval_interval
     why = None
