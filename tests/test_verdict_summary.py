@@ -49,6 +49,22 @@ def test_the_paragraph_says_what_was_compared_what_is_known_and_what_would_decid
     assert f"What would decide p = 4: 20 runs (10 folds an arm), {COST}" in text
 
 
+def test_the_paragraph_names_the_arms_the_plan_decides_without_a_command_and_those_no_runs_can():
+    """A comparison's plan has no command (its design is in words): the paragraph still names the arm it
+    decides, as the verdict's sentence does, and never says no design would; an arm whose differences do
+    not vary is said so, not "too small against the spread" (it has none)."""
+    from dataclasses import replace
+
+    answer = _answer({3.0: "undecided", 4.0: "undecided"}, plan=[4.0])
+    assert answer.to_decide is not None
+    flat = replace(answer.arms[0], unresolved="the paired differences do not vary")
+    text = verdict_summary(replace(answer, arms=[flat, answer.arms[1]],
+                                   to_decide=replace(answer.to_decide, command=None)))
+    assert f"What would decide p = 4: 20 runs (10 folds an arm), {COST}; the design is in the verdict above" in text
+    assert "p = 3 differs from p = 2 by the same amount on every fold" in text
+    assert "No design within the limits" not in text
+
+
 def test_the_paragraph_says_when_nothing_is_left_to_run_and_when_runs_are_still_to_come():
     assert "Every arm is decided: nothing more needs to run." in verdict_summary(
         _answer({1.0: "better", 3.0: "better"}))

@@ -70,16 +70,23 @@ def verdict_summary(answer: Verdicts) -> str:
     if not undecided:
         text.append("Every arm is decided: nothing more needs to run.")
     else:
-        planned = [d.value for d in plan.arms] if plan and plan.command else []
+        # the arms whose design is within the bounds (a comparison's plan has no command: its design is in words)
+        planned = [d.value for d in plan.arms if d.runs_per_arm] if plan and plan.runs else []
         if plan and planned:
             runs = (f"{plan.runs} runs" if plan.runs else "runs") + (f" ({plan.folds} folds an arm)" if plan.folds else "")
             text.append(f"What would decide {listed([arm_name(ref.field, v) for v in planned])}: {runs}, "
-                        f"{plan.time}; the command is in the verdict above.")
+                        f"{plan.time}; the {'command' if plan.command else 'design'} is in the verdict above.")
+        flat = [arm_name(a.field, a.value) for a in undecided if a.unresolved]
+        if flat:
+            text.append(f"{listed(flat)} differ{'s' if len(flat) == 1 else ''} from {reference} by the same amount on "
+                        "every fold: with no spread there is no interval to decide from, and more runs like these "
+                        "would not give one.")
         early = [arm_name(a.field, a.value) for a in undecided if a.value not in planned and a.n_folds < 2]
         if early:
             text.append(f"{listed(early)} {'needs' if len(early) == 1 else 'need'} a second fold before the "
                         "noise between folds can be measured.")
-        beyond = [arm_name(a.field, a.value) for a in undecided if a.value not in planned and a.n_folds >= 2]
+        beyond = [arm_name(a.field, a.value) for a in undecided
+                  if a.value not in planned and a.n_folds >= 2 and not a.unresolved]
         if beyond and not answer.interim:  # runs still to come: the design has not had its say
             text.append(f"No design within the limits would decide {listed(beyond)}: the difference, if any, is "
                         "too small against the spread between folds.")
